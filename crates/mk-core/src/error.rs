@@ -1,0 +1,127 @@
+//! Stable error codes. Every error a user can see maps to exactly one of these
+//! strings; they are part of the public protocol and never change spelling.
+
+use std::fmt;
+
+/// The stable, user-visible error codes of 00-overview.md.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ErrorCode {
+    OffsetOutOfRange,
+    InvalidRecord,
+    CorruptBatch,
+    CorruptIndex,
+    StorageError,
+    TopicAlreadyExists,
+    UnknownTopic,
+    UnknownPartition,
+    ProducerBufferFull,
+    RebalanceInProgress,
+    IllegalGeneration,
+    NotPartitionOwner,
+    UnknownMember,
+    NotEnoughReplicas,
+    NotEnoughReplicasAfterAppend,
+    NotInSyncReplica,
+    FencedLeaderEpoch,
+    ProducerFenced,
+    OutOfOrderSequence,
+    InvalidTxnState,
+    InvalidRequest,
+    FrameTooLarge,
+    ClusterClosed,
+    ClusterFailed,
+}
+
+impl ErrorCode {
+    /// Every code, in the order of the specification's table.
+    pub const ALL: [ErrorCode; 24] = [
+        ErrorCode::OffsetOutOfRange,
+        ErrorCode::InvalidRecord,
+        ErrorCode::CorruptBatch,
+        ErrorCode::CorruptIndex,
+        ErrorCode::StorageError,
+        ErrorCode::TopicAlreadyExists,
+        ErrorCode::UnknownTopic,
+        ErrorCode::UnknownPartition,
+        ErrorCode::ProducerBufferFull,
+        ErrorCode::RebalanceInProgress,
+        ErrorCode::IllegalGeneration,
+        ErrorCode::NotPartitionOwner,
+        ErrorCode::UnknownMember,
+        ErrorCode::NotEnoughReplicas,
+        ErrorCode::NotEnoughReplicasAfterAppend,
+        ErrorCode::NotInSyncReplica,
+        ErrorCode::FencedLeaderEpoch,
+        ErrorCode::ProducerFenced,
+        ErrorCode::OutOfOrderSequence,
+        ErrorCode::InvalidTxnState,
+        ErrorCode::InvalidRequest,
+        ErrorCode::FrameTooLarge,
+        ErrorCode::ClusterClosed,
+        ErrorCode::ClusterFailed,
+    ];
+
+    /// The wire spelling of the code, e.g. `"OFFSET_OUT_OF_RANGE"`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::OffsetOutOfRange => "OFFSET_OUT_OF_RANGE",
+            ErrorCode::InvalidRecord => "INVALID_RECORD",
+            ErrorCode::CorruptBatch => "CORRUPT_BATCH",
+            ErrorCode::CorruptIndex => "CORRUPT_INDEX",
+            ErrorCode::StorageError => "STORAGE_ERROR",
+            ErrorCode::TopicAlreadyExists => "TOPIC_ALREADY_EXISTS",
+            ErrorCode::UnknownTopic => "UNKNOWN_TOPIC",
+            ErrorCode::UnknownPartition => "UNKNOWN_PARTITION",
+            ErrorCode::ProducerBufferFull => "PRODUCER_BUFFER_FULL",
+            ErrorCode::RebalanceInProgress => "REBALANCE_IN_PROGRESS",
+            ErrorCode::IllegalGeneration => "ILLEGAL_GENERATION",
+            ErrorCode::NotPartitionOwner => "NOT_PARTITION_OWNER",
+            ErrorCode::UnknownMember => "UNKNOWN_MEMBER",
+            ErrorCode::NotEnoughReplicas => "NOT_ENOUGH_REPLICAS",
+            ErrorCode::NotEnoughReplicasAfterAppend => "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+            ErrorCode::NotInSyncReplica => "NOT_IN_SYNC_REPLICA",
+            ErrorCode::FencedLeaderEpoch => "FENCED_LEADER_EPOCH",
+            ErrorCode::ProducerFenced => "PRODUCER_FENCED",
+            ErrorCode::OutOfOrderSequence => "OUT_OF_ORDER_SEQUENCE",
+            ErrorCode::InvalidTxnState => "INVALID_TXN_STATE",
+            ErrorCode::InvalidRequest => "INVALID_REQUEST",
+            ErrorCode::FrameTooLarge => "FRAME_TOO_LARGE",
+            ErrorCode::ClusterClosed => "CLUSTER_CLOSED",
+            ErrorCode::ClusterFailed => "CLUSTER_FAILED",
+        }
+    }
+
+    /// Parses a wire spelling back into a code.
+    pub fn parse(s: &str) -> Option<ErrorCode> {
+        ErrorCode::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_round_trips_through_its_wire_spelling() {
+        for code in ErrorCode::ALL {
+            assert_eq!(ErrorCode::parse(code.as_str()), Some(code));
+        }
+        assert_eq!(ErrorCode::parse("NOPE"), None);
+    }
+
+    #[test]
+    fn wire_spellings_are_unique_screaming_snake_case() {
+        let mut seen = std::collections::BTreeSet::new();
+        for code in ErrorCode::ALL {
+            let s = code.as_str();
+            assert!(s.chars().all(|c| c.is_ascii_uppercase() || c == '_'), "{s}");
+            assert!(seen.insert(s), "duplicate {s}");
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! The shared vocabulary of MiniKafka: `TopicPartition`, the injected `Clock`
+//! (`SystemClock`, `ManualClock`) and the stable `ErrorCode` strings of the
+//! public protocol.
+//!
+//! This crate owns nothing else. It knows no logs, replicas, groups,
+//! transactions, files, JSON or networks; every other crate may depend on it
+//! and it depends on nothing.
+
+mod clock;
+mod error;
+mod tp;
+
+pub use clock::{Clock, ManualClock, SharedClock, SystemClock};
+pub use error::ErrorCode;
+pub use tp::{TopicPartition, validate_topic_name};

@@ -1,0 +1,102 @@
+//! `cargo xtask`: every piece of project automation, in Rust.
+//!
+//! Subcommands: `test` (everything CI checks), `check-layers`, `test-parity`,
+//! `test-snapshots`, `bench`. It changes to the workspace root first, so it
+//! works from any folder.
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod bench;
+mod layers;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+fn main() -> ExitCode {
+    let root = workspace_root();
+    if let Err(e) = std::env::set_current_dir(&root) {
+        eprintln!("xtask: cannot enter workspace root {}: {e}", root.display());
+        return ExitCode::FAILURE;
+    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("test") => test_all(),
+        Some("check-layers") => layers::check_workspace(),
+        Some("test-parity") => test_parity(),
+        Some("test-snapshots") => test_snapshots(),
+        Some("bench") => bench::run(&args[1..]),
+        _ => {
+            eprintln!(
+                "usage: cargo xtask <command>\n\n\
+                 commands:\n  \
+                 test            fmt check, clippy -D warnings, check-layers, every workspace test\n  \
+                 check-layers    fail on any crate dependency not in the layer diagram\n  \
+                 test-parity     the Direct-vs-JSON-TCP parity corpus\n  \
+                 test-snapshots  insta snapshots of byte layouts and wire shapes\n  \
+                 bench           release-build benchmarks; prints JSON lines, writes docs/benchmarks.md"
+            );
+            Err("no command given".to_string())
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// Runs `cargo <args>` and fails with a readable message if it fails.
+pub(crate) fn cargo(args: &[&str]) -> Result<(), String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    println!("xtask: cargo {}", args.join(" "));
+    let status = Command::new(&cargo)
+        .args(args)
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`cargo {}` failed ({status})", args.join(" ")))
+    }
+}
+
+fn test_all() -> Result<(), String> {
+    cargo(&["fmt", "--all", "--", "--check"])?;
+    cargo(&[
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--locked",
+        "--",
+        "-D",
+        "warnings",
+    ])?;
+    layers::check_workspace()?;
+    cargo(&["test", "--workspace", "--locked"])?;
+    println!("xtask: all checks passed");
+    Ok(())
+}
+
+fn test_parity() -> Result<(), String> {
+    cargo(&[
+        "test",
+        "--locked",
+        "-p",
+        "mk-acceptance",
+        "--test",
+        "parity",
+    ])
+}
+
+fn test_snapshots() -> Result<(), String> {
+    cargo(&["test", "--locked", "--workspace", "snapshot"])
+}
