@@ -1,1 +1,31 @@
-//! placeholder
+//! The partition log (book chapters 2-3): the record model, the MKB1 batch
+//! encoding, segments with sparse offset and time indexes, crash recovery,
+//! retention and key compaction.
+//!
+//! It owns the bytes of one replica of one partition on disk. It knows batch
+//! headers (producer ids, sequences, transaction markers) because they are
+//! part of the format, but it must never know replicas, ISR, high watermarks,
+//! consumer groups, the transaction coordinator, networks, JSON, threads,
+//! async runtimes or the wall clock (time arrives as `now_ms` arguments).
+
+mod checkpoint;
+pub mod codec;
+mod compaction;
+mod error;
+mod fault;
+pub mod fsutil;
+pub mod index;
+mod log;
+pub mod record;
+mod retention;
+mod segment;
+mod txn_index;
+
+pub use codec::BatchHeader;
+pub use compaction::CompactionResult;
+pub use error::{LogError, Result};
+pub use fault::FaultInjector;
+pub use log::{AppendInfo, LogConfig, LogRecord, PartitionLog, SegmentInfo, StoredBatch};
+pub use record::{ControlType, Header, ProducerInfo, Record, RecordBatch};
+pub use retention::RetentionPolicy;
+pub use txn_index::AbortedTxn;

@@ -1,0 +1,675 @@
+//! The MKB1 batch encoding, byte exact (spec 01). All integers big-endian.
+//!
+//! ```text
+//! frame   := magic "MKB1" | payload_len u32 | crc u32 (CRC-32C of payload) | payload
+//! payload := version u8 | base_offset i64 | leader_epoch u32 | producer_id i64
+//!          | producer_epoch i32 | base_sequence i32 | flags u8 | last_offset_delta i32
+//!          | txn_id_len u16 | record_count u32 | txn_id bytes | record*
+//! record  := offset_delta i32 | timestamp_ms i64 | key_len i32 | value_len i32
+//!          | header_count u16 | key | value | header*
+//! header  := key_len u16 | key (UTF-8) | value_len i32 | value
+//! ```
+//!
+//! Decoding never panics and never allocates more than the frame's own size,
+//! whatever counts the frame claims: every capacity is bounded by the bytes
+//! that are actually left.
+
+use crate::error::{LogError, Result};
+use crate::record::{ControlType, Header, ProducerInfo, Record, RecordBatch};
+use bytes::Bytes;
+
+/// The four magic bytes that start every frame.
+pub const MAGIC: &[u8; 4] = b"MKB1";
+/// magic + payload_len + crc.
+pub const FRAME_HEADER_BYTES: usize = 12;
+/// The fixed part of a payload, before the transactional id.
+pub const PAYLOAD_HEADER_BYTES: usize = 40;
+/// The fixed part of a record, before key and value.
+pub const RECORD_HEADER_BYTES: usize = 22;
+/// The smallest possible record header (`key_len u16` + `value_len i32`).
+const HEADER_MIN_BYTES: usize = 6;
+
+const FLAG_TRANSACTIONAL: u8 = 0b001;
+const FLAG_COMMIT: u8 = 0b010;
+const FLAG_ABORT: u8 = 0b100;
+
+/// The fields of a batch that can be read without decoding its records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchHeader {
+    pub base_offset: i64,
+    pub leader_epoch: i32,
+    pub producer: ProducerInfo,
+    pub transactional: bool,
+    pub control: Option<ControlType>,
+    pub last_offset_delta: i32,
+    pub record_count: u32,
+}
+
+impl BatchHeader {
+    /// `base_offset + last_offset_delta + 1`.
+    pub fn next_offset(&self) -> i64 {
+        self.base_offset + i64::from(self.last_offset_delta) + 1
+    }
+    /// The offset of the batch's last logical record.
+    pub fn last_offset(&self) -> i64 {
+        self.base_offset + i64::from(self.last_offset_delta)
+    }
+    /// `base_sequence + last_offset_delta`, or -1 without a sequence.
+    pub fn last_sequence(&self) -> i32 {
+        crate::record::last_sequence(self.producer.base_sequence, self.last_offset_delta)
+    }
+}
+
+/// The exact number of bytes `encode` will produce for `batch`.
+pub fn encoded_len(batch: &RecordBatch) -> usize {
+    let mut n =
+        FRAME_HEADER_BYTES + PAYLOAD_HEADER_BYTES + batch.transactional_id().map_or(0, str::len);
+    for r in batch.records() {
+        n += RECORD_HEADER_BYTES
+            + r.key.as_ref().map_or(0, Bytes::len)
+            + r.value.as_ref().map_or(0, Bytes::len);
+        for h in &r.headers {
+            n += HEADER_MIN_BYTES + h.key.len() + h.value.as_ref().map_or(0, Bytes::len);
+        }
+    }
+    n
+}
+
+/// Encodes an assigned batch into a new buffer.
+pub fn encode(batch: &RecordBatch) -> Result<Bytes> {
+    let mut buf = Vec::new();
+    encode_into(batch, &mut buf)?;
+    Ok(Bytes::from(buf))
+}
+
+/// Encodes an assigned batch, appending the frame to `out`. On error `out`
+/// is left as it was.
+pub fn encode_into(batch: &RecordBatch, out: &mut Vec<u8>) -> Result<()> {
+    let base_offset = batch
+        .base_offset()
+        .ok_or_else(|| LogError::InvalidRecord("cannot encode an unassigned batch".into()))?;
+    batch.validate()?;
+    let epoch = u32::try_from(batch.leader_epoch()).map_err(|_| {
+        LogError::InvalidRecord(format!(
+            "an assigned batch has a leader epoch >= 0, got {}",
+            batch.leader_epoch()
+        ))
+    })?;
+    let txn_id = batch.transactional_id().unwrap_or("").as_bytes();
+    let txn_id_len = u16_len(txn_id.len(), "transactional id")?;
+    let record_count = u32::try_from(batch.records().len())
+        .map_err(|_| LogError::InvalidRecord("too many records".into()))?;
+    let total = encoded_len(batch);
+    let payload_len = u32::try_from(total - FRAME_HEADER_BYTES).map_err(|_| {
+        LogError::InvalidRecord(format!("a batch of {total} bytes is too large to encode"))
+    })?;
+
+    let start = out.len();
+    out.reserve(total);
+    let result = (|| {
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&payload_len.to_be_bytes());
+        out.extend_from_slice(&[0; 4]); // CRC, filled in below.
+        out.push(crate::record::FORMAT_VERSION);
+        out.extend_from_slice(&base_offset.to_be_bytes());
+        out.extend_from_slice(&epoch.to_be_bytes());
+        let p = batch.producer();
+        out.extend_from_slice(&p.producer_id.to_be_bytes());
+        out.extend_from_slice(&p.producer_epoch.to_be_bytes());
+        out.extend_from_slice(&p.base_sequence.to_be_bytes());
+        out.push(flags_of(batch));
+        out.extend_from_slice(&batch.last_offset_delta().to_be_bytes());
+        out.extend_from_slice(&txn_id_len.to_be_bytes());
+        out.extend_from_slice(&record_count.to_be_bytes());
+        out.extend_from_slice(txn_id);
+        for (delta, r) in batch.offset_deltas().iter().zip(batch.records()) {
+            out.extend_from_slice(&delta.to_be_bytes());
+            out.extend_from_slice(&r.timestamp_ms.to_be_bytes());
+            out.extend_from_slice(&i32_len(r.key.as_ref(), "key")?.to_be_bytes());
+            out.extend_from_slice(&i32_len(r.value.as_ref(), "value")?.to_be_bytes());
+            out.extend_from_slice(&u16_len(r.headers.len(), "header count")?.to_be_bytes());
+            if let Some(k) = &r.key {
+                out.extend_from_slice(k);
+            }
+            if let Some(v) = &r.value {
+                out.extend_from_slice(v);
+            }
+            for h in &r.headers {
+                out.extend_from_slice(&u16_len(h.key.len(), "header key")?.to_be_bytes());
+                out.extend_from_slice(h.key.as_bytes());
+                out.extend_from_slice(&i32_len(h.value.as_ref(), "header value")?.to_be_bytes());
+                if let Some(v) = &h.value {
+                    out.extend_from_slice(v);
+                }
+            }
+        }
+        Ok(())
+    })();
+    if let Err(e) = result {
+        out.truncate(start);
+        return Err(e);
+    }
+    debug_assert_eq!(out.len() - start, total);
+    let crc = crc32c::crc32c(&out[start + FRAME_HEADER_BYTES..]);
+    out[start + 8..start + 12].copy_from_slice(&crc.to_be_bytes());
+    Ok(())
+}
+
+fn flags_of(batch: &RecordBatch) -> u8 {
+    let mut flags = 0;
+    if batch.is_transactional() {
+        flags |= FLAG_TRANSACTIONAL;
+    }
+    match batch.control() {
+        Some(ControlType::Commit) => flags |= FLAG_COMMIT,
+        Some(ControlType::Abort) => flags |= FLAG_ABORT,
+        None => {}
+    }
+    flags
+}
+
+fn u16_len(len: usize, what: &str) -> Result<u16> {
+    u16::try_from(len)
+        .map_err(|_| LogError::InvalidRecord(format!("{what} is {len} long; at most 65535 fits")))
+}
+
+fn i32_len(bytes: Option<&Bytes>, what: &str) -> Result<i32> {
+    match bytes {
+        None => Ok(-1),
+        Some(b) => i32::try_from(b.len()).map_err(|_| {
+            LogError::InvalidRecord(format!("{what} of {} bytes is too large", b.len()))
+        }),
+    }
+}
+
+/// Looks at the start of `buf` and returns the total length of the frame
+/// there, `None` if fewer than 12 bytes are available. Fails on a wrong
+/// magic or a payload longer than `max_batch_bytes`.
+pub fn peek_frame_len(buf: &[u8], max_batch_bytes: u32) -> Result<Option<usize>> {
+    if buf.len() < FRAME_HEADER_BYTES {
+        return Ok(None);
+    }
+    if &buf[..4] != MAGIC {
+        return Err(corrupt(format!("bad magic {:02x?}", &buf[..4])));
+    }
+    let payload_len = u32::from_be_bytes([buf[4], buf[5], buf[6], buf[7]]);
+    if payload_len > max_batch_bytes {
+        return Err(corrupt(format!(
+            "payload length {payload_len} exceeds max_batch_bytes {max_batch_bytes}"
+        )));
+    }
+    if (payload_len as usize) < PAYLOAD_HEADER_BYTES {
+        return Err(corrupt(format!(
+            "payload length {payload_len} is shorter than the {PAYLOAD_HEADER_BYTES}-byte batch header"
+        )));
+    }
+    Ok(Some(FRAME_HEADER_BYTES + payload_len as usize))
+}
+
+/// Checks the frame envelope (magic, exact length, CRC) of `frame` and
+/// decodes only the batch header. `frame` must be exactly one frame.
+pub fn decode_header(frame: &[u8], max_batch_bytes: u32) -> Result<BatchHeader> {
+    let len = peek_frame_len(frame, max_batch_bytes)?.ok_or_else(|| {
+        corrupt(format!(
+            "frame of {} bytes is shorter than its header",
+            frame.len()
+        ))
+    })?;
+    if len != frame.len() {
+        return Err(corrupt(format!(
+            "frame length mismatch: header says {len} bytes, got {}",
+            frame.len()
+        )));
+    }
+    let expected = u32::from_be_bytes([frame[8], frame[9], frame[10], frame[11]]);
+    let actual = crc32c::crc32c(&frame[FRAME_HEADER_BYTES..]);
+    if expected != actual {
+        return Err(corrupt(format!(
+            "CRC mismatch: stored {expected:08x}, computed {actual:08x}"
+        )));
+    }
+    let mut r = Reader::new(&frame[FRAME_HEADER_BYTES..]);
+    read_batch_header(&mut r).map(|(h, _)| h)
+}
+
+/// Decodes one complete frame. Key, value and header values are zero-copy
+/// slices of `frame`.
+pub fn decode(frame: &Bytes, max_batch_bytes: u32) -> Result<RecordBatch> {
+    let header = decode_header(frame, max_batch_bytes)?;
+    decode_verified(frame, &header)
+}
+
+/// Decodes the records of a frame whose envelope and header were already
+/// checked by [`decode_header`] (the read path verifies each CRC once).
+pub fn decode_verified(frame: &Bytes, header: &BatchHeader) -> Result<RecordBatch> {
+    let payload = frame.slice(FRAME_HEADER_BYTES..);
+    let mut r = Reader::new(&payload);
+    let (_, txn_id_len) = read_batch_header(&mut r)?;
+    let txn_id = r.take(usize::from(txn_id_len))?;
+    let transactional_id = if header.transactional {
+        Some(utf8(txn_id, "transactional id")?.to_string())
+    } else if txn_id_len > 0 {
+        return Err(corrupt(
+            "transactional id bytes without the transactional flag",
+        ));
+    } else {
+        None
+    };
+    let count = header.record_count as usize;
+    let mut records = Vec::with_capacity(count.min(r.remaining() / RECORD_HEADER_BYTES));
+    let mut deltas = Vec::with_capacity(records.capacity());
+    for _ in 0..count {
+        deltas.push(r.i32()?);
+        let timestamp_ms = r.i64()?;
+        let key_len = r.len_i32("key")?;
+        let value_len = r.len_i32("value")?;
+        let header_count = usize::from(r.u16()?);
+        let key = r.opt_bytes(&payload, key_len)?;
+        let value = r.opt_bytes(&payload, value_len)?;
+        let mut headers = Vec::with_capacity(header_count.min(r.remaining() / HEADER_MIN_BYTES));
+        for _ in 0..header_count {
+            let key_len = usize::from(r.u16()?);
+            let key = utf8(r.take(key_len)?, "header key")?.to_string();
+            let value_len = r.len_i32("header value")?;
+            let value = r.opt_bytes(&payload, value_len)?;
+            headers.push(Header { key, value });
+        }
+        records.push(Record {
+            key,
+            value,
+            timestamp_ms,
+            headers,
+        });
+    }
+    if r.remaining() != 0 {
+        return Err(corrupt(format!(
+            "{} trailing bytes after the last record",
+            r.remaining()
+        )));
+    }
+    RecordBatch::from_parts(
+        records,
+        deltas,
+        header.last_offset_delta,
+        header.base_offset,
+        header.leader_epoch,
+        header.producer,
+        transactional_id,
+        header.control,
+    )
+    .map_err(corrupt)
+}
+
+/// Reads the 40-byte payload header; returns it and the transactional id
+/// length.
+fn read_batch_header(r: &mut Reader<'_>) -> Result<(BatchHeader, u16)> {
+    let version = r.u8()?;
+    if version != crate::record::FORMAT_VERSION {
+        return Err(corrupt(format!("unknown batch version {version}")));
+    }
+    let base_offset = r.i64()?;
+    if base_offset < 0 {
+        return Err(corrupt(format!("negative base offset {base_offset}")));
+    }
+    let epoch = r.u32()?;
+    let leader_epoch = i32::try_from(epoch)
+        .map_err(|_| corrupt(format!("leader epoch {epoch} is out of range")))?;
+    let producer = ProducerInfo {
+        producer_id: r.i64()?,
+        producer_epoch: r.i32()?,
+        base_sequence: r.i32()?,
+    };
+    let flags = r.u8()?;
+    if flags & !(FLAG_TRANSACTIONAL | FLAG_COMMIT | FLAG_ABORT) != 0 {
+        return Err(corrupt(format!("unknown flags {flags:#04x}")));
+    }
+    let control = match (flags & FLAG_COMMIT != 0, flags & FLAG_ABORT != 0) {
+        (true, true) => return Err(corrupt("both commit and abort marker flags are set")),
+        (true, false) => Some(ControlType::Commit),
+        (false, true) => Some(ControlType::Abort),
+        (false, false) => None,
+    };
+    let transactional = flags & FLAG_TRANSACTIONAL != 0;
+    if control.is_some() && !transactional {
+        return Err(corrupt("a marker batch without the transactional flag"));
+    }
+    let last_offset_delta = r.i32()?;
+    if last_offset_delta < 0 {
+        return Err(corrupt(format!(
+            "negative last offset delta {last_offset_delta}"
+        )));
+    }
+    if base_offset
+        .checked_add(i64::from(last_offset_delta) + 1)
+        .is_none()
+    {
+        return Err(corrupt("base offset plus last offset delta overflows"));
+    }
+    let txn_id_len = r.u16()?;
+    let record_count = r.u32()?;
+    if control.is_some() && record_count != 0 {
+        return Err(corrupt(format!(
+            "a control batch claims {record_count} records"
+        )));
+    }
+    if !transactional && txn_id_len != 0 {
+        return Err(corrupt(
+            "transactional id bytes without the transactional flag",
+        ));
+    }
+    Ok((
+        BatchHeader {
+            base_offset,
+            leader_epoch,
+            producer,
+            transactional,
+            control,
+            last_offset_delta,
+            record_count,
+        },
+        txn_id_len,
+    ))
+}
+
+fn corrupt(msg: impl Into<String>) -> LogError {
+    LogError::CorruptBatch(msg.into())
+}
+
+fn utf8<'a>(bytes: &'a [u8], what: &str) -> Result<&'a str> {
+    std::str::from_utf8(bytes).map_err(|e| corrupt(format!("{what} is not valid UTF-8: {e}")))
+}
+
+/// A bounds-checked big-endian cursor. Every read fails with CORRUPT_BATCH
+/// instead of panicking when the bytes run out.
+struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn new(buf: &'a [u8]) -> Self {
+        Self { buf, pos: 0 }
+    }
+
+    fn remaining(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        if n > self.remaining() {
+            return Err(corrupt(format!(
+                "length {n} at payload position {} runs past the end ({} bytes left)",
+                self.pos,
+                self.remaining()
+            )));
+        }
+        let s = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N]> {
+        let s = self.take(N)?;
+        let mut a = [0u8; N];
+        a.copy_from_slice(s);
+        Ok(a)
+    }
+
+    fn u8(&mut self) -> Result<u8> {
+        Ok(self.array::<1>()?[0])
+    }
+    fn u16(&mut self) -> Result<u16> {
+        Ok(u16::from_be_bytes(self.array()?))
+    }
+    fn u32(&mut self) -> Result<u32> {
+        Ok(u32::from_be_bytes(self.array()?))
+    }
+    fn i32(&mut self) -> Result<i32> {
+        Ok(i32::from_be_bytes(self.array()?))
+    }
+    fn i64(&mut self) -> Result<i64> {
+        Ok(i64::from_be_bytes(self.array()?))
+    }
+
+    /// A length field where -1 means None and other negatives are corrupt.
+    fn len_i32(&mut self, what: &str) -> Result<Option<usize>> {
+        match self.i32()? {
+            -1 => Ok(None),
+            n if n < 0 => Err(corrupt(format!("{what} length {n} is negative"))),
+            n => Ok(Some(n as usize)),
+        }
+    }
+
+    /// Takes `len` bytes as a zero-copy slice of `whole` (the buffer this
+    /// reader reads).
+    fn opt_bytes(&mut self, whole: &Bytes, len: Option<usize>) -> Result<Option<Bytes>> {
+        match len {
+            None => Ok(None),
+            Some(n) => {
+                let start = self.pos;
+                self.take(n)?;
+                Ok(Some(whole.slice(start..start + n)))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::Header;
+
+    const MAX: u32 = 16 * 1024 * 1024;
+
+    fn b(s: &[u8]) -> Bytes {
+        Bytes::copy_from_slice(s)
+    }
+
+    pub(crate) fn fixed_batch() -> RecordBatch {
+        let records = vec![
+            Record::new(Some(b(b"k1")), Some(b(b"hello")), 1_700_000_000_000).with_headers(vec![
+                Header::new("h", Some(b(b"v"))),
+                Header::new("n", None),
+            ]),
+            Record::new(None, Some(b(b"")), 1_700_000_000_001),
+            Record::new(Some(b(b"")), None, 1_700_000_000_002),
+        ];
+        let mut batch = RecordBatch::new(records)
+            .unwrap()
+            .with_producer(ProducerInfo {
+                producer_id: 42,
+                producer_epoch: 3,
+                base_sequence: 7,
+            })
+            .with_transactional_id("tx-1");
+        batch.assign(100, 5).unwrap();
+        batch
+    }
+
+    #[test]
+    fn header_sizes_match_the_spec() {
+        let mut batch = RecordBatch::new(vec![Record::new(None, None, 0)]).unwrap();
+        batch.assign(0, 0).unwrap();
+        let frame = encode(&batch).unwrap();
+        assert_eq!(
+            frame.len(),
+            FRAME_HEADER_BYTES + PAYLOAD_HEADER_BYTES + RECORD_HEADER_BYTES
+        );
+        assert_eq!(encoded_len(&batch), frame.len());
+    }
+
+    #[test]
+    fn round_trip_keeps_none_distinct_from_empty() {
+        let batch = fixed_batch();
+        let frame = encode(&batch).unwrap();
+        assert_eq!(frame.len(), encoded_len(&batch));
+        let back = decode(&frame, MAX).unwrap();
+        assert_eq!(back, batch);
+        assert_eq!(back.records()[1].key, None);
+        assert_eq!(back.records()[1].value, Some(Bytes::new()));
+        assert_eq!(back.records()[2].key, Some(Bytes::new()));
+        assert_eq!(back.records()[2].value, None);
+        assert_eq!(back.records()[0].headers[1].value, None);
+    }
+
+    #[test]
+    fn control_batches_round_trip() {
+        for kind in [ControlType::Commit, ControlType::Abort] {
+            let mut c = RecordBatch::marker(
+                kind,
+                "tx",
+                ProducerInfo {
+                    producer_id: 1,
+                    producer_epoch: 0,
+                    base_sequence: -1,
+                },
+            );
+            c.assign(9, 2).unwrap();
+            let frame = encode(&c).unwrap();
+            assert_eq!(decode(&frame, MAX).unwrap(), c);
+            let h = decode_header(&frame, MAX).unwrap();
+            assert_eq!(h.control, Some(kind));
+            assert_eq!(h.next_offset(), 10);
+        }
+    }
+
+    #[test]
+    fn unassigned_batch_cannot_be_encoded() {
+        let batch = RecordBatch::new(vec![Record::new(None, None, 0)]).unwrap();
+        assert_eq!(
+            encode(&batch).unwrap_err().code(),
+            mk_core::ErrorCode::InvalidRecord
+        );
+    }
+
+    #[test]
+    fn oversized_header_key_is_invalid_record_on_encode() {
+        let mut batch = RecordBatch::new(vec![
+            Record::new(None, None, 0).with_headers(vec![Header::new("k".repeat(65_536), None)]),
+        ])
+        .unwrap();
+        batch.assign(0, 0).unwrap();
+        let mut out = vec![1, 2, 3];
+        let err = encode_into(&batch, &mut out).unwrap_err();
+        assert_eq!(err.code(), mk_core::ErrorCode::InvalidRecord);
+        assert_eq!(
+            out,
+            vec![1, 2, 3],
+            "a failed encode leaves the buffer as it was"
+        );
+    }
+
+    #[test]
+    fn crc_flip_is_corrupt_batch() {
+        let frame = encode(&fixed_batch()).unwrap();
+        for pos in [8, FRAME_HEADER_BYTES + 3, frame.len() - 1] {
+            let mut bad = frame.to_vec();
+            bad[pos] ^= 0x01;
+            let err = decode(&Bytes::from(bad), MAX).unwrap_err();
+            assert_eq!(
+                err.code(),
+                mk_core::ErrorCode::CorruptBatch,
+                "flip at {pos}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_truncation_of_a_valid_frame_is_corrupt_batch() {
+        let frame = encode(&fixed_batch()).unwrap();
+        for len in 0..frame.len() {
+            let err = decode(&frame.slice(..len), MAX).unwrap_err();
+            assert_eq!(
+                err.code(),
+                mk_core::ErrorCode::CorruptBatch,
+                "truncated to {len}"
+            );
+        }
+    }
+
+    #[test]
+    fn trailing_bytes_are_corrupt_batch() {
+        let mut frame = encode(&fixed_batch()).unwrap().to_vec();
+        frame.push(0);
+        assert_eq!(
+            decode(&Bytes::from(frame), MAX).unwrap_err().code(),
+            mk_core::ErrorCode::CorruptBatch
+        );
+    }
+
+    /// Re-frames `payload` with a correct CRC, so tests reach the checks
+    /// behind the CRC.
+    fn frame_of(payload: &[u8]) -> Bytes {
+        let mut f = Vec::new();
+        f.extend_from_slice(MAGIC);
+        f.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+        f.extend_from_slice(&crc32c::crc32c(payload).to_be_bytes());
+        f.extend_from_slice(payload);
+        Bytes::from(f)
+    }
+
+    fn payload_of(batch: &RecordBatch) -> Vec<u8> {
+        encode(batch).unwrap()[FRAME_HEADER_BYTES..].to_vec()
+    }
+
+    #[test]
+    fn huge_claimed_record_count_fails_fast_without_allocating() {
+        let mut batch = RecordBatch::new(vec![Record::new(None, None, 0)]).unwrap();
+        batch.assign(0, 0).unwrap();
+        let mut p = payload_of(&batch);
+        // record_count sits at payload bytes 36..40.
+        p[36..40].copy_from_slice(&u32::MAX.to_be_bytes());
+        let err = decode(&frame_of(&p), MAX).unwrap_err();
+        assert_eq!(err.code(), mk_core::ErrorCode::CorruptBatch);
+    }
+
+    #[test]
+    fn semantic_corruptions_behind_a_valid_crc_are_corrupt_batch() {
+        let batch = fixed_batch();
+        let base = payload_of(&batch);
+        type Mutation = Box<dyn Fn(&mut Vec<u8>)>;
+        let cases: Vec<(&str, Mutation)> = vec![
+            ("version", Box::new(|p| p[0] = 2)),
+            ("both markers", Box::new(|p| p[29] = 0b111)),
+            ("unknown flag", Box::new(|p| p[29] |= 0b1000)),
+            ("txn id without flag", Box::new(|p| p[29] = 0)),
+            (
+                "negative key length",
+                Box::new(|p| {
+                    let at = 40 + 4 + 12;
+                    p[at..at + 4].copy_from_slice(&(-2i32).to_be_bytes());
+                }),
+            ),
+            ("bad utf-8 txn id", Box::new(|p| p[40] = 0xff)),
+            (
+                "epoch above i32",
+                Box::new(|p| p[9..13].copy_from_slice(&u32::MAX.to_be_bytes())),
+            ),
+        ];
+        for (name, mutate) in cases {
+            let mut p = base.clone();
+            mutate(&mut p);
+            let err = decode(&frame_of(&p), MAX).unwrap_err();
+            assert_eq!(
+                err.code(),
+                mk_core::ErrorCode::CorruptBatch,
+                "{name}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn wrong_magic_and_oversized_payload_are_corrupt_batch() {
+        let frame = encode(&fixed_batch()).unwrap();
+        let mut bad = frame.to_vec();
+        bad[0] = b'X';
+        assert_eq!(
+            decode(&Bytes::from(bad), MAX).unwrap_err().code(),
+            mk_core::ErrorCode::CorruptBatch
+        );
+        assert_eq!(
+            decode(&frame, 10).unwrap_err().code(),
+            mk_core::ErrorCode::CorruptBatch
+        );
+    }
+}

@@ -1,0 +1,374 @@
+//! Key compaction (`cleanup.policy=compact`) and its crash-safe swap.
+//!
+//! Closed segments below the first unstable offset are rewritten keeping,
+//! for every key, only its latest record in the whole log; null-key records
+//! and control batches are kept; tombstones are kept until they are older
+//! than `delete_retention_ms`; records of aborted transactions are dropped
+//! (like Kafka's cleaner). Offsets of kept records never change.
+//!
+//! The swap is crash-safe at every instant:
+//! 1. cleaned copies `<base>.{log,index,timeindex}.cleaned` are written and
+//!    fsynced beside the live files; a crash here leaves the old log (open
+//!    deletes stray `.cleaned` files);
+//! 2. the commit point: a `cleaner-swap` file listing the bases is written
+//!    (temp file, fsync, rename, directory fsync); from here on, open rolls
+//!    the swap forward;
+//! 3. every `.cleaned` file is renamed over its live file (each rename is
+//!    atomic), the directory is fsynced and `cleaner-swap` is removed.
+
+use crate::error::{LogError, Result};
+use crate::fsutil;
+use crate::log::PartitionLog;
+use crate::segment::{INDEX_EXT, LOG_EXT, Segment, TIME_INDEX_EXT, segment_path, write_file};
+use crate::txn_index::AbortedTxn;
+use crate::{codec, codec::BatchHeader};
+use bytes::Bytes;
+use std::collections::HashMap;
+use std::fs::{self, File};
+use std::io::{BufWriter, Write};
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+
+const SWAP_MARKER: &str = "cleaner-swap";
+const CLEANED: &str = "cleaned";
+const EXTS: [&str; 3] = [LOG_EXT, INDEX_EXT, TIME_INDEX_EXT];
+
+/// What a compaction did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CompactionResult {
+    /// Base offsets of the closed segments that were rewritten.
+    pub segments: Vec<i64>,
+    /// Records in the examined closed segments before compaction.
+    pub records_before: u64,
+    /// Records in the examined closed segments after compaction.
+    pub records_after: u64,
+}
+
+fn cleaned_path(dir: &Path, base: i64, ext: &str) -> PathBuf {
+    let mut p = segment_path(dir, base, ext).into_os_string();
+    p.push(".");
+    p.push(CLEANED);
+    PathBuf::from(p)
+}
+
+/// Aborted ranges by producer id.
+struct Aborted(HashMap<i64, Vec<(i64, i64)>>);
+
+impl Aborted {
+    fn new(list: Vec<AbortedTxn>) -> Self {
+        let mut map: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
+        for a in list {
+            map.entry(a.producer_id)
+                .or_default()
+                .push((a.first_offset, a.last_offset));
+        }
+        Self(map)
+    }
+
+    fn contains(&self, header: &BatchHeader, offset: i64) -> bool {
+        header.transactional
+            && self
+                .0
+                .get(&header.producer.producer_id)
+                .is_some_and(|ranges| {
+                    ranges
+                        .iter()
+                        .any(|&(first, last)| first <= offset && offset <= last)
+                })
+    }
+}
+
+struct Cleaned {
+    index: usize,
+    shadow: Segment,
+}
+
+impl PartitionLog {
+    /// Compacts the closed segments (see the module docs). `now_ms` decides
+    /// which tombstones have outlived `delete_retention_ms`.
+    pub fn compact(&mut self, now_ms: i64, delete_retention_ms: i64) -> Result<CompactionResult> {
+        self.check_writable()?;
+        if delete_retention_ms < 0 {
+            return Err(LogError::InvalidRequest(format!(
+                "delete_retention_ms must be >= 0, got {delete_retention_ms}"
+            )));
+        }
+        match self.compact_inner(now_ms, delete_retention_ms) {
+            Ok(r) => Ok(r),
+            Err(e) => self.fail(e),
+        }
+    }
+
+    fn compact_inner(&mut self, now_ms: i64, delete_retention_ms: i64) -> Result<CompactionResult> {
+        let leo = self.leo();
+        let limit = self.first_unstable_offset().map_or(leo, |u| u.min(leo));
+        let closed = self.segments.len() - 1;
+        let eligible = self.segments[..closed]
+            .iter()
+            .take_while(|s| s.next_offset <= limit)
+            .count();
+        let mut result = CompactionResult::default();
+        if eligible == 0 {
+            return Ok(result);
+        }
+        let aborted = Aborted::new(
+            self.txns
+                .aborted_overlapping(self.log_start_offset(), limit),
+        );
+        let latest = self.latest_offsets(limit, &aborted)?;
+        let keep = |h: &BatchHeader, offset: i64, r: &crate::Record| {
+            if aborted.contains(h, offset) {
+                return false;
+            }
+            match &r.key {
+                None => true,
+                Some(k) => {
+                    latest.get(k.as_ref()) == Some(&offset)
+                        && !(r.value.is_none()
+                            && now_ms.saturating_sub(r.timestamp_ms) > delete_retention_ms)
+                }
+            }
+        };
+
+        let mut step = 0u32;
+        let mut cleaned = Vec::new();
+        for i in 0..eligible {
+            self.crash_point(&mut step)?;
+            let (shadow, before, after) = self.write_cleaned(i, &keep)?;
+            result.records_before += before;
+            result.records_after += after;
+            if before != after {
+                cleaned.push(Cleaned { index: i, shadow });
+            } else {
+                for ext in EXTS {
+                    fsutil::remove_if_exists(&cleaned_path(
+                        &self.dir,
+                        self.segments[i].base_offset,
+                        ext,
+                    ))?;
+                }
+            }
+        }
+        if cleaned.is_empty() {
+            return Ok(result);
+        }
+        fsutil::sync_dir(&self.dir)?;
+        let bases: Vec<i64> = cleaned
+            .iter()
+            .map(|c| self.segments[c.index].base_offset)
+            .collect();
+        self.commit_swap(&bases, &mut step)?;
+        for c in cleaned {
+            let seg = &mut self.segments[c.index];
+            seg.size = c.shadow.size;
+            seg.max_timestamp_ms = c.shadow.max_timestamp_ms;
+            seg.index_bytes = c.shadow.index_bytes;
+            seg.indexes = c.shadow.indexes;
+            seg.index_dirty = false;
+            seg.unsynced = false;
+        }
+        result.segments = bases;
+        Ok(result)
+    }
+
+    fn crash_point(&self, step: &mut u32) -> Result<()> {
+        self.config.faults.at_step(*step, &self.dir)?;
+        *step += 1;
+        Ok(())
+    }
+
+    /// The latest offset of every key among stable, non-aborted records
+    /// below `limit`.
+    fn latest_offsets(&self, limit: i64, aborted: &Aborted) -> Result<HashMap<Bytes, i64>> {
+        let mut latest: HashMap<Bytes, i64> = HashMap::new();
+        self.scan(self.log_start_offset(), limit, |b| {
+            if b.header.control.is_some() {
+                return Ok(ControlFlow::Continue(()));
+            }
+            let batch = b.decode()?;
+            for (offset, r) in batch.records_with_offsets() {
+                if offset >= limit || aborted.contains(&b.header, offset) {
+                    continue;
+                }
+                if let Some(k) = &r.key {
+                    match latest.get_mut(k.as_ref()) {
+                        Some(o) => *o = offset,
+                        None => {
+                            latest.insert(Bytes::copy_from_slice(k), offset);
+                        }
+                    }
+                }
+            }
+            Ok(ControlFlow::Continue(()))
+        })?;
+        Ok(latest)
+    }
+
+    /// Writes the cleaned copy of segment `i` and fsyncs it. Returns the
+    /// shadow segment describing it and the record counts before / after.
+    fn write_cleaned(
+        &self,
+        i: usize,
+        keep: &impl Fn(&BatchHeader, i64, &crate::Record) -> bool,
+    ) -> Result<(Segment, u64, u64)> {
+        let base = self.segments[i].base_offset;
+        let path = cleaned_path(&self.dir, base, LOG_EXT);
+        let file = File::create(&path).map_err(|e| LogError::io(&path, e))?;
+        let mut out = BufWriter::with_capacity(256 * 1024, file);
+        let mut shadow = Segment::empty(base);
+        let interval = self.config.index_interval_bytes;
+        let (mut before, mut after) = (0u64, 0u64);
+        let mut buf = Vec::new();
+        self.scan_segment_all(i, |b| {
+            let position = shadow.size;
+            if b.header.control.is_some() {
+                out.write_all(&b.frame)
+                    .map_err(|e| LogError::io(&path, e))?;
+                shadow.note_batch(position, &b.header, b.size() as u64, -1, interval);
+                return Ok(());
+            }
+            let mut batch = b.decode()?;
+            let n = batch.records().len();
+            batch.retain_records(|o, r| keep(&b.header, o, r));
+            let kept = batch.records().len();
+            before += n as u64;
+            after += kept as u64;
+            if kept == 0 {
+                return Ok(());
+            }
+            let max_ts = batch.max_timestamp_ms();
+            if kept == n {
+                out.write_all(&b.frame)
+                    .map_err(|e| LogError::io(&path, e))?;
+                shadow.note_batch(position, &b.header, b.size() as u64, max_ts, interval);
+            } else {
+                buf.clear();
+                codec::encode_into(&batch, &mut buf)?;
+                out.write_all(&buf).map_err(|e| LogError::io(&path, e))?;
+                let header = BatchHeader {
+                    record_count: kept as u32,
+                    ..b.header
+                };
+                shadow.note_batch(position, &header, buf.len() as u64, max_ts, interval);
+            }
+            Ok(())
+        })?;
+        self.config.faults.before_write(&path)?;
+        let file = out
+            .into_inner()
+            .map_err(|e| LogError::io(&path, e.into_error()))?;
+        self.config.faults.before_sync(&path)?;
+        file.sync_all().map_err(|e| LogError::io(&path, e))?;
+        // The shadow keeps the original end offset: gaps stay gaps.
+        shadow.next_offset = self.segments[i].next_offset;
+        let idx = shadow.indexes.get().expect("shadow indexes are loaded");
+        write_file(
+            &cleaned_path(&self.dir, base, INDEX_EXT),
+            &idx.offsets.to_bytes(),
+            true,
+        )?;
+        write_file(
+            &cleaned_path(&self.dir, base, TIME_INDEX_EXT),
+            &idx.times.to_bytes(),
+            true,
+        )?;
+        Ok((shadow, before, after))
+    }
+
+    fn scan_segment_all(
+        &self,
+        i: usize,
+        mut f: impl FnMut(crate::StoredBatch) -> Result<()>,
+    ) -> Result<()> {
+        let seg = &self.segments[i];
+        self.scan(seg.base_offset, seg.next_offset, |b| {
+            f(b)?;
+            Ok(ControlFlow::Continue(()))
+        })
+    }
+
+    fn commit_swap(&self, bases: &[i64], step: &mut u32) -> Result<()> {
+        let marker = self.dir.join(SWAP_MARKER);
+        let tmp = self.dir.join(format!("{SWAP_MARKER}.tmp"));
+        self.crash_point(step)?;
+        write_file(&tmp, &encode_bases(bases), true)?;
+        self.crash_point(step)?;
+        fs::rename(&tmp, &marker).map_err(|e| LogError::io(&marker, e))?;
+        fsutil::sync_dir(&self.dir)?;
+        for &base in bases {
+            for ext in EXTS {
+                self.crash_point(step)?;
+                let live = segment_path(&self.dir, base, ext);
+                fs::rename(cleaned_path(&self.dir, base, ext), &live)
+                    .map_err(|e| LogError::io(&live, e))?;
+            }
+        }
+        fsutil::sync_dir(&self.dir)?;
+        self.crash_point(step)?;
+        fsutil::remove_if_exists(&marker)?;
+        fsutil::sync_dir(&self.dir)
+    }
+}
+
+fn encode_bases(bases: &[i64]) -> Vec<u8> {
+    let mut body = Vec::with_capacity(4 + bases.len() * 8);
+    body.extend_from_slice(&(bases.len() as u32).to_be_bytes());
+    for b in bases {
+        body.extend_from_slice(&b.to_be_bytes());
+    }
+    let mut out = crc32c::crc32c(&body).to_be_bytes().to_vec();
+    out.extend_from_slice(&body);
+    out
+}
+
+fn decode_bases(bytes: &[u8]) -> Option<Vec<i64>> {
+    let (crc, body) = bytes.split_first_chunk::<4>()?;
+    if crc32c::crc32c(body) != u32::from_be_bytes(*crc) {
+        return None;
+    }
+    let mut r = crate::checkpoint::Cursor::new(body);
+    let n = r.u32()? as usize;
+    if n != r.remaining() / 8 || !r.remaining().is_multiple_of(8) {
+        return None;
+    }
+    (0..n).map(|_| r.i64()).collect()
+}
+
+/// Completes or discards an interrupted compaction swap. Runs first thing on
+/// open.
+pub(crate) fn recover_swap(dir: &Path) -> Result<()> {
+    let marker = dir.join(SWAP_MARKER);
+    fsutil::remove_if_exists(&dir.join(format!("{SWAP_MARKER}.tmp")))?;
+    match fsutil::read_optional(&marker)? {
+        Some(bytes) => {
+            let bases = decode_bases(&bytes)
+                .ok_or_else(|| LogError::storage(&marker, "compaction swap marker is damaged"))?;
+            for base in bases {
+                for ext in EXTS {
+                    let cleaned = cleaned_path(dir, base, ext);
+                    if cleaned.exists() {
+                        let live = segment_path(dir, base, ext);
+                        fs::rename(&cleaned, &live).map_err(|e| LogError::io(&live, e))?;
+                    }
+                }
+            }
+            fsutil::sync_dir(dir)?;
+            fsutil::remove_if_exists(&marker)?;
+            fsutil::sync_dir(dir)?;
+        }
+        None => {
+            let mut removed = false;
+            for entry in fs::read_dir(dir).map_err(|e| LogError::io(dir, e))? {
+                let entry = entry.map_err(|e| LogError::io(dir, e))?;
+                if entry.file_name().to_string_lossy().ends_with(".cleaned") {
+                    fsutil::remove_if_exists(&entry.path())?;
+                    removed = true;
+                }
+            }
+            if removed {
+                fsutil::sync_dir(dir)?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,259 @@
+//! Sparse indexes of one segment: the offset index (`.index`, entries of
+//! `relative_offset u32 | position u64`) and the time index (`.timeindex`,
+//! entries of `timestamp_ms i64 | relative_offset u32`). Both are 12-byte
+//! big-endian entries, strictly increasing in both fields.
+//!
+//! Indexes are a cache of the log: they are kept in memory, written to disk
+//! when a segment is closed or the log is closed cleanly, and rebuilt from the
+//! log whenever they cannot be trusted.
+
+use crate::error::{LogError, Result};
+
+/// Bytes per entry in both index files.
+pub const ENTRY_BYTES: usize = 12;
+
+/// Offset index: relative offset of a batch's base -> byte position.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OffsetIndex {
+    entries: Vec<(u32, u64)>,
+}
+
+impl OffsetIndex {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Parses an index file. Fails with CORRUPT_INDEX unless the bytes are
+    /// whole entries, strictly increasing in offset and position.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        if !bytes.len().is_multiple_of(ENTRY_BYTES) {
+            return Err(LogError::CorruptIndex(format!(
+                "offset index of {} bytes is not a multiple of {ENTRY_BYTES}",
+                bytes.len()
+            )));
+        }
+        let mut entries = Vec::with_capacity(bytes.len() / ENTRY_BYTES);
+        for chunk in bytes.chunks_exact(ENTRY_BYTES) {
+            let rel = u32::from_be_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+            let mut p = [0u8; 8];
+            p.copy_from_slice(&chunk[4..12]);
+            let pos = u64::from_be_bytes(p);
+            if let Some(&(last_rel, last_pos)) = entries.last()
+                && (rel <= last_rel || pos <= last_pos)
+            {
+                return Err(LogError::CorruptIndex(format!(
+                    "offset index entry ({rel}, {pos}) does not follow ({last_rel}, {last_pos})"
+                )));
+            }
+            entries.push((rel, pos));
+        }
+        Ok(Self { entries })
+    }
+
+    /// Serializes the index in file format.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.entries.len() * ENTRY_BYTES);
+        for (rel, pos) in &self.entries {
+            out.extend_from_slice(&rel.to_be_bytes());
+            out.extend_from_slice(&pos.to_be_bytes());
+        }
+        out
+    }
+
+    /// Appends an entry; it must be strictly after the last one.
+    pub fn push(&mut self, relative_offset: u32, position: u64) {
+        debug_assert!(
+            self.entries
+                .last()
+                .is_none_or(|&(r, p)| relative_offset > r && position > p),
+            "offset index must stay strictly increasing"
+        );
+        self.entries.push((relative_offset, position));
+    }
+
+    /// The greatest entry whose relative offset is <= `relative_offset`.
+    pub fn floor(&self, relative_offset: u32) -> Option<(u32, u64)> {
+        let i = self.entries.partition_point(|&(r, _)| r <= relative_offset);
+        i.checked_sub(1).map(|i| self.entries[i])
+    }
+
+    /// Position of the last entry, if any.
+    pub fn last_position(&self) -> Option<u64> {
+        self.entries.last().map(|&(_, p)| p)
+    }
+
+    /// Drops entries at or after `relative_offset`.
+    pub fn truncate_from_offset(&mut self, relative_offset: u32) {
+        let keep = self.entries.partition_point(|&(r, _)| r < relative_offset);
+        self.entries.truncate(keep);
+    }
+
+    pub fn entries(&self) -> &[(u32, u64)] {
+        &self.entries
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Checks that the entries fit a segment of `size` bytes whose relative
+    /// offsets stay below `span`.
+    pub(crate) fn check_fits(&self, size: u64, span: i64) -> Result<()> {
+        match self.entries.last() {
+            Some(&(rel, pos)) if pos >= size || i64::from(rel) >= span.max(1) => {
+                Err(LogError::CorruptIndex(format!(
+                    "offset index entry ({rel}, {pos}) lies outside a segment of {size} bytes and {span} offsets"
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Time index: entry `(t, o)` says every record stored before the batch at
+/// relative offset `o` has a timestamp <= `t`. Timestamps and offsets both
+/// strictly increase.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TimeIndex {
+    entries: Vec<(i64, u32)>,
+}
+
+impl TimeIndex {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Parses a time index file (CORRUPT_INDEX when malformed).
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        if !bytes.len().is_multiple_of(ENTRY_BYTES) {
+            return Err(LogError::CorruptIndex(format!(
+                "time index of {} bytes is not a multiple of {ENTRY_BYTES}",
+                bytes.len()
+            )));
+        }
+        let mut entries: Vec<(i64, u32)> = Vec::with_capacity(bytes.len() / ENTRY_BYTES);
+        for chunk in bytes.chunks_exact(ENTRY_BYTES) {
+            let mut t = [0u8; 8];
+            t.copy_from_slice(&chunk[0..8]);
+            let ts = i64::from_be_bytes(t);
+            let rel = u32::from_be_bytes([chunk[8], chunk[9], chunk[10], chunk[11]]);
+            if let Some(&(last_ts, last_rel)) = entries.last()
+                && (ts <= last_ts || rel <= last_rel)
+            {
+                return Err(LogError::CorruptIndex(format!(
+                    "time index entry ({ts}, {rel}) does not follow ({last_ts}, {last_rel})"
+                )));
+            }
+            entries.push((ts, rel));
+        }
+        Ok(Self { entries })
+    }
+
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.entries.len() * ENTRY_BYTES);
+        for (ts, rel) in &self.entries {
+            out.extend_from_slice(&ts.to_be_bytes());
+            out.extend_from_slice(&rel.to_be_bytes());
+        }
+        out
+    }
+
+    /// Adds `(max_timestamp_before, relative_offset)` if it moves the index
+    /// forward in both fields; otherwise the entry would add nothing.
+    pub fn maybe_push(&mut self, max_timestamp_before: i64, relative_offset: u32) {
+        match self.entries.last() {
+            Some(&(ts, rel)) if max_timestamp_before <= ts || relative_offset <= rel => {}
+            _ => self.entries.push((max_timestamp_before, relative_offset)),
+        }
+    }
+
+    /// The relative offset from which a scan for the first record with
+    /// timestamp >= `target_ms` may start: the greatest entry whose
+    /// timestamp is below the target (every record before it is too early).
+    pub fn scan_start(&self, target_ms: i64) -> u32 {
+        let i = self.entries.partition_point(|&(ts, _)| ts < target_ms);
+        i.checked_sub(1).map_or(0, |i| self.entries[i].1)
+    }
+
+    pub fn truncate_from_offset(&mut self, relative_offset: u32) {
+        let keep = self.entries.partition_point(|&(_, r)| r < relative_offset);
+        self.entries.truncate(keep);
+    }
+
+    pub fn entries(&self) -> &[(i64, u32)] {
+        &self.entries
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offset_index_round_trips_and_floors() {
+        let mut idx = OffsetIndex::new();
+        idx.push(0, 0);
+        idx.push(10, 4_100);
+        idx.push(25, 8_300);
+        let back = OffsetIndex::from_bytes(&idx.to_bytes()).unwrap();
+        assert_eq!(back, idx);
+        assert_eq!(idx.to_bytes().len(), 36);
+        assert_eq!(idx.floor(0), Some((0, 0)));
+        assert_eq!(idx.floor(9), Some((0, 0)));
+        assert_eq!(idx.floor(10), Some((10, 4_100)));
+        assert_eq!(idx.floor(1_000), Some((25, 8_300)));
+        idx.truncate_from_offset(10);
+        assert_eq!(idx.entries(), &[(0, 0)]);
+    }
+
+    #[test]
+    fn malformed_index_files_are_corrupt_index() {
+        assert_eq!(
+            OffsetIndex::from_bytes(&[0; 13]).unwrap_err().code(),
+            mk_core::ErrorCode::CorruptIndex
+        );
+        let mut idx = OffsetIndex::new();
+        idx.push(5, 100);
+        let mut bytes = idx.to_bytes();
+        bytes.extend_from_slice(&idx.to_bytes()); // same entry twice: not increasing
+        assert_eq!(
+            OffsetIndex::from_bytes(&bytes).unwrap_err().code(),
+            mk_core::ErrorCode::CorruptIndex
+        );
+        let mut t = TimeIndex::new();
+        t.maybe_push(10, 1);
+        let mut tb = t.to_bytes();
+        tb.extend_from_slice(&t.to_bytes());
+        assert_eq!(
+            TimeIndex::from_bytes(&tb).unwrap_err().code(),
+            mk_core::ErrorCode::CorruptIndex
+        );
+    }
+
+    #[test]
+    fn time_index_only_moves_forward_and_finds_scan_start() {
+        let mut t = TimeIndex::new();
+        t.maybe_push(-1, 0);
+        t.maybe_push(100, 5);
+        t.maybe_push(90, 9); // not forward in time: skipped
+        t.maybe_push(200, 12);
+        assert_eq!(t.entries(), &[(-1, 0), (100, 5), (200, 12)]);
+        assert_eq!(t.scan_start(50), 0);
+        assert_eq!(t.scan_start(100), 0);
+        assert_eq!(t.scan_start(101), 5);
+        assert_eq!(t.scan_start(10_000), 12);
+        assert_eq!(TimeIndex::from_bytes(&t.to_bytes()).unwrap(), t);
+    }
+}

@@ -1,0 +1,1024 @@
+//! `PartitionLog`: one replica of one partition on disk — append, read,
+//! truncate, roll, delete, flush, close and recovery on open.
+//!
+//! Directory layout: `<base>.log` (MKB1 frames back to back), `<base>.index`,
+//! `<base>.timeindex` per segment (base = 20-digit zero-padded base offset),
+//! plus `clean-shutdown` after a clean close and `cleaner-swap` while a
+//! compaction swap is being committed.
+
+use crate::checkpoint::{self, CleanShutdown, SegmentSummary};
+use crate::codec::{self, BatchHeader};
+use crate::error::{LogError, Result};
+use crate::fault::FaultInjector;
+use crate::fsutil;
+use crate::record::{Record, RecordBatch};
+use crate::segment::{
+    FrameError, FrameReader, INDEX_EXT, LOG_EXT, Segment, TIME_INDEX_EXT, segment_path,
+    stored_corruption,
+};
+use crate::txn_index::{AbortedTxn, TxnIndex};
+use bytes::Bytes;
+use std::fs::{self, File, OpenOptions};
+use std::ops::ControlFlow;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Settings of one partition log.
+#[derive(Debug, Clone)]
+pub struct LogConfig {
+    /// Roll to a new segment before a batch would grow the active one past
+    /// this size.
+    pub segment_max_bytes: u64,
+    /// Bytes between two sparse index entries.
+    pub index_interval_bytes: u64,
+    /// Largest payload a batch may have; the decoder refuses larger frames.
+    pub max_batch_bytes: u32,
+    /// Fault-injection switches (never fire unless a test turns them on).
+    pub faults: Arc<FaultInjector>,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        Self {
+            segment_max_bytes: 1_048_576,
+            index_interval_bytes: 4_096,
+            max_batch_bytes: 16_777_216,
+            faults: Arc::new(FaultInjector::new()),
+        }
+    }
+}
+
+impl LogConfig {
+    /// Checks every rule of the configuration table (spec 00).
+    pub fn validate(&self) -> Result<()> {
+        if self.segment_max_bytes == 0 {
+            return Err(LogError::InvalidRequest(
+                "segment_max_bytes must be > 0".into(),
+            ));
+        }
+        if self.index_interval_bytes == 0 {
+            return Err(LogError::InvalidRequest(
+                "index_interval_bytes must be > 0".into(),
+            ));
+        }
+        if self.max_batch_bytes == 0 {
+            return Err(LogError::InvalidRequest(
+                "max_batch_bytes must be > 0".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Where an appended batch landed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppendInfo {
+    pub base_offset: i64,
+    pub next_offset: i64,
+    pub leader_epoch: i32,
+    pub segment_base_offset: i64,
+    /// Byte position of the frame in its segment.
+    pub position: u64,
+    /// Encoded size of the frame.
+    pub size: u64,
+    pub max_timestamp_ms: i64,
+}
+
+/// A whole batch as stored: its header and its exact frame bytes (what a
+/// follower copies unchanged).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredBatch {
+    pub header: BatchHeader,
+    pub frame: Bytes,
+}
+
+impl StoredBatch {
+    /// Decodes the records (the CRC was checked when the batch was read).
+    pub fn decode(&self) -> Result<RecordBatch> {
+        codec::decode_verified(&self.frame, &self.header)
+    }
+    pub fn size(&self) -> usize {
+        self.frame.len()
+    }
+    pub fn base_offset(&self) -> i64 {
+        self.header.base_offset
+    }
+    pub fn next_offset(&self) -> i64 {
+        self.header.next_offset()
+    }
+}
+
+/// One record read from the log with its offset and its batch's header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogRecord {
+    pub offset: i64,
+    pub record: Record,
+    pub batch: BatchHeader,
+}
+
+/// A read-only summary of one segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentInfo {
+    pub base_offset: i64,
+    pub next_offset: i64,
+    /// Log bytes plus index bytes.
+    pub size_bytes: u64,
+    pub log_bytes: u64,
+    pub max_timestamp_ms: i64,
+    pub active: bool,
+}
+
+/// One replica of one partition: an ordered list of segments, the last of
+/// which is active (appended to).
+#[derive(Debug)]
+pub struct PartitionLog {
+    pub(crate) dir: PathBuf,
+    pub(crate) config: LogConfig,
+    leader_epoch: i32,
+    /// Never empty; the last segment is the active one.
+    pub(crate) segments: Vec<Segment>,
+    active_file: File,
+    pub(crate) txns: TxnIndex,
+    scratch: Vec<u8>,
+    /// Set by the first I/O failure; every later write is refused.
+    failed: Option<String>,
+    /// Files were created or removed since the directory was last fsynced.
+    dir_dirty: bool,
+}
+
+impl PartitionLog {
+    /// Opens (or creates) the log in `dir`, recovering it: a torn tail of the
+    /// active segment is cut off, a corrupt closed segment or a gap between
+    /// segments is STORAGE_ERROR. After a clean close, closed segments are
+    /// trusted without being read.
+    pub fn open(dir: &Path, config: LogConfig, leader_epoch: i32) -> Result<Self> {
+        config.validate()?;
+        if leader_epoch < 0 {
+            return Err(LogError::InvalidRequest(format!(
+                "leader epoch must be >= 0, got {leader_epoch}"
+            )));
+        }
+        fs::create_dir_all(dir).map_err(|e| LogError::io(dir, e))?;
+        crate::compaction::recover_swap(dir)?;
+        let bases = list_segment_bases(dir)?;
+
+        let cp_path = dir.join(checkpoint::FILE_NAME);
+        let checkpoint = fsutil::read_optional(&cp_path)?;
+        if checkpoint.is_some() {
+            // From here on any crash must be treated as unclean.
+            fsutil::remove_if_exists(&cp_path)?;
+            fsutil::sync_dir(dir)?;
+        }
+        let trusted = checkpoint
+            .as_deref()
+            .and_then(CleanShutdown::decode)
+            .filter(|cp| checkpoint_matches(dir, cp, &bases));
+
+        let (mut segments, txns) = match trusted {
+            Some(cp) => load_trusted(cp),
+            None => recover_segments(dir, &config, &bases)?,
+        };
+        let mut dir_dirty = false;
+        if segments.is_empty() {
+            segments.push(Segment::empty(0));
+            dir_dirty = true;
+        }
+        let active = segments.last_mut().expect("at least one segment");
+        let active_path = active.path(dir, LOG_EXT);
+        let active_file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&active_path)
+            .map_err(|e| LogError::io(&active_path, e))?;
+        active.load_indexes(dir, &config)?;
+        let mut log = Self {
+            dir: dir.to_path_buf(),
+            config,
+            leader_epoch,
+            segments,
+            active_file,
+            txns,
+            scratch: Vec::new(),
+            failed: None,
+            dir_dirty,
+        };
+        if log.dir_dirty {
+            log.sync_dir()?;
+        }
+        Ok(log)
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn config(&self) -> &LogConfig {
+        &self.config
+    }
+
+    /// The epoch stamped on batches appended from now on.
+    pub fn leader_epoch(&self) -> i32 {
+        self.leader_epoch
+    }
+
+    pub fn set_leader_epoch(&mut self, leader_epoch: i32) -> Result<()> {
+        if leader_epoch < 0 {
+            return Err(LogError::InvalidRequest(format!(
+                "leader epoch must be >= 0, got {leader_epoch}"
+            )));
+        }
+        self.leader_epoch = leader_epoch;
+        Ok(())
+    }
+
+    /// Base offset of the first segment.
+    pub fn log_start_offset(&self) -> i64 {
+        self.segments[0].base_offset
+    }
+
+    /// Log end offset: the next offset to assign.
+    pub fn leo(&self) -> i64 {
+        self.active_segment().next_offset
+    }
+
+    fn active_segment(&self) -> &Segment {
+        self.segments
+            .last()
+            .expect("a log always has an active segment")
+    }
+
+    fn info(seg: &Segment, active: bool) -> SegmentInfo {
+        SegmentInfo {
+            base_offset: seg.base_offset,
+            next_offset: seg.next_offset,
+            size_bytes: seg.size + seg.index_bytes,
+            log_bytes: seg.size,
+            max_timestamp_ms: seg.max_timestamp_ms,
+            active,
+        }
+    }
+
+    /// Every segment, oldest first; the last is active.
+    pub fn segments(&self) -> Vec<SegmentInfo> {
+        let last = self.segments.len() - 1;
+        self.segments
+            .iter()
+            .enumerate()
+            .map(|(i, s)| Self::info(s, i == last))
+            .collect()
+    }
+
+    /// The active segment.
+    pub fn active(&self) -> SegmentInfo {
+        Self::info(self.active_segment(), true)
+    }
+
+    /// Every segment but the active one.
+    pub fn closed_segments(&self) -> Vec<SegmentInfo> {
+        let mut all = self.segments();
+        all.pop();
+        all
+    }
+
+    /// Bytes of every log and index file.
+    pub fn size_bytes(&self) -> u64 {
+        self.segments.iter().map(|s| s.size + s.index_bytes).sum()
+    }
+
+    /// True after an I/O failure; the log then refuses writes.
+    pub fn is_failed(&self) -> bool {
+        self.failed.is_some()
+    }
+
+    /// First offset of the earliest transaction that has data here but no
+    /// marker yet.
+    pub fn first_unstable_offset(&self) -> Option<i64> {
+        self.txns.first_unstable_offset()
+    }
+
+    /// `(producer_id, first_offset)` of every open transaction.
+    pub fn open_transactions(&self) -> Vec<(i64, i64)> {
+        self.txns.open_transactions().collect()
+    }
+
+    /// Aborted transactions whose range overlaps `[from_offset, to_offset)`.
+    pub fn aborted_transactions(&self, from_offset: i64, to_offset: i64) -> Vec<AbortedTxn> {
+        self.txns.aborted_overlapping(from_offset, to_offset)
+    }
+
+    // ----- writes -------------------------------------------------------
+
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        match &self.failed {
+            None => Ok(()),
+            Some(cause) => Err(LogError::storage(
+                &self.dir,
+                format!("log refuses writes after an earlier I/O failure: {cause}"),
+            )),
+        }
+    }
+
+    /// Records an I/O failure: the log refuses every later write.
+    pub(crate) fn fail<T>(&mut self, e: LogError) -> Result<T> {
+        if e.is_storage_failure() && self.failed.is_none() {
+            self.failed = Some(e.to_string());
+        }
+        Err(e)
+    }
+
+    /// Appends a new batch: assigns base offset = LEO and the current leader
+    /// epoch, writes it (to the OS, not yet fsynced) and returns where it
+    /// landed.
+    pub fn append(&mut self, mut batch: RecordBatch) -> Result<AppendInfo> {
+        self.check_writable()?;
+        batch.assign(self.leo(), self.leader_epoch)?;
+        self.append_assigned(&batch)
+    }
+
+    /// Appends a batch that already carries its offsets (a follower copying
+    /// the leader); its base offset must equal the LEO.
+    pub fn append_replica_batch(&mut self, batch: RecordBatch) -> Result<AppendInfo> {
+        self.check_writable()?;
+        self.check_next(batch.base_offset())?;
+        self.append_assigned(&batch)
+    }
+
+    /// Appends a stored frame unchanged (byte-identical replicas). The frame
+    /// is verified (CRC and structure) first; its base offset must equal the
+    /// LEO.
+    pub fn append_replica_frame(&mut self, batch: &StoredBatch) -> Result<AppendInfo> {
+        self.check_writable()?;
+        let header = codec::decode_header(&batch.frame, self.config.max_batch_bytes)?;
+        self.check_next(Some(header.base_offset))?;
+        let decoded = codec::decode_verified(&batch.frame, &header)?;
+        self.write_frame(&batch.frame, &header, decoded.max_timestamp_ms())
+    }
+
+    fn check_next(&self, base_offset: Option<i64>) -> Result<()> {
+        match base_offset {
+            Some(b) if b == self.leo() => Ok(()),
+            Some(b) => Err(LogError::InvalidRecord(format!(
+                "replica batch base offset {b} does not equal the log end offset {}",
+                self.leo()
+            ))),
+            None => Err(LogError::InvalidRecord(
+                "a replica batch must carry its base offset".into(),
+            )),
+        }
+    }
+
+    fn append_assigned(&mut self, batch: &RecordBatch) -> Result<AppendInfo> {
+        let mut buf = std::mem::take(&mut self.scratch);
+        buf.clear();
+        let result = codec::encode_into(batch, &mut buf).and_then(|()| {
+            let payload = buf.len() - codec::FRAME_HEADER_BYTES;
+            if payload > self.config.max_batch_bytes as usize {
+                return Err(LogError::InvalidRecord(format!(
+                    "batch payload of {payload} bytes exceeds max_batch_bytes {}",
+                    self.config.max_batch_bytes
+                )));
+            }
+            let header = BatchHeader {
+                base_offset: batch.base_offset().expect("assigned"),
+                leader_epoch: batch.leader_epoch(),
+                producer: batch.producer(),
+                transactional: batch.is_transactional(),
+                control: batch.control(),
+                last_offset_delta: batch.last_offset_delta(),
+                record_count: batch.records().len() as u32,
+            };
+            self.write_frame(&buf, &header, batch.max_timestamp_ms())
+        });
+        self.scratch = buf;
+        result
+    }
+
+    fn write_frame(
+        &mut self,
+        frame: &[u8],
+        header: &BatchHeader,
+        max_ts: i64,
+    ) -> Result<AppendInfo> {
+        let len = frame.len() as u64;
+        let active = self.active_segment();
+        let relative_end = header.next_offset() - active.base_offset;
+        if active.size > 0
+            && (active.size + len > self.config.segment_max_bytes
+                || relative_end > i64::from(u32::MAX))
+        {
+            self.roll_active()?;
+        }
+        let active = self.segments.last().expect("active");
+        let position = active.size;
+        let segment_base_offset = active.base_offset;
+        let path = active.path(&self.dir, LOG_EXT);
+        if let Err(e) = self.config.faults.before_write(&path) {
+            return self.fail(e);
+        }
+        if let Err(e) = self.active_file.write_all_at(frame, position) {
+            return self.fail(LogError::io(path, e));
+        }
+        let interval = self.config.index_interval_bytes;
+        let active = self.segments.last_mut().expect("active");
+        active.note_batch(position, header, len, max_ts, interval);
+        active.unsynced = true;
+        self.txns.observe(header);
+        Ok(AppendInfo {
+            base_offset: header.base_offset,
+            next_offset: header.next_offset(),
+            leader_epoch: header.leader_epoch,
+            segment_base_offset,
+            position,
+            size: len,
+            max_timestamp_ms: max_ts,
+        })
+    }
+
+    /// Closes the active segment if it has data and starts a new one at the
+    /// LEO.
+    pub fn roll(&mut self) -> Result<()> {
+        self.check_writable()?;
+        self.roll_active()
+    }
+
+    fn roll_active(&mut self) -> Result<()> {
+        let leo = self.leo();
+        let dir = self.dir.clone();
+        let active = self.segments.last_mut().expect("active");
+        if active.size == 0 {
+            return Ok(());
+        }
+        // The closed segment's files are fsynced by the next flush, like
+        // Kafka's asynchronous flush of rolled segments; until then a crash
+        // is recovered by the full scan.
+        if let Err(e) = active.write_index_files(&dir, false) {
+            return self.fail(e);
+        }
+        let path = segment_path(&dir, leo, LOG_EXT);
+        let file = match OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(f) => f,
+            Err(e) => return self.fail(LogError::io(path, e)),
+        };
+        self.segments.push(Segment::empty(leo));
+        self.active_file = file;
+        self.dir_dirty = true;
+        Ok(())
+    }
+
+    /// Fsyncs every file written since the last flush (active segment,
+    /// rolled segments and their indexes) and the directory.
+    pub fn flush(&mut self) -> Result<()> {
+        self.check_writable()?;
+        if let Err(e) = self.flush_inner() {
+            return self.fail(e);
+        }
+        Ok(())
+    }
+
+    fn flush_inner(&mut self) -> Result<()> {
+        let last = self.segments.len() - 1;
+        for i in 0..self.segments.len() {
+            if !self.segments[i].unsynced {
+                continue;
+            }
+            let path = self.segments[i].path(&self.dir, LOG_EXT);
+            self.config.faults.before_sync(&path)?;
+            if i == last {
+                self.active_file
+                    .sync_data()
+                    .map_err(|e| LogError::io(&path, e))?;
+            } else {
+                sync_file(&path)?;
+                for ext in [INDEX_EXT, TIME_INDEX_EXT] {
+                    let p = self.segments[i].path(&self.dir, ext);
+                    if p.exists() {
+                        sync_file(&p)?;
+                    }
+                }
+            }
+            self.segments[i].unsynced = false;
+        }
+        if self.dir_dirty {
+            self.sync_dir()?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn sync_dir(&mut self) -> Result<()> {
+        self.config.faults.before_sync(&self.dir)?;
+        fsutil::sync_dir(&self.dir)?;
+        self.dir_dirty = false;
+        Ok(())
+    }
+
+    /// Flushes everything, writes the index files and the clean-shutdown
+    /// checkpoint so the next open is O(active segment).
+    pub fn close(mut self) -> Result<()> {
+        self.flush()?;
+        let dir = self.dir.clone();
+        for seg in &mut self.segments {
+            let rebuilt = seg.indexes.get().is_some_and(|i| i.rebuilt);
+            if seg.index_dirty || rebuilt {
+                seg.write_index_files(&dir, true)?;
+            }
+        }
+        let cp = CleanShutdown {
+            segments: self
+                .segments
+                .iter()
+                .map(|s| SegmentSummary {
+                    base_offset: s.base_offset,
+                    next_offset: s.next_offset,
+                    size: s.size,
+                    max_timestamp_ms: s.max_timestamp_ms,
+                    index_bytes: s.index_bytes,
+                })
+                .collect(),
+            txns: self.txns.clone(),
+        };
+        self.config
+            .faults
+            .before_write(&dir.join(checkpoint::FILE_NAME))?;
+        fsutil::write_atomic(&dir.join(checkpoint::FILE_NAME), &cp.encode())
+    }
+
+    /// Cuts the log back so that `next_offset` becomes the LEO. Allowed only
+    /// at a batch boundary (or log start / LEO). Later segments are removed
+    /// whole; the segment holding the boundary is truncated in place (log
+    /// and index), so the retained log is never rewritten.
+    pub fn truncate_to(&mut self, next_offset: i64) -> Result<()> {
+        self.check_writable()?;
+        self.check_in_range(next_offset)?;
+        if next_offset == self.leo() {
+            return Ok(());
+        }
+        let i = self.segment_index_for(next_offset);
+        let cut = self.boundary_position(i, next_offset)?;
+        if let Err(e) = self.truncate_segments(i, cut, next_offset) {
+            return self.fail(e);
+        }
+        self.txns.truncate(next_offset);
+        Ok(())
+    }
+
+    fn truncate_segments(&mut self, i: usize, cut: u64, next_offset: i64) -> Result<()> {
+        // Newest first, so a crash in between leaves a contiguous log.
+        while self.segments.len() > i + 1 {
+            let seg = self.segments.pop().expect("len > i + 1");
+            remove_segment_files(&self.dir, seg.base_offset)?;
+        }
+        let dir = self.dir.clone();
+        let seg = &mut self.segments[i];
+        let path = seg.path(&dir, LOG_EXT);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(|e| LogError::io(&path, e))?;
+        file.set_len(cut).map_err(|e| LogError::io(&path, e))?;
+        file.sync_all().map_err(|e| LogError::io(&path, e))?;
+        seg.load_indexes(&dir, &self.config)?;
+        let rel = u32::try_from(next_offset - seg.base_offset).unwrap_or(u32::MAX);
+        let idx = seg.indexes.get_mut().expect("loaded");
+        idx.offsets.truncate_from_offset(rel);
+        idx.times.truncate_from_offset(rel);
+        seg.index_bytes = idx.byte_len();
+        seg.index_dirty = true;
+        seg.size = cut;
+        seg.next_offset = next_offset;
+        seg.max_timestamp_ms = max_timestamp_below(&file, &path, cut, self.config.max_batch_bytes)?;
+        seg.unsynced = false;
+        self.active_file = file;
+        self.sync_dir()
+    }
+
+    /// Byte position in segment `i` where the log must be cut so that
+    /// `offset` becomes the LEO; INVALID_RECORD inside a batch.
+    fn boundary_position(&self, i: usize, offset: i64) -> Result<u64> {
+        let seg = &self.segments[i];
+        let start = seg.scan_start(&self.dir, offset, &self.config)?;
+        let mut cut = seg.size;
+        let _ = self.scan_segment(i, start, |pos, b| {
+            let h = &b.header;
+            if h.base_offset >= offset {
+                cut = pos;
+                return Ok(ControlFlow::Break(()));
+            }
+            if h.next_offset() > offset {
+                return Err(LogError::InvalidRecord(format!(
+                    "offset {offset} is inside the batch {}..{}; truncation needs a batch boundary",
+                    h.base_offset,
+                    h.next_offset()
+                )));
+            }
+            Ok(ControlFlow::Continue(()))
+        })?;
+        Ok(cut)
+    }
+
+    /// Deletes a continuous prefix of closed segments (oldest first).
+    pub fn delete_closed_segments(&mut self, bases: &[i64]) -> Result<()> {
+        self.check_writable()?;
+        if bases.is_empty() {
+            return Ok(());
+        }
+        let closed = &self.segments[..self.segments.len() - 1];
+        let is_prefix = bases.len() <= closed.len()
+            && bases.iter().zip(closed).all(|(b, s)| *b == s.base_offset);
+        if !is_prefix {
+            let available: Vec<i64> = closed.iter().map(|s| s.base_offset).collect();
+            return Err(LogError::InvalidRequest(format!(
+                "only a continuous prefix of closed segments can be deleted: asked for {bases:?}, closed segments are {available:?}"
+            )));
+        }
+        for base in bases {
+            if let Err(e) = remove_segment_files(&self.dir, *base) {
+                return self.fail(e);
+            }
+        }
+        self.segments.drain(..bases.len());
+        let start = self.log_start_offset();
+        self.txns.prune_below(start);
+        if let Err(e) = self.sync_dir() {
+            return self.fail(e);
+        }
+        Ok(())
+    }
+
+    // ----- reads --------------------------------------------------------
+
+    fn check_in_range(&self, offset: i64) -> Result<()> {
+        let (start, end) = (self.log_start_offset(), self.leo());
+        if offset < start || offset > end {
+            return Err(LogError::OffsetOutOfRange {
+                offset,
+                log_start: start,
+                log_end: end,
+            });
+        }
+        Ok(())
+    }
+
+    fn visible_end(&self, end_offset: Option<i64>) -> i64 {
+        end_offset.map_or(self.leo(), |e| e.min(self.leo()))
+    }
+
+    /// Index of the segment that may hold `offset` (greatest base <= it).
+    fn segment_index_for(&self, offset: i64) -> usize {
+        self.segments
+            .partition_point(|s| s.base_offset <= offset)
+            .saturating_sub(1)
+    }
+
+    /// Visits the stored batches of segment `i` from byte `start`.
+    fn scan_segment(
+        &self,
+        i: usize,
+        start: u64,
+        mut f: impl FnMut(u64, StoredBatch) -> Result<ControlFlow<()>>,
+    ) -> Result<ControlFlow<()>> {
+        let seg = &self.segments[i];
+        if start >= seg.size {
+            return Ok(ControlFlow::Continue(()));
+        }
+        let path = seg.path(&self.dir, LOG_EXT);
+        let owned;
+        let file = if i == self.segments.len() - 1 {
+            &self.active_file
+        } else {
+            owned = File::open(&path).map_err(|e| LogError::io(&path, e))?;
+            &owned
+        };
+        let max = self.config.max_batch_bytes;
+        let mut frames = FrameReader::new(file, &path, start, seg.size, max);
+        while let Some((pos, frame)) = frames.next_frame().map_err(|e| e.into_storage(&path))? {
+            let header =
+                codec::decode_header(&frame, max).map_err(|e| stored_corruption(&path, pos, &e))?;
+            if f(pos, StoredBatch { header, frame })?.is_break() {
+                return Ok(ControlFlow::Break(()));
+            }
+        }
+        Ok(ControlFlow::Continue(()))
+    }
+
+    /// Visits, in order, every stored batch that ends after `offset` and
+    /// starts before `end`.
+    pub(crate) fn scan(
+        &self,
+        offset: i64,
+        end: i64,
+        mut f: impl FnMut(StoredBatch) -> Result<ControlFlow<()>>,
+    ) -> Result<()> {
+        let first = self.segment_index_for(offset);
+        for i in first..self.segments.len() {
+            let seg = &self.segments[i];
+            if seg.base_offset >= end {
+                break;
+            }
+            let start = if i == first {
+                seg.scan_start(&self.dir, offset, &self.config)?
+            } else {
+                0
+            };
+            let flow = self.scan_segment(i, start, |_, b| {
+                if b.header.next_offset() <= offset {
+                    return Ok(ControlFlow::Continue(()));
+                }
+                if b.header.base_offset >= end {
+                    return Ok(ControlFlow::Break(()));
+                }
+                f(b)
+            })?;
+            if flow.is_break() {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Records from `offset` below `min(end_offset, LEO)`, at most
+    /// `max_records`. `offset` outside `[log_start, LEO]` is
+    /// OFFSET_OUT_OF_RANGE; `offset == LEO` or `max_records == 0` gives
+    /// nothing. Control batches hold no records and so yield nothing.
+    pub fn fetch(
+        &self,
+        offset: i64,
+        max_records: usize,
+        end_offset: Option<i64>,
+    ) -> Result<Vec<LogRecord>> {
+        self.check_in_range(offset)?;
+        let end = self.visible_end(end_offset);
+        let mut out = Vec::new();
+        if max_records == 0 || offset >= end {
+            return Ok(out);
+        }
+        self.scan(offset, end, |b| {
+            let batch = b.decode()?;
+            let header = b.header;
+            for (o, r) in batch.records_with_offsets() {
+                if o < offset {
+                    continue;
+                }
+                if o >= end || out.len() >= max_records {
+                    return Ok(ControlFlow::Break(()));
+                }
+                out.push(LogRecord {
+                    offset: o,
+                    record: r.clone(),
+                    batch: header,
+                });
+            }
+            Ok(if out.len() >= max_records {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            })
+        })?;
+        Ok(out)
+    }
+
+    /// Whole batches, starting with the one that contains `offset`, stopping
+    /// before a batch that starts at/after `min(end_offset, LEO)`. At least
+    /// one batch is returned if any is visible; after that, reading stops
+    /// before `max_bytes` would be exceeded.
+    pub fn read_batches(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        end_offset: Option<i64>,
+    ) -> Result<Vec<StoredBatch>> {
+        self.check_in_range(offset)?;
+        let end = self.visible_end(end_offset);
+        let mut out: Vec<StoredBatch> = Vec::new();
+        if offset >= end {
+            return Ok(out);
+        }
+        let mut total = 0usize;
+        self.scan(offset, end, |b| {
+            if !out.is_empty() && total + b.size() > max_bytes {
+                return Ok(ControlFlow::Break(()));
+            }
+            total += b.size();
+            out.push(b);
+            Ok(ControlFlow::Continue(()))
+        })?;
+        Ok(out)
+    }
+
+    /// The first offset whose record timestamp is >= `timestamp_ms` (Kafka's
+    /// ListOffsets by time), `None` if there is none.
+    pub fn offset_for_timestamp(&self, timestamp_ms: i64) -> Result<Option<i64>> {
+        for i in 0..self.segments.len() {
+            let seg = &self.segments[i];
+            if seg.max_timestamp_ms < timestamp_ms || seg.size == 0 {
+                continue;
+            }
+            let idx = seg.indexes(&self.dir, &self.config)?;
+            let rel = idx.times.scan_start(timestamp_ms);
+            let start =
+                seg.scan_start(&self.dir, seg.base_offset + i64::from(rel), &self.config)?;
+            let mut found = None;
+            let _ = self.scan_segment(i, start, |_, b| {
+                let batch = b.decode()?;
+                found = batch
+                    .records_with_offsets()
+                    .find(|(_, r)| r.timestamp_ms >= timestamp_ms)
+                    .map(|(o, _)| o);
+                Ok(if found.is_some() {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                })
+            })?;
+            if found.is_some() {
+                return Ok(found);
+            }
+        }
+        Ok(None)
+    }
+}
+
+fn sync_file(path: &Path) -> Result<()> {
+    File::open(path)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| LogError::io(path, e))
+}
+
+pub(crate) fn remove_segment_files(dir: &Path, base: i64) -> Result<()> {
+    for ext in [LOG_EXT, INDEX_EXT, TIME_INDEX_EXT] {
+        fsutil::remove_if_exists(&segment_path(dir, base, ext))?;
+    }
+    Ok(())
+}
+
+/// The greatest record timestamp among the frames in `[0, limit)`.
+fn max_timestamp_below(file: &File, path: &Path, limit: u64, max_batch_bytes: u32) -> Result<i64> {
+    let mut max = -1;
+    let mut frames = FrameReader::new(file, path, 0, limit, max_batch_bytes);
+    while let Some((pos, frame)) = frames.next_frame().map_err(|e| e.into_storage(path))? {
+        let batch =
+            codec::decode(&frame, max_batch_bytes).map_err(|e| stored_corruption(path, pos, &e))?;
+        max = max.max(batch.max_timestamp_ms());
+    }
+    Ok(max)
+}
+
+/// Parses the base offset out of a segment file name (`<20 digits>.<ext>`).
+fn parse_base(stem: &str) -> Option<i64> {
+    if stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit()) {
+        stem.parse().ok()
+    } else {
+        None
+    }
+}
+
+/// Lists the base offsets of the `.log` files in `dir`, sorted. A file named
+/// like a segment file but with an unparsable base is STORAGE_ERROR.
+fn list_segment_bases(dir: &Path) -> Result<Vec<i64>> {
+    let mut bases = Vec::new();
+    for entry in fs::read_dir(dir).map_err(|e| LogError::io(dir, e))? {
+        let entry = entry.map_err(|e| LogError::io(dir, e))?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let Some((stem, ext)) = name.split_once('.') else {
+            continue;
+        };
+        if ![LOG_EXT, INDEX_EXT, TIME_INDEX_EXT].contains(&ext) {
+            continue;
+        }
+        let Some(base) = parse_base(stem) else {
+            return Err(LogError::storage(
+                entry.path(),
+                "named like a segment file but its base offset is not 20 digits",
+            ));
+        };
+        if ext == LOG_EXT {
+            bases.push(base);
+        }
+    }
+    bases.sort_unstable();
+    Ok(bases)
+}
+
+fn checkpoint_matches(dir: &Path, cp: &CleanShutdown, bases: &[i64]) -> bool {
+    cp.segments.len() == bases.len()
+        && cp.segments.iter().zip(bases).all(|(s, b)| {
+            s.base_offset == *b
+                && fs::metadata(segment_path(dir, *b, LOG_EXT)).is_ok_and(|m| m.len() == s.size)
+        })
+        && cp
+            .segments
+            .windows(2)
+            .all(|w| w[1].base_offset >= w[0].next_offset)
+}
+
+fn load_trusted(cp: CleanShutdown) -> (Vec<Segment>, TxnIndex) {
+    let segments = cp
+        .segments
+        .iter()
+        .map(|s| Segment {
+            base_offset: s.base_offset,
+            next_offset: s.next_offset,
+            size: s.size,
+            max_timestamp_ms: s.max_timestamp_ms,
+            index_bytes: s.index_bytes,
+            indexes: std::sync::OnceLock::new(),
+            index_dirty: false,
+            unsynced: false,
+        })
+        .collect();
+    (segments, cp.txns)
+}
+
+/// Full recovery scan: decodes every batch of every segment, rebuilds the
+/// indexes and the transaction index, cuts a torn tail off the active
+/// segment and refuses a corrupt closed segment or a gap.
+fn recover_segments(
+    dir: &Path,
+    config: &LogConfig,
+    bases: &[i64],
+) -> Result<(Vec<Segment>, TxnIndex)> {
+    let mut segments: Vec<Segment> = Vec::with_capacity(bases.len());
+    let mut txns = TxnIndex::default();
+    for (i, &base) in bases.iter().enumerate() {
+        let active = i + 1 == bases.len();
+        let path = segment_path(dir, base, LOG_EXT);
+        if let Some(prev) = segments.last()
+            && base < prev.next_offset
+        {
+            return Err(LogError::storage(
+                &path,
+                format!(
+                    "segments are not contiguous: segment {base} starts below the end {} of segment {}",
+                    prev.next_offset, prev.base_offset
+                ),
+            ));
+        }
+        let file = File::open(&path).map_err(|e| LogError::io(&path, e))?;
+        let len = file.metadata().map_err(|e| LogError::io(&path, e))?.len();
+        let mut seg = Segment::empty(base);
+        let mut frames = FrameReader::new(&file, &path, 0, len, config.max_batch_bytes)
+            .with_chunk_hint(len as usize);
+        let bad = loop {
+            let (pos, frame) = match frames.next_frame() {
+                Ok(Some(f)) => f,
+                Ok(None) => break None,
+                Err(FrameError::Io(e)) => return Err(e),
+                Err(FrameError::Bad { position, reason }) => break Some((position, reason)),
+            };
+            let header = match codec::decode_header(&frame, config.max_batch_bytes) {
+                Ok(h) => h,
+                Err(e) => break Some((pos, e.to_string())),
+            };
+            let batch = match codec::decode_verified(&frame, &header) {
+                Ok(b) => b,
+                Err(e) => break Some((pos, e.to_string())),
+            };
+            if header.base_offset < seg.next_offset {
+                break Some((
+                    pos,
+                    format!(
+                        "batch at offset {} overlaps or moves backwards (expected >= {})",
+                        header.base_offset, seg.next_offset
+                    ),
+                ));
+            }
+            seg.note_batch(
+                pos,
+                &header,
+                frame.len() as u64,
+                batch.max_timestamp_ms(),
+                config.index_interval_bytes,
+            );
+            txns.observe(&header);
+        };
+        let clean = bad.is_none();
+        if let Some((pos, reason)) = bad {
+            if !active {
+                return Err(LogError::storage(
+                    &path,
+                    format!("corrupt closed segment at position {pos}: {reason}"),
+                ));
+            }
+            // Torn write repair: cut the active segment at the first bad frame.
+            let f = OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .map_err(|e| LogError::io(&path, e))?;
+            f.set_len(pos).map_err(|e| LogError::io(&path, e))?;
+            f.sync_all().map_err(|e| LogError::io(&path, e))?;
+        }
+        debug_assert!(!clean || seg.size == len);
+        seg.unsynced = false;
+        segments.push(seg);
+    }
+    Ok((segments, txns))
+}

@@ -1,0 +1,341 @@
+//! One segment of a partition log: its files, its in-memory summary and its
+//! sparse indexes, plus the frame reader that every read path shares.
+
+use crate::codec::{self, BatchHeader};
+use crate::error::{LogError, Result};
+use crate::index::{ENTRY_BYTES, OffsetIndex, TimeIndex};
+use crate::log::LogConfig;
+use bytes::Bytes;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+pub(crate) const LOG_EXT: &str = "log";
+pub(crate) const INDEX_EXT: &str = "index";
+pub(crate) const TIME_INDEX_EXT: &str = "timeindex";
+
+/// `<dir>/<base, 20 digits>.<ext>`.
+pub(crate) fn segment_path(dir: &Path, base_offset: i64, ext: &str) -> PathBuf {
+    dir.join(format!("{base_offset:020}.{ext}"))
+}
+
+/// The two sparse indexes of a segment.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Indexes {
+    pub offsets: OffsetIndex,
+    pub times: TimeIndex,
+    /// Rebuilt from the log because the files were missing or malformed;
+    /// the files must be rewritten on close.
+    pub rebuilt: bool,
+}
+
+impl Indexes {
+    pub fn byte_len(&self) -> u64 {
+        ((self.offsets.len() + self.times.len()) * ENTRY_BYTES) as u64
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct Segment {
+    pub base_offset: i64,
+    /// The offset after the last batch (== base for an empty segment). After
+    /// compaction it may lie beyond the last surviving batch: gaps stay gaps.
+    pub next_offset: i64,
+    /// Bytes in the `.log` file.
+    pub size: u64,
+    /// Greatest record timestamp in the segment, -1 when none.
+    pub max_timestamp_ms: i64,
+    /// Index bytes (both files), known without loading the indexes.
+    pub index_bytes: u64,
+    /// Loaded lazily for closed segments after a clean open.
+    pub indexes: OnceLock<Indexes>,
+    /// The index files on disk lag the in-memory indexes.
+    pub index_dirty: bool,
+    /// Files changed since the last fsync.
+    pub unsynced: bool,
+}
+
+impl Segment {
+    /// A new, empty segment whose (empty) indexes are loaded.
+    pub fn empty(base_offset: i64) -> Self {
+        Self {
+            base_offset,
+            next_offset: base_offset,
+            size: 0,
+            max_timestamp_ms: -1,
+            index_bytes: 0,
+            indexes: OnceLock::from(Indexes::default()),
+            index_dirty: true,
+            unsynced: true,
+        }
+    }
+
+    pub fn path(&self, dir: &Path, ext: &str) -> PathBuf {
+        segment_path(dir, self.base_offset, ext)
+    }
+
+    /// Records a batch just written at `position` in the indexes and the
+    /// summary. `indexes` are this segment's (loaded) indexes.
+    pub fn note_batch(
+        &mut self,
+        position: u64,
+        header: &BatchHeader,
+        size: u64,
+        batch_max_timestamp_ms: i64,
+        index_interval_bytes: u64,
+    ) {
+        let rel = u32::try_from(header.base_offset - self.base_offset)
+            .expect("the log rolls before a relative offset leaves u32");
+        let max_before = self.max_timestamp_ms;
+        let idx = self
+            .indexes
+            .get_mut()
+            .expect("indexes are loaded before a segment is written");
+        let due = match idx.offsets.last_position() {
+            None => true,
+            Some(last) => position - last >= index_interval_bytes,
+        };
+        if due {
+            idx.offsets.push(rel, position);
+            idx.times.maybe_push(max_before, rel);
+            self.index_bytes = idx.byte_len();
+            self.index_dirty = true;
+        }
+        self.size = position + size;
+        self.next_offset = header.next_offset();
+        self.max_timestamp_ms = self.max_timestamp_ms.max(batch_max_timestamp_ms);
+    }
+
+    /// The loaded indexes, reading the files (or rebuilding them from the
+    /// log when they are missing or malformed) on first use.
+    pub fn indexes(&self, dir: &Path, cfg: &LogConfig) -> Result<&Indexes> {
+        if let Some(i) = self.indexes.get() {
+            return Ok(i);
+        }
+        let loaded = match self.load_index_files(dir) {
+            Some(i) => i,
+            None => self.rebuild_indexes(dir, cfg)?,
+        };
+        // Another reader may have won the race; both values are equal.
+        let _ = self.indexes.set(loaded);
+        Ok(self.indexes.get().expect("just set"))
+    }
+
+    /// Makes sure the indexes are loaded so they can be mutated.
+    pub fn load_indexes(&mut self, dir: &Path, cfg: &LogConfig) -> Result<()> {
+        self.indexes(dir, cfg).map(|_| ())
+    }
+
+    fn load_index_files(&self, dir: &Path) -> Option<Indexes> {
+        let offsets = std::fs::read(self.path(dir, INDEX_EXT)).ok()?;
+        let times = std::fs::read(self.path(dir, TIME_INDEX_EXT)).ok()?;
+        let offsets = OffsetIndex::from_bytes(&offsets).ok()?;
+        let times = TimeIndex::from_bytes(&times).ok()?;
+        offsets
+            .check_fits(self.size, self.next_offset - self.base_offset)
+            .ok()?;
+        if self.size > 0 && offsets.entries().first() != Some(&(0, 0)) {
+            return None;
+        }
+        Some(Indexes {
+            offsets,
+            times,
+            rebuilt: false,
+        })
+    }
+
+    fn rebuild_indexes(&self, dir: &Path, cfg: &LogConfig) -> Result<Indexes> {
+        let max_batch_bytes = cfg.max_batch_bytes;
+        let path = self.path(dir, LOG_EXT);
+        let file = File::open(&path).map_err(|e| LogError::io(&path, e))?;
+        let mut shadow = Segment::empty(self.base_offset);
+        let mut frames = FrameReader::new(&file, &path, 0, self.size, max_batch_bytes);
+        while let Some((pos, frame)) = frames.next_frame().map_err(|e| e.into_storage(&path))? {
+            let header = codec::decode_header(&frame, max_batch_bytes)
+                .map_err(|e| stored_corruption(&path, pos, &e))?;
+            let batch = codec::decode_verified(&frame, &header)
+                .map_err(|e| stored_corruption(&path, pos, &e))?;
+            shadow.note_batch(
+                pos,
+                &header,
+                frame.len() as u64,
+                batch.max_timestamp_ms(),
+                cfg.index_interval_bytes,
+            );
+        }
+        let mut idx = shadow.indexes.into_inner().unwrap_or_default();
+        idx.rebuilt = true;
+        Ok(idx)
+    }
+
+    /// The byte position from which to scan for `offset`.
+    pub fn scan_start(&self, dir: &Path, offset: i64, cfg: &LogConfig) -> Result<u64> {
+        let rel = offset
+            .saturating_sub(self.base_offset)
+            .clamp(0, i64::from(u32::MAX)) as u32;
+        Ok(self
+            .indexes(dir, cfg)?
+            .offsets
+            .floor(rel)
+            .map_or(0, |(_, pos)| pos))
+    }
+
+    /// Writes both index files; fsyncs them when `sync` is set.
+    pub fn write_index_files(&mut self, dir: &Path, sync: bool) -> Result<()> {
+        let Some(idx) = self.indexes.get() else {
+            return Ok(()); // never loaded: the files on disk are current.
+        };
+        write_file(&self.path(dir, INDEX_EXT), &idx.offsets.to_bytes(), sync)?;
+        write_file(&self.path(dir, TIME_INDEX_EXT), &idx.times.to_bytes(), sync)?;
+        if let Some(i) = self.indexes.get_mut() {
+            i.rebuilt = false;
+        }
+        self.index_dirty = false;
+        Ok(())
+    }
+}
+
+pub(crate) fn write_file(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
+    use std::io::Write;
+    let mut f = File::create(path).map_err(|e| LogError::io(path, e))?;
+    f.write_all(bytes).map_err(|e| LogError::io(path, e))?;
+    if sync {
+        f.sync_all().map_err(|e| LogError::io(path, e))?;
+    }
+    Ok(())
+}
+
+/// A stored batch that fails to decode: the disk holds bad data.
+pub(crate) fn stored_corruption(path: &Path, position: u64, e: &LogError) -> LogError {
+    LogError::storage(path, format!("corrupt batch at position {position}: {e}"))
+}
+
+/// Why the frame reader stopped.
+#[derive(Debug)]
+pub(crate) enum FrameError {
+    /// The operating system failed a read.
+    Io(LogError),
+    /// The bytes at `position` are not a complete, well-formed frame
+    /// envelope (torn write or corruption).
+    Bad { position: u64, reason: String },
+}
+
+impl FrameError {
+    pub fn into_storage(self, path: &Path) -> LogError {
+        match self {
+            FrameError::Io(e) => e,
+            FrameError::Bad { position, reason } => {
+                LogError::storage(path, format!("bad frame at position {position}: {reason}"))
+            }
+        }
+    }
+}
+
+const MIN_CHUNK: usize = 64 * 1024;
+const MAX_CHUNK: usize = 4 * 1024 * 1024;
+
+/// Reads whole frames from `[pos, limit)` of a segment file in growing
+/// chunks; frames are zero-copy slices of the chunk they were read with.
+pub(crate) struct FrameReader<'a> {
+    file: &'a File,
+    path: &'a Path,
+    pos: u64,
+    limit: u64,
+    max_batch_bytes: u32,
+    buf: Bytes,
+    buf_start: u64,
+    chunk: usize,
+}
+
+impl<'a> FrameReader<'a> {
+    pub fn new(file: &'a File, path: &'a Path, pos: u64, limit: u64, max_batch_bytes: u32) -> Self {
+        Self {
+            file,
+            path,
+            pos,
+            limit,
+            max_batch_bytes,
+            buf: Bytes::new(),
+            buf_start: pos,
+            chunk: MIN_CHUNK,
+        }
+    }
+
+    /// Starts with chunks of at least `bytes` (callers that expect to read a
+    /// lot avoid many small reads).
+    pub fn with_chunk_hint(mut self, bytes: usize) -> Self {
+        self.chunk = bytes.clamp(MIN_CHUNK, MAX_CHUNK);
+        self
+    }
+
+    fn available(&self) -> &[u8] {
+        let off = (self.pos - self.buf_start) as usize;
+        self.buf.get(off..).unwrap_or(&[])
+    }
+
+    fn fill(&mut self, min_len: usize) -> Result<(), FrameError> {
+        let left = self.limit - self.pos;
+        let want = (min_len.max(self.chunk) as u64).min(left) as usize;
+        let mut v = vec![0u8; want];
+        let mut read = 0;
+        while read < want {
+            match self.file.read_at(&mut v[read..], self.pos + read as u64) {
+                Ok(0) => break,
+                Ok(n) => read += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(FrameError::Io(LogError::io(self.path, e))),
+            }
+        }
+        v.truncate(read);
+        self.buf = Bytes::from(v);
+        self.buf_start = self.pos;
+        self.chunk = (self.chunk * 2).min(MAX_CHUNK);
+        Ok(())
+    }
+
+    /// The next frame and its position, `None` at the limit.
+    pub fn next_frame(&mut self) -> Result<Option<(u64, Bytes)>, FrameError> {
+        if self.pos >= self.limit {
+            return Ok(None);
+        }
+        if self.available().len() < codec::FRAME_HEADER_BYTES {
+            self.fill(codec::FRAME_HEADER_BYTES)?;
+        }
+        let position = self.pos;
+        let len = match codec::peek_frame_len(self.available(), self.max_batch_bytes) {
+            Ok(Some(len)) => len,
+            Ok(None) => {
+                return Err(FrameError::Bad {
+                    position,
+                    reason: format!(
+                        "partial frame header: {} bytes left",
+                        self.available().len()
+                    ),
+                });
+            }
+            Err(e) => {
+                return Err(FrameError::Bad {
+                    position,
+                    reason: e.to_string(),
+                });
+            }
+        };
+        if self.available().len() < len {
+            self.fill(len)?;
+            if self.available().len() < len {
+                return Err(FrameError::Bad {
+                    position,
+                    reason: format!(
+                        "partial frame: {} of {len} bytes present",
+                        self.available().len()
+                    ),
+                });
+            }
+        }
+        let off = (self.pos - self.buf_start) as usize;
+        let frame = self.buf.slice(off..off + len);
+        self.pos += len as u64;
+        Ok(Some((position, frame)))
+    }
+}
