@@ -1,0 +1,359 @@
+//! Retention and compaction, including a crash injected at every step of
+//! the compaction swap.
+
+mod common;
+
+use bytes::Bytes;
+use common::*;
+use mk_core::ErrorCode;
+use mk_log::{
+    ControlType, LogConfig, PartitionLog, ProducerInfo, Record, RecordBatch, RetentionPolicy,
+};
+
+fn by_time(ms: i64) -> RetentionPolicy {
+    RetentionPolicy {
+        retention_ms: Some(ms),
+        retention_bytes: None,
+    }
+}
+
+fn by_size(bytes: i64) -> RetentionPolicy {
+    RetentionPolicy {
+        retention_ms: None,
+        retention_bytes: Some(bytes),
+    }
+}
+
+#[test]
+fn retention_by_time_deletes_only_an_expired_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), &small_config());
+    // Old, then new, then old again: the old tail segment must survive
+    // because deletion stops at the first segment that is not expired.
+    for i in 0..90 {
+        let ts = if (20..40).contains(&i) { 10_000 } else { 1_000 };
+        log.append(keyed(i, 1000, ts)).unwrap();
+    }
+    let before = log.closed_segments();
+    let deleted = log.apply_retention(6_000, by_time(2_000)).unwrap();
+    assert!(!deleted.is_empty());
+    let expected: Vec<i64> = before
+        .iter()
+        .take_while(|s| s.max_timestamp_ms < 4_000)
+        .map(|s| s.base_offset)
+        .collect();
+    assert_eq!(deleted, expected);
+    let after = log.segments();
+    assert_eq!(
+        after[0].base_offset,
+        before[deleted.len()].base_offset,
+        "prefix only"
+    );
+    assert!(
+        after
+            .iter()
+            .any(|s| !s.active && s.max_timestamp_ms < 4_000),
+        "no hole punched later"
+    );
+    let start = log.log_start_offset();
+    assert_eq!(
+        log.fetch(start - 1, 1, None).unwrap_err().code(),
+        ErrorCode::OffsetOutOfRange
+    );
+    assert_eq!(log.fetch(start, 1, None).unwrap()[0].offset, start);
+}
+
+#[test]
+fn retention_by_size_deletes_oldest_until_under_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), &small_config());
+    for i in 0..80 {
+        log.append(keyed(i, 1000, 1)).unwrap();
+    }
+    let total = log.size_bytes();
+    let limit = (total / 2) as i64;
+    let deleted = log.apply_retention(0, by_size(limit)).unwrap();
+    assert!(!deleted.is_empty());
+    assert!(log.size_bytes() <= limit as u64 || log.closed_segments().is_empty());
+    // Deleting one segment fewer would not have been enough.
+    let segs = log.segments();
+    assert_eq!(segs[0].base_offset, log.log_start_offset());
+    for w in segs.windows(2) {
+        assert_eq!(w[1].base_offset, w[0].next_offset, "no holes");
+    }
+    // The active segment is never a candidate.
+    let mut tiny = open(tempfile::tempdir().unwrap().path(), &LogConfig::default());
+    tiny.append(keyed(0, 1, 1)).unwrap();
+    assert!(tiny.apply_retention(0, by_size(1)).unwrap().is_empty());
+}
+
+#[test]
+fn retention_rejects_invalid_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), &small_config());
+    assert_eq!(
+        log.apply_retention(0, by_time(-1)).unwrap_err().code(),
+        ErrorCode::InvalidRequest
+    );
+    assert_eq!(
+        log.apply_retention(0, by_size(0)).unwrap_err().code(),
+        ErrorCode::InvalidRequest
+    );
+    assert!(
+        log.apply_retention(0, RetentionPolicy::default())
+            .unwrap()
+            .is_empty()
+    );
+}
+
+fn rec(key: Option<&str>, value: Option<&str>, ts: i64) -> RecordBatch {
+    RecordBatch::new(vec![Record::new(key.map(b), value.map(b), ts)]).unwrap()
+}
+
+#[test]
+fn compaction_keeps_latest_per_key_null_keys_and_offsets() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = small_config();
+    let mut log = open(dir.path(), &cfg);
+    for i in 0..40 {
+        log.append(keyed(i, 4, 100)).unwrap(); // keys k0..k3, many versions
+    }
+    log.append(rec(None, Some("no-key"), 100)).unwrap(); // offset 40
+    for i in 41..60 {
+        log.append(keyed(i, 4, 100)).unwrap();
+    }
+    log.roll().unwrap();
+    let result = log.compact(200, 1_000).unwrap();
+    assert!(!result.segments.is_empty());
+    assert!(result.records_after < result.records_before);
+    let got = dump(&log);
+    // Latest of each key: offsets 56..60; plus the null-key record.
+    let offsets: Vec<i64> = got.iter().map(|r| r.0).collect();
+    assert_eq!(offsets, vec![40, 56, 57, 58, 59]);
+    for (o, k, v, _) in &got {
+        if *o != 40 {
+            assert_eq!(k.as_ref(), Some(&b(&format!("k{}", o % 4))));
+            assert_eq!(
+                v.as_ref(),
+                Some(&b(&format!("v{o}"))),
+                "offsets never change"
+            );
+        }
+    }
+    // Fetch skips the gaps from any starting offset.
+    assert_eq!(log.fetch(1, 1, None).unwrap()[0].offset, 40);
+    assert_eq!(
+        log.fetch(41, 2, None)
+            .unwrap()
+            .iter()
+            .map(|r| r.offset)
+            .collect::<Vec<_>>(),
+        vec![56, 57]
+    );
+    assert_eq!(log.leo(), 60);
+    // Survives a crash and a clean reopen.
+    log.close().unwrap();
+    assert_eq!(dump(&open(dir.path(), &cfg)), got);
+}
+
+#[test]
+fn compaction_leaves_the_active_segment_alone_but_counts_its_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), &small_config());
+    for i in 0..30 {
+        log.append(keyed(i, 1000, 1)).unwrap(); // unique keys k0..k29
+    }
+    let active_base = log.active().base_offset;
+    // Newer versions of k0 and k1 land in the active segment.
+    log.append(rec(Some("k0"), Some("new0"), 1)).unwrap();
+    log.append(rec(Some("k1"), Some("new1"), 1)).unwrap();
+    let active_bytes = std::fs::read(dir.path().join(format!("{active_base:020}.log"))).unwrap();
+    log.compact(1, 1000).unwrap();
+    let got = dump(&log);
+    assert!(
+        !got.iter().any(|r| r.0 == 0 || r.0 == 1),
+        "older k0/k1 dropped"
+    );
+    assert_eq!(got.iter().filter(|r| r.1 == Some(b("k0"))).count(), 1);
+    assert_eq!(
+        std::fs::read(dir.path().join(format!("{active_base:020}.log"))).unwrap(),
+        active_bytes,
+        "active segment untouched"
+    );
+}
+
+#[test]
+fn tombstones_are_kept_within_grace_then_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), &small_config());
+    log.append(rec(Some("a"), Some("1"), 1_000)).unwrap();
+    log.append(rec(Some("a"), None, 1_000)).unwrap(); // tombstone at offset 1
+    for i in 0..30 {
+        log.append(keyed(i, 1000, 1_000)).unwrap();
+    }
+    log.roll().unwrap();
+    log.compact(1_500, 1_000).unwrap();
+    let got = dump(&log);
+    assert!(!got.iter().any(|r| r.0 == 0), "older value dropped");
+    assert!(
+        got.iter().any(|r| r.0 == 1 && r.2.is_none()),
+        "tombstone kept within grace"
+    );
+    log.compact(2_001, 1_000).unwrap();
+    assert!(
+        !dump(&log).iter().any(|r| r.0 == 1),
+        "tombstone dropped after grace"
+    );
+}
+
+#[test]
+fn compaction_keeps_control_batches_and_drops_aborted_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), &small_config());
+    let p = ProducerInfo {
+        producer_id: 9,
+        producer_epoch: 0,
+        base_sequence: 0,
+    };
+    log.append(rec(Some("x"), Some("committed"), 1)).unwrap(); // 0
+    log.append(
+        rec(Some("x"), Some("aborted"), 1)
+            .with_producer(p)
+            .with_transactional_id("t"),
+    )
+    .unwrap(); // 1
+    log.append(RecordBatch::marker(ControlType::Abort, "t", p))
+        .unwrap(); // 2
+    for i in 0..30 {
+        log.append(keyed(i, 1000, 1)).unwrap();
+    }
+    log.roll().unwrap();
+    log.compact(1, 1000).unwrap();
+    let got = dump(&log);
+    // The aborted value neither survives nor shadows the committed one.
+    assert!(got.iter().any(|r| r.0 == 0 && r.2 == Some(b("committed"))));
+    assert!(!got.iter().any(|r| r.0 == 1));
+    let batches = log.read_batches(0, usize::MAX, Some(3)).unwrap();
+    assert!(
+        batches
+            .iter()
+            .any(|b| b.header.control == Some(ControlType::Abort) && b.base_offset() == 2)
+    );
+}
+
+#[test]
+fn compaction_does_not_touch_segments_at_or_above_an_open_transaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), &small_config());
+    let p = ProducerInfo {
+        producer_id: 9,
+        producer_epoch: 0,
+        base_sequence: 0,
+    };
+    log.append(rec(Some("x"), Some("old"), 1)).unwrap();
+    log.append(
+        rec(Some("x"), Some("pending"), 1)
+            .with_producer(p)
+            .with_transactional_id("t"),
+    )
+    .unwrap();
+    for i in 0..30 {
+        log.append(keyed(i, 1000, 1)).unwrap();
+    }
+    log.roll().unwrap();
+    let before = dump(&log);
+    let result = log.compact(1, 1000).unwrap();
+    assert!(result.segments.is_empty());
+    assert_eq!(
+        dump(&log),
+        before,
+        "nothing past the first unstable offset is cleaned"
+    );
+}
+
+#[test]
+fn compaction_rejects_negative_grace() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), &small_config());
+    assert_eq!(
+        log.compact(0, -1).unwrap_err().code(),
+        ErrorCode::InvalidRequest
+    );
+}
+
+/// Builds a log with several closed segments worth compacting.
+fn compactable(dir: &std::path::Path, cfg: &LogConfig) -> PartitionLog {
+    let mut log = open(dir, cfg);
+    for i in 0..90 {
+        let value = if i % 17 == 0 {
+            None
+        } else {
+            Some(Bytes::from(format!("v{i}")))
+        };
+        let key = if i % 11 == 0 {
+            None
+        } else {
+            Some(Bytes::from(format!("k{}", i % 5)))
+        };
+        log.append(RecordBatch::new(vec![Record::new(key, value, 1_000)]).unwrap())
+            .unwrap();
+    }
+    log.roll().unwrap();
+    log
+}
+
+#[test]
+fn crash_at_every_step_of_the_compaction_swap_reopens_to_old_or_new() {
+    let cfg = small_config();
+    // The reference outcome of a compaction that completes.
+    let ref_dir = tempfile::tempdir().unwrap();
+    let mut reference = compactable(ref_dir.path(), &cfg);
+    let old = dump(&reference);
+    let result = reference.compact(1_500, 10_000).unwrap();
+    assert!(
+        result.segments.len() >= 2,
+        "the swap must span several segments"
+    );
+    let new = dump(&reference);
+    assert_ne!(old, new);
+
+    let mut crashes = 0;
+    let mut saw_old = false;
+    let mut saw_new = false;
+    for step in 0.. {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = compactable(dir.path(), &cfg);
+        cfg.faults.crash_at_step(step);
+        let outcome = log.compact(1_500, 10_000);
+        cfg.faults.clear();
+        drop(log); // the process dies here
+        let reopened = PartitionLog::open(dir.path(), cfg.clone(), 0)
+            .unwrap_or_else(|e| panic!("reopen after crash at step {step}: {e}"));
+        let got = dump(&reopened);
+        assert!(
+            got == old || got == new,
+            "crash at step {step} left a log that is neither old nor new"
+        );
+        saw_old |= got == old;
+        saw_new |= got == new;
+        assert!(
+            !files(dir.path())
+                .iter()
+                .any(|f| f.ends_with(".cleaned") || f.starts_with("cleaner-swap")),
+            "recovery leaves no swap debris after step {step}: {:?}",
+            files(dir.path())
+        );
+        match outcome {
+            Err(_) => crashes += 1,
+            Ok(_) => {
+                assert_eq!(got, new);
+                break;
+            }
+        }
+    }
+    assert!(crashes >= 8, "only {crashes} crash points exercised");
+    assert!(
+        saw_old && saw_new,
+        "both outcomes occur across the crash points"
+    );
+}

@@ -1,0 +1,327 @@
+//! Recovery on open: torn tails, corrupt closed segments, gaps, bad names,
+//! index files as a cache, the clean-shutdown fast path, and I/O failures.
+
+mod common;
+
+use common::*;
+use mk_core::ErrorCode;
+use mk_log::{ControlType, LogConfig, PartitionLog, ProducerInfo, RecordBatch};
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::Path;
+
+fn seg(dir: &Path, base: i64, ext: &str) -> std::path::PathBuf {
+    dir.join(format!("{base:020}.{ext}"))
+}
+
+fn fill(
+    dir: &Path,
+    cfg: &LogConfig,
+    n: usize,
+) -> Vec<(i64, Option<bytes::Bytes>, Option<bytes::Bytes>, i64)> {
+    let mut log = open(dir, cfg);
+    for i in 0..n {
+        log.append(keyed(i, 1000, i as i64)).unwrap();
+    }
+    let all = dump(&log);
+    drop(log); // crash: no clean-shutdown checkpoint
+    all
+}
+
+#[test]
+fn appended_records_survive_a_crash_without_flush() {
+    let dir = tempfile::tempdir().unwrap();
+    let all = fill(dir.path(), &small_config(), 25);
+    let log = open(dir.path(), &small_config());
+    assert_eq!(
+        dump(&log),
+        all,
+        "writes reached the OS before append returned"
+    );
+}
+
+#[test]
+fn torn_tail_of_the_active_segment_is_repaired_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = LogConfig::default();
+    let all = fill(dir.path(), &cfg, 10);
+    let path = seg(dir.path(), 0, "log");
+    let good_len = std::fs::metadata(&path).unwrap().len();
+    // A half-written frame: valid magic and length, then the process died.
+    let mut frame = mk_log::codec::encode(&{
+        let mut b = keyed(99, 1000, 0);
+        b.assign(10, 0).unwrap();
+        b
+    })
+    .unwrap()
+    .to_vec();
+    frame.truncate(frame.len() / 2);
+    OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap()
+        .write_all(&frame)
+        .unwrap();
+    let mut log = open(dir.path(), &cfg);
+    assert_eq!(dump(&log), all);
+    assert_eq!(log.leo(), 10);
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().len(),
+        good_len,
+        "tail cut off"
+    );
+    assert_eq!(log.append(keyed(10, 1000, 0)).unwrap().base_offset, 10);
+}
+
+#[test]
+fn corrupt_frame_in_active_segment_truncates_it_and_everything_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = LogConfig::default();
+    let mut log = open(dir.path(), &cfg);
+    let mut infos = Vec::new();
+    for i in 0..10 {
+        infos.push(log.append(keyed(i, 1000, 0)).unwrap());
+    }
+    drop(log);
+    // Flip a byte inside the 6th batch's payload: it and all later go.
+    let path = seg(dir.path(), 0, "log");
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[infos[5].position as usize + 20] ^= 0xff;
+    std::fs::write(&path, &bytes).unwrap();
+    let log = open(dir.path(), &cfg);
+    assert_eq!(log.leo(), 5);
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), infos[5].position);
+}
+
+#[test]
+fn corrupt_closed_segment_refuses_to_open_with_storage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = small_config();
+    fill(dir.path(), &cfg, 30);
+    let path = seg(dir.path(), 0, "log");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x55;
+    std::fs::write(&path, &bytes).unwrap();
+    let err = PartitionLog::open(dir.path(), cfg.clone(), 0).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::StorageError, "{err}");
+    assert!(err.to_string().contains("corrupt closed segment"), "{err}");
+    // Nothing was repaired or deleted behind the user's back.
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+}
+
+#[test]
+fn truncated_closed_segment_refuses_to_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = small_config();
+    fill(dir.path(), &cfg, 30);
+    let path = seg(dir.path(), 0, "log");
+    let len = std::fs::metadata(&path).unwrap().len();
+    OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(len - 3)
+        .unwrap();
+    assert_eq!(
+        PartitionLog::open(dir.path(), cfg, 0).unwrap_err().code(),
+        ErrorCode::StorageError
+    );
+}
+
+#[test]
+fn non_contiguous_segments_refuse_to_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = small_config();
+    fill(dir.path(), &cfg, 30);
+    let mut log = open(dir.path(), &cfg);
+    let second = log.segments()[1].base_offset;
+    log.close().unwrap();
+    // Rename the second segment's log below the first one's end: overlap.
+    std::fs::rename(seg(dir.path(), second, "log"), seg(dir.path(), 1, "log")).unwrap();
+    let err = PartitionLog::open(dir.path(), cfg, 0).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::StorageError);
+    assert!(err.to_string().contains("not contiguous"), "{err}");
+}
+
+#[test]
+fn unparsable_segment_name_is_storage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    fill(dir.path(), &LogConfig::default(), 3);
+    std::fs::write(dir.path().join("12.log"), b"").unwrap();
+    let err = PartitionLog::open(dir.path(), LogConfig::default(), 0).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::StorageError);
+    // Files of other components (checkpoints) are left alone.
+    std::fs::remove_file(dir.path().join("12.log")).unwrap();
+    std::fs::write(dir.path().join("leader-epoch-checkpoint"), b"x").unwrap();
+    assert!(PartitionLog::open(dir.path(), LogConfig::default(), 0).is_ok());
+}
+
+#[test]
+fn damaged_index_files_are_rebuilt_from_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = small_config();
+    let all = fill(dir.path(), &cfg, 40);
+    let mut log = open(dir.path(), &cfg);
+    log.close().unwrap();
+    // Clean shutdown: indexes are trusted... unless they are malformed.
+    std::fs::write(seg(dir.path(), 0, "index"), [1u8; 13]).unwrap();
+    std::fs::remove_file(seg(dir.path(), 0, "timeindex")).unwrap();
+    let log = open(dir.path(), &cfg);
+    assert_eq!(dump(&log), all);
+    assert_eq!(log.offset_for_timestamp(3).unwrap(), Some(3));
+    log.close().unwrap();
+    let rewritten = std::fs::read(seg(dir.path(), 0, "index")).unwrap();
+    assert!(
+        mk_log::index::OffsetIndex::from_bytes(&rewritten).is_ok(),
+        "rewritten on close"
+    );
+}
+
+#[test]
+fn clean_reopen_trusts_closed_segments_without_reading_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = small_config();
+    let all = fill(dir.path(), &cfg, 40);
+    open(dir.path(), &cfg).close().unwrap();
+    assert!(dir.path().join("clean-shutdown").exists());
+    // Corrupt a closed segment without changing its size. A clean open does
+    // not read it (that is what makes reopening O(active segment))...
+    let path = seg(dir.path(), 0, "log");
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[30] ^= 0x01;
+    std::fs::write(&path, &bytes).unwrap();
+    let log = open(dir.path(), &cfg);
+    assert!(
+        !dir.path().join("clean-shutdown").exists(),
+        "checkpoint consumed on open"
+    );
+    assert_eq!(log.leo(), all.len() as i64);
+    // ...but reading the damaged batch fails loudly, never returns bad data.
+    let err = log.fetch(0, 1, None).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::StorageError, "{err}");
+    // Records in undamaged segments are still served.
+    let second = log.segments()[1].base_offset;
+    assert_eq!(log.fetch(second, 1, None).unwrap()[0].offset, second);
+}
+
+#[test]
+fn stale_clean_shutdown_checkpoint_is_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = small_config();
+    fill(dir.path(), &cfg, 10);
+    open(dir.path(), &cfg).close().unwrap();
+    let cp = std::fs::read(dir.path().join("clean-shutdown")).unwrap();
+    let mut log = open(dir.path(), &cfg);
+    for i in 10..20 {
+        log.append(keyed(i, 1000, 0)).unwrap();
+    }
+    let all = dump(&log);
+    drop(log);
+    // An old checkpoint reappearing (e.g. restored by hand) must not be
+    // trusted when the files disagree with it.
+    std::fs::write(dir.path().join("clean-shutdown"), cp).unwrap();
+    assert_eq!(dump(&open(dir.path(), &cfg)), all);
+}
+
+#[test]
+fn transaction_index_survives_clean_and_crash_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = small_config();
+    let p = |pid| ProducerInfo {
+        producer_id: pid,
+        producer_epoch: 0,
+        base_sequence: 0,
+    };
+    let mut log = open(dir.path(), &cfg);
+    log.append(
+        keyed(0, 10, 0)
+            .with_producer(p(1))
+            .with_transactional_id("a"),
+    )
+    .unwrap();
+    log.append(keyed(1, 10, 0)).unwrap();
+    log.append(RecordBatch::marker(ControlType::Abort, "a", p(1)))
+        .unwrap();
+    log.append(
+        keyed(2, 10, 0)
+            .with_producer(p(2))
+            .with_transactional_id("b"),
+    )
+    .unwrap();
+    let aborted = log.aborted_transactions(0, log.leo());
+    assert_eq!(aborted.len(), 1);
+    assert_eq!(
+        (
+            aborted[0].producer_id,
+            aborted[0].first_offset,
+            aborted[0].last_offset
+        ),
+        (1, 0, 2)
+    );
+    assert_eq!(log.first_unstable_offset(), Some(3));
+    log.close().unwrap();
+    let log = open(dir.path(), &cfg);
+    assert_eq!(log.aborted_transactions(0, 10), aborted);
+    assert_eq!(log.first_unstable_offset(), Some(3));
+    drop(log);
+    let log = open(dir.path(), &cfg);
+    assert_eq!(log.aborted_transactions(0, 10), aborted);
+    assert_eq!(log.first_unstable_offset(), Some(3));
+}
+
+#[test]
+fn failed_write_makes_the_log_refuse_further_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = LogConfig::default();
+    let mut log = open(dir.path(), &cfg);
+    log.append(keyed(0, 10, 0)).unwrap();
+    cfg.faults.fail_writes_after(0);
+    let err = log.append(keyed(1, 10, 0)).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::StorageError);
+    assert!(err.is_storage_failure());
+    cfg.faults.clear();
+    assert!(log.is_failed());
+    let err = log.append(keyed(2, 10, 0)).unwrap_err();
+    assert!(err.to_string().contains("earlier I/O failure"), "{err}");
+    assert_eq!(log.leo(), 1);
+    assert_eq!(dump(&log).len(), 1, "reads still work");
+}
+
+#[test]
+fn failed_fsync_fails_flush_loudly() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = LogConfig::default();
+    let mut log = open(dir.path(), &cfg);
+    log.append(keyed(0, 10, 0)).unwrap();
+    cfg.faults.fail_syncs(true);
+    assert_eq!(log.flush().unwrap_err().code(), ErrorCode::StorageError);
+    cfg.faults.fail_syncs(false);
+    assert!(log.is_failed());
+    assert!(log.flush().is_err());
+}
+
+#[test]
+fn invalid_configuration_is_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    for cfg in [
+        LogConfig {
+            segment_max_bytes: 0,
+            ..LogConfig::default()
+        },
+        LogConfig {
+            index_interval_bytes: 0,
+            ..LogConfig::default()
+        },
+        LogConfig {
+            max_batch_bytes: 0,
+            ..LogConfig::default()
+        },
+    ] {
+        assert_eq!(
+            PartitionLog::open(dir.path(), cfg, 0).unwrap_err().code(),
+            ErrorCode::InvalidRequest
+        );
+    }
+    assert!(PartitionLog::open(dir.path(), LogConfig::default(), -1).is_err());
+}
