@@ -1,0 +1,295 @@
+//! The binary layout of the records of the internal `__consumer_offsets`
+//! log. All integers are big-endian; strings are UTF-8 with a `u16` length.
+//!
+//! Keys start with a `u16` key version that says what the record is, like
+//! Kafka's (1 = committed offset, 2 = group metadata):
+//!
+//! ```text
+//! offset key:   u16 1 | u16 len | group | u16 len | topic | u32 partition
+//! group key:    u16 2 | u16 len | group
+//! offset value: u8 1 (value version) | i64 offset
+//! group value:  u8 1 (value version) | i32 generation | u8 assignor
+//! ```
+//!
+//! A `None` value is a tombstone: the offset (or the group) was deleted.
+//! Decoding is strict (exact lengths, valid UTF-8, known versions) because a
+//! record we cannot interpret must stop the broker, not be skipped.
+
+use crate::assignor::AssignorKind;
+use bytes::{BufMut, Bytes, BytesMut};
+use mk_core::TopicPartition;
+
+/// Key version of a committed-offset record.
+pub const OFFSET_KEY_VERSION: u16 = 1;
+/// Key version of a group-metadata record.
+pub const GROUP_KEY_VERSION: u16 = 2;
+/// The only value version written so far.
+pub const VALUE_VERSION: u8 = 1;
+
+/// What a record of the offsets log is about.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum OffsetsKey {
+    /// The committed offset of one partition for one group.
+    Offset {
+        group: String,
+        partition: TopicPartition,
+    },
+    /// The last generation (and assignor) of one group.
+    Group { group: String },
+}
+
+/// The value of a group-metadata record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupMetadata {
+    pub generation: i32,
+    pub assignor: AssignorKind,
+}
+
+fn put_str(buf: &mut BytesMut, s: &str) {
+    // Callers validate lengths before encoding (ids and topic names are far
+    // shorter than 64 KiB), so the cast cannot truncate.
+    debug_assert!(s.len() <= usize::from(u16::MAX));
+    buf.put_u16(s.len() as u16);
+    buf.put_slice(s.as_bytes());
+}
+
+/// Encodes the key of a committed offset.
+pub fn offset_key(group: &str, partition: &TopicPartition) -> Bytes {
+    let mut buf = BytesMut::with_capacity(10 + group.len() + partition.topic.len());
+    buf.put_u16(OFFSET_KEY_VERSION);
+    put_str(&mut buf, group);
+    put_str(&mut buf, &partition.topic);
+    buf.put_u32(partition.partition);
+    buf.freeze()
+}
+
+/// Encodes the key of a group's metadata.
+pub fn group_key(group: &str) -> Bytes {
+    let mut buf = BytesMut::with_capacity(4 + group.len());
+    buf.put_u16(GROUP_KEY_VERSION);
+    put_str(&mut buf, group);
+    buf.freeze()
+}
+
+/// Encodes a committed offset.
+pub fn offset_value(offset: i64) -> Bytes {
+    let mut buf = BytesMut::with_capacity(9);
+    buf.put_u8(VALUE_VERSION);
+    buf.put_i64(offset);
+    buf.freeze()
+}
+
+/// Encodes a group's metadata.
+pub fn group_value(meta: GroupMetadata) -> Bytes {
+    let mut buf = BytesMut::with_capacity(6);
+    buf.put_u8(VALUE_VERSION);
+    buf.put_i32(meta.generation);
+    buf.put_u8(meta.assignor.to_byte());
+    buf.freeze()
+}
+
+/// A strict reader over a byte slice.
+struct Reader<'a> {
+    bytes: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    fn take<const N: usize>(&mut self, what: &str) -> Result<[u8; N], String> {
+        let (head, rest) = self.bytes.split_first_chunk::<N>().ok_or_else(|| {
+            format!(
+                "truncated {what}: need {N} bytes, {} left",
+                self.bytes.len()
+            )
+        })?;
+        self.bytes = rest;
+        Ok(*head)
+    }
+
+    fn string(&mut self, what: &str) -> Result<String, String> {
+        let len = usize::from(u16::from_be_bytes(self.take::<2>(what)?));
+        if self.bytes.len() < len {
+            return Err(format!(
+                "truncated {what}: length {len}, {} bytes left",
+                self.bytes.len()
+            ));
+        }
+        let (s, rest) = self.bytes.split_at(len);
+        self.bytes = rest;
+        String::from_utf8(s.to_vec()).map_err(|_| format!("{what} is not UTF-8"))
+    }
+
+    fn finish(self, what: &str) -> Result<(), String> {
+        if self.bytes.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} trailing bytes after the {what}",
+                self.bytes.len()
+            ))
+        }
+    }
+}
+
+/// Decodes a key.
+pub fn decode_key(bytes: &[u8]) -> Result<OffsetsKey, String> {
+    let mut r = Reader { bytes };
+    let version = u16::from_be_bytes(r.take::<2>("key version")?);
+    let key = match version {
+        OFFSET_KEY_VERSION => {
+            let group = r.string("group id")?;
+            let topic = r.string("topic")?;
+            let partition = u32::from_be_bytes(r.take::<4>("partition")?);
+            OffsetsKey::Offset {
+                group,
+                partition: TopicPartition::new(topic, partition),
+            }
+        }
+        GROUP_KEY_VERSION => OffsetsKey::Group {
+            group: r.string("group id")?,
+        },
+        other => {
+            return Err(format!(
+                "unknown key version {other}; expected {OFFSET_KEY_VERSION} or {GROUP_KEY_VERSION}"
+            ));
+        }
+    };
+    r.finish("key")?;
+    Ok(key)
+}
+
+fn value_version(r: &mut Reader<'_>) -> Result<(), String> {
+    let [version] = r.take::<1>("value version")?;
+    if version != VALUE_VERSION {
+        return Err(format!(
+            "unknown value version {version}; expected {VALUE_VERSION}"
+        ));
+    }
+    Ok(())
+}
+
+/// Decodes a committed offset.
+pub fn decode_offset_value(bytes: &[u8]) -> Result<i64, String> {
+    let mut r = Reader { bytes };
+    value_version(&mut r)?;
+    let offset = i64::from_be_bytes(r.take::<8>("offset")?);
+    r.finish("offset value")?;
+    if offset < 0 {
+        return Err(format!("committed offset {offset} is negative"));
+    }
+    Ok(offset)
+}
+
+/// Decodes a group's metadata.
+pub fn decode_group_value(bytes: &[u8]) -> Result<GroupMetadata, String> {
+    let mut r = Reader { bytes };
+    value_version(&mut r)?;
+    let generation = i32::from_be_bytes(r.take::<4>("generation")?);
+    let [b] = r.take::<1>("assignor")?;
+    r.finish("group value")?;
+    if generation < 0 {
+        return Err(format!("generation {generation} is negative"));
+    }
+    let assignor =
+        AssignorKind::from_byte(b).ok_or_else(|| format!("unknown assignor byte {b}"))?;
+    Ok(GroupMetadata {
+        generation,
+        assignor,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offset_key_layout_is_golden() {
+        let key = offset_key("g1", &TopicPartition::new("t", 258));
+        assert_eq!(
+            key.as_ref(),
+            &[0, 1, 0, 2, b'g', b'1', 0, 1, b't', 0, 0, 1, 2][..]
+        );
+        assert_eq!(
+            decode_key(&key).unwrap(),
+            OffsetsKey::Offset {
+                group: "g1".into(),
+                partition: TopicPartition::new("t", 258)
+            }
+        );
+    }
+
+    #[test]
+    fn keys_are_unambiguous_where_a_separator_would_not_be() {
+        // With a "group/topic" text key these two would collide.
+        let a = offset_key("a/b", &TopicPartition::new("c", 0));
+        let b = offset_key("a", &TopicPartition::new("b/c", 0));
+        assert_ne!(a, b);
+        assert_ne!(group_key("g"), offset_key("g", &TopicPartition::new("", 0)));
+    }
+
+    #[test]
+    fn group_key_and_values_layout_is_golden() {
+        assert_eq!(group_key("gg").as_ref(), &[0, 2, 0, 2, b'g', b'g'][..]);
+        assert_eq!(
+            offset_value(0x0102).as_ref(),
+            &[1, 0, 0, 0, 0, 0, 0, 1, 2][..]
+        );
+        let meta = GroupMetadata {
+            generation: 5,
+            assignor: AssignorKind::Sticky,
+        };
+        assert_eq!(group_value(meta).as_ref(), &[1, 0, 0, 0, 5, 2][..]);
+        assert_eq!(decode_group_value(&group_value(meta)).unwrap(), meta);
+        assert_eq!(decode_offset_value(&offset_value(42)).unwrap(), 42);
+        assert_eq!(
+            decode_key(&group_key("gg")).unwrap(),
+            OffsetsKey::Group { group: "gg".into() }
+        );
+    }
+
+    #[test]
+    fn malformed_records_are_refused_with_a_reason() {
+        assert!(
+            decode_key(&[])
+                .unwrap_err()
+                .contains("truncated key version")
+        );
+        assert!(
+            decode_key(&[0, 9])
+                .unwrap_err()
+                .contains("unknown key version 9")
+        );
+        assert!(
+            decode_key(&[0, 2, 0, 5, b'a'])
+                .unwrap_err()
+                .contains("length 5")
+        );
+        assert!(
+            decode_key(&[0, 2, 0, 1, 0xff])
+                .unwrap_err()
+                .contains("UTF-8")
+        );
+        let mut long = group_key("g").to_vec();
+        long.push(0);
+        assert!(decode_key(&long).unwrap_err().contains("1 trailing bytes"));
+        assert!(
+            decode_offset_value(&[2, 0, 0, 0, 0, 0, 0, 0, 1])
+                .unwrap_err()
+                .contains("unknown value version 2")
+        );
+        assert!(
+            decode_offset_value(&offset_value(-1))
+                .unwrap_err()
+                .contains("negative")
+        );
+        assert!(
+            decode_offset_value(&[1, 0])
+                .unwrap_err()
+                .contains("truncated offset")
+        );
+        assert!(
+            decode_group_value(&[1, 0, 0, 0, 1, 7])
+                .unwrap_err()
+                .contains("assignor byte 7")
+        );
+    }
+}
