@@ -68,8 +68,18 @@ fn main() {
         let workload = format!(
             "PartitionLog::append, {value_len} B values, {per_batch} per batch, 1 MiB segments, no fsync"
         );
-        emit(&format!("log.append.{value_len}B.batch{per_batch}.mb_per_s"), mbps, "MB/s", &workload);
-        emit(&format!("log.append.{value_len}B.batch{per_batch}.records_per_s"), rps, "records/s", &workload);
+        emit(
+            &format!("log.append.{value_len}B.batch{per_batch}.mb_per_s"),
+            mbps,
+            "MB/s",
+            &workload,
+        );
+        emit(
+            &format!("log.append.{value_len}B.batch{per_batch}.records_per_s"),
+            rps,
+            "records/s",
+            &workload,
+        );
         std::fs::remove_dir_all(&dir).expect("cleanup");
     }
 
@@ -96,7 +106,12 @@ fn main() {
         "MB/s",
         "PartitionLog::fetch from offset 0, 1000 records per call, 1 KiB values, ~1 GiB in 1 MiB segments, page cache warm",
     );
-    emit("log.read.records_per_s", leo as f64 / secs, "records/s", "same read");
+    emit(
+        "log.read.records_per_s",
+        leo as f64 / secs,
+        "records/s",
+        "same read",
+    );
     log.close().expect("close");
 
     let mut samples = Vec::new();
@@ -120,7 +135,10 @@ fn main() {
     let active = log.active();
     drop(log);
     let path = dir.join(format!("{:020}.log", active.base_offset));
-    let mut f = std::fs::OpenOptions::new().append(true).open(&path).expect("active");
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .expect("active");
     std::io::Write::write_all(&mut f, b"MKB1\x00\x00\x10\x00garbage").expect("tear");
     drop(f);
     let start = Instant::now();

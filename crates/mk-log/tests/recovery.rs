@@ -134,7 +134,7 @@ fn non_contiguous_segments_refuse_to_open() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = small_config();
     fill(dir.path(), &cfg, 30);
-    let mut log = open(dir.path(), &cfg);
+    let log = open(dir.path(), &cfg);
     let second = log.segments()[1].base_offset;
     log.close().unwrap();
     // Rename the second segment's log below the first one's end: overlap.
@@ -162,7 +162,7 @@ fn damaged_index_files_are_rebuilt_from_the_log() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = small_config();
     let all = fill(dir.path(), &cfg, 40);
-    let mut log = open(dir.path(), &cfg);
+    let log = open(dir.path(), &cfg);
     log.close().unwrap();
     // Clean shutdown: indexes are trusted... unless they are malformed.
     std::fs::write(seg(dir.path(), 0, "index"), [1u8; 13]).unwrap();
