@@ -1,0 +1,326 @@
+//! Committed offsets through the group protocol and plain commits: fencing
+//! by generation, ownership, the exact error order of spec 03, and "nothing
+//! of a rejected commit is stored".
+
+mod common;
+
+use common::{Fixture, code, offsets, tp};
+use mk_core::ErrorCode;
+
+/// Asserts that a rejected operation left no trace: no new record in the
+/// offsets log and no committed offset for the group.
+fn assert_nothing_stored(f: &mut Fixture, group: &str, leo_before: i64) {
+    assert_eq!(f.leo(), leo_before, "a rejected commit appended a record");
+    assert!(f.c().committed_offsets(group).is_empty());
+}
+
+#[test]
+fn owner_commits_and_fetch_committed_returns_the_offset() {
+    let mut f = Fixture::new();
+    let a = f.join("g", "a", &["payments"]);
+    f.c()
+        .commit(
+            "g",
+            "a",
+            a.generation,
+            &offsets(&[("payments", 0, 5), ("payments", 1, 7)]),
+        )
+        .unwrap();
+    assert_eq!(f.c().fetch_committed("g", &tp("payments", 0)), Some(5));
+    assert_eq!(f.c().fetch_committed("g", &tp("payments", 1)), Some(7));
+    assert_eq!(f.c().fetch_committed("g", &tp("orders", 0)), None);
+    assert_eq!(f.c().fetch_committed("other", &tp("payments", 0)), None);
+    // A later commit overwrites; offsets may also move backwards (a reset).
+    f.c()
+        .commit("g", "a", a.generation, &offsets(&[("payments", 0, 2)]))
+        .unwrap();
+    assert_eq!(
+        f.c().committed_offsets("g"),
+        offsets(&[("payments", 0, 2), ("payments", 1, 7)])
+    );
+}
+
+#[test]
+fn a_commit_of_several_partitions_is_one_append() {
+    let mut f = Fixture::new();
+    let a = f.join("g", "a", &["orders"]);
+    let before = f.leo();
+    f.c()
+        .commit(
+            "g",
+            "a",
+            a.generation,
+            &offsets(&[("orders", 0, 1), ("orders", 1, 2), ("orders", 3, 4)]),
+        )
+        .unwrap();
+    let log = f.c().offsets_log();
+    let batches = log.read_batches(before, usize::MAX, None).unwrap();
+    assert_eq!(batches.len(), 1);
+    assert_eq!(batches[0].decode().unwrap().records().len(), 3);
+    assert_eq!(log.leo(), before + 3);
+}
+
+#[test]
+fn new_member_bumps_the_generation_and_the_old_members_commit_is_illegal_generation() {
+    let mut f = Fixture::new();
+    let old = f.join("g", "a", &["payments"]);
+    f.c()
+        .commit("g", "a", old.generation, &offsets(&[("payments", 1, 3)]))
+        .unwrap();
+    let new = f.join("g", "b", &["payments"]);
+    assert_eq!(new.generation, old.generation + 1);
+    assert_eq!(new.partitions, vec![tp("payments", 1)]);
+    // The new owner commits; the stale member then tries to overwrite it.
+    f.c()
+        .commit("g", "b", new.generation, &offsets(&[("payments", 1, 50)]))
+        .unwrap();
+    let leo = f.leo();
+    let (c, msg) = code(
+        f.c()
+            .commit("g", "a", old.generation, &offsets(&[("payments", 1, 10)])),
+    );
+    assert_eq!(c, ErrorCode::IllegalGeneration);
+    assert_eq!(msg, "generation 1 of group \"g\" is stale; current is 2");
+    assert_eq!(f.c().fetch_committed("g", &tp("payments", 1)), Some(50));
+    assert_eq!(f.leo(), leo);
+    // After refreshing, the old member commits what it owns now.
+    let refreshed = f.c().assignment("g", "a").unwrap();
+    assert_eq!(refreshed.partitions, vec![tp("payments", 0)]);
+    f.c()
+        .commit(
+            "g",
+            "a",
+            refreshed.generation,
+            &offsets(&[("payments", 0, 8)]),
+        )
+        .unwrap();
+    assert_eq!(f.c().fetch_committed("g", &tp("payments", 0)), Some(8));
+}
+
+#[test]
+fn a_future_generation_is_illegal_too() {
+    let mut f = Fixture::new();
+    let a = f.join("g", "a", &["payments"]);
+    let (c, msg) = code(
+        f.c()
+            .commit("g", "a", a.generation + 1, &offsets(&[("payments", 0, 1)])),
+    );
+    assert_eq!(c, ErrorCode::IllegalGeneration);
+    assert!(msg.contains("ahead"), "{msg}");
+}
+
+#[test]
+fn member_cannot_commit_partitions_it_does_not_own() {
+    let mut f = Fixture::new();
+    f.join("g", "a", &["payments"]);
+    let b = f.join("g", "b", &["payments"]);
+    let leo = f.leo();
+    // b owns payments-1 only; a commit that includes payments-0 is refused
+    // whole, the owned partition included.
+    let (c, msg) = code(f.c().commit(
+        "g",
+        "b",
+        b.generation,
+        &offsets(&[("payments", 0, 4), ("payments", 1, 4)]),
+    ));
+    assert_eq!(c, ErrorCode::NotPartitionOwner);
+    assert!(msg.contains("payments-0") && msg.contains("\"b\""), "{msg}");
+    // A topic the member is not even subscribed to.
+    let (c, _) = code(
+        f.c()
+            .commit("g", "b", b.generation, &offsets(&[("orders", 0, 1)])),
+    );
+    assert_eq!(c, ErrorCode::NotPartitionOwner);
+    assert_nothing_stored(&mut f, "g", leo);
+}
+
+#[test]
+fn commit_error_order_group_state_generation_member_owner_offset() {
+    let mut f = Fixture::new();
+    let a = f.join("g", "a", &["payments"]);
+    let g1 = a.generation;
+    let leo = f.leo();
+    let bad_everything = offsets(&[("orders", 0, -1)]);
+    let c = f.c();
+    // 1. Unknown group beats every other problem.
+    assert_eq!(
+        code(c.commit("nope", "ghost", 99, &bad_everything)).0,
+        ErrorCode::UnknownMember
+    );
+    // 3. Stale generation beats an unknown member, ownership and offsets.
+    assert_eq!(
+        code(c.commit("g", "ghost", g1 + 3, &bad_everything)).0,
+        ErrorCode::IllegalGeneration
+    );
+    // 4. Unknown member beats ownership and offsets.
+    assert_eq!(
+        code(c.commit("g", "ghost", g1, &bad_everything)).0,
+        ErrorCode::UnknownMember
+    );
+    // 5. Ownership beats a negative offset.
+    assert_eq!(
+        code(c.commit("g", "a", g1, &bad_everything)).0,
+        ErrorCode::NotPartitionOwner
+    );
+    // 6. Negative offset on an owned partition.
+    assert_eq!(
+        code(c.commit("g", "a", g1, &offsets(&[("payments", 0, -1)]))).0,
+        ErrorCode::InvalidRequest
+    );
+    assert_nothing_stored(&mut f, "g", leo);
+    // 2. A group that is not Stable beats the generation check.
+    f.leave("g", "a");
+    let leo = f.leo();
+    assert_eq!(
+        code(f.c().commit("g", "ghost", 1_000, &bad_everything)).0,
+        ErrorCode::RebalanceInProgress
+    );
+    assert_nothing_stored(&mut f, "g", leo);
+}
+
+#[test]
+fn negative_offsets_are_rejected_and_nothing_of_the_commit_is_stored() {
+    let mut f = Fixture::new();
+    let a = f.join("g", "a", &["payments"]);
+    let leo = f.leo();
+    let (c, msg) = code(f.c().commit(
+        "g",
+        "a",
+        a.generation,
+        &offsets(&[("payments", 0, 5), ("payments", 1, -3)]),
+    ));
+    assert_eq!(c, ErrorCode::InvalidRequest);
+    assert!(msg.contains("payments-1") && msg.contains("-3"), "{msg}");
+    assert_nothing_stored(&mut f, "g", leo);
+    let meta = f.meta.clone();
+    let (c, _) = code(f.c().commit_direct(
+        "manual",
+        &offsets(&[("payments", 0, 1), ("payments", 1, -1)]),
+        &meta,
+    ));
+    assert_eq!(c, ErrorCode::InvalidRequest);
+    assert_nothing_stored(&mut f, "manual", leo);
+    // Zero is a valid offset.
+    f.c()
+        .commit("g", "a", a.generation, &offsets(&[("payments", 0, 0)]))
+        .unwrap();
+    assert_eq!(f.c().fetch_committed("g", &tp("payments", 0)), Some(0));
+}
+
+#[test]
+fn an_empty_commit_is_accepted_and_writes_nothing() {
+    let mut f = Fixture::new();
+    let a = f.join("g", "a", &["payments"]);
+    let leo = f.leo();
+    f.c().commit("g", "a", a.generation, &offsets(&[])).unwrap();
+    assert_eq!(f.leo(), leo);
+}
+
+#[test]
+fn plain_commit_needs_no_generation_and_validates_partitions() {
+    let mut f = Fixture::new();
+    let meta = f.meta.clone();
+    let c = f.c();
+    c.commit_direct("manual", &offsets(&[("orders", 3, 11)]), &meta)
+        .unwrap();
+    assert_eq!(c.fetch_committed("manual", &tp("orders", 3)), Some(11));
+    let leo = c.offsets_log().leo();
+    assert_eq!(
+        code(c.commit_direct("", &offsets(&[("orders", 0, 1)]), &meta)).0,
+        ErrorCode::InvalidRequest
+    );
+    let (e, msg) = code(c.commit_direct("manual", &offsets(&[("ghost", 0, 1)]), &meta));
+    assert_eq!(e, ErrorCode::UnknownTopic);
+    assert!(msg.contains("ghost"), "{msg}");
+    let (e, msg) = code(c.commit_direct("manual", &offsets(&[("orders", 4, 1)]), &meta));
+    assert_eq!(e, ErrorCode::UnknownPartition);
+    assert!(
+        msg.contains("orders-4") && msg.contains("4 partitions"),
+        "{msg}"
+    );
+    // Unknown topic is checked before a negative offset.
+    assert_eq!(
+        code(c.commit_direct("manual", &offsets(&[("ghost", 0, -1)]), &meta)).0,
+        ErrorCode::UnknownTopic
+    );
+    assert_eq!(c.offsets_log().leo(), leo);
+    assert_eq!(c.committed_offsets("manual"), offsets(&[("orders", 3, 11)]));
+}
+
+#[test]
+fn plain_commit_to_a_group_with_members_is_unknown_member() {
+    // As in Kafka, a commit without membership must not overwrite what the
+    // owners of an active group commit.
+    let mut f = Fixture::new();
+    f.join("g", "a", &["orders"]);
+    let meta = f.meta.clone();
+    let leo = f.leo();
+    let (c, msg) = code(
+        f.c()
+            .commit_direct("g", &offsets(&[("orders", 0, 1)]), &meta),
+    );
+    assert_eq!(c, ErrorCode::UnknownMember);
+    assert!(msg.contains("1 active members"), "{msg}");
+    assert_nothing_stored(&mut f, "g", leo);
+    // Once the group is empty, plain commits are allowed again.
+    f.leave("g", "a");
+    f.c()
+        .commit_direct("g", &offsets(&[("orders", 0, 1)]), &meta)
+        .unwrap();
+    assert_eq!(f.c().fetch_committed("g", &tp("orders", 0)), Some(1));
+}
+
+#[test]
+fn delete_offsets_writes_tombstones_and_is_refused_while_subscribed() {
+    let mut f = Fixture::new();
+    let meta = f.meta.clone();
+    f.c()
+        .commit_direct(
+            "g",
+            &offsets(&[("orders", 0, 1), ("orders", 1, 2), ("audit", 0, 3)]),
+            &meta,
+        )
+        .unwrap();
+    let deleted = f
+        .c()
+        .delete_offsets("g", &[tp("orders", 0), tp("orders", 0), tp("orders", 2)])
+        .unwrap();
+    assert_eq!(deleted, 1, "only offsets that exist are deleted, once");
+    assert_eq!(
+        f.c().committed_offsets("g"),
+        offsets(&[("audit", 0, 3), ("orders", 1, 2)])
+    );
+    f.join("g", "m", &["audit"]);
+    let (c, msg) = code(
+        f.c()
+            .delete_offsets("g", &[tp("orders", 1), tp("audit", 0)]),
+    );
+    assert_eq!(c, ErrorCode::InvalidRequest);
+    assert!(msg.contains("audit"), "{msg}");
+    assert_eq!(
+        f.c().fetch_committed("g", &tp("orders", 1)),
+        Some(2),
+        "nothing deleted"
+    );
+    assert_eq!(f.c().delete_offsets("g", &[tp("orders", 1)]).unwrap(), 1);
+}
+
+#[test]
+fn delete_group_needs_an_empty_known_group_and_removes_everything() {
+    let mut f = Fixture::new();
+    let a = f.join("g", "a", &["orders"]);
+    f.c()
+        .commit("g", "a", a.generation, &offsets(&[("orders", 2, 9)]))
+        .unwrap();
+    assert_eq!(code(f.c().delete_group("nope")).0, ErrorCode::UnknownMember);
+    let (c, msg) = code(f.c().delete_group("g"));
+    assert_eq!(c, ErrorCode::InvalidRequest);
+    assert!(msg.contains("1 members"), "{msg}");
+    f.leave("g", "a");
+    f.c().delete_group("g").unwrap();
+    assert_eq!(f.c().describe_group("g"), None);
+    assert!(f.c().list_groups().is_empty());
+    assert_eq!(f.c().fetch_committed("g", &tp("orders", 2)), None);
+    // A recreated group starts again at generation 1.
+    assert_eq!(f.join("g", "a", &["orders"]).generation, 1);
+}

@@ -1,0 +1,146 @@
+//! Shared fixture of the mk-group integration tests: a coordinator on a
+//! temporary directory with a manual clock, and topic metadata.
+// Each test file uses a different subset of these helpers.
+#![allow(dead_code)]
+
+use mk_core::{ErrorCode, ManualClock, TopicPartition};
+use mk_group::{GroupConfig, GroupCoordinator, GroupError};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub const SESSION_MS: i64 = 10_000;
+
+/// A coordinator, its directory, clock and topic metadata.
+pub struct Fixture {
+    pub dir: tempfile::TempDir,
+    pub clock: ManualClock,
+    pub meta: BTreeMap<String, u32>,
+    pub config: GroupConfig,
+    coordinator: Option<GroupCoordinator>,
+}
+
+impl Fixture {
+    /// Topics: `orders` (4 partitions), `payments` (2), `audit` (3).
+    pub fn new() -> Self {
+        Self::with_config(GroupConfig {
+            session_timeout_ms: SESSION_MS,
+            ..GroupConfig::default()
+        })
+    }
+
+    pub fn with_config(config: GroupConfig) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let clock = ManualClock::new(1_000);
+        let meta = BTreeMap::from([
+            ("orders".to_string(), 4),
+            ("payments".to_string(), 2),
+            ("audit".to_string(), 3),
+        ]);
+        let mut f = Self {
+            dir,
+            clock,
+            meta,
+            config,
+            coordinator: None,
+        };
+        f.coordinator = Some(f.open().expect("open coordinator"));
+        f
+    }
+
+    pub fn offsets_dir(&self) -> PathBuf {
+        self.dir.path().join("__consumer_offsets-0")
+    }
+
+    pub fn open(&self) -> mk_group::Result<GroupCoordinator> {
+        GroupCoordinator::open(
+            &self.offsets_dir(),
+            self.config.clone(),
+            Arc::new(self.clock.clone()),
+        )
+    }
+
+    pub fn c(&mut self) -> &mut GroupCoordinator {
+        self.coordinator.as_mut().expect("coordinator is open")
+    }
+
+    /// Splits the borrow: the coordinator and the metadata at once.
+    pub fn parts(&mut self) -> (&mut GroupCoordinator, &BTreeMap<String, u32>) {
+        (
+            self.coordinator.as_mut().expect("coordinator is open"),
+            &self.meta,
+        )
+    }
+
+    /// Closes cleanly and reopens.
+    pub fn restart(&mut self) {
+        let c = self.coordinator.take().expect("open");
+        c.close().expect("clean close");
+        self.coordinator = Some(self.open().expect("reopen"));
+    }
+
+    /// Closes cleanly and leaves the coordinator closed (to write behind its
+    /// back); `crash` or `reopen` bring it back.
+    pub fn close(&mut self) {
+        let c = self.coordinator.take().expect("open");
+        c.close().expect("clean close");
+    }
+
+    /// Opens the coordinator again after `close`.
+    pub fn reopen(&mut self) -> mk_group::Result<()> {
+        self.coordinator = Some(self.open()?);
+        Ok(())
+    }
+
+    /// Drops the coordinator without closing (a process kill) and reopens.
+    pub fn crash(&mut self) {
+        drop(self.coordinator.take());
+        self.coordinator = Some(self.open().expect("reopen after crash"));
+    }
+
+    pub fn join(
+        &mut self,
+        group: &str,
+        member: &str,
+        topics: &[&str],
+    ) -> mk_group::MemberAssignment {
+        let (c, meta) = self.parts();
+        c.join(group, member, topics, meta).expect("join")
+    }
+
+    pub fn leave(&mut self, group: &str, member: &str) -> bool {
+        let (c, meta) = self.parts();
+        c.leave(group, member, meta).expect("leave")
+    }
+
+    pub fn expire(&mut self) -> Vec<(String, String)> {
+        let (c, meta) = self.parts();
+        c.expire_members(meta).expect("expire")
+    }
+
+    pub fn generation(&mut self, group: &str) -> i32 {
+        self.c().describe_group(group).expect("group").generation
+    }
+
+    pub fn leo(&mut self) -> i64 {
+        self.c().offsets_log().leo()
+    }
+}
+
+pub fn tp(topic: &str, partition: u32) -> TopicPartition {
+    TopicPartition::new(topic, partition)
+}
+
+pub fn offsets(list: &[(&str, u32, i64)]) -> BTreeMap<TopicPartition, i64> {
+    list.iter().map(|(t, p, o)| (tp(t, *p), *o)).collect()
+}
+
+pub fn parts(list: &[(&str, u32)]) -> Vec<TopicPartition> {
+    list.iter().map(|(t, p)| tp(t, *p)).collect()
+}
+
+/// The code of an error result, with the message for failing assertions.
+pub fn code<T: std::fmt::Debug>(r: Result<T, GroupError>) -> (ErrorCode, String) {
+    let e = r.expect_err("expected an error");
+    (e.code(), e.to_string())
+}
