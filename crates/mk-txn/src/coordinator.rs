@@ -359,10 +359,12 @@ impl TransactionCoordinator {
     ) -> Result<PendingSend> {
         self.check_running()?;
         let entry = self.ongoing(txn_id, producer_epoch)?;
-        check_not_abort_only(entry)?;
+        // An instance whose sequences were lost is told to re-initialize
+        // before it is told that its transaction can only abort.
         if !entry.sequences_trusted {
             return Err(untrusted(txn_id, producer_epoch));
         }
+        check_not_abort_only(entry)?;
         let meta = &entry.meta;
         let sequence = meta.sequences.get(&tp).copied().unwrap_or(0);
         let producer = ProducerInfo {

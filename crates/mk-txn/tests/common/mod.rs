@@ -80,12 +80,17 @@ impl Harness {
         self.coordinator.as_ref().expect("coordinator is open")
     }
 
-    /// Kills the process: the coordinator is dropped without a snapshot and
-    /// every log is dropped without a clean close, then all reopen.
-    pub fn crash_and_reopen(&mut self) -> Vec<CompletionPlan> {
+    /// Drops the coordinator without a snapshot and without reopening it.
+    pub fn crash_coordinator(&mut self) {
         if let Some(c) = self.coordinator.take() {
             c.crash();
         }
+    }
+
+    /// Kills the process: the coordinator is dropped without a snapshot and
+    /// every log is dropped without a clean close, then all reopen.
+    pub fn crash_and_reopen(&mut self) -> Vec<CompletionPlan> {
+        self.crash_coordinator();
         let tps: Vec<TopicPartition> = self.logs.keys().cloned().collect();
         self.logs.clear();
         for tp in tps {
@@ -94,8 +99,13 @@ impl Harness {
         self.open_coordinator()
     }
 
-    pub fn close_and_reopen(&mut self) -> Vec<CompletionPlan> {
+    /// Closes the coordinator cleanly (snapshot) without reopening it.
+    pub fn close_coordinator(&mut self) {
         self.coordinator.take().unwrap().close().unwrap();
+    }
+
+    pub fn close_and_reopen(&mut self) -> Vec<CompletionPlan> {
+        self.close_coordinator();
         self.open_coordinator()
     }
 
