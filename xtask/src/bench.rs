@@ -1,6 +1,110 @@
 //! `cargo xtask bench`: runs the release-build benchmark binaries, prints one
-//! JSON line per figure and rewrites the table in docs/benchmarks.md.
+//! JSON line per figure and rewrites the measured table in
+//! docs/benchmarks.md (between the `bench:begin` / `bench:end` markers).
+//! Benchmarks measure and report; nothing here asserts a time.
 
-pub fn run(_args: &[String]) -> Result<(), String> {
-    Err("no benchmarks are built yet".to_string())
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// (package, bench target) pairs, in the order they appear in the table.
+const BENCHES: &[(&str, &str)] = &[("mk-log", "log"), ("mk-group", "offset_commits")];
+
+const BEGIN: &str = "<!-- bench:begin -->";
+const END: &str = "<!-- bench:end -->";
+
+pub fn run(args: &[String]) -> Result<(), String> {
+    let only: Vec<&str> = args.iter().map(String::as_str).collect();
+    let scratch = Path::new("target").join("bench-data");
+    std::fs::create_dir_all(&scratch)
+        .map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
+    let mut rows = Vec::new();
+    for (package, bench) in BENCHES {
+        if !only.is_empty() && !only.contains(bench) && !only.contains(package) {
+            continue;
+        }
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+        eprintln!("xtask: cargo bench -p {package} --bench {bench}");
+        let out = Command::new(cargo)
+            .args(["bench", "--locked", "-p", package, "--bench", bench])
+            .env("MK_BENCH_DIR", &scratch)
+            .stderr(Stdio::inherit())
+            .output()
+            .map_err(|e| format!("cannot run cargo bench: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "benchmark {package}/{bench} failed ({})",
+                out.status
+            ));
+        }
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            if v.get("figure").is_some() {
+                println!("{line}");
+                rows.push(v);
+            }
+        }
+    }
+    if only.is_empty() {
+        write_table(&rows)?;
+    }
+    Ok(())
+}
+
+fn write_table(rows: &[serde_json::Value]) -> Result<(), String> {
+    let path = Path::new("docs").join("benchmarks.md");
+    let doc = std::fs::read_to_string(&path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let (Some(b), Some(e)) = (doc.find(BEGIN), doc.find(END)) else {
+        return Err(format!(
+            "{} lacks the {BEGIN} / {END} markers",
+            path.display()
+        ));
+    };
+    let mut table =
+        String::from("\n| figure | value | unit | workload |\n| --- | ---: | --- | --- |\n");
+    for r in rows {
+        let value = r["value"].as_f64().unwrap_or(f64::NAN);
+        table.push_str(&format!(
+            "| {} | {} | {} | {} |\n",
+            r["figure"].as_str().unwrap_or("?"),
+            format_value(value),
+            r["unit"].as_str().unwrap_or(""),
+            r["workload"].as_str().unwrap_or("")
+        ));
+    }
+    let new = format!("{}{BEGIN}{table}{}", &doc[..b], &doc[e..]);
+    std::fs::write(&path, new).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    eprintln!("xtask: wrote {} figures to {}", rows.len(), path.display());
+    Ok(())
+}
+
+fn format_value(v: f64) -> String {
+    if v >= 100.0 {
+        let s = format!("{v:.0}");
+        // Thousands separators keep large figures readable.
+        let mut out = String::new();
+        for (i, c) in s.chars().enumerate() {
+            if i > 0 && (s.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format_value;
+
+    #[test]
+    fn values_are_formatted_for_humans() {
+        assert_eq!(format_value(1_234_567.8), "1,234,568");
+        assert_eq!(format_value(3.94), "3.9");
+        assert_eq!(format_value(100.0), "100");
+    }
 }
