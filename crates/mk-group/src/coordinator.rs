@@ -27,6 +27,11 @@ pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 /// key, so they get a bound like any other input-controlled size.
 pub const MAX_ID_BYTES: usize = 1024;
 
+/// How a group that exists only through committed offsets (plain commits,
+/// or a restart that kept offsets but no generation) looks: Empty at
+/// generation 0, as Kafka shows a group used only to store offsets.
+static OFFSETS_ONLY_GROUP: Group = Group::new(AssignorKind::RoundRobin);
+
 /// Settings of the coordinator.
 #[derive(Debug, Clone)]
 pub struct GroupConfig {
@@ -156,6 +161,15 @@ impl GroupCoordinator {
         })
     }
 
+    /// The group as every operation sees it: a group with members or a
+    /// persisted generation, else a group known by its committed offsets
+    /// (Empty, generation 0), else `None`.
+    fn lookup(&self, group: &str) -> Option<&Group> {
+        self.groups
+            .get(group)
+            .or_else(|| self.store.group_offsets(group).map(|_| &OFFSETS_ONLY_GROUP))
+    }
+
     pub fn session_timeout_ms(&self) -> i64 {
         self.session_timeout_ms
     }
@@ -261,16 +275,13 @@ impl GroupCoordinator {
     /// unknown member -> UNKNOWN_MEMBER.
     pub fn heartbeat(&mut self, group: &str, member: &str, generation: i32) -> Result<()> {
         let deadline_ms = self.deadline();
-        let g = self
+        let g = self.lookup(group).ok_or_else(|| unknown_group(group))?;
+        check_generation(group, g, generation)?;
+        let m = self
             .groups
             .get_mut(group)
-            .ok_or_else(|| unknown_group(group))?;
-        check_generation(group, g, generation)?;
-        let current = g.generation;
-        let m = g
-            .members
-            .get_mut(member)
-            .ok_or_else(|| unknown_member(group, member, current))?;
+            .and_then(|g| g.members.get_mut(member))
+            .ok_or_else(|| unknown_member(group, member, generation))?;
         m.deadline_ms = deadline_ms;
         Ok(())
     }
@@ -361,7 +372,7 @@ impl GroupCoordinator {
     /// order: unknown group or member -> UNKNOWN_MEMBER; group not Stable ->
     /// REBALANCE_IN_PROGRESS.
     pub fn assignment(&self, group: &str, member: &str) -> Result<MemberAssignment> {
-        let g = self.groups.get(group).ok_or_else(|| unknown_group(group))?;
+        let g = self.lookup(group).ok_or_else(|| unknown_group(group))?;
         if !g.members.contains_key(member) {
             return Err(unknown_member(group, member, g.generation));
         }
@@ -393,7 +404,7 @@ impl GroupCoordinator {
         generation: i32,
         offsets: &BTreeMap<TopicPartition, i64>,
     ) -> Result<()> {
-        let g = self.groups.get(group).ok_or_else(|| unknown_group(group))?;
+        let g = self.lookup(group).ok_or_else(|| unknown_group(group))?;
         if g.state != GroupState::Stable {
             return Err(GroupError::RebalanceInProgress {
                 group: group.to_string(),
@@ -494,13 +505,8 @@ impl GroupCoordinator {
     /// Errors: unknown group -> UNKNOWN_MEMBER; members present ->
     /// INVALID_REQUEST (Kafka's NON_EMPTY_GROUP).
     pub fn delete_group(&mut self, group: &str) -> Result<()> {
-        let known = self.groups.get(group);
-        if known.is_none() && self.store.group_offsets(group).is_none() {
-            return Err(unknown_group(group));
-        }
-        if let Some(g) = known
-            && !g.members.is_empty()
-        {
+        let g = self.lookup(group).ok_or_else(|| unknown_group(group))?;
+        if !g.members.is_empty() {
             return Err(GroupError::InvalidRequest(format!(
                 "group {group:?} has {} members; only an empty group can be deleted",
                 g.members.len()
@@ -526,13 +532,7 @@ impl GroupCoordinator {
     /// assignment and deadline) of a group; `None` for an unknown group. A
     /// group known only by its committed offsets is Empty at generation 0.
     pub fn describe_group(&self, group: &str) -> Option<GroupDescription> {
-        match self.groups.get(group) {
-            Some(g) => Some(g.describe(group)),
-            None => self
-                .store
-                .group_offsets(group)
-                .map(|_| Group::new(AssignorKind::default()).describe(group)),
-        }
+        self.lookup(group).map(|g| g.describe(group))
     }
 
     /// The whole current assignment of a group (member -> partitions); empty

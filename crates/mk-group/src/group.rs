@@ -56,13 +56,13 @@ pub(crate) struct Group {
 
 impl Group {
     /// A group that has never had a member.
-    pub(crate) fn new(assignor: AssignorKind) -> Self {
+    pub(crate) const fn new(assignor: AssignorKind) -> Self {
         Self::restored(0, assignor)
     }
 
     /// A group known only from its last persisted generation (after a
     /// restart): no members, so Empty.
-    pub(crate) fn restored(generation: i32, assignor: AssignorKind) -> Self {
+    pub(crate) const fn restored(generation: i32, assignor: AssignorKind) -> Self {
         Self {
             generation,
             state: GroupState::Empty,

@@ -324,3 +324,37 @@ fn delete_group_needs_an_empty_known_group_and_removes_everything() {
     // A recreated group starts again at generation 1.
     assert_eq!(f.join("g", "a", &["orders"]).generation, 1);
 }
+
+#[test]
+fn a_group_known_only_by_its_offsets_is_empty_at_generation_zero() {
+    // Kafka shows a group used only to store offsets as Empty; every
+    // operation sees it the same way (describe, commit, heartbeat).
+    let mut f = Fixture::new();
+    let meta = f.meta.clone();
+    f.c()
+        .commit_direct("manual", &offsets(&[("orders", 0, 3)]), &meta)
+        .unwrap();
+    let d = f.c().describe_group("manual").unwrap();
+    assert_eq!((d.state, d.generation), (mk_group::GroupState::Empty, 0));
+    let (c, msg) = code(
+        f.c()
+            .commit("manual", "m", 0, &offsets(&[("orders", 0, 4)])),
+    );
+    assert_eq!(c, ErrorCode::RebalanceInProgress);
+    assert!(msg.contains("Empty"), "{msg}");
+    assert_eq!(
+        code(f.c().heartbeat("manual", "m", 1)).0,
+        ErrorCode::IllegalGeneration
+    );
+    assert_eq!(
+        code(f.c().heartbeat("manual", "m", 0)).0,
+        ErrorCode::UnknownMember
+    );
+    assert_eq!(
+        code(f.c().assignment("manual", "m")).0,
+        ErrorCode::UnknownMember
+    );
+    // Joining turns it into a live group; its offsets are kept.
+    assert_eq!(f.join("manual", "m", &["orders"]).generation, 1);
+    assert_eq!(f.c().fetch_committed("manual", &tp("orders", 0)), Some(3));
+}
