@@ -47,14 +47,31 @@
 //! append and the report still leaves the coordinator knowing where to
 //! write the ABORT marker.
 //!
-//! Durability: every state change is one fsynced journal line
-//! (`transactions.journal`, see the `journal` module) written before it takes
-//! effect. After a crash, `open` keeps the last valid line per id, cuts the
-//! torn tail, returns the Prepare* plans, makes every Ongoing transaction
-//! abort-only, and fences sends of the recovered producer epochs (their
-//! sequence numbers were not journaled send by send); a newer epoch from the
-//! identity store starts clean. `close` writes a compact snapshot that also
-//! records exact sequences.
+//! Durability: every state change is one fsynced journal line (format
+//! below) written before it takes effect. After a crash, `open` keeps the
+//! last valid line per id, cuts the torn tail, returns the Prepare* plans,
+//! makes every Ongoing transaction abort-only, and fences sends of the
+//! recovered producer epochs (their sequence numbers were not journaled
+//! send by send); a newer epoch from the identity store starts clean.
+//! `close` writes a compact snapshot that also records exact sequences.
+//!
+//! # Journal format
+//!
+//! `transactions.journal` holds one line per state change:
+//! `<crc32c of the payload, 8 lowercase hex digits> <space> <compact JSON>\n`.
+//! The payload is the complete metadata of one transactional id, fields in
+//! this order: `id`, `state` (`Ongoing`, `PrepareCommit`, `CompleteCommit`,
+//! `PrepareAbort`, `CompleteAbort`), `producer_id`, `producer_epoch`,
+//! `start_ms`, `partitions` (`[{topic, partition, first_offset|null}]`),
+//! `offsets` (staged: `[{group, topic, partition, offset}]`), `sequences`
+//! (next sequence per partition: `[{topic, partition, next}]`) and `clean`
+//! (true only in the snapshot written by a clean close). Every field is
+//! required. Recovery reads lines until the first bad one (CRC mismatch,
+//! unparsable JSON, missing field, invalid value, a last line without its
+//! newline), cuts the file there, keeps the last line per id, and rewrites
+//! the journal as one line per id. A clean close writes the same compact
+//! snapshot atomically (temp file, fsync, rename, directory fsync). A busy
+//! journal also compacts itself past `TxnConfig::journal_compaction_lines`.
 //!
 //! Visibility never asks the coordinator: `visibility::fetch_committed`
 //! bounds a read by `last_stable_offset(high_watermark,

@@ -503,3 +503,15 @@ fn malformed_requests_are_invalid_request() {
     assert!(TxnConfig::default().validate().is_ok());
     assert_eq!(TxnConfig::default().transaction_timeout_ms, 60_000);
 }
+
+#[test]
+fn coordinator_plans_and_sends_can_cross_threads() {
+    // mk-cluster keeps the coordinator behind a mutex shared by tokio tasks
+    // and moves plans and pending sends into them.
+    fn assert_send_sync<T: Send + Sync>() {}
+    fn assert_send<T: Send>() {}
+    assert_send_sync::<mk_txn::TransactionCoordinator>();
+    assert_send::<mk_txn::CompletionPlan>();
+    assert_send::<mk_txn::PendingSend>();
+    assert_send::<TxnError>();
+}
