@@ -9,6 +9,34 @@
 //! `__consumer_offsets` log, a [`GroupConfig`] and a clock. Topic metadata
 //! comes from the caller through [`TopicMetadata`] on every call that needs
 //! it, so the coordinator never holds a second copy of it.
+//!
+//! ```
+//! use mk_core::{ManualClock, TopicPartition};
+//! use mk_group::{GroupConfig, GroupCoordinator};
+//! use std::collections::BTreeMap;
+//! use std::sync::Arc;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let data_dir = tempfile::tempdir()?;
+//! let clock = ManualClock::new(0);
+//! let offsets_dir = data_dir.path().join("__consumer_offsets-0");
+//! let mut groups = GroupCoordinator::open(&offsets_dir, GroupConfig::default(), Arc::new(clock.clone()))?;
+//! // Topic metadata: anything implementing `TopicMetadata` (here a map).
+//! let topics = BTreeMap::from([("orders".to_string(), 2u32)]);
+//!
+//! let joined = groups.join("billing", "consumer-1", ["orders"], &topics)?;
+//! assert_eq!(joined.partitions.len(), 2);
+//! let offsets = BTreeMap::from([(TopicPartition::new("orders", 0), 42)]);
+//! groups.commit("billing", "consumer-1", joined.generation, &offsets)?;
+//! assert_eq!(groups.fetch_committed("billing", &TopicPartition::new("orders", 0)), Some(42));
+//!
+//! clock.advance(10_001);
+//! assert_eq!(groups.expire_members(&topics)?.len(), 1);
+//! groups.flush()?; // the flush cycle's fsync
+//! groups.close()?;
+//! # Ok(())
+//! # }
+//! ```
 
 mod assignor;
 pub mod codec;
