@@ -1,0 +1,1033 @@
+//! `PartitionReplicaSet`: every replica of one partition in one process
+//! (spec 02). It owns the leader, the ISR, the high watermark, `acks`
+//! completions, leader epochs with KIP-101/279 reconciliation, promotion
+//! and rejoin, and the leader's idempotence checks. It is a synchronous
+//! state machine: every background activity of a broker is a method
+//! (`replicate_all_once`, `refresh_isr`, `checkpoint`) and time comes from
+//! the injected clock.
+
+use crate::ack::{AckHandle, AppendOutcome, ProduceResult, Waiter};
+use crate::config::{AckMode, ReplicationConfig};
+use crate::epoch_cache::{EpochEndOffset, EpochEntry};
+use crate::error::{BrokerId, ReplicationError, Result};
+use crate::producer_state::{ProducerEntry, Registrations, SequenceCheck};
+use crate::replica::{Replica, ReplicaRole, replica_dir};
+use mk_core::{SharedClock, TopicPartition};
+use mk_log::{CompactionResult, PartitionLog, RecordBatch, RetentionPolicy};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Who leads a partition in which epoch, and where its replicas are: what
+/// mk-cluster keeps in `metadata.json` and passes back to `open`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionAssignment {
+    /// Broker ids in placement order; the first is the preferred leader.
+    pub replicas: Vec<BrokerId>,
+    pub leader_id: BrokerId,
+    pub leader_epoch: i32,
+}
+
+impl PartitionAssignment {
+    /// The assignment of a new partition: leader = `replicas[0]`, epoch 0.
+    /// An empty list is rejected by `open`.
+    pub fn new_partition(replicas: Vec<BrokerId>) -> Self {
+        let leader_id = replicas.first().copied().unwrap_or(-1);
+        Self {
+            replicas,
+            leader_id,
+            leader_epoch: 0,
+        }
+    }
+}
+
+/// The leader and its epoch after a promotion (to be persisted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaderAndEpoch {
+    pub leader_id: BrokerId,
+    pub leader_epoch: i32,
+}
+
+/// What one follower fetch did (for labs and tests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FollowerFetch {
+    pub broker: BrokerId,
+    /// The LEO the follower was truncated to by reconciliation, if it was.
+    pub truncated_to: Option<i64>,
+    /// The offset the follower's log was restarted at because its log
+    /// shared no usable prefix with the leader's retained log.
+    pub reset_to: Option<i64>,
+    /// Batches and bytes copied from the leader.
+    pub batches: usize,
+    pub bytes: usize,
+    /// The follower's LEO after the fetch.
+    pub log_end_offset: i64,
+}
+
+/// All replicas of one partition (see the module docs and spec 02).
+#[derive(Debug)]
+pub struct PartitionReplicaSet {
+    tp: TopicPartition,
+    data_dir: PathBuf,
+    config: ReplicationConfig,
+    clock: SharedClock,
+    /// Placement order, as given at open.
+    placement: Vec<BrokerId>,
+    replicas: BTreeMap<BrokerId, Replica>,
+    leader_id: BrokerId,
+    leader_epoch: i32,
+    /// Always contains the leader.
+    isr: BTreeSet<BrokerId>,
+    /// Exclusive: offsets below it are committed and visible.
+    high_watermark: i64,
+    /// Producer epochs registered with `register_producer` (not in the log).
+    registrations: Registrations,
+    /// Pending `acks=all` completions, in append order.
+    waiters: Vec<Waiter>,
+}
+
+impl PartitionReplicaSet {
+    /// Creates (or re-creates after an interrupted creation) the replicas of
+    /// a new partition: leader = `replicas[0]`, epoch 0, ISR = all, HW = 0.
+    pub fn create(
+        data_dir: &Path,
+        tp: TopicPartition,
+        replicas: Vec<BrokerId>,
+        config: ReplicationConfig,
+        clock: SharedClock,
+    ) -> Result<Self> {
+        Self::open(
+            data_dir,
+            tp,
+            PartitionAssignment::new_partition(replicas),
+            config,
+            clock,
+        )
+    }
+
+    /// Opens the replicas of `tp` under `data_dir` with the assignment kept
+    /// in the cluster metadata.
+    ///
+    /// - Every replica log is recovered by mk-log; its epoch cache comes
+    ///   from `leader-epoch-checkpoint` and its producer state from the
+    ///   newest snapshot plus the tail after it.
+    /// - If some replica's epoch cache already names an epoch above
+    ///   `leader_epoch` (a crash after `promote` wrote the new leader's cache
+    ///   but before the cluster persisted the epoch), the leader takes a
+    ///   fresh epoch above every epoch seen, so no epoch ever has two
+    ///   writers. `leader_epoch()` then differs from the assignment and the
+    ///   caller must persist it.
+    /// - ISR = the leader plus every follower whose LEO and epoch cache equal
+    ///   the leader's (equal caches are what make equal LEOs mean equal
+    ///   data; the others reconcile on their first fetch).
+    /// - HW = the newest checkpointed HW clipped to the leader's LEO, never
+    ///   lower than the minimum LEO of that ISR; a restart therefore never
+    ///   moves visibility backwards.
+    pub fn open(
+        data_dir: &Path,
+        tp: TopicPartition,
+        assignment: PartitionAssignment,
+        config: ReplicationConfig,
+        clock: SharedClock,
+    ) -> Result<Self> {
+        config.validate()?;
+        check_assignment(&tp, &assignment)?;
+        let now = clock.now_ms();
+        let mut replicas = BTreeMap::new();
+        let mut registrations = Registrations::new();
+        for &broker in &assignment.replicas {
+            let dir = replica_dir(data_dir, broker, &tp);
+            let (replica, regs) =
+                Replica::open(dir, &tp, &config.log, assignment.leader_epoch, now)?;
+            merge_registrations(&mut registrations, &regs);
+            replicas.insert(broker, replica);
+        }
+        let max_seen = replicas
+            .values()
+            .filter_map(|r| r.epochs.latest().map(|e| e.epoch))
+            .max();
+        let mut leader_epoch = assignment.leader_epoch;
+        if let Some(seen) = max_seen.filter(|s| *s > leader_epoch) {
+            leader_epoch = seen.checked_add(1).ok_or_else(|| {
+                ReplicationError::storage(data_dir, format!("leader epoch {seen} cannot grow"))
+            })?;
+            tracing::warn!(
+                partition = %tp,
+                metadata_epoch = assignment.leader_epoch,
+                seen_epoch = seen,
+                new_epoch = leader_epoch,
+                "a replica knows a newer leader epoch than the metadata; the leader takes a fresh epoch"
+            );
+        }
+        for r in replicas.values_mut() {
+            r.log.set_leader_epoch(leader_epoch)?;
+        }
+        let leader = replicas
+            .get_mut(&assignment.leader_id)
+            .expect("checked: the leader is a replica");
+        leader.role = ReplicaRole::Leader;
+        leader.reconciled_epoch = Some(leader_epoch);
+        let leader_leo = leader.leo();
+        leader.epochs.assign(leader_epoch, leader_leo)?;
+
+        let leader_entries: Vec<EpochEntry> = leader
+            .epochs
+            .entries()
+            .iter()
+            .copied()
+            .filter(|e| e.start_offset < leader_leo)
+            .collect();
+        let mut isr = BTreeSet::from([assignment.leader_id]);
+        for (&broker, r) in replicas.iter_mut() {
+            if broker != assignment.leader_id
+                && r.leo() == leader_leo
+                && r.epochs.entries() == leader_entries.as_slice()
+            {
+                r.reconciled_epoch = Some(leader_epoch);
+                isr.insert(broker);
+            }
+        }
+        let checkpointed = replicas
+            .values()
+            .filter_map(|r| r.checkpointed_hw)
+            .max()
+            .unwrap_or(0);
+        let isr_floor = isr
+            .iter()
+            .map(|b| replicas[b].leo())
+            .min()
+            .expect("the ISR holds the leader");
+        let high_watermark = checkpointed.min(leader_leo).max(isr_floor);
+        if checkpointed > leader_leo {
+            tracing::warn!(
+                partition = %tp,
+                checkpointed,
+                leader_leo,
+                "the leader's log ends below the checkpointed high watermark; it lost committed data"
+            );
+        }
+        let set = Self {
+            tp,
+            data_dir: data_dir.to_path_buf(),
+            config,
+            clock,
+            placement: assignment.replicas,
+            replicas,
+            leader_id: assignment.leader_id,
+            leader_epoch,
+            isr,
+            high_watermark,
+            registrations,
+            waiters: Vec::new(),
+        };
+        set.check_invariants();
+        Ok(set)
+    }
+
+    // ----- accessors ----------------------------------------------------
+
+    pub fn topic_partition(&self) -> &TopicPartition {
+        &self.tp
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
+    pub fn config(&self) -> &ReplicationConfig {
+        &self.config
+    }
+
+    pub fn leader_id(&self) -> BrokerId {
+        self.leader_id
+    }
+
+    pub fn leader_epoch(&self) -> i32 {
+        self.leader_epoch
+    }
+
+    pub fn leader_and_epoch(&self) -> LeaderAndEpoch {
+        LeaderAndEpoch {
+            leader_id: self.leader_id,
+            leader_epoch: self.leader_epoch,
+        }
+    }
+
+    /// The current assignment, as it must be persisted.
+    pub fn assignment(&self) -> PartitionAssignment {
+        PartitionAssignment {
+            replicas: self.placement.clone(),
+            leader_id: self.leader_id,
+            leader_epoch: self.leader_epoch,
+        }
+    }
+
+    /// Replica broker ids in placement order.
+    pub fn replicas(&self) -> &[BrokerId] {
+        &self.placement
+    }
+
+    /// The in-sync replicas, sorted by broker id.
+    pub fn isr(&self) -> Vec<BrokerId> {
+        self.isr.iter().copied().collect()
+    }
+
+    /// Exclusive: consumers (read_uncommitted) see offsets below it.
+    pub fn high_watermark(&self) -> i64 {
+        self.high_watermark
+    }
+
+    /// The leader's log start offset.
+    pub fn log_start_offset(&self) -> i64 {
+        self.leader().log.log_start_offset()
+    }
+
+    /// The leader's log end offset.
+    pub fn log_end_offset(&self) -> i64 {
+        self.leader().leo()
+    }
+
+    /// The LEO of `broker`'s replica.
+    pub fn replica_log_end_offset(&self, broker: BrokerId) -> Result<i64> {
+        Ok(self.replica(broker)?.leo())
+    }
+
+    /// The leader's log, for consumer fetches (bounded by the HW or LSO),
+    /// `read_batches`, `first_unstable_offset` and `aborted_transactions`.
+    pub fn leader_log(&self) -> &PartitionLog {
+        &self.leader().log
+    }
+
+    /// Any replica's log (read-only).
+    pub fn replica_log(&self, broker: BrokerId) -> Result<&PartitionLog> {
+        Ok(&self.replica(broker)?.log)
+    }
+
+    pub fn replica_role(&self, broker: BrokerId) -> Result<ReplicaRole> {
+        Ok(self.replica(broker)?.role)
+    }
+
+    /// When `broker` last fetched (or the set was opened).
+    pub fn last_fetch_ms(&self, broker: BrokerId) -> Result<i64> {
+        Ok(self.replica(broker)?.last_fetch_ms)
+    }
+
+    /// `broker`'s leader-epoch cache, oldest entry first.
+    pub fn epoch_entries(&self, broker: BrokerId) -> Result<Vec<EpochEntry>> {
+        Ok(self.replica(broker)?.epochs.entries().to_vec())
+    }
+
+    /// The leader's answer to OffsetsForLeaderEpoch (KIP-279): for the
+    /// current epoch the LEO; otherwise the largest epoch <= `epoch` and the
+    /// start offset of the first epoch after `epoch`; `None` (UNDEFINED)
+    /// for an epoch newer than the leader's.
+    pub fn end_offset_for_epoch(&self, epoch: i32) -> Option<EpochEndOffset> {
+        let leader = self.leader();
+        leader.epochs.end_offset_for(epoch, leader.leo())
+    }
+
+    /// The leader's idempotence state for `producer_id`.
+    pub fn producer_entry(&self, producer_id: i64) -> Option<ProducerEntry> {
+        self.leader().producers.get(producer_id).cloned()
+    }
+
+    /// The epoch registered for `producer_id` with `register_producer`.
+    pub fn registered_epoch(&self, producer_id: i64) -> Option<i32> {
+        self.registrations.get(&producer_id).copied()
+    }
+
+    /// How many `acks=all` appends wait for the HW.
+    pub fn pending_acks(&self) -> usize {
+        self.waiters.len()
+    }
+
+    // ----- producing ----------------------------------------------------
+
+    /// Appends a producer batch on the leader, in the order of spec 02:
+    /// 1. an `expected_leader_epoch` other than the current one is
+    ///    FENCED_LEADER_EPOCH;
+    /// 2. the idempotence check: a duplicate answers with the original
+    ///    offsets and writes nothing; PRODUCER_FENCED and
+    ///    OUT_OF_ORDER_SEQUENCE write nothing;
+    /// 3. `acks=all` with |ISR| < min_insync_replicas is
+    ///    NOT_ENOUGH_REPLICAS and writes nothing;
+    /// 4. append (offsets and epoch assigned), record producer state,
+    ///    advance the HW;
+    /// 5. `acks=0`: offsets unknown; `acks=1`: offsets now; `acks=all`: a
+    ///    handle resolved once HW >= the batch's next offset while the ISR
+    ///    is large enough.
+    pub fn append(
+        &mut self,
+        batch: RecordBatch,
+        acks: AckMode,
+        expected_leader_epoch: Option<i32>,
+    ) -> Result<AppendOutcome> {
+        if let Some(expected) = expected_leader_epoch
+            && expected != self.leader_epoch
+        {
+            return Err(ReplicationError::FencedLeaderEpoch(format!(
+                "the request expected leader epoch {expected}, but {} is in epoch {} (leader broker {})",
+                self.tp, self.leader_epoch, self.leader_id
+            )));
+        }
+        batch.validate()?;
+        let producer = batch.producer();
+        let check = self.leader().producers.check(
+            producer,
+            batch.last_sequence(),
+            batch.is_control(),
+            self.registrations.get(&producer.producer_id).copied(),
+        )?;
+        if let SequenceCheck::Duplicate(original) = check {
+            let result = ProduceResult {
+                base_offset: Some(original.base_offset),
+                next_offset: Some(original.next_offset),
+                leader_epoch: self.leader_epoch,
+                duplicate: true,
+            };
+            return Ok(self.complete(result, acks));
+        }
+        if acks == AckMode::All && self.isr.len() < self.config.min_insync_replicas {
+            return Err(ReplicationError::NotEnoughReplicas {
+                isr_size: self.isr.len(),
+                min_insync_replicas: self.config.min_insync_replicas,
+            });
+        }
+        let leader_id = self.leader_id;
+        let info = self
+            .replicas
+            .get_mut(&leader_id)
+            .expect("the leader is a replica")
+            .append_as_leader(batch)?;
+        self.advance_high_watermark();
+        let result = ProduceResult {
+            base_offset: Some(info.base_offset),
+            next_offset: Some(info.next_offset),
+            leader_epoch: info.leader_epoch,
+            duplicate: false,
+        };
+        Ok(self.complete(result, acks))
+    }
+
+    fn complete(&mut self, result: ProduceResult, acks: AckMode) -> AppendOutcome {
+        match acks {
+            AckMode::Zero => AppendOutcome::Done(result.without_offsets()),
+            AckMode::One => AppendOutcome::Done(result),
+            AckMode::All => {
+                let (waiter, handle): (Waiter, AckHandle) = Waiter::new(result);
+                self.waiters.push(waiter);
+                self.settle_waiters();
+                AppendOutcome::Pending(handle)
+            }
+        }
+    }
+
+    /// Registers `(producer_id, epoch)` on this partition: any later batch
+    /// with an older epoch is PRODUCER_FENCED, and the new epoch starts at
+    /// sequence 0. Registering an epoch older than the known one is itself
+    /// PRODUCER_FENCED. Registrations are kept in memory and in the producer
+    /// snapshots written by `checkpoint`/`close`; after a crash the cluster
+    /// re-registers from its `ProducerIdentityStore`.
+    pub fn register_producer(&mut self, producer_id: i64, epoch: i32) -> Result<()> {
+        if producer_id < 0 || epoch < 0 {
+            return Err(ReplicationError::InvalidRequest(format!(
+                "a producer registration needs producer_id >= 0 and epoch >= 0, got ({producer_id}, {epoch})"
+            )));
+        }
+        let current = self
+            .leader()
+            .producers
+            .get(producer_id)
+            .map(|e| e.epoch)
+            .max(self.registered_epoch(producer_id));
+        if let Some(current) = current
+            && epoch < current
+        {
+            return Err(ReplicationError::ProducerFenced {
+                producer_id,
+                epoch,
+                current_epoch: current,
+            });
+        }
+        self.registrations.insert(producer_id, epoch);
+        Ok(())
+    }
+
+    // ----- replication --------------------------------------------------
+
+    /// One replication step: every online follower, in broker-id order,
+    /// reconciles if it has not done so in the current epoch and then
+    /// copies whole batches from its LEO (at most `replica_fetch_max_bytes`,
+    /// at least one batch); then the ISR and the HW are recomputed.
+    pub fn replicate_all_once(&mut self) -> Result<Vec<FollowerFetch>> {
+        let followers: Vec<BrokerId> = self
+            .replicas
+            .iter()
+            .filter(|(_, r)| r.role == ReplicaRole::Follower)
+            .map(|(b, _)| *b)
+            .collect();
+        let mut fetches = Vec::with_capacity(followers.len());
+        for broker in followers {
+            fetches.push(self.fetch_into(broker)?);
+        }
+        self.refresh_isr();
+        Ok(fetches)
+    }
+
+    /// One fetch of a single follower, then the ISR refresh (lets tests and
+    /// labs starve another follower to show the time-based ISR rule).
+    pub fn replicate_follower_once(&mut self, broker: BrokerId) -> Result<FollowerFetch> {
+        match self.replica(broker)?.role {
+            ReplicaRole::Follower => {}
+            ReplicaRole::Leader => {
+                return Err(ReplicationError::InvalidRequest(format!(
+                    "broker {broker} leads {}; only a follower fetches",
+                    self.tp
+                )));
+            }
+            ReplicaRole::Offline => {
+                return Err(ReplicationError::InvalidRequest(format!(
+                    "broker {broker}'s replica of {} is offline; rejoin it before it fetches",
+                    self.tp
+                )));
+            }
+        }
+        let fetch = self.fetch_into(broker)?;
+        self.refresh_isr();
+        Ok(fetch)
+    }
+
+    /// Recomputes the ISR: a follower is in sync iff it is online, has
+    /// reconciled in the current epoch, lags the leader's LEO by at most
+    /// `replica_lag_max_offsets`, fetched within `replica_lag_time_ms`, and
+    /// has reached the HW. Then HW = max(HW, min LEO over the ISR) and the
+    /// `acks=all` waiters are settled.
+    pub fn refresh_isr(&mut self) {
+        let now = self.clock.now_ms();
+        let leader_leo = self.leader().leo();
+        let hw = self.high_watermark;
+        let epoch = self.leader_epoch;
+        let lag_offsets = self.config.replica_lag_max_offsets;
+        let lag_ms = self.config.replica_lag_time_ms;
+        for (&broker, r) in &self.replicas {
+            if broker == self.leader_id {
+                continue;
+            }
+            let in_sync = r.role == ReplicaRole::Follower
+                && r.reconciled_epoch == Some(epoch)
+                && leader_leo - r.leo() <= lag_offsets
+                && now.saturating_sub(r.last_fetch_ms) <= lag_ms
+                && r.leo() >= hw;
+            if in_sync {
+                self.isr.insert(broker);
+            } else {
+                self.isr.remove(&broker);
+            }
+        }
+        self.advance_high_watermark();
+    }
+
+    /// Reconciles (when needed) and fetches for one follower.
+    fn fetch_into(&mut self, broker: BrokerId) -> Result<FollowerFetch> {
+        let mut report = FollowerFetch {
+            broker,
+            truncated_to: None,
+            reset_to: None,
+            batches: 0,
+            bytes: 0,
+            log_end_offset: 0,
+        };
+        if self.replica(broker)?.reconciled_epoch != Some(self.leader_epoch) {
+            self.reconcile(broker, &mut report)?;
+            self.replica_mut(broker).reconciled_epoch = Some(self.leader_epoch);
+        }
+        let leader_start = self.leader().log.log_start_offset();
+        if self.replica(broker)?.leo() < leader_start {
+            self.reset_follower(broker, leader_start, &mut report)?;
+        }
+        let from = self.replica(broker)?.leo();
+        let leader = self.leader();
+        assert!(
+            from <= leader.leo(),
+            "{}: follower {broker} at {from} is ahead of the leader's LEO {} after reconciliation",
+            self.tp,
+            leader.leo()
+        );
+        let batches = leader
+            .log
+            .read_batches(from, self.config.replica_fetch_max_bytes, None)?;
+        let now = self.clock.now_ms();
+        let follower = self.replica_mut(broker);
+        for b in &batches {
+            follower.append_fetched(b)?;
+            report.batches += 1;
+            report.bytes += b.size();
+        }
+        follower.last_fetch_ms = now;
+        report.log_end_offset = follower.leo();
+        Ok(report)
+    }
+
+    /// KIP-101/279 reconciliation of one follower with the leader. Each
+    /// round asks the leader for the end of the follower's latest epoch and
+    /// truncates the follower to the smaller of the leader's and its own end
+    /// of the epoch the leader answered with; it finishes once the follower's
+    /// latest epoch is one the leader knows with a matching end. Every
+    /// unfinished round drops at least one epoch from the follower's cache,
+    /// so the loop ends.
+    fn reconcile(&mut self, broker: BrokerId, report: &mut FollowerFetch) -> Result<()> {
+        loop {
+            let follower = self.replica(broker)?;
+            let f_leo = follower.leo();
+            let Some(latest) = follower.epochs.latest() else {
+                // No epoch is known for any batch here; only an empty log can
+                // be trusted to be a prefix of the leader's.
+                let start = follower.log.log_start_offset();
+                if f_leo > start {
+                    self.truncate_follower(broker, start, report)?;
+                }
+                return Ok(());
+            };
+            match self.end_offset_for_epoch(latest.epoch) {
+                None => {
+                    // The leader never had this epoch (it is newer than the
+                    // leader's latest), so none of its data can be on the
+                    // leader: drop it.
+                    self.truncate_follower(broker, latest.start_offset.min(f_leo), report)?;
+                    self.replica_mut(broker)
+                        .epochs
+                        .retain_epochs_up_to(latest.epoch - 1)?;
+                }
+                Some(leader_end) => {
+                    let own = follower
+                        .epochs
+                        .end_offset_for(leader_end.epoch, f_leo)
+                        .expect("the follower's cache is not empty and the epoch is <= its latest");
+                    if own.epoch == leader_end.epoch {
+                        let target = leader_end.end_offset.min(own.end_offset);
+                        self.truncate_follower(broker, target, report)?;
+                        self.replica_mut(broker)
+                            .epochs
+                            .retain_epochs_up_to(leader_end.epoch)?;
+                        return Ok(());
+                    }
+                    // The follower does not know the leader's epoch: cut back to
+                    // the end of its own largest epoch below it and ask again.
+                    self.truncate_follower(broker, own.end_offset.min(f_leo), report)?;
+                    self.replica_mut(broker)
+                        .epochs
+                        .retain_epochs_up_to(own.epoch)?;
+                }
+            }
+        }
+    }
+
+    fn truncate_follower(
+        &mut self,
+        broker: BrokerId,
+        target: i64,
+        report: &mut FollowerFetch,
+    ) -> Result<()> {
+        let leader_start = self.leader().log.log_start_offset();
+        let follower = self.replica(broker)?;
+        if target >= follower.leo() {
+            return Ok(());
+        }
+        if target < follower.log.log_start_offset() {
+            return self.reset_follower(broker, leader_start, report);
+        }
+        let end = self.replica_mut(broker).truncate_to(target)?;
+        report.truncated_to = Some(end);
+        Ok(())
+    }
+
+    fn reset_follower(
+        &mut self,
+        broker: BrokerId,
+        start_offset: i64,
+        report: &mut FollowerFetch,
+    ) -> Result<()> {
+        let log_config = self.config.log.clone();
+        self.replica_mut(broker)
+            .reset_to(start_offset, &log_config)?;
+        report.reset_to = Some(start_offset);
+        Ok(())
+    }
+
+    // ----- failure injection, promotion, rejoin ---------------------------
+
+    /// Failure injection: `broker`'s replica fails. It leaves the ISR, stops
+    /// fetching until `rejoin`, the HW is recomputed over the smaller ISR
+    /// and `acks=all` waiters are settled (they fail if the ISR is now
+    /// below the minimum). The leader cannot be removed.
+    pub fn remove_from_isr(&mut self, broker: BrokerId) -> Result<()> {
+        self.replica(broker)?;
+        if broker == self.leader_id {
+            return Err(ReplicationError::InvalidRequest(format!(
+                "broker {broker} leads {}; the leader cannot be removed from the ISR",
+                self.tp
+            )));
+        }
+        self.isr.remove(&broker);
+        self.replica_mut(broker).role = ReplicaRole::Offline;
+        self.advance_high_watermark();
+        self.check_invariants();
+        Ok(())
+    }
+
+    /// Makes the in-sync replica `broker` the leader in epoch + 1. The new
+    /// leader keeps its whole log (it is never truncated) and starts the
+    /// new epoch at its LEO in its epoch cache. ISR = {new leader}; the
+    /// former leader goes offline until `rejoin`; other followers must
+    /// reconcile and catch up to re-enter. Pending `acks=all` waiters fail
+    /// with FENCED_LEADER_EPOCH. HW = max(HW, new leader's LEO), the
+    /// minimum LEO of the new ISR. Returns what the cluster must persist.
+    pub fn promote(&mut self, broker: BrokerId) -> Result<LeaderAndEpoch> {
+        self.replica(broker)?;
+        if !self.isr.contains(&broker) {
+            return Err(ReplicationError::NotInSyncReplica {
+                broker,
+                isr: self.isr(),
+            });
+        }
+        let new_epoch = self.leader_epoch.checked_add(1).ok_or_else(|| {
+            ReplicationError::InvalidRequest(format!(
+                "leader epoch {} of {} cannot grow",
+                self.leader_epoch, self.tp
+            ))
+        })?;
+        // The only fallible step comes first, so a failure changes nothing.
+        let new_leader = self.replica_mut(broker);
+        let leo = new_leader.leo();
+        new_leader.epochs.assign(new_epoch, leo)?;
+        let old_leader = self.leader_id;
+        let now = self.clock.now_ms();
+        for (&b, r) in self.replicas.iter_mut() {
+            r.log.set_leader_epoch(new_epoch)?;
+            if b == broker {
+                r.role = ReplicaRole::Leader;
+                r.reconciled_epoch = Some(new_epoch);
+                r.last_fetch_ms = now;
+            } else {
+                r.reconciled_epoch = None;
+                if b == old_leader {
+                    r.role = ReplicaRole::Offline;
+                }
+            }
+        }
+        self.leader_id = broker;
+        self.leader_epoch = new_epoch;
+        self.isr = BTreeSet::from([broker]);
+        for w in self.waiters.drain(..) {
+            let next = w.next_offset();
+            w.fail(ReplicationError::FencedLeaderEpoch(format!(
+                "leadership of {} moved to broker {broker} in epoch {new_epoch} before offset {} was committed (HW {})",
+                self.tp,
+                next - 1,
+                self.high_watermark
+            )));
+        }
+        assert!(
+            leo >= self.high_watermark,
+            "{}: promoted in-sync replica {broker} ends at {leo}, below the HW {}",
+            self.tp,
+            self.high_watermark
+        );
+        self.advance_high_watermark();
+        self.check_invariants();
+        Ok(self.leader_and_epoch())
+    }
+
+    /// A former leader or a failed/lagging replica becomes a follower of the
+    /// current epoch, out of the ISR; its next fetch reconciles it.
+    pub fn rejoin(&mut self, broker: BrokerId) -> Result<()> {
+        self.replica(broker)?;
+        if broker == self.leader_id {
+            return Err(ReplicationError::InvalidRequest(format!(
+                "broker {broker} leads {}; only a follower can rejoin",
+                self.tp
+            )));
+        }
+        let r = self.replica_mut(broker);
+        r.role = ReplicaRole::Follower;
+        r.reconciled_epoch = None;
+        if self.isr.remove(&broker) {
+            self.advance_high_watermark();
+        }
+        self.check_invariants();
+        Ok(())
+    }
+
+    // ----- log maintenance ------------------------------------------------
+
+    /// Applies retention the Kafka way: the leader deletes the oldest closed
+    /// segments that are past `retention_ms` or must go to respect
+    /// `retention_bytes`, but never a segment that reaches the HW (log start
+    /// offset <= HW); followers then drop their closed segments that end at
+    /// or below the leader's new log start. Returns the leader's deleted
+    /// segment base offsets.
+    pub fn apply_retention(&mut self, now_ms: i64, policy: RetentionPolicy) -> Result<Vec<i64>> {
+        if policy.retention_ms.is_some_and(|ms| ms < 0) {
+            return Err(ReplicationError::InvalidRequest(format!(
+                "retention_ms must be >= 0, got {:?}",
+                policy.retention_ms
+            )));
+        }
+        if policy.retention_bytes.is_some_and(|b| b <= 0) {
+            return Err(ReplicationError::InvalidRequest(format!(
+                "retention_bytes must be > 0, got {:?}",
+                policy.retention_bytes
+            )));
+        }
+        let hw = self.high_watermark;
+        let leader_id = self.leader_id;
+        let leader = self.replica_mut(leader_id);
+        let closed = leader.log.closed_segments();
+        let mut count = 0;
+        if let Some(ms) = policy.retention_ms {
+            let cutoff = now_ms.saturating_sub(ms);
+            while count < closed.len() && closed[count].max_timestamp_ms < cutoff {
+                count += 1;
+            }
+        }
+        if let Some(limit) = policy.retention_bytes {
+            let limit = limit as u64;
+            let mut total =
+                leader.log.size_bytes() - closed[..count].iter().map(|s| s.size_bytes).sum::<u64>();
+            while count < closed.len() && total > limit {
+                total -= closed[count].size_bytes;
+                count += 1;
+            }
+        }
+        while count > 0 && closed[count - 1].next_offset > hw {
+            count -= 1;
+        }
+        let bases: Vec<i64> = closed[..count].iter().map(|s| s.base_offset).collect();
+        leader.log.delete_closed_segments(&bases)?;
+        let new_start = leader.log.log_start_offset();
+        for (&b, r) in self.replicas.iter_mut() {
+            if b == leader_id {
+                continue;
+            }
+            let follower_bases: Vec<i64> = r
+                .log
+                .closed_segments()
+                .iter()
+                .take_while(|s| s.next_offset <= new_start)
+                .map(|s| s.base_offset)
+                .collect();
+            r.log.delete_closed_segments(&follower_bases)?;
+        }
+        self.check_invariants();
+        Ok(bases)
+    }
+
+    /// Compacts every replica whose closed segments all lie below the HW
+    /// (Kafka never cleans above the HW); replicas with uncommitted data in
+    /// a closed segment are skipped this time. Compaction is per replica, so
+    /// compacted replicas agree on records, not necessarily on bytes.
+    pub fn compact(
+        &mut self,
+        now_ms: i64,
+        delete_retention_ms: i64,
+    ) -> Result<Vec<(BrokerId, CompactionResult)>> {
+        let hw = self.high_watermark;
+        let mut out = Vec::new();
+        for (&b, r) in self.replicas.iter_mut() {
+            if r.log.active().base_offset <= hw {
+                out.push((b, r.log.compact(now_ms, delete_retention_ms)?));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Rolls every replica's active segment (if it has data).
+    pub fn roll(&mut self) -> Result<()> {
+        for r in self.replicas.values_mut() {
+            r.log.roll()?;
+        }
+        Ok(())
+    }
+
+    // ----- durability -----------------------------------------------------
+
+    /// Fsyncs every replica log.
+    pub fn flush(&mut self) -> Result<()> {
+        for r in self.replicas.values_mut() {
+            r.log.flush()?;
+        }
+        Ok(())
+    }
+
+    /// The flush-cycle step: fsync every replica log, then write each
+    /// replica's producer snapshot (at its LEO) and HW checkpoint (the HW,
+    /// capped at the replica's LEO), skipping files that would not change.
+    /// Logs go first so that no checkpoint points beyond durable data.
+    pub fn checkpoint(&mut self) -> Result<()> {
+        self.flush()?;
+        let hw = self.high_watermark;
+        for r in self.replicas.values_mut() {
+            r.write_snapshot(&self.registrations)?;
+            let known = hw.min(r.leo());
+            r.write_hw(&self.tp, known)?;
+        }
+        Ok(())
+    }
+
+    /// Closes the set: pending `acks=all` waiters fail with CLUSTER_CLOSED,
+    /// everything is checkpointed and every log is closed cleanly.
+    pub fn close(mut self) -> Result<()> {
+        for w in self.waiters.drain(..) {
+            let next = w.next_offset();
+            w.fail(ReplicationError::Closed(format!(
+                "{} closed before offset {} was committed",
+                self.tp,
+                next - 1
+            )));
+        }
+        self.checkpoint()?;
+        for (_, r) in std::mem::take(&mut self.replicas) {
+            r.log.close()?;
+        }
+        Ok(())
+    }
+
+    /// Simulates a process kill: everything is dropped without a flush or a
+    /// checkpoint (written data stays with the OS, like a killed process).
+    /// Pending handles report CLUSTER_CLOSED.
+    pub fn crash(self) {
+        drop(self);
+    }
+
+    // ----- internals ------------------------------------------------------
+
+    fn leader(&self) -> &Replica {
+        &self.replicas[&self.leader_id]
+    }
+
+    fn replica(&self, broker: BrokerId) -> Result<&Replica> {
+        self.replicas
+            .get(&broker)
+            .ok_or_else(|| ReplicationError::UnknownReplica {
+                broker,
+                partition: self.tp.to_string(),
+                replicas: self.placement.clone(),
+            })
+    }
+
+    fn replica_mut(&mut self, broker: BrokerId) -> &mut Replica {
+        self.replicas
+            .get_mut(&broker)
+            .expect("callers check that the broker holds a replica")
+    }
+
+    /// HW = max(HW, min LEO over the ISR), then settles the waiters. The
+    /// HW never decreases while the set runs.
+    fn advance_high_watermark(&mut self) {
+        let min_isr_leo = self
+            .isr
+            .iter()
+            .map(|b| self.replicas[b].leo())
+            .min()
+            .expect("the ISR always holds the leader");
+        let next = self.high_watermark.max(min_isr_leo);
+        assert!(
+            next >= self.high_watermark && next <= self.leader().leo(),
+            "{}: HW must stay monotonic and at most the leader's LEO: {} -> {next}, leader LEO {}",
+            self.tp,
+            self.high_watermark,
+            self.leader().leo()
+        );
+        self.high_watermark = next;
+        self.settle_waiters();
+    }
+
+    /// Resolves every waiter whose batch is below the HW, or fails them all
+    /// if the ISR is below the minimum (no progress is possible then).
+    fn settle_waiters(&mut self) {
+        if self.waiters.is_empty() {
+            return;
+        }
+        let isr_size = self.isr.len();
+        let min = self.config.min_insync_replicas;
+        if isr_size < min {
+            for w in self.waiters.drain(..) {
+                let next_offset = w.next_offset();
+                w.fail(ReplicationError::NotEnoughReplicasAfterAppend {
+                    next_offset,
+                    isr_size,
+                    min_insync_replicas: min,
+                });
+            }
+            return;
+        }
+        let hw = self.high_watermark;
+        let (done, pending): (Vec<Waiter>, Vec<Waiter>) = std::mem::take(&mut self.waiters)
+            .into_iter()
+            .partition(|w| w.next_offset() <= hw);
+        self.waiters = pending;
+        for w in done {
+            w.succeed();
+        }
+    }
+
+    /// The structural invariants of the set (checked in debug builds).
+    fn check_invariants(&self) {
+        if !cfg!(debug_assertions) {
+            return;
+        }
+        let leader = self.leader();
+        assert!(
+            self.isr.contains(&self.leader_id),
+            "the ISR holds the leader"
+        );
+        assert_eq!(leader.role, ReplicaRole::Leader);
+        assert!(self.high_watermark <= leader.leo());
+        assert!(
+            leader.log.log_start_offset() <= self.high_watermark,
+            "retention never deletes above the HW"
+        );
+        for (b, r) in &self.replicas {
+            if *b != self.leader_id {
+                assert_ne!(r.role, ReplicaRole::Leader, "one leader only");
+            }
+            if self.isr.contains(b) {
+                assert_eq!(r.reconciled_epoch, Some(self.leader_epoch), "broker {b}");
+                assert!(r.leo() >= self.high_watermark, "ISR member {b} below HW");
+            }
+            if r.role == ReplicaRole::Offline {
+                assert!(!self.isr.contains(b), "offline broker {b} in the ISR");
+            }
+        }
+    }
+}
+
+fn check_assignment(tp: &TopicPartition, a: &PartitionAssignment) -> Result<()> {
+    let bad = |reason: String| Err(ReplicationError::InvalidRequest(format!("{tp}: {reason}")));
+    if a.replicas.is_empty() {
+        return bad("a partition needs at least one replica".into());
+    }
+    let unique: BTreeSet<BrokerId> = a.replicas.iter().copied().collect();
+    if unique.len() != a.replicas.len() {
+        return bad(format!("replica list {:?} has duplicates", a.replicas));
+    }
+    if let Some(neg) = a.replicas.iter().find(|b| **b < 0) {
+        return bad(format!("broker ids must be >= 0, got {neg}"));
+    }
+    if !unique.contains(&a.leader_id) {
+        return bad(format!(
+            "leader {} is not one of the replicas {:?}",
+            a.leader_id, a.replicas
+        ));
+    }
+    if a.leader_epoch < 0 {
+        return bad(format!("leader epoch must be >= 0, got {}", a.leader_epoch));
+    }
+    Ok(())
+}
+
+fn merge_registrations(into: &mut Registrations, from: &Registrations) {
+    for (&pid, &epoch) in from {
+        let e = into.entry(pid).or_insert(epoch);
+        *e = (*e).max(epoch);
+    }
+}
