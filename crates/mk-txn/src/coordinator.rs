@@ -394,7 +394,7 @@ impl TransactionCoordinator {
         })
     }
 
-    /// Records that `pending` was appended at `base_offset`; the first
+    /// Records that `pending` was appended at `base_offset`; the earliest
     /// append to a partition journals its first offset.
     pub fn send_appended(&mut self, pending: PendingSend, base_offset: i64) -> Result<()> {
         self.check_running()?;
@@ -404,7 +404,14 @@ impl TransactionCoordinator {
             )));
         }
         let entry = self.entry_of(&pending)?;
-        if entry.meta.partitions.get(&pending.tp) != Some(&None) {
+        // Two sends to one partition may be reported out of order; the
+        // transaction starts at the smaller offset.
+        let earlier = match entry.meta.partitions.get(&pending.tp) {
+            Some(None) => true,
+            Some(Some(first)) => base_offset < *first,
+            None => false,
+        };
+        if !earlier {
             return Ok(());
         }
         let mut next = entry.meta.clone();

@@ -421,7 +421,20 @@ fn first_offsets_are_recorded_per_partition_once_the_append_is_reported() {
     h.send("tx", 0, &a, "a1");
     h.send("tx", 0, &a, "a2");
     let d = h.coord_ref().describe("tx").unwrap();
-    assert_eq!(d.partitions, vec![(a, Some(1)), (b, Some(0))]);
+    assert_eq!(
+        d.partitions,
+        vec![(a.clone(), Some(1)), (b.clone(), Some(0))]
+    );
+    // Reports that arrive out of order keep the smaller first offset.
+    let c = tp("out", 2);
+    let p1 = h.coord().send("tx", 0, c.clone(), record("c1")).unwrap();
+    let p2 = h.coord().send("tx", 0, c.clone(), record("c2")).unwrap();
+    let o1 = h.log(&c).append(p1.batch().clone()).unwrap().base_offset;
+    let o2 = h.log(&c).append(p2.batch().clone()).unwrap().base_offset;
+    h.coord().send_appended(p2, o2).unwrap();
+    h.coord().send_appended(p1, o1).unwrap();
+    let d = h.coord_ref().describe("tx").unwrap();
+    assert_eq!(d.partitions[2], (c, Some(o1)));
     assert_eq!(d.state, TxnState::Ongoing);
     assert_eq!((d.producer_id, d.producer_epoch), (1, 0));
     assert_eq!(d.start_ms, 1_000_000);
