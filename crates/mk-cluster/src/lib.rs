@@ -4,3 +4,11 @@
 //!
 //! It must never know JSON wire shapes, sockets or command-line flags;
 //! adapters translate into its operations.
+
+pub mod config;
+mod error;
+pub mod metadata;
+pub mod partitioner;
+
+pub use config::{BrokerId, CleanupPolicy, FlushPolicy, MiniKafkaConfig, TopicConfig};
+pub use error::{ClusterError, Result};

@@ -1,0 +1,249 @@
+//! `MiniKafkaConfig` (spec 00) and per-topic configuration. Every field has a
+//! default and a validation rule; invalid values are INVALID_REQUEST at
+//! construction.
+
+use crate::error::{ClusterError, Result};
+use std::path::PathBuf;
+
+/// Broker ids are non-negative integers.
+pub type BrokerId = i32;
+
+/// How appends reach the disk (Kafka's `flush.messages` / `flush.ms`).
+/// Appends always reach the OS before they return; fsync happens on flush
+/// cycles, and additionally after every `messages` appended records or when
+/// `interval_ms` has passed since a partition's last fsync, if set.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FlushPolicy {
+    pub messages: Option<u64>,
+    pub interval_ms: Option<i64>,
+}
+
+/// The configuration of one cluster (all brokers of one process).
+#[derive(Debug, Clone)]
+pub struct MiniKafkaConfig {
+    pub data_dir: PathBuf,
+    pub broker_ids: Vec<BrokerId>,
+    pub segment_max_bytes: u64,
+    pub index_interval_bytes: u64,
+    pub group_session_timeout_ms: i64,
+    pub replica_lag_max_offsets: i64,
+    pub replica_lag_time_ms: i64,
+    pub replica_fetch_max_bytes: u64,
+    pub min_insync_replicas: usize,
+    pub max_batch_bytes: u32,
+    /// Ongoing transactions older than this are aborted by
+    /// `expire_transactions`.
+    pub transaction_timeout_ms: i64,
+    pub flush: FlushPolicy,
+    /// Defaults for topics created without explicit settings.
+    pub default_topic_config: TopicConfig,
+}
+
+impl MiniKafkaConfig {
+    /// The defaults of spec 00 for `data_dir`.
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            data_dir: data_dir.into(),
+            broker_ids: vec![1],
+            segment_max_bytes: 1_048_576,
+            index_interval_bytes: 4_096,
+            group_session_timeout_ms: 10_000,
+            replica_lag_max_offsets: 10_000,
+            replica_lag_time_ms: 10_000,
+            replica_fetch_max_bytes: 1_048_576,
+            min_insync_replicas: 1,
+            max_batch_bytes: 16_777_216,
+            transaction_timeout_ms: 60_000,
+            flush: FlushPolicy::default(),
+            default_topic_config: TopicConfig::default(),
+        }
+    }
+
+    pub fn with_brokers(mut self, broker_ids: Vec<BrokerId>) -> Self {
+        self.broker_ids = broker_ids;
+        self
+    }
+
+    pub fn with_min_insync_replicas(mut self, n: usize) -> Self {
+        self.min_insync_replicas = n;
+        self
+    }
+
+    /// Checks every rule of the configuration table.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |msg: String| Err(ClusterError::InvalidRequest(msg));
+        if self.broker_ids.is_empty() {
+            return bad("broker_ids must not be empty".into());
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for id in &self.broker_ids {
+            if *id < 0 {
+                return bad(format!("broker id {id} is negative"));
+            }
+            if !seen.insert(*id) {
+                return bad(format!("broker id {id} appears twice"));
+            }
+        }
+        let positive: [(&str, i64); 7] = [
+            ("segment_max_bytes", self.segment_max_bytes as i64),
+            ("index_interval_bytes", self.index_interval_bytes as i64),
+            ("group_session_timeout_ms", self.group_session_timeout_ms),
+            ("replica_lag_time_ms", self.replica_lag_time_ms),
+            (
+                "replica_fetch_max_bytes",
+                self.replica_fetch_max_bytes as i64,
+            ),
+            ("max_batch_bytes", i64::from(self.max_batch_bytes)),
+            ("transaction_timeout_ms", self.transaction_timeout_ms),
+        ];
+        for (name, v) in positive {
+            if v <= 0 {
+                return bad(format!("{name} must be > 0, got {v}"));
+            }
+        }
+        if self.replica_lag_max_offsets < 0 {
+            return bad(format!(
+                "replica_lag_max_offsets must be >= 0, got {}",
+                self.replica_lag_max_offsets
+            ));
+        }
+        if self.min_insync_replicas == 0 {
+            return bad("min_insync_replicas must be > 0".into());
+        }
+        if self.flush.messages == Some(0) {
+            return bad("flush messages must be > 0 when set".into());
+        }
+        if self.flush.interval_ms.is_some_and(|ms| ms <= 0) {
+            return bad("flush interval_ms must be > 0 when set".into());
+        }
+        self.default_topic_config.validate()
+    }
+}
+
+/// `cleanup.policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CleanupPolicy {
+    #[default]
+    Delete,
+    Compact,
+}
+
+impl CleanupPolicy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CleanupPolicy::Delete => "delete",
+            CleanupPolicy::Compact => "compact",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "delete" => Ok(CleanupPolicy::Delete),
+            "compact" => Ok(CleanupPolicy::Compact),
+            other => Err(ClusterError::InvalidRequest(format!(
+                "cleanup.policy must be \"delete\" or \"compact\", got {other:?}"
+            ))),
+        }
+    }
+}
+
+/// Per-topic settings, stored in metadata.json (Kafka's topic configs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicConfig {
+    pub cleanup_policy: CleanupPolicy,
+    /// `retention.ms`; `None` keeps data forever.
+    pub retention_ms: Option<i64>,
+    /// `retention.bytes` per partition; `None` is unlimited.
+    pub retention_bytes: Option<i64>,
+    /// `segment.bytes`; `None` uses the cluster's `segment_max_bytes`.
+    pub segment_bytes: Option<u64>,
+    /// `delete.retention.ms`: how long compaction keeps tombstones.
+    pub delete_retention_ms: i64,
+}
+
+impl Default for TopicConfig {
+    fn default() -> Self {
+        Self {
+            cleanup_policy: CleanupPolicy::Delete,
+            retention_ms: Some(7 * 24 * 3_600_000),
+            retention_bytes: None,
+            segment_bytes: None,
+            delete_retention_ms: 24 * 3_600_000,
+        }
+    }
+}
+
+impl TopicConfig {
+    pub fn validate(&self) -> Result<()> {
+        let bad = |msg: String| Err(ClusterError::InvalidRequest(msg));
+        if let Some(ms) = self.retention_ms
+            && ms < 0
+        {
+            return bad(format!("retention.ms must be >= 0, got {ms}"));
+        }
+        if let Some(b) = self.retention_bytes
+            && b <= 0
+        {
+            return bad(format!("retention.bytes must be > 0, got {b}"));
+        }
+        if self.segment_bytes == Some(0) {
+            return bad("segment.bytes must be > 0".into());
+        }
+        if self.delete_retention_ms < 0 {
+            return bad(format!(
+                "delete.retention.ms must be >= 0, got {}",
+                self.delete_retention_ms
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_each_rule_rejects() {
+        let ok = MiniKafkaConfig::new("/tmp/x");
+        assert!(ok.validate().is_ok());
+        let cases: Vec<Box<dyn Fn(&mut MiniKafkaConfig)>> = vec![
+            Box::new(|c| c.broker_ids.clear()),
+            Box::new(|c| c.broker_ids = vec![1, 1]),
+            Box::new(|c| c.broker_ids = vec![-1]),
+            Box::new(|c| c.segment_max_bytes = 0),
+            Box::new(|c| c.index_interval_bytes = 0),
+            Box::new(|c| c.group_session_timeout_ms = 0),
+            Box::new(|c| c.replica_lag_max_offsets = -1),
+            Box::new(|c| c.replica_lag_time_ms = 0),
+            Box::new(|c| c.replica_fetch_max_bytes = 0),
+            Box::new(|c| c.min_insync_replicas = 0),
+            Box::new(|c| c.max_batch_bytes = 0),
+            Box::new(|c| c.transaction_timeout_ms = 0),
+            Box::new(|c| c.flush.messages = Some(0)),
+            Box::new(|c| c.default_topic_config.retention_bytes = Some(0)),
+        ];
+        for (i, mutate) in cases.iter().enumerate() {
+            let mut c = ok.clone();
+            mutate(&mut c);
+            let err = c.validate().unwrap_err();
+            assert_eq!(err.code(), mk_core::ErrorCode::InvalidRequest, "case {i}");
+        }
+        let mut zero_lag = ok.clone();
+        zero_lag.replica_lag_max_offsets = 0;
+        assert!(zero_lag.validate().is_ok(), "0 offsets of lag is allowed");
+    }
+
+    #[test]
+    fn cleanup_policy_parses_both_spellings_only() {
+        assert_eq!(
+            CleanupPolicy::parse("compact").unwrap(),
+            CleanupPolicy::Compact
+        );
+        assert_eq!(
+            CleanupPolicy::parse("delete").unwrap(),
+            CleanupPolicy::Delete
+        );
+        assert!(CleanupPolicy::parse("both").is_err());
+    }
+}

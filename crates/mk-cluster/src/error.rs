@@ -1,0 +1,79 @@
+//! The error type of the semantic core. Every variant maps to one stable
+//! `ErrorCode`; domain errors keep their own codes.
+
+use mk_core::ErrorCode;
+
+/// Errors of `BrokerCluster` and its clients.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error(transparent)]
+    Log(#[from] mk_log::LogError),
+    #[error(transparent)]
+    Replication(#[from] mk_replication::ReplicationError),
+    #[error(transparent)]
+    Group(#[from] mk_group::GroupError),
+    #[error(transparent)]
+    Txn(#[from] mk_txn::TxnError),
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+    #[error("unknown topic: {0}")]
+    UnknownTopic(String),
+    #[error("unknown partition: {0}")]
+    UnknownPartition(String),
+    #[error("topic already exists: {0}")]
+    TopicAlreadyExists(String),
+    #[error("offset {offset} is out of range [{log_start}, {log_end}]")]
+    OffsetOutOfRange {
+        offset: i64,
+        log_start: i64,
+        log_end: i64,
+    },
+    #[error("producer buffer full: {0}")]
+    ProducerBufferFull(String),
+    #[error("storage error: {0}")]
+    Storage(String),
+    #[error("the cluster is closed")]
+    Closed,
+    #[error("the cluster failed: {0}")]
+    Failed(String),
+    /// A queued record was dropped because its producer crashed or closed
+    /// before sending it.
+    #[error("cancelled: {0}")]
+    Cancelled(String),
+}
+
+impl ClusterError {
+    /// The stable code of this error.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            ClusterError::Log(e) => e.code(),
+            ClusterError::Replication(e) => e.code(),
+            ClusterError::Group(e) => e.code(),
+            ClusterError::Txn(e) => e.code(),
+            ClusterError::InvalidRequest(_) => ErrorCode::InvalidRequest,
+            ClusterError::UnknownTopic(_) => ErrorCode::UnknownTopic,
+            ClusterError::UnknownPartition(_) => ErrorCode::UnknownPartition,
+            ClusterError::TopicAlreadyExists(_) => ErrorCode::TopicAlreadyExists,
+            ClusterError::OffsetOutOfRange { .. } => ErrorCode::OffsetOutOfRange,
+            ClusterError::ProducerBufferFull(_) => ErrorCode::ProducerBufferFull,
+            ClusterError::Storage(_) => ErrorCode::StorageError,
+            ClusterError::Closed | ClusterError::Cancelled(_) => ErrorCode::ClusterClosed,
+            ClusterError::Failed(_) => ErrorCode::ClusterFailed,
+        }
+    }
+
+    /// True for failures of the disk: these make the cluster FAILED.
+    pub fn is_storage_failure(&self) -> bool {
+        match self {
+            ClusterError::Log(e) => e.is_storage_failure(),
+            ClusterError::Replication(e) => e.is_storage_failure(),
+            ClusterError::Group(e) => e.is_storage_failure(),
+            ClusterError::Txn(e) => e.is_storage_failure(),
+            ClusterError::Storage(_) => true,
+            _ => false,
+        }
+    }
+}
+
+/// Result alias of the core.
+pub type Result<T, E = ClusterError> = std::result::Result<T, E>;

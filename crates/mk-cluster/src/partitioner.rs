@@ -1,0 +1,78 @@
+//! Kafka's default partitioner hash: murmur2 of the key, made positive,
+//! modulo the partition count, so keys land where a Java or librdkafka
+//! producer would put them (the teaching model used CRC-32 instead).
+
+/// Kafka's `Utils.murmur2`: 32-bit MurmurHash2 with Kafka's seed, computed in
+/// Java `int` arithmetic (wrapping, unsigned shifts).
+pub fn murmur2(data: &[u8]) -> i32 {
+    const SEED: u32 = 0x9747_b28c;
+    const M: u32 = 0x5bd1_e995;
+    const R: u32 = 24;
+    let len = data.len();
+    let mut h: u32 = SEED ^ (len as u32);
+    let mut chunks = data.chunks_exact(4);
+    for c in &mut chunks {
+        let mut k = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        k = k.wrapping_mul(M);
+        k ^= k >> R;
+        k = k.wrapping_mul(M);
+        h = h.wrapping_mul(M);
+        h ^= k;
+    }
+    let tail = chunks.remainder();
+    if tail.len() >= 3 {
+        h ^= u32::from(tail[2]) << 16;
+    }
+    if tail.len() >= 2 {
+        h ^= u32::from(tail[1]) << 8;
+    }
+    if !tail.is_empty() {
+        h ^= u32::from(tail[0]);
+        h = h.wrapping_mul(M);
+    }
+    h ^= h >> 13;
+    h = h.wrapping_mul(M);
+    h ^= h >> 15;
+    h as i32
+}
+
+/// The partition Kafka's default partitioner picks for a keyed record:
+/// `(murmur2(key) & 0x7fffffff) % partitions`.
+pub fn partition_for_key(key: &[u8], partitions: u32) -> u32 {
+    debug_assert!(partitions > 0);
+    ((murmur2(key) & 0x7fff_ffff) as u32) % partitions.max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Kafka's own vectors (clients `UtilsTest.testMurmur2`).
+    #[test]
+    fn murmur2_matches_kafka_hash_vectors() {
+        let cases: [(&[u8], i32); 6] = [
+            (b"21", -973_932_308),
+            (b"foobar", -790_332_482),
+            (b"a-little-bit-long-string", -985_981_536),
+            (b"a-little-bit-longer-string", -1_486_304_829),
+            (
+                b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8",
+                -58_897_971,
+            ),
+            (b"abc", 479_470_107),
+        ];
+        for (key, expected) in cases {
+            assert_eq!(murmur2(key), expected, "{}", String::from_utf8_lossy(key));
+        }
+    }
+
+    #[test]
+    fn keyed_partition_is_positive_hash_modulo_count() {
+        // 479470107 % 7 == 2; -973932308 & 0x7fffffff == 1173551340, % 10 == 0.
+        assert_eq!(partition_for_key(b"abc", 7), 479_470_107 % 7);
+        assert_eq!(partition_for_key(b"21", 10), 1_173_551_340 % 10);
+        for n in 1..20 {
+            assert!(partition_for_key(b"some key", n) < n);
+        }
+    }
+}
