@@ -207,7 +207,8 @@ mod tests {
     fn defaults_are_valid_and_each_rule_rejects() {
         let ok = MiniKafkaConfig::new("/tmp/x");
         assert!(ok.validate().is_ok());
-        let cases: Vec<Box<dyn Fn(&mut MiniKafkaConfig)>> = vec![
+        type Mutation = Box<dyn Fn(&mut MiniKafkaConfig)>;
+        let cases: Vec<Mutation> = vec![
             Box::new(|c| c.broker_ids.clear()),
             Box::new(|c| c.broker_ids = vec![1, 1]),
             Box::new(|c| c.broker_ids = vec![-1]),
