@@ -103,7 +103,10 @@ impl LeaderEpochCache {
 
     /// Records that `epoch` starts at `start_offset`. A no-op when `epoch`
     /// is already the latest; an older epoch or a start below the latest
-    /// entry's would break the ordering every reconciliation relies on.
+    /// entry's would break the ordering every reconciliation relies on. Like
+    /// Kafka, an entry that starts where the new one starts is replaced: it
+    /// covers no data, so start offsets stay strictly increasing and two
+    /// replicas holding the same batches hold the same entries.
     pub(crate) fn assign(&mut self, epoch: i32, start_offset: i64) -> Result<()> {
         if let Some(latest) = self.latest() {
             if epoch == latest.epoch {
@@ -117,7 +120,12 @@ impl LeaderEpochCache {
                 latest.start_offset
             );
         }
-        let mut next = self.entries.clone();
+        let mut next: Vec<EpochEntry> = self
+            .entries
+            .iter()
+            .copied()
+            .filter(|e| e.start_offset < start_offset)
+            .collect();
         next.push(EpochEntry {
             epoch,
             start_offset,
@@ -352,7 +360,13 @@ mod tests {
         let mut c = LeaderEpochCache::load(dir.path(), &log).unwrap();
         c.assign(0, 0).unwrap();
         c.assign(0, 5).unwrap();
+        c.assign(1, 5).unwrap();
         c.assign(2, 5).unwrap();
+        assert_eq!(
+            c.entries().iter().map(|e| e.epoch).collect::<Vec<_>>(),
+            [0, 2],
+            "an epoch without data is replaced by the next one at the same offset"
+        );
         c.assign(4, 9).unwrap();
         c.truncate_from_end(9).unwrap();
         assert_eq!(c.latest().unwrap().epoch, 2);

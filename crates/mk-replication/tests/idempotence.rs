@@ -1,0 +1,438 @@
+//! The broker half of the idempotent producer (spec 02, "Idempotent
+//! producer"): duplicates, sequences, epoch fencing, registration, state
+//! after promotion, truncation and restart.
+
+mod common;
+
+use common::*;
+use mk_core::ErrorCode;
+use mk_log::{ControlType, ProducerInfo, RecordBatch, RetentionPolicy};
+use mk_replication::{AckMode, ProducerIdentity, ProducerIdentityStore, replica_dir};
+
+#[test]
+fn exact_retry_returns_original_offsets() {
+    let h = Harness::new();
+    let mut set = h.create(&[1]);
+    let first = done(
+        set.append(idem(7, 0, 0, &["a", "b"]), AckMode::One, None)
+            .unwrap(),
+    );
+    assert_eq!((first.base_offset, first.next_offset), (Some(0), Some(2)));
+    put(&mut set, &["plain"]);
+
+    let retry = done(
+        set.append(idem(7, 0, 0, &["a", "b"]), AckMode::One, None)
+            .unwrap(),
+    );
+    assert_eq!((retry.base_offset, retry.next_offset), (Some(0), Some(2)));
+    assert!(retry.duplicate);
+    assert_eq!(set.log_end_offset(), 3, "a duplicate writes nothing");
+
+    let mut handle = pending(
+        set.append(idem(7, 0, 0, &["a", "b"]), AckMode::All, None)
+            .unwrap(),
+    );
+    let r = handle.try_result().unwrap().unwrap();
+    assert_eq!((r.base_offset, r.duplicate), (Some(0), true));
+
+    let r = done(
+        set.append(idem(7, 0, 0, &["a", "b"]), AckMode::Zero, None)
+            .unwrap(),
+    );
+    assert_eq!((r.base_offset, r.duplicate), (None, true));
+    assert_eq!(set.log_end_offset(), 3);
+}
+
+#[test]
+fn duplicate_with_acks_all_waits_for_the_original_batch_to_commit() {
+    let h = Harness::new();
+    let mut set = h.create(&[1, 2]);
+    let mut first = pending(
+        set.append(idem(7, 0, 0, &["a"]), AckMode::All, None)
+            .unwrap(),
+    );
+    let mut retry = pending(
+        set.append(idem(7, 0, 0, &["a"]), AckMode::All, None)
+            .unwrap(),
+    );
+    assert!(first.try_result().is_none());
+    assert!(retry.try_result().is_none());
+    set.replicate_all_once().unwrap();
+    assert_eq!(first.try_result().unwrap().unwrap().base_offset, Some(0));
+    let r = retry.try_result().unwrap().unwrap();
+    assert_eq!((r.base_offset, r.duplicate), (Some(0), true));
+    assert_eq!(set.log_end_offset(), 1);
+}
+
+#[test]
+fn five_in_flight_retries_deduplicated() {
+    let h = Harness::new();
+    let mut set = h.create(&[1]);
+    for seq in 0..5 {
+        let r = done(
+            set.append(idem(1, 0, seq, &[&format!("m{seq}")]), AckMode::One, None)
+                .unwrap(),
+        );
+        assert_eq!(r.base_offset, Some(i64::from(seq)));
+    }
+    for seq in [3, 0, 4, 1, 2] {
+        let r = done(
+            set.append(idem(1, 0, seq, &[&format!("m{seq}")]), AckMode::One, None)
+                .unwrap(),
+        );
+        assert_eq!(
+            r.base_offset,
+            Some(i64::from(seq)),
+            "retry of sequence {seq}"
+        );
+        assert!(r.duplicate);
+    }
+    assert_eq!(set.log_end_offset(), 5);
+    assert_eq!(set.producer_entry(1).unwrap().batches.len(), 5);
+
+    done(
+        set.append(idem(1, 0, 5, &["m5"]), AckMode::One, None)
+            .unwrap(),
+    );
+    let err = set
+        .append(idem(1, 0, 0, &["m0"]), AckMode::One, None)
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::OutOfOrderSequence);
+    assert!(
+        err.to_string().contains("expected sequence 6, got 0"),
+        "the sixth-oldest batch is no longer retained: {err}"
+    );
+}
+
+#[test]
+fn sequence_gap_is_out_of_order_and_writes_nothing() {
+    let h = Harness::new();
+    let mut set = h.create(&[1]);
+    done(
+        set.append(idem(1, 0, 0, &["a", "b"]), AckMode::One, None)
+            .unwrap(),
+    );
+    let err = set
+        .append(idem(1, 0, 3, &["d"]), AckMode::One, None)
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::OutOfOrderSequence);
+    assert!(
+        err.to_string().contains("expected sequence 2, got 3"),
+        "{err}"
+    );
+    assert_eq!(set.log_end_offset(), 2);
+    let err = set
+        .append(idem(2, 0, 1, &["x"]), AckMode::One, None)
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("expected sequence 0, got 1"),
+        "a new producer starts at 0: {err}"
+    );
+}
+
+#[test]
+fn newer_epoch_fences_older() {
+    let h = Harness::new();
+    let mut set = h.create(&[1]);
+    done(
+        set.append(idem(1, 0, 0, &["a"]), AckMode::One, None)
+            .unwrap(),
+    );
+    done(
+        set.append(idem(1, 0, 1, &["b"]), AckMode::One, None)
+            .unwrap(),
+    );
+    let r = done(
+        set.append(idem(1, 1, 0, &["c"]), AckMode::One, None)
+            .unwrap(),
+    );
+    assert_eq!(r.base_offset, Some(2), "a newer epoch starts at sequence 0");
+    let err = set
+        .append(idem(1, 0, 2, &["zombie"]), AckMode::One, None)
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::ProducerFenced);
+    assert!(
+        err.to_string()
+            .contains("epoch 0 is older than the current epoch 1"),
+        "{err}"
+    );
+    assert_eq!(
+        code(set.append(idem(1, 0, 0, &["a"]), AckMode::One, None)),
+        ErrorCode::ProducerFenced,
+        "even an exact retry of the old epoch is fenced"
+    );
+    assert_eq!(set.log_end_offset(), 3);
+}
+
+#[test]
+fn registration_fences_older_epochs_before_they_write() {
+    let h = Harness::new();
+    let mut store = ProducerIdentityStore::open(h.dir.path()).unwrap();
+    let mut set = h.create(&[1, 2]);
+    let old = store.allocate("orders-producer").unwrap();
+    assert_eq!(
+        old,
+        ProducerIdentity {
+            producer_id: 1,
+            epoch: 0
+        }
+    );
+    set.register_producer(old.producer_id, old.epoch).unwrap();
+    done(
+        set.append(idem(1, 0, 0, &["a"]), AckMode::One, None)
+            .unwrap(),
+    );
+
+    let new = store.allocate("orders-producer").unwrap();
+    assert_eq!(
+        new,
+        ProducerIdentity {
+            producer_id: 1,
+            epoch: 1
+        }
+    );
+    set.register_producer(new.producer_id, new.epoch).unwrap();
+    assert_eq!(set.registered_epoch(1), Some(1));
+    assert_eq!(
+        code(set.append(idem(1, 0, 1, &["zombie"]), AckMode::One, None)),
+        ErrorCode::ProducerFenced,
+        "the old instance is fenced before the new one wrote anything"
+    );
+    assert_eq!(code(set.register_producer(1, 0)), ErrorCode::ProducerFenced);
+    assert_eq!(
+        code(set.append(idem(1, 1, 1, &["b"]), AckMode::One, None)),
+        ErrorCode::OutOfOrderSequence
+    );
+    done(
+        set.append(idem(1, 1, 0, &["b"]), AckMode::One, None)
+            .unwrap(),
+    );
+    assert_eq!(
+        code(set.register_producer(-1, 0)),
+        ErrorCode::InvalidRequest
+    );
+}
+
+#[test]
+fn transactional_batches_go_through_the_same_sequence_checks() {
+    let h = Harness::new();
+    let mut set = h.create(&[1]);
+    let tx = |seq: i32, v: &str| idem(4, 0, seq, &[v]).with_transactional_id("tx-1");
+    done(set.append(tx(0, "a"), AckMode::One, None).unwrap());
+    let dup = done(set.append(tx(0, "a"), AckMode::One, None).unwrap());
+    assert!(dup.duplicate);
+    assert_eq!(
+        code(set.append(tx(2, "c"), AckMode::One, None)),
+        ErrorCode::OutOfOrderSequence
+    );
+    let marker = |epoch| {
+        RecordBatch::marker(
+            ControlType::Commit,
+            "tx-1",
+            ProducerInfo {
+                producer_id: 4,
+                producer_epoch: epoch,
+                base_sequence: -1,
+            },
+        )
+    };
+    let r = done(set.append(marker(0), AckMode::One, None).unwrap());
+    assert_eq!(r.base_offset, Some(1), "a marker carries no sequence");
+    assert_eq!(set.leader_log().first_unstable_offset(), None);
+    done(set.append(tx(1, "b"), AckMode::One, None).unwrap());
+    // The coordinator fences a producer by writing a marker in a newer
+    // epoch; the producer's old epoch is then fenced and its sequences reset.
+    done(set.append(marker(1), AckMode::One, None).unwrap());
+    assert_eq!(
+        code(set.append(tx(2, "c"), AckMode::One, None)),
+        ErrorCode::ProducerFenced
+    );
+    assert_eq!(
+        code(set.append(marker(0), AckMode::One, None)),
+        ErrorCode::ProducerFenced
+    );
+    done(
+        set.append(
+            idem(4, 1, 0, &["d"]).with_transactional_id("tx-1"),
+            AckMode::One,
+            None,
+        )
+        .unwrap(),
+    );
+}
+
+#[test]
+fn batches_with_a_producer_id_need_a_sequence_and_an_epoch() {
+    let h = Harness::new();
+    let mut set = h.create(&[1]);
+    assert_eq!(
+        code(set.append(idem(1, 0, -1, &["a"]), AckMode::One, None)),
+        ErrorCode::InvalidRecord
+    );
+    assert_eq!(
+        code(set.append(idem(1, -1, 0, &["a"]), AckMode::One, None)),
+        ErrorCode::InvalidRecord
+    );
+    assert_eq!(set.log_end_offset(), 0);
+}
+
+#[test]
+fn promoted_follower_deduplicates_retries() {
+    let h = Harness::new();
+    let mut set = h.create(&[1, 2]);
+    for seq in 0..3 {
+        let mut handle = pending(
+            set.append(idem(9, 0, seq, &[&format!("m{seq}")]), AckMode::All, None)
+                .unwrap(),
+        );
+        set.replicate_all_once().unwrap();
+        handle.try_result().unwrap().unwrap();
+    }
+    set.promote(2).unwrap();
+    let r = done(
+        set.append(idem(9, 0, 1, &["m1"]), AckMode::One, None)
+            .unwrap(),
+    );
+    assert_eq!((r.base_offset, r.duplicate), (Some(1), true));
+    let r = done(
+        set.append(idem(9, 0, 3, &["m3"]), AckMode::One, None)
+            .unwrap(),
+    );
+    assert_eq!((r.base_offset, r.duplicate), (Some(3), false));
+}
+
+#[test]
+fn follower_truncation_rebuilds_producer_state() {
+    let h = Harness::new();
+    let mut set = h.create(&[1, 2]);
+    done(
+        set.append(idem(3, 0, 0, &["a"]), AckMode::One, None)
+            .unwrap(),
+    );
+    set.replicate_all_once().unwrap();
+    done(
+        set.append(idem(3, 0, 1, &["lost"]), AckMode::One, None)
+            .unwrap(),
+    );
+    set.promote(2).unwrap();
+    assert_eq!(
+        set.producer_entry(3).unwrap().batches.len(),
+        1,
+        "the new leader never had sequence 1"
+    );
+    let r = done(
+        set.append(idem(3, 0, 1, &["again"]), AckMode::One, None)
+            .unwrap(),
+    );
+    assert_eq!((r.base_offset, r.duplicate), (Some(1), false));
+
+    set.rejoin(1).unwrap();
+    set.replicate_all_once().unwrap();
+    assert_eq!(set.isr(), vec![1, 2]);
+    set.promote(1).unwrap();
+    let entry = set.producer_entry(3).unwrap();
+    let offsets: Vec<i64> = entry.batches.iter().map(|b| b.base_offset).collect();
+    assert_eq!(offsets, vec![0, 1]);
+    assert_eq!(entry.batches[1].last_sequence, 1);
+    let r = done(
+        set.append(idem(3, 0, 1, &["again"]), AckMode::One, None)
+            .unwrap(),
+    );
+    assert_eq!(
+        (r.base_offset, r.duplicate),
+        (Some(1), true),
+        "broker 1 dropped its own sequence 1 and took the leader's"
+    );
+    assert_eq!(values(set.leader_log()), vals(&[(0, "a"), (1, "again")]));
+}
+
+#[test]
+fn restart_keeps_hw_and_producer_state() {
+    for crash_after_checkpoint in [false, true] {
+        let h = Harness::with(|c| c.min_insync_replicas = 2);
+        let mut set = h.create(&[1, 2, 3]);
+        set.register_producer(5, 2).unwrap();
+        for seq in 0..3 {
+            let mut handle = pending(
+                set.append(idem(5, 2, seq, &[&format!("m{seq}")]), AckMode::All, None)
+                    .unwrap(),
+            );
+            set.replicate_all_once().unwrap();
+            handle.try_result().unwrap().unwrap();
+        }
+        set.checkpoint().unwrap();
+        let hw = set.high_watermark();
+        let mut set = if crash_after_checkpoint {
+            h.crash_reopen(set)
+        } else {
+            h.reopen(set)
+        };
+        assert_eq!(set.high_watermark(), hw);
+        assert_eq!(set.isr(), vec![1, 2, 3]);
+        assert_eq!(
+            set.registered_epoch(5),
+            Some(2),
+            "registrations are in the snapshot"
+        );
+        let r = done(
+            set.append(idem(5, 2, 1, &["m1"]), AckMode::One, None)
+                .unwrap(),
+        );
+        assert_eq!((r.base_offset, r.duplicate), (Some(1), true));
+        assert_eq!(
+            code(set.append(idem(5, 2, 7, &["x"]), AckMode::One, None)),
+            ErrorCode::OutOfOrderSequence
+        );
+        assert_eq!(
+            code(set.append(idem(5, 1, 0, &["x"]), AckMode::One, None)),
+            ErrorCode::ProducerFenced
+        );
+        let r = done(
+            set.append(idem(5, 2, 3, &["m3"]), AckMode::One, None)
+                .unwrap(),
+        );
+        assert_eq!(r.base_offset, Some(3));
+    }
+}
+
+#[test]
+fn producer_state_comes_from_the_snapshot_plus_the_tail_not_a_full_scan() {
+    let h = Harness::with(|c| c.log.segment_max_bytes = 1);
+    let mut set = h.create(&[1]);
+    done(
+        set.append(idem(8, 0, 0, &["first"]), AckMode::One, None)
+            .unwrap(),
+    );
+    put(&mut set, &["filler"]);
+    set.checkpoint().unwrap();
+    let snapshot = replica_dir(h.dir.path(), 1, &h.tp).join(format!("{:020}.snapshot", 2));
+    assert!(snapshot.exists(), "snapshot at the LEO of the checkpoint");
+    // Retention removes the segment holding producer 8's batch; only the
+    // snapshot still remembers it.
+    set.apply_retention(
+        START_MS,
+        RetentionPolicy {
+            retention_ms: None,
+            retention_bytes: Some(1),
+        },
+    )
+    .unwrap();
+    assert_eq!(set.log_start_offset(), 1);
+    done(
+        set.append(idem(8, 0, 1, &["second"]), AckMode::One, None)
+            .unwrap(),
+    );
+    let mut set = h.crash_reopen(set);
+    let entry = set.producer_entry(8).unwrap();
+    let offsets: Vec<i64> = entry.batches.iter().map(|b| b.base_offset).collect();
+    assert_eq!(
+        offsets,
+        vec![0, 2],
+        "snapshot (offset 0) plus replayed tail (offset 2)"
+    );
+    let r = done(
+        set.append(idem(8, 0, 0, &["first"]), AckMode::One, None)
+            .unwrap(),
+    );
+    assert_eq!((r.base_offset, r.duplicate), (Some(0), true));
+}
