@@ -370,6 +370,12 @@ impl PartitionReplicaSet {
             )));
         }
         batch.validate()?;
+        if let Some(base) = batch.base_offset() {
+            return Err(mk_log::LogError::InvalidRecord(format!(
+                "a producer batch must not carry offsets; this one starts at {base}"
+            ))
+            .into());
+        }
         let producer = batch.producer();
         let check = self.leader().producers.check(
             producer,
@@ -763,8 +769,10 @@ impl PartitionReplicaSet {
     /// segments that are past `retention_ms` or must go to respect
     /// `retention_bytes`, but never a segment that reaches the HW (log start
     /// offset <= HW); followers then drop their closed segments that end at
-    /// or below the leader's new log start. Returns the leader's deleted
-    /// segment base offsets.
+    /// or below the leader's new log start. When anything was deleted the
+    /// set checkpoints (producer snapshots at the LEO), because replaying
+    /// from an older snapshot would now skip the deleted batches. Returns the
+    /// leader's deleted segment base offsets.
     pub fn apply_retention(&mut self, now_ms: i64, policy: RetentionPolicy) -> Result<Vec<i64>> {
         if policy.retention_ms.is_some_and(|ms| ms < 0) {
             return Err(ReplicationError::InvalidRequest(format!(
@@ -804,6 +812,7 @@ impl PartitionReplicaSet {
         let bases: Vec<i64> = closed[..count].iter().map(|s| s.base_offset).collect();
         leader.log.delete_closed_segments(&bases)?;
         let new_start = leader.log.log_start_offset();
+        let mut deleted_any = !bases.is_empty();
         for (&b, r) in self.replicas.iter_mut() {
             if b == leader_id {
                 continue;
@@ -815,7 +824,14 @@ impl PartitionReplicaSet {
                 .take_while(|s| s.next_offset <= new_start)
                 .map(|s| s.base_offset)
                 .collect();
+            deleted_any |= !follower_bases.is_empty();
             r.log.delete_closed_segments(&follower_bases)?;
+        }
+        if deleted_any {
+            // A producer snapshot below the new log start could no longer
+            // be completed by replaying the log after it (the batches in
+            // between are gone), so take fresh ones at the LEO now.
+            self.checkpoint()?;
         }
         self.check_invariants();
         Ok(bases)

@@ -436,3 +436,42 @@ fn producer_state_comes_from_the_snapshot_plus_the_tail_not_a_full_scan() {
     );
     assert_eq!((r.base_offset, r.duplicate), (Some(0), true));
 }
+
+#[test]
+fn retention_does_not_lose_the_latest_producer_sequences() {
+    let h = Harness::with(|c| c.log.segment_max_bytes = 1);
+    let mut set = h.create(&[1]);
+    done(
+        set.append(idem(6, 0, 0, &["s0"]), AckMode::One, None)
+            .unwrap(),
+    );
+    set.checkpoint().unwrap();
+    done(
+        set.append(idem(6, 0, 1, &["s1"]), AckMode::One, None)
+            .unwrap(),
+    );
+    put(&mut set, &["filler-1"]);
+    put(&mut set, &["filler-2"]);
+    // Every segment but the active one goes, including the one with seq 1;
+    // the snapshot of the checkpoint (offset 1) is now below the log start.
+    set.apply_retention(
+        START_MS,
+        RetentionPolicy {
+            retention_ms: None,
+            retention_bytes: Some(1),
+        },
+    )
+    .unwrap();
+    assert_eq!(set.log_start_offset(), 3);
+    let mut set = h.crash_reopen(set);
+    let r = done(
+        set.append(idem(6, 0, 1, &["s1"]), AckMode::One, None)
+            .unwrap(),
+    );
+    assert_eq!((r.base_offset, r.duplicate), (Some(1), true));
+    let r = done(
+        set.append(idem(6, 0, 2, &["s2"]), AckMode::One, None)
+            .unwrap(),
+    );
+    assert_eq!((r.base_offset, r.duplicate), (Some(4), false));
+}
