@@ -469,6 +469,24 @@ impl GroupCoordinator {
         self.store.commit(group, offsets, now)
     }
 
+    /// Stores offsets staged by a committed transaction (spec 04: "store the
+    /// staged offsets, no generation check"). Unlike `commit_direct` it is
+    /// allowed while the group has members, because a read-process-write
+    /// application commits its input offsets through its transaction while
+    /// its consumer is a member of the group. The caller (mk-cluster) has
+    /// validated the partitions when the offsets were staged. Errors: empty
+    /// or oversized group id or a negative offset -> INVALID_REQUEST.
+    pub fn commit_transactional(
+        &mut self,
+        group: &str,
+        offsets: &BTreeMap<TopicPartition, i64>,
+    ) -> Result<()> {
+        check_id("group", group)?;
+        check_offsets_not_negative(offsets)?;
+        let now = self.clock.now_ms();
+        self.store.commit(group, offsets, now)
+    }
+
     /// The committed offset of `partition` for `group`, if any.
     pub fn fetch_committed(&self, group: &str, partition: &TopicPartition) -> Option<i64> {
         self.store.committed(group, partition)

@@ -358,3 +358,37 @@ fn a_group_known_only_by_its_offsets_is_empty_at_generation_zero() {
     assert_eq!(f.join("manual", "m", &["orders"]).generation, 1);
     assert_eq!(f.c().fetch_committed("manual", &tp("orders", 0)), Some(3));
 }
+
+#[test]
+fn transactional_offsets_are_stored_while_the_group_has_members() {
+    let mut f = Fixture::new();
+    let a = f.join("g", "a", &["orders"]);
+    // A plain commit is refused for an active group...
+    assert_eq!(
+        code(
+            f.c()
+                .commit_direct("g", &offsets(&[("orders", 0, 3)]), &f.meta.clone())
+        )
+        .0,
+        ErrorCode::UnknownMember
+    );
+    // ...but offsets staged by a committed transaction are stored.
+    f.c()
+        .commit_transactional("g", &offsets(&[("orders", 0, 3)]))
+        .unwrap();
+    assert_eq!(f.c().fetch_committed("g", &tp("orders", 0)), Some(3));
+    assert_eq!(
+        code(
+            f.c()
+                .commit_transactional("g", &offsets(&[("orders", 0, -1)]))
+        )
+        .0,
+        ErrorCode::InvalidRequest
+    );
+    assert_eq!(
+        code(f.c().commit_transactional("", &offsets(&[]))).0,
+        ErrorCode::InvalidRequest
+    );
+    // The member is untouched by it.
+    f.c().heartbeat("g", "a", a.generation).unwrap();
+}
