@@ -363,11 +363,12 @@ fn a_group_known_only_by_its_offsets_is_empty_at_generation_zero() {
 fn transactional_offsets_are_stored_while_the_group_has_members() {
     let mut f = Fixture::new();
     let a = f.join("g", "a", &["orders"]);
+    let meta = f.meta.clone();
     // A plain commit is refused for an active group...
     assert_eq!(
         code(
             f.c()
-                .commit_direct("g", &offsets(&[("orders", 0, 3)]), &f.meta.clone())
+                .commit_direct("g", &offsets(&[("orders", 0, 3)]), &meta)
         )
         .0,
         ErrorCode::UnknownMember
