@@ -40,6 +40,10 @@ pub enum ClusterError {
     /// before sending it.
     #[error("cancelled: {0}")]
     Cancelled(String),
+    /// A copy of an error already reported elsewhere (every record of a
+    /// failed batch fails with the same code and message).
+    #[error("{message}")]
+    Replayed { code: ErrorCode, message: String },
 }
 
 impl ClusterError {
@@ -59,6 +63,7 @@ impl ClusterError {
             ClusterError::Storage(_) => ErrorCode::StorageError,
             ClusterError::Closed | ClusterError::Cancelled(_) => ErrorCode::ClusterClosed,
             ClusterError::Failed(_) => ErrorCode::ClusterFailed,
+            ClusterError::Replayed { code, .. } => *code,
         }
     }
 

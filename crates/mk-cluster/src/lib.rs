@@ -3,12 +3,47 @@
 //! in-process Producer and Consumer and the cluster lifecycle.
 //!
 //! It must never know JSON wire shapes, sockets or command-line flags;
-//! adapters translate into its operations.
+//! adapters translate into its operations. Adapters depend on this crate
+//! only, so it re-exports the domain types they need.
 
+mod clients;
+mod cluster;
 pub mod config;
+mod consumer;
+mod data;
 mod error;
+mod groups;
+mod lifecycle;
 pub mod metadata;
 pub mod partitioner;
+mod producer;
+mod shutdown;
+mod steps;
+mod topics;
+mod transactions;
 
+pub use clients::ClusterClients;
+pub use cluster::{BrokerCluster, INTERNAL_TOPICS, OFFSETS_TOPIC};
 pub use config::{BrokerId, CleanupPolicy, FlushPolicy, MiniKafkaConfig, TopicConfig};
+pub use consumer::{Consumer, ConsumerOptions, OffsetReset, PolledRecord};
+pub use data::{ConsumerRecord, FetchRequest, FetchResult, Isolation, PendingAppend};
 pub use error::{ClusterError, Result};
+pub use lifecycle::LifecycleState;
+pub use producer::{
+    Producer, ProducerOptions, ProducerRecord, RecordFuture, RecordMetadata, estimated_size,
+};
+pub use steps::CompactionSummary;
+pub use topics::{PartitionInfo, TopicDescription};
+pub use transactions::TxnHandle;
+
+/// Types of the domain crates that adapters need, re-exported so adapters
+/// depend on mk-cluster only.
+pub use mk_core::{Clock, ErrorCode, ManualClock, SharedClock, SystemClock, TopicPartition};
+pub use mk_group::{
+    AssignorKind, GroupDescription, GroupState, MemberAssignment, MemberDescription,
+};
+pub use mk_log::{
+    ControlType, FaultInjector, Header, ProducerInfo, Record, RecordBatch, RetentionPolicy,
+};
+pub use mk_replication::{AckMode, LeaderAndEpoch, ProduceResult, ProducerIdentity};
+pub use mk_txn::{TxnDescription, TxnState};

@@ -1,0 +1,392 @@
+//! `BrokerCluster`: the one semantic core. It owns the metadata store, one
+//! `PartitionReplicaSet` per partition (each behind its own lock, so
+//! operations on different partitions run in parallel), the producer
+//! identity store, the group coordinator and the transaction coordinator.
+//! Locks are never held across an `.await`: `acks=all` appends hand back a
+//! completion that is awaited after the partition lock is released.
+
+use crate::config::{BrokerId, MiniKafkaConfig, TopicConfig};
+use crate::error::{ClusterError, Result};
+use crate::lifecycle::{DirLock, Lifecycle, LifecycleState};
+use crate::metadata::{MetadataStore, PartitionMeta, TopicMeta};
+use mk_core::{SharedClock, SystemClock, TopicPartition};
+use mk_group::{GroupConfig, GroupCoordinator};
+use mk_log::{FaultInjector, LogConfig};
+use mk_replication::{
+    PartitionAssignment, PartitionReplicaSet, ProducerIdentityStore, ReplicationConfig,
+};
+use mk_txn::{TransactionCoordinator, TxnConfig};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// The name of the internal offsets log (hidden from topic listings).
+pub use mk_group::OFFSETS_TOPIC;
+
+/// Names users may not create or produce to.
+pub const INTERNAL_TOPICS: &[&str] = &[OFFSETS_TOPIC, "__transaction_state"];
+
+/// One partition: its replica set and the signal fired when its high
+/// watermark may have moved (long-poll fetches wait on it).
+#[derive(Debug)]
+pub(crate) struct PartitionSlot {
+    pub tp: TopicPartition,
+    /// `None` once the cluster is closed or crashed.
+    pub set: Mutex<Option<PartitionReplicaSet>>,
+    pub hw_moved: Notify,
+    /// Records appended since the last fsync and when it happened (flush
+    /// policy).
+    pub unflushed: Mutex<(u64, i64)>,
+}
+
+/// One topic: its metadata and partitions.
+#[derive(Debug)]
+pub(crate) struct Topic {
+    pub meta: TopicMeta,
+    pub partitions: Vec<Arc<PartitionSlot>>,
+}
+
+/// The semantic core. Share it as `Arc<BrokerCluster>`; it is `Send + Sync`.
+#[derive(Debug)]
+pub struct BrokerCluster {
+    pub(crate) config: MiniKafkaConfig,
+    pub(crate) clock: SharedClock,
+    pub(crate) faults: Arc<FaultInjector>,
+    pub(crate) life: Lifecycle,
+    pub(crate) topics: RwLock<BTreeMap<String, Arc<Topic>>>,
+    pub(crate) metadata: Mutex<MetadataStore>,
+    pub(crate) identities: Mutex<ProducerIdentityStore>,
+    pub(crate) groups: Mutex<Option<GroupCoordinator>>,
+    pub(crate) txns: Mutex<Option<TransactionCoordinator>>,
+    /// Fired on every append so the replication driver wakes at once.
+    pub(crate) appended: Notify,
+    pub(crate) tasks: TaskTracker,
+    pub(crate) shutdown: CancellationToken,
+    pub(crate) started_ms: i64,
+    pub(crate) member_counter: AtomicU64,
+    pub(crate) clients: Mutex<crate::clients::ClientRegistry>,
+    _lock: DirLock,
+}
+
+impl BrokerCluster {
+    /// Opens (or creates) a cluster in `config.data_dir` with the system
+    /// clock.
+    pub fn open(config: MiniKafkaConfig) -> Result<Arc<Self>> {
+        Self::open_with_clock(config, Arc::new(SystemClock))
+    }
+
+    /// Opens with an injected clock (tests pass a `ManualClock` they keep a
+    /// handle to). Recovers every partition, the offsets log and the
+    /// transaction journal, and completes transactions that a crash left in
+    /// a Prepare state.
+    pub fn open_with_clock(config: MiniKafkaConfig, clock: SharedClock) -> Result<Arc<Self>> {
+        config.validate()?;
+        std::fs::create_dir_all(&config.data_dir).map_err(|e| {
+            ClusterError::Storage(format!("cannot create {}: {e}", config.data_dir.display()))
+        })?;
+        let lock = DirLock::acquire(&config.data_dir)?;
+        let faults = Arc::new(FaultInjector::new());
+        let metadata = MetadataStore::load(&config.data_dir)?;
+        let identities = ProducerIdentityStore::open(&config.data_dir)?;
+        let mut topics = BTreeMap::new();
+        let mut epoch_changes = Vec::new();
+        for meta in metadata.topics() {
+            let mut partitions = Vec::with_capacity(meta.partitions.len());
+            for p in &meta.partitions {
+                let tp = TopicPartition::new(&meta.name, p.partition);
+                let mut set = PartitionReplicaSet::open(
+                    &config.data_dir,
+                    tp.clone(),
+                    PartitionAssignment {
+                        replicas: p.replicas.clone(),
+                        leader_id: p.leader_id,
+                        leader_epoch: p.leader_epoch,
+                    },
+                    replication_config(&config, &meta.config, &faults),
+                    clock.clone(),
+                )?;
+                if (set.leader_id(), set.leader_epoch()) != (p.leader_id, p.leader_epoch) {
+                    epoch_changes.push((tp.clone(), set.leader_id(), set.leader_epoch()));
+                }
+                for (_, identity) in identities.identities() {
+                    // Re-register every known producer epoch so zombies stay
+                    // fenced after a restart.
+                    let _ = set.register_producer(identity.producer_id, identity.epoch);
+                }
+                partitions.push(Arc::new(PartitionSlot::new(tp, set, clock.now_ms())));
+            }
+            topics.insert(
+                meta.name.clone(),
+                Arc::new(Topic {
+                    meta: meta.clone(),
+                    partitions,
+                }),
+            );
+        }
+        let mut metadata = metadata;
+        for (tp, leader, epoch) in epoch_changes {
+            metadata.set_leader(&tp.topic, tp.partition, leader, epoch)?;
+        }
+        let groups = GroupCoordinator::open(
+            &config.data_dir.join(format!("{OFFSETS_TOPIC}-0")),
+            GroupConfig {
+                session_timeout_ms: config.group_session_timeout_ms,
+                offsets_log: log_config(&config, None, &faults),
+                ..GroupConfig::default()
+            },
+            clock.clone(),
+        )?;
+        let recovered = TransactionCoordinator::open(
+            &config.data_dir.join(mk_txn::JOURNAL_FILE_NAME),
+            TxnConfig {
+                transaction_timeout_ms: config.transaction_timeout_ms,
+                ..TxnConfig::default()
+            },
+            clock.clone(),
+        )?;
+        let started_ms = clock.now_ms();
+        let cluster = Arc::new(Self {
+            config,
+            clock,
+            faults,
+            life: Lifecycle::new(),
+            topics: RwLock::new(topics),
+            metadata: Mutex::new(metadata),
+            identities: Mutex::new(identities),
+            groups: Mutex::new(Some(groups)),
+            txns: Mutex::new(Some(recovered.coordinator)),
+            appended: Notify::new(),
+            tasks: TaskTracker::new(),
+            shutdown: CancellationToken::new(),
+            started_ms,
+            member_counter: AtomicU64::new(0),
+            clients: Mutex::new(crate::clients::ClientRegistry::default()),
+            _lock: lock,
+        });
+        cluster.recover_transactions(recovered.plans)?;
+        Ok(cluster)
+    }
+
+    pub fn config(&self) -> &MiniKafkaConfig {
+        &self.config
+    }
+
+    pub fn clock(&self) -> &SharedClock {
+        &self.clock
+    }
+
+    /// Milliseconds since the cluster was opened, by its clock.
+    pub fn uptime_ms(&self) -> i64 {
+        self.clock.now_ms() - self.started_ms
+    }
+
+    /// The broker ids this process hosts.
+    pub fn broker_ids(&self) -> &[BrokerId] {
+        &self.config.broker_ids
+    }
+
+    /// The failure injector shared by every log and store: tests fail
+    /// writes or fsyncs through it to drive the cluster into FAILED.
+    pub fn failure_injector(&self) -> &Arc<FaultInjector> {
+        &self.faults
+    }
+
+    pub fn state(&self) -> LifecycleState {
+        self.life.get()
+    }
+
+    // ----- internal helpers ------------------------------------------------
+
+    /// Ok while the cluster runs; CLUSTER_CLOSED / CLUSTER_FAILED otherwise.
+    pub(crate) fn check_running(&self) -> Result<()> {
+        self.life.check()
+    }
+
+    /// Turns a storage failure into the terminal FAILED state (the caller
+    /// sees CLUSTER_FAILED with the cause); passes other errors through.
+    pub(crate) fn guard<T, E: Into<ClusterError>>(
+        &self,
+        r: std::result::Result<T, E>,
+    ) -> Result<T> {
+        r.map_err(|e| {
+            let e = e.into();
+            if e.is_storage_failure() {
+                self.life.fail(e.to_string())
+            } else {
+                e
+            }
+        })
+    }
+
+    pub(crate) fn topic(&self, name: &str) -> Result<Arc<Topic>> {
+        self.topics
+            .read()
+            .expect("topics lock")
+            .get(name)
+            .cloned()
+            .ok_or_else(|| ClusterError::UnknownTopic(format!("topic {name:?} does not exist")))
+    }
+
+    pub(crate) fn slot(&self, tp: &TopicPartition) -> Result<Arc<PartitionSlot>> {
+        let topic = self.topic(&tp.topic)?;
+        topic
+            .partitions
+            .get(tp.partition as usize)
+            .cloned()
+            .ok_or_else(|| {
+                ClusterError::UnknownPartition(format!(
+                    "{tp} does not exist; topic {:?} has {} partition(s)",
+                    tp.topic,
+                    topic.partitions.len()
+                ))
+            })
+    }
+
+    /// Every partition slot, in topic and partition order.
+    pub(crate) fn all_slots(&self) -> Vec<Arc<PartitionSlot>> {
+        self.topics
+            .read()
+            .expect("topics lock")
+            .values()
+            .flat_map(|t| t.partitions.iter().cloned())
+            .collect()
+    }
+
+    /// Runs `f` on the replica set of `tp` under its lock, guarding storage
+    /// failures.
+    pub(crate) fn with_partition<T>(
+        &self,
+        tp: &TopicPartition,
+        f: impl FnOnce(&mut PartitionReplicaSet) -> Result<T>,
+    ) -> Result<T> {
+        self.check_running()?;
+        let slot = self.slot(tp)?;
+        self.with_slot(&slot, f)
+    }
+
+    pub(crate) fn with_slot<T>(
+        &self,
+        slot: &PartitionSlot,
+        f: impl FnOnce(&mut PartitionReplicaSet) -> Result<T>,
+    ) -> Result<T> {
+        let mut guard = slot.set.lock().expect("partition lock");
+        let set = guard.as_mut().ok_or(ClusterError::Closed)?;
+        let r = f(set);
+        drop(guard);
+        self.guard(r)
+    }
+
+    /// Partition counts of the user topics (what the group coordinator sees).
+    pub(crate) fn partition_counts(&self) -> BTreeMap<String, u32> {
+        self.topics
+            .read()
+            .expect("topics lock")
+            .iter()
+            .map(|(n, t)| (n.clone(), t.partitions.len() as u32))
+            .collect()
+    }
+
+    pub(crate) fn groups(&self) -> Result<MutexGuard<'_, Option<GroupCoordinator>>> {
+        self.check_running()?;
+        Ok(self.groups.lock().expect("groups lock"))
+    }
+
+    pub(crate) fn txns(&self) -> Result<MutexGuard<'_, Option<TransactionCoordinator>>> {
+        self.check_running()?;
+        Ok(self.txns.lock().expect("txns lock"))
+    }
+
+    pub(crate) fn next_member_number(&self) -> u64 {
+        self.member_counter.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Spawns a task owned by the cluster: it is cancelled and awaited by
+    /// `close()`, so it never outlives the cluster.
+    pub(crate) fn spawn_owned<F>(&self, fut: F) -> Result<()>
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let handle = tokio::runtime::Handle::try_current().map_err(|_| {
+            ClusterError::InvalidRequest(
+                "this operation needs a tokio runtime (acks=all completions run as tasks)".into(),
+            )
+        })?;
+        let token = self.shutdown.clone();
+        self.tasks.spawn_on(
+            async move {
+                tokio::select! {
+                    _ = token.cancelled() => {}
+                    _ = fut => {}
+                }
+            },
+            &handle,
+        );
+        Ok(())
+    }
+
+    /// How many tasks the cluster owns right now (0 after `close()`).
+    pub fn owned_tasks(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Creates the topic metadata entry for a new topic.
+    pub(crate) fn new_topic_meta(
+        &self,
+        name: &str,
+        partitions: u32,
+        rf: usize,
+        config: TopicConfig,
+    ) -> TopicMeta {
+        TopicMeta {
+            name: name.to_string(),
+            partitions: (0..partitions)
+                .map(|p| crate::metadata::place_replicas(&self.config.broker_ids, p, rf))
+                .collect::<Vec<PartitionMeta>>(),
+            config,
+        }
+    }
+}
+
+impl PartitionSlot {
+    pub(crate) fn new(tp: TopicPartition, set: PartitionReplicaSet, now_ms: i64) -> Self {
+        Self {
+            tp,
+            set: Mutex::new(Some(set)),
+            hw_moved: Notify::new(),
+            unflushed: Mutex::new((0, now_ms)),
+        }
+    }
+}
+
+/// The log settings of one topic's replicas.
+pub(crate) fn log_config(
+    config: &MiniKafkaConfig,
+    topic: Option<&TopicConfig>,
+    faults: &Arc<FaultInjector>,
+) -> LogConfig {
+    LogConfig {
+        segment_max_bytes: topic
+            .and_then(|t| t.segment_bytes)
+            .unwrap_or(config.segment_max_bytes),
+        index_interval_bytes: config.index_interval_bytes,
+        max_batch_bytes: config.max_batch_bytes,
+        faults: faults.clone(),
+    }
+}
+
+pub(crate) fn replication_config(
+    config: &MiniKafkaConfig,
+    topic: &TopicConfig,
+    faults: &Arc<FaultInjector>,
+) -> ReplicationConfig {
+    ReplicationConfig {
+        replica_lag_max_offsets: config.replica_lag_max_offsets,
+        replica_lag_time_ms: config.replica_lag_time_ms,
+        replica_fetch_max_bytes: config.replica_fetch_max_bytes as usize,
+        min_insync_replicas: config.min_insync_replicas,
+        log: log_config(config, Some(topic), faults),
+    }
+}

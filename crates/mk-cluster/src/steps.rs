@@ -1,0 +1,200 @@
+//! The explicit steps of a broker (spec 00 "Determinism and stepping"):
+//! replication, failure injection, flush cycles, retention, compaction.
+//! The server drives the same steps from timers; no behavior exists only
+//! in a background loop.
+
+use crate::cluster::BrokerCluster;
+use crate::config::{BrokerId, CleanupPolicy};
+use crate::error::{ClusterError, Result};
+use mk_core::TopicPartition;
+use mk_log::RetentionPolicy;
+use mk_replication::LeaderAndEpoch;
+use std::collections::BTreeMap;
+
+/// What a compaction step did on one topic (summed over its partitions'
+/// leaders).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CompactionSummary {
+    pub records_before: u64,
+    pub records_after: u64,
+}
+
+impl BrokerCluster {
+    /// Every follower of every partition pulls once from its leader; ISR and
+    /// HW are recomputed and `acks=all` waiters settle.
+    pub fn replicate_all_once(&self) -> Result<()> {
+        self.check_running()?;
+        for slot in self.all_slots() {
+            self.with_slot(&slot, |set| {
+                set.replicate_all_once()?;
+                Ok(())
+            })?;
+            slot.hw_moved.notify_waiters();
+        }
+        Ok(())
+    }
+
+    /// Recomputes the ISR of every partition by the time rule without
+    /// fetching (the server's ISR refresh tick).
+    pub fn refresh_isr(&self) -> Result<()> {
+        self.check_running()?;
+        for slot in self.all_slots() {
+            self.with_slot(&slot, |set| {
+                set.refresh_isr();
+                Ok(())
+            })?;
+            slot.hw_moved.notify_waiters();
+        }
+        Ok(())
+    }
+
+    /// Promotes an in-sync replica to leader (epoch + 1, persisted in the
+    /// metadata before the new leadership is used).
+    pub fn promote(&self, tp: &TopicPartition, broker: BrokerId) -> Result<LeaderAndEpoch> {
+        self.check_running()?;
+        let slot = self.slot(tp)?;
+        let result = self.with_slot(&slot, |set| {
+            let le = set.promote(broker)?;
+            // Persisting under the partition lock keeps appends of the new
+            // epoch from racing ahead of the metadata.
+            self.metadata.lock().expect("metadata lock").set_leader(
+                &tp.topic,
+                tp.partition,
+                le.leader_id,
+                le.leader_epoch,
+            )?;
+            Ok(le)
+        });
+        slot.hw_moved.notify_waiters();
+        result
+    }
+
+    /// A former leader or lagging replica becomes a follower of the current
+    /// epoch; its next fetch reconciles it.
+    pub fn rejoin(&self, tp: &TopicPartition, broker: BrokerId) -> Result<()> {
+        self.with_partition(tp, |set| Ok(set.rejoin(broker)?))
+    }
+
+    /// Failure injection: removes a follower from the ISR.
+    pub fn remove_from_isr(&self, tp: &TopicPartition, broker: BrokerId) -> Result<()> {
+        let slot = self.slot(tp)?;
+        let r = self.with_slot(&slot, |set| Ok(set.remove_from_isr(broker)?));
+        slot.hw_moved.notify_waiters();
+        r
+    }
+
+    /// Closes the active segment of every replica of the partition.
+    pub fn roll(&self, tp: &TopicPartition) -> Result<()> {
+        self.with_partition(tp, |set| Ok(set.roll()?))
+    }
+
+    /// Fsyncs every log, index and store and writes the HW, epoch and
+    /// producer-state checkpoints. A failure (real or injected) makes the
+    /// cluster terminally FAILED.
+    pub fn run_flush_cycle(&self) -> Result<()> {
+        self.check_running()?;
+        for slot in self.all_slots() {
+            self.with_slot(&slot, |set| Ok(set.checkpoint()?))?;
+            *slot.unflushed.lock().expect("flush state") = (0, self.clock.now_ms());
+        }
+        let mut groups = self.groups()?;
+        let g = groups.as_mut().ok_or(ClusterError::Closed)?;
+        self.guard(g.flush())
+    }
+
+    /// Applies retention to one topic: with `overrides`, those limits; else
+    /// the topic's own `retention.ms` / `retention.bytes` (only for
+    /// `cleanup.policy=delete`). Returns the deleted segment bases per
+    /// partition (leaders).
+    pub fn apply_retention(
+        &self,
+        topic: &str,
+        overrides: Option<RetentionPolicy>,
+    ) -> Result<BTreeMap<u32, Vec<i64>>> {
+        self.check_running()?;
+        let t = self.topic(topic)?;
+        let policy = match overrides {
+            Some(p) => p,
+            None if t.meta.config.cleanup_policy == CleanupPolicy::Delete => RetentionPolicy {
+                retention_ms: t.meta.config.retention_ms,
+                retention_bytes: t.meta.config.retention_bytes,
+            },
+            None => return Ok(BTreeMap::new()),
+        };
+        let now = self.clock.now_ms();
+        let mut out = BTreeMap::new();
+        for slot in &t.partitions {
+            let deleted = self.with_slot(slot, |set| Ok(set.apply_retention(now, policy)?))?;
+            out.insert(slot.tp.partition, deleted);
+        }
+        Ok(out)
+    }
+
+    /// Applies every delete-policy topic's retention.
+    pub fn apply_retention_all(&self) -> Result<BTreeMap<TopicPartition, Vec<i64>>> {
+        let mut out = BTreeMap::new();
+        for topic in self.list_topics()? {
+            for (p, deleted) in self.apply_retention(&topic, None)? {
+                if !deleted.is_empty() {
+                    out.insert(TopicPartition::new(&topic, p), deleted);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Compacts one topic's replicas (closed segments below the HW), with
+    /// the topic's `delete.retention.ms` unless overridden. Counts are the
+    /// leaders'.
+    pub fn compact(
+        &self,
+        topic: &str,
+        delete_retention_ms: Option<i64>,
+    ) -> Result<CompactionSummary> {
+        self.check_running()?;
+        let t = self.topic(topic)?;
+        let grace = delete_retention_ms.unwrap_or(t.meta.config.delete_retention_ms);
+        if grace < 0 {
+            return Err(ClusterError::InvalidRequest(format!(
+                "delete_retention_ms must be >= 0, got {grace}"
+            )));
+        }
+        let now = self.clock.now_ms();
+        let mut summary = CompactionSummary::default();
+        for slot in &t.partitions {
+            self.with_slot(slot, |set| {
+                let leader = set.leader_id();
+                for (broker, r) in set.compact(now, grace)? {
+                    if broker == leader {
+                        summary.records_before += r.records_before;
+                        summary.records_after += r.records_after;
+                    }
+                }
+                Ok(())
+            })?;
+        }
+        Ok(summary)
+    }
+
+    /// Compacts every compact-policy topic and the internal offsets log.
+    pub fn compact_all(&self) -> Result<BTreeMap<String, CompactionSummary>> {
+        let mut out = BTreeMap::new();
+        for topic in self.list_topics()? {
+            if self.topic(&topic)?.meta.config.cleanup_policy == CleanupPolicy::Compact {
+                out.insert(topic.clone(), self.compact(&topic, None)?);
+            }
+        }
+        let now = self.clock.now_ms();
+        let mut groups = self.groups()?;
+        let g = groups.as_mut().ok_or(ClusterError::Closed)?;
+        let r = self.guard(g.compact(now))?;
+        out.insert(
+            crate::cluster::OFFSETS_TOPIC.to_string(),
+            CompactionSummary {
+                records_before: r.records_before,
+                records_after: r.records_after,
+            },
+        );
+        Ok(out)
+    }
+}
