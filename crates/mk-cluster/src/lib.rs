@@ -11,6 +11,7 @@ mod cluster;
 pub mod config;
 mod consumer;
 mod data;
+mod drivers;
 mod error;
 mod groups;
 mod lifecycle;
@@ -27,6 +28,7 @@ pub use cluster::{BrokerCluster, INTERNAL_TOPICS, OFFSETS_TOPIC};
 pub use config::{BrokerId, CleanupPolicy, FlushPolicy, MiniKafkaConfig, TopicConfig};
 pub use consumer::{Consumer, ConsumerOptions, OffsetReset, PolledRecord};
 pub use data::{ConsumerRecord, FetchRequest, FetchResult, Isolation, PendingAppend};
+pub use drivers::DriverConfig;
 pub use error::{ClusterError, Result};
 pub use lifecycle::LifecycleState;
 pub use producer::{

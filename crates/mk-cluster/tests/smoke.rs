@@ -18,7 +18,13 @@ fn open(dir: &std::path::Path, brokers: Vec<i32>, clock: &ManualClock) -> Arc<Br
 }
 
 fn batch(values: &[&str]) -> RecordBatch {
-    RecordBatch::new(values.iter().map(|v| Record::new(None, Some(b(v)), 1)).collect()).unwrap()
+    RecordBatch::new(
+        values
+            .iter()
+            .map(|v| Record::new(None, Some(b(v)), 1))
+            .collect(),
+    )
+    .unwrap()
 }
 
 #[tokio::test]
@@ -28,17 +34,31 @@ async fn produce_fetch_close_reopen() {
     let c = open(dir.path(), vec![1], &clock);
     c.create_topic("events", 2, 1).unwrap();
     let tp = TopicPartition::new("events", 0);
-    let r = c.append_batch(&tp, batch(&["a", "b"]), AckMode::One).await.unwrap();
+    let r = c
+        .append_batch(&tp, batch(&["a", "b"]), AckMode::One)
+        .await
+        .unwrap();
     assert_eq!(r.base_offset, Some(0));
     let got = c.fetch(&FetchRequest::new(tp.clone(), 0, 10)).unwrap();
     assert_eq!(got.records.len(), 2);
     assert_eq!(got.high_watermark, 2);
     c.close().await.unwrap();
-    assert_eq!(c.fetch(&FetchRequest::new(tp.clone(), 0, 10)).unwrap_err().code(), ErrorCode::ClusterClosed);
+    assert_eq!(
+        c.fetch(&FetchRequest::new(tp.clone(), 0, 10))
+            .unwrap_err()
+            .code(),
+        ErrorCode::ClusterClosed
+    );
     assert_eq!(c.owned_tasks(), 0);
     drop(c);
     let c = open(dir.path(), vec![1], &clock);
-    assert_eq!(c.fetch(&FetchRequest::new(tp, 0, 10)).unwrap().records.len(), 2);
+    assert_eq!(
+        c.fetch(&FetchRequest::new(tp, 0, 10))
+            .unwrap()
+            .records
+            .len(),
+        2
+    );
     assert_eq!(c.list_topics().unwrap(), vec!["events".to_string()]);
 }
 
@@ -51,7 +71,9 @@ async fn acks_all_waits_for_replication() {
     let c = BrokerCluster::open_with_clock(cfg, Arc::new(clock.clone())).unwrap();
     c.create_topic("t", 1, 3).unwrap();
     let tp = TopicPartition::new("t", 0);
-    let pending = c.submit_append(&tp, batch(&["x"]), AckMode::All, None).unwrap();
+    let pending = c
+        .submit_append(&tp, batch(&["x"]), AckMode::All, None)
+        .unwrap();
     let waiter = tokio::spawn(pending.wait());
     tokio::task::yield_now().await;
     assert!(!waiter.is_finished());
@@ -70,7 +92,14 @@ async fn producer_and_group_consumer() {
     let p = c.producer(ProducerOptions::default()).unwrap();
     let mut futs = Vec::new();
     for i in 0..30 {
-        futs.push(p.send(ProducerRecord::new("orders", Some(b(&format!("k{i}"))), Some(b("v")))).unwrap());
+        futs.push(
+            p.send(ProducerRecord::new(
+                "orders",
+                Some(b(&format!("k{i}"))),
+                Some(b("v")),
+            ))
+            .unwrap(),
+        );
     }
     p.flush().await.unwrap();
     for f in futs {
@@ -95,13 +124,17 @@ async fn transactions_commit_and_abort() {
     c.create_topic("out", 1, 1).unwrap();
     let tp = TopicPartition::new("out", 0);
     let h = c.begin_transaction("tx").await.unwrap();
-    c.txn_send(&h, "out", None, Some(b("one")), None).await.unwrap();
+    c.txn_send(&h, "out", None, Some(b("one")), None)
+        .await
+        .unwrap();
     let rc = FetchRequest::new(tp.clone(), 0, 10).with_isolation(Isolation::ReadCommitted);
     assert!(c.fetch(&rc).unwrap().records.is_empty());
     c.commit_transaction(&h).await.unwrap();
     assert_eq!(c.fetch(&rc).unwrap().records.len(), 1);
     let h = c.begin_transaction("tx").await.unwrap();
-    c.txn_send(&h, "out", None, Some(b("two")), None).await.unwrap();
+    c.txn_send(&h, "out", None, Some(b("two")), None)
+        .await
+        .unwrap();
     c.abort_transaction(&h).await.unwrap();
     let all = c.fetch(&rc).unwrap();
     assert_eq!(all.records.len(), 1);

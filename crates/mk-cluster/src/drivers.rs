@@ -1,0 +1,126 @@
+//! Background drivers: tokio tasks that run the explicit steps from timers
+//! and events, for a broker that runs on its own (mk-server). Each is owned
+//! by the cluster and stops on `close()`. No behavior lives only here: every
+//! driver calls a public step that tests and labs call by hand.
+
+use crate::cluster::BrokerCluster;
+use crate::error::Result;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Intervals of the background drivers.
+#[derive(Debug, Clone)]
+pub struct DriverConfig {
+    /// Replication runs on every append (event-driven) and at least this
+    /// often, which also refreshes the ISR by the time rule.
+    pub replication_tick: Duration,
+    pub group_expiry_interval: Duration,
+    pub transaction_expiry_interval: Duration,
+    /// `None` leaves fsync to the flush policy and to close.
+    pub flush_interval: Option<Duration>,
+    /// Retention and compaction of every topic (and the offsets log).
+    pub cleanup_interval: Duration,
+}
+
+impl Default for DriverConfig {
+    fn default() -> Self {
+        Self {
+            replication_tick: Duration::from_millis(200),
+            group_expiry_interval: Duration::from_millis(1_000),
+            transaction_expiry_interval: Duration::from_millis(1_000),
+            flush_interval: Some(Duration::from_millis(1_000)),
+            cleanup_interval: Duration::from_secs(60),
+        }
+    }
+}
+
+impl BrokerCluster {
+    /// Starts every background driver (needs a tokio runtime).
+    pub fn start_drivers(self: &Arc<Self>, config: DriverConfig) -> Result<()> {
+        let c = self.clone();
+        self.spawn_owned(async move {
+            loop {
+                tokio::select! {
+                    _ = c.appended.notified() => {}
+                    _ = tokio::time::sleep(config.replication_tick) => {}
+                }
+                if !step_ok("replication", c.replicate_all_once()) {
+                    break;
+                }
+            }
+        })?;
+        let c = self.clone();
+        let every = config.group_expiry_interval;
+        self.spawn_owned(async move {
+            let mut tick = interval(every);
+            loop {
+                tick.tick().await;
+                if !step_ok("group expiry", c.expire_group_members()) {
+                    break;
+                }
+            }
+        })?;
+        let c = self.clone();
+        let every = config.transaction_expiry_interval;
+        self.spawn_owned(async move {
+            let mut tick = interval(every);
+            loop {
+                tick.tick().await;
+                if !step_ok("transaction expiry", c.expire_transactions().await) {
+                    break;
+                }
+            }
+        })?;
+        if let Some(every) = config.flush_interval {
+            let c = self.clone();
+            self.spawn_owned(async move {
+                let mut tick = interval(every);
+                loop {
+                    tick.tick().await;
+                    if !step_ok("flush cycle", c.run_flush_cycle()) {
+                        break;
+                    }
+                }
+            })?;
+        }
+        let c = self.clone();
+        let every = config.cleanup_interval;
+        self.spawn_owned(async move {
+            let mut tick = interval(every);
+            loop {
+                tick.tick().await;
+                if !step_ok("retention", c.apply_retention_all())
+                    || !step_ok("compaction", c.compact_all())
+                {
+                    break;
+                }
+            }
+        })?;
+        Ok(())
+    }
+}
+
+fn interval(every: Duration) -> tokio::time::Interval {
+    let mut i = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    i.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    i
+}
+
+/// Logs a failed step; returns false when the cluster can no longer run
+/// (closed or failed), which ends the driver.
+fn step_ok<T>(name: &str, r: Result<T>) -> bool {
+    match r {
+        Ok(_) => true,
+        Err(e) => {
+            let code = e.code();
+            if matches!(
+                code,
+                mk_core::ErrorCode::ClusterClosed | mk_core::ErrorCode::ClusterFailed
+            ) {
+                return false;
+            }
+            tracing::warn!(step = name, error = %e, "background step failed");
+            true
+        }
+    }
+}
