@@ -1,4 +1,287 @@
-//! The in-process adapter (book chapter 10): a transparent facade over
-//! `BrokerCluster` with no semantics of its own.
+//! The in-process adapter (book chapter 10): `DirectAdmin` for topics,
+//! cluster views and the lab steps, `DirectClient` for produce, fetch,
+//! groups and transactions. Each method is one call of one `BrokerCluster`
+//! operation — the adapter is transparent and has no semantics of its own,
+//! which is what lets the parity suite hold it against the JSON-TCP adapter.
 //!
 //! It must never implement topics, offsets, fencing or visibility itself.
+
+use mk_cluster::{
+    AssignorKind, BrokerCluster, BrokerId, ClusterDescription, ClusterStats, CompactionSummary,
+    FetchRequest, FetchResult, GroupDescription, LeaderAndEpoch, MemberAssignment, OffsetSpec,
+    ProduceRequest, ProduceResponse, ProducerIdentity, Result, RetentionPolicy, TopicConfig,
+    TopicDescription, TopicPartition, TxnHandle,
+};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use mk_cluster;
+
+/// Topic administration, cluster views and the explicit (lab) steps.
+#[derive(Debug, Clone)]
+pub struct DirectAdmin {
+    cluster: Arc<BrokerCluster>,
+}
+
+impl DirectAdmin {
+    pub fn new(cluster: Arc<BrokerCluster>) -> Self {
+        Self { cluster }
+    }
+
+    pub fn cluster(&self) -> &Arc<BrokerCluster> {
+        &self.cluster
+    }
+
+    pub fn create_topic(
+        &self,
+        topic: &str,
+        partitions: u32,
+        replication_factor: usize,
+    ) -> Result<()> {
+        self.cluster
+            .create_topic(topic, partitions, replication_factor)
+    }
+
+    pub fn create_topic_with_config(
+        &self,
+        topic: &str,
+        partitions: u32,
+        replication_factor: usize,
+        config: TopicConfig,
+    ) -> Result<()> {
+        self.cluster
+            .create_topic_with_config(topic, partitions, replication_factor, config)
+    }
+
+    pub fn describe_topic(&self, topic: &str) -> Result<TopicDescription> {
+        self.cluster.describe_topic(topic)
+    }
+
+    pub fn list_topics(&self) -> Result<Vec<String>> {
+        self.cluster.list_topics()
+    }
+
+    pub fn describe_cluster(&self) -> Result<ClusterDescription> {
+        self.cluster.describe_cluster()
+    }
+
+    pub fn stats(&self) -> Result<ClusterStats> {
+        self.cluster.stats()
+    }
+
+    pub fn promote(&self, tp: &TopicPartition, broker: BrokerId) -> Result<LeaderAndEpoch> {
+        self.cluster.promote(tp, broker)
+    }
+
+    pub fn rejoin(&self, tp: &TopicPartition, broker: BrokerId) -> Result<()> {
+        self.cluster.rejoin(tp, broker)
+    }
+
+    pub fn remove_from_isr(&self, tp: &TopicPartition, broker: BrokerId) -> Result<()> {
+        self.cluster.remove_from_isr(tp, broker)
+    }
+
+    pub fn replicate_once(&self) -> Result<()> {
+        self.cluster.replicate_all_once()
+    }
+
+    pub fn expire_group_members(&self) -> Result<Vec<(String, String)>> {
+        self.cluster.expire_group_members()
+    }
+
+    pub fn roll(&self, tp: &TopicPartition) -> Result<()> {
+        self.cluster.roll(tp)
+    }
+
+    pub fn apply_retention(
+        &self,
+        topic: &str,
+        overrides: Option<RetentionPolicy>,
+    ) -> Result<BTreeMap<u32, Vec<i64>>> {
+        self.cluster.apply_retention(topic, overrides)
+    }
+
+    pub fn compact(
+        &self,
+        topic: &str,
+        delete_retention_ms: Option<i64>,
+    ) -> Result<CompactionSummary> {
+        self.cluster.compact(topic, delete_retention_ms)
+    }
+
+    pub async fn expire_transactions(&self) -> Result<Vec<String>> {
+        self.cluster.expire_transactions().await
+    }
+
+    pub fn flush_cycle(&self) -> Result<()> {
+        self.cluster.run_flush_cycle()
+    }
+}
+
+/// Produce, fetch, consumer groups and transactions.
+#[derive(Debug, Clone)]
+pub struct DirectClient {
+    cluster: Arc<BrokerCluster>,
+}
+
+impl DirectClient {
+    pub fn new(cluster: Arc<BrokerCluster>) -> Self {
+        Self { cluster }
+    }
+
+    pub async fn produce(&self, req: ProduceRequest) -> Result<ProduceResponse> {
+        self.cluster.produce(req).await
+    }
+
+    pub fn fetch(&self, req: &FetchRequest) -> Result<FetchResult> {
+        self.cluster.fetch(req)
+    }
+
+    pub async fn fetch_wait(&self, req: &FetchRequest, max_wait: Duration) -> Result<FetchResult> {
+        self.cluster.fetch_wait(req, max_wait).await
+    }
+
+    pub fn list_offsets(&self, tp: &TopicPartition, spec: OffsetSpec) -> Result<Option<i64>> {
+        self.cluster.list_offsets(tp, spec)
+    }
+
+    pub fn join_group(
+        &self,
+        group: &str,
+        member: &str,
+        topics: &[String],
+    ) -> Result<MemberAssignment> {
+        self.cluster.join_group(group, member, topics)
+    }
+
+    pub fn join_group_with_assignor(
+        &self,
+        group: &str,
+        member: &str,
+        topics: &[String],
+        assignor: Option<AssignorKind>,
+    ) -> Result<MemberAssignment> {
+        self.cluster
+            .join_group_with_assignor(group, member, topics, assignor)
+    }
+
+    pub fn heartbeat(&self, group: &str, member: &str, generation: i32) -> Result<()> {
+        self.cluster.heartbeat(group, member, generation)
+    }
+
+    pub fn leave_group(&self, group: &str, member: &str) -> Result<bool> {
+        self.cluster.leave_group(group, member)
+    }
+
+    pub fn commit_offsets(
+        &self,
+        group: &str,
+        member: &str,
+        generation: i32,
+        offsets: &BTreeMap<TopicPartition, i64>,
+    ) -> Result<()> {
+        self.cluster
+            .commit_offsets(group, member, generation, offsets)
+    }
+
+    pub fn fetch_offsets(&self, group: &str) -> Result<BTreeMap<TopicPartition, i64>> {
+        self.cluster.committed_offsets(group)
+    }
+
+    pub fn describe_group(&self, group: &str) -> Result<Option<GroupDescription>> {
+        self.cluster.describe_group(group)
+    }
+
+    pub fn init_producer(&self, name: Option<&str>) -> Result<ProducerIdentity> {
+        self.cluster.init_producer(name)
+    }
+
+    pub async fn begin_txn(&self, transactional_id: &str) -> Result<TxnHandle> {
+        self.cluster.begin_transaction(transactional_id).await
+    }
+
+    pub async fn txn_produce(
+        &self,
+        handle: &TxnHandle,
+        topic: &str,
+        key: Option<mk_cluster::Bytes>,
+        value: Option<mk_cluster::Bytes>,
+        partition: Option<u32>,
+    ) -> Result<(u32, i64)> {
+        self.cluster
+            .txn_send(handle, topic, key, value, partition)
+            .await
+    }
+
+    pub fn txn_send_offsets(
+        &self,
+        handle: &TxnHandle,
+        group: &str,
+        offsets: &BTreeMap<TopicPartition, i64>,
+    ) -> Result<()> {
+        self.cluster.txn_send_offsets(handle, group, offsets)
+    }
+
+    pub async fn commit_txn(&self, handle: &TxnHandle) -> Result<()> {
+        self.cluster.commit_transaction(handle).await
+    }
+
+    pub async fn abort_txn(&self, handle: &TxnHandle) -> Result<()> {
+        self.cluster.abort_transaction(handle).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mk_cluster::{AckMode, ErrorCode, ManualClock, MiniKafkaConfig, ProduceEntry};
+
+    #[tokio::test]
+    async fn direct_adapter_passes_operations_and_errors_through_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let cluster = BrokerCluster::open_with_clock(
+            MiniKafkaConfig::new(dir.path()),
+            Arc::new(ManualClock::new(5)),
+        )
+        .unwrap();
+        let admin = DirectAdmin::new(cluster.clone());
+        let client = DirectClient::new(cluster.clone());
+        admin.create_topic("t", 1, 1).unwrap();
+        assert_eq!(
+            admin.create_topic("t", 1, 1).unwrap_err().code(),
+            ErrorCode::TopicAlreadyExists
+        );
+        let tp = TopicPartition::new("t", 0);
+        let r = client
+            .produce(ProduceRequest {
+                tp: tp.clone(),
+                records: vec![ProduceEntry {
+                    value: Some(mk_cluster::Bytes::from_static(b"v")),
+                    ..ProduceEntry::default()
+                }],
+                acks: AckMode::One,
+                producer: None,
+            })
+            .await
+            .unwrap();
+        assert_eq!((r.partition, r.base_offset, r.count), (0, Some(0), 1));
+        let f = client.fetch(&FetchRequest::new(tp.clone(), 0, 10)).unwrap();
+        assert_eq!(
+            f.records[0].timestamp_ms, 5,
+            "timestamp is the cluster clock's now"
+        );
+        assert_eq!(
+            client.list_offsets(&tp, OffsetSpec::Latest).unwrap(),
+            Some(1)
+        );
+        assert_eq!(
+            client
+                .fetch(&FetchRequest::new(TopicPartition::new("nope", 0), 0, 1))
+                .unwrap_err()
+                .code(),
+            ErrorCode::UnknownTopic
+        );
+        cluster.close().await.unwrap();
+    }
+}

@@ -331,3 +331,85 @@ impl BrokerCluster {
         })
     }
 }
+
+/// One record of a produce request; a missing timestamp is the cluster
+/// clock's now.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProduceEntry {
+    pub key: Option<Bytes>,
+    pub value: Option<Bytes>,
+    pub headers: Vec<Header>,
+    pub timestamp_ms: Option<i64>,
+}
+
+/// A produce request as adapters receive it: records appended as one batch.
+#[derive(Debug, Clone)]
+pub struct ProduceRequest {
+    pub tp: TopicPartition,
+    pub records: Vec<ProduceEntry>,
+    pub acks: AckMode,
+    /// Idempotent producers send their id, epoch and base sequence.
+    pub producer: Option<mk_log::ProducerInfo>,
+}
+
+/// The answer to a produce request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProduceResponse {
+    pub partition: u32,
+    /// `None` for acks=0.
+    pub base_offset: Option<i64>,
+    pub count: usize,
+    /// An idempotent retry: nothing was written, the offsets are the
+    /// original ones.
+    pub duplicate: bool,
+}
+
+/// Which offset `list_offsets` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OffsetSpec {
+    /// The log start offset.
+    Earliest,
+    /// The high watermark (the next offset a consumer will see).
+    Latest,
+    /// The first committed offset whose timestamp is >= this.
+    Timestamp(i64),
+}
+
+impl BrokerCluster {
+    /// Appends the request's records as one batch and waits for its ack mode.
+    pub async fn produce(&self, req: ProduceRequest) -> Result<ProduceResponse> {
+        let now = self.clock.now_ms();
+        let count = req.records.len();
+        let records = req
+            .records
+            .into_iter()
+            .map(|e| {
+                mk_log::Record::new(e.key, e.value, e.timestamp_ms.unwrap_or(now))
+                    .with_headers(e.headers)
+            })
+            .collect();
+        let mut batch = RecordBatch::new(records)?;
+        if let Some(p) = req.producer {
+            batch = batch.with_producer(p);
+        }
+        let r = self
+            .submit_append(&req.tp, batch, req.acks, None)?
+            .wait()
+            .await?;
+        Ok(ProduceResponse {
+            partition: req.tp.partition,
+            base_offset: r.base_offset,
+            count,
+            duplicate: r.duplicate,
+        })
+    }
+
+    /// ListOffsets: earliest, latest (HW) or by timestamp.
+    pub fn list_offsets(&self, tp: &TopicPartition, spec: OffsetSpec) -> Result<Option<i64>> {
+        match spec {
+            OffsetSpec::Earliest => self.log_start_offset(tp).map(Some),
+            OffsetSpec::Latest => self.visible_end(tp).map(Some),
+            OffsetSpec::Timestamp(ts) => self.offset_for_timestamp(tp, ts),
+        }
+    }
+}

@@ -19,6 +19,7 @@ pub mod metadata;
 pub mod partitioner;
 mod producer;
 mod shutdown;
+mod stats;
 mod steps;
 mod topics;
 mod transactions;
@@ -27,19 +28,24 @@ pub use clients::ClusterClients;
 pub use cluster::{BrokerCluster, INTERNAL_TOPICS, OFFSETS_TOPIC};
 pub use config::{BrokerId, CleanupPolicy, FlushPolicy, MiniKafkaConfig, TopicConfig};
 pub use consumer::{Consumer, ConsumerOptions, OffsetReset, PolledRecord};
-pub use data::{ConsumerRecord, FetchRequest, FetchResult, Isolation, PendingAppend};
+pub use data::{
+    ConsumerRecord, FetchRequest, FetchResult, Isolation, OffsetSpec, PendingAppend, ProduceEntry,
+    ProduceRequest, ProduceResponse,
+};
 pub use drivers::DriverConfig;
 pub use error::{ClusterError, Result};
 pub use lifecycle::LifecycleState;
 pub use producer::{
     Producer, ProducerOptions, ProducerRecord, RecordFuture, RecordMetadata, estimated_size,
 };
+pub use stats::{ClusterDescription, ClusterStats};
 pub use steps::CompactionSummary;
 pub use topics::{PartitionInfo, TopicDescription};
 pub use transactions::TxnHandle;
 
 /// Types of the domain crates that adapters need, re-exported so adapters
 /// depend on mk-cluster only.
+pub use bytes::Bytes;
 pub use mk_core::{Clock, ErrorCode, ManualClock, SharedClock, SystemClock, TopicPartition};
 pub use mk_group::{
     AssignorKind, GroupDescription, GroupState, MemberAssignment, MemberDescription,
