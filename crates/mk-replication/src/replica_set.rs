@@ -405,6 +405,7 @@ impl PartitionReplicaSet {
             .expect("the leader is a replica")
             .append_as_leader(batch)?;
         self.advance_high_watermark();
+        self.check_invariants();
         let result = ProduceResult {
             base_offset: Some(info.base_offset),
             next_offset: Some(info.next_offset),
@@ -479,6 +480,11 @@ impl PartitionReplicaSet {
         Ok(fetches)
     }
 
+    /// The name spec 02 also uses for [`Self::replicate_all_once`].
+    pub fn fetch_followers_once(&mut self) -> Result<Vec<FollowerFetch>> {
+        self.replicate_all_once()
+    }
+
     /// One fetch of a single follower, then the ISR refresh (lets tests and
     /// labs starve another follower to show the time-based ISR rule).
     pub fn replicate_follower_once(&mut self, broker: BrokerId) -> Result<FollowerFetch> {
@@ -530,6 +536,7 @@ impl PartitionReplicaSet {
             }
         }
         self.advance_high_watermark();
+        self.check_invariants();
     }
 
     /// Reconciles (when needed) and fetches for one follower.

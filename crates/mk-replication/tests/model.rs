@@ -25,8 +25,12 @@
 //!   CLUSTER_CLOSED;
 //! - (f) an idempotent producer that retries its one in-flight batch until
 //!   it is acknowledged never sees OUT_OF_ORDER_SEQUENCE or PRODUCER_FENCED,
-//!   and a re-send of one of its last four acknowledged batches is a
-//!   duplicate with the original offset.
+//!   a re-send of one of its last four acknowledged batches is a duplicate
+//!   with the original offset, and after it restarts in a newer epoch
+//!   (`register_producer`) every batch of the older epoch is
+//!   PRODUCER_FENCED — through promotions and restarts (after a crash the
+//!   test re-registers the current epochs, as the cluster does from its
+//!   identity store).
 //!
 //! Replay one seed with `MK_SEED=<seed>`; `MK_SEEDS` and `MK_STEPS` change
 //! how many seeds and steps run.
@@ -91,6 +95,7 @@ struct Stats {
     duplicates: u64,
     clean_restarts: u64,
     crash_restarts: u64,
+    fenced_zombies: u64,
 }
 
 impl Stats {
@@ -106,6 +111,7 @@ impl Stats {
         self.duplicates += o.duplicates;
         self.clean_restarts += o.clean_restarts;
         self.crash_restarts += o.crash_restarts;
+        self.fenced_zombies += o.fenced_zombies;
     }
 
     fn all_happened(&self) -> bool {
@@ -121,6 +127,7 @@ impl Stats {
             self.duplicates,
             self.clean_restarts,
             self.crash_restarts,
+            self.fenced_zombies,
         ]
         .iter()
         .all(|n| *n > 0)
@@ -253,7 +260,9 @@ impl Model {
                 68..=71 => self.remove_one(),
                 72..=76 => self.promote_one(),
                 77..=81 => self.rejoin_one(),
-                82..=89 => {
+                82..=83 => self.producer_bump_epoch(),
+                84..=85 => self.zombie_send(),
+                86..=89 => {
                     let ms = self.rng.gen_range(0..=6_000);
                     self.h.clock.advance(ms);
                     format!("clock +{ms}")
@@ -272,6 +281,15 @@ impl Model {
                 _ => {
                     let set = self.set.take().expect("open");
                     self.set = Some(self.h.crash_reopen(set));
+                    // Like the cluster after a crash: registrations made
+                    // since the last checkpoint are restored from the
+                    // identity store's current epochs.
+                    for i in 0..self.producers.len() {
+                        let (pid, epoch) = (self.producers[i].pid, self.producers[i].epoch);
+                        self.set()
+                            .register_producer(pid, epoch)
+                            .expect("re-register");
+                    }
                     self.stats.crash_restarts += 1;
                     self.verified_below.clear();
                     "crash + reopen".into()
@@ -383,6 +401,41 @@ impl Model {
             )),
         }
         format!("producer {i} re-sends acked seq {}", sent.seq)
+    }
+
+    fn producer_bump_epoch(&mut self) -> String {
+        let i = self.rng.gen_range(0..self.producers.len());
+        let (pid, epoch) = (self.producers[i].pid, self.producers[i].epoch + 1);
+        if let Err(e) = self.set().register_producer(pid, epoch) {
+            self.fail(format!("registering producer {pid} epoch {epoch}: {e}"));
+        }
+        let p = &mut self.producers[i];
+        p.epoch = epoch;
+        p.next_seq = 0;
+        p.in_flight = None;
+        p.waiting = false;
+        p.acked.clear();
+        // The old instance's pending batch is now just an acks=all append.
+        for pending in &mut self.pending {
+            if pending.producer == Some(i) {
+                pending.producer = None;
+            }
+        }
+        format!("producer {i} restarts in epoch {epoch}")
+    }
+
+    fn zombie_send(&mut self) -> String {
+        let i = self.rng.gen_range(0..self.producers.len());
+        let p = &self.producers[i];
+        if p.epoch == 0 {
+            return format!("producer {i} has no older epoch");
+        }
+        let b = idem(p.pid, p.epoch - 1, p.next_seq, &["zombie"]);
+        match self.set().append(b, AckMode::One, None) {
+            Err(e) if e.code() == ErrorCode::ProducerFenced => self.stats.fenced_zombies += 1,
+            other => self.fail(format!("an older epoch of producer {i} got {other:?}")),
+        }
+        format!("zombie of producer {i} fenced")
     }
 
     fn pick(&mut self, from: &[BrokerId]) -> Option<BrokerId> {
