@@ -14,6 +14,7 @@ mod data;
 mod drivers;
 mod error;
 mod groups;
+pub mod labs;
 mod lifecycle;
 pub mod metadata;
 pub mod partitioner;

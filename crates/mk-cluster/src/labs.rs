@@ -1,0 +1,431 @@
+//! Labs: narrated, deterministic failure scenarios that run on a temporary
+//! data directory with a manual clock (spec 05). Each prints numbered steps
+//! with the offsets, high watermarks and epochs it observes and reports the
+//! key facts, which the tests check. `mk-server lab <name>` runs them.
+
+use crate::clients::ClusterClients;
+use crate::cluster::BrokerCluster;
+use crate::config::MiniKafkaConfig;
+use crate::consumer::ConsumerOptions;
+use crate::data::{FetchRequest, Isolation};
+use crate::error::{ClusterError, Result};
+use bytes::Bytes;
+use mk_core::{ManualClock, TopicPartition};
+use mk_log::{Record, RecordBatch};
+use mk_replication::AckMode;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+/// The labs, by name.
+pub const LAB_NAMES: &[&str] = &[
+    "leader_failure",
+    "rebalance",
+    "divergent_tail",
+    "exactly_once",
+];
+
+/// What a lab did: its narrated steps and the facts it established.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LabReport {
+    pub name: String,
+    pub steps: Vec<String>,
+    pub facts: BTreeMap<String, i64>,
+}
+
+impl LabReport {
+    fn new(name: &str) -> Self {
+        Self {
+            name: name.to_string(),
+            ..Self::default()
+        }
+    }
+
+    fn step(&mut self, text: impl Into<String>) {
+        let n = self.steps.len() + 1;
+        self.steps.push(format!("{n}. {}", text.into()));
+    }
+
+    fn fact(&mut self, key: &str, value: i64) {
+        self.facts.insert(key.to_string(), value);
+    }
+}
+
+/// Runs the lab `name` in `data_dir` (which should be empty).
+pub async fn run_lab(name: &str, data_dir: &Path) -> Result<LabReport> {
+    match name {
+        "leader_failure" => leader_failure(data_dir).await,
+        "rebalance" => rebalance(data_dir).await,
+        "divergent_tail" => divergent_tail(data_dir).await,
+        "exactly_once" => exactly_once(data_dir).await,
+        other => Err(ClusterError::InvalidRequest(format!(
+            "unknown lab {other:?}; labs are {}",
+            LAB_NAMES.join(", ")
+        ))),
+    }
+}
+
+fn open(
+    dir: &Path,
+    brokers: Vec<i32>,
+    min_isr: usize,
+    clock: &ManualClock,
+) -> Result<Arc<BrokerCluster>> {
+    BrokerCluster::open_with_clock(
+        MiniKafkaConfig::new(dir)
+            .with_brokers(brokers)
+            .with_min_insync_replicas(min_isr),
+        Arc::new(clock.clone()),
+    )
+}
+
+fn one(value: &str, ts: i64) -> RecordBatch {
+    RecordBatch::new(vec![Record::new(
+        None,
+        Some(Bytes::copy_from_slice(value.as_bytes())),
+        ts,
+    )])
+    .expect("one record")
+}
+
+fn values(c: &BrokerCluster, tp: &TopicPartition) -> Result<Vec<(i64, String)>> {
+    let r = c.fetch(&FetchRequest::new(
+        tp.clone(),
+        c.log_start_offset(tp)?,
+        1_000,
+    ))?;
+    Ok(r.records
+        .into_iter()
+        .map(|r| {
+            let v = r
+                .value
+                .map(|v| String::from_utf8_lossy(&v).into_owned())
+                .unwrap_or_default();
+            (r.offset, v)
+        })
+        .collect())
+}
+
+fn describe(c: &BrokerCluster, tp: &TopicPartition) -> Result<String> {
+    let p = c.partition_metadata(tp)?;
+    Ok(format!(
+        "leader={} epoch={} ISR={:?} HW={} LEOs={:?}",
+        p.leader_id, p.leader_epoch, p.isr, p.high_watermark, p.log_end_offsets
+    ))
+}
+
+/// acks=1 loses an acknowledged write when the leader fails before
+/// replication; acks=all with min ISR 2 does not.
+async fn leader_failure(dir: &Path) -> Result<LabReport> {
+    let mut lab = LabReport::new("leader_failure");
+    let clock = ManualClock::new(1_000);
+    let c = open(&dir.join("acks1"), vec![1, 2], 1, &clock)?;
+    c.create_topic("payments", 1, 2)?;
+    let tp = TopicPartition::new("payments", 0);
+    lab.step(format!(
+        "Two brokers, topic payments with replication factor 2: {}",
+        describe(&c, &tp)?
+    ));
+    let r = c
+        .append_batch(&tp, one("pay-1", 1_000), AckMode::One)
+        .await?;
+    let acked = r.base_offset.unwrap_or(-1);
+    lab.step(format!(
+        "Produce pay-1 with acks=1: acknowledged at offset {acked} by the leader alone; {}",
+        describe(&c, &tp)?
+    ));
+    let le = c.promote(&tp, 2)?;
+    lab.step(format!(
+        "Broker 1 fails before broker 2 fetched: broker 2 (still in the ISR) is promoted, epoch {}; {}",
+        le.leader_epoch,
+        describe(&c, &tp)?
+    ));
+    let after = values(&c, &tp)?;
+    let lost = !after.iter().any(|(_, v)| v == "pay-1");
+    lab.step(format!(
+        "The new leader's log holds {after:?}: the acknowledged write is {}",
+        if lost { "GONE" } else { "still there" }
+    ));
+    c.rejoin(&tp, 1)?;
+    c.replicate_all_once()?;
+    lab.step(format!(
+        "Broker 1 rejoins as a follower and reconciles by leader epoch: it drops its tail; {}",
+        describe(&c, &tp)?
+    ));
+    lab.fact("acks1_acknowledged_offset", acked);
+    lab.fact("acks1_write_lost", i64::from(lost));
+    c.close().await?;
+
+    let c = open(&dir.join("acksall"), vec![1, 2], 2, &clock)?;
+    c.create_topic("payments", 1, 2)?;
+    lab.step("Again with acks=all and min.insync.replicas=2".to_string());
+    let pending = c.submit_append(&tp, one("pay-2", 1_000), AckMode::All, None)?;
+    let wait = tokio::spawn(pending.wait());
+    lab.step(format!(
+        "Produce pay-2 with acks=all: appended on the leader, not yet acknowledged; {}",
+        describe(&c, &tp)?
+    ));
+    c.replicate_all_once()?;
+    let r = wait
+        .await
+        .map_err(|e| ClusterError::InvalidRequest(format!("lab task failed: {e}")))??;
+    let acked = r.base_offset.unwrap_or(-1);
+    lab.step(format!(
+        "Broker 2 fetches; the HW passes the batch and the producer hears back: offset {acked}; {}",
+        describe(&c, &tp)?
+    ));
+    c.promote(&tp, 2)?;
+    let after = values(&c, &tp)?;
+    let survived = after.iter().any(|(o, v)| *o == acked && v == "pay-2");
+    lab.step(format!(
+        "Broker 1 fails, broker 2 is promoted: its log holds {after:?}: the write {}",
+        if survived { "SURVIVES" } else { "is lost" }
+    ));
+    lab.fact("acks_all_acknowledged_offset", acked);
+    lab.fact("acks_all_write_survived", i64::from(survived));
+    c.close().await?;
+    Ok(lab)
+}
+
+/// Two members join, the generation bumps, a stale view persists until
+/// refresh, then no partition has two owners; leaving hands everything back.
+async fn rebalance(dir: &Path) -> Result<LabReport> {
+    let mut lab = LabReport::new("rebalance");
+    let clock = ManualClock::new(1_000);
+    let c = open(dir, vec![1], 1, &clock)?;
+    c.create_topic("clicks", 4, 1)?;
+    let a = c.consumer(
+        "analytics",
+        ConsumerOptions {
+            member_id: Some("a".into()),
+            ..ConsumerOptions::default()
+        },
+    )?;
+    let b = c.consumer(
+        "analytics",
+        ConsumerOptions {
+            member_id: Some("b".into()),
+            ..ConsumerOptions::default()
+        },
+    )?;
+    let got_a = a.subscribe(&["clicks"])?;
+    lab.step(format!(
+        "Member a joins: generation {}, owns {}",
+        a.generation().unwrap_or(-1),
+        names(&got_a)
+    ));
+    lab.fact(
+        "generation_after_a",
+        i64::from(a.generation().unwrap_or(-1)),
+    );
+    let got_b = b.subscribe(&["clicks"])?;
+    lab.step(format!(
+        "Member b joins: generation {}, owns {}",
+        b.generation().unwrap_or(-1),
+        names(&got_b)
+    ));
+    lab.fact(
+        "generation_after_b",
+        i64::from(b.generation().unwrap_or(-1)),
+    );
+    let stale = a.assignment();
+    let overlap_before = stale.iter().filter(|tp| got_b.contains(tp)).count();
+    lab.step(format!(
+        "Before refreshing, a still believes it owns {} ({} partitions also owned by b: no revoke barrier)",
+        names(&stale),
+        overlap_before
+    ));
+    let stale_commit = a.commit();
+    lab.step(format!(
+        "a commits with its stale generation: {}",
+        match &stale_commit {
+            Ok(()) => "accepted".to_string(),
+            Err(e) => e.code().as_str().to_string(),
+        }
+    ));
+    lab.fact("stale_commit_rejected", i64::from(stale_commit.is_err()));
+    let fresh = a.refresh_assignment()?;
+    let overlap_after = fresh.iter().filter(|tp| got_b.contains(tp)).count();
+    lab.step(format!(
+        "a refreshes: owns {}; overlap with b: {overlap_after}",
+        names(&fresh)
+    ));
+    lab.fact("overlap_after_refresh", overlap_after as i64);
+    b.close()?;
+    let all = a.refresh_assignment()?;
+    lab.step(format!(
+        "b leaves: generation {}, a owns {}",
+        a.generation().unwrap_or(-1),
+        names(&all)
+    ));
+    lab.fact("partitions_after_leave", all.len() as i64);
+    c.close().await?;
+    Ok(lab)
+}
+
+fn names(tps: &[TopicPartition]) -> String {
+    let v: Vec<String> = tps.iter().map(|tp| tp.to_string()).collect();
+    format!("[{}]", v.join(", "))
+}
+
+/// Epoch reconciliation step by step: a former leader's divergent tail is
+/// replaced by the new leader's records at the same offsets.
+async fn divergent_tail(dir: &Path) -> Result<LabReport> {
+    let mut lab = LabReport::new("divergent_tail");
+    let clock = ManualClock::new(1_000);
+    let c = open(dir, vec![1, 2], 1, &clock)?;
+    c.create_topic("ledger", 1, 2)?;
+    let tp = TopicPartition::new("ledger", 0);
+    for v in ["a", "b"] {
+        c.append_batch(&tp, one(v, 1_000), AckMode::One).await?;
+    }
+    c.replicate_all_once()?;
+    c.replicate_all_once()?;
+    lab.step(format!(
+        "a, b written in epoch 0 and replicated: {}",
+        describe(&c, &tp)?
+    ));
+    for v in ["x1", "x2"] {
+        c.append_batch(&tp, one(v, 1_000), AckMode::One).await?;
+    }
+    lab.step(format!(
+        "x1, x2 written by broker 1 only (acks=1): {}",
+        describe(&c, &tp)?
+    ));
+    let le = c.promote(&tp, 2)?;
+    lab.step(format!(
+        "Broker 2 promoted (epoch {}); it keeps its whole log: {}",
+        le.leader_epoch,
+        describe(&c, &tp)?
+    ));
+    for v in ["y1", "y2"] {
+        c.append_batch(&tp, one(v, 1_000), AckMode::One).await?;
+    }
+    lab.step(format!(
+        "The new leader writes y1, y2 at offsets 2 and 3: {}",
+        describe(&c, &tp)?
+    ));
+    c.rejoin(&tp, 1)?;
+    lab.step("Broker 1 rejoins as follower; its latest epoch is 0".to_string());
+    c.replicate_all_once()?;
+    c.replicate_all_once()?;
+    lab.step(format!(
+        "It asks the leader for the end offset of epoch 0 (2), truncates its divergent tail to 2 and fetches: {}",
+        describe(&c, &tp)?
+    ));
+    let leader_values = values(&c, &tp)?;
+    lab.step(format!("The partition now reads {leader_values:?}"));
+    let info = c.partition_metadata(&tp)?;
+    let converged = info
+        .log_end_offsets
+        .values()
+        .all(|leo| *leo == info.log_end_offset);
+    lab.fact("replicas_converged", i64::from(converged));
+    lab.fact(
+        "divergent_tail_replaced",
+        i64::from(
+            leader_values
+                .iter()
+                .map(|(_, v)| v.as_str())
+                .collect::<Vec<_>>()
+                == ["a", "b", "y1", "y2"],
+        ),
+    );
+    lab.fact("leader_epoch", i64::from(info.leader_epoch));
+    c.close().await?;
+    Ok(lab)
+}
+
+/// Read-process-write with a transaction; a crash mid-transaction; recovery
+/// leaves every input processed exactly once in the committed output.
+async fn exactly_once(dir: &Path) -> Result<LabReport> {
+    let mut lab = LabReport::new("exactly_once");
+    let clock = ManualClock::new(1_000);
+    let c = open(dir, vec![1], 1, &clock)?;
+    c.create_topic("input", 1, 1)?;
+    c.create_topic("output", 1, 1)?;
+    let input = TopicPartition::new("input", 0);
+    let output = TopicPartition::new("output", 0);
+    for i in 0..4 {
+        c.append_batch(&input, one(&format!("order-{i}"), 1_000), AckMode::One)
+            .await?;
+    }
+    lab.step("input holds order-0..order-3".to_string());
+    // One read-process-write cycle over the first two inputs.
+    let h = c.begin_transaction("enricher").await?;
+    for r in c.fetch(&FetchRequest::new(input.clone(), 0, 2))?.records {
+        let v = format!(
+            "{}-enriched",
+            String::from_utf8_lossy(&r.value.unwrap_or_default())
+        );
+        c.txn_send(&h, "output", None, Some(Bytes::from(v)), None)
+            .await?;
+    }
+    c.txn_send_offsets(&h, "enricher-group", &BTreeMap::from([(input.clone(), 2)]))?;
+    c.commit_transaction(&h).await?;
+    lab.step(format!(
+        "Transaction 1 enriches order-0, order-1 and commits the input offset 2 with them: committed offset {:?}",
+        c.fetch_committed("enricher-group", &input)?
+    ));
+    // Transaction 2 processes the rest, then the process dies before commit.
+    let h = c.begin_transaction("enricher").await?;
+    for r in c.fetch(&FetchRequest::new(input.clone(), 2, 2))?.records {
+        let v = format!(
+            "{}-enriched",
+            String::from_utf8_lossy(&r.value.unwrap_or_default())
+        );
+        c.txn_send(&h, "output", None, Some(Bytes::from(v)), None)
+            .await?;
+    }
+    lab.step("Transaction 2 writes order-2, order-3 output records... and the process crashes before commit".to_string());
+    c.crash();
+    drop(c);
+    let c = open(dir, vec![1], 1, &clock)?;
+    let committed = c.fetch_committed("enricher-group", &input)?.unwrap_or(0);
+    lab.step(format!(
+        "Restart: the committed input offset is still {committed}"
+    ));
+    // The new instance fences the zombie and aborts its open transaction.
+    let h = c.begin_transaction("enricher").await?;
+    lab.step(format!(
+        "A new instance begins with epoch {}: the old transaction is aborted with markers",
+        h.producer_epoch
+    ));
+    for r in c
+        .fetch(&FetchRequest::new(input.clone(), committed, 10))?
+        .records
+    {
+        let v = format!(
+            "{}-enriched",
+            String::from_utf8_lossy(&r.value.unwrap_or_default())
+        );
+        c.txn_send(&h, "output", None, Some(Bytes::from(v)), None)
+            .await?;
+    }
+    c.txn_send_offsets(&h, "enricher-group", &BTreeMap::from([(input.clone(), 4)]))?;
+    c.commit_transaction(&h).await?;
+    let rc = c.fetch(
+        &FetchRequest::new(output.clone(), 0, 100).with_isolation(Isolation::ReadCommitted),
+    )?;
+    let seen: Vec<String> = rc
+        .records
+        .iter()
+        .map(|r| String::from_utf8_lossy(r.value.as_deref().unwrap_or_default()).into_owned())
+        .collect();
+    let ru = c.fetch(&FetchRequest::new(output.clone(), 0, 100))?;
+    lab.step(format!(
+        "Reprocess from offset {committed} and commit. read_committed output: {seen:?} ({} records in the log, {} visible to read_uncommitted)",
+        c.log_end_offset(&output)?,
+        ru.records.len()
+    ));
+    let distinct: std::collections::BTreeSet<&String> = seen.iter().collect();
+    lab.fact("committed_outputs", seen.len() as i64);
+    lab.fact("distinct_outputs", distinct.len() as i64);
+    lab.fact("uncommitted_visible_outputs", ru.records.len() as i64);
+    lab.fact(
+        "final_committed_offset",
+        c.fetch_committed("enricher-group", &input)?.unwrap_or(-1),
+    );
+    c.close().await?;
+    Ok(lab)
+}
