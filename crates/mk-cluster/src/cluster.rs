@@ -68,7 +68,9 @@ pub struct BrokerCluster {
     pub(crate) started_ms: i64,
     pub(crate) member_counter: AtomicU64,
     pub(crate) clients: Mutex<crate::clients::ClientRegistry>,
-    _lock: DirLock,
+    /// Held from open until close or crash (not until the last `Arc` is
+    /// dropped), so a closed cluster's directory can be reopened at once.
+    pub(crate) dir_lock: Mutex<Option<DirLock>>,
 }
 
 impl BrokerCluster {
@@ -164,7 +166,7 @@ impl BrokerCluster {
             started_ms,
             member_counter: AtomicU64::new(0),
             clients: Mutex::new(crate::clients::ClientRegistry::default()),
-            _lock: lock,
+            dir_lock: Mutex::new(Some(lock)),
         });
         cluster.recover_transactions(recovered.plans)?;
         Ok(cluster)

@@ -53,6 +53,7 @@ impl BrokerCluster {
         {
             first_error.get_or_insert(e.into());
         }
+        drop(self.dir_lock.lock().expect("lock slot").take());
         match first_error {
             None => {
                 self.life.set(LifecycleState::Closed);
@@ -87,5 +88,6 @@ impl BrokerCluster {
         if let Some(t) = self.txns.lock().expect("txns lock").take() {
             t.crash();
         }
+        drop(self.dir_lock.lock().expect("lock slot").take());
     }
 }
