@@ -3,4 +3,23 @@
 //! client.
 //!
 //! It must never implement topics, offsets, fencing or visibility itself;
-//! it only decodes, calls one core operation and encodes.
+//! it only decodes, calls one core operation and encodes. The wire model
+//! lives in `protocol` (typed requests and responses over the core's own
+//! types), the socket handling in `server`, the one-call-per-request mapping
+//! in `dispatch`, and the client in `client`. Only this crate and mk-server's
+//! CLI know the JSON wire shapes.
+
+mod client;
+mod dispatch;
+pub mod protocol;
+mod server;
+mod wire;
+
+pub use client::{ClientError, ClientResult, JsonTcpClient, MAX_RESPONSE_BYTES, decode_answer};
+pub use mk_cluster;
+pub use protocol::{
+    DecodedLine, ErrorResponse, Operation, ProduceRecords, ProduceSpec, Request, Response,
+    ServerStats, TopicConfigOverrides, TxnRef, decode_request_line,
+};
+pub use server::{JsonTcpServer, ServerOptions};
+pub use wire::DecodeError;

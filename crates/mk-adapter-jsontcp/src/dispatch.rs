@@ -1,0 +1,209 @@
+//! Executes one decoded request: exactly one `BrokerCluster` operation per
+//! request, its result wrapped in the matching `Response`. This is the only
+//! place the server touches the core.
+
+use crate::protocol::{Request, Response, ServerStats, TxnRef};
+use mk_cluster::{BrokerCluster, ClusterError, TxnHandle};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// What the dispatcher needs besides the cluster.
+pub(crate) struct DispatchContext<'a> {
+    pub cluster: &'a Arc<BrokerCluster>,
+    /// Cancelled when the server shuts down: a waiting long poll then
+    /// answers at once with what is visible.
+    pub shutdown: &'a CancellationToken,
+    pub connections: u64,
+    pub requests: u64,
+}
+
+/// The core's handle for a transactional id at the request's epoch. The
+/// core fences by (transactional id, epoch); the producer id is looked up so
+/// the handle is the one `begin_transaction` handed out.
+fn handle(cluster: &BrokerCluster, txn: &TxnRef) -> Result<TxnHandle, ClusterError> {
+    let producer_id = cluster
+        .transaction_handle(&txn.transactional_id)?
+        .map_or(-1, |h| h.producer_id);
+    Ok(TxnHandle {
+        transactional_id: txn.transactional_id.clone(),
+        producer_id,
+        producer_epoch: txn.producer_epoch,
+    })
+}
+
+pub(crate) async fn execute(
+    ctx: &DispatchContext<'_>,
+    request: Request,
+) -> Result<Response, ClusterError> {
+    let c = ctx.cluster;
+    Ok(match request {
+        Request::CreateTopic {
+            topic,
+            partitions,
+            replication_factor,
+            config,
+        } => {
+            match config {
+                None => c.create_topic(&topic, partitions, replication_factor)?,
+                Some(o) => c.create_topic_with_config(
+                    &topic,
+                    partitions,
+                    replication_factor,
+                    o.apply(c.config().default_topic_config.clone()),
+                )?,
+            }
+            Response::CreateTopic { topic }
+        }
+        Request::Metadata { topic } => Response::Metadata(c.describe_topic(&topic)?),
+        Request::Produce(spec) => {
+            let batch = spec.is_batch();
+            Response::Produce {
+                response: c.produce(spec.to_core()).await?,
+                batch,
+            }
+        }
+        Request::Fetch {
+            request,
+            max_wait_ms,
+        } => {
+            let result = match max_wait_ms {
+                None | Some(0) => c.fetch(&request)?,
+                Some(ms) => {
+                    tokio::select! {
+                        r = c.fetch_wait(&request, Duration::from_millis(u64::from(ms))) => r?,
+                        _ = ctx.shutdown.cancelled() => c.fetch(&request)?,
+                    }
+                }
+            };
+            Response::Fetch(result)
+        }
+        Request::JoinGroup {
+            group_id,
+            member_id,
+            topics,
+            assignor,
+        } => Response::JoinGroup(match assignor {
+            None => c.join_group(&group_id, &member_id, &topics)?,
+            Some(a) => c.join_group_with_assignor(&group_id, &member_id, &topics, Some(a))?,
+        }),
+        Request::Heartbeat {
+            group_id,
+            member_id,
+            generation,
+        } => {
+            c.heartbeat(&group_id, &member_id, generation)?;
+            Response::Heartbeat
+        }
+        Request::CommitOffsets {
+            group_id,
+            member_id,
+            generation,
+            offsets,
+        } => {
+            c.commit_offsets(&group_id, &member_id, generation, &offsets)?;
+            Response::CommitOffsets
+        }
+        Request::ListTopics => Response::ListTopics(c.list_topics()?),
+        Request::ListOffsets { tp, at } => Response::ListOffsets(c.list_offsets(&tp, at)?),
+        Request::LeaveGroup {
+            group_id,
+            member_id,
+        } => Response::LeaveGroup {
+            left: c.leave_group(&group_id, &member_id)?,
+        },
+        Request::FetchOffsets {
+            group_id,
+            partitions,
+        } => Response::FetchOffsets(match partitions {
+            None => c
+                .committed_offsets(&group_id)?
+                .into_iter()
+                .map(|(tp, o)| (tp, Some(o)))
+                .collect(),
+            Some(ps) => {
+                let mut out = Vec::with_capacity(ps.len());
+                for tp in ps {
+                    let o = c.fetch_committed(&group_id, &tp)?;
+                    out.push((tp, o));
+                }
+                out
+            }
+        }),
+        Request::DescribeGroup { group_id } => Response::DescribeGroup {
+            description: c.describe_group(&group_id)?,
+            group_id,
+        },
+        Request::InitProducer { name } => Response::InitProducer(c.init_producer(name.as_deref())?),
+        Request::BeginTxn { transactional_id } => {
+            let h = c.begin_transaction(&transactional_id).await?;
+            Response::BeginTxn(mk_cluster::ProducerIdentity {
+                producer_id: h.producer_id,
+                epoch: h.producer_epoch,
+            })
+        }
+        Request::TxnProduce {
+            txn,
+            topic,
+            partition,
+            key,
+            value,
+        } => {
+            let h = handle(c, &txn)?;
+            let (partition, offset) = c.txn_send(&h, &topic, key, value, partition).await?;
+            Response::TxnProduce { partition, offset }
+        }
+        Request::TxnSendOffsets {
+            txn,
+            group_id,
+            offsets,
+        } => {
+            c.txn_send_offsets(&handle(c, &txn)?, &group_id, &offsets)?;
+            Response::TxnSendOffsets
+        }
+        Request::CommitTxn { txn } => {
+            c.commit_transaction(&handle(c, &txn)?).await?;
+            Response::CommitTxn
+        }
+        Request::AbortTxn { txn } => {
+            c.abort_transaction(&handle(c, &txn)?).await?;
+            Response::AbortTxn
+        }
+        Request::DescribeCluster => Response::DescribeCluster(c.describe_cluster()?),
+        Request::Stats => Response::Stats(ServerStats {
+            cluster: c.stats()?,
+            connections: ctx.connections,
+            requests: ctx.requests,
+        }),
+        Request::Promote { tp, broker_id } => Response::Promote(c.promote(&tp, broker_id)?),
+        Request::Rejoin { tp, broker_id } => {
+            c.rejoin(&tp, broker_id)?;
+            Response::Rejoin
+        }
+        Request::RemoveFromIsr { tp, broker_id } => {
+            c.remove_from_isr(&tp, broker_id)?;
+            Response::RemoveFromIsr
+        }
+        Request::ReplicateOnce => {
+            c.replicate_all_once()?;
+            Response::ReplicateOnce
+        }
+        Request::ExpireGroupMembers => Response::ExpireGroupMembers(c.expire_group_members()?),
+        Request::Roll { tp } => {
+            c.roll(&tp)?;
+            Response::Roll
+        }
+        Request::ApplyRetention { topic, overrides } => {
+            Response::ApplyRetention(c.apply_retention(&topic, overrides)?)
+        }
+        Request::Compact {
+            topic,
+            delete_retention_ms,
+        } => Response::Compact(c.compact(&topic, delete_retention_ms)?),
+        Request::ExpireTransactions => Response::ExpireTransactions(c.expire_transactions().await?),
+        Request::FlushCycle => {
+            c.run_flush_cycle()?;
+            Response::FlushCycle
+        }
+    })
+}

@@ -1,0 +1,490 @@
+//! `JsonTcpServer`: accepts connections, frames request lines, answers each
+//! in order, and keeps every hostile or slow client inside fixed bounds.
+//!
+//! Per connection, one task reads and executes requests strictly one after
+//! another (Kafka does the same: a broker handles one request of a
+//! connection at a time, which is what keeps appends in request order), and
+//! a writer running beside it sends the responses. Pipelining works because
+//! reading, executing and writing overlap and the writer batches whatever
+//! responses are ready into one syscall.
+//!
+//! Bounds: a line is at most `max_frame_bytes` (the read buffer never holds
+//! more than that plus `READ_CHUNK`); at most `max_in_flight` answered but
+//! unwritten responses and at most `write_queue_bytes` of them wait per
+//! connection; a client that does not read for `write_timeout` is dropped;
+//! a client that sends no complete request for `idle_timeout` is dropped;
+//! at most `max_connections` connections are served at once.
+
+use crate::dispatch::{DispatchContext, execute};
+use crate::protocol::{ErrorResponse, decode_request_line};
+use futures::FutureExt;
+use mk_cluster::{BrokerCluster, ErrorCode};
+use std::io;
+use std::net::SocketAddr;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// How much one read may add to a connection's buffer.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// Limits and switches of the server. Every limit has a default.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// Enables the lab operations (promote, replicate_once, ...).
+    pub lab: bool,
+    /// The longest request line, including its `\n`.
+    pub max_frame_bytes: usize,
+    /// Connections served at once; more are closed right after accept.
+    pub max_connections: usize,
+    /// A connection that sends no complete request for this long is closed.
+    pub idle_timeout: Duration,
+    /// Requests answered but not yet written, per connection (pipelining
+    /// depth); when reached, the server stops reading from that client.
+    pub max_in_flight: usize,
+    /// Bytes of answered but unwritten responses per connection.
+    pub write_queue_bytes: usize,
+    /// A client that accepts no response bytes for this long is dropped.
+    pub write_timeout: Duration,
+    /// How long `shutdown` lets in-flight requests finish before it drops
+    /// the connections that are still busy.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        Self {
+            lab: false,
+            max_frame_bytes: 1_048_576,
+            max_connections: 1_024,
+            idle_timeout: Duration::from_secs(600),
+            max_in_flight: 128,
+            write_queue_bytes: 4 * 1_048_576,
+            write_timeout: Duration::from_secs(30),
+            shutdown_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Counters shared by the server and its connections.
+#[derive(Debug, Default)]
+struct Counters {
+    connections: AtomicU64,
+    requests: AtomicU64,
+}
+
+/// State every connection task shares.
+struct Shared {
+    cluster: Arc<BrokerCluster>,
+    options: ServerOptions,
+    counters: Counters,
+    /// Stop reading new requests (graceful shutdown).
+    stop: CancellationToken,
+    /// Drop the connection at once (grace period over).
+    kill: CancellationToken,
+}
+
+/// A running JSON-TCP server.
+pub struct JsonTcpServer {
+    local_addr: SocketAddr,
+    shared: Arc<Shared>,
+    accept: JoinHandle<()>,
+    tasks: TaskTracker,
+}
+
+impl std::fmt::Debug for JsonTcpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JsonTcpServer")
+            .field("local_addr", &self.local_addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl JsonTcpServer {
+    /// Binds `addr` (port 0 picks a free port) and starts serving. Fails if
+    /// the address cannot be bound (e.g. the port is taken).
+    pub async fn start(
+        cluster: Arc<BrokerCluster>,
+        addr: impl ToSocketAddrs,
+        options: ServerOptions,
+    ) -> io::Result<JsonTcpServer> {
+        if options.max_frame_bytes == 0 || options.max_in_flight == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "max_frame_bytes and max_in_flight must be > 0",
+            ));
+        }
+        let listener = TcpListener::bind(addr).await?;
+        let local_addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            cluster,
+            options,
+            counters: Counters::default(),
+            stop: CancellationToken::new(),
+            kill: CancellationToken::new(),
+        });
+        let tasks = TaskTracker::new();
+        let accept = tokio::spawn(accept_loop(listener, shared.clone(), tasks.clone()));
+        tracing::info!(%local_addr, lab = shared.options.lab, "JSON-TCP server listening");
+        Ok(JsonTcpServer {
+            local_addr,
+            shared,
+            accept,
+            tasks,
+        })
+    }
+
+    /// The bound address (with the real port when 0 was asked for).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Connections open right now.
+    pub fn connections(&self) -> u64 {
+        self.shared.counters.connections.load(Ordering::Relaxed)
+    }
+
+    /// Stops accepting, lets in-flight requests finish (long polls answer at
+    /// once with what is visible), writes their responses, closes every
+    /// connection and returns. Connections still busy after the grace
+    /// period are dropped.
+    pub async fn shutdown(self) {
+        self.shared.stop.cancel();
+        let _ = self.accept.await;
+        self.tasks.close();
+        if tokio::time::timeout(self.shared.options.shutdown_grace, self.tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("connections still busy after the shutdown grace period; dropping them");
+            self.shared.kill.cancel();
+            self.tasks.wait().await;
+        }
+        tracing::info!(local_addr = %self.local_addr, "JSON-TCP server stopped");
+    }
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, tasks: TaskTracker) {
+    loop {
+        let accepted = tokio::select! {
+            _ = shared.stop.cancelled() => return,
+            r = listener.accept() => r,
+        };
+        let (stream, peer) = match accepted {
+            Ok(x) => x,
+            Err(e) => {
+                // Running out of file descriptors must not spin the loop:
+                // back off briefly and try again.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let open = shared.counters.connections.fetch_add(1, Ordering::AcqRel);
+        let guard = ConnectionGuard(shared.clone());
+        if open as usize >= shared.options.max_connections {
+            tracing::warn!(%peer, max = shared.options.max_connections, "too many connections; closing the new one");
+            drop((stream, guard));
+            continue;
+        }
+        let shared = shared.clone();
+        tasks.spawn(async move {
+            let _guard = guard;
+            let served = AssertUnwindSafe(serve_connection(stream, shared))
+                .catch_unwind()
+                .await;
+            if served.is_err() {
+                tracing::error!(%peer, "a connection task panicked; the connection was dropped");
+            }
+        });
+    }
+}
+
+/// Decrements the open-connection count however the connection ends.
+struct ConnectionGuard(Arc<Shared>);
+
+impl Drop for ConnectionGuard {
+    fn drop(&mut self) {
+        self.0.counters.connections.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// One response waiting to be written, holding its share of the
+/// connection's write budget until it is written.
+struct Outgoing {
+    bytes: Vec<u8>,
+    _permit: OwnedSemaphorePermit,
+}
+
+async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
+    // Small responses must leave at once; the writer batches them itself.
+    let _ = stream.set_nodelay(true);
+    let peer = stream.peer_addr().ok();
+    let (rd, wr) = stream.into_split();
+    let (tx, rx) = mpsc::channel(shared.options.max_in_flight);
+    let budget_bytes = shared
+        .options
+        .write_queue_bytes
+        .clamp(1, Semaphore::MAX_PERMITS.min(u32::MAX as usize));
+    let queue = Queue {
+        tx,
+        budget: Arc::new(Semaphore::new(budget_bytes)),
+        budget_bytes,
+    };
+    let reader = read_loop(rd, queue, &shared);
+    let writer = write_loop(wr, rx, shared.options.write_timeout);
+    tokio::pin!(reader, writer);
+    tokio::select! {
+        _ = shared.kill.cancelled() => {}
+        end = &mut reader => {
+            tracing::debug!(?peer, ?end, "connection stops reading");
+            // The reader dropped its sender; the writer drains and closes.
+            tokio::select! {
+                _ = shared.kill.cancelled() => {}
+                r = &mut writer => if let Err(e) = r {
+                    tracing::debug!(?peer, error = %e, "connection write failed");
+                }
+            }
+        }
+        r = &mut writer => {
+            if let Err(e) = r {
+                tracing::debug!(?peer, error = %e, "dropping a connection that does not read");
+            }
+        }
+    }
+}
+
+/// Why a connection stopped reading (logged at debug level).
+#[derive(Debug)]
+#[allow(dead_code, reason = "the payload is read through Debug in logs")]
+enum ReadEnd {
+    Eof,
+    FrameTooLarge,
+    Idle,
+    Shutdown,
+    WriterGone,
+    Io(io::Error),
+}
+
+/// The sending side of a connection's response queue and its byte budget.
+struct Queue {
+    tx: mpsc::Sender<Outgoing>,
+    budget: Arc<Semaphore>,
+    budget_bytes: usize,
+}
+
+async fn read_loop(mut rd: OwnedReadHalf, q: Queue, shared: &Shared) -> ReadEnd {
+    let max_frame = shared.options.max_frame_bytes;
+    let mut buf: Vec<u8> = Vec::with_capacity(4096);
+    let mut deadline = Instant::now() + shared.options.idle_timeout;
+    loop {
+        // Answer every complete line already buffered.
+        let mut start = 0;
+        while let Some(pos) = buf[start..].iter().position(|b| *b == b'\n') {
+            let end = start + pos;
+            if end - start + 1 > max_frame {
+                return too_large(&q, shared).await;
+            }
+            if !answer(&buf[start..end], &q, shared).await {
+                return ReadEnd::WriterGone;
+            }
+            start = end + 1;
+            deadline = Instant::now() + shared.options.idle_timeout;
+        }
+        buf.drain(..start);
+        if buf.len() >= max_frame {
+            // Even if the newline came next, the line would exceed the limit.
+            return too_large(&q, shared).await;
+        }
+        if buf.capacity() - buf.len() < 4096 {
+            let target = (buf.capacity() * 2)
+                .max(buf.len() + READ_CHUNK)
+                .min(max_frame + READ_CHUNK);
+            buf.reserve_exact(target - buf.len());
+        }
+        let read = tokio::select! {
+            _ = shared.stop.cancelled() => return ReadEnd::Shutdown,
+            r = tokio::time::timeout_at(deadline, rd.read_buf(&mut buf)) => r,
+        };
+        match read {
+            Err(_) => return ReadEnd::Idle,
+            Ok(Err(e)) => return ReadEnd::Io(e),
+            Ok(Ok(0)) => {
+                // A final line without `\n` is still a request.
+                if !buf.is_empty() && !answer(&buf, &q, shared).await {
+                    return ReadEnd::WriterGone;
+                }
+                return ReadEnd::Eof;
+            }
+            Ok(Ok(_)) => {}
+        }
+    }
+}
+
+async fn too_large(q: &Queue, shared: &Shared) -> ReadEnd {
+    let msg = format!(
+        "request line exceeds max_frame_bytes ({} bytes including the newline); closing the connection",
+        shared.options.max_frame_bytes
+    );
+    let bytes = ErrorResponse::new(ErrorCode::FrameTooLarge, msg).encode(None);
+    let _ = enqueue(bytes, q).await;
+    ReadEnd::FrameTooLarge
+}
+
+/// Decodes and executes one request line and queues its response. False
+/// when the writer is gone.
+async fn answer(line: &[u8], q: &Queue, shared: &Shared) -> bool {
+    let bytes = respond(line, shared).await;
+    shared.counters.requests.fetch_add(1, Ordering::Relaxed);
+    enqueue(bytes, q).await
+}
+
+async fn enqueue(bytes: Vec<u8>, q: &Queue) -> bool {
+    // A response larger than the whole budget takes all of it, so one huge
+    // response still goes out, alone.
+    let want = bytes.len().clamp(1, q.budget_bytes);
+    let Ok(permit) = q
+        .budget
+        .clone()
+        .acquire_many_owned(u32::try_from(want).unwrap_or(u32::MAX))
+        .await
+    else {
+        return false;
+    };
+    q.tx.send(Outgoing {
+        bytes,
+        _permit: permit,
+    })
+    .await
+    .is_ok()
+}
+
+/// The response line for one request line.
+async fn respond(line: &[u8], shared: &Shared) -> Vec<u8> {
+    let decoded = decode_request_line(line);
+    let id = decoded.id.as_ref();
+    let request = match decoded.request {
+        Err(e) => return ErrorResponse::new(ErrorCode::InvalidRequest, e.0).encode(id),
+        Ok(r) => r,
+    };
+    let op = request.operation();
+    if op.is_lab() && !shared.options.lab {
+        return ErrorResponse::new(
+            ErrorCode::InvalidRequest,
+            format!(
+                "{:?} is a lab operation; lab operations are disabled (start the server with --lab to enable them)",
+                op.name()
+            ),
+        )
+        .encode(id);
+    }
+    #[cfg(test)]
+    if let crate::protocol::Request::Metadata { topic } = &request
+        && topic == tests::PANIC_TOPIC
+    {
+        panic!("test-only panic inside a request");
+    }
+    let ctx = DispatchContext {
+        cluster: &shared.cluster,
+        shutdown: &shared.stop,
+        connections: shared.counters.connections.load(Ordering::Relaxed),
+        requests: shared.counters.requests.load(Ordering::Relaxed),
+    };
+    match execute(&ctx, request).await {
+        Ok(response) => response.encode(id),
+        Err(e) => ErrorResponse::new(e.code(), e.to_string()).encode(id),
+    }
+}
+
+async fn write_loop(
+    wr: OwnedWriteHalf,
+    mut rx: mpsc::Receiver<Outgoing>,
+    write_timeout: Duration,
+) -> io::Result<()> {
+    let mut w = BufWriter::with_capacity(64 * 1024, wr);
+    while let Some(first) = rx.recv().await {
+        timed(write_timeout, w.write_all(&first.bytes)).await?;
+        drop(first);
+        // Batch every response that is already waiting into one flush.
+        while let Ok(next) = rx.try_recv() {
+            timed(write_timeout, w.write_all(&next.bytes)).await?;
+        }
+        timed(write_timeout, w.flush()).await?;
+    }
+    timed(write_timeout, w.shutdown()).await
+}
+
+async fn timed<T>(
+    limit: Duration,
+    fut: impl std::future::Future<Output = io::Result<T>>,
+) -> io::Result<T> {
+    match tokio::time::timeout(limit, fut).await {
+        Ok(r) => r,
+        Err(_) => Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("the client accepted no response bytes for {limit:?}"),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mk_cluster::{ManualClock, MiniKafkaConfig};
+    use tokio::io::{AsyncBufReadExt, BufReader};
+
+    /// A `metadata` request for this topic panics inside the server (test
+    /// builds only), to prove one connection's panic is contained.
+    pub(super) const PANIC_TOPIC: &str = "__panic_for_tests";
+
+    #[tokio::test]
+    async fn a_panicking_connection_does_not_take_the_server_down() {
+        let dir = tempfile::tempdir().unwrap();
+        let cluster = BrokerCluster::open_with_clock(
+            MiniKafkaConfig::new(dir.path()),
+            Arc::new(ManualClock::new(0)),
+        )
+        .unwrap();
+        let server = JsonTcpServer::start(cluster.clone(), "127.0.0.1:0", ServerOptions::default())
+            .await
+            .unwrap();
+        let addr = server.local_addr();
+        let mut bad = TcpStream::connect(addr).await.unwrap();
+        bad.write_all(
+            format!("{{\"operation\":\"metadata\",\"topic\":\"{PANIC_TOPIC}\"}}\n").as_bytes(),
+        )
+        .await
+        .unwrap();
+        let mut rest = Vec::new();
+        let n = tokio::time::timeout(Duration::from_secs(10), bad.read_to_end(&mut rest))
+            .await
+            .unwrap()
+            .unwrap_or(0);
+        assert_eq!(n, 0, "the panicking connection is closed without an answer");
+        let good = TcpStream::connect(addr).await.unwrap();
+        let (rd, mut wr) = good.into_split();
+        wr.write_all(b"{\"operation\":\"list_topics\"}\n")
+            .await
+            .unwrap();
+        let mut line = String::new();
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            BufReader::new(rd).read_line(&mut line),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        assert_eq!(line, "{\"ok\":true,\"topics\":[]}\n");
+        server.shutdown().await;
+        cluster.close().await.unwrap();
+    }
+}

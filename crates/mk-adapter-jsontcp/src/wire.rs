@@ -1,0 +1,441 @@
+//! Low-level JSON helpers of the protocol: strict, typed field access on a
+//! decoded object (every failure is a readable INVALID_REQUEST message), and a
+//! writer that emits object fields in exactly the order it is called with,
+//! which is how the wire field order of spec 06 is guaranteed.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use mk_cluster::Bytes;
+use serde_json::{Map, Value};
+
+/// A decoding failure; always INVALID_REQUEST on the wire.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeError(pub String);
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+pub(crate) type Decoded<T> = Result<T, DecodeError>;
+
+pub(crate) fn bad<T>(msg: impl Into<String>) -> Decoded<T> {
+    Err(DecodeError(msg.into()))
+}
+
+/// The JSON type of a value, for error messages.
+pub(crate) fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(n) if n.is_f64() => "a non-integer number",
+        Value::Number(_) => "an integer",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Strict typed access to the fields of one JSON object. `ctx` names the
+/// object in messages (e.g. `records[2]`).
+#[derive(Clone, Copy)]
+pub(crate) struct Fields<'a> {
+    map: &'a Map<String, Value>,
+    ctx: &'a str,
+}
+
+impl<'a> Fields<'a> {
+    pub fn new(map: &'a Map<String, Value>, ctx: &'a str) -> Self {
+        Self { map, ctx }
+    }
+
+    fn path(&self, name: &str) -> String {
+        if self.ctx.is_empty() {
+            format!("field {name:?}")
+        } else {
+            format!("field {:?} of {}", name, self.ctx)
+        }
+    }
+
+    /// The field if present and not null.
+    pub fn get(&self, name: &str) -> Option<&'a Value> {
+        self.map.get(name).filter(|v| !v.is_null())
+    }
+
+    pub fn require(&self, name: &str) -> Decoded<&'a Value> {
+        match self.get(name) {
+            Some(v) => Ok(v),
+            None => bad(format!("missing {}", self.path(name))),
+        }
+    }
+
+    pub fn str(&self, name: &str) -> Decoded<&'a str> {
+        let v = self.require(name)?;
+        v.as_str().map_or_else(
+            || {
+                bad(format!(
+                    "{} must be a string, got {}",
+                    self.path(name),
+                    type_name(v)
+                ))
+            },
+            Ok,
+        )
+    }
+
+    pub fn opt_str(&self, name: &str) -> Decoded<Option<&'a str>> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(_) => self.str(name).map(Some),
+        }
+    }
+
+    pub fn string(&self, name: &str) -> Decoded<String> {
+        self.str(name).map(str::to_string)
+    }
+
+    /// An integer in `[min, max]`. Floats, strings, booleans and integers
+    /// out of range are refused.
+    pub fn int(&self, name: &str, min: i64, max: i64) -> Decoded<i64> {
+        let v = self.require(name)?;
+        int_value(v, min, max).map_err(|why| DecodeError(format!("{} {why}", self.path(name))))
+    }
+
+    pub fn opt_int(&self, name: &str, min: i64, max: i64) -> Decoded<Option<i64>> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(_) => self.int(name, min, max).map(Some),
+        }
+    }
+
+    pub fn u32(&self, name: &str) -> Decoded<u32> {
+        self.int(name, 0, i64::from(u32::MAX)).map(|n| n as u32)
+    }
+
+    pub fn opt_u32(&self, name: &str) -> Decoded<Option<u32>> {
+        self.opt_int(name, 0, i64::from(u32::MAX))
+            .map(|n| n.map(|n| n as u32))
+    }
+
+    pub fn i32(&self, name: &str) -> Decoded<i32> {
+        self.int(name, i64::from(i32::MIN), i64::from(i32::MAX))
+            .map(|n| n as i32)
+    }
+
+    pub fn i64(&self, name: &str) -> Decoded<i64> {
+        self.int(name, i64::MIN, i64::MAX)
+    }
+
+    pub fn opt_i64(&self, name: &str) -> Decoded<Option<i64>> {
+        self.opt_int(name, i64::MIN, i64::MAX)
+    }
+
+    pub fn bool(&self, name: &str) -> Decoded<bool> {
+        let v = self.require(name)?;
+        v.as_bool().map_or_else(
+            || {
+                bad(format!(
+                    "{} must be a boolean, got {}",
+                    self.path(name),
+                    type_name(v)
+                ))
+            },
+            Ok,
+        )
+    }
+
+    pub fn array(&self, name: &str) -> Decoded<&'a Vec<Value>> {
+        let v = self.require(name)?;
+        v.as_array().map_or_else(
+            || {
+                bad(format!(
+                    "{} must be an array, got {}",
+                    self.path(name),
+                    type_name(v)
+                ))
+            },
+            Ok,
+        )
+    }
+
+    pub fn opt_array(&self, name: &str) -> Decoded<Option<&'a Vec<Value>>> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(_) => self.array(name).map(Some),
+        }
+    }
+
+    pub fn object(&self, name: &str) -> Decoded<&'a Map<String, Value>> {
+        let v = self.require(name)?;
+        v.as_object().map_or_else(
+            || {
+                bad(format!(
+                    "{} must be an object, got {}",
+                    self.path(name),
+                    type_name(v)
+                ))
+            },
+            Ok,
+        )
+    }
+
+    /// Optional base64 bytes: absent or `null` is `None`, `""` is empty.
+    pub fn opt_b64(&self, name: &str) -> Decoded<Option<Bytes>> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(_) => {
+                let s = self.str(name)?;
+                decode_b64(s)
+                    .map(Some)
+                    .map_err(|why| DecodeError(format!("{} {why}", self.path(name))))
+            }
+        }
+    }
+
+    /// An array of strings.
+    pub fn strings(&self, name: &str) -> Decoded<Vec<String>> {
+        let items = self.array(name)?;
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                v.as_str().map(str::to_string).ok_or_else(|| {
+                    DecodeError(format!(
+                        "{}[{i}] must be a string, got {}",
+                        self.path(name),
+                        type_name(v)
+                    ))
+                })
+            })
+            .collect()
+    }
+}
+
+/// Checks that `v` is a JSON integer in `[min, max]`; the error completes
+/// the sentence "field X ...".
+pub(crate) fn int_value(v: &Value, min: i64, max: i64) -> Result<i64, String> {
+    let Value::Number(n) = v else {
+        return Err(format!("must be an integer, got {}", type_name(v)));
+    };
+    if let Some(i) = n.as_i64() {
+        if i < min || i > max {
+            return Err(format!("must be between {min} and {max}, got {i}"));
+        }
+        return Ok(i);
+    }
+    if n.is_u64() {
+        return Err(format!("must be between {min} and {max}, got {n}"));
+    }
+    // serde_json reads integers beyond 64 bits as floats; say "out of range"
+    // for those instead of "not an integer".
+    match n.as_f64() {
+        Some(f) if f.fract() == 0.0 && f.abs() >= 9.2e18 => {
+            Err(format!("must be between {min} and {max}, got {n}"))
+        }
+        _ => Err(format!("must be an integer, got {n}")),
+    }
+}
+
+/// Strict standard base64: padding required, no whitespace.
+pub(crate) fn decode_b64(s: &str) -> Result<Bytes, String> {
+    STANDARD
+        .decode(s)
+        .map(Bytes::from)
+        .map_err(|e| format!("is not valid base64 (standard alphabet, padded): {e}"))
+}
+
+/// Writes one JSON object field by field, in call order.
+pub(crate) struct ObjWriter<'a> {
+    out: &'a mut Vec<u8>,
+    first: bool,
+}
+
+impl<'a> ObjWriter<'a> {
+    pub fn new(out: &'a mut Vec<u8>) -> Self {
+        out.push(b'{');
+        Self { out, first: true }
+    }
+
+    /// A success object: `{"ok":true`.
+    pub fn ok(out: &'a mut Vec<u8>) -> Self {
+        let mut w = Self::new(out);
+        w.raw("ok", b"true");
+        w
+    }
+
+    fn key(&mut self, name: &str) {
+        if !self.first {
+            self.out.push(b',');
+        }
+        self.first = false;
+        self.out.push(b'"');
+        // Field names are static ASCII identifiers; they need no escaping.
+        self.out.extend_from_slice(name.as_bytes());
+        self.out.extend_from_slice(b"\":");
+    }
+
+    pub fn raw(&mut self, name: &str, json: &[u8]) -> &mut Self {
+        self.key(name);
+        self.out.extend_from_slice(json);
+        self
+    }
+
+    pub fn int(&mut self, name: &str, n: i64) -> &mut Self {
+        self.key(name);
+        push_int(self.out, n);
+        self
+    }
+
+    pub fn opt_int(&mut self, name: &str, n: Option<i64>) -> &mut Self {
+        match n {
+            Some(n) => self.int(name, n),
+            None => self.raw(name, b"null"),
+        }
+    }
+
+    pub fn bool(&mut self, name: &str, b: bool) -> &mut Self {
+        self.raw(name, if b { b"true" } else { b"false" })
+    }
+
+    pub fn str(&mut self, name: &str, s: &str) -> &mut Self {
+        self.key(name);
+        push_str(self.out, s);
+        self
+    }
+
+    pub fn b64(&mut self, name: &str, b: Option<&[u8]>) -> &mut Self {
+        self.key(name);
+        push_b64(self.out, b);
+        self
+    }
+
+    pub fn value(&mut self, name: &str, v: &Value) -> &mut Self {
+        self.key(name);
+        push_value(self.out, v);
+        self
+    }
+
+    /// A nested value written by `f` (an object or an array).
+    pub fn with(&mut self, name: &str, f: impl FnOnce(&mut Vec<u8>)) -> &mut Self {
+        self.key(name);
+        f(self.out);
+        self
+    }
+
+    pub fn end(&mut self) {
+        self.out.push(b'}');
+    }
+}
+
+/// Writes `[item, item, ...]` with `f` writing each item.
+pub(crate) fn push_array<T>(
+    out: &mut Vec<u8>,
+    items: impl IntoIterator<Item = T>,
+    mut f: impl FnMut(&mut Vec<u8>, T),
+) {
+    out.push(b'[');
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        f(out, item);
+    }
+    out.push(b']');
+}
+
+pub(crate) fn push_int(out: &mut Vec<u8>, n: i64) {
+    out.extend_from_slice(n.to_string().as_bytes());
+}
+
+pub(crate) fn push_str(out: &mut Vec<u8>, s: &str) {
+    // Serializing a &str into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, s);
+}
+
+pub(crate) fn push_value(out: &mut Vec<u8>, v: &Value) {
+    let _ = serde_json::to_writer(&mut *out, v);
+}
+
+pub(crate) fn push_b64(out: &mut Vec<u8>, b: Option<&[u8]>) {
+    match b {
+        None => out.extend_from_slice(b"null"),
+        Some(b) => {
+            out.push(b'"');
+            // Encoding straight into the output avoids a temporary String;
+            // the base64 alphabet needs no JSON escaping.
+            let start = out.len();
+            let len = base64::encoded_len(b.len(), true).unwrap_or(0);
+            out.resize(start + len, 0);
+            let written = STANDARD.encode_slice(b, &mut out[start..]).unwrap_or(0);
+            out.truncate(start + written);
+            out.push(b'"');
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn integers_are_strict() {
+        assert_eq!(int_value(&json!(5), 0, 10), Ok(5));
+        assert!(
+            int_value(&json!(5.0), 0, 10)
+                .unwrap_err()
+                .contains("integer")
+        );
+        assert!(
+            int_value(&json!("5"), 0, 10)
+                .unwrap_err()
+                .contains("a string")
+        );
+        assert!(
+            int_value(&json!(true), 0, 10)
+                .unwrap_err()
+                .contains("boolean")
+        );
+        assert!(
+            int_value(&json!(-1), 0, 10)
+                .unwrap_err()
+                .contains("between")
+        );
+        assert!(
+            int_value(&json!(u64::MAX), 0, 10)
+                .unwrap_err()
+                .contains("between")
+        );
+        let huge: Value = serde_json::from_str("1180591620717411303424").unwrap();
+        assert!(int_value(&huge, 0, 10).unwrap_err().contains("between"));
+    }
+
+    #[test]
+    fn base64_is_strict_standard_with_padding() {
+        assert_eq!(
+            decode_b64("aGVsbG8=").unwrap(),
+            Bytes::from_static(b"hello")
+        );
+        assert_eq!(decode_b64("").unwrap(), Bytes::new());
+        assert!(decode_b64("aGVsbG8").is_err(), "missing padding");
+        assert!(decode_b64("aGVs bG8=").is_err(), "whitespace");
+        assert!(decode_b64("aGVsbG8=\n").is_err(), "trailing newline");
+        assert!(decode_b64("_-8=").is_err(), "url-safe alphabet");
+    }
+
+    #[test]
+    fn writer_keeps_call_order() {
+        let mut out = Vec::new();
+        let mut w = ObjWriter::ok(&mut out);
+        w.str("z", "a\"b")
+            .int("a", -3)
+            .b64("k", Some(b"hi"))
+            .b64("n", None);
+        w.end();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"{"ok":true,"z":"a\"b","a":-3,"k":"aGk=","n":null}"#
+        );
+    }
+}
