@@ -121,7 +121,12 @@ impl PartitionReplicaSet {
     ///   data; the others reconcile on their first fetch).
     /// - HW = the newest checkpointed HW clipped to the leader's LEO, never
     ///   lower than the minimum LEO of that ISR; a restart therefore never
-    ///   moves visibility backwards.
+    ///   moves visibility backwards. Since every restored ISR member ends
+    ///   where the leader ends, that floor is the leader's LEO: all the
+    ///   leader holds is committed after a restart, which is safe because
+    ///   only ISR members can be promoted and each holds all of it. The
+    ///   checkpoint matters when the leader's log ends below it (it lost
+    ///   committed data), which is reported.
     pub fn open(
         data_dir: &Path,
         tp: TopicPartition,
@@ -141,23 +146,7 @@ impl PartitionReplicaSet {
             merge_registrations(&mut registrations, &regs);
             replicas.insert(broker, replica);
         }
-        let max_seen = replicas
-            .values()
-            .filter_map(|r| r.epochs.latest().map(|e| e.epoch))
-            .max();
-        let mut leader_epoch = assignment.leader_epoch;
-        if let Some(seen) = max_seen.filter(|s| *s > leader_epoch) {
-            leader_epoch = seen.checked_add(1).ok_or_else(|| {
-                ReplicationError::storage(data_dir, format!("leader epoch {seen} cannot grow"))
-            })?;
-            tracing::warn!(
-                partition = %tp,
-                metadata_epoch = assignment.leader_epoch,
-                seen_epoch = seen,
-                new_epoch = leader_epoch,
-                "a replica knows a newer leader epoch than the metadata; the leader takes a fresh epoch"
-            );
-        }
+        let leader_epoch = fresh_leader_epoch(&tp, &assignment, &replicas)?;
         for r in replicas.values_mut() {
             r.log.set_leader_epoch(leader_epoch)?;
         }
@@ -168,43 +157,8 @@ impl PartitionReplicaSet {
         leader.reconciled_epoch = Some(leader_epoch);
         let leader_leo = leader.leo();
         leader.epochs.assign(leader_epoch, leader_leo)?;
-
-        let leader_entries: Vec<EpochEntry> = leader
-            .epochs
-            .entries()
-            .iter()
-            .copied()
-            .filter(|e| e.start_offset < leader_leo)
-            .collect();
-        let mut isr = BTreeSet::from([assignment.leader_id]);
-        for (&broker, r) in replicas.iter_mut() {
-            if broker != assignment.leader_id
-                && r.leo() == leader_leo
-                && r.epochs.entries() == leader_entries.as_slice()
-            {
-                r.reconciled_epoch = Some(leader_epoch);
-                isr.insert(broker);
-            }
-        }
-        let checkpointed = replicas
-            .values()
-            .filter_map(|r| r.checkpointed_hw)
-            .max()
-            .unwrap_or(0);
-        let isr_floor = isr
-            .iter()
-            .map(|b| replicas[b].leo())
-            .min()
-            .expect("the ISR holds the leader");
-        let high_watermark = checkpointed.min(leader_leo).max(isr_floor);
-        if checkpointed > leader_leo {
-            tracing::warn!(
-                partition = %tp,
-                checkpointed,
-                leader_leo,
-                "the leader's log ends below the checkpointed high watermark; it lost committed data"
-            );
-        }
+        let isr = restored_isr(assignment.leader_id, leader_epoch, &mut replicas);
+        let high_watermark = restored_high_watermark(&tp, assignment.leader_id, &isr, &replicas);
         let set = Self {
             tp,
             data_dir: data_dir.to_path_buf(),
@@ -557,17 +511,32 @@ impl PartitionReplicaSet {
         if self.replica(broker)?.leo() < leader_start {
             self.reset_follower(broker, leader_start, &mut report)?;
         }
-        let from = self.replica(broker)?.leo();
-        let leader = self.leader();
-        assert!(
-            from <= leader.leo(),
-            "{}: follower {broker} at {from} is ahead of the leader's LEO {} after reconciliation",
-            self.tp,
-            leader.leo()
-        );
-        let batches = leader
-            .log
-            .read_batches(from, self.config.replica_fetch_max_bytes, None)?;
+        let batches = loop {
+            let from = self.replica(broker)?.leo();
+            let leader = self.leader();
+            assert!(
+                from <= leader.leo(),
+                "{}: follower {broker} at {from} is ahead of the leader's LEO {} after reconciliation",
+                self.tp,
+                leader.leo()
+            );
+            let batches =
+                leader
+                    .log
+                    .read_batches(from, self.config.replica_fetch_max_bytes, None)?;
+            match batches.first() {
+                // The follower ends inside one of the leader's batches: the
+                // two logs were batched differently in the same epoch (only
+                // a leader that lost an unflushed tail and rewrote it can do
+                // that). Cut back to that batch's start and try again; the
+                // follower's LEO shrinks every round.
+                Some(first) if first.base_offset() < from => {
+                    let target = first.base_offset();
+                    self.truncate_follower(broker, target, &mut report)?;
+                }
+                _ => break batches,
+            }
+        };
         let now = self.clock.now_ms();
         let follower = self.replica_mut(broker);
         for b in &batches {
@@ -1022,6 +991,96 @@ impl PartitionReplicaSet {
             }
         }
     }
+}
+
+/// The epoch the leader runs in after open: the assigned one, unless some
+/// replica's cache already names a newer epoch (a crash between `promote`
+/// and the cluster persisting its result); then a fresh epoch above every
+/// epoch seen, so no epoch ever has two writers.
+fn fresh_leader_epoch(
+    tp: &TopicPartition,
+    assignment: &PartitionAssignment,
+    replicas: &BTreeMap<BrokerId, Replica>,
+) -> Result<i32> {
+    let max_seen = replicas
+        .values()
+        .filter_map(|r| r.epochs.latest().map(|e| e.epoch))
+        .max();
+    let Some(seen) = max_seen.filter(|s| *s > assignment.leader_epoch) else {
+        return Ok(assignment.leader_epoch);
+    };
+    let fresh = seen.checked_add(1).ok_or_else(|| {
+        ReplicationError::InvalidRequest(format!("{tp}: leader epoch {seen} cannot grow"))
+    })?;
+    tracing::warn!(
+        partition = %tp,
+        metadata_epoch = assignment.leader_epoch,
+        seen_epoch = seen,
+        new_epoch = fresh,
+        "a replica knows a newer leader epoch than the metadata; the leader takes a fresh epoch"
+    );
+    Ok(fresh)
+}
+
+/// The ISR after open: the leader plus every follower whose LEO and epoch
+/// cache equal the leader's (equal caches are what make equal LEOs mean
+/// equal data). Those followers count as reconciled in `leader_epoch`.
+fn restored_isr(
+    leader_id: BrokerId,
+    leader_epoch: i32,
+    replicas: &mut BTreeMap<BrokerId, Replica>,
+) -> BTreeSet<BrokerId> {
+    let leader = &replicas[&leader_id];
+    let leader_leo = leader.leo();
+    // The leader's entry for the epoch it starts now covers no data yet.
+    let leader_entries: Vec<EpochEntry> = leader
+        .epochs
+        .entries()
+        .iter()
+        .copied()
+        .filter(|e| e.start_offset < leader_leo)
+        .collect();
+    let mut isr = BTreeSet::from([leader_id]);
+    for (&broker, r) in replicas.iter_mut() {
+        if broker != leader_id
+            && r.leo() == leader_leo
+            && r.epochs.entries() == leader_entries.as_slice()
+        {
+            r.reconciled_epoch = Some(leader_epoch);
+            isr.insert(broker);
+        }
+    }
+    isr
+}
+
+/// HW after open: the newest checkpointed HW clipped to the leader's LEO,
+/// never lower than the minimum LEO of the restored ISR.
+fn restored_high_watermark(
+    tp: &TopicPartition,
+    leader_id: BrokerId,
+    isr: &BTreeSet<BrokerId>,
+    replicas: &BTreeMap<BrokerId, Replica>,
+) -> i64 {
+    let leader_leo = replicas[&leader_id].leo();
+    let checkpointed = replicas
+        .values()
+        .filter_map(|r| r.checkpointed_hw)
+        .max()
+        .unwrap_or(0);
+    if checkpointed > leader_leo {
+        tracing::warn!(
+            partition = %tp,
+            checkpointed,
+            leader_leo,
+            "the leader's log ends below the checkpointed high watermark; it lost committed data"
+        );
+    }
+    let isr_floor = isr
+        .iter()
+        .map(|b| replicas[b].leo())
+        .min()
+        .expect("the ISR holds the leader");
+    checkpointed.min(leader_leo).max(isr_floor)
 }
 
 fn check_assignment(tp: &TopicPartition, a: &PartitionAssignment) -> Result<()> {

@@ -586,3 +586,29 @@ fn compaction_skips_replicas_with_uncommitted_closed_segments() {
         "keyless records stay"
     );
 }
+
+#[test]
+fn follower_batched_differently_in_the_same_epoch_is_realigned() {
+    let h = Harness::new();
+    // Only a leader that lost an unflushed tail and rewrote it in the same
+    // epoch can leave a follower whose batch boundaries differ from its own.
+    write_replica(&h, 1, &[(0, &["a", "b"]), (1, &["c"])]);
+    write_replica(&h, 2, &[(0, &["a"]), (0, &["b", "x"])]);
+    let mut set = h.open(PartitionAssignment {
+        replicas: vec![1, 2],
+        leader_id: 1,
+        leader_epoch: 1,
+    });
+    let fetch = set.replicate_all_once().unwrap();
+    assert_eq!(
+        fetch[0].truncated_to,
+        Some(0),
+        "cut back to a common boundary"
+    );
+    assert_eq!(
+        values(set.replica_log(2).unwrap()),
+        vals(&[(0, "a"), (1, "b"), (2, "c")])
+    );
+    assert_eq!(set.isr(), vec![1, 2]);
+    assert_isr_identical_below_hw(&set);
+}
