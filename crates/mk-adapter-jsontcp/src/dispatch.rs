@@ -16,6 +16,7 @@ pub(crate) struct DispatchContext<'a> {
     pub shutdown: &'a CancellationToken,
     pub connections: u64,
     pub requests: u64,
+    pub in_flight: u64,
 }
 
 /// The core's handle for a transactional id at the request's epoch. The
@@ -174,6 +175,7 @@ pub(crate) async fn execute(
             cluster: c.stats()?,
             connections: ctx.connections,
             requests: ctx.requests,
+            in_flight: ctx.in_flight,
         }),
         Request::Promote { tp, broker_id } => Response::Promote(c.promote(&tp, broker_id)?),
         Request::Rejoin { tp, broker_id } => {

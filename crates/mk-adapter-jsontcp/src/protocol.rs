@@ -430,13 +430,11 @@ fn partitions_of(items: &[Value], name: &str) -> Decoded<Vec<TopicPartition>> {
 fn acks_of(f: &Fields<'_>) -> Decoded<AckMode> {
     match f.get("acks") {
         None => Ok(AckMode::One),
-        Some(Value::String(s)) => {
-            AckMode::from_str(s).map_err(|e| DecodeError(format!("field \"acks\": {e}")))
-        }
+        Some(Value::String(s)) => AckMode::from_str(s).map_err(|e| DecodeError(e.to_string())),
         Some(v @ Value::Number(_)) => {
             let n = crate::wire::int_value(v, -1, 1)
                 .map_err(|why| DecodeError(format!("field \"acks\" {why}")))?;
-            AckMode::try_from(n).map_err(|e| DecodeError(format!("field \"acks\": {e}")))
+            AckMode::try_from(n).map_err(|e| DecodeError(e.to_string()))
         }
         Some(v) => bad(format!(
             "field \"acks\" must be \"0\", \"1\", \"all\", \"-1\" or 0, 1, -1; got {}",
@@ -879,9 +877,7 @@ impl Request {
             } => {
                 w.str("group_id", group_id);
                 if let Some(ps) = partitions {
-                    w.with("partitions", |out| {
-                        push_array(out, ps, |out, tp| write_tp_object(out, tp))
-                    });
+                    w.with("partitions", |out| push_array(out, ps, write_tp_object));
                 }
             }
             Request::DescribeGroup { group_id } => {
@@ -1031,6 +1027,8 @@ pub struct ServerStats {
     pub connections: u64,
     /// Requests answered since the server started.
     pub requests: u64,
+    /// Requests being executed right now (this one included).
+    pub in_flight: u64,
 }
 
 /// One successful response of spec 06.
@@ -1286,7 +1284,8 @@ impl Response {
                     .int("transactions", c.transactions as i64)
                     .int("records", c.records)
                     .int("log_bytes", c.log_bytes as i64)
-                    .int("owned_tasks", c.owned_tasks as i64);
+                    .int("owned_tasks", c.owned_tasks as i64)
+                    .int("in_flight", s.in_flight as i64);
             }
             Response::Promote(le) => {
                 w.int("leader_id", i64::from(le.leader_id))
@@ -1482,6 +1481,7 @@ impl Response {
                     },
                     connections: n("connections")? as u64,
                     requests: n("requests")? as u64,
+                    in_flight: n("in_flight")? as u64,
                 })
             }
             Request::Promote { .. } => Response::Promote(LeaderAndEpoch {

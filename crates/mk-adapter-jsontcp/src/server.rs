@@ -80,6 +80,10 @@ impl Default for ServerOptions {
 struct Counters {
     connections: AtomicU64,
     requests: AtomicU64,
+    /// Requests being executed right now, over all connections.
+    in_flight: AtomicU64,
+    /// The largest read buffer any connection has held, in bytes.
+    peak_read_buffer: AtomicU64,
 }
 
 /// State every connection task shares.
@@ -151,6 +155,15 @@ impl JsonTcpServer {
     /// Connections open right now.
     pub fn connections(&self) -> u64 {
         self.shared.counters.connections.load(Ordering::Relaxed)
+    }
+
+    /// The largest read buffer (capacity, in bytes) any connection has held
+    /// so far: never more than `max_frame_bytes` plus 64 KiB.
+    pub fn peak_read_buffer_bytes(&self) -> u64 {
+        self.shared
+            .counters
+            .peak_read_buffer
+            .load(Ordering::Relaxed)
     }
 
     /// Stops accepting, lets in-flight requests finish (long polls answer at
@@ -310,6 +323,10 @@ async fn read_loop(mut rd: OwnedReadHalf, q: Queue, shared: &Shared) -> ReadEnd 
                 .max(buf.len() + READ_CHUNK)
                 .min(max_frame + READ_CHUNK);
             buf.reserve_exact(target - buf.len());
+            shared
+                .counters
+                .peak_read_buffer
+                .fetch_max(buf.capacity() as u64, Ordering::Relaxed);
         }
         let read = tokio::select! {
             _ = shared.stop.cancelled() => return ReadEnd::Shutdown,
@@ -343,7 +360,9 @@ async fn too_large(q: &Queue, shared: &Shared) -> ReadEnd {
 /// Decodes and executes one request line and queues its response. False
 /// when the writer is gone.
 async fn answer(line: &[u8], q: &Queue, shared: &Shared) -> bool {
+    shared.counters.in_flight.fetch_add(1, Ordering::AcqRel);
     let bytes = respond(line, shared).await;
+    shared.counters.in_flight.fetch_sub(1, Ordering::AcqRel);
     shared.counters.requests.fetch_add(1, Ordering::Relaxed);
     enqueue(bytes, q).await
 }
@@ -398,6 +417,7 @@ async fn respond(line: &[u8], shared: &Shared) -> Vec<u8> {
         shutdown: &shared.stop,
         connections: shared.counters.connections.load(Ordering::Relaxed),
         requests: shared.counters.requests.load(Ordering::Relaxed),
+        in_flight: shared.counters.in_flight.load(Ordering::Relaxed),
     };
     match execute(&ctx, request).await {
         Ok(response) => response.encode(id),

@@ -1,0 +1,260 @@
+//! Insta snapshots that freeze every JSON wire shape of spec 06: each
+//! operation's success response and every error a client can provoke,
+//! recorded as raw request/response transcripts over a live socket.
+
+mod common;
+
+use common::{Harness, transcript, within};
+use mk_adapter_jsontcp::ServerOptions;
+
+#[tokio::test]
+async fn snapshot_core_operations() {
+    let h = Harness::start(vec![1], 1, ServerOptions::default()).await;
+    let mut c = h.client().await;
+    let t = transcript(
+        &h,
+        &mut c,
+        &[
+            r#"{"operation":"create_topic","topic":"events","partitions":2,"replication_factor":1,"id":1}"#,
+            r#"{"operation":"metadata","topic":"events"}"#,
+            r#"{"operation":"produce","topic":"events","partition":0,"value_b64":"aGVsbG8=","acks":"1"}"#,
+            r#"{"operation":"produce","topic":"events","partition":0,"key_b64":"aw==","value_b64":"","acks":1,"id":"two"}"#,
+            r#"{"operation":"produce","topic":"events","value_b64":null,"acks":"all"}"#,
+            r#"{"operation":"produce","topic":"events","partition":1,"value_b64":"eA==","acks":"0"}"#,
+            r#"{"operation":"produce","topic":"events","partition":1,"value_b64":"eQ==","acks":-1}"#,
+            r#"{"operation":"fetch","topic":"events","partition":0,"offset":0}"#,
+            r#"{"operation":"fetch","topic":"events","partition":1,"offset":0,"max_records":1,"id":{"nested":[1,2]}}"#,
+            r#"{"operation":"join_group","group_id":"g","member_id":"m1","topics":["events"]}"#,
+            r#"{"operation":"heartbeat","group_id":"g","member_id":"m1","generation":1}"#,
+            r#"{"operation":"commit_offsets","group_id":"g","member_id":"m1","generation":1,"offsets":[{"topic":"events","partition":0,"offset":2}],"id":null}"#,
+        ],
+    )
+    .await;
+    insta::assert_snapshot!(t);
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn snapshot_extended_operations() {
+    let h = Harness::start(vec![1], 1, ServerOptions::default()).await;
+    let mut c = h.client().await;
+    let t = transcript(
+        &h,
+        &mut c,
+        &[
+            r#"{"operation":"create_topic","topic":"orders","partitions":1,"replication_factor":1,"config":{"cleanup.policy":"compact","retention.ms":null,"segment.bytes":4096}}"#,
+            r#"{"operation":"create_topic","topic":"audit","partitions":1,"replication_factor":1}"#,
+            r#"{"operation":"list_topics"}"#,
+            r#"{"operation":"produce","topic":"orders","partition":0,"acks":"all","records":[{"key_b64":"azE=","value_b64":"djE=","headers":[{"key":"h","value_b64":"eA=="},{"key":"n","value_b64":null}],"timestamp_ms":1000},{"key_b64":null,"value_b64":"djI=","headers":[]}]}"#,
+            r#"{"operation":"init_producer","name":"p1"}"#,
+            r#"{"operation":"produce","topic":"orders","partition":0,"acks":"all","records":[{"value_b64":"aWQ="}],"producer_id":1,"producer_epoch":0,"base_sequence":0}"#,
+            r#"{"operation":"produce","topic":"orders","partition":0,"acks":"all","records":[{"value_b64":"aWQ="}],"producer_id":1,"producer_epoch":0,"base_sequence":0}"#,
+            r#"{"operation":"fetch","topic":"orders","partition":0,"offset":0,"max_records":10,"max_bytes":1,"isolation":"read_committed"}"#,
+            r#"{"operation":"fetch","topic":"orders","partition":0,"offset":0,"max_wait_ms":1000}"#,
+            r#"{"operation":"list_offsets","topic":"orders","partition":0,"at":"earliest"}"#,
+            r#"{"operation":"list_offsets","topic":"orders","partition":0,"at":"latest"}"#,
+            r#"{"operation":"list_offsets","topic":"orders","partition":0,"at":1000}"#,
+            r#"{"operation":"list_offsets","topic":"orders","partition":0,"at":99999999999999}"#,
+            r#"{"operation":"join_group","group_id":"g","member_id":"m1","topics":["orders","audit"],"assignor":"range"}"#,
+            r#"{"operation":"commit_offsets","group_id":"g","member_id":"m1","generation":1,"offsets":[{"topic":"orders","partition":0,"offset":3}]}"#,
+            r#"{"operation":"fetch_offsets","group_id":"g"}"#,
+            r#"{"operation":"fetch_offsets","group_id":"g","partitions":[{"topic":"orders","partition":0},{"topic":"audit","partition":0}]}"#,
+            r#"{"operation":"describe_group","group_id":"g"}"#,
+            r#"{"operation":"leave_group","group_id":"g","member_id":"m1"}"#,
+            r#"{"operation":"leave_group","group_id":"g","member_id":"m1"}"#,
+            r#"{"operation":"describe_group","group_id":"nobody"}"#,
+            r#"{"operation":"begin_txn","transactional_id":"tx"}"#,
+            r#"{"operation":"txn_produce","transactional_id":"tx","producer_epoch":0,"topic":"audit","key_b64":"YQ==","value_b64":"Yg=="}"#,
+            r#"{"operation":"txn_send_offsets","transactional_id":"tx","producer_epoch":0,"group_id":"g","offsets":[{"topic":"orders","partition":0,"offset":4}]}"#,
+            r#"{"operation":"commit_txn","transactional_id":"tx","producer_epoch":0}"#,
+            r#"{"operation":"begin_txn","transactional_id":"tx"}"#,
+            r#"{"operation":"txn_produce","transactional_id":"tx","producer_epoch":1,"topic":"audit","partition":0,"value_b64":"Yw=="}"#,
+            r#"{"operation":"abort_txn","transactional_id":"tx","producer_epoch":1}"#,
+            r#"{"operation":"fetch","topic":"audit","partition":0,"offset":0,"isolation":"read_committed"}"#,
+            r#"{"operation":"describe_cluster"}"#,
+            "# advance 5000",
+            r#"{"operation":"stats"}"#,
+        ],
+    )
+    .await;
+    insta::assert_snapshot!(t);
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn snapshot_lab_operations() {
+    let h = Harness::lab().await;
+    let mut c = h.client().await;
+    let t = transcript(
+        &h,
+        &mut c,
+        &[
+            r#"{"operation":"create_topic","topic":"lab","partitions":1,"replication_factor":3,"config":{"segment.bytes":100}}"#,
+            r#"{"operation":"produce","topic":"lab","partition":0,"key_b64":"aw==","value_b64":"djE=","acks":"1"}"#,
+            r#"{"operation":"produce","topic":"lab","partition":0,"key_b64":"aw==","value_b64":"djI=","acks":"1"}"#,
+            r#"{"operation":"replicate_once"}"#,
+            r#"{"operation":"describe_cluster"}"#,
+            r#"{"operation":"remove_from_isr","topic":"lab","partition":0,"broker_id":3}"#,
+            r#"{"operation":"promote","topic":"lab","partition":0,"broker_id":2}"#,
+            r#"{"operation":"rejoin","topic":"lab","partition":0,"broker_id":1}"#,
+            r#"{"operation":"replicate_once"}"#,
+            r#"{"operation":"roll","topic":"lab","partition":0}"#,
+            r#"{"operation":"compact","topic":"lab","delete_retention_ms":0}"#,
+            r#"{"operation":"apply_retention","topic":"lab","retention_bytes":1}"#,
+            r#"{"operation":"apply_retention","topic":"lab"}"#,
+            r#"{"operation":"join_group","group_id":"g","member_id":"m1","topics":["lab"]}"#,
+            "# advance 60000",
+            r#"{"operation":"expire_group_members"}"#,
+            r#"{"operation":"begin_txn","transactional_id":"slow"}"#,
+            "# advance 120000",
+            r#"{"operation":"expire_transactions"}"#,
+            r#"{"operation":"flush_cycle"}"#,
+            r#"{"operation":"metadata","topic":"lab"}"#,
+        ],
+    )
+    .await;
+    insta::assert_snapshot!(t);
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn snapshot_decoding_errors() {
+    let h = Harness::start(vec![1], 1, ServerOptions::default()).await;
+    let mut c = h.client().await;
+    let t = transcript(
+        &h,
+        &mut c,
+        &[
+            "",
+            "   ",
+            "not json",
+            r#"{"operation":"list_topics""#,
+            "[1,2,3]",
+            "42",
+            r#""a string""#,
+            r#"{"id":7}"#,
+            r#"{"operation":7,"id":8}"#,
+            r#"{"operation":"frobnicate","id":"x"}"#,
+            r#"{"operation":"create_topic","topic":"t","partitions":1}"#,
+            r#"{"operation":"create_topic","topic":"t","partitions":"1","replication_factor":1}"#,
+            r#"{"operation":"create_topic","topic":"t","partitions":1.0,"replication_factor":1}"#,
+            r#"{"operation":"create_topic","topic":"t","partitions":true,"replication_factor":1}"#,
+            r#"{"operation":"create_topic","topic":"t","partitions":1180591620717411303424,"replication_factor":1}"#,
+            r#"{"operation":"create_topic","topic":"t","partitions":-1,"replication_factor":1}"#,
+            r#"{"operation":"create_topic","topic":"t","partitions":1,"replication_factor":1,"config":{"retention.hours":1}}"#,
+            r#"{"operation":"create_topic","topic":7,"partitions":1,"replication_factor":1}"#,
+            r#"{"operation":"produce","topic":"t","partition":-1,"value_b64":"eA=="}"#,
+            r#"{"operation":"produce","topic":"t","partition":4294967296,"value_b64":"eA=="}"#,
+            r#"{"operation":"produce","topic":"t","value_b64":"eA"}"#,
+            r#"{"operation":"produce","topic":"t","value_b64":"e A=="}"#,
+            r#"{"operation":"produce","topic":"t","value_b64":"_-8="}"#,
+            r#"{"operation":"produce","topic":"t","value_b64":5}"#,
+            r#"{"operation":"produce","topic":"t","value_b64":"eA==","acks":"2"}"#,
+            r#"{"operation":"produce","topic":"t","value_b64":"eA==","acks":2}"#,
+            r#"{"operation":"produce","topic":"t","value_b64":"eA==","acks":true}"#,
+            r#"{"operation":"produce","topic":"t","records":[{"value_b64":"eA=="}],"value_b64":"eA=="}"#,
+            r#"{"operation":"produce","topic":"t","records":[5]}"#,
+            r#"{"operation":"produce","topic":"t","records":[{"headers":[{"value_b64":"eA=="}]}]}"#,
+            r#"{"operation":"produce","topic":"t","records":[{"value_b64":"eA=="}],"producer_id":1}"#,
+            r#"{"operation":"fetch","topic":"t","partition":0}"#,
+            r#"{"operation":"fetch","topic":"t","partition":0,"offset":0,"isolation":"read_all"}"#,
+            r#"{"operation":"fetch","topic":"t","partition":0,"offset":0,"max_bytes":-1}"#,
+            r#"{"operation":"fetch","topic":"t","partition":0,"offset":0,"max_wait_ms":9999999999}"#,
+            r#"{"operation":"join_group","group_id":"g","member_id":"m","topics":"t"}"#,
+            r#"{"operation":"join_group","group_id":"g","member_id":"m","topics":[1]}"#,
+            r#"{"operation":"join_group","group_id":"g","member_id":"m","topics":["t"],"assignor":"best"}"#,
+            r#"{"operation":"commit_offsets","group_id":"g","member_id":"m","generation":1,"offsets":[{"topic":"t","partition":0,"offset":1},{"topic":"t","partition":0,"offset":2}]}"#,
+            r#"{"operation":"list_offsets","topic":"t","partition":0,"at":"middle"}"#,
+            r#"{"operation":"list_offsets","topic":"t","partition":0}"#,
+            r#"{"operation":"txn_produce","transactional_id":"x","producer_epoch":2147483648,"topic":"t"}"#,
+            r#"{"operation":"replicate_once","id":1}"#,
+            r#"{"operation":"promote","topic":"t","partition":0,"broker_id":1}"#,
+        ],
+    )
+    .await;
+    insta::assert_snapshot!(t);
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn snapshot_domain_errors() {
+    let h = Harness::lab().await;
+    let mut c = h.client().await;
+    let t = transcript(
+        &h,
+        &mut c,
+        &[
+            r#"{"operation":"metadata","topic":"missing"}"#,
+            r#"{"operation":"create_topic","topic":"bad/name","partitions":1,"replication_factor":1}"#,
+            r#"{"operation":"create_topic","topic":"t","partitions":0,"replication_factor":1}"#,
+            r#"{"operation":"create_topic","topic":"t","partitions":1,"replication_factor":4}"#,
+            r#"{"operation":"create_topic","topic":"t","partitions":1,"replication_factor":3}"#,
+            r#"{"operation":"create_topic","topic":"t","partitions":1,"replication_factor":3}"#,
+            r#"{"operation":"create_topic","topic":"one","partitions":1,"replication_factor":1}"#,
+            r#"{"operation":"produce","topic":"t","partition":5,"value_b64":"eA=="}"#,
+            r#"{"operation":"produce","topic":"__consumer_offsets","value_b64":"eA=="}"#,
+            r#"{"operation":"produce","topic":"t","records":[]}"#,
+            r#"{"operation":"fetch","topic":"t","partition":0,"offset":5}"#,
+            r#"{"operation":"fetch","topic":"t","partition":0,"offset":0,"max_records":-1}"#,
+            r#"{"operation":"remove_from_isr","topic":"t","partition":0,"broker_id":2}"#,
+            r#"{"operation":"remove_from_isr","topic":"t","partition":0,"broker_id":3}"#,
+            r#"{"operation":"produce","topic":"t","value_b64":"eA==","acks":"all"}"#,
+            r#"{"operation":"promote","topic":"t","partition":0,"broker_id":3}"#,
+            r#"{"operation":"promote","topic":"t","partition":0,"broker_id":9}"#,
+            r#"{"operation":"join_group","group_id":"g","member_id":"m1","topics":["one"]}"#,
+            r#"{"operation":"heartbeat","group_id":"g","member_id":"m1","generation":7}"#,
+            r#"{"operation":"heartbeat","group_id":"g","member_id":"ghost","generation":1}"#,
+            r#"{"operation":"commit_offsets","group_id":"g","member_id":"m1","generation":1,"offsets":[{"topic":"t","partition":0,"offset":0}]}"#,
+            r#"{"operation":"init_producer","name":"p"}"#,
+            r#"{"operation":"produce","topic":"one","records":[{"value_b64":"eA=="}],"producer_id":1,"producer_epoch":0,"base_sequence":5}"#,
+            r#"{"operation":"init_producer","name":"p"}"#,
+            r#"{"operation":"produce","topic":"one","records":[{"value_b64":"eA=="}],"producer_id":1,"producer_epoch":0,"base_sequence":0}"#,
+            r#"{"operation":"commit_txn","transactional_id":"nobody","producer_epoch":0}"#,
+            r#"{"operation":"begin_txn","transactional_id":"tx"}"#,
+            r#"{"operation":"begin_txn","transactional_id":"tx"}"#,
+            r#"{"operation":"txn_produce","transactional_id":"tx","producer_epoch":0,"topic":"one","value_b64":"eA=="}"#,
+        ],
+    )
+    .await;
+    insta::assert_snapshot!(t);
+    // A failed flush makes the cluster terminally FAILED; afterwards every
+    // call is CLUSTER_FAILED with the original cause.
+    h.cluster.failure_injector().fail_syncs(true);
+    let t = transcript(
+        &h,
+        &mut c,
+        &[
+            r#"{"operation":"produce","topic":"one","value_b64":"eA=="}"#,
+            r#"{"operation":"flush_cycle"}"#,
+        ],
+    )
+    .await;
+    let failed = transcript(&h, &mut c, &[r#"{"operation":"list_topics"}"#]).await;
+    assert!(
+        failed.contains(r#""code":"CLUSTER_FAILED""#),
+        "after a failed flush: {failed}"
+    );
+    let dir = h.dir.path().display().to_string();
+    insta::assert_snapshot!(t.replace(&dir, "<data_dir>"));
+    within(h.server.shutdown()).await;
+    let _ = h.cluster.close().await;
+}
+
+#[tokio::test]
+async fn snapshot_closed_cluster_and_lab_disabled() {
+    let h = Harness::start(vec![1], 1, ServerOptions::default()).await;
+    let mut c = h.client().await;
+    let mut t = transcript(
+        &h,
+        &mut c,
+        &[
+            r#"{"operation":"replicate_once"}"#,
+            r#"{"operation":"flush_cycle","id":3}"#,
+        ],
+    )
+    .await;
+    h.cluster.close().await.unwrap();
+    t.push_str(&transcript(&h, &mut c, &[r#"{"operation":"list_topics"}"#]).await);
+    insta::assert_snapshot!(t);
+    within(h.server.shutdown()).await;
+}
