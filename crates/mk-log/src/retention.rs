@@ -18,6 +18,22 @@ impl PartitionLog {
     /// must go to bring the log under `retention_bytes`. Returns the base
     /// offsets removed; the log start offset moves forward accordingly.
     pub fn apply_retention(&mut self, now_ms: i64, policy: RetentionPolicy) -> Result<Vec<i64>> {
+        let bases = self.retention_candidates(now_ms, policy, None)?;
+        self.delete_closed_segments(&bases)?;
+        Ok(bases)
+    }
+
+    /// The base offsets `apply_retention` would delete, without deleting:
+    /// the longest prefix of closed segments that is past `retention_ms` or
+    /// must go to respect `retention_bytes`, cut back so that no selected
+    /// segment ends after `keep_from` (a replicated log never deletes data
+    /// at or above its high watermark).
+    pub fn retention_candidates(
+        &self,
+        now_ms: i64,
+        policy: RetentionPolicy,
+        keep_from: Option<i64>,
+    ) -> Result<Vec<i64>> {
         if let Some(ms) = policy.retention_ms
             && ms < 0
         {
@@ -49,8 +65,11 @@ impl PartitionLog {
                 count += 1;
             }
         }
-        let bases: Vec<i64> = closed[..count].iter().map(|s| s.base_offset).collect();
-        self.delete_closed_segments(&bases)?;
-        Ok(bases)
+        if let Some(end) = keep_from {
+            while count > 0 && closed[count - 1].next_offset > end {
+                count -= 1;
+            }
+        }
+        Ok(closed[..count].iter().map(|s| s.base_offset).collect())
     }
 }

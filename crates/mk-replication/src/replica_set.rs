@@ -750,42 +750,10 @@ impl PartitionReplicaSet {
     /// from an older snapshot would now skip the deleted batches. Returns the
     /// leader's deleted segment base offsets.
     pub fn apply_retention(&mut self, now_ms: i64, policy: RetentionPolicy) -> Result<Vec<i64>> {
-        if policy.retention_ms.is_some_and(|ms| ms < 0) {
-            return Err(ReplicationError::InvalidRequest(format!(
-                "retention_ms must be >= 0, got {:?}",
-                policy.retention_ms
-            )));
-        }
-        if policy.retention_bytes.is_some_and(|b| b <= 0) {
-            return Err(ReplicationError::InvalidRequest(format!(
-                "retention_bytes must be > 0, got {:?}",
-                policy.retention_bytes
-            )));
-        }
         let hw = self.high_watermark;
         let leader_id = self.leader_id;
         let leader = self.replica_mut(leader_id);
-        let closed = leader.log.closed_segments();
-        let mut count = 0;
-        if let Some(ms) = policy.retention_ms {
-            let cutoff = now_ms.saturating_sub(ms);
-            while count < closed.len() && closed[count].max_timestamp_ms < cutoff {
-                count += 1;
-            }
-        }
-        if let Some(limit) = policy.retention_bytes {
-            let limit = limit as u64;
-            let mut total =
-                leader.log.size_bytes() - closed[..count].iter().map(|s| s.size_bytes).sum::<u64>();
-            while count < closed.len() && total > limit {
-                total -= closed[count].size_bytes;
-                count += 1;
-            }
-        }
-        while count > 0 && closed[count - 1].next_offset > hw {
-            count -= 1;
-        }
-        let bases: Vec<i64> = closed[..count].iter().map(|s| s.base_offset).collect();
+        let bases = leader.log.retention_candidates(now_ms, policy, Some(hw))?;
         leader.log.delete_closed_segments(&bases)?;
         let new_start = leader.log.log_start_offset();
         let mut deleted_any = !bases.is_empty();
