@@ -7,7 +7,11 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 /// (package, bench target) pairs, in the order they appear in the table.
-const BENCHES: &[(&str, &str)] = &[("mk-log", "log"), ("mk-group", "offset_commits")];
+const BENCHES: &[(&str, &str)] = &[
+    ("mk-log", "log"),
+    ("mk-group", "offset_commits"),
+    ("mk-cluster", "direct"),
+];
 
 const BEGIN: &str = "<!-- bench:begin -->";
 const END: &str = "<!-- bench:end -->";
