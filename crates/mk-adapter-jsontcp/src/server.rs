@@ -128,6 +128,22 @@ impl JsonTcpServer {
             ));
         }
         let listener = TcpListener::bind(addr).await?;
+        Self::start_on(cluster, listener, options)
+    }
+
+    /// Serves on a listener the caller has already bound (mk-server binds
+    /// before it opens the data directory, so a taken port fails first).
+    pub fn start_on(
+        cluster: Arc<BrokerCluster>,
+        listener: TcpListener,
+        options: ServerOptions,
+    ) -> io::Result<JsonTcpServer> {
+        if options.max_frame_bytes == 0 || options.max_in_flight == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "max_frame_bytes and max_in_flight must be > 0",
+            ));
+        }
         let local_addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             cluster,

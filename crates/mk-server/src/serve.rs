@@ -1,0 +1,87 @@
+//! The serve command: bind, open the data directory, start the background
+//! drivers and the JSON-TCP server, then wait for SIGINT/SIGTERM and shut
+//! down gracefully. Every check that can refuse a start runs before anything
+//! is started, so a refused start leaves nothing running.
+
+use crate::settings::Settings;
+use mk_adapter_jsontcp::JsonTcpServer;
+use mk_cluster::{BrokerCluster, DriverConfig};
+use std::process::ExitCode;
+
+pub async fn run(settings: Settings) -> ExitCode {
+    match serve(settings).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mk-server: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn serve(settings: Settings) -> Result<(), String> {
+    // The port is checked first: a taken port must not touch the data dir.
+    let listener = tokio::net::TcpListener::bind(&settings.listen)
+        .await
+        .map_err(|e| format!("cannot start: cannot listen on {}: {e}", settings.listen))?;
+    let data_dir = settings.cluster.data_dir.clone();
+    let brokers = settings.cluster.broker_ids.clone();
+    // Opening fails with STORAGE_ERROR when another process holds the data
+    // directory's lock or a metadata store is unreadable.
+    let cluster = BrokerCluster::open(settings.cluster)
+        .map_err(|e| format!("cannot start: cannot open {}: {e}", data_dir.display()))?;
+    let lab = settings.server.lab;
+    if !lab && let Err(e) = cluster.start_drivers(DriverConfig::default()) {
+        let _ = cluster.close().await;
+        return Err(format!("cannot start the background drivers: {e}"));
+    }
+    let server = match JsonTcpServer::start_on(cluster.clone(), listener, settings.server) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = cluster.close().await;
+            return Err(format!("cannot start: {e}"));
+        }
+    };
+    println!(
+        "mk-server listening on {} (JSON-TCP), data in {}, brokers {:?}{}",
+        server.local_addr(),
+        data_dir.display(),
+        brokers,
+        if lab {
+            ", lab mode (background drivers paused)"
+        } else {
+            ""
+        }
+    );
+    let signal = wait_for_signal().await;
+    tracing::info!(signal, "shutting down");
+    server.shutdown().await;
+    cluster
+        .close()
+        .await
+        .map_err(|e| format!("closing the data directory failed: {e}"))?;
+    tracing::info!("stopped cleanly");
+    Ok(())
+}
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
+async fn wait_for_signal() -> &'static str {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => tokio::select! {
+                _ = tokio::signal::ctrl_c() => "SIGINT",
+                _ = term.recv() => "SIGTERM",
+            },
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+                "SIGINT"
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+        "Ctrl-C"
+    }
+}

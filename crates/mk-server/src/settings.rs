@@ -1,0 +1,249 @@
+//! The broker's settings: command-line flags (clap), an optional TOML file
+//! (`--config FILE`) and the defaults, merged in that order of precedence
+//! into a `MiniKafkaConfig` and the server's `ServerOptions`.
+
+use clap::Args;
+use mk_adapter_jsontcp::ServerOptions;
+use mk_cluster::{CleanupPolicy, FlushPolicy, MiniKafkaConfig};
+use serde::Deserialize;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Flags of `mk-server` (serving is the default command).
+#[derive(Debug, Clone, Default, Args)]
+pub struct ServeArgs {
+    /// Address to serve JSON-TCP on [default: 127.0.0.1:9092].
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// Data directory, created if missing [default: ./data].
+    #[arg(long, value_name = "PATH")]
+    pub data_dir: Option<PathBuf>,
+    /// Broker ids hosted by this process, comma separated, e.g. 1,2,3
+    /// [default: 1].
+    #[arg(long, value_name = "IDS", value_delimiter = ',')]
+    pub brokers: Option<Vec<i32>>,
+    /// min.insync.replicas for acks=all [default: 1].
+    #[arg(long, value_name = "N")]
+    pub min_insync_replicas: Option<usize>,
+    /// Enable lab operations (promote, replicate_once, ...) and pause the
+    /// background drivers so every step is explicit.
+    #[arg(long)]
+    pub lab: bool,
+    /// A TOML file with any of these settings (flag names with `_`, e.g.
+    /// `min_insync_replicas = 2`); flags given on the command line win.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Segment size in bytes before a new segment is rolled [default: 1048576].
+    #[arg(long, value_name = "BYTES")]
+    pub segment_bytes: Option<u64>,
+    /// Default retention.ms of new topics [default: 604800000, 7 days].
+    #[arg(long, value_name = "MS")]
+    pub retention_ms: Option<i64>,
+    /// Default retention.bytes per partition of new topics [default: unlimited].
+    #[arg(long, value_name = "BYTES")]
+    pub retention_bytes: Option<i64>,
+    /// Default cleanup.policy of new topics: delete or compact [default: delete].
+    #[arg(long, value_name = "POLICY")]
+    pub cleanup_policy: Option<String>,
+    /// Default delete.retention.ms (tombstone grace) [default: 86400000].
+    #[arg(long, value_name = "MS")]
+    pub delete_retention_ms: Option<i64>,
+    /// Flush policy: fsync a partition after this many messages [default: off].
+    #[arg(long, value_name = "N")]
+    pub flush_messages: Option<u64>,
+    /// Flush policy: fsync a partition when this long has passed since its
+    /// last fsync [default: off; flush cycles run every second].
+    #[arg(long, value_name = "MS")]
+    pub flush_interval_ms: Option<i64>,
+    /// Consumer group session timeout [default: 10000].
+    #[arg(long, value_name = "MS")]
+    pub group_session_timeout_ms: Option<i64>,
+    /// Ongoing transactions older than this are aborted [default: 60000].
+    #[arg(long, value_name = "MS")]
+    pub transaction_timeout_ms: Option<i64>,
+    /// Longest request line in bytes, including the newline [default: 1048576].
+    #[arg(long, value_name = "BYTES")]
+    pub max_frame_bytes: Option<usize>,
+    /// Connections served at once [default: 1024].
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
+    /// Close connections that send no request for this long [default: 600000].
+    #[arg(long, value_name = "MS")]
+    pub idle_timeout_ms: Option<u64>,
+    /// Pipelined requests per connection answered but not yet written
+    /// [default: 128].
+    #[arg(long, value_name = "N")]
+    pub max_in_flight: Option<usize>,
+    /// Drop a client that accepts no response bytes for this long
+    /// [default: 30000].
+    #[arg(long, value_name = "MS")]
+    pub write_timeout_ms: Option<u64>,
+    /// Log filter when RUST_LOG is not set, e.g. info or mk_cluster=debug
+    /// [default: info].
+    #[arg(long, value_name = "FILTER")]
+    pub log_level: Option<String>,
+}
+
+/// The same settings as a TOML file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileSettings {
+    listen: Option<String>,
+    data_dir: Option<PathBuf>,
+    brokers: Option<Vec<i32>>,
+    min_insync_replicas: Option<usize>,
+    lab: Option<bool>,
+    segment_bytes: Option<u64>,
+    retention_ms: Option<i64>,
+    retention_bytes: Option<i64>,
+    cleanup_policy: Option<String>,
+    delete_retention_ms: Option<i64>,
+    flush_messages: Option<u64>,
+    flush_interval_ms: Option<i64>,
+    group_session_timeout_ms: Option<i64>,
+    transaction_timeout_ms: Option<i64>,
+    max_frame_bytes: Option<usize>,
+    max_connections: Option<usize>,
+    idle_timeout_ms: Option<u64>,
+    max_in_flight: Option<usize>,
+    write_timeout_ms: Option<u64>,
+    log_level: Option<String>,
+}
+
+/// Everything the serve command needs, resolved.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub listen: String,
+    pub cluster: MiniKafkaConfig,
+    pub server: ServerOptions,
+    pub log_level: String,
+}
+
+impl ServeArgs {
+    /// Merges flags over the config file over the defaults and validates
+    /// the result.
+    pub fn resolve(&self) -> Result<Settings, String> {
+        let file = match &self.config {
+            None => FileSettings::default(),
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
+                toml::from_str(&text)
+                    .map_err(|e| format!("invalid config file {}: {e}", path.display()))?
+            }
+        };
+        macro_rules! pick {
+            ($field:ident) => {
+                self.$field.clone().or(file.$field.clone())
+            };
+        }
+        let data_dir = pick!(data_dir).unwrap_or_else(|| PathBuf::from("./data"));
+        let mut cluster = MiniKafkaConfig::new(data_dir);
+        if let Some(b) = pick!(brokers) {
+            cluster.broker_ids = b;
+        }
+        if let Some(n) = pick!(min_insync_replicas) {
+            cluster.min_insync_replicas = n;
+        }
+        if let Some(n) = pick!(segment_bytes) {
+            cluster.segment_max_bytes = n;
+        }
+        if let Some(ms) = pick!(group_session_timeout_ms) {
+            cluster.group_session_timeout_ms = ms;
+        }
+        if let Some(ms) = pick!(transaction_timeout_ms) {
+            cluster.transaction_timeout_ms = ms;
+        }
+        cluster.flush = FlushPolicy {
+            messages: pick!(flush_messages),
+            interval_ms: pick!(flush_interval_ms),
+        };
+        let topic = &mut cluster.default_topic_config;
+        if let Some(ms) = pick!(retention_ms) {
+            topic.retention_ms = Some(ms);
+        }
+        if let Some(b) = pick!(retention_bytes) {
+            topic.retention_bytes = Some(b);
+        }
+        if let Some(p) = pick!(cleanup_policy) {
+            topic.cleanup_policy = CleanupPolicy::parse(&p).map_err(|e| e.to_string())?;
+        }
+        if let Some(ms) = pick!(delete_retention_ms) {
+            topic.delete_retention_ms = ms;
+        }
+        cluster.validate().map_err(|e| e.to_string())?;
+        let defaults = ServerOptions::default();
+        let server = ServerOptions {
+            lab: self.lab || file.lab.unwrap_or(false),
+            max_frame_bytes: pick!(max_frame_bytes).unwrap_or(defaults.max_frame_bytes),
+            max_connections: pick!(max_connections).unwrap_or(defaults.max_connections),
+            idle_timeout: pick!(idle_timeout_ms)
+                .map_or(defaults.idle_timeout, Duration::from_millis),
+            max_in_flight: pick!(max_in_flight).unwrap_or(defaults.max_in_flight),
+            write_timeout: pick!(write_timeout_ms)
+                .map_or(defaults.write_timeout, Duration::from_millis),
+            ..defaults
+        };
+        if server.max_frame_bytes == 0 || server.max_in_flight == 0 || server.max_connections == 0 {
+            return Err(
+                "max_frame_bytes, max_in_flight and max_connections must be > 0".to_string(),
+            );
+        }
+        Ok(Settings {
+            listen: pick!(listen).unwrap_or_else(|| "127.0.0.1:9092".to_string()),
+            cluster,
+            server,
+            log_level: pick!(log_level).unwrap_or_else(|| "info".to_string()),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_win_over_the_file_and_the_file_over_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("mk.toml");
+        std::fs::write(
+            &file,
+            "brokers = [1, 2, 3]\nmin_insync_replicas = 2\nlisten = \"127.0.0.1:9999\"\nmax_frame_bytes = 4096\n",
+        )
+        .unwrap();
+        let args = ServeArgs {
+            config: Some(file),
+            listen: Some("127.0.0.1:7000".into()),
+            ..ServeArgs::default()
+        };
+        let s = args.resolve().unwrap();
+        assert_eq!(s.listen, "127.0.0.1:7000");
+        assert_eq!(s.cluster.broker_ids, vec![1, 2, 3]);
+        assert_eq!(s.cluster.min_insync_replicas, 2);
+        assert_eq!(s.server.max_frame_bytes, 4096);
+        assert_eq!(s.cluster.data_dir, PathBuf::from("./data"));
+        assert!(!s.server.lab);
+    }
+
+    #[test]
+    fn unknown_file_keys_and_invalid_values_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("mk.toml");
+        std::fs::write(&file, "listen_on = \"x\"\n").unwrap();
+        let args = ServeArgs {
+            config: Some(file),
+            ..ServeArgs::default()
+        };
+        assert!(args.resolve().unwrap_err().contains("unknown field"));
+        let args = ServeArgs {
+            min_insync_replicas: Some(0),
+            ..ServeArgs::default()
+        };
+        assert!(args.resolve().unwrap_err().contains("min_insync_replicas"));
+        let args = ServeArgs {
+            cleanup_policy: Some("both".into()),
+            ..ServeArgs::default()
+        };
+        assert!(args.resolve().unwrap_err().contains("cleanup.policy"));
+    }
+}

@@ -1,0 +1,298 @@
+//! The real `mk-server` binary: it starts and prints where it listens,
+//! refuses to start (non-zero, clear message, nothing left behind) when the
+//! port is taken, the data directory is locked or metadata is unreadable,
+//! shuts down gracefully on SIGTERM, keeps every acknowledged record across
+//! a SIGKILL, and its client subcommands work against it.
+
+use mk_adapter_jsontcp::JsonTcpClient;
+use mk_adapter_jsontcp::mk_cluster::{AckMode, Bytes, FetchRequest, TopicPartition};
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_mk-server");
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// A running server process, killed when dropped.
+struct ServerProcess {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(data_dir: &Path, extra: &[&str]) -> ServerProcess {
+    let mut child = Command::new(BIN)
+        .args(["--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(data_dir)
+        .args(extra)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx
+        .recv_timeout(PATIENCE)
+        .expect("the server printed its address");
+    assert!(line.contains(&data_dir.display().to_string()), "{line}");
+    let addr = line
+        .split("listening on ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+    ServerProcess { child, addr }
+}
+
+/// Runs the binary to completion; returns (success, stdout, stderr).
+fn run(args: &[&str], stdin: &str) -> (bool, String, String) {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+async fn fetch_all(addr: &str, topic: &str) -> Vec<(i64, Bytes)> {
+    let mut c = JsonTcpClient::connect(addr).await.unwrap();
+    let tp = TopicPartition::new(topic, 0);
+    let mut out = Vec::new();
+    let mut offset = 0;
+    loop {
+        let f = c
+            .fetch(&FetchRequest::new(tp.clone(), offset, 1000), None)
+            .await
+            .unwrap();
+        if f.records.is_empty() {
+            return out;
+        }
+        for r in f.records {
+            offset = r.offset + 1;
+            out.push((r.offset, r.value.unwrap()));
+        }
+    }
+}
+
+#[tokio::test]
+async fn every_acknowledged_record_survives_a_sigkill() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut server = start(&data, &[]);
+    let mut c = JsonTcpClient::connect(&server.addr).await.unwrap();
+    c.create_topic("crash", 1, 1).await.unwrap();
+    let tp = TopicPartition::new("crash", 0);
+    let mut acked = Vec::new();
+    let mut i = 0u64;
+    // Produce until the connection breaks; the SIGKILL lands after 300
+    // acknowledgements, while requests keep flowing.
+    loop {
+        let value = Bytes::from(format!("record-{i}"));
+        match c
+            .produce_one(&tp, None, Some(value.clone()), AckMode::One)
+            .await
+        {
+            Ok(Some(offset)) => acked.push((offset, value)),
+            Ok(None) => panic!("acks=1 always has an offset"),
+            Err(_) => break,
+        }
+        i += 1;
+        if acked.len() == 300 {
+            server.child.kill().unwrap();
+        }
+        assert!(i < 1_000_000, "the connection never broke after the kill");
+    }
+    assert!(acked.len() >= 300);
+    drop(server);
+    let server = start(&data, &[]);
+    let stored = fetch_all(&server.addr, "crash").await;
+    for (offset, value) in &acked {
+        assert_eq!(
+            stored.get(*offset as usize),
+            Some(&(*offset, value.clone())),
+            "acknowledged record at offset {offset} is there"
+        );
+    }
+}
+
+#[tokio::test]
+async fn sigterm_shuts_down_gracefully_and_a_restart_recovers() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut server = start(&data, &["--brokers", "1,2,3", "--min-insync-replicas", "2"]);
+    let mut c = JsonTcpClient::connect(&server.addr).await.unwrap();
+    c.create_topic("durable", 1, 3).await.unwrap();
+    let tp = TopicPartition::new("durable", 0);
+    for i in 0..50 {
+        let o = c
+            .produce_one(&tp, None, Some(Bytes::from(format!("v{i}"))), AckMode::All)
+            .await
+            .unwrap();
+        assert_eq!(
+            o,
+            Some(i),
+            "acks=all is acknowledged by the replication driver"
+        );
+    }
+    let status = Command::new("kill")
+        .args(["-TERM", &server.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = server.child.wait().unwrap();
+    assert!(exit.success(), "graceful shutdown exits 0, got {exit}");
+    drop(server);
+    let server = start(&data, &["--brokers", "1,2,3"]);
+    let stored = fetch_all(&server.addr, "durable").await;
+    assert_eq!(stored.len(), 50);
+    assert_eq!(stored[49].1, Bytes::from("v49"));
+}
+
+#[test]
+fn refuses_to_start_when_the_port_is_taken_without_touching_the_data_dir() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let (ok, stdout, stderr) = run(
+        &["--listen", &addr, "--data-dir", data.to_str().unwrap()],
+        "",
+    );
+    assert!(!ok);
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(stderr.contains("cannot listen on"), "{stderr}");
+    assert!(!data.exists(), "a refused start leaves no data directory");
+}
+
+#[test]
+fn refuses_to_start_when_the_data_dir_is_locked_or_metadata_is_unreadable() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let first = start(&data, &[]);
+    let (ok, stdout, stderr) = run(
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            data.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert!(!ok);
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(stderr.contains("in use by another process"), "{stderr}");
+    drop(first);
+    std::fs::write(data.join("metadata.json"), b"{ not json").unwrap();
+    let (ok, stdout, stderr) = run(
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            data.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert!(!ok);
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(
+        stderr.contains("STORAGE") || stderr.contains("storage"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn client_subcommands_work_against_a_running_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(&dir.path().join("data"), &[]);
+    let s = ["--server", server.addr.as_str()];
+    let with = |args: &[&str]| -> Vec<String> {
+        args.iter().chain(s.iter()).map(|a| a.to_string()).collect()
+    };
+    let call = |args: &[&str], stdin: &str| {
+        let args = with(args);
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (ok, out, err) = run(&refs, stdin);
+        assert!(ok, "{args:?} failed: {err}");
+        out
+    };
+    call(&["topic", "create", "events", "--partitions", "2"], "");
+    assert_eq!(call(&["topic", "list"], ""), "events\n");
+    assert!(call(&["topic", "describe", "events"], "").contains("high-watermark"));
+    assert_eq!(
+        call(&["produce", "events"], "hello\nworld\n"),
+        "events-0 offset 0\nevents-0 offset 1\n"
+    );
+    call(
+        &["produce", "events", "--keyed", "--partition", "1"],
+        "k\tv\n",
+    );
+    assert_eq!(
+        call(&["consume", "events"], ""),
+        "events-0@0 value=hello\nevents-0@1 value=world\n"
+    );
+    let json = call(&["consume", "events", "--partition", "1", "--json"], "");
+    let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    assert_eq!(
+        (v["key"].as_str(), v["value"].as_str()),
+        (Some("k"), Some("v"))
+    );
+    let grouped = call(&["consume", "events", "--group", "g"], "");
+    assert_eq!(grouped.lines().count(), 3, "{grouped}");
+    let described = call(&["group", "describe", "g"], "");
+    assert!(described.contains("events-0: committed 2"), "{described}");
+    assert!(described.contains("events-1: committed 1"), "{described}");
+    let (ok, _, err) = run(
+        &with(&["topic", "describe", "missing"])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+        "",
+    );
+    assert!(!ok);
+    assert!(err.contains("UNKNOWN_TOPIC"), "{err}");
+}
+
+#[test]
+fn lab_subcommand_narrates_every_lab() {
+    for lab in [
+        "leader_failure",
+        "rebalance",
+        "divergent_tail",
+        "exactly_once",
+    ] {
+        let (ok, out, err) = run(&["lab", lab], "");
+        assert!(ok, "lab {lab}: {err}");
+        assert!(out.starts_with(&format!("lab {lab}")), "{out}");
+        assert!(out.contains("\n1. "), "numbered steps: {out}");
+    }
+    let (ok, _, err) = run(&["lab", "nope"], "");
+    assert!(!ok);
+    assert!(err.contains("available: leader_failure"), "{err}");
+}
