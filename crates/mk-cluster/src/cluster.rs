@@ -34,8 +34,9 @@ pub const INTERNAL_TOPICS: &[&str] = &[OFFSETS_TOPIC, "__transaction_state"];
 #[derive(Debug)]
 pub(crate) struct PartitionSlot {
     pub tp: TopicPartition,
-    /// `None` once the cluster is closed or crashed.
-    pub set: Mutex<Option<PartitionReplicaSet>>,
+    /// `None` once the cluster is closed or crashed. Reads (fetch,
+    /// metadata) share the lock; appends and steps take it exclusively.
+    pub set: RwLock<Option<PartitionReplicaSet>>,
     pub hw_moved: Notify,
     /// Records appended since the last fsync and when it happened (flush
     /// policy).
@@ -274,11 +275,35 @@ impl BrokerCluster {
         slot: &PartitionSlot,
         f: impl FnOnce(&mut PartitionReplicaSet) -> Result<T>,
     ) -> Result<T> {
-        let mut guard = slot.set.lock().expect("partition lock");
+        let mut guard = slot.set.write().expect("partition lock");
         let set = guard.as_mut().ok_or(ClusterError::Closed)?;
         let r = f(set);
         drop(guard);
         self.guard(r)
+    }
+
+    /// Like `with_slot` for read-only work: many readers of one partition
+    /// proceed together.
+    pub(crate) fn read_slot<T>(
+        &self,
+        slot: &PartitionSlot,
+        f: impl FnOnce(&PartitionReplicaSet) -> Result<T>,
+    ) -> Result<T> {
+        let guard = slot.set.read().expect("partition lock");
+        let set = guard.as_ref().ok_or(ClusterError::Closed)?;
+        let r = f(set);
+        drop(guard);
+        self.guard(r)
+    }
+
+    pub(crate) fn read_partition<T>(
+        &self,
+        tp: &TopicPartition,
+        f: impl FnOnce(&PartitionReplicaSet) -> Result<T>,
+    ) -> Result<T> {
+        self.check_running()?;
+        let slot = self.slot(tp)?;
+        self.read_slot(&slot, f)
     }
 
     /// Partition counts of the user topics (what the group coordinator sees).
@@ -356,7 +381,7 @@ impl PartitionSlot {
     pub(crate) fn new(tp: TopicPartition, set: PartitionReplicaSet, now_ms: i64) -> Self {
         Self {
             tp,
-            set: Mutex::new(Some(set)),
+            set: RwLock::new(Some(set)),
             hw_moved: Notify::new(),
             unflushed: Mutex::new((0, now_ms)),
         }

@@ -214,7 +214,7 @@ impl BrokerCluster {
             )));
         }
         let slot = self.slot(&req.tp)?;
-        self.with_slot(&slot, |set| {
+        self.read_slot(&slot, |set| {
             let log = set.leader_log();
             let hw = set.high_watermark();
             let lso = mk_txn::last_stable_offset(hw, log.first_unstable_offset());
@@ -293,12 +293,12 @@ impl BrokerCluster {
 
     /// The high watermark (end of what read_uncommitted consumers see).
     pub fn visible_end(&self, tp: &TopicPartition) -> Result<i64> {
-        self.with_partition(tp, |set| Ok(set.high_watermark()))
+        self.read_partition(tp, |set| Ok(set.high_watermark()))
     }
 
     /// The last stable offset (end of what read_committed consumers see).
     pub fn last_stable_offset(&self, tp: &TopicPartition) -> Result<i64> {
-        self.with_partition(tp, |set| {
+        self.read_partition(tp, |set| {
             Ok(mk_txn::last_stable_offset(
                 set.high_watermark(),
                 set.leader_log().first_unstable_offset(),
@@ -307,12 +307,12 @@ impl BrokerCluster {
     }
 
     pub fn log_start_offset(&self, tp: &TopicPartition) -> Result<i64> {
-        self.with_partition(tp, |set| Ok(set.log_start_offset()))
+        self.read_partition(tp, |set| Ok(set.log_start_offset()))
     }
 
     /// The leader's log end offset.
     pub fn log_end_offset(&self, tp: &TopicPartition) -> Result<i64> {
-        self.with_partition(tp, |set| Ok(set.log_end_offset()))
+        self.read_partition(tp, |set| Ok(set.log_end_offset()))
     }
 
     /// The first committed (below HW) offset whose timestamp is >= `ts`
@@ -322,7 +322,7 @@ impl BrokerCluster {
         tp: &TopicPartition,
         timestamp_ms: i64,
     ) -> Result<Option<i64>> {
-        self.with_partition(tp, |set| {
+        self.read_partition(tp, |set| {
             let hw = set.high_watermark();
             Ok(set
                 .leader_log()

@@ -32,7 +32,7 @@ impl BrokerCluster {
         // Closing the replica sets settles every acks=all waiter, so the
         // producer completion tasks finish on their own.
         for slot in self.all_slots() {
-            let set = slot.set.lock().expect("partition lock").take();
+            let set = slot.set.write().expect("partition lock").take();
             if let Some(set) = set
                 && let Err(e) = set.close()
             {
@@ -79,7 +79,7 @@ impl BrokerCluster {
         self.shutdown.cancel();
         self.tasks.close();
         for slot in self.all_slots() {
-            if let Some(set) = slot.set.lock().expect("partition lock").take() {
+            if let Some(set) = slot.set.write().expect("partition lock").take() {
                 set.crash();
             }
             slot.hw_moved.notify_waiters();

@@ -42,7 +42,7 @@ impl BrokerCluster {
         let mut log_bytes = 0;
         for slot in self.all_slots() {
             partitions += 1;
-            self.with_slot(&slot, |set| {
+            self.read_slot(&slot, |set| {
                 records += set.log_end_offset();
                 for b in set.replicas().to_vec() {
                     log_bytes += set.replica_log(b).map(|l| l.size_bytes()).unwrap_or(0);

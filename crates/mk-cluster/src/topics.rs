@@ -166,7 +166,7 @@ impl BrokerCluster {
         let topic = self.topic(name)?;
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for slot in &topic.partitions {
-            partitions.push(self.with_slot(slot, |set| Ok(partition_info(set)))?);
+            partitions.push(self.read_slot(slot, |set| Ok(partition_info(set)))?);
         }
         Ok(TopicDescription {
             name: topic.meta.name.clone(),
@@ -177,7 +177,7 @@ impl BrokerCluster {
 
     /// The live state of one partition.
     pub fn partition_metadata(&self, tp: &TopicPartition) -> Result<PartitionInfo> {
-        self.with_partition(tp, |set| Ok(partition_info(set)))
+        self.read_partition(tp, |set| Ok(partition_info(set)))
     }
 
     /// How many partitions a topic has.
@@ -191,7 +191,7 @@ impl BrokerCluster {
         self.check_running()?;
         let mut out = Vec::new();
         for slot in self.all_slots() {
-            out.push(self.with_slot(&slot, |set| Ok(partition_info(set)))?);
+            out.push(self.read_slot(&slot, |set| Ok(partition_info(set)))?);
         }
         Ok(out)
     }
