@@ -11,6 +11,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("mk-log", "log"),
     ("mk-group", "offset_commits"),
     ("mk-cluster", "direct"),
+    ("mk-server", "server"),
 ];
 
 const BEGIN: &str = "<!-- bench:begin -->";
