@@ -467,3 +467,29 @@ async fn shutdown_answers_a_waiting_long_poll_and_closes_connections() {
     );
     h.cluster.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_final_line_without_newline_is_answered_at_eof() {
+    let h = Harness::start(vec![1], 1, ServerOptions::default()).await;
+    let (rd, mut wr) = TcpStream::connect(h.server.local_addr())
+        .await
+        .unwrap()
+        .into_split();
+    wr.write_all(
+        b"{\"operation\":\"list_topics\",\"id\":1}\r\n{\"operation\":\"list_topics\",\"id\":2}",
+    )
+    .await
+    .unwrap();
+    wr.shutdown().await.unwrap();
+    let mut rd = BufReader::new(rd);
+    assert_eq!(
+        read_line(&mut rd).await,
+        "{\"ok\":true,\"topics\":[],\"id\":1}\n"
+    );
+    assert_eq!(
+        read_line(&mut rd).await,
+        "{\"ok\":true,\"topics\":[],\"id\":2}\n"
+    );
+    assert!(closed_by_server(&mut rd).await.is_empty());
+    h.stop().await;
+}
