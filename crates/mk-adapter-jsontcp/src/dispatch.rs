@@ -60,7 +60,7 @@ pub(crate) async fn execute(
         Request::Produce(spec) => {
             let batch = spec.is_batch();
             Response::Produce {
-                response: c.produce(spec.to_core()).await?,
+                response: c.produce(spec.into_core()).await?,
                 batch,
             }
         }

@@ -171,16 +171,21 @@ pub struct ProduceSpec {
 impl ProduceSpec {
     /// The core request (one batch).
     pub fn to_core(&self) -> ProduceRequest {
-        let records = match &self.records {
+        self.clone().into_core()
+    }
+
+    /// The core request (one batch), without copying the records.
+    pub fn into_core(self) -> ProduceRequest {
+        let records = match self.records {
             ProduceRecords::Single { key, value } => vec![ProduceEntry {
-                key: key.clone(),
-                value: value.clone(),
+                key,
+                value,
                 ..ProduceEntry::default()
             }],
-            ProduceRecords::Batch(entries) => entries.clone(),
+            ProduceRecords::Batch(entries) => entries,
         };
         ProduceRequest {
-            tp: self.tp.clone(),
+            tp: self.tp,
             records,
             acks: self.acks,
             producer: self.producer,
@@ -357,14 +362,17 @@ pub fn decode_request_line(line: &[u8]) -> DecodedLine {
     if line.iter().all(u8::is_ascii_whitespace) {
         return fail("empty request line; expected one JSON object".into());
     }
-    if let Err(e) = std::str::from_utf8(line) {
-        return fail(format!("request is not valid UTF-8: {e}"));
-    }
-    // serde_json refuses nesting deeper than 128 levels, so hostile input
-    // cannot exhaust the stack.
+    // serde_json validates UTF-8 itself and refuses nesting deeper than 128
+    // levels, so hostile input cannot exhaust the stack. The separate UTF-8
+    // check only runs on failure, to name the real problem.
     let value: Value = match serde_json::from_slice(line) {
         Ok(v) => v,
-        Err(e) => return fail(format!("invalid JSON: {e}")),
+        Err(e) => {
+            return fail(match std::str::from_utf8(line) {
+                Err(u) => format!("request is not valid UTF-8: {u}"),
+                Ok(_) => format!("invalid JSON: {e}"),
+            });
+        }
     };
     let Value::Object(map) = value else {
         return fail(format!(
@@ -405,8 +413,7 @@ fn object_item<'a>(v: &'a Value, ctx: &str) -> Decoded<&'a Map<String, Value>> {
 fn offsets_of(f: &Fields<'_>, name: &str) -> Decoded<BTreeMap<TopicPartition, i64>> {
     let mut out = BTreeMap::new();
     for (i, v) in f.array(name)?.iter().enumerate() {
-        let ctx = item_ctx(name, i);
-        let item = Fields::new(object_item(v, &ctx)?, &ctx);
+        let item = Fields::item(v, name, i)?;
         let tp = tp_of(&item)?;
         let offset = item.i64("offset")?;
         if out.insert(tp.clone(), offset).is_some() {
@@ -420,10 +427,7 @@ fn partitions_of(items: &[Value], name: &str) -> Decoded<Vec<TopicPartition>> {
     items
         .iter()
         .enumerate()
-        .map(|(i, v)| {
-            let ctx = item_ctx(name, i);
-            tp_of(&Fields::new(object_item(v, &ctx)?, &ctx))
-        })
+        .map(|(i, v)| tp_of(&Fields::item(v, name, i)?))
         .collect()
 }
 
@@ -467,8 +471,7 @@ fn headers_of(f: &Fields<'_>) -> Decoded<Vec<Header>> {
         .iter()
         .enumerate()
         .map(|(i, v)| {
-            let ctx = item_ctx("headers", i);
-            let h = Fields::new(object_item(v, &ctx)?, &ctx);
+            let h = Fields::item(v, "headers", i)?;
             Ok(Header::new(h.string("key")?, h.opt_b64("value_b64")?))
         })
         .collect()
@@ -479,8 +482,7 @@ fn records_of(items: &[Value]) -> Decoded<Vec<ProduceEntry>> {
         .iter()
         .enumerate()
         .map(|(i, v)| {
-            let ctx = item_ctx("records", i);
-            let r = Fields::new(object_item(v, &ctx)?, &ctx);
+            let r = Fields::item(v, "records", i)?;
             Ok(ProduceEntry {
                 key: r.opt_b64("key_b64")?,
                 value: r.opt_b64("value_b64")?,

@@ -43,18 +43,40 @@ pub(crate) fn type_name(v: &Value) -> &'static str {
 pub(crate) struct Fields<'a> {
     map: &'a Map<String, Value>,
     ctx: &'a str,
+    /// The position in the array `ctx`, for array items. Kept apart so the
+    /// message is only formatted when there is an error (hot path).
+    index: Option<usize>,
 }
 
 impl<'a> Fields<'a> {
     pub fn new(map: &'a Map<String, Value>, ctx: &'a str) -> Self {
-        Self { map, ctx }
+        Self {
+            map,
+            ctx,
+            index: None,
+        }
+    }
+
+    /// Item `index` of the array field `name`, which must be an object.
+    pub fn item(v: &'a Value, name: &'a str, index: usize) -> Decoded<Self> {
+        match v.as_object() {
+            Some(map) => Ok(Self {
+                map,
+                ctx: name,
+                index: Some(index),
+            }),
+            None => bad(format!(
+                "{name}[{index}] must be an object, got {}",
+                type_name(v)
+            )),
+        }
     }
 
     fn path(&self, name: &str) -> String {
-        if self.ctx.is_empty() {
-            format!("field {name:?}")
-        } else {
-            format!("field {:?} of {}", name, self.ctx)
+        match (self.ctx.is_empty(), self.index) {
+            (true, _) => format!("field {name:?}"),
+            (false, None) => format!("field {:?} of {}", name, self.ctx),
+            (false, Some(i)) => format!("field {:?} of {}[{i}]", name, self.ctx),
         }
     }
 
@@ -345,7 +367,9 @@ pub(crate) fn push_array<T>(
 }
 
 pub(crate) fn push_int(out: &mut Vec<u8>, n: i64) {
-    out.extend_from_slice(n.to_string().as_bytes());
+    // Formatting straight into the buffer avoids a String per integer;
+    // writing into a Vec cannot fail.
+    let _ = std::io::Write::write_fmt(out, format_args!("{n}"));
 }
 
 pub(crate) fn push_str(out: &mut Vec<u8>, s: &str) {
