@@ -274,7 +274,11 @@ impl BrokerCluster {
     /// append or replication step that moves it; no busy loop).
     pub async fn fetch_wait(&self, req: &FetchRequest, max_wait: Duration) -> Result<FetchResult> {
         let slot = self.slot(&req.tp)?;
-        let deadline = tokio::time::Instant::now() + max_wait;
+        // A huge wait saturates to a year instead of overflowing the clock.
+        let now = tokio::time::Instant::now();
+        let deadline = now
+            .checked_add(max_wait)
+            .unwrap_or_else(|| now + Duration::from_secs(365 * 24 * 3600));
         loop {
             let notified = slot.hw_moved.notified();
             tokio::pin!(notified);
