@@ -11,6 +11,7 @@
 
 mod client;
 mod dispatch;
+mod fast;
 pub mod protocol;
 mod server;
 mod wire;

@@ -362,6 +362,9 @@ pub fn decode_request_line(line: &[u8]) -> DecodedLine {
     if line.iter().all(u8::is_ascii_whitespace) {
         return fail("empty request line; expected one JSON object".into());
     }
+    if let Some(decoded) = crate::fast::decode_batched_produce(line) {
+        return decoded;
+    }
     // serde_json validates UTF-8 itself and refuses nesting deeper than 128
     // levels, so hostile input cannot exhaust the stack. The separate UTF-8
     // check only runs on failure, to name the real problem.
