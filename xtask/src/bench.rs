@@ -19,7 +19,11 @@ const END: &str = "<!-- bench:end -->";
 
 pub fn run(args: &[String]) -> Result<(), String> {
     let only: Vec<&str> = args.iter().map(String::as_str).collect();
-    let scratch = Path::new("target").join("bench-data");
+    // Absolute, because cargo runs each benchmark in its package directory.
+    let scratch = std::env::current_dir()
+        .map_err(|e| format!("no current directory: {e}"))?
+        .join("target")
+        .join("bench-data");
     std::fs::create_dir_all(&scratch)
         .map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
     let mut rows = Vec::new();
@@ -97,8 +101,10 @@ fn format_value(v: f64) -> String {
             out.push(c);
         }
         out
-    } else {
+    } else if v >= 10.0 {
         format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
     }
 }
 
@@ -109,7 +115,9 @@ mod tests {
     #[test]
     fn values_are_formatted_for_humans() {
         assert_eq!(format_value(1_234_567.8), "1,234,568");
-        assert_eq!(format_value(3.94), "3.9");
+        assert_eq!(format_value(3.94), "3.940");
+        assert_eq!(format_value(0.156), "0.156");
+        assert_eq!(format_value(12.34), "12.3");
         assert_eq!(format_value(100.0), "100");
     }
 }

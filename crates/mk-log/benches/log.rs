@@ -57,16 +57,30 @@ fn main() {
         .prefix("mk-log-bench")
         .tempdir_in(std::env::var_os("MK_BENCH_DIR").unwrap_or_else(|| ".".into()))
         .expect("temp dir");
+    // Each figure is the median of three runs, each on a fresh directory
+    // after the previous run's data was fsynced by `close`: the speed of
+    // writing into this VM's page cache varies by 2x from run to run.
+    // Directories are kept until the end, because deleting hundreds of MiB
+    // makes the (discard-mounted) disk trim while the next run writes.
     for (value_len, per_batch, total) in [
-        (100usize, 1usize, 32 << 20),
-        (100, 100, 256 << 20),
-        (1024, 1, 128 << 20),
-        (1024, 100, 1 << 30),
+        (100usize, 1usize, 16 << 20),
+        (100, 100, 128 << 20),
+        (1024, 1, 64 << 20),
+        (1024, 100, 256 << 20),
     ] {
-        let dir = root.path().join(format!("append-{value_len}-{per_batch}"));
-        let (mbps, rps) = append(&dir, value_len, per_batch, total);
+        let mut runs: Vec<(f64, f64)> = (0..3)
+            .map(|run| {
+                let dir = root
+                    .path()
+                    .join(format!("append-{value_len}-{per_batch}-{run}"));
+                append(&dir, value_len, per_batch, total)
+            })
+            .collect();
+        runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let (mbps, rps) = runs[1];
         let workload = format!(
-            "PartitionLog::append, {value_len} B values, {per_batch} per batch, 1 MiB segments, no fsync"
+            "PartitionLog::append, {value_len} B values, {per_batch} per batch, 1 MiB segments, no fsync, median of 3 runs of {} MiB",
+            total >> 20
         );
         emit(
             &format!("log.append.{value_len}B.batch{per_batch}.mb_per_s"),
@@ -80,7 +94,6 @@ fn main() {
             "records/s",
             &workload,
         );
-        std::fs::remove_dir_all(&dir).expect("cleanup");
     }
 
     // A ~1 GiB log in 1 MiB segments, reused for reading and reopening.
