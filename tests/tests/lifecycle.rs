@@ -233,3 +233,44 @@ async fn e2e_topic_validation_and_internal_topics() {
         ErrorCode::OffsetOutOfRange
     );
 }
+
+#[tokio::test]
+async fn e2e_flush_policy_fsyncs_after_every_n_messages() {
+    let env = Env::with(|c| {
+        c.flush = FlushPolicy {
+            messages: Some(3),
+            interval_ms: None,
+        }
+    });
+    env.admin.create_topic("fp", 1, 1).unwrap();
+    env.produce("fp", 0, &["a", "b"], AckMode::One)
+        .await
+        .unwrap();
+    // The next append crosses 3 messages and must fsync: a failing fsync
+    // proves the flush happens on the append path and fails loudly.
+    env.cluster.failure_injector().fail_syncs(true);
+    let err = env
+        .produce("fp", 0, &["c"], AckMode::One)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::ClusterFailed, "{err}");
+    env.cluster.failure_injector().clear();
+}
+
+#[tokio::test]
+async fn e2e_without_a_flush_policy_appends_do_not_fsync() {
+    let env = Env::new(vec![1], 1);
+    env.admin.create_topic("fp", 1, 1).unwrap();
+    env.cluster.failure_injector().fail_syncs(true);
+    for i in 0..10 {
+        env.produce("fp", 0, &[&format!("v{i}")], AckMode::One)
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        env.admin.flush_cycle().unwrap_err().code(),
+        ErrorCode::ClusterFailed,
+        "fsync happens on the flush cycle"
+    );
+    env.cluster.failure_injector().clear();
+}
