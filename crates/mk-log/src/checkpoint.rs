@@ -4,12 +4,18 @@
 //! and deletes it before changing anything. When it is present, intact and
 //! agrees with the files on disk, open trusts the closed segments and their
 //! index files without decoding a single batch, so reopening costs
-//! O(number of segments) metadata calls and O(1) data, not O(log). Without it
-//! (after a crash) every segment is scanned.
+//! O(number of segments) metadata calls and O(1) data, not O(log). After a
+//! crash, the `recovery-checkpoint` written by every flush (same format,
+//! closed segments only) lets open trust the fsynced prefix and scan only
+//! the rest; without either, every segment is scanned.
 
 use crate::txn_index::TxnIndex;
 
 pub(crate) const FILE_NAME: &str = "clean-shutdown";
+/// The same format, written by `flush`: the closed segments (all fsynced)
+/// and the transaction index as it stood at the start of the active
+/// segment. After a crash, open trusts that prefix and scans the rest.
+pub(crate) const RECOVERY_FILE_NAME: &str = "recovery-checkpoint";
 const MAGIC: &[u8; 4] = b"MKCS";
 const VERSION: u8 = 1;
 

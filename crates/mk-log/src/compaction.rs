@@ -153,6 +153,7 @@ impl PartitionLog {
             return Ok(result);
         }
         fsutil::sync_dir(&self.dir)?;
+        self.invalidate_recovery_checkpoint()?;
         let bases: Vec<i64> = cleaned
             .iter()
             .map(|c| self.segments[c.index].base_offset)

@@ -145,6 +145,9 @@ pub struct PartitionLog {
     failed: Option<String>,
     /// Files were created or removed since the directory was last fsynced.
     dir_dirty: bool,
+    /// Base offsets listed in the recovery checkpoint on disk (empty when
+    /// there is none): the flush rewrites it when the closed segments change.
+    recovery_bases: Vec<i64>,
 }
 
 impl PartitionLog {
@@ -175,9 +178,29 @@ impl PartitionLog {
             .and_then(CleanShutdown::decode)
             .filter(|cp| checkpoint_matches(dir, cp, &bases));
 
-        let (mut segments, txns) = match trusted {
-            Some(cp) => load_trusted(cp),
-            None => recover_segments(dir, &config, &bases)?,
+        let recovery = match trusted {
+            Some(_) => None,
+            None => fsutil::read_optional(&dir.join(checkpoint::RECOVERY_FILE_NAME))?
+                .as_deref()
+                .and_then(CleanShutdown::decode)
+                .filter(|cp| recovery_point_matches(dir, cp, &bases)),
+        };
+        let recovery_bases: Vec<i64> = recovery
+            .as_ref()
+            .map(|cp| cp.segments.iter().map(|s| s.base_offset).collect())
+            .unwrap_or_default();
+        let (mut segments, txns) = match (trusted, recovery) {
+            (Some(cp), _) => load_trusted(cp),
+            // After a crash, segments below the recovery point were fsynced
+            // and summarized by the last flush: only the rest is scanned.
+            (None, Some(cp)) => {
+                let prefix = cp.segments.len();
+                let (trusted_segments, txns) = load_trusted(cp);
+                recover_segments(dir, &config, &bases[prefix..], trusted_segments, txns)?
+            }
+            (None, None) => {
+                recover_segments(dir, &config, &bases, Vec::new(), TxnIndex::default())?
+            }
         };
         let mut dir_dirty = false;
         if segments.is_empty() {
@@ -204,6 +227,7 @@ impl PartitionLog {
             scratch: Vec::new(),
             failed: None,
             dir_dirty,
+            recovery_bases,
         };
         if log.dir_dirty {
             log.sync_dir()?;
@@ -509,6 +533,46 @@ impl PartitionLog {
         if self.dir_dirty {
             self.sync_dir()?;
         }
+        self.write_recovery_checkpoint()
+    }
+
+    /// Records the recovery point: every closed segment is fsynced now, so
+    /// after a crash only the active segment (and anything rolled after this
+    /// flush) needs a scan. Rewritten only when the closed segments changed.
+    fn write_recovery_checkpoint(&mut self) -> Result<()> {
+        let closed = &self.segments[..self.segments.len() - 1];
+        if closed
+            .iter()
+            .map(|s| s.base_offset)
+            .eq(self.recovery_bases.iter().copied())
+        {
+            return Ok(());
+        }
+        let active_base = self.active_segment().base_offset;
+        // The transaction index as it stood at the recovery point.
+        let mut txns = self.txns.clone();
+        txns.truncate(active_base);
+        let cp = CleanShutdown {
+            segments: closed.iter().map(summary).collect(),
+            txns,
+        };
+        let path = self.dir.join(checkpoint::RECOVERY_FILE_NAME);
+        self.config.faults.before_write(&path)?;
+        fsutil::write_atomic(&path, &cp.encode())?;
+        self.recovery_bases = closed.iter().map(|s| s.base_offset).collect();
+        Ok(())
+    }
+
+    /// Forgets the recovery point before closed segments change (truncation,
+    /// deletion, compaction), so a crash never trusts a stale summary. The
+    /// next flush writes a new one.
+    pub(crate) fn invalidate_recovery_checkpoint(&mut self) -> Result<()> {
+        let path = self.dir.join(checkpoint::RECOVERY_FILE_NAME);
+        self.recovery_bases.clear();
+        if path.exists() {
+            fsutil::remove_if_exists(&path)?;
+            fsutil::sync_dir(&self.dir)?;
+        }
         Ok(())
     }
 
@@ -531,17 +595,7 @@ impl PartitionLog {
             }
         }
         let cp = CleanShutdown {
-            segments: self
-                .segments
-                .iter()
-                .map(|s| SegmentSummary {
-                    base_offset: s.base_offset,
-                    next_offset: s.next_offset,
-                    size: s.size,
-                    max_timestamp_ms: s.max_timestamp_ms,
-                    index_bytes: s.index_bytes,
-                })
-                .collect(),
+            segments: self.segments.iter().map(summary).collect(),
             txns: self.txns.clone(),
         };
         self.config
@@ -562,6 +616,11 @@ impl PartitionLog {
         }
         let i = self.segment_index_for(next_offset);
         let cut = self.boundary_position(i, next_offset)?;
+        if i + 1 < self.segments.len()
+            && let Err(e) = self.invalidate_recovery_checkpoint()
+        {
+            return self.fail(e);
+        }
         if let Err(e) = self.truncate_segments(i, cut, next_offset) {
             return self.fail(e);
         }
@@ -638,6 +697,9 @@ impl PartitionLog {
             return Err(LogError::InvalidRequest(format!(
                 "only a continuous prefix of closed segments can be deleted: asked for {bases:?}, closed segments are {available:?}"
             )));
+        }
+        if let Err(e) = self.invalidate_recovery_checkpoint() {
+            return self.fail(e);
         }
         for base in bases {
             if let Err(e) = remove_segment_files(&self.dir, *base) {
@@ -846,6 +908,16 @@ impl PartitionLog {
     }
 }
 
+fn summary(s: &Segment) -> SegmentSummary {
+    SegmentSummary {
+        base_offset: s.base_offset,
+        next_offset: s.next_offset,
+        size: s.size,
+        max_timestamp_ms: s.max_timestamp_ms,
+        index_bytes: s.index_bytes,
+    }
+}
+
 fn sync_file(path: &Path) -> Result<()> {
     File::open(path)
         .and_then(|f| f.sync_all())
@@ -920,6 +992,21 @@ fn checkpoint_matches(dir: &Path, cp: &CleanShutdown, bases: &[i64]) -> bool {
             .all(|w| w[1].base_offset >= w[0].next_offset)
 }
 
+/// A recovery checkpoint is usable when the segments it lists are, with
+/// unchanged sizes, a strict prefix of the segments on disk (the segment that
+/// was active when it was written, and any later ones, are scanned).
+fn recovery_point_matches(dir: &Path, cp: &CleanShutdown, bases: &[i64]) -> bool {
+    cp.segments.len() < bases.len()
+        && cp.segments.iter().zip(bases).all(|(s, b)| {
+            s.base_offset == *b
+                && fs::metadata(segment_path(dir, *b, LOG_EXT)).is_ok_and(|m| m.len() == s.size)
+        })
+        && cp
+            .segments
+            .windows(2)
+            .all(|w| w[1].base_offset >= w[0].next_offset)
+}
+
 fn load_trusted(cp: CleanShutdown) -> (Vec<Segment>, TxnIndex) {
     let segments = cp
         .segments
@@ -945,9 +1032,10 @@ fn recover_segments(
     dir: &Path,
     config: &LogConfig,
     bases: &[i64],
+    mut segments: Vec<Segment>,
+    mut txns: TxnIndex,
 ) -> Result<(Vec<Segment>, TxnIndex)> {
-    let mut segments: Vec<Segment> = Vec::with_capacity(bases.len());
-    let mut txns = TxnIndex::default();
+    segments.reserve(bases.len());
     for (i, &base) in bases.iter().enumerate() {
         let active = i + 1 == bases.len();
         let path = segment_path(dir, base, LOG_EXT);

@@ -15,6 +15,7 @@ enum Op {
     Truncate(prop::sample::Index),
     CleanReopen,
     CrashReopen,
+    Flush,
     DeleteOldest,
 }
 
@@ -25,6 +26,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<prop::sample::Index>().prop_map(Op::Truncate),
         1 => Just(Op::CleanReopen),
         1 => Just(Op::CrashReopen),
+        1 => Just(Op::Flush),
         1 => Just(Op::DeleteOldest),
     ]
 }
@@ -71,6 +73,7 @@ proptest! {
                     drop(log.take());
                     log = Some(PartitionLog::open(dir.path(), cfg.clone(), 0).unwrap());
                 }
+                Op::Flush => l.flush().unwrap(),
                 Op::DeleteOldest => {
                     if let Some(first) = l.closed_segments().first().copied() {
                         l.delete_closed_segments(&[first.base_offset]).unwrap();
