@@ -130,27 +130,9 @@ async fn pipelined(addr: &str, lines: Arc<Vec<Vec<u8>>>) -> usize {
     errors
 }
 
-fn b64(data: &[u8]) -> String {
-    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for c in data.chunks(3) {
-        let n = (u32::from(c[0]) << 16)
-            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
-            | u32::from(*c.get(2).unwrap_or(&0));
-        for i in 0..4 {
-            if i <= c.len() {
-                out.push(A[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
 fn value_100b(i: usize) -> String {
     let v: Vec<u8> = (0..100).map(|j| ((i * 31 + j * 7) % 251) as u8).collect();
-    b64(&v)
+    base64::Engine::encode(&base64::engine::general_purpose::STANDARD, v)
 }
 
 async fn produce_requests(addr: &str, topic: &str, partition: u32, n: usize) -> f64 {
