@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use mk_core::ErrorCode;
-use mk_log::{ControlType, LogConfig, PartitionLog, ProducerInfo, RecordBatch};
+use mk_log::{ControlType, LogConfig, PartitionLog, RecordBatch};
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::Path;
@@ -228,27 +228,13 @@ fn stale_clean_shutdown_checkpoint_is_ignored() {
 fn transaction_index_survives_clean_and_crash_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = small_config();
-    let p = |pid| ProducerInfo {
-        producer_id: pid,
-        producer_epoch: 0,
-        base_sequence: 0,
-    };
+    let p = producer;
     let mut log = open(dir.path(), &cfg);
-    log.append(
-        keyed(0, 10, 0)
-            .with_producer(p(1))
-            .with_transactional_id("a"),
-    )
-    .unwrap();
+    log.append(txn_record(0, 1, "a")).unwrap();
     log.append(keyed(1, 10, 0)).unwrap();
     log.append(RecordBatch::marker(ControlType::Abort, "a", p(1)))
         .unwrap();
-    log.append(
-        keyed(2, 10, 0)
-            .with_producer(p(2))
-            .with_transactional_id("b"),
-    )
-    .unwrap();
+    log.append(txn_record(2, 2, "b")).unwrap();
     let aborted = log.aborted_transactions(0, log.leo());
     assert_eq!(aborted.len(), 1);
     assert_eq!(
@@ -434,24 +420,10 @@ fn truncation_below_the_recovery_point_is_never_trusted_after_a_crash() {
 fn transactions_spanning_the_recovery_point_are_restored_exactly() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = small_config();
-    let p = |pid| ProducerInfo {
-        producer_id: pid,
-        producer_epoch: 0,
-        base_sequence: 0,
-    };
+    let p = producer;
     let mut log = open(dir.path(), &cfg);
-    log.append(
-        keyed(0, 10, 0)
-            .with_producer(p(1))
-            .with_transactional_id("a"),
-    )
-    .unwrap();
-    log.append(
-        keyed(1, 10, 0)
-            .with_producer(p(2))
-            .with_transactional_id("b"),
-    )
-    .unwrap();
+    log.append(txn_record(0, 1, "a")).unwrap();
+    log.append(txn_record(1, 2, "b")).unwrap();
     for i in 0..30 {
         log.append(keyed(i, 1000, 0)).unwrap();
     }

@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use bytes::Bytes;
-use mk_log::{LogConfig, PartitionLog, Record, RecordBatch};
+use mk_log::{LogConfig, PartitionLog, ProducerInfo, Record, RecordBatch};
 use std::path::Path;
 
 pub fn b(s: &str) -> Bytes {
@@ -65,4 +65,20 @@ pub fn files(dir: &Path) -> Vec<String> {
         .collect();
     v.sort();
     v
+}
+
+/// Producer `pid` at epoch 0, sequence 0.
+pub fn producer(pid: i64) -> ProducerInfo {
+    ProducerInfo {
+        producer_id: pid,
+        producer_epoch: 0,
+        base_sequence: 0,
+    }
+}
+
+/// `keyed(i, 10, 0)` written in a transaction of `txn_id` by producer `pid`.
+pub fn txn_record(i: usize, pid: i64, txn_id: &str) -> RecordBatch {
+    keyed(i, 10, 0)
+        .with_producer(producer(pid))
+        .with_transactional_id(txn_id)
 }
