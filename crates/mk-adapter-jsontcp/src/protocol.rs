@@ -868,6 +868,7 @@ impl Request {
                     OffsetSpec::Earliest => w.str("at", "earliest"),
                     OffsetSpec::Latest => w.str("at", "latest"),
                     OffsetSpec::Timestamp(ts) => w.int("at", *ts),
+                    OffsetSpec::MaxTimestamp => w.str("at", "max_timestamp"),
                 };
             }
             Request::LeaveGroup {

@@ -437,7 +437,21 @@ async fn respond(line: &[u8], shared: &Shared) -> Vec<u8> {
     };
     match execute(&ctx, request).await {
         Ok(response) => response.encode(id),
-        Err(e) => ErrorResponse::new(e.code(), e.to_string()).encode(id),
+        Err(e) => ErrorResponse::new(json_code(e.code()), e.to_string()).encode(id),
+    }
+}
+
+/// The code this protocol reports for a core code. Spec 06 fixed
+/// INVALID_REQUEST for every invalid create/alter argument; the finer codes
+/// Kafka clients expect (INVALID_PARTITIONS, ...) are reported here as
+/// INVALID_REQUEST with the same message.
+pub(crate) fn json_code(code: ErrorCode) -> ErrorCode {
+    match code {
+        ErrorCode::InvalidTopic
+        | ErrorCode::InvalidPartitions
+        | ErrorCode::InvalidReplicationFactor
+        | ErrorCode::InvalidConfig => ErrorCode::InvalidRequest,
+        other => other,
     }
 }
 

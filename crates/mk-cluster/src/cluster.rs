@@ -72,6 +72,8 @@ pub struct BrokerCluster {
     /// Held from open until close or crash (not until the last `Arc` is
     /// dropped), so a closed cluster's directory can be reopened at once.
     pub(crate) dir_lock: Mutex<Option<DirLock>>,
+    /// Hosted brokers taken offline by an operator (see `brokers.rs`).
+    pub(crate) offline_brokers: tokio::sync::watch::Sender<std::collections::BTreeSet<BrokerId>>,
 }
 
 impl BrokerCluster {
@@ -92,7 +94,9 @@ impl BrokerCluster {
         })?;
         let lock = DirLock::acquire(&config.data_dir)?;
         let faults = Arc::new(FaultInjector::new());
-        let metadata = MetadataStore::load(&config.data_dir)?;
+        let mut metadata = MetadataStore::load(&config.data_dir)?;
+        metadata.persist_upgrade()?;
+        crate::topics::finish_pending_deletions(&config.data_dir, &mut metadata)?;
         let identities = ProducerIdentityStore::open(&config.data_dir)?;
         let mut topics = BTreeMap::new();
         let mut epoch_changes = Vec::new();
@@ -129,7 +133,6 @@ impl BrokerCluster {
                 }),
             );
         }
-        let mut metadata = metadata;
         for (tp, leader, epoch) in epoch_changes {
             metadata.set_leader(&tp.topic, tp.partition, leader, epoch)?;
         }
@@ -168,6 +171,7 @@ impl BrokerCluster {
             member_counter: AtomicU64::new(0),
             clients: Mutex::new(crate::clients::ClientRegistry::default()),
             dir_lock: Mutex::new(Some(lock)),
+            offline_brokers: tokio::sync::watch::Sender::new(Default::default()),
         });
         cluster.recover_transactions(recovered.plans)?;
         Ok(cluster)
@@ -184,6 +188,15 @@ impl BrokerCluster {
     /// Milliseconds since the cluster was opened, by its clock.
     pub fn uptime_ms(&self) -> i64 {
         self.clock.now_ms() - self.started_ms
+    }
+
+    /// The cluster's stable id (Kafka's cluster id), persisted in metadata.
+    pub fn cluster_id(&self) -> String {
+        self.metadata
+            .lock()
+            .expect("metadata lock")
+            .cluster_id()
+            .to_string()
     }
 
     /// The broker ids this process hosts.
@@ -276,7 +289,9 @@ impl BrokerCluster {
         f: impl FnOnce(&mut PartitionReplicaSet) -> Result<T>,
     ) -> Result<T> {
         let mut guard = slot.set.write().expect("partition lock");
-        let set = guard.as_mut().ok_or(ClusterError::Closed)?;
+        let Some(set) = guard.as_mut() else {
+            return Err(self.gone(slot));
+        };
         let r = f(set);
         drop(guard);
         self.guard(r)
@@ -290,10 +305,21 @@ impl BrokerCluster {
         f: impl FnOnce(&PartitionReplicaSet) -> Result<T>,
     ) -> Result<T> {
         let guard = slot.set.read().expect("partition lock");
-        let set = guard.as_ref().ok_or(ClusterError::Closed)?;
+        let Some(set) = guard.as_ref() else {
+            return Err(self.gone(slot));
+        };
         let r = f(set);
         drop(guard);
         self.guard(r)
+    }
+
+    /// Why a slot has no replica set: the cluster closed, or the topic was
+    /// deleted while the caller held the slot.
+    fn gone(&self, slot: &PartitionSlot) -> ClusterError {
+        match self.check_running() {
+            Err(e) => e,
+            Ok(()) => ClusterError::UnknownTopic(format!("{} was deleted", slot.tp)),
+        }
     }
 
     pub(crate) fn read_partition<T>(
@@ -369,6 +395,7 @@ impl BrokerCluster {
     ) -> TopicMeta {
         TopicMeta {
             name: name.to_string(),
+            topic_id: crate::metadata::TopicId::random(),
             partitions: (0..partitions)
                 .map(|p| crate::metadata::place_replicas(&self.config.broker_ids, p, rf))
                 .collect::<Vec<PartitionMeta>>(),

@@ -37,6 +37,18 @@ pub struct MiniKafkaConfig {
     pub flush: FlushPolicy,
     /// Defaults for topics created without explicit settings.
     pub default_topic_config: TopicConfig,
+    /// Create a topic when a Kafka client asks for metadata of an unknown
+    /// one (Kafka's `auto.create.topics.enable`, default true).
+    pub auto_create_topics: bool,
+    /// Partitions of an auto-created topic (Kafka's `num.partitions`).
+    pub auto_create_partitions: u32,
+    /// Replication factor of an auto-created topic, capped at the number of
+    /// brokers (Kafka's `default.replication.factor`).
+    pub auto_create_replication_factor: usize,
+    /// The most record bytes one fetch answer may carry, whatever the
+    /// client asks for (Kafka's broker-side `fetch.max.bytes`). At least one
+    /// batch is always returned so a consumer can make progress.
+    pub fetch_max_bytes: u64,
 }
 
 impl MiniKafkaConfig {
@@ -56,6 +68,10 @@ impl MiniKafkaConfig {
             transaction_timeout_ms: 60_000,
             flush: FlushPolicy::default(),
             default_topic_config: TopicConfig::default(),
+            auto_create_topics: true,
+            auto_create_partitions: 1,
+            auto_create_replication_factor: 1,
+            fetch_max_bytes: 8 * 1_048_576,
         }
     }
 
@@ -84,7 +100,16 @@ impl MiniKafkaConfig {
                 return bad(format!("broker id {id} appears twice"));
             }
         }
-        let positive: [(&str, i64); 7] = [
+        let positive: [(&str, i64); 10] = [
+            (
+                "auto_create_partitions",
+                i64::from(self.auto_create_partitions),
+            ),
+            (
+                "auto_create_replication_factor",
+                self.auto_create_replication_factor as i64,
+            ),
+            ("fetch_max_bytes", self.fetch_max_bytes as i64),
             ("segment_max_bytes", self.segment_max_bytes as i64),
             ("index_interval_bytes", self.index_interval_bytes as i64),
             ("group_session_timeout_ms", self.group_session_timeout_ms),
@@ -173,7 +198,115 @@ impl Default for TopicConfig {
     }
 }
 
+/// The topic config keys a topic has (Kafka's names), in display order.
+pub const TOPIC_CONFIG_KEYS: [&str; 5] = [
+    "cleanup.policy",
+    "retention.ms",
+    "retention.bytes",
+    "segment.bytes",
+    "delete.retention.ms",
+];
+
+/// One change of an alter-configs request: set a key, or delete it (back
+/// to the cluster default).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigChange {
+    Set { key: String, value: String },
+    Delete { key: String },
+}
+
+fn config_int(key: &str, value: &str) -> Result<i64> {
+    value.trim().parse::<i64>().map_err(|_| {
+        ClusterError::InvalidConfig(format!("{key} must be an integer, got {value:?}"))
+    })
+}
+
 impl TopicConfig {
+    /// The value of one key as Kafka reports it (`-1` for "no limit"), or
+    /// `None` for a key topics do not have. `cluster_segment_bytes` is what
+    /// an unset `segment.bytes` means.
+    pub fn get(&self, key: &str, cluster_segment_bytes: u64) -> Option<String> {
+        Some(match key {
+            "cleanup.policy" => self.cleanup_policy.as_str().to_string(),
+            "retention.ms" => self.retention_ms.unwrap_or(-1).to_string(),
+            "retention.bytes" => self.retention_bytes.unwrap_or(-1).to_string(),
+            "segment.bytes" => self
+                .segment_bytes
+                .unwrap_or(cluster_segment_bytes)
+                .to_string(),
+            "delete.retention.ms" => self.delete_retention_ms.to_string(),
+            _ => return None,
+        })
+    }
+
+    /// Sets one key from its Kafka spelling; `-1` means "no limit" for the
+    /// retention settings. An unknown key or a malformed value is
+    /// INVALID_CONFIG; the resulting config is validated.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        match key {
+            "cleanup.policy" => {
+                self.cleanup_policy = CleanupPolicy::parse(value.trim())
+                    .map_err(|e| ClusterError::InvalidConfig(e.to_string()))?;
+            }
+            "retention.ms" => {
+                self.retention_ms = match config_int(key, value)? {
+                    -1 => None,
+                    v => Some(v),
+                };
+            }
+            "retention.bytes" => {
+                self.retention_bytes = match config_int(key, value)? {
+                    -1 => None,
+                    v => Some(v),
+                };
+            }
+            "segment.bytes" => {
+                let v = config_int(key, value)?;
+                self.segment_bytes = Some(u64::try_from(v).map_err(|_| {
+                    ClusterError::InvalidConfig(format!("segment.bytes must be > 0, got {v}"))
+                })?);
+            }
+            "delete.retention.ms" => self.delete_retention_ms = config_int(key, value)?,
+            other => {
+                return Err(ClusterError::InvalidConfig(format!(
+                    "unknown topic config {other:?}; topics have {}",
+                    TOPIC_CONFIG_KEYS.join(", ")
+                )));
+            }
+        }
+        self.validate()
+            .map_err(|e| ClusterError::InvalidConfig(e.to_string()))
+    }
+
+    /// Resets one key to its value in `defaults`.
+    pub fn reset(&mut self, key: &str, defaults: &TopicConfig) -> Result<()> {
+        match key {
+            "cleanup.policy" => self.cleanup_policy = defaults.cleanup_policy,
+            "retention.ms" => self.retention_ms = defaults.retention_ms,
+            "retention.bytes" => self.retention_bytes = defaults.retention_bytes,
+            "segment.bytes" => self.segment_bytes = defaults.segment_bytes,
+            "delete.retention.ms" => self.delete_retention_ms = defaults.delete_retention_ms,
+            other => {
+                return Err(ClusterError::InvalidConfig(format!(
+                    "unknown topic config {other:?}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// This config with `changes` applied (deletes go back to `defaults`).
+    pub fn with_changes(&self, changes: &[ConfigChange], defaults: &TopicConfig) -> Result<Self> {
+        let mut c = self.clone();
+        for change in changes {
+            match change {
+                ConfigChange::Set { key, value } => c.set(key, value)?,
+                ConfigChange::Delete { key } => c.reset(key, defaults)?,
+            }
+        }
+        Ok(c)
+    }
+
     pub fn validate(&self) -> Result<()> {
         let bad = |msg: String| Err(ClusterError::InvalidRequest(msg));
         if let Some(ms) = self.retention_ms
@@ -233,6 +366,37 @@ mod tests {
         let mut zero_lag = ok.clone();
         zero_lag.replica_lag_max_offsets = 0;
         assert!(zero_lag.validate().is_ok(), "0 offsets of lag is allowed");
+    }
+
+    #[test]
+    fn kafka_spellings_set_get_and_reset() {
+        let defaults = TopicConfig::default();
+        let mut c = defaults.clone();
+        c.set("retention.ms", "-1").unwrap();
+        assert_eq!(c.retention_ms, None);
+        assert_eq!(c.get("retention.ms", 0).as_deref(), Some("-1"));
+        c.set("segment.bytes", "2048").unwrap();
+        assert_eq!(c.get("segment.bytes", 99).as_deref(), Some("2048"));
+        c.set("cleanup.policy", "compact").unwrap();
+        let e = c.set("retention.ms", "soon").unwrap_err();
+        assert_eq!(e.code(), mk_core::ErrorCode::InvalidConfig);
+        let e = c.set("min.insync.replicas", "2").unwrap_err();
+        assert_eq!(e.code(), mk_core::ErrorCode::InvalidConfig);
+        let e = c.set("retention.bytes", "0").unwrap_err();
+        assert_eq!(e.code(), mk_core::ErrorCode::InvalidConfig);
+        let back = c
+            .with_changes(
+                &[ConfigChange::Delete {
+                    key: "cleanup.policy".into(),
+                }],
+                &defaults,
+            )
+            .unwrap();
+        assert_eq!(back.cleanup_policy, defaults.cleanup_policy);
+        assert_eq!(
+            TopicConfig::default().get("segment.bytes", 77).as_deref(),
+            Some("77")
+        );
     }
 
     #[test]

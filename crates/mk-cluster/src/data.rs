@@ -2,11 +2,16 @@
 //! isolation, long-poll fetches, and offset queries.
 
 use crate::cluster::{BrokerCluster, INTERNAL_TOPICS, PartitionSlot};
+use crate::config::BrokerId;
 use crate::error::{ClusterError, Result};
 use bytes::Bytes;
 use mk_core::TopicPartition;
 use mk_log::{Header, LogRecord, RecordBatch};
 use mk_replication::{AckMode, AppendOutcome, ProduceResult};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 /// Which records a fetch may see.
@@ -132,6 +137,20 @@ impl PendingAppend {
     /// Waits for the acknowledgement required by the ack mode.
     pub async fn wait(self) -> Result<ProduceResult> {
         Ok(self.outcome.result().await?)
+    }
+
+    /// Like `wait`, but gives up after `timeout` with REQUEST_TIMED_OUT
+    /// (Kafka's produce `timeout_ms`). The batch stays in the log: an
+    /// acks=all write that times out may still commit later, exactly as in
+    /// Kafka, which is why clients retry with idempotence.
+    pub async fn wait_timeout(self, timeout: Duration) -> Result<ProduceResult> {
+        match tokio::time::timeout(timeout, self.wait()).await {
+            Ok(r) => r,
+            Err(_) => Err(ClusterError::RequestTimedOut(format!(
+                "the write was not acknowledged by enough replicas within {} ms",
+                timeout.as_millis()
+            ))),
+        }
     }
 }
 
@@ -377,6 +396,83 @@ pub enum OffsetSpec {
     Latest,
     /// The first committed offset whose timestamp is >= this.
     Timestamp(i64),
+    /// The committed record with the largest timestamp (Kafka's
+    /// MAX_TIMESTAMP).
+    MaxTimestamp,
+}
+
+/// An answer of `list_offset`: the offset, the timestamp of the record
+/// found (-1 for earliest/latest), and the leader epoch of that offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListedOffset {
+    pub offset: i64,
+    pub timestamp_ms: i64,
+    pub leader_epoch: i32,
+}
+
+/// One partition of a batch fetch (what Kafka consumers send).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionFetch {
+    pub tp: TopicPartition,
+    pub offset: i64,
+    /// The most batch bytes for this partition; one batch is returned even
+    /// if it is larger, when it is the first data of the answer.
+    pub max_bytes: usize,
+    /// The leader epoch the client believes current (KIP-320): older is
+    /// FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH. `None` skips it.
+    pub current_leader_epoch: Option<i32>,
+}
+
+/// A fetch of whole batches over several partitions, with Kafka's long
+/// poll: answer once `min_bytes` are available or `max_wait` has passed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchFetch {
+    pub partitions: Vec<PartitionFetch>,
+    pub isolation: Isolation,
+    /// The client's cap on the whole answer; the cluster's
+    /// `fetch_max_bytes` caps it further.
+    pub max_bytes: usize,
+    pub min_bytes: usize,
+    pub max_wait: Duration,
+    /// The broker the request was addressed to: partitions it does not
+    /// lead answer NOT_LEADER_OR_FOLLOWER. `None` reads from the leader.
+    pub broker: Option<BrokerId>,
+}
+
+/// The answer for one partition of a batch fetch. On error the offsets are
+/// what is known (-1 when the partition could not be read at all).
+#[derive(Debug)]
+pub struct PartitionBatches {
+    pub tp: TopicPartition,
+    pub error: Option<ClusterError>,
+    /// Whole batches in offset order: data batches visible under the
+    /// isolation level, and transaction markers (so a reader's position
+    /// always moves past them). The first batch may start before the
+    /// fetch offset; readers skip records below it.
+    pub batches: Vec<RecordBatch>,
+    pub high_watermark: i64,
+    pub last_stable_offset: i64,
+    pub log_start_offset: i64,
+    /// Stored size of the batches returned.
+    pub bytes: usize,
+}
+
+impl PartitionBatches {
+    fn failed(tp: TopicPartition, e: ClusterError) -> Self {
+        let log_start = match &e {
+            ClusterError::OffsetOutOfRange { log_start, .. } => *log_start,
+            _ => -1,
+        };
+        Self {
+            tp,
+            error: Some(e),
+            batches: Vec::new(),
+            high_watermark: -1,
+            last_stable_offset: -1,
+            log_start_offset: log_start,
+            bytes: 0,
+        }
+    }
 }
 
 impl BrokerCluster {
@@ -410,10 +506,246 @@ impl BrokerCluster {
 
     /// ListOffsets: earliest, latest (HW) or by timestamp.
     pub fn list_offsets(&self, tp: &TopicPartition, spec: OffsetSpec) -> Result<Option<i64>> {
-        match spec {
-            OffsetSpec::Earliest => self.log_start_offset(tp).map(Some),
-            OffsetSpec::Latest => self.visible_end(tp).map(Some),
-            OffsetSpec::Timestamp(ts) => self.offset_for_timestamp(tp, ts),
+        Ok(self
+            .list_offset(tp, spec, Isolation::ReadUncommitted)?
+            .map(|l| l.offset))
+    }
+
+    /// ListOffsets as Kafka answers it: earliest (log start), latest (the
+    /// HW, or the LSO for read_committed), the first record at or after a
+    /// timestamp, or the record with the largest timestamp — searches see
+    /// only what the isolation level makes visible. `None` when no record
+    /// matches.
+    pub fn list_offset(
+        &self,
+        tp: &TopicPartition,
+        spec: OffsetSpec,
+        isolation: Isolation,
+    ) -> Result<Option<ListedOffset>> {
+        self.read_partition(tp, |set| {
+            let log = set.leader_log();
+            let hw = set.high_watermark();
+            let end = match isolation {
+                Isolation::ReadUncommitted => hw,
+                Isolation::ReadCommitted => {
+                    mk_txn::last_stable_offset(hw, log.first_unstable_offset())
+                }
+            };
+            let found = match spec {
+                OffsetSpec::Earliest => Some((log.log_start_offset(), -1)),
+                OffsetSpec::Latest => Some((end, -1)),
+                OffsetSpec::Timestamp(ts) => {
+                    log.record_for_timestamp(ts)?.filter(|(o, _)| *o < end)
+                }
+                OffsetSpec::MaxTimestamp => log.max_timestamp_record(end)?,
+            };
+            Ok(found.map(|(offset, timestamp_ms)| ListedOffset {
+                offset,
+                timestamp_ms,
+                leader_epoch: epoch_of(set, offset),
+            }))
+        })
+    }
+
+    /// KIP-279's question, asked by Kafka clients after a leader change
+    /// (KIP-320): the largest epoch <= `epoch` the leader knows and the end
+    /// offset of that epoch. `None` if the leader knows no such epoch.
+    /// `current_leader_epoch` is checked like a fetch's.
+    pub fn end_offset_for_epoch(
+        &self,
+        tp: &TopicPartition,
+        epoch: i32,
+        current_leader_epoch: Option<i32>,
+    ) -> Result<Option<mk_replication::EpochEndOffset>> {
+        self.read_partition(tp, |set| {
+            check_epoch(set, current_leader_epoch)?;
+            Ok(set.end_offset_for_epoch(epoch))
+        })
+    }
+
+    /// A fetch of whole batches over several partitions with Kafka's long
+    /// poll (see [`BatchFetch`]). Waiting is woken by whatever moves a
+    /// partition's visible end; an error on any partition answers at once.
+    pub async fn fetch_batches(&self, req: &BatchFetch) -> Result<Vec<PartitionBatches>> {
+        self.check_running()?;
+        let start = tokio::time::Instant::now();
+        let deadline = start
+            .checked_add(req.max_wait)
+            .unwrap_or_else(|| start + Duration::from_secs(365 * 24 * 3600));
+        let budget = req
+            .max_bytes
+            .min(usize::try_from(self.config.fetch_max_bytes).unwrap_or(usize::MAX))
+            .max(1);
+        loop {
+            let slots: Vec<Arc<PartitionSlot>> = req
+                .partitions
+                .iter()
+                .filter_map(|p| self.slot(&p.tp).ok())
+                .collect();
+            // Listen before reading, so a move between the read and the
+            // wait is not missed.
+            let mut waits: Vec<Pin<Box<tokio::sync::futures::Notified<'_>>>> = slots
+                .iter()
+                .map(|s| Box::pin(s.hw_moved.notified()))
+                .collect();
+            for w in &mut waits {
+                w.as_mut().enable();
+            }
+            let results = self.read_batches_once(req, budget)?;
+            let bytes: usize = results.iter().map(|r| r.bytes).sum();
+            let errored = results.iter().any(|r| r.error.is_some());
+            if bytes >= req.min_bytes.max(1)
+                || errored
+                || waits.is_empty()
+                || tokio::time::Instant::now() >= deadline
+            {
+                return Ok(results);
+            }
+            let any_moved = std::future::poll_fn(|cx| {
+                for w in waits.iter_mut() {
+                    if w.as_mut().poll(cx).is_ready() {
+                        return Poll::Ready(());
+                    }
+                }
+                Poll::Pending
+            });
+            tokio::select! {
+                _ = any_moved => {}
+                _ = tokio::time::sleep_until(deadline) => return self.read_batches_once(req, budget),
+                _ = self.shutdown.cancelled() => return self.read_batches_once(req, budget),
+            }
         }
     }
+
+    /// One pass over the partitions of a batch fetch, in request order,
+    /// sharing the byte budget (Kafka's KIP-74 rule: the first batch of the
+    /// first partition with data is returned even if it exceeds a limit).
+    fn read_batches_once(&self, req: &BatchFetch, budget: usize) -> Result<Vec<PartitionBatches>> {
+        self.check_running()?;
+        let mut left = budget;
+        let mut out = Vec::with_capacity(req.partitions.len());
+        for p in &req.partitions {
+            let first = left == budget;
+            let r = self
+                .read_partition_batches(p, req.isolation, left, first, req.broker)
+                .unwrap_or_else(|e| PartitionBatches::failed(p.tp.clone(), e));
+            left = left.saturating_sub(r.bytes);
+            out.push(r);
+        }
+        Ok(out)
+    }
+
+    fn read_partition_batches(
+        &self,
+        p: &PartitionFetch,
+        isolation: Isolation,
+        budget: usize,
+        first: bool,
+        broker: Option<BrokerId>,
+    ) -> Result<PartitionBatches> {
+        if let Some(b) = broker {
+            self.check_leader(&p.tp, b)?;
+        }
+        let slot = self.slot(&p.tp)?;
+        self.read_slot(&slot, |set| {
+            check_epoch(set, p.current_leader_epoch)?;
+            let log = set.leader_log();
+            let hw = set.high_watermark();
+            let lso = mk_txn::last_stable_offset(hw, log.first_unstable_offset());
+            let (log_start, leo) = (log.log_start_offset(), log.leo());
+            if p.offset < log_start || p.offset > leo {
+                return Err(ClusterError::OffsetOutOfRange {
+                    offset: p.offset,
+                    log_start,
+                    log_end: leo,
+                });
+            }
+            let bound = match isolation {
+                Isolation::ReadUncommitted => hw,
+                Isolation::ReadCommitted => lso,
+            };
+            let limit = p.max_bytes.min(budget);
+            let mut batches = Vec::new();
+            let mut bytes = 0usize;
+            let mut next = p.offset;
+            // Aborted batches are dropped and do not count; reading goes on
+            // past them until something visible is found, so a reader can
+            // never be stuck in front of a large aborted transaction. Every
+            // round moves `next` forward, so the loop ends at the bound.
+            while next < bound {
+                let stored =
+                    log.read_batches(next, limit.saturating_sub(bytes).max(1), Some(bound))?;
+                let Some(last) = stored.last() else { break };
+                next = last.next_offset();
+                let aborted = match isolation {
+                    Isolation::ReadCommitted => {
+                        log.aborted_transactions(stored[0].base_offset(), next)
+                    }
+                    Isolation::ReadUncommitted => Vec::new(),
+                };
+                let mut kept_any = false;
+                for b in stored {
+                    if mk_txn::is_batch_aborted(&b.header, &aborted) {
+                        continue;
+                    }
+                    let fits = bytes + b.size() <= limit;
+                    if !fits && !(first && batches.is_empty()) {
+                        next = bound; // the budget is spent
+                        break;
+                    }
+                    bytes += b.size();
+                    batches.push(b.decode()?);
+                    kept_any = true;
+                }
+                if kept_any || bytes >= limit {
+                    break;
+                }
+            }
+            Ok(PartitionBatches {
+                tp: p.tp.clone(),
+                error: None,
+                batches,
+                high_watermark: hw,
+                last_stable_offset: lso,
+                log_start_offset: log_start,
+                bytes,
+            })
+        })
+    }
+}
+
+/// KIP-320's check of the leader epoch a client believes current.
+fn check_epoch(set: &mk_replication::PartitionReplicaSet, expected: Option<i32>) -> Result<()> {
+    let Some(e) = expected.filter(|e| *e >= 0) else {
+        return Ok(());
+    };
+    let current = set.leader_epoch();
+    if e < current {
+        return Err(ClusterError::FencedLeaderEpoch(format!(
+            "{}: the request's leader epoch {e} is older than the current {current}",
+            set.topic_partition()
+        )));
+    }
+    if e > current {
+        return Err(ClusterError::UnknownLeaderEpoch(format!(
+            "{}: the request's leader epoch {e} is newer than the current {current}",
+            set.topic_partition()
+        )));
+    }
+    Ok(())
+}
+
+/// The leader epoch under which `offset` was written, from the leader's
+/// epoch cache (the current epoch for the log end).
+fn epoch_of(set: &mk_replication::PartitionReplicaSet, offset: i64) -> i32 {
+    set.epoch_entries(set.leader_id())
+        .ok()
+        .and_then(|entries| {
+            entries
+                .iter()
+                .rev()
+                .find(|e| e.start_offset <= offset)
+                .map(|e| e.epoch)
+        })
+        .unwrap_or_else(|| set.leader_epoch())
 }

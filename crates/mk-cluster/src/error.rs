@@ -16,6 +16,33 @@ pub enum ClusterError {
     Txn(#[from] mk_txn::TxnError),
     #[error("invalid request: {0}")]
     InvalidRequest(String),
+    /// An invalid partition count (Kafka's INVALID_PARTITIONS); worded as
+    /// an invalid request, which is what the JSON protocol reports.
+    #[error("invalid request: {0}")]
+    InvalidPartitions(String),
+    #[error("invalid request: {0}")]
+    InvalidReplicationFactor(String),
+    #[error("invalid request: {0}")]
+    InvalidConfig(String),
+    #[error("invalid request: {0}")]
+    InvalidTopic(String),
+    /// The request reached a broker that does not lead the partition.
+    #[error("not the leader: {0}")]
+    NotLeaderOrFollower(String),
+    /// The partition's leader is offline and no in-sync replica can lead.
+    #[error("leader not available: {0}")]
+    LeaderNotAvailable(String),
+    /// A request carries a leader epoch newer than the partition's.
+    #[error("unknown leader epoch: {0}")]
+    UnknownLeaderEpoch(String),
+    /// The request's own deadline passed (Kafka's REQUEST_TIMED_OUT).
+    #[error("request timed out: {0}")]
+    RequestTimedOut(String),
+    /// A request carries a stale leader epoch (KIP-320).
+    #[error("fenced leader epoch: {0}")]
+    FencedLeaderEpoch(String),
+    #[error("unknown topic id: {0}")]
+    UnknownTopicId(String),
     #[error("unknown topic: {0}")]
     UnknownTopic(String),
     #[error("unknown partition: {0}")]
@@ -55,6 +82,16 @@ impl ClusterError {
             ClusterError::Group(e) => e.code(),
             ClusterError::Txn(e) => e.code(),
             ClusterError::InvalidRequest(_) => ErrorCode::InvalidRequest,
+            ClusterError::InvalidPartitions(_) => ErrorCode::InvalidPartitions,
+            ClusterError::InvalidReplicationFactor(_) => ErrorCode::InvalidReplicationFactor,
+            ClusterError::InvalidConfig(_) => ErrorCode::InvalidConfig,
+            ClusterError::InvalidTopic(_) => ErrorCode::InvalidTopic,
+            ClusterError::NotLeaderOrFollower(_) => ErrorCode::NotLeaderOrFollower,
+            ClusterError::LeaderNotAvailable(_) => ErrorCode::LeaderNotAvailable,
+            ClusterError::UnknownLeaderEpoch(_) => ErrorCode::UnknownLeaderEpoch,
+            ClusterError::UnknownTopicId(_) => ErrorCode::UnknownTopicId,
+            ClusterError::RequestTimedOut(_) => ErrorCode::RequestTimedOut,
+            ClusterError::FencedLeaderEpoch(_) => ErrorCode::FencedLeaderEpoch,
             ClusterError::UnknownTopic(_) => ErrorCode::UnknownTopic,
             ClusterError::UnknownPartition(_) => ErrorCode::UnknownPartition,
             ClusterError::TopicAlreadyExists(_) => ErrorCode::TopicAlreadyExists,

@@ -6,6 +6,7 @@
 //! adapters translate into its operations. Adapters depend on this crate
 //! only, so it re-exports the domain types they need.
 
+mod brokers;
 mod clients;
 mod cluster;
 pub mod config;
@@ -27,7 +28,10 @@ mod transactions;
 
 pub use clients::ClusterClients;
 pub use cluster::{BrokerCluster, INTERNAL_TOPICS, OFFSETS_TOPIC};
-pub use config::{BrokerId, CleanupPolicy, FlushPolicy, MiniKafkaConfig, TopicConfig};
+pub use config::{
+    BrokerId, CleanupPolicy, ConfigChange, FlushPolicy, MiniKafkaConfig, TOPIC_CONFIG_KEYS,
+    TopicConfig,
+};
 pub use consumer::{Consumer, ConsumerOptions, OffsetReset, PolledRecord};
 pub use data::{
     ConsumerRecord, FetchRequest, FetchResult, Isolation, OffsetSpec, PendingAppend, ProduceEntry,
@@ -36,18 +40,21 @@ pub use data::{
 pub use drivers::DriverConfig;
 pub use error::{ClusterError, Result};
 pub use lifecycle::LifecycleState;
+pub use metadata::TopicId;
 pub use producer::{
     Producer, ProducerOptions, ProducerRecord, RecordFuture, RecordMetadata, estimated_size,
 };
 pub use stats::{ClusterDescription, ClusterStats};
 pub use steps::CompactionSummary;
-pub use topics::{PartitionInfo, TopicDescription};
+pub use topics::{MAX_PARTITIONS, PartitionInfo, TopicDescription};
 pub use transactions::TxnHandle;
 
 /// Types of the domain crates that adapters need, re-exported so adapters
 /// depend on mk-cluster only.
 pub use bytes::Bytes;
-pub use mk_core::{Clock, ErrorCode, ManualClock, SharedClock, SystemClock, TopicPartition};
+pub use mk_core::{
+    ByteReader, Clock, ErrorCode, ManualClock, SharedClock, SystemClock, TopicPartition, Truncated,
+};
 pub use mk_group::{
     AssignorKind, GroupDescription, GroupState, MemberAssignment, MemberDescription,
 };

@@ -1,7 +1,12 @@
-//! The metadata store, `<data_dir>/metadata.json`: topics -> partitions ->
-//! replicas, leader and leader epoch, plus per-topic configs. Written
-//! atomically (temp file, fsync, rename, directory fsync); a file that cannot
-//! be parsed is STORAGE_ERROR at open, never silently reset.
+//! The metadata store, `<data_dir>/metadata.json`: the cluster id, topics
+//! (each with its stable topic id) -> partitions -> replicas, leader and
+//! leader epoch, plus per-topic configs, and the topics whose deletion has
+//! been decided but whose files may not all be gone yet. Written atomically
+//! (temp file, fsync, rename, directory fsync); a file that cannot be parsed
+//! is STORAGE_ERROR at open, never silently reset.
+//!
+//! Version 1 files (before topic and cluster ids) are read and upgraded:
+//! ids are generated once and persisted with the next write.
 
 use crate::config::{BrokerId, CleanupPolicy, TopicConfig};
 use crate::error::{ClusterError, Result};
@@ -18,12 +23,52 @@ pub struct PartitionMeta {
     pub leader_epoch: i32,
 }
 
+/// A topic's stable id (Kafka's topic id, a UUID): it tells a topic from a
+/// deleted one of the same name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TopicId(pub [u8; 16]);
+
+impl TopicId {
+    /// A fresh random (version 4) id; never all zeroes, which Kafka reserves
+    /// for "no id".
+    pub fn random() -> Self {
+        loop {
+            let id = TopicId(*uuid::Uuid::new_v4().as_bytes());
+            if id.0 != [0; 16] {
+                return id;
+            }
+        }
+    }
+
+    /// Parses the canonical hyphenated form.
+    pub fn parse(s: &str) -> Option<Self> {
+        uuid::Uuid::parse_str(s)
+            .ok()
+            .map(|u| TopicId(*u.as_bytes()))
+    }
+}
+
+impl std::fmt::Display for TopicId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        uuid::Uuid::from_bytes(self.0).hyphenated().fmt(f)
+    }
+}
+
 /// One topic.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopicMeta {
     pub name: String,
+    pub topic_id: TopicId,
     pub partitions: Vec<PartitionMeta>,
     pub config: TopicConfig,
+}
+
+/// A topic being deleted: what is needed to find and remove its files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingDeletion {
+    pub name: String,
+    pub topic_id: TopicId,
+    pub partitions: Vec<PartitionMeta>,
 }
 
 /// Replica placement of spec 00: partition p with replication factor r over
@@ -45,19 +90,38 @@ pub fn place_replicas(
     }
 }
 
+/// The current file format (version 2); version 1 lacks the ids and the
+/// pending deletions, which default when it is read.
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileV1 {
     version: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cluster_id: Option<String>,
     topics: BTreeMap<String, TopicV1>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    deleting: Vec<DeletingV2>,
 }
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TopicV1 {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    topic_id: Option<String>,
     partitions: Vec<PartitionV1>,
     config: ConfigV1,
 }
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DeletingV2 {
+    name: String,
+    topic_id: String,
+    partitions: Vec<PartitionV1>,
+}
+
+/// The version `save` writes.
+const FORMAT_VERSION: u32 = 2;
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -87,7 +151,49 @@ struct ConfigV1 {
 #[derive(Debug)]
 pub struct MetadataStore {
     path: PathBuf,
+    cluster_id: String,
     topics: BTreeMap<String, TopicMeta>,
+    deleting: Vec<PendingDeletion>,
+    /// Ids were generated while reading an older file: persist them.
+    upgraded: bool,
+}
+
+/// A fresh cluster id in Kafka's form: a random UUID as 22 characters of
+/// URL-safe base64 without padding.
+fn new_cluster_id() -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(TopicId::random().0)
+}
+
+fn parse_id(path: &Path, name: &str, id: &str) -> Result<TopicId> {
+    TopicId::parse(id).ok_or_else(|| {
+        ClusterError::Storage(format!(
+            "{}: topic {name} has an unreadable topic id {id:?}",
+            path.display()
+        ))
+    })
+}
+
+fn partitions_of(ps: Vec<PartitionV1>) -> Vec<PartitionMeta> {
+    ps.into_iter()
+        .map(|p| PartitionMeta {
+            partition: p.partition,
+            replicas: p.replicas,
+            leader_id: p.leader_id,
+            leader_epoch: p.leader_epoch,
+        })
+        .collect()
+}
+
+fn partitions_v1(ps: &[PartitionMeta]) -> Vec<PartitionV1> {
+    ps.iter()
+        .map(|p| PartitionV1 {
+            partition: p.partition,
+            replicas: p.replicas.clone(),
+            leader_id: p.leader_id,
+            leader_epoch: p.leader_epoch,
+        })
+        .collect()
 }
 
 impl MetadataStore {
@@ -95,18 +201,37 @@ impl MetadataStore {
     pub fn load(data_dir: &Path) -> Result<Self> {
         let path = data_dir.join("metadata.json");
         let mut topics = BTreeMap::new();
+        let mut deleting = Vec::new();
+        let mut cluster_id = None;
+        let mut upgraded = false;
         if let Some(bytes) = mk_log::fsutil::read_optional(&path)? {
             let file: FileV1 = serde_json::from_slice(&bytes).map_err(|e| {
                 ClusterError::Storage(format!("{} cannot be parsed: {e}", path.display()))
             })?;
-            if file.version != 1 {
+            if file.version != 1 && file.version != FORMAT_VERSION {
                 return Err(ClusterError::Storage(format!(
                     "{} has unknown version {}",
                     path.display(),
                     file.version
                 )));
             }
+            upgraded = file.version != FORMAT_VERSION;
+            cluster_id = file.cluster_id;
+            for d in file.deleting {
+                deleting.push(PendingDeletion {
+                    topic_id: parse_id(&path, &d.name, &d.topic_id)?,
+                    name: d.name,
+                    partitions: partitions_of(d.partitions),
+                });
+            }
             for (name, t) in file.topics {
+                let topic_id = match &t.topic_id {
+                    Some(id) => parse_id(&path, &name, id)?,
+                    None => {
+                        upgraded = true;
+                        TopicId::random()
+                    }
+                };
                 let config = TopicConfig {
                     cleanup_policy: CleanupPolicy::parse(&t.config.cleanup_policy)
                         .map_err(|e| ClusterError::Storage(format!("{}: {e}", path.display())))?,
@@ -115,16 +240,7 @@ impl MetadataStore {
                     segment_bytes: t.config.segment_bytes,
                     delete_retention_ms: t.config.delete_retention_ms,
                 };
-                let partitions = t
-                    .partitions
-                    .into_iter()
-                    .map(|p| PartitionMeta {
-                        partition: p.partition,
-                        replicas: p.replicas,
-                        leader_id: p.leader_id,
-                        leader_epoch: p.leader_epoch,
-                    })
-                    .collect::<Vec<_>>();
+                let partitions = partitions_of(t.partitions);
                 let consistent = partitions.iter().enumerate().all(|(i, p)| {
                     p.partition as usize == i
                         && !p.replicas.is_empty()
@@ -140,13 +256,76 @@ impl MetadataStore {
                     name.clone(),
                     TopicMeta {
                         name,
+                        topic_id,
                         partitions,
                         config,
                     },
                 );
             }
         }
-        Ok(Self { path, topics })
+        let cluster_id = cluster_id.unwrap_or_else(|| {
+            upgraded = true;
+            new_cluster_id()
+        });
+        Ok(Self {
+            path,
+            cluster_id,
+            topics,
+            deleting,
+            upgraded,
+        })
+    }
+
+    /// Persists ids generated while reading an older (or absent) file, so
+    /// they are stable from the first open on.
+    pub fn persist_upgrade(&mut self) -> Result<()> {
+        if self.upgraded {
+            self.save()?;
+            self.upgraded = false;
+        }
+        Ok(())
+    }
+
+    /// The cluster's stable id.
+    pub fn cluster_id(&self) -> &str {
+        &self.cluster_id
+    }
+
+    /// Topics whose deletion was decided but may not have finished.
+    pub fn pending_deletions(&self) -> &[PendingDeletion] {
+        &self.deleting
+    }
+
+    /// Removes a topic and records it as being deleted, in one atomic
+    /// write: from here on the topic is gone even if the process dies
+    /// before its files are removed (the next open removes them).
+    pub fn begin_delete(&mut self, topic: &str) -> Result<PendingDeletion> {
+        let t = self
+            .topics
+            .remove(topic)
+            .ok_or_else(|| ClusterError::UnknownTopic(format!("topic {topic:?} does not exist")))?;
+        let pending = PendingDeletion {
+            name: t.name.clone(),
+            topic_id: t.topic_id,
+            partitions: t.partitions.clone(),
+        };
+        self.deleting.push(pending.clone());
+        if let Err(e) = self.save() {
+            self.deleting.pop();
+            self.topics.insert(t.name.clone(), t);
+            return Err(e);
+        }
+        Ok(pending)
+    }
+
+    /// Forgets a finished deletion (its files are gone).
+    pub fn finish_delete(&mut self, topic_id: TopicId) -> Result<()> {
+        let before = self.deleting.len();
+        self.deleting.retain(|d| d.topic_id != topic_id);
+        if self.deleting.len() != before {
+            self.save()?;
+        }
+        Ok(())
     }
 
     pub fn topics(&self) -> impl Iterator<Item = &TopicMeta> {
@@ -195,7 +374,17 @@ impl MetadataStore {
 
     fn save(&self) -> Result<()> {
         let file = FileV1 {
-            version: 1,
+            version: FORMAT_VERSION,
+            cluster_id: Some(self.cluster_id.clone()),
+            deleting: self
+                .deleting
+                .iter()
+                .map(|d| DeletingV2 {
+                    name: d.name.clone(),
+                    topic_id: d.topic_id.to_string(),
+                    partitions: partitions_v1(&d.partitions),
+                })
+                .collect(),
             topics: self
                 .topics
                 .iter()
@@ -203,16 +392,8 @@ impl MetadataStore {
                     (
                         name.clone(),
                         TopicV1 {
-                            partitions: t
-                                .partitions
-                                .iter()
-                                .map(|p| PartitionV1 {
-                                    partition: p.partition,
-                                    replicas: p.replicas.clone(),
-                                    leader_id: p.leader_id,
-                                    leader_epoch: p.leader_epoch,
-                                })
-                                .collect(),
+                            topic_id: Some(t.topic_id.to_string()),
+                            partitions: partitions_v1(&t.partitions),
                             config: ConfigV1 {
                                 cleanup_policy: t.config.cleanup_policy.as_str().to_string(),
                                 retention_ms: t.config.retention_ms,
@@ -255,6 +436,7 @@ mod tests {
         assert_eq!(s.topics().count(), 0);
         let t = TopicMeta {
             name: "t".into(),
+            topic_id: TopicId::random(),
             partitions: vec![place_replicas(&[1, 2], 0, 2), place_replicas(&[1, 2], 1, 2)],
             config: TopicConfig {
                 cleanup_policy: CleanupPolicy::Compact,
@@ -267,6 +449,9 @@ mod tests {
         let back = MetadataStore::load(dir.path()).unwrap();
         let got = back.get("t").unwrap();
         assert_eq!(got.config, t.config);
+        assert_eq!(got.topic_id, t.topic_id);
+        assert_eq!(back.cluster_id(), s.cluster_id());
+        assert_eq!(s.cluster_id().len(), 22);
         assert_eq!(
             (got.partitions[1].leader_id, got.partitions[1].leader_epoch),
             (2, 4)
@@ -274,5 +459,49 @@ mod tests {
         std::fs::write(dir.path().join("metadata.json"), b"{not json").unwrap();
         let err = MetadataStore::load(dir.path()).unwrap_err();
         assert_eq!(err.code(), mk_core::ErrorCode::StorageError);
+    }
+}
+
+#[cfg(test)]
+mod id_tests {
+    use super::*;
+
+    #[test]
+    fn version_1_files_get_ids_once_and_keep_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let v1 = r#"{"version":1,"topics":{"a":{"partitions":[{"partition":0,"replicas":[1],"leader_id":1,"leader_epoch":0}],"config":{"cleanup.policy":"delete","retention.ms":null,"retention.bytes":null,"segment.bytes":null,"delete.retention.ms":86400000}}}}"#;
+        std::fs::write(dir.path().join("metadata.json"), v1).unwrap();
+        let mut s = MetadataStore::load(dir.path()).unwrap();
+        let id = s.get("a").unwrap().topic_id;
+        let cluster = s.cluster_id().to_string();
+        s.persist_upgrade().unwrap();
+        let again = MetadataStore::load(dir.path()).unwrap();
+        assert_eq!(again.get("a").unwrap().topic_id, id);
+        assert_eq!(again.cluster_id(), cluster);
+    }
+
+    #[test]
+    fn a_deletion_is_pending_until_finished_and_survives_a_reload() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = MetadataStore::load(dir.path()).unwrap();
+        let id = TopicId::random();
+        s.put(TopicMeta {
+            name: "gone".into(),
+            topic_id: id,
+            partitions: vec![place_replicas(&[1], 0, 1)],
+            config: TopicConfig::default(),
+        })
+        .unwrap();
+        s.begin_delete("gone").unwrap();
+        let reloaded = MetadataStore::load(dir.path()).unwrap();
+        assert!(reloaded.get("gone").is_none());
+        assert_eq!(reloaded.pending_deletions()[0].topic_id, id);
+        s.finish_delete(id).unwrap();
+        assert!(
+            MetadataStore::load(dir.path())
+                .unwrap()
+                .pending_deletions()
+                .is_empty()
+        );
     }
 }

@@ -1,12 +1,25 @@
-//! Topic administration: create, describe, list, partition metadata.
+//! Topic administration: create (also automatically, for Kafka clients),
+//! describe, list, delete, add partitions, alter configs, partition
+//! metadata.
+//!
+//! Every change follows one order so that no half-done change is ever
+//! visible: files first, then metadata.json (atomically), then the
+//! in-memory topic map. Deletion is the reverse and crash-safe: the topic
+//! leaves metadata.json (recorded as a pending deletion) before any file is
+//! removed, and the next open finishes whatever a crash interrupted.
 
 use crate::cluster::{BrokerCluster, INTERNAL_TOPICS, PartitionSlot, Topic, replication_config};
-use crate::config::{BrokerId, TopicConfig};
+use crate::config::{BrokerId, ConfigChange, TopicConfig};
 use crate::error::{ClusterError, Result};
+use crate::metadata::{MetadataStore, PendingDeletion, TopicId, TopicMeta, place_replicas};
 use mk_core::TopicPartition;
 use mk_replication::PartitionReplicaSet;
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::Arc;
+
+/// The most partitions one topic may have.
+pub const MAX_PARTITIONS: u32 = 10_000;
 
 /// Everything an operator wants to know about one partition.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,29 +100,31 @@ impl BrokerCluster {
         config: TopicConfig,
     ) -> Result<()> {
         self.check_running()?;
-        mk_core::validate_topic_name(name).map_err(ClusterError::InvalidRequest)?;
+        mk_core::validate_topic_name(name).map_err(ClusterError::InvalidTopic)?;
         if INTERNAL_TOPICS.contains(&name) {
-            return Err(ClusterError::InvalidRequest(format!(
+            return Err(ClusterError::InvalidTopic(format!(
                 "{name:?} is an internal topic name and cannot be created"
             )));
         }
         if partitions == 0 {
-            return Err(ClusterError::InvalidRequest(
+            return Err(ClusterError::InvalidPartitions(
                 "partitions must be > 0".into(),
             ));
         }
-        if partitions > 10_000 {
-            return Err(ClusterError::InvalidRequest(format!(
-                "partitions must be <= 10000, got {partitions}"
+        if partitions > MAX_PARTITIONS {
+            return Err(ClusterError::InvalidPartitions(format!(
+                "partitions must be <= {MAX_PARTITIONS}, got {partitions}"
             )));
         }
         let brokers = self.config.broker_ids.len();
         if replication_factor == 0 || replication_factor > brokers {
-            return Err(ClusterError::InvalidRequest(format!(
+            return Err(ClusterError::InvalidReplicationFactor(format!(
                 "replication_factor must be between 1 and the number of brokers ({brokers}), got {replication_factor}"
             )));
         }
-        config.validate()?;
+        config
+            .validate()
+            .map_err(|e| ClusterError::InvalidConfig(e.to_string()))?;
         // The metadata lock serializes creations, so two creators of one
         // name cannot both pass the existence check.
         let mut metadata = self.metadata.lock().expect("metadata lock");
@@ -119,18 +134,7 @@ impl BrokerCluster {
             )));
         }
         let meta = self.new_topic_meta(name, partitions, replication_factor, config);
-        let mut slots = Vec::with_capacity(meta.partitions.len());
-        for p in &meta.partitions {
-            let tp = TopicPartition::new(name, p.partition);
-            let set = self.guard(PartitionReplicaSet::create(
-                &self.config.data_dir,
-                tp.clone(),
-                p.replicas.clone(),
-                replication_config(&self.config, &meta.config, &self.faults),
-                self.clock.clone(),
-            ))?;
-            slots.push(Arc::new(PartitionSlot::new(tp, set, self.clock.now_ms())));
-        }
+        let slots = self.create_slots(&meta, &meta.partitions)?;
         self.guard(metadata.put(meta.clone()))?;
         self.topics.write().expect("topics lock").insert(
             name.to_string(),
@@ -195,4 +199,236 @@ impl BrokerCluster {
         }
         Ok(out)
     }
+}
+
+impl BrokerCluster {
+    /// Creates the replica logs of `partitions` of a topic (not yet
+    /// published) with every known producer epoch registered, so zombies
+    /// stay fenced on new partitions too.
+    fn create_slots(
+        &self,
+        meta: &TopicMeta,
+        partitions: &[crate::metadata::PartitionMeta],
+    ) -> Result<Vec<Arc<PartitionSlot>>> {
+        let identities: Vec<_> = self
+            .identities
+            .lock()
+            .expect("identities lock")
+            .identities()
+            .map(|(_, i)| i)
+            .collect();
+        let mut slots = Vec::with_capacity(partitions.len());
+        for p in partitions {
+            let tp = TopicPartition::new(&meta.name, p.partition);
+            let mut set = self.guard(PartitionReplicaSet::create(
+                &self.config.data_dir,
+                tp.clone(),
+                p.replicas.clone(),
+                replication_config(&self.config, &meta.config, &self.faults),
+                self.clock.clone(),
+            ))?;
+            for identity in &identities {
+                let _ = set.register_producer(identity.producer_id, identity.epoch);
+            }
+            slots.push(Arc::new(PartitionSlot::new(tp, set, self.clock.now_ms())));
+        }
+        Ok(slots)
+    }
+
+    /// A topic's stable id.
+    pub fn topic_id(&self, name: &str) -> Result<TopicId> {
+        self.check_running()?;
+        Ok(self.topic(name)?.meta.topic_id)
+    }
+
+    /// The topic with this id, if it exists.
+    pub fn topic_name_by_id(&self, id: TopicId) -> Result<String> {
+        self.check_running()?;
+        self.topics
+            .read()
+            .expect("topics lock")
+            .values()
+            .find(|t| t.meta.topic_id == id)
+            .map(|t| t.meta.name.clone())
+            .ok_or_else(|| ClusterError::UnknownTopicId(format!("no topic has id {id}")))
+    }
+
+    /// Describes a topic, creating it first with the cluster's auto-create
+    /// settings when it does not exist, `allow` is true (the client asked
+    /// for it) and the cluster enables auto-creation — Kafka's behaviour
+    /// for metadata requests. Internal and invalid names are never created.
+    pub fn describe_or_auto_create(&self, name: &str, allow: bool) -> Result<TopicDescription> {
+        match self.describe_topic(name) {
+            Err(e) if e.code() == mk_core::ErrorCode::UnknownTopic => {
+                if !(allow && self.config.auto_create_topics) {
+                    return Err(e);
+                }
+                let rf = self
+                    .config
+                    .auto_create_replication_factor
+                    .min(self.config.broker_ids.len());
+                match self.create_topic(name, self.config.auto_create_partitions, rf) {
+                    Ok(()) => tracing::info!(topic = name, "topic auto-created"),
+                    // Another client created it first: fine.
+                    Err(e) if e.code() == mk_core::ErrorCode::TopicAlreadyExists => {}
+                    Err(e) => return Err(e),
+                }
+                self.describe_topic(name)
+            }
+            other => other,
+        }
+    }
+
+    /// Deletes a topic for real: it disappears from listings and metadata
+    /// at once, its replica logs are closed and their directories removed,
+    /// and every group's committed offsets for it are deleted. A name can
+    /// be created again afterwards and starts empty (with a new topic id).
+    pub fn delete_topic(&self, name: &str) -> Result<()> {
+        self.check_running()?;
+        if INTERNAL_TOPICS.contains(&name) {
+            return Err(ClusterError::InvalidTopic(format!(
+                "{name:?} is an internal topic and cannot be deleted"
+            )));
+        }
+        let mut metadata = self.metadata.lock().expect("metadata lock");
+        let topic = self.topic(name)?;
+        let pending = self.guard(metadata.begin_delete(name))?;
+        self.topics.write().expect("topics lock").remove(name);
+        for slot in &topic.partitions {
+            let set = slot.set.write().expect("partition lock").take();
+            // The files are about to be removed: nothing needs flushing.
+            if let Some(set) = set {
+                set.crash();
+            }
+            slot.hw_moved.notify_waiters();
+        }
+        {
+            let mut groups = self.groups.lock().expect("groups lock");
+            if let Some(g) = groups.as_mut() {
+                let r = g.delete_topic_offsets(name);
+                drop(groups);
+                self.guard(r)?;
+            }
+        }
+        self.guard(remove_topic_files(&self.config.data_dir, &pending))?;
+        self.guard(metadata.finish_delete(pending.topic_id))?;
+        tracing::info!(topic = name, topic_id = %pending.topic_id, "topic deleted");
+        Ok(())
+    }
+
+    /// Grows a topic to `total` partitions (Kafka's CreatePartitions). The
+    /// count can only grow (INVALID_PARTITIONS otherwise); new partitions
+    /// get the topic's replication factor and the placement rule of spec
+    /// 00. Keyed records may map to other partitions afterwards, as in
+    /// Kafka.
+    pub fn create_partitions(&self, name: &str, total: u32) -> Result<()> {
+        self.check_running()?;
+        let mut metadata = self.metadata.lock().expect("metadata lock");
+        let topic = self.topic(name)?;
+        let current = topic.partitions.len() as u32;
+        if total <= current {
+            return Err(ClusterError::InvalidPartitions(format!(
+                "topic {name:?} has {current} partition(s); the count can only grow, got {total}"
+            )));
+        }
+        if total > MAX_PARTITIONS {
+            return Err(ClusterError::InvalidPartitions(format!(
+                "partitions must be <= {MAX_PARTITIONS}, got {total}"
+            )));
+        }
+        let rf = topic.meta.partitions[0].replicas.len();
+        let added: Vec<_> = (current..total)
+            .map(|p| place_replicas(&self.config.broker_ids, p, rf))
+            .collect();
+        let slots = self.create_slots(&topic.meta, &added)?;
+        let mut meta = topic.meta.clone();
+        meta.partitions.extend(added);
+        self.guard(metadata.put(meta.clone()))?;
+        let mut partitions = topic.partitions.clone();
+        partitions.extend(slots);
+        self.topics
+            .write()
+            .expect("topics lock")
+            .insert(name.to_string(), Arc::new(Topic { meta, partitions }));
+        tracing::info!(topic = name, from = current, to = total, "partitions added");
+        Ok(())
+    }
+
+    /// Applies config changes to a topic (Kafka's IncrementalAlterConfigs):
+    /// all or nothing, validated first (INVALID_CONFIG), persisted, then in
+    /// force — retention and compaction read the new values on their next
+    /// run, a new `segment.bytes` applies to the next roll. With `validate_only`
+    /// nothing changes. Returns the resulting config.
+    pub fn alter_topic_config(
+        &self,
+        name: &str,
+        changes: &[ConfigChange],
+        validate_only: bool,
+    ) -> Result<TopicConfig> {
+        self.check_running()?;
+        let mut metadata = self.metadata.lock().expect("metadata lock");
+        let topic = self.topic(name)?;
+        let config = topic
+            .meta
+            .config
+            .with_changes(changes, &self.config.default_topic_config)?;
+        if validate_only || config == topic.meta.config {
+            return Ok(config);
+        }
+        let mut meta = topic.meta.clone();
+        meta.config = config.clone();
+        self.guard(metadata.put(meta.clone()))?;
+        let segment = config
+            .segment_bytes
+            .unwrap_or(self.config.segment_max_bytes);
+        for slot in &topic.partitions {
+            self.with_slot(slot, |set| Ok(set.set_segment_max_bytes(segment)?))?;
+        }
+        self.topics.write().expect("topics lock").insert(
+            name.to_string(),
+            Arc::new(Topic {
+                meta,
+                partitions: topic.partitions.clone(),
+            }),
+        );
+        tracing::info!(topic = name, ?changes, "topic config altered");
+        Ok(config)
+    }
+}
+
+/// Removes every replica directory of a deleted topic (missing ones are
+/// fine: an earlier attempt may have removed them).
+fn remove_topic_files(data_dir: &Path, deletion: &PendingDeletion) -> Result<()> {
+    for p in &deletion.partitions {
+        let tp = TopicPartition::new(&deletion.name, p.partition);
+        for broker in &p.replicas {
+            let dir = mk_replication::replica_dir(data_dir, *broker, &tp);
+            match std::fs::remove_dir_all(&dir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(ClusterError::Storage(format!(
+                        "cannot remove {} of deleted topic {:?}: {e}",
+                        dir.display(),
+                        deletion.name
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Finishes deletions a crash interrupted (called on open, before any
+/// partition is opened).
+pub(crate) fn finish_pending_deletions(
+    data_dir: &Path,
+    metadata: &mut MetadataStore,
+) -> Result<()> {
+    for d in metadata.pending_deletions().to_vec() {
+        remove_topic_files(data_dir, &d)?;
+        metadata.finish_delete(d.topic_id)?;
+        tracing::info!(topic = d.name, topic_id = %d.topic_id, "finished deleting topic");
+    }
+    Ok(())
 }

@@ -30,11 +30,20 @@ pub enum ErrorCode {
     FrameTooLarge,
     ClusterClosed,
     ClusterFailed,
+    NotLeaderOrFollower,
+    LeaderNotAvailable,
+    UnknownLeaderEpoch,
+    UnknownTopicId,
+    InvalidTopic,
+    InvalidPartitions,
+    InvalidReplicationFactor,
+    InvalidConfig,
+    RequestTimedOut,
 }
 
 impl ErrorCode {
     /// Every code, in the order of the specification's table.
-    pub const ALL: [ErrorCode; 24] = [
+    pub const ALL: [ErrorCode; 33] = [
         ErrorCode::OffsetOutOfRange,
         ErrorCode::InvalidRecord,
         ErrorCode::CorruptBatch,
@@ -59,6 +68,15 @@ impl ErrorCode {
         ErrorCode::FrameTooLarge,
         ErrorCode::ClusterClosed,
         ErrorCode::ClusterFailed,
+        ErrorCode::NotLeaderOrFollower,
+        ErrorCode::LeaderNotAvailable,
+        ErrorCode::UnknownLeaderEpoch,
+        ErrorCode::UnknownTopicId,
+        ErrorCode::InvalidTopic,
+        ErrorCode::InvalidPartitions,
+        ErrorCode::InvalidReplicationFactor,
+        ErrorCode::InvalidConfig,
+        ErrorCode::RequestTimedOut,
     ];
 
     /// The wire spelling of the code, e.g. `"OFFSET_OUT_OF_RANGE"`.
@@ -88,6 +106,15 @@ impl ErrorCode {
             ErrorCode::FrameTooLarge => "FRAME_TOO_LARGE",
             ErrorCode::ClusterClosed => "CLUSTER_CLOSED",
             ErrorCode::ClusterFailed => "CLUSTER_FAILED",
+            ErrorCode::NotLeaderOrFollower => "NOT_LEADER_OR_FOLLOWER",
+            ErrorCode::LeaderNotAvailable => "LEADER_NOT_AVAILABLE",
+            ErrorCode::UnknownLeaderEpoch => "UNKNOWN_LEADER_EPOCH",
+            ErrorCode::UnknownTopicId => "UNKNOWN_TOPIC_ID",
+            ErrorCode::InvalidTopic => "INVALID_TOPIC",
+            ErrorCode::InvalidPartitions => "INVALID_PARTITIONS",
+            ErrorCode::InvalidReplicationFactor => "INVALID_REPLICATION_FACTOR",
+            ErrorCode::InvalidConfig => "INVALID_CONFIG",
+            ErrorCode::RequestTimedOut => "REQUEST_TIMED_OUT",
         }
     }
 

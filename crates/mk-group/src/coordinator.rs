@@ -519,6 +519,26 @@ impl GroupCoordinator {
         self.store.delete_offsets(group, partitions, now)
     }
 
+    /// Deletes every group's committed offsets of a deleted topic (whatever
+    /// members are subscribed: the topic is gone). Returns how many offsets
+    /// were deleted.
+    pub fn delete_topic_offsets(&mut self, topic: &str) -> Result<usize> {
+        let now = self.clock.now_ms();
+        let groups: Vec<String> = self.store.groups().cloned().collect();
+        let mut deleted = 0;
+        for group in groups {
+            let partitions: Vec<TopicPartition> = self
+                .committed_offsets(&group)
+                .into_keys()
+                .filter(|tp| tp.topic == topic)
+                .collect();
+            if !partitions.is_empty() {
+                deleted += self.store.delete_offsets(&group, &partitions, now)?;
+            }
+        }
+        Ok(deleted)
+    }
+
     /// Deletes a group with no members: its offsets and its generation.
     /// Errors: unknown group -> UNKNOWN_MEMBER; members present ->
     /// INVALID_REQUEST (Kafka's NON_EMPTY_GROUP).

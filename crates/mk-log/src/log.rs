@@ -243,6 +243,18 @@ impl PartitionLog {
         &self.config
     }
 
+    /// Changes the segment size for future rolls (a topic's `segment.bytes`
+    /// altered at runtime); existing segments are left as they are.
+    pub fn set_segment_max_bytes(&mut self, bytes: u64) -> Result<()> {
+        if bytes == 0 {
+            return Err(LogError::InvalidRequest(
+                "segment_max_bytes must be > 0".into(),
+            ));
+        }
+        self.config.segment_max_bytes = bytes;
+        Ok(())
+    }
+
     /// The epoch stamped on batches appended from now on.
     pub fn leader_epoch(&self) -> i32 {
         self.leader_epoch
@@ -878,6 +890,12 @@ impl PartitionLog {
     /// The first offset whose record timestamp is >= `timestamp_ms` (Kafka's
     /// ListOffsets by time), `None` if there is none.
     pub fn offset_for_timestamp(&self, timestamp_ms: i64) -> Result<Option<i64>> {
+        Ok(self.record_for_timestamp(timestamp_ms)?.map(|(o, _)| o))
+    }
+
+    /// The offset and timestamp of the first record whose timestamp is >=
+    /// `timestamp_ms`, `None` if there is none.
+    pub fn record_for_timestamp(&self, timestamp_ms: i64) -> Result<Option<(i64, i64)>> {
         for i in 0..self.segments.len() {
             let seg = &self.segments[i];
             if seg.max_timestamp_ms < timestamp_ms || seg.size == 0 {
@@ -893,7 +911,7 @@ impl PartitionLog {
                 found = batch
                     .records_with_offsets()
                     .find(|(_, r)| r.timestamp_ms >= timestamp_ms)
-                    .map(|(o, _)| o);
+                    .map(|(o, r)| (o, r.timestamp_ms));
                 Ok(if found.is_some() {
                     ControlFlow::Break(())
                 } else {
@@ -905,6 +923,41 @@ impl PartitionLog {
             }
         }
         Ok(None)
+    }
+
+    /// The offset and timestamp of the record with the largest timestamp
+    /// below `end_offset` (the first such record on ties), `None` for a log
+    /// without records there (Kafka's ListOffsets MAX_TIMESTAMP). Only the
+    /// segment holding the maximum is read.
+    pub fn max_timestamp_record(&self, end_offset: i64) -> Result<Option<(i64, i64)>> {
+        let mut best: Option<(i64, i64)> = None;
+        for i in 0..self.segments.len() {
+            let seg = &self.segments[i];
+            if seg.size == 0 || seg.base_offset >= end_offset {
+                break;
+            }
+            // A closed segment entirely below the end can be judged by its
+            // summary; only a better candidate is scanned.
+            if best.is_some_and(|(_, ts)| seg.max_timestamp_ms <= ts) {
+                continue;
+            }
+            let _ = self.scan_segment(i, 0, |_, b| {
+                if b.base_offset() >= end_offset {
+                    return Ok(ControlFlow::Break(()));
+                }
+                let batch = b.decode()?;
+                for (o, r) in batch.records_with_offsets() {
+                    if o >= end_offset {
+                        break;
+                    }
+                    if best.is_none_or(|(_, ts)| r.timestamp_ms > ts) {
+                        best = Some((o, r.timestamp_ms));
+                    }
+                }
+                Ok(ControlFlow::Continue(()))
+            })?;
+        }
+        Ok(best)
     }
 }
 

@@ -191,6 +191,15 @@ impl PartitionReplicaSet {
         &self.config
     }
 
+    /// Changes the segment size of every replica's log for future rolls.
+    pub fn set_segment_max_bytes(&mut self, bytes: u64) -> Result<()> {
+        for r in self.replicas.values_mut() {
+            r.log.set_segment_max_bytes(bytes)?;
+        }
+        self.config.log.segment_max_bytes = bytes;
+        Ok(())
+    }
+
     pub fn leader_id(&self) -> BrokerId {
         self.leader_id
     }

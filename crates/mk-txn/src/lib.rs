@@ -94,7 +94,8 @@ pub use journal::JournalFaults;
 pub use plan::{CompletionPlan, MarkerWrite};
 pub use state::{Outcome, StagedOffset, TxnState};
 pub use visibility::{
-    fetch_committed, is_aborted, last_stable_offset, read_committed, read_uncommitted,
+    fetch_committed, is_aborted, is_batch_aborted, last_stable_offset, read_committed,
+    read_uncommitted,
 };
 
 /// The journal's file name inside the data directory.

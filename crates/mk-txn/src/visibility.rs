@@ -24,6 +24,20 @@ pub fn is_aborted(record: &LogRecord, aborted: &[AbortedTxn]) -> bool {
         })
 }
 
+/// True if a whole stored batch belongs to an aborted transaction (the
+/// batch-level form of [`is_aborted`], for readers that return batches).
+/// Control batches are never aborted data: they are the markers readers
+/// skip past.
+pub fn is_batch_aborted(header: &mk_log::BatchHeader, aborted: &[AbortedTxn]) -> bool {
+    header.transactional
+        && header.control.is_none()
+        && aborted.iter().any(|a| {
+            a.producer_id == header.producer.producer_id
+                && a.first_offset <= header.base_offset
+                && header.base_offset <= a.last_offset
+        })
+}
+
 /// The read_committed filter over records already bounded by the LSO:
 /// control batches never appear, records of aborted transactions are
 /// dropped, committed transactional and non-transactional records pass.

@@ -1,0 +1,127 @@
+//! The API table and the router: which (API key, version) pairs this
+//! broker implements, and which family module translates each. One module
+//! per API family holds each message's request and response side by side
+//! with the handler that turns it into core operations:
+//!
+//! - `versions`: ApiVersions
+//! - `metadata`: Metadata, DescribeCluster
+//! - `produce`: Produce, InitProducerId
+//! - `fetch`: Fetch
+//! - `offsets`: ListOffsets, OffsetForLeaderEpoch
+//! - `admin`: CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs,
+//!   IncrementalAlterConfigs
+//!
+//! ApiVersions advertises exactly this table, and the conformance tests
+//! exercise every (API, version) pair in it.
+
+pub mod admin;
+pub mod fetch;
+pub mod metadata;
+pub mod offsets;
+pub mod produce;
+pub mod versions;
+
+use crate::codec::{DecodeResult, Reader, Writer};
+
+/// A message body of the protocol: decoded and encoded at a version.
+/// Every request and response type implements both directions (the
+/// broker needs one of each; tests and the conformance suite use the
+/// other).
+pub trait Message: Sized {
+    fn read(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self>;
+    fn write(&self, w: &mut Writer, version: i16);
+}
+
+/// One API of the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ApiSpec {
+    pub key: i16,
+    pub name: &'static str,
+    pub min_version: i16,
+    pub max_version: i16,
+    /// The first flexible version (KIP-482); `i16::MAX` if none is served.
+    pub flexible_from: i16,
+}
+
+impl ApiSpec {
+    pub fn supports(&self, version: i16) -> bool {
+        (self.min_version..=self.max_version).contains(&version)
+    }
+
+    pub fn is_flexible(&self, version: i16) -> bool {
+        version >= self.flexible_from
+    }
+}
+
+/// API keys.
+pub mod key {
+    pub const PRODUCE: i16 = 0;
+    pub const FETCH: i16 = 1;
+    pub const LIST_OFFSETS: i16 = 2;
+    pub const METADATA: i16 = 3;
+    pub const API_VERSIONS: i16 = 18;
+    pub const CREATE_TOPICS: i16 = 19;
+    pub const DELETE_TOPICS: i16 = 20;
+    pub const INIT_PRODUCER_ID: i16 = 22;
+    pub const OFFSET_FOR_LEADER_EPOCH: i16 = 23;
+    pub const DESCRIBE_CONFIGS: i16 = 32;
+    pub const CREATE_PARTITIONS: i16 = 37;
+    pub const INCREMENTAL_ALTER_CONFIGS: i16 = 44;
+    pub const DESCRIBE_CLUSTER: i16 = 60;
+}
+
+const fn api(key: i16, name: &'static str, min: i16, max: i16, flexible_from: i16) -> ApiSpec {
+    ApiSpec {
+        key,
+        name,
+        min_version: min,
+        max_version: max,
+        flexible_from,
+    }
+}
+
+/// Every API this broker serves, by key. Versions below a client
+/// library's minimum or above what is implemented and tested are never
+/// advertised (see docs/kafka-wire.md for why each range is what it is).
+pub const APIS: &[ApiSpec] = &[
+    api(key::PRODUCE, "Produce", 3, 9, 9),
+    api(key::FETCH, "Fetch", 4, 12, 12),
+    api(key::LIST_OFFSETS, "ListOffsets", 1, 7, 6),
+    api(key::METADATA, "Metadata", 0, 12, 9),
+    api(key::API_VERSIONS, "ApiVersions", 0, 3, 3),
+    api(key::CREATE_TOPICS, "CreateTopics", 2, 7, 5),
+    api(key::DELETE_TOPICS, "DeleteTopics", 1, 6, 4),
+    api(key::INIT_PRODUCER_ID, "InitProducerId", 0, 4, 2),
+    api(key::OFFSET_FOR_LEADER_EPOCH, "OffsetForLeaderEpoch", 2, 4, 4),
+    api(key::DESCRIBE_CONFIGS, "DescribeConfigs", 1, 4, 4),
+    api(key::CREATE_PARTITIONS, "CreatePartitions", 0, 3, 2),
+    api(key::INCREMENTAL_ALTER_CONFIGS, "IncrementalAlterConfigs", 0, 1, 1),
+    api(key::DESCRIBE_CLUSTER, "DescribeCluster", 0, 1, 0),
+];
+
+/// The table entry of an API key.
+pub fn spec(key: i16) -> Option<&'static ApiSpec> {
+    APIS.iter().find(|a| a.key == key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_is_sorted_unique_and_within_client_minimums() {
+        for w in APIS.windows(2) {
+            assert!(w[0].key < w[1].key, "{} before {}", w[0].name, w[1].name);
+        }
+        for a in APIS {
+            assert!(a.min_version <= a.max_version, "{}", a.name);
+        }
+        // librdkafka's feature gates (spec 08).
+        assert!(spec(key::PRODUCE).unwrap().supports(3));
+        assert!(spec(key::FETCH).unwrap().supports(4));
+        assert!(spec(key::LIST_OFFSETS).unwrap().supports(1));
+        assert!(spec(key::INIT_PRODUCER_ID).unwrap().supports(0));
+        // kafka-python needs Metadata v4+ to enable idempotence.
+        assert!(spec(key::METADATA).unwrap().supports(4));
+    }
+}

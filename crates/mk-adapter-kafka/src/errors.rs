@@ -1,0 +1,136 @@
+//! The one mapping from the core's stable error codes to Kafka's numeric
+//! error codes (the table in docs/kafka-wire.md, tested below), and the
+//! Kafka codes this adapter answers itself.
+
+use mk_cluster::{ClusterError, ErrorCode};
+
+/// A Kafka protocol error code (`int16` on the wire).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct KafkaCode(pub i16);
+
+impl KafkaCode {
+    pub const UNKNOWN_SERVER_ERROR: KafkaCode = KafkaCode(-1);
+    pub const NONE: KafkaCode = KafkaCode(0);
+    pub const OFFSET_OUT_OF_RANGE: KafkaCode = KafkaCode(1);
+    pub const CORRUPT_MESSAGE: KafkaCode = KafkaCode(2);
+    pub const UNKNOWN_TOPIC_OR_PARTITION: KafkaCode = KafkaCode(3);
+    pub const LEADER_NOT_AVAILABLE: KafkaCode = KafkaCode(5);
+    pub const NOT_LEADER_OR_FOLLOWER: KafkaCode = KafkaCode(6);
+    pub const REQUEST_TIMED_OUT: KafkaCode = KafkaCode(7);
+    pub const BROKER_NOT_AVAILABLE: KafkaCode = KafkaCode(8);
+    pub const MESSAGE_TOO_LARGE: KafkaCode = KafkaCode(10);
+    pub const COORDINATOR_NOT_AVAILABLE: KafkaCode = KafkaCode(15);
+    pub const NOT_COORDINATOR: KafkaCode = KafkaCode(16);
+    pub const INVALID_TOPIC_EXCEPTION: KafkaCode = KafkaCode(17);
+    pub const NOT_ENOUGH_REPLICAS: KafkaCode = KafkaCode(19);
+    pub const NOT_ENOUGH_REPLICAS_AFTER_APPEND: KafkaCode = KafkaCode(20);
+    pub const INVALID_REQUIRED_ACKS: KafkaCode = KafkaCode(21);
+    pub const ILLEGAL_GENERATION: KafkaCode = KafkaCode(22);
+    pub const UNKNOWN_MEMBER_ID: KafkaCode = KafkaCode(25);
+    pub const REBALANCE_IN_PROGRESS: KafkaCode = KafkaCode(27);
+    pub const UNSUPPORTED_VERSION: KafkaCode = KafkaCode(35);
+    pub const TOPIC_ALREADY_EXISTS: KafkaCode = KafkaCode(36);
+    pub const INVALID_PARTITIONS: KafkaCode = KafkaCode(37);
+    pub const INVALID_REPLICATION_FACTOR: KafkaCode = KafkaCode(38);
+    pub const INVALID_CONFIG: KafkaCode = KafkaCode(40);
+    pub const INVALID_REQUEST: KafkaCode = KafkaCode(42);
+    pub const OUT_OF_ORDER_SEQUENCE_NUMBER: KafkaCode = KafkaCode(45);
+    pub const DUPLICATE_SEQUENCE_NUMBER: KafkaCode = KafkaCode(46);
+    pub const INVALID_PRODUCER_EPOCH: KafkaCode = KafkaCode(47);
+    pub const INVALID_TXN_STATE: KafkaCode = KafkaCode(48);
+    pub const KAFKA_STORAGE_ERROR: KafkaCode = KafkaCode(56);
+    pub const FENCED_LEADER_EPOCH: KafkaCode = KafkaCode(74);
+    pub const UNKNOWN_LEADER_EPOCH: KafkaCode = KafkaCode(75);
+    pub const UNSUPPORTED_COMPRESSION_TYPE: KafkaCode = KafkaCode(76);
+    pub const INVALID_RECORD: KafkaCode = KafkaCode(87);
+    pub const PRODUCER_FENCED: KafkaCode = KafkaCode(90);
+    pub const UNKNOWN_TOPIC_ID: KafkaCode = KafkaCode(100);
+
+    pub fn is_none(self) -> bool {
+        self == Self::NONE
+    }
+}
+
+/// The Kafka code for each core code. Every core code has exactly one;
+/// codes that only the JSON protocol or the in-process clients can produce
+/// map to the closest Kafka meaning.
+pub fn kafka_code(code: ErrorCode) -> KafkaCode {
+    match code {
+        ErrorCode::OffsetOutOfRange => KafkaCode::OFFSET_OUT_OF_RANGE,
+        ErrorCode::InvalidRecord => KafkaCode::INVALID_RECORD,
+        ErrorCode::CorruptBatch => KafkaCode::CORRUPT_MESSAGE,
+        ErrorCode::CorruptIndex | ErrorCode::StorageError => KafkaCode::KAFKA_STORAGE_ERROR,
+        ErrorCode::TopicAlreadyExists => KafkaCode::TOPIC_ALREADY_EXISTS,
+        ErrorCode::UnknownTopic | ErrorCode::UnknownPartition => {
+            KafkaCode::UNKNOWN_TOPIC_OR_PARTITION
+        }
+        ErrorCode::ProducerBufferFull => KafkaCode::UNKNOWN_SERVER_ERROR,
+        ErrorCode::RebalanceInProgress => KafkaCode::REBALANCE_IN_PROGRESS,
+        ErrorCode::IllegalGeneration => KafkaCode::ILLEGAL_GENERATION,
+        ErrorCode::NotPartitionOwner => KafkaCode::ILLEGAL_GENERATION,
+        ErrorCode::UnknownMember => KafkaCode::UNKNOWN_MEMBER_ID,
+        ErrorCode::NotEnoughReplicas => KafkaCode::NOT_ENOUGH_REPLICAS,
+        ErrorCode::NotEnoughReplicasAfterAppend => KafkaCode::NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        ErrorCode::NotInSyncReplica => KafkaCode::INVALID_REQUEST,
+        ErrorCode::FencedLeaderEpoch => KafkaCode::FENCED_LEADER_EPOCH,
+        ErrorCode::UnknownLeaderEpoch => KafkaCode::UNKNOWN_LEADER_EPOCH,
+        ErrorCode::ProducerFenced => KafkaCode::PRODUCER_FENCED,
+        ErrorCode::OutOfOrderSequence => KafkaCode::OUT_OF_ORDER_SEQUENCE_NUMBER,
+        ErrorCode::InvalidTxnState => KafkaCode::INVALID_TXN_STATE,
+        ErrorCode::InvalidRequest => KafkaCode::INVALID_REQUEST,
+        ErrorCode::InvalidPartitions => KafkaCode::INVALID_PARTITIONS,
+        ErrorCode::InvalidReplicationFactor => KafkaCode::INVALID_REPLICATION_FACTOR,
+        ErrorCode::InvalidConfig => KafkaCode::INVALID_CONFIG,
+        ErrorCode::InvalidTopic => KafkaCode::INVALID_TOPIC_EXCEPTION,
+        ErrorCode::NotLeaderOrFollower => KafkaCode::NOT_LEADER_OR_FOLLOWER,
+        ErrorCode::LeaderNotAvailable => KafkaCode::LEADER_NOT_AVAILABLE,
+        ErrorCode::FrameTooLarge => KafkaCode::MESSAGE_TOO_LARGE,
+        ErrorCode::UnknownTopicId => KafkaCode::UNKNOWN_TOPIC_ID,
+        ErrorCode::RequestTimedOut => KafkaCode::REQUEST_TIMED_OUT,
+        ErrorCode::ClusterClosed => KafkaCode::BROKER_NOT_AVAILABLE,
+        ErrorCode::ClusterFailed => KafkaCode::KAFKA_STORAGE_ERROR,
+    }
+}
+
+/// A core error as a Kafka code and a message for the fields that carry one.
+pub fn from_cluster(e: &ClusterError) -> (KafkaCode, String) {
+    (kafka_code(e.code()), e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn every_core_code_maps_and_the_spec_pairs_hold() {
+        for code in ErrorCode::ALL {
+            let _ = kafka_code(code);
+        }
+        let pairs = [
+            (ErrorCode::UnknownTopic, 3),
+            (ErrorCode::NotLeaderOrFollower, 6),
+            (ErrorCode::NotEnoughReplicas, 19),
+            (ErrorCode::OutOfOrderSequence, 45),
+            (ErrorCode::ProducerFenced, 90),
+            (ErrorCode::IllegalGeneration, 22),
+            (ErrorCode::UnknownMember, 25),
+            (ErrorCode::RebalanceInProgress, 27),
+            (ErrorCode::OffsetOutOfRange, 1),
+            (ErrorCode::CorruptBatch, 2),
+            (ErrorCode::FrameTooLarge, 10),
+            (ErrorCode::InvalidTxnState, 48),
+            (ErrorCode::StorageError, 56),
+            (ErrorCode::FencedLeaderEpoch, 74),
+            (ErrorCode::TopicAlreadyExists, 36),
+            (ErrorCode::InvalidPartitions, 37),
+            (ErrorCode::InvalidReplicationFactor, 38),
+            (ErrorCode::InvalidRequest, 42),
+        ];
+        for (core, kafka) in pairs {
+            assert_eq!(kafka_code(core), KafkaCode(kafka), "{core:?}");
+        }
+        let errors: BTreeSet<i16> = ErrorCode::ALL.iter().map(|c| kafka_code(*c).0).collect();
+        assert!(!errors.contains(&0), "no core error may map to NONE");
+    }
+}

@@ -1,0 +1,152 @@
+//! The brokers of the process as Kafka clients see them: which are online,
+//! leadership checks for requests addressed to one broker (a broker that
+//! does not lead a partition answers NOT_LEADER_OR_FOLLOWER, so clients
+//! re-route exactly as against a real cluster), and taking a broker offline
+//! and back — an operator action that works outside lab mode.
+//!
+//! Offline means: the broker leads nothing (each partition it led moves to
+//! the first in-sync replica of the replica list, with an epoch bump), its
+//! replicas leave the ISR and stop fetching, and adapters stop serving on
+//! its listener. Back online, its replicas rejoin as followers: they
+//! reconcile through the leader epochs (KIP-101/279), catch up and re-enter
+//! the ISR. The offline set lives in memory: a restart brings every broker
+//! back.
+
+use crate::cluster::BrokerCluster;
+use crate::config::BrokerId;
+use crate::error::{ClusterError, Result};
+use mk_core::TopicPartition;
+use mk_replication::LeaderAndEpoch;
+use std::collections::BTreeSet;
+
+impl BrokerCluster {
+    /// The hosted brokers that are online, ascending.
+    pub fn online_brokers(&self) -> Vec<BrokerId> {
+        let offline = self.offline_brokers.borrow();
+        self.config
+            .broker_ids
+            .iter()
+            .copied()
+            .filter(|b| !offline.contains(b))
+            .collect()
+    }
+
+    pub fn is_broker_online(&self, broker: BrokerId) -> bool {
+        self.config.broker_ids.contains(&broker) && !self.offline_brokers.borrow().contains(&broker)
+    }
+
+    /// A receiver that sees the set of offline brokers every time it
+    /// changes (adapters close an offline broker's connections).
+    pub fn watch_offline_brokers(&self) -> tokio::sync::watch::Receiver<BTreeSet<BrokerId>> {
+        self.offline_brokers.subscribe()
+    }
+
+    /// The partition's leader as clients should see it: `None` while the
+    /// leader's broker is offline (no in-sync replica could take over).
+    pub fn available_leader(&self, tp: &TopicPartition) -> Result<Option<BrokerId>> {
+        let leader = self.read_partition(tp, |set| Ok(set.leader_id()))?;
+        Ok(self.is_broker_online(leader).then_some(leader))
+    }
+
+    /// Ok if `broker` may serve leader-only requests (produce, fetch, list
+    /// offsets) for `tp`: NOT_LEADER_OR_FOLLOWER if another broker leads
+    /// it, LEADER_NOT_AVAILABLE if its leader is offline.
+    pub fn check_leader(&self, tp: &TopicPartition, broker: BrokerId) -> Result<()> {
+        let leader = self.read_partition(tp, |set| Ok(set.leader_id()))?;
+        if !self.is_broker_online(leader) {
+            return Err(ClusterError::LeaderNotAvailable(format!(
+                "the leader of {tp}, broker {leader}, is offline and no in-sync replica could take over"
+            )));
+        }
+        if leader != broker {
+            return Err(ClusterError::NotLeaderOrFollower(format!(
+                "broker {broker} does not lead {tp}; broker {leader} does"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Takes a broker offline. Returns the partitions whose leadership
+    /// moved and their new leader and epoch. Refused for an unknown broker
+    /// and for the last online one (nothing could serve).
+    pub fn take_broker_offline(
+        &self,
+        broker: BrokerId,
+    ) -> Result<Vec<(TopicPartition, LeaderAndEpoch)>> {
+        self.check_running()?;
+        self.check_hosted(broker)?;
+        if !self.is_broker_online(broker) {
+            return Ok(Vec::new());
+        }
+        if self.online_brokers().len() == 1 {
+            return Err(ClusterError::InvalidRequest(format!(
+                "broker {broker} is the last online broker; taking it offline would stop the cluster"
+            )));
+        }
+        self.offline_brokers.send_modify(|s| {
+            s.insert(broker);
+        });
+        let mut moved = Vec::new();
+        for slot in self.all_slots() {
+            let tp = slot.tp.clone();
+            let (leader, isr, replicas) = self.read_slot(&slot, |set| {
+                Ok((set.leader_id(), set.isr(), set.replicas().to_vec()))
+            })?;
+            if !replicas.contains(&broker) {
+                continue;
+            }
+            if leader == broker {
+                let successor = replicas
+                    .iter()
+                    .copied()
+                    .find(|b| *b != broker && isr.contains(b) && self.is_broker_online(*b));
+                match successor {
+                    Some(next) => moved.push((tp.clone(), self.promote(&tp, next)?)),
+                    None => tracing::warn!(
+                        %tp,
+                        broker,
+                        "no in-sync replica can take over; the partition has no leader while the broker is offline"
+                    ),
+                }
+            } else {
+                self.remove_from_isr(&tp, broker)?;
+            }
+        }
+        tracing::warn!(broker, moved = moved.len(), "broker taken offline");
+        Ok(moved)
+    }
+
+    /// Brings an offline broker back: its replicas that do not lead become
+    /// followers again and catch up through replication.
+    pub fn bring_broker_online(&self, broker: BrokerId) -> Result<()> {
+        self.check_running()?;
+        self.check_hosted(broker)?;
+        if self.is_broker_online(broker) {
+            return Ok(());
+        }
+        for slot in self.all_slots() {
+            let (leader, replicas) =
+                self.read_slot(&slot, |set| Ok((set.leader_id(), set.replicas().to_vec())))?;
+            if replicas.contains(&broker) && leader != broker {
+                self.rejoin(&slot.tp, broker)?;
+            }
+        }
+        self.offline_brokers.send_modify(|s| {
+            s.remove(&broker);
+        });
+        self.appended.notify_one();
+        tracing::info!(broker, "broker back online");
+        Ok(())
+    }
+
+    fn check_hosted(&self, broker: BrokerId) -> Result<()> {
+        if self.config.broker_ids.contains(&broker) {
+            Ok(())
+        } else {
+            Err(ClusterError::InvalidRequest(format!(
+                "broker {broker} is not hosted here; brokers are {:?}",
+                self.config.broker_ids
+            )))
+        }
+    }
+}
