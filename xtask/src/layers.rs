@@ -21,9 +21,15 @@ pub fn allowed_edges() -> BTreeMap<&'static str, &'static [&'static str]> {
         ),
         ("mk-adapter-direct", &["mk-cluster"][..]),
         ("mk-adapter-jsontcp", &["mk-cluster"][..]),
+        ("mk-adapter-kafka", &["mk-cluster"][..]),
         (
             "mk-server",
-            &["mk-cluster", "mk-adapter-direct", "mk-adapter-jsontcp"][..],
+            &[
+                "mk-cluster",
+                "mk-adapter-direct",
+                "mk-adapter-jsontcp",
+                "mk-adapter-kafka",
+            ][..],
         ),
     ])
 }

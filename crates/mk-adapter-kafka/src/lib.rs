@@ -1,6 +1,25 @@
-//! The Kafka binary protocol adapter (book chapter 10, continued).
+//! The Kafka binary protocol adapter (book chapter 10, continued): unmodified
+//! Kafka clients — kcat, librdkafka-based clients, kafka-python, aiokafka,
+//! kafkajs — talk to the one semantic core.
+//!
+//! Like the JSON adapter it only translates: decode a request, call core
+//! operations, encode the answer. It holds no second implementation of
+//! topics, offsets, groups, fencing, visibility or transactions; what Kafka
+//! clients need and the core lacked was added to the core crate that owns
+//! it. The parts: `codec` (the protocol's primitive types over the
+//! project's bounded reader), `frame` (request and response headers),
+//! `records` and `compression` (RecordBatch v2 <-> MKB1), `errors` (the one
+//! code mapping), `api` (the API table, the router, and one module per API
+//! family with each message's decode, encode and handler side by side) and
+//! `server` (listeners, framing, pipelining, limits).
 
+pub mod api;
 pub mod codec;
 pub mod compression;
 pub mod errors;
+pub mod frame;
 pub mod records;
+mod server;
+
+pub use mk_cluster;
+pub use server::{BrokerEndpoint, KafkaOptions, KafkaServer, bind_consecutive};

@@ -246,7 +246,7 @@ impl TopicConfig {
         match key {
             "cleanup.policy" => {
                 self.cleanup_policy = CleanupPolicy::parse(value.trim())
-                    .map_err(|e| ClusterError::InvalidConfig(e.to_string()))?;
+                    .map_err(ClusterError::into_invalid_config)?;
             }
             "retention.ms" => {
                 self.retention_ms = match config_int(key, value)? {
@@ -274,8 +274,7 @@ impl TopicConfig {
                 )));
             }
         }
-        self.validate()
-            .map_err(|e| ClusterError::InvalidConfig(e.to_string()))
+        self.validate().map_err(ClusterError::into_invalid_config)
     }
 
     /// Resets one key to its value in `defaults`.

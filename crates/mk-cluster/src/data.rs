@@ -688,8 +688,9 @@ impl BrokerCluster {
                     if mk_txn::is_batch_aborted(&b.header, &aborted) {
                         continue;
                     }
-                    let fits = bytes + b.size() <= limit;
-                    if !fits && !(first && batches.is_empty()) {
+                    // The first batch of the answer always goes out (KIP-74).
+                    let fits = bytes + b.size() <= limit || (first && batches.is_empty());
+                    if !fits {
                         next = bound; // the budget is spent
                         break;
                     }

@@ -104,6 +104,15 @@ impl ClusterError {
         }
     }
 
+    /// An invalid-request error re-filed as an invalid config (same
+    /// message); other errors unchanged.
+    pub(crate) fn into_invalid_config(self) -> ClusterError {
+        match self {
+            ClusterError::InvalidRequest(m) => ClusterError::InvalidConfig(m),
+            other => other,
+        }
+    }
+
     /// True for failures of the disk: these make the cluster FAILED.
     pub fn is_storage_failure(&self) -> bool {
         match self {

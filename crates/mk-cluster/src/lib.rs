@@ -34,8 +34,8 @@ pub use config::{
 };
 pub use consumer::{Consumer, ConsumerOptions, OffsetReset, PolledRecord};
 pub use data::{
-    ConsumerRecord, FetchRequest, FetchResult, Isolation, OffsetSpec, PendingAppend, ProduceEntry,
-    ProduceRequest, ProduceResponse,
+    BatchFetch, ConsumerRecord, FetchRequest, FetchResult, Isolation, ListedOffset, OffsetSpec,
+    PartitionBatches, PartitionFetch, PendingAppend, ProduceEntry, ProduceRequest, ProduceResponse,
 };
 pub use drivers::DriverConfig;
 pub use error::{ClusterError, Result};
@@ -61,5 +61,7 @@ pub use mk_group::{
 pub use mk_log::{
     ControlType, FaultInjector, Header, ProducerInfo, Record, RecordBatch, RetentionPolicy,
 };
-pub use mk_replication::{AckMode, LeaderAndEpoch, ProduceResult, ProducerIdentity};
+pub use mk_replication::{
+    AckMode, EpochEndOffset, LeaderAndEpoch, ProduceResult, ProducerIdentity,
+};
 pub use mk_txn::{TxnDescription, TxnState};

@@ -100,6 +100,42 @@ impl BrokerCluster {
         config: TopicConfig,
     ) -> Result<()> {
         self.check_running()?;
+        // The metadata lock serializes creations, so two creators of one
+        // name cannot both pass the existence check.
+        let mut metadata = self.metadata.lock().expect("metadata lock");
+        self.validate_new_topic(name, partitions, replication_factor, &config)?;
+        let meta = self.new_topic_meta(name, partitions, replication_factor, config);
+        let slots = self.create_slots(&meta, &meta.partitions)?;
+        self.guard(metadata.put(meta.clone()))?;
+        self.topics.write().expect("topics lock").insert(
+            name.to_string(),
+            Arc::new(Topic {
+                meta,
+                partitions: slots,
+            }),
+        );
+        tracing::info!(
+            topic = name,
+            partitions,
+            replication_factor,
+            "topic created"
+        );
+        Ok(())
+    }
+
+    /// Every check `create_topic_with_config` makes, without creating
+    /// anything (Kafka's CreateTopics with validate_only): names
+    /// (INVALID_TOPIC), counts (INVALID_PARTITIONS,
+    /// INVALID_REPLICATION_FACTOR), config (INVALID_CONFIG), existence
+    /// (TOPIC_ALREADY_EXISTS).
+    pub fn validate_new_topic(
+        &self,
+        name: &str,
+        partitions: u32,
+        replication_factor: usize,
+        config: &TopicConfig,
+    ) -> Result<()> {
+        self.check_running()?;
         mk_core::validate_topic_name(name).map_err(ClusterError::InvalidTopic)?;
         if INTERNAL_TOPICS.contains(&name) {
             return Err(ClusterError::InvalidTopic(format!(
@@ -124,31 +160,12 @@ impl BrokerCluster {
         }
         config
             .validate()
-            .map_err(|e| ClusterError::InvalidConfig(e.to_string()))?;
-        // The metadata lock serializes creations, so two creators of one
-        // name cannot both pass the existence check.
-        let mut metadata = self.metadata.lock().expect("metadata lock");
+            .map_err(ClusterError::into_invalid_config)?;
         if self.topics.read().expect("topics lock").contains_key(name) {
             return Err(ClusterError::TopicAlreadyExists(format!(
                 "topic {name:?} already exists"
             )));
         }
-        let meta = self.new_topic_meta(name, partitions, replication_factor, config);
-        let slots = self.create_slots(&meta, &meta.partitions)?;
-        self.guard(metadata.put(meta.clone()))?;
-        self.topics.write().expect("topics lock").insert(
-            name.to_string(),
-            Arc::new(Topic {
-                meta,
-                partitions: slots,
-            }),
-        );
-        tracing::info!(
-            topic = name,
-            partitions,
-            replication_factor,
-            "topic created"
-        );
         Ok(())
     }
 
@@ -322,20 +339,10 @@ impl BrokerCluster {
     /// 00. Keyed records may map to other partitions afterwards, as in
     /// Kafka.
     pub fn create_partitions(&self, name: &str, total: u32) -> Result<()> {
-        self.check_running()?;
         let mut metadata = self.metadata.lock().expect("metadata lock");
+        self.validate_create_partitions(name, total)?;
         let topic = self.topic(name)?;
         let current = topic.partitions.len() as u32;
-        if total <= current {
-            return Err(ClusterError::InvalidPartitions(format!(
-                "topic {name:?} has {current} partition(s); the count can only grow, got {total}"
-            )));
-        }
-        if total > MAX_PARTITIONS {
-            return Err(ClusterError::InvalidPartitions(format!(
-                "partitions must be <= {MAX_PARTITIONS}, got {total}"
-            )));
-        }
         let rf = topic.meta.partitions[0].replicas.len();
         let added: Vec<_> = (current..total)
             .map(|p| place_replicas(&self.config.broker_ids, p, rf))
@@ -351,6 +358,23 @@ impl BrokerCluster {
             .expect("topics lock")
             .insert(name.to_string(), Arc::new(Topic { meta, partitions }));
         tracing::info!(topic = name, from = current, to = total, "partitions added");
+        Ok(())
+    }
+
+    /// The checks of `create_partitions` without changing anything.
+    pub fn validate_create_partitions(&self, name: &str, total: u32) -> Result<()> {
+        self.check_running()?;
+        let current = self.topic(name)?.partitions.len() as u32;
+        if total <= current {
+            return Err(ClusterError::InvalidPartitions(format!(
+                "topic {name:?} has {current} partition(s); the count can only grow, got {total}"
+            )));
+        }
+        if total > MAX_PARTITIONS {
+            return Err(ClusterError::InvalidPartitions(format!(
+                "partitions must be <= {MAX_PARTITIONS}, got {total}"
+            )));
+        }
         Ok(())
     }
 

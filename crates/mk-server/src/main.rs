@@ -19,8 +19,8 @@ use settings::ServeArgs;
 use std::process::ExitCode;
 
 /// MiniKafka: a small, single-binary broker with Kafka's data-plane
-/// semantics. Without a subcommand, serves JSON-TCP on 127.0.0.1:9092 with
-/// data in ./data.
+/// semantics. Without a subcommand, serves the Kafka protocol on
+/// 127.0.0.1:9092 and JSON-TCP on 127.0.0.1:9192 with data in ./data.
 #[derive(Debug, Parser)]
 #[command(name = "mk-server", version, args_conflicts_with_subcommands = true)]
 struct Cli {
@@ -37,7 +37,7 @@ struct ClientArgs {
     #[arg(
         long,
         value_name = "ADDR",
-        default_value = "127.0.0.1:9092",
+        default_value = "127.0.0.1:9192",
         global = true
     )]
     server: String,

@@ -1,10 +1,11 @@
 //! The serve command: bind, open the data directory, start the background
-//! drivers and the JSON-TCP server, then wait for SIGINT/SIGTERM and shut
-//! down gracefully. Every check that can refuse a start runs before anything
+//! drivers, the JSON-TCP server and the Kafka listeners (one per hosted
+//! broker), then wait for SIGINT/SIGTERM and shut down gracefully. Every check that can refuse a start runs before anything
 //! is started, so a refused start leaves nothing running.
 
 use crate::settings::Settings;
 use mk_adapter_jsontcp::JsonTcpServer;
+use mk_adapter_kafka::KafkaServer;
 use mk_cluster::{BrokerCluster, DriverConfig};
 use std::process::ExitCode;
 
@@ -25,6 +26,14 @@ async fn serve(settings: Settings) -> Result<(), String> {
         .map_err(|e| format!("cannot start: cannot listen on {}: {e}", settings.listen))?;
     let data_dir = settings.cluster.data_dir.clone();
     let brokers = settings.cluster.broker_ids.clone();
+    let kafka_listeners = match settings.kafka_listen {
+        None => None,
+        Some(addr) => Some(
+            mk_adapter_kafka::bind_consecutive(addr, &brokers)
+                .await
+                .map_err(|e| format!("cannot start: {e}"))?,
+        ),
+    };
     // Opening fails with STORAGE_ERROR when another process holds the data
     // directory's lock or a metadata store is unreadable.
     let cluster = BrokerCluster::open(settings.cluster)
@@ -34,15 +43,39 @@ async fn serve(settings: Settings) -> Result<(), String> {
         let _ = cluster.close().await;
         return Err(format!("cannot start the background drivers: {e}"));
     }
+    let kafka = match kafka_listeners
+        .map(|l| KafkaServer::start_on(cluster.clone(), l, settings.kafka))
+        .transpose()
+    {
+        Ok(k) => k,
+        Err(e) => {
+            let _ = cluster.close().await;
+            return Err(format!("cannot start the Kafka listeners: {e}"));
+        }
+    };
     let server = match JsonTcpServer::start_on(cluster.clone(), listener, settings.server) {
         Ok(s) => s,
         Err(e) => {
+            if let Some(k) = kafka {
+                k.shutdown().await;
+            }
             let _ = cluster.close().await;
             return Err(format!("cannot start: {e}"));
         }
     };
+    let kafka_banner = match &kafka {
+        None => "Kafka protocol off".to_string(),
+        Some(k) => {
+            let addrs: Vec<String> = k
+                .endpoints()
+                .iter()
+                .map(|e| format!("{}:{}", e.host, e.port))
+                .collect();
+            format!("{} (Kafka)", addrs.join(", "))
+        }
+    };
     println!(
-        "mk-server listening on {} (JSON-TCP), data in {}, brokers {:?}{}",
+        "mk-server listening on {kafka_banner} and {} (JSON-TCP), data in {}, brokers {:?}{}",
         server.local_addr(),
         data_dir.display(),
         brokers,
@@ -54,6 +87,9 @@ async fn serve(settings: Settings) -> Result<(), String> {
     );
     let signal = wait_for_signal().await;
     tracing::info!(signal, "shutting down");
+    if let Some(k) = kafka {
+        k.shutdown().await;
+    }
     server.shutdown().await;
     cluster
         .close()

@@ -1,9 +1,11 @@
 //! The broker's settings: command-line flags (clap), an optional TOML file
 //! (`--config FILE`) and the defaults, merged in that order of precedence
-//! into a `MiniKafkaConfig` and the server's `ServerOptions`.
+//! into a `MiniKafkaConfig`, the JSON server's `ServerOptions` and the
+//! Kafka listeners' `KafkaOptions`.
 
 use clap::Args;
 use mk_adapter_jsontcp::ServerOptions;
+use mk_adapter_kafka::KafkaOptions;
 use mk_cluster::{CleanupPolicy, FlushPolicy, MiniKafkaConfig};
 use serde::Deserialize;
 use std::path::PathBuf;
@@ -12,9 +14,29 @@ use std::time::Duration;
 /// Flags of `mk-server` (serving is the default command).
 #[derive(Debug, Clone, Default, Args)]
 pub struct ServeArgs {
-    /// Address to serve JSON-TCP on [default: 127.0.0.1:9092].
+    /// Address to serve JSON-TCP on [default: 127.0.0.1:9192].
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
+    /// Address of the Kafka protocol listener, or `off`. With several
+    /// brokers each gets its own listener on consecutive ports (9092, 9093,
+    /// ...) [default: 127.0.0.1:9092].
+    #[arg(long, value_name = "ADDR|off")]
+    pub kafka_listen: Option<String>,
+    /// Host that Metadata advertises for every broker [default: the
+    /// listener's IP].
+    #[arg(long, value_name = "HOST")]
+    pub kafka_advertised_host: Option<String>,
+    /// Create topics that Kafka clients ask metadata for (Kafka's
+    /// auto.create.topics.enable) [default: true].
+    #[arg(long, value_name = "BOOL")]
+    pub auto_create_topics: Option<bool>,
+    /// Partitions of auto-created topics (Kafka's num.partitions) [default: 1].
+    #[arg(long, value_name = "N")]
+    pub num_partitions: Option<u32>,
+    /// Largest Kafka request in bytes; a longer size prefix closes the
+    /// connection before anything is allocated [default: 16777216].
+    #[arg(long, value_name = "BYTES")]
+    pub kafka_max_request_bytes: Option<usize>,
     /// Data directory, created if missing [default: ./data].
     #[arg(long, value_name = "PATH")]
     pub data_dir: Option<PathBuf>,
@@ -89,6 +111,11 @@ pub struct ServeArgs {
 #[serde(deny_unknown_fields)]
 struct FileSettings {
     listen: Option<String>,
+    kafka_listen: Option<String>,
+    kafka_advertised_host: Option<String>,
+    auto_create_topics: Option<bool>,
+    num_partitions: Option<u32>,
+    kafka_max_request_bytes: Option<usize>,
     data_dir: Option<PathBuf>,
     brokers: Option<Vec<i32>>,
     min_insync_replicas: Option<usize>,
@@ -114,6 +141,9 @@ struct FileSettings {
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub listen: String,
+    /// `None` when the Kafka listener is off.
+    pub kafka_listen: Option<std::net::SocketAddr>,
+    pub kafka: KafkaOptions,
     pub cluster: MiniKafkaConfig,
     pub server: ServerOptions,
     pub log_level: String,
@@ -147,6 +177,12 @@ impl ServeArgs {
         }
         if let Some(n) = pick!(segment_bytes) {
             cluster.segment_max_bytes = n;
+        }
+        if let Some(b) = pick!(auto_create_topics) {
+            cluster.auto_create_topics = b;
+        }
+        if let Some(n) = pick!(num_partitions) {
+            cluster.auto_create_partitions = n;
         }
         if let Some(ms) = pick!(group_session_timeout_ms) {
             cluster.group_session_timeout_ms = ms;
@@ -189,8 +225,34 @@ impl ServeArgs {
                 "max_frame_bytes, max_in_flight and max_connections must be > 0".to_string(),
             );
         }
+        let kafka_listen =
+            match pick!(kafka_listen).as_deref() {
+                Some("off") => None,
+                Some(a) => Some(a.parse().map_err(|e| {
+                    format!("--kafka-listen must be IP:PORT or off, got {a:?}: {e}")
+                })?),
+                None => Some(std::net::SocketAddr::from(([127, 0, 0, 1], 9092))),
+            };
+        let kafka_defaults = KafkaOptions::default();
+        let kafka = KafkaOptions {
+            max_request_bytes: pick!(kafka_max_request_bytes)
+                .unwrap_or(kafka_defaults.max_request_bytes),
+            advertised_host: pick!(kafka_advertised_host),
+            max_connections: server.max_connections,
+            idle_timeout: server.idle_timeout,
+            write_timeout: server.write_timeout,
+            ..kafka_defaults
+        };
+        if kafka.max_request_bytes < 1024 {
+            return Err(format!(
+                "kafka_max_request_bytes must be >= 1024, got {}",
+                kafka.max_request_bytes
+            ));
+        }
         Ok(Settings {
-            listen: pick!(listen).unwrap_or_else(|| "127.0.0.1:9092".to_string()),
+            listen: pick!(listen).unwrap_or_else(|| "127.0.0.1:9192".to_string()),
+            kafka_listen,
+            kafka,
             cluster,
             server,
             log_level: pick!(log_level).unwrap_or_else(|| "info".to_string()),

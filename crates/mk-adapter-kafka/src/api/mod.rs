@@ -22,6 +22,102 @@ pub mod produce;
 pub mod versions;
 
 use crate::codec::{DecodeResult, Reader, Writer};
+use crate::frame::RequestHeader;
+use crate::server::{BrokerEndpoint, KafkaOptions};
+use mk_cluster::{BrokerCluster, BrokerId};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// What a handler knows besides its request: the core, which broker the
+/// connection reached, what to advertise, and the request's header.
+pub struct Ctx<'a> {
+    pub cluster: &'a Arc<BrokerCluster>,
+    /// The broker whose listener received the request.
+    pub broker_id: BrokerId,
+    pub endpoints: &'a [BrokerEndpoint],
+    pub options: &'a KafkaOptions,
+    /// Cancelled on shutdown: long polls answer at once.
+    pub shutdown: &'a CancellationToken,
+    pub header: &'a RequestHeader,
+}
+
+impl Ctx<'_> {
+    pub fn version(&self) -> i16 {
+        self.header.api_version
+    }
+}
+
+/// Decodes the body of a supported request, runs its family's handler and
+/// encodes the answer into `w`. Returns false for a request that has no
+/// answer (Produce with acks=0). A body that cannot be decoded, or bytes
+/// left after it, is an error: the connection is closed.
+pub async fn dispatch(
+    ctx: &Ctx<'_>,
+    spec: &ApiSpec,
+    r: &mut Reader<'_>,
+    w: &mut Writer,
+) -> DecodeResult<bool> {
+    let v = ctx.version();
+    macro_rules! route {
+        ($req:ty, $handler:path) => {{
+            let req = <$req as Message>::read(r, v)?;
+            r.finish("request")?;
+            let resp = $handler(ctx, req).await;
+            resp.write(w, v);
+            Ok(true)
+        }};
+    }
+    match spec.key {
+        key::API_VERSIONS => route!(versions::ApiVersionsRequest, versions::handle),
+        key::METADATA => route!(metadata::MetadataRequest, metadata::handle),
+        key::DESCRIBE_CLUSTER => {
+            route!(
+                metadata::DescribeClusterRequest,
+                metadata::handle_describe_cluster
+            )
+        }
+        key::PRODUCE => {
+            let req = produce::ProduceRequest::read(r, v)?;
+            r.finish("request")?;
+            match produce::handle(ctx, req).await {
+                Some(resp) => {
+                    resp.write(w, v);
+                    Ok(true)
+                }
+                None => Ok(false),
+            }
+        }
+        key::INIT_PRODUCER_ID => {
+            route!(
+                produce::InitProducerIdRequest,
+                produce::handle_init_producer_id
+            )
+        }
+        key::FETCH => route!(fetch::FetchRequest, fetch::handle),
+        key::LIST_OFFSETS => route!(offsets::ListOffsetsRequest, offsets::handle_list_offsets),
+        key::OFFSET_FOR_LEADER_EPOCH => route!(
+            offsets::OffsetForLeaderEpochRequest,
+            offsets::handle_offset_for_leader_epoch
+        ),
+        key::CREATE_TOPICS => route!(admin::CreateTopicsRequest, admin::handle_create_topics),
+        key::DELETE_TOPICS => route!(admin::DeleteTopicsRequest, admin::handle_delete_topics),
+        key::CREATE_PARTITIONS => route!(
+            admin::CreatePartitionsRequest,
+            admin::handle_create_partitions
+        ),
+        key::DESCRIBE_CONFIGS => route!(
+            admin::DescribeConfigsRequest,
+            admin::handle_describe_configs
+        ),
+        key::INCREMENTAL_ALTER_CONFIGS => route!(
+            admin::IncrementalAlterConfigsRequest,
+            admin::handle_incremental_alter_configs
+        ),
+        other => Err(crate::codec::DecodeError::Invalid(format!(
+            "API key {other} is in the table but has no route"
+        ))),
+    }
+}
 
 /// A message body of the protocol: decoded and encoded at a version.
 /// Every request and response type implements both directions (the
@@ -92,10 +188,22 @@ pub const APIS: &[ApiSpec] = &[
     api(key::CREATE_TOPICS, "CreateTopics", 2, 7, 5),
     api(key::DELETE_TOPICS, "DeleteTopics", 1, 6, 4),
     api(key::INIT_PRODUCER_ID, "InitProducerId", 0, 4, 2),
-    api(key::OFFSET_FOR_LEADER_EPOCH, "OffsetForLeaderEpoch", 2, 4, 4),
+    api(
+        key::OFFSET_FOR_LEADER_EPOCH,
+        "OffsetForLeaderEpoch",
+        2,
+        4,
+        4,
+    ),
     api(key::DESCRIBE_CONFIGS, "DescribeConfigs", 1, 4, 4),
     api(key::CREATE_PARTITIONS, "CreatePartitions", 0, 3, 2),
-    api(key::INCREMENTAL_ALTER_CONFIGS, "IncrementalAlterConfigs", 0, 1, 1),
+    api(
+        key::INCREMENTAL_ALTER_CONFIGS,
+        "IncrementalAlterConfigs",
+        0,
+        1,
+        1,
+    ),
     api(key::DESCRIBE_CLUSTER, "DescribeCluster", 0, 1, 0),
 ];
 

@@ -1,0 +1,540 @@
+//! `KafkaServer`: one listener per hosted broker id, Kafka's framing
+//! (`int32 size` + header + body), in-order answers per connection with
+//! pipelining, and every hostile or slow client kept inside fixed bounds.
+//!
+//! Per connection, one task reads and executes requests strictly one after
+//! another — what a Kafka broker does too, and what keeps a producer's
+//! batches in order — while a writer beside it sends the responses, so
+//! reading, executing and writing overlap.
+//!
+//! Bounds: a size prefix above `max_request_bytes` (or negative) closes the
+//! connection before anything is allocated for it, and a request's buffer
+//! grows only with bytes actually received; at most `max_in_flight`
+//! answered but unwritten responses (and `write_queue_bytes` of them) wait
+//! per connection; a client that does not read for `write_timeout`, or
+//! sends no complete request for `idle_timeout`, is dropped; at most
+//! `max_connections` connections are served at once. A request that cannot
+//! be decoded closes its connection (Kafka's behaviour); it never affects
+//! another connection.
+
+use crate::api::{self, Ctx};
+use crate::codec::{DecodeError, Reader, Writer};
+use crate::frame::{self, RequestHeader};
+use bytes::{Buf, Bytes, BytesMut};
+use futures::FutureExt;
+use mk_cluster::{BrokerCluster, BrokerId};
+use std::io;
+use std::net::SocketAddr;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// How much one read may add to a request's buffer.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// Limits and settings of the Kafka listeners. Every limit has a default.
+#[derive(Debug, Clone)]
+pub struct KafkaOptions {
+    /// The largest request (its size prefix); longer ones close the
+    /// connection before any allocation (`--kafka-max-request-bytes`).
+    pub max_request_bytes: usize,
+    /// The host Metadata advertises for every broker (default: each
+    /// listener's own IP).
+    pub advertised_host: Option<String>,
+    /// Connections served at once per listener; more are closed on accept.
+    pub max_connections: usize,
+    /// A connection that sends no complete request for this long is closed
+    /// (Kafka's `connections.max.idle.ms` is 10 minutes).
+    pub idle_timeout: Duration,
+    /// Requests answered but not yet written, per connection.
+    pub max_in_flight: usize,
+    /// Bytes of answered but unwritten responses per connection.
+    pub write_queue_bytes: usize,
+    /// A client that accepts no response bytes for this long is dropped.
+    pub write_timeout: Duration,
+    /// How long `shutdown` lets in-flight requests finish.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for KafkaOptions {
+    fn default() -> Self {
+        Self {
+            max_request_bytes: 16 * 1_048_576,
+            advertised_host: None,
+            max_connections: 1_024,
+            idle_timeout: Duration::from_secs(600),
+            max_in_flight: 64,
+            write_queue_bytes: 32 * 1_048_576,
+            write_timeout: Duration::from_secs(30),
+            shutdown_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+/// One advertised broker: what Metadata and DescribeCluster report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerEndpoint {
+    pub broker_id: BrokerId,
+    pub host: String,
+    pub port: u16,
+}
+
+/// Counters of all listeners.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub connections: AtomicU64,
+    pub requests: AtomicU64,
+    /// The largest request buffer any connection has held.
+    pub peak_request_buffer: AtomicU64,
+}
+
+/// State every connection shares.
+pub(crate) struct Shared {
+    pub cluster: Arc<BrokerCluster>,
+    pub options: KafkaOptions,
+    pub endpoints: Vec<BrokerEndpoint>,
+    pub counters: Counters,
+    pub stop: CancellationToken,
+    pub kill: CancellationToken,
+}
+
+/// The running Kafka listeners (one per hosted broker id).
+pub struct KafkaServer {
+    shared: Arc<Shared>,
+    accepts: Vec<JoinHandle<()>>,
+    tasks: TaskTracker,
+}
+
+impl std::fmt::Debug for KafkaServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KafkaServer")
+            .field("endpoints", &self.shared.endpoints)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KafkaServer {
+    /// Serves on listeners the caller has bound, one per broker id (mk-server
+    /// binds them before opening the data directory, so a taken port fails
+    /// first). Every hosted broker must have exactly one listener.
+    pub fn start_on(
+        cluster: Arc<BrokerCluster>,
+        listeners: Vec<(BrokerId, TcpListener)>,
+        options: KafkaOptions,
+    ) -> io::Result<KafkaServer> {
+        if options.max_request_bytes < 64 || options.max_in_flight == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "max_request_bytes must be >= 64 and max_in_flight > 0",
+            ));
+        }
+        let mut ids: Vec<BrokerId> = listeners.iter().map(|(b, _)| *b).collect();
+        ids.sort_unstable();
+        if ids != cluster.broker_ids() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "one listener per hosted broker is needed: brokers {:?}, listeners for {ids:?}",
+                    cluster.broker_ids()
+                ),
+            ));
+        }
+        let mut endpoints = Vec::with_capacity(listeners.len());
+        for (broker_id, l) in &listeners {
+            let addr = l.local_addr()?;
+            endpoints.push(BrokerEndpoint {
+                broker_id: *broker_id,
+                host: options
+                    .advertised_host
+                    .clone()
+                    .unwrap_or_else(|| addr.ip().to_string()),
+                port: addr.port(),
+            });
+        }
+        endpoints.sort_by_key(|e| e.broker_id);
+        let shared = Arc::new(Shared {
+            cluster,
+            options,
+            endpoints,
+            counters: Counters::default(),
+            stop: CancellationToken::new(),
+            kill: CancellationToken::new(),
+        });
+        let tasks = TaskTracker::new();
+        let accepts = listeners
+            .into_iter()
+            .map(|(broker, l)| {
+                tracing::info!(broker, addr = ?l.local_addr().ok(), "Kafka listener started");
+                tokio::spawn(accept_loop(l, broker, shared.clone(), tasks.clone()))
+            })
+            .collect();
+        Ok(KafkaServer {
+            shared,
+            accepts,
+            tasks,
+        })
+    }
+
+    /// Binds one listener per hosted broker on consecutive ports starting
+    /// at `addr` (port 0 picks free ports) and starts serving.
+    pub async fn start(
+        cluster: Arc<BrokerCluster>,
+        addr: SocketAddr,
+        options: KafkaOptions,
+    ) -> io::Result<KafkaServer> {
+        let listeners = bind_consecutive(addr, cluster.broker_ids()).await?;
+        Self::start_on(cluster, listeners, options)
+    }
+
+    /// What Metadata advertises, one endpoint per broker id.
+    pub fn endpoints(&self) -> &[BrokerEndpoint] {
+        &self.shared.endpoints
+    }
+
+    /// Connections open right now, over all listeners.
+    pub fn connections(&self) -> u64 {
+        self.shared.counters.connections.load(Ordering::Relaxed)
+    }
+
+    /// Requests answered so far.
+    pub fn requests(&self) -> u64 {
+        self.shared.counters.requests.load(Ordering::Relaxed)
+    }
+
+    /// The largest request buffer any connection has held (bounded by
+    /// `max_request_bytes`).
+    pub fn peak_request_buffer_bytes(&self) -> u64 {
+        self.shared
+            .counters
+            .peak_request_buffer
+            .load(Ordering::Relaxed)
+    }
+
+    /// Stops accepting, lets in-flight requests finish (long polls answer
+    /// at once), closes every connection and returns.
+    pub async fn shutdown(self) {
+        self.shared.stop.cancel();
+        for a in self.accepts {
+            let _ = a.await;
+        }
+        self.tasks.close();
+        if tokio::time::timeout(self.shared.options.shutdown_grace, self.tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("Kafka connections still busy after the grace period; dropping them");
+            self.shared.kill.cancel();
+            self.tasks.wait().await;
+        }
+        tracing::info!("Kafka listeners stopped");
+    }
+}
+
+/// Binds `brokers.len()` listeners on consecutive ports from `addr`'s port
+/// (all on free ports when it is 0).
+pub async fn bind_consecutive(
+    addr: SocketAddr,
+    brokers: &[BrokerId],
+) -> io::Result<Vec<(BrokerId, TcpListener)>> {
+    let mut out = Vec::with_capacity(brokers.len());
+    for (i, b) in brokers.iter().enumerate() {
+        let mut a = addr;
+        if addr.port() != 0 {
+            let port = u16::try_from(usize::from(addr.port()) + i).map_err(|_| {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("no port left for broker {b} after {addr}"),
+                )
+            })?;
+            a.set_port(port);
+        }
+        let l = TcpListener::bind(a).await.map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("cannot listen on {a} for broker {b}: {e}"),
+            )
+        })?;
+        out.push((*b, l));
+    }
+    Ok(out)
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    broker: BrokerId,
+    shared: Arc<Shared>,
+    tasks: TaskTracker,
+) {
+    loop {
+        let accepted = tokio::select! {
+            _ = shared.stop.cancelled() => return,
+            r = listener.accept() => r,
+        };
+        let (stream, peer) = match accepted {
+            Ok(x) => x,
+            Err(e) => {
+                // Out of file descriptors must not spin the loop.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        if !shared.cluster.is_broker_online(broker) {
+            tracing::debug!(%peer, broker, "broker is offline; refusing the connection");
+            drop(stream);
+            continue;
+        }
+        let open = shared.counters.connections.fetch_add(1, Ordering::AcqRel);
+        let guard = ConnectionGuard(shared.clone());
+        if open as usize >= shared.options.max_connections {
+            tracing::warn!(%peer, "too many Kafka connections; closing the new one");
+            drop((stream, guard));
+            continue;
+        }
+        let shared = shared.clone();
+        tasks.spawn(async move {
+            let _guard = guard;
+            let served = AssertUnwindSafe(serve_connection(stream, broker, shared))
+                .catch_unwind()
+                .await;
+            if served.is_err() {
+                tracing::error!(%peer, "a Kafka connection task panicked; the connection was dropped");
+            }
+        });
+    }
+}
+
+struct ConnectionGuard(Arc<Shared>);
+
+impl Drop for ConnectionGuard {
+    fn drop(&mut self) {
+        self.0.counters.connections.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+struct Outgoing {
+    bytes: Bytes,
+    _permit: OwnedSemaphorePermit,
+}
+
+struct Queue {
+    tx: mpsc::Sender<Outgoing>,
+    budget: Arc<Semaphore>,
+    budget_bytes: usize,
+}
+
+async fn serve_connection(stream: TcpStream, broker: BrokerId, shared: Arc<Shared>) {
+    let _ = stream.set_nodelay(true);
+    let peer = stream.peer_addr().ok();
+    let (rd, wr) = stream.into_split();
+    let (tx, rx) = mpsc::channel(shared.options.max_in_flight);
+    let budget_bytes = shared
+        .options
+        .write_queue_bytes
+        .clamp(1, Semaphore::MAX_PERMITS.min(u32::MAX as usize));
+    let queue = Queue {
+        tx,
+        budget: Arc::new(Semaphore::new(budget_bytes)),
+        budget_bytes,
+    };
+    let reader = read_loop(rd, queue, broker, &shared);
+    let writer = write_loop(wr, rx, shared.options.write_timeout);
+    tokio::pin!(reader, writer);
+    tokio::select! {
+        _ = shared.kill.cancelled() => {}
+        end = &mut reader => {
+            tracing::debug!(?peer, ?end, "Kafka connection stops reading");
+            tokio::select! {
+                _ = shared.kill.cancelled() => {}
+                r = &mut writer => if let Err(e) = r {
+                    tracing::debug!(?peer, error = %e, "Kafka connection write failed");
+                }
+            }
+        }
+        r = &mut writer => if let Err(e) = r {
+            tracing::debug!(?peer, error = %e, "dropping a Kafka connection that does not read");
+        },
+    }
+}
+
+/// Why a connection stopped reading (logged at debug level).
+#[derive(Debug)]
+#[allow(dead_code, reason = "the payload is read through Debug in logs")]
+enum ReadEnd {
+    Eof,
+    TooLarge(i64),
+    Undecodable(DecodeError),
+    Unsupported { api_key: i16, api_version: i16 },
+    Idle,
+    Shutdown,
+    BrokerOffline,
+    WriterGone,
+    Io(io::Error),
+}
+
+async fn read_loop(mut rd: OwnedReadHalf, q: Queue, broker: BrokerId, shared: &Shared) -> ReadEnd {
+    let max = shared.options.max_request_bytes;
+    let mut offline = shared.cluster.watch_offline_brokers();
+    let mut buf = BytesMut::with_capacity(8 * 1024);
+    let mut deadline = Instant::now() + shared.options.idle_timeout;
+    loop {
+        // Answer every complete request already buffered.
+        while buf.len() >= 4 {
+            let size = i64::from(i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]));
+            if size < 8 || size as usize > max {
+                return ReadEnd::TooLarge(size);
+            }
+            let size = size as usize;
+            if buf.len() < 4 + size {
+                break;
+            }
+            buf.advance(4);
+            let frame = buf.split_to(size).freeze();
+            if !shared.cluster.is_broker_online(broker) {
+                return ReadEnd::BrokerOffline;
+            }
+            match answer(frame, broker, &q, shared).await {
+                Ok(true) => {}
+                Ok(false) => return ReadEnd::WriterGone,
+                Err(end) => return end,
+            }
+            deadline = Instant::now() + shared.options.idle_timeout;
+        }
+        // Room for the rest of the current request, at most one chunk at a
+        // time: a claimed size never allocates by itself.
+        let wanted = if buf.len() >= 4 {
+            let size = i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
+            (4 + size - buf.len()).min(READ_CHUNK)
+        } else {
+            READ_CHUNK
+        };
+        if buf.capacity() - buf.len() < wanted.min(4096) {
+            buf.reserve(wanted);
+            shared
+                .counters
+                .peak_request_buffer
+                .fetch_max(buf.capacity() as u64, Ordering::Relaxed);
+        }
+        let read = tokio::select! {
+            _ = shared.stop.cancelled() => return ReadEnd::Shutdown,
+            changed = offline.changed() => {
+                if changed.is_err() || offline.borrow().contains(&broker) {
+                    return ReadEnd::BrokerOffline;
+                }
+                continue;
+            }
+            r = tokio::time::timeout_at(deadline, rd.read_buf(&mut buf)) => r,
+        };
+        match read {
+            Err(_) => return ReadEnd::Idle,
+            Ok(Err(e)) => return ReadEnd::Io(e),
+            Ok(Ok(0)) => return ReadEnd::Eof,
+            Ok(Ok(_)) => {}
+        }
+    }
+}
+
+/// Decodes and executes one request and queues its response (if it has
+/// one). `Ok(false)` when the writer is gone, `Err` when the connection
+/// must close.
+async fn answer(
+    frame: Bytes,
+    broker: BrokerId,
+    q: &Queue,
+    shared: &Shared,
+) -> Result<bool, ReadEnd> {
+    shared.counters.requests.fetch_add(1, Ordering::Relaxed);
+    let peek = frame::peek_header(&frame).map_err(ReadEnd::Undecodable)?;
+    let Some(spec) = api::spec(peek.api_key).filter(|s| s.supports(peek.api_version)) else {
+        if peek.api_key == api::key::API_VERSIONS {
+            // Clients start with their newest ApiVersions and retry with
+            // the range this v0 answer carries.
+            let body = api::versions::unsupported_version_body();
+            return Ok(enqueue(frame::response_frame(peek.correlation_id, false, body), q).await);
+        }
+        return Err(ReadEnd::Unsupported {
+            api_key: peek.api_key,
+            api_version: peek.api_version,
+        });
+    };
+    let flexible = spec.is_flexible(peek.api_version);
+    let mut r = Reader::new(&frame, false);
+    let header = RequestHeader::read(&mut r, flexible).map_err(ReadEnd::Undecodable)?;
+    r.flexible = flexible;
+    let ctx = Ctx {
+        cluster: &shared.cluster,
+        broker_id: broker,
+        endpoints: &shared.endpoints,
+        options: &shared.options,
+        shutdown: &shared.stop,
+        header: &header,
+    };
+    let mut w = Writer::new(flexible);
+    let answered = api::dispatch(&ctx, spec, &mut r, &mut w)
+        .await
+        .map_err(ReadEnd::Undecodable)?;
+    if !answered {
+        return Ok(true);
+    }
+    // ApiVersions answers with header v0 at every version.
+    let tagged = flexible && header.api_key != api::key::API_VERSIONS;
+    let bytes = frame::response_frame(header.correlation_id, tagged, w.into_bytes());
+    Ok(enqueue(bytes, q).await)
+}
+
+async fn enqueue(bytes: Bytes, q: &Queue) -> bool {
+    let want = bytes.len().clamp(1, q.budget_bytes);
+    let Ok(permit) = q
+        .budget
+        .clone()
+        .acquire_many_owned(u32::try_from(want).unwrap_or(u32::MAX))
+        .await
+    else {
+        return false;
+    };
+    q.tx.send(Outgoing {
+        bytes,
+        _permit: permit,
+    })
+    .await
+    .is_ok()
+}
+
+async fn write_loop(
+    wr: OwnedWriteHalf,
+    mut rx: mpsc::Receiver<Outgoing>,
+    write_timeout: Duration,
+) -> io::Result<()> {
+    let mut w = BufWriter::with_capacity(64 * 1024, wr);
+    while let Some(first) = rx.recv().await {
+        timed(write_timeout, w.write_all(&first.bytes)).await?;
+        drop(first);
+        while let Ok(next) = rx.try_recv() {
+            timed(write_timeout, w.write_all(&next.bytes)).await?;
+        }
+        timed(write_timeout, w.flush()).await?;
+    }
+    timed(write_timeout, w.shutdown()).await
+}
+
+async fn timed<T>(
+    limit: Duration,
+    fut: impl std::future::Future<Output = io::Result<T>>,
+) -> io::Result<T> {
+    match tokio::time::timeout(limit, fut).await {
+        Ok(r) => r,
+        Err(_) => Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("the client accepted no response bytes for {limit:?}"),
+        )),
+    }
+}
