@@ -1,0 +1,638 @@
+//! Protocol conformance against an independent implementation: every
+//! advertised (API, version) pair — for its request and its response — is
+//! encoded by our codec, decoded by the `kafka-protocol` crate (generated
+//! from Apache Kafka's own message schemas), re-encoded by it and compared
+//! byte for byte with ours; our decoder must give back the value we
+//! started from; and the header version (flexible or not) must agree.
+//!
+//! The oracle only ever decodes bytes we produced here (the crate's
+//! decoders size allocations from wire counts, which is why the broker
+//! does not use them).
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
+use mk_adapter_kafka::api::{
+    self, APIS, Message, admin, fetch, metadata, offsets, produce, versions,
+};
+use mk_adapter_kafka::codec::{Reader, Uuid, Writer};
+use mk_adapter_kafka::errors::KafkaCode;
+use std::fmt::Debug;
+
+fn encode_ours<M: Message>(m: &M, flexible: bool, v: i16) -> Bytes {
+    let mut w = Writer::new(flexible);
+    m.write(&mut w, v);
+    w.into_bytes()
+}
+
+/// The whole check for one message at one version.
+fn check<Ours, Oracle>(what: &str, ours: Ours, v: i16, flexible: bool)
+where
+    Ours: Message + PartialEq + Debug,
+    Oracle: Encodable + Decodable + Debug,
+{
+    let bytes = encode_ours(&ours, flexible, v);
+    let mut buf = bytes.clone();
+    let decoded = Oracle::decode(&mut buf, v)
+        .unwrap_or_else(|e| panic!("{what} v{v}: the oracle cannot decode our bytes: {e}"));
+    assert!(
+        buf.is_empty(),
+        "{what} v{v}: the oracle left {} byte(s) unread",
+        buf.len()
+    );
+    let mut again = BytesMut::new();
+    decoded
+        .encode(&mut again, v)
+        .unwrap_or_else(|e| panic!("{what} v{v}: the oracle cannot re-encode: {e}"));
+    assert_eq!(
+        &again[..],
+        &bytes[..],
+        "{what} v{v}: the oracle's bytes differ from ours\noracle value: {decoded:?}"
+    );
+    let mut r = Reader::new(&bytes, flexible);
+    let back = Ours::read(&mut r, v).unwrap_or_else(|e| panic!("{what} v{v}: {e}"));
+    r.finish(what).unwrap();
+    assert_eq!(
+        back, ours,
+        "{what} v{v}: our decoder disagrees with our encoder"
+    );
+}
+
+fn check_headers<Req: HeaderVersion, Resp: HeaderVersion>(key: i16, v: i16) {
+    let spec = api::spec(key).unwrap();
+    let flexible = spec.is_flexible(v);
+    assert_eq!(
+        Req::header_version(v),
+        if flexible { 2 } else { 1 },
+        "{} v{v}: request header version",
+        spec.name
+    );
+    let want = if key == api::key::API_VERSIONS {
+        0
+    } else if flexible {
+        1
+    } else {
+        0
+    };
+    assert_eq!(
+        Resp::header_version(v),
+        want,
+        "{} v{v}: response header version",
+        spec.name
+    );
+}
+
+fn s(x: &str) -> String {
+    x.to_string()
+}
+
+const ID: Uuid = Uuid([7; 16]);
+
+fn pair<Req, Resp, OReq, OResp>(key: i16, v: i16, req: Req, resp: Resp)
+where
+    Req: Message + PartialEq + Debug,
+    Resp: Message + PartialEq + Debug,
+    OReq: Encodable + Decodable + Debug + HeaderVersion,
+    OResp: Encodable + Decodable + Debug + HeaderVersion,
+{
+    let spec = api::spec(key).unwrap();
+    let flexible = spec.is_flexible(v);
+    check_headers::<OReq, OResp>(key, v);
+    check::<Req, OReq>(&format!("{} request", spec.name), req, v, flexible);
+    check::<Resp, OResp>(&format!("{} response", spec.name), resp, v, flexible);
+}
+
+fn api_versions(v: i16) {
+    use kafka_protocol::messages as k;
+    let req = versions::ApiVersionsRequest {
+        client_software_name: if v >= 3 { s("conformance") } else { s("") },
+        client_software_version: if v >= 3 { s("1.0") } else { s("") },
+    };
+    let resp = versions::ApiVersionsResponse {
+        error_code: KafkaCode::NONE,
+        api_keys: versions::table(),
+        throttle_time_ms: if v >= 1 { 5 } else { 0 },
+    };
+    pair::<_, _, k::ApiVersionsRequest, k::ApiVersionsResponse>(
+        api::key::API_VERSIONS,
+        v,
+        req,
+        resp,
+    );
+}
+
+fn metadata(v: i16) {
+    use kafka_protocol::messages as k;
+    let topic = |name: &str| metadata::MetadataRequestTopic {
+        topic_id: if v >= 10 { ID } else { Uuid::ZERO },
+        name: Some(s(name)),
+    };
+    let req = metadata::MetadataRequest {
+        topics: Some(vec![topic("a"), topic("b")]),
+        allow_auto_topic_creation: v < 4 || v % 2 == 0,
+        include_cluster_authorized_operations: (8..=10).contains(&v),
+        include_topic_authorized_operations: v >= 8,
+    };
+    let resp = metadata::MetadataResponse {
+        throttle_time_ms: if v >= 3 { 3 } else { 0 },
+        brokers: vec![metadata::MetadataBroker {
+            node_id: 2,
+            host: s("127.0.0.1"),
+            port: 9093,
+            rack: None,
+        }],
+        cluster_id: if v >= 2 { Some(s("cluster")) } else { None },
+        controller_id: if v >= 1 { 2 } else { -1 },
+        topics: vec![metadata::MetadataTopic {
+            error_code: KafkaCode::NONE,
+            name: Some(s("a")),
+            topic_id: if v >= 10 { ID } else { Uuid::ZERO },
+            is_internal: false,
+            partitions: vec![metadata::MetadataPartition {
+                error_code: KafkaCode::LEADER_NOT_AVAILABLE,
+                partition_index: 1,
+                leader_id: 2,
+                leader_epoch: if v >= 7 { 4 } else { -1 },
+                replica_nodes: vec![2, 3],
+                isr_nodes: vec![2],
+                offline_replicas: if v >= 5 { vec![3] } else { vec![] },
+            }],
+            topic_authorized_operations: if v >= 8 {
+                248
+            } else {
+                metadata::AUTHORIZED_OPERATIONS_OMITTED
+            },
+        }],
+        cluster_authorized_operations: if (8..=10).contains(&v) {
+            16
+        } else {
+            metadata::AUTHORIZED_OPERATIONS_OMITTED
+        },
+    };
+    pair::<_, _, k::MetadataRequest, k::MetadataResponse>(api::key::METADATA, v, req, resp);
+    if v >= 1 {
+        // A null topic list (every topic) survives too.
+        let all = metadata::MetadataRequest {
+            topics: None,
+            allow_auto_topic_creation: true,
+            include_cluster_authorized_operations: false,
+            include_topic_authorized_operations: false,
+        };
+        let flexible = api::spec(api::key::METADATA).unwrap().is_flexible(v);
+        check::<_, k::MetadataRequest>("Metadata request (all topics)", all, v, flexible);
+    }
+}
+
+fn describe_cluster(v: i16) {
+    use kafka_protocol::messages as k;
+    let req = metadata::DescribeClusterRequest {
+        include_cluster_authorized_operations: true,
+        endpoint_type: 1,
+    };
+    let resp = metadata::DescribeClusterResponse {
+        throttle_time_ms: 0,
+        error_code: KafkaCode::NONE,
+        error_message: None,
+        endpoint_type: 1,
+        cluster_id: s("abc"),
+        controller_id: 1,
+        brokers: vec![metadata::MetadataBroker {
+            node_id: 1,
+            host: s("h"),
+            port: 1,
+            rack: Some(s("r")),
+        }],
+        cluster_authorized_operations: 12,
+    };
+    pair::<_, _, k::DescribeClusterRequest, k::DescribeClusterResponse>(
+        api::key::DESCRIBE_CLUSTER,
+        v,
+        req,
+        resp,
+    );
+}
+
+fn produce_(v: i16) {
+    use kafka_protocol::messages as k;
+    let req = produce::ProduceRequest {
+        transactional_id: if v % 2 == 0 { Some(s("txn")) } else { None },
+        acks: -1,
+        timeout_ms: 1500,
+        topics: vec![produce::ProduceTopic {
+            name: s("t"),
+            partitions: vec![
+                produce::ProducePartition {
+                    index: 0,
+                    records: Some(Bytes::from_static(b"opaque batch bytes")),
+                },
+                produce::ProducePartition {
+                    index: 2,
+                    records: None,
+                },
+            ],
+        }],
+    };
+    let resp = produce::ProduceResponse {
+        responses: vec![produce::ProduceTopicResponse {
+            name: s("t"),
+            partitions: vec![produce::ProducePartitionResponse {
+                index: 0,
+                error_code: KafkaCode::CORRUPT_MESSAGE,
+                base_offset: 42,
+                log_append_time_ms: -1,
+                log_start_offset: if v >= 5 { 3 } else { -1 },
+                record_errors: if v >= 8 {
+                    vec![produce::RecordErrorEntry {
+                        batch_index: 0,
+                        message: Some(s("bad")),
+                    }]
+                } else {
+                    vec![]
+                },
+                error_message: if v >= 8 { Some(s("bad batch")) } else { None },
+            }],
+        }],
+        throttle_time_ms: 0,
+    };
+    pair::<_, _, k::ProduceRequest, k::ProduceResponse>(api::key::PRODUCE, v, req, resp);
+}
+
+fn init_producer_id(v: i16) {
+    use kafka_protocol::messages as k;
+    let req = produce::InitProducerIdRequest {
+        transactional_id: Some(s("tx")),
+        transaction_timeout_ms: 60_000,
+        producer_id: if v >= 3 { 9 } else { -1 },
+        producer_epoch: if v >= 3 { 2 } else { -1 },
+    };
+    let resp = produce::InitProducerIdResponse {
+        throttle_time_ms: 0,
+        error_code: KafkaCode::NONE,
+        producer_id: 9,
+        producer_epoch: 3,
+    };
+    pair::<_, _, k::InitProducerIdRequest, k::InitProducerIdResponse>(
+        api::key::INIT_PRODUCER_ID,
+        v,
+        req,
+        resp,
+    );
+}
+
+fn fetch_(v: i16) {
+    use kafka_protocol::messages as k;
+    let req = fetch::FetchRequest {
+        replica_id: -1,
+        max_wait_ms: 500,
+        min_bytes: 1,
+        max_bytes: 52_428_800,
+        isolation_level: 1,
+        session_id: 0,
+        session_epoch: -1,
+        topics: vec![fetch::FetchTopicRequest {
+            topic: s("t"),
+            partitions: vec![fetch::FetchPartitionRequest {
+                partition: 1,
+                current_leader_epoch: if v >= 9 { 4 } else { -1 },
+                fetch_offset: 77,
+                last_fetched_epoch: if v >= 12 { 3 } else { -1 },
+                log_start_offset: if v >= 5 { 0 } else { -1 },
+                partition_max_bytes: 1_048_576,
+            }],
+        }],
+        forgotten_topics_data: if v >= 7 {
+            vec![fetch::ForgottenTopic {
+                topic: s("old"),
+                partitions: vec![0, 1],
+            }]
+        } else {
+            vec![]
+        },
+        rack_id: if v >= 11 { s("rack-a") } else { s("") },
+    };
+    let resp = fetch::FetchResponse {
+        throttle_time_ms: 0,
+        error_code: KafkaCode::NONE,
+        session_id: 0,
+        responses: vec![fetch::FetchTopicResponse {
+            topic: s("t"),
+            partitions: vec![
+                fetch::FetchPartitionResponse {
+                    partition_index: 1,
+                    error_code: KafkaCode::NONE,
+                    high_watermark: 100,
+                    last_stable_offset: 90,
+                    log_start_offset: if v >= 5 { 5 } else { -1 },
+                    aborted_transactions: Some(vec![fetch::AbortedTransaction {
+                        producer_id: 3,
+                        first_offset: 10,
+                    }]),
+                    preferred_read_replica: -1,
+                    records: Some(Bytes::from_static(b"batches")),
+                },
+                fetch::FetchPartitionResponse {
+                    partition_index: 2,
+                    error_code: KafkaCode::OFFSET_OUT_OF_RANGE,
+                    high_watermark: -1,
+                    last_stable_offset: -1,
+                    log_start_offset: -1,
+                    aborted_transactions: None,
+                    preferred_read_replica: -1,
+                    records: None,
+                },
+            ],
+        }],
+    };
+    pair::<_, _, k::FetchRequest, k::FetchResponse>(api::key::FETCH, v, req, resp);
+}
+
+fn list_offsets(v: i16) {
+    use kafka_protocol::messages as k;
+    let req = offsets::ListOffsetsRequest {
+        replica_id: -1,
+        isolation_level: if v >= 2 { 1 } else { 0 },
+        topics: vec![offsets::ListOffsetsTopic {
+            name: s("t"),
+            partitions: vec![offsets::ListOffsetsPartition {
+                partition_index: 0,
+                current_leader_epoch: if v >= 4 { 2 } else { -1 },
+                timestamp: offsets::EARLIEST_TIMESTAMP,
+            }],
+        }],
+    };
+    let resp = offsets::ListOffsetsResponse {
+        throttle_time_ms: if v >= 2 { 1 } else { 0 },
+        topics: vec![offsets::ListOffsetsTopicResponse {
+            name: s("t"),
+            partitions: vec![offsets::ListOffsetsPartitionResponse {
+                partition_index: 0,
+                error_code: KafkaCode::NONE,
+                timestamp: 1_700_000_000_000,
+                offset: 12,
+                leader_epoch: if v >= 4 { 2 } else { -1 },
+            }],
+        }],
+    };
+    pair::<_, _, k::ListOffsetsRequest, k::ListOffsetsResponse>(
+        api::key::LIST_OFFSETS,
+        v,
+        req,
+        resp,
+    );
+}
+
+fn offset_for_leader_epoch(v: i16) {
+    use kafka_protocol::messages as k;
+    let req = offsets::OffsetForLeaderEpochRequest {
+        replica_id: if v >= 3 { -1 } else { -2 },
+        topics: vec![offsets::OffsetForLeaderTopic {
+            topic: s("t"),
+            partitions: vec![offsets::OffsetForLeaderPartition {
+                partition: 0,
+                current_leader_epoch: 3,
+                leader_epoch: 1,
+            }],
+        }],
+    };
+    let resp = offsets::OffsetForLeaderEpochResponse {
+        throttle_time_ms: 0,
+        topics: vec![offsets::OffsetForLeaderTopicResult {
+            topic: s("t"),
+            partitions: vec![offsets::EpochEndOffset {
+                error_code: KafkaCode::NONE,
+                partition: 0,
+                leader_epoch: 1,
+                end_offset: 40,
+            }],
+        }],
+    };
+    pair::<_, _, k::OffsetForLeaderEpochRequest, k::OffsetForLeaderEpochResponse>(
+        api::key::OFFSET_FOR_LEADER_EPOCH,
+        v,
+        req,
+        resp,
+    );
+}
+
+fn entry(name: &str) -> admin::ConfigEntry {
+    admin::ConfigEntry {
+        name: s(name),
+        value: Some(s("1000")),
+        read_only: false,
+        config_source: 1,
+        is_sensitive: false,
+    }
+}
+
+fn create_topics(v: i16) {
+    use kafka_protocol::messages as k;
+    let req = admin::CreateTopicsRequest {
+        topics: vec![admin::CreatableTopic {
+            name: s("t"),
+            num_partitions: 3,
+            replication_factor: -1,
+            assignments: vec![(0, vec![1, 2])],
+            configs: vec![(s("retention.ms"), Some(s("1000"))), (s("x"), None)],
+        }],
+        timeout_ms: 30_000,
+        validate_only: true,
+    };
+    let resp = admin::CreateTopicsResponse {
+        throttle_time_ms: 0,
+        topics: vec![admin::CreatableTopicResult {
+            name: s("t"),
+            topic_id: if v >= 7 { ID } else { Uuid::ZERO },
+            error_code: KafkaCode::NONE,
+            error_message: None,
+            num_partitions: if v >= 5 { 3 } else { -1 },
+            replication_factor: if v >= 5 { 1 } else { -1 },
+            configs: if v >= 5 {
+                Some(vec![entry("retention.ms")])
+            } else {
+                None
+            },
+        }],
+    };
+    pair::<_, _, k::CreateTopicsRequest, k::CreateTopicsResponse>(
+        api::key::CREATE_TOPICS,
+        v,
+        req,
+        resp,
+    );
+}
+
+fn delete_topics(v: i16) {
+    use kafka_protocol::messages as k;
+    let req = admin::DeleteTopicsRequest {
+        topics: vec![admin::DeleteTopicState {
+            name: Some(s("t")),
+            topic_id: Uuid::ZERO,
+        }],
+        timeout_ms: 30_000,
+    };
+    let resp = admin::DeleteTopicsResponse {
+        throttle_time_ms: 0,
+        responses: vec![admin::DeletableTopicResult {
+            name: Some(s("t")),
+            topic_id: if v >= 6 { ID } else { Uuid::ZERO },
+            error_code: KafkaCode::UNKNOWN_TOPIC_OR_PARTITION,
+            error_message: if v >= 5 {
+                Some(s("no such topic"))
+            } else {
+                None
+            },
+        }],
+    };
+    pair::<_, _, k::DeleteTopicsRequest, k::DeleteTopicsResponse>(
+        api::key::DELETE_TOPICS,
+        v,
+        req,
+        resp,
+    );
+}
+
+fn create_partitions(v: i16) {
+    use kafka_protocol::messages as k;
+    let req = admin::CreatePartitionsRequest {
+        topics: vec![admin::CreatePartitionsTopic {
+            name: s("t"),
+            count: 6,
+            assignments: None,
+        }],
+        timeout_ms: 1000,
+        validate_only: false,
+    };
+    let resp = admin::CreatePartitionsResponse {
+        throttle_time_ms: 0,
+        results: vec![admin::TopicResult {
+            name: s("t"),
+            error_code: KafkaCode::INVALID_PARTITIONS,
+            error_message: Some(s("can only grow")),
+        }],
+    };
+    pair::<_, _, k::CreatePartitionsRequest, k::CreatePartitionsResponse>(
+        api::key::CREATE_PARTITIONS,
+        v,
+        req,
+        resp,
+    );
+}
+
+fn describe_configs(v: i16) {
+    use kafka_protocol::messages as k;
+    let req = admin::DescribeConfigsRequest {
+        resources: vec![admin::DescribeConfigsResource {
+            resource_type: admin::RESOURCE_TOPIC,
+            resource_name: s("t"),
+            configuration_keys: Some(vec![s("retention.ms")]),
+        }],
+        include_synonyms: false,
+        include_documentation: v >= 3,
+    };
+    let resp = admin::DescribeConfigsResponse {
+        throttle_time_ms: 0,
+        results: vec![admin::DescribeConfigsResult {
+            error_code: KafkaCode::NONE,
+            error_message: None,
+            resource_type: admin::RESOURCE_TOPIC,
+            resource_name: s("t"),
+            configs: vec![admin::DescribedConfig {
+                entry: entry("retention.ms"),
+                config_type: if v >= 3 { 5 } else { 0 },
+                documentation: None,
+            }],
+        }],
+    };
+    pair::<_, _, k::DescribeConfigsRequest, k::DescribeConfigsResponse>(
+        api::key::DESCRIBE_CONFIGS,
+        v,
+        req,
+        resp,
+    );
+}
+
+fn incremental_alter_configs(v: i16) {
+    use kafka_protocol::messages as k;
+    let req = admin::IncrementalAlterConfigsRequest {
+        resources: vec![admin::AlterConfigsResource {
+            resource_type: admin::RESOURCE_TOPIC,
+            resource_name: s("t"),
+            configs: vec![admin::AlterableConfig {
+                name: s("retention.ms"),
+                config_operation: 0,
+                value: Some(s("5")),
+            }],
+        }],
+        validate_only: false,
+    };
+    let resp = admin::IncrementalAlterConfigsResponse {
+        throttle_time_ms: 0,
+        responses: vec![admin::AlterConfigsResourceResponse {
+            error_code: KafkaCode::INVALID_CONFIG,
+            error_message: Some(s("nope")),
+            resource_type: admin::RESOURCE_TOPIC,
+            resource_name: s("t"),
+        }],
+    };
+    pair::<_, _, k::IncrementalAlterConfigsRequest, k::IncrementalAlterConfigsResponse>(
+        api::key::INCREMENTAL_ALTER_CONFIGS,
+        v,
+        req,
+        resp,
+    );
+}
+
+#[test]
+fn every_advertised_api_and_version_round_trips_against_the_oracle() {
+    let mut checked = 0;
+    for spec in APIS {
+        for v in spec.min_version..=spec.max_version {
+            match spec.key {
+                api::key::API_VERSIONS => api_versions(v),
+                api::key::METADATA => metadata(v),
+                api::key::DESCRIBE_CLUSTER => describe_cluster(v),
+                api::key::PRODUCE => produce_(v),
+                api::key::INIT_PRODUCER_ID => init_producer_id(v),
+                api::key::FETCH => fetch_(v),
+                api::key::LIST_OFFSETS => list_offsets(v),
+                api::key::OFFSET_FOR_LEADER_EPOCH => offset_for_leader_epoch(v),
+                api::key::CREATE_TOPICS => create_topics(v),
+                api::key::DELETE_TOPICS => delete_topics(v),
+                api::key::CREATE_PARTITIONS => create_partitions(v),
+                api::key::DESCRIBE_CONFIGS => describe_configs(v),
+                api::key::INCREMENTAL_ALTER_CONFIGS => incremental_alter_configs(v),
+                other => panic!(
+                    "API {} ({other}) is advertised but has no conformance check",
+                    spec.name
+                ),
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 60, "only {checked} pairs checked");
+}
+
+#[test]
+fn request_headers_agree_with_the_oracle() {
+    use mk_adapter_kafka::frame::RequestHeader;
+    for flexible in [false, true] {
+        let ours = RequestHeader {
+            api_key: 3,
+            api_version: if flexible { 12 } else { 8 },
+            correlation_id: 99,
+            client_id: Some(s("rdkafka")),
+        };
+        let mut w = Writer::new(false);
+        ours.write(&mut w, flexible);
+        let bytes = w.into_bytes();
+        let version = if flexible { 2 } else { 1 };
+        let mut buf = bytes.clone();
+        let theirs = kafka_protocol::messages::RequestHeader::decode(&mut buf, version).unwrap();
+        assert!(buf.is_empty());
+        assert_eq!(theirs.correlation_id, 99);
+        assert_eq!(theirs.request_api_version, ours.api_version);
+        assert_eq!(theirs.client_id.as_deref(), Some("rdkafka"));
+        let mut r = Reader::new(&bytes, false);
+        assert_eq!(RequestHeader::read(&mut r, flexible).unwrap(), ours);
+        assert!(r.is_empty());
+    }
+}
