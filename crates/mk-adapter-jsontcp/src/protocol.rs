@@ -365,6 +365,17 @@ pub fn decode_request_line(line: &[u8]) -> DecodedLine {
     if let Some(decoded) = crate::fast::decode_batched_produce(line) {
         return decoded;
     }
+    decode_strict(line)
+}
+
+/// The strict decoder alone, without the fast path: a `Value` tree, then
+/// typed field access with a precise message for every failure. The fast
+/// path's test holds it against this.
+pub(crate) fn decode_strict(line: &[u8]) -> DecodedLine {
+    let fail = |msg: String| DecodedLine {
+        id: None,
+        request: Err(DecodeError(msg)),
+    };
     // serde_json validates UTF-8 itself and refuses nesting deeper than 128
     // levels, so hostile input cannot exhaust the stack. The separate UTF-8
     // check only runs on failure, to name the real problem.
