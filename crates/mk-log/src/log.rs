@@ -6,7 +6,7 @@
 //! plus `clean-shutdown` after a clean close and `cleaner-swap` while a
 //! compaction swap is being committed.
 
-use crate::checkpoint::{self, CleanShutdown, SegmentSummary};
+use crate::checkpoint::{Checkpoint, CheckpointKind, SegmentSummary};
 use crate::codec::{self, BatchHeader};
 use crate::error::{LogError, Result};
 use crate::fault::FaultInjector;
@@ -74,6 +74,9 @@ impl LogConfig {
 /// Where an appended batch landed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AppendInfo {
+    /// The batch's header as written (what producer state and the
+    /// transaction index observe).
+    pub header: BatchHeader,
     pub base_offset: i64,
     pub next_offset: i64,
     pub leader_epoch: i32,
@@ -166,24 +169,22 @@ impl PartitionLog {
         crate::compaction::recover_swap(dir)?;
         let bases = list_segment_bases(dir)?;
 
-        let cp_path = dir.join(checkpoint::FILE_NAME);
+        let cp_path = dir.join(CheckpointKind::CleanShutdown.file_name());
         let checkpoint = fsutil::read_optional(&cp_path)?;
         if checkpoint.is_some() {
             // From here on any crash must be treated as unclean.
             fsutil::remove_if_exists(&cp_path)?;
             fsutil::sync_dir(dir)?;
         }
-        let trusted = checkpoint
-            .as_deref()
-            .and_then(CleanShutdown::decode)
-            .filter(|cp| checkpoint_matches(dir, cp, &bases));
-
+        let trusted = usable(checkpoint, CheckpointKind::CleanShutdown, dir, &bases);
         let recovery = match trusted {
             Some(_) => None,
-            None => fsutil::read_optional(&dir.join(checkpoint::RECOVERY_FILE_NAME))?
-                .as_deref()
-                .and_then(CleanShutdown::decode)
-                .filter(|cp| recovery_point_matches(dir, cp, &bases)),
+            None => usable(
+                fsutil::read_optional(&dir.join(CheckpointKind::RecoveryPoint.file_name()))?,
+                CheckpointKind::RecoveryPoint,
+                dir,
+                &bases,
+            ),
         };
         let recovery_bases: Vec<i64> = recovery
             .as_ref()
@@ -395,6 +396,9 @@ impl PartitionLog {
     }
 
     fn append_assigned(&mut self, batch: &RecordBatch) -> Result<AppendInfo> {
+        let header = batch.header().ok_or_else(|| {
+            LogError::InvalidRecord("cannot append a batch without a base offset".into())
+        })?;
         let mut buf = std::mem::take(&mut self.scratch);
         buf.clear();
         let result = codec::encode_into(batch, &mut buf).and_then(|()| {
@@ -405,15 +409,6 @@ impl PartitionLog {
                     self.config.max_batch_bytes
                 )));
             }
-            let header = BatchHeader {
-                base_offset: batch.base_offset().expect("assigned"),
-                leader_epoch: batch.leader_epoch(),
-                producer: batch.producer(),
-                transactional: batch.is_transactional(),
-                control: batch.control(),
-                last_offset_delta: batch.last_offset_delta(),
-                record_count: batch.records().len() as u32,
-            };
             self.write_frame(&buf, &header, batch.max_timestamp_ms())
         });
         self.scratch = buf;
@@ -451,6 +446,7 @@ impl PartitionLog {
         active.unsynced = true;
         self.txns.observe(header);
         Ok(AppendInfo {
+            header: *header,
             base_offset: header.base_offset,
             next_offset: header.next_offset(),
             leader_epoch: header.leader_epoch,
@@ -552,11 +548,11 @@ impl PartitionLog {
         // The transaction index as it stood at the recovery point.
         let mut txns = self.txns.clone();
         txns.truncate(active_base);
-        let cp = CleanShutdown {
+        let cp = Checkpoint {
             segments: closed.iter().map(summary).collect(),
             txns,
         };
-        let path = self.dir.join(checkpoint::RECOVERY_FILE_NAME);
+        let path = self.dir.join(CheckpointKind::RecoveryPoint.file_name());
         self.config.faults.before_write(&path)?;
         fsutil::write_atomic(&path, &cp.encode())?;
         self.recovery_bases = closed.iter().map(|s| s.base_offset).collect();
@@ -567,7 +563,7 @@ impl PartitionLog {
     /// deletion, compaction), so a crash never trusts a stale summary. The
     /// next flush writes a new one.
     pub(crate) fn invalidate_recovery_checkpoint(&mut self) -> Result<()> {
-        let path = self.dir.join(checkpoint::RECOVERY_FILE_NAME);
+        let path = self.dir.join(CheckpointKind::RecoveryPoint.file_name());
         self.recovery_bases.clear();
         if path.exists() {
             fsutil::remove_if_exists(&path)?;
@@ -594,14 +590,13 @@ impl PartitionLog {
                 seg.write_index_files(&dir, true)?;
             }
         }
-        let cp = CleanShutdown {
+        let cp = Checkpoint {
             segments: self.segments.iter().map(summary).collect(),
             txns: self.txns.clone(),
         };
-        self.config
-            .faults
-            .before_write(&dir.join(checkpoint::FILE_NAME))?;
-        fsutil::write_atomic(&dir.join(checkpoint::FILE_NAME), &cp.encode())
+        let path = dir.join(CheckpointKind::CleanShutdown.file_name());
+        self.config.faults.before_write(&path)?;
+        fsutil::write_atomic(&path, &cp.encode())
     }
 
     /// Cuts the log back so that `next_offset` becomes the LEO. Allowed only
@@ -980,34 +975,20 @@ fn list_segment_bases(dir: &Path) -> Result<Vec<i64>> {
     Ok(bases)
 }
 
-fn checkpoint_matches(dir: &Path, cp: &CleanShutdown, bases: &[i64]) -> bool {
-    cp.segments.len() == bases.len()
-        && cp.segments.iter().zip(bases).all(|(s, b)| {
-            s.base_offset == *b
-                && fs::metadata(segment_path(dir, *b, LOG_EXT)).is_ok_and(|m| m.len() == s.size)
-        })
-        && cp
-            .segments
-            .windows(2)
-            .all(|w| w[1].base_offset >= w[0].next_offset)
+/// The checkpoint in `bytes` if it is intact and agrees with the segment
+/// files on disk; anything else means a scan.
+fn usable(
+    bytes: Option<Vec<u8>>,
+    kind: CheckpointKind,
+    dir: &Path,
+    bases: &[i64],
+) -> Option<Checkpoint> {
+    Checkpoint::decode(&bytes?)
+        .ok()
+        .filter(|cp| cp.matches(kind, dir, bases))
 }
 
-/// A recovery checkpoint is usable when the segments it lists are, with
-/// unchanged sizes, a strict prefix of the segments on disk (the segment that
-/// was active when it was written, and any later ones, are scanned).
-fn recovery_point_matches(dir: &Path, cp: &CleanShutdown, bases: &[i64]) -> bool {
-    cp.segments.len() < bases.len()
-        && cp.segments.iter().zip(bases).all(|(s, b)| {
-            s.base_offset == *b
-                && fs::metadata(segment_path(dir, *b, LOG_EXT)).is_ok_and(|m| m.len() == s.size)
-        })
-        && cp
-            .segments
-            .windows(2)
-            .all(|w| w[1].base_offset >= w[0].next_offset)
-}
-
-fn load_trusted(cp: CleanShutdown) -> (Vec<Segment>, TxnIndex) {
+fn load_trusted(cp: Checkpoint) -> (Vec<Segment>, TxnIndex) {
     let segments = cp
         .segments
         .iter()

@@ -8,9 +8,7 @@ use crate::error::{BrokerId, Result};
 use crate::hw_checkpoint;
 use crate::producer_state::{self, ProducerStateMap, Registrations, Snapshot};
 use mk_core::TopicPartition;
-use mk_log::{
-    AppendInfo, BatchHeader, LogConfig, LogError, PartitionLog, RecordBatch, StoredBatch, fsutil,
-};
+use mk_log::{AppendInfo, LogConfig, LogError, PartitionLog, RecordBatch, StoredBatch, fsutil};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -86,26 +84,13 @@ impl Replica {
     /// Appends a validated producer batch as leader and records it in the
     /// producer state.
     pub(crate) fn append_as_leader(&mut self, batch: RecordBatch) -> Result<AppendInfo> {
-        let producer = batch.producer();
-        let transactional = batch.is_transactional();
-        let control = batch.control();
-        let last_offset_delta = batch.last_offset_delta();
-        let record_count = batch.records().len() as u32;
         let info = self.log.append(batch)?;
         debug_assert_eq!(
             self.epochs.latest().map(|e| e.epoch),
             Some(info.leader_epoch),
             "a leader appends only in the epoch its cache starts"
         );
-        self.producers.observe(&BatchHeader {
-            base_offset: info.base_offset,
-            leader_epoch: info.leader_epoch,
-            producer,
-            transactional,
-            control,
-            last_offset_delta,
-            record_count,
-        });
+        self.producers.observe(&info.header);
         Ok(info)
     }
 
