@@ -21,7 +21,7 @@
 //!         | transaction index (txn_index.rs)
 //! ```
 
-use crate::segment::{LOG_EXT, segment_path};
+use crate::segment::{LOG_EXT, Segment, segment_path};
 use crate::txn_index::TxnIndex;
 use mk_core::{ByteReader, Truncated};
 use std::path::Path;
@@ -62,6 +62,18 @@ pub(crate) struct SegmentSummary {
     pub size: u64,
     pub max_timestamp_ms: i64,
     pub index_bytes: u64,
+}
+
+impl SegmentSummary {
+    pub fn of(s: &Segment) -> Self {
+        Self {
+            base_offset: s.base_offset,
+            next_offset: s.next_offset,
+            size: s.size,
+            max_timestamp_ms: s.max_timestamp_ms,
+            index_bytes: s.index_bytes,
+        }
+    }
 }
 
 /// The content of either checkpoint file: summaries of the segments it

@@ -17,6 +17,7 @@ pub mod fsutil;
 pub mod index;
 mod log;
 pub mod record;
+mod recovery;
 mod retention;
 mod segment;
 mod txn_index;
