@@ -11,7 +11,7 @@ use crate::lifecycle::{DirLock, Lifecycle, LifecycleState};
 use crate::metadata::{MetadataStore, PartitionMeta, TopicMeta};
 use mk_core::{SharedClock, SystemClock, TopicPartition};
 use mk_group::{GroupConfig, GroupCoordinator};
-use mk_log::{FaultInjector, LogConfig};
+use mk_log::{FaultInjector, LogConfig, StorageError};
 use mk_replication::{
     PartitionAssignment, PartitionReplicaSet, ProducerIdentityStore, ReplicationConfig,
 };
@@ -87,9 +87,8 @@ impl BrokerCluster {
     /// a Prepare state.
     pub fn open_with_clock(config: MiniKafkaConfig, clock: SharedClock) -> Result<Arc<Self>> {
         config.validate()?;
-        std::fs::create_dir_all(&config.data_dir).map_err(|e| {
-            ClusterError::Storage(format!("cannot create {}: {e}", config.data_dir.display()))
-        })?;
+        std::fs::create_dir_all(&config.data_dir)
+            .map_err(|e| StorageError::io(&config.data_dir, e))?;
         let lock = DirLock::acquire(&config.data_dir)?;
         let faults = Arc::new(FaultInjector::new());
         let metadata = MetadataStore::load(&config.data_dir)?;

@@ -53,6 +53,7 @@ pub use mk_group::{
 };
 pub use mk_log::{
     ControlType, FaultInjector, Header, ProducerInfo, Record, RecordBatch, RetentionPolicy,
+    StorageError,
 };
 pub use mk_replication::{AckMode, LeaderAndEpoch, ProduceResult, ProducerIdentity};
 pub use mk_txn::{TxnDescription, TxnState};

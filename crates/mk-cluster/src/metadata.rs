@@ -5,6 +5,7 @@
 
 use crate::config::{BrokerId, CleanupPolicy, TopicConfig};
 use crate::error::{ClusterError, Result};
+use mk_log::StorageError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -96,20 +97,17 @@ impl MetadataStore {
         let path = data_dir.join("metadata.json");
         let mut topics = BTreeMap::new();
         if let Some(bytes) = mk_log::fsutil::read_optional(&path)? {
-            let file: FileV1 = serde_json::from_slice(&bytes).map_err(|e| {
-                ClusterError::Storage(format!("{} cannot be parsed: {e}", path.display()))
-            })?;
+            let unusable =
+                |reason: String| ClusterError::from(StorageError::unusable(&path, reason));
+            let file: FileV1 = serde_json::from_slice(&bytes)
+                .map_err(|e| unusable(format!("cannot be parsed: {e}")))?;
             if file.version != 1 {
-                return Err(ClusterError::Storage(format!(
-                    "{} has unknown version {}",
-                    path.display(),
-                    file.version
-                )));
+                return Err(unusable(format!("unknown version {}", file.version)));
             }
             for (name, t) in file.topics {
                 let config = TopicConfig {
                     cleanup_policy: CleanupPolicy::parse(&t.config.cleanup_policy)
-                        .map_err(|e| ClusterError::Storage(format!("{}: {e}", path.display())))?,
+                        .map_err(|e| unusable(e.to_string()))?,
                     retention_ms: t.config.retention_ms,
                     retention_bytes: t.config.retention_bytes,
                     segment_bytes: t.config.segment_bytes,
@@ -131,9 +129,8 @@ impl MetadataStore {
                         && p.replicas.contains(&p.leader_id)
                 });
                 if !consistent {
-                    return Err(ClusterError::Storage(format!(
-                        "{}: topic {name} has inconsistent partitions",
-                        path.display()
+                    return Err(unusable(format!(
+                        "topic {name} has inconsistent partitions"
                     )));
                 }
                 topics.insert(
@@ -225,8 +222,9 @@ impl MetadataStore {
                 })
                 .collect(),
         };
-        let bytes = serde_json::to_vec_pretty(&file)
-            .map_err(|e| ClusterError::Storage(format!("cannot serialize metadata: {e}")))?;
+        let bytes = serde_json::to_vec_pretty(&file).map_err(|e| {
+            StorageError::unusable(&self.path, format!("cannot serialize metadata: {e}"))
+        })?;
         mk_log::fsutil::write_atomic(&self.path, &bytes)?;
         Ok(())
     }

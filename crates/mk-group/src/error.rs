@@ -121,10 +121,10 @@ mod tests {
 
     #[test]
     fn only_disk_failures_are_storage_failures() {
-        let io = GroupError::Log(LogError::Io {
-            path: "x".into(),
-            source: std::io::Error::other("boom"),
-        });
+        let io = GroupError::Log(LogError::from(mk_log::StorageError::io(
+            "x",
+            std::io::Error::other("boom"),
+        )));
         assert!(io.is_storage_failure());
         assert_eq!(io.code(), ErrorCode::StorageError);
         let corrupt = GroupError::CorruptOffsetsLog {

@@ -308,7 +308,7 @@ impl PartitionLog {
         fsutil::sync_dir(&self.dir)?;
         self.crash_point(step)?;
         fsutil::remove_if_exists(&marker)?;
-        fsutil::sync_dir(&self.dir)
+        Ok(fsutil::sync_dir(&self.dir)?)
     }
 }
 

@@ -24,7 +24,7 @@ mod txn_index;
 
 pub use codec::BatchHeader;
 pub use compaction::CompactionResult;
-pub use error::{LogError, Result};
+pub use error::{LogError, Result, StorageError};
 pub use fault::FaultInjector;
 pub use log::{AppendInfo, LogConfig, LogRecord, PartitionLog, SegmentInfo, StoredBatch};
 pub use record::{ControlType, Header, ProducerInfo, Record, RecordBatch};

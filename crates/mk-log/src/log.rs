@@ -525,7 +525,7 @@ impl PartitionLog {
         };
         let path = dir.join(CheckpointKind::CleanShutdown.file_name());
         self.config.faults.before_write(&path)?;
-        fsutil::write_atomic(&path, &cp.encode())
+        Ok(fsutil::write_atomic(&path, &cp.encode())?)
     }
 
     /// Cuts the log back so that `next_offset` becomes the LEO. Allowed only

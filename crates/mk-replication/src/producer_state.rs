@@ -28,7 +28,7 @@
 
 use crate::error::{ReplicationError, Result};
 use mk_core::{ByteReader, Truncated};
-use mk_log::{BatchHeader, LogError, PartitionLog, ProducerInfo, fsutil};
+use mk_log::{BatchHeader, LogError, PartitionLog, ProducerInfo, StorageError, fsutil};
 use std::collections::{BTreeMap, VecDeque};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -346,14 +346,8 @@ pub(crate) fn snapshot_path(dir: &Path, offset: i64) -> PathBuf {
 /// Offsets of the snapshot files in `dir`, ascending.
 pub(crate) fn list_snapshots(dir: &Path) -> Result<Vec<i64>> {
     let mut offsets = Vec::new();
-    for entry in fs::read_dir(dir).map_err(|e| LogError::Io {
-        path: dir.to_path_buf(),
-        source: e,
-    })? {
-        let entry = entry.map_err(|e| LogError::Io {
-            path: dir.to_path_buf(),
-            source: e,
-        })?;
+    for entry in fs::read_dir(dir).map_err(|e| StorageError::io(dir, e))? {
+        let entry = entry.map_err(|e| StorageError::io(dir, e))?;
         let name = entry.file_name();
         let name = name.to_string_lossy();
         if let Some((stem, SNAPSHOT_EXT)) = name.split_once('.')

@@ -8,7 +8,9 @@ use crate::error::{BrokerId, Result};
 use crate::hw_checkpoint;
 use crate::producer_state::{self, ProducerStateMap, Registrations, Snapshot};
 use mk_core::TopicPartition;
-use mk_log::{AppendInfo, LogConfig, LogError, PartitionLog, RecordBatch, StoredBatch, fsutil};
+use mk_log::{
+    AppendInfo, LogConfig, LogError, PartitionLog, RecordBatch, StorageError, StoredBatch, fsutil,
+};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -154,10 +156,7 @@ impl Replica {
     /// directory is removed and an empty segment file named after
     /// `start_offset` is created before the log is reopened.
     pub(crate) fn reset_to(&mut self, start_offset: i64, config: &LogConfig) -> Result<()> {
-        let io = |path: &Path, e: std::io::Error| LogError::Io {
-            path: path.to_path_buf(),
-            source: e,
-        };
+        let io = |path: &Path, e: std::io::Error| StorageError::io(path, e);
         for entry in fs::read_dir(&self.dir).map_err(|e| io(&self.dir, e))? {
             let entry = entry.map_err(|e| io(&self.dir, e))?;
             fsutil::remove_if_exists(&entry.path())?;

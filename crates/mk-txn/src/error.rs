@@ -1,6 +1,7 @@
 //! The error type of mk-txn. Every variant maps to one stable `ErrorCode`.
 
 use mk_core::ErrorCode;
+use mk_log::StorageError;
 use std::path::PathBuf;
 
 /// Errors of the transaction layer.
@@ -22,16 +23,9 @@ pub enum TxnError {
     /// that does not belong to this coordinator.
     #[error("invalid request: {0}")]
     InvalidRequest(String),
-    /// The journal cannot be trusted or written beyond repair.
-    #[error("storage error in {path}: {reason}")]
-    Storage { path: PathBuf, reason: String },
-    /// The operating system refused an operation on the journal.
-    #[error("I/O error on {path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    /// The journal cannot be written, read or trusted.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
 }
 
 impl TxnError {
@@ -41,14 +35,14 @@ impl TxnError {
             TxnError::InvalidTxnState { .. } => ErrorCode::InvalidTxnState,
             TxnError::ProducerFenced { .. } => ErrorCode::ProducerFenced,
             TxnError::InvalidRequest(_) => ErrorCode::InvalidRequest,
-            TxnError::Storage { .. } | TxnError::Io { .. } => ErrorCode::StorageError,
+            TxnError::Storage(_) => ErrorCode::StorageError,
         }
     }
 
     /// True for failures of the disk (as opposed to bad input): the caller
     /// must treat these as fatal for the broker, never as a client error.
     pub fn is_storage_failure(&self) -> bool {
-        matches!(self, TxnError::Storage { .. } | TxnError::Io { .. })
+        matches!(self, TxnError::Storage(_))
     }
 
     pub(crate) fn state(
@@ -71,22 +65,11 @@ impl TxnError {
     }
 
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        TxnError::Io {
-            path: path.into(),
-            source,
-        }
+        TxnError::Storage(StorageError::io(path, source))
     }
 
     pub(crate) fn storage(path: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
-        TxnError::Storage {
-            path: path.into(),
-            reason: reason.into(),
-        }
-    }
-
-    /// Wraps a failure of an mk-log file helper; those only fail on I/O.
-    pub(crate) fn from_log(path: impl Into<PathBuf>, e: mk_log::LogError) -> Self {
-        TxnError::storage(path, e.to_string())
+        TxnError::Storage(StorageError::unusable(path, reason))
     }
 }
 

@@ -298,7 +298,7 @@ impl Journal {
             .map_err(|e| TxnError::io(path, e))?;
         if !existed {
             let dir = parent(path)?;
-            mk_log::fsutil::sync_dir(dir).map_err(|e| TxnError::from_log(dir, e))?;
+            mk_log::fsutil::sync_dir(dir)?;
         }
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)
@@ -364,8 +364,7 @@ impl Journal {
             // A torn atomic rewrite leaves the old file in place.
             return Err(injected(&self.path, "torn rewrite"));
         }
-        mk_log::fsutil::write_atomic(&self.path, text.as_bytes())
-            .map_err(|e| TxnError::from_log(&self.path, e))?;
+        mk_log::fsutil::write_atomic(&self.path, text.as_bytes())?;
         self.file = OpenOptions::new()
             .read(true)
             .append(true)
