@@ -15,10 +15,10 @@
 use mk_adapter_direct::{DirectAdmin, DirectClient};
 use mk_adapter_jsontcp::mk_cluster::{
     BrokerCluster, ClusterError, ErrorCode, FetchRequest, ManualClock, MiniKafkaConfig,
-    ProducerIdentity, TopicPartition, TxnHandle,
+    ProducerIdentity, TopicPartition,
 };
 use mk_adapter_jsontcp::{
-    ClientError, JsonTcpClient, JsonTcpServer, Request, Response, ServerOptions, TxnRef,
+    ClientError, JsonTcpClient, JsonTcpServer, Request, Response, ServerOptions,
     decode_request_line,
 };
 use serde_json::Value;
@@ -70,25 +70,11 @@ fn core_err(e: ClusterError) -> (ErrorCode, String) {
     (e.code(), e.to_string())
 }
 
-/// The Direct adapter's handle for a wire transaction reference: the same
-/// (transactional id, epoch) the TCP side sends, with the current producer
-/// id.
-fn handle(admin: &DirectAdmin, txn: &TxnRef) -> TxnHandle {
-    let producer_id = admin
-        .cluster()
-        .transaction_handle(&txn.transactional_id)
-        .ok()
-        .flatten()
-        .map_or(-1, |h| h.producer_id);
-    TxnHandle {
-        transactional_id: txn.transactional_id.clone(),
-        producer_id,
-        producer_epoch: txn.producer_epoch,
-    }
-}
-
 /// One request through the Direct adapter: each arm is one DirectAdmin or
-/// DirectClient call, its result put in the wire model's `Response`.
+/// DirectClient call (the arguments unpacked from the wire model, nothing
+/// decided here), its result put in the wire model's `Response`. Every
+/// decision the JSON dispatcher relies on is a core operation both adapters
+/// call, so the suite compares two translations of one core.
 async fn direct(admin: &DirectAdmin, client: &DirectClient, request: &Request) -> Outcome {
     let r: Result<Response, ClusterError> = async {
         Ok(match request.clone() {
@@ -98,15 +84,13 @@ async fn direct(admin: &DirectAdmin, client: &DirectClient, request: &Request) -
                 replication_factor,
                 config,
             } => {
-                match config {
-                    None => admin.create_topic(&topic, partitions, replication_factor)?,
-                    Some(o) => admin.create_topic_with_config(
-                        &topic,
-                        partitions,
-                        replication_factor,
-                        o.apply(admin.cluster().config().default_topic_config.clone()),
-                    )?,
-                }
+                let overrides = config.unwrap_or_default();
+                admin.create_topic_with_overrides(
+                    &topic,
+                    partitions,
+                    replication_factor,
+                    &overrides,
+                )?;
                 Response::CreateTopic { topic }
             }
             Request::Metadata { topic } => Response::Metadata(admin.describe_topic(&topic)?),
@@ -164,19 +148,9 @@ async fn direct(admin: &DirectAdmin, client: &DirectClient, request: &Request) -
             Request::FetchOffsets {
                 group_id,
                 partitions,
-            } => {
-                let all = client.fetch_offsets(&group_id)?;
-                Response::FetchOffsets(match partitions {
-                    None => all.into_iter().map(|(tp, o)| (tp, Some(o))).collect(),
-                    Some(ps) => ps
-                        .into_iter()
-                        .map(|tp| {
-                            let o = all.get(&tp).copied();
-                            (tp, o)
-                        })
-                        .collect(),
-                })
-            }
+            } => Response::FetchOffsets(
+                client.committed_offsets_for(&group_id, partitions.as_deref())?,
+            ),
             Request::DescribeGroup { group_id } => Response::DescribeGroup {
                 description: client.describe_group(&group_id)?,
                 group_id,
@@ -198,8 +172,9 @@ async fn direct(admin: &DirectAdmin, client: &DirectClient, request: &Request) -
                 key,
                 value,
             } => {
+                let h = client.transaction_handle_at(&txn.transactional_id, txn.producer_epoch)?;
                 let (partition, offset) = client
-                    .txn_produce(&handle(admin, &txn), &topic, key, value, partition)
+                    .txn_produce(&h, &topic, key, value, partition)
                     .await?;
                 Response::TxnProduce { partition, offset }
             }
@@ -208,15 +183,18 @@ async fn direct(admin: &DirectAdmin, client: &DirectClient, request: &Request) -
                 group_id,
                 offsets,
             } => {
-                client.txn_send_offsets(&handle(admin, &txn), &group_id, &offsets)?;
+                let h = client.transaction_handle_at(&txn.transactional_id, txn.producer_epoch)?;
+                client.txn_send_offsets(&h, &group_id, &offsets)?;
                 Response::TxnSendOffsets
             }
             Request::CommitTxn { txn } => {
-                client.commit_txn(&handle(admin, &txn)).await?;
+                let h = client.transaction_handle_at(&txn.transactional_id, txn.producer_epoch)?;
+                client.commit_txn(&h).await?;
                 Response::CommitTxn
             }
             Request::AbortTxn { txn } => {
-                client.abort_txn(&handle(admin, &txn)).await?;
+                let h = client.transaction_handle_at(&txn.transactional_id, txn.producer_epoch)?;
+                client.abort_txn(&h).await?;
                 Response::AbortTxn
             }
             Request::DescribeCluster => Response::DescribeCluster(admin.describe_cluster()?),

@@ -16,6 +16,9 @@ use mk_cluster::{
     PartitionInfo, ProduceEntry, ProduceRequest, ProduceResponse, ProducerIdentity, ProducerInfo,
     RetentionPolicy, TopicConfig, TopicDescription, TopicPartition,
 };
+
+/// Topic settings of `create_topic`; the core merges them with its defaults.
+pub use mk_cluster::TopicConfigOverrides;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::str::FromStr;
@@ -194,39 +197,6 @@ impl ProduceSpec {
 
     pub fn is_batch(&self) -> bool {
         matches!(self.records, ProduceRecords::Batch(_))
-    }
-}
-
-/// Topic settings given at creation; keys absent here keep the cluster's
-/// defaults. Nullable settings use `Some(None)` for an explicit `null`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TopicConfigOverrides {
-    pub cleanup_policy: Option<CleanupPolicy>,
-    pub retention_ms: Option<Option<i64>>,
-    pub retention_bytes: Option<Option<i64>>,
-    pub segment_bytes: Option<Option<u64>>,
-    pub delete_retention_ms: Option<i64>,
-}
-
-impl TopicConfigOverrides {
-    /// `base` with these settings applied.
-    pub fn apply(&self, mut base: TopicConfig) -> TopicConfig {
-        if let Some(p) = self.cleanup_policy {
-            base.cleanup_policy = p;
-        }
-        if let Some(v) = self.retention_ms {
-            base.retention_ms = v;
-        }
-        if let Some(v) = self.retention_bytes {
-            base.retention_bytes = v;
-        }
-        if let Some(v) = self.segment_bytes {
-            base.segment_bytes = v;
-        }
-        if let Some(v) = self.delete_retention_ms {
-            base.delete_retention_ms = v;
-        }
-        base
     }
 }
 

@@ -27,7 +27,9 @@ mod transactions;
 
 pub use clients::ClusterClients;
 pub use cluster::{BrokerCluster, INTERNAL_TOPICS, OFFSETS_TOPIC};
-pub use config::{BrokerId, CleanupPolicy, FlushPolicy, MiniKafkaConfig, TopicConfig};
+pub use config::{
+    BrokerId, CleanupPolicy, FlushPolicy, MiniKafkaConfig, TopicConfig, TopicConfigOverrides,
+};
 pub use consumer::{Consumer, ConsumerOptions, OffsetReset, PolledRecord};
 pub use data::{
     ConsumerRecord, FetchRequest, FetchResult, Isolation, OffsetSpec, PendingAppend, ProduceEntry,

@@ -1,7 +1,7 @@
 //! Topic administration: create, describe, list, partition metadata.
 
 use crate::cluster::{BrokerCluster, INTERNAL_TOPICS, PartitionSlot, Topic, replication_config};
-use crate::config::{BrokerId, TopicConfig};
+use crate::config::{BrokerId, TopicConfig, TopicConfigOverrides};
 use crate::error::{ClusterError, Result};
 use mk_core::TopicPartition;
 use mk_replication::PartitionReplicaSet;
@@ -72,6 +72,23 @@ impl BrokerCluster {
             partitions,
             replication_factor,
             self.config.default_topic_config.clone(),
+        )
+    }
+
+    /// Creates a topic with the cluster's default topic configuration
+    /// except for the settings `overrides` names.
+    pub fn create_topic_with_overrides(
+        &self,
+        name: &str,
+        partitions: u32,
+        replication_factor: usize,
+        overrides: &TopicConfigOverrides,
+    ) -> Result<()> {
+        self.create_topic_with_config(
+            name,
+            partitions,
+            replication_factor,
+            overrides.apply(self.config.default_topic_config.clone()),
         )
     }
 
