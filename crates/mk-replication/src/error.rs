@@ -3,7 +3,6 @@
 
 use mk_core::ErrorCode;
 use mk_log::{LogError, StorageError};
-use std::path::PathBuf;
 
 /// Broker identifiers, as in Kafka (`int32`, non-negative).
 pub type BrokerId = i32;
@@ -110,10 +109,6 @@ impl ReplicationError {
             _ => false,
         }
     }
-
-    pub(crate) fn storage(path: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
-        ReplicationError::Storage(StorageError::unusable(path, reason))
-    }
 }
 
 /// Result alias of the replication layer.
@@ -134,11 +129,9 @@ mod tests {
         let bad = ReplicationError::from(LogError::InvalidRecord("r".into()));
         assert_eq!(bad.code(), ErrorCode::InvalidRecord);
         assert!(!bad.is_storage_failure());
-        assert!(ReplicationError::storage("p", "r").is_storage_failure());
-        assert_eq!(
-            ReplicationError::storage("p", "r").to_string(),
-            "storage error in p: r"
-        );
+        let unusable = ReplicationError::from(StorageError::unusable("p", "r"));
+        assert!(unusable.is_storage_failure());
+        assert_eq!(unusable.to_string(), "storage error in p: r");
         let cases = [
             (
                 ReplicationError::FencedLeaderEpoch("x".into()),

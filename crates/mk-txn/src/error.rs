@@ -2,7 +2,6 @@
 
 use mk_core::ErrorCode;
 use mk_log::StorageError;
-use std::path::PathBuf;
 
 /// Errors of the transaction layer.
 #[derive(Debug, thiserror::Error)]
@@ -63,14 +62,6 @@ impl TxnError {
             reason: reason.into(),
         }
     }
-
-    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        TxnError::Storage(StorageError::io(path, source))
-    }
-
-    pub(crate) fn storage(path: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
-        TxnError::Storage(StorageError::unusable(path, reason))
-    }
 }
 
 /// Result alias of the transaction layer.
@@ -99,12 +90,12 @@ mod tests {
                 false,
             ),
             (
-                TxnError::storage("/j", "bad"),
+                TxnError::from(StorageError::unusable("/j", "bad")),
                 ErrorCode::StorageError,
                 true,
             ),
             (
-                TxnError::io("/j", std::io::Error::other("disk")),
+                TxnError::from(StorageError::io("/j", std::io::Error::other("disk"))),
                 ErrorCode::StorageError,
                 true,
             ),
