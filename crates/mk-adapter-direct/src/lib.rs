@@ -10,7 +10,7 @@ use mk_cluster::{
     AssignorKind, BrokerCluster, BrokerId, ClusterDescription, ClusterStats, CompactionSummary,
     FetchRequest, FetchResult, GroupDescription, LeaderAndEpoch, MemberAssignment, OffsetSpec,
     ProduceRequest, ProduceResponse, ProducerIdentity, Result, RetentionPolicy, TopicConfig,
-    TopicDescription, TopicPartition, TxnHandle,
+    TopicConfigOverrides, TopicDescription, TopicPartition, TxnHandle,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -52,6 +52,17 @@ impl DirectAdmin {
     ) -> Result<()> {
         self.cluster
             .create_topic_with_config(topic, partitions, replication_factor, config)
+    }
+
+    pub fn create_topic_with_overrides(
+        &self,
+        topic: &str,
+        partitions: u32,
+        replication_factor: usize,
+        overrides: &TopicConfigOverrides,
+    ) -> Result<()> {
+        self.cluster
+            .create_topic_with_overrides(topic, partitions, replication_factor, overrides)
     }
 
     pub fn describe_topic(&self, topic: &str) -> Result<TopicDescription> {
@@ -189,6 +200,14 @@ impl DirectClient {
         self.cluster.committed_offsets(group)
     }
 
+    pub fn committed_offsets_for(
+        &self,
+        group: &str,
+        partitions: Option<&[TopicPartition]>,
+    ) -> Result<Vec<(TopicPartition, Option<i64>)>> {
+        self.cluster.committed_offsets_for(group, partitions)
+    }
+
     pub fn describe_group(&self, group: &str) -> Result<Option<GroupDescription>> {
         self.cluster.describe_group(group)
     }
@@ -199,6 +218,10 @@ impl DirectClient {
 
     pub async fn begin_txn(&self, transactional_id: &str) -> Result<TxnHandle> {
         self.cluster.begin_transaction(transactional_id).await
+    }
+
+    pub fn transaction_handle_at(&self, transactional_id: &str, epoch: i32) -> Result<TxnHandle> {
+        self.cluster.transaction_handle_at(transactional_id, epoch)
     }
 
     pub async fn txn_produce(
