@@ -205,6 +205,13 @@ async fn direct(admin: &DirectAdmin, client: &DirectClient, request: &Request) -
             Request::Stats => panic!(
                 "stats is not part of the parity corpus: uptime and connection counts differ by design"
             ),
+            Request::BrokerOffline { broker_id } => {
+                Response::BrokerOffline(admin.broker_offline(broker_id)?)
+            }
+            Request::BrokerOnline { broker_id } => {
+                admin.broker_online(broker_id)?;
+                Response::BrokerOnline
+            }
             Request::Promote { tp, broker_id } => Response::Promote(admin.promote(&tp, broker_id)?),
             Request::Rejoin { tp, broker_id } => {
                 admin.rejoin(&tp, broker_id)?;

@@ -81,6 +81,18 @@ impl DirectAdmin {
         self.cluster.stats()
     }
 
+    /// Takes a broker offline; returns the partitions whose leader moved.
+    pub fn broker_offline(
+        &self,
+        broker: BrokerId,
+    ) -> Result<Vec<(TopicPartition, LeaderAndEpoch)>> {
+        self.cluster.take_broker_offline(broker)
+    }
+
+    pub fn broker_online(&self, broker: BrokerId) -> Result<()> {
+        self.cluster.bring_broker_online(broker)
+    }
+
     pub fn promote(&self, tp: &TopicPartition, broker: BrokerId) -> Result<LeaderAndEpoch> {
         self.cluster.promote(tp, broker)
     }

@@ -139,6 +139,13 @@ pub(crate) async fn execute(
             Response::AbortTxn
         }
         Request::DescribeCluster => Response::DescribeCluster(c.describe_cluster()?),
+        Request::BrokerOffline { broker_id } => {
+            Response::BrokerOffline(c.take_broker_offline(broker_id)?)
+        }
+        Request::BrokerOnline { broker_id } => {
+            c.bring_broker_online(broker_id)?;
+            Response::BrokerOnline
+        }
         Request::Stats => Response::Stats(ServerStats {
             cluster: c.stats()?,
             connections: ctx.connections,

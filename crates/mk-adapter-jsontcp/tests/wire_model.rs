@@ -396,6 +396,20 @@ fn exchanges() -> Vec<(Request, Response)> {
             }),
         ),
         (
+            Request::BrokerOffline { broker_id: 1 },
+            Response::BrokerOffline(vec![(
+                tp("a", 0),
+                LeaderAndEpoch {
+                    leader_id: 2,
+                    leader_epoch: 1,
+                },
+            )]),
+        ),
+        (
+            Request::BrokerOnline { broker_id: 1 },
+            Response::BrokerOnline,
+        ),
+        (
             Request::Promote {
                 tp: tp("a", 0),
                 broker_id: 2,

@@ -315,3 +315,33 @@ fn lab_subcommand_narrates_every_lab() {
     assert!(!ok);
     assert!(err.contains("available: leader_failure"), "{err}");
 }
+
+#[test]
+fn an_operator_takes_a_broker_offline_and_back_outside_lab_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(
+        &dir.path().join("data"),
+        &["--brokers", "1,2,3", "--min-insync-replicas", "2"],
+    );
+    let call = |args: &[&str]| {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["--server", server.addr.as_str()]);
+        let (ok, out, err) = run(&all, "");
+        assert!(ok, "{args:?} failed: {err}");
+        out
+    };
+    call(&["topic", "create", "f", "--replication-factor", "3"]);
+    let out = call(&["broker", "offline", "1"]);
+    assert!(
+        out.contains("broker 1 is offline") && out.contains("f-0: leader now broker 2 (epoch 1)"),
+        "{out}"
+    );
+    let d: serde_json::Value =
+        serde_json::from_str(call(&["topic", "describe", "f", "--json"]).trim()).unwrap();
+    assert_eq!(d["partitions"][0]["leader_id"], 2, "{d}");
+    let out = call(&["broker", "online", "1", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["online"], true);
+    let (ok, _, err) = run(&["broker", "offline", "7", "--server", &server.addr], "");
+    assert!(!ok && err.contains("INVALID_REQUEST"), "{err}");
+}

@@ -1,12 +1,15 @@
-//! Operator views on the wire: `describe_cluster` and `stats`. Neither
-//! request has fields, so each operation module holds only its response
-//! directions; the request directions are spelled out in the dispatchers of
-//! `mod.rs`.
+//! Operator views and actions on the wire: `describe_cluster` and `stats`
+//! (no request fields, so their modules hold only the response directions;
+//! the request directions are spelled out in the dispatchers of `mod.rs`),
+//! and `broker_offline` / `broker_online`, which take a broker out of
+//! service and back outside lab mode.
 
 use super::Response;
-use super::common::{ids_of, partition_infos_of, write_ids, write_partition_infos};
-use crate::wire::{Decoded, Fields, ObjWriter};
-use mk_cluster::{ClusterDescription, ClusterStats};
+use super::common::{
+    ids_of, item_ctx, object_item, partition_infos_of, write_ids, write_partition_infos,
+};
+use crate::wire::{Decoded, Fields, ObjWriter, push_array};
+use mk_cluster::{BrokerId, ClusterDescription, ClusterStats, LeaderAndEpoch, TopicPartition};
 
 /// The core counters plus the adapter's own.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,5 +80,52 @@ pub(super) mod stats {
             requests: n("requests")? as u64,
             in_flight: n("in_flight")? as u64,
         }))
+    }
+}
+
+/// `broker_offline`: broker_id -> moved [{topic, partition, leader_id,
+/// leader_epoch}]; `broker_online`: broker_id -> nothing.
+pub(super) mod broker {
+    use super::*;
+
+    pub fn decode(f: &Fields<'_>) -> Decoded<BrokerId> {
+        f.i32("broker_id")
+    }
+
+    pub fn encode(w: &mut ObjWriter<'_>, broker_id: BrokerId) {
+        w.int("broker_id", i64::from(broker_id));
+    }
+
+    pub fn encode_response(w: &mut ObjWriter<'_>, moved: &[(TopicPartition, LeaderAndEpoch)]) {
+        w.with("moved", |out| {
+            push_array(out, moved, |o, (tp, le)| {
+                let mut m = ObjWriter::new(o);
+                m.str("topic", &tp.topic)
+                    .int("partition", i64::from(tp.partition))
+                    .int("leader_id", i64::from(le.leader_id))
+                    .int("leader_epoch", i64::from(le.leader_epoch));
+                m.end();
+            })
+        });
+    }
+
+    pub fn decode_response(f: &Fields<'_>) -> Decoded<Response> {
+        let moved = f
+            .array("moved")?
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let ctx = item_ctx("moved", i);
+                let o = Fields::new(object_item(v, &ctx)?, &ctx);
+                Ok((
+                    TopicPartition::new(o.string("topic")?, o.u32("partition")?),
+                    LeaderAndEpoch {
+                        leader_id: o.i32("leader_id")?,
+                        leader_epoch: o.i32("leader_epoch")?,
+                    },
+                ))
+            })
+            .collect::<Decoded<Vec<_>>>()?;
+        Ok(Response::BrokerOffline(moved))
     }
 }

@@ -63,6 +63,8 @@ pub enum Operation {
     AbortTxn,
     DescribeCluster,
     Stats,
+    BrokerOffline,
+    BrokerOnline,
     Promote,
     Rejoin,
     RemoveFromIsr,
@@ -76,7 +78,7 @@ pub enum Operation {
 }
 
 impl Operation {
-    pub const ALL: [Operation; 30] = [
+    pub const ALL: [Operation; 32] = [
         Operation::CreateTopic,
         Operation::Metadata,
         Operation::Produce,
@@ -97,6 +99,8 @@ impl Operation {
         Operation::AbortTxn,
         Operation::DescribeCluster,
         Operation::Stats,
+        Operation::BrokerOffline,
+        Operation::BrokerOnline,
         Operation::Promote,
         Operation::Rejoin,
         Operation::RemoveFromIsr,
@@ -132,6 +136,8 @@ impl Operation {
             Operation::AbortTxn => "abort_txn",
             Operation::DescribeCluster => "describe_cluster",
             Operation::Stats => "stats",
+            Operation::BrokerOffline => "broker_offline",
+            Operation::BrokerOnline => "broker_online",
             Operation::Promote => "promote",
             Operation::Rejoin => "rejoin",
             Operation::RemoveFromIsr => "remove_from_isr",
@@ -244,6 +250,12 @@ pub enum Request {
     },
     DescribeCluster,
     Stats,
+    BrokerOffline {
+        broker_id: BrokerId,
+    },
+    BrokerOnline {
+        broker_id: BrokerId,
+    },
     Promote {
         tp: TopicPartition,
         broker_id: BrokerId,
@@ -353,6 +365,8 @@ impl Request {
             Request::CommitTxn { .. } => Operation::CommitTxn,
             Request::AbortTxn { .. } => Operation::AbortTxn,
             Request::DescribeCluster => Operation::DescribeCluster,
+            Request::BrokerOffline { .. } => Operation::BrokerOffline,
+            Request::BrokerOnline { .. } => Operation::BrokerOnline,
             Request::Stats => Operation::Stats,
             Request::Promote { .. } => Operation::Promote,
             Request::Rejoin { .. } => Operation::Rejoin,
@@ -404,6 +418,12 @@ impl Request {
             Operation::AbortTxn => transactions::end_txn::decode(&f, false),
             Operation::DescribeCluster => Ok(Request::DescribeCluster),
             Operation::Stats => Ok(Request::Stats),
+            Operation::BrokerOffline => {
+                admin::broker::decode(&f).map(|broker_id| Request::BrokerOffline { broker_id })
+            }
+            Operation::BrokerOnline => {
+                admin::broker::decode(&f).map(|broker_id| Request::BrokerOnline { broker_id })
+            }
             Operation::Promote => {
                 lab::replica::decode(&f).map(|(tp, broker_id)| Request::Promote { tp, broker_id })
             }
@@ -505,6 +525,9 @@ impl Request {
                 transactions::end_txn::encode(w, txn)
             }
             Request::DescribeCluster | Request::Stats => {}
+            Request::BrokerOffline { broker_id } | Request::BrokerOnline { broker_id } => {
+                admin::broker::encode(w, *broker_id)
+            }
             Request::Promote { tp, broker_id }
             | Request::Rejoin { tp, broker_id }
             | Request::RemoveFromIsr { tp, broker_id } => lab::replica::encode(w, tp, *broker_id),
@@ -566,6 +589,9 @@ pub enum Response {
     AbortTxn,
     DescribeCluster(ClusterDescription),
     Stats(ServerStats),
+    /// The partitions whose leadership moved, with the new leader and epoch.
+    BrokerOffline(Vec<(TopicPartition, LeaderAndEpoch)>),
+    BrokerOnline,
     Promote(LeaderAndEpoch),
     Rejoin,
     RemoveFromIsr,
@@ -644,6 +670,7 @@ impl Response {
             }
             Response::DescribeCluster(d) => admin::describe_cluster::encode_response(w, d),
             Response::Stats(s) => admin::stats::encode_response(w, s),
+            Response::BrokerOffline(moved) => admin::broker::encode_response(w, moved),
             Response::Promote(le) => lab::promote::encode_response(w, le),
             Response::ExpireGroupMembers(expired) => {
                 lab::expire_group_members::encode_response(w, expired)
@@ -658,6 +685,7 @@ impl Response {
             | Response::TxnSendOffsets
             | Response::CommitTxn
             | Response::AbortTxn
+            | Response::BrokerOnline
             | Response::Rejoin
             | Response::RemoveFromIsr
             | Response::ReplicateOnce
@@ -698,6 +726,8 @@ impl Response {
             Request::AbortTxn { .. } => Ok(Response::AbortTxn),
             Request::DescribeCluster => admin::describe_cluster::decode_response(f),
             Request::Stats => admin::stats::decode_response(f),
+            Request::BrokerOffline { .. } => admin::broker::decode_response(f),
+            Request::BrokerOnline { .. } => Ok(Response::BrokerOnline),
             Request::Promote { .. } => lab::promote::decode_response(f),
             Request::Rejoin { .. } => Ok(Response::Rejoin),
             Request::RemoveFromIsr { .. } => Ok(Response::RemoveFromIsr),
