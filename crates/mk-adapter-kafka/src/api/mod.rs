@@ -16,6 +16,7 @@
 
 pub mod admin;
 pub mod fetch;
+pub mod groups;
 pub mod metadata;
 pub mod offsets;
 pub mod produce;
