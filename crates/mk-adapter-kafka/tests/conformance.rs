@@ -644,7 +644,15 @@ fn request_headers_agree_with_the_oracle() {
 // table and `every_advertised_api_and_version_round_trips_against_the_oracle`
 // covers them; `GROUP_RANGES` then goes away).
 
-use mk_adapter_kafka::api::groups;
+use mk_adapter_kafka::api::{groups, txn};
+
+fn producer() -> txn::TxnProducer {
+    txn::TxnProducer {
+        transactional_id: s("tx"),
+        producer_id: 4,
+        producer_epoch: 1,
+    }
+}
 
 /// (key, name, min, max, flexible from).
 const GROUP_RANGES: &[(i16, &str, i16, i16, i16)] = &[
@@ -659,6 +667,10 @@ const GROUP_RANGES: &[(i16, &str, i16, i16, i16)] = &[
     (9, "OffsetFetch", 1, 8, 6),
     (42, "DeleteGroups", 0, 2, 2),
     (47, "OffsetDelete", 0, 0, i16::MAX),
+    (24, "AddPartitionsToTxn", 0, 3, 3),
+    (25, "AddOffsetsToTxn", 0, 3, 3),
+    (26, "EndTxn", 0, 3, 3),
+    (28, "TxnOffsetCommit", 0, 3, 3),
 ];
 
 fn gpair<Req, Resp, OReq, OResp>(name: &str, v: i16, flexible: bool, req: Req, resp: Resp)
@@ -952,6 +964,78 @@ fn group_messages(key: i16, name: &str, v: i16, flexible: bool) {
                 topics: vec![groups::TopicPartitionErrors {
                     name: s("t"),
                     partitions: vec![(0, KafkaCode(86))],
+                }],
+            },
+        ),
+        24 => gpair::<_, _, k::AddPartitionsToTxnRequest, k::AddPartitionsToTxnResponse>(
+            name,
+            v,
+            flexible,
+            txn::AddPartitionsToTxnRequest {
+                producer: producer(),
+                topics: vec![(s("t"), vec![0, 2])],
+            },
+            txn::AddPartitionsToTxnResponse {
+                throttle_time_ms: 0,
+                results: vec![groups::TopicPartitionErrors {
+                    name: s("t"),
+                    partitions: vec![(0, KafkaCode::NONE), (2, KafkaCode(51))],
+                }],
+            },
+        ),
+        25 => gpair::<_, _, k::AddOffsetsToTxnRequest, k::AddOffsetsToTxnResponse>(
+            name,
+            v,
+            flexible,
+            txn::AddOffsetsToTxnRequest {
+                producer: producer(),
+                group_id: s("g"),
+            },
+            txn::TxnErrorResponse {
+                throttle_time_ms: 0,
+                error_code: KafkaCode::NONE,
+            },
+        ),
+        26 => gpair::<_, _, k::EndTxnRequest, k::EndTxnResponse>(
+            name,
+            v,
+            flexible,
+            txn::EndTxnRequest {
+                producer: producer(),
+                committed: true,
+            },
+            txn::TxnErrorResponse {
+                throttle_time_ms: 0,
+                error_code: KafkaCode::PRODUCER_FENCED,
+            },
+        ),
+        28 => gpair::<_, _, k::TxnOffsetCommitRequest, k::TxnOffsetCommitResponse>(
+            name,
+            v,
+            flexible,
+            txn::TxnOffsetCommitRequest {
+                transactional_id: s("tx"),
+                group_id: s("g"),
+                producer_id: 4,
+                producer_epoch: 1,
+                generation_id: if v >= 3 { 7 } else { -1 },
+                member_id: if v >= 3 { s("m") } else { s("") },
+                group_instance_id: None,
+                topics: vec![(
+                    s("t"),
+                    vec![txn::TxnOffsetCommitPartition {
+                        partition_index: 0,
+                        committed_offset: 9,
+                        committed_leader_epoch: if v >= 2 { 1 } else { -1 },
+                        committed_metadata: None,
+                    }],
+                )],
+            },
+            txn::TxnOffsetCommitResponse {
+                throttle_time_ms: 0,
+                results: vec![groups::TopicPartitionErrors {
+                    name: s("t"),
+                    partitions: vec![(0, KafkaCode::NONE)],
                 }],
             },
         ),

@@ -20,6 +20,7 @@ pub mod groups;
 pub mod metadata;
 pub mod offsets;
 pub mod produce;
+pub mod txn;
 pub mod versions;
 
 use crate::codec::{DecodeResult, Reader, Writer};
