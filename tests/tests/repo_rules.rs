@@ -119,10 +119,11 @@ fn every_source_file_is_named_in_its_crates_codemap_paragraph() {
             }
         }
     }
-    assert!(checked > 50, "only {checked} source files found");
-    assert!(
-        missing.is_empty(),
-        "docs/ARCHITECTURE.md's codemap does not name (in backticks, in the crate's own paragraph): {missing:#?}"
+    assert_none_missing(
+        checked,
+        50,
+        &missing,
+        "source files the codemap of docs/ARCHITECTURE.md does not name (in backticks, in the crate's own paragraph)",
     );
 }
 
@@ -193,11 +194,19 @@ fn every_test_named_in_the_behavior_matrix_exists() {
             }
         }
     }
-    assert!(named > 20, "the matrix names only {named} tests");
-    assert!(
-        missing.is_empty(),
-        "behavior-matrix.md names tests that do not exist: {missing:#?}"
+    assert_none_missing(
+        named,
+        20,
+        &missing,
+        "tests behavior-matrix.md names that do not exist",
     );
+}
+
+/// Fails when a rule checked fewer than `min` items (it would prove
+/// nothing) or found any `missing`.
+fn assert_none_missing(checked: usize, min: usize, missing: &[String], what: &str) {
+    assert!(checked > min, "only {checked} items checked for: {what}");
+    assert!(missing.is_empty(), "{what}: {missing:#?}");
 }
 
 #[test]
