@@ -78,9 +78,7 @@ fn a_partly_executed_plan_is_rerun_after_a_crash_and_duplicate_markers_are_harml
 #[test]
 fn crash_after_prepare_abort_recovers_to_an_aborted_transaction() {
     let mut h = Harness::new();
-    let out = tp("out", 0);
-    h.begin("tx", 1, 0);
-    h.send("tx", 0, &out, "x");
+    let out = h.ongoing("x");
     h.coord()
         .send_offsets("tx", 0, "g", [(tp("in", 0), 1)])
         .unwrap();
@@ -343,9 +341,7 @@ fn journal_snapshot_on_clean_close_is_compact_and_round_trips() {
 #[test]
 fn an_unclean_restart_fences_sends_of_recovered_epochs_and_makes_open_transactions_abort_only() {
     let mut h = Harness::new();
-    let out = tp("out", 0);
-    h.begin("tx", 1, 0);
-    h.send("tx", 0, &out, "a");
+    let out = h.ongoing("a");
     h.send("tx", 0, &out, "b");
     h.begin("done", 2, 0);
     h.commit("done", 0);
@@ -384,8 +380,7 @@ fn ongoing_with_journal_faults() -> (Harness, Arc<JournalFaults>) {
     let config = TxnConfig::default();
     let faults = config.faults.clone();
     let mut h = Harness::with_config(config);
-    h.begin("tx", 1, 0);
-    h.send("tx", 0, &tp("out", 0), "x");
+    h.ongoing("x");
     (h, faults)
 }
 

@@ -90,9 +90,7 @@ fn abort_hides_records_forever_and_stores_no_offsets() {
 #[test]
 fn read_uncommitted_sees_transactional_records_but_never_markers() {
     let mut h = Harness::new();
-    let out = tp("out", 0);
-    h.begin("tx", 1, 0);
-    h.send("tx", 0, &out, "c");
+    let out = h.ongoing("c");
     h.commit("tx", 0);
     h.begin("tx", 1, 0);
     h.send("tx", 0, &out, "a");
@@ -115,9 +113,7 @@ fn read_uncommitted_sees_transactional_records_but_never_markers() {
 #[test]
 fn reusing_an_id_keeps_earlier_commits_visible_while_the_lso_holds_back_the_new_ones() {
     let mut h = Harness::new();
-    let out = tp("out", 0);
-    h.begin("tx", 1, 0);
-    h.send("tx", 0, &out, "first-1");
+    let out = h.ongoing("first-1");
     h.send("tx", 0, &out, "first-2");
     h.commit("tx", 0);
     let committed_end = h.hw(&out);

@@ -129,6 +129,15 @@ impl Harness {
     }
 
     /// A transactional send, appended and reported; returns the offset.
+    /// Begins "tx" (producer 1, epoch 0) and sends `value` to out-0, which
+    /// it returns: a transaction Ongoing in one partition.
+    pub fn ongoing(&mut self, value: &str) -> TopicPartition {
+        let out = tp("out", 0);
+        self.begin("tx", 1, 0);
+        self.send("tx", 0, &out, value);
+        out
+    }
+
     /// The usual open transaction of these tests: "tx" (producer 1, epoch
     /// 0) has written `a1` to out-0 and `b1` to out-1 and staged `offset`
     /// for group "g" on in-0. Returns (out-0, out-1, in-0).
