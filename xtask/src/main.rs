@@ -1,6 +1,7 @@
 //! `cargo xtask`: every piece of project automation, in Rust.
 //!
-//! Subcommands: `test` (everything CI checks), `check-layers`, `test-parity`,
+//! Subcommands: `test` (everything CI checks), `check-layers` (dependency
+//! edges and the sans-IO source rules), `test-parity`,
 //! `test-snapshots`, `bench`. It changes to the workspace root first, so it
 //! works from any folder.
 
@@ -8,6 +9,7 @@
 
 mod bench;
 mod layers;
+mod sans_io;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -30,7 +32,7 @@ fn main() -> ExitCode {
                 "usage: cargo xtask <command>\n\n\
                  commands:\n  \
                  test            fmt check, clippy -D warnings, check-layers, every workspace test\n  \
-                 check-layers    fail on any crate dependency not in the layer diagram\n  \
+                 check-layers    fail on any crate dependency not in the layer diagram, or on the\n                  wall clock, sleeps or threads in the sources below mk-cluster\n  \
                  test-parity     the Direct-vs-JSON-TCP parity corpus\n  \
                  test-snapshots  insta snapshots of byte layouts and wire shapes\n  \
                  bench           release-build benchmarks; prints JSON lines, writes docs/benchmarks.md"
@@ -47,7 +49,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn workspace_root() -> PathBuf {
+pub(crate) fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .map(Path::to_path_buf)
