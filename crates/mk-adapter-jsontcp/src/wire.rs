@@ -24,6 +24,85 @@ pub(crate) fn bad<T>(msg: impl Into<String>) -> Decoded<T> {
     Err(DecodeError(msg.into()))
 }
 
+/// Parses one JSON document into a `Value` exactly as `serde_json` does,
+/// except that an object naming a key twice is refused: serde_json keeps
+/// the last value, so `{"operation":"list_topics","operation":"produce"}`
+/// would silently produce. Nesting is bounded by serde_json's recursion
+/// limit as before.
+pub(crate) fn parse_strict(bytes: &[u8]) -> serde_json::Result<Value> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let v = <NoDuplicates as serde::Deserialize>::deserialize(&mut de)?.0;
+    de.end()?;
+    Ok(v)
+}
+
+/// A `Value` whose objects have no repeated key.
+struct NoDuplicates(Value);
+
+impl<'de> serde::Deserialize<'de> for NoDuplicates {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(NoDuplicatesVisitor).map(NoDuplicates)
+    }
+}
+
+struct NoDuplicatesVisitor;
+
+impl<'de> serde::de::Visitor<'de> for NoDuplicatesVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        // Like serde_json's own `Value`: a non-finite float becomes null.
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        serde::Deserialize::deserialize(d).map(|v: NoDuplicates| v.0)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+        while let Some(NoDuplicates(v)) = seq.next_element()? {
+            items.push(v);
+        }
+        Ok(Value::Array(items))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if out.contains_key(&key) {
+                return Err(serde::de::Error::custom(format!(
+                    "duplicate key {key:?}; every key may appear once"
+                )));
+            }
+            let NoDuplicates(v) = map.next_value()?;
+            out.insert(key, v);
+        }
+        Ok(Value::Object(out))
+    }
+}
+
 /// The JSON type of a value, for error messages.
 pub(crate) fn type_name(v: &Value) -> &'static str {
     match v {
@@ -433,6 +512,28 @@ mod tests {
         );
         let huge: Value = serde_json::from_str("1180591620717411303424").unwrap();
         assert!(int_value(&huge, 0, 10).unwrap_err().contains("between"));
+    }
+
+    #[test]
+    fn duplicate_keys_are_refused_at_every_depth_and_values_parse_as_serde_json_does() {
+        for line in [
+            r#"{"operation":"list_topics","operation":"produce"}"#,
+            r#"{"a":{"b":1,"b":2}}"#,
+            r#"{"records":[{"value_b64":"aGk=","value_b64":"aGk="}]}"#,
+        ] {
+            let e = parse_strict(line.as_bytes()).unwrap_err();
+            assert!(e.to_string().contains("duplicate key"), "{line}: {e}");
+        }
+        for line in [
+            r#"{"a":[1,-2,3.5,"x",null,true,{"b":{}}],"c":1180591620717411303424}"#,
+            r#"[]"#,
+            r#""s""#,
+        ] {
+            let ours = parse_strict(line.as_bytes()).unwrap();
+            let theirs: Value = serde_json::from_str(line).unwrap();
+            assert_eq!(ours, theirs, "{line}");
+        }
+        assert!(parse_strict(b"{} x").is_err(), "trailing characters");
     }
 
     #[test]

@@ -94,6 +94,40 @@ async fn garbage_bytes_get_invalid_request_per_line_and_the_connection_stays_ope
 }
 
 #[tokio::test]
+async fn a_request_with_a_duplicate_key_is_invalid_request_and_changes_nothing() {
+    let h = Harness::single(ServerOptions::default()).await;
+    let values = seed(&mut h.client().await, 2).await;
+    let (rd, mut wr) = h.raw().await;
+    let mut rd = BufReader::new(rd);
+    let duplicated: [&[u8]; 3] = [
+        // With the last value winning this would produce a record.
+        br#"{"operation":"list_topics","operation":"produce","topic":"t","value_b64":"aGk="}"#,
+        br#"{"operation":"produce","topic":"t","records":[{"value_b64":"aGk=","value_b64":"aGk="}]}"#,
+        br#"{"operation":"create_topic","topic":"u","topic":"v","partitions":1,"replication_factor":1}"#,
+    ];
+    for line in duplicated {
+        wr.write_all(line).await.unwrap();
+        wr.write_all(b"\n").await.unwrap();
+        let answer = read_line(&mut rd).await;
+        assert!(
+            answer.starts_with(r#"{"ok":false,"code":"INVALID_REQUEST","message":"#)
+                && answer.contains("duplicate key"),
+            "{answer}"
+        );
+    }
+    wr.write_all(b"{\"operation\":\"list_topics\"}\n")
+        .await
+        .unwrap();
+    assert_eq!(
+        read_line(&mut rd).await,
+        "{\"ok\":true,\"topics\":[\"t\"]}\n",
+        "no topic was created"
+    );
+    healthy_and_intact(&h, &values).await;
+    h.stop().await;
+}
+
+#[tokio::test]
 async fn deep_nesting_is_refused_without_overflowing_the_stack() {
     let h = Harness::single(ServerOptions::default()).await;
     let values = seed(&mut h.client().await, 2).await;

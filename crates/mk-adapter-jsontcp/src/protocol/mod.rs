@@ -321,7 +321,7 @@ pub(crate) fn decode_strict(line: &[u8]) -> DecodedLine {
     // serde_json validates UTF-8 itself and refuses nesting deeper than 128
     // levels, so hostile input cannot exhaust the stack. The separate UTF-8
     // check only runs on failure, to name the real problem.
-    let value: Value = match serde_json::from_slice(line) {
+    let value: Value = match crate::wire::parse_strict(line) {
         Ok(v) => v,
         Err(e) => {
             return fail(match std::str::from_utf8(line) {
