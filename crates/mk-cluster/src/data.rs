@@ -51,7 +51,9 @@ pub struct FetchRequest {
     /// Negative is INVALID_REQUEST; 0 returns nothing.
     pub max_records: i64,
     /// Stop before the records' key+value+header bytes exceed this (at least
-    /// one record is returned if any is visible).
+    /// one record is returned if any is visible). The cluster's
+    /// `fetch_max_bytes` caps it, also when it is `None`: every answer is
+    /// bounded whatever the client asks.
     pub max_bytes: Option<usize>,
     pub isolation: Isolation,
 }
@@ -92,16 +94,6 @@ impl ConsumerRecord {
             timestamp_ms: r.record.timestamp_ms,
             headers: r.record.headers,
         }
-    }
-
-    fn size(&self) -> usize {
-        self.key.as_ref().map_or(0, Bytes::len)
-            + self.value.as_ref().map_or(0, Bytes::len)
-            + self
-                .headers
-                .iter()
-                .map(|h| h.key.len() + h.value.as_ref().map_or(0, Bytes::len))
-                .sum::<usize>()
     }
 }
 
@@ -244,32 +236,16 @@ impl BrokerCluster {
                 Isolation::ReadCommitted => lso,
             };
             let max = usize::try_from(req.max_records).unwrap_or(usize::MAX);
-            let raw = if req.offset >= bound || max == 0 {
-                Vec::new()
+            let max_bytes = self.fetch_byte_limit(req.max_bytes);
+            let (raw, limited) = if req.offset >= bound || max == 0 {
+                (Vec::new(), false)
             } else {
-                match req.isolation {
-                    Isolation::ReadUncommitted => log.fetch(req.offset, max, Some(bound))?,
-                    Isolation::ReadCommitted => mk_txn::fetch_committed(log, req.offset, max, hw)?,
-                }
+                read_records(log, req.offset, max, max_bytes, bound, req.isolation)?
             };
-            let mut records: Vec<ConsumerRecord> =
+            let records: Vec<ConsumerRecord> =
                 raw.into_iter().map(ConsumerRecord::from_log).collect();
-            let mut cut = false;
-            if let Some(limit) = req.max_bytes {
-                let mut total = 0;
-                let keep = records
-                    .iter()
-                    .take_while(|r| {
-                        total += r.size();
-                        total <= limit
-                    })
-                    .count()
-                    .max(1);
-                cut = keep < records.len();
-                records.truncate(keep);
-            }
             let next_offset = match records.last() {
-                Some(last) if cut || records.len() >= max => last.offset + 1,
+                Some(last) if limited => last.offset + 1,
                 _ => bound.max(req.offset),
             };
             Ok(FetchResult {
@@ -280,6 +256,15 @@ impl BrokerCluster {
                 next_offset,
             })
         })
+    }
+
+    /// The record bytes one JSON fetch answer may carry: the client's
+    /// `max_bytes` if it gave one, never more than the cluster's
+    /// `fetch_max_bytes` (Kafka's broker-side `fetch.max.bytes`), so no
+    /// request can make an answer as large as the partition.
+    pub(crate) fn fetch_byte_limit(&self, asked: Option<usize>) -> usize {
+        let cap = usize::try_from(self.config.fetch_max_bytes).unwrap_or(usize::MAX);
+        asked.map_or(cap, |a| a.min(cap))
     }
 
     /// A long-poll fetch: if nothing is visible at the offset yet, waits up
@@ -706,6 +691,55 @@ impl BrokerCluster {
                 bytes,
             })
         })
+    }
+}
+
+/// Up to `max` records from `offset` below `bound` whose payload bytes stay
+/// within `max_bytes` (at least one record), read_committed without the
+/// records of aborted transactions. True when a limit stopped the read
+/// before the bound. Reading is bounded round by round, so neither a huge
+/// `max` nor a long run of aborted records makes one answer large.
+fn read_records(
+    log: &mk_log::PartitionLog,
+    offset: i64,
+    max: usize,
+    max_bytes: usize,
+    bound: i64,
+    isolation: Isolation,
+) -> Result<(Vec<LogRecord>, bool)> {
+    let mut out: Vec<LogRecord> = Vec::new();
+    let mut bytes = 0usize;
+    let mut next = offset;
+    loop {
+        let left = max_bytes.saturating_sub(bytes);
+        let read = log.fetch_bounded(next, max - out.len(), left.max(1), Some(bound))?;
+        let Some(last) = read.records.last().map(|r| r.offset) else {
+            return Ok((out, false));
+        };
+        let kept = match isolation {
+            Isolation::ReadUncommitted => read.records,
+            Isolation::ReadCommitted => {
+                let aborted = log.aborted_transactions(next, last + 1);
+                mk_txn::read_committed(read.records, &aborted)
+            }
+        };
+        for r in kept {
+            let size = r.record.payload_bytes();
+            // The first record of the answer always goes out, so a record
+            // larger than the limit cannot stall a reader.
+            if !out.is_empty() && bytes.saturating_add(size) > max_bytes {
+                return Ok((out, true));
+            }
+            bytes += size;
+            out.push(r);
+        }
+        next = last + 1;
+        if out.len() >= max {
+            return Ok((out, true));
+        }
+        if !read.limited || next >= bound {
+            return Ok((out, false));
+        }
     }
 }
 

@@ -26,7 +26,7 @@ pub use codec::BatchHeader;
 pub use compaction::CompactionResult;
 pub use error::{LogError, Result, StorageError};
 pub use fault::FaultInjector;
-pub use log::{AppendInfo, LogConfig, LogRecord, PartitionLog, SegmentInfo, StoredBatch};
+pub use log::{AppendInfo, Fetched, LogConfig, LogRecord, PartitionLog, SegmentInfo, StoredBatch};
 pub use record::{ControlType, Header, ProducerInfo, Record, RecordBatch};
 pub use retention::RetentionPolicy;
 pub use txn_index::AbortedTxn;

@@ -113,6 +113,16 @@ impl StoredBatch {
     }
 }
 
+/// What a bounded fetch read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Fetched {
+    pub records: Vec<LogRecord>,
+    /// Reading stopped at `max_records` or `max_bytes` while more records
+    /// were visible (so the next read starts after the last record, not at
+    /// the visible end).
+    pub limited: bool,
+}
+
 /// One record read from the log with its offset and its batch's header.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogRecord {
@@ -784,12 +794,30 @@ impl PartitionLog {
         max_records: usize,
         end_offset: Option<i64>,
     ) -> Result<Vec<LogRecord>> {
+        Ok(self
+            .fetch_bounded(offset, max_records, usize::MAX, end_offset)?
+            .records)
+    }
+
+    /// Like [`fetch`](Self::fetch), and reading stops before the records'
+    /// [`payload_bytes`](Record::payload_bytes) would exceed `max_bytes`
+    /// (the first record is always returned, so a reader makes progress).
+    /// Nothing past the limit is decoded, so the memory a read takes is
+    /// bounded by `max_bytes` plus one batch, whatever `max_records` is.
+    pub fn fetch_bounded(
+        &self,
+        offset: i64,
+        max_records: usize,
+        max_bytes: usize,
+        end_offset: Option<i64>,
+    ) -> Result<Fetched> {
         self.check_in_range(offset)?;
         let end = self.visible_end(end_offset);
-        let mut out = Vec::new();
+        let mut out = Fetched::default();
         if max_records == 0 || offset >= end {
             return Ok(out);
         }
+        let mut bytes = 0usize;
         self.scan(offset, end, |b| {
             let batch = b.decode()?;
             let header = b.header;
@@ -797,20 +825,30 @@ impl PartitionLog {
                 if o < offset {
                     continue;
                 }
-                if o >= end || out.len() >= max_records {
+                if o >= end {
                     return Ok(ControlFlow::Break(()));
                 }
-                out.push(LogRecord {
+                let size = r.payload_bytes();
+                if out.records.len() >= max_records
+                    || (!out.records.is_empty() && bytes.saturating_add(size) > max_bytes)
+                {
+                    out.limited = true;
+                    return Ok(ControlFlow::Break(()));
+                }
+                bytes += size;
+                out.records.push(LogRecord {
                     offset: o,
                     record: r.clone(),
                     batch: header,
                 });
             }
-            Ok(if out.len() >= max_records {
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue(())
-            })
+            // Stopping at a full answer without decoding the next batch is
+            // what the read path's throughput depends on.
+            if out.records.len() >= max_records {
+                out.limited = true;
+                return Ok(ControlFlow::Break(()));
+            }
+            Ok(ControlFlow::Continue(()))
         })?;
         Ok(out)
     }

@@ -48,6 +48,20 @@ impl Record {
         self.headers = headers;
         self
     }
+
+    /// The bytes a reader receives for this record: key, value and every
+    /// header key and value. Fetch byte limits count this, not the encoded
+    /// frame, so a limit means the same whatever the wire encoding.
+    pub fn payload_bytes(&self) -> usize {
+        let len = |b: &Option<Bytes>| b.as_ref().map_or(0, Bytes::len);
+        len(&self.key)
+            + len(&self.value)
+            + self
+                .headers
+                .iter()
+                .map(|h| h.key.len() + len(&h.value))
+                .sum::<usize>()
+    }
 }
 
 /// The kind of a control batch (a transaction marker).

@@ -33,6 +33,11 @@ pub struct ServeArgs {
     /// Partitions of auto-created topics (Kafka's num.partitions) [default: 1].
     #[arg(long, value_name = "N")]
     pub num_partitions: Option<u32>,
+    /// The most record bytes one fetch answer carries on either listener,
+    /// whatever the client asks for (Kafka's broker-side fetch.max.bytes);
+    /// at least one record or batch always goes out [default: 8388608].
+    #[arg(long, value_name = "BYTES")]
+    pub fetch_max_bytes: Option<u64>,
     /// Largest Kafka request in bytes; a longer size prefix closes the
     /// connection before anything is allocated [default: 16777216].
     #[arg(long, value_name = "BYTES")]
@@ -116,6 +121,7 @@ struct FileSettings {
     auto_create_topics: Option<bool>,
     num_partitions: Option<u32>,
     kafka_max_request_bytes: Option<usize>,
+    fetch_max_bytes: Option<u64>,
     data_dir: Option<PathBuf>,
     brokers: Option<Vec<i32>>,
     min_insync_replicas: Option<usize>,
@@ -183,6 +189,9 @@ impl ServeArgs {
         }
         if let Some(n) = pick!(num_partitions) {
             cluster.auto_create_partitions = n;
+        }
+        if let Some(n) = pick!(fetch_max_bytes) {
+            cluster.fetch_max_bytes = n;
         }
         if let Some(ms) = pick!(group_session_timeout_ms) {
             cluster.group_session_timeout_ms = ms;
