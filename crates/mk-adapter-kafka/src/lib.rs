@@ -22,4 +22,7 @@ pub mod records;
 mod server;
 
 pub use mk_cluster;
-pub use server::{BrokerEndpoint, KafkaOptions, KafkaServer, bind_consecutive};
+pub use server::{
+    BrokerEndpoint, KafkaOptions, KafkaServer, bind_consecutive, listen, reserve,
+    reserve_consecutive,
+};

@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -245,6 +245,22 @@ pub async fn bind_consecutive(
     addr: SocketAddr,
     brokers: &[BrokerId],
 ) -> io::Result<Vec<(BrokerId, TcpListener)>> {
+    reserve_consecutive(addr, brokers)?
+        .into_iter()
+        .map(|(b, socket)| Ok((b, listen(socket)?)))
+        .collect()
+}
+
+/// Binds one socket per broker on consecutive ports from `addr`'s port (all
+/// on free ports when it is 0) without listening: the ports are taken, so
+/// a port in use fails here, but the kernel refuses connections until
+/// [`listen`] is called. mk-server reserves before it opens the data
+/// directory and listens once the cluster is open, so no client connects
+/// to a broker that cannot answer yet.
+pub fn reserve_consecutive(
+    addr: SocketAddr,
+    brokers: &[BrokerId],
+) -> io::Result<Vec<(BrokerId, TcpSocket)>> {
     let mut out = Vec::with_capacity(brokers.len());
     for (i, b) in brokers.iter().enumerate() {
         let mut a = addr;
@@ -257,15 +273,36 @@ pub async fn bind_consecutive(
             })?;
             a.set_port(port);
         }
-        let l = TcpListener::bind(a).await.map_err(|e| {
+        let socket = reserve(a).map_err(|e| {
             io::Error::new(
                 e.kind(),
                 format!("cannot listen on {a} for broker {b}: {e}"),
             )
         })?;
-        out.push((*b, l));
+        out.push((*b, socket));
     }
     Ok(out)
+}
+
+/// Binds `addr` without listening, with `SO_REUSEADDR` as std's
+/// `TcpListener::bind` sets it on Unix (a restart must not wait for old
+/// connections in TIME_WAIT). A port another process listens on is
+/// EADDRINUSE here.
+pub fn reserve(addr: SocketAddr) -> io::Result<TcpSocket> {
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    #[cfg(unix)]
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    Ok(socket)
+}
+
+/// Starts accepting on a reserved socket, with the backlog std uses.
+pub fn listen(socket: TcpSocket) -> io::Result<TcpListener> {
+    socket.listen(1024)
 }
 
 async fn accept_loop(

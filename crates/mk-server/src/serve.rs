@@ -1,6 +1,7 @@
-//! The serve command: bind, open the data directory, start the background
-//! drivers, the JSON-TCP server and the Kafka listeners (one per hosted
-//! broker), then wait for SIGINT/SIGTERM and shut down gracefully. Every check that can refuse a start runs before anything
+//! The serve command: reserve the ports, open the data directory, listen,
+//! start the background drivers, the JSON-TCP server and the Kafka
+//! listeners (one per hosted broker), then wait for SIGINT/SIGTERM and shut
+//! down gracefully. Every check that can refuse a start runs before anything
 //! is started, so a refused start leaves nothing running.
 
 use crate::settings::Settings;
@@ -20,17 +21,23 @@ pub async fn run(settings: Settings) -> ExitCode {
 }
 
 async fn serve(settings: Settings) -> Result<(), String> {
-    // The port is checked first: a taken port must not touch the data dir.
-    let listener = tokio::net::TcpListener::bind(&settings.listen)
+    // The ports are taken first, so a taken port fails before the data dir
+    // is touched; but they only listen once the cluster is open, so no
+    // client connects to a broker that cannot answer yet (its connection is
+    // refused and it retries, instead of hanging through a long open).
+    let json_addr = tokio::net::lookup_host(&settings.listen)
         .await
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| format!("cannot start: cannot resolve {}", settings.listen))?;
+    let json_socket = mk_adapter_kafka::reserve(json_addr)
         .map_err(|e| format!("cannot start: cannot listen on {}: {e}", settings.listen))?;
     let data_dir = settings.cluster.data_dir.clone();
     let brokers = settings.cluster.broker_ids.clone();
-    let kafka_listeners = match settings.kafka_listen {
+    let kafka_sockets = match settings.kafka_listen {
         None => None,
         Some(addr) => Some(
-            mk_adapter_kafka::bind_consecutive(addr, &brokers)
-                .await
+            mk_adapter_kafka::reserve_consecutive(addr, &brokers)
                 .map_err(|e| format!("cannot start: {e}"))?,
         ),
     };
@@ -38,6 +45,22 @@ async fn serve(settings: Settings) -> Result<(), String> {
     // directory's lock or a metadata store is unreadable.
     let cluster = BrokerCluster::open(settings.cluster)
         .map_err(|e| format!("cannot start: cannot open {}: {e}", data_dir.display()))?;
+    let listening = kafka_sockets
+        .map(|sockets| {
+            sockets
+                .into_iter()
+                .map(|(b, s)| Ok((b, mk_adapter_kafka::listen(s)?)))
+                .collect::<std::io::Result<Vec<_>>>()
+        })
+        .transpose()
+        .and_then(|kafka| Ok((mk_adapter_kafka::listen(json_socket)?, kafka)));
+    let (listener, kafka_listeners) = match listening {
+        Ok(l) => l,
+        Err(e) => {
+            let _ = cluster.close().await;
+            return Err(format!("cannot start: cannot listen: {e}"));
+        }
+    };
     let lab = settings.server.lab;
     if !lab && let Err(e) = cluster.start_drivers(DriverConfig::default()) {
         let _ = cluster.close().await;

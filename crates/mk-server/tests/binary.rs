@@ -341,3 +341,78 @@ fn an_operator_takes_a_broker_offline_and_back_outside_lab_mode() {
     let (ok, _, err) = run(&["broker", "offline", "7", "--server", &server.addr], "");
     assert!(!ok && err.contains("INVALID_REQUEST"), "{err}");
 }
+
+/// A port that was free a moment ago (the kernel hands out ports in a
+/// rotating order, so it is not handed out again at once).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn ports_refuse_connections_until_the_data_directory_is_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    // metadata.json as a FIFO: opening the data directory blocks until this
+    // test writes the metadata, which makes "a long open" deterministic.
+    let fifo = data.join("metadata.json");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let (json_port, kafka_port) = (free_port(), free_port());
+    let json = format!("127.0.0.1:{json_port}");
+    let kafka = format!("127.0.0.1:{kafka_port}");
+    let mut child = Command::new(BIN)
+        .args(["--listen", &json, "--kafka-listen", &kafka, "--data-dir"])
+        .arg(&data)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let server = ServerProcess {
+        child,
+        addr: json.clone(),
+    };
+    // Opening the FIFO for writing returns once the server opened it for
+    // reading, i.e. while it is opening the data directory, after it has
+    // taken its ports.
+    let (tx, rx) = mpsc::channel();
+    let writer_path = fifo.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(std::fs::OpenOptions::new().write(true).open(writer_path));
+    });
+    let mut writer = rx
+        .recv_timeout(PATIENCE)
+        .expect("the server reads its metadata")
+        .unwrap();
+    for addr in [&json, &kafka] {
+        let e = std::net::TcpStream::connect(addr)
+            .expect_err("nobody may connect while the broker opens");
+        assert_eq!(
+            e.kind(),
+            std::io::ErrorKind::ConnectionRefused,
+            "{addr}: {e}"
+        );
+    }
+    writer.write_all(br#"{"version":2,"topics":{}}"#).unwrap();
+    drop(writer);
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).unwrap();
+    assert!(line.contains(&json) && line.contains(&kafka), "{line}");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let mut c = JsonTcpClient::connect(&server.addr).await.unwrap();
+        assert!(c.list_topics().await.unwrap().is_empty());
+    });
+    std::net::TcpStream::connect(&kafka).expect("the Kafka listener accepts once open");
+}
