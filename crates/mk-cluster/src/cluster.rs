@@ -126,9 +126,11 @@ impl BrokerCluster {
             .map_err(|e| StorageError::io(&config.data_dir, e))?;
         let lock = DirLock::acquire(&config.data_dir)?;
         let faults = Arc::new(FaultInjector::new());
+        let metadata_existed = config.data_dir.join("metadata.json").exists();
         let mut metadata = MetadataStore::load(&config.data_dir)?;
-        metadata.persist_upgrade()?;
         crate::topics::finish_pending_deletions(&config.data_dir, &mut metadata)?;
+        crate::topics::check_no_unknown_partitions(&config.data_dir, &metadata, metadata_existed)?;
+        metadata.persist_upgrade()?;
         let identities = ProducerIdentityStore::open(&config.data_dir)?;
         let mut topics = BTreeMap::new();
         let mut epoch_changes = Vec::new();

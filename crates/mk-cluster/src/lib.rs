@@ -20,6 +20,7 @@ mod lifecycle;
 pub mod metadata;
 pub mod partitioner;
 mod producer;
+mod resources;
 mod shutdown;
 mod stats;
 mod steps;

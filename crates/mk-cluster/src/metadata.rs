@@ -316,6 +316,45 @@ impl MetadataStore {
         Ok(pending)
     }
 
+    /// Records that files of `partitions` of `topic` are about to be
+    /// created, before any of them exists: until [`finish_create`] the
+    /// record says "remove these files", so a crash in the middle of a
+    /// creation leaves nothing behind (the next open removes them, as it
+    /// finishes a deletion) and a partition directory the metadata does not
+    /// know is always damage, never a creation in progress.
+    ///
+    /// [`finish_create`]: Self::finish_create
+    pub fn begin_create(&mut self, topic: &TopicMeta, partitions: &[PartitionMeta]) -> Result<()> {
+        self.deleting.push(PendingDeletion {
+            name: topic.name.clone(),
+            topic_id: topic.topic_id,
+            partitions: partitions.to_vec(),
+        });
+        if let Err(e) = self.save() {
+            self.deleting.pop();
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Publishes a created topic (or its added partitions) and drops the
+    /// removal record of [`begin_create`](Self::begin_create), in one
+    /// atomic write. On failure the store is unchanged.
+    pub fn finish_create(&mut self, topic: TopicMeta) -> Result<()> {
+        let previous_deleting = self.deleting.clone();
+        self.deleting.retain(|d| d.topic_id != topic.topic_id);
+        let previous = self.topics.insert(topic.name.clone(), topic.clone());
+        if let Err(e) = self.save() {
+            self.deleting = previous_deleting;
+            match previous {
+                Some(p) => self.topics.insert(topic.name, p),
+                None => self.topics.remove(&topic.name),
+            };
+            return Err(e);
+        }
+        Ok(())
+    }
+
     /// Forgets a finished deletion (its files are gone).
     pub fn finish_delete(&mut self, topic_id: TopicId) -> Result<()> {
         let before = self.deleting.len();

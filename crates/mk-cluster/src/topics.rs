@@ -122,8 +122,10 @@ impl BrokerCluster {
         let mut metadata = self.metadata.lock().expect("metadata lock");
         self.validate_new_topic(name, partitions, replication_factor, &config)?;
         let meta = self.new_topic_meta(name, partitions, replication_factor, config);
-        let slots = self.create_slots(&meta, &meta.partitions)?;
-        self.guard(metadata.put(meta.clone()))?;
+        let slots = self.create_partition_files(&mut metadata, &meta, &meta.partitions)?;
+        if let Err(e) = metadata.finish_create(meta.clone()) {
+            return Err(self.undo_create(&mut metadata, &meta, &meta.partitions, slots, e.into()));
+        }
         self.topics.write().expect("topics lock").insert(
             name.to_string(),
             Arc::new(Topic {
@@ -238,12 +240,43 @@ impl BrokerCluster {
 impl BrokerCluster {
     /// Creates the replica logs of `partitions` of a topic (not yet
     /// published) with every known producer epoch registered, so zombies
-    /// stay fenced on new partitions too.
-    fn create_slots(
+    /// stay fenced on new partitions too. Before anything is created it
+    /// checks that the replicas fit under the open-file limit and that no
+    /// directory of theirs exists, and records the creation in the
+    /// metadata as files to remove; if creating fails, what was created is
+    /// removed again. So a creation either completes or leaves nothing,
+    /// also across a crash, and its failure never fails the broker.
+    fn create_partition_files(
         &self,
+        metadata: &mut MetadataStore,
         meta: &TopicMeta,
         partitions: &[crate::metadata::PartitionMeta],
     ) -> Result<Vec<Arc<PartitionSlot>>> {
+        let replicas: u64 = partitions.iter().map(|p| p.replicas.len() as u64).sum();
+        crate::resources::check_room_for_replicas(
+            replicas,
+            &format!(
+                "creating {} partition(s) of {:?} with {replicas} replica(s)",
+                partitions.len(),
+                meta.name
+            ),
+        )?;
+        for p in partitions {
+            let tp = TopicPartition::new(&meta.name, p.partition);
+            for broker in &p.replicas {
+                let dir = mk_replication::replica_dir(&self.config.data_dir, *broker, &tp);
+                if dir.exists() {
+                    return Err(mk_log::StorageError::unusable(
+                        &dir,
+                        format!(
+                            "refusing to create {tp}: this directory already exists and may hold                              data of a topic the metadata does not know; move it away first"
+                        ),
+                    )
+                    .into());
+                }
+            }
+        }
+        self.guard(metadata.begin_create(meta, partitions))?;
         let identities: Vec<_> = self
             .identities
             .lock()
@@ -254,19 +287,65 @@ impl BrokerCluster {
         let mut slots = Vec::with_capacity(partitions.len());
         for p in partitions {
             let tp = TopicPartition::new(&meta.name, p.partition);
-            let mut set = self.guard(PartitionReplicaSet::create(
+            let created = PartitionReplicaSet::create(
                 &self.config.data_dir,
                 tp.clone(),
                 p.replicas.clone(),
                 replication_config(&self.config, &meta.config, &self.faults),
                 self.clock.clone(),
-            ))?;
+            );
+            let mut set = match created {
+                Ok(set) => set,
+                Err(e) => {
+                    return Err(self.undo_create(metadata, meta, partitions, slots, e.into()));
+                }
+            };
             for identity in &identities {
                 let _ = set.register_producer(identity.producer_id, identity.epoch);
             }
             slots.push(Arc::new(PartitionSlot::new(tp, set, self.clock.now_ms())));
         }
         Ok(slots)
+    }
+
+    /// Takes back a creation that failed with `cause`: closes what was
+    /// opened, removes every directory of `partitions` and drops the
+    /// removal record. Returns `cause`, which the caller reports as it is
+    /// (a failed creation is not a failure of the broker: nothing
+    /// acknowledged was at stake). If removing fails, the record stays and
+    /// the next open removes the rest.
+    fn undo_create(
+        &self,
+        metadata: &mut MetadataStore,
+        meta: &TopicMeta,
+        partitions: &[crate::metadata::PartitionMeta],
+        slots: Vec<Arc<PartitionSlot>>,
+        cause: ClusterError,
+    ) -> ClusterError {
+        for slot in slots {
+            if let Some(set) = slot.set.write().expect("partition lock").take() {
+                set.crash();
+            }
+        }
+        let pending = PendingDeletion {
+            name: meta.name.clone(),
+            topic_id: meta.topic_id,
+            partitions: partitions.to_vec(),
+        };
+        let undone = remove_topic_files(&self.config.data_dir, &pending)
+            .and_then(|()| metadata.finish_delete(meta.topic_id));
+        match undone {
+            Ok(()) => {
+                tracing::warn!(topic = meta.name, error = %cause, "creation failed and was undone")
+            }
+            Err(e) => tracing::error!(
+                topic = meta.name,
+                error = %cause,
+                cleanup_error = %e,
+                "creation failed and could not be undone; the next open removes what is left"
+            ),
+        }
+        cause
     }
 
     /// A topic's stable id.
@@ -364,10 +443,12 @@ impl BrokerCluster {
         let added: Vec<_> = (current..total)
             .map(|p| place_replicas(&self.config.broker_ids, p, rf))
             .collect();
-        let slots = self.create_slots(&topic.meta, &added)?;
+        let slots = self.create_partition_files(&mut metadata, &topic.meta, &added)?;
         let mut meta = topic.meta.clone();
-        meta.partitions.extend(added);
-        self.guard(metadata.put(meta.clone()))?;
+        meta.partitions.extend(added.iter().cloned());
+        if let Err(e) = metadata.finish_create(meta.clone()) {
+            return Err(self.undo_create(&mut metadata, &meta, &added, slots, e.into()));
+        }
         let mut partitions = topic.partitions.clone();
         partitions.extend(slots);
         self.topics
@@ -446,7 +527,13 @@ fn remove_topic_files(data_dir: &Path, deletion: &PendingDeletion) -> Result<()>
             let dir = mk_replication::replica_dir(data_dir, *broker, &tp);
             match std::fs::remove_dir_all(&dir) {
                 Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                // Missing (also below a path that is not a directory) is
+                // what removal wants.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                    ) => {}
                 Err(e) => {
                     tracing::error!(topic = deletion.name, dir = %dir.display(), error = %e, "cannot remove a deleted topic's files");
                     return Err(mk_log::StorageError::io(&dir, e).into());
@@ -469,4 +556,79 @@ pub(crate) fn finish_pending_deletions(
         tracing::info!(topic = d.name, topic_id = %d.topic_id, "finished deleting topic");
     }
     Ok(())
+}
+
+/// Refuses to open a data directory holding partition directories that
+/// the metadata does not know (after pending deletions and creations were
+/// finished): their data would be silently hidden, and re-creating the
+/// topic would serve it again. The message names them and what to do.
+pub(crate) fn check_no_unknown_partitions(
+    data_dir: &Path,
+    metadata: &MetadataStore,
+    metadata_existed: bool,
+) -> Result<()> {
+    let known: std::collections::BTreeSet<(BrokerId, String)> = metadata
+        .topics()
+        .flat_map(|t| {
+            t.partitions.iter().flat_map(move |p| {
+                let dir = TopicPartition::new(&t.name, p.partition).dir_name();
+                p.replicas.iter().map(move |b| (*b, dir.clone()))
+            })
+        })
+        .collect();
+    let mut unknown = Vec::new();
+    let entries = std::fs::read_dir(data_dir).map_err(|e| mk_log::StorageError::io(data_dir, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| mk_log::StorageError::io(data_dir, e))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(broker) = name
+            .strip_prefix("broker-")
+            .and_then(|b| b.parse::<BrokerId>().ok())
+        else {
+            continue;
+        };
+        let dir = entry.path();
+        if !dir.is_dir() {
+            continue;
+        }
+        for part in std::fs::read_dir(&dir).map_err(|e| mk_log::StorageError::io(&dir, e))? {
+            let part = part.map_err(|e| mk_log::StorageError::io(&dir, e))?;
+            let pname = part.file_name().to_string_lossy().into_owned();
+            let looks_like_partition = pname
+                .rsplit_once('-')
+                .is_some_and(|(t, p)| !t.is_empty() && p.parse::<u32>().is_ok());
+            if part.path().is_dir()
+                && looks_like_partition
+                && !known.contains(&(broker, pname.clone()))
+            {
+                unknown.push(format!("{name}/{pname}"));
+            }
+        }
+    }
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    unknown.sort();
+    let shown = unknown
+        .iter()
+        .take(5)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    let more = match unknown.len() {
+        n if n > 5 => format!(" and {} more", n - 5),
+        _ => String::new(),
+    };
+    let why = if metadata_existed {
+        "metadata.json does not list them"
+    } else {
+        "metadata.json is missing"
+    };
+    Err(mk_log::StorageError::unusable(
+        data_dir,
+        format!(
+            "the data directory holds partition directories that the metadata does not know              ({shown}{more}): {why}. The broker refuses to start so that this data is neither              hidden nor served again under a topic created with the same name. To recover,              restore metadata.json from a backup; to discard the data, move these directories              out of the data directory"
+        ),
+    )
+    .into())
 }

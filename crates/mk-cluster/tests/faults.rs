@@ -87,3 +87,137 @@ async fn a_json_fetch_is_capped_by_fetch_max_bytes_whatever_it_asks() {
     assert_eq!(seen, 20);
     c.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_lost_metadata_file_refuses_to_start_and_says_how_to_recover() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_000);
+    let c = open(dir.path(), &clock);
+    c.create_topic("c", 2, 1).unwrap();
+    put(&c, &tp("c", 1), "kept").await;
+    c.close().await.unwrap();
+    drop(c);
+    let meta = dir.path().join("metadata.json");
+    let backup = std::fs::read(&meta).unwrap();
+    std::fs::remove_file(&meta).unwrap();
+    for _ in 0..2 {
+        let e = BrokerCluster::open(MiniKafkaConfig::new(dir.path())).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::StorageError, "{e}");
+        let msg = e.to_string();
+        for needle in [
+            "broker-1/c-0",
+            "broker-1/c-1",
+            "metadata.json is missing",
+            "restore metadata.json from a backup",
+            "move these directories",
+        ] {
+            assert!(msg.contains(needle), "{needle:?} in {msg}");
+        }
+        assert!(!meta.exists(), "a refused start writes no metadata");
+    }
+    // Restoring the file is the way back: everything is there.
+    std::fs::write(&meta, backup).unwrap();
+    let c = open(dir.path(), &clock);
+    let got = c.fetch(&FetchRequest::new(tp("c", 1), 0, 10)).unwrap();
+    assert_eq!(got.records[0].value, Some(b("kept")));
+    c.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_partition_directory_the_metadata_does_not_list_refuses_to_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_000);
+    let c = open(dir.path(), &clock);
+    c.create_topic("known", 1, 1).unwrap();
+    c.close().await.unwrap();
+    drop(c);
+    let stray = dir.path().join("broker-1").join("stray-0");
+    std::fs::create_dir_all(&stray).unwrap();
+    let e = BrokerCluster::open(MiniKafkaConfig::new(dir.path())).unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains("broker-1/stray-0") && msg.contains("metadata.json does not list them"),
+        "{msg}"
+    );
+    std::fs::remove_dir(&stray).unwrap();
+    open(dir.path(), &clock).close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_creation_interrupted_by_a_crash_leaves_nothing_and_the_name_starts_empty() {
+    use mk_cluster::metadata::{MetadataStore, TopicId, TopicMeta, place_replicas};
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_000);
+    open(dir.path(), &clock).close().await.unwrap();
+    // Where a crash inside create_topic leaves it: the creation recorded,
+    // some files written, the topic not yet published.
+    let mut store = MetadataStore::load(dir.path()).unwrap();
+    let meta = TopicMeta {
+        name: "half".into(),
+        topic_id: TopicId::random(),
+        partitions: vec![place_replicas(&[1], 0, 1), place_replicas(&[1], 1, 1)],
+        config: TopicConfig::default(),
+    };
+    store.begin_create(&meta, &meta.partitions).unwrap();
+    let half = dir.path().join("broker-1").join("half-0");
+    let mut log = mk_log::PartitionLog::open(&half, mk_log::LogConfig::default(), 0).unwrap();
+    log.append(RecordBatch::new(vec![Record::new(None, Some(b("ghost")), 1)]).unwrap())
+        .unwrap();
+    drop(log);
+    let c = open(dir.path(), &clock);
+    assert!(c.list_topics().unwrap().is_empty());
+    assert!(!half.exists(), "the half-created files are gone");
+    c.create_topic("half", 2, 1).unwrap();
+    assert_eq!(
+        c.log_end_offset(&tp("half", 0)).unwrap(),
+        0,
+        "nothing resurrected"
+    );
+    c.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_creation_that_fails_half_way_is_undone_and_the_broker_keeps_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_000);
+    let c = open_with(dir.path(), &clock, |c| c.with_brokers(vec![1, 2]));
+    c.create_topic("ok", 1, 1).unwrap();
+    // A file where broker 2's directory must go makes the creation fail at
+    // its second partition, after the first one was created on broker 1.
+    let blocker = dir.path().join("broker-2");
+    std::fs::write(&blocker, b"a file where a directory must go").unwrap();
+    let e = c.create_topic("late", 4, 1).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::StorageError, "{e}");
+    assert!(e.to_string().contains("broker-2"), "{e}");
+    assert_eq!(c.state(), LifecycleState::Running);
+    assert!(
+        !dir.path().join("broker-1").join("late-0").exists(),
+        "the partition created before the failure was removed"
+    );
+    assert_eq!(c.list_topics().unwrap(), vec!["ok".to_string()]);
+    put(&c, &tp("ok", 0), "still writable").await;
+    std::fs::remove_file(&blocker).unwrap();
+    c.create_topic("late", 4, 1).unwrap();
+    c.close().await.unwrap();
+    drop(c);
+    open_with(dir.path(), &clock, |c| c.with_brokers(vec![1, 2]))
+        .close()
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_directory_in_the_way_of_a_new_topic_is_refused_before_anything_is_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_000);
+    let c = open(dir.path(), &clock);
+    c.create_topic("ok", 1, 1).unwrap();
+    let stray = dir.path().join("broker-1").join("late-2");
+    std::fs::create_dir_all(&stray).unwrap();
+    let e = c.create_topic("late", 4, 1).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::StorageError, "{e}");
+    assert!(e.to_string().contains("already exists"), "{e}");
+    assert!(!dir.path().join("broker-1").join("late-0").exists());
+    assert_eq!(c.state(), LifecycleState::Running);
+    c.close().await.unwrap();
+}

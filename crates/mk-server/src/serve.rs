@@ -21,6 +21,7 @@ pub async fn run(settings: Settings) -> ExitCode {
 }
 
 async fn serve(settings: Settings) -> Result<(), String> {
+    raise_open_file_limit();
     // The ports are taken first, so a taken port fails before the data dir
     // is touched; but they only listen once the cluster is open, so no
     // client connects to a broker that cannot answer yet (its connection is
@@ -124,6 +125,35 @@ async fn serve(settings: Settings) -> Result<(), String> {
         .map_err(|e| format!("closing the data directory failed: {e}"))?;
     tracing::info!("stopped cleanly");
     Ok(())
+}
+
+/// Raises the soft limit on open files to the hard limit, as Kafka's
+/// packaging asks operators to: every replica keeps a segment open and
+/// every connection is a descriptor, and the default soft limit (often
+/// 1024) is far below what the hard limit allows. Topic creation then
+/// refuses, before touching the disk, what would not fit under it.
+fn raise_open_file_limit() {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    if limit.current == limit.maximum {
+        return;
+    }
+    let raised = Rlimit {
+        current: limit.maximum,
+        maximum: limit.maximum,
+    };
+    match setrlimit(Resource::Nofile, raised) {
+        Ok(()) => tracing::info!(
+            from = ?limit.current,
+            to = ?limit.maximum,
+            "raised the open-file limit to the hard limit"
+        ),
+        Err(e) => tracing::warn!(
+            limit = ?limit.current,
+            error = %e,
+            "cannot raise the open-file limit; topic creation is bounded by the current one"
+        ),
+    }
 }
 
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM.

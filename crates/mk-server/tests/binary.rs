@@ -29,7 +29,22 @@ impl Drop for ServerProcess {
 }
 
 fn start(data_dir: &Path, extra: &[&str]) -> ServerProcess {
-    let mut child = Command::new(BIN)
+    start_wrapped(&[], data_dir, extra)
+}
+
+/// Like `start`, with the server run by `wrapper` (a command that runs the
+/// next one, e.g. `prlimit --nofile=...`); the child's pid is the server's
+/// once the wrapper has exec'ed it.
+fn start_wrapped(wrapper: &[&str], data_dir: &Path, extra: &[&str]) -> ServerProcess {
+    let mut command = match wrapper.split_first() {
+        None => Command::new(BIN),
+        Some((program, args)) => {
+            let mut c = Command::new(program);
+            c.args(args).arg(BIN);
+            c
+        }
+    };
+    let mut child = command
         .args([
             "--listen",
             "127.0.0.1:0",
@@ -415,4 +430,50 @@ fn ports_refuse_connections_until_the_data_directory_is_open() {
         assert!(c.list_topics().await.unwrap().is_empty());
     });
     std::net::TcpStream::connect(&kafka).expect("the Kafka listener accepts once open");
+}
+
+#[tokio::test]
+async fn a_creation_that_cannot_fit_the_open_file_limit_is_refused_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    // The repro had 1024 and 2000 partitions; smaller numbers keep
+    // the test fast with the same proportions.
+    let server = start_wrapped(&["prlimit", "--nofile=100:100"], &data, &[]);
+    let mut c = JsonTcpClient::connect(&server.addr).await.unwrap();
+    let e = c.create_topic("big", 150, 1).await.unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains("INVALID_REQUEST")
+            && msg.contains("open files")
+            && msg.contains("limit of 100"),
+        "{msg}"
+    );
+    let left: Vec<_> = std::fs::read_dir(data.join("broker-1"))
+        .map(|d| d.map(|e| e.unwrap().file_name()).collect())
+        .unwrap_or_default();
+    assert!(
+        left.is_empty(),
+        "nothing of the refused topic is on disk: {left:?}"
+    );
+    // The broker is unharmed: it lists, creates what fits, and writes.
+    assert!(c.list_topics().await.unwrap().is_empty());
+    c.create_topic("small", 5, 1).await.unwrap();
+    let tp = TopicPartition::new("small", 4);
+    let o = c
+        .produce_one(&tp, None, Some(Bytes::from("v")), AckMode::One)
+        .await
+        .unwrap();
+    assert_eq!(o, Some(0));
+    drop(server);
+    // With a higher hard limit the server raises its soft limit to it, and
+    // the same creation fits.
+    let dir = tempfile::tempdir().unwrap();
+    let server = start_wrapped(
+        &["prlimit", "--nofile=100:400"],
+        &dir.path().join("data"),
+        &[],
+    );
+    let mut c = JsonTcpClient::connect(&server.addr).await.unwrap();
+    c.create_topic("big", 150, 1).await.unwrap();
+    assert_eq!(c.list_topics().await.unwrap(), vec!["big".to_string()]);
 }
