@@ -131,7 +131,8 @@ impl BrokerCluster {
         crate::topics::finish_pending_deletions(&config.data_dir, &mut metadata)?;
         crate::topics::check_no_unknown_partitions(&config.data_dir, &metadata, metadata_existed)?;
         metadata.persist_upgrade()?;
-        let identities = ProducerIdentityStore::open(&config.data_dir)?;
+        let mut identities = ProducerIdentityStore::open(&config.data_dir)?;
+        let mut seen_producers: BTreeMap<i64, i32> = BTreeMap::new();
         let mut topics = BTreeMap::new();
         let mut epoch_changes = Vec::new();
         for meta in metadata.topics() {
@@ -149,6 +150,9 @@ impl BrokerCluster {
                     replication_config(&config, &meta.config, &faults),
                     clock.clone(),
                 )?;
+                for (id, epoch) in set.producer_epochs() {
+                    note_producer(&mut seen_producers, id, epoch);
+                }
                 if (set.leader_id(), set.leader_epoch()) != (p.leader_id, p.leader_epoch) {
                     epoch_changes.push((tp.clone(), set.leader_id(), set.leader_epoch()));
                 }
@@ -187,6 +191,12 @@ impl BrokerCluster {
             },
             clock.clone(),
         )?;
+        for t in recovered.coordinator.list() {
+            note_producer(&mut seen_producers, t.producer_id, t.producer_epoch);
+        }
+        // The logs, not the store, are the truth about which producer ids
+        // are taken: a lost or stale store must never hand one out again.
+        identities.respect_seen(&seen_producers)?;
         let started_ms = clock.now_ms();
         let cluster = Arc::new(Self {
             config,
@@ -447,6 +457,12 @@ impl PartitionSlot {
             unflushed: Mutex::new(Unflushed::synced(now_ms)),
         }
     }
+}
+
+/// Records that producer `id` is known at `epoch` (keeping the highest).
+fn note_producer(seen: &mut BTreeMap<i64, i32>, id: i64, epoch: i32) {
+    let e = seen.entry(id).or_insert(epoch);
+    *e = (*e).max(epoch);
 }
 
 /// The log settings of one topic's replicas.

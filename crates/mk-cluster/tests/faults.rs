@@ -221,3 +221,65 @@ async fn a_directory_in_the_way_of_a_new_topic_is_refused_before_anything_is_cre
     assert_eq!(c.state(), LifecycleState::Running);
     c.close().await.unwrap();
 }
+
+/// One idempotent record from `id` at sequence `seq`.
+async fn idempotent_put(
+    c: &BrokerCluster,
+    p: &TopicPartition,
+    id: ProducerIdentity,
+    seq: i32,
+    value: &str,
+) -> ProduceResponse {
+    c.produce(ProduceRequest {
+        tp: p.clone(),
+        records: vec![ProduceEntry {
+            value: Some(b(value)),
+            ..ProduceEntry::default()
+        }],
+        acks: AckMode::All,
+        producer: Some(ProducerInfo {
+            producer_id: id.producer_id,
+            producer_epoch: id.epoch,
+            base_sequence: seq,
+        }),
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_deleted_identity_store_never_hands_out_an_id_the_log_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_000);
+    let c = open(dir.path(), &clock);
+    c.create_topic("t", 1, 1).unwrap();
+    let p = tp("t", 0);
+    let first = c.init_producer(Some("first")).unwrap();
+    assert!(
+        !idempotent_put(&c, &p, first, 0, "from first")
+            .await
+            .duplicate
+    );
+    c.close().await.unwrap();
+    drop(c);
+    std::fs::remove_file(dir.path().join("producer-identities.json")).unwrap();
+    let c = open(dir.path(), &clock);
+    let second = c.init_producer(Some("second")).unwrap();
+    assert_ne!(
+        second.producer_id, first.producer_id,
+        "a new producer must not get an id the log holds"
+    );
+    let sent = idempotent_put(&c, &p, second, 0, "from second").await;
+    assert!(
+        !sent.duplicate,
+        "the second producer's first record is stored"
+    );
+    let got = c.fetch(&FetchRequest::new(p.clone(), 0, 10)).unwrap();
+    let values: Vec<_> = got
+        .records
+        .iter()
+        .map(|r| r.value.clone().unwrap())
+        .collect();
+    assert_eq!(values, vec![b("from first"), b("from second")]);
+    c.close().await.unwrap();
+}

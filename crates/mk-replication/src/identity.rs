@@ -107,6 +107,49 @@ impl ProducerIdentityStore {
         Ok(identity)
     }
 
+    /// Makes sure the store never hands out an identity the logs already
+    /// hold: `seen` is every producer id found in the logs (and the
+    /// transaction journal) with its highest epoch. The next new id goes
+    /// above every seen one, and a known name's next epoch above the epoch
+    /// seen for its id. A store that was deleted, or restored from an older
+    /// backup, is so rebuilt safely instead of handing the same id and
+    /// epoch to a second producer (whose first records would then be
+    /// answered as duplicates and never stored). Persists and returns true
+    /// when something had to change.
+    pub fn respect_seen(&mut self, seen: &BTreeMap<i64, i32>) -> Result<bool> {
+        let mut next = self.file.clone();
+        if let Some((&max_id, _)) = seen.iter().next_back()
+            && max_id >= next.next_producer_id
+        {
+            next.next_producer_id = max_id.checked_add(1).ok_or_else(|| {
+                ReplicationError::InvalidRequest("producer ids are exhausted".into())
+            })?;
+        }
+        for identity in next.producers.values_mut() {
+            if let Some(&epoch) = seen.get(&identity.producer_id) {
+                identity.epoch = identity.epoch.max(epoch);
+            }
+        }
+        if next.next_producer_id == self.file.next_producer_id
+            && next.producers == self.file.producers
+        {
+            return Ok(false);
+        }
+        tracing::warn!(
+            path = %self.path.display(),
+            next_producer_id = next.next_producer_id,
+            was = self.file.next_producer_id,
+            "the producer identity store is behind the logs (deleted or restored from an older copy); \
+             it now continues above every producer id and epoch the logs hold"
+        );
+        let bytes = serde_json::to_vec(&next).map_err(|e| {
+            StorageError::unusable(&self.path, format!("cannot encode identity store: {e}"))
+        })?;
+        fsutil::write_atomic(&self.path, &bytes)?;
+        self.file = next;
+        Ok(true)
+    }
+
     /// The current identity of `name`, if it was ever allocated.
     pub fn get(&self, name: &str) -> Option<ProducerIdentity> {
         self.file.producers.get(name).copied()
@@ -190,6 +233,27 @@ mod tests {
             1,
             "no temp file left"
         );
+    }
+
+    #[test]
+    fn the_store_continues_above_every_id_and_epoch_the_logs_hold() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = ProducerIdentityStore::open(dir.path()).unwrap();
+        let id = |producer_id, epoch| ProducerIdentity { producer_id, epoch };
+        assert_eq!(store.allocate("a").unwrap(), id(1, 0));
+        // The logs know id 1 at epoch 4 and id 7: "a" continues at epoch 5
+        // and a new name gets 8.
+        let seen = BTreeMap::from([(1, 4), (7, 0)]);
+        assert!(store.respect_seen(&seen).unwrap());
+        assert!(
+            !store.respect_seen(&seen).unwrap(),
+            "nothing left to change"
+        );
+        drop(store);
+        let mut store = ProducerIdentityStore::open(dir.path()).unwrap();
+        assert_eq!(store.allocate("a").unwrap(), id(1, 5));
+        assert_eq!(store.allocate("b").unwrap(), id(8, 0));
+        assert!(!store.respect_seen(&BTreeMap::new()).unwrap());
     }
 
     #[test]

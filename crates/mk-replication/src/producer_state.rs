@@ -93,6 +93,11 @@ impl ProducerStateMap {
         self.producers.get(&producer_id)
     }
 
+    /// Every producer id with state here and its epoch.
+    pub(crate) fn epochs(&self) -> impl Iterator<Item = (i64, i32)> + '_ {
+        self.producers.iter().map(|(id, e)| (*id, e.epoch))
+    }
+
     /// Updates the state with a batch that is now in the log. A newer epoch
     /// (from a data batch or a transaction marker) forgets the older
     /// epoch's batches; markers carry no sequence and add no batch.

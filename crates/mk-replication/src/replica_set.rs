@@ -293,6 +293,23 @@ impl PartitionReplicaSet {
         self.leader().producers.get(producer_id).cloned()
     }
 
+    /// Every producer id this partition knows — from the state of any
+    /// replica's log or a registration — with the highest epoch known for
+    /// it. An identity store must never hand these out again.
+    pub fn producer_epochs(&self) -> BTreeMap<i64, i32> {
+        let mut out = BTreeMap::new();
+        let seen = self
+            .replicas
+            .values()
+            .flat_map(|r| r.producers.epochs())
+            .chain(self.registrations.iter().map(|(id, e)| (*id, *e)));
+        for (id, epoch) in seen {
+            let e = out.entry(id).or_insert(epoch);
+            *e = (*e).max(epoch);
+        }
+        out
+    }
+
     /// The epoch registered for `producer_id` with `register_producer`.
     pub fn registered_epoch(&self, producer_id: i64) -> Option<i32> {
         self.registrations.get(&producer_id).copied()
