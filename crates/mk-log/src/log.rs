@@ -162,6 +162,8 @@ pub struct PartitionLog {
     /// Base offsets listed in the recovery checkpoint on disk (empty when
     /// there is none): the flush rewrites it when the closed segments change.
     pub(crate) recovery_bases: Vec<i64>,
+    /// Opened without a clean shutdown behind it (see `opened_after_crash`).
+    after_crash: bool,
 }
 
 impl PartitionLog {
@@ -181,6 +183,7 @@ impl PartitionLog {
             mut segments,
             txns,
             recovery_bases,
+            after_crash,
         } = recovery::recover(dir, &config)?;
         // Recovery refuses overlapping segments (as STORAGE_ERROR), so what
         // it hands back is ordered; checking costs one comparison a segment.
@@ -217,6 +220,7 @@ impl PartitionLog {
             failed: None,
             dir_dirty,
             recovery_bases,
+            after_crash,
         };
         if log.dir_dirty {
             log.sync_dir()?;
@@ -311,6 +315,14 @@ impl PartitionLog {
     /// Bytes of every log and index file.
     pub fn size_bytes(&self) -> u64 {
         self.segments.iter().map(|s| s.size + s.index_bytes).sum()
+    }
+
+    /// True when this log existed but was not closed cleanly before this
+    /// open (a crash or power loss): data that was never fsynced may be
+    /// gone, so replicas cannot assume that equal epochs mean equal data.
+    /// A new log is not "after a crash".
+    pub fn opened_after_crash(&self) -> bool {
+        self.after_crash
     }
 
     /// True after an I/O failure; the log then refuses writes.

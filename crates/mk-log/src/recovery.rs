@@ -31,6 +31,10 @@ pub(crate) struct Recovered {
     /// none was): the next flush rewrites it only if the closed segments
     /// differ.
     pub recovery_bases: Vec<i64>,
+    /// The log had files but no matching clean-shutdown checkpoint: the
+    /// process that wrote it did not close it (a crash or a power loss), so
+    /// whatever was not fsynced may be gone.
+    pub after_crash: bool,
 }
 
 /// Recovers the segments of the log in `dir` (which exists).
@@ -50,8 +54,10 @@ pub(crate) fn recover(dir: &Path, config: &LogConfig) -> Result<Recovered> {
             segments,
             txns,
             recovery_bases: Vec::new(),
+            after_crash: false,
         });
     }
+    let after_crash = !bases.is_empty();
     let recovery_point =
         fsutil::read_optional(&dir.join(CheckpointKind::RecoveryPoint.file_name()))?;
     let Some(cp) = usable(recovery_point, CheckpointKind::RecoveryPoint, dir, &bases) else {
@@ -61,6 +67,7 @@ pub(crate) fn recover(dir: &Path, config: &LogConfig) -> Result<Recovered> {
             segments,
             txns,
             recovery_bases: Vec::new(),
+            after_crash,
         });
     };
     // After a crash, segments below the recovery point were fsynced and
@@ -73,6 +80,7 @@ pub(crate) fn recover(dir: &Path, config: &LogConfig) -> Result<Recovered> {
         segments,
         txns,
         recovery_bases,
+        after_crash,
     })
 }
 

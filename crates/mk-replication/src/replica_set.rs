@@ -114,8 +114,11 @@ impl PartitionReplicaSet {
     ///   `leader_epoch` (a crash after `promote` wrote the new leader's cache
     ///   but before the cluster persisted the epoch), the leader takes a
     ///   fresh epoch above every epoch seen, so no epoch ever has two
-    ///   writers. `leader_epoch()` then differs from the assignment and the
-    ///   caller must persist it.
+    ///   writers. After an unclean shutdown (any replica log opened without
+    ///   its clean-shutdown checkpoint) the leader takes a new epoch too, so
+    ///   that tails lost differently by different replicas cannot hide as
+    ///   equal data of one epoch. `leader_epoch()` then differs from the
+    ///   assignment and the caller must persist it.
     /// - ISR = the leader plus every follower whose LEO and epoch cache equal
     ///   the leader's (equal caches are what make equal LEOs mean equal
     ///   data; the others reconcile on their first fetch).
@@ -1000,19 +1003,35 @@ fn fresh_leader_epoch(
         .values()
         .filter_map(|r| r.epochs.latest().map(|e| e.epoch))
         .max();
-    let Some(seen) = max_seen.filter(|s| *s > assignment.leader_epoch) else {
+    let after_crash = replicas.values().any(|r| r.log.opened_after_crash());
+    let newer_seen = max_seen.filter(|s| *s > assignment.leader_epoch);
+    if newer_seen.is_none() && !after_crash {
         return Ok(assignment.leader_epoch);
-    };
-    let fresh = seen.checked_add(1).ok_or_else(|| {
-        ReplicationError::InvalidRequest(format!("{tp}: leader epoch {seen} cannot grow"))
+    }
+    // After a crash or power loss each replica may have lost a different
+    // unflushed tail of the same epoch; appending in that epoch again
+    // would let a follower's divergent tail look like the leader's data.
+    // A new epoch makes reconciliation find and cut it (KIP-101).
+    let base = newer_seen.unwrap_or(assignment.leader_epoch);
+    let fresh = base.checked_add(1).ok_or_else(|| {
+        ReplicationError::InvalidRequest(format!("{tp}: leader epoch {base} cannot grow"))
     })?;
-    tracing::warn!(
-        partition = %tp,
-        metadata_epoch = assignment.leader_epoch,
-        seen_epoch = seen,
-        new_epoch = fresh,
-        "a replica knows a newer leader epoch than the metadata; the leader takes a fresh epoch"
-    );
+    if after_crash {
+        tracing::info!(
+            partition = %tp,
+            old_epoch = base,
+            new_epoch = fresh,
+            "opened after an unclean shutdown; the leader takes a new epoch"
+        );
+    } else {
+        tracing::warn!(
+            partition = %tp,
+            metadata_epoch = assignment.leader_epoch,
+            seen_epoch = base,
+            new_epoch = fresh,
+            "a replica knows a newer leader epoch than the metadata; the leader takes a fresh epoch"
+        );
+    }
     Ok(fresh)
 }
 

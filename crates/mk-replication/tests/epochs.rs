@@ -383,7 +383,55 @@ fn leader_epoch_checkpoint_is_persisted_in_each_replica_directory() {
     assert_eq!(read(1), "0\n2\n0 0\n1 1\n");
     let set = h.crash_reopen(set);
     assert_eq!(set.epoch_entries(1).unwrap(), entries(&[(0, 0), (1, 1)]));
-    assert_eq!((set.leader_id(), set.leader_epoch()), (2, 1));
+    // After an unclean restart the leader starts a new epoch at its LEO.
+    assert_eq!((set.leader_id(), set.leader_epoch()), (2, 2));
+    assert_eq!(
+        set.epoch_entries(2).unwrap(),
+        entries(&[(0, 0), (1, 1), (2, 2)])
+    );
+}
+
+#[test]
+fn an_unclean_restart_bumps_the_leader_epoch_so_a_tail_only_the_leader_lost_is_cut() {
+    let h = Harness::new();
+    let mut set = h.create(&[1, 2]);
+    put(&mut set, &["a"]);
+    let after_a = set.leader_log().active().log_bytes;
+    put(&mut set, &["b"]);
+    set.replicate_all_once().unwrap();
+    assert_eq!(
+        values(set.replica_log(2).unwrap()),
+        vals(&[(0, "a"), (1, "b")])
+    );
+    let assignment = set.assignment();
+    set.crash();
+    // A power loss took the leader's unflushed "b"; the follower kept it.
+    let segment = replica_dir(h.dir.path(), 1, &h.tp).join(format!("{:020}.log", 0));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&segment)
+        .unwrap()
+        .set_len(after_a)
+        .unwrap();
+    let mut set = h.open(assignment);
+    assert_eq!(
+        set.leader_epoch(),
+        1,
+        "a new epoch after the unclean restart"
+    );
+    // The leader writes offset 1 again before the follower fetches: in the
+    // old epoch the follower's "b" would look like the leader's data.
+    put(&mut set, &["c"]);
+    set.replicate_all_once().unwrap();
+    set.replicate_all_once().unwrap();
+    assert_eq!(
+        values(set.replica_log(2).unwrap()),
+        vals(&[(0, "a"), (1, "c")])
+    );
+    assert_isr_identical_below_hw(&set);
+    // A clean restart keeps the epoch.
+    let set = h.reopen(set);
+    assert_eq!(set.leader_epoch(), 1);
 }
 
 #[test]
