@@ -283,3 +283,33 @@ async fn a_deleted_identity_store_never_hands_out_an_id_the_log_holds() {
     assert_eq!(values, vec![b("from first"), b("from second")]);
     c.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_damaged_offsets_log_after_a_crash_refuses_to_start_instead_of_losing_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_000);
+    let c = open(dir.path(), &clock);
+    c.create_topic("t", 1, 1).unwrap();
+    for offset in 1..=5 {
+        let commit = std::collections::BTreeMap::from([(tp("t", 0), offset)]);
+        c.commit_offsets_direct("g", &commit).unwrap();
+    }
+    c.crash();
+    drop(c);
+    // A flipped byte inside the first commit record; four intact commits
+    // follow it in the active segment.
+    let segment = dir
+        .path()
+        .join(format!("{OFFSETS_TOPIC}-0"))
+        .join(format!("{:020}.log", 0));
+    let mut bytes = std::fs::read(&segment).unwrap();
+    bytes[30] ^= 0xff;
+    std::fs::write(&segment, &bytes).unwrap();
+    let e = BrokerCluster::open(MiniKafkaConfig::new(dir.path())).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::StorageError, "{e}");
+    assert!(
+        e.to_string().contains("not a torn write") && e.to_string().contains(OFFSETS_TOPIC),
+        "{e}"
+    );
+    assert_eq!(std::fs::read(&segment).unwrap(), bytes, "no commit was cut");
+}

@@ -43,6 +43,14 @@ pub(crate) fn recover(dir: &Path, config: &LogConfig) -> Result<Recovered> {
     let bases = list_segment_bases(dir)?;
     let cp_path = dir.join(CheckpointKind::CleanShutdown.file_name());
     let checkpoint = fsutil::read_optional(&cp_path)?;
+    let rp_path = dir.join(CheckpointKind::RecoveryPoint.file_name());
+    let recovery_point = fsutil::read_optional(&rp_path)?;
+    // Before anything is changed, so the refusal repeats on every open.
+    for (bytes, path) in [(&checkpoint, &cp_path), (&recovery_point, &rp_path)] {
+        if let Some(cp) = bytes.as_deref().and_then(|b| Checkpoint::decode(b).ok()) {
+            check_listed_segments_exist(dir, &cp, &bases, path)?;
+        }
+    }
     if checkpoint.is_some() {
         // From here on any crash must be treated as unclean.
         fsutil::remove_if_exists(&cp_path)?;
@@ -58,8 +66,6 @@ pub(crate) fn recover(dir: &Path, config: &LogConfig) -> Result<Recovered> {
         });
     }
     let after_crash = !bases.is_empty();
-    let recovery_point =
-        fsutil::read_optional(&dir.join(CheckpointKind::RecoveryPoint.file_name()))?;
     let Some(cp) = usable(recovery_point, CheckpointKind::RecoveryPoint, dir, &bases) else {
         let (segments, txns) =
             recover_segments(dir, config, &bases, Vec::new(), TxnIndex::default())?;
@@ -82,6 +88,42 @@ pub(crate) fn recover(dir: &Path, config: &LogConfig) -> Result<Recovered> {
         recovery_bases,
         after_crash,
     })
+}
+
+/// Refuses a log from which a segment that a checkpoint lists has
+/// disappeared while later segments remain: every way this code removes
+/// segments forgets the checkpoints first, so this is a file deleted from
+/// outside, and opening would silently skip its offsets (gaps between
+/// segments are legal after compaction, so the offsets alone cannot tell).
+fn check_listed_segments_exist(
+    dir: &Path,
+    cp: &Checkpoint,
+    bases: &[i64],
+    checkpoint_path: &Path,
+) -> Result<()> {
+    let Some(&last_on_disk) = bases.last() else {
+        return Ok(());
+    };
+    let missing: Vec<i64> = cp
+        .segments
+        .iter()
+        .map(|s| s.base_offset)
+        .filter(|b| *b < last_on_disk && bases.binary_search(b).is_err())
+        .collect();
+    let Some(first) = missing.first() else {
+        return Ok(());
+    };
+    Err(LogError::storage(
+        segment_path(dir, *first, LOG_EXT),
+        format!(
+            "{} segment file(s) listed by {} are missing while later segments exist \
+             (missing bases {missing:?}, on disk {bases:?}): their offsets would be silently \
+             skipped. Restore the files, or move the partition directory away to give up \
+             its data",
+            missing.len(),
+            checkpoint_path.display()
+        ),
+    ))
 }
 
 /// Parses the base offset out of a segment file name (`<20 digits>.<ext>`).
@@ -225,6 +267,31 @@ fn recover_segments(
                     format!("corrupt closed segment at position {pos}: {reason}"),
                 ));
             }
+            // A write torn by a crash is the end of what was written; an
+            // intact batch after the bad bytes means the bytes were damaged
+            // at rest, and cutting there would drop data that was stored.
+            if let Some((at, offset)) =
+                intact_frame_after(&file, &path, pos, len, seg.next_offset, config)?
+            {
+                return Err(LogError::storage(
+                    &path,
+                    format!(
+                        "damaged bytes in the active segment at position {pos} ({reason}), \
+                         followed by an intact batch at offset {offset} (position {at}): this is \
+                         not a torn write, so nothing is cut. Restore the file, or to give up \
+                         everything from position {pos} on, truncate it to {pos} bytes \
+                         (truncate -s {pos} {})",
+                        path.display()
+                    ),
+                ));
+            }
+            tracing::warn!(
+                path = %path.display(),
+                position = pos,
+                bytes = len - pos,
+                reason,
+                "cutting a torn write off the end of the active segment"
+            );
             // Torn write repair: cut the active segment at the first bad frame.
             let f = OpenOptions::new()
                 .write(true)
@@ -238,6 +305,68 @@ fn recover_segments(
         segments.push(seg);
     }
     Ok((segments, txns))
+}
+
+/// The first intact frame (envelope, CRC and structure valid, starting at
+/// or after `expected_offset`) that starts after position `bad` in
+/// `[bad, len)` of a segment file: its position and base offset. Only
+/// candidates that begin with the magic are decoded, so the cost is one
+/// read of the rest of the segment.
+fn intact_frame_after(
+    file: &File,
+    path: &Path,
+    bad: u64,
+    len: u64,
+    expected_offset: i64,
+    config: &LogConfig,
+) -> Result<Option<(u64, i64)>> {
+    use std::os::unix::fs::FileExt;
+    const WINDOW: u64 = 1 << 20;
+    let read = |at: u64, n: u64| -> Result<Vec<u8>> {
+        let mut buf = vec![0u8; n as usize];
+        let mut done = 0;
+        while done < buf.len() {
+            match file.read_at(&mut buf[done..], at + done as u64) {
+                Ok(0) => break,
+                Ok(k) => done += k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(LogError::io(path, e)),
+            }
+        }
+        buf.truncate(done);
+        Ok(buf)
+    };
+    let mut start = bad + 1;
+    while start < len {
+        // Windows overlap by the magic's length so no candidate is missed.
+        let window = read(start, WINDOW.min(len - start))?;
+        for (i, w) in window.windows(codec::MAGIC.len()).enumerate() {
+            if w != codec::MAGIC {
+                continue;
+            }
+            let at = start + i as u64;
+            let head = read(at, codec::FRAME_HEADER_BYTES as u64)?;
+            let Ok(Some(frame_len)) = codec::peek_frame_len(&head, config.max_batch_bytes) else {
+                continue;
+            };
+            if at + frame_len as u64 > len {
+                continue;
+            }
+            let frame = bytes::Bytes::from(read(at, frame_len as u64)?);
+            let intact = codec::decode_header(&frame, config.max_batch_bytes)
+                .ok()
+                .filter(|h| h.base_offset >= expected_offset)
+                .filter(|h| codec::decode_verified(&frame, h).is_ok());
+            if let Some(h) = intact {
+                return Ok(Some((at, h.base_offset)));
+            }
+        }
+        if start + WINDOW >= len {
+            break;
+        }
+        start += WINDOW - codec::MAGIC.len() as u64 + 1;
+    }
+    Ok(None)
 }
 
 impl PartitionLog {

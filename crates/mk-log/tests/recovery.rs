@@ -74,7 +74,7 @@ fn torn_tail_of_the_active_segment_is_repaired_on_open() {
 }
 
 #[test]
-fn corrupt_frame_in_active_segment_truncates_it_and_everything_after() {
+fn damage_inside_the_active_segment_refuses_to_open_but_a_damaged_last_frame_is_cut() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = LogConfig::default();
     let mut log = open(dir.path(), &cfg);
@@ -83,14 +83,86 @@ fn corrupt_frame_in_active_segment_truncates_it_and_everything_after() {
         infos.push(log.append(keyed(i, 1000, 0)).unwrap());
     }
     drop(log);
-    // Flip a byte inside the 6th batch's payload: it and all later go.
+    // A flipped byte inside the 6th batch, with intact batches after it:
+    // damage at rest, not a torn write. Nothing may be cut.
     let path = seg(dir.path(), 0, "log");
     let mut bytes = std::fs::read(&path).unwrap();
-    bytes[infos[5].position as usize + 20] ^= 0xff;
+    let at = infos[5].position as usize + 20;
+    bytes[at] ^= 0xff;
+    std::fs::write(&path, &bytes).unwrap();
+    for _ in 0..2 {
+        let err = PartitionLog::open(dir.path(), cfg.clone(), 0).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::StorageError, "{err}");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("not a torn write")
+                && msg.contains("intact batch at offset 6")
+                && msg.contains(&format!("truncate -s {}", infos[5].position)),
+            "{msg}"
+        );
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            bytes,
+            "the file is untouched"
+        );
+    }
+    // The operator's way out that the message names: cut the file there.
+    OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(infos[5].position)
+        .unwrap();
+    assert_eq!(open(dir.path(), &cfg).leo(), 5);
+    // Damage in the last frame has nothing intact after it: a torn write,
+    // cut as before.
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), &cfg);
+    let mut last = None;
+    for i in 0..4 {
+        last = Some(log.append(keyed(i, 1000, 0)).unwrap());
+    }
+    drop(log);
+    let last = last.unwrap();
+    let path = seg(dir.path(), 0, "log");
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[last.position as usize + 20] ^= 0xff;
     std::fs::write(&path, &bytes).unwrap();
     let log = open(dir.path(), &cfg);
-    assert_eq!(log.leo(), 5);
-    assert_eq!(std::fs::metadata(&path).unwrap().len(), infos[5].position);
+    assert_eq!(log.leo(), 3);
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), last.position);
+}
+
+#[test]
+fn a_segment_deleted_from_the_middle_refuses_to_open() {
+    for clean in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = small_config();
+        let mut log = open(dir.path(), &cfg);
+        for i in 0..30 {
+            log.append(keyed(i, 100, 0)).unwrap();
+        }
+        let bases: Vec<i64> = log.segments().iter().map(|s| s.base_offset).collect();
+        assert!(bases.len() >= 3, "{bases:?}");
+        if clean {
+            log.close().unwrap();
+        } else {
+            // A flush records the closed segments; then the process dies.
+            log.flush().unwrap();
+            drop(log);
+        }
+        let middle = bases[1];
+        std::fs::remove_file(seg(dir.path(), middle, "log")).unwrap();
+        for _ in 0..2 {
+            let err = PartitionLog::open(dir.path(), cfg.clone(), 0).unwrap_err();
+            assert_eq!(err.code(), ErrorCode::StorageError, "{err}");
+            let msg = err.to_string();
+            assert!(
+                msg.contains("are missing") && msg.contains(&format!("{middle:020}.log")),
+                "clean={clean}: {msg}"
+            );
+        }
+    }
 }
 
 #[test]
@@ -138,7 +210,12 @@ fn non_contiguous_segments_refuse_to_open() {
     let second = log.segments()[1].base_offset;
     log.close().unwrap();
     // Rename the second segment's log below the first one's end: overlap.
+    // Without the checkpoints, which would already name the renamed file as
+    // missing, the scan itself must find the overlap.
     std::fs::rename(seg(dir.path(), second, "log"), seg(dir.path(), 1, "log")).unwrap();
+    for checkpoint in ["clean-shutdown", "recovery-checkpoint"] {
+        let _ = std::fs::remove_file(dir.path().join(checkpoint));
+    }
     let err = PartitionLog::open(dir.path(), cfg, 0).unwrap_err();
     assert_eq!(err.code(), ErrorCode::StorageError);
     assert!(err.to_string().contains("not contiguous"), "{err}");
