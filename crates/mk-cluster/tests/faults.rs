@@ -313,3 +313,42 @@ async fn a_damaged_offsets_log_after_a_crash_refuses_to_start_instead_of_losing_
     );
     assert_eq!(std::fs::read(&segment).unwrap(), bytes, "no commit was cut");
 }
+
+#[tokio::test]
+async fn a_damaged_journal_line_with_later_states_refuses_to_start_instead_of_aborting_a_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_000);
+    let c = open(dir.path(), &clock);
+    c.create_topic("t", 1, 1).unwrap();
+    let h = c.begin_transaction("tx").await.unwrap();
+    c.txn_send(&h, "t", None, Some(b("committed")), Some(0))
+        .await
+        .unwrap();
+    c.commit_transaction(&h).await.unwrap();
+    c.crash();
+    drop(c);
+    let journal = dir.path().join(mk_txn::JOURNAL_FILE_NAME);
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines.len() >= 3, "{text}");
+    // A flipped byte in the middle of the PrepareCommit line, which the
+    // CompleteCommit line follows.
+    let prepare = lines
+        .iter()
+        .position(|l| l.contains("PrepareCommit"))
+        .unwrap();
+    assert!(prepare + 1 < lines.len());
+    let at: usize =
+        lines[..prepare].iter().map(|l| l.len() + 1).sum::<usize>() + lines[prepare].len() / 2;
+    let mut bytes = text.into_bytes();
+    bytes[at] ^= 0x01;
+    std::fs::write(&journal, &bytes).unwrap();
+    let e = BrokerCluster::open(MiniKafkaConfig::new(dir.path())).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::StorageError, "{e}");
+    assert!(
+        e.to_string().contains(&format!("line {}", prepare + 1))
+            && e.to_string().contains("not a torn append"),
+        "{e}"
+    );
+    assert_eq!(std::fs::read(&journal).unwrap(), bytes, "nothing was cut");
+}

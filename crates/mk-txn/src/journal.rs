@@ -190,6 +190,37 @@ pub(crate) fn scan(bytes: &[u8]) -> Scan {
     out
 }
 
+/// A torn append is the last thing in the file (every append is fsynced
+/// and a failed one stops the journal), so a bad line followed by a valid
+/// one was damaged at rest. Cutting there would silently drop the later
+/// states, e.g. re-resolve a committed transaction as aborted; the journal
+/// is refused instead, with the line to look at.
+fn refuse_damage_before_valid_lines(path: &Path, bytes: &[u8], scan: &Scan) -> Result<()> {
+    let rest = &bytes[scan.valid_len..];
+    let Some(bad_end) = rest.iter().position(|b| *b == b'\n') else {
+        return Ok(());
+    };
+    let valid_after = rest[bad_end + 1..]
+        .split(|b| *b == b'\n')
+        .filter(|line| decode_line(line).is_some())
+        .count();
+    if valid_after == 0 {
+        return Ok(());
+    }
+    let line = scan.entries.len() + 1;
+    Err(StorageError::unusable(
+        path,
+        format!(
+            "line {line} (byte {}) is damaged and {valid_after} valid line(s) follow it: this is \
+             not a torn append, so nothing is cut. Restore the journal from a backup, or delete \
+             line {line} to start (transactions whose latest state was on it resume from their \
+             previous state)",
+            scan.valid_len
+        ),
+    )
+    .into())
+}
+
 /// Keeps the last state per id.
 pub(crate) fn last_per_id(entries: Vec<TxnMetadata>) -> BTreeMap<String, TxnMetadata> {
     let mut map = BTreeMap::new();
@@ -306,6 +337,7 @@ impl Journal {
         file.read_to_end(&mut bytes)
             .map_err(|e| StorageError::io(path, e))?;
         let scan = scan(&bytes);
+        refuse_damage_before_valid_lines(path, &bytes, &scan)?;
         let truncated_bytes = (bytes.len() - scan.valid_len) as u64;
         if truncated_bytes > 0 {
             // Appends go to the end of the file, so the torn tail must go

@@ -264,11 +264,37 @@ fn torn_journal_tail_with_a_crc_mismatch_is_truncated() {
 }
 
 #[test]
-fn recovery_stops_at_the_first_bad_line_even_if_valid_lines_follow() {
+fn a_bad_line_followed_by_valid_lines_is_damage_and_refused_not_cut() {
     let line = prepare_commit_line();
-    let mut tail = b"bad line\n".to_vec();
-    tail.extend_from_slice(line.as_bytes());
-    assert_tail_is_cut(&tail);
+    let mut h = journal_with_a_send();
+    h.crash_coordinator();
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(h.journal_path())
+        .unwrap();
+    f.write_all(b"bad line\n").unwrap();
+    f.write_all(line.as_bytes()).unwrap();
+    drop(f);
+    let before = std::fs::read(h.journal_path()).unwrap();
+    let clock: SharedClock = Arc::new(h.clock.clone());
+    for _ in 0..2 {
+        let e =
+            TransactionCoordinator::open(&h.journal_path(), TxnConfig::default(), clock.clone())
+                .unwrap_err();
+        assert_eq!(e.code(), mk_core::ErrorCode::StorageError, "{e}");
+        let msg = e.to_string();
+        assert!(
+            msg.contains("line 4")
+                && msg.contains("1 valid line(s) follow")
+                && msg.contains("not a torn append"),
+            "{msg}"
+        );
+        assert_eq!(
+            std::fs::read(h.journal_path()).unwrap(),
+            before,
+            "nothing was cut"
+        );
+    }
 }
 
 #[test]
