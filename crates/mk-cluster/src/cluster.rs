@@ -218,6 +218,7 @@ impl BrokerCluster {
             offline_brokers: tokio::sync::watch::Sender::new(Default::default()),
         });
         cluster.recover_transactions(recovered.plans)?;
+        cluster.repair_hanging_transactions()?;
         Ok(cluster)
     }
 

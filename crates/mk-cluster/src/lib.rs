@@ -26,6 +26,7 @@ mod stats;
 mod steps;
 mod topics;
 mod transactions;
+mod txn_repair;
 
 pub use clients::ClusterClients;
 pub use cluster::{BrokerCluster, INTERNAL_TOPICS, OFFSETS_TOPIC};

@@ -352,3 +352,80 @@ async fn a_damaged_journal_line_with_later_states_refuses_to_start_instead_of_ab
     );
     assert_eq!(std::fs::read(&journal).unwrap(), bytes, "nothing was cut");
 }
+
+/// Cuts the last `n` batches off the single segment of `tp` on broker 1
+/// (what a power loss does to writes that were not fsynced yet).
+fn lose_last_batches(dir: &std::path::Path, tp: &TopicPartition, n: usize) {
+    let log_dir = dir.join("broker-1").join(tp.dir_name());
+    let log = mk_log::PartitionLog::open(&log_dir, mk_log::LogConfig::default(), 0).unwrap();
+    let batches = log.read_batches(0, usize::MAX, None).unwrap();
+    let keep: usize = batches[..batches.len() - n].iter().map(|b| b.size()).sum();
+    drop(log);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(log_dir.join(format!("{:020}.log", 0)))
+        .unwrap()
+        .set_len(keep as u64)
+        .unwrap();
+    for checkpoint in ["clean-shutdown", "recovery-checkpoint"] {
+        let _ = std::fs::remove_file(log_dir.join(checkpoint));
+    }
+}
+
+#[tokio::test]
+async fn a_lost_marker_is_written_again_on_open_so_the_lso_moves_on() {
+    for commit in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = ManualClock::new(1_000);
+        let c = open(dir.path(), &clock);
+        c.create_topic("t", 1, 1).unwrap();
+        let p = tp("t", 0);
+        let h = c.begin_transaction("tx").await.unwrap();
+        c.txn_send(&h, "t", None, Some(b("in the txn")), Some(0))
+            .await
+            .unwrap();
+        if commit {
+            c.commit_transaction(&h).await.unwrap();
+        } else {
+            c.abort_transaction(&h).await.unwrap();
+        }
+        put(&c, &p, "after").await;
+        c.crash();
+        drop(c);
+        // The marker (and the record after it) never reached the disk; the
+        // journal, fsynced per change, knows the outcome.
+        lose_last_batches(dir.path(), &p, 2);
+        let c = open(dir.path(), &clock);
+        let lso = c.last_stable_offset(&p).unwrap();
+        assert_eq!(
+            lso,
+            c.visible_end(&p).unwrap(),
+            "commit={commit}: the LSO is not stuck"
+        );
+        let read = c
+            .fetch(&FetchRequest::new(p.clone(), 0, 10).with_isolation(Isolation::ReadCommitted))
+            .unwrap();
+        let values: Vec<_> = read
+            .records
+            .iter()
+            .map(|r| r.value.clone().unwrap())
+            .collect();
+        let expected = if commit {
+            vec![b("in the txn")]
+        } else {
+            vec![]
+        };
+        assert_eq!(values, expected, "commit={commit}");
+        // The next transaction of the same id works as usual.
+        let h = c.begin_transaction("tx").await.unwrap();
+        c.txn_send(&h, "t", None, Some(b("next")), Some(0))
+            .await
+            .unwrap();
+        c.commit_transaction(&h).await.unwrap();
+        assert_eq!(
+            c.last_stable_offset(&p).unwrap(),
+            c.visible_end(&p).unwrap()
+        );
+        c.close().await.unwrap();
+    }
+}
