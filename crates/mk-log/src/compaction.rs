@@ -94,13 +94,31 @@ impl PartitionLog {
                 "delete_retention_ms must be >= 0, got {delete_retention_ms}"
             )));
         }
-        match self.compact_inner(now_ms, delete_retention_ms) {
+        let mut swapping = false;
+        match self.compact_inner(now_ms, delete_retention_ms, &mut swapping) {
             Ok(r) => Ok(r),
-            Err(e) => self.fail(e),
+            Err(e) if swapping => {
+                // Past the commit marker the files and the memory disagree
+                // until the next open rolls the swap forward.
+                self.latch(&e);
+                Err(e)
+            }
+            Err(e) => {
+                // Before the marker the live segments are untouched; what
+                // was written beside them goes, so a full disk gets no
+                // fuller, and a transient failure can simply be retried.
+                let _ = remove_cleaned_files(&self.dir);
+                self.fail(e)
+            }
         }
     }
 
-    fn compact_inner(&mut self, now_ms: i64, delete_retention_ms: i64) -> Result<CompactionResult> {
+    fn compact_inner(
+        &mut self,
+        now_ms: i64,
+        delete_retention_ms: i64,
+        swapping: &mut bool,
+    ) -> Result<CompactionResult> {
         let leo = self.leo();
         let limit = self.first_unstable_offset().map_or(leo, |u| u.min(leo));
         let closed = self.segments.len() - 1;
@@ -153,13 +171,13 @@ impl PartitionLog {
         if cleaned.is_empty() {
             return Ok(result);
         }
-        fsutil::sync_dir(&self.dir)?;
+        fsutil::sync_dir_with(&self.config.faults, &self.dir)?;
         self.invalidate_recovery_checkpoint()?;
         let bases: Vec<i64> = cleaned
             .iter()
             .map(|c| self.segments[c.index].base_offset)
             .collect();
-        self.commit_swap(&bases, &mut step)?;
+        self.commit_swap(&bases, &mut step, swapping)?;
         for c in cleaned {
             let seg = &mut self.segments[c.index];
             seg.size = c.shadow.size;
@@ -264,12 +282,15 @@ impl PartitionLog {
         // The shadow keeps the original end offset: gaps stay gaps.
         shadow.next_offset = self.segments[i].next_offset;
         let idx = shadow.indexes.get().expect("shadow indexes are loaded");
+        let faults = &self.config.faults;
         write_file(
+            faults,
             &cleaned_path(&self.dir, base, INDEX_EXT),
             &idx.offsets.to_bytes(),
             true,
         )?;
         write_file(
+            faults,
             &cleaned_path(&self.dir, base, TIME_INDEX_EXT),
             &idx.times.to_bytes(),
             true,
@@ -289,14 +310,18 @@ impl PartitionLog {
         })
     }
 
-    fn commit_swap(&self, bases: &[i64], step: &mut u32) -> Result<()> {
+    fn commit_swap(&self, bases: &[i64], step: &mut u32, swapping: &mut bool) -> Result<()> {
         let marker = self.dir.join(SWAP_MARKER);
         let tmp = self.dir.join(format!("{SWAP_MARKER}.tmp"));
+        let faults = &self.config.faults;
         self.crash_point(step)?;
-        write_file(&tmp, &encode_bases(bases), true)?;
+        write_file(faults, &tmp, &encode_bases(bases), true)?;
         self.crash_point(step)?;
+        faults.before_write(&marker)?;
+        // From here on a failure may have left the marker in place.
+        *swapping = true;
         fs::rename(&tmp, &marker).map_err(|e| LogError::io(&marker, e))?;
-        fsutil::sync_dir(&self.dir)?;
+        fsutil::sync_dir_with(faults, &self.dir)?;
         for &base in bases {
             for ext in EXTS {
                 self.crash_point(step)?;
@@ -305,10 +330,10 @@ impl PartitionLog {
                     .map_err(|e| LogError::io(&live, e))?;
             }
         }
-        fsutil::sync_dir(&self.dir)?;
+        fsutil::sync_dir_with(faults, &self.dir)?;
         self.crash_point(step)?;
         fsutil::remove_if_exists(&marker)?;
-        Ok(fsutil::sync_dir(&self.dir)?)
+        Ok(fsutil::sync_dir_with(faults, &self.dir)?)
     }
 }
 
@@ -359,18 +384,23 @@ pub(crate) fn recover_swap(dir: &Path) -> Result<()> {
             fsutil::sync_dir(dir)?;
         }
         None => {
-            let mut removed = false;
-            for entry in fs::read_dir(dir).map_err(|e| LogError::io(dir, e))? {
-                let entry = entry.map_err(|e| LogError::io(dir, e))?;
-                if entry.file_name().to_string_lossy().ends_with(".cleaned") {
-                    fsutil::remove_if_exists(&entry.path())?;
-                    removed = true;
-                }
-            }
-            if removed {
+            if remove_cleaned_files(dir)? {
                 fsutil::sync_dir(dir)?;
             }
         }
     }
     Ok(())
+}
+
+/// Removes every `.cleaned` file of `dir`; true if there was one.
+fn remove_cleaned_files(dir: &Path) -> Result<bool> {
+    let mut removed = false;
+    for entry in fs::read_dir(dir).map_err(|e| LogError::io(dir, e))? {
+        let entry = entry.map_err(|e| LogError::io(dir, e))?;
+        if entry.file_name().to_string_lossy().ends_with(".cleaned") {
+            fsutil::remove_if_exists(&entry.path())?;
+            removed = true;
+        }
+    }
+    Ok(removed)
 }

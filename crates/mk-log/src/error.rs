@@ -6,8 +6,9 @@ use mk_core::ErrorCode;
 use std::path::{Path, PathBuf};
 
 /// A failure of storage: the operating system refused an operation on a
-/// file, or files cannot be used as they are. Always STORAGE_ERROR, always
-/// fatal for the broker, never a client error. mk-log, mk-replication,
+/// file, or files cannot be used as they are. Always STORAGE_ERROR, never a
+/// client error; how far it reaches (one write, one partition, the whole
+/// broker) is decided above, by what failed and where. mk-log, mk-replication,
 /// mk-txn and mk-cluster wrap this same type, so the path and the I/O cause
 /// stay typed all the way up instead of being flattened into text.
 #[derive(Debug, thiserror::Error)]
@@ -55,6 +56,35 @@ impl StorageError {
             StorageError::Unusable { .. } => None,
         }
     }
+
+    /// The disk or the quota is full (ENOSPC, EDQUOT): writes work again
+    /// once space is freed.
+    pub fn is_disk_full(&self) -> bool {
+        self.io_error().is_some_and(|e| {
+            matches!(
+                e.kind(),
+                std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+            )
+        })
+    }
+
+    /// The process or the system ran out of file descriptors (EMFILE,
+    /// ENFILE; the same numbers on Linux and the BSDs).
+    pub fn is_out_of_files(&self) -> bool {
+        const ENFILE: i32 = 23;
+        const EMFILE: i32 = 24;
+        self.io_error()
+            .and_then(std::io::Error::raw_os_error)
+            .is_some_and(|c| c == EMFILE || c == ENFILE)
+    }
+
+    /// A failure that says nothing about the stored data: a resource (disk
+    /// space, file descriptors) was missing, the operation had no effect
+    /// that must be undone, and it can be retried once the resource is
+    /// back. Everything else is damage or a failing disk.
+    pub fn is_transient(&self) -> bool {
+        self.is_disk_full() || self.is_out_of_files()
+    }
 }
 
 /// Errors of the log layer.
@@ -98,10 +128,24 @@ impl LogError {
         }
     }
 
-    /// True for failures of the disk (as opposed to bad input): the caller
-    /// must treat these as fatal for the broker, never as a client error.
+    /// True for failures of the disk (as opposed to bad input): never a
+    /// client error; see [`StorageError::is_transient`] for the ones that
+    /// leave nothing behind.
     pub fn is_storage_failure(&self) -> bool {
         matches!(self, LogError::Storage(_))
+    }
+
+    /// The storage failure inside, if this is one.
+    pub fn storage_error(&self) -> Option<&StorageError> {
+        match self {
+            LogError::Storage(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// A transient storage failure (see [`StorageError::is_transient`]).
+    pub fn is_transient(&self) -> bool {
+        self.storage_error().is_some_and(StorageError::is_transient)
     }
 
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {

@@ -1,11 +1,59 @@
-//! The fault-injection seam of the storage layer. Tests (and the cluster's
-//! failure injector) use it to fail the Nth write, fail fsyncs, or "crash"
-//! the process at a chosen step of a multi-step file operation. Production
-//! code carries an injector that never fires.
+//! The fault-injection seam of the storage layer. Every write and fsync of
+//! every store of the broker (segments, indexes, checkpoints, the small
+//! stores written with `fsutil::write_atomic_with`, the transaction journal)
+//! passes through one `FaultInjector`, which counts those sites and can make
+//! any one of them fail: with ENOSPC (and every later write too, as a full
+//! disk does), with EIO, or as a torn write (half the bytes, then EIO).
+//! Tests also fail the Nth write, fail fsyncs, or "crash" the process at a
+//! chosen step of a multi-step file operation. Production code carries an
+//! injector that never fires.
 
-use crate::error::{LogError, Result};
+use crate::error::StorageError;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, Ordering};
+
+/// What an injected fault does at its site.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Fault {
+    /// The disk is full: this write and every later one fail with ENOSPC
+    /// until `clear` (fsyncs still succeed, as on a full local disk).
+    NoSpace,
+    /// One I/O error (EIO) at this site.
+    Io,
+    /// At a write: half the bytes reach the file, then EIO. At an fsync:
+    /// EIO.
+    Torn,
+}
+
+impl Fault {
+    pub const ALL: [Fault; 3] = [Fault::NoSpace, Fault::Io, Fault::Torn];
+
+    fn code(self) -> u8 {
+        match self {
+            Fault::NoSpace => 1,
+            Fault::Io => 2,
+            Fault::Torn => 3,
+        }
+    }
+
+    fn from_code(c: u8) -> Option<Self> {
+        match c {
+            1 => Some(Fault::NoSpace),
+            2 => Some(Fault::Io),
+            3 => Some(Fault::Torn),
+            _ => None,
+        }
+    }
+}
+
+/// What a write site must do, as decided by the injector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteGate {
+    /// Write everything.
+    Whole,
+    /// Write only the first `n` bytes, then fail with [`torn_error`].
+    Torn(usize),
+}
 
 /// Shared switches consulted before writes, fsyncs and swap steps.
 #[derive(Debug)]
@@ -13,6 +61,13 @@ pub struct FaultInjector {
     writes_before_failure: AtomicI64,
     fail_syncs: AtomicBool,
     crash_at_step: AtomicI64,
+    /// Write and fsync sites passed so far.
+    sites: AtomicU64,
+    /// The site index to fail, -1 for none.
+    fail_site: AtomicI64,
+    fault: AtomicU8,
+    /// Set once a `NoSpace` fault fired: every later write fails too.
+    disk_full: AtomicBool,
 }
 
 impl Default for FaultInjector {
@@ -21,9 +76,24 @@ impl Default for FaultInjector {
             writes_before_failure: AtomicI64::new(-1),
             fail_syncs: AtomicBool::new(false),
             crash_at_step: AtomicI64::new(-1),
+            sites: AtomicU64::new(0),
+            fail_site: AtomicI64::new(-1),
+            fault: AtomicU8::new(0),
+            disk_full: AtomicBool::new(false),
         }
     }
 }
+
+/// An injector that never fires, for callers that have none of their own.
+pub(crate) static NEVER: FaultInjector = FaultInjector {
+    writes_before_failure: AtomicI64::new(-1),
+    fail_syncs: AtomicBool::new(false),
+    crash_at_step: AtomicI64::new(-1),
+    sites: AtomicU64::new(0),
+    fail_site: AtomicI64::new(-1),
+    fault: AtomicU8::new(0),
+    disk_full: AtomicBool::new(false),
+};
 
 impl FaultInjector {
     pub fn new() -> Self {
@@ -47,43 +117,152 @@ impl FaultInjector {
         self.crash_at_step.store(i64::from(step), Ordering::SeqCst);
     }
 
+    /// How many write and fsync sites have been passed since this injector
+    /// was made. A run that passed N sites can be repeated with
+    /// `inject_at(i, ..)` for every `i < N`.
+    pub fn sites_passed(&self) -> u64 {
+        self.sites.load(Ordering::SeqCst)
+    }
+
+    /// Makes the site with index `site` (counted from the injector's
+    /// creation) fail with `fault`.
+    pub fn inject_at(&self, site: u64, fault: Fault) {
+        self.fault.store(fault.code(), Ordering::SeqCst);
+        self.fail_site
+            .store(i64::try_from(site).unwrap_or(i64::MAX), Ordering::SeqCst);
+    }
+
+    /// Makes every write fail with ENOSPC from now on (a full disk), or
+    /// gives the space back.
+    pub fn disk_full(&self, on: bool) {
+        self.disk_full.store(on, Ordering::SeqCst);
+    }
+
     /// Turns every fault off.
     pub fn clear(&self) {
         self.writes_before_failure.store(-1, Ordering::SeqCst);
         self.fail_syncs.store(false, Ordering::SeqCst);
         self.crash_at_step.store(-1, Ordering::SeqCst);
+        self.fail_site.store(-1, Ordering::SeqCst);
+        self.disk_full.store(false, Ordering::SeqCst);
     }
 
-    pub(crate) fn before_write(&self, path: &Path) -> Result<()> {
+    /// Counts a site; the fault planned for it, if any.
+    fn pass_site(&self) -> Option<Fault> {
+        let index = self.sites.fetch_add(1, Ordering::SeqCst);
+        let planned = self.fail_site.load(Ordering::SeqCst);
+        if planned >= 0 && planned as u64 == index {
+            let fault = Fault::from_code(self.fault.load(Ordering::SeqCst));
+            if fault == Some(Fault::NoSpace) {
+                self.disk_full.store(true, Ordering::SeqCst);
+            }
+            return fault;
+        }
+        None
+    }
+
+    /// Consulted before writing `len` bytes to `path`.
+    pub fn before_write_of(&self, path: &Path, len: usize) -> Result<WriteGate, StorageError> {
+        let planned = self.pass_site();
+        if self.disk_full.load(Ordering::SeqCst) {
+            return Err(no_space(path));
+        }
+        match planned {
+            Some(Fault::Io) => return Err(injected_io(path, "write")),
+            Some(Fault::Torn) => return Ok(WriteGate::Torn(len / 2)),
+            Some(Fault::NoSpace) | None => {}
+        }
         let left = self.writes_before_failure.load(Ordering::SeqCst);
         if left < 0 {
-            return Ok(());
+            return Ok(WriteGate::Whole);
         }
         if left == 0 {
-            return Err(LogError::io(path, injected("write")));
+            return Err(injected_io(path, "write"));
         }
         self.writes_before_failure.fetch_sub(1, Ordering::SeqCst);
-        Ok(())
+        Ok(WriteGate::Whole)
     }
 
-    pub(crate) fn before_sync(&self, path: &Path) -> Result<()> {
+    /// Consulted before a write whose size does not matter (creating a
+    /// file, a rename): any fault makes it fail.
+    pub fn before_write(&self, path: &Path) -> Result<(), StorageError> {
+        match self.before_write_of(path, 0)? {
+            WriteGate::Whole => Ok(()),
+            WriteGate::Torn(_) => Err(injected_io(path, "write")),
+        }
+    }
+
+    /// Consulted before an fsync of `path`.
+    pub fn before_sync(&self, path: &Path) -> Result<(), StorageError> {
+        match self.pass_site() {
+            Some(Fault::Io | Fault::Torn) => return Err(injected_io(path, "fsync")),
+            Some(Fault::NoSpace) | None => {}
+        }
         if self.fail_syncs.load(Ordering::SeqCst) {
-            return Err(LogError::io(path, injected("fsync")));
+            return Err(injected_io(path, "fsync"));
         }
         Ok(())
     }
 
-    pub(crate) fn at_step(&self, step: u32, path: &Path) -> Result<()> {
+    pub(crate) fn at_step(&self, step: u32, path: &Path) -> Result<(), StorageError> {
         if self.crash_at_step.load(Ordering::SeqCst) == i64::from(step) {
-            return Err(LogError::io(
+            return Err(StorageError::io(
                 path,
-                injected(&format!("crash before step {step}")),
+                std::io::Error::other(format!("injected crash before step {step} failure")),
             ));
         }
         Ok(())
     }
 }
 
-fn injected(what: &str) -> std::io::Error {
-    std::io::Error::other(format!("injected {what} failure"))
+/// The error a torn write reports after writing its part.
+pub fn torn_error(path: &Path) -> StorageError {
+    injected_io(path, "torn write")
+}
+
+fn injected_io(path: &Path, what: &str) -> StorageError {
+    StorageError::io(
+        path,
+        std::io::Error::other(format!("injected {what} failure")),
+    )
+}
+
+fn no_space(path: &Path) -> StorageError {
+    StorageError::io(path, std::io::Error::from(std::io::ErrorKind::StorageFull))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sites_are_counted_and_the_planned_one_fails_as_asked() {
+        let f = FaultInjector::new();
+        let p = Path::new("/d/x");
+        f.before_write(p).unwrap();
+        f.before_sync(p).unwrap();
+        assert_eq!(f.sites_passed(), 2);
+        f.inject_at(3, Fault::Torn);
+        assert_eq!(f.before_write_of(p, 10).unwrap(), WriteGate::Whole);
+        assert_eq!(f.before_write_of(p, 10).unwrap(), WriteGate::Torn(5));
+        assert_eq!(
+            f.before_write_of(p, 10).unwrap(),
+            WriteGate::Whole,
+            "one-shot"
+        );
+        f.inject_at(5, Fault::Io);
+        assert!(f.before_sync(p).is_err());
+        f.before_sync(p).unwrap();
+        f.inject_at(8, Fault::NoSpace);
+        f.before_write(p).unwrap();
+        let e = f.before_write(p).unwrap_err();
+        assert!(e.is_disk_full(), "{e}");
+        assert!(
+            f.before_write(p).unwrap_err().is_disk_full(),
+            "a full disk stays full"
+        );
+        f.before_sync(p).unwrap();
+        f.clear();
+        f.before_write(p).unwrap();
+    }
 }

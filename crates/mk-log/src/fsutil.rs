@@ -1,8 +1,11 @@
 //! Small durable-file helpers shared by every store of the broker: atomic
 //! replacement (temp file, fsync, rename, directory fsync) and directory
-//! fsync. Every failure is a `StorageError` with the path it concerns.
+//! fsync, each with a variant whose writes and fsyncs pass a
+//! `FaultInjector`. Every failure is a `StorageError` with the path it
+//! concerns.
 
 use crate::error::StorageError;
+use crate::fault::{FaultInjector, NEVER, WriteGate, torn_error};
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::Path;
@@ -10,6 +13,18 @@ use std::path::Path;
 /// Writes `bytes` to `path` atomically: readers see either the old file or
 /// the complete new one, also after a crash at any instant.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StorageError> {
+    write_atomic_with(&NEVER, path, bytes)
+}
+
+/// [`write_atomic`] with every write and fsync passing `faults`. A failure
+/// before the rename leaves the old file as it was (and removes the
+/// temporary file, so a full disk gets no fuller); a failure of the final
+/// directory fsync leaves either file.
+pub fn write_atomic_with(
+    faults: &FaultInjector,
+    path: &Path,
+    bytes: &[u8],
+) -> Result<(), StorageError> {
     let dir = path
         .parent()
         .ok_or_else(|| StorageError::unusable(path, "path has no parent directory"))?;
@@ -17,18 +32,36 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StorageError> {
         .file_name()
         .ok_or_else(|| StorageError::unusable(path, "path has no file name"))?;
     let tmp = dir.join(format!("{}.tmp", name.to_string_lossy()));
-    {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)
-            .map_err(|e| StorageError::io(&tmp, e))?;
-        f.write_all(bytes).map_err(|e| StorageError::io(&tmp, e))?;
-        f.sync_all().map_err(|e| StorageError::io(&tmp, e))?;
+    let replaced = write_synced(faults, &tmp, bytes).and_then(|()| {
+        faults.before_write(path)?;
+        fs::rename(&tmp, path).map_err(|e| StorageError::io(path, e))
+    });
+    if replaced.is_err() {
+        let _ = fs::remove_file(&tmp);
     }
-    fs::rename(&tmp, path).map_err(|e| StorageError::io(path, e))?;
-    sync_dir(dir)
+    replaced?;
+    sync_dir_with(faults, dir)
+}
+
+/// Creates (or replaces) `path` with `bytes` and fsyncs it.
+fn write_synced(faults: &FaultInjector, path: &Path, bytes: &[u8]) -> Result<(), StorageError> {
+    let gate = faults.before_write_of(path, bytes.len())?;
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .map_err(|e| StorageError::io(path, e))?;
+    match gate {
+        WriteGate::Whole => f.write_all(bytes).map_err(|e| StorageError::io(path, e))?,
+        WriteGate::Torn(n) => {
+            f.write_all(&bytes[..n])
+                .map_err(|e| StorageError::io(path, e))?;
+            return Err(torn_error(path));
+        }
+    }
+    faults.before_sync(path)?;
+    f.sync_all().map_err(|e| StorageError::io(path, e))
 }
 
 /// Reads a whole file, `None` if it does not exist.
@@ -43,6 +76,12 @@ pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, StorageError> {
 /// Fsyncs a directory so that creations, renames and deletions in it are
 /// durable.
 pub fn sync_dir(dir: &Path) -> Result<(), StorageError> {
+    sync_dir_with(&NEVER, dir)
+}
+
+/// [`sync_dir`] passing `faults`.
+pub fn sync_dir_with(faults: &FaultInjector, dir: &Path) -> Result<(), StorageError> {
+    faults.before_sync(dir)?;
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| StorageError::io(dir, e))
@@ -72,5 +111,42 @@ mod tests {
         assert_eq!(read_optional(&dir.path().join("missing")).unwrap(), None);
         remove_if_exists(&p).unwrap();
         remove_if_exists(&p).unwrap();
+    }
+
+    #[test]
+    fn a_failed_atomic_write_leaves_the_old_file_and_no_temp_file() {
+        use crate::fault::Fault;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("store.json");
+        let faults = FaultInjector::new();
+        write_atomic_with(&faults, &p, b"old").unwrap();
+        let sites = faults.sites_passed();
+        assert_eq!(sites, 4, "write, fsync, rename, directory fsync");
+        for site in 0..sites - 1 {
+            for fault in Fault::ALL {
+                let f = FaultInjector::new();
+                f.inject_at(site, fault);
+                let e = write_atomic_with(&f, &p, b"new").unwrap_err();
+                if fault == Fault::NoSpace {
+                    assert!(e.is_disk_full(), "{e}");
+                }
+                assert_eq!(
+                    read_optional(&p).unwrap().unwrap(),
+                    b"old",
+                    "{site} {fault:?}"
+                );
+                assert_eq!(
+                    fs::read_dir(dir.path()).unwrap().count(),
+                    1,
+                    "{site} {fault:?}"
+                );
+            }
+        }
+        // After the rename only the directory fsync is left: the new file
+        // is there, its durability is what failed.
+        let f = FaultInjector::new();
+        f.inject_at(3, Fault::Io);
+        assert!(write_atomic_with(&f, &p, b"new").is_err());
+        assert_eq!(read_optional(&p).unwrap().unwrap(), b"new");
     }
 }

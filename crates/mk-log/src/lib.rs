@@ -25,7 +25,7 @@ mod txn_index;
 pub use codec::BatchHeader;
 pub use compaction::CompactionResult;
 pub use error::{LogError, Result, StorageError};
-pub use fault::FaultInjector;
+pub use fault::{Fault, FaultInjector, WriteGate, torn_error};
 pub use log::{AppendInfo, Fetched, LogConfig, LogRecord, PartitionLog, SegmentInfo, StoredBatch};
 pub use record::{ControlType, Header, ProducerInfo, Record, RecordBatch};
 pub use retention::RetentionPolicy;

@@ -10,7 +10,7 @@
 use crate::checkpoint::{Checkpoint, CheckpointKind, SegmentSummary};
 use crate::codec::{self, BatchHeader};
 use crate::error::{LogError, Result};
-use crate::fault::FaultInjector;
+use crate::fault::{FaultInjector, WriteGate, torn_error};
 use crate::fsutil;
 use crate::record::{Record, RecordBatch};
 use crate::recovery::{self, Recovered};
@@ -178,7 +178,12 @@ impl PartitionLog {
                 "leader epoch must be >= 0, got {leader_epoch}"
             )));
         }
+        let existed = dir.exists();
         fs::create_dir_all(dir).map_err(|e| LogError::io(dir, e))?;
+        if !existed && let Some(parent) = dir.parent() {
+            // The new directory's own entry must survive a power loss too.
+            fsutil::sync_dir_with(&config.faults, parent)?;
+        }
         let Recovered {
             mut segments,
             txns,
@@ -358,12 +363,42 @@ impl PartitionLog {
         }
     }
 
-    /// Records an I/O failure: the log refuses every later write.
+    /// Records an I/O failure: the log refuses every later write. A
+    /// transient failure of a write (a full disk, no file descriptor left)
+    /// is not recorded: the write had no effect, so the next one may work.
+    /// Failures of fsync are recorded at their site whatever their kind
+    /// (see `latch`), because after a failed fsync nobody knows what the
+    /// disk holds.
     pub(crate) fn fail<T>(&mut self, e: LogError) -> Result<T> {
-        if e.is_storage_failure() && self.failed.is_none() {
-            self.failed = Some(e.to_string());
+        if e.is_storage_failure() && !e.is_transient() {
+            self.latch(&e);
         }
         Err(e)
+    }
+
+    /// Makes the log refuse every later write, whatever `e` is.
+    pub(crate) fn latch(&mut self, e: &LogError) {
+        if self.failed.is_none() {
+            self.failed = Some(e.to_string());
+        }
+    }
+
+    /// Runs an fsync site: `faults` first, then `sync`; any failure latches.
+    fn synced(
+        &mut self,
+        path: &Path,
+        sync: impl FnOnce(&Self) -> std::io::Result<()>,
+    ) -> Result<()> {
+        let r = self
+            .config
+            .faults
+            .before_sync(path)
+            .map_err(LogError::from)
+            .and_then(|()| sync(self).map_err(|e| LogError::io(path, e)));
+        if let Err(e) = &r {
+            self.latch(e);
+        }
+        r
     }
 
     /// Appends a new batch: assigns base offset = LEO and the current leader
@@ -455,11 +490,31 @@ impl PartitionLog {
         let position = active.size;
         let segment_base_offset = active.base_offset;
         let path = active.path(&self.dir, LOG_EXT);
-        if let Err(e) = self.config.faults.before_write(&path) {
-            return self.fail(e);
+        let gate = match self.config.faults.before_write_of(&path, frame.len()) {
+            Ok(g) => g,
+            Err(e) => return self.fail(e.into()),
+        };
+        let whole = match gate {
+            WriteGate::Whole => frame,
+            WriteGate::Torn(n) => &frame[..n],
+        };
+        let written = self.active_file.write_all_at(whole, position);
+        if let (Ok(()), WriteGate::Torn(_)) = (&written, gate) {
+            let e = LogError::from(torn_error(&path));
+            self.latch(&e);
+            return Err(e);
         }
-        if let Err(e) = self.active_file.write_all_at(frame, position) {
-            return self.fail(LogError::io(path, e));
+        if let Err(e) = written {
+            let e = LogError::io(&path, e);
+            if e.is_transient() {
+                // A full disk may have taken part of the frame: cut it, so
+                // the next append writes at the same place and a crash finds
+                // no half frame (shrinking a file needs no space).
+                if let Err(cut) = self.active_file.set_len(position) {
+                    self.latch(&LogError::io(&path, cut));
+                }
+            }
+            return self.fail(e);
         }
         let interval = self.config.index_interval_bytes;
         let active = self.segments.last_mut().expect("active");
@@ -503,10 +558,14 @@ impl PartitionLog {
         // The closed segment's files are fsynced by the next flush, like
         // Kafka's asynchronous flush of rolled segments; until then a crash
         // is recovered by the full scan.
-        if let Err(e) = active.write_index_files(&dir, false) {
+        let faults = self.config.faults.clone();
+        if let Err(e) = active.write_index_files(&dir, false, &faults) {
             return self.fail(e);
         }
         let path = segment_path(&dir, leo, LOG_EXT);
+        if let Err(e) = faults.before_write(&path) {
+            return self.fail(e.into());
+        }
         let file = match OpenOptions::new()
             .read(true)
             .write(true)
@@ -539,17 +598,14 @@ impl PartitionLog {
                 continue;
             }
             let path = self.segments[i].path(&self.dir, LOG_EXT);
-            self.config.faults.before_sync(&path)?;
             if i == last {
-                self.active_file
-                    .sync_data()
-                    .map_err(|e| LogError::io(&path, e))?;
+                self.synced(&path, |log| log.active_file.sync_data())?;
             } else {
-                sync_file(&path)?;
+                self.synced(&path, |_| sync_file(&path))?;
                 for ext in [INDEX_EXT, TIME_INDEX_EXT] {
                     let p = self.segments[i].path(&self.dir, ext);
                     if p.exists() {
-                        sync_file(&p)?;
+                        self.synced(&p, |_| sync_file(&p))?;
                     }
                 }
             }
@@ -562,8 +618,8 @@ impl PartitionLog {
     }
 
     pub(crate) fn sync_dir(&mut self) -> Result<()> {
-        self.config.faults.before_sync(&self.dir)?;
-        fsutil::sync_dir(&self.dir)?;
+        let dir = self.dir.clone();
+        self.synced(&dir, |_| File::open(&dir).and_then(|d| d.sync_all()))?;
         self.dir_dirty = false;
         Ok(())
     }
@@ -573,19 +629,31 @@ impl PartitionLog {
     pub fn close(mut self) -> Result<()> {
         self.flush()?;
         let dir = self.dir.clone();
-        for seg in &mut self.segments {
+        let faults = self.config.faults.clone();
+        let written = self.segments.iter_mut().try_for_each(|seg| {
             let rebuilt = seg.indexes.get().is_some_and(|i| i.rebuilt);
             if seg.index_dirty || rebuilt {
-                seg.write_index_files(&dir, true)?;
+                seg.write_index_files(&dir, true, &faults)?;
             }
+            Ok::<_, LogError>(())
+        });
+        let written = written.and_then(|()| {
+            let cp = Checkpoint {
+                segments: self.segments.iter().map(SegmentSummary::of).collect(),
+                txns: self.txns.clone(),
+            };
+            let path = dir.join(CheckpointKind::CleanShutdown.file_name());
+            Ok(fsutil::write_atomic_with(&faults, &path, &cp.encode())?)
+        });
+        match written {
+            // The data is fsynced; without the checkpoint (which is only a
+            // shortcut) the next open recovers as after a crash.
+            Err(e) if e.is_transient() => {
+                tracing::warn!(dir = %dir.display(), error = %e, "closed without a clean-shutdown checkpoint");
+                Ok(())
+            }
+            other => other,
         }
-        let cp = Checkpoint {
-            segments: self.segments.iter().map(SegmentSummary::of).collect(),
-            txns: self.txns.clone(),
-        };
-        let path = dir.join(CheckpointKind::CleanShutdown.file_name());
-        self.config.faults.before_write(&path)?;
-        Ok(fsutil::write_atomic(&path, &cp.encode())?)
     }
 
     /// Cuts the log back so that `next_offset` becomes the LEO. Allowed only
@@ -633,6 +701,7 @@ impl PartitionLog {
             .open(&path)
             .map_err(|e| LogError::io(&path, e))?;
         file.set_len(cut).map_err(|e| LogError::io(&path, e))?;
+        self.config.faults.before_sync(&path)?;
         file.sync_all().map_err(|e| LogError::io(&path, e))?;
         seg.load_indexes(&dir, &self.config)?;
         let rel = u32::try_from(next_offset - seg.base_offset).unwrap_or(u32::MAX);
@@ -967,10 +1036,8 @@ impl PartitionLog {
     }
 }
 
-fn sync_file(path: &Path) -> Result<()> {
-    File::open(path)
-        .and_then(|f| f.sync_all())
-        .map_err(|e| LogError::io(path, e))
+fn sync_file(path: &Path) -> std::io::Result<()> {
+    File::open(path).and_then(|f| f.sync_all())
 }
 
 pub(crate) fn remove_segment_files(dir: &Path, base: i64) -> Result<()> {

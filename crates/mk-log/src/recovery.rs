@@ -54,7 +54,7 @@ pub(crate) fn recover(dir: &Path, config: &LogConfig) -> Result<Recovered> {
     if checkpoint.is_some() {
         // From here on any crash must be treated as unclean.
         fsutil::remove_if_exists(&cp_path)?;
-        fsutil::sync_dir(dir)?;
+        fsutil::sync_dir_with(&config.faults, dir)?;
     }
     if let Some(cp) = usable(checkpoint, CheckpointKind::CleanShutdown, dir, &bases) {
         let (segments, txns) = load_trusted(cp);
@@ -298,6 +298,7 @@ fn recover_segments(
                 .open(&path)
                 .map_err(|e| LogError::io(&path, e))?;
             f.set_len(pos).map_err(|e| LogError::io(&path, e))?;
+            config.faults.before_sync(&path)?;
             f.sync_all().map_err(|e| LogError::io(&path, e))?;
         }
         debug_assert!(!clean || seg.size == len);
@@ -391,8 +392,7 @@ impl PartitionLog {
             txns,
         };
         let path = self.dir.join(CheckpointKind::RecoveryPoint.file_name());
-        self.config.faults.before_write(&path)?;
-        fsutil::write_atomic(&path, &cp.encode())?;
+        fsutil::write_atomic_with(&self.config.faults, &path, &cp.encode())?;
         self.recovery_bases = closed.iter().map(|s| s.base_offset).collect();
         Ok(())
     }
@@ -405,7 +405,7 @@ impl PartitionLog {
         self.recovery_bases.clear();
         if path.exists() {
             fsutil::remove_if_exists(&path)?;
-            fsutil::sync_dir(&self.dir)?;
+            fsutil::sync_dir_with(&self.config.faults, &self.dir)?;
         }
         Ok(())
     }

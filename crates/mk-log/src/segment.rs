@@ -3,6 +3,7 @@
 
 use crate::codec::{self, BatchHeader};
 use crate::error::{LogError, Result};
+use crate::fault::{FaultInjector, WriteGate, torn_error};
 use crate::index::{ENTRY_BYTES, OffsetIndex, TimeIndex};
 use crate::log::LogConfig;
 use bytes::Bytes;
@@ -182,12 +183,27 @@ impl Segment {
     }
 
     /// Writes both index files; fsyncs them when `sync` is set.
-    pub fn write_index_files(&mut self, dir: &Path, sync: bool) -> Result<()> {
+    pub fn write_index_files(
+        &mut self,
+        dir: &Path,
+        sync: bool,
+        faults: &FaultInjector,
+    ) -> Result<()> {
         let Some(idx) = self.indexes.get() else {
             return Ok(()); // never loaded: the files on disk are current.
         };
-        write_file(&self.path(dir, INDEX_EXT), &idx.offsets.to_bytes(), sync)?;
-        write_file(&self.path(dir, TIME_INDEX_EXT), &idx.times.to_bytes(), sync)?;
+        write_file(
+            faults,
+            &self.path(dir, INDEX_EXT),
+            &idx.offsets.to_bytes(),
+            sync,
+        )?;
+        write_file(
+            faults,
+            &self.path(dir, TIME_INDEX_EXT),
+            &idx.times.to_bytes(),
+            sync,
+        )?;
         if let Some(i) = self.indexes.get_mut() {
             i.rebuilt = false;
         }
@@ -196,11 +212,27 @@ impl Segment {
     }
 }
 
-pub(crate) fn write_file(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
+/// Creates (or replaces) `path` with `bytes`, fsynced when `sync` is set;
+/// the write and the fsync pass `faults`.
+pub(crate) fn write_file(
+    faults: &FaultInjector,
+    path: &Path,
+    bytes: &[u8],
+    sync: bool,
+) -> Result<()> {
     use std::io::Write;
+    let gate = faults.before_write_of(path, bytes.len())?;
     let mut f = File::create(path).map_err(|e| LogError::io(path, e))?;
-    f.write_all(bytes).map_err(|e| LogError::io(path, e))?;
+    match gate {
+        WriteGate::Whole => f.write_all(bytes).map_err(|e| LogError::io(path, e))?,
+        WriteGate::Torn(n) => {
+            f.write_all(&bytes[..n])
+                .map_err(|e| LogError::io(path, e))?;
+            return Err(torn_error(path).into());
+        }
+    }
     if sync {
+        faults.before_sync(path)?;
         f.sync_all().map_err(|e| LogError::io(path, e))?;
     }
     Ok(())

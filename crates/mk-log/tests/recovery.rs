@@ -352,6 +352,45 @@ fn failed_write_makes_the_log_refuse_further_writes() {
 }
 
 #[test]
+fn a_full_disk_fails_writes_without_poisoning_the_log_and_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = small_config();
+    let mut log = open(dir.path(), &cfg);
+    for i in 0..3 {
+        log.append(keyed(i, 10, 0)).unwrap();
+    }
+    let end = log.active().log_bytes;
+    cfg.faults.disk_full(true);
+    for i in 3..30 {
+        // Every append fails, typed, and changes nothing.
+        let err = log.append(keyed(i, 10, 0)).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::StorageError);
+        assert!(err.is_transient(), "{err}");
+        let cause = err.storage_error().expect("a storage failure");
+        assert!(cause.is_disk_full(), "{err}");
+    }
+    assert!(!log.is_failed(), "a full disk is not a broken disk");
+    assert_eq!(log.leo(), 3);
+    assert_eq!(dump(&log).len(), 3, "reads go on");
+    // fsyncs need no space: what was written is made durable.
+    log.flush().unwrap();
+    cfg.faults.disk_full(false);
+    let info = log.append(keyed(3, 10, 0)).unwrap();
+    assert_eq!(
+        (info.base_offset, info.position),
+        (3, end),
+        "the next write lands where the failed one would have"
+    );
+    drop(log);
+    let log = open(dir.path(), &cfg);
+    assert_eq!(
+        dump(&log).len(),
+        4,
+        "a restart with space keeps every acknowledged record"
+    );
+}
+
+#[test]
 fn failed_fsync_fails_flush_loudly() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = LogConfig::default();
