@@ -118,7 +118,7 @@ async fn e2e_sparse_offset_lookup_and_replay_across_segments() {
 }
 
 #[tokio::test]
-async fn e2e_torn_tail_is_repaired_and_closed_segment_corruption_refuses_to_open() {
+async fn e2e_torn_tail_is_repaired_and_closed_segment_corruption_takes_the_partition_offline() {
     let env = Env::with(small_segments);
     env.admin.create_topic("t", 1, 1).unwrap();
     for i in 0..40 {
@@ -152,12 +152,23 @@ async fn e2e_torn_tail_is_repaired_and_closed_segment_corruption_refuses_to_open
     );
     c.crash();
     drop(c);
-    // Corruption inside a closed segment refuses to open.
+    // Corruption inside a closed segment takes that partition offline; the
+    // broker opens, says so, and serves everything else.
     let mut bytes = std::fs::read(&logs[0]).unwrap();
     bytes[30] ^= 0xff;
     std::fs::write(&logs[0], bytes).unwrap();
-    let err = env.try_reopen().unwrap_err();
+    let c = env.try_reopen().unwrap();
+    let err = c
+        .fetch(&FetchRequest::new(tp("t", 0), 0, 1000))
+        .unwrap_err();
     assert_eq!(err.code(), ErrorCode::StorageError, "{err}");
+    let damaged = c.describe_topic("t").unwrap().partitions[0].damaged.clone();
+    assert!(
+        damaged.as_deref().is_some_and(|d| d.contains("corrupt closed segment")),
+        "{damaged:?}"
+    );
+    c.create_topic("u", 1, 1).unwrap();
+    assert!(c.fetch(&FetchRequest::new(tp("u", 0), 0, 10)).is_ok());
 }
 
 // ----- producer: partitioning and batching ---------------------------------

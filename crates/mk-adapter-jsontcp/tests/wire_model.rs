@@ -47,6 +47,7 @@ fn partition_info(topic: &str, partition: u32) -> PartitionInfo {
         log_start_offset: 1,
         log_end_offset: 12,
         log_end_offsets: BTreeMap::from([(1, 8), (2, 12), (3, 10)]),
+        damaged: None,
     }
 }
 
@@ -116,7 +117,12 @@ fn exchanges() -> Vec<(Request, Response)> {
                     segment_bytes: Some(1 << 20),
                     delete_retention_ms: 5,
                 },
-                partitions: vec![partition_info("events", 0), partition_info("events", 1)],
+                partitions: vec![partition_info("events", 0), {
+                    // A damaged partition carries its cause.
+                    let mut p = partition_info("events", 1);
+                    p.damaged = Some("storage error in /d/events-1: corrupt".into());
+                    p
+                }],
             }),
         ),
         (
@@ -389,6 +395,8 @@ fn exchanges() -> Vec<(Request, Response)> {
                     records: 6,
                     log_bytes: 7,
                     owned_tasks: 8,
+                    damaged_partitions: 12,
+                    disk_full: true,
                 },
                 connections: 9,
                 requests: 10,

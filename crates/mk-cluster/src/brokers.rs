@@ -87,7 +87,7 @@ impl BrokerCluster {
             s.insert(broker);
         });
         let mut moved = Vec::new();
-        for slot in self.all_slots() {
+        for slot in self.healthy_slots() {
             let tp = slot.tp.clone();
             let (leader, isr, replicas) = self.read_slot(&slot, |set| {
                 Ok((set.leader_id(), set.isr(), set.replicas().to_vec()))
@@ -124,7 +124,7 @@ impl BrokerCluster {
         if self.is_broker_online(broker) {
             return Ok(());
         }
-        for slot in self.all_slots() {
+        for slot in self.healthy_slots() {
             let (leader, replicas) =
                 self.read_slot(&slot, |set| Ok((set.leader_id(), set.replicas().to_vec())))?;
             if replicas.contains(&broker) && leader != broker {

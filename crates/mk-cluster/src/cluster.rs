@@ -40,6 +40,8 @@ pub(crate) struct PartitionSlot {
     pub hw_moved: Notify,
     /// What the flush policy needs to know since the last fsync.
     pub unflushed: Mutex<Unflushed>,
+    /// Set once when damage takes the partition offline (`health.rs`).
+    pub damaged: std::sync::OnceLock<String>,
 }
 
 /// Appends since a partition's last fsync, for the flush policy (Kafka's
@@ -107,6 +109,11 @@ pub struct BrokerCluster {
     pub(crate) dir_lock: Mutex<Option<DirLock>>,
     /// Hosted brokers taken offline by an operator (see `brokers.rs`).
     pub(crate) offline_brokers: tokio::sync::watch::Sender<std::collections::BTreeSet<BrokerId>>,
+    /// Set while writes fail because the disk is full (`health.rs`).
+    pub(crate) disk_full: Mutex<Option<crate::health::DiskFull>>,
+    /// Mirrors `disk_full.is_some()`, so the append path checks it without
+    /// a lock.
+    pub(crate) disk_full_flag: std::sync::atomic::AtomicBool,
 }
 
 impl BrokerCluster {
@@ -121,17 +128,37 @@ impl BrokerCluster {
     /// transaction journal, and completes transactions that a crash left in
     /// a Prepare state.
     pub fn open_with_clock(config: MiniKafkaConfig, clock: SharedClock) -> Result<Arc<Self>> {
+        Self::open_with_faults(config, clock, Arc::new(FaultInjector::new()))
+    }
+
+    /// Opens with an injected clock and the fault seam every write and
+    /// fsync of every store will pass (the fault-injection suite passes one
+    /// so that it can also fail the writes of opening itself).
+    pub fn open_with_faults(
+        config: MiniKafkaConfig,
+        clock: SharedClock,
+        faults: Arc<FaultInjector>,
+    ) -> Result<Arc<Self>> {
         config.validate()?;
         std::fs::create_dir_all(&config.data_dir)
             .map_err(|e| StorageError::io(&config.data_dir, e))?;
         let lock = DirLock::acquire(&config.data_dir)?;
-        let faults = Arc::new(FaultInjector::new());
         let metadata_existed = config.data_dir.join("metadata.json").exists();
-        let mut metadata = MetadataStore::load(&config.data_dir)?;
+        let mut metadata = MetadataStore::load(&config.data_dir)?.with_faults(faults.clone());
         crate::topics::finish_pending_deletions(&config.data_dir, &mut metadata)?;
         crate::topics::check_no_unknown_partitions(&config.data_dir, &metadata, metadata_existed)?;
         metadata.persist_upgrade()?;
-        let mut identities = ProducerIdentityStore::open(&config.data_dir)?;
+        let replicas: u64 = metadata
+            .topics()
+            .flat_map(|t| t.partitions.iter())
+            .map(|p| p.replicas.len() as u64)
+            .sum();
+        crate::resources::check_room_for_replicas(
+            replicas,
+            &format!("opening {replicas} replica(s) of the metadata's partitions"),
+        )?;
+        let mut identities =
+            ProducerIdentityStore::open(&config.data_dir)?.with_faults(faults.clone());
         let mut seen_producers: BTreeMap<i64, i32> = BTreeMap::new();
         let mut topics = BTreeMap::new();
         let mut epoch_changes = Vec::new();
@@ -139,7 +166,7 @@ impl BrokerCluster {
             let mut partitions = Vec::with_capacity(meta.partitions.len());
             for p in &meta.partitions {
                 let tp = TopicPartition::new(&meta.name, p.partition);
-                let mut set = PartitionReplicaSet::open(
+                let opened = PartitionReplicaSet::open(
                     &config.data_dir,
                     tp.clone(),
                     PartitionAssignment {
@@ -149,7 +176,31 @@ impl BrokerCluster {
                     },
                     replication_config(&config, &meta.config, &faults),
                     clock.clone(),
-                )?;
+                );
+                let mut set = match opened.map_err(ClusterError::from) {
+                    Ok(set) => set,
+                    // Damage stays with its partition: the broker starts
+                    // without it. A transient failure (no space, no file
+                    // descriptor) refuses the start instead, since retrying
+                    // with the resource back opens the partition fine.
+                    Err(e)
+                        if crate::health::reach(&e, crate::health::Access::Read)
+                            == Some(crate::health::Reach::Partition) =>
+                    {
+                        tracing::error!(
+                            partition = %tp,
+                            cause = %e,
+                            "partition damaged: opened offline; every other partition serves"
+                        );
+                        partitions.push(Arc::new(PartitionSlot::damaged_at_open(
+                            tp,
+                            e.to_string(),
+                            clock.now_ms(),
+                        )));
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
                 for (id, epoch) in set.producer_epochs() {
                     note_producer(&mut seen_producers, id, epoch);
                 }
@@ -187,6 +238,7 @@ impl BrokerCluster {
             &config.data_dir.join(mk_txn::JOURNAL_FILE_NAME),
             TxnConfig {
                 transaction_timeout_ms: config.transaction_timeout_ms,
+                faults: Arc::new(mk_txn::JournalFaults::with_storage(faults.clone())),
                 ..TxnConfig::default()
             },
             clock.clone(),
@@ -216,6 +268,8 @@ impl BrokerCluster {
             clients: Mutex::new(crate::clients::ClientRegistry::default()),
             dir_lock: Mutex::new(Some(lock)),
             offline_brokers: tokio::sync::watch::Sender::new(Default::default()),
+            disk_full: Mutex::new(None),
+            disk_full_flag: std::sync::atomic::AtomicBool::new(false),
         });
         cluster.recover_transactions(recovered.plans)?;
         cluster.repair_hanging_transactions()?;
@@ -259,6 +313,12 @@ impl BrokerCluster {
         self.life.get()
     }
 
+    /// Resolves with the cause once the cluster is terminally FAILED (what
+    /// a supervising process waits for).
+    pub async fn until_failed(&self) -> String {
+        self.life.until_failed().await
+    }
+
     // ----- internal helpers ------------------------------------------------
 
     /// Ok while the cluster runs; CLUSTER_CLOSED / CLUSTER_FAILED otherwise.
@@ -266,9 +326,33 @@ impl BrokerCluster {
         self.life.check()
     }
 
-    /// Turns a storage failure into the terminal FAILED state (the caller
-    /// sees CLUSTER_FAILED with the cause); passes other errors through.
+    /// Settles a storage failure of an operation outside any partition (a
+    /// broker-wide store): transient ones reach only the caller (typed, the
+    /// disk-full state noted); every other one makes the cluster terminally
+    /// FAILED (the caller sees CLUSTER_FAILED with the cause). Other errors
+    /// pass through.
     pub(crate) fn guard<T, E: Into<ClusterError>>(
+        &self,
+        r: std::result::Result<T, E>,
+    ) -> Result<T> {
+        r.map_err(|e| {
+            let e = e.into();
+            match crate::health::reach(&e, crate::health::Access::Write) {
+                None => e,
+                Some(crate::health::Reach::Transient) => {
+                    if let Some(cause) = e.storage_cause() {
+                        self.note_transient(cause);
+                    }
+                    e
+                }
+                Some(_) => self.life.fail(e.to_string()),
+            }
+        })
+    }
+
+    /// Like `guard`, but every storage failure is terminal: for stores that
+    /// stop themselves after any failed write (the transaction journal).
+    pub(crate) fn guard_strict<T, E: Into<ClusterError>>(
         &self,
         r: std::result::Result<T, E>,
     ) -> Result<T> {
@@ -279,6 +363,29 @@ impl BrokerCluster {
             } else {
                 e
             }
+        })
+    }
+
+    /// Settles the outcome of an operation on one partition (see
+    /// `health.rs`): damage takes the partition offline, a transient
+    /// failure reaches only the caller, anything else fails the cluster.
+    fn settle<T>(
+        &self,
+        slot: &PartitionSlot,
+        access: crate::health::Access,
+        r: Result<T>,
+    ) -> Result<T> {
+        use crate::health::Reach;
+        r.map_err(|e| match crate::health::reach(&e, access) {
+            None => e,
+            Some(Reach::Transient) => {
+                if let Some(cause) = e.storage_cause() {
+                    self.note_transient(cause);
+                }
+                e
+            }
+            Some(Reach::Partition) => self.mark_damaged(slot, &e),
+            Some(Reach::Broker) => self.life.fail(e.to_string()),
         })
     }
 
@@ -316,6 +423,15 @@ impl BrokerCluster {
             .collect()
     }
 
+    /// Every partition slot that is not damaged: what the steps that run
+    /// over all partitions work on, so one damaged partition never stops
+    /// them for the others.
+    pub(crate) fn healthy_slots(&self) -> Vec<Arc<PartitionSlot>> {
+        let mut slots = self.all_slots();
+        slots.retain(|s| s.damage().is_none());
+        slots
+    }
+
     /// Runs `f` on the replica set of `tp` under its lock, guarding storage
     /// failures.
     pub(crate) fn with_partition<T>(
@@ -333,13 +449,16 @@ impl BrokerCluster {
         slot: &PartitionSlot,
         f: impl FnOnce(&mut PartitionReplicaSet) -> Result<T>,
     ) -> Result<T> {
+        if slot.damage().is_some() {
+            return Err(slot.damaged_error());
+        }
         let mut guard = slot.set.write().expect("partition lock");
         let Some(set) = guard.as_mut() else {
             return Err(self.gone(slot));
         };
         let r = f(set);
         drop(guard);
-        self.guard(r)
+        self.settle(slot, crate::health::Access::Write, r)
     }
 
     /// Like `with_slot` for read-only work: many readers of one partition
@@ -349,13 +468,16 @@ impl BrokerCluster {
         slot: &PartitionSlot,
         f: impl FnOnce(&PartitionReplicaSet) -> Result<T>,
     ) -> Result<T> {
+        if slot.damage().is_some() {
+            return Err(slot.damaged_error());
+        }
         let guard = slot.set.read().expect("partition lock");
         let Some(set) = guard.as_ref() else {
             return Err(self.gone(slot));
         };
         let r = f(set);
         drop(guard);
-        self.guard(r)
+        self.settle(slot, crate::health::Access::Read, r)
     }
 
     /// Why a slot has no replica set: the cluster closed, or the topic was
@@ -456,7 +578,22 @@ impl PartitionSlot {
             set: RwLock::new(Some(set)),
             hw_moved: Notify::new(),
             unflushed: Mutex::new(Unflushed::synced(now_ms)),
+            damaged: std::sync::OnceLock::new(),
         }
+    }
+
+    /// A partition whose replicas could not be opened: offline from the
+    /// start, with `cause`.
+    pub(crate) fn damaged_at_open(tp: TopicPartition, cause: String, now_ms: i64) -> Self {
+        let slot = Self {
+            tp,
+            set: RwLock::new(None),
+            hw_moved: Notify::new(),
+            unflushed: Mutex::new(Unflushed::synced(now_ms)),
+            damaged: std::sync::OnceLock::new(),
+        };
+        let _ = slot.damaged.set(cause);
+        slot
     }
 }
 

@@ -174,6 +174,7 @@ impl BrokerCluster {
         let outcome = self.with_slot(&slot, |set| {
             Ok(set.append(batch, acks, expected_leader_epoch)?)
         })?;
+        self.note_write_succeeded();
         self.after_append(&slot, records)?;
         Ok(PendingAppend { outcome })
     }

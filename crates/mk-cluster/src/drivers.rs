@@ -20,6 +20,9 @@ pub struct DriverConfig {
     pub flush_interval: Option<Duration>,
     /// Retention and compaction of every topic (and the offsets log).
     pub cleanup_interval: Duration,
+    /// While the disk is marked full, how often a small write probes
+    /// whether space is back (`probe_disk_space`).
+    pub storage_probe_interval: Duration,
 }
 
 impl Default for DriverConfig {
@@ -30,6 +33,7 @@ impl Default for DriverConfig {
             transaction_expiry_interval: Duration::from_millis(1_000),
             flush_interval: Some(Duration::from_millis(1_000)),
             cleanup_interval: Duration::from_secs(60),
+            storage_probe_interval: Duration::from_millis(1_000),
         }
     }
 }
@@ -83,6 +87,18 @@ impl BrokerCluster {
                 }
             })?;
         }
+        let c = self.clone();
+        let every = config.storage_probe_interval;
+        self.spawn_owned(async move {
+            let mut tick = interval(every);
+            loop {
+                tick.tick().await;
+                if c.check_running().is_err() {
+                    break;
+                }
+                c.probe_disk_space();
+            }
+        })?;
         let c = self.clone();
         let every = config.cleanup_interval;
         self.spawn_owned(async move {

@@ -63,6 +63,10 @@ pub enum ClusterError {
     /// variants, with the same `StorageError` inside.
     #[error(transparent)]
     Storage(#[from] StorageError),
+    /// The partition is offline because its files are damaged (found while
+    /// reading or opening them); every other partition keeps serving.
+    #[error("storage error: partition {partition} is damaged and offline: {cause}")]
+    PartitionDamaged { partition: String, cause: String },
     #[error("the cluster is closed")]
     Closed,
     #[error("the cluster failed: {0}")]
@@ -101,7 +105,9 @@ impl ClusterError {
             ClusterError::TopicAlreadyExists(_) => ErrorCode::TopicAlreadyExists,
             ClusterError::OffsetOutOfRange { .. } => ErrorCode::OffsetOutOfRange,
             ClusterError::ProducerBufferFull(_) => ErrorCode::ProducerBufferFull,
-            ClusterError::Storage(_) => ErrorCode::StorageError,
+            ClusterError::Storage(_) | ClusterError::PartitionDamaged { .. } => {
+                ErrorCode::StorageError
+            }
             ClusterError::Closed | ClusterError::Cancelled(_) => ErrorCode::ClusterClosed,
             ClusterError::Failed(_) => ErrorCode::ClusterFailed,
             ClusterError::Replayed { code, .. } => *code,
@@ -117,7 +123,9 @@ impl ClusterError {
         }
     }
 
-    /// True for failures of the disk: these make the cluster FAILED.
+    /// True for failures of the disk (how far each reaches is decided by
+    /// the cluster, see `health.rs`). A damaged partition's refusal is not
+    /// one: that failure was already handled.
     pub fn is_storage_failure(&self) -> bool {
         match self {
             ClusterError::Log(e) => e.is_storage_failure(),

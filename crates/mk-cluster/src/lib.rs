@@ -15,6 +15,7 @@ mod data;
 mod drivers;
 mod error;
 mod groups;
+mod health;
 pub mod labs;
 mod lifecycle;
 pub mod metadata;
@@ -41,6 +42,7 @@ pub use data::{
 };
 pub use drivers::DriverConfig;
 pub use error::{ClusterError, Result};
+pub use health::{ClusterHealth, DiskFull};
 pub use lifecycle::LifecycleState;
 pub use metadata::TopicId;
 pub use producer::{

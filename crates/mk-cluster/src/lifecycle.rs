@@ -21,12 +21,28 @@ pub enum LifecycleState {
 #[derive(Debug)]
 pub(crate) struct Lifecycle {
     state: Mutex<LifecycleState>,
+    /// Fired when the state becomes Failed.
+    failed: tokio::sync::Notify,
 }
 
 impl Lifecycle {
     pub fn new() -> Self {
         Self {
             state: Mutex::new(LifecycleState::Running),
+            failed: tokio::sync::Notify::new(),
+        }
+    }
+
+    /// Resolves with the cause once the cluster is Failed.
+    pub async fn until_failed(&self) -> String {
+        loop {
+            let notified = self.failed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if let LifecycleState::Failed(cause) = self.get() {
+                return cause;
+            }
+            notified.await;
         }
     }
 
@@ -53,6 +69,7 @@ impl Lifecycle {
             _ => {
                 tracing::error!(cause = %cause, "cluster failed");
                 *s = LifecycleState::Failed(cause.clone());
+                self.failed.notify_waiters();
                 ClusterError::Failed(cause)
             }
         }
@@ -74,6 +91,7 @@ impl Lifecycle {
     pub fn fail_from_closing(&self, cause: String) -> ClusterError {
         let mut s = self.state.lock().expect("lifecycle lock");
         *s = LifecycleState::Failed(cause.clone());
+        self.failed.notify_waiters();
         ClusterError::Failed(cause)
     }
 

@@ -152,6 +152,8 @@ struct ConfigV1 {
 #[derive(Debug)]
 pub struct MetadataStore {
     path: PathBuf,
+    /// The broker's fault seam, which every save passes.
+    faults: std::sync::Arc<mk_log::FaultInjector>,
     cluster_id: String,
     topics: BTreeMap<String, TopicMeta>,
     deleting: Vec<PendingDeletion>,
@@ -267,11 +269,18 @@ impl MetadataStore {
         });
         Ok(Self {
             path,
+            faults: std::sync::Arc::new(mk_log::FaultInjector::new()),
             cluster_id,
             topics,
             deleting,
             upgraded,
         })
+    }
+
+    /// Makes every save pass `faults` (the broker's one fault seam).
+    pub fn with_faults(mut self, faults: std::sync::Arc<mk_log::FaultInjector>) -> Self {
+        self.faults = faults;
+        self
     }
 
     /// Persists ids generated while reading an older (or absent) file, so
@@ -446,7 +455,7 @@ impl MetadataStore {
         let bytes = serde_json::to_vec_pretty(&file).map_err(|e| {
             StorageError::unusable(&self.path, format!("cannot serialize metadata: {e}"))
         })?;
-        mk_log::fsutil::write_atomic(&self.path, &bytes)?;
+        mk_log::fsutil::write_atomic_with(&self.faults, &self.path, &bytes)?;
         Ok(())
     }
 }

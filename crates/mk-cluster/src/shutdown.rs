@@ -33,10 +33,30 @@ impl BrokerCluster {
         // producer completion tasks finish on their own.
         for slot in self.all_slots() {
             let set = slot.set.write().expect("partition lock").take();
-            if let Some(set) = set
-                && let Err(e) = set.close()
-            {
-                first_error.get_or_insert(e.into());
+            match set {
+                None => {}
+                // A damaged partition is made durable but not checkpointed:
+                // no clean-shutdown checkpoint may vouch for its files.
+                Some(mut set) if slot.damage().is_some() => {
+                    if let Err(e) = set.flush() {
+                        tracing::warn!(partition = %slot.tp, error = %e, "cannot flush a damaged partition");
+                    }
+                    set.crash();
+                }
+                Some(set) => {
+                    if let Err(e) = set.close() {
+                        let e = ClusterError::from(e);
+                        if e.storage_cause()
+                            .is_some_and(mk_log::StorageError::is_transient)
+                        {
+                            // Its logs were fsynced before the checkpoint that
+                            // failed; the next open recovers as after a crash.
+                            tracing::warn!(partition = %slot.tp, error = %e, "closed without its checkpoints");
+                        } else {
+                            first_error.get_or_insert(e);
+                        }
+                    }
+                }
             }
             slot.hw_moved.notify_waiters();
         }

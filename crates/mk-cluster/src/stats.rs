@@ -25,6 +25,10 @@ pub struct ClusterStats {
     /// Bytes of every replica's logs and indexes.
     pub log_bytes: u64,
     pub owned_tasks: usize,
+    /// Partitions offline because of damage (see `health`).
+    pub damaged_partitions: usize,
+    /// True while writes fail because the disk is full.
+    pub disk_full: bool,
 }
 
 impl BrokerCluster {
@@ -40,8 +44,13 @@ impl BrokerCluster {
         let mut partitions = 0;
         let mut records = 0;
         let mut log_bytes = 0;
+        let mut damaged_partitions = 0;
         for slot in self.all_slots() {
             partitions += 1;
+            if slot.damage().is_some() {
+                damaged_partitions += 1;
+                continue;
+            }
             self.read_slot(&slot, |set| {
                 records += set.log_end_offset();
                 for b in set.replicas().to_vec() {
@@ -59,6 +68,8 @@ impl BrokerCluster {
             records,
             log_bytes,
             owned_tasks: self.owned_tasks(),
+            damaged_partitions,
+            disk_full: self.health().disk_full.is_some(),
         })
     }
 }

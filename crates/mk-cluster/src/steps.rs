@@ -24,21 +24,28 @@ impl BrokerCluster {
     /// HW are recomputed and `acks=all` waiters settle.
     pub fn replicate_all_once(&self) -> Result<()> {
         self.check_running()?;
-        for slot in self.all_slots() {
-            self.with_slot(&slot, |set| {
+        // One partition's failure (a full disk, damage) must not stop the
+        // others; the first error is reported after all were tried.
+        let mut first_error = None;
+        for slot in self.healthy_slots() {
+            let r = self.with_slot(&slot, |set| {
                 set.replicate_all_once()?;
                 Ok(())
-            })?;
+            });
             slot.hw_moved.notify_waiters();
+            if let Err(e) = r {
+                self.check_running()?;
+                first_error.get_or_insert(e);
+            }
         }
-        Ok(())
+        first_error.map_or(Ok(()), Err)
     }
 
     /// Recomputes the ISR of every partition by the time rule without
     /// fetching (the server's ISR refresh tick).
     pub fn refresh_isr(&self) -> Result<()> {
         self.check_running()?;
-        for slot in self.all_slots() {
+        for slot in self.healthy_slots() {
             self.with_slot(&slot, |set| {
                 set.refresh_isr();
                 Ok(())
@@ -93,13 +100,29 @@ impl BrokerCluster {
     /// cluster terminally FAILED.
     pub fn run_flush_cycle(&self) -> Result<()> {
         self.check_running()?;
-        for slot in self.all_slots() {
-            self.with_slot(&slot, |set| Ok(set.checkpoint()?))?;
-            *slot.unflushed.lock().expect("flush state") = Unflushed::synced(self.clock.now_ms());
+        // Every partition is fsynced even if another one's checkpoint could
+        // not be written (a full disk): durability must not wait for space.
+        let mut first_error = None;
+        for slot in self.healthy_slots() {
+            match self.with_slot(&slot, |set| Ok(set.checkpoint()?)) {
+                Ok(()) => {
+                    *slot.unflushed.lock().expect("flush state") =
+                        Unflushed::synced(self.clock.now_ms());
+                }
+                Err(e) => {
+                    self.check_running()?;
+                    first_error.get_or_insert(e);
+                }
+            }
         }
         let mut groups = self.groups()?;
         let g = groups.as_mut().ok_or(ClusterError::Closed)?;
-        self.guard(g.flush())
+        let flushed = self.guard(g.flush());
+        drop(groups);
+        match first_error {
+            Some(e) => Err(e),
+            None => flushed,
+        }
     }
 
     /// Applies retention to one topic: with `overrides`, those limits; else
@@ -123,7 +146,7 @@ impl BrokerCluster {
         };
         let now = self.clock.now_ms();
         let mut out = BTreeMap::new();
-        for slot in &t.partitions {
+        for slot in t.partitions.iter().filter(|s| s.damage().is_none()) {
             let deleted = self.with_slot(slot, |set| Ok(set.apply_retention(now, policy)?))?;
             out.insert(slot.tp.partition, deleted);
         }
@@ -161,7 +184,7 @@ impl BrokerCluster {
         }
         let now = self.clock.now_ms();
         let mut summary = CompactionSummary::default();
-        for slot in &t.partitions {
+        for slot in t.partitions.iter().filter(|s| s.damage().is_none()) {
             self.with_slot(slot, |set| {
                 let leader = set.leader_id();
                 for (broker, r) in set.compact(now, grace)? {

@@ -36,6 +36,9 @@ pub struct PartitionInfo {
     pub log_end_offset: i64,
     /// Each replica's log end offset.
     pub log_end_offsets: BTreeMap<BrokerId, i64>,
+    /// Why the partition is offline, when damage took it offline; every
+    /// operation on it then answers STORAGE_ERROR.
+    pub damaged: Option<String>,
 }
 
 /// A topic with its configuration and partitions (ascending).
@@ -69,6 +72,34 @@ pub(crate) fn partition_info(set: &PartitionReplicaSet) -> PartitionInfo {
         log_start_offset: set.log_start_offset(),
         log_end_offset: set.log_end_offset(),
         log_end_offsets,
+        damaged: None,
+    }
+}
+
+/// What is known of a damaged partition: its live state if its replicas
+/// are open, else its placement from the metadata with unknown (-1)
+/// offsets.
+fn damaged_info(slot: &PartitionSlot, meta: &TopicMeta, cause: &str) -> PartitionInfo {
+    if let Some(set) = slot.set.read().expect("partition lock").as_ref() {
+        let mut info = partition_info(set);
+        info.damaged = Some(cause.to_string());
+        return info;
+    }
+    let p = meta.partitions.get(slot.tp.partition as usize);
+    let replicas = p.map(|p| p.replicas.clone()).unwrap_or_default();
+    PartitionInfo {
+        topic: slot.tp.topic.clone(),
+        partition: slot.tp.partition,
+        leader_id: p.map_or(-1, |p| p.leader_id),
+        leader_epoch: p.map_or(-1, |p| p.leader_epoch),
+        log_end_offsets: replicas.iter().map(|b| (*b, -1)).collect(),
+        replicas,
+        isr: Vec::new(),
+        high_watermark: -1,
+        last_stable_offset: -1,
+        log_start_offset: -1,
+        log_end_offset: -1,
+        damaged: Some(cause.to_string()),
     }
 }
 
@@ -200,13 +231,14 @@ impl BrokerCluster {
             .collect())
     }
 
-    /// A topic's configuration and the live state of every partition.
+    /// A topic's configuration and the live state of every partition
+    /// (damaged ones included, marked so).
     pub fn describe_topic(&self, name: &str) -> Result<TopicDescription> {
         self.check_running()?;
         let topic = self.topic(name)?;
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for slot in &topic.partitions {
-            partitions.push(self.read_slot(slot, |set| Ok(partition_info(set)))?);
+            partitions.push(self.slot_info(slot, &topic.meta)?);
         }
         Ok(TopicDescription {
             name: topic.meta.name.clone(),
@@ -217,7 +249,23 @@ impl BrokerCluster {
 
     /// The live state of one partition.
     pub fn partition_metadata(&self, tp: &TopicPartition) -> Result<PartitionInfo> {
-        self.read_partition(tp, |set| Ok(partition_info(set)))
+        self.check_running()?;
+        let topic = self.topic(&tp.topic)?;
+        let slot = self.slot(tp)?;
+        self.slot_info(&slot, &topic.meta)
+    }
+
+    /// One partition's state; for a damaged one what is known, marked so.
+    fn slot_info(&self, slot: &PartitionSlot, meta: &TopicMeta) -> Result<PartitionInfo> {
+        match slot.damage() {
+            Some(cause) => Ok(damaged_info(slot, meta, cause)),
+            None => match self.read_slot(slot, |set| Ok(partition_info(set))) {
+                Err(ClusterError::PartitionDamaged { cause, .. }) => {
+                    Ok(damaged_info(slot, meta, &cause))
+                }
+                other => other,
+            },
+        }
     }
 
     /// How many partitions a topic has.
@@ -229,9 +277,18 @@ impl BrokerCluster {
     /// Every partition of every topic (for `describe_cluster`).
     pub fn describe_partitions(&self) -> Result<Vec<PartitionInfo>> {
         self.check_running()?;
+        let topics: Vec<Arc<Topic>> = self
+            .topics
+            .read()
+            .expect("topics lock")
+            .values()
+            .cloned()
+            .collect();
         let mut out = Vec::new();
-        for slot in self.all_slots() {
-            out.push(self.read_slot(&slot, |set| Ok(partition_info(set)))?);
+        for t in topics {
+            for slot in &t.partitions {
+                out.push(self.slot_info(slot, &t.meta)?);
+            }
         }
         Ok(out)
     }

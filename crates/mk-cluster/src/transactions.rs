@@ -35,7 +35,9 @@ impl BrokerCluster {
         let t = guard.as_mut().ok_or(ClusterError::Closed)?;
         let r = f(t);
         drop(guard);
-        self.guard(r)
+        // The coordinator stops itself after any failed journal write, so
+        // every storage failure of it is the broker's.
+        self.guard_strict(r)
     }
 
     /// Allocates a producer identity: a new name gets the next id and epoch
@@ -72,9 +74,10 @@ impl BrokerCluster {
         Ok(identity)
     }
 
-    /// Registers a producer epoch on every partition, fencing older epochs.
+    /// Registers a producer epoch on every partition, fencing older epochs
+    /// (a damaged partition refuses every batch anyway).
     fn register_everywhere(&self, identity: ProducerIdentity) -> Result<()> {
-        for slot in self.all_slots() {
+        for slot in self.healthy_slots() {
             self.with_slot(&slot, |set| {
                 Ok(set.register_producer(identity.producer_id, identity.epoch)?)
             })?;
@@ -292,13 +295,24 @@ impl BrokerCluster {
     /// no replication step runs during open; the markers replicate like any
     /// batch afterwards), staged offsets are stored, the state completes.
     pub(crate) fn recover_transactions(&self, plans: Vec<CompletionPlan>) -> Result<()> {
-        for mut plan in plans {
+        'plans: for mut plan in plans {
             let markers = plan.unwritten_markers();
             for (tp, batch) in markers {
-                self.with_partition(&tp, |set| {
+                let appended = self.with_partition(&tp, |set| {
                     set.append(batch, AckMode::One, None)?;
                     Ok(())
-                })?;
+                });
+                if let Err(e @ ClusterError::PartitionDamaged { .. }) = appended {
+                    // The transaction stays prepared; the expiry step tries
+                    // its plan again, and the rest of the broker starts.
+                    tracing::error!(
+                        transactional_id = plan.transactional_id(),
+                        error = %e,
+                        "a prepared transaction cannot complete on a damaged partition"
+                    );
+                    continue 'plans;
+                }
+                appended?;
                 self.guard(plan.ack_marker(&tp))?;
             }
             self.store_plan_offsets(&mut plan)?;

@@ -32,7 +32,7 @@ impl BrokerCluster {
     pub(crate) fn repair_hanging_transactions(&self) -> Result<usize> {
         let txns = self.list_transactions()?;
         let mut hanging = Vec::new();
-        for slot in self.all_slots() {
+        for slot in self.healthy_slots() {
             self.read_slot(&slot, |set| {
                 for (producer_id, first_offset) in set.leader_log().open_transactions() {
                     let in_progress = txns.iter().any(|t| {

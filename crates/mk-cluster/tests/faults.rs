@@ -429,3 +429,252 @@ async fn a_lost_marker_is_written_again_on_open_so_the_lso_moves_on() {
         c.close().await.unwrap();
     }
 }
+
+fn values(got: &FetchResult) -> Vec<Bytes> {
+    got.records
+        .iter()
+        .map(|r| r.value.clone().unwrap())
+        .collect()
+}
+
+/// Flips one byte in the middle of `tp`'s first segment on broker 1.
+fn flip_byte_in_first_segment(dir: &std::path::Path, tp: &TopicPartition) {
+    let path = dir
+        .join("broker-1")
+        .join(tp.dir_name())
+        .join(format!("{:020}.log", 0));
+    let mut bytes = std::fs::read(&path).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x20;
+    std::fs::write(&path, bytes).unwrap();
+}
+
+fn small_segments(mut c: MiniKafkaConfig) -> MiniKafkaConfig {
+    c.segment_max_bytes = 1_024;
+    c
+}
+
+#[tokio::test]
+async fn a_corrupt_closed_segment_takes_only_its_partition_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_000);
+    let c = open_with(dir.path(), &clock, small_segments);
+    c.create_topic("c", 1, 1).unwrap();
+    c.create_topic("d", 1, 1).unwrap();
+    for i in 0..60 {
+        put(&c, &tp("c", 0), &format!("c-value-{i:04}")).await;
+    }
+    put(&c, &tp("d", 0), "d-value").await;
+    c.close().await.unwrap();
+    drop(c);
+    flip_byte_in_first_segment(dir.path(), &tp("c", 0));
+    // The clean-shutdown checkpoint vouches for the closed segment, so the
+    // broker starts; the damage is found by the first read reaching it.
+    let c = open_with(dir.path(), &clock, small_segments);
+    let e = c.fetch(&FetchRequest::new(tp("c", 0), 0, 100)).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::StorageError, "{e}");
+    assert!(e.to_string().contains("c-0 is damaged"), "{e}");
+    // Everything else keeps serving.
+    assert_eq!(c.state(), LifecycleState::Running);
+    let d = c.fetch(&FetchRequest::new(tp("d", 0), 0, 100)).unwrap();
+    assert_eq!(values(&d), vec![b("d-value")]);
+    put(&c, &tp("d", 0), "after the damage").await;
+    assert_eq!(
+        c.list_topics().unwrap(),
+        vec!["c".to_string(), "d".to_string()]
+    );
+    c.create_topic("e", 1, 1).unwrap();
+    c.run_flush_cycle().unwrap();
+    c.replicate_all_once().unwrap();
+    // The damaged partition refuses writes too, and is reported as damaged.
+    let produced = c
+        .append_batch(
+            &tp("c", 0),
+            RecordBatch::new(vec![Record::new(None, Some(b("x")), 1)]).unwrap(),
+            AckMode::One,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(produced.code(), ErrorCode::StorageError);
+    let described = c.describe_topic("c").unwrap();
+    assert!(described.partitions[0].damaged.is_some(), "{described:?}");
+    assert!(
+        c.describe_topic("d").unwrap().partitions[0]
+            .damaged
+            .is_none()
+    );
+    assert_eq!(c.stats().unwrap().damaged_partitions, 1);
+    let health = c.health();
+    assert_eq!(health.damaged.len(), 1);
+    assert_eq!(health.damaged[0].0, tp("c", 0));
+    // A Kafka fetch of both answers per partition.
+    let req = BatchFetch {
+        partitions: vec![
+            PartitionFetch {
+                tp: tp("c", 0),
+                offset: 0,
+                max_bytes: 1 << 20,
+                current_leader_epoch: None,
+            },
+            PartitionFetch {
+                tp: tp("d", 0),
+                offset: 0,
+                max_bytes: 1 << 20,
+                current_leader_epoch: None,
+            },
+        ],
+        isolation: Isolation::ReadUncommitted,
+        max_bytes: 1 << 20,
+        min_bytes: 1,
+        max_wait: std::time::Duration::ZERO,
+        broker: None,
+    };
+    let got = c.fetch_batches(&req).await.unwrap();
+    assert_eq!(
+        got[0].error.as_ref().map(ClusterError::code),
+        Some(ErrorCode::StorageError)
+    );
+    assert!(got[1].error.is_none() && got[1].batches.len() == 2);
+    c.close().await.unwrap();
+    drop(c);
+    // After a restart the damage is still local: the broker starts and
+    // only c-0 answers STORAGE_ERROR.
+    let c = open_with(dir.path(), &clock, small_segments);
+    assert_eq!(
+        c.fetch(&FetchRequest::new(tp("c", 0), 0, 100))
+            .unwrap_err()
+            .code(),
+        ErrorCode::StorageError
+    );
+    assert_eq!(
+        c.fetch(&FetchRequest::new(tp("d", 0), 0, 100))
+            .unwrap()
+            .records
+            .len(),
+        2
+    );
+    c.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_partition_found_damaged_at_open_starts_offline_and_the_rest_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_000);
+    let c = open_with(dir.path(), &clock, small_segments);
+    c.create_topic("c", 1, 1).unwrap();
+    c.create_topic("d", 1, 1).unwrap();
+    for i in 0..60 {
+        put(&c, &tp("c", 0), &format!("c-value-{i:04}")).await;
+    }
+    put(&c, &tp("d", 0), "d-value").await;
+    // A crash without any flush: open scans every segment and finds it.
+    c.crash();
+    drop(c);
+    flip_byte_in_first_segment(dir.path(), &tp("c", 0));
+    let c = open_with(dir.path(), &clock, small_segments);
+    let p = &c.describe_topic("c").unwrap().partitions[0];
+    assert!(
+        p.damaged
+            .as_deref()
+            .is_some_and(|d| d.contains("corrupt closed segment")),
+        "{p:?}"
+    );
+    assert_eq!((p.high_watermark, p.log_end_offset), (-1, -1));
+    assert_eq!(
+        c.fetch(&FetchRequest::new(tp("c", 0), 0, 100))
+            .unwrap_err()
+            .code(),
+        ErrorCode::StorageError
+    );
+    assert_eq!(
+        c.fetch(&FetchRequest::new(tp("d", 0), 0, 100))
+            .unwrap()
+            .records
+            .len(),
+        1
+    );
+    // Deleting the damaged topic is one way back; its name starts empty.
+    c.delete_topic("c").unwrap();
+    c.create_topic("c", 1, 1).unwrap();
+    assert_eq!(c.log_end_offset(&tp("c", 0)).unwrap(), 0);
+    c.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_full_disk_fails_writes_typed_keeps_reads_and_loses_no_acknowledged_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_000);
+    let faults = Arc::new(FaultInjector::new());
+    let c = BrokerCluster::open_with_faults(
+        MiniKafkaConfig::new(dir.path()),
+        Arc::new(clock.clone()),
+        faults.clone(),
+    )
+    .unwrap();
+    c.create_topic("t", 1, 1).unwrap();
+    let p = tp("t", 0);
+    for i in 0..10 {
+        put(&c, &p, &format!("v{i}")).await;
+    }
+    faults.disk_full(true);
+    let e = c
+        .append_batch(
+            &p,
+            RecordBatch::new(vec![Record::new(None, Some(b("refused")), 1)]).unwrap(),
+            AckMode::One,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::StorageError, "{e}");
+    assert!(
+        e.storage_cause()
+            .is_some_and(mk_log::StorageError::is_disk_full),
+        "{e}"
+    );
+    assert_eq!(
+        c.state(),
+        LifecycleState::Running,
+        "a full disk does not fail the broker"
+    );
+    // Stored data stays readable, the failure is visible.
+    assert_eq!(
+        c.fetch(&FetchRequest::new(p.clone(), 0, 100))
+            .unwrap()
+            .records
+            .len(),
+        10
+    );
+    assert!(c.health().disk_full.is_some());
+    assert!(c.stats().unwrap().disk_full);
+    let commit = std::collections::BTreeMap::from([(p.clone(), 5)]);
+    assert_eq!(
+        c.commit_offsets_direct("g", &commit).unwrap_err().code(),
+        ErrorCode::StorageError
+    );
+    assert_eq!(
+        c.create_topic("u", 1, 1).unwrap_err().code(),
+        ErrorCode::StorageError
+    );
+    assert!(!dir.path().join("broker-1").join("u-0").exists());
+    let _ = c.run_flush_cycle();
+    assert_eq!(c.state(), LifecycleState::Running);
+    assert!(c.probe_disk_space(), "still full");
+    // Space is back: the probe notices without any client write.
+    faults.disk_full(false);
+    assert!(!c.probe_disk_space());
+    assert!(c.health().is_healthy());
+    assert_eq!(
+        put(&c, &p, "v10").await,
+        10,
+        "the next record takes the next offset"
+    );
+    c.commit_offsets_direct("g", &commit).unwrap();
+    c.crash();
+    drop(c);
+    let c = open(dir.path(), &clock);
+    let got = c.fetch(&FetchRequest::new(p.clone(), 0, 100)).unwrap();
+    let expected: Vec<Bytes> = (0..=10).map(|i| b(&format!("v{i}"))).collect();
+    assert_eq!(values(&got), expected);
+    assert_eq!(c.fetch_committed("g", &p).unwrap(), Some(5));
+    c.close().await.unwrap();
+}

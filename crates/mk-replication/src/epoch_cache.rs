@@ -41,6 +41,8 @@ pub struct EpochEndOffset {
 pub(crate) struct LeaderEpochCache {
     path: PathBuf,
     entries: Vec<EpochEntry>,
+    /// The log's fault seam, which the checkpoint's writes pass too.
+    faults: std::sync::Arc<mk_log::FaultInjector>,
 }
 
 impl LeaderEpochCache {
@@ -57,6 +59,7 @@ impl LeaderEpochCache {
         let mut cache = Self {
             path,
             entries: entries.clone(),
+            faults: log.config().faults.clone(),
         };
         cache.entries.retain(|e| e.start_offset < log.leo());
         if !from_file || cache.entries != entries {
@@ -158,7 +161,7 @@ impl LeaderEpochCache {
     }
 
     fn persist(&self, entries: &[EpochEntry]) -> Result<()> {
-        fsutil::write_atomic(&self.path, encode(entries).as_bytes())?;
+        fsutil::write_atomic_with(&self.faults, &self.path, encode(entries).as_bytes())?;
         Ok(())
     }
 }
@@ -284,6 +287,7 @@ mod tests {
                     start_offset,
                 })
                 .collect(),
+            faults: std::sync::Arc::new(mk_log::FaultInjector::new()),
         }
     }
 

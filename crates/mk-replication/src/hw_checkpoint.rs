@@ -10,16 +10,21 @@
 
 use crate::error::{ReplicationError, Result};
 use mk_core::TopicPartition;
-use mk_log::{StorageError, fsutil};
+use mk_log::{FaultInjector, StorageError, fsutil};
 use std::path::Path;
 
 /// File name of the checkpoint inside a replica's partition directory.
 pub const HW_CHECKPOINT_FILE: &str = "replication-offset-checkpoint";
 
 /// Writes `high_watermark` for `tp` into the partition directory `dir`.
-pub(crate) fn write(dir: &Path, tp: &TopicPartition, high_watermark: i64) -> Result<()> {
+pub(crate) fn write(
+    faults: &FaultInjector,
+    dir: &Path,
+    tp: &TopicPartition,
+    high_watermark: i64,
+) -> Result<()> {
     let text = format!("0\n1\n{} {} {high_watermark}\n", tp.topic, tp.partition);
-    fsutil::write_atomic(&dir.join(HW_CHECKPOINT_FILE), text.as_bytes())?;
+    fsutil::write_atomic_with(faults, &dir.join(HW_CHECKPOINT_FILE), text.as_bytes())?;
     Ok(())
 }
 
@@ -73,7 +78,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let tp = TopicPartition::new("orders.v1", 3);
         assert_eq!(read(dir.path(), &tp).unwrap(), None);
-        write(dir.path(), &tp, 42).unwrap();
+        write(&FaultInjector::new(), dir.path(), &tp, 42).unwrap();
         assert_eq!(
             std::fs::read_to_string(dir.path().join(HW_CHECKPOINT_FILE)).unwrap(),
             "0\n1\norders.v1 3 42\n"

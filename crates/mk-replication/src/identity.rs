@@ -11,7 +11,7 @@
 //! ```
 
 use crate::error::{ReplicationError, Result};
-use mk_log::{StorageError, fsutil};
+use mk_log::{FaultInjector, StorageError, fsutil};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -41,6 +41,7 @@ struct StoreFile {
 pub struct ProducerIdentityStore {
     path: PathBuf,
     file: StoreFile,
+    faults: std::sync::Arc<FaultInjector>,
 }
 
 impl ProducerIdentityStore {
@@ -64,7 +65,18 @@ impl ProducerIdentityStore {
                 file
             }
         };
-        Ok(Self { path, file })
+        Ok(Self {
+            path,
+            file,
+            faults: std::sync::Arc::new(FaultInjector::new()),
+        })
+    }
+
+    /// Makes the store's writes pass `faults` (the broker's one fault
+    /// seam).
+    pub fn with_faults(mut self, faults: std::sync::Arc<FaultInjector>) -> Self {
+        self.faults = faults;
+        self
     }
 
     /// The path of the store file.
@@ -102,7 +114,7 @@ impl ProducerIdentityStore {
         let bytes = serde_json::to_vec(&next).map_err(|e| {
             StorageError::unusable(&self.path, format!("cannot encode identity store: {e}"))
         })?;
-        fsutil::write_atomic(&self.path, &bytes)?;
+        fsutil::write_atomic_with(&self.faults, &self.path, &bytes)?;
         self.file = next;
         Ok(identity)
     }
@@ -145,7 +157,7 @@ impl ProducerIdentityStore {
         let bytes = serde_json::to_vec(&next).map_err(|e| {
             StorageError::unusable(&self.path, format!("cannot encode identity store: {e}"))
         })?;
-        fsutil::write_atomic(&self.path, &bytes)?;
+        fsutil::write_atomic_with(&self.faults, &self.path, &bytes)?;
         self.file = next;
         Ok(true)
     }

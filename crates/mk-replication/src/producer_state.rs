@@ -28,7 +28,9 @@
 
 use crate::error::{ReplicationError, Result};
 use mk_core::{ByteReader, Truncated};
-use mk_log::{BatchHeader, LogError, PartitionLog, ProducerInfo, StorageError, fsutil};
+use mk_log::{
+    BatchHeader, FaultInjector, LogError, PartitionLog, ProducerInfo, StorageError, fsutil,
+};
 use std::collections::{BTreeMap, VecDeque};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -367,27 +369,39 @@ pub(crate) fn list_snapshots(dir: &Path) -> Result<Vec<i64>> {
 
 /// Writes the snapshot atomically and keeps only the newest
 /// [`SNAPSHOTS_KEPT`] files.
-pub(crate) fn write_snapshot(dir: &Path, snapshot: &Snapshot) -> Result<()> {
-    fsutil::write_atomic(&snapshot_path(dir, snapshot.offset), &snapshot.encode())?;
+pub(crate) fn write_snapshot(
+    faults: &FaultInjector,
+    dir: &Path,
+    snapshot: &Snapshot,
+) -> Result<()> {
+    fsutil::write_atomic_with(
+        faults,
+        &snapshot_path(dir, snapshot.offset),
+        &snapshot.encode(),
+    )?;
     let offsets = list_snapshots(dir)?;
     if offsets.len() > SNAPSHOTS_KEPT {
         for offset in &offsets[..offsets.len() - SNAPSHOTS_KEPT] {
             fsutil::remove_if_exists(&snapshot_path(dir, *offset))?;
         }
-        fsutil::sync_dir(dir)?;
+        fsutil::sync_dir_with(faults, dir)?;
     }
     Ok(())
 }
 
 /// Deletes every snapshot above `offset` (the log now ends there).
-pub(crate) fn delete_snapshots_above(dir: &Path, offset: i64) -> Result<()> {
+pub(crate) fn delete_snapshots_above(
+    faults: &FaultInjector,
+    dir: &Path,
+    offset: i64,
+) -> Result<()> {
     let mut removed = false;
     for o in list_snapshots(dir)?.into_iter().filter(|o| *o > offset) {
         fsutil::remove_if_exists(&snapshot_path(dir, o))?;
         removed = true;
     }
     if removed {
-        fsutil::sync_dir(dir)?;
+        fsutil::sync_dir_with(faults, dir)?;
     }
     Ok(())
 }
@@ -400,7 +414,7 @@ pub(crate) fn load_state(
     dir: &Path,
     log: &PartitionLog,
 ) -> Result<(ProducerStateMap, Registrations, Option<i64>)> {
-    delete_snapshots_above(dir, log.leo())?;
+    delete_snapshots_above(&log.config().faults, dir, log.leo())?;
     let mut found = None;
     for offset in list_snapshots(dir)?.into_iter().rev() {
         let path = snapshot_path(dir, offset);
@@ -605,6 +619,7 @@ mod tests {
         let mut at3 = live.clone();
         let regs = Registrations::from([(2, 5)]);
         write_snapshot(
+            &FaultInjector::new(),
             dir.path(),
             &Snapshot {
                 offset: 3,
@@ -635,6 +650,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         for offset in [1, 5, 9, 12, 20] {
             write_snapshot(
+                &FaultInjector::new(),
                 dir.path(),
                 &Snapshot {
                     offset,
@@ -645,7 +661,7 @@ mod tests {
             .unwrap();
         }
         assert_eq!(list_snapshots(dir.path()).unwrap(), vec![9, 12, 20]);
-        delete_snapshots_above(dir.path(), 12).unwrap();
+        delete_snapshots_above(&FaultInjector::new(), dir.path(), 12).unwrap();
         assert_eq!(list_snapshots(dir.path()).unwrap(), vec![9, 12]);
     }
 }

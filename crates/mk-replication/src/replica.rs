@@ -139,7 +139,7 @@ impl Replica {
             Err(e) => return Err(e.into()),
         };
         self.epochs.truncate_from_end(end)?;
-        producer_state::delete_snapshots_above(&self.dir, end)?;
+        producer_state::delete_snapshots_above(&self.log.config().faults, &self.dir, end)?;
         let (producers, _, snapshot_offset) = producer_state::load_state(&self.dir, &self.log)?;
         self.producers = producers;
         if self.snapshot.as_ref().is_some_and(|(o, _)| *o > end) {
@@ -162,8 +162,9 @@ impl Replica {
             fsutil::remove_if_exists(&entry.path())?;
         }
         let segment = self.dir.join(format!("{start_offset:020}.log"));
+        config.faults.before_write(&segment)?;
         fs::File::create(&segment).map_err(|e| io(&segment, e))?;
-        fsutil::sync_dir(&self.dir)?;
+        fsutil::sync_dir_with(&config.faults, &self.dir)?;
         self.log = PartitionLog::open(&self.dir, config.clone(), self.log.leader_epoch())?;
         self.epochs = LeaderEpochCache::load(&self.dir, &self.log)?;
         self.producers = ProducerStateMap::default();
@@ -184,6 +185,7 @@ impl Replica {
             return Ok(());
         }
         producer_state::write_snapshot(
+            &self.log.config().faults,
             &self.dir,
             &Snapshot {
                 offset,
@@ -198,7 +200,7 @@ impl Replica {
     /// Writes `hw` into this replica's HW checkpoint unless it holds it.
     pub(crate) fn write_hw(&mut self, tp: &TopicPartition, hw: i64) -> Result<()> {
         if self.checkpointed_hw != Some(hw) {
-            hw_checkpoint::write(&self.dir, tp, hw)?;
+            hw_checkpoint::write(&self.log.config().faults, &self.dir, tp, hw)?;
             self.checkpointed_hw = Some(hw);
         }
         Ok(())

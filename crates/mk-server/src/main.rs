@@ -12,6 +12,7 @@
 mod commands;
 mod serve;
 mod settings;
+mod supervise;
 
 use clap::{Parser, Subcommand};
 use mk_cluster::{AckMode, Isolation};

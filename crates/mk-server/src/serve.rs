@@ -5,6 +5,7 @@
 //! is started, so a refused start leaves nothing running.
 
 use crate::settings::Settings;
+use crate::supervise::{Verdict, until_unhealthy};
 use mk_adapter_jsontcp::JsonTcpServer;
 use mk_adapter_kafka::KafkaServer;
 use mk_cluster::{BrokerCluster, DriverConfig};
@@ -13,14 +14,32 @@ use std::process::ExitCode;
 pub async fn run(settings: Settings) -> ExitCode {
     match serve(settings).await {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
+        Err(Stop::Error(e)) => {
             eprintln!("mk-server: {e}");
             ExitCode::FAILURE
+        }
+        Err(Stop::Unhealthy(v)) => {
+            eprintln!("mk-server: {}", v.message());
+            ExitCode::from(v.exit_code())
         }
     }
 }
 
-async fn serve(settings: Settings) -> Result<(), String> {
+/// Why serving ended other than by a signal.
+enum Stop {
+    /// Refused to start, or failed to close: exit code 1.
+    Error(String),
+    /// The supervision rule stopped the broker (`supervise.rs`).
+    Unhealthy(Verdict),
+}
+
+impl From<String> for Stop {
+    fn from(e: String) -> Self {
+        Stop::Error(e)
+    }
+}
+
+async fn serve(settings: Settings) -> Result<(), Stop> {
     raise_open_file_limit();
     // The ports are taken first, so a taken port fails before the data dir
     // is touched; but they only listen once the cluster is open, so no
@@ -59,13 +78,13 @@ async fn serve(settings: Settings) -> Result<(), String> {
         Ok(l) => l,
         Err(e) => {
             let _ = cluster.close().await;
-            return Err(format!("cannot start: cannot listen: {e}"));
+            return Err(format!("cannot start: cannot listen: {e}").into());
         }
     };
     let lab = settings.server.lab;
     if !lab && let Err(e) = cluster.start_drivers(DriverConfig::default()) {
         let _ = cluster.close().await;
-        return Err(format!("cannot start the background drivers: {e}"));
+        return Err(format!("cannot start the background drivers: {e}").into());
     }
     let kafka = match kafka_listeners
         .map(|l| KafkaServer::start_on(cluster.clone(), l, settings.kafka))
@@ -74,7 +93,7 @@ async fn serve(settings: Settings) -> Result<(), String> {
         Ok(k) => k,
         Err(e) => {
             let _ = cluster.close().await;
-            return Err(format!("cannot start the Kafka listeners: {e}"));
+            return Err(format!("cannot start the Kafka listeners: {e}").into());
         }
     };
     let server = match JsonTcpServer::start_on(cluster.clone(), listener, settings.server) {
@@ -84,7 +103,7 @@ async fn serve(settings: Settings) -> Result<(), String> {
                 k.shutdown().await;
             }
             let _ = cluster.close().await;
-            return Err(format!("cannot start: {e}"));
+            return Err(format!("cannot start: {e}").into());
         }
     };
     // One line: "listening on <kafka> (Kafka) and <json> (JSON-TCP), ...".
@@ -113,16 +132,25 @@ async fn serve(settings: Settings) -> Result<(), String> {
             ""
         }
     );
-    let signal = wait_for_signal().await;
-    tracing::info!(signal, "shutting down");
+    let unhealthy = tokio::select! {
+        signal = wait_for_signal() => {
+            tracing::info!(signal, "shutting down");
+            None
+        }
+        verdict = until_unhealthy(&cluster, settings.disk_full_exit_after) => {
+            tracing::error!(reason = %verdict.message(), "stopping");
+            Some(verdict)
+        }
+    };
     if let Some(k) = kafka {
         k.shutdown().await;
     }
     server.shutdown().await;
-    cluster
-        .close()
-        .await
-        .map_err(|e| format!("closing the data directory failed: {e}"))?;
+    let closed = cluster.close().await;
+    if let Some(v) = unhealthy {
+        return Err(Stop::Unhealthy(v));
+    }
+    closed.map_err(|e| format!("closing the data directory failed: {e}"))?;
     tracing::info!("stopped cleanly");
     Ok(())
 }

@@ -109,6 +109,11 @@ pub struct ServeArgs {
     /// [default: info].
     #[arg(long, value_name = "FILTER")]
     pub log_level: Option<String>,
+    /// While the disk is full the broker keeps serving reads; if it stays
+    /// full this long, the broker exits with code 4 so a supervisor notices
+    /// (0 = never exit for a full disk) [default: 300000].
+    #[arg(long, value_name = "MS")]
+    pub disk_full_exit_after_ms: Option<u64>,
 }
 
 /// The same settings as a TOML file.
@@ -141,6 +146,7 @@ struct FileSettings {
     max_in_flight: Option<usize>,
     write_timeout_ms: Option<u64>,
     log_level: Option<String>,
+    disk_full_exit_after_ms: Option<u64>,
 }
 
 /// Everything the serve command needs, resolved.
@@ -153,6 +159,8 @@ pub struct Settings {
     pub cluster: MiniKafkaConfig,
     pub server: ServerOptions,
     pub log_level: String,
+    /// `None` never exits for a full disk (see `supervise.rs`).
+    pub disk_full_exit_after: Option<Duration>,
 }
 
 impl ServeArgs {
@@ -265,6 +273,10 @@ impl ServeArgs {
             cluster,
             server,
             log_level: pick!(log_level).unwrap_or_else(|| "info".to_string()),
+            disk_full_exit_after: match pick!(disk_full_exit_after_ms).unwrap_or(300_000) {
+                0 => None,
+                ms => Some(Duration::from_millis(ms)),
+            },
         })
     }
 }

@@ -236,6 +236,9 @@ pub(crate) fn last_per_id(entries: Vec<TxnMetadata>) -> BTreeMap<String, TxnMeta
 pub struct JournalFaults {
     writes_before_failure: AtomicI64,
     tear: AtomicBool,
+    /// The broker's storage seam, which every journal write and fsync
+    /// passes too when set.
+    storage: Option<std::sync::Arc<mk_log::FaultInjector>>,
 }
 
 impl Default for JournalFaults {
@@ -243,6 +246,7 @@ impl Default for JournalFaults {
         Self {
             writes_before_failure: AtomicI64::new(-1),
             tear: AtomicBool::new(false),
+            storage: None,
         }
     }
 }
@@ -250,6 +254,29 @@ impl Default for JournalFaults {
 impl JournalFaults {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Switches that also pass every journal write and fsync through the
+    /// broker's storage fault seam.
+    pub fn with_storage(storage: std::sync::Arc<mk_log::FaultInjector>) -> Self {
+        Self {
+            storage: Some(storage),
+            ..Self::default()
+        }
+    }
+
+    fn before_sync(&self, path: &Path) -> Result<()> {
+        match &self.storage {
+            Some(s) => Ok(s.before_sync(path)?),
+            None => Ok(()),
+        }
+    }
+
+    fn write_atomic(&self, path: &Path, bytes: &[u8]) -> Result<()> {
+        match &self.storage {
+            Some(s) => Ok(mk_log::fsutil::write_atomic_with(s, path, bytes)?),
+            None => Ok(mk_log::fsutil::write_atomic(path, bytes)?),
+        }
     }
 
     /// Lets `n` more writes succeed, then fails every later one without
@@ -277,6 +304,11 @@ impl JournalFaults {
     /// `Ok(None)` to write normally, `Ok(Some(n))` to write only `n` bytes
     /// and fail, `Err` to fail before writing.
     fn before_write(&self, path: &Path, len: usize) -> Result<Option<usize>> {
+        if let Some(s) = &self.storage
+            && let mk_log::WriteGate::Torn(n) = s.before_write_of(path, len)?
+        {
+            return Ok(Some(n));
+        }
         let left = self.writes_before_failure.load(Ordering::SeqCst);
         if left < 0 {
             return Ok(None);
@@ -380,7 +412,10 @@ impl Journal {
         }
         self.file
             .write_all(bytes)
-            .and_then(|()| self.file.sync_data())
+            .map_err(|e| StorageError::io(&self.path, e))?;
+        self.faults.before_sync(&self.path)?;
+        self.file
+            .sync_data()
             .map_err(|e| StorageError::io(&self.path, e))?;
         self.lines += 1;
         Ok(())
@@ -398,7 +433,7 @@ impl Journal {
             // A torn atomic rewrite leaves the old file in place.
             return Err(injected(&self.path, "torn rewrite"));
         }
-        mk_log::fsutil::write_atomic(&self.path, text.as_bytes())?;
+        self.faults.write_atomic(&self.path, text.as_bytes())?;
         self.file = OpenOptions::new()
             .read(true)
             .append(true)

@@ -44,7 +44,8 @@ pub(super) mod describe_cluster {
 
 /// `stats`: nothing -> uptime_ms, connections, requests, topics,
 /// partitions, groups, transactions, records, log_bytes, owned_tasks,
-/// in_flight.
+/// in_flight, damaged_partitions, disk_full (the last two after spec 06's
+/// fields: the broker's health).
 pub(super) mod stats {
     use super::*;
 
@@ -60,7 +61,9 @@ pub(super) mod stats {
             .int("records", c.records)
             .int("log_bytes", c.log_bytes as i64)
             .int("owned_tasks", c.owned_tasks as i64)
-            .int("in_flight", s.in_flight as i64);
+            .int("in_flight", s.in_flight as i64)
+            .int("damaged_partitions", c.damaged_partitions as i64)
+            .bool("disk_full", c.disk_full);
     }
 
     pub fn decode_response(f: &Fields<'_>) -> Decoded<Response> {
@@ -75,6 +78,8 @@ pub(super) mod stats {
                 records: f.i64("records")?,
                 log_bytes: n("log_bytes")? as u64,
                 owned_tasks: n("owned_tasks")? as usize,
+                damaged_partitions: n("damaged_partitions")? as usize,
+                disk_full: f.bool("disk_full")?,
             },
             connections: n("connections")? as u64,
             requests: n("requests")? as u64,

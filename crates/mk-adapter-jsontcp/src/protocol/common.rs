@@ -170,6 +170,7 @@ pub(super) fn partition_info_of(
         log_start_offset: p.i64("log_start_offset")?,
         log_end_offset: p.i64("log_end_offset")?,
         log_end_offsets,
+        damaged: p.opt_str("damaged")?.map(str::to_string),
     })
 }
 
@@ -208,6 +209,11 @@ pub(super) fn write_partition_info(out: &mut Vec<u8>, p: &PartitionInfo, with_to
             m.end();
         })
         .int("log_end_offset", p.log_end_offset);
+    // Only present for a partition that damage took offline, after the
+    // fields spec 06 lists.
+    if let Some(cause) = &p.damaged {
+        w.str("damaged", cause);
+    }
     w.end();
 }
 

@@ -322,9 +322,14 @@ fn topic_entry(ctx: &Ctx<'_>, d: &TopicDescription, authorized: bool) -> Metadat
         .partitions
         .iter()
         .map(|p| {
-            let leader_online = online.contains(&p.leader_id);
+            // A damaged partition is offline as a replica in a failed log
+            // directory is in Kafka: KAFKA_STORAGE_ERROR, no leader.
+            let damaged = p.damaged.is_some();
+            let leader_online = online.contains(&p.leader_id) && !damaged;
             MetadataPartition {
-                error_code: if leader_online {
+                error_code: if damaged {
+                    errors::kafka_code(mk_cluster::ErrorCode::StorageError)
+                } else if leader_online {
                     KafkaCode::NONE
                 } else {
                     KafkaCode::LEADER_NOT_AVAILABLE
@@ -338,7 +343,7 @@ fn topic_entry(ctx: &Ctx<'_>, d: &TopicDescription, authorized: bool) -> Metadat
                     .replicas
                     .iter()
                     .copied()
-                    .filter(|b| !online.contains(b))
+                    .filter(|b| damaged || !online.contains(b))
                     .collect(),
             }
         })
