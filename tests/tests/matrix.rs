@@ -164,7 +164,9 @@ async fn e2e_torn_tail_is_repaired_and_closed_segment_corruption_takes_the_parti
     assert_eq!(err.code(), ErrorCode::StorageError, "{err}");
     let damaged = c.describe_topic("t").unwrap().partitions[0].damaged.clone();
     assert!(
-        damaged.as_deref().is_some_and(|d| d.contains("corrupt closed segment")),
+        damaged
+            .as_deref()
+            .is_some_and(|d| d.contains("corrupt closed segment")),
         "{damaged:?}"
     );
     c.create_topic("u", 1, 1).unwrap();

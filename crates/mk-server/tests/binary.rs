@@ -5,7 +5,7 @@
 //! a SIGKILL, and its client subcommands work against it.
 
 use mk_adapter_jsontcp::JsonTcpClient;
-use mk_adapter_jsontcp::mk_cluster::{AckMode, Bytes, FetchRequest, TopicPartition};
+use mk_adapter_jsontcp::mk_cluster::{AckMode, Bytes, ErrorCode, FetchRequest, TopicPartition};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -476,4 +476,282 @@ async fn a_creation_that_cannot_fit_the_open_file_limit_is_refused_whole() {
     let mut c = JsonTcpClient::connect(&server.addr).await.unwrap();
     c.create_topic("big", 150, 1).await.unwrap();
     assert_eq!(c.list_topics().await.unwrap(), vec!["big".to_string()]);
+}
+
+/// A small disk: a tmpfs of a fixed size mounted in a user and mount
+/// namespace of its own (util-linux `unshare`, no privileges needed), held
+/// by a child process. Servers run inside it through `nsenter`; the test
+/// reaches its files through the holder's `/proc/<pid>/root`.
+struct SmallDisk {
+    holder: Child,
+    mount: tempfile::TempDir,
+}
+
+impl SmallDisk {
+    fn new(size: &str) -> SmallDisk {
+        let mount = tempfile::tempdir().unwrap();
+        let script = format!(
+            "mount -t tmpfs -o size={size} tmpfs {} && echo mounted && exec cat",
+            mount.path().display()
+        );
+        let mut holder = Command::new("unshare")
+            .args(["--user", "--map-root-user", "--mount", "sh", "-c", &script])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("util-linux unshare runs");
+        let stdout = holder.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx.recv_timeout(PATIENCE).unwrap();
+        assert_eq!(line.trim(), "mounted", "a tmpfs in a user namespace");
+        SmallDisk { holder, mount }
+    }
+
+    /// Where `rel` inside the small disk is, as the server sees it.
+    fn inside(&self, rel: &str) -> std::path::PathBuf {
+        self.mount.path().join(rel)
+    }
+
+    /// The same file seen from this process.
+    fn outside(&self, rel: &str) -> std::path::PathBuf {
+        Path::new(&format!("/proc/{}/root", self.holder.id()))
+            .join(self.mount.path().strip_prefix("/").unwrap())
+            .join(rel)
+    }
+
+    /// The command prefix that runs a program inside.
+    fn enter(&self) -> Vec<String> {
+        [
+            "nsenter",
+            "-t",
+            &self.holder.id().to_string(),
+            "-U",
+            "-m",
+            "--preserve-credentials",
+        ]
+        .map(String::from)
+        .to_vec()
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = self.holder.kill();
+        let _ = self.holder.wait();
+    }
+}
+
+/// Produces 4 KiB records to `tp` until the server refuses one; returns
+/// the acknowledged ones and the refusal.
+async fn produce_until_refused(
+    c: &mut JsonTcpClient,
+    tp: &TopicPartition,
+    acked: &mut Vec<(i64, Bytes)>,
+) -> mk_adapter_jsontcp::ClientError {
+    for i in 0..100_000 {
+        let value = Bytes::from(format!("{:04096}", acked.len() * 100_000 + i));
+        match c
+            .produce_one(tp, None, Some(value.clone()), AckMode::One)
+            .await
+        {
+            Ok(Some(offset)) => acked.push((offset, value)),
+            Ok(None) => panic!("acks=1 has an offset"),
+            Err(e) => return e,
+        }
+    }
+    panic!("the disk never filled up");
+}
+
+#[tokio::test]
+async fn a_full_disk_fails_writes_typed_keeps_reads_then_recovers_or_exits_by_the_rule() {
+    let disk = SmallDisk::new("8m");
+    let data = disk.inside("data");
+    // Room to give back later, twice.
+    for filler in ["filler-1", "filler-2"] {
+        std::fs::write(disk.outside(filler), vec![7u8; 1_500_000]).unwrap();
+    }
+    let enter = disk.enter();
+    let wrapper: Vec<&str> = enter.iter().map(String::as_str).collect();
+    let mut server = start_wrapped(&wrapper, &data, &["--segment-bytes", "262144"]);
+    let mut c = JsonTcpClient::connect(&server.addr).await.unwrap();
+    c.create_topic("t", 1, 1).await.unwrap();
+    let tp = TopicPartition::new("t", 0);
+    let mut acked = Vec::new();
+    let refused = produce_until_refused(&mut c, &tp, &mut acked).await;
+    assert_eq!(refused.code(), Some(ErrorCode::StorageError), "{refused}");
+    assert!(acked.len() > 100, "{} records fit", acked.len());
+    // Still up: stored data is readable, the failure is visible, and
+    // writes keep failing typed while the disk is full.
+    assert_eq!(fetch_all(&server.addr, "t").await, acked);
+    let stats = c.stats().await.unwrap();
+    assert!(stats.cluster.disk_full, "{stats:?}");
+    let again = c
+        .produce_one(
+            &tp,
+            None,
+            Some(Bytes::from(vec![b'x'; 65_536])),
+            AckMode::One,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(again.code(), Some(ErrorCode::StorageError));
+    assert!(c.list_topics().await.is_ok());
+    // Space comes back: writes work again without a restart.
+    std::fs::remove_file(disk.outside("filler-1")).unwrap();
+    let v = Bytes::from("after space came back");
+    let o = c
+        .produce_one(&tp, None, Some(v.clone()), AckMode::One)
+        .await
+        .unwrap();
+    assert_eq!(o, Some(acked.len() as i64), "the next offset, no gap");
+    acked.push((o.unwrap(), v));
+    assert!(!c.stats().await.unwrap().cluster.disk_full);
+    server.child.kill().unwrap();
+    drop(server);
+    // With a short limit, a disk that stays full makes the broker exit
+    // with code 4.
+    let mut child = Command::new(&wrapper[0])
+        .args(&wrapper[1..])
+        .arg(BIN)
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--kafka-listen",
+            "127.0.0.1:0",
+            "--data-dir",
+        ])
+        .arg(&data)
+        .args(["--disk-full-exit-after-ms", "1000"])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .split(" (JSON-TCP)")
+        .next()
+        .and_then(|head| head.split_whitespace().last())
+        .unwrap()
+        .to_string();
+    let mut c = JsonTcpClient::connect(&addr).await.unwrap();
+    let refused = produce_until_refused(&mut c, &tp, &mut acked).await;
+    assert_eq!(refused.code(), Some(ErrorCode::StorageError), "{refused}");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let out = rx
+        .recv_timeout(PATIENCE)
+        .expect("the broker exits")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(stderr.contains("the disk has been full"), "{stderr}");
+    // A restart with space loses no acknowledged record.
+    std::fs::remove_file(disk.outside("filler-2")).unwrap();
+    let server = start_wrapped(&wrapper, &data, &[]);
+    assert_eq!(fetch_all(&server.addr, "t").await, acked);
+}
+
+#[tokio::test]
+async fn a_failed_cluster_makes_the_broker_exit_with_code_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut child = Command::new(BIN)
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--kafka-listen",
+            "127.0.0.1:0",
+            "--data-dir",
+        ])
+        .arg(&data)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .split(" (JSON-TCP)")
+        .next()
+        .and_then(|head| head.split_whitespace().last())
+        .unwrap()
+        .to_string();
+    let mut c = JsonTcpClient::connect(&addr).await.unwrap();
+    c.create_topic("t", 1, 1).await.unwrap();
+    let tp = TopicPartition::new("t", 0);
+    let o = c
+        .produce_one(&tp, None, Some(Bytes::from("acknowledged")), AckMode::One)
+        .await
+        .unwrap();
+    assert_eq!(o, Some(0));
+    // The disk turns against the broker: the partition directory becomes
+    // a file, so the next flush cycle's checkpoint write fails (not with a
+    // full disk) and the cluster is FAILED.
+    let part = data.join("broker-1").join("t-0");
+    let moved = dir.path().join("t-0-moved");
+    std::fs::rename(&part, &moved).unwrap();
+    std::fs::write(&part, b"not a directory").unwrap();
+    let _ = c.flush_cycle().await;
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let out = rx
+        .recv_timeout(PATIENCE)
+        .expect("the broker exits")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("the broker failed"), "{stderr}");
+    // Put the files back and restart: the acknowledged record is there.
+    std::fs::remove_file(&part).unwrap();
+    std::fs::rename(&moved, &part).unwrap();
+    let server = start(&data, &[]);
+    assert_eq!(
+        fetch_all(&server.addr, "t").await,
+        vec![(0, Bytes::from("acknowledged"))]
+    );
+}
+
+#[tokio::test]
+async fn every_fetch_answer_is_bounded_whatever_the_client_asks() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(&dir.path().join("data"), &["--fetch-max-bytes", "65536"]);
+    let mut c = JsonTcpClient::connect(&server.addr).await.unwrap();
+    c.create_topic("big", 1, 1).await.unwrap();
+    let tp = TopicPartition::new("big", 0);
+    let value = Bytes::from(vec![b'x'; 10_000]);
+    for _ in 0..200 {
+        c.produce_one(&tp, None, Some(value.clone()), AckMode::One)
+            .await
+            .unwrap();
+    }
+    // No max_bytes and a huge max_records: the answer still carries at
+    // most 64 KiB of records (six of 10 000 bytes), not 2 MB.
+    let line =
+        br#"{"operation":"fetch","topic":"big","partition":0,"offset":0,"max_records":1000000000}"#;
+    let answer = c.call_raw(line).await.unwrap();
+    assert!(answer.len() < 100_000, "{} bytes", answer.len());
+    let f = c
+        .fetch(&FetchRequest::new(tp.clone(), 0, 1_000_000_000), None)
+        .await
+        .unwrap();
+    assert_eq!(f.records.len(), 6);
+    assert_eq!(f.next_offset, 6);
+    assert_eq!(fetch_all(&server.addr, "big").await.len(), 200);
 }
