@@ -63,7 +63,7 @@ pub use mk_group::{
     AssignorKind, GroupDescription, GroupState, MemberAssignment, MemberDescription,
 };
 pub use mk_log::{
-    ControlType, FaultInjector, Header, ProducerInfo, Record, RecordBatch, RetentionPolicy,
+    ControlType, Fault, FaultInjector, Header, ProducerInfo, Record, RecordBatch, RetentionPolicy,
     StorageError,
 };
 pub use mk_replication::{

@@ -155,7 +155,7 @@ impl BrokerCluster {
         let meta = self.new_topic_meta(name, partitions, replication_factor, config);
         let slots = self.create_partition_files(&mut metadata, &meta, &meta.partitions)?;
         if let Err(e) = metadata.finish_create(meta.clone()) {
-            return Err(self.undo_create(&mut metadata, &meta, &meta.partitions, slots, e.into()));
+            return Err(self.undo_create(&mut metadata, &meta, &meta.partitions, slots, e));
         }
         self.topics.write().expect("topics lock").insert(
             name.to_string(),
@@ -504,7 +504,7 @@ impl BrokerCluster {
         let mut meta = topic.meta.clone();
         meta.partitions.extend(added.iter().cloned());
         if let Err(e) = metadata.finish_create(meta.clone()) {
-            return Err(self.undo_create(&mut metadata, &meta, &added, slots, e.into()));
+            return Err(self.undo_create(&mut metadata, &meta, &added, slots, e));
         }
         let mut partitions = topic.partitions.clone();
         partitions.extend(slots);

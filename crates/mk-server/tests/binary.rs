@@ -616,7 +616,7 @@ async fn a_full_disk_fails_writes_typed_keeps_reads_then_recovers_or_exits_by_th
     drop(server);
     // With a short limit, a disk that stays full makes the broker exit
     // with code 4.
-    let mut child = Command::new(&wrapper[0])
+    let mut child = Command::new(wrapper[0])
         .args(&wrapper[1..])
         .arg(BIN)
         .args([
