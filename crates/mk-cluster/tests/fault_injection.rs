@@ -184,9 +184,18 @@ fn scratch() -> tempfile::TempDir {
     }
 }
 
-/// One run with `fault` at `site` (none for the counting run). Returns the
+/// How a run ends: killed (what every fault in the workload is followed
+/// by, so its recovery is tested), or closed (so faults at the sites of a
+/// graceful shutdown are tested too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    Crash,
+    Close,
+}
+
+/// One run with `fault` at `site` (none for the counting runs). Returns the
 /// sites the run passed; panics with the site and fault on any violation.
-fn run(site: Option<(u64, Fault)>) -> u64 {
+fn run(site: Option<(u64, Fault)>, end: End) -> u64 {
     let dir = scratch();
     let clock = ManualClock::new(1_000);
     let faults = Arc::new(FaultInjector::new());
@@ -223,7 +232,6 @@ fn run(site: Option<(u64, Fault)>) -> u64 {
                     acked.errors
                 );
             }
-            let sites = faults.sites_passed();
             // A full disk never stops the broker, except where the
             // transaction journal could not be written (its coordinator
             // stops itself: docs/operations.md).
@@ -255,8 +263,17 @@ fn run(site: Option<(u64, Fault)>) -> u64 {
                 }
                 other => panic!("{what}: {other:?}"),
             }
+            if end == End::Close {
+                if let Some((s, f)) = site {
+                    faults.inject_at(s, f);
+                }
+                if let Err(e) = rt.block_on(c.close()) {
+                    assert!(TYPED.contains(&e.code()), "{what}: closing: untyped {e:?}");
+                }
+                faults.clear();
+            }
             c.crash();
-            sites
+            faults.sites_passed()
         }
     };
     // Failures below name the run and what the workload was told.
@@ -369,25 +386,38 @@ fn check_reopen(
 
 #[test]
 fn every_fault_at_every_write_and_fsync_site_stays_typed_and_loses_nothing() {
+    // The sites of opening and the workload, then those of closing too.
+    let workload = run(None, End::Crash);
+    let all = run(None, End::Close);
+    assert_eq!(
+        run(None, End::Crash),
+        workload,
+        "every run passes the same sites"
+    );
+    assert!(
+        workload > 100 && all > workload,
+        "{workload} and {all} sites"
+    );
+    let end = |site| {
+        if site < workload {
+            End::Crash
+        } else {
+            End::Close
+        }
+    };
     if let Ok(one) = std::env::var("MK_FAULT_SITE") {
         let (site, fault) = one.split_once(':').expect("MK_FAULT_SITE=<site>:<fault>");
         let fault = Fault::ALL
             .into_iter()
             .find(|f| format!("{f:?}") == fault)
             .expect("a fault");
-        run(Some((site.parse().unwrap(), fault)));
+        let site = site.parse().unwrap();
+        run(Some((site, fault)), end(site));
         return;
     }
-    let sites = run(None);
-    assert_eq!(
-        run(None),
-        sites,
-        "the workload passes the same sites every time"
-    );
-    assert!(sites > 100, "{sites} sites");
-    for site in 0..sites {
+    for site in 0..all {
         for fault in Fault::ALL {
-            run(Some((site, fault)));
+            run(Some((site, fault)), end(site));
         }
     }
 }
