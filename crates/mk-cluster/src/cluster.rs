@@ -166,6 +166,30 @@ impl BrokerCluster {
             let mut partitions = Vec::with_capacity(meta.partitions.len());
             for p in &meta.partitions {
                 let tp = TopicPartition::new(&meta.name, p.partition);
+                // Every replica directory exists from the partition's
+                // creation on: a missing one lost its data, and opening it
+                // would silently start an empty log in its place.
+                let missing: Vec<String> = p
+                    .replicas
+                    .iter()
+                    .map(|b| mk_replication::replica_dir(&config.data_dir, *b, &tp))
+                    .filter(|d| !d.exists())
+                    .map(|d| d.display().to_string())
+                    .collect();
+                if !missing.is_empty() {
+                    let cause = format!(
+                        "replica directories are missing ({}): their data is gone; restore them \
+                         from a backup, or delete the topic to start it again empty",
+                        missing.join(", ")
+                    );
+                    tracing::error!(partition = %tp, cause, "partition damaged: opened offline");
+                    partitions.push(Arc::new(PartitionSlot::damaged_at_open(
+                        tp,
+                        cause,
+                        clock.now_ms(),
+                    )));
+                    continue;
+                }
                 let opened = PartitionReplicaSet::open(
                     &config.data_dir,
                     tp.clone(),
@@ -243,12 +267,21 @@ impl BrokerCluster {
             },
             clock.clone(),
         )?;
+        let mut known = BTreeMap::new();
         for t in recovered.coordinator.list() {
             note_producer(&mut seen_producers, t.producer_id, t.producer_epoch);
+            known.insert(
+                crate::transactions::identity_name_for_txn(&t.transactional_id),
+                mk_replication::ProducerIdentity {
+                    producer_id: t.producer_id,
+                    epoch: t.producer_epoch,
+                },
+            );
         }
-        // The logs, not the store, are the truth about which producer ids
-        // are taken: a lost or stale store must never hand one out again.
-        identities.respect_seen(&seen_producers)?;
+        // The logs and the journal, not the store, are the truth about
+        // which producer ids are taken: a lost or stale store must never
+        // hand one out again, and transactional ids keep theirs.
+        identities.respect_seen(&seen_producers, &known)?;
         let started_ms = clock.now_ms();
         let cluster = Arc::new(Self {
             config,

@@ -22,7 +22,7 @@ pub struct TxnHandle {
     pub producer_epoch: i32,
 }
 
-fn identity_name_for_txn(txn_id: &str) -> String {
+pub(crate) fn identity_name_for_txn(txn_id: &str) -> String {
     format!("txn:{txn_id}")
 }
 

@@ -260,13 +260,18 @@ async fn a_deleted_identity_store_never_hands_out_an_id_the_log_holds() {
             .await
             .duplicate
     );
+    let h = c.begin_transaction("tx").await.unwrap();
+    c.txn_send(&h, "t", None, Some(b("in a transaction")), Some(0))
+        .await
+        .unwrap();
+    c.commit_transaction(&h).await.unwrap();
     c.close().await.unwrap();
     drop(c);
     std::fs::remove_file(dir.path().join("producer-identities.json")).unwrap();
     let c = open(dir.path(), &clock);
     let second = c.init_producer(Some("second")).unwrap();
-    assert_ne!(
-        second.producer_id, first.producer_id,
+    assert!(
+        second.producer_id != first.producer_id && second.producer_id != h.producer_id,
         "a new producer must not get an id the log holds"
     );
     let sent = idempotent_put(&c, &p, second, 0, "from second").await;
@@ -274,13 +279,34 @@ async fn a_deleted_identity_store_never_hands_out_an_id_the_log_holds() {
         !sent.duplicate,
         "the second producer's first record is stored"
     );
-    let got = c.fetch(&FetchRequest::new(p.clone(), 0, 10)).unwrap();
+    // The transactional id keeps its producer id (from the journal) with a
+    // newer epoch, so it can go on.
+    let h2 = c.begin_transaction("tx").await.unwrap();
+    assert_eq!(
+        (h2.producer_id, h2.producer_epoch),
+        (h.producer_id, h.producer_epoch + 1)
+    );
+    c.txn_send(&h2, "t", None, Some(b("next transaction")), Some(0))
+        .await
+        .unwrap();
+    c.commit_transaction(&h2).await.unwrap();
+    let got = c
+        .fetch(&FetchRequest::new(p.clone(), 0, 10).with_isolation(Isolation::ReadCommitted))
+        .unwrap();
     let values: Vec<_> = got
         .records
         .iter()
         .map(|r| r.value.clone().unwrap())
         .collect();
-    assert_eq!(values, vec![b("from first"), b("from second")]);
+    assert_eq!(
+        values,
+        vec![
+            b("from first"),
+            b("in a transaction"),
+            b("from second"),
+            b("next transaction")
+        ]
+    );
     c.close().await.unwrap();
 }
 
@@ -676,5 +702,32 @@ async fn a_full_disk_fails_writes_typed_keeps_reads_and_loses_no_acknowledged_re
     let expected: Vec<Bytes> = (0..=10).map(|i| b(&format!("v{i}"))).collect();
     assert_eq!(values(&got), expected);
     assert_eq!(c.fetch_committed("g", &p).unwrap(), Some(5));
+    c.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_deleted_partition_directory_is_reported_not_silently_recreated_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_000);
+    let c = open(dir.path(), &clock);
+    c.create_topic("c", 1, 1).unwrap();
+    c.create_topic("d", 1, 1).unwrap();
+    put(&c, &tp("c", 0), "lost").await;
+    put(&c, &tp("d", 0), "kept").await;
+    c.close().await.unwrap();
+    drop(c);
+    std::fs::remove_dir_all(dir.path().join("broker-1").join("c-0")).unwrap();
+    let c = open(dir.path(), &clock);
+    let e = c.fetch(&FetchRequest::new(tp("c", 0), 0, 10)).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::StorageError, "{e}");
+    assert!(e.to_string().contains("missing"), "{e}");
+    assert!(
+        !dir.path().join("broker-1").join("c-0").exists(),
+        "nothing was recreated"
+    );
+    assert_eq!(
+        values(&c.fetch(&FetchRequest::new(tp("d", 0), 0, 10)).unwrap()),
+        vec![b("kept")]
+    );
     c.close().await.unwrap();
 }

@@ -128,9 +128,29 @@ impl ProducerIdentityStore {
     /// epoch to a second producer (whose first records would then be
     /// answered as duplicates and never stored). Persists and returns true
     /// when something had to change.
-    pub fn respect_seen(&mut self, seen: &BTreeMap<i64, i32>) -> Result<bool> {
+    pub fn respect_seen(
+        &mut self,
+        seen: &BTreeMap<i64, i32>,
+        known: &BTreeMap<String, ProducerIdentity>,
+    ) -> Result<bool> {
         let mut next = self.file.clone();
-        if let Some((&max_id, _)) = seen.iter().next_back()
+        // Names whose identity another store remembers (the transaction
+        // journal knows every transactional id's) come back as they were.
+        for (name, identity) in known {
+            let taken = next
+                .producers
+                .values()
+                .any(|i| i.producer_id == identity.producer_id);
+            if !next.producers.contains_key(name) && !taken {
+                next.producers.insert(name.clone(), *identity);
+            }
+        }
+        let max_id = seen
+            .keys()
+            .copied()
+            .chain(next.producers.values().map(|i| i.producer_id))
+            .max();
+        if let Some(max_id) = max_id
             && max_id >= next.next_producer_id
         {
             next.next_producer_id = max_id.checked_add(1).ok_or_else(|| {
@@ -253,19 +273,30 @@ mod tests {
         let mut store = ProducerIdentityStore::open(dir.path()).unwrap();
         let id = |producer_id, epoch| ProducerIdentity { producer_id, epoch };
         assert_eq!(store.allocate("a").unwrap(), id(1, 0));
-        // The logs know id 1 at epoch 4 and id 7: "a" continues at epoch 5
-        // and a new name gets 8.
-        let seen = BTreeMap::from([(1, 4), (7, 0)]);
-        assert!(store.respect_seen(&seen).unwrap());
+        // The logs know id 1 at epoch 4, ids 7 and 9; the journal
+        // remembers that "txn:t" is id 9, while "txn:u" claims the id the
+        // store gave "a" and is not believed.
+        let seen = BTreeMap::from([(1, 4), (7, 0), (9, 2)]);
+        let known = BTreeMap::from([
+            ("txn:t".to_string(), id(9, 2)),
+            ("txn:u".to_string(), id(1, 0)),
+        ]);
+        assert!(store.respect_seen(&seen, &known).unwrap());
         assert!(
-            !store.respect_seen(&seen).unwrap(),
+            !store.respect_seen(&seen, &known).unwrap(),
             "nothing left to change"
         );
         drop(store);
         let mut store = ProducerIdentityStore::open(dir.path()).unwrap();
         assert_eq!(store.allocate("a").unwrap(), id(1, 5));
-        assert_eq!(store.allocate("b").unwrap(), id(8, 0));
-        assert!(!store.respect_seen(&BTreeMap::new()).unwrap());
+        assert_eq!(store.allocate("txn:t").unwrap(), id(9, 3));
+        assert_eq!(store.allocate("b").unwrap(), id(10, 0));
+        assert_eq!(store.allocate("txn:u").unwrap(), id(11, 0));
+        assert!(
+            !store
+                .respect_seen(&BTreeMap::new(), &BTreeMap::new())
+                .unwrap()
+        );
     }
 
     #[test]
