@@ -13,6 +13,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("mk-cluster", "direct"),
     ("mk-server", "server"),
     ("mk-server", "kafka"),
+    ("mk-server", "fetch_memory"),
 ];
 
 const BEGIN: &str = "<!-- bench:begin -->";

@@ -336,6 +336,17 @@ struct Queue {
     budget_bytes: usize,
 }
 
+impl Queue {
+    /// Waits until the write budget is not used up. A client that does not
+    /// read makes one large answer hold the whole budget; its next request
+    /// then waits here instead of building a second large answer beside
+    /// it, so such a connection holds one answer, not two. False when the
+    /// budget is gone (the connection is closing).
+    async fn room(&self) -> bool {
+        self.budget.acquire().await.is_ok()
+    }
+}
+
 async fn read_loop(
     mut rd: OwnedReadHalf,
     q: Queue,
@@ -406,6 +417,9 @@ async fn too_large(q: &Queue, shared: &Shared) -> ReadEnd {
 /// Answers one request line and queues its response. False when the writer
 /// is gone.
 async fn answer(line: &[u8], q: &Queue, shared: &Shared, responder: &impl Respond) -> bool {
+    if !q.room().await {
+        return false;
+    }
     let bytes = {
         let _in_flight = InFlight::enter(&shared.counters.in_flight);
         responder.respond(line, shared).await

@@ -489,6 +489,12 @@ async fn answer(
     q: &Queue,
     shared: &Shared,
 ) -> Result<bool, ReadEnd> {
+    // With the write budget used up (a client that does not read), the
+    // next answer is only built once part of the last one is written, so
+    // such a connection holds one large answer, not two.
+    if q.budget.acquire().await.is_err() {
+        return Ok(false);
+    }
     shared.counters.requests.fetch_add(1, Ordering::Relaxed);
     let peek = frame::peek_header(&frame).map_err(ReadEnd::Undecodable)?;
     let Some(spec) = api::spec(peek.api_key).filter(|s| s.supports(peek.api_version)) else {
