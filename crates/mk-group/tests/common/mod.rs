@@ -118,6 +118,18 @@ impl Fixture {
         c.expire_members(meta).expect("expire")
     }
 
+    /// A member's commit through the one commit rule.
+    pub fn commit(
+        &mut self,
+        group: &str,
+        member: &str,
+        generation: i32,
+        offsets: &BTreeMap<TopicPartition, i64>,
+    ) -> mk_group::Result<()> {
+        let (c, meta) = self.parts();
+        c.commit_offsets(group, generation, member, None, offsets, meta)
+    }
+
     pub fn generation(&mut self, group: &str) -> i32 {
         self.c().describe_group(group).expect("group").generation
     }
