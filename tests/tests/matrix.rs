@@ -437,10 +437,7 @@ async fn e2e_single_owner_and_generation_fencing() {
     assert_eq!(a.refresh_assignment().unwrap().len(), 4);
     // The expired member is no member any more (Kafka checks the member
     // before its generation).
-    assert_eq!(
-        bb.heartbeat().unwrap_err().code(),
-        ErrorCode::UnknownMember
-    );
+    assert_eq!(bb.heartbeat().unwrap_err().code(), ErrorCode::UnknownMember);
 }
 
 // ----- retention and compaction --------------------------------------------

@@ -34,7 +34,9 @@ impl BrokerCluster {
     async fn group_answer<T>(&self, handle: GroupHandle<T>) -> Result<T> {
         match handle.await {
             Ok(v) => Ok(v),
-            Err(GroupError::Closed(_)) => Err(self.check_running().err().unwrap_or(ClusterError::Closed)),
+            Err(GroupError::Closed(_)) => {
+                Err(self.check_running().err().unwrap_or(ClusterError::Closed))
+            }
             Err(e) => Err(e.into()),
         }
     }

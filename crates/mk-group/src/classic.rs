@@ -99,7 +99,8 @@ impl Group {
         if self.leader.is_none() {
             self.leader = Some(id.clone());
         }
-        self.members.insert(id.clone(), Member::client(join, now_ms));
+        self.members
+            .insert(id.clone(), Member::client(join, now_ms));
         self.rebalance_after_change(group_id, now_ms);
         self.await_join(group_id, &id, waiter, now_ms);
     }
@@ -243,12 +244,7 @@ impl Group {
             return Ok(());
         }
         if let Some(current) = self.static_fenced(instance, id) {
-            return Err(fenced(
-                group_id,
-                instance.unwrap_or_default(),
-                id,
-                current,
-            ));
+            return Err(fenced(group_id, instance.unwrap_or_default(), id, current));
         }
         let unknown_instance = instance.is_some_and(|i| !self.statics.contains_key(i));
         let Some(member) = self.members.get(id).filter(|_| !unknown_instance) else {
@@ -449,12 +445,7 @@ impl GroupCoordinator {
             .get_mut(group)
             .ok_or_else(|| unknown_group(group))?;
         if let Some(current) = g.static_fenced(instance, member) {
-            return Err(fenced(
-                group,
-                instance.unwrap_or_default(),
-                member,
-                current,
-            ));
+            return Err(fenced(group, instance.unwrap_or_default(), member, current));
         }
         let current = g.generation;
         let state = g.state;

@@ -89,12 +89,7 @@ impl GroupCoordinator {
             Some(g) => {
                 if !simple {
                     if let Some(current) = g.static_fenced(instance, member) {
-                        return Err(fenced(
-                            group,
-                            instance.unwrap_or_default(),
-                            member,
-                            current,
-                        ));
+                        return Err(fenced(group, instance.unwrap_or_default(), member, current));
                     }
                     let Some(m) = g.members.get(member) else {
                         return Err(unknown_member(group, member, g.generation));
@@ -197,9 +192,7 @@ impl GroupCoordinator {
         let g = self
             .lookup(group)
             .ok_or_else(|| GroupError::GroupIdNotFound(group.to_string()))?;
-        if !g.members.is_empty()
-            && g.protocol_type.as_deref() != Some(CONSUMER_PROTOCOL_TYPE)
-        {
+        if !g.members.is_empty() && g.protocol_type.as_deref() != Some(CONSUMER_PROTOCOL_TYPE) {
             return Err(GroupError::NonEmptyGroup {
                 group: group.to_string(),
                 members: g.members.len(),

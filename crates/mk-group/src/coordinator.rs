@@ -347,7 +347,10 @@ impl GroupCoordinator {
                 generation: g.generation,
                 partitions: m.assignment.clone(),
             };
-            let g = self.groups.get_mut(group).expect("a known member has a group");
+            let g = self
+                .groups
+                .get_mut(group)
+                .expect("a known member has a group");
             if let Some(m) = g.members.get_mut(member) {
                 m.extend_session(now);
             }
@@ -521,7 +524,12 @@ mod tests {
             max_session_timeout_ms: 9,
             ..GroupConfig::default()
         };
-        assert!(c.validate().unwrap_err().to_string().contains("min_session"));
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("min_session")
+        );
         c.max_session_timeout_ms = 10;
         c.max_group_size = 0;
         assert!(

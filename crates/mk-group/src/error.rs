@@ -38,7 +38,9 @@ pub enum GroupError {
     #[error("group {0:?} does not exist")]
     GroupIdNotFound(String),
     /// Offsets of a topic a member subscribes to cannot be deleted.
-    #[error("a member of group {group:?} subscribes to topic {topic:?}; its offsets cannot be deleted")]
+    #[error(
+        "a member of group {group:?} subscribes to topic {topic:?}; its offsets cannot be deleted"
+    )]
     GroupSubscribedToTopic { group: String, topic: String },
     /// Another member id now holds this static member's instance id.
     #[error(

@@ -309,7 +309,12 @@ impl Group {
                     join.protocol_type
                 ))
             }
-            Some(candidates) if !join.protocols.iter().any(|(n, _)| candidates.contains(n.as_str())) => {
+            Some(candidates)
+                if !join
+                    .protocols
+                    .iter()
+                    .any(|(n, _)| candidates.contains(n.as_str())) =>
+            {
                 Some(format!(
                     "the member supports none of the protocols every member of the group supports ({})",
                     candidates.into_iter().collect::<Vec<_>>().join(", ")

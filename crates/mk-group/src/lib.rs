@@ -58,9 +58,9 @@ pub use coordinator::{
 };
 pub use error::{GroupError, Result};
 pub use group::{CONSUMER_PROTOCOL_TYPE, GroupDescription, GroupState, MemberDescription};
+pub use metadata::TopicMetadata;
+pub use mk_log::CompactionResult;
 pub use protocol::{
     GroupHandle, GroupJoin, GroupJoined, GroupListing, GroupSync, GroupSynced, JoinHandle,
     JoinedMember, SyncHandle,
 };
-pub use metadata::TopicMetadata;
-pub use mk_log::CompactionResult;

@@ -276,12 +276,7 @@ impl GroupCoordinator {
                     return Ok(());
                 }
                 if let Some(current) = g.static_fenced(instance, member) {
-                    return Err(fenced(
-                        group,
-                        instance.unwrap_or_default(),
-                        member,
-                        current,
-                    ));
+                    return Err(fenced(group, instance.unwrap_or_default(), member, current));
                 }
                 if !g.members.contains_key(member) || !doomed.insert(member.clone()) {
                     return Err(unknown_member(group, member, g.generation));

@@ -19,12 +19,12 @@ fn owner_commits_and_fetch_committed_returns_the_offset() {
     let mut f = Fixture::new();
     let a = f.join("g", "a", &["payments"]);
     f.commit(
-            "g",
-            "a",
-            a.generation,
-            &offsets(&[("payments", 0, 5), ("payments", 1, 7)]),
-        )
-        .unwrap();
+        "g",
+        "a",
+        a.generation,
+        &offsets(&[("payments", 0, 5), ("payments", 1, 7)]),
+    )
+    .unwrap();
     assert_eq!(f.c().fetch_committed("g", &tp("payments", 0)), Some(5));
     assert_eq!(f.c().fetch_committed("g", &tp("payments", 1)), Some(7));
     assert_eq!(f.c().fetch_committed("g", &tp("orders", 0)), None);
@@ -44,12 +44,12 @@ fn a_commit_of_several_partitions_is_one_append() {
     let a = f.join("g", "a", &["orders"]);
     let before = f.leo();
     f.commit(
-            "g",
-            "a",
-            a.generation,
-            &offsets(&[("orders", 0, 1), ("orders", 1, 2), ("orders", 3, 4)]),
-        )
-        .unwrap();
+        "g",
+        "a",
+        a.generation,
+        &offsets(&[("orders", 0, 1), ("orders", 1, 2), ("orders", 3, 4)]),
+    )
+    .unwrap();
     let log = f.c().offsets_log();
     let batches = log.read_batches(before, usize::MAX, None).unwrap();
     assert_eq!(batches.len(), 1);
@@ -70,9 +70,7 @@ fn new_member_bumps_the_generation_and_the_old_members_commit_is_illegal_generat
     f.commit("g", "b", new.generation, &offsets(&[("payments", 1, 50)]))
         .unwrap();
     let leo = f.leo();
-    let (c, msg) = code(
-        f.commit("g", "a", old.generation, &offsets(&[("payments", 1, 10)])),
-    );
+    let (c, msg) = code(f.commit("g", "a", old.generation, &offsets(&[("payments", 1, 10)])));
     assert_eq!(c, ErrorCode::IllegalGeneration);
     assert_eq!(msg, "generation 1 of group \"g\" is stale; current is 2");
     assert_eq!(f.c().fetch_committed("g", &tp("payments", 1)), Some(50));
@@ -81,12 +79,12 @@ fn new_member_bumps_the_generation_and_the_old_members_commit_is_illegal_generat
     let refreshed = f.c().assignment("g", "a").unwrap();
     assert_eq!(refreshed.partitions, vec![tp("payments", 0)]);
     f.commit(
-            "g",
-            "a",
-            refreshed.generation,
-            &offsets(&[("payments", 0, 8)]),
-        )
-        .unwrap();
+        "g",
+        "a",
+        refreshed.generation,
+        &offsets(&[("payments", 0, 8)]),
+    )
+    .unwrap();
     assert_eq!(f.c().fetch_committed("g", &tp("payments", 0)), Some(8));
 }
 
@@ -94,9 +92,7 @@ fn new_member_bumps_the_generation_and_the_old_members_commit_is_illegal_generat
 fn a_future_generation_is_illegal_too() {
     let mut f = Fixture::new();
     let a = f.join("g", "a", &["payments"]);
-    let (c, msg) = code(
-        f.commit("g", "a", a.generation + 1, &offsets(&[("payments", 0, 1)])),
-    );
+    let (c, msg) = code(f.commit("g", "a", a.generation + 1, &offsets(&[("payments", 0, 1)])));
     assert_eq!(c, ErrorCode::IllegalGeneration);
     assert!(msg.contains("ahead"), "{msg}");
 }
@@ -118,9 +114,7 @@ fn member_cannot_commit_partitions_it_does_not_own() {
     assert_eq!(c, ErrorCode::NotPartitionOwner);
     assert!(msg.contains("payments-0") && msg.contains("\"b\""), "{msg}");
     // A topic the member is not even subscribed to.
-    let (c, _) = code(
-        f.commit("g", "b", b.generation, &offsets(&[("orders", 0, 1)])),
-    );
+    let (c, _) = code(f.commit("g", "b", b.generation, &offsets(&[("orders", 0, 1)])));
     assert_eq!(c, ErrorCode::NotPartitionOwner);
     assert_nothing_stored(&mut f, "g", leo);
 }
@@ -335,7 +329,10 @@ fn delete_offsets_writes_tombstones_and_refuses_subscribed_topics_per_partition(
         deletion_codes(answer),
         vec![
             ("orders-1".to_string(), None),
-            ("audit-0".to_string(), Some(ErrorCode::GroupSubscribedToTopic))
+            (
+                "audit-0".to_string(),
+                Some(ErrorCode::GroupSubscribedToTopic)
+            )
         ]
     );
     assert_eq!(
@@ -358,7 +355,10 @@ fn delete_groups_needs_empty_known_groups_and_removes_everything() {
         .c()
         .delete_groups(&["nope".to_string(), "g".to_string()])
         .unwrap();
-    assert_eq!(code(answers.into_iter().next().unwrap()).0, ErrorCode::GroupIdNotFound);
+    assert_eq!(
+        code(answers.into_iter().next().unwrap()).0,
+        ErrorCode::GroupIdNotFound
+    );
     let answers = f.c().delete_groups(&["g".to_string()]).unwrap();
     let (c, msg) = code(answers.into_iter().next().unwrap());
     assert_eq!(c, ErrorCode::NonEmptyGroup);

@@ -18,12 +18,12 @@ fn commit_rounds(f: &mut Fixture, rounds: i64) {
     let meta = f.meta.clone();
     for r in 0..rounds {
         f.commit(
-                "g1",
-                "a",
-                a.generation,
-                &offsets(&[("orders", (r % 4) as u32, r), ("payments", 1, 100 + r)]),
-            )
-            .unwrap();
+            "g1",
+            "a",
+            a.generation,
+            &offsets(&[("orders", (r % 4) as u32, r), ("payments", 1, 100 + r)]),
+        )
+        .unwrap();
         f.c()
             .commit_direct(
                 "g2",
@@ -81,12 +81,12 @@ fn a_restarted_consumer_resumes_from_its_committed_offset() {
     let mut f = Fixture::new();
     let a = f.join("g", "a", &["payments"]);
     f.commit(
-            "g",
-            "a",
-            a.generation,
-            &offsets(&[("payments", 0, 42), ("payments", 1, 7)]),
-        )
-        .unwrap();
+        "g",
+        "a",
+        a.generation,
+        &offsets(&[("payments", 0, 42), ("payments", 1, 7)]),
+    )
+    .unwrap();
     f.crash();
     // The consumer re-joins; its starting positions are the committed offsets.
     let again = f.join("g", "a", &["payments"]);
@@ -278,7 +278,8 @@ fn write_failure_is_a_storage_failure_and_changes_nothing() {
     f.commit("g", "a", a.generation, &offsets(&[("payments", 0, 1)]))
         .unwrap();
     faults.fail_writes_after(0);
-    let e = f.commit("g", "a", a.generation, &offsets(&[("payments", 0, 2)]))
+    let e = f
+        .commit("g", "a", a.generation, &offsets(&[("payments", 0, 2)]))
         .unwrap_err();
     assert!(e.is_storage_failure(), "{e}");
     assert_eq!(e.code(), ErrorCode::StorageError);
@@ -291,7 +292,8 @@ fn write_failure_is_a_storage_failure_and_changes_nothing() {
     assert_eq!((d.generation, d.members.len()), (a.generation, 1));
     // The log refuses writes from now on, even with the fault cleared.
     faults.clear();
-    let e = f.commit("g", "a", a.generation, &offsets(&[("payments", 0, 3)]))
+    let e = f
+        .commit("g", "a", a.generation, &offsets(&[("payments", 0, 3)]))
         .unwrap_err();
     assert!(e.is_storage_failure(), "{e}");
 }

@@ -107,8 +107,13 @@ fn two_members_rejoining_unchanged_do_not_fence_each_other() {
         let a = f.join("g", "a", &["orders"]);
         let b2 = f.join("g", "b", &["orders"]);
         assert_eq!((a.generation, b2.generation), (b.generation, b.generation));
-        f.commit("g", "a", a.generation, &common::offsets(&[(a.partitions[0].topic.as_str(), a.partitions[0].partition, 1)]))
-            .unwrap();
+        f.commit(
+            "g",
+            "a",
+            a.generation,
+            &common::offsets(&[(a.partitions[0].topic.as_str(), a.partitions[0].partition, 1)]),
+        )
+        .unwrap();
         f.c().heartbeat("g", "b", b2.generation).unwrap();
     }
     assert_single_owner(&mut f, "g");
