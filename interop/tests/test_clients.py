@@ -1,0 +1,93 @@
+"""The same scenarios for every client library: confluent-kafka, kafka-python,
+aiokafka and kafkajs (see mkinterop/drivers.py for how each is driven)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from conftest import CODECS, compressible, unique_topic
+
+from mkinterop.checks import check_in_order, check_keyed_round_trip, expected_offsets_for_time
+from mkinterop.drivers import DRIVERS
+from mkinterop.model import Rec
+
+KEYED_RECORDS = 3000
+KEYS = 50
+
+
+@pytest.fixture(params=list(DRIVERS))
+def client(request):
+    return DRIVERS[request.param]
+
+
+def test_create_topic_with_three_partitions(broker, client):
+    topic = unique_topic("create", client.name)
+    client.create_topic(broker.bootstrap, topic, partitions=3)
+    assert client.partition_count(broker.bootstrap, topic) == 3
+    # An independent client sees the same topic.
+    assert DRIVERS["confluent-kafka"].partition_count(broker.bootstrap, topic) == 3
+
+
+def test_keyed_produce_acks_all_idempotent_then_plain_read(broker, client):
+    topic = unique_topic("keyed", client.name)
+    client.create_topic(broker.bootstrap, topic, partitions=3)
+    sent = [
+        Rec(
+            key=f"key-{i % KEYS}".encode(),
+            value=f"{client.name}-{i:05d}".encode(),
+            headers=(("seq", str(i).encode()),),
+        )
+        for i in range(KEYED_RECORDS)
+    ]
+    acks = client.produce(broker.bootstrap, topic, sent)
+    got = client.read_all(broker.bootstrap, topic)
+    check_keyed_round_trip(sent, acks, got, partitions=3)
+
+
+def test_list_offsets_by_timestamp(broker, client):
+    topic = unique_topic("times", client.name)
+    client.create_topic(broker.bootstrap, topic, partitions=3)
+    # Explicit CreateTime timestamps an hour ago, 10 ms apart, round robin
+    # over the partitions: each partition's timestamps rise with its offsets.
+    base_ms = int(time.time() * 1000) - 3_600_000
+    sent = [
+        Rec(key=None, value=f"t-{i:04d}".encode(), timestamp_ms=base_ms + 10 * i, partition=i % 3)
+        for i in range(300)
+    ]
+    acks = client.produce(broker.bootstrap, topic, sent)
+    assert [a.partition for a in acks] == [i % 3 for i in range(300)]
+    for query_ms in (base_ms - 1000, base_ms + 1505, base_ms + 2990, base_ms + 10_000):
+        expected = expected_offsets_for_time(acks, sent, 3, query_ms)
+        if client.past_end_offset_is_end:
+            expected = {p: (100 if o is None else o) for p, o in expected.items()}
+        answered = client.offsets_for_times(broker.bootstrap, topic, 3, query_ms)
+        assert answered == expected, f"ListOffsets at {query_ms - base_ms:+d} ms from the first record"
+
+
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_read_topic_produced_compressed_by_confluent_kafka(broker, client, codec, compressed_by_confluent):
+    topic, sent = compressed_by_confluent[codec]
+    check_in_order(sent, client.read_all(broker.bootstrap, topic))
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_read_topic_produced_compressed_by_kcat(broker, client, codec, compressed_by_kcat):
+    topic, sent = compressed_by_kcat[codec]
+    check_in_order(sent, client.read_all(broker.bootstrap, topic))
+
+
+@pytest.mark.parametrize(
+    "client_name,codec",
+    [(name, codec) for name, d in DRIVERS.items() for codec in d.codecs],
+)
+def test_produce_compressed_then_read(broker, client_name, codec):
+    client = DRIVERS[client_name]
+    topic = unique_topic("z", client.name, codec)
+    client.create_topic(broker.bootstrap, topic, partitions=1)
+    sent = compressible(f"{client.name}-{codec}", 500)
+    acks = client.produce(broker.bootstrap, topic, sent, compression=codec)
+    assert [(a.partition, a.offset) for a in acks] == [(0, i) for i in range(len(sent))]
+    check_in_order(sent, client.read_all(broker.bootstrap, topic))
