@@ -33,6 +33,15 @@ def broker(tmp_path_factory) -> MkServer:
     assert code == 0, f"mk-server exited with {code} after SIGTERM; log tail:\n{server.log_tail()}"
 
 
+@pytest.fixture
+def three_brokers(tmp_path) -> MkServer:
+    """Brokers 1, 2 and 3 in one process with min.insync.replicas 2."""
+    server = start_server(tmp_path, brokers=[1, 2, 3], min_insync_replicas=2, name="three")
+    yield server
+    code = server.stop()
+    assert code == 0, f"mk-server exited with {code} after SIGTERM; log tail:\n{server.log_tail()}"
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     """A failed scenario shows the tail of every server log it used."""
@@ -80,3 +89,51 @@ def compressed_by_kcat(broker):
         kcat(broker, "-P", "-t", topic, "-K:", "-z", codec, "-X", "linger.ms=50", stdin=lines)
         topics[codec] = (topic, sent)
     return topics
+
+
+# --------------------------------------------------------------------------
+# A summary per client at the end of the run.
+
+
+def _client_of(item) -> str:
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    if "client" in params:
+        return params["client"]
+    if "client_name" in params:
+        return params["client_name"]
+    module = item.module.__name__
+    if module == "test_kcat":
+        return "kcat"
+    if module == "test_failover":
+        return "failover (confluent-kafka -> kafka-python)"
+    return "environment"
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        item.user_properties.append(("client", _client_of(item)))
+
+
+_RESULTS: dict[str, dict[str, list[str]]] = {}
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call" or (report.when == "setup" and not report.passed) or (
+        report.when == "teardown" and report.failed
+    ):
+        client = dict(report.user_properties).get("client", "?")
+        outcome = "failed" if report.failed else report.outcome
+        _RESULTS.setdefault(client, {}).setdefault(outcome, []).append(report.nodeid.split("::", 1)[-1])
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _RESULTS:
+        return
+    tr = terminalreporter
+    tr.section("interop results per client")
+    for client in sorted(_RESULTS):
+        by_outcome = _RESULTS[client]
+        counts = ", ".join(f"{len(v)} {k}" for k, v in sorted(by_outcome.items()))
+        tr.write_line(f"{client}: {counts}")
+        for name in by_outcome.get("failed", []):
+            tr.write_line(f"    FAILED {name}")
