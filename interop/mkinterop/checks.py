@@ -3,7 +3,7 @@ raises AssertionError with what was expected and what was found."""
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from .model import Ack, Got, Rec
 
@@ -24,7 +24,7 @@ def check_keyed_round_trip(
 
     # Count: nothing lost, nothing duplicated.
     values = [g.value for g in got]
-    dupes = sorted({v for v in values if values.count(v) > 1}) if len(set(values)) != len(values) else []
+    dupes = sorted(v for v, n in Counter(values).items() if n > 1)
     assert not dupes, f"records read more than once: {_short(dupes)}"
     missing = sorted(set(by_value_sent) - set(values))
     assert not missing, f"{len(missing)} acknowledged records never read: {_short(missing)}"

@@ -106,6 +106,8 @@ def _client_of(item) -> str:
         return "kcat"
     if module == "test_failover":
         return "failover (confluent-kafka -> kafka-python)"
+    if module == "test_checks":
+        return "suite self-checks"
     return "environment"
 
 
