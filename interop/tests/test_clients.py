@@ -91,3 +91,32 @@ def test_produce_compressed_then_read(broker, client_name, codec):
     acks = client.produce(broker.bootstrap, topic, sent, compression=codec)
     assert [(a.partition, a.offset) for a in acks] == [(0, i) for i in range(len(sent))]
     check_in_order(sent, client.read_all(broker.bootstrap, topic))
+
+
+def test_null_and_empty_keys_values_duplicate_headers_and_timestamps(broker, client):
+    """Nullness, emptiness, repeated header keys and CreateTime timestamps
+    survive produce, storage and fetch."""
+    topic = unique_topic("edge", client.name)
+    client.create_topic(broker.bootstrap, topic, partitions=1)
+    base_ms = int(time.time() * 1000) - 60_000
+    shapes = [
+        (None, b"null key"),
+        (b"", b"empty key"),
+        (b"null value", None),
+        (b"empty value", b""),
+        # (None, None) is left out: kafka-python and aiokafka refuse it.
+        (b"dup headers", b"v"),
+        (b"empty header value", b"v"),
+    ]
+    # Repeated keys stay adjacent: kafkajs takes headers as an object, so it
+    # cannot interleave them with other keys.
+    headers = {4: (("h", b"1"), ("h", b"2"), ("h", b"3"), ("other", b"x")), 5: (("e", b""),)}
+    sent = [
+        Rec(key=k, value=v, timestamp_ms=base_ms + i, partition=0, headers=headers.get(i, ()))
+        for i, (k, v) in enumerate(shapes)
+    ]
+    acks = client.produce(broker.bootstrap, topic, sent)
+    assert [(a.partition, a.offset) for a in acks] == [(0, i) for i in range(len(sent))]
+    got = client.read_all(broker.bootstrap, topic)
+    expected = [(i, r.key, r.value, r.headers, r.timestamp_ms) for i, r in enumerate(sent)]
+    assert [(g.offset, g.key, g.value, g.headers, g.timestamp_ms) for g in got] == expected
