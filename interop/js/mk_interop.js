@@ -22,7 +22,7 @@ const TIMEOUT_MS = 60000
 function client(bootstrap) {
   return new Kafka({
     clientId: 'mk-interop-kafkajs',
-    brokers: [bootstrap],
+    brokers: bootstrap.split(','),
     logLevel: DEBUG ? logLevel.DEBUG : logLevel.WARN,
     // Log to stderr: stdout carries the result.
     logCreator: () => ({ namespace, level, label, log }) => {
@@ -182,7 +182,7 @@ const commands = {
     })
   },
 
-  async 'read-all'({ bootstrap, topic }) {
+  async 'read-all'({ bootstrap, topic, maxBytes }) {
     const kafka = client(bootstrap)
     const createCluster = Object.getOwnPropertySymbols(kafka).find(
       s => s.description === 'private:Kafka:createCluster'
@@ -220,11 +220,15 @@ const commands = {
             isolationLevel,
             maxWaitTime: 500,
             minBytes: 1,
-            maxBytes: 10485760,
+            maxBytes: maxBytes || 10485760,
             topics: [
               {
                 topic,
-                partitions: ps.map(p => ({ partition: p, fetchOffset: String(pos[p]), maxBytes: 1048576 })),
+                partitions: ps.map(p => ({
+                  partition: p,
+                  fetchOffset: String(pos[p]),
+                  maxBytes: maxBytes || 1048576,
+                })),
               },
             ],
           })

@@ -136,8 +136,17 @@ class ConfluentKafka:
             raise ClientFailure(f"{len(errors)} deliveries failed, first: {errors[:5]}")
         return [Ack(r.value, p, o) for r, (_, p, o) in zip(records, results)]
 
-    def read_all(self, bootstrap: str, topic: str) -> list[Got]:
+    def read_all(self, bootstrap: str, topic: str, max_fetch_bytes: int | None = None) -> list[Got]:
         from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+        limits = {}
+        if max_fetch_bytes is not None:
+            # librdkafka insists on fetch.max.bytes >= message.max.bytes.
+            limits = {
+                "max.partition.fetch.bytes": max_fetch_bytes,
+                "fetch.max.bytes": max_fetch_bytes,
+                "message.max.bytes": max_fetch_bytes,
+            }
 
         # confluent-kafka refuses a consumer without group.id; with assign()
         # and no commits the group is never joined.
@@ -145,6 +154,7 @@ class ConfluentKafka:
             self._conf(
                 bootstrap,
                 **{"group.id": "mk-interop-unused", "enable.auto.commit": False, "auto.offset.reset": "error"},
+                **limits,
             )
         )
         try:
@@ -257,11 +267,14 @@ class KafkaPython:
         finally:
             producer.close(timeout=10)
 
-    def read_all(self, bootstrap: str, topic: str) -> list[Got]:
+    def read_all(self, bootstrap: str, topic: str, max_fetch_bytes: int | None = None) -> list[Got]:
         from kafka import KafkaConsumer, TopicPartition
 
+        limits = {}
+        if max_fetch_bytes is not None:
+            limits = {"max_partition_fetch_bytes": max_fetch_bytes, "fetch_max_bytes": max_fetch_bytes}
         consumer = KafkaConsumer(
-            bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False, auto_offset_reset="none"
+            bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False, auto_offset_reset="none", **limits
         )
         try:
             parts = sorted(consumer.partitions_for_topic(topic) or ())
@@ -387,14 +400,17 @@ class AioKafka:
         finally:
             await producer.stop()
 
-    def read_all(self, bootstrap: str, topic: str) -> list[Got]:
-        return asyncio.run(self._read_all(bootstrap, topic))
+    def read_all(self, bootstrap: str, topic: str, max_fetch_bytes: int | None = None) -> list[Got]:
+        return asyncio.run(self._read_all(bootstrap, topic, max_fetch_bytes))
 
-    async def _read_all(self, bootstrap, topic):
+    async def _read_all(self, bootstrap, topic, max_fetch_bytes):
         from aiokafka import AIOKafkaConsumer, TopicPartition
 
+        limits = {}
+        if max_fetch_bytes is not None:
+            limits = {"max_partition_fetch_bytes": max_fetch_bytes, "fetch_max_bytes": max_fetch_bytes}
         consumer = AIOKafkaConsumer(
-            bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False, auto_offset_reset="none"
+            bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False, auto_offset_reset="none", **limits
         )
         parts = await self._partitions(bootstrap, topic)
         await consumer.start()
@@ -515,8 +531,8 @@ class KafkaJs:
             raise ClientFailure(f"kafkajs acknowledged {len(acks)} of {len(records)} records")
         return [Ack(r.value, a["partition"], a["offset"]) for r, a in zip(records, acks)]
 
-    def read_all(self, bootstrap: str, topic: str) -> list[Got]:
-        res = self._run("read-all", {"bootstrap": bootstrap, "topic": topic})
+    def read_all(self, bootstrap: str, topic: str, max_fetch_bytes: int | None = None) -> list[Got]:
+        res = self._run("read-all", {"bootstrap": bootstrap, "topic": topic, "maxBytes": max_fetch_bytes})
         return [
             Got(
                 g["partition"],

@@ -33,6 +33,16 @@ def broker(tmp_path_factory) -> MkServer:
     assert code == 0, f"mk-server exited with {code} after SIGTERM; log tail:\n{server.log_tail()}"
 
 
+@pytest.fixture(scope="session")
+def three_broker_cluster(tmp_path_factory) -> MkServer:
+    """Brokers 1, 2 and 3 in one process (min.insync.replicas 2), shared by
+    the scenarios that need several brokers but take none offline."""
+    server = start_server(tmp_path_factory.mktemp("cluster"), brokers=[1, 2, 3], min_insync_replicas=2, name="cluster")
+    yield server
+    code = server.stop()
+    assert code == 0, f"mk-server exited with {code} after SIGTERM; log tail:\n{server.log_tail()}"
+
+
 @pytest.fixture
 def three_brokers(tmp_path) -> MkServer:
     """Brokers 1, 2 and 3 in one process with min.insync.replicas 2."""

@@ -120,3 +120,29 @@ def test_null_and_empty_keys_values_duplicate_headers_and_timestamps(broker, cli
     got = client.read_all(broker.bootstrap, topic)
     expected = [(i, r.key, r.value, r.headers, r.timestamp_ms) for i, r in enumerate(sent)]
     assert [(g.offset, g.key, g.value, g.headers, g.timestamp_ms) for g in got] == expected
+
+
+def test_records_larger_than_the_fetch_limits_are_still_read(broker, client):
+    """Kafka answers a fetch with at least the first batch even when it is
+    larger than max_bytes and partition_max_bytes (KIP-74), so a consumer
+    with small fetch limits still makes progress."""
+    topic = unique_topic("large", client.name)
+    client.create_topic(broker.bootstrap, topic, partitions=1)
+    sent = [Rec(key=f"big-{i}".encode(), value=bytes([65 + i]) * 300_000, partition=0) for i in range(4)]
+    acks = client.produce(broker.bootstrap, topic, sent)
+    assert [a.offset for a in acks] == [0, 1, 2, 3]
+    check_in_order(sent, client.read_all(broker.bootstrap, topic, max_fetch_bytes=65_536))
+
+
+def test_keyed_produce_and_plain_read_on_three_brokers(three_broker_cluster, client):
+    """The keyed scenario on three brokers with replication factor 3: the
+    client must send each partition's requests to that partition's leader."""
+    server = three_broker_cluster
+    bootstrap = ",".join(server.kafka_addrs)
+    topic = unique_topic("rf3", client.name)
+    client.create_topic(bootstrap, topic, partitions=3, replication_factor=3)
+    leaders = DRIVERS["confluent-kafka"].leaders(bootstrap, topic)
+    assert sorted(leaders.values()) == [1, 2, 3], f"leaders {leaders}: the scenario needs one per broker"
+    sent = [Rec(key=f"key-{i % KEYS}".encode(), value=f"{client.name}-rf3-{i:05d}".encode()) for i in range(1000)]
+    acks = client.produce(bootstrap, topic, sent)
+    check_keyed_round_trip(sent, acks, client.read_all(bootstrap, topic), partitions=3)
