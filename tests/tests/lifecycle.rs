@@ -172,16 +172,18 @@ async fn e2e_unparsable_metadata_is_storage_error_never_reset() {
 #[tokio::test]
 async fn e2e_topic_validation_and_internal_topics() {
     let env = Env::new(vec![1, 2], 1);
-    for (name, parts, rf) in [
-        ("", 1, 1),
-        ("bad/name", 1, 1),
-        ("ok", 0, 1),
-        ("ok", 1, 3),
-        ("ok", 1, 0),
+    // The core reports which argument is invalid (the codes Kafka clients
+    // expect); the JSON protocol reports all of them as INVALID_REQUEST.
+    for (name, parts, rf, code) in [
+        ("", 1, 1, ErrorCode::InvalidTopic),
+        ("bad/name", 1, 1, ErrorCode::InvalidTopic),
+        ("ok", 0, 1, ErrorCode::InvalidPartitions),
+        ("ok", 1, 3, ErrorCode::InvalidReplicationFactor),
+        ("ok", 1, 0, ErrorCode::InvalidReplicationFactor),
     ] {
         assert_eq!(
             env.admin.create_topic(name, parts, rf).unwrap_err().code(),
-            ErrorCode::InvalidRequest,
+            code,
             "{name} {parts} {rf}"
         );
     }
@@ -190,7 +192,7 @@ async fn e2e_topic_validation_and_internal_topics() {
             .create_topic(OFFSETS_TOPIC, 1, 1)
             .unwrap_err()
             .code(),
-        ErrorCode::InvalidRequest
+        ErrorCode::InvalidTopic
     );
     env.admin.create_topic("ok", 3, 2).unwrap();
     let d = env.admin.describe_topic("ok").unwrap();

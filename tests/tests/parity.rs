@@ -13,12 +13,13 @@
 //! mode with the background drivers paused, so every step is explicit.
 
 use mk_adapter_direct::{DirectAdmin, DirectClient};
+use mk_adapter_jsontcp::json_code;
 use mk_adapter_jsontcp::mk_cluster::{
     BrokerCluster, ClusterError, ErrorCode, FetchRequest, ManualClock, MiniKafkaConfig,
-    ProducerIdentity, TopicPartition, TxnHandle,
+    ProducerIdentity, TopicPartition,
 };
 use mk_adapter_jsontcp::{
-    ClientError, JsonTcpClient, JsonTcpServer, Request, Response, ServerOptions, TxnRef,
+    ClientError, JsonTcpClient, JsonTcpServer, Request, Response, ServerOptions,
     decode_request_line,
 };
 use serde_json::Value;
@@ -66,29 +67,18 @@ fn open(dir: &Path, scenario: &Value, clock: &ManualClock) -> Arc<BrokerCluster>
     BrokerCluster::open_with_clock(config, Arc::new(clock.clone())).unwrap()
 }
 
+/// A core error as the JSON protocol reports it: through the protocol's
+/// own code table (the finer codes for invalid topic arguments are
+/// INVALID_REQUEST there), so the comparison is of what a client sees.
 fn core_err(e: ClusterError) -> (ErrorCode, String) {
-    (e.code(), e.to_string())
-}
-
-/// The Direct adapter's handle for a wire transaction reference: the same
-/// (transactional id, epoch) the TCP side sends, with the current producer
-/// id.
-fn handle(admin: &DirectAdmin, txn: &TxnRef) -> TxnHandle {
-    let producer_id = admin
-        .cluster()
-        .transaction_handle(&txn.transactional_id)
-        .ok()
-        .flatten()
-        .map_or(-1, |h| h.producer_id);
-    TxnHandle {
-        transactional_id: txn.transactional_id.clone(),
-        producer_id,
-        producer_epoch: txn.producer_epoch,
-    }
+    (json_code(e.code()), e.to_string())
 }
 
 /// One request through the Direct adapter: each arm is one DirectAdmin or
-/// DirectClient call, its result put in the wire model's `Response`.
+/// DirectClient call (the arguments unpacked from the wire model, nothing
+/// decided here), its result put in the wire model's `Response`. Every
+/// decision the JSON dispatcher relies on is a core operation both adapters
+/// call, so the suite compares two translations of one core.
 async fn direct(admin: &DirectAdmin, client: &DirectClient, request: &Request) -> Outcome {
     let r: Result<Response, ClusterError> = async {
         Ok(match request.clone() {
@@ -98,15 +88,13 @@ async fn direct(admin: &DirectAdmin, client: &DirectClient, request: &Request) -
                 replication_factor,
                 config,
             } => {
-                match config {
-                    None => admin.create_topic(&topic, partitions, replication_factor)?,
-                    Some(o) => admin.create_topic_with_config(
-                        &topic,
-                        partitions,
-                        replication_factor,
-                        o.apply(admin.cluster().config().default_topic_config.clone()),
-                    )?,
-                }
+                let overrides = config.unwrap_or_default();
+                admin.create_topic_with_overrides(
+                    &topic,
+                    partitions,
+                    replication_factor,
+                    &overrides,
+                )?;
                 Response::CreateTopic { topic }
             }
             Request::Metadata { topic } => Response::Metadata(admin.describe_topic(&topic)?),
@@ -164,19 +152,9 @@ async fn direct(admin: &DirectAdmin, client: &DirectClient, request: &Request) -
             Request::FetchOffsets {
                 group_id,
                 partitions,
-            } => {
-                let all = client.fetch_offsets(&group_id)?;
-                Response::FetchOffsets(match partitions {
-                    None => all.into_iter().map(|(tp, o)| (tp, Some(o))).collect(),
-                    Some(ps) => ps
-                        .into_iter()
-                        .map(|tp| {
-                            let o = all.get(&tp).copied();
-                            (tp, o)
-                        })
-                        .collect(),
-                })
-            }
+            } => Response::FetchOffsets(
+                client.committed_offsets_for(&group_id, partitions.as_deref())?,
+            ),
             Request::DescribeGroup { group_id } => Response::DescribeGroup {
                 description: client.describe_group(&group_id)?,
                 group_id,
@@ -198,8 +176,9 @@ async fn direct(admin: &DirectAdmin, client: &DirectClient, request: &Request) -
                 key,
                 value,
             } => {
+                let h = client.transaction_handle_at(&txn.transactional_id, txn.producer_epoch)?;
                 let (partition, offset) = client
-                    .txn_produce(&handle(admin, &txn), &topic, key, value, partition)
+                    .txn_produce(&h, &topic, key, value, partition)
                     .await?;
                 Response::TxnProduce { partition, offset }
             }
@@ -208,21 +187,31 @@ async fn direct(admin: &DirectAdmin, client: &DirectClient, request: &Request) -
                 group_id,
                 offsets,
             } => {
-                client.txn_send_offsets(&handle(admin, &txn), &group_id, &offsets)?;
+                let h = client.transaction_handle_at(&txn.transactional_id, txn.producer_epoch)?;
+                client.txn_send_offsets(&h, &group_id, &offsets)?;
                 Response::TxnSendOffsets
             }
             Request::CommitTxn { txn } => {
-                client.commit_txn(&handle(admin, &txn)).await?;
+                let h = client.transaction_handle_at(&txn.transactional_id, txn.producer_epoch)?;
+                client.commit_txn(&h).await?;
                 Response::CommitTxn
             }
             Request::AbortTxn { txn } => {
-                client.abort_txn(&handle(admin, &txn)).await?;
+                let h = client.transaction_handle_at(&txn.transactional_id, txn.producer_epoch)?;
+                client.abort_txn(&h).await?;
                 Response::AbortTxn
             }
             Request::DescribeCluster => Response::DescribeCluster(admin.describe_cluster()?),
             Request::Stats => panic!(
                 "stats is not part of the parity corpus: uptime and connection counts differ by design"
             ),
+            Request::BrokerOffline { broker_id } => {
+                Response::BrokerOffline(admin.broker_offline(broker_id)?)
+            }
+            Request::BrokerOnline { broker_id } => {
+                admin.broker_online(broker_id)?;
+                Response::BrokerOnline
+            }
             Request::Promote { tp, broker_id } => Response::Promote(admin.promote(&tp, broker_id)?),
             Request::Rejoin { tp, broker_id } => {
                 admin.rejoin(&tp, broker_id)?;

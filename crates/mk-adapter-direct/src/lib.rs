@@ -10,7 +10,7 @@ use mk_cluster::{
     AssignorKind, BrokerCluster, BrokerId, ClusterDescription, ClusterStats, CompactionSummary,
     FetchRequest, FetchResult, GroupDescription, LeaderAndEpoch, MemberAssignment, OffsetSpec,
     ProduceRequest, ProduceResponse, ProducerIdentity, Result, RetentionPolicy, TopicConfig,
-    TopicDescription, TopicPartition, TxnHandle,
+    TopicConfigOverrides, TopicDescription, TopicPartition, TxnHandle,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -54,6 +54,17 @@ impl DirectAdmin {
             .create_topic_with_config(topic, partitions, replication_factor, config)
     }
 
+    pub fn create_topic_with_overrides(
+        &self,
+        topic: &str,
+        partitions: u32,
+        replication_factor: usize,
+        overrides: &TopicConfigOverrides,
+    ) -> Result<()> {
+        self.cluster
+            .create_topic_with_overrides(topic, partitions, replication_factor, overrides)
+    }
+
     pub fn describe_topic(&self, topic: &str) -> Result<TopicDescription> {
         self.cluster.describe_topic(topic)
     }
@@ -68,6 +79,18 @@ impl DirectAdmin {
 
     pub fn stats(&self) -> Result<ClusterStats> {
         self.cluster.stats()
+    }
+
+    /// Takes a broker offline; returns the partitions whose leader moved.
+    pub fn broker_offline(
+        &self,
+        broker: BrokerId,
+    ) -> Result<Vec<(TopicPartition, LeaderAndEpoch)>> {
+        self.cluster.take_broker_offline(broker)
+    }
+
+    pub fn broker_online(&self, broker: BrokerId) -> Result<()> {
+        self.cluster.bring_broker_online(broker)
     }
 
     pub fn promote(&self, tp: &TopicPartition, broker: BrokerId) -> Result<LeaderAndEpoch> {
@@ -189,6 +212,14 @@ impl DirectClient {
         self.cluster.committed_offsets(group)
     }
 
+    pub fn committed_offsets_for(
+        &self,
+        group: &str,
+        partitions: Option<&[TopicPartition]>,
+    ) -> Result<Vec<(TopicPartition, Option<i64>)>> {
+        self.cluster.committed_offsets_for(group, partitions)
+    }
+
     pub fn describe_group(&self, group: &str) -> Result<Option<GroupDescription>> {
         self.cluster.describe_group(group)
     }
@@ -199,6 +230,10 @@ impl DirectClient {
 
     pub async fn begin_txn(&self, transactional_id: &str) -> Result<TxnHandle> {
         self.cluster.begin_transaction(transactional_id).await
+    }
+
+    pub fn transaction_handle_at(&self, transactional_id: &str, epoch: i32) -> Result<TxnHandle> {
+        self.cluster.transaction_handle_at(transactional_id, epoch)
     }
 
     pub async fn txn_produce(

@@ -400,6 +400,22 @@ impl JsonTcpClient {
         expect!(r, Response::DescribeCluster(d) => d)
     }
 
+    /// Takes a broker offline (leadership moves to in-sync replicas);
+    /// returns the partitions that moved.
+    pub async fn broker_offline(
+        &mut self,
+        broker_id: BrokerId,
+    ) -> ClientResult<Vec<(TopicPartition, LeaderAndEpoch)>> {
+        let r = self.call(&Request::BrokerOffline { broker_id }).await?;
+        expect!(r, Response::BrokerOffline(moved) => moved)
+    }
+
+    /// Brings an offline broker back; its replicas catch up as followers.
+    pub async fn broker_online(&mut self, broker_id: BrokerId) -> ClientResult<()> {
+        let r = self.call(&Request::BrokerOnline { broker_id }).await?;
+        expect!(r, Response::BrokerOnline => ())
+    }
+
     pub async fn stats(&mut self) -> ClientResult<ServerStats> {
         let r = self.call(&Request::Stats).await?;
         expect!(r, Response::Stats(s) => s)

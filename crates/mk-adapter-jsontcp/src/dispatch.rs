@@ -2,8 +2,8 @@
 //! request, its result wrapped in the matching `Response`. This is the only
 //! place the server touches the core.
 
-use crate::protocol::{Request, Response, ServerStats, TxnRef};
-use mk_cluster::{BrokerCluster, ClusterError, TxnHandle};
+use crate::protocol::{Request, Response, ServerStats};
+use mk_cluster::{BrokerCluster, ClusterError};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -19,20 +19,6 @@ pub(crate) struct DispatchContext<'a> {
     pub in_flight: u64,
 }
 
-/// The core's handle for a transactional id at the request's epoch. The
-/// core fences by (transactional id, epoch); the producer id is looked up so
-/// the handle is the one `begin_transaction` handed out.
-fn handle(cluster: &BrokerCluster, txn: &TxnRef) -> Result<TxnHandle, ClusterError> {
-    let producer_id = cluster
-        .transaction_handle(&txn.transactional_id)?
-        .map_or(-1, |h| h.producer_id);
-    Ok(TxnHandle {
-        transactional_id: txn.transactional_id.clone(),
-        producer_id,
-        producer_epoch: txn.producer_epoch,
-    })
-}
-
 pub(crate) async fn execute(
     ctx: &DispatchContext<'_>,
     request: Request,
@@ -45,15 +31,8 @@ pub(crate) async fn execute(
             replication_factor,
             config,
         } => {
-            match config {
-                None => c.create_topic(&topic, partitions, replication_factor)?,
-                Some(o) => c.create_topic_with_config(
-                    &topic,
-                    partitions,
-                    replication_factor,
-                    o.apply(c.config().default_topic_config.clone()),
-                )?,
-            }
+            let overrides = config.unwrap_or_default();
+            c.create_topic_with_overrides(&topic, partitions, replication_factor, &overrides)?;
             Response::CreateTopic { topic }
         }
         Request::Metadata { topic } => Response::Metadata(c.describe_topic(&topic)?),
@@ -116,21 +95,7 @@ pub(crate) async fn execute(
         Request::FetchOffsets {
             group_id,
             partitions,
-        } => Response::FetchOffsets(match partitions {
-            None => c
-                .committed_offsets(&group_id)?
-                .into_iter()
-                .map(|(tp, o)| (tp, Some(o)))
-                .collect(),
-            Some(ps) => {
-                let mut out = Vec::with_capacity(ps.len());
-                for tp in ps {
-                    let o = c.fetch_committed(&group_id, &tp)?;
-                    out.push((tp, o));
-                }
-                out
-            }
-        }),
+        } => Response::FetchOffsets(c.committed_offsets_for(&group_id, partitions.as_deref())?),
         Request::DescribeGroup { group_id } => Response::DescribeGroup {
             description: c.describe_group(&group_id)?,
             group_id,
@@ -150,7 +115,7 @@ pub(crate) async fn execute(
             key,
             value,
         } => {
-            let h = handle(c, &txn)?;
+            let h = c.transaction_handle_at(&txn.transactional_id, txn.producer_epoch)?;
             let (partition, offset) = c.txn_send(&h, &topic, key, value, partition).await?;
             Response::TxnProduce { partition, offset }
         }
@@ -159,18 +124,28 @@ pub(crate) async fn execute(
             group_id,
             offsets,
         } => {
-            c.txn_send_offsets(&handle(c, &txn)?, &group_id, &offsets)?;
+            let h = c.transaction_handle_at(&txn.transactional_id, txn.producer_epoch)?;
+            c.txn_send_offsets(&h, &group_id, &offsets)?;
             Response::TxnSendOffsets
         }
         Request::CommitTxn { txn } => {
-            c.commit_transaction(&handle(c, &txn)?).await?;
+            let h = c.transaction_handle_at(&txn.transactional_id, txn.producer_epoch)?;
+            c.commit_transaction(&h).await?;
             Response::CommitTxn
         }
         Request::AbortTxn { txn } => {
-            c.abort_transaction(&handle(c, &txn)?).await?;
+            let h = c.transaction_handle_at(&txn.transactional_id, txn.producer_epoch)?;
+            c.abort_transaction(&h).await?;
             Response::AbortTxn
         }
         Request::DescribeCluster => Response::DescribeCluster(c.describe_cluster()?),
+        Request::BrokerOffline { broker_id } => {
+            Response::BrokerOffline(c.take_broker_offline(broker_id)?)
+        }
+        Request::BrokerOnline { broker_id } => {
+            c.bring_broker_online(broker_id)?;
+            Response::BrokerOnline
+        }
         Request::Stats => Response::Stats(ServerStats {
             cluster: c.stats()?,
             connections: ctx.connections,

@@ -155,11 +155,9 @@ pub(crate) fn decode_batched_produce(line: &[u8]) -> Option<DecodedLine> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::decode_request_line;
-
-    fn slow(line: &str) -> DecodedLine {
-        decode_request_line(line.as_bytes())
-    }
+    use crate::protocol::decode_strict;
+    use base64::Engine;
+    use proptest::prelude::*;
 
     fn pad(extra: &str) -> String {
         // Long enough to pass the cheap pre-check.
@@ -168,6 +166,22 @@ mod tests {
         format!(
             r#"{{"operation":"produce","topic":"t","records":[{records},{{"key_b64":null,"value_b64":"","headers":[{{"key":"h","value_b64":"eA=="}},{{"key":"n"}}],"timestamp_ms":7}}]{extra}}}"#
         )
+    }
+
+    /// The fast path must take `line` and decode it exactly as the strict
+    /// decoder alone does (which never consults the fast path).
+    fn assert_fast_equals_strict(line: &str) -> Result<(), TestCaseError> {
+        let fast = decode_batched_produce(line.as_bytes());
+        prop_assert!(
+            fast.is_some(),
+            "the fast path refused a plain request: {line}"
+        );
+        let fast = fast.expect("checked above");
+        let strict = decode_strict(line.as_bytes());
+        prop_assert!(strict.request.is_ok(), "{line}: {:?}", strict.request);
+        prop_assert_eq!(fast.id, strict.id, "{}", line);
+        prop_assert_eq!(fast.request, strict.request, "{}", line);
+        Ok(())
     }
 
     #[test]
@@ -180,12 +194,164 @@ mod tests {
             r#","acks":0,"id":null"#,
             r#","id":{"x":[1,2]}"#,
         ] {
-            let line = pad(extra);
-            let fast = decode_batched_produce(line.as_bytes())
-                .unwrap_or_else(|| panic!("fast path refused {extra}"));
-            let strict = slow(&line);
-            assert_eq!(fast.id, strict.id, "{extra}");
-            assert_eq!(fast.request.unwrap(), strict.request.unwrap(), "{extra}");
+            assert_fast_equals_strict(&pad(extra)).unwrap();
+        }
+    }
+
+    /// A JSON string literal, escaped the way serde_json writes it.
+    fn lit(s: &str) -> String {
+        serde_json::to_string(s).expect("a string always serializes")
+    }
+
+    /// An optional base64 member: absent, `null`, or a padded string.
+    fn b64_member(name: &'static str) -> impl Strategy<Value = Option<String>> {
+        prop_oneof![
+            Just(None),
+            Just(Some(format!("\"{name}\":null"))),
+            prop::collection::vec(any::<u8>(), 0..48).prop_map(move |b| {
+                let text = base64::engine::general_purpose::STANDARD.encode(b);
+                Some(format!("\"{name}\":{}", lit(&text)))
+            }),
+        ]
+    }
+
+    /// An object from optional members, in the shuffled order given.
+    fn object(members: Vec<Option<String>>, spaced: bool) -> String {
+        let sep = if spaced { ", " } else { "," };
+        let members: Vec<String> = members.into_iter().flatten().collect();
+        format!("{{{}}}", members.join(sep))
+    }
+
+    /// Header keys with characters that need escaping or are not ASCII.
+    const KEY: &str = "[a-zA-Z0-9 é☃\"\\\\/]{0,8}";
+
+    fn header() -> impl Strategy<Value = String> {
+        (KEY, b64_member("value_b64"))
+            .prop_map(|(key, value)| vec![Some(format!("\"key\":{}", lit(&key))), value])
+            .prop_shuffle()
+            .prop_map(|members| object(members, false))
+    }
+
+    fn record() -> impl Strategy<Value = String> {
+        let headers = prop::option::of(prop::collection::vec(header(), 0..3))
+            .prop_map(|h| h.map(|h| format!("\"headers\":[{}]", h.join(","))));
+        let timestamp =
+            prop::option::of(any::<i64>()).prop_map(|t| t.map(|t| format!("\"timestamp_ms\":{t}")));
+        (
+            b64_member("key_b64"),
+            b64_member("value_b64"),
+            headers,
+            timestamp,
+            any::<bool>(),
+        )
+            .prop_flat_map(|(k, v, h, t, spaced)| {
+                Just(vec![k, v, h, t])
+                    .prop_shuffle()
+                    .prop_map(move |members| object(members, spaced))
+            })
+    }
+
+    /// Every form of `acks` both decoders accept.
+    fn acks() -> impl Strategy<Value = Option<String>> {
+        prop::option::of(prop::sample::select(vec![
+            r#""0""#, r#""1""#, r#""all""#, r#""-1""#, "0", "1", "-1",
+        ]))
+        .prop_map(|a| a.map(|a| format!("\"acks\":{a}")))
+    }
+
+    fn id() -> impl Strategy<Value = Option<String>> {
+        prop::option::of(prop_oneof![
+            Just("null".to_string()),
+            any::<i64>().prop_map(|n| n.to_string()),
+            "[a-z\"é]{0,6}".prop_map(|s| lit(&s)),
+            Just(r#"{"nested":[1,{"a":null}],"b":true}"#.to_string()),
+        ])
+        .prop_map(|id| id.map(|id| format!("\"id\":{id}")))
+    }
+
+    /// A plainly well-formed batched produce: every field of the fast
+    /// path's grammar, each present or absent, in any order.
+    fn batched_produce() -> impl Strategy<Value = String> {
+        (
+            "[a-zA-Z0-9._-]{1,30}",
+            prop::option::of(any::<u32>()),
+            acks(),
+            prop::collection::vec(record(), 1..12),
+            id(),
+        )
+            .prop_flat_map(|(topic, partition, acks, mut records, id)| {
+                // The pre-check skips short lines; a long value keeps every
+                // generated request above it.
+                records.push(format!(r#"{{"value_b64":"{}"}}"#, "QUJD".repeat(70)));
+                let members = vec![
+                    Some(r#""operation":"produce""#.to_string()),
+                    Some(format!("\"topic\":{}", lit(&topic))),
+                    partition.map(|p| format!("\"partition\":{p}")),
+                    acks,
+                    Some(format!("\"records\":[{}]", records.join(","))),
+                    id,
+                ];
+                Just(members)
+                    .prop_shuffle()
+                    .prop_map(|members| object(members, false))
+            })
+    }
+
+    /// One change that may or may not leave the request plain.
+    fn perturbation() -> impl Strategy<Value = (&'static str, &'static str)> {
+        prop::sample::select(vec![
+            (r#""records":["#, r#""partition":null,"records":["#),
+            (r#""records":["#, r#""partition":-1,"records":["#),
+            (r#""records":["#, r#""partition":1.5,"records":["#),
+            (r#""records":["#, r#""acks":"2","records":["#),
+            (r#""records":["#, r#""acks":null,"records":["#),
+            (r#""records":["#, r#""acks":true,"records":["#),
+            (r#""records":["#, r#""unknown":1,"records":["#),
+            (r#""records":["#, r#""topic":"dup","records":["#),
+            (r#""records":["#, r#""key_b64":"aGk=","records":["#),
+            (
+                r#""records":["#,
+                r#""producer_id":1,"producer_epoch":0,"base_sequence":0,"records":["#,
+            ),
+            (r#""records":[{"#, r#""records":[{"timestamp_ms":null,"#),
+            (r#""records":[{"#, r#""records":[{"timestamp_ms":"7","#),
+            (r#""records":[{"#, r#""records":[{"headers":null,"#),
+            (
+                r#""records":[{"#,
+                r#""records":[{"headers":[{"key":"k","extra":1}],"#,
+            ),
+            (r#""records":[{"#, r#""records":[{"key_b64":5,"#),
+            (r#""records":[{"#, r#""records":[{"oops":5,"#),
+            (r#""QUJD"#, r#""QUJ"#),
+            (r#""produce""#, r#""fetch""#),
+            (r#""produce""#, r#""Produce""#),
+            // These keep the request plain: the fast path must take them.
+            (r#""records":["#, r#""records" : [ "#),
+            (r#"}]"#, r#"} ]"#),
+            (r#""operation""#, r#" "operation""#),
+        ])
+    }
+
+    proptest! {
+        #[test]
+        fn fast_path_decodes_generated_batched_produces_like_the_strict_decoder(
+            line in batched_produce()
+        ) {
+            assert_fast_equals_strict(&line)?;
+        }
+
+        #[test]
+        fn fast_path_takes_an_unusual_request_only_if_it_decodes_the_same(
+            line in batched_produce(),
+            (from, to) in perturbation(),
+        ) {
+            let line = line.replacen(from, to, 1);
+            if let Some(fast) = decode_batched_produce(line.as_bytes()) {
+                let strict = decode_strict(line.as_bytes());
+                prop_assert!(strict.request.is_ok(), "{}: {:?}", line, strict.request);
+                prop_assert_eq!(fast.id, strict.id, "{}", line);
+                prop_assert_eq!(fast.request, strict.request, "{}", line);
+            }
         }
     }
 
@@ -211,7 +377,7 @@ mod tests {
         let bad_b64 = pad("").replace("aGVsbG8=", "aGVsbG8");
         assert!(decode_batched_produce(bad_b64.as_bytes()).is_none());
         assert!(
-            slow(&bad_b64).request.is_err(),
+            decode_strict(bad_b64.as_bytes()).request.is_err(),
             "the strict decoder names the error"
         );
         let not_produce = pad("").replace("\"produce\"", "\"fetch\"");

@@ -75,6 +75,19 @@ impl Default for ServerOptions {
     }
 }
 
+impl ServerOptions {
+    /// Refuses limits that would stop every connection from working.
+    fn validate(&self) -> io::Result<()> {
+        if self.max_frame_bytes == 0 || self.max_in_flight == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "max_frame_bytes and max_in_flight must be > 0",
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Counters shared by the server and its connections.
 #[derive(Debug, Default)]
 struct Counters {
@@ -121,14 +134,9 @@ impl JsonTcpServer {
         addr: impl ToSocketAddrs,
         options: ServerOptions,
     ) -> io::Result<JsonTcpServer> {
-        if options.max_frame_bytes == 0 || options.max_in_flight == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "max_frame_bytes and max_in_flight must be > 0",
-            ));
-        }
+        options.validate()?;
         let listener = TcpListener::bind(addr).await?;
-        Self::start_on(cluster, listener, options)
+        Self::serve(cluster, listener, options, Protocol)
     }
 
     /// Serves on a listener the caller has already bound (mk-server binds
@@ -138,12 +146,18 @@ impl JsonTcpServer {
         listener: TcpListener,
         options: ServerOptions,
     ) -> io::Result<JsonTcpServer> {
-        if options.max_frame_bytes == 0 || options.max_in_flight == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "max_frame_bytes and max_in_flight must be > 0",
-            ));
-        }
+        options.validate()?;
+        Self::serve(cluster, listener, options, Protocol)
+    }
+
+    /// Serves on `listener` with `responder` answering each request line
+    /// (`options` are already validated).
+    fn serve<R: Respond>(
+        cluster: Arc<BrokerCluster>,
+        listener: TcpListener,
+        options: ServerOptions,
+        responder: R,
+    ) -> io::Result<JsonTcpServer> {
         let local_addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             cluster,
@@ -153,7 +167,12 @@ impl JsonTcpServer {
             kill: CancellationToken::new(),
         });
         let tasks = TaskTracker::new();
-        let accept = tokio::spawn(accept_loop(listener, shared.clone(), tasks.clone()));
+        let accept = tokio::spawn(accept_loop(
+            listener,
+            shared.clone(),
+            Arc::new(responder),
+            tasks.clone(),
+        ));
         tracing::info!(%local_addr, lab = shared.options.lab, "JSON-TCP server listening");
         Ok(JsonTcpServer {
             local_addr,
@@ -202,7 +221,12 @@ impl JsonTcpServer {
     }
 }
 
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, tasks: TaskTracker) {
+async fn accept_loop<R: Respond>(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    responder: Arc<R>,
+    tasks: TaskTracker,
+) {
     loop {
         let accepted = tokio::select! {
             _ = shared.stop.cancelled() => return,
@@ -226,9 +250,10 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, tasks: TaskTrac
             continue;
         }
         let shared = shared.clone();
+        let responder = responder.clone();
         tasks.spawn(async move {
             let _guard = guard;
-            let served = AssertUnwindSafe(serve_connection(stream, shared))
+            let served = AssertUnwindSafe(serve_connection(stream, shared, &*responder))
                 .catch_unwind()
                 .await;
             if served.is_err() {
@@ -254,7 +279,7 @@ struct Outgoing {
     _permit: OwnedSemaphorePermit,
 }
 
-async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
+async fn serve_connection(stream: TcpStream, shared: Arc<Shared>, responder: &impl Respond) {
     // Small responses must leave at once; the writer batches them itself.
     let _ = stream.set_nodelay(true);
     let peer = stream.peer_addr().ok();
@@ -269,7 +294,7 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
         budget: Arc::new(Semaphore::new(budget_bytes)),
         budget_bytes,
     };
-    let reader = read_loop(rd, queue, &shared);
+    let reader = read_loop(rd, queue, &shared, responder);
     let writer = write_loop(wr, rx, shared.options.write_timeout);
     tokio::pin!(reader, writer);
     tokio::select! {
@@ -311,7 +336,12 @@ struct Queue {
     budget_bytes: usize,
 }
 
-async fn read_loop(mut rd: OwnedReadHalf, q: Queue, shared: &Shared) -> ReadEnd {
+async fn read_loop(
+    mut rd: OwnedReadHalf,
+    q: Queue,
+    shared: &Shared,
+    responder: &impl Respond,
+) -> ReadEnd {
     let max_frame = shared.options.max_frame_bytes;
     let mut buf: Vec<u8> = Vec::with_capacity(4096);
     let mut deadline = Instant::now() + shared.options.idle_timeout;
@@ -323,7 +353,7 @@ async fn read_loop(mut rd: OwnedReadHalf, q: Queue, shared: &Shared) -> ReadEnd 
             if end - start + 1 > max_frame {
                 return too_large(&q, shared).await;
             }
-            if !answer(&buf[start..end], &q, shared).await {
+            if !answer(&buf[start..end], &q, shared, responder).await {
                 return ReadEnd::WriterGone;
             }
             start = end + 1;
@@ -353,7 +383,7 @@ async fn read_loop(mut rd: OwnedReadHalf, q: Queue, shared: &Shared) -> ReadEnd 
             Ok(Err(e)) => return ReadEnd::Io(e),
             Ok(Ok(0)) => {
                 // A final line without `\n` is still a request.
-                if !buf.is_empty() && !answer(&buf, &q, shared).await {
+                if !buf.is_empty() && !answer(&buf, &q, shared, responder).await {
                     return ReadEnd::WriterGone;
                 }
                 return ReadEnd::Eof;
@@ -373,14 +403,50 @@ async fn too_large(q: &Queue, shared: &Shared) -> ReadEnd {
     ReadEnd::FrameTooLarge
 }
 
-/// Decodes and executes one request line and queues its response. False
-/// when the writer is gone.
-async fn answer(line: &[u8], q: &Queue, shared: &Shared) -> bool {
-    shared.counters.in_flight.fetch_add(1, Ordering::AcqRel);
-    let bytes = respond(line, shared).await;
-    shared.counters.in_flight.fetch_sub(1, Ordering::AcqRel);
+/// Answers one request line and queues its response. False when the writer
+/// is gone.
+async fn answer(line: &[u8], q: &Queue, shared: &Shared, responder: &impl Respond) -> bool {
+    let bytes = {
+        let _in_flight = InFlight::enter(&shared.counters.in_flight);
+        responder.respond(line, shared).await
+    };
     shared.counters.requests.fetch_add(1, Ordering::Relaxed);
     enqueue(bytes, q).await
+}
+
+/// Counts one request as executing for as long as it lives, so the count
+/// also drops when the request panics (the panic is contained per
+/// connection) or its connection is dropped mid-request at shutdown.
+struct InFlight<'a>(&'a AtomicU64);
+
+impl<'a> InFlight<'a> {
+    fn enter(counter: &'a AtomicU64) -> Self {
+        counter.fetch_add(1, Ordering::AcqRel);
+        Self(counter)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// What the server does with one complete request line: the seam between
+/// the socket handling of this module and the protocol. The server always
+/// answers through [`Protocol`]; the tests put a misbehaving implementation
+/// behind it to prove that the server contains what happens there.
+trait Respond: Send + Sync + 'static {
+    fn respond(&self, line: &[u8], shared: &Shared) -> impl Future<Output = Vec<u8>> + Send;
+}
+
+/// Decode, one core call, encode.
+struct Protocol;
+
+impl Respond for Protocol {
+    fn respond(&self, line: &[u8], shared: &Shared) -> impl Future<Output = Vec<u8>> + Send {
+        respond(line, shared)
+    }
 }
 
 async fn enqueue(bytes: Vec<u8>, q: &Queue) -> bool {
@@ -422,12 +488,6 @@ async fn respond(line: &[u8], shared: &Shared) -> Vec<u8> {
         )
         .encode(id);
     }
-    #[cfg(test)]
-    if let crate::protocol::Request::Metadata { topic } = &request
-        && topic == tests::PANIC_TOPIC
-    {
-        panic!("test-only panic inside a request");
-    }
     let ctx = DispatchContext {
         cluster: &shared.cluster,
         shutdown: &shared.stop,
@@ -445,7 +505,7 @@ async fn respond(line: &[u8], shared: &Shared) -> Vec<u8> {
 /// INVALID_REQUEST for every invalid create/alter argument; the finer codes
 /// Kafka clients expect (INVALID_PARTITIONS, ...) are reported here as
 /// INVALID_REQUEST with the same message.
-pub(crate) fn json_code(code: ErrorCode) -> ErrorCode {
+pub fn json_code(code: ErrorCode) -> ErrorCode {
     match code {
         ErrorCode::InvalidTopic
         | ErrorCode::InvalidPartitions
@@ -492,9 +552,21 @@ mod tests {
     use mk_cluster::{ManualClock, MiniKafkaConfig};
     use tokio::io::{AsyncBufReadExt, BufReader};
 
-    /// A `metadata` request for this topic panics inside the server (test
-    /// builds only), to prove one connection's panic is contained.
-    pub(super) const PANIC_TOPIC: &str = "__panic_for_tests";
+    /// A request line that makes [`PanicsOnMarker`] panic.
+    const MARKER: &[u8] = b"{\"operation\":\"panic_for_tests\"}";
+
+    /// The protocol, except that the marker line panics inside the request,
+    /// where a bug in decoding or in the core would.
+    struct PanicsOnMarker;
+
+    impl Respond for PanicsOnMarker {
+        async fn respond(&self, line: &[u8], shared: &Shared) -> Vec<u8> {
+            if line == MARKER {
+                panic!("test-only panic inside a request");
+            }
+            respond(line, shared).await
+        }
+    }
 
     #[tokio::test]
     async fn a_panicking_connection_does_not_take_the_server_down() {
@@ -504,16 +576,18 @@ mod tests {
             Arc::new(ManualClock::new(0)),
         )
         .unwrap();
-        let server = JsonTcpServer::start(cluster.clone(), "127.0.0.1:0", ServerOptions::default())
-            .await
-            .unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let server = JsonTcpServer::serve(
+            cluster.clone(),
+            listener,
+            ServerOptions::default(),
+            PanicsOnMarker,
+        )
+        .unwrap();
+        let shared = server.shared.clone();
         let addr = server.local_addr();
         let mut bad = TcpStream::connect(addr).await.unwrap();
-        bad.write_all(
-            format!("{{\"operation\":\"metadata\",\"topic\":\"{PANIC_TOPIC}\"}}\n").as_bytes(),
-        )
-        .await
-        .unwrap();
+        bad.write_all(&[MARKER, b"\n"].concat()).await.unwrap();
         let mut rest = Vec::new();
         let n = tokio::time::timeout(Duration::from_secs(10), bad.read_to_end(&mut rest))
             .await
@@ -534,7 +608,12 @@ mod tests {
         .unwrap()
         .unwrap();
         assert_eq!(line, "{\"ok\":true,\"topics\":[]}\n");
+        drop(wr);
         server.shutdown().await;
+        // Every connection task has ended: nothing may still count as open
+        // or executing, not even the request that panicked.
+        assert_eq!(shared.counters.in_flight.load(Ordering::Acquire), 0);
+        assert_eq!(shared.counters.connections.load(Ordering::Acquire), 0);
         cluster.close().await.unwrap();
     }
 }

@@ -107,12 +107,17 @@ pub fn decode_produced(
     let mut r = Reader::new(records, false);
     let _base_offset = r.i64()?;
     let batch_length = r.i32()?;
-    if batch_length < 0 || batch_length as usize != records.len() - LOG_OVERHEAD {
+    let following = records.len() - LOG_OVERHEAD;
+    if batch_length < 0 || (batch_length as usize) > following {
+        return Err(RecordError::corrupt(format!(
+            "record batch truncated: batchLength {batch_length} but {following} bytes follow it"
+        )));
+    }
+    if batch_length as usize != following {
         return Err(RecordError {
             code: KafkaCode::INVALID_RECORD,
             message: format!(
-                "the request must hold exactly one record batch: batchLength {batch_length} but {} bytes follow it",
-                records.len() - LOG_OVERHEAD
+                "the request must hold exactly one record batch: batchLength {batch_length} but {following} bytes follow it"
             ),
         });
     }

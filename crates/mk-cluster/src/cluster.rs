@@ -5,13 +5,13 @@
 //! Locks are never held across an `.await`: `acks=all` appends hand back a
 //! completion that is awaited after the partition lock is released.
 
-use crate::config::{BrokerId, MiniKafkaConfig, TopicConfig};
+use crate::config::{BrokerId, FlushPolicy, MiniKafkaConfig, TopicConfig};
 use crate::error::{ClusterError, Result};
 use crate::lifecycle::{DirLock, Lifecycle, LifecycleState};
 use crate::metadata::{MetadataStore, PartitionMeta, TopicMeta};
 use mk_core::{SharedClock, SystemClock, TopicPartition};
 use mk_group::{GroupConfig, GroupCoordinator};
-use mk_log::{FaultInjector, LogConfig};
+use mk_log::{FaultInjector, LogConfig, StorageError};
 use mk_replication::{
     PartitionAssignment, PartitionReplicaSet, ProducerIdentityStore, ReplicationConfig,
 };
@@ -38,9 +38,42 @@ pub(crate) struct PartitionSlot {
     /// metadata) share the lock; appends and steps take it exclusively.
     pub set: RwLock<Option<PartitionReplicaSet>>,
     pub hw_moved: Notify,
-    /// Records appended since the last fsync and when it happened (flush
-    /// policy).
-    pub unflushed: Mutex<(u64, i64)>,
+    /// What the flush policy needs to know since the last fsync.
+    pub unflushed: Mutex<Unflushed>,
+}
+
+/// Appends since a partition's last fsync, for the flush policy (Kafka's
+/// `flush.messages` / `flush.ms`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Unflushed {
+    /// Records appended since the last fsync.
+    pub records: u64,
+    /// When the last fsync happened, by the cluster clock.
+    pub synced_at_ms: i64,
+}
+
+impl Unflushed {
+    /// Nothing unflushed: an fsync just happened at `now_ms`.
+    pub fn synced(now_ms: i64) -> Self {
+        Self {
+            records: 0,
+            synced_at_ms: now_ms,
+        }
+    }
+
+    /// Counts `records` just appended; true when `policy` wants an fsync
+    /// now, in which case the count restarts as if it already happened.
+    pub fn note_appended(&mut self, records: u64, now_ms: i64, policy: FlushPolicy) -> bool {
+        self.records += records;
+        let due = policy.messages.is_some_and(|n| self.records >= n)
+            || policy
+                .interval_ms
+                .is_some_and(|ms| now_ms - self.synced_at_ms >= ms);
+        if due {
+            *self = Self::synced(now_ms);
+        }
+        due
+    }
 }
 
 /// One topic: its metadata and partitions.
@@ -89,9 +122,8 @@ impl BrokerCluster {
     /// a Prepare state.
     pub fn open_with_clock(config: MiniKafkaConfig, clock: SharedClock) -> Result<Arc<Self>> {
         config.validate()?;
-        std::fs::create_dir_all(&config.data_dir).map_err(|e| {
-            ClusterError::Storage(format!("cannot create {}: {e}", config.data_dir.display()))
-        })?;
+        std::fs::create_dir_all(&config.data_dir)
+            .map_err(|e| StorageError::io(&config.data_dir, e))?;
         let lock = DirLock::acquire(&config.data_dir)?;
         let faults = Arc::new(FaultInjector::new());
         let mut metadata = MetadataStore::load(&config.data_dir)?;
@@ -410,7 +442,7 @@ impl PartitionSlot {
             tp,
             set: RwLock::new(Some(set)),
             hw_moved: Notify::new(),
-            unflushed: Mutex::new((0, now_ms)),
+            unflushed: Mutex::new(Unflushed::synced(now_ms)),
         }
     }
 }
@@ -442,5 +474,30 @@ pub(crate) fn replication_config(
         replica_fetch_max_bytes: config.replica_fetch_max_bytes as usize,
         min_insync_replicas: config.min_insync_replicas,
         log: log_config(config, Some(topic), faults),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_flush_policy_fires_on_count_or_age_and_restarts() {
+        let every_3 = FlushPolicy {
+            messages: Some(3),
+            interval_ms: None,
+        };
+        let mut u = Unflushed::synced(0);
+        assert!(!u.note_appended(2, 10, every_3));
+        assert!(u.note_appended(1, 20, every_3));
+        assert_eq!(u, Unflushed::synced(20));
+        let every_100ms = FlushPolicy {
+            messages: None,
+            interval_ms: Some(100),
+        };
+        assert!(!u.note_appended(50, 119, every_100ms));
+        assert!(u.note_appended(1, 120, every_100ms));
+        assert_eq!(u, Unflushed::synced(120));
+        assert!(!u.note_appended(1_000, 1_000, FlushPolicy::default()));
     }
 }

@@ -331,6 +331,40 @@ impl TopicConfig {
     }
 }
 
+/// Topic settings given at creation; a setting absent here keeps the
+/// cluster's default (`MiniKafkaConfig::default_topic_config`). Nullable
+/// settings use `Some(None)` for an explicit "none" (e.g. keep forever).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TopicConfigOverrides {
+    pub cleanup_policy: Option<CleanupPolicy>,
+    pub retention_ms: Option<Option<i64>>,
+    pub retention_bytes: Option<Option<i64>>,
+    pub segment_bytes: Option<Option<u64>>,
+    pub delete_retention_ms: Option<i64>,
+}
+
+impl TopicConfigOverrides {
+    /// `base` with these settings applied.
+    pub fn apply(&self, mut base: TopicConfig) -> TopicConfig {
+        if let Some(p) = self.cleanup_policy {
+            base.cleanup_policy = p;
+        }
+        if let Some(v) = self.retention_ms {
+            base.retention_ms = v;
+        }
+        if let Some(v) = self.retention_bytes {
+            base.retention_bytes = v;
+        }
+        if let Some(v) = self.segment_bytes {
+            base.segment_bytes = v;
+        }
+        if let Some(v) = self.delete_retention_ms {
+            base.delete_retention_ms = v;
+        }
+        base
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -409,5 +443,26 @@ mod tests {
             CleanupPolicy::Delete
         );
         assert!(CleanupPolicy::parse("both").is_err());
+    }
+
+    #[test]
+    fn overrides_replace_only_the_settings_they_name() {
+        let base = TopicConfig::default();
+        assert_eq!(TopicConfigOverrides::default().apply(base.clone()), base);
+        let o = TopicConfigOverrides {
+            cleanup_policy: Some(CleanupPolicy::Compact),
+            retention_ms: Some(None),
+            segment_bytes: Some(Some(4096)),
+            ..TopicConfigOverrides::default()
+        };
+        assert_eq!(
+            o.apply(base.clone()),
+            TopicConfig {
+                cleanup_policy: CleanupPolicy::Compact,
+                retention_ms: None,
+                segment_bytes: Some(4096),
+                ..base
+            }
+        );
     }
 }

@@ -204,17 +204,11 @@ impl BrokerCluster {
         if policy.messages.is_none() && policy.interval_ms.is_none() {
             return Ok(());
         }
-        let now = self.clock.now_ms();
-        let due = {
-            let mut u = slot.unflushed.lock().expect("flush state");
-            u.0 += records;
-            let due = policy.messages.is_some_and(|n| u.0 >= n)
-                || policy.interval_ms.is_some_and(|ms| now - u.1 >= ms);
-            if due {
-                *u = (0, now);
-            }
-            due
-        };
+        let due = slot.unflushed.lock().expect("flush state").note_appended(
+            records,
+            self.clock.now_ms(),
+            policy,
+        );
         if due {
             self.with_slot(slot, |set| Ok(set.flush()?))?;
         }

@@ -2,6 +2,7 @@
 //! `ErrorCode`; domain errors keep their own codes.
 
 use mk_core::ErrorCode;
+use mk_log::StorageError;
 
 /// Errors of `BrokerCluster` and its clients.
 #[derive(Debug, thiserror::Error)]
@@ -57,8 +58,11 @@ pub enum ClusterError {
     },
     #[error("producer buffer full: {0}")]
     ProducerBufferFull(String),
-    #[error("storage error: {0}")]
-    Storage(String),
+    /// A store of the cluster itself (data directory, lock, metadata) cannot
+    /// be used; the domain crates' storage failures arrive in their own
+    /// variants, with the same `StorageError` inside.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
     #[error("the cluster is closed")]
     Closed,
     #[error("the cluster failed: {0}")]
@@ -126,5 +130,58 @@ impl ClusterError {
     }
 }
 
+impl ClusterError {
+    /// The typed storage failure behind this error, at whatever layer it
+    /// happened (a log, a replica's store, the journal, the offsets log or
+    /// the cluster's own files).
+    pub fn storage_cause(&self) -> Option<&StorageError> {
+        use mk_log::LogError;
+        use mk_replication::ReplicationError;
+        match self {
+            ClusterError::Log(LogError::Storage(s))
+            | ClusterError::Replication(ReplicationError::Storage(s))
+            | ClusterError::Replication(ReplicationError::Log(LogError::Storage(s)))
+            | ClusterError::Group(mk_group::GroupError::Log(LogError::Storage(s)))
+            | ClusterError::Txn(mk_txn::TxnError::Storage(s))
+            | ClusterError::Storage(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
 /// Result alias of the core.
 pub type Result<T, E = ClusterError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::ErrorKind;
+
+    #[test]
+    fn the_io_cause_of_a_storage_failure_stays_typed_at_the_top() {
+        let io = || StorageError::io("/d/f", std::io::Error::from(ErrorKind::PermissionDenied));
+        let errors = [
+            ClusterError::from(mk_log::LogError::from(io())),
+            ClusterError::from(mk_replication::ReplicationError::from(io())),
+            ClusterError::from(mk_replication::ReplicationError::from(
+                mk_log::LogError::from(io()),
+            )),
+            ClusterError::from(mk_group::GroupError::from(mk_log::LogError::from(io()))),
+            ClusterError::from(mk_txn::TxnError::from(io())),
+            ClusterError::from(io()),
+        ];
+        for e in &errors {
+            assert_eq!(e.code(), ErrorCode::StorageError, "{e}");
+            assert!(e.is_storage_failure(), "{e}");
+            let cause = e.storage_cause().unwrap_or_else(|| panic!("{e:?}"));
+            assert_eq!(cause.path(), std::path::Path::new("/d/f"));
+            assert_eq!(
+                cause.io_error().map(std::io::Error::kind),
+                Some(ErrorKind::PermissionDenied)
+            );
+            assert!(e.to_string().starts_with("I/O error on /d/f"), "{e}");
+        }
+        let client = ClusterError::InvalidRequest("x".into());
+        assert!(client.storage_cause().is_none() && !client.is_storage_failure());
+    }
+}

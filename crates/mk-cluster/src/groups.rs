@@ -84,6 +84,27 @@ impl BrokerCluster {
         self.with_groups(|g, _| Ok(g.committed_offsets(group)))
     }
 
+    /// Committed offsets of a group (Kafka's OffsetFetch): every committed
+    /// partition, or, for a list of partitions, each with its offset or
+    /// `None` where nothing is committed, in the order asked.
+    pub fn committed_offsets_for(
+        &self,
+        group: &str,
+        partitions: Option<&[TopicPartition]>,
+    ) -> Result<Vec<(TopicPartition, Option<i64>)>> {
+        match partitions {
+            None => Ok(self
+                .committed_offsets(group)?
+                .into_iter()
+                .map(|(tp, o)| (tp, Some(o)))
+                .collect()),
+            Some(ps) => ps
+                .iter()
+                .map(|tp| Ok((tp.clone(), self.fetch_committed(group, tp)?)))
+                .collect(),
+        }
+    }
+
     pub fn describe_group(&self, group: &str) -> Result<Option<GroupDescription>> {
         self.with_groups(|g, _| Ok(g.describe_group(group)))
     }

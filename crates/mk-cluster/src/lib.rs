@@ -30,7 +30,7 @@ pub use clients::ClusterClients;
 pub use cluster::{BrokerCluster, INTERNAL_TOPICS, OFFSETS_TOPIC};
 pub use config::{
     BrokerId, CleanupPolicy, ConfigChange, FlushPolicy, MiniKafkaConfig, TOPIC_CONFIG_KEYS,
-    TopicConfig,
+    TopicConfig, TopicConfigOverrides,
 };
 pub use consumer::{Consumer, ConsumerOptions, OffsetReset, PolledRecord};
 pub use data::{
@@ -60,6 +60,7 @@ pub use mk_group::{
 };
 pub use mk_log::{
     ControlType, FaultInjector, Header, ProducerInfo, Record, RecordBatch, RetentionPolicy,
+    StorageError,
 };
 pub use mk_replication::{
     AckMode, EpochEndOffset, LeaderAndEpoch, ProduceResult, ProducerIdentity,

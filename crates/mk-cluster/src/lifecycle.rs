@@ -2,6 +2,7 @@
 //! and the data-directory lock that keeps a second process out.
 
 use crate::error::{ClusterError, Result};
+use mk_log::StorageError;
 use std::fs::{File, OpenOptions};
 use std::path::Path;
 use std::sync::Mutex;
@@ -97,18 +98,18 @@ impl DirLock {
             .truncate(false)
             .write(true)
             .open(&path)
-            .map_err(|e| ClusterError::Storage(format!("cannot open {}: {e}", path.display())))?;
+            .map_err(|e| StorageError::io(&path, e))?;
         match file.try_lock() {
             Ok(()) => Ok(Self { _file: file }),
-            Err(std::fs::TryLockError::WouldBlock) => Err(ClusterError::Storage(format!(
-                "data directory {} is in use by another process (lock file {} is held)",
-                data_dir.display(),
-                path.display()
-            ))),
-            Err(std::fs::TryLockError::Error(e)) => Err(ClusterError::Storage(format!(
-                "cannot lock {}: {e}",
-                path.display()
-            ))),
+            Err(std::fs::TryLockError::WouldBlock) => Err(StorageError::unusable(
+                &path,
+                format!(
+                    "data directory {} is in use by another process (this lock file is held)",
+                    data_dir.display()
+                ),
+            )
+            .into()),
+            Err(std::fs::TryLockError::Error(e)) => Err(StorageError::io(&path, e).into()),
         }
     }
 }

@@ -10,6 +10,7 @@
 
 use crate::config::{BrokerId, CleanupPolicy, TopicConfig};
 use crate::error::{ClusterError, Result};
+use mk_log::StorageError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -167,10 +168,11 @@ fn new_cluster_id() -> String {
 
 fn parse_id(path: &Path, name: &str, id: &str) -> Result<TopicId> {
     TopicId::parse(id).ok_or_else(|| {
-        ClusterError::Storage(format!(
-            "{}: topic {name} has an unreadable topic id {id:?}",
-            path.display()
-        ))
+        StorageError::unusable(
+            path,
+            format!("topic {name} has an unreadable topic id {id:?}"),
+        )
+        .into()
     })
 }
 
@@ -205,15 +207,12 @@ impl MetadataStore {
         let mut cluster_id = None;
         let mut upgraded = false;
         if let Some(bytes) = mk_log::fsutil::read_optional(&path)? {
-            let file: FileV1 = serde_json::from_slice(&bytes).map_err(|e| {
-                ClusterError::Storage(format!("{} cannot be parsed: {e}", path.display()))
-            })?;
+            let unusable =
+                |reason: String| ClusterError::from(StorageError::unusable(&path, reason));
+            let file: FileV1 = serde_json::from_slice(&bytes)
+                .map_err(|e| unusable(format!("cannot be parsed: {e}")))?;
             if file.version != 1 && file.version != FORMAT_VERSION {
-                return Err(ClusterError::Storage(format!(
-                    "{} has unknown version {}",
-                    path.display(),
-                    file.version
-                )));
+                return Err(unusable(format!("unknown version {}", file.version)));
             }
             upgraded = file.version != FORMAT_VERSION;
             cluster_id = file.cluster_id;
@@ -234,7 +233,7 @@ impl MetadataStore {
                 };
                 let config = TopicConfig {
                     cleanup_policy: CleanupPolicy::parse(&t.config.cleanup_policy)
-                        .map_err(|e| ClusterError::Storage(format!("{}: {e}", path.display())))?,
+                        .map_err(|e| unusable(e.to_string()))?,
                     retention_ms: t.config.retention_ms,
                     retention_bytes: t.config.retention_bytes,
                     segment_bytes: t.config.segment_bytes,
@@ -247,9 +246,8 @@ impl MetadataStore {
                         && p.replicas.contains(&p.leader_id)
                 });
                 if !consistent {
-                    return Err(ClusterError::Storage(format!(
-                        "{}: topic {name} has inconsistent partitions",
-                        path.display()
+                    return Err(unusable(format!(
+                        "topic {name} has inconsistent partitions"
                     )));
                 }
                 topics.insert(
@@ -406,8 +404,9 @@ impl MetadataStore {
                 })
                 .collect(),
         };
-        let bytes = serde_json::to_vec_pretty(&file)
-            .map_err(|e| ClusterError::Storage(format!("cannot serialize metadata: {e}")))?;
+        let bytes = serde_json::to_vec_pretty(&file).map_err(|e| {
+            StorageError::unusable(&self.path, format!("cannot serialize metadata: {e}"))
+        })?;
         mk_log::fsutil::write_atomic(&self.path, &bytes)?;
         Ok(())
     }

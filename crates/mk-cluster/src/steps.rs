@@ -3,7 +3,7 @@
 //! The server drives the same steps from timers; no behavior exists only
 //! in a background loop.
 
-use crate::cluster::BrokerCluster;
+use crate::cluster::{BrokerCluster, Unflushed};
 use crate::config::{BrokerId, CleanupPolicy};
 use crate::error::{ClusterError, Result};
 use mk_core::TopicPartition;
@@ -95,7 +95,7 @@ impl BrokerCluster {
         self.check_running()?;
         for slot in self.all_slots() {
             self.with_slot(&slot, |set| Ok(set.checkpoint()?))?;
-            *slot.unflushed.lock().expect("flush state") = (0, self.clock.now_ms());
+            *slot.unflushed.lock().expect("flush state") = Unflushed::synced(self.clock.now_ms());
         }
         let mut groups = self.groups()?;
         let g = groups.as_mut().ok_or(ClusterError::Closed)?;

@@ -9,7 +9,7 @@
 //! removed, and the next open finishes whatever a crash interrupted.
 
 use crate::cluster::{BrokerCluster, INTERNAL_TOPICS, PartitionSlot, Topic, replication_config};
-use crate::config::{BrokerId, ConfigChange, TopicConfig};
+use crate::config::{BrokerId, ConfigChange, TopicConfig, TopicConfigOverrides};
 use crate::error::{ClusterError, Result};
 use crate::metadata::{MetadataStore, PendingDeletion, TopicId, TopicMeta, place_replicas};
 use mk_core::TopicPartition;
@@ -85,6 +85,23 @@ impl BrokerCluster {
             partitions,
             replication_factor,
             self.config.default_topic_config.clone(),
+        )
+    }
+
+    /// Creates a topic with the cluster's default topic configuration
+    /// except for the settings `overrides` names.
+    pub fn create_topic_with_overrides(
+        &self,
+        name: &str,
+        partitions: u32,
+        replication_factor: usize,
+        overrides: &TopicConfigOverrides,
+    ) -> Result<()> {
+        self.create_topic_with_config(
+            name,
+            partitions,
+            replication_factor,
+            overrides.apply(self.config.default_topic_config.clone()),
         )
     }
 
@@ -431,11 +448,8 @@ fn remove_topic_files(data_dir: &Path, deletion: &PendingDeletion) -> Result<()>
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => {
-                    return Err(ClusterError::Storage(format!(
-                        "cannot remove {} of deleted topic {:?}: {e}",
-                        dir.display(),
-                        deletion.name
-                    )));
+                    tracing::error!(topic = deletion.name, dir = %dir.display(), error = %e, "cannot remove a deleted topic's files");
+                    return Err(mk_log::StorageError::io(&dir, e).into());
                 }
             }
         }

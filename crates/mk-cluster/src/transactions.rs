@@ -126,6 +126,21 @@ impl BrokerCluster {
         }))
     }
 
+    /// The handle a client speaking for `txn_id` at `producer_epoch` acts
+    /// with: the id's current producer id (or -1 for an id the coordinator
+    /// does not know) and the epoch it claims. Fencing is decided by the
+    /// operations that use the handle, by (transactional id, epoch).
+    pub fn transaction_handle_at(&self, txn_id: &str, producer_epoch: i32) -> Result<TxnHandle> {
+        let producer_id = self
+            .transaction_handle(txn_id)?
+            .map_or(-1, |h| h.producer_id);
+        Ok(TxnHandle {
+            transactional_id: txn_id.to_string(),
+            producer_id,
+            producer_epoch,
+        })
+    }
+
     /// Sends one record in the transaction (acks=all). The partition is the
     /// explicit one, else the keyed partitioner's, else 0. Returns the
     /// partition and offset.

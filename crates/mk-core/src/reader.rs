@@ -31,6 +31,9 @@ impl std::fmt::Display for Truncated {
 impl std::error::Error for Truncated {}
 
 /// A cursor over a byte slice. Every read is checked against the bytes left.
+///
+/// Its methods are `#[inline]` because the MKB1 decoder on the fetch path
+/// calls them per field of every record, from other crates.
 #[derive(Debug, Clone)]
 pub struct ByteReader<'a> {
     buf: &'a [u8],
@@ -38,31 +41,37 @@ pub struct ByteReader<'a> {
 }
 
 impl<'a> ByteReader<'a> {
+    #[inline]
     pub fn new(buf: &'a [u8]) -> Self {
         Self { buf, pos: 0 }
     }
 
     /// Bytes not yet read.
+    #[inline]
     pub fn remaining(&self) -> usize {
         self.buf.len() - self.pos
     }
 
     /// True when every byte was read.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.remaining() == 0
     }
 
     /// How many bytes were read so far.
+    #[inline]
     pub fn position(&self) -> usize {
         self.pos
     }
 
     /// The whole underlying buffer (for zero-copy slicing by position).
+    #[inline]
     pub fn buffer(&self) -> &'a [u8] {
         self.buf
     }
 
     /// The next `n` bytes, if that many are left.
+    #[inline]
     pub fn take(&mut self, n: usize) -> Result<&'a [u8], Truncated> {
         if n > self.remaining() {
             return Err(Truncated {
@@ -77,12 +86,14 @@ impl<'a> ByteReader<'a> {
     }
 
     /// Everything not yet read.
+    #[inline]
     pub fn rest(&mut self) -> &'a [u8] {
         let s = &self.buf[self.pos..];
         self.pos = self.buf.len();
         s
     }
 
+    #[inline]
     pub fn array<const N: usize>(&mut self) -> Result<[u8; N], Truncated> {
         let s = self.take(N)?;
         let mut a = [0u8; N];
@@ -90,27 +101,35 @@ impl<'a> ByteReader<'a> {
         Ok(a)
     }
 
+    #[inline]
     pub fn u8(&mut self) -> Result<u8, Truncated> {
         Ok(self.array::<1>()?[0])
     }
+    #[inline]
     pub fn i8(&mut self) -> Result<i8, Truncated> {
         Ok(i8::from_be_bytes(self.array()?))
     }
+    #[inline]
     pub fn u16(&mut self) -> Result<u16, Truncated> {
         Ok(u16::from_be_bytes(self.array()?))
     }
+    #[inline]
     pub fn i16(&mut self) -> Result<i16, Truncated> {
         Ok(i16::from_be_bytes(self.array()?))
     }
+    #[inline]
     pub fn u32(&mut self) -> Result<u32, Truncated> {
         Ok(u32::from_be_bytes(self.array()?))
     }
+    #[inline]
     pub fn i32(&mut self) -> Result<i32, Truncated> {
         Ok(i32::from_be_bytes(self.array()?))
     }
+    #[inline]
     pub fn u64(&mut self) -> Result<u64, Truncated> {
         Ok(u64::from_be_bytes(self.array()?))
     }
+    #[inline]
     pub fn i64(&mut self) -> Result<i64, Truncated> {
         Ok(i64::from_be_bytes(self.array()?))
     }
@@ -118,6 +137,7 @@ impl<'a> ByteReader<'a> {
     /// A count of items that each take at least `min_item_bytes`: refused
     /// (as truncation) when the bytes left cannot possibly hold that many,
     /// so a caller may size a `Vec` from the result without trusting it.
+    #[inline]
     pub fn check_count(&self, count: usize, min_item_bytes: usize) -> Result<usize, Truncated> {
         let needed = count.saturating_mul(min_item_bytes.max(1));
         if needed > self.remaining() {

@@ -17,7 +17,7 @@
 
 use crate::assignor::AssignorKind;
 use bytes::{BufMut, Bytes, BytesMut};
-use mk_core::TopicPartition;
+use mk_core::{ByteReader, TopicPartition, Truncated};
 
 /// Key version of a committed-offset record.
 pub const OFFSET_KEY_VERSION: u16 = 1;
@@ -88,109 +88,105 @@ pub fn group_value(meta: GroupMetadata) -> Bytes {
     buf.freeze()
 }
 
-/// A strict reader over a byte slice.
-struct Reader<'a> {
-    bytes: &'a [u8],
+/// Why a record of the offsets log cannot be interpreted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CodecError {
+    #[error("record has no key")]
+    NoKey,
+    #[error("truncated {what}: {source}")]
+    Truncated {
+        what: &'static str,
+        source: Truncated,
+    },
+    #[error("{what} is not UTF-8")]
+    NotUtf8 { what: &'static str },
+    #[error("{count} trailing bytes after the {what}")]
+    TrailingBytes { what: &'static str, count: usize },
+    #[error("unknown key version {0}; expected {OFFSET_KEY_VERSION} or {GROUP_KEY_VERSION}")]
+    UnknownKeyVersion(u16),
+    #[error("unknown value version {0}; expected {VALUE_VERSION}")]
+    UnknownValueVersion(u8),
+    #[error("committed offset {0} is negative")]
+    NegativeOffset(i64),
+    #[error("generation {0} is negative")]
+    NegativeGeneration(i32),
+    #[error("unknown assignor byte {0}")]
+    UnknownAssignor(u8),
 }
 
-impl<'a> Reader<'a> {
-    fn take<const N: usize>(&mut self, what: &str) -> Result<[u8; N], String> {
-        let (head, rest) = self.bytes.split_first_chunk::<N>().ok_or_else(|| {
-            format!(
-                "truncated {what}: need {N} bytes, {} left",
-                self.bytes.len()
-            )
-        })?;
-        self.bytes = rest;
-        Ok(*head)
-    }
+type Decoded<T> = Result<T, CodecError>;
 
-    fn string(&mut self, what: &str) -> Result<String, String> {
-        let len = usize::from(u16::from_be_bytes(self.take::<2>(what)?));
-        if self.bytes.len() < len {
-            return Err(format!(
-                "truncated {what}: length {len}, {} bytes left",
-                self.bytes.len()
-            ));
-        }
-        let (s, rest) = self.bytes.split_at(len);
-        self.bytes = rest;
-        String::from_utf8(s.to_vec()).map_err(|_| format!("{what} is not UTF-8"))
-    }
+/// Names the field a truncated read was after.
+fn field(what: &'static str) -> impl FnOnce(Truncated) -> CodecError {
+    move |source| CodecError::Truncated { what, source }
+}
 
-    fn finish(self, what: &str) -> Result<(), String> {
-        if self.bytes.is_empty() {
-            Ok(())
-        } else {
-            Err(format!(
-                "{} trailing bytes after the {what}",
-                self.bytes.len()
-            ))
-        }
+/// A `u16`-length-prefixed UTF-8 string.
+fn string(r: &mut ByteReader<'_>, what: &'static str) -> Decoded<String> {
+    let len = usize::from(r.u16().map_err(field(what))?);
+    let bytes = r.take(len).map_err(field(what))?;
+    String::from_utf8(bytes.to_vec()).map_err(|_| CodecError::NotUtf8 { what })
+}
+
+fn finish(r: &ByteReader<'_>, what: &'static str) -> Decoded<()> {
+    match r.remaining() {
+        0 => Ok(()),
+        count => Err(CodecError::TrailingBytes { what, count }),
     }
 }
 
 /// Decodes a key.
-pub fn decode_key(bytes: &[u8]) -> Result<OffsetsKey, String> {
-    let mut r = Reader { bytes };
-    let version = u16::from_be_bytes(r.take::<2>("key version")?);
-    let key = match version {
+pub fn decode_key(bytes: &[u8]) -> Decoded<OffsetsKey> {
+    let mut r = ByteReader::new(bytes);
+    let key = match r.u16().map_err(field("key version"))? {
         OFFSET_KEY_VERSION => {
-            let group = r.string("group id")?;
-            let topic = r.string("topic")?;
-            let partition = u32::from_be_bytes(r.take::<4>("partition")?);
+            let group = string(&mut r, "group id")?;
+            let topic = string(&mut r, "topic")?;
+            let partition = r.u32().map_err(field("partition"))?;
             OffsetsKey::Offset {
                 group,
                 partition: TopicPartition::new(topic, partition),
             }
         }
         GROUP_KEY_VERSION => OffsetsKey::Group {
-            group: r.string("group id")?,
+            group: string(&mut r, "group id")?,
         },
-        other => {
-            return Err(format!(
-                "unknown key version {other}; expected {OFFSET_KEY_VERSION} or {GROUP_KEY_VERSION}"
-            ));
-        }
+        other => return Err(CodecError::UnknownKeyVersion(other)),
     };
-    r.finish("key")?;
+    finish(&r, "key")?;
     Ok(key)
 }
 
-fn value_version(r: &mut Reader<'_>) -> Result<(), String> {
-    let [version] = r.take::<1>("value version")?;
-    if version != VALUE_VERSION {
-        return Err(format!(
-            "unknown value version {version}; expected {VALUE_VERSION}"
-        ));
+fn value_version(r: &mut ByteReader<'_>) -> Decoded<()> {
+    match r.u8().map_err(field("value version"))? {
+        VALUE_VERSION => Ok(()),
+        other => Err(CodecError::UnknownValueVersion(other)),
     }
-    Ok(())
 }
 
 /// Decodes a committed offset.
-pub fn decode_offset_value(bytes: &[u8]) -> Result<i64, String> {
-    let mut r = Reader { bytes };
+pub fn decode_offset_value(bytes: &[u8]) -> Decoded<i64> {
+    let mut r = ByteReader::new(bytes);
     value_version(&mut r)?;
-    let offset = i64::from_be_bytes(r.take::<8>("offset")?);
-    r.finish("offset value")?;
+    let offset = r.i64().map_err(field("offset"))?;
+    finish(&r, "offset value")?;
     if offset < 0 {
-        return Err(format!("committed offset {offset} is negative"));
+        return Err(CodecError::NegativeOffset(offset));
     }
     Ok(offset)
 }
 
 /// Decodes a group's metadata.
-pub fn decode_group_value(bytes: &[u8]) -> Result<GroupMetadata, String> {
-    let mut r = Reader { bytes };
+pub fn decode_group_value(bytes: &[u8]) -> Decoded<GroupMetadata> {
+    let mut r = ByteReader::new(bytes);
     value_version(&mut r)?;
-    let generation = i32::from_be_bytes(r.take::<4>("generation")?);
-    let [b] = r.take::<1>("assignor")?;
-    r.finish("group value")?;
+    let generation = r.i32().map_err(field("generation"))?;
+    let b = r.u8().map_err(field("assignor"))?;
+    finish(&r, "group value")?;
     if generation < 0 {
-        return Err(format!("generation {generation} is negative"));
+        return Err(CodecError::NegativeGeneration(generation));
     }
-    let assignor =
-        AssignorKind::from_byte(b).ok_or_else(|| format!("unknown assignor byte {b}"))?;
+    let assignor = AssignorKind::from_byte(b).ok_or(CodecError::UnknownAssignor(b))?;
     Ok(GroupMetadata {
         generation,
         assignor,
@@ -248,48 +244,46 @@ mod tests {
 
     #[test]
     fn malformed_records_are_refused_with_a_reason() {
-        assert!(
-            decode_key(&[])
-                .unwrap_err()
-                .contains("truncated key version")
+        let message = |e: CodecError| e.to_string();
+        assert_eq!(
+            message(decode_key(&[]).unwrap_err()),
+            "truncated key version: 2 byte(s) wanted at position 0, but only 0 left"
         );
-        assert!(
-            decode_key(&[0, 9])
-                .unwrap_err()
-                .contains("unknown key version 9")
+        assert_eq!(
+            decode_key(&[0, 9]).unwrap_err(),
+            CodecError::UnknownKeyVersion(9)
         );
-        assert!(
-            decode_key(&[0, 2, 0, 5, b'a'])
-                .unwrap_err()
-                .contains("length 5")
+        assert!(message(decode_key(&[0, 9]).unwrap_err()).contains("unknown key version 9"));
+        assert_eq!(
+            message(decode_key(&[0, 2, 0, 5, b'a']).unwrap_err()),
+            "truncated group id: 5 byte(s) wanted at position 4, but only 1 left"
         );
-        assert!(
-            decode_key(&[0, 2, 0, 1, 0xff])
-                .unwrap_err()
-                .contains("UTF-8")
+        assert_eq!(
+            decode_key(&[0, 2, 0, 1, 0xff]).unwrap_err(),
+            CodecError::NotUtf8 { what: "group id" }
         );
         let mut long = group_key("g").to_vec();
         long.push(0);
-        assert!(decode_key(&long).unwrap_err().contains("1 trailing bytes"));
+        assert_eq!(
+            message(decode_key(&long).unwrap_err()),
+            "1 trailing bytes after the key"
+        );
         assert!(
-            decode_offset_value(&[2, 0, 0, 0, 0, 0, 0, 0, 1])
-                .unwrap_err()
+            message(decode_offset_value(&[2, 0, 0, 0, 0, 0, 0, 0, 1]).unwrap_err())
                 .contains("unknown value version 2")
         );
-        assert!(
-            decode_offset_value(&offset_value(-1))
-                .unwrap_err()
-                .contains("negative")
+        assert_eq!(
+            decode_offset_value(&offset_value(-1)).unwrap_err(),
+            CodecError::NegativeOffset(-1)
         );
-        assert!(
-            decode_offset_value(&[1, 0])
-                .unwrap_err()
-                .contains("truncated offset")
+        assert!(message(decode_offset_value(&[1, 0]).unwrap_err()).contains("truncated offset"));
+        assert_eq!(
+            decode_group_value(&[1, 0, 0, 0, 1, 7]).unwrap_err(),
+            CodecError::UnknownAssignor(7)
         );
-        assert!(
-            decode_group_value(&[1, 0, 0, 0, 1, 7])
-                .unwrap_err()
-                .contains("assignor byte 7")
+        assert_eq!(
+            decode_group_value(&[1, 0xff, 0xff, 0xff, 0xff, 0]).unwrap_err(),
+            CodecError::NegativeGeneration(-1)
         );
     }
 }

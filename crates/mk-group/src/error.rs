@@ -1,6 +1,7 @@
 //! The error type of mk-group. Every variant maps to one stable `ErrorCode`;
 //! failures of the disk stay distinguishable from client errors.
 
+use crate::codec::CodecError;
 use crate::group::GroupState;
 use mk_core::{ErrorCode, TopicPartition};
 use mk_log::LogError;
@@ -54,7 +55,7 @@ pub enum GroupError {
     CorruptOffsetsLog {
         path: PathBuf,
         offset: i64,
-        reason: String,
+        reason: CodecError,
     },
     /// The offsets log refused an operation.
     #[error(transparent)]
@@ -120,16 +121,16 @@ mod tests {
 
     #[test]
     fn only_disk_failures_are_storage_failures() {
-        let io = GroupError::Log(LogError::Io {
-            path: "x".into(),
-            source: std::io::Error::other("boom"),
-        });
+        let io = GroupError::Log(LogError::from(mk_log::StorageError::io(
+            "x",
+            std::io::Error::other("boom"),
+        )));
         assert!(io.is_storage_failure());
         assert_eq!(io.code(), ErrorCode::StorageError);
         let corrupt = GroupError::CorruptOffsetsLog {
             path: "x".into(),
             offset: 7,
-            reason: "bad".into(),
+            reason: CodecError::NoKey,
         };
         assert!(corrupt.is_storage_failure());
         assert_eq!(corrupt.code(), ErrorCode::StorageError);

@@ -9,7 +9,7 @@
 //! active segment and runs the mk-log compactor, which keeps exactly the
 //! latest record of every key, so replay after compaction yields the same map.
 
-use crate::codec::{self, GroupMetadata, OffsetsKey};
+use crate::codec::{self, CodecError, GroupMetadata, OffsetsKey};
 use crate::error::{GroupError, Result};
 use bytes::Bytes;
 use mk_core::TopicPartition;
@@ -65,11 +65,11 @@ impl OffsetStore {
         Ok(groups)
     }
 
-    fn corrupt(&self, offset: i64, reason: impl Into<String>) -> GroupError {
+    fn corrupt(&self, offset: i64, reason: CodecError) -> GroupError {
         GroupError::CorruptOffsetsLog {
             path: self.log.dir().to_path_buf(),
             offset,
-            reason: reason.into(),
+            reason,
         }
     }
 
@@ -82,7 +82,7 @@ impl OffsetStore {
         let key = record
             .key
             .as_ref()
-            .ok_or_else(|| self.corrupt(offset, "record has no key"))?;
+            .ok_or_else(|| self.corrupt(offset, CodecError::NoKey))?;
         let key = codec::decode_key(key).map_err(|r| self.corrupt(offset, r))?;
         match (key, &record.value) {
             (OffsetsKey::Offset { group, partition }, None) => {

@@ -17,6 +17,7 @@
 use crate::error::{LogError, Result};
 use crate::record::{ControlType, Header, ProducerInfo, Record, RecordBatch};
 use bytes::Bytes;
+use mk_core::{ByteReader, Truncated};
 
 /// The four magic bytes that start every frame.
 pub const MAGIC: &[u8; 4] = b"MKB1";
@@ -228,7 +229,7 @@ pub fn decode_header(frame: &[u8], max_batch_bytes: u32) -> Result<BatchHeader> 
             "CRC mismatch: stored {expected:08x}, computed {actual:08x}"
         )));
     }
-    let mut r = Reader::new(&frame[FRAME_HEADER_BYTES..]);
+    let mut r = ByteReader::new(&frame[FRAME_HEADER_BYTES..]);
     read_batch_header(&mut r).map(|(h, _)| h)
 }
 
@@ -243,9 +244,9 @@ pub fn decode(frame: &Bytes, max_batch_bytes: u32) -> Result<RecordBatch> {
 /// checked by [`decode_header`] (the read path verifies each CRC once).
 pub fn decode_verified(frame: &Bytes, header: &BatchHeader) -> Result<RecordBatch> {
     let payload = frame.slice(FRAME_HEADER_BYTES..);
-    let mut r = Reader::new(&payload);
+    let mut r = ByteReader::new(&payload);
     let (_, txn_id_len) = read_batch_header(&mut r)?;
-    let txn_id = r.take(usize::from(txn_id_len))?;
+    let txn_id = r.take(usize::from(txn_id_len)).map_err(truncated)?;
     let transactional_id = if header.transactional {
         Some(utf8(txn_id, "transactional id")?.to_string())
     } else if txn_id_len > 0 {
@@ -255,23 +256,25 @@ pub fn decode_verified(frame: &Bytes, header: &BatchHeader) -> Result<RecordBatc
     } else {
         None
     };
+    // Capacities come from the bytes actually left, never from the claimed
+    // counts alone.
     let count = header.record_count as usize;
     let mut records = Vec::with_capacity(count.min(r.remaining() / RECORD_HEADER_BYTES));
     let mut deltas = Vec::with_capacity(records.capacity());
     for _ in 0..count {
-        deltas.push(r.i32()?);
-        let timestamp_ms = r.i64()?;
-        let key_len = r.len_i32("key")?;
-        let value_len = r.len_i32("value")?;
-        let header_count = usize::from(r.u16()?);
-        let key = r.opt_bytes(&payload, key_len)?;
-        let value = r.opt_bytes(&payload, value_len)?;
+        deltas.push(r.i32().map_err(truncated)?);
+        let timestamp_ms = r.i64().map_err(truncated)?;
+        let key_len = len_i32(&mut r, "key")?;
+        let value_len = len_i32(&mut r, "value")?;
+        let header_count = usize::from(r.u16().map_err(truncated)?);
+        let key = opt_bytes(&mut r, &payload, key_len)?;
+        let value = opt_bytes(&mut r, &payload, value_len)?;
         let mut headers = Vec::with_capacity(header_count.min(r.remaining() / HEADER_MIN_BYTES));
         for _ in 0..header_count {
-            let key_len = usize::from(r.u16()?);
-            let key = utf8(r.take(key_len)?, "header key")?.to_string();
-            let value_len = r.len_i32("header value")?;
-            let value = r.opt_bytes(&payload, value_len)?;
+            let key_len = usize::from(r.u16().map_err(truncated)?);
+            let key = utf8(r.take(key_len).map_err(truncated)?, "header key")?.to_string();
+            let value_len = len_i32(&mut r, "header value")?;
+            let value = opt_bytes(&mut r, &payload, value_len)?;
             headers.push(Header { key, value });
         }
         records.push(Record {
@@ -302,24 +305,24 @@ pub fn decode_verified(frame: &Bytes, header: &BatchHeader) -> Result<RecordBatc
 
 /// Reads the 40-byte payload header; returns it and the transactional id
 /// length.
-fn read_batch_header(r: &mut Reader<'_>) -> Result<(BatchHeader, u16)> {
-    let version = r.u8()?;
+fn read_batch_header(r: &mut ByteReader<'_>) -> Result<(BatchHeader, u16)> {
+    let version = r.u8().map_err(truncated)?;
     if version != crate::record::FORMAT_VERSION {
         return Err(corrupt(format!("unknown batch version {version}")));
     }
-    let base_offset = r.i64()?;
+    let base_offset = r.i64().map_err(truncated)?;
     if base_offset < 0 {
         return Err(corrupt(format!("negative base offset {base_offset}")));
     }
-    let epoch = r.u32()?;
+    let epoch = r.u32().map_err(truncated)?;
     let leader_epoch = i32::try_from(epoch)
         .map_err(|_| corrupt(format!("leader epoch {epoch} is out of range")))?;
     let producer = ProducerInfo {
-        producer_id: r.i64()?,
-        producer_epoch: r.i32()?,
-        base_sequence: r.i32()?,
+        producer_id: r.i64().map_err(truncated)?,
+        producer_epoch: r.i32().map_err(truncated)?,
+        base_sequence: r.i32().map_err(truncated)?,
     };
-    let flags = r.u8()?;
+    let flags = r.u8().map_err(truncated)?;
     if flags & !(FLAG_TRANSACTIONAL | FLAG_COMMIT | FLAG_ABORT) != 0 {
         return Err(corrupt(format!("unknown flags {flags:#04x}")));
     }
@@ -333,7 +336,7 @@ fn read_batch_header(r: &mut Reader<'_>) -> Result<(BatchHeader, u16)> {
     if control.is_some() && !transactional {
         return Err(corrupt("a marker batch without the transactional flag"));
     }
-    let last_offset_delta = r.i32()?;
+    let last_offset_delta = r.i32().map_err(truncated)?;
     if last_offset_delta < 0 {
         return Err(corrupt(format!(
             "negative last offset delta {last_offset_delta}"
@@ -345,8 +348,8 @@ fn read_batch_header(r: &mut Reader<'_>) -> Result<(BatchHeader, u16)> {
     {
         return Err(corrupt("base offset plus last offset delta overflows"));
     }
-    let txn_id_len = r.u16()?;
-    let record_count = r.u32()?;
+    let txn_id_len = r.u16().map_err(truncated)?;
+    let record_count = r.u32().map_err(truncated)?;
     if control.is_some() && record_count != 0 {
         return Err(corrupt(format!(
             "a control batch claims {record_count} records"
@@ -379,77 +382,29 @@ fn utf8<'a>(bytes: &'a [u8], what: &str) -> Result<&'a str> {
     std::str::from_utf8(bytes).map_err(|e| corrupt(format!("{what} is not valid UTF-8: {e}")))
 }
 
-/// A bounds-checked big-endian cursor. Every read fails with CORRUPT_BATCH
-/// instead of panicking when the bytes run out.
-struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
+/// Running out of payload bytes: the frame claims more than it holds.
+fn truncated(t: Truncated) -> LogError {
+    corrupt(format!("payload truncated: {t}"))
 }
 
-impl<'a> Reader<'a> {
-    fn new(buf: &'a [u8]) -> Self {
-        Self { buf, pos: 0 }
+/// A length field where -1 means None and other negatives are corrupt.
+fn len_i32(r: &mut ByteReader<'_>, what: &str) -> Result<Option<usize>> {
+    match r.i32().map_err(truncated)? {
+        -1 => Ok(None),
+        n if n < 0 => Err(corrupt(format!("{what} length {n} is negative"))),
+        n => Ok(Some(n as usize)),
     }
+}
 
-    fn remaining(&self) -> usize {
-        self.buf.len() - self.pos
-    }
-
-    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
-        if n > self.remaining() {
-            return Err(corrupt(format!(
-                "length {n} at payload position {} runs past the end ({} bytes left)",
-                self.pos,
-                self.remaining()
-            )));
-        }
-        let s = &self.buf[self.pos..self.pos + n];
-        self.pos += n;
-        Ok(s)
-    }
-
-    fn array<const N: usize>(&mut self) -> Result<[u8; N]> {
-        let s = self.take(N)?;
-        let mut a = [0u8; N];
-        a.copy_from_slice(s);
-        Ok(a)
-    }
-
-    fn u8(&mut self) -> Result<u8> {
-        Ok(self.array::<1>()?[0])
-    }
-    fn u16(&mut self) -> Result<u16> {
-        Ok(u16::from_be_bytes(self.array()?))
-    }
-    fn u32(&mut self) -> Result<u32> {
-        Ok(u32::from_be_bytes(self.array()?))
-    }
-    fn i32(&mut self) -> Result<i32> {
-        Ok(i32::from_be_bytes(self.array()?))
-    }
-    fn i64(&mut self) -> Result<i64> {
-        Ok(i64::from_be_bytes(self.array()?))
-    }
-
-    /// A length field where -1 means None and other negatives are corrupt.
-    fn len_i32(&mut self, what: &str) -> Result<Option<usize>> {
-        match self.i32()? {
-            -1 => Ok(None),
-            n if n < 0 => Err(corrupt(format!("{what} length {n} is negative"))),
-            n => Ok(Some(n as usize)),
-        }
-    }
-
-    /// Takes `len` bytes as a zero-copy slice of `whole` (the buffer this
-    /// reader reads).
-    fn opt_bytes(&mut self, whole: &Bytes, len: Option<usize>) -> Result<Option<Bytes>> {
-        match len {
-            None => Ok(None),
-            Some(n) => {
-                let start = self.pos;
-                self.take(n)?;
-                Ok(Some(whole.slice(start..start + n)))
-            }
+/// Takes `len` bytes as a zero-copy slice of `whole` (the buffer `r`
+/// reads).
+fn opt_bytes(r: &mut ByteReader<'_>, whole: &Bytes, len: Option<usize>) -> Result<Option<Bytes>> {
+    match len {
+        None => Ok(None),
+        Some(n) => {
+            let start = r.position();
+            r.take(n).map_err(truncated)?;
+            Ok(Some(whole.slice(start..start + n)))
         }
     }
 }
@@ -510,6 +465,28 @@ mod tests {
         assert_eq!(back.records()[2].key, Some(Bytes::new()));
         assert_eq!(back.records()[2].value, None);
         assert_eq!(back.records()[0].headers[1].value, None);
+    }
+
+    #[test]
+    fn the_header_of_a_batch_in_memory_is_the_header_on_disk() {
+        let batch = fixed_batch();
+        let frame = encode(&batch).unwrap();
+        assert_eq!(batch.header(), Some(decode_header(&frame, MAX).unwrap()));
+        let unassigned = RecordBatch::new(vec![Record::new(None, None, 0)]).unwrap();
+        assert_eq!(unassigned.header(), None);
+    }
+
+    #[test]
+    fn a_truncated_payload_names_what_ran_out() {
+        let batch = fixed_batch();
+        let mut p = payload_of(&batch);
+        p.truncate(p.len() - 1);
+        let err = decode(&frame_of(&p), MAX).unwrap_err();
+        assert!(
+            err.to_string().contains("payload truncated: ")
+                && err.to_string().contains("but only 1 left"),
+            "{err}"
+        );
     }
 
     #[test]

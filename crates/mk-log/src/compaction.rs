@@ -23,6 +23,7 @@ use crate::segment::{INDEX_EXT, LOG_EXT, Segment, TIME_INDEX_EXT, segment_path, 
 use crate::txn_index::AbortedTxn;
 use crate::{codec, codec::BatchHeader};
 use bytes::Bytes;
+use mk_core::ByteReader;
 use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};
@@ -307,7 +308,7 @@ impl PartitionLog {
         fsutil::sync_dir(&self.dir)?;
         self.crash_point(step)?;
         fsutil::remove_if_exists(&marker)?;
-        fsutil::sync_dir(&self.dir)
+        Ok(fsutil::sync_dir(&self.dir)?)
     }
 }
 
@@ -327,12 +328,12 @@ fn decode_bases(bytes: &[u8]) -> Option<Vec<i64>> {
     if crc32c::crc32c(body) != u32::from_be_bytes(*crc) {
         return None;
     }
-    let mut r = crate::checkpoint::Cursor::new(body);
-    let n = r.u32()? as usize;
-    if n != r.remaining() / 8 || !r.remaining().is_multiple_of(8) {
+    let mut r = ByteReader::new(body);
+    let n = r.u32().ok()? as usize;
+    if n.checked_mul(8) != Some(r.remaining()) {
         return None;
     }
-    (0..n).map(|_| r.i64()).collect()
+    (0..n).map(|_| r.i64().ok()).collect()
 }
 
 /// Completes or discards an interrupted compaction swap. Runs first thing on

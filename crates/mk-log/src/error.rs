@@ -1,7 +1,61 @@
-//! The error type of mk-log. Every variant maps to one stable `ErrorCode`.
+//! The error type of mk-log, and `StorageError`, the one type for failures
+//! of the disk that every layer above carries unchanged. Every variant maps
+//! to one stable `ErrorCode`.
 
 use mk_core::ErrorCode;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+/// A failure of storage: the operating system refused an operation on a
+/// file, or files cannot be used as they are. Always STORAGE_ERROR, always
+/// fatal for the broker, never a client error. mk-log, mk-replication,
+/// mk-txn and mk-cluster wrap this same type, so the path and the I/O cause
+/// stay typed all the way up instead of being flattened into text.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    /// The files of a store cannot be used: corrupt or unparsable contents,
+    /// non-contiguous segments, a name that does not parse, a directory held
+    /// by another process.
+    #[error("storage error in {path}: {reason}")]
+    Unusable { path: PathBuf, reason: String },
+    /// The operating system refused an operation on a file.
+    #[error("I/O error on {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl StorageError {
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        StorageError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    pub fn unusable(path: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
+        StorageError::Unusable {
+            path: path.into(),
+            reason: reason.into(),
+        }
+    }
+
+    /// The file or directory concerned.
+    pub fn path(&self) -> &Path {
+        match self {
+            StorageError::Unusable { path, .. } | StorageError::Io { path, .. } => path,
+        }
+    }
+
+    /// The operating system's error, when that is what happened.
+    pub fn io_error(&self) -> Option<&std::io::Error> {
+        match self {
+            StorageError::Io { source, .. } => Some(source),
+            StorageError::Unusable { .. } => None,
+        }
+    }
+}
 
 /// Errors of the log layer.
 #[derive(Debug, thiserror::Error)]
@@ -25,17 +79,10 @@ pub enum LogError {
     /// A request-class argument error (e.g. a negative retention).
     #[error("invalid request: {0}")]
     InvalidRequest(String),
-    /// The files of a log cannot be trusted (corrupt closed segment,
-    /// non-contiguous segments, unparsable names).
-    #[error("storage error in {path}: {reason}")]
-    Storage { path: PathBuf, reason: String },
-    /// The operating system refused an operation on a log file.
-    #[error("I/O error on {path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    /// A failure of the disk or of files that cannot be trusted (corrupt
+    /// closed segment, non-contiguous segments, unparsable names).
+    #[error(transparent)]
+    Storage(#[from] StorageError),
 }
 
 impl LogError {
@@ -47,30 +94,52 @@ impl LogError {
             LogError::CorruptIndex(_) => ErrorCode::CorruptIndex,
             LogError::OffsetOutOfRange { .. } => ErrorCode::OffsetOutOfRange,
             LogError::InvalidRequest(_) => ErrorCode::InvalidRequest,
-            LogError::Storage { .. } | LogError::Io { .. } => ErrorCode::StorageError,
+            LogError::Storage(_) => ErrorCode::StorageError,
         }
     }
 
     /// True for failures of the disk (as opposed to bad input): the caller
     /// must treat these as fatal for the broker, never as a client error.
     pub fn is_storage_failure(&self) -> bool {
-        matches!(self, LogError::Storage { .. } | LogError::Io { .. })
+        matches!(self, LogError::Storage(_))
     }
 
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        LogError::Io {
-            path: path.into(),
-            source,
-        }
+        LogError::Storage(StorageError::io(path, source))
     }
 
     pub(crate) fn storage(path: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
-        LogError::Storage {
-            path: path.into(),
-            reason: reason.into(),
-        }
+        LogError::Storage(StorageError::unusable(path, reason))
     }
 }
 
 /// Result alias of the log layer.
 pub type Result<T, E = LogError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn storage_failures_keep_their_cause_and_messages() {
+        let io = LogError::io("/d/x.log", std::io::Error::other("disk on fire"));
+        assert_eq!(io.code(), ErrorCode::StorageError);
+        assert!(io.is_storage_failure());
+        assert_eq!(io.to_string(), "I/O error on /d/x.log: disk on fire");
+        let LogError::Storage(cause) = &io else {
+            panic!("{io:?}")
+        };
+        assert_eq!(cause.path(), Path::new("/d/x.log"));
+        assert_eq!(
+            cause.io_error().map(std::io::Error::kind),
+            Some(std::io::ErrorKind::Other)
+        );
+        let bad = LogError::storage("/d", "segments are not contiguous");
+        assert_eq!(
+            bad.to_string(),
+            "storage error in /d: segments are not contiguous"
+        );
+        assert!(bad.is_storage_failure());
+        assert!(!LogError::CorruptBatch("x".into()).is_storage_failure());
+    }
+}

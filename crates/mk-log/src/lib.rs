@@ -17,13 +17,14 @@ pub mod fsutil;
 pub mod index;
 mod log;
 pub mod record;
+mod recovery;
 mod retention;
 mod segment;
 mod txn_index;
 
 pub use codec::BatchHeader;
 pub use compaction::CompactionResult;
-pub use error::{LogError, Result};
+pub use error::{LogError, Result, StorageError};
 pub use fault::FaultInjector;
 pub use log::{AppendInfo, LogConfig, LogRecord, PartitionLog, SegmentInfo, StoredBatch};
 pub use record::{ControlType, Header, ProducerInfo, Record, RecordBatch};

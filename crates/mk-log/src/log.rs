@@ -1,20 +1,21 @@
 //! `PartitionLog`: one replica of one partition on disk — append, read,
-//! truncate, roll, delete, flush, close and recovery on open.
+//! truncate, roll, delete, flush and close. Opening runs the recovery of
+//! `recovery.rs`.
 //!
 //! Directory layout: `<base>.log` (MKB1 frames back to back), `<base>.index`,
 //! `<base>.timeindex` per segment (base = 20-digit zero-padded base offset),
-//! plus `clean-shutdown` after a clean close and `cleaner-swap` while a
-//! compaction swap is being committed.
+//! plus `clean-shutdown` after a clean close, `recovery-checkpoint` after a
+//! flush and `cleaner-swap` while a compaction swap is being committed.
 
-use crate::checkpoint::{self, CleanShutdown, SegmentSummary};
+use crate::checkpoint::{Checkpoint, CheckpointKind, SegmentSummary};
 use crate::codec::{self, BatchHeader};
 use crate::error::{LogError, Result};
 use crate::fault::FaultInjector;
 use crate::fsutil;
 use crate::record::{Record, RecordBatch};
+use crate::recovery::{self, Recovered};
 use crate::segment::{
-    FrameError, FrameReader, INDEX_EXT, LOG_EXT, Segment, TIME_INDEX_EXT, segment_path,
-    stored_corruption,
+    FrameReader, INDEX_EXT, LOG_EXT, Segment, TIME_INDEX_EXT, segment_path, stored_corruption,
 };
 use crate::txn_index::{AbortedTxn, TxnIndex};
 use bytes::Bytes;
@@ -74,6 +75,9 @@ impl LogConfig {
 /// Where an appended batch landed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AppendInfo {
+    /// The batch's header as written (what producer state and the
+    /// transaction index observe).
+    pub header: BatchHeader,
     pub base_offset: i64,
     pub next_offset: i64,
     pub leader_epoch: i32,
@@ -147,7 +151,7 @@ pub struct PartitionLog {
     dir_dirty: bool,
     /// Base offsets listed in the recovery checkpoint on disk (empty when
     /// there is none): the flush rewrites it when the closed segments change.
-    recovery_bases: Vec<i64>,
+    pub(crate) recovery_bases: Vec<i64>,
 }
 
 impl PartitionLog {
@@ -163,45 +167,11 @@ impl PartitionLog {
             )));
         }
         fs::create_dir_all(dir).map_err(|e| LogError::io(dir, e))?;
-        crate::compaction::recover_swap(dir)?;
-        let bases = list_segment_bases(dir)?;
-
-        let cp_path = dir.join(checkpoint::FILE_NAME);
-        let checkpoint = fsutil::read_optional(&cp_path)?;
-        if checkpoint.is_some() {
-            // From here on any crash must be treated as unclean.
-            fsutil::remove_if_exists(&cp_path)?;
-            fsutil::sync_dir(dir)?;
-        }
-        let trusted = checkpoint
-            .as_deref()
-            .and_then(CleanShutdown::decode)
-            .filter(|cp| checkpoint_matches(dir, cp, &bases));
-
-        let recovery = match trusted {
-            Some(_) => None,
-            None => fsutil::read_optional(&dir.join(checkpoint::RECOVERY_FILE_NAME))?
-                .as_deref()
-                .and_then(CleanShutdown::decode)
-                .filter(|cp| recovery_point_matches(dir, cp, &bases)),
-        };
-        let recovery_bases: Vec<i64> = recovery
-            .as_ref()
-            .map(|cp| cp.segments.iter().map(|s| s.base_offset).collect())
-            .unwrap_or_default();
-        let (mut segments, txns) = match (trusted, recovery) {
-            (Some(cp), _) => load_trusted(cp),
-            // After a crash, segments below the recovery point were fsynced
-            // and summarized by the last flush: only the rest is scanned.
-            (None, Some(cp)) => {
-                let prefix = cp.segments.len();
-                let (trusted_segments, txns) = load_trusted(cp);
-                recover_segments(dir, &config, &bases[prefix..], trusted_segments, txns)?
-            }
-            (None, None) => {
-                recover_segments(dir, &config, &bases, Vec::new(), TxnIndex::default())?
-            }
-        };
+        let Recovered {
+            mut segments,
+            txns,
+            recovery_bases,
+        } = recovery::recover(dir, &config)?;
         let mut dir_dirty = false;
         if segments.is_empty() {
             segments.push(Segment::empty(0));
@@ -280,7 +250,7 @@ impl PartitionLog {
         self.active_segment().next_offset
     }
 
-    fn active_segment(&self) -> &Segment {
+    pub(crate) fn active_segment(&self) -> &Segment {
         self.segments
             .last()
             .expect("a log always has an active segment")
@@ -407,6 +377,9 @@ impl PartitionLog {
     }
 
     fn append_assigned(&mut self, batch: &RecordBatch) -> Result<AppendInfo> {
+        let header = batch.header().ok_or_else(|| {
+            LogError::InvalidRecord("cannot append a batch without a base offset".into())
+        })?;
         let mut buf = std::mem::take(&mut self.scratch);
         buf.clear();
         let result = codec::encode_into(batch, &mut buf).and_then(|()| {
@@ -417,15 +390,6 @@ impl PartitionLog {
                     self.config.max_batch_bytes
                 )));
             }
-            let header = BatchHeader {
-                base_offset: batch.base_offset().expect("assigned"),
-                leader_epoch: batch.leader_epoch(),
-                producer: batch.producer(),
-                transactional: batch.is_transactional(),
-                control: batch.control(),
-                last_offset_delta: batch.last_offset_delta(),
-                record_count: batch.records().len() as u32,
-            };
             self.write_frame(&buf, &header, batch.max_timestamp_ms())
         });
         self.scratch = buf;
@@ -463,6 +427,7 @@ impl PartitionLog {
         active.unsynced = true;
         self.txns.observe(header);
         Ok(AppendInfo {
+            header: *header,
             base_offset: header.base_offset,
             next_offset: header.next_offset(),
             leader_epoch: header.leader_epoch,
@@ -548,46 +513,6 @@ impl PartitionLog {
         self.write_recovery_checkpoint()
     }
 
-    /// Records the recovery point: every closed segment is fsynced now, so
-    /// after a crash only the active segment (and anything rolled after this
-    /// flush) needs a scan. Rewritten only when the closed segments changed.
-    fn write_recovery_checkpoint(&mut self) -> Result<()> {
-        let closed = &self.segments[..self.segments.len() - 1];
-        if closed
-            .iter()
-            .map(|s| s.base_offset)
-            .eq(self.recovery_bases.iter().copied())
-        {
-            return Ok(());
-        }
-        let active_base = self.active_segment().base_offset;
-        // The transaction index as it stood at the recovery point.
-        let mut txns = self.txns.clone();
-        txns.truncate(active_base);
-        let cp = CleanShutdown {
-            segments: closed.iter().map(summary).collect(),
-            txns,
-        };
-        let path = self.dir.join(checkpoint::RECOVERY_FILE_NAME);
-        self.config.faults.before_write(&path)?;
-        fsutil::write_atomic(&path, &cp.encode())?;
-        self.recovery_bases = closed.iter().map(|s| s.base_offset).collect();
-        Ok(())
-    }
-
-    /// Forgets the recovery point before closed segments change (truncation,
-    /// deletion, compaction), so a crash never trusts a stale summary. The
-    /// next flush writes a new one.
-    pub(crate) fn invalidate_recovery_checkpoint(&mut self) -> Result<()> {
-        let path = self.dir.join(checkpoint::RECOVERY_FILE_NAME);
-        self.recovery_bases.clear();
-        if path.exists() {
-            fsutil::remove_if_exists(&path)?;
-            fsutil::sync_dir(&self.dir)?;
-        }
-        Ok(())
-    }
-
     pub(crate) fn sync_dir(&mut self) -> Result<()> {
         self.config.faults.before_sync(&self.dir)?;
         fsutil::sync_dir(&self.dir)?;
@@ -606,14 +531,13 @@ impl PartitionLog {
                 seg.write_index_files(&dir, true)?;
             }
         }
-        let cp = CleanShutdown {
-            segments: self.segments.iter().map(summary).collect(),
+        let cp = Checkpoint {
+            segments: self.segments.iter().map(SegmentSummary::of).collect(),
             txns: self.txns.clone(),
         };
-        self.config
-            .faults
-            .before_write(&dir.join(checkpoint::FILE_NAME))?;
-        fsutil::write_atomic(&dir.join(checkpoint::FILE_NAME), &cp.encode())
+        let path = dir.join(CheckpointKind::CleanShutdown.file_name());
+        self.config.faults.before_write(&path)?;
+        Ok(fsutil::write_atomic(&path, &cp.encode())?)
     }
 
     /// Cuts the log back so that `next_offset` becomes the LEO. Allowed only
@@ -961,16 +885,6 @@ impl PartitionLog {
     }
 }
 
-fn summary(s: &Segment) -> SegmentSummary {
-    SegmentSummary {
-        base_offset: s.base_offset,
-        next_offset: s.next_offset,
-        size: s.size,
-        max_timestamp_ms: s.max_timestamp_ms,
-        index_bytes: s.index_bytes,
-    }
-}
-
 fn sync_file(path: &Path) -> Result<()> {
     File::open(path)
         .and_then(|f| f.sync_all())
@@ -994,172 +908,4 @@ fn max_timestamp_below(file: &File, path: &Path, limit: u64, max_batch_bytes: u3
         max = max.max(batch.max_timestamp_ms());
     }
     Ok(max)
-}
-
-/// Parses the base offset out of a segment file name (`<20 digits>.<ext>`).
-fn parse_base(stem: &str) -> Option<i64> {
-    if stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit()) {
-        stem.parse().ok()
-    } else {
-        None
-    }
-}
-
-/// Lists the base offsets of the `.log` files in `dir`, sorted. A file named
-/// like a segment file but with an unparsable base is STORAGE_ERROR.
-fn list_segment_bases(dir: &Path) -> Result<Vec<i64>> {
-    let mut bases = Vec::new();
-    for entry in fs::read_dir(dir).map_err(|e| LogError::io(dir, e))? {
-        let entry = entry.map_err(|e| LogError::io(dir, e))?;
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        let Some((stem, ext)) = name.split_once('.') else {
-            continue;
-        };
-        if ![LOG_EXT, INDEX_EXT, TIME_INDEX_EXT].contains(&ext) {
-            continue;
-        }
-        let Some(base) = parse_base(stem) else {
-            return Err(LogError::storage(
-                entry.path(),
-                "named like a segment file but its base offset is not 20 digits",
-            ));
-        };
-        if ext == LOG_EXT {
-            bases.push(base);
-        }
-    }
-    bases.sort_unstable();
-    Ok(bases)
-}
-
-fn checkpoint_matches(dir: &Path, cp: &CleanShutdown, bases: &[i64]) -> bool {
-    cp.segments.len() == bases.len()
-        && cp.segments.iter().zip(bases).all(|(s, b)| {
-            s.base_offset == *b
-                && fs::metadata(segment_path(dir, *b, LOG_EXT)).is_ok_and(|m| m.len() == s.size)
-        })
-        && cp
-            .segments
-            .windows(2)
-            .all(|w| w[1].base_offset >= w[0].next_offset)
-}
-
-/// A recovery checkpoint is usable when the segments it lists are, with
-/// unchanged sizes, a strict prefix of the segments on disk (the segment that
-/// was active when it was written, and any later ones, are scanned).
-fn recovery_point_matches(dir: &Path, cp: &CleanShutdown, bases: &[i64]) -> bool {
-    cp.segments.len() < bases.len()
-        && cp.segments.iter().zip(bases).all(|(s, b)| {
-            s.base_offset == *b
-                && fs::metadata(segment_path(dir, *b, LOG_EXT)).is_ok_and(|m| m.len() == s.size)
-        })
-        && cp
-            .segments
-            .windows(2)
-            .all(|w| w[1].base_offset >= w[0].next_offset)
-}
-
-fn load_trusted(cp: CleanShutdown) -> (Vec<Segment>, TxnIndex) {
-    let segments = cp
-        .segments
-        .iter()
-        .map(|s| Segment {
-            base_offset: s.base_offset,
-            next_offset: s.next_offset,
-            size: s.size,
-            max_timestamp_ms: s.max_timestamp_ms,
-            index_bytes: s.index_bytes,
-            indexes: std::sync::OnceLock::new(),
-            index_dirty: false,
-            unsynced: false,
-        })
-        .collect();
-    (segments, cp.txns)
-}
-
-/// Full recovery scan: decodes every batch of every segment, rebuilds the
-/// indexes and the transaction index, cuts a torn tail off the active
-/// segment and refuses a corrupt closed segment or a gap.
-fn recover_segments(
-    dir: &Path,
-    config: &LogConfig,
-    bases: &[i64],
-    mut segments: Vec<Segment>,
-    mut txns: TxnIndex,
-) -> Result<(Vec<Segment>, TxnIndex)> {
-    segments.reserve(bases.len());
-    for (i, &base) in bases.iter().enumerate() {
-        let active = i + 1 == bases.len();
-        let path = segment_path(dir, base, LOG_EXT);
-        if let Some(prev) = segments.last()
-            && base < prev.next_offset
-        {
-            return Err(LogError::storage(
-                &path,
-                format!(
-                    "segments are not contiguous: segment {base} starts below the end {} of segment {}",
-                    prev.next_offset, prev.base_offset
-                ),
-            ));
-        }
-        let file = File::open(&path).map_err(|e| LogError::io(&path, e))?;
-        let len = file.metadata().map_err(|e| LogError::io(&path, e))?.len();
-        let mut seg = Segment::empty(base);
-        let mut frames = FrameReader::new(&file, &path, 0, len, config.max_batch_bytes)
-            .with_chunk_hint(len as usize);
-        let bad = loop {
-            let (pos, frame) = match frames.next_frame() {
-                Ok(Some(f)) => f,
-                Ok(None) => break None,
-                Err(FrameError::Io(e)) => return Err(e),
-                Err(FrameError::Bad { position, reason }) => break Some((position, reason)),
-            };
-            let header = match codec::decode_header(&frame, config.max_batch_bytes) {
-                Ok(h) => h,
-                Err(e) => break Some((pos, e.to_string())),
-            };
-            let batch = match codec::decode_verified(&frame, &header) {
-                Ok(b) => b,
-                Err(e) => break Some((pos, e.to_string())),
-            };
-            if header.base_offset < seg.next_offset {
-                break Some((
-                    pos,
-                    format!(
-                        "batch at offset {} overlaps or moves backwards (expected >= {})",
-                        header.base_offset, seg.next_offset
-                    ),
-                ));
-            }
-            seg.note_batch(
-                pos,
-                &header,
-                frame.len() as u64,
-                batch.max_timestamp_ms(),
-                config.index_interval_bytes,
-            );
-            txns.observe(&header);
-        };
-        let clean = bad.is_none();
-        if let Some((pos, reason)) = bad {
-            if !active {
-                return Err(LogError::storage(
-                    &path,
-                    format!("corrupt closed segment at position {pos}: {reason}"),
-                ));
-            }
-            // Torn write repair: cut the active segment at the first bad frame.
-            let f = OpenOptions::new()
-                .write(true)
-                .open(&path)
-                .map_err(|e| LogError::io(&path, e))?;
-            f.set_len(pos).map_err(|e| LogError::io(&path, e))?;
-            f.sync_all().map_err(|e| LogError::io(&path, e))?;
-        }
-        debug_assert!(!clean || seg.size == len);
-        seg.unsynced = false;
-        segments.push(seg);
-    }
-    Ok((segments, txns))
 }

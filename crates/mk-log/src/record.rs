@@ -3,6 +3,7 @@
 //! `None` and empty bytes are different values everywhere: a `None` value is
 //! a tombstone, `Some(b"")` is an empty value.
 
+use crate::codec::BatchHeader;
 use crate::error::{LogError, Result};
 use bytes::Bytes;
 
@@ -286,6 +287,20 @@ impl RecordBatch {
     /// `last_offset_delta + 1`: how many offsets the batch occupies.
     pub fn logical_count(&self) -> i64 {
         i64::from(self.last_offset_delta) + 1
+    }
+
+    /// The header the batch has on disk, once assigned (`None` before).
+    /// Every `BatchHeader` of a batch in memory is built here.
+    pub fn header(&self) -> Option<BatchHeader> {
+        Some(BatchHeader {
+            base_offset: self.base_offset?,
+            leader_epoch: self.leader_epoch,
+            producer: self.producer,
+            transactional: self.is_transactional(),
+            control: self.control,
+            last_offset_delta: self.last_offset_delta,
+            record_count: self.records.len() as u32,
+        })
     }
 
     /// The offset after the batch, once assigned.

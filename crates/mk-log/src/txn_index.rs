@@ -7,8 +7,10 @@
 //! It knows nothing of the transaction coordinator; mk-txn decides
 //! visibility from what this index reports.
 
+use crate::checkpoint::CheckpointError;
 use crate::codec::BatchHeader;
 use crate::record::ControlType;
+use mk_core::ByteReader;
 use std::collections::BTreeMap;
 
 /// A transaction that ended with an ABORT marker: records of `producer_id`
@@ -124,30 +126,29 @@ impl TxnIndex {
         }
     }
 
-    /// Decodes what `encode_into` wrote; `None` if the bytes do not fit.
-    pub fn decode(r: &mut crate::checkpoint::Cursor<'_>) -> Option<Self> {
+    /// Decodes what `encode_into` wrote (inside a checkpoint body).
+    pub fn decode(r: &mut ByteReader<'_>) -> Result<Self, CheckpointError> {
         let mut idx = TxnIndex::default();
         let open = r.u32()? as usize;
-        for _ in 0..open.min(r.remaining() / 16) {
-            idx.open.insert(r.i64()?, r.i64()?);
-        }
-        if idx.open.len() != open {
-            return None;
+        let open = r.check_count(open, 16)?;
+        for _ in 0..open {
+            let producer_id = r.i64()?;
+            if idx.open.insert(producer_id, r.i64()?).is_some() {
+                return Err(CheckpointError::DuplicateOpenTransaction(producer_id));
+            }
         }
         let completed = r.u32()? as usize;
-        if completed > r.remaining() / 25 {
-            return None;
-        }
+        let completed = r.check_count(completed, 25)?;
+        idx.completed.reserve(completed);
         for _ in 0..completed {
-            let c = CompletedTxn {
+            idx.completed.push(CompletedTxn {
                 producer_id: r.i64()?,
                 first_offset: r.i64()?,
                 last_offset: r.i64()?,
                 aborted: r.u8()? != 0,
-            };
-            idx.completed.push(c);
+            });
         }
-        Some(idx)
+        Ok(idx)
     }
 }
 
@@ -202,7 +203,7 @@ mod tests {
         );
         let mut buf = Vec::new();
         idx.encode_into(&mut buf);
-        let back = TxnIndex::decode(&mut crate::checkpoint::Cursor::new(&buf)).unwrap();
+        let back = TxnIndex::decode(&mut ByteReader::new(&buf)).unwrap();
         assert_eq!(back, idx);
     }
 }

@@ -8,7 +8,7 @@
 //! written with `write_atomic`, so a crash leaves the old or the new file.
 
 use crate::error::{ReplicationError, Result};
-use mk_log::{PartitionLog, fsutil};
+use mk_log::{PartitionLog, StorageError, fsutil};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -172,7 +172,7 @@ fn encode(entries: &[EpochEntry]) -> String {
 }
 
 fn parse(path: &Path, bytes: &[u8]) -> Result<Vec<EpochEntry>> {
-    let bad = |reason: String| ReplicationError::storage(path, reason);
+    let bad = |reason: String| ReplicationError::from(StorageError::unusable(path, reason));
     let text = std::str::from_utf8(bytes).map_err(|e| bad(format!("not UTF-8: {e}")))?;
     let mut lines = text.lines();
     match lines.next() {

@@ -2,8 +2,7 @@
 //! `ErrorCode`; failures of the disk stay recognisable as such.
 
 use mk_core::ErrorCode;
-use mk_log::LogError;
-use std::path::PathBuf;
+use mk_log::{LogError, StorageError};
 
 /// Broker identifiers, as in Kafka (`int32`, non-negative).
 pub type BrokerId = i32;
@@ -15,9 +14,9 @@ pub enum ReplicationError {
     #[error(transparent)]
     Log(#[from] LogError),
     /// A store of this crate (epoch checkpoint, HW checkpoint, producer
-    /// snapshot, identity store) cannot be parsed or trusted.
-    #[error("storage error in {path}: {reason}")]
-    Storage { path: PathBuf, reason: String },
+    /// snapshot, identity store) cannot be written, parsed or trusted.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
     /// A request carried a leader epoch other than the current one, or
     /// leadership changed before an `acks=all` write was acknowledged.
     #[error("fenced leader epoch: {0}")]
@@ -85,7 +84,7 @@ impl ReplicationError {
     pub fn code(&self) -> ErrorCode {
         match self {
             ReplicationError::Log(e) => e.code(),
-            ReplicationError::Storage { .. } => ErrorCode::StorageError,
+            ReplicationError::Storage(_) => ErrorCode::StorageError,
             ReplicationError::FencedLeaderEpoch(_) => ErrorCode::FencedLeaderEpoch,
             ReplicationError::NotEnoughReplicas { .. } => ErrorCode::NotEnoughReplicas,
             ReplicationError::NotEnoughReplicasAfterAppend { .. } => {
@@ -106,15 +105,8 @@ impl ReplicationError {
     pub fn is_storage_failure(&self) -> bool {
         match self {
             ReplicationError::Log(e) => e.is_storage_failure(),
-            ReplicationError::Storage { .. } => true,
+            ReplicationError::Storage(_) => true,
             _ => false,
-        }
-    }
-
-    pub(crate) fn storage(path: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
-        ReplicationError::Storage {
-            path: path.into(),
-            reason: reason.into(),
         }
     }
 }
@@ -128,16 +120,18 @@ mod tests {
 
     #[test]
     fn every_variant_has_its_code_and_storage_failures_stay_visible() {
-        let io = ReplicationError::from(LogError::Io {
-            path: "x".into(),
-            source: std::io::Error::other("disk"),
-        });
+        let io = ReplicationError::from(LogError::from(StorageError::io(
+            "x",
+            std::io::Error::other("disk"),
+        )));
         assert_eq!(io.code(), ErrorCode::StorageError);
         assert!(io.is_storage_failure());
         let bad = ReplicationError::from(LogError::InvalidRecord("r".into()));
         assert_eq!(bad.code(), ErrorCode::InvalidRecord);
         assert!(!bad.is_storage_failure());
-        assert!(ReplicationError::storage("p", "r").is_storage_failure());
+        let unusable = ReplicationError::from(StorageError::unusable("p", "r"));
+        assert!(unusable.is_storage_failure());
+        assert_eq!(unusable.to_string(), "storage error in p: r");
         let cases = [
             (
                 ReplicationError::FencedLeaderEpoch("x".into()),

@@ -10,7 +10,7 @@
 
 use crate::error::{ReplicationError, Result};
 use mk_core::TopicPartition;
-use mk_log::fsutil;
+use mk_log::{StorageError, fsutil};
 use std::path::Path;
 
 /// File name of the checkpoint inside a replica's partition directory.
@@ -30,7 +30,7 @@ pub(crate) fn read(dir: &Path, tp: &TopicPartition) -> Result<Option<i64>> {
     let Some(bytes) = fsutil::read_optional(&path)? else {
         return Ok(None);
     };
-    let bad = |reason: String| ReplicationError::storage(&path, reason);
+    let bad = |reason: String| ReplicationError::from(StorageError::unusable(&path, reason));
     let text = std::str::from_utf8(&bytes).map_err(|e| bad(format!("not UTF-8: {e}")))?;
     let lines: Vec<&str> = text.lines().collect();
     let [version, count, entry] = lines[..] else {

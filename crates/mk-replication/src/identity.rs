@@ -11,7 +11,7 @@
 //! ```
 
 use crate::error::{ReplicationError, Result};
-use mk_log::fsutil;
+use mk_log::{StorageError, fsutil};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -58,7 +58,7 @@ impl ProducerIdentityStore {
             },
             Some(bytes) => {
                 let file: StoreFile = serde_json::from_slice(&bytes).map_err(|e| {
-                    ReplicationError::storage(&path, format!("unparsable identity store: {e}"))
+                    StorageError::unusable(&path, format!("unparsable identity store: {e}"))
                 })?;
                 check(&path, &file)?;
                 file
@@ -100,7 +100,7 @@ impl ProducerIdentityStore {
         };
         next.producers.insert(name.to_string(), identity);
         let bytes = serde_json::to_vec(&next).map_err(|e| {
-            ReplicationError::storage(&self.path, format!("cannot encode identity store: {e}"))
+            StorageError::unusable(&self.path, format!("cannot encode identity store: {e}"))
         })?;
         fsutil::write_atomic(&self.path, &bytes)?;
         self.file = next;
@@ -123,7 +123,7 @@ impl ProducerIdentityStore {
 }
 
 fn check(path: &Path, file: &StoreFile) -> Result<()> {
-    let bad = |reason: String| Err(ReplicationError::storage(path, reason));
+    let bad = |reason: String| Err(StorageError::unusable(path, reason).into());
     if file.version != VERSION {
         return bad(format!(
             "expected identity store version {VERSION}, found {}",

@@ -27,7 +27,8 @@
 //! state is rebuilt from an older snapshot or from the log.
 
 use crate::error::{ReplicationError, Result};
-use mk_log::{BatchHeader, LogError, PartitionLog, ProducerInfo, fsutil};
+use mk_core::{ByteReader, Truncated};
+use mk_log::{BatchHeader, LogError, PartitionLog, ProducerInfo, StorageError, fsutil};
 use std::collections::{BTreeMap, VecDeque};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -245,58 +246,66 @@ impl Snapshot {
     }
 
     /// Decodes a snapshot; the error says what is wrong with it.
-    pub(crate) fn decode(bytes: &[u8]) -> std::result::Result<Self, String> {
+    pub(crate) fn decode(bytes: &[u8]) -> std::result::Result<Self, SnapshotError> {
         if bytes.len() < MAGIC.len() + 1 + 8 + 4 + 4 + 4 {
-            return Err(format!("{} bytes is too short for a snapshot", bytes.len()));
+            return Err(SnapshotError::TooShort(bytes.len()));
         }
         let (body, crc) = bytes.split_at(bytes.len() - 4);
         let stored = u32::from_be_bytes(crc.try_into().expect("4 bytes"));
         let computed = crc32c::crc32c(body);
         if stored != computed {
-            return Err(format!(
-                "CRC mismatch: stored {stored:#010x}, computed {computed:#010x}"
-            ));
+            return Err(SnapshotError::Crc { stored, computed });
         }
-        let mut r = Reader { buf: body, pos: 0 };
-        if r.take(4)? != MAGIC {
-            return Err("bad magic".into());
+        let mut r = ByteReader::new(body);
+        if r.take(MAGIC.len())? != MAGIC {
+            return Err(SnapshotError::Magic);
         }
-        let version = r.take(1)?[0];
+        let version = r.u8()?;
         if version != VERSION {
-            return Err(format!("expected version {VERSION}, found {version}"));
+            return Err(SnapshotError::Version(version));
         }
         let offset = r.i64()?;
         let mut state = ProducerStateMap::default();
-        for _ in 0..r.u32()? {
-            let pid = r.i64()?;
+        // A producer takes at least id, epoch and batch count: 13 bytes.
+        let count = r.u32()? as usize;
+        for _ in 0..r.check_count(count, 13)? {
+            let producer_id = r.i64()?;
             let epoch = r.i32()?;
-            let n = usize::from(r.take(1)?[0]);
-            if pid < 0 || epoch < 0 || n > MAX_RETAINED_BATCHES {
-                return Err(format!(
-                    "invalid producer entry: id {pid}, epoch {epoch}, {n} batches"
-                ));
+            let batches = usize::from(r.u8()?);
+            if producer_id < 0 || epoch < 0 || batches > MAX_RETAINED_BATCHES {
+                return Err(SnapshotError::InvalidEntry {
+                    producer_id,
+                    epoch,
+                    batches,
+                });
             }
-            let mut batches = VecDeque::with_capacity(n);
-            for _ in 0..n {
-                batches.push_back(BatchMetadata {
+            let mut retained = VecDeque::with_capacity(batches);
+            for _ in 0..batches {
+                retained.push_back(BatchMetadata {
                     base_sequence: r.i32()?,
                     last_sequence: r.i32()?,
                     base_offset: r.i64()?,
                     next_offset: r.i64()?,
                 });
             }
-            state
-                .producers
-                .insert(pid, ProducerEntry { epoch, batches });
+            state.producers.insert(
+                producer_id,
+                ProducerEntry {
+                    epoch,
+                    batches: retained,
+                },
+            );
         }
         let mut registrations = Registrations::new();
-        for _ in 0..r.u32()? {
-            let pid = r.i64()?;
+        // A registration is an id and an epoch: 12 bytes.
+        let count = r.u32()? as usize;
+        for _ in 0..r.check_count(count, 12)? {
+            let producer_id = r.i64()?;
             let epoch = r.i32()?;
-            registrations.insert(pid, epoch);
+            registrations.insert(producer_id, epoch);
         }
-        if r.pos != body.len() {
-            return Err(format!("{} trailing bytes", body.len() - r.pos));
+        if !r.is_empty() {
+            return Err(SnapshotError::TrailingBytes(r.remaining()));
         }
         Ok(Self {
             offset,
@@ -306,30 +315,28 @@ impl Snapshot {
     }
 }
 
-struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> std::result::Result<&'a [u8], String> {
-        let end = self.pos + n;
-        let slice = self
-            .buf
-            .get(self.pos..end)
-            .ok_or_else(|| format!("truncated at byte {}", self.pos))?;
-        self.pos = end;
-        Ok(slice)
-    }
-    fn i32(&mut self) -> std::result::Result<i32, String> {
-        Ok(i32::from_be_bytes(self.take(4)?.try_into().expect("4")))
-    }
-    fn u32(&mut self) -> std::result::Result<u32, String> {
-        Ok(u32::from_be_bytes(self.take(4)?.try_into().expect("4")))
-    }
-    fn i64(&mut self) -> std::result::Result<i64, String> {
-        Ok(i64::from_be_bytes(self.take(8)?.try_into().expect("8")))
-    }
+/// Why a snapshot file cannot be used (it is then discarded and the state
+/// rebuilt from an older snapshot or the log).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum SnapshotError {
+    #[error("{0} bytes is too short for a snapshot")]
+    TooShort(usize),
+    #[error("CRC mismatch: stored {stored:#010x}, computed {computed:#010x}")]
+    Crc { stored: u32, computed: u32 },
+    #[error("bad magic")]
+    Magic,
+    #[error("expected version {VERSION}, found {0}")]
+    Version(u8),
+    #[error("truncated: {0}")]
+    Truncated(#[from] Truncated),
+    #[error("invalid producer entry: id {producer_id}, epoch {epoch}, {batches} batches")]
+    InvalidEntry {
+        producer_id: i64,
+        epoch: i32,
+        batches: usize,
+    },
+    #[error("{0} trailing bytes")]
+    TrailingBytes(usize),
 }
 
 pub(crate) fn snapshot_path(dir: &Path, offset: i64) -> PathBuf {
@@ -339,14 +346,8 @@ pub(crate) fn snapshot_path(dir: &Path, offset: i64) -> PathBuf {
 /// Offsets of the snapshot files in `dir`, ascending.
 pub(crate) fn list_snapshots(dir: &Path) -> Result<Vec<i64>> {
     let mut offsets = Vec::new();
-    for entry in fs::read_dir(dir).map_err(|e| LogError::Io {
-        path: dir.to_path_buf(),
-        source: e,
-    })? {
-        let entry = entry.map_err(|e| LogError::Io {
-            path: dir.to_path_buf(),
-            source: e,
-        })?;
+    for entry in fs::read_dir(dir).map_err(|e| StorageError::io(dir, e))? {
+        let entry = entry.map_err(|e| StorageError::io(dir, e))?;
         let name = entry.file_name();
         let name = name.to_string_lossy();
         if let Some((stem, SNAPSHOT_EXT)) = name.split_once('.')
@@ -412,7 +413,7 @@ pub(crate) fn load_state(
                 &path,
                 &format!("names offset {offset} but holds {}", s.offset),
             )?,
-            Err(reason) => discard(&path, &reason)?,
+            Err(reason) => discard(&path, &reason.to_string())?,
         }
     }
     let (mut state, registrations, from) = match found {

@@ -9,7 +9,7 @@ use crate::hw_checkpoint;
 use crate::producer_state::{self, ProducerStateMap, Registrations, Snapshot};
 use mk_core::TopicPartition;
 use mk_log::{
-    AppendInfo, BatchHeader, LogConfig, LogError, PartitionLog, RecordBatch, StoredBatch, fsutil,
+    AppendInfo, LogConfig, LogError, PartitionLog, RecordBatch, StorageError, StoredBatch, fsutil,
 };
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -86,26 +86,13 @@ impl Replica {
     /// Appends a validated producer batch as leader and records it in the
     /// producer state.
     pub(crate) fn append_as_leader(&mut self, batch: RecordBatch) -> Result<AppendInfo> {
-        let producer = batch.producer();
-        let transactional = batch.is_transactional();
-        let control = batch.control();
-        let last_offset_delta = batch.last_offset_delta();
-        let record_count = batch.records().len() as u32;
         let info = self.log.append(batch)?;
         debug_assert_eq!(
             self.epochs.latest().map(|e| e.epoch),
             Some(info.leader_epoch),
             "a leader appends only in the epoch its cache starts"
         );
-        self.producers.observe(&BatchHeader {
-            base_offset: info.base_offset,
-            leader_epoch: info.leader_epoch,
-            producer,
-            transactional,
-            control,
-            last_offset_delta,
-            record_count,
-        });
+        self.producers.observe(&info.header);
         Ok(info)
     }
 
@@ -169,10 +156,7 @@ impl Replica {
     /// directory is removed and an empty segment file named after
     /// `start_offset` is created before the log is reopened.
     pub(crate) fn reset_to(&mut self, start_offset: i64, config: &LogConfig) -> Result<()> {
-        let io = |path: &Path, e: std::io::Error| LogError::Io {
-            path: path.to_path_buf(),
-            source: e,
-        };
+        let io = |path: &Path, e: std::io::Error| StorageError::io(path, e);
         for entry in fs::read_dir(&self.dir).map_err(|e| io(&self.dir, e))? {
             let entry = entry.map_err(|e| io(&self.dir, e))?;
             fsutil::remove_if_exists(&entry.path())?;

@@ -31,7 +31,13 @@ impl Drop for Server {
 impl Server {
     fn start(data_dir: &Path, extra: &[&str]) -> Server {
         let mut child = Command::new(BIN)
-            .args(["--listen", "127.0.0.1:0", "--data-dir"])
+            .args([
+                "--listen",
+                "127.0.0.1:0",
+                "--kafka-listen",
+                "off",
+                "--data-dir",
+            ])
             .arg(data_dir)
             .args(extra)
             .env("RUST_LOG", "warn")
@@ -42,10 +48,11 @@ impl Server {
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
             .unwrap();
+        // "... listening on <json> (JSON-TCP; Kafka protocol off), ..."
         let addr = line
-            .split("listening on ")
-            .nth(1)
-            .and_then(|r| r.split_whitespace().next())
+            .split(" (JSON-TCP")
+            .next()
+            .and_then(|head| head.split_whitespace().last())
             .unwrap_or_else(|| panic!("no address in {line:?}"))
             .to_string();
         Server { child, addr }

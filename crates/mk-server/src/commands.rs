@@ -84,6 +84,39 @@ pub async fn topic_create(
     Ok(())
 }
 
+pub async fn broker_offline(c: &mut JsonTcpClient, broker_id: i32, as_json: bool) -> CmdResult {
+    let moved = c.broker_offline(broker_id).await.map_err(client_err)?;
+    if as_json {
+        let moved: Vec<_> = moved
+            .iter()
+            .map(|(tp, le)| {
+                json!({"topic": tp.topic, "partition": tp.partition,
+                       "leader_id": le.leader_id, "leader_epoch": le.leader_epoch})
+            })
+            .collect();
+        println!("{}", json!({ "broker_id": broker_id, "moved": moved }));
+    } else {
+        println!("broker {broker_id} is offline");
+        for (tp, le) in moved {
+            println!(
+                "  {tp}: leader now broker {} (epoch {})",
+                le.leader_id, le.leader_epoch
+            );
+        }
+    }
+    Ok(())
+}
+
+pub async fn broker_online(c: &mut JsonTcpClient, broker_id: i32, as_json: bool) -> CmdResult {
+    c.broker_online(broker_id).await.map_err(client_err)?;
+    if as_json {
+        println!("{}", json!({ "broker_id": broker_id, "online": true }));
+    } else {
+        println!("broker {broker_id} is online; its replicas catch up as followers");
+    }
+    Ok(())
+}
+
 pub async fn topic_list(c: &mut JsonTcpClient, as_json: bool) -> CmdResult {
     let topics = c.list_topics().await.map_err(client_err)?;
     if as_json {

@@ -104,6 +104,15 @@ enum Command {
         #[command(flatten)]
         client: ClientArgs,
     },
+    /// Take a broker out of service or bring it back (works outside lab
+    /// mode): its partitions' leadership moves to in-sync replicas, its
+    /// Kafka listener stops serving; back online, its replicas catch up.
+    Broker {
+        #[command(subcommand)]
+        command: BrokerCommand,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
     /// Run a narrated lab in-process on a temporary data directory:
     /// leader_failure, rebalance, divergent_tail or exactly_once.
     Lab {
@@ -132,6 +141,14 @@ enum TopicCommand {
     List,
     /// Show a topic's partitions: leader, epoch, replicas, ISR, offsets.
     Describe { name: String },
+}
+
+#[derive(Debug, Subcommand)]
+enum BrokerCommand {
+    /// Take a broker offline.
+    Offline { broker_id: i32 },
+    /// Bring an offline broker back.
+    Online { broker_id: i32 },
 }
 
 #[derive(Debug, Subcommand)]
@@ -250,6 +267,17 @@ async fn run_client(command: Command) -> commands::CmdResult {
                 },
             )
             .await
+        }
+        Command::Broker { command, client } => {
+            let mut c = commands::connect(&client.server).await?;
+            match command {
+                BrokerCommand::Offline { broker_id } => {
+                    commands::broker_offline(&mut c, broker_id, client.json).await
+                }
+                BrokerCommand::Online { broker_id } => {
+                    commands::broker_online(&mut c, broker_id, client.json).await
+                }
+            }
         }
         Command::Group { command, client } => {
             let mut c = commands::connect(&client.server).await?;

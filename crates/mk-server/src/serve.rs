@@ -63,20 +63,24 @@ async fn serve(settings: Settings) -> Result<(), String> {
             return Err(format!("cannot start: {e}"));
         }
     };
-    let kafka_banner = match &kafka {
-        None => "Kafka protocol off".to_string(),
+    // One line: "listening on <kafka> (Kafka) and <json> (JSON-TCP), ...".
+    let listening = match &kafka {
+        None => format!("{} (JSON-TCP; Kafka protocol off)", server.local_addr()),
         Some(k) => {
             let addrs: Vec<String> = k
                 .endpoints()
                 .iter()
                 .map(|e| format!("{}:{}", e.host, e.port))
                 .collect();
-            format!("{} (Kafka)", addrs.join(", "))
+            format!(
+                "{} (Kafka) and {} (JSON-TCP)",
+                addrs.join(", "),
+                server.local_addr()
+            )
         }
     };
     println!(
-        "mk-server listening on {kafka_banner} and {} (JSON-TCP), data in {}, brokers {:?}{}",
-        server.local_addr(),
+        "mk-server listening on {listening}, data in {}, brokers {:?}{}",
         data_dir.display(),
         brokers,
         if lab {

@@ -30,7 +30,13 @@ impl Drop for ServerProcess {
 
 fn start(data_dir: &Path, extra: &[&str]) -> ServerProcess {
     let mut child = Command::new(BIN)
-        .args(["--listen", "127.0.0.1:0", "--data-dir"])
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--kafka-listen",
+            "127.0.0.1:0",
+            "--data-dir",
+        ])
         .arg(data_dir)
         .args(extra)
         .env("RUST_LOG", "warn")
@@ -49,11 +55,13 @@ fn start(data_dir: &Path, extra: &[&str]) -> ServerProcess {
         .recv_timeout(PATIENCE)
         .expect("the server printed its address");
     assert!(line.contains(&data_dir.display().to_string()), "{line}");
+    // "... listening on <kafka> (Kafka) and <json> (JSON-TCP), data in ..."
     let addr = line
-        .split("listening on ")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .split(" (JSON-TCP)")
+        .next()
+        .and_then(|head| head.split_whitespace().last())
+        .filter(|_| line.contains(" (Kafka) and "))
+        .unwrap_or_else(|| panic!("no JSON-TCP address in {line:?}"))
         .to_string();
     ServerProcess { child, addr }
 }
@@ -182,7 +190,14 @@ fn refuses_to_start_when_the_port_is_taken_without_touching_the_data_dir() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let (ok, stdout, stderr) = run(
-        &["--listen", &addr, "--data-dir", data.to_str().unwrap()],
+        &[
+            "--listen",
+            &addr,
+            "--kafka-listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            data.to_str().unwrap(),
+        ],
         "",
     );
     assert!(!ok);
@@ -200,6 +215,8 @@ fn refuses_to_start_when_the_data_dir_is_locked_or_metadata_is_unreadable() {
         &[
             "--listen",
             "127.0.0.1:0",
+            "--kafka-listen",
+            "127.0.0.1:0",
             "--data-dir",
             data.to_str().unwrap(),
         ],
@@ -213,6 +230,8 @@ fn refuses_to_start_when_the_data_dir_is_locked_or_metadata_is_unreadable() {
     let (ok, stdout, stderr) = run(
         &[
             "--listen",
+            "127.0.0.1:0",
+            "--kafka-listen",
             "127.0.0.1:0",
             "--data-dir",
             data.to_str().unwrap(),
@@ -295,4 +314,34 @@ fn lab_subcommand_narrates_every_lab() {
     let (ok, _, err) = run(&["lab", "nope"], "");
     assert!(!ok);
     assert!(err.contains("available: leader_failure"), "{err}");
+}
+
+#[test]
+fn an_operator_takes_a_broker_offline_and_back_outside_lab_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(
+        &dir.path().join("data"),
+        &["--brokers", "1,2,3", "--min-insync-replicas", "2"],
+    );
+    let call = |args: &[&str]| {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["--server", server.addr.as_str()]);
+        let (ok, out, err) = run(&all, "");
+        assert!(ok, "{args:?} failed: {err}");
+        out
+    };
+    call(&["topic", "create", "f", "--replication-factor", "3"]);
+    let out = call(&["broker", "offline", "1"]);
+    assert!(
+        out.contains("broker 1 is offline") && out.contains("f-0: leader now broker 2 (epoch 1)"),
+        "{out}"
+    );
+    let d: serde_json::Value =
+        serde_json::from_str(call(&["topic", "describe", "f", "--json"]).trim()).unwrap();
+    assert_eq!(d["partitions"][0]["leader_id"], 2, "{d}");
+    let out = call(&["broker", "online", "1", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["online"], true);
+    let (ok, _, err) = run(&["broker", "offline", "7", "--server", &server.addr], "");
+    assert!(!ok && err.contains("INVALID_REQUEST"), "{err}");
 }

@@ -9,7 +9,7 @@ use crate::journal::{Journal, JournalFaults};
 use crate::plan::CompletionPlan;
 use crate::state::{Outcome, StagedOffset, TxnMetadata, TxnState};
 use mk_core::{SharedClock, TopicPartition};
-use mk_log::{ProducerInfo, Record, RecordBatch};
+use mk_log::{ProducerInfo, Record, RecordBatch, StorageError};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -640,10 +640,11 @@ impl TransactionCoordinator {
     fn check_running(&self) -> Result<()> {
         match &self.failed {
             None => Ok(()),
-            Some(cause) => Err(TxnError::storage(
+            Some(cause) => Err(StorageError::unusable(
                 self.journal.path(),
                 format!("coordinator refuses operations after a journal failure: {cause}"),
-            )),
+            )
+            .into()),
         }
     }
 

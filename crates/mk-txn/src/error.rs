@@ -1,7 +1,7 @@
 //! The error type of mk-txn. Every variant maps to one stable `ErrorCode`.
 
 use mk_core::ErrorCode;
-use std::path::PathBuf;
+use mk_log::StorageError;
 
 /// Errors of the transaction layer.
 #[derive(Debug, thiserror::Error)]
@@ -22,16 +22,9 @@ pub enum TxnError {
     /// that does not belong to this coordinator.
     #[error("invalid request: {0}")]
     InvalidRequest(String),
-    /// The journal cannot be trusted or written beyond repair.
-    #[error("storage error in {path}: {reason}")]
-    Storage { path: PathBuf, reason: String },
-    /// The operating system refused an operation on the journal.
-    #[error("I/O error on {path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    /// The journal cannot be written, read or trusted.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
 }
 
 impl TxnError {
@@ -41,14 +34,14 @@ impl TxnError {
             TxnError::InvalidTxnState { .. } => ErrorCode::InvalidTxnState,
             TxnError::ProducerFenced { .. } => ErrorCode::ProducerFenced,
             TxnError::InvalidRequest(_) => ErrorCode::InvalidRequest,
-            TxnError::Storage { .. } | TxnError::Io { .. } => ErrorCode::StorageError,
+            TxnError::Storage(_) => ErrorCode::StorageError,
         }
     }
 
     /// True for failures of the disk (as opposed to bad input): the caller
     /// must treat these as fatal for the broker, never as a client error.
     pub fn is_storage_failure(&self) -> bool {
-        matches!(self, TxnError::Storage { .. } | TxnError::Io { .. })
+        matches!(self, TxnError::Storage(_))
     }
 
     pub(crate) fn state(
@@ -68,25 +61,6 @@ impl TxnError {
             txn_id: txn_id.to_string(),
             reason: reason.into(),
         }
-    }
-
-    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        TxnError::Io {
-            path: path.into(),
-            source,
-        }
-    }
-
-    pub(crate) fn storage(path: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
-        TxnError::Storage {
-            path: path.into(),
-            reason: reason.into(),
-        }
-    }
-
-    /// Wraps a failure of an mk-log file helper; those only fail on I/O.
-    pub(crate) fn from_log(path: impl Into<PathBuf>, e: mk_log::LogError) -> Self {
-        TxnError::storage(path, e.to_string())
     }
 }
 
@@ -116,12 +90,12 @@ mod tests {
                 false,
             ),
             (
-                TxnError::storage("/j", "bad"),
+                TxnError::from(StorageError::unusable("/j", "bad")),
                 ErrorCode::StorageError,
                 true,
             ),
             (
-                TxnError::io("/j", std::io::Error::other("disk")),
+                TxnError::from(StorageError::io("/j", std::io::Error::other("disk"))),
                 ErrorCode::StorageError,
                 true,
             ),

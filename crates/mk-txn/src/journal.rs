@@ -11,6 +11,7 @@
 use crate::error::{Result, TxnError};
 use crate::state::{TxnMetadata, TxnState};
 use mk_core::TopicPartition;
+use mk_log::StorageError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -261,10 +262,11 @@ impl JournalFaults {
 }
 
 fn injected(path: &Path, what: &str) -> TxnError {
-    TxnError::io(
+    StorageError::io(
         path,
         std::io::Error::other(format!("injected {what} failure")),
     )
+    .into()
 }
 
 /// The open journal file.
@@ -295,14 +297,14 @@ impl Journal {
             .append(true)
             .create(true)
             .open(path)
-            .map_err(|e| TxnError::io(path, e))?;
+            .map_err(|e| StorageError::io(path, e))?;
         if !existed {
             let dir = parent(path)?;
-            mk_log::fsutil::sync_dir(dir).map_err(|e| TxnError::from_log(dir, e))?;
+            mk_log::fsutil::sync_dir(dir)?;
         }
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)
-            .map_err(|e| TxnError::io(path, e))?;
+            .map_err(|e| StorageError::io(path, e))?;
         let scan = scan(&bytes);
         let truncated_bytes = (bytes.len() - scan.valid_len) as u64;
         if truncated_bytes > 0 {
@@ -310,7 +312,7 @@ impl Journal {
             // before anything new is written after it.
             file.set_len(scan.valid_len as u64)
                 .and_then(|()| file.sync_all())
-                .map_err(|e| TxnError::io(path, e))?;
+                .map_err(|e| StorageError::io(path, e))?;
         }
         let lines = scan.entries.len();
         Ok(Opened {
@@ -341,13 +343,13 @@ impl Journal {
         if let Some(partial) = self.faults.before_write(&self.path, bytes.len())? {
             self.file
                 .write_all(&bytes[..partial])
-                .map_err(|e| TxnError::io(&self.path, e))?;
+                .map_err(|e| StorageError::io(&self.path, e))?;
             return Err(injected(&self.path, "torn write"));
         }
         self.file
             .write_all(bytes)
             .and_then(|()| self.file.sync_data())
-            .map_err(|e| TxnError::io(&self.path, e))?;
+            .map_err(|e| StorageError::io(&self.path, e))?;
         self.lines += 1;
         Ok(())
     }
@@ -364,13 +366,12 @@ impl Journal {
             // A torn atomic rewrite leaves the old file in place.
             return Err(injected(&self.path, "torn rewrite"));
         }
-        mk_log::fsutil::write_atomic(&self.path, text.as_bytes())
-            .map_err(|e| TxnError::from_log(&self.path, e))?;
+        mk_log::fsutil::write_atomic(&self.path, text.as_bytes())?;
         self.file = OpenOptions::new()
             .read(true)
             .append(true)
             .open(&self.path)
-            .map_err(|e| TxnError::io(&self.path, e))?;
+            .map_err(|e| StorageError::io(&self.path, e))?;
         self.lines = lines;
         Ok(())
     }
@@ -380,10 +381,7 @@ fn parent(path: &Path) -> Result<&Path> {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => Ok(p),
         Some(_) => Ok(Path::new(".")),
-        None => Err(TxnError::storage(
-            path,
-            "journal path has no parent directory",
-        )),
+        None => Err(StorageError::unusable(path, "journal path has no parent directory").into()),
     }
 }
 

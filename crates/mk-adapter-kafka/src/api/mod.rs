@@ -16,9 +16,11 @@
 
 pub mod admin;
 pub mod fetch;
+pub mod groups;
 pub mod metadata;
 pub mod offsets;
 pub mod produce;
+pub mod txn;
 pub mod versions;
 
 use crate::codec::{DecodeResult, Reader, Writer};
@@ -206,6 +208,54 @@ pub const APIS: &[ApiSpec] = &[
     ),
     api(key::DESCRIBE_CLUSTER, "DescribeCluster", 0, 1, 0),
 ];
+
+/// Decodes a whole request frame (header and body) without executing it:
+/// what the fuzz target and the hostile-input tests drive. Unsupported
+/// (API, version) pairs are an error, as on a connection.
+pub fn decode_request(frame: &bytes::Bytes) -> DecodeResult<RequestHeader> {
+    use crate::codec::DecodeError;
+    let peek = crate::frame::peek_header(frame)?;
+    let spec = spec(peek.api_key)
+        .filter(|s| s.supports(peek.api_version))
+        .ok_or_else(|| {
+            DecodeError::Invalid(format!(
+                "unsupported API {} version {}",
+                peek.api_key, peek.api_version
+            ))
+        })?;
+    let flexible = spec.is_flexible(peek.api_version);
+    let mut r = Reader::new(frame, false);
+    let header = RequestHeader::read(&mut r, flexible)?;
+    r.flexible = flexible;
+    let v = header.api_version;
+    macro_rules! body {
+        ($req:ty) => {{
+            <$req as Message>::read(&mut r, v)?;
+        }};
+    }
+    match spec.key {
+        key::API_VERSIONS => body!(versions::ApiVersionsRequest),
+        key::METADATA => body!(metadata::MetadataRequest),
+        key::DESCRIBE_CLUSTER => body!(metadata::DescribeClusterRequest),
+        key::PRODUCE => body!(produce::ProduceRequest),
+        key::INIT_PRODUCER_ID => body!(produce::InitProducerIdRequest),
+        key::FETCH => body!(fetch::FetchRequest),
+        key::LIST_OFFSETS => body!(offsets::ListOffsetsRequest),
+        key::OFFSET_FOR_LEADER_EPOCH => body!(offsets::OffsetForLeaderEpochRequest),
+        key::CREATE_TOPICS => body!(admin::CreateTopicsRequest),
+        key::DELETE_TOPICS => body!(admin::DeleteTopicsRequest),
+        key::CREATE_PARTITIONS => body!(admin::CreatePartitionsRequest),
+        key::DESCRIBE_CONFIGS => body!(admin::DescribeConfigsRequest),
+        key::INCREMENTAL_ALTER_CONFIGS => body!(admin::IncrementalAlterConfigsRequest),
+        other => {
+            return Err(DecodeError::Invalid(format!(
+                "API key {other} is in the table but has no decoder"
+            )));
+        }
+    }
+    r.finish("request")?;
+    Ok(header)
+}
 
 /// The table entry of an API key.
 pub fn spec(key: i16) -> Option<&'static ApiSpec> {

@@ -1,0 +1,270 @@
+//! Consumer groups on the wire: `join_group`, `heartbeat`, `commit_offsets`,
+//! `leave_group`, `fetch_offsets` and `describe_group`. Each operation is a
+//! module with its four directions side by side, as in `topics.rs`.
+
+use super::common::{
+    item_ctx, object_item, objects, offsets_of, partitions_of, tp_of, write_offsets, write_strings,
+    write_tp, write_tp_object,
+};
+use super::{Request, Response};
+use crate::wire::{DecodeError, Decoded, Fields, ObjWriter, bad, push_array};
+use mk_cluster::{
+    AssignorKind, GroupDescription, GroupState, MemberAssignment, MemberDescription, TopicPartition,
+};
+use std::collections::BTreeMap;
+
+/// `join_group`: group_id, member_id, topics, optional assignor ->
+/// generation, assignment.
+pub(super) mod join_group {
+    use super::*;
+
+    pub fn decode(f: &Fields<'_>) -> Decoded<Request> {
+        Ok(Request::JoinGroup {
+            group_id: f.string("group_id")?,
+            member_id: f.string("member_id")?,
+            topics: f.strings("topics")?,
+            assignor: match f.opt_str("assignor")? {
+                None => None,
+                Some(s) => Some(AssignorKind::parse(s).ok_or_else(|| {
+                    DecodeError(format!(
+                        "field \"assignor\" must be \"roundrobin\", \"range\" or \"sticky\", got {s:?}"
+                    ))
+                })?),
+            },
+        })
+    }
+
+    pub fn encode(
+        w: &mut ObjWriter<'_>,
+        group_id: &str,
+        member_id: &str,
+        topics: &[String],
+        assignor: Option<AssignorKind>,
+    ) {
+        w.str("group_id", group_id)
+            .str("member_id", member_id)
+            .with("topics", |out| write_strings(out, topics));
+        if let Some(a) = assignor {
+            w.str("assignor", a.name());
+        }
+    }
+
+    pub fn encode_response(w: &mut ObjWriter<'_>, a: &MemberAssignment) {
+        w.int("generation", i64::from(a.generation))
+            .with("assignment", |out| {
+                push_array(out, &a.partitions, write_tp_object)
+            });
+    }
+
+    pub fn decode_response(f: &Fields<'_>) -> Decoded<Response> {
+        Ok(Response::JoinGroup(MemberAssignment {
+            generation: f.i32("generation")?,
+            partitions: partitions_of(f.array("assignment")?, "assignment")?,
+        }))
+    }
+}
+
+/// `heartbeat`: group_id, member_id, generation -> nothing.
+pub(super) mod heartbeat {
+    use super::*;
+
+    pub fn decode(f: &Fields<'_>) -> Decoded<Request> {
+        Ok(Request::Heartbeat {
+            group_id: f.string("group_id")?,
+            member_id: f.string("member_id")?,
+            generation: f.i32("generation")?,
+        })
+    }
+
+    pub fn encode(w: &mut ObjWriter<'_>, group_id: &str, member_id: &str, generation: i32) {
+        w.str("group_id", group_id)
+            .str("member_id", member_id)
+            .int("generation", i64::from(generation));
+    }
+}
+
+/// `commit_offsets`: group_id, member_id, generation, offsets [{topic,
+/// partition, offset}] -> nothing.
+pub(super) mod commit_offsets {
+    use super::*;
+
+    pub fn decode(f: &Fields<'_>) -> Decoded<Request> {
+        Ok(Request::CommitOffsets {
+            group_id: f.string("group_id")?,
+            member_id: f.string("member_id")?,
+            generation: f.i32("generation")?,
+            offsets: offsets_of(f, "offsets")?,
+        })
+    }
+
+    pub fn encode(
+        w: &mut ObjWriter<'_>,
+        group_id: &str,
+        member_id: &str,
+        generation: i32,
+        offsets: &BTreeMap<TopicPartition, i64>,
+    ) {
+        w.str("group_id", group_id)
+            .str("member_id", member_id)
+            .int("generation", i64::from(generation))
+            .with("offsets", |out| write_offsets(out, offsets));
+    }
+}
+
+/// `leave_group`: group_id, member_id -> left (false if the member was not
+/// in the group).
+pub(super) mod leave_group {
+    use super::*;
+
+    pub fn decode(f: &Fields<'_>) -> Decoded<Request> {
+        Ok(Request::LeaveGroup {
+            group_id: f.string("group_id")?,
+            member_id: f.string("member_id")?,
+        })
+    }
+
+    pub fn encode(w: &mut ObjWriter<'_>, group_id: &str, member_id: &str) {
+        w.str("group_id", group_id).str("member_id", member_id);
+    }
+
+    pub fn encode_response(w: &mut ObjWriter<'_>, left: bool) {
+        w.bool("left", left);
+    }
+
+    pub fn decode_response(f: &Fields<'_>) -> Decoded<Response> {
+        Ok(Response::LeaveGroup {
+            left: f.bool("left")?,
+        })
+    }
+}
+
+/// `fetch_offsets`: group_id, optional partitions [{topic, partition}] ->
+/// offsets [{topic, partition, offset}] (offset null where nothing is
+/// committed).
+pub(super) mod fetch_offsets {
+    use super::*;
+
+    pub fn decode(f: &Fields<'_>) -> Decoded<Request> {
+        Ok(Request::FetchOffsets {
+            group_id: f.string("group_id")?,
+            partitions: match f.opt_array("partitions")? {
+                None => None,
+                Some(items) => Some(partitions_of(items, "partitions")?),
+            },
+        })
+    }
+
+    pub fn encode(w: &mut ObjWriter<'_>, group_id: &str, partitions: Option<&[TopicPartition]>) {
+        w.str("group_id", group_id);
+        if let Some(ps) = partitions {
+            w.with("partitions", |out| push_array(out, ps, write_tp_object));
+        }
+    }
+
+    pub fn encode_response(w: &mut ObjWriter<'_>, offsets: &[(TopicPartition, Option<i64>)]) {
+        w.with("offsets", |out| {
+            push_array(out, offsets, |out, (tp, o)| {
+                let mut w = ObjWriter::new(out);
+                write_tp(&mut w, tp);
+                w.opt_int("offset", *o);
+                w.end();
+            })
+        });
+    }
+
+    pub fn decode_response(f: &Fields<'_>) -> Decoded<Response> {
+        Ok(Response::FetchOffsets(objects(f, "offsets", |o| {
+            Ok((tp_of(o)?, o.opt_i64("offset")?))
+        })?))
+    }
+}
+
+/// `describe_group`: group_id -> group_id, state, generation, assignor,
+/// members [{member_id, topics, assignment, deadline_ms}]; a group the
+/// coordinator does not know is state "Dead" with generation 0, assignor
+/// null and no members.
+pub(super) mod describe_group {
+    use super::*;
+
+    pub fn decode(f: &Fields<'_>) -> Decoded<Request> {
+        Ok(Request::DescribeGroup {
+            group_id: f.string("group_id")?,
+        })
+    }
+
+    pub fn encode(w: &mut ObjWriter<'_>, group_id: &str) {
+        w.str("group_id", group_id);
+    }
+
+    pub fn encode_response(
+        w: &mut ObjWriter<'_>,
+        group_id: &str,
+        description: Option<&GroupDescription>,
+    ) {
+        w.str("group_id", group_id);
+        match description {
+            None => {
+                w.str("state", "Dead")
+                    .int("generation", 0)
+                    .raw("assignor", b"null")
+                    .raw("members", b"[]");
+            }
+            Some(d) => {
+                w.str("state", d.state.as_str())
+                    .int("generation", i64::from(d.generation))
+                    .str("assignor", d.assignor.name())
+                    .with("members", |out| {
+                        push_array(out, &d.members, |out, m| {
+                            let mut w = ObjWriter::new(out);
+                            w.str("member_id", &m.member_id)
+                                .with("topics", |out| write_strings(out, &m.topics))
+                                .with("assignment", |out| {
+                                    push_array(out, &m.assignment, write_tp_object)
+                                })
+                                .int("deadline_ms", m.deadline_ms);
+                            w.end();
+                        })
+                    });
+            }
+        }
+    }
+
+    pub fn decode_response(f: &Fields<'_>) -> Decoded<Response> {
+        let group_id = f.string("group_id")?;
+        let state = f.str("state")?;
+        let description = match state {
+            "Dead" => None,
+            _ => Some(GroupDescription {
+                group_id: group_id.clone(),
+                state: match state {
+                    "Empty" => GroupState::Empty,
+                    "PreparingRebalance" => GroupState::PreparingRebalance,
+                    "Stable" => GroupState::Stable,
+                    other => return bad(format!("unknown group state {other:?}")),
+                },
+                generation: f.i32("generation")?,
+                assignor: AssignorKind::parse(f.str("assignor")?)
+                    .ok_or_else(|| DecodeError("unknown assignor".into()))?,
+                members: f
+                    .array("members")?
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| {
+                        let ctx = item_ctx("members", i);
+                        let m = Fields::new(object_item(v, &ctx)?, &ctx);
+                        Ok(MemberDescription {
+                            member_id: m.string("member_id")?,
+                            topics: m.strings("topics")?,
+                            assignment: partitions_of(m.array("assignment")?, &ctx)?,
+                            deadline_ms: m.i64("deadline_ms")?,
+                        })
+                    })
+                    .collect::<Decoded<Vec<_>>>()?,
+            }),
+        };
+        Ok(Response::DescribeGroup {
+            group_id,
+            description,
+        })
+    }
+}

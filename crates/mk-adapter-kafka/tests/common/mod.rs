@@ -1,0 +1,216 @@
+//! Shared harness of the Kafka adapter's integration tests: a cluster on a
+//! temp dir with a manual clock, served by live Kafka listeners on loopback
+//! (one per broker), and a raw connection that speaks the protocol with
+//! the crate's own codec — so tests can also send what no client would.
+
+#![allow(dead_code)]
+
+use bytes::{Buf, Bytes, BytesMut};
+use mk_adapter_kafka::api::{self, Message};
+use mk_adapter_kafka::codec::{Reader, Writer};
+use mk_adapter_kafka::frame::{RequestHeader, split_response};
+use mk_adapter_kafka::mk_cluster::{BrokerCluster, ManualClock, MiniKafkaConfig};
+use mk_adapter_kafka::{KafkaOptions, KafkaServer};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// A bound on awaits that must complete; never a synchronization device.
+pub const PATIENCE: Duration = Duration::from_secs(20);
+
+pub async fn within<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(PATIENCE, f)
+        .await
+        .expect("the operation did not complete in time")
+}
+
+pub struct Harness {
+    pub dir: tempfile::TempDir,
+    pub clock: ManualClock,
+    pub cluster: Arc<BrokerCluster>,
+    pub server: KafkaServer,
+}
+
+impl Harness {
+    pub async fn start(brokers: Vec<i32>, options: KafkaOptions) -> Harness {
+        Self::start_with(brokers, options, |c| c).await
+    }
+
+    pub async fn start_with(
+        brokers: Vec<i32>,
+        options: KafkaOptions,
+        configure: impl FnOnce(MiniKafkaConfig) -> MiniKafkaConfig,
+    ) -> Harness {
+        let dir = tempfile::tempdir().unwrap();
+        Self::open(dir, brokers, options, configure).await
+    }
+
+    /// Opens a cluster on an existing (possibly prepared) directory.
+    pub async fn open(
+        dir: tempfile::TempDir,
+        brokers: Vec<i32>,
+        options: KafkaOptions,
+        configure: impl FnOnce(MiniKafkaConfig) -> MiniKafkaConfig,
+    ) -> Harness {
+        let clock = ManualClock::new(1_700_000_000_000);
+        let config = configure(MiniKafkaConfig::new(dir.path()).with_brokers(brokers));
+        let cluster = BrokerCluster::open_with_clock(config, Arc::new(clock.clone())).unwrap();
+        let server = KafkaServer::start(cluster.clone(), "127.0.0.1:0".parse().unwrap(), options)
+            .await
+            .unwrap();
+        Harness {
+            dir,
+            clock,
+            cluster,
+            server,
+        }
+    }
+
+    pub async fn one() -> Harness {
+        Harness::start(vec![1], KafkaOptions::default()).await
+    }
+
+    /// The listener address of a broker.
+    pub fn addr(&self, broker: i32) -> SocketAddr {
+        let e = self
+            .server
+            .endpoints()
+            .iter()
+            .find(|e| e.broker_id == broker)
+            .unwrap();
+        format!("{}:{}", e.host, e.port).parse().unwrap()
+    }
+
+    pub async fn conn(&self, broker: i32) -> Conn {
+        Conn::connect(self.addr(broker)).await
+    }
+
+    pub async fn stop(self) {
+        within(self.server.shutdown()).await;
+        self.cluster.close().await.unwrap();
+    }
+}
+
+/// A raw Kafka connection.
+pub struct Conn {
+    pub stream: TcpStream,
+    next_correlation: i32,
+    buf: BytesMut,
+}
+
+impl Conn {
+    pub async fn connect(addr: SocketAddr) -> Conn {
+        Conn {
+            stream: within(TcpStream::connect(addr)).await.unwrap(),
+            next_correlation: 1,
+            buf: BytesMut::new(),
+        }
+    }
+
+    /// Encodes a request frame (size prefix included).
+    pub fn frame<M: Message>(&mut self, api_key: i16, version: i16, body: &M) -> (i32, Vec<u8>) {
+        let flexible = api::spec(api_key).is_some_and(|s| s.is_flexible(version));
+        let correlation_id = self.next_correlation;
+        self.next_correlation += 1;
+        let mut w = Writer::new(false);
+        RequestHeader {
+            api_key,
+            api_version: version,
+            correlation_id,
+            client_id: Some("mk-test".into()),
+        }
+        .write(&mut w, flexible);
+        w.flexible = flexible;
+        body.write(&mut w, version);
+        let payload = w.into_bytes();
+        let mut out = (payload.len() as i32).to_be_bytes().to_vec();
+        out.extend_from_slice(&payload);
+        (correlation_id, out)
+    }
+
+    pub async fn send<M: Message>(&mut self, api_key: i16, version: i16, body: &M) -> i32 {
+        let (id, bytes) = self.frame(api_key, version, body);
+        self.write_raw(&bytes).await;
+        id
+    }
+
+    pub async fn write_raw(&mut self, bytes: &[u8]) {
+        within(self.stream.write_all(bytes)).await.unwrap();
+    }
+
+    /// Reads one response frame (without the size prefix); `None` on EOF.
+    pub async fn read_frame(&mut self) -> Option<Bytes> {
+        loop {
+            if self.buf.len() >= 4 {
+                let n = i32::from_be_bytes(self.buf[..4].try_into().unwrap()) as usize;
+                if self.buf.len() >= 4 + n {
+                    self.buf.advance(4);
+                    return Some(self.buf.split_to(n).freeze());
+                }
+            }
+            let read = within(self.stream.read_buf(&mut self.buf)).await;
+            match read {
+                Ok(0) | Err(_) => return None,
+                Ok(_) => {}
+            }
+        }
+    }
+
+    /// Reads the next response and decodes it as `R` at `version`,
+    /// checking its correlation id.
+    pub async fn recv<R: Message>(&mut self, api_key: i16, version: i16, correlation_id: i32) -> R {
+        let flexible = api::spec(api_key).is_some_and(|s| s.is_flexible(version));
+        let tagged = flexible && api_key != api::key::API_VERSIONS;
+        let frame = self.read_frame().await.expect("a response");
+        let (id, body) = split_response(&frame, tagged).unwrap();
+        assert_eq!(id, correlation_id, "responses come back in request order");
+        let mut r = Reader::new(&body, flexible);
+        let resp = R::read(&mut r, version).unwrap();
+        r.finish("response").unwrap();
+        resp
+    }
+
+    pub async fn call<M: Message, R: Message>(
+        &mut self,
+        api_key: i16,
+        version: i16,
+        body: &M,
+    ) -> R {
+        let id = self.send(api_key, version, body).await;
+        self.recv(api_key, version, id).await
+    }
+
+    /// True once the server has closed the connection.
+    pub async fn is_closed(&mut self) -> bool {
+        self.read_frame().await.is_none()
+    }
+}
+
+/// The records of one produced v2 batch, as a producer would send them.
+pub fn batch_bytes(
+    records: Vec<mk_adapter_kafka::mk_cluster::Record>,
+    producer: mk_adapter_kafka::mk_cluster::ProducerInfo,
+) -> Bytes {
+    let mut batch = mk_adapter_kafka::mk_cluster::RecordBatch::new(records)
+        .unwrap()
+        .with_producer(producer);
+    batch.assign(0, 0).unwrap();
+    let mut out = BytesMut::new();
+    mk_adapter_kafka::records::encode_batch(&batch, &mut out);
+    out.freeze()
+}
+
+pub fn value_records(values: &[&str]) -> Vec<mk_adapter_kafka::mk_cluster::Record> {
+    values
+        .iter()
+        .map(|v| {
+            mk_adapter_kafka::mk_cluster::Record::new(
+                None,
+                Some(Bytes::copy_from_slice(v.as_bytes())),
+                1_700_000_000_000,
+            )
+        })
+        .collect()
+}

@@ -1,0 +1,110 @@
+//! Decisions every adapter needs and none may make on its own: which
+//! transaction handle a (transactional id, epoch) speaks with, what a topic's
+//! configuration is when only some settings are given, and what an offset
+//! fetch answers. They live in the core so the Direct and JSON-TCP adapters
+//! (and the parity suite that compares them) cannot disagree.
+
+use mk_cluster::*;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+fn open(dir: &std::path::Path) -> Arc<BrokerCluster> {
+    BrokerCluster::open_with_clock(MiniKafkaConfig::new(dir), Arc::new(ManualClock::new(1_000)))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_transaction_handle_is_the_ids_producer_at_the_claimed_epoch() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = open(dir.path());
+    let unknown = c.transaction_handle_at("nobody", 3).unwrap();
+    assert_eq!(
+        unknown,
+        TxnHandle {
+            transactional_id: "nobody".into(),
+            producer_id: -1,
+            producer_epoch: 3,
+        }
+    );
+    let first = c.begin_transaction("tx").await.unwrap();
+    c.abort_transaction(&first).await.unwrap();
+    let second = c.begin_transaction("tx").await.unwrap();
+    assert!(second.producer_epoch > first.producer_epoch);
+    assert_eq!(
+        c.transaction_handle_at("tx", second.producer_epoch)
+            .unwrap(),
+        second
+    );
+    // The old epoch gets the current producer id, and the core fences it.
+    let stale = c.transaction_handle_at("tx", first.producer_epoch).unwrap();
+    assert_eq!(stale.producer_id, second.producer_id);
+    assert_eq!(
+        c.commit_transaction(&stale).await.unwrap_err().code(),
+        ErrorCode::ProducerFenced
+    );
+    c.close().await.unwrap();
+    assert_eq!(
+        c.transaction_handle_at("tx", 0).unwrap_err().code(),
+        ErrorCode::ClusterClosed,
+        "a closed cluster is an error, not an unknown id"
+    );
+}
+
+#[tokio::test]
+async fn topic_overrides_are_merged_with_the_cluster_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = MiniKafkaConfig::new(dir.path());
+    config.default_topic_config.retention_bytes = Some(1_000_000);
+    let c = BrokerCluster::open_with_clock(config, Arc::new(ManualClock::new(0))).unwrap();
+    let overrides = TopicConfigOverrides {
+        cleanup_policy: Some(CleanupPolicy::Compact),
+        retention_ms: Some(None),
+        ..TopicConfigOverrides::default()
+    };
+    c.create_topic_with_overrides("t", 1, 1, &overrides)
+        .unwrap();
+    c.create_topic_with_overrides("plain", 1, 1, &TopicConfigOverrides::default())
+        .unwrap();
+    let defaults = c.config().default_topic_config.clone();
+    assert_eq!(
+        c.describe_topic("t").unwrap().config,
+        TopicConfig {
+            cleanup_policy: CleanupPolicy::Compact,
+            retention_ms: None,
+            ..defaults.clone()
+        }
+    );
+    assert_eq!(c.describe_topic("plain").unwrap().config, defaults);
+    let invalid = TopicConfigOverrides {
+        segment_bytes: Some(Some(0)),
+        ..TopicConfigOverrides::default()
+    };
+    assert_eq!(
+        c.create_topic_with_overrides("bad", 1, 1, &invalid)
+            .unwrap_err()
+            .code(),
+        ErrorCode::InvalidConfig
+    );
+    c.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_offset_fetch_answers_every_commit_or_the_partitions_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = open(dir.path());
+    c.create_topic("t", 3, 1).unwrap();
+    let tp = |p| TopicPartition::new("t", p);
+    c.commit_offsets_direct("g", &BTreeMap::from([(tp(0), 5), (tp(2), 7)]))
+        .unwrap();
+    assert_eq!(
+        c.committed_offsets_for("g", None).unwrap(),
+        vec![(tp(0), Some(5)), (tp(2), Some(7))]
+    );
+    assert_eq!(
+        c.committed_offsets_for("g", Some(&[tp(2), tp(1)])).unwrap(),
+        vec![(tp(2), Some(7)), (tp(1), None)],
+        "in the order asked, None where nothing is committed"
+    );
+    assert_eq!(c.committed_offsets_for("other", None).unwrap(), vec![]);
+    c.close().await.unwrap();
+}

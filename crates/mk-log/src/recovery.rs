@@ -1,0 +1,275 @@
+//! Log recovery on open: which segments can be trusted from a checkpoint,
+//! which must be scanned, and the scan itself (a torn tail of the active
+//! segment is cut off; a corrupt closed segment or a gap between segments is
+//! STORAGE_ERROR). Also the upkeep of the recovery point that every flush
+//! writes, since it exists only to make this scan short.
+//!
+//! The order of trust: a clean-shutdown checkpoint that matches the files
+//! vouches for every segment; otherwise a matching recovery point vouches
+//! for the closed segments it lists and only the rest is scanned; otherwise
+//! everything is scanned. Every path yields the same segments and
+//! transaction index, only at different cost.
+
+use crate::checkpoint::{Checkpoint, CheckpointKind, SegmentSummary};
+use crate::codec;
+use crate::error::{LogError, Result};
+use crate::fsutil;
+use crate::log::{LogConfig, PartitionLog};
+use crate::segment::{
+    FrameError, FrameReader, INDEX_EXT, LOG_EXT, Segment, TIME_INDEX_EXT, segment_path,
+};
+use crate::txn_index::TxnIndex;
+use std::fs::{self, File, OpenOptions};
+use std::path::Path;
+
+/// What recovery hands to `PartitionLog::open`.
+pub(crate) struct Recovered {
+    /// Oldest first; empty for a new log.
+    pub segments: Vec<Segment>,
+    pub txns: TxnIndex,
+    /// Base offsets listed by the recovery point that was used (empty when
+    /// none was): the next flush rewrites it only if the closed segments
+    /// differ.
+    pub recovery_bases: Vec<i64>,
+}
+
+/// Recovers the segments of the log in `dir` (which exists).
+pub(crate) fn recover(dir: &Path, config: &LogConfig) -> Result<Recovered> {
+    crate::compaction::recover_swap(dir)?;
+    let bases = list_segment_bases(dir)?;
+    let cp_path = dir.join(CheckpointKind::CleanShutdown.file_name());
+    let checkpoint = fsutil::read_optional(&cp_path)?;
+    if checkpoint.is_some() {
+        // From here on any crash must be treated as unclean.
+        fsutil::remove_if_exists(&cp_path)?;
+        fsutil::sync_dir(dir)?;
+    }
+    if let Some(cp) = usable(checkpoint, CheckpointKind::CleanShutdown, dir, &bases) {
+        let (segments, txns) = load_trusted(cp);
+        return Ok(Recovered {
+            segments,
+            txns,
+            recovery_bases: Vec::new(),
+        });
+    }
+    let recovery_point =
+        fsutil::read_optional(&dir.join(CheckpointKind::RecoveryPoint.file_name()))?;
+    let Some(cp) = usable(recovery_point, CheckpointKind::RecoveryPoint, dir, &bases) else {
+        let (segments, txns) =
+            recover_segments(dir, config, &bases, Vec::new(), TxnIndex::default())?;
+        return Ok(Recovered {
+            segments,
+            txns,
+            recovery_bases: Vec::new(),
+        });
+    };
+    // After a crash, segments below the recovery point were fsynced and
+    // summarized by the last flush: only the rest is scanned.
+    let recovery_bases: Vec<i64> = cp.segments.iter().map(|s| s.base_offset).collect();
+    let (trusted, txns) = load_trusted(cp);
+    let rest = &bases[recovery_bases.len()..];
+    let (segments, txns) = recover_segments(dir, config, rest, trusted, txns)?;
+    Ok(Recovered {
+        segments,
+        txns,
+        recovery_bases,
+    })
+}
+
+/// Parses the base offset out of a segment file name (`<20 digits>.<ext>`).
+fn parse_base(stem: &str) -> Option<i64> {
+    if stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit()) {
+        stem.parse().ok()
+    } else {
+        None
+    }
+}
+
+/// Lists the base offsets of the `.log` files in `dir`, sorted. A file named
+/// like a segment file but with an unparsable base is STORAGE_ERROR.
+fn list_segment_bases(dir: &Path) -> Result<Vec<i64>> {
+    let mut bases = Vec::new();
+    for entry in fs::read_dir(dir).map_err(|e| LogError::io(dir, e))? {
+        let entry = entry.map_err(|e| LogError::io(dir, e))?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let Some((stem, ext)) = name.split_once('.') else {
+            continue;
+        };
+        if ![LOG_EXT, INDEX_EXT, TIME_INDEX_EXT].contains(&ext) {
+            continue;
+        }
+        let Some(base) = parse_base(stem) else {
+            return Err(LogError::storage(
+                entry.path(),
+                "named like a segment file but its base offset is not 20 digits",
+            ));
+        };
+        if ext == LOG_EXT {
+            bases.push(base);
+        }
+    }
+    bases.sort_unstable();
+    Ok(bases)
+}
+
+/// The checkpoint in `bytes` if it is intact and agrees with the segment
+/// files on disk; anything else means a scan.
+fn usable(
+    bytes: Option<Vec<u8>>,
+    kind: CheckpointKind,
+    dir: &Path,
+    bases: &[i64],
+) -> Option<Checkpoint> {
+    Checkpoint::decode(&bytes?)
+        .ok()
+        .filter(|cp| cp.matches(kind, dir, bases))
+}
+
+/// The segments a checkpoint vouches for, trusted without being read (their
+/// indexes load lazily).
+fn load_trusted(cp: Checkpoint) -> (Vec<Segment>, TxnIndex) {
+    let segments = cp
+        .segments
+        .iter()
+        .map(|s| Segment {
+            base_offset: s.base_offset,
+            next_offset: s.next_offset,
+            size: s.size,
+            max_timestamp_ms: s.max_timestamp_ms,
+            index_bytes: s.index_bytes,
+            indexes: std::sync::OnceLock::new(),
+            index_dirty: false,
+            unsynced: false,
+        })
+        .collect();
+    (segments, cp.txns)
+}
+
+/// Full recovery scan: decodes every batch of every segment, rebuilds the
+/// indexes and the transaction index, cuts a torn tail off the active
+/// segment and refuses a corrupt closed segment or a gap.
+fn recover_segments(
+    dir: &Path,
+    config: &LogConfig,
+    bases: &[i64],
+    mut segments: Vec<Segment>,
+    mut txns: TxnIndex,
+) -> Result<(Vec<Segment>, TxnIndex)> {
+    segments.reserve(bases.len());
+    for (i, &base) in bases.iter().enumerate() {
+        let active = i + 1 == bases.len();
+        let path = segment_path(dir, base, LOG_EXT);
+        if let Some(prev) = segments.last()
+            && base < prev.next_offset
+        {
+            return Err(LogError::storage(
+                &path,
+                format!(
+                    "segments are not contiguous: segment {base} starts below the end {} of segment {}",
+                    prev.next_offset, prev.base_offset
+                ),
+            ));
+        }
+        let file = File::open(&path).map_err(|e| LogError::io(&path, e))?;
+        let len = file.metadata().map_err(|e| LogError::io(&path, e))?.len();
+        let mut seg = Segment::empty(base);
+        let mut frames = FrameReader::new(&file, &path, 0, len, config.max_batch_bytes)
+            .with_chunk_hint(len as usize);
+        let bad = loop {
+            let (pos, frame) = match frames.next_frame() {
+                Ok(Some(f)) => f,
+                Ok(None) => break None,
+                Err(FrameError::Io(e)) => return Err(e),
+                Err(FrameError::Bad { position, reason }) => break Some((position, reason)),
+            };
+            let header = match codec::decode_header(&frame, config.max_batch_bytes) {
+                Ok(h) => h,
+                Err(e) => break Some((pos, e.to_string())),
+            };
+            let batch = match codec::decode_verified(&frame, &header) {
+                Ok(b) => b,
+                Err(e) => break Some((pos, e.to_string())),
+            };
+            if header.base_offset < seg.next_offset {
+                break Some((
+                    pos,
+                    format!(
+                        "batch at offset {} overlaps or moves backwards (expected >= {})",
+                        header.base_offset, seg.next_offset
+                    ),
+                ));
+            }
+            seg.note_batch(
+                pos,
+                &header,
+                frame.len() as u64,
+                batch.max_timestamp_ms(),
+                config.index_interval_bytes,
+            );
+            txns.observe(&header);
+        };
+        let clean = bad.is_none();
+        if let Some((pos, reason)) = bad {
+            if !active {
+                return Err(LogError::storage(
+                    &path,
+                    format!("corrupt closed segment at position {pos}: {reason}"),
+                ));
+            }
+            // Torn write repair: cut the active segment at the first bad frame.
+            let f = OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .map_err(|e| LogError::io(&path, e))?;
+            f.set_len(pos).map_err(|e| LogError::io(&path, e))?;
+            f.sync_all().map_err(|e| LogError::io(&path, e))?;
+        }
+        debug_assert!(!clean || seg.size == len);
+        seg.unsynced = false;
+        segments.push(seg);
+    }
+    Ok((segments, txns))
+}
+
+impl PartitionLog {
+    /// Records the recovery point: every closed segment is fsynced now, so
+    /// after a crash only the active segment (and anything rolled after this
+    /// flush) needs a scan. Rewritten only when the closed segments changed.
+    pub(crate) fn write_recovery_checkpoint(&mut self) -> Result<()> {
+        let closed = &self.segments[..self.segments.len() - 1];
+        if closed
+            .iter()
+            .map(|s| s.base_offset)
+            .eq(self.recovery_bases.iter().copied())
+        {
+            return Ok(());
+        }
+        let active_base = self.active_segment().base_offset;
+        // The transaction index as it stood at the recovery point.
+        let mut txns = self.txns.clone();
+        txns.truncate(active_base);
+        let cp = Checkpoint {
+            segments: closed.iter().map(SegmentSummary::of).collect(),
+            txns,
+        };
+        let path = self.dir.join(CheckpointKind::RecoveryPoint.file_name());
+        self.config.faults.before_write(&path)?;
+        fsutil::write_atomic(&path, &cp.encode())?;
+        self.recovery_bases = closed.iter().map(|s| s.base_offset).collect();
+        Ok(())
+    }
+
+    /// Forgets the recovery point before closed segments change (truncation,
+    /// deletion, compaction), so a crash never trusts a stale summary. The
+    /// next flush writes a new one.
+    pub(crate) fn invalidate_recovery_checkpoint(&mut self) -> Result<()> {
+        let path = self.dir.join(CheckpointKind::RecoveryPoint.file_name());
+        self.recovery_bases.clear();
+        if path.exists() {
+            fsutil::remove_if_exists(&path)?;
+            fsutil::sync_dir(&self.dir)?;
+        }
+        Ok(())
+    }
+}
