@@ -3,9 +3,11 @@
 with replication factor 3, and a confluent-kafka producer (acks=all,
 enable.idempotence) that keeps producing while the broker leading partition
 0 is taken offline with `mk-server broker offline <id>` and brought back with
-`mk-server broker online <id>`. The producer must re-route to the new leader
-on its own; afterwards a kafka-python consumer reads every acknowledged
-record exactly once, in order."""
+`mk-server broker online <id>`, twice (the second time the new leader goes,
+so leadership moves to the broker that came back). The producer must re-route to the new leader
+on its own. A confluent-kafka consumer tails the topic through it all, and
+afterwards a kafka-python consumer reads it from the start: each sees every
+acknowledged record exactly once, in order."""
 
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ class BackgroundProducer:
         self.sent: list[bytes] = []
         self.fatal: list[str] = []
         self.stop_flag = threading.Event()
+        self.left: int | None = None  # undelivered after the final flush
         self.producer = Producer(
             ConfluentKafka()._conf(
                 bootstrap,
@@ -99,6 +102,49 @@ class BackgroundProducer:
         )
 
 
+class TailingConsumer:
+    """A confluent-kafka consumer (manual assignment from offset 0, no
+    group) that reads the topic while the failover happens. After a leader
+    change librdkafka validates its position at the new leader with
+    OffsetForLeaderEpoch (KIP-320) before it fetches again."""
+
+    def __init__(self, bootstrap: str, topic: str):
+        from confluent_kafka import Consumer, TopicPartition
+
+        self.lock = threading.Lock()
+        self.got: list[tuple[int, int, bytes]] = []  # (partition, offset, value)
+        self.errors: list[str] = []
+        self.stop_flag = threading.Event()
+        self.consumer = Consumer(
+            ConfluentKafka()._conf(
+                bootstrap,
+                **{"group.id": "mk-interop-unused", "enable.auto.commit": False, "auto.offset.reset": "error"},
+            )
+        )
+        self.consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+        self.thread = threading.Thread(target=self._run, name="failover-consumer", daemon=True)
+
+    def _run(self) -> None:
+        try:
+            while not self.stop_flag.is_set():
+                for m in self.consumer.consume(num_messages=500, timeout=0.2):
+                    with self.lock:
+                        if m.error():
+                            self.errors.append(str(m.error()))
+                        else:
+                            self.got.append((m.partition(), m.offset(), m.value()))
+        finally:
+            self.consumer.close()
+
+    def wait_for(self, values: set[bytes]) -> None:
+        def seen():
+            with self.lock:
+                have = {v for _, _, v in self.got}
+            return values <= have, f"{len(values - have)} of {len(values)} acknowledged records not read yet"
+
+        _wait_for(seen, "the tailing consumer to read every acknowledged record")
+
+
 def _partition_state(bootstrap: str, topic: str) -> dict[int, tuple[int, list[int]]]:
     from confluent_kafka.admin import AdminClient
 
@@ -117,7 +163,7 @@ def _wait_for(condition, what: str, timeout_s: float = PHASE_TIMEOUT_S):
     raise AssertionError(f"{what} within {timeout_s}s; last seen: {last}")
 
 
-def test_failover_confluent_producer_then_kafka_python_reads_everything(three_brokers):
+def test_failover_confluent_producer_then_kafka_python_reads_everything(three_brokers, request):
     server = three_brokers
     bootstrap = ",".join(server.kafka_addrs)
     topic = unique_topic("failover")
@@ -132,32 +178,53 @@ def test_failover_confluent_producer_then_kafka_python_reads_everything(three_br
     assert old_leader in (1, 2, 3), f"partition 0 leader {old_leader}"
 
     producer = BackgroundProducer(bootstrap, topic)
+    tail = TailingConsumer(bootstrap, topic)
+    # Whatever fails, the consumer thread stops before the server does.
+    request.addfinalizer(lambda: (tail.stop_flag.set(), tail.thread.join(timeout=30)))
+    tail.thread.start()
     producer.thread.start()
+    leaders_seen = [old_leader]
     try:
         producer.wait_acked_on(0, PHASE_RECORDS, "before the leader goes offline")
+        # Two rounds: the second takes the new leader offline, so leadership
+        # moves to the broker that came back and caught up in round one.
+        for round_no in (1, 2):
+            leader = leaders_seen[-1]
+            off = server.cli("broker", "offline", str(leader))
+            assert off.returncode == 0, f"mk-server broker offline {leader}: {off.stdout}{off.stderr}"
+            acked_at_offline = producer.acked_on(0)
 
-        off = server.cli("broker", "offline", str(old_leader))
-        assert off.returncode == 0, f"mk-server broker offline {old_leader}: {off.stdout}{off.stderr}"
-        acked_at_offline = producer.acked_on(0)
+            def new_leader(leader=leader):
+                state = _partition_state(bootstrap, topic)
+                now, isr = state[0]
+                return now not in (-1, leader) and leader not in isr, state
 
-        def new_leader():
-            state = _partition_state(bootstrap, topic)
-            leader, isr = state[0]
-            return leader not in (-1, old_leader) and old_leader not in isr, state
+            state = _wait_for(new_leader, f"round {round_no}: partition 0 to get a leader other than broker {leader}")
+            leaders_seen.append(state[0][0])
+            producer.wait_acked_on(0, acked_at_offline + PHASE_RECORDS, f"round {round_no}: broker {leader} offline")
 
-        state = _wait_for(new_leader, f"partition 0 to get a leader other than broker {old_leader}")
-        producer.wait_acked_on(0, acked_at_offline + PHASE_RECORDS, f"with broker {old_leader} offline")
-
-        on = server.cli("broker", "online", str(old_leader))
-        assert on.returncode == 0, f"mk-server broker online {old_leader}: {on.stdout}{on.stderr}"
-        _wait_for(all_in_sync, f"broker {old_leader} to rejoin every ISR")
-        producer.wait_acked_on(0, producer.acked_on(0) + PHASE_RECORDS, f"after broker {old_leader} is back")
+            on = server.cli("broker", "online", str(leader))
+            assert on.returncode == 0, f"mk-server broker online {leader}: {on.stdout}{on.stderr}"
+            _wait_for(all_in_sync, f"round {round_no}: broker {leader} to rejoin every ISR")
+            producer.wait_acked_on(0, producer.acked_on(0) + PHASE_RECORDS, f"round {round_no}: broker {leader} back")
     finally:
         producer.stop_flag.set()
         producer.thread.join(timeout=PHASE_TIMEOUT_S + 30)
     assert not producer.thread.is_alive(), "producer thread did not stop"
     assert producer.left == 0, f"{producer.left} records undelivered at the end"
     assert not producer.fatal, f"fatal producer errors: {producer.fatal}"
+
+    tail.wait_for(set(producer.acked))
+    tail.stop_flag.set()
+    tail.thread.join(timeout=30)
+    assert not tail.thread.is_alive(), "tailing consumer did not stop"
+    tail_values = [v for _, _, v in tail.got]
+    assert len(tail_values) == len(set(tail_values)), "the tailing consumer read some records more than once"
+    for p in range(PARTITIONS):
+        offsets = [o for q, o, _ in tail.got if q == p]
+        assert offsets == list(range(len(offsets))), f"tailing consumer, partition {p}: offsets skip or repeat"
+    tail_moved = [(v, (q, o)) for q, o, v in tail.got if v in producer.acked and producer.acked[v] != (q, o)]
+    assert not tail_moved, f"tailing consumer read records elsewhere than acknowledged: {tail_moved[:5]}"
 
     got = DRIVERS["kafka-python"].read_all(bootstrap, topic)
     values = [g.value for g in got]
@@ -180,5 +247,6 @@ def test_failover_confluent_producer_then_kafka_python_reads_everything(three_br
     # Failed deliveries are allowed only as "maybe written"; report them.
     print(
         f"failover: {len(producer.sent)} sent, {len(producer.acked)} acknowledged, "
-        f"{len(producer.failed)} failed, {len(got)} read; partition 0 leader {old_leader} -> {state[0][0]}"
+        f"{len(producer.failed)} failed, {len(got)} read; partition 0 leaders {leaders_seen}; "
+        f"tailing consumer read {len(tail.got)}, its errors: {tail.errors[:5]}"
     )
