@@ -9,7 +9,14 @@
 // with) and its Batch class (the consumer's filtering), with manual offsets.
 'use strict'
 
-const { Kafka, CompressionTypes, CompressionCodecs, Partitioners, logLevel } = require('kafkajs')
+const {
+  Kafka,
+  CompressionTypes,
+  CompressionCodecs,
+  ConfigResourceTypes,
+  Partitioners,
+  logLevel,
+} = require('kafkajs')
 const SnappyCodec = require('kafkajs-snappy')
 const Batch = require('kafkajs/src/consumer/batch')
 const ISOLATION_LEVEL = require('kafkajs/src/protocol/isolationLevel')
@@ -160,6 +167,36 @@ const commands = {
       await producer.disconnect()
     }
     return { acks }
+  },
+
+  async 'describe-topic-config'({ bootstrap, topic }) {
+    return withAdmin(bootstrap, async admin => {
+      const { resources } = await admin.describeConfigs({
+        resources: [{ type: ConfigResourceTypes.TOPIC, name: topic }],
+        includeSynonyms: false,
+      })
+      const [res] = resources
+      if (res.errorCode !== 0) throw new Error(`describeConfigs answered ${JSON.stringify(res)}`)
+      return { configs: Object.fromEntries(res.configEntries.map(e => [e.configName, e.configValue])) }
+    })
+  },
+
+  async 'create-partitions'({ bootstrap, topic, count }) {
+    return withAdmin(bootstrap, async admin => {
+      await admin.createPartitions({ topicPartitions: [{ topic, count }], timeout: 30000 })
+      return {}
+    })
+  },
+
+  async 'delete-topic'({ bootstrap, topic }) {
+    return withAdmin(bootstrap, async admin => {
+      await admin.deleteTopics({ topics: [topic], timeout: 30000 })
+      return {}
+    })
+  },
+
+  async 'list-topics'({ bootstrap }) {
+    return withAdmin(bootstrap, async admin => ({ topics: await admin.listTopics() }))
   },
 
   async 'end-offsets'({ bootstrap, topic }) {

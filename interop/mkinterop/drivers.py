@@ -181,6 +181,46 @@ class ConfluentKafka:
         finally:
             consumer.close()
 
+    can_alter_configs_incrementally = True
+
+    def describe_topic_config(self, bootstrap: str, topic: str) -> dict[str, str | None]:
+        from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+
+        admin = AdminClient(self._conf(bootstrap))
+        res = ConfigResource(ResourceType.TOPIC, topic)
+        entries = admin.describe_configs([res], request_timeout=30)[res].result(timeout=TIMEOUT_S)
+        return {name: e.value for name, e in entries.items()}
+
+    def alter_topic_config(self, bootstrap: str, topic: str, key: str, value: str) -> None:
+        from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+        admin = AdminClient(self._conf(bootstrap))
+        res = ConfigResource(
+            ResourceType.TOPIC,
+            topic,
+            incremental_configs=[ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)],
+        )
+        admin.incremental_alter_configs([res], request_timeout=30)[res].result(timeout=TIMEOUT_S)
+
+    def create_partitions(self, bootstrap: str, topic: str, total: int) -> None:
+        from confluent_kafka.admin import AdminClient, NewPartitions
+
+        admin = AdminClient(self._conf(bootstrap))
+        admin.create_partitions([NewPartitions(topic, total)], request_timeout=30)[topic].result(timeout=TIMEOUT_S)
+
+    def delete_topic(self, bootstrap: str, topic: str) -> None:
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient(self._conf(bootstrap))
+        admin.delete_topics([topic], request_timeout=30)[topic].result(timeout=TIMEOUT_S)
+
+    def topic_names(self, bootstrap: str) -> set[str]:
+        """Every topic, from a Metadata request for all topics (which never
+        auto-creates one)."""
+        from confluent_kafka.admin import AdminClient
+
+        return set(AdminClient(self._conf(bootstrap)).list_topics(timeout=10).topics)
+
     def offsets_for_times(self, bootstrap: str, topic: str, partitions: int, timestamp_ms: int) -> dict[int, int | None]:
         from confluent_kafka import Consumer, TopicPartition
 
@@ -297,6 +337,48 @@ class KafkaPython:
             return got
         finally:
             consumer.close()
+
+    can_alter_configs_incrementally = True
+
+    def _admin(self, bootstrap: str, f):
+        from kafka.admin import KafkaAdminClient
+
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+        try:
+            return f(admin)
+        finally:
+            admin.close()
+
+    def describe_topic_config(self, bootstrap: str, topic: str) -> dict[str, str | None]:
+        from kafka.admin import ConfigResource, ConfigResourceType
+
+        res = self._admin(
+            bootstrap,
+            lambda a: a.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)], config_filter="all"),
+        )
+        return {k: v["value"] for k, v in res["topic"][topic].items()}
+
+    def alter_topic_config(self, bootstrap: str, topic: str, key: str, value: str) -> None:
+        from kafka.admin import ConfigResource, ConfigResourceType
+
+        res = self._admin(
+            bootstrap,
+            lambda a: a.alter_configs(
+                [ConfigResource(ConfigResourceType.TOPIC, topic, configs={key: value})], incremental=True
+            ),
+        )
+        outcome = res["topic"][topic]
+        if outcome is not None and getattr(outcome, "errno", 0) not in (0, None):
+            raise ClientFailure(f"alter_configs {topic}: {outcome!r}")
+
+    def create_partitions(self, bootstrap: str, topic: str, total: int) -> None:
+        self._admin(bootstrap, lambda a: a.create_partitions({topic: total}))
+
+    def delete_topic(self, bootstrap: str, topic: str) -> None:
+        self._admin(bootstrap, lambda a: a.delete_topics([topic]))
+
+    def topic_names(self, bootstrap: str) -> set[str]:
+        return set(self._admin(bootstrap, lambda a: a.list_topics()))
 
     def offsets_for_times(self, bootstrap: str, topic: str, partitions: int, timestamp_ms: int) -> dict[int, int | None]:
         from kafka import KafkaConsumer, TopicPartition
@@ -438,6 +520,49 @@ class AioKafka:
         finally:
             await consumer.stop()
 
+    # aiokafka's admin client has alter_configs (AlterConfigs, API 33) only,
+    # which this broker does not serve (spec 08: IncrementalAlterConfigs).
+    can_alter_configs_incrementally = False
+
+    async def _with_admin(self, bootstrap, f):
+        from aiokafka.admin import AIOKafkaAdminClient
+
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        await admin.start()
+        try:
+            return await f(admin)
+        finally:
+            await admin.close()
+
+    def describe_topic_config(self, bootstrap: str, topic: str) -> dict[str, str | None]:
+        from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+
+        [resp] = asyncio.run(
+            self._with_admin(bootstrap, lambda a: a.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)]))
+        )
+        obj = resp.to_object()
+        [res] = obj["resources"]
+        if res["error_code"] != 0:
+            raise ClientFailure(f"DescribeConfigs {topic}: {res}")
+        return {e["config_names"]: e["config_value"] for e in res["config_entries"]}
+
+    def create_partitions(self, bootstrap: str, topic: str, total: int) -> None:
+        from aiokafka.admin import NewPartitions
+
+        resp = asyncio.run(self._with_admin(bootstrap, lambda a: a.create_partitions({topic: NewPartitions(total)})))
+        errors = [r for r in resp.to_object()["topic_errors"] if r["error_code"] != 0]
+        if errors:
+            raise ClientFailure(f"CreatePartitions {topic}: {errors}")
+
+    def delete_topic(self, bootstrap: str, topic: str) -> None:
+        resp = asyncio.run(self._with_admin(bootstrap, lambda a: a.delete_topics([topic])))
+        errors = [r for r in resp.to_object()["topic_error_codes"] if r["error_code"] != 0]
+        if errors:
+            raise ClientFailure(f"DeleteTopics {topic}: {errors}")
+
+    def topic_names(self, bootstrap: str) -> set[str]:
+        return set(asyncio.run(self._with_admin(bootstrap, lambda a: a.list_topics())))
+
     def offsets_for_times(self, bootstrap: str, topic: str, partitions: int, timestamp_ms: int) -> dict[int, int | None]:
         return asyncio.run(self._offsets_for_times(bootstrap, topic, partitions, timestamp_ms))
 
@@ -548,6 +673,22 @@ class KafkaJs:
     def offsets_for_times(self, bootstrap: str, topic: str, partitions: int, timestamp_ms: int) -> dict[int, int | None]:
         res = self._run("offsets-for-times", {"bootstrap": bootstrap, "topic": topic, "timestamp": timestamp_ms})
         return {int(p): o for p, o in res["offsets"].items()}
+
+    # kafkajs's admin has alterConfigs (AlterConfigs, API 33) only, which
+    # this broker does not serve (spec 08: IncrementalAlterConfigs).
+    can_alter_configs_incrementally = False
+
+    def describe_topic_config(self, bootstrap: str, topic: str) -> dict[str, str | None]:
+        return self._run("describe-topic-config", {"bootstrap": bootstrap, "topic": topic})["configs"]
+
+    def create_partitions(self, bootstrap: str, topic: str, total: int) -> None:
+        self._run("create-partitions", {"bootstrap": bootstrap, "topic": topic, "count": total})
+
+    def delete_topic(self, bootstrap: str, topic: str) -> None:
+        self._run("delete-topic", {"bootstrap": bootstrap, "topic": topic})
+
+    def topic_names(self, bootstrap: str) -> set[str]:
+        return set(self._run("list-topics", {"bootstrap": bootstrap})["topics"])
 
     def end_offsets(self, bootstrap: str, topic: str) -> dict[int, int]:
         res = self._run("end-offsets", {"bootstrap": bootstrap, "topic": topic})

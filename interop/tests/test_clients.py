@@ -29,6 +29,13 @@ def test_create_topic_with_three_partitions(broker, client):
     assert DRIVERS["confluent-kafka"].partition_count(broker.bootstrap, topic) == 3
 
 
+def test_list_all_topics(broker, client):
+    """Metadata for all topics (a null topic list) names a new topic."""
+    topic = unique_topic("listed", client.name)
+    client.create_topic(broker.bootstrap, topic, partitions=1)
+    assert topic in client.topic_names(broker.bootstrap)
+
+
 def test_keyed_produce_acks_all_idempotent_then_plain_read(broker, client):
     topic = unique_topic("keyed", client.name)
     client.create_topic(broker.bootstrap, topic, partitions=3)
@@ -146,3 +153,41 @@ def test_keyed_produce_and_plain_read_on_three_brokers(three_broker_cluster, cli
     sent = [Rec(key=f"key-{i % KEYS}".encode(), value=f"{client.name}-rf3-{i:05d}".encode()) for i in range(1000)]
     acks = client.produce(bootstrap, topic, sent)
     check_keyed_round_trip(sent, acks, client.read_all(bootstrap, topic), partitions=3)
+
+
+def _wait_until(condition, what: str, timeout_s: float = 30.0):
+    deadline = time.monotonic() + timeout_s
+    last = None
+    while time.monotonic() < deadline:
+        ok, last = condition()
+        if ok:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{what} within {timeout_s}s; last seen: {last}")
+
+
+def test_admin_describe_and_alter_configs_add_partitions_delete_topic(broker, client):
+    """DescribeConfigs, IncrementalAlterConfigs (where the client has it),
+    CreatePartitions and DeleteTopics through the client's admin API."""
+    topic = unique_topic("admin", client.name)
+    client.create_topic(broker.bootstrap, topic, partitions=1)
+    configs = client.describe_topic_config(broker.bootstrap, topic)
+    assert configs.get("cleanup.policy") == "delete", configs
+    assert configs.get("retention.ms") == "604800000", configs
+
+    if client.can_alter_configs_incrementally:
+        client.alter_topic_config(broker.bootstrap, topic, "retention.ms", "3600000")
+        configs = client.describe_topic_config(broker.bootstrap, topic)
+        assert configs.get("retention.ms") == "3600000", configs
+        # An independent client sees the change.
+        assert DRIVERS["confluent-kafka"].describe_topic_config(broker.bootstrap, topic)["retention.ms"] == "3600000"
+
+    client.create_partitions(broker.bootstrap, topic, 3)
+    _wait_until(lambda: ((n := client.partition_count(broker.bootstrap, topic)) == 3, n), "3 partitions in metadata")
+
+    client.delete_topic(broker.bootstrap, topic)
+    _wait_until(
+        lambda: (topic not in (names := client.topic_names(broker.bootstrap)), sorted(names)),
+        f"{topic} to disappear from the topic list",
+    )
+    assert topic not in DRIVERS["confluent-kafka"].topic_names(broker.bootstrap)
