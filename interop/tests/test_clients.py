@@ -191,3 +191,15 @@ def test_admin_describe_and_alter_configs_add_partitions_delete_topic(broker, cl
         f"{topic} to disappear from the topic list",
     )
     assert topic not in DRIVERS["confluent-kafka"].topic_names(broker.bootstrap)
+
+
+def test_producing_to_a_missing_topic_creates_it(broker, client):
+    """Kafka's default auto.create.topics.enable: the producer's Metadata
+    request creates the topic with --num-partitions (1) partitions."""
+    topic = unique_topic("auto", client.name)
+    assert topic not in client.topic_names(broker.bootstrap)
+    sent = [Rec(key=f"k{i}".encode(), value=f"auto-{i}".encode()) for i in range(20)]
+    acks = client.produce(broker.bootstrap, topic, sent)
+    assert [(a.partition, a.offset) for a in acks] == [(0, i) for i in range(20)]
+    assert client.partition_count(broker.bootstrap, topic) == 1
+    check_in_order(sent, client.read_all(broker.bootstrap, topic))
