@@ -581,6 +581,36 @@ fn incremental_alter_configs(v: i16) {
     );
 }
 
+fn alter_configs(v: i16) {
+    use kafka_protocol::messages as k;
+    let req = admin::AlterConfigsRequest {
+        resources: vec![admin::AlterConfigsReplace {
+            resource_type: admin::RESOURCE_TOPIC,
+            resource_name: s("t"),
+            configs: vec![
+                (s("retention.ms"), Some(s("5"))),
+                (s("segment.bytes"), None),
+            ],
+        }],
+        validate_only: true,
+    };
+    let resp = admin::AlterConfigsResponse {
+        throttle_time_ms: 0,
+        responses: vec![admin::AlterConfigsResourceResponse {
+            error_code: KafkaCode::NONE,
+            error_message: None,
+            resource_type: admin::RESOURCE_TOPIC,
+            resource_name: s("t"),
+        }],
+    };
+    pair::<_, _, k::AlterConfigsRequest, k::AlterConfigsResponse>(
+        api::key::ALTER_CONFIGS,
+        v,
+        req,
+        resp,
+    );
+}
+
 #[test]
 fn every_advertised_api_and_version_round_trips_against_the_oracle() {
     let mut checked = 0;
@@ -600,6 +630,7 @@ fn every_advertised_api_and_version_round_trips_against_the_oracle() {
                 api::key::CREATE_PARTITIONS => create_partitions(v),
                 api::key::DESCRIBE_CONFIGS => describe_configs(v),
                 api::key::INCREMENTAL_ALTER_CONFIGS => incremental_alter_configs(v),
+                api::key::ALTER_CONFIGS => alter_configs(v),
                 other => panic!(
                     "API {} ({other}) is advertised but has no conformance check",
                     spec.name
