@@ -12,6 +12,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("mk-group", "offset_commits"),
     ("mk-cluster", "direct"),
     ("mk-server", "server"),
+    ("mk-server", "kafka"),
 ];
 
 const BEGIN: &str = "<!-- bench:begin -->";

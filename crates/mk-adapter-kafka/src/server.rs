@@ -478,7 +478,9 @@ async fn answer(
         shutdown: &shared.stop,
         header: &header,
     };
-    let mut w = Writer::new(flexible);
+    let mut buf = BytesMut::with_capacity(256);
+    buf.resize(frame::RESPONSE_HEADER_ROOM, 0);
+    let mut w = Writer::with_buf(buf, flexible);
     let answered = api::dispatch(&ctx, spec, &mut r, &mut w)
         .await
         .map_err(ReadEnd::Undecodable)?;
@@ -487,7 +489,7 @@ async fn answer(
     }
     // ApiVersions answers with header v0 at every version.
     let tagged = flexible && header.api_key != api::key::API_VERSIONS;
-    let bytes = frame::response_frame(header.correlation_id, tagged, w.into_bytes());
+    let bytes = frame::finish_response(w.buf, header.correlation_id, tagged);
     Ok(enqueue(bytes, q).await)
 }
 

@@ -581,6 +581,36 @@ fn incremental_alter_configs(v: i16) {
     );
 }
 
+fn alter_configs(v: i16) {
+    use kafka_protocol::messages as k;
+    let req = admin::AlterConfigsRequest {
+        resources: vec![admin::AlterConfigsReplace {
+            resource_type: admin::RESOURCE_TOPIC,
+            resource_name: s("t"),
+            configs: vec![
+                (s("retention.ms"), Some(s("5"))),
+                (s("segment.bytes"), None),
+            ],
+        }],
+        validate_only: true,
+    };
+    let resp = admin::AlterConfigsResponse {
+        throttle_time_ms: 0,
+        responses: vec![admin::AlterConfigsResourceResponse {
+            error_code: KafkaCode::NONE,
+            error_message: None,
+            resource_type: admin::RESOURCE_TOPIC,
+            resource_name: s("t"),
+        }],
+    };
+    pair::<_, _, k::AlterConfigsRequest, k::AlterConfigsResponse>(
+        api::key::ALTER_CONFIGS,
+        v,
+        req,
+        resp,
+    );
+}
+
 #[test]
 fn every_advertised_api_and_version_round_trips_against_the_oracle() {
     let mut checked = 0;
@@ -600,6 +630,7 @@ fn every_advertised_api_and_version_round_trips_against_the_oracle() {
                 api::key::CREATE_PARTITIONS => create_partitions(v),
                 api::key::DESCRIBE_CONFIGS => describe_configs(v),
                 api::key::INCREMENTAL_ALTER_CONFIGS => incremental_alter_configs(v),
+                api::key::ALTER_CONFIGS => alter_configs(v),
                 other => panic!(
                     "API {} ({other}) is advertised but has no conformance check",
                     spec.name
@@ -634,5 +665,420 @@ fn request_headers_agree_with_the_oracle() {
         let mut r = Reader::new(&bytes, false);
         assert_eq!(RequestHeader::read(&mut r, flexible).unwrap(), ours);
         assert!(r.is_empty());
+    }
+}
+
+// ----- consumer groups -------------------------------------------------------
+//
+// The group APIs are checked over the ranges the broker will advertise
+// (once the classic rebalance protocol is in the core they join the API
+// table and `every_advertised_api_and_version_round_trips_against_the_oracle`
+// covers them; `GROUP_RANGES` then goes away).
+
+use mk_adapter_kafka::api::{groups, txn};
+
+fn producer() -> txn::TxnProducer {
+    txn::TxnProducer {
+        transactional_id: s("tx"),
+        producer_id: 4,
+        producer_epoch: 1,
+    }
+}
+
+/// (key, name, min, max, flexible from).
+const GROUP_RANGES: &[(i16, &str, i16, i16, i16)] = &[
+    (10, "FindCoordinator", 0, 4, 3),
+    (11, "JoinGroup", 0, 9, 6),
+    (12, "Heartbeat", 0, 4, 4),
+    (13, "LeaveGroup", 0, 5, 4),
+    (14, "SyncGroup", 0, 5, 4),
+    (15, "DescribeGroups", 0, 5, 5),
+    (16, "ListGroups", 0, 4, 3),
+    (8, "OffsetCommit", 2, 8, 8),
+    (9, "OffsetFetch", 1, 8, 6),
+    (42, "DeleteGroups", 0, 2, 2),
+    (47, "OffsetDelete", 0, 0, i16::MAX),
+    (24, "AddPartitionsToTxn", 0, 3, 3),
+    (25, "AddOffsetsToTxn", 0, 3, 3),
+    (26, "EndTxn", 0, 3, 3),
+    (28, "TxnOffsetCommit", 0, 3, 3),
+];
+
+fn gpair<Req, Resp, OReq, OResp>(name: &str, v: i16, flexible: bool, req: Req, resp: Resp)
+where
+    Req: Message + PartialEq + Debug,
+    Resp: Message + PartialEq + Debug,
+    OReq: Encodable + Decodable + Debug + HeaderVersion,
+    OResp: Encodable + Decodable + Debug + HeaderVersion,
+{
+    assert_eq!(
+        OReq::header_version(v),
+        if flexible { 2 } else { 1 },
+        "{name} v{v}"
+    );
+    assert_eq!(OResp::header_version(v), i16::from(flexible), "{name} v{v}");
+    check::<Req, OReq>(&format!("{name} request"), req, v, flexible);
+    check::<Resp, OResp>(&format!("{name} response"), resp, v, flexible);
+}
+
+fn group_messages(key: i16, name: &str, v: i16, flexible: bool) {
+    use kafka_protocol::messages as k;
+    let b = |x: &'static [u8]| Bytes::from_static(x);
+    match key {
+        10 => gpair::<_, _, k::FindCoordinatorRequest, k::FindCoordinatorResponse>(
+            name,
+            v,
+            flexible,
+            groups::FindCoordinatorRequest {
+                key: if v <= 3 { s("g") } else { s("") },
+                key_type: if v >= 1 {
+                    groups::KEY_TYPE_TRANSACTION
+                } else {
+                    0
+                },
+                coordinator_keys: if v >= 4 { vec![s("a"), s("b")] } else { vec![] },
+            },
+            groups::FindCoordinatorResponse {
+                throttle_time_ms: 0,
+                coordinator: groups::Coordinator {
+                    key: s(""),
+                    node_id: if v <= 3 { 1 } else { -1 },
+                    host: if v <= 3 { s("127.0.0.1") } else { s("") },
+                    port: if v <= 3 { 9092 } else { -1 },
+                    error_code: KafkaCode::NONE,
+                    error_message: None,
+                },
+                coordinators: if v >= 4 {
+                    vec![groups::Coordinator {
+                        key: s("a"),
+                        node_id: 2,
+                        host: s("h"),
+                        port: 9093,
+                        error_code: KafkaCode::NONE,
+                        error_message: None,
+                    }]
+                } else {
+                    vec![]
+                },
+            },
+        ),
+        11 => gpair::<_, _, k::JoinGroupRequest, k::JoinGroupResponse>(
+            name,
+            v,
+            flexible,
+            groups::JoinGroupRequest {
+                group_id: s("g"),
+                session_timeout_ms: 10_000,
+                rebalance_timeout_ms: if v >= 1 { 30_000 } else { 10_000 },
+                member_id: s("m-1"),
+                group_instance_id: if v >= 5 { Some(s("i-1")) } else { None },
+                protocol_type: s("consumer"),
+                protocols: vec![groups::JoinGroupProtocol {
+                    name: s("range"),
+                    metadata: b(b"\x00\x01meta"),
+                }],
+                reason: if v >= 8 { Some(s("because")) } else { None },
+            },
+            groups::JoinGroupResponse {
+                throttle_time_ms: 0,
+                error_code: KafkaCode::NONE,
+                generation_id: 3,
+                protocol_type: if v >= 7 { Some(s("consumer")) } else { None },
+                protocol_name: Some(s("range")),
+                leader: s("m-1"),
+                skip_assignment: false,
+                member_id: s("m-1"),
+                members: vec![groups::JoinGroupMember {
+                    member_id: s("m-1"),
+                    group_instance_id: if v >= 5 { Some(s("i-1")) } else { None },
+                    metadata: b(b"meta"),
+                }],
+            },
+        ),
+        12 => gpair::<_, _, k::HeartbeatRequest, k::HeartbeatResponse>(
+            name,
+            v,
+            flexible,
+            groups::HeartbeatRequest {
+                group_id: s("g"),
+                generation_id: 4,
+                member_id: s("m"),
+                group_instance_id: if v >= 3 { Some(s("i")) } else { None },
+            },
+            groups::HeartbeatResponse {
+                throttle_time_ms: 0,
+                error_code: KafkaCode::REBALANCE_IN_PROGRESS,
+            },
+        ),
+        13 => gpair::<_, _, k::LeaveGroupRequest, k::LeaveGroupResponse>(
+            name,
+            v,
+            flexible,
+            groups::LeaveGroupRequest {
+                group_id: s("g"),
+                members: vec![groups::LeavingMember {
+                    member_id: s("m"),
+                    group_instance_id: if v >= 3 { Some(s("i")) } else { None },
+                    reason: if v >= 5 { Some(s("bye")) } else { None },
+                }],
+            },
+            groups::LeaveGroupResponse {
+                throttle_time_ms: 0,
+                error_code: KafkaCode::NONE,
+                members: if v >= 3 {
+                    vec![groups::LeftMember {
+                        member_id: s("m"),
+                        group_instance_id: None,
+                        error_code: KafkaCode::UNKNOWN_MEMBER_ID,
+                    }]
+                } else {
+                    vec![]
+                },
+            },
+        ),
+        14 => gpair::<_, _, k::SyncGroupRequest, k::SyncGroupResponse>(
+            name,
+            v,
+            flexible,
+            groups::SyncGroupRequest {
+                group_id: s("g"),
+                generation_id: 2,
+                member_id: s("m"),
+                group_instance_id: if v >= 3 { Some(s("i")) } else { None },
+                protocol_type: if v >= 5 { Some(s("consumer")) } else { None },
+                protocol_name: if v >= 5 { Some(s("range")) } else { None },
+                assignments: vec![groups::SyncGroupAssignment {
+                    member_id: s("m"),
+                    assignment: b(b"\x00\x00assign"),
+                }],
+            },
+            groups::SyncGroupResponse {
+                throttle_time_ms: 0,
+                error_code: KafkaCode::NONE,
+                protocol_type: if v >= 5 { Some(s("consumer")) } else { None },
+                protocol_name: if v >= 5 { Some(s("range")) } else { None },
+                assignment: b(b"assign"),
+            },
+        ),
+        15 => gpair::<_, _, k::DescribeGroupsRequest, k::DescribeGroupsResponse>(
+            name,
+            v,
+            flexible,
+            groups::DescribeGroupsRequest {
+                groups: vec![s("g")],
+                include_authorized_operations: v >= 3,
+            },
+            groups::DescribeGroupsResponse {
+                throttle_time_ms: 0,
+                groups: vec![groups::DescribedGroup {
+                    error_code: KafkaCode::NONE,
+                    group_id: s("g"),
+                    group_state: s("Stable"),
+                    protocol_type: s("consumer"),
+                    protocol_data: s("range"),
+                    members: vec![groups::DescribedMember {
+                        member_id: s("m"),
+                        group_instance_id: if v >= 4 { Some(s("i")) } else { None },
+                        client_id: s("c"),
+                        client_host: s("/127.0.0.1"),
+                        member_metadata: b(b"md"),
+                        member_assignment: b(b"as"),
+                    }],
+                    authorized_operations: if v >= 3 { 3 } else { i32::MIN },
+                }],
+            },
+        ),
+        16 => gpair::<_, _, k::ListGroupsRequest, k::ListGroupsResponse>(
+            name,
+            v,
+            flexible,
+            groups::ListGroupsRequest {
+                states_filter: if v >= 4 { vec![s("Stable")] } else { vec![] },
+            },
+            groups::ListGroupsResponse {
+                throttle_time_ms: 0,
+                error_code: KafkaCode::NONE,
+                groups: vec![groups::ListedGroup {
+                    group_id: s("g"),
+                    protocol_type: s("consumer"),
+                    group_state: if v >= 4 { s("Stable") } else { s("") },
+                }],
+            },
+        ),
+        8 => gpair::<_, _, k::OffsetCommitRequest, k::OffsetCommitResponse>(
+            name,
+            v,
+            flexible,
+            groups::OffsetCommitRequest {
+                group_id: s("g"),
+                generation_id: -1,
+                member_id: s(""),
+                group_instance_id: if v >= 7 { Some(s("i")) } else { None },
+                retention_time_ms: -1,
+                topics: vec![groups::OffsetCommitTopic {
+                    name: s("t"),
+                    partitions: vec![groups::OffsetCommitPartition {
+                        partition_index: 1,
+                        committed_offset: 77,
+                        committed_leader_epoch: if v >= 6 { 2 } else { -1 },
+                        committed_metadata: Some(s("")),
+                    }],
+                }],
+            },
+            groups::OffsetCommitResponse {
+                throttle_time_ms: 0,
+                topics: vec![groups::TopicPartitionErrors {
+                    name: s("t"),
+                    partitions: vec![(1, KafkaCode::NONE)],
+                }],
+            },
+        ),
+        9 => gpair::<_, _, k::OffsetFetchRequest, k::OffsetFetchResponse>(
+            name,
+            v,
+            flexible,
+            groups::OffsetFetchRequest {
+                groups: vec![groups::OffsetFetchGroup {
+                    group_id: s("g"),
+                    topics: if v >= 2 {
+                        None
+                    } else {
+                        Some(vec![groups::OffsetFetchTopic {
+                            name: s("t"),
+                            partition_indexes: vec![0, 1],
+                        }])
+                    },
+                }],
+                require_stable: v >= 7,
+            },
+            groups::OffsetFetchResponse {
+                throttle_time_ms: 0,
+                groups: vec![groups::FetchedGroup {
+                    group_id: if v >= 8 { s("g") } else { s("") },
+                    topics: vec![groups::FetchedTopic {
+                        name: s("t"),
+                        partitions: vec![groups::FetchedOffset {
+                            partition_index: 0,
+                            committed_offset: 5,
+                            committed_leader_epoch: -1,
+                            metadata: Some(s("")),
+                            error_code: KafkaCode::NONE,
+                        }],
+                    }],
+                    error_code: KafkaCode::NONE,
+                }],
+            },
+        ),
+        42 => gpair::<_, _, k::DeleteGroupsRequest, k::DeleteGroupsResponse>(
+            name,
+            v,
+            flexible,
+            groups::DeleteGroupsRequest {
+                groups_names: vec![s("g"), s("h")],
+            },
+            groups::DeleteGroupsResponse {
+                throttle_time_ms: 0,
+                results: vec![(s("g"), KafkaCode(68)), (s("h"), KafkaCode::NONE)],
+            },
+        ),
+        47 => gpair::<_, _, k::OffsetDeleteRequest, k::OffsetDeleteResponse>(
+            name,
+            v,
+            flexible,
+            groups::OffsetDeleteRequest {
+                group_id: s("g"),
+                topics: vec![(s("t"), vec![0, 2])],
+            },
+            groups::OffsetDeleteResponse {
+                error_code: KafkaCode::NONE,
+                throttle_time_ms: 0,
+                topics: vec![groups::TopicPartitionErrors {
+                    name: s("t"),
+                    partitions: vec![(0, KafkaCode(86))],
+                }],
+            },
+        ),
+        24 => gpair::<_, _, k::AddPartitionsToTxnRequest, k::AddPartitionsToTxnResponse>(
+            name,
+            v,
+            flexible,
+            txn::AddPartitionsToTxnRequest {
+                producer: producer(),
+                topics: vec![(s("t"), vec![0, 2])],
+            },
+            txn::AddPartitionsToTxnResponse {
+                throttle_time_ms: 0,
+                results: vec![groups::TopicPartitionErrors {
+                    name: s("t"),
+                    partitions: vec![(0, KafkaCode::NONE), (2, KafkaCode(51))],
+                }],
+            },
+        ),
+        25 => gpair::<_, _, k::AddOffsetsToTxnRequest, k::AddOffsetsToTxnResponse>(
+            name,
+            v,
+            flexible,
+            txn::AddOffsetsToTxnRequest {
+                producer: producer(),
+                group_id: s("g"),
+            },
+            txn::TxnErrorResponse {
+                throttle_time_ms: 0,
+                error_code: KafkaCode::NONE,
+            },
+        ),
+        26 => gpair::<_, _, k::EndTxnRequest, k::EndTxnResponse>(
+            name,
+            v,
+            flexible,
+            txn::EndTxnRequest {
+                producer: producer(),
+                committed: true,
+            },
+            txn::TxnErrorResponse {
+                throttle_time_ms: 0,
+                error_code: KafkaCode::PRODUCER_FENCED,
+            },
+        ),
+        28 => gpair::<_, _, k::TxnOffsetCommitRequest, k::TxnOffsetCommitResponse>(
+            name,
+            v,
+            flexible,
+            txn::TxnOffsetCommitRequest {
+                transactional_id: s("tx"),
+                group_id: s("g"),
+                producer_id: 4,
+                producer_epoch: 1,
+                generation_id: if v >= 3 { 7 } else { -1 },
+                member_id: if v >= 3 { s("m") } else { s("") },
+                group_instance_id: None,
+                topics: vec![(
+                    s("t"),
+                    vec![txn::TxnOffsetCommitPartition {
+                        partition_index: 0,
+                        committed_offset: 9,
+                        committed_leader_epoch: if v >= 2 { 1 } else { -1 },
+                        committed_metadata: None,
+                    }],
+                )],
+            },
+            txn::TxnOffsetCommitResponse {
+                throttle_time_ms: 0,
+                results: vec![groups::TopicPartitionErrors {
+                    name: s("t"),
+                    partitions: vec![(0, KafkaCode::NONE)],
+                }],
+            },
+        ),
+        other => panic!("no group example for key {other}"),
+    }
+}
+
+#[test]
+fn group_messages_round_trip_against_the_oracle() {
+    for (key, name, min, max, flexible_from) in GROUP_RANGES {
+        for v in *min..=*max {
+            group_messages(*key, name, v, v >= *flexible_from);
+        }
     }
 }

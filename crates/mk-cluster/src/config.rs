@@ -241,6 +241,27 @@ pub enum ConfigChange {
     Delete { key: String },
 }
 
+impl ConfigChange {
+    /// The changes that replace a topic's whole config with `configs`
+    /// (Kafka's AlterConfigs): every named key is set (a `None` value
+    /// resets it) and every key not named goes back to the cluster default.
+    pub fn replacing_all(configs: &[(String, Option<String>)]) -> Vec<ConfigChange> {
+        let mut changes: Vec<ConfigChange> = TOPIC_CONFIG_KEYS
+            .iter()
+            .filter(|k| !configs.iter().any(|(name, _)| name == *k))
+            .map(|k| ConfigChange::Delete { key: k.to_string() })
+            .collect();
+        changes.extend(configs.iter().map(|(key, value)| match value {
+            Some(value) => ConfigChange::Set {
+                key: key.clone(),
+                value: value.clone(),
+            },
+            None => ConfigChange::Delete { key: key.clone() },
+        }));
+        changes
+    }
+}
+
 fn config_int(key: &str, value: &str) -> Result<i64> {
     value.trim().parse::<i64>().map_err(|_| {
         ClusterError::InvalidConfig(format!("{key} must be an integer, got {value:?}"))
@@ -459,6 +480,22 @@ mod tests {
             TopicConfig::default().get("segment.bytes", 77).as_deref(),
             Some("77")
         );
+    }
+
+    #[test]
+    fn replacing_all_resets_every_key_not_named() {
+        let defaults = TopicConfig::default();
+        let mut c = defaults.clone();
+        c.set("segment.bytes", "4096").unwrap();
+        c.set("retention.bytes", "77").unwrap();
+        let replaced = c
+            .with_changes(
+                &ConfigChange::replacing_all(&[("retention.bytes".into(), Some("99".into()))]),
+                &defaults,
+            )
+            .unwrap();
+        assert_eq!(replaced.retention_bytes, Some(99));
+        assert_eq!(replaced.segment_bytes, defaults.segment_bytes);
     }
 
     #[test]

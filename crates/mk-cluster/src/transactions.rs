@@ -262,12 +262,7 @@ impl BrokerCluster {
     /// Executes a completion plan: markers with acks=all in partition order,
     /// then the staged offsets, then `complete`.
     async fn execute_plan(&self, mut plan: CompletionPlan) -> Result<()> {
-        let markers: Vec<(TopicPartition, mk_log::RecordBatch)> = plan
-            .markers()
-            .iter()
-            .filter(|m| !m.is_written())
-            .map(|m| (m.tp().clone(), m.batch().clone()))
-            .collect();
+        let markers = plan.unwritten_markers();
         for (tp, batch) in markers {
             self.append_batch(&tp, batch, AckMode::All).await?;
             self.guard(plan.ack_marker(&tp))?;
@@ -298,12 +293,7 @@ impl BrokerCluster {
     /// batch afterwards), staged offsets are stored, the state completes.
     pub(crate) fn recover_transactions(&self, plans: Vec<CompletionPlan>) -> Result<()> {
         for mut plan in plans {
-            let markers: Vec<(TopicPartition, mk_log::RecordBatch)> = plan
-                .markers()
-                .iter()
-                .filter(|m| !m.is_written())
-                .map(|m| (m.tp().clone(), m.batch().clone()))
-                .collect();
+            let markers = plan.unwritten_markers();
             for (tp, batch) in markers {
                 self.with_partition(&tp, |set| {
                     set.append(batch, AckMode::One, None)?;

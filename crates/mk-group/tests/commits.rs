@@ -18,20 +18,18 @@ fn assert_nothing_stored(f: &mut Fixture, group: &str, leo_before: i64) {
 fn owner_commits_and_fetch_committed_returns_the_offset() {
     let mut f = Fixture::new();
     let a = f.join("g", "a", &["payments"]);
-    f.commit(
+    f.commit_ok(
         "g",
         "a",
         a.generation,
-        &offsets(&[("payments", 0, 5), ("payments", 1, 7)]),
-    )
-    .unwrap();
+        &[("payments", 0, 5), ("payments", 1, 7)],
+    );
     assert_eq!(f.c().fetch_committed("g", &tp("payments", 0)), Some(5));
     assert_eq!(f.c().fetch_committed("g", &tp("payments", 1)), Some(7));
     assert_eq!(f.c().fetch_committed("g", &tp("orders", 0)), None);
     assert_eq!(f.c().fetch_committed("other", &tp("payments", 0)), None);
     // A later commit overwrites; offsets may also move backwards (a reset).
-    f.commit("g", "a", a.generation, &offsets(&[("payments", 0, 2)]))
-        .unwrap();
+    f.commit_ok("g", "a", a.generation, &[("payments", 0, 2)]);
     assert_eq!(
         f.c().committed_offsets("g"),
         offsets(&[("payments", 0, 2), ("payments", 1, 7)])
@@ -43,13 +41,12 @@ fn a_commit_of_several_partitions_is_one_append() {
     let mut f = Fixture::new();
     let a = f.join("g", "a", &["orders"]);
     let before = f.leo();
-    f.commit(
+    f.commit_ok(
         "g",
         "a",
         a.generation,
-        &offsets(&[("orders", 0, 1), ("orders", 1, 2), ("orders", 3, 4)]),
-    )
-    .unwrap();
+        &[("orders", 0, 1), ("orders", 1, 2), ("orders", 3, 4)],
+    );
     let log = f.c().offsets_log();
     let batches = log.read_batches(before, usize::MAX, None).unwrap();
     assert_eq!(batches.len(), 1);
@@ -61,14 +58,12 @@ fn a_commit_of_several_partitions_is_one_append() {
 fn new_member_bumps_the_generation_and_the_old_members_commit_is_illegal_generation() {
     let mut f = Fixture::new();
     let old = f.join("g", "a", &["payments"]);
-    f.commit("g", "a", old.generation, &offsets(&[("payments", 1, 3)]))
-        .unwrap();
+    f.commit_ok("g", "a", old.generation, &[("payments", 1, 3)]);
     let new = f.join("g", "b", &["payments"]);
     assert_eq!(new.generation, old.generation + 1);
     assert_eq!(new.partitions, vec![tp("payments", 1)]);
     // The new owner commits; the stale member then tries to overwrite it.
-    f.commit("g", "b", new.generation, &offsets(&[("payments", 1, 50)]))
-        .unwrap();
+    f.commit_ok("g", "b", new.generation, &[("payments", 1, 50)]);
     let leo = f.leo();
     let (c, msg) = code(f.commit("g", "a", old.generation, &offsets(&[("payments", 1, 10)])));
     assert_eq!(c, ErrorCode::IllegalGeneration);
@@ -78,13 +73,7 @@ fn new_member_bumps_the_generation_and_the_old_members_commit_is_illegal_generat
     // After refreshing, the old member commits what it owns now.
     let refreshed = f.c().assignment("g", "a").unwrap();
     assert_eq!(refreshed.partitions, vec![tp("payments", 0)]);
-    f.commit(
-        "g",
-        "a",
-        refreshed.generation,
-        &offsets(&[("payments", 0, 8)]),
-    )
-    .unwrap();
+    f.commit_ok("g", "a", refreshed.generation, &[("payments", 0, 8)]);
     assert_eq!(f.c().fetch_committed("g", &tp("payments", 0)), Some(8));
 }
 
@@ -214,8 +203,7 @@ fn negative_offsets_are_rejected_and_nothing_of_the_commit_is_stored() {
     assert_eq!(c, ErrorCode::InvalidRequest);
     assert_nothing_stored(&mut f, "manual", leo);
     // Zero is a valid offset.
-    f.commit("g", "a", a.generation, &offsets(&[("payments", 0, 0)]))
-        .unwrap();
+    f.commit_ok("g", "a", a.generation, &[("payments", 0, 0)]);
     assert_eq!(f.c().fetch_committed("g", &tp("payments", 0)), Some(0));
 }
 
@@ -224,7 +212,7 @@ fn an_empty_commit_is_accepted_and_writes_nothing() {
     let mut f = Fixture::new();
     let a = f.join("g", "a", &["payments"]);
     let leo = f.leo();
-    f.commit("g", "a", a.generation, &offsets(&[])).unwrap();
+    f.commit_ok("g", "a", a.generation, &[]);
     assert_eq!(f.leo(), leo);
 }
 
@@ -349,8 +337,7 @@ fn delete_offsets_writes_tombstones_and_refuses_subscribed_topics_per_partition(
 fn delete_groups_needs_empty_known_groups_and_removes_everything() {
     let mut f = Fixture::new();
     let a = f.join("g", "a", &["orders"]);
-    f.commit("g", "a", a.generation, &offsets(&[("orders", 2, 9)]))
-        .unwrap();
+    f.commit_ok("g", "a", a.generation, &[("orders", 2, 9)]);
     let answers = f
         .c()
         .delete_groups(&["nope".to_string(), "g".to_string()])

@@ -17,13 +17,12 @@ fn commit_rounds(f: &mut Fixture, rounds: i64) {
     let a = f.join("g1", "a", &["orders", "payments"]);
     let meta = f.meta.clone();
     for r in 0..rounds {
-        f.commit(
+        f.commit_ok(
             "g1",
             "a",
             a.generation,
-            &offsets(&[("orders", (r % 4) as u32, r), ("payments", 1, 100 + r)]),
-        )
-        .unwrap();
+            &[("orders", (r % 4) as u32, r), ("payments", 1, 100 + r)],
+        );
         f.c()
             .commit_direct(
                 "g2",
@@ -80,13 +79,12 @@ fn committed_offsets_survive_a_crash_without_close() {
 fn a_restarted_consumer_resumes_from_its_committed_offset() {
     let mut f = Fixture::new();
     let a = f.join("g", "a", &["payments"]);
-    f.commit(
+    f.commit_ok(
         "g",
         "a",
         a.generation,
-        &offsets(&[("payments", 0, 42), ("payments", 1, 7)]),
-    )
-    .unwrap();
+        &[("payments", 0, 42), ("payments", 1, 7)],
+    );
     f.crash();
     // The consumer re-joins; its starting positions are the committed offsets.
     let again = f.join("g", "a", &["payments"]);
@@ -275,8 +273,7 @@ fn write_failure_is_a_storage_failure_and_changes_nothing() {
     };
     let mut f = Fixture::with_config(config);
     let a = f.join("g", "a", &["payments"]);
-    f.commit("g", "a", a.generation, &offsets(&[("payments", 0, 1)]))
-        .unwrap();
+    f.commit_ok("g", "a", a.generation, &[("payments", 0, 1)]);
     faults.fail_writes_after(0);
     let e = f
         .commit("g", "a", a.generation, &offsets(&[("payments", 0, 2)]))

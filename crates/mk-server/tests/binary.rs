@@ -207,38 +207,34 @@ fn refuses_to_start_when_the_port_is_taken_without_touching_the_data_dir() {
     assert!(!data.exists(), "a refused start leaves no data directory");
 }
 
+/// Runs `mk-server` on `data` (any free port) until it exits by itself:
+/// (success, stdout, stderr).
+fn serve_until_exit(data: &Path) -> (bool, String, String) {
+    run(
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--kafka-listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            data.to_str().unwrap(),
+        ],
+        "",
+    )
+}
+
 #[test]
 fn refuses_to_start_when_the_data_dir_is_locked_or_metadata_is_unreadable() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let first = start(&data, &[]);
-    let (ok, stdout, stderr) = run(
-        &[
-            "--listen",
-            "127.0.0.1:0",
-            "--kafka-listen",
-            "127.0.0.1:0",
-            "--data-dir",
-            data.to_str().unwrap(),
-        ],
-        "",
-    );
+    let (ok, stdout, stderr) = serve_until_exit(&data);
     assert!(!ok);
     assert!(stdout.is_empty(), "{stdout}");
     assert!(stderr.contains("in use by another process"), "{stderr}");
     drop(first);
     std::fs::write(data.join("metadata.json"), b"{ not json").unwrap();
-    let (ok, stdout, stderr) = run(
-        &[
-            "--listen",
-            "127.0.0.1:0",
-            "--kafka-listen",
-            "127.0.0.1:0",
-            "--data-dir",
-            data.to_str().unwrap(),
-        ],
-        "",
-    );
+    let (ok, stdout, stderr) = serve_until_exit(&data);
     assert!(!ok);
     assert!(stdout.is_empty(), "{stdout}");
     assert!(

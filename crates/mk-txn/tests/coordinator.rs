@@ -16,9 +16,7 @@ fn code<T: std::fmt::Debug>(r: Result<T, TxnError>) -> ErrorCode {
 #[test]
 fn zombie_instance_is_fenced_and_its_open_transaction_aborted_first() {
     let mut h = Harness::new();
-    let out = tp("out", 0);
-    h.begin("tx", 1, 0);
-    h.send("tx", 0, &out, "zombie-data");
+    let out = h.ongoing("zombie-data");
     let late = h
         .coord()
         .send("tx", 0, out.clone(), record("late"))
@@ -87,9 +85,7 @@ fn zombie_instance_is_fenced_and_its_open_transaction_aborted_first() {
 #[test]
 fn newer_instance_finishes_a_prepared_commit_of_the_older_one() {
     let mut h = Harness::new();
-    let out = tp("out", 0);
-    h.begin("tx", 1, 0);
-    h.send("tx", 0, &out, "decided");
+    let out = h.ongoing("decided");
     h.coord()
         .send_offsets("tx", 0, "g", [(tp("in", 0), 4)])
         .unwrap();
@@ -158,9 +154,7 @@ fn timeout_aborts_an_abandoned_transaction() {
 #[test]
 fn timeout_counts_from_begin_across_a_restart() {
     let mut h = Harness::new();
-    let out = tp("out", 0);
-    h.begin("tx", 1, 0);
-    h.send("tx", 0, &out, "x");
+    let out = h.ongoing("x");
     h.clock.advance(59_000);
     assert!(h.crash_and_reopen().is_empty());
     h.clock.advance(1_001);
@@ -319,9 +313,7 @@ fn wrong_state_operations_return_invalid_txn_state() {
 #[test]
 fn a_failed_send_makes_the_transaction_abort_only() {
     let mut h = Harness::new();
-    let out = tp("out", 0);
-    h.begin("tx", 1, 0);
-    h.send("tx", 0, &out, "ok");
+    let out = h.ongoing("ok");
     let failing = h
         .coord()
         .send("tx", 0, out.clone(), record("refused"))

@@ -7,20 +7,14 @@ mod common;
 
 use common::{Harness, record, tp};
 use mk_core::{ErrorCode, SharedClock};
-use mk_txn::{Outcome, TransactionCoordinator, TxnConfig, TxnState};
+use mk_txn::{JournalFaults, Outcome, TransactionCoordinator, TxnConfig, TxnState};
 use std::io::Write;
 use std::sync::Arc;
 
 #[test]
 fn crash_after_prepare_commit_recovers_to_a_committed_transaction_with_markers_and_offsets() {
     let mut h = Harness::new();
-    let (a, b, input) = (tp("out", 0), tp("out", 1), tp("in", 0));
-    h.begin("tx", 1, 0);
-    h.send("tx", 0, &a, "a1");
-    h.send("tx", 0, &b, "b1");
-    h.coord()
-        .send_offsets("tx", 0, "g", [(input.clone(), 42)])
-        .unwrap();
+    let (a, b, input) = h.two_partition_txn(42);
     // The coordinator journals PrepareCommit and returns its plan; the
     // process dies before executing any of it.
     let plan = h.coord().commit("tx", 0).unwrap();
@@ -84,9 +78,7 @@ fn a_partly_executed_plan_is_rerun_after_a_crash_and_duplicate_markers_are_harml
 #[test]
 fn crash_after_prepare_abort_recovers_to_an_aborted_transaction() {
     let mut h = Harness::new();
-    let out = tp("out", 0);
-    h.begin("tx", 1, 0);
-    h.send("tx", 0, &out, "x");
+    let out = h.ongoing("x");
     h.coord()
         .send_offsets("tx", 0, "g", [(tp("in", 0), 1)])
         .unwrap();
@@ -349,9 +341,7 @@ fn journal_snapshot_on_clean_close_is_compact_and_round_trips() {
 #[test]
 fn an_unclean_restart_fences_sends_of_recovered_epochs_and_makes_open_transactions_abort_only() {
     let mut h = Harness::new();
-    let out = tp("out", 0);
-    h.begin("tx", 1, 0);
-    h.send("tx", 0, &out, "a");
+    let out = h.ongoing("a");
     h.send("tx", 0, &out, "b");
     h.begin("done", 2, 0);
     h.commit("done", 0);
@@ -384,14 +374,19 @@ fn an_unclean_restart_fences_sends_of_recovered_epochs_and_makes_open_transactio
     h.begin("done", 2, 1);
 }
 
-#[test]
-fn a_journal_write_failure_changes_nothing_and_fails_the_coordinator() {
+/// A coordinator whose journal faults the test controls, with transaction
+/// "tx" Ongoing after one record on out-0.
+fn ongoing_with_journal_faults() -> (Harness, Arc<JournalFaults>) {
     let config = TxnConfig::default();
     let faults = config.faults.clone();
     let mut h = Harness::with_config(config);
-    let out = tp("out", 0);
-    h.begin("tx", 1, 0);
-    h.send("tx", 0, &out, "x");
+    h.ongoing("x");
+    (h, faults)
+}
+
+#[test]
+fn a_journal_write_failure_changes_nothing_and_fails_the_coordinator() {
+    let (mut h, faults) = ongoing_with_journal_faults();
 
     faults.fail_writes_after(0);
     let err = h.coord().commit("tx", 0).unwrap_err();
@@ -417,12 +412,7 @@ fn a_journal_write_failure_changes_nothing_and_fails_the_coordinator() {
 
 #[test]
 fn a_write_torn_by_a_crash_loses_only_that_state_change() {
-    let config = TxnConfig::default();
-    let faults = config.faults.clone();
-    let mut h = Harness::with_config(config);
-    let out = tp("out", 0);
-    h.begin("tx", 1, 0);
-    h.send("tx", 0, &out, "x");
+    let (mut h, faults) = ongoing_with_journal_faults();
     faults.tear_write_after(0);
     assert_eq!(
         h.coord().commit("tx", 0).unwrap_err().code(),
@@ -438,7 +428,7 @@ fn a_write_torn_by_a_crash_loses_only_that_state_change() {
     assert_eq!(h.state("tx"), TxnState::Ongoing);
     assert!(h.journal_text().ends_with('\n'));
     h.abort("tx", 0);
-    assert!(h.read_committed(&out).is_empty());
+    assert!(h.read_committed(&tp("out", 0)).is_empty());
 }
 
 #[test]

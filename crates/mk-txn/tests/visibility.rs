@@ -35,13 +35,7 @@ fn open_transaction_is_invisible_to_read_committed_and_holds_back_the_lso() {
 #[test]
 fn commit_makes_records_and_staged_offsets_visible_together() {
     let mut h = Harness::new();
-    let (a, b, input) = (tp("out", 0), tp("out", 1), tp("in", 0));
-    h.begin("tx", 1, 0);
-    h.send("tx", 0, &a, "a1");
-    h.send("tx", 0, &b, "b1");
-    h.coord()
-        .send_offsets("tx", 0, "g", [(input.clone(), 17)])
-        .unwrap();
+    let (a, b, input) = h.two_partition_txn(17);
 
     let mut plan = h.coord().commit("tx", 0).unwrap();
     // Prepared but not executed: neither records nor offsets are visible.
@@ -96,9 +90,7 @@ fn abort_hides_records_forever_and_stores_no_offsets() {
 #[test]
 fn read_uncommitted_sees_transactional_records_but_never_markers() {
     let mut h = Harness::new();
-    let out = tp("out", 0);
-    h.begin("tx", 1, 0);
-    h.send("tx", 0, &out, "c");
+    let out = h.ongoing("c");
     h.commit("tx", 0);
     h.begin("tx", 1, 0);
     h.send("tx", 0, &out, "a");
@@ -121,9 +113,7 @@ fn read_uncommitted_sees_transactional_records_but_never_markers() {
 #[test]
 fn reusing_an_id_keeps_earlier_commits_visible_while_the_lso_holds_back_the_new_ones() {
     let mut h = Harness::new();
-    let out = tp("out", 0);
-    h.begin("tx", 1, 0);
-    h.send("tx", 0, &out, "first-1");
+    let out = h.ongoing("first-1");
     h.send("tx", 0, &out, "first-2");
     h.commit("tx", 0);
     let committed_end = h.hw(&out);

@@ -9,16 +9,18 @@
 //! - `fetch`: Fetch
 //! - `offsets`: ListOffsets, OffsetForLeaderEpoch
 //! - `admin`: CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs,
-//!   IncrementalAlterConfigs
+//!   AlterConfigs, IncrementalAlterConfigs
 //!
 //! ApiVersions advertises exactly this table, and the conformance tests
 //! exercise every (API, version) pair in it.
 
 pub mod admin;
 pub mod fetch;
+pub mod groups;
 pub mod metadata;
 pub mod offsets;
 pub mod produce;
+pub mod txn;
 pub mod versions;
 
 use crate::codec::{DecodeResult, Reader, Writer};
@@ -109,6 +111,7 @@ pub async fn dispatch(
             admin::DescribeConfigsRequest,
             admin::handle_describe_configs
         ),
+        key::ALTER_CONFIGS => route!(admin::AlterConfigsRequest, admin::handle_alter_configs),
         key::INCREMENTAL_ALTER_CONFIGS => route!(
             admin::IncrementalAlterConfigsRequest,
             admin::handle_incremental_alter_configs
@@ -161,6 +164,7 @@ pub mod key {
     pub const INIT_PRODUCER_ID: i16 = 22;
     pub const OFFSET_FOR_LEADER_EPOCH: i16 = 23;
     pub const DESCRIBE_CONFIGS: i16 = 32;
+    pub const ALTER_CONFIGS: i16 = 33;
     pub const CREATE_PARTITIONS: i16 = 37;
     pub const INCREMENTAL_ALTER_CONFIGS: i16 = 44;
     pub const DESCRIBE_CLUSTER: i16 = 60;
@@ -196,6 +200,7 @@ pub const APIS: &[ApiSpec] = &[
         4,
     ),
     api(key::DESCRIBE_CONFIGS, "DescribeConfigs", 1, 4, 4),
+    api(key::ALTER_CONFIGS, "AlterConfigs", 0, 2, 2),
     api(key::CREATE_PARTITIONS, "CreatePartitions", 0, 3, 2),
     api(
         key::INCREMENTAL_ALTER_CONFIGS,
@@ -244,6 +249,7 @@ pub fn decode_request(frame: &bytes::Bytes) -> DecodeResult<RequestHeader> {
         key::DELETE_TOPICS => body!(admin::DeleteTopicsRequest),
         key::CREATE_PARTITIONS => body!(admin::CreatePartitionsRequest),
         key::DESCRIBE_CONFIGS => body!(admin::DescribeConfigsRequest),
+        key::ALTER_CONFIGS => body!(admin::AlterConfigsRequest),
         key::INCREMENTAL_ALTER_CONFIGS => body!(admin::IncrementalAlterConfigsRequest),
         other => {
             return Err(DecodeError::Invalid(format!(

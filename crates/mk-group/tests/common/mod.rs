@@ -65,6 +65,19 @@ impl Fixture {
         self.coordinator.as_mut().expect("coordinator is open")
     }
 
+    /// A commit the test expects to succeed; `offsets` as (topic,
+    /// partition, offset).
+    pub fn commit_ok(
+        &mut self,
+        group: &str,
+        member: &str,
+        generation: i32,
+        list: &[(&str, u32, i64)],
+    ) {
+        self.commit(group, member, generation, &offsets(list))
+            .unwrap();
+    }
+
     /// Splits the borrow: the coordinator and the metadata at once.
     pub fn parts(&mut self) -> (&mut GroupCoordinator, &BTreeMap<String, u32>) {
         (

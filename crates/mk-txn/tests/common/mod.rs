@@ -129,6 +129,32 @@ impl Harness {
     }
 
     /// A transactional send, appended and reported; returns the offset.
+    /// Begins "tx" (producer 1, epoch 0) and sends `value` to out-0, which
+    /// it returns: a transaction Ongoing in one partition.
+    pub fn ongoing(&mut self, value: &str) -> TopicPartition {
+        let out = tp("out", 0);
+        self.begin("tx", 1, 0);
+        self.send("tx", 0, &out, value);
+        out
+    }
+
+    /// The usual open transaction of these tests: "tx" (producer 1, epoch
+    /// 0) has written `a1` to out-0 and `b1` to out-1 and staged `offset`
+    /// for group "g" on in-0. Returns (out-0, out-1, in-0).
+    pub fn two_partition_txn(
+        &mut self,
+        offset: i64,
+    ) -> (TopicPartition, TopicPartition, TopicPartition) {
+        let (a, b, input) = (tp("out", 0), tp("out", 1), tp("in", 0));
+        self.begin("tx", 1, 0);
+        self.send("tx", 0, &a, "a1");
+        self.send("tx", 0, &b, "b1");
+        self.coord()
+            .send_offsets("tx", 0, "g", [(input.clone(), offset)])
+            .unwrap();
+        (a, b, input)
+    }
+
     pub fn send(&mut self, id: &str, epoch: i32, tp: &TopicPartition, value: &str) -> i64 {
         let pending = self
             .coord()
