@@ -9,7 +9,7 @@
 
 use crate::assignor::{Assignment, AssignorKind};
 use crate::codec::GroupMetadata;
-use crate::coordinator::{GroupCoordinator, fenced, unknown_member};
+use crate::coordinator::{GroupCoordinator, fenced, unknown_group, unknown_member};
 use crate::error::{GroupError, Result};
 use crate::group::{CONSUMER_PROTOCOL_TYPE, Group, GroupState, Member};
 use crate::metadata::TopicMetadata;
@@ -252,10 +252,7 @@ impl GroupCoordinator {
         meta: &dyn TopicMetadata,
     ) -> Result<Vec<Result<()>>> {
         let Some(g) = self.groups.get(group) else {
-            return Ok(members
-                .iter()
-                .map(|_| Err(crate::coordinator::unknown_group(group)))
-                .collect());
+            return Ok(members.iter().map(|_| Err(unknown_group(group))).collect());
         };
         let mut doomed: BTreeSet<String> = BTreeSet::new();
         let mut unused: BTreeSet<String> = BTreeSet::new();

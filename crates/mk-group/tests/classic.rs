@@ -767,7 +767,6 @@ fn a_silent_static_member_stays_until_its_session_expires_or_its_instance_id_lea
             ..kafka_join("g", &d.id)
         })
         .unwrap();
-    let started = f.clock.now_ms();
     f.clock.advance(i64::from(KAFKA_REBALANCE_MS));
     assert!(f.expire().is_empty());
     let jd = ready(&mut hd);
@@ -805,7 +804,6 @@ fn a_silent_static_member_stays_until_its_session_expires_or_its_instance_id_lea
             .unwrap(),
     );
     let joined_at = f.clock.now_ms();
-    assert!(joined_at >= started);
     while f.clock.now_ms() < joined_at + i64::from(STATIC_SESSION_MS) {
         f.clock.advance(5_000);
         let _ = f.c().heartbeat_member("g", &d.id, t.generation_id, None);
