@@ -516,15 +516,17 @@ async fn respond(line: &[u8], shared: &Shared) -> Vec<u8> {
 }
 
 /// The code this protocol reports for a core code. Spec 06 fixed
-/// INVALID_REQUEST for every invalid create/alter argument; the finer codes
-/// Kafka clients expect (INVALID_PARTITIONS, ...) are reported here as
-/// INVALID_REQUEST with the same message.
+/// INVALID_REQUEST for every invalid create/alter argument and for an empty
+/// group id; the finer codes Kafka clients expect (INVALID_PARTITIONS,
+/// INVALID_GROUP_ID, ...) are reported here as INVALID_REQUEST with the same
+/// message.
 pub fn json_code(code: ErrorCode) -> ErrorCode {
     match code {
         ErrorCode::InvalidTopic
         | ErrorCode::InvalidPartitions
         | ErrorCode::InvalidReplicationFactor
-        | ErrorCode::InvalidConfig => ErrorCode::InvalidRequest,
+        | ErrorCode::InvalidConfig
+        | ErrorCode::InvalidGroupId => ErrorCode::InvalidRequest,
         other => other,
     }
 }

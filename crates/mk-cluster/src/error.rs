@@ -123,6 +123,15 @@ impl ClusterError {
         }
     }
 
+    /// The member id a MEMBER_ID_REQUIRED answer of `join_group_member`
+    /// carries: the new member must join again with it.
+    pub fn member_id_required(&self) -> Option<&str> {
+        match self {
+            ClusterError::Group(e) => e.member_id_required(),
+            _ => None,
+        }
+    }
+
     /// True for failures of the disk (how far each reaches is decided by
     /// the cluster, see `health.rs`). A damaged partition's refusal is not
     /// one: that failure was already handled.

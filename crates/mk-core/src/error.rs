@@ -39,11 +39,20 @@ pub enum ErrorCode {
     InvalidReplicationFactor,
     InvalidConfig,
     RequestTimedOut,
+    InvalidGroupId,
+    MemberIdRequired,
+    InconsistentGroupProtocol,
+    InvalidSessionTimeout,
+    NonEmptyGroup,
+    GroupIdNotFound,
+    GroupSubscribedToTopic,
+    FencedInstanceId,
+    GroupMaxSizeReached,
 }
 
 impl ErrorCode {
     /// Every code, in the order of the specification's table.
-    pub const ALL: [ErrorCode; 33] = [
+    pub const ALL: [ErrorCode; 42] = [
         ErrorCode::OffsetOutOfRange,
         ErrorCode::InvalidRecord,
         ErrorCode::CorruptBatch,
@@ -77,6 +86,15 @@ impl ErrorCode {
         ErrorCode::InvalidReplicationFactor,
         ErrorCode::InvalidConfig,
         ErrorCode::RequestTimedOut,
+        ErrorCode::InvalidGroupId,
+        ErrorCode::MemberIdRequired,
+        ErrorCode::InconsistentGroupProtocol,
+        ErrorCode::InvalidSessionTimeout,
+        ErrorCode::NonEmptyGroup,
+        ErrorCode::GroupIdNotFound,
+        ErrorCode::GroupSubscribedToTopic,
+        ErrorCode::FencedInstanceId,
+        ErrorCode::GroupMaxSizeReached,
     ];
 
     /// The wire spelling of the code, e.g. `"OFFSET_OUT_OF_RANGE"`.
@@ -115,6 +133,15 @@ impl ErrorCode {
             ErrorCode::InvalidReplicationFactor => "INVALID_REPLICATION_FACTOR",
             ErrorCode::InvalidConfig => "INVALID_CONFIG",
             ErrorCode::RequestTimedOut => "REQUEST_TIMED_OUT",
+            ErrorCode::InvalidGroupId => "INVALID_GROUP_ID",
+            ErrorCode::MemberIdRequired => "MEMBER_ID_REQUIRED",
+            ErrorCode::InconsistentGroupProtocol => "INCONSISTENT_GROUP_PROTOCOL",
+            ErrorCode::InvalidSessionTimeout => "INVALID_SESSION_TIMEOUT",
+            ErrorCode::NonEmptyGroup => "NON_EMPTY_GROUP",
+            ErrorCode::GroupIdNotFound => "GROUP_ID_NOT_FOUND",
+            ErrorCode::GroupSubscribedToTopic => "GROUP_SUBSCRIBED_TO_TOPIC",
+            ErrorCode::FencedInstanceId => "FENCED_INSTANCE_ID",
+            ErrorCode::GroupMaxSizeReached => "GROUP_MAX_SIZE_REACHED",
         }
     }
 

@@ -6,6 +6,7 @@
 
 use mk_adapter_jsontcp::JsonTcpClient;
 use mk_adapter_jsontcp::mk_cluster::{AckMode, Bytes, ErrorCode, FetchRequest, TopicPartition};
+use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -754,4 +755,161 @@ async fn every_fetch_answer_is_bounded_whatever_the_client_asks() {
     assert_eq!(f.records.len(), 6);
     assert_eq!(f.next_offset, 6);
     assert_eq!(fetch_all(&server.addr, "big").await.len(), 200);
+}
+
+/// A line a running client subcommand wrote: which process, which stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Line {
+    Out(usize, String),
+    Err(usize, String),
+}
+
+/// A long-running client subcommand, killed when dropped.
+struct Running {
+    child: Child,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `args` as process number `id`; its stdout and stderr lines go to
+/// `tx`.
+fn spawn_lines(args: &[&str], id: usize, tx: &mpsc::Sender<Line>) -> Running {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = child.stdout.take().unwrap();
+    let err = child.stderr.take().unwrap();
+    let (to, te) = (tx.clone(), tx.clone());
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = to.send(Line::Out(id, line));
+        }
+    });
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            let _ = te.send(Line::Err(id, line));
+        }
+    });
+    Running { child }
+}
+
+/// Receives lines until `done` says so, keeping every line; fails after
+/// `PATIENCE` without progress.
+fn collect_until(
+    rx: &mpsc::Receiver<Line>,
+    seen: &mut Vec<Line>,
+    mut done: impl FnMut(&[Line]) -> bool,
+) {
+    while !done(seen) {
+        match rx.recv_timeout(PATIENCE) {
+            Ok(line) => seen.push(line),
+            Err(e) => panic!("no more output ({e}); seen so far: {seen:#?}"),
+        }
+    }
+}
+
+#[test]
+fn two_group_consumers_share_the_partitions_and_keep_running_after_rebalances() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(&dir.path().join("data"), &[]);
+    let addr = server.addr.as_str();
+    let (ok, _, err) = run(
+        &[
+            "topic",
+            "create",
+            "shared",
+            "--partitions",
+            "4",
+            "--server",
+            addr,
+        ],
+        "",
+    );
+    assert!(ok, "{err}");
+    let consume = [
+        "consume", "shared", "--group", "g", "--follow", "--server", addr,
+    ];
+    let (tx, rx) = mpsc::channel();
+    let mut seen = Vec::new();
+    let first = spawn_lines(&consume, 0, &tx);
+    collect_until(&rx, &mut seen, |s| {
+        s.iter()
+            .any(|l| matches!(l, Line::Err(0, t) if t.starts_with("joined group g")))
+    });
+    // The second consumer's join starts a new generation; the first one is
+    // fenced at its next commit and rejoins by itself (it used to exit).
+    let second = spawn_lines(&consume, 1, &tx);
+    collect_until(&rx, &mut seen, |s| {
+        let joined = s
+            .iter()
+            .any(|l| matches!(l, Line::Err(1, t) if t.starts_with("joined group g")));
+        let rejoined = s
+            .iter()
+            .any(|l| matches!(l, Line::Err(0, t) if t.starts_with("rejoined group g")));
+        joined && rejoined
+    });
+    let mut expected = BTreeSet::new();
+    for p in 0..4 {
+        let values: String = (0..10).map(|i| format!("p{p}-{i}\n")).collect();
+        expected.extend((0..10).map(|i| format!("p{p}-{i}")));
+        let partition = p.to_string();
+        let (ok, _, err) = run(
+            &[
+                "produce",
+                "shared",
+                "--partition",
+                &partition,
+                "--server",
+                addr,
+            ],
+            &values,
+        );
+        assert!(ok, "{err}");
+    }
+    let printed = |s: &[Line]| -> Vec<(usize, String)> {
+        s.iter()
+            .filter_map(|l| match l {
+                Line::Out(id, t) => t.split_once(" value=").map(|(_, v)| (*id, v.to_string())),
+                Line::Err(..) => None,
+            })
+            .collect()
+    };
+    collect_until(&rx, &mut seen, |s| printed(s).len() >= expected.len());
+    let records = printed(&seen);
+    let values: Vec<&String> = records.iter().map(|(_, v)| v).collect();
+    let unique: BTreeSet<String> = values.iter().map(|v| v.to_string()).collect();
+    assert_eq!(unique, expected, "every record is printed");
+    assert_eq!(
+        values.len(),
+        expected.len(),
+        "no record is printed twice: {records:?}"
+    );
+    for id in [0, 1] {
+        assert!(
+            records.iter().any(|(who, _)| *who == id),
+            "consumer {id} printed nothing: the partitions are not shared: {seen:#?}"
+        );
+    }
+    let mut consumers = [first, second];
+    for (id, c) in consumers.iter_mut().enumerate() {
+        assert!(
+            c.child.try_wait().unwrap().is_none(),
+            "consumer {id} exited: {seen:#?}"
+        );
+    }
+    assert!(
+        !seen
+            .iter()
+            .any(|l| matches!(l, Line::Err(_, t) if t.contains("run the command again"))),
+        "{seen:#?}"
+    );
 }
