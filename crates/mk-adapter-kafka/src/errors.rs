@@ -38,6 +38,10 @@ impl KafkaCode {
     pub const DUPLICATE_SEQUENCE_NUMBER: KafkaCode = KafkaCode(46);
     pub const INVALID_PRODUCER_EPOCH: KafkaCode = KafkaCode(47);
     pub const INVALID_TXN_STATE: KafkaCode = KafkaCode(48);
+    pub const INVALID_PRODUCER_ID_MAPPING: KafkaCode = KafkaCode(49);
+    pub const INVALID_TRANSACTION_TIMEOUT: KafkaCode = KafkaCode(50);
+    pub const CONCURRENT_TRANSACTIONS: KafkaCode = KafkaCode(51);
+    pub const OPERATION_NOT_ATTEMPTED: KafkaCode = KafkaCode(55);
     pub const KAFKA_STORAGE_ERROR: KafkaCode = KafkaCode(56);
     pub const FENCED_LEADER_EPOCH: KafkaCode = KafkaCode(74);
     pub const UNKNOWN_LEADER_EPOCH: KafkaCode = KafkaCode(75);
@@ -87,6 +91,11 @@ pub fn kafka_code(code: ErrorCode) -> KafkaCode {
         ErrorCode::FrameTooLarge => KafkaCode::MESSAGE_TOO_LARGE,
         ErrorCode::UnknownTopicId => KafkaCode::UNKNOWN_TOPIC_ID,
         ErrorCode::RequestTimedOut => KafkaCode::REQUEST_TIMED_OUT,
+        ErrorCode::ConcurrentTransactions => KafkaCode::CONCURRENT_TRANSACTIONS,
+        ErrorCode::InvalidProducerEpoch => KafkaCode::INVALID_PRODUCER_EPOCH,
+        ErrorCode::InvalidProducerIdMapping => KafkaCode::INVALID_PRODUCER_ID_MAPPING,
+        ErrorCode::InvalidTransactionTimeout => KafkaCode::INVALID_TRANSACTION_TIMEOUT,
+        ErrorCode::OperationNotAttempted => KafkaCode::OPERATION_NOT_ATTEMPTED,
         ErrorCode::ClusterClosed => KafkaCode::BROKER_NOT_AVAILABLE,
         ErrorCode::ClusterFailed => KafkaCode::KAFKA_STORAGE_ERROR,
     }
@@ -126,6 +135,11 @@ mod tests {
             (ErrorCode::InvalidPartitions, 37),
             (ErrorCode::InvalidReplicationFactor, 38),
             (ErrorCode::InvalidRequest, 42),
+            (ErrorCode::InvalidProducerEpoch, 47),
+            (ErrorCode::InvalidProducerIdMapping, 49),
+            (ErrorCode::InvalidTransactionTimeout, 50),
+            (ErrorCode::ConcurrentTransactions, 51),
+            (ErrorCode::OperationNotAttempted, 55),
         ];
         for (core, kafka) in pairs {
             assert_eq!(kafka_code(core), KafkaCode(kafka), "{core:?}");

@@ -39,11 +39,16 @@ pub enum ErrorCode {
     InvalidReplicationFactor,
     InvalidConfig,
     RequestTimedOut,
+    ConcurrentTransactions,
+    InvalidProducerEpoch,
+    InvalidProducerIdMapping,
+    InvalidTransactionTimeout,
+    OperationNotAttempted,
 }
 
 impl ErrorCode {
     /// Every code, in the order of the specification's table.
-    pub const ALL: [ErrorCode; 33] = [
+    pub const ALL: [ErrorCode; 38] = [
         ErrorCode::OffsetOutOfRange,
         ErrorCode::InvalidRecord,
         ErrorCode::CorruptBatch,
@@ -77,6 +82,11 @@ impl ErrorCode {
         ErrorCode::InvalidReplicationFactor,
         ErrorCode::InvalidConfig,
         ErrorCode::RequestTimedOut,
+        ErrorCode::ConcurrentTransactions,
+        ErrorCode::InvalidProducerEpoch,
+        ErrorCode::InvalidProducerIdMapping,
+        ErrorCode::InvalidTransactionTimeout,
+        ErrorCode::OperationNotAttempted,
     ];
 
     /// The wire spelling of the code, e.g. `"OFFSET_OUT_OF_RANGE"`.
@@ -115,6 +125,11 @@ impl ErrorCode {
             ErrorCode::InvalidReplicationFactor => "INVALID_REPLICATION_FACTOR",
             ErrorCode::InvalidConfig => "INVALID_CONFIG",
             ErrorCode::RequestTimedOut => "REQUEST_TIMED_OUT",
+            ErrorCode::ConcurrentTransactions => "CONCURRENT_TRANSACTIONS",
+            ErrorCode::InvalidProducerEpoch => "INVALID_PRODUCER_EPOCH",
+            ErrorCode::InvalidProducerIdMapping => "INVALID_PRODUCER_ID_MAPPING",
+            ErrorCode::InvalidTransactionTimeout => "INVALID_TRANSACTION_TIMEOUT",
+            ErrorCode::OperationNotAttempted => "OPERATION_NOT_ATTEMPTED",
         }
     }
 

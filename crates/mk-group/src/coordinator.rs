@@ -487,6 +487,48 @@ impl GroupCoordinator {
         self.store.commit(group, offsets, now)
     }
 
+    /// The group fencing of a TxnOffsetCommit (Kafka's
+    /// `validateOffsetCommit` for transactional commits): when the request
+    /// carries any membership (`generation >= 0`, a member id or a group
+    /// instance id), the member must be in the group — an unknown member
+    /// (or group) is UNKNOWN_MEMBER — and the generation must be the
+    /// group's current one, else ILLEGAL_GENERATION. Without membership
+    /// (`-1`, `""`, no instance id) the offsets are accepted whatever the
+    /// group's state, because a producer outside the group may commit its
+    /// offsets through a transaction. Unlike `commit`, a group in the middle
+    /// of a rebalance is not refused (Kafka does not refuse it either).
+    ///
+    /// Static membership: this coordinator knows no group instance ids yet,
+    /// so a request naming one is UNKNOWN_MEMBER, which is what Kafka
+    /// answers for an instance id the group does not know. When static
+    /// members exist, an instance id held by another member id is
+    /// FENCED_INSTANCE_ID, and that check comes before the member check.
+    ///
+    /// It only checks; the offsets are staged by the transaction coordinator
+    /// and stored with `commit_transactional` when the transaction commits.
+    pub fn validate_txn_offset_commit(
+        &self,
+        group: &str,
+        member: &str,
+        generation: i32,
+        group_instance_id: Option<&str>,
+    ) -> Result<()> {
+        check_id("group", group)?;
+        if generation < 0 && member.is_empty() && group_instance_id.is_none() {
+            return Ok(());
+        }
+        let g = self.lookup(group).ok_or_else(|| unknown_group(group))?;
+        if let Some(instance) = group_instance_id {
+            return Err(GroupError::UnknownMember(format!(
+                "group instance id {instance:?} is not a static member of group {group:?}"
+            )));
+        }
+        if !g.members.contains_key(member) {
+            return Err(unknown_member(group, member, g.generation));
+        }
+        check_generation(group, g, generation)
+    }
+
     /// The committed offset of `partition` for `group`, if any.
     pub fn fetch_committed(&self, group: &str, partition: &TopicPartition) -> Option<i64> {
         self.store.committed(group, partition)

@@ -393,3 +393,70 @@ fn transactional_offsets_are_stored_while_the_group_has_members() {
     // The member is untouched by it.
     f.c().heartbeat("g", "a", a.generation).unwrap();
 }
+
+#[test]
+fn a_txn_offset_commit_with_membership_is_fenced_like_a_member_commit() {
+    let mut f = Fixture::new();
+    let a = f.join("g", "a", &["orders"]);
+    let c = f.c();
+    // Without membership nothing is checked, whatever the group.
+    c.validate_txn_offset_commit("g", "", -1, None).unwrap();
+    c.validate_txn_offset_commit("unknown", "", -1, None)
+        .unwrap();
+    // The current member and generation pass.
+    c.validate_txn_offset_commit("g", "a", a.generation, None)
+        .unwrap();
+    // A stale or future generation, an unknown member or group.
+    let err = c
+        .validate_txn_offset_commit("g", "a", a.generation - 1, None)
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::IllegalGeneration);
+    assert_eq!(
+        c.validate_txn_offset_commit("g", "a", a.generation + 1, None)
+            .unwrap_err()
+            .code(),
+        ErrorCode::IllegalGeneration
+    );
+    assert_eq!(
+        c.validate_txn_offset_commit("g", "zombie", a.generation, None)
+            .unwrap_err()
+            .code(),
+        ErrorCode::UnknownMember
+    );
+    assert_eq!(
+        c.validate_txn_offset_commit("g", "", a.generation, None)
+            .unwrap_err()
+            .code(),
+        ErrorCode::UnknownMember,
+        "a generation without a member id"
+    );
+    assert_eq!(
+        c.validate_txn_offset_commit("unknown", "a", 1, None)
+            .unwrap_err()
+            .code(),
+        ErrorCode::UnknownMember
+    );
+    // No static members exist yet, so any instance id is unknown.
+    assert_eq!(
+        c.validate_txn_offset_commit("g", "a", a.generation, Some("i-1"))
+            .unwrap_err()
+            .code(),
+        ErrorCode::UnknownMember
+    );
+    assert_eq!(
+        c.validate_txn_offset_commit("", "", -1, None)
+            .unwrap_err()
+            .code(),
+        ErrorCode::InvalidRequest
+    );
+    // A member that left is fenced from then on.
+    let meta = f.meta.clone();
+    f.c().leave("g", "a", &meta).unwrap();
+    assert_eq!(
+        f.c()
+            .validate_txn_offset_commit("g", "a", a.generation, None)
+            .unwrap_err()
+            .code(),
+        ErrorCode::UnknownMember
+    );
+}
