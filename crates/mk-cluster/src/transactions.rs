@@ -220,7 +220,10 @@ impl BrokerCluster {
     /// errors are the outer `Err`: INVALID_PRODUCER_ID_MAPPING for an
     /// unknown id or another producer id, PRODUCER_FENCED for another
     /// epoch, CONCURRENT_TRANSACTIONS while the previous transaction
-    /// completes, INVALID_TXN_STATE for an abort-only transaction.
+    /// completes (its plan is executed again by the expiry step, the next
+    /// InitProducerId or an EndTxn retry, never by this request, which
+    /// does not wait for markers), INVALID_TXN_STATE for an abort-only
+    /// transaction.
     pub async fn add_partitions_to_txn(
         &self,
         transactional_id: &str,
@@ -232,9 +235,7 @@ impl BrokerCluster {
         let mut results: Vec<(TopicPartition, Result<()>)> = partitions
             .iter()
             .map(|tp| {
-                let r = self
-                    .slot(tp)
-                    .and_then(|_| crate::data::check_user_topic(tp));
+                let r = crate::data::check_user_topic(tp).and_then(|()| self.slot(tp).map(drop));
                 (tp.clone(), r)
             })
             .collect();
@@ -248,7 +249,6 @@ impl BrokerCluster {
             }
             return Ok(results);
         }
-        self.drive_pending_completion(transactional_id).await?;
         self.with_txns(|t| {
             t.add_partitions(transactional_id, producer_id, producer_epoch, partitions)
         })?;
@@ -358,19 +358,6 @@ impl BrokerCluster {
         let r = t.verify_append(transactional_id, producer, tp);
         drop(guard);
         self.guard(r)
-    }
-
-    /// Executes the plan of `txn_id`'s Prepare* state if no one else is, so
-    /// a completion that failed earlier does not wait for the expiry step.
-    /// Failures other than fatal ones leave it for the next try.
-    async fn drive_pending_completion(&self, txn_id: &str) -> Result<()> {
-        let Some(plan) = self.with_txns(|t| Ok(t.pending_completion(txn_id)))? else {
-            return Ok(());
-        };
-        match self.execute_plan(plan).await {
-            Err(e) if is_fatal(&e) => Err(e),
-            _ => Ok(()),
-        }
     }
 
     // ----- the teaching model's operations ---------------------------------
