@@ -122,13 +122,13 @@ async fn a_new_session_aborts_what_the_previous_one_left_open_and_fences_it() {
         ErrorCode::InvalidProducerEpoch
     );
     assert_eq!(
-        code(zombie.add(c, &[o0.clone()]).await),
+        code(zombie.add(c, std::slice::from_ref(&o0)).await),
         ErrorCode::ProducerFenced
     );
     assert_eq!(code(zombie.end(c, true).await), ErrorCode::ProducerFenced);
     assert_eq!(c.log_end_offset(&o0).unwrap(), leo);
     // The new session works.
-    fresh.add(c, &[o0.clone()]).await.unwrap();
+    fresh.add(c, std::slice::from_ref(&o0)).await.unwrap();
     fresh.produce(c, &o0, &["new"]).await.unwrap();
     fresh.end(c, true).await.unwrap();
     assert_eq!(read_committed(c, &o0), vec!["new"]);
@@ -211,7 +211,7 @@ async fn transactional_produce_is_verified_and_checked_by_the_idempotent_state()
     let err = s.produce(c, &o0, &["x"]).await.unwrap_err();
     assert_eq!(err.code(), ErrorCode::InvalidTxnState);
     assert_eq!(c.log_end_offset(&o0).unwrap(), 0);
-    s.add(c, &[o0.clone()]).await.unwrap();
+    s.add(c, std::slice::from_ref(&o0)).await.unwrap();
     let first = s.produce(c, &o0, &["a", "b"]).await.unwrap();
     assert_eq!(first.base_offset, Some(0));
     assert_eq!(
@@ -284,7 +284,7 @@ async fn staged_offsets_are_stored_exactly_when_the_transaction_commits() {
         code(c.txn_offset_commit(&s.offset_commit("g", &[(input.clone(), 1)]))),
         ErrorCode::InvalidTxnState
     );
-    s.add(c, &[out.clone()]).await.unwrap();
+    s.add(c, std::slice::from_ref(&out)).await.unwrap();
     s.produce(c, &out, &["r"]).await.unwrap();
     s.stage(c, "g", &[(input.clone(), 7)]).unwrap();
     assert_eq!(c.fetch_committed("g", &input).unwrap(), None, "staged only");
@@ -362,12 +362,12 @@ async fn end_txn_retries_of_the_completed_outcome_succeed_and_mismatches_do_not(
         ErrorCode::InvalidTxnState,
         "Empty"
     );
-    s.add(c, &[out.clone()]).await.unwrap();
+    s.add(c, std::slice::from_ref(&out)).await.unwrap();
     s.produce(c, &out, &["v"]).await.unwrap();
     s.end(c, true).await.unwrap();
     s.end(c, true).await.unwrap();
     assert_eq!(code(s.end(c, false).await), ErrorCode::InvalidTxnState);
-    s.add(c, &[out.clone()]).await.unwrap();
+    s.add(c, std::slice::from_ref(&out)).await.unwrap();
     s.end(c, false).await.unwrap();
     s.end(c, false).await.unwrap();
     assert_eq!(code(s.end(c, true).await), ErrorCode::InvalidTxnState);
@@ -384,7 +384,7 @@ async fn requests_during_a_completion_in_progress_are_concurrent_transactions() 
     let c = node.c().clone();
     let out = tp("out", 0);
     let mut s = Client::init(&c, "tx", TIMEOUT_MS).await.unwrap();
-    s.add(&c, &[out.clone()]).await.unwrap();
+    s.add(&c, std::slice::from_ref(&out)).await.unwrap();
     replicating(&c, s.produce(&c, &out, &["v"])).await.unwrap();
     // EndTxn waits for its acks=all marker, which needs the follower.
     let ending = {
@@ -399,7 +399,7 @@ async fn requests_during_a_completion_in_progress_are_concurrent_transactions() 
         ErrorCode::ConcurrentTransactions
     );
     assert_eq!(
-        code(s.add(&c, &[out.clone()]).await),
+        code(s.add(&c, std::slice::from_ref(&out)).await),
         ErrorCode::ConcurrentTransactions
     );
     assert_eq!(
@@ -439,7 +439,7 @@ async fn a_decided_transaction_whose_markers_must_wait_completes_later() {
     assert!(read_committed(&c, &o1).is_empty() && !lso_is_free(&c, &o1));
     // The next transaction waits for it.
     assert_eq!(
-        code(s.add(&c, &[o0.clone()]).await),
+        code(s.add(&c, std::slice::from_ref(&o0)).await),
         ErrorCode::ConcurrentTransactions
     );
     // The follower is back: the expiry step completes the transaction.
@@ -464,10 +464,10 @@ async fn a_timeout_aborts_the_transaction_and_fences_its_producer() {
     let (out, input) = (tp("out", 0), tp("in", 0));
     let mut slow = Client::init(c, "slow", 1_000).await.unwrap();
     let mut steady = Client::init(c, "steady", TIMEOUT_MS).await.unwrap();
-    slow.add(c, &[out.clone()]).await.unwrap();
+    slow.add(c, std::slice::from_ref(&out)).await.unwrap();
     slow.produce(c, &out, &["abandoned"]).await.unwrap();
     slow.stage(c, "g", &[(input.clone(), 5)]).unwrap();
-    steady.add(c, &[out.clone()]).await.unwrap();
+    steady.add(c, std::slice::from_ref(&out)).await.unwrap();
     steady.produce(c, &out, &["steady"]).await.unwrap();
     node.clock.advance(1_000);
     assert!(
@@ -484,7 +484,7 @@ async fn a_timeout_aborts_the_transaction_and_fences_its_producer() {
         ErrorCode::InvalidProducerEpoch
     );
     assert_eq!(
-        code(slow.add(c, &[out.clone()]).await),
+        code(slow.add(c, std::slice::from_ref(&out)).await),
         ErrorCode::ProducerFenced
     );
     assert_eq!(code(slow.end(c, true).await), ErrorCode::ProducerFenced);
@@ -507,10 +507,10 @@ async fn an_ongoing_transaction_survives_a_crash_and_its_timeout_still_aborts_it
     let mut node = single();
     let (o0, o1) = (tp("out", 0), tp("out", 1));
     let mut s = Client::init(node.c(), "tx", 10_000).await.unwrap();
-    s.add(node.c(), &[o0.clone()]).await.unwrap();
+    s.add(node.c(), std::slice::from_ref(&o0)).await.unwrap();
     s.produce(node.c(), &o0, &["one"]).await.unwrap();
     let mut lost = Client::init(node.c(), "lost", 10_000).await.unwrap();
-    lost.add(node.c(), &[o1.clone()]).await.unwrap();
+    lost.add(node.c(), std::slice::from_ref(&o1)).await.unwrap();
     lost.produce(node.c(), &o1, &["gone"]).await.unwrap();
     node.crash_and_reopen();
     let c = node.c();

@@ -13,8 +13,11 @@
 //! aborted: the LSO is free, read_committed sees exactly the committed and
 //! plain records in log order, and every record is decided.
 //!
-//! Every run prints its seed; replay one with
-//! `MK_TXN_MODEL_SEED=<seed> cargo test -p mk-cluster --test txn_model`.
+//! Every assertion names its seed and step, and a failing run is reported
+//! with its seed. Replay one seed with
+//! `MK_SEED=<seed> cargo test -p mk-cluster --test txn_model`; `MK_SEEDS`
+//! and `MK_STEPS` change how many seeds and steps run (as in
+//! mk-replication's model test).
 
 mod common;
 
@@ -25,8 +28,8 @@ use std::collections::{BTreeMap, BTreeSet};
 const IDS: [&str; 2] = ["t0", "t1"];
 const PARTITIONS: u32 = 3;
 const TIMEOUT_MS: i32 = 5_000;
-const STEPS: usize = 60;
-const SEEDS: u64 = 24;
+const DEFAULT_STEPS: usize = 60;
+const DEFAULT_SEEDS: u64 = 16;
 const GROUP: &str = "g";
 
 /// SplitMix64: small, good enough, and the same on every platform.
@@ -296,12 +299,12 @@ impl Model {
                 );
             }
         }
-        for i in 0..2 {
+        for (i, id) in IDS.iter().enumerate() {
             let open = c
-                .describe_transaction(IDS[i])
+                .describe_transaction(id)
                 .unwrap()
                 .is_some_and(|d| d.state == TxnState::Ongoing);
-            assert_eq!(open, self.started[i].is_some(), "{ctx}: is {} open", IDS[i]);
+            assert_eq!(open, self.started[i].is_some(), "{ctx}: is {id} open");
             assert_eq!(
                 c.fetch_committed(GROUP, &input(i)).unwrap(),
                 self.offsets.get(&input(i)).copied(),
@@ -345,16 +348,13 @@ impl Model {
     }
 }
 
-async fn run(seed: u64) {
-    println!(
-        "txn model seed {seed} (replay: MK_TXN_MODEL_SEED={seed} cargo test -p mk-cluster --test txn_model)"
-    );
+async fn run(seed: u64, steps: usize) {
     let mut rng = Rng(seed);
     let mut node = Node::new(|_| {});
     node.c().create_topic("out", PARTITIONS, 1).unwrap();
     node.c().create_topic("in", 2, 1).unwrap();
     let mut model = Model::default();
-    for step in 0..STEPS {
+    for step in 0..steps {
         let op = pick(&mut rng);
         let ctx = format!("seed {seed}, step {step}, {op:?}");
         model.apply(&mut node, op, &ctx).await;
@@ -363,13 +363,34 @@ async fn run(seed: u64) {
     model.check_end(&node, &format!("seed {seed}, end")).await;
 }
 
+fn env(name: &str) -> Option<u64> {
+    std::env::var(name).ok().map(|v| {
+        v.parse()
+            .unwrap_or_else(|_| panic!("{name} must be a number, got {v:?}"))
+    })
+}
+
 #[tokio::test]
 async fn seeded_transactions_with_crashes_and_timeouts_keep_their_guarantees() {
-    let seeds: Vec<u64> = match std::env::var("MK_TXN_MODEL_SEED") {
-        Ok(s) => vec![s.parse().expect("MK_TXN_MODEL_SEED must be a u64")],
-        Err(_) => (0..SEEDS).map(|i| 0x7a11_0000 + i).collect(),
+    let seeds: Vec<u64> = match env("MK_SEED") {
+        Some(seed) => vec![seed],
+        None => (0..env("MK_SEEDS").unwrap_or(DEFAULT_SEEDS)).collect(),
     };
+    let steps = env("MK_STEPS").map_or(DEFAULT_STEPS, |s| s as usize);
     for seed in seeds {
-        run(seed).await;
+        // A run is a task of its own, so a panic anywhere in it (also in a
+        // helper that knows no seed) is reported with the seed.
+        if let Err(e) = tokio::spawn(run(seed, steps)).await {
+            let msg = e
+                .try_into_panic()
+                .ok()
+                .and_then(|p| {
+                    p.downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                })
+                .unwrap_or_default();
+            panic!("model test failed for seed {seed} (replay with MK_SEED={seed}): {msg}");
+        }
     }
 }
