@@ -14,13 +14,7 @@ async fn e2e_graceful_close_checkpoints_and_refuses_later_calls() {
         .await
         .unwrap();
     env.admin.replicate_once().unwrap();
-    let p = env
-        .cluster
-        .producer(ProducerOptions {
-            linger_ms: 1_000_000,
-            ..ProducerOptions::default()
-        })
-        .unwrap();
+    let p = env.lingering_producer();
     let queued = p
         .send(ProducerRecord::new("c", None, Some(b("queued"))).with_partition(1))
         .unwrap();
@@ -76,13 +70,7 @@ async fn e2e_crash_drops_queued_work_and_reopen_recovers_acknowledged_writes() {
             .await
             .unwrap();
     }
-    let p = env
-        .cluster
-        .producer(ProducerOptions {
-            linger_ms: 1_000_000,
-            ..ProducerOptions::default()
-        })
-        .unwrap();
+    let p = env.lingering_producer();
     let queued = p
         .send(ProducerRecord::new("c", None, Some(b("never"))))
         .unwrap();

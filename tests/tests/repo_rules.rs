@@ -1,7 +1,9 @@
 //! Repository rules that keep the docs true: every crate is on the chapter
-//! map and in the architecture codemap, every test the behavior matrix names
-//! exists, and the README shows the two commands.
+//! map and in the architecture codemap, every source file is named in its
+//! crate's codemap paragraph (and every file named there exists), every test
+//! the behavior matrix names exists, and the README shows the two commands.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 fn root() -> PathBuf {
@@ -36,17 +38,19 @@ fn mentions(doc: &str, word: &str) -> bool {
     })
 }
 
-#[test]
-fn every_crate_is_on_the_chapter_map() {
-    let doc = read("docs/chapters.md");
+/// Fails unless the document at `rel` mentions every crate.
+fn assert_mentions_every_crate(rel: &str) {
+    let doc = read(rel);
     let missing: Vec<String> = crates()
         .into_iter()
         .filter(|c| !mentions(&doc, c))
         .collect();
-    assert!(
-        missing.is_empty(),
-        "docs/chapters.md does not mention {missing:?}"
-    );
+    assert!(missing.is_empty(), "{rel} does not mention {missing:?}");
+}
+
+#[test]
+fn every_crate_is_on_the_chapter_map() {
+    assert_mentions_every_crate("docs/chapters.md");
     assert!(
         crates().len() >= 9,
         "the layer diagram has at least nine crates"
@@ -55,14 +59,94 @@ fn every_crate_is_on_the_chapter_map() {
 
 #[test]
 fn every_crate_is_in_the_architecture_codemap() {
+    assert_mentions_every_crate("docs/ARCHITECTURE.md");
+}
+
+/// The codemap of docs/ARCHITECTURE.md, one paragraph per `**name**`.
+fn codemap_paragraphs() -> BTreeMap<String, String> {
     let doc = read("docs/ARCHITECTURE.md");
-    let missing: Vec<String> = crates()
-        .into_iter()
-        .filter(|c| !mentions(&doc, c))
+    let start = doc.find("## Codemap").expect("a Codemap section");
+    let section = &doc[start..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |i| i + 3)];
+    let mut out = BTreeMap::new();
+    for paragraph in section.split("\n**").skip(1) {
+        if let Some((name, text)) = paragraph.split_once("**") {
+            out.insert(name.to_string(), text.to_string());
+        }
+    }
+    out
+}
+
+/// The names a paragraph writes in backticks.
+fn backticked(text: &str) -> Vec<&str> {
+    text.split('`').skip(1).step_by(2).collect()
+}
+
+/// Source files of a crate relative to its `src/`, without the crate root
+/// (`lib.rs`, `main.rs`), which the crate's paragraph as a whole describes.
+fn module_files(krate: &str) -> Vec<String> {
+    let src = root().join("crates").join(krate).join("src");
+    let mut files = Vec::new();
+    rust_sources(&src, &mut files);
+    let mut out: Vec<String> = files
+        .iter()
+        .map(|p| {
+            p.strip_prefix(&src)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/")
+        })
+        .filter(|rel| rel != "lib.rs" && rel != "main.rs")
         .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn every_source_file_is_named_in_its_crates_codemap_paragraph() {
+    let codemap = codemap_paragraphs();
+    let mut missing = Vec::new();
+    let mut checked = 0;
+    for krate in crates() {
+        let named = codemap
+            .get(&krate)
+            .map(|p| backticked(p))
+            .unwrap_or_default();
+        for file in module_files(&krate) {
+            checked += 1;
+            if !named.contains(&file.as_str()) {
+                missing.push(format!("crates/{krate}/src/{file}"));
+            }
+        }
+    }
+    assert_none_missing(
+        checked,
+        50,
+        &missing,
+        "source files the codemap of docs/ARCHITECTURE.md does not name (in backticks, in the crate's own paragraph)",
+    );
+}
+
+#[test]
+fn every_file_the_codemap_names_exists() {
+    let mut stale = Vec::new();
+    let codemap = codemap_paragraphs();
+    for krate in crates() {
+        let Some(paragraph) = codemap.get(&krate) else {
+            continue;
+        };
+        let files = module_files(&krate);
+        for name in backticked(paragraph) {
+            let is_source = name.ends_with(".rs") && !name.contains(' ');
+            let is_root = name == "lib.rs" || name == "main.rs";
+            if is_source && !is_root && !files.iter().any(|f| f == name) {
+                stale.push(format!("{krate}: {name}"));
+            }
+        }
+    }
     assert!(
-        missing.is_empty(),
-        "docs/ARCHITECTURE.md does not mention {missing:?}"
+        stale.is_empty(),
+        "docs/ARCHITECTURE.md names files that do not exist: {stale:#?}"
     );
 }
 
@@ -110,11 +194,19 @@ fn every_test_named_in_the_behavior_matrix_exists() {
             }
         }
     }
-    assert!(named > 20, "the matrix names only {named} tests");
-    assert!(
-        missing.is_empty(),
-        "behavior-matrix.md names tests that do not exist: {missing:#?}"
+    assert_none_missing(
+        named,
+        20,
+        &missing,
+        "tests behavior-matrix.md names that do not exist",
     );
+}
+
+/// Fails when a rule checked fewer than `min` items (it would prove
+/// nothing) or found any `missing`.
+fn assert_none_missing(checked: usize, min: usize, missing: &[String], what: &str) {
+    assert!(checked > min, "only {checked} items checked for: {what}");
+    assert!(missing.is_empty(), "{what}: {missing:#?}");
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! The layer check: reads `cargo metadata` and fails on any dependency edge
 //! between workspace crates that the diagram of spec 00 does not allow, and on
-//! any async runtime below mk-cluster.
+//! any async runtime below mk-cluster; then scans the sources of those crates
+//! for the wall clock, sleeps and threads (`sans_io.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
@@ -34,8 +35,8 @@ pub fn allowed_edges() -> BTreeMap<&'static str, &'static [&'static str]> {
     ])
 }
 
-/// Crates that must stay synchronous and deterministic: no async runtime.
-const SANS_IO: &[&str] = &["mk-core", "mk-log", "mk-replication", "mk-group", "mk-txn"];
+use crate::sans_io::SANS_IO;
+
 const RUNTIMES: &[&str] = &["tokio", "async-std", "smol", "futures-executor"];
 
 /// One dependency edge as cargo metadata reports it.
@@ -137,8 +138,9 @@ pub fn check_workspace() -> Result<(), String> {
     let (members, edges) = parse_metadata(&json)?;
     let bad = violations(&members, &edges);
     if bad.is_empty() {
+        let files = crate::sans_io::check(&crate::workspace_root())?;
         println!(
-            "xtask: check-layers: {} crates, every edge is in the diagram",
+            "xtask: check-layers: {} crates, every edge is in the diagram; {files} sans-IO source files without wall clock, sleeps or threads",
             members.len()
         );
         Ok(())

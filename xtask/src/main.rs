@@ -1,13 +1,16 @@
 //! `cargo xtask`: every piece of project automation, in Rust.
 //!
-//! Subcommands: `test` (everything CI checks), `check-layers`, `test-parity`,
-//! `test-snapshots`, `bench`. It changes to the workspace root first, so it
-//! works from any folder.
+//! Subcommands: `test` (everything CI checks), `check-layers` (dependency
+//! edges and the sans-IO source rules), `test-parity`, `test-snapshots`,
+//! `interop` (the live interop suite with real Kafka clients), `bench`. It
+//! changes to the workspace root first, so it works from any folder.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod bench;
+mod interop;
 mod layers;
+mod sans_io;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -24,15 +27,17 @@ fn main() -> ExitCode {
         Some("check-layers") => layers::check_workspace(),
         Some("test-parity") => test_parity(),
         Some("test-snapshots") => test_snapshots(),
+        Some("interop") => interop::run(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
         _ => {
             eprintln!(
                 "usage: cargo xtask <command>\n\n\
                  commands:\n  \
-                 test            fmt check, clippy -D warnings, check-layers, every workspace test\n  \
-                 check-layers    fail on any crate dependency not in the layer diagram\n  \
+                 test            fmt check, clippy -D warnings, check-layers, every workspace test, interop\n  \
+                 check-layers    fail on any crate dependency not in the layer diagram, or on the\n                  wall clock, sleeps or threads in the sources below mk-cluster\n  \
                  test-parity     the Direct-vs-JSON-TCP parity corpus\n  \
                  test-snapshots  insta snapshots of byte layouts and wire shapes\n  \
+                 interop         live interop suite: real mk-server, pinned kcat/confluent-kafka/kafka-python/aiokafka/kafkajs\n  \
                  bench           release-build benchmarks; prints JSON lines, writes docs/benchmarks.md"
             );
             Err("no command given".to_string())
@@ -47,7 +52,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn workspace_root() -> PathBuf {
+pub(crate) fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .map(Path::to_path_buf)
@@ -82,6 +87,7 @@ fn test_all() -> Result<(), String> {
     ])?;
     layers::check_workspace()?;
     cargo(&["test", "--workspace", "--locked"])?;
+    interop::run(&[])?;
     println!("xtask: all checks passed");
     Ok(())
 }

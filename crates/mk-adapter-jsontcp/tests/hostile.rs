@@ -60,12 +60,9 @@ async fn closed_by_server(r: &mut (impl AsyncReadExt + Unpin)) -> Vec<u8> {
 
 #[tokio::test]
 async fn garbage_bytes_get_invalid_request_per_line_and_the_connection_stays_open() {
-    let h = Harness::start(vec![1], 1, ServerOptions::default()).await;
+    let h = Harness::single(ServerOptions::default()).await;
     let values = seed(&mut h.client().await, 3).await;
-    let (rd, mut wr) = TcpStream::connect(h.server.local_addr())
-        .await
-        .unwrap()
-        .into_split();
+    let (rd, mut wr) = h.raw().await;
     let mut rd = BufReader::new(rd);
     let garbage: Vec<&[u8]> = vec![
         b"\x00\x01\x02\xff\xfe",
@@ -98,7 +95,7 @@ async fn garbage_bytes_get_invalid_request_per_line_and_the_connection_stays_ope
 
 #[tokio::test]
 async fn deep_nesting_is_refused_without_overflowing_the_stack() {
-    let h = Harness::start(vec![1], 1, ServerOptions::default()).await;
+    let h = Harness::single(ServerOptions::default()).await;
     let values = seed(&mut h.client().await, 2).await;
     let mut c = h.client().await;
     let depth = 100_000;
@@ -127,12 +124,9 @@ async fn deep_nesting_is_refused_without_overflowing_the_stack() {
 
 #[tokio::test]
 async fn a_3_mib_line_without_newline_gets_one_frame_too_large_and_is_closed() {
-    let h = Harness::start(vec![1], 1, ServerOptions::default()).await;
+    let h = Harness::single(ServerOptions::default()).await;
     let values = seed(&mut h.client().await, 2).await;
-    let (rd, mut wr) = TcpStream::connect(h.server.local_addr())
-        .await
-        .unwrap()
-        .into_split();
+    let (rd, mut wr) = h.raw().await;
     // The server stops reading after the limit, so the rest of the write may
     // block or fail; it runs beside the reader.
     let writer = tokio::spawn(async move {
@@ -167,14 +161,10 @@ async fn a_3_mib_line_without_newline_gets_one_frame_too_large_and_is_closed() {
 #[tokio::test]
 async fn a_line_of_exactly_the_limit_is_accepted_and_one_byte_more_is_not() {
     let limit = 256;
-    let h = Harness::start(
-        vec![1],
-        1,
-        ServerOptions {
-            max_frame_bytes: limit,
-            ..ServerOptions::default()
-        },
-    )
+    let h = Harness::single(ServerOptions {
+        max_frame_bytes: limit,
+        ..ServerOptions::default()
+    })
     .await;
     let base = r#"{"operation":"list_topics","pad":""}"#;
     let fits = base.replace(
@@ -197,12 +187,9 @@ async fn a_line_of_exactly_the_limit_is_accepted_and_one_byte_more_is_not() {
 
 #[tokio::test]
 async fn a_client_sending_one_byte_at_a_time_is_answered_and_blocks_nobody() {
-    let h = Harness::start(vec![1], 1, ServerOptions::default()).await;
+    let h = Harness::single(ServerOptions::default()).await;
     let values = seed(&mut h.client().await, 2).await;
-    let (rd, mut wr) = TcpStream::connect(h.server.local_addr())
-        .await
-        .unwrap()
-        .into_split();
+    let (rd, mut wr) = h.raw().await;
     let request = b"{\"operation\":\"metadata\",\"topic\":\"t\",\"id\":\"slow\"}\n";
     let (first, rest) = request.split_at(20);
     for b in first {
@@ -226,14 +213,10 @@ async fn a_client_sending_one_byte_at_a_time_is_answered_and_blocks_nobody() {
 
 #[tokio::test]
 async fn a_client_that_trickles_bytes_without_a_newline_is_cut_off_at_the_idle_timeout() {
-    let h = Harness::start(
-        vec![1],
-        1,
-        ServerOptions {
-            idle_timeout: Duration::from_millis(300),
-            ..ServerOptions::default()
-        },
-    )
+    let h = Harness::single(ServerOptions {
+        idle_timeout: Duration::from_millis(300),
+        ..ServerOptions::default()
+    })
     .await;
     let values = seed(&mut h.client().await, 1).await;
     let mut slow = TcpStream::connect(h.server.local_addr()).await.unwrap();
@@ -253,15 +236,11 @@ async fn a_client_that_trickles_bytes_without_a_newline_is_cut_off_at_the_idle_t
 
 #[tokio::test]
 async fn a_client_that_never_reads_is_dropped_and_never_blocks_others() {
-    let h = Harness::start(
-        vec![1],
-        1,
-        ServerOptions {
-            write_timeout: Duration::from_millis(300),
-            write_queue_bytes: 64 * 1024,
-            ..ServerOptions::default()
-        },
-    )
+    let h = Harness::single(ServerOptions {
+        write_timeout: Duration::from_millis(300),
+        write_queue_bytes: 64 * 1024,
+        ..ServerOptions::default()
+    })
     .await;
     let mut c = h.client().await;
     let values = seed(&mut c, 200).await;
@@ -292,7 +271,7 @@ async fn a_client_that_never_reads_is_dropped_and_never_blocks_others() {
 
 #[tokio::test]
 async fn three_hundred_idle_connections_do_not_slow_a_healthy_client() {
-    let h = Harness::start(vec![1], 1, ServerOptions::default()).await;
+    let h = Harness::single(ServerOptions::default()).await;
     let values = seed(&mut h.client().await, 5).await;
     let mut idle = Vec::new();
     for _ in 0..300 {
@@ -308,14 +287,10 @@ async fn three_hundred_idle_connections_do_not_slow_a_healthy_client() {
 
 #[tokio::test]
 async fn connections_beyond_the_limit_are_closed_at_once() {
-    let h = Harness::start(
-        vec![1],
-        1,
-        ServerOptions {
-            max_connections: 2,
-            ..ServerOptions::default()
-        },
-    )
+    let h = Harness::single(ServerOptions {
+        max_connections: 2,
+        ..ServerOptions::default()
+    })
     .await;
     let mut a = h.client().await;
     let mut b = h.client().await;
@@ -343,21 +318,14 @@ async fn connections_beyond_the_limit_are_closed_at_once() {
 
 #[tokio::test]
 async fn pipelined_requests_are_answered_in_order() {
-    let h = Harness::start(
-        vec![1],
-        1,
-        ServerOptions {
-            max_in_flight: 8,
-            ..ServerOptions::default()
-        },
-    )
+    let h = Harness::single(ServerOptions {
+        max_in_flight: 8,
+        ..ServerOptions::default()
+    })
     .await;
     let mut c = h.client().await;
     c.create_topic("t", 1, 1).await.unwrap();
-    let (rd, mut wr) = TcpStream::connect(h.server.local_addr())
-        .await
-        .unwrap()
-        .into_split();
+    let (rd, mut wr) = h.raw().await;
     let n = 2_000;
     let mut batch = Vec::new();
     for i in 0..n {
@@ -401,7 +369,7 @@ async fn pipelined_requests_are_answered_in_order() {
 
 #[tokio::test]
 async fn a_long_poll_is_woken_by_a_produce_on_another_connection() {
-    let h = Harness::start(vec![1], 1, ServerOptions::default()).await;
+    let h = Harness::single(ServerOptions::default()).await;
     let mut waiter = h.client().await;
     let mut producer = h.client().await;
     producer.create_topic("t", 1, 1).await.unwrap();
@@ -430,13 +398,10 @@ async fn a_long_poll_is_woken_by_a_produce_on_another_connection() {
 
 #[tokio::test]
 async fn shutdown_answers_a_waiting_long_poll_and_closes_connections() {
-    let h = Harness::start(vec![1], 1, ServerOptions::default()).await;
+    let h = Harness::single(ServerOptions::default()).await;
     let mut c = h.client().await;
     c.create_topic("t", 1, 1).await.unwrap();
-    let (rd, mut wr) = TcpStream::connect(h.server.local_addr())
-        .await
-        .unwrap()
-        .into_split();
+    let (rd, mut wr) = h.raw().await;
     wr.write_all(b"{\"operation\":\"fetch\",\"topic\":\"t\",\"partition\":0,\"offset\":0,\"max_wait_ms\":600000}\n{\"operation\":\"list_topics\"}\n")
         .await
         .unwrap();
@@ -470,11 +435,8 @@ async fn shutdown_answers_a_waiting_long_poll_and_closes_connections() {
 
 #[tokio::test]
 async fn a_final_line_without_newline_is_answered_at_eof() {
-    let h = Harness::start(vec![1], 1, ServerOptions::default()).await;
-    let (rd, mut wr) = TcpStream::connect(h.server.local_addr())
-        .await
-        .unwrap()
-        .into_split();
+    let h = Harness::single(ServerOptions::default()).await;
+    let (rd, mut wr) = h.raw().await;
     wr.write_all(
         b"{\"operation\":\"list_topics\",\"id\":1}\r\n{\"operation\":\"list_topics\",\"id\":2}",
     )

@@ -9,7 +9,7 @@ use mk_adapter_jsontcp::ServerOptions;
 
 #[tokio::test]
 async fn snapshot_core_operations() {
-    let h = Harness::start(vec![1], 1, ServerOptions::default()).await;
+    let h = Harness::single(ServerOptions::default()).await;
     let mut c = h.client().await;
     let t = transcript(
         &h,
@@ -36,7 +36,7 @@ async fn snapshot_core_operations() {
 
 #[tokio::test]
 async fn snapshot_extended_operations() {
-    let h = Harness::start(vec![1], 1, ServerOptions::default()).await;
+    let h = Harness::single(ServerOptions::default()).await;
     let mut c = h.client().await;
     let t = transcript(
         &h,
@@ -119,7 +119,7 @@ async fn snapshot_lab_operations() {
 
 #[tokio::test]
 async fn snapshot_decoding_errors() {
-    let h = Harness::start(vec![1], 1, ServerOptions::default()).await;
+    let h = Harness::single(ServerOptions::default()).await;
     let mut c = h.client().await;
     let t = transcript(
         &h,
@@ -242,7 +242,7 @@ async fn snapshot_domain_errors() {
 
 #[tokio::test]
 async fn snapshot_closed_cluster_and_lab_disabled() {
-    let h = Harness::start(vec![1], 1, ServerOptions::default()).await;
+    let h = Harness::single(ServerOptions::default()).await;
     let mut c = h.client().await;
     let mut t = transcript(
         &h,

@@ -73,6 +73,14 @@ impl<'a> Reader<'a> {
         self.r.position()
     }
 
+    /// Whether the next `n` bytes are present and all zero (reads nothing).
+    pub fn peek_zeros(&self, n: usize) -> bool {
+        let at = self.r.position();
+        self.src
+            .get(at..at.saturating_add(n))
+            .is_some_and(|b| b.len() == n && b.iter().all(|&x| x == 0))
+    }
+
     pub fn i8(&mut self) -> DecodeResult<i8> {
         Ok(self.r.i8()?)
     }

@@ -26,7 +26,10 @@ impl KafkaCode {
     pub const NOT_ENOUGH_REPLICAS_AFTER_APPEND: KafkaCode = KafkaCode(20);
     pub const INVALID_REQUIRED_ACKS: KafkaCode = KafkaCode(21);
     pub const ILLEGAL_GENERATION: KafkaCode = KafkaCode(22);
+    pub const INCONSISTENT_GROUP_PROTOCOL: KafkaCode = KafkaCode(23);
+    pub const INVALID_GROUP_ID: KafkaCode = KafkaCode(24);
     pub const UNKNOWN_MEMBER_ID: KafkaCode = KafkaCode(25);
+    pub const INVALID_SESSION_TIMEOUT: KafkaCode = KafkaCode(26);
     pub const REBALANCE_IN_PROGRESS: KafkaCode = KafkaCode(27);
     pub const UNSUPPORTED_VERSION: KafkaCode = KafkaCode(35);
     pub const TOPIC_ALREADY_EXISTS: KafkaCode = KafkaCode(36);
@@ -43,9 +46,15 @@ impl KafkaCode {
     pub const CONCURRENT_TRANSACTIONS: KafkaCode = KafkaCode(51);
     pub const OPERATION_NOT_ATTEMPTED: KafkaCode = KafkaCode(55);
     pub const KAFKA_STORAGE_ERROR: KafkaCode = KafkaCode(56);
+    pub const NON_EMPTY_GROUP: KafkaCode = KafkaCode(68);
+    pub const GROUP_ID_NOT_FOUND: KafkaCode = KafkaCode(69);
     pub const FENCED_LEADER_EPOCH: KafkaCode = KafkaCode(74);
     pub const UNKNOWN_LEADER_EPOCH: KafkaCode = KafkaCode(75);
     pub const UNSUPPORTED_COMPRESSION_TYPE: KafkaCode = KafkaCode(76);
+    pub const MEMBER_ID_REQUIRED: KafkaCode = KafkaCode(79);
+    pub const GROUP_MAX_SIZE_REACHED: KafkaCode = KafkaCode(81);
+    pub const FENCED_INSTANCE_ID: KafkaCode = KafkaCode(82);
+    pub const GROUP_SUBSCRIBED_TO_TOPIC: KafkaCode = KafkaCode(86);
     pub const INVALID_RECORD: KafkaCode = KafkaCode(87);
     pub const PRODUCER_FENCED: KafkaCode = KafkaCode(90);
     pub const UNKNOWN_TOPIC_ID: KafkaCode = KafkaCode(100);
@@ -91,6 +100,15 @@ pub fn kafka_code(code: ErrorCode) -> KafkaCode {
         ErrorCode::FrameTooLarge => KafkaCode::MESSAGE_TOO_LARGE,
         ErrorCode::UnknownTopicId => KafkaCode::UNKNOWN_TOPIC_ID,
         ErrorCode::RequestTimedOut => KafkaCode::REQUEST_TIMED_OUT,
+        ErrorCode::InvalidGroupId => KafkaCode::INVALID_GROUP_ID,
+        ErrorCode::MemberIdRequired => KafkaCode::MEMBER_ID_REQUIRED,
+        ErrorCode::InconsistentGroupProtocol => KafkaCode::INCONSISTENT_GROUP_PROTOCOL,
+        ErrorCode::InvalidSessionTimeout => KafkaCode::INVALID_SESSION_TIMEOUT,
+        ErrorCode::NonEmptyGroup => KafkaCode::NON_EMPTY_GROUP,
+        ErrorCode::GroupIdNotFound => KafkaCode::GROUP_ID_NOT_FOUND,
+        ErrorCode::GroupSubscribedToTopic => KafkaCode::GROUP_SUBSCRIBED_TO_TOPIC,
+        ErrorCode::FencedInstanceId => KafkaCode::FENCED_INSTANCE_ID,
+        ErrorCode::GroupMaxSizeReached => KafkaCode::GROUP_MAX_SIZE_REACHED,
         ErrorCode::ConcurrentTransactions => KafkaCode::CONCURRENT_TRANSACTIONS,
         ErrorCode::InvalidProducerEpoch => KafkaCode::INVALID_PRODUCER_EPOCH,
         ErrorCode::InvalidProducerIdMapping => KafkaCode::INVALID_PRODUCER_ID_MAPPING,
@@ -135,6 +153,15 @@ mod tests {
             (ErrorCode::InvalidPartitions, 37),
             (ErrorCode::InvalidReplicationFactor, 38),
             (ErrorCode::InvalidRequest, 42),
+            (ErrorCode::MemberIdRequired, 79),
+            (ErrorCode::InconsistentGroupProtocol, 23),
+            (ErrorCode::InvalidSessionTimeout, 26),
+            (ErrorCode::NonEmptyGroup, 68),
+            (ErrorCode::GroupIdNotFound, 69),
+            (ErrorCode::GroupSubscribedToTopic, 86),
+            (ErrorCode::FencedInstanceId, 82),
+            (ErrorCode::InvalidGroupId, 24),
+            (ErrorCode::GroupMaxSizeReached, 81),
             (ErrorCode::InvalidProducerEpoch, 47),
             (ErrorCode::InvalidProducerIdMapping, 49),
             (ErrorCode::InvalidTransactionTimeout, 50),

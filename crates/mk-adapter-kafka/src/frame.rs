@@ -71,6 +71,26 @@ impl RequestHeader {
     }
 }
 
+/// Room a response writer leaves at its start for the frame's size,
+/// correlation id and (empty) tagged-field section, so the body never has
+/// to be copied behind a header.
+pub const RESPONSE_HEADER_ROOM: usize = 9;
+
+/// Turns a writer started with [`RESPONSE_HEADER_ROOM`] placeholder bytes
+/// into the whole frame, in place.
+pub fn finish_response(mut buf: BytesMut, correlation_id: i32, tagged: bool) -> Bytes {
+    let header = 4 + usize::from(tagged);
+    let start = RESPONSE_HEADER_ROOM - 4 - header;
+    let size = (buf.len() - RESPONSE_HEADER_ROOM + header) as i32;
+    buf[start..start + 4].copy_from_slice(&size.to_be_bytes());
+    buf[start + 4..start + 8].copy_from_slice(&correlation_id.to_be_bytes());
+    if tagged {
+        buf[start + 8] = 0;
+    }
+    let _ = buf.split_to(start);
+    buf.freeze()
+}
+
 /// A whole response frame: size, correlation id, the optional (empty)
 /// tagged-field section, then the body.
 pub fn response_frame(correlation_id: i32, tagged: bool, body: Bytes) -> Bytes {

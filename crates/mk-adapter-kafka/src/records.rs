@@ -370,22 +370,50 @@ fn encode_record(
     value: Option<&[u8]>,
     headers: &[Header],
 ) {
-    // The body is written first into a scratch area so its length prefix
-    // can be computed; records are small, so this stays in cache.
-    let mut body = Writer::with_buf(BytesMut::with_capacity(32), false);
-    body.i8(0);
-    body.varlong(timestamp_delta);
-    body.varint(offset_delta);
-    varint_field(&mut body, key);
-    varint_field(&mut body, value);
-    body.varint(headers.len() as i32);
+    // The length prefix comes first, so the body's size is computed from
+    // the field sizes (no scratch buffer per record on the fetch path).
+    let field =
+        |b: Option<&[u8]>| b.map_or(varint_len(-1), |b| varint_len(b.len() as i32) + b.len());
+    let mut len = 1
+        + varlong_len(timestamp_delta)
+        + varint_len(offset_delta)
+        + field(key)
+        + field(value)
+        + varint_len(headers.len() as i32);
     for h in headers {
-        body.varint(h.key.len() as i32);
-        body.buf.put_slice(h.key.as_bytes());
-        varint_field(&mut body, h.value.as_deref());
+        len += varint_len(h.key.len() as i32) + h.key.len() + field(h.value.as_deref());
     }
-    w.varint(body.len() as i32);
-    w.buf.put_slice(&body.buf);
+    w.buf.reserve(len + 5);
+    w.varint(len as i32);
+    w.i8(0);
+    w.varlong(timestamp_delta);
+    w.varint(offset_delta);
+    varint_field(w, key);
+    varint_field(w, value);
+    w.varint(headers.len() as i32);
+    for h in headers {
+        w.varint(h.key.len() as i32);
+        w.buf.put_slice(h.key.as_bytes());
+        varint_field(w, h.value.as_deref());
+    }
+}
+
+/// Bytes of the zigzag varint encoding of `v`.
+fn varint_len(v: i32) -> usize {
+    uvarint_len(u64::from(((v << 1) ^ (v >> 31)) as u32))
+}
+
+fn varlong_len(v: i64) -> usize {
+    uvarint_len(((v << 1) ^ (v >> 63)) as u64)
+}
+
+fn uvarint_len(mut u: u64) -> usize {
+    let mut n = 1;
+    while u >= 0x80 {
+        u >>= 7;
+        n += 1;
+    }
+    n
 }
 
 fn varint_field(w: &mut Writer, b: Option<&[u8]>) {
@@ -485,6 +513,32 @@ pub(crate) mod tests {
         v[16] = 1;
         let e = decode_produced(&Bytes::from(v), limits(), 0, None).unwrap_err();
         assert_eq!(e.code, KafkaCode::UNSUPPORTED_VERSION);
+    }
+
+    #[test]
+    fn varint_lengths_match_the_encoder() {
+        for v in [
+            0i64,
+            1,
+            -1,
+            63,
+            64,
+            -65,
+            1 << 20,
+            i64::from(i32::MAX),
+            i64::from(i32::MIN),
+            i64::MAX,
+            i64::MIN,
+        ] {
+            let mut w = Writer::new(false);
+            w.varlong(v);
+            assert_eq!(w.len(), varlong_len(v), "{v}");
+            if let Ok(v32) = i32::try_from(v) {
+                let mut w = Writer::new(false);
+                w.varint(v32);
+                assert_eq!(w.len(), varint_len(v32), "{v32}");
+            }
+        }
     }
 
     #[test]

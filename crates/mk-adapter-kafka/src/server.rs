@@ -346,7 +346,7 @@ async fn serve_connection(stream: TcpStream, broker: BrokerId, shared: Arc<Share
         budget: Arc::new(Semaphore::new(budget_bytes)),
         budget_bytes,
     };
-    let reader = read_loop(rd, queue, broker, &shared);
+    let reader = read_loop(rd, queue, broker, peer, &shared);
     let writer = write_loop(wr, rx, shared.options.write_timeout);
     tokio::pin!(reader, writer);
     tokio::select! {
@@ -381,7 +381,13 @@ enum ReadEnd {
     Io(io::Error),
 }
 
-async fn read_loop(mut rd: OwnedReadHalf, q: Queue, broker: BrokerId, shared: &Shared) -> ReadEnd {
+async fn read_loop(
+    mut rd: OwnedReadHalf,
+    q: Queue,
+    broker: BrokerId,
+    peer: Option<SocketAddr>,
+    shared: &Shared,
+) -> ReadEnd {
     let max = shared.options.max_request_bytes;
     let mut offline = shared.cluster.watch_offline_brokers();
     let mut buf = BytesMut::with_capacity(8 * 1024);
@@ -402,7 +408,7 @@ async fn read_loop(mut rd: OwnedReadHalf, q: Queue, broker: BrokerId, shared: &S
             if !shared.cluster.is_broker_online(broker) {
                 return ReadEnd::BrokerOffline;
             }
-            match answer(frame, broker, &q, shared).await {
+            match answer(frame, broker, peer, &q, shared).await {
                 Ok(true) => {}
                 Ok(false) => return ReadEnd::WriterGone,
                 Err(end) => return end,
@@ -449,6 +455,7 @@ async fn read_loop(mut rd: OwnedReadHalf, q: Queue, broker: BrokerId, shared: &S
 async fn answer(
     frame: Bytes,
     broker: BrokerId,
+    peer: Option<SocketAddr>,
     q: &Queue,
     shared: &Shared,
 ) -> Result<bool, ReadEnd> {
@@ -477,8 +484,11 @@ async fn answer(
         options: &shared.options,
         shutdown: &shared.stop,
         header: &header,
+        peer,
     };
-    let mut w = Writer::new(flexible);
+    let mut buf = BytesMut::with_capacity(256);
+    buf.resize(frame::RESPONSE_HEADER_ROOM, 0);
+    let mut w = Writer::with_buf(buf, flexible);
     let answered = api::dispatch(&ctx, spec, &mut r, &mut w)
         .await
         .map_err(ReadEnd::Undecodable)?;
@@ -487,7 +497,7 @@ async fn answer(
     }
     // ApiVersions answers with header v0 at every version.
     let tagged = flexible && header.api_key != api::key::API_VERSIONS;
-    let bytes = frame::response_frame(header.correlation_id, tagged, w.into_bytes());
+    let bytes = frame::finish_response(w.buf, header.correlation_id, tagged);
     Ok(enqueue(bytes, q).await)
 }
 

@@ -404,6 +404,35 @@ async fn counts_of_two_billion_truncated_bodies_and_garbage_close_the_connection
     h.stop().await;
 }
 
+/// confluent-kafka 2.16.1's `AdminClient.list_topics()` sends this v12
+/// Metadata request for all topics (bytes captured from the client): the
+/// null topic array keeps librdkafka's 4-byte count placeholder (librdkafka
+/// issue 5049), so 3 zero bytes precede the real fields. Kafka answers it;
+/// so must we. The same shape with other bytes in the pad still closes.
+#[tokio::test]
+async fn librdkafkas_all_topics_metadata_with_a_stray_count_pad_is_answered() {
+    let h = Harness::one().await;
+    h.cluster.create_topic("listed", 1, 1).unwrap();
+    let mut c = h.conn(1).await;
+    let captured = "0003000c00000003000772646b61666b610000000000010000";
+    let payload: Vec<u8> = (0..captured.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&captured[i..i + 2], 16).unwrap())
+        .collect();
+    let mut frame = (payload.len() as i32).to_be_bytes().to_vec();
+    frame.extend_from_slice(&payload);
+    c.write_raw(&frame).await;
+    let r: metadata::MetadataResponse = c.recv(key::METADATA, 12, 3).await;
+    let names: Vec<_> = r.topics.iter().map(|t| t.name.clone()).collect();
+    assert_eq!(names, vec![Some("listed".to_string())]);
+    // A pad that is not zeros is garbage.
+    let mut c = h.conn(1).await;
+    c.write_raw(&metadata_frame(&[0, 0, 7, 0, 1, 0, 0])).await;
+    assert!(c.is_closed().await);
+    still_serves(&h).await;
+    h.stop().await;
+}
+
 #[tokio::test]
 async fn a_corrupt_or_lying_record_batch_is_a_partition_error_and_the_connection_stays() {
     let h = Harness::one().await;

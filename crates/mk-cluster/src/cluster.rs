@@ -172,6 +172,13 @@ impl BrokerCluster {
             &config.data_dir.join(format!("{OFFSETS_TOPIC}-0")),
             GroupConfig {
                 session_timeout_ms: config.group_session_timeout_ms,
+                min_session_timeout_ms: config.group_min_session_timeout_ms,
+                max_session_timeout_ms: config.group_max_session_timeout_ms,
+                max_group_size: config.group_max_size,
+                // Member ids made after a restart must never equal ids of
+                // before: a client that still holds an old id would take
+                // over a newcomer's place.
+                member_id_salt: uuid::Uuid::new_v4().simple().to_string(),
                 offsets_log: log_config(&config, None, &faults),
                 ..GroupConfig::default()
             },

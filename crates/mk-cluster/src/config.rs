@@ -25,7 +25,15 @@ pub struct MiniKafkaConfig {
     pub broker_ids: Vec<BrokerId>,
     pub segment_max_bytes: u64,
     pub index_interval_bytes: u64,
+    /// The session timeout of JSON-TCP (coordinator-assigned) group
+    /// members; Kafka clients bring their own.
     pub group_session_timeout_ms: i64,
+    /// Bounds of a Kafka client's session timeout (Kafka's
+    /// `group.min.session.timeout.ms` / `group.max.session.timeout.ms`).
+    pub group_min_session_timeout_ms: i64,
+    pub group_max_session_timeout_ms: i64,
+    /// Most members of one group (Kafka's `group.max.size`).
+    pub group_max_size: usize,
     pub replica_lag_max_offsets: i64,
     pub replica_lag_time_ms: i64,
     pub replica_fetch_max_bytes: u64,
@@ -66,6 +74,9 @@ impl MiniKafkaConfig {
             segment_max_bytes: 1_048_576,
             index_interval_bytes: 4_096,
             group_session_timeout_ms: 10_000,
+            group_min_session_timeout_ms: 6_000,
+            group_max_session_timeout_ms: 1_800_000,
+            group_max_size: 1_000,
             replica_lag_max_offsets: 10_000,
             replica_lag_time_ms: 10_000,
             replica_fetch_max_bytes: 1_048_576,
@@ -107,7 +118,7 @@ impl MiniKafkaConfig {
                 return bad(format!("broker id {id} appears twice"));
             }
         }
-        let positive: [(&str, i64); 11] = [
+        let positive: [(&str, i64); 14] = [
             (
                 "auto_create_partitions",
                 i64::from(self.auto_create_partitions),
@@ -120,6 +131,15 @@ impl MiniKafkaConfig {
             ("segment_max_bytes", self.segment_max_bytes as i64),
             ("index_interval_bytes", self.index_interval_bytes as i64),
             ("group_session_timeout_ms", self.group_session_timeout_ms),
+            (
+                "group_min_session_timeout_ms",
+                self.group_min_session_timeout_ms,
+            ),
+            (
+                "group_max_session_timeout_ms",
+                self.group_max_session_timeout_ms,
+            ),
+            ("group_max_size", self.group_max_size as i64),
             ("replica_lag_time_ms", self.replica_lag_time_ms),
             (
                 "replica_fetch_max_bytes",
@@ -136,6 +156,12 @@ impl MiniKafkaConfig {
             if v <= 0 {
                 return bad(format!("{name} must be > 0, got {v}"));
             }
+        }
+        if self.group_max_session_timeout_ms < self.group_min_session_timeout_ms {
+            return bad(format!(
+                "group_max_session_timeout_ms ({}) must be >= group_min_session_timeout_ms ({})",
+                self.group_max_session_timeout_ms, self.group_min_session_timeout_ms
+            ));
         }
         if self.replica_lag_max_offsets < 0 {
             return bad(format!(
@@ -230,6 +256,27 @@ pub const TOPIC_CONFIG_KEYS: [&str; 5] = [
 pub enum ConfigChange {
     Set { key: String, value: String },
     Delete { key: String },
+}
+
+impl ConfigChange {
+    /// The changes that replace a topic's whole config with `configs`
+    /// (Kafka's AlterConfigs): every named key is set (a `None` value
+    /// resets it) and every key not named goes back to the cluster default.
+    pub fn replacing_all(configs: &[(String, Option<String>)]) -> Vec<ConfigChange> {
+        let mut changes: Vec<ConfigChange> = TOPIC_CONFIG_KEYS
+            .iter()
+            .filter(|k| !configs.iter().any(|(name, _)| name == *k))
+            .map(|k| ConfigChange::Delete { key: k.to_string() })
+            .collect();
+        changes.extend(configs.iter().map(|(key, value)| match value {
+            Some(value) => ConfigChange::Set {
+                key: key.clone(),
+                value: value.clone(),
+            },
+            None => ConfigChange::Delete { key: key.clone() },
+        }));
+        changes
+    }
 }
 
 fn config_int(key: &str, value: &str) -> Result<i64> {
@@ -398,6 +445,9 @@ mod tests {
             Box::new(|c| c.segment_max_bytes = 0),
             Box::new(|c| c.index_interval_bytes = 0),
             Box::new(|c| c.group_session_timeout_ms = 0),
+            Box::new(|c| c.group_min_session_timeout_ms = 0),
+            Box::new(|c| c.group_max_session_timeout_ms = 5_000),
+            Box::new(|c| c.group_max_size = 0),
             Box::new(|c| c.replica_lag_max_offsets = -1),
             Box::new(|c| c.replica_lag_time_ms = 0),
             Box::new(|c| c.replica_fetch_max_bytes = 0),
@@ -449,6 +499,22 @@ mod tests {
             TopicConfig::default().get("segment.bytes", 77).as_deref(),
             Some("77")
         );
+    }
+
+    #[test]
+    fn replacing_all_resets_every_key_not_named() {
+        let defaults = TopicConfig::default();
+        let mut c = defaults.clone();
+        c.set("segment.bytes", "4096").unwrap();
+        c.set("retention.bytes", "77").unwrap();
+        let replaced = c
+            .with_changes(
+                &ConfigChange::replacing_all(&[("retention.bytes".into(), Some("99".into()))]),
+                &defaults,
+            )
+            .unwrap();
+        assert_eq!(replaced.retention_bytes, Some(99));
+        assert_eq!(replaced.segment_bytes, defaults.segment_bytes);
     }
 
     #[test]

@@ -163,8 +163,9 @@ impl Consumer {
         Ok(())
     }
 
-    /// Subscribes through the group: joins (a new generation) and takes the
-    /// assignment of this member.
+    /// Subscribes through the group: joins as a member whose partitions the
+    /// coordinator assigns (a new generation, unless the member re-joins
+    /// with unchanged topics) and takes the assignment of this member.
     pub fn subscribe(&self, topics: &[&str]) -> Result<Vec<TopicPartition>> {
         let mut st = self.state()?;
         if st.mode == Mode::Assigned {

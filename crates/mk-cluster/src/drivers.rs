@@ -14,6 +14,9 @@ pub struct DriverConfig {
     /// Replication runs on every append (event-driven) and at least this
     /// often, which also refreshes the ISR by the time rule.
     pub replication_tick: Duration,
+    /// The group coordinator's time step: session expiry, and the end of
+    /// rebalance barriers whose timeout passed. It runs often because a
+    /// JoinGroup waiting at a barrier is answered by it.
     pub group_expiry_interval: Duration,
     pub transaction_expiry_interval: Duration,
     /// `None` leaves fsync to the flush policy and to close.
@@ -26,7 +29,7 @@ impl Default for DriverConfig {
     fn default() -> Self {
         Self {
             replication_tick: Duration::from_millis(200),
-            group_expiry_interval: Duration::from_millis(1_000),
+            group_expiry_interval: Duration::from_millis(100),
             transaction_expiry_interval: Duration::from_millis(1_000),
             flush_interval: Some(Duration::from_millis(1_000)),
             cleanup_interval: Duration::from_secs(60),

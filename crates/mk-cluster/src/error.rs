@@ -122,6 +122,15 @@ impl ClusterError {
         }
     }
 
+    /// The member id a MEMBER_ID_REQUIRED answer of `join_group_member`
+    /// carries: the new member must join again with it.
+    pub fn member_id_required(&self) -> Option<&str> {
+        match self {
+            ClusterError::Group(e) => e.member_id_required(),
+            _ => None,
+        }
+    }
+
     /// True for failures of the disk: these make the cluster FAILED.
     pub fn is_storage_failure(&self) -> bool {
         match self {

@@ -1,10 +1,18 @@
-//! Consumer-group operations of the core: thin calls into the group
-//! coordinator with the cluster's topic metadata.
+//! Consumer-group operations of the core: calls into the one group
+//! coordinator with the cluster's topic metadata, storage failures guarded
+//! like every other store. The Kafka adapter uses the classic-protocol
+//! operations (`join_group_member`, `sync_group_member`, ...); JSON-TCP and
+//! the in-process consumer use `join_group` and friends, whose members the
+//! coordinator assigns itself. Both reach the same groups, generations and
+//! committed offsets.
 
 use crate::cluster::BrokerCluster;
 use crate::error::{ClusterError, Result};
 use mk_core::TopicPartition;
-use mk_group::{AssignorKind, GroupCoordinator, GroupDescription, MemberAssignment};
+use mk_group::{
+    AssignorKind, GroupCoordinator, GroupDescription, GroupError, GroupHandle, GroupJoin,
+    GroupJoined, GroupListing, GroupSync, GroupSynced, MemberAssignment,
+};
 use std::collections::BTreeMap;
 
 impl BrokerCluster {
@@ -20,7 +28,112 @@ impl BrokerCluster {
         self.guard(r)
     }
 
-    /// Joins (or re-joins) a group; every join starts a new generation.
+    /// Waits for a join or sync answer without holding the coordinator's
+    /// lock. A handle whose coordinator went away (the cluster closed or
+    /// failed) reports the cluster's state.
+    async fn group_answer<T>(&self, handle: GroupHandle<T>) -> Result<T> {
+        match handle.await {
+            Ok(v) => Ok(v),
+            Err(GroupError::Closed(_)) => {
+                Err(self.check_running().err().unwrap_or(ClusterError::Closed))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    // ----- Kafka's classic protocol ----------------------------------------
+
+    /// JoinGroup: resolves when the member's rebalance completes (or at once
+    /// when nothing has to be waited for). A MEMBER_ID_REQUIRED error
+    /// carries the member id to join with, see
+    /// [`ClusterError::member_id_required`]. Dropping the future (a closed
+    /// connection) leaves the member in the group until its session expires
+    /// or the rebalance completes without it, as in Kafka.
+    pub async fn join_group_member(&self, join: GroupJoin) -> Result<GroupJoined> {
+        let handle = self.with_groups(|g, _| g.join_member(join))?;
+        self.group_answer(handle).await
+    }
+
+    /// SyncGroup: the leader's assignment, verbatim; a follower's call
+    /// resolves once the leader's sync arrived.
+    pub async fn sync_group_member(&self, sync: GroupSync) -> Result<GroupSynced> {
+        let handle = self.with_groups(|g, _| g.sync_member(sync))?;
+        self.group_answer(handle).await
+    }
+
+    /// Heartbeat (REBALANCE_IN_PROGRESS tells the member to rejoin).
+    pub fn heartbeat_member(
+        &self,
+        group: &str,
+        member: &str,
+        generation: i32,
+        instance: Option<&str>,
+    ) -> Result<()> {
+        self.with_groups(|g, _| g.heartbeat_member(group, member, generation, instance))
+    }
+
+    /// LeaveGroup for one or many members, each `(member id, instance id)`
+    /// (member id "" when an instance id names it); one answer per member.
+    pub fn leave_group_members(
+        &self,
+        group: &str,
+        members: &[(String, Option<String>)],
+    ) -> Result<Vec<Result<()>>> {
+        let answers = self.with_groups(|g, meta| g.leave_members(group, members, meta))?;
+        Ok(answers
+            .into_iter()
+            .map(|r| r.map_err(ClusterError::from))
+            .collect())
+    }
+
+    /// OffsetCommit: generation -1 with an empty member id (and no instance
+    /// id) is a simple commit, allowed while the group has no members.
+    pub fn commit_group_offsets(
+        &self,
+        group: &str,
+        generation: i32,
+        member: &str,
+        instance: Option<&str>,
+        offsets: &BTreeMap<TopicPartition, i64>,
+    ) -> Result<()> {
+        self.with_groups(|g, meta| {
+            g.commit_offsets(group, generation, member, instance, offsets, meta)
+        })
+    }
+
+    /// ListGroups: every group with its protocol type and state.
+    pub fn list_group_listings(&self) -> Result<Vec<GroupListing>> {
+        self.with_groups(|g, _| Ok(g.list_group_listings()))
+    }
+
+    /// DeleteGroups: per group, GROUP_ID_NOT_FOUND or NON_EMPTY_GROUP.
+    pub fn delete_groups(&self, groups: &[String]) -> Result<Vec<Result<()>>> {
+        let answers = self.with_groups(|g, _| g.delete_groups(groups))?;
+        Ok(answers
+            .into_iter()
+            .map(|r| r.map_err(ClusterError::from))
+            .collect())
+    }
+
+    /// OffsetDelete: per partition, GROUP_SUBSCRIBED_TO_TOPIC where a member
+    /// subscribes to the topic; the whole request GROUP_ID_NOT_FOUND or
+    /// NON_EMPTY_GROUP.
+    pub fn delete_group_offsets(
+        &self,
+        group: &str,
+        partitions: &[TopicPartition],
+    ) -> Result<Vec<(TopicPartition, Result<()>)>> {
+        let answers = self.with_groups(|g, _| g.delete_group_offsets(group, partitions))?;
+        Ok(answers
+            .into_iter()
+            .map(|(tp, r)| (tp, r.map_err(ClusterError::from)))
+            .collect())
+    }
+
+    // ----- coordinator-assigned members (JSON-TCP, in-process) ---------------
+
+    /// Joins (or re-joins) a group whose partitions the coordinator assigns;
+    /// a re-join with unchanged topics while Stable keeps the generation.
     pub fn join_group(
         &self,
         group: &str,
@@ -47,7 +160,7 @@ impl BrokerCluster {
     }
 
     pub fn heartbeat(&self, group: &str, member: &str, generation: i32) -> Result<()> {
-        self.with_groups(|g, _| g.heartbeat(group, member, generation))
+        self.heartbeat_member(group, member, generation, None)
     }
 
     /// The member's assignment in the current generation.
@@ -55,7 +168,8 @@ impl BrokerCluster {
         self.with_groups(|g, _| g.assignment(group, member))
     }
 
-    /// A member's commit, fenced by generation and ownership.
+    /// A member's commit (JSON-TCP's `commit_offsets`): the same rule as
+    /// `commit_group_offsets`, without an instance id.
     pub fn commit_offsets(
         &self,
         group: &str,
@@ -63,10 +177,11 @@ impl BrokerCluster {
         generation: i32,
         offsets: &BTreeMap<TopicPartition, i64>,
     ) -> Result<()> {
-        self.with_groups(|g, _| g.commit(group, member, generation, offsets))
+        self.commit_group_offsets(group, generation, member, None, offsets)
     }
 
-    /// A commit of a consumer that assigns partitions by hand.
+    /// A commit of a consumer that assigns partitions by hand (a simple
+    /// commit).
     pub fn commit_offsets_direct(
         &self,
         group: &str,
@@ -74,6 +189,8 @@ impl BrokerCluster {
     ) -> Result<()> {
         self.with_groups(|g, meta| g.commit_direct(group, offsets, meta))
     }
+
+    // ----- reads and the time step -------------------------------------------
 
     pub fn fetch_committed(&self, group: &str, tp: &TopicPartition) -> Result<Option<i64>> {
         self.with_groups(|g, _| Ok(g.fetch_committed(group, tp)))
@@ -105,6 +222,8 @@ impl BrokerCluster {
         }
     }
 
+    /// State, generation, protocol and members of a group; `None` if the
+    /// coordinator does not know it.
     pub fn describe_group(&self, group: &str) -> Result<Option<GroupDescription>> {
         self.with_groups(|g, _| Ok(g.describe_group(group)))
     }
@@ -113,8 +232,11 @@ impl BrokerCluster {
         self.with_groups(|g, _| Ok(g.list_groups()))
     }
 
-    /// Removes members whose session expired and rebalances their groups;
-    /// returns the removed `(group, member)` pairs, sorted.
+    /// The group coordinator's time step: removes members whose session
+    /// expired (and members that missed their SyncGroup), completes
+    /// rebalances whose timeout passed, and rebalances the affected groups;
+    /// returns the removed `(group, member)` pairs, sorted. The drivers run
+    /// it every 100 ms.
     pub fn expire_group_members(&self) -> Result<Vec<(String, String)>> {
         self.with_groups(|g, meta| g.expire_members(meta))
     }

@@ -56,7 +56,8 @@ pub use mk_core::{
     ByteReader, Clock, ErrorCode, ManualClock, SharedClock, SystemClock, TopicPartition, Truncated,
 };
 pub use mk_group::{
-    AssignorKind, GroupDescription, GroupState, MemberAssignment, MemberDescription,
+    AssignorKind, CONSUMER_PROTOCOL_TYPE, GroupDescription, GroupJoin, GroupJoined, GroupListing,
+    GroupState, GroupSync, GroupSynced, JoinedMember, MemberAssignment, MemberDescription,
 };
 pub use mk_log::{
     ControlType, FaultInjector, Header, ProducerInfo, Record, RecordBatch, RetentionPolicy,

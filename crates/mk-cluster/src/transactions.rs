@@ -573,12 +573,7 @@ impl BrokerCluster {
     /// then the staged offsets, then `complete`. A marker for a partition
     /// that no longer exists counts as written.
     async fn execute_plan(&self, mut plan: CompletionPlan) -> Result<()> {
-        let markers: Vec<(TopicPartition, RecordBatch)> = plan
-            .markers()
-            .iter()
-            .filter(|m| !m.is_written())
-            .map(|m| (m.tp().clone(), m.batch().clone()))
-            .collect();
+        let markers = plan.unwritten_markers();
         for (tp, batch) in markers {
             let appended = match self.append_on_leader(&tp, batch, AckMode::All, None, None) {
                 Ok(pending) => pending.wait().await.map(drop),
@@ -618,12 +613,7 @@ impl BrokerCluster {
     /// Ongoing transactions are left Ongoing (their timeout aborts them).
     pub(crate) fn recover_transactions(&self, plans: Vec<CompletionPlan>) -> Result<()> {
         for mut plan in plans {
-            let markers: Vec<(TopicPartition, RecordBatch)> = plan
-                .markers()
-                .iter()
-                .filter(|m| !m.is_written())
-                .map(|m| (m.tp().clone(), m.batch().clone()))
-                .collect();
+            let markers = plan.unwritten_markers();
             for (tp, batch) in markers {
                 let appended = self.with_partition(&tp, |set| {
                     set.append(batch, AckMode::One, None)?;

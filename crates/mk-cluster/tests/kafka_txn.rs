@@ -339,16 +339,58 @@ async fn a_txn_offset_commit_with_membership_is_fenced_by_the_group() {
         code(c.txn_offset_commit(&commit(m2.generation, "ghost", None))),
         ErrorCode::UnknownMember
     );
-    assert_eq!(
-        code(c.txn_offset_commit(&commit(m2.generation, "m2", Some("i-1")))),
-        ErrorCode::UnknownMember,
-        "no static member has that instance id"
-    );
     c.txn_offset_commit(&commit(m2.generation, "m2", None))
         .unwrap();
     c.txn_offset_commit(&commit(-1, "", None)).unwrap();
     s.end(c, true).await.unwrap();
     assert_eq!(c.fetch_committed("g", &input).unwrap(), Some(3));
+
+    // A static Kafka member restarts under a new member id: its old id is
+    // fenced by its group.instance.id.
+    let join = GroupJoin {
+        group_id: "k".into(),
+        member_id: String::new(),
+        group_instance_id: Some("i-1".into()),
+        client_id: "rdkafka".into(),
+        client_host: "/127.0.0.1".into(),
+        session_timeout_ms: 30_000,
+        rebalance_timeout_ms: 30_000,
+        protocol_type: "consumer".into(),
+        protocols: vec![("range".into(), b("in"))],
+        require_known_member_id: false,
+        subscribed_topics: vec!["in".into()],
+    };
+    let first = c.join_group_member(join.clone()).await.unwrap();
+    c.sync_group_member(GroupSync {
+        group_id: "k".into(),
+        generation_id: first.generation_id,
+        member_id: first.member_id.clone(),
+        group_instance_id: Some("i-1".into()),
+        protocol_type: Some("consumer".into()),
+        protocol_name: Some("range".into()),
+        assignments: vec![(first.member_id.clone(), b("in-0"))],
+        assigned_partitions: vec![(first.member_id.clone(), vec![input.clone()])],
+    })
+    .await
+    .unwrap();
+    let back = c.join_group_member(join).await.unwrap();
+    assert_ne!(back.member_id, first.member_id);
+    c.add_offsets_to_txn(&s.id, s.pid, s.epoch, "k").unwrap();
+    let static_commit = |generation: i32, member: &str| TxnOffsetCommit {
+        group_id: "k".into(),
+        generation_id: generation,
+        member_id: member.to_string(),
+        group_instance_id: Some("i-1".into()),
+        ..s.offset_commit("k", &[(input.clone(), 8)])
+    };
+    assert_eq!(
+        code(c.txn_offset_commit(&static_commit(first.generation_id, &first.member_id))),
+        ErrorCode::FencedInstanceId
+    );
+    c.txn_offset_commit(&static_commit(back.generation_id, &back.member_id))
+        .unwrap();
+    s.end(c, true).await.unwrap();
+    assert_eq!(c.fetch_committed("k", &input).unwrap(), Some(8));
 }
 
 #[tokio::test]

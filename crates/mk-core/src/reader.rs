@@ -30,6 +30,18 @@ impl std::fmt::Display for Truncated {
 
 impl std::error::Error for Truncated {}
 
+/// One method per integer width: `fn u16(&mut self) -> Result<u16, _>` reads
+/// the next two bytes as a big-endian `u16`, and so on.
+macro_rules! read_be {
+    ($($name:ident: $t:ty),* $(,)?) => {$(
+        #[doc = concat!("The next `", stringify!($t), "`, big-endian.")]
+        #[inline]
+        pub fn $name(&mut self) -> Result<$t, Truncated> {
+            Ok(<$t>::from_be_bytes(self.array()?))
+        }
+    )*};
+}
+
 /// A cursor over a byte slice. Every read is checked against the bytes left.
 ///
 /// Its methods are `#[inline]` because the MKB1 decoder on the fetch path
@@ -101,37 +113,15 @@ impl<'a> ByteReader<'a> {
         Ok(a)
     }
 
-    #[inline]
-    pub fn u8(&mut self) -> Result<u8, Truncated> {
-        Ok(self.array::<1>()?[0])
-    }
-    #[inline]
-    pub fn i8(&mut self) -> Result<i8, Truncated> {
-        Ok(i8::from_be_bytes(self.array()?))
-    }
-    #[inline]
-    pub fn u16(&mut self) -> Result<u16, Truncated> {
-        Ok(u16::from_be_bytes(self.array()?))
-    }
-    #[inline]
-    pub fn i16(&mut self) -> Result<i16, Truncated> {
-        Ok(i16::from_be_bytes(self.array()?))
-    }
-    #[inline]
-    pub fn u32(&mut self) -> Result<u32, Truncated> {
-        Ok(u32::from_be_bytes(self.array()?))
-    }
-    #[inline]
-    pub fn i32(&mut self) -> Result<i32, Truncated> {
-        Ok(i32::from_be_bytes(self.array()?))
-    }
-    #[inline]
-    pub fn u64(&mut self) -> Result<u64, Truncated> {
-        Ok(u64::from_be_bytes(self.array()?))
-    }
-    #[inline]
-    pub fn i64(&mut self) -> Result<i64, Truncated> {
-        Ok(i64::from_be_bytes(self.array()?))
+    read_be! {
+        u8: u8,
+        i8: i8,
+        u16: u16,
+        i16: i16,
+        u32: u32,
+        i32: i32,
+        u64: u64,
+        i64: i64,
     }
 
     /// A count of items that each take at least `min_item_bytes`: refused
@@ -148,6 +138,14 @@ impl<'a> ByteReader<'a> {
             });
         }
         Ok(count)
+    }
+
+    /// A `u32` count followed by items that each take at least
+    /// `min_item_bytes`, checked like [`check_count`](Self::check_count).
+    #[inline]
+    pub fn u32_count(&mut self, min_item_bytes: usize) -> Result<usize, Truncated> {
+        let count = self.u32()? as usize;
+        self.check_count(count, min_item_bytes)
     }
 }
 
@@ -183,5 +181,9 @@ mod tests {
         assert!(r.check_count(i32::MAX as usize, 1).is_err());
         assert_eq!(r.check_count(3, 1).unwrap(), 3);
         assert_eq!(r.check_count(0, 100).unwrap(), 0);
+        let mut counted = ByteReader::new(&[0, 0, 0, 2, 1, 2]);
+        assert!(counted.clone().u32_count(2).is_err(), "2 items of 2 bytes");
+        assert_eq!(counted.u32_count(1).unwrap(), 2);
+        assert_eq!(counted.remaining(), 2);
     }
 }

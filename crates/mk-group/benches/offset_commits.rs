@@ -42,7 +42,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let (group, generation) = &members[(i as usize) % GROUPS];
         let partition = (i / GROUPS as u64 % u64::from(PARTITIONS)) as u32;
         let offsets = BTreeMap::from([(TopicPartition::new(TOPIC, partition), i as i64)]);
-        coordinator.commit(group, "member-0", *generation, &offsets)?;
+        coordinator.commit_offsets(group, *generation, "member-0", None, &offsets, &meta)?;
     }
     let secs = start.elapsed().as_secs_f64();
     figure(
@@ -58,7 +58,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let offsets: BTreeMap<TopicPartition, i64> = (0..PARTITIONS)
             .map(|p| (TopicPartition::new(TOPIC, p), i as i64))
             .collect();
-        coordinator.commit(group, "member-0", *generation, &offsets)?;
+        coordinator.commit_offsets(group, *generation, "member-0", None, &offsets, &meta)?;
     }
     let secs = start.elapsed().as_secs_f64();
     figure(

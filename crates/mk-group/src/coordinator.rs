@@ -1,19 +1,24 @@
-//! `GroupCoordinator`: membership, generations, eager rebalances, fencing of
-//! stale members, and committed offsets (spec 03), as a deterministic state
-//! machine driven by calls and an injected `Clock`.
+//! `GroupCoordinator`: the one coordinator of every consumer group, as a
+//! deterministic state machine driven by calls and an injected `Clock`.
 //!
-//! Every operation checks its errors in exactly the order spec 03 lists
-//! them, and a rejected operation changes nothing. A rebalance persists the
-//! group's new generation to the offsets log before the new state becomes
-//! visible, so generations keep growing across restarts and a member that
-//! held a generation before a restart stays fenced after it.
+//! Two kinds of member share it: Kafka-protocol members run Kafka's classic
+//! rebalance protocol (`classic.rs`), and JSON-TCP members join with
+//! `join_with_assignor`, for which the coordinator acts as the leader with
+//! its own assignor (this file). Both use the same groups, generations,
+//! fencing and committed offsets (`commits.rs`); the rebalance engine they
+//! share is in `rebalance.rs`.
+//!
+//! A rejected operation changes nothing, and a generation is persisted to
+//! the offsets log before it becomes visible, so generations keep growing
+//! across restarts and a member that held a generation before a restart
+//! stays fenced after it.
 
 use crate::assignor::{Assignment, AssignorKind};
-use crate::codec::GroupMetadata;
 use crate::error::{GroupError, Result};
-use crate::group::{Group, GroupDescription, GroupState, Member};
+use crate::group::{Assigner, Group, GroupDescription, GroupState, Member};
 use crate::metadata::TopicMetadata;
 use crate::offsets::OffsetStore;
+use crate::protocol::GroupListing;
 use mk_core::{SharedClock, TopicPartition};
 use mk_log::{CompactionResult, LogConfig, PartitionLog};
 use std::collections::{BTreeMap, BTreeSet};
@@ -23,9 +28,13 @@ use std::path::Path;
 /// hides it from user listings and refuses user writes to it.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 
-/// Longest group or member id, in bytes. Ids are part of every offsets-log
-/// key, so they get a bound like any other input-controlled size.
+/// Longest group, member or instance id (and client id, host, protocol
+/// name), in bytes. Ids are part of offsets-log keys and of every answer, so
+/// they get a bound like any other input-controlled size.
 pub const MAX_ID_BYTES: usize = 1024;
+
+/// Most protocols one JoinGroup may list.
+pub const MAX_PROTOCOLS: usize = 64;
 
 /// How a group that exists only through committed offsets (plain commits,
 /// or a restart that kept offsets but no generation) looks: Empty at
@@ -35,9 +44,22 @@ static OFFSETS_ONLY_GROUP: Group = Group::new(AssignorKind::RoundRobin);
 /// Settings of the coordinator.
 #[derive(Debug, Clone)]
 pub struct GroupConfig {
-    /// A member that does not heartbeat (or re-join) within this many
-    /// milliseconds is removed by `expire_members`.
+    /// The session timeout of coordinator-assigned (JSON-TCP) members: one
+    /// that does not heartbeat (or re-join) within this many milliseconds
+    /// is removed by `expire_members`. Kafka-protocol members bring their
+    /// own.
     pub session_timeout_ms: i64,
+    /// Bounds of a Kafka-protocol member's session timeout (Kafka's
+    /// `group.min.session.timeout.ms` / `group.max.session.timeout.ms`).
+    pub min_session_timeout_ms: i64,
+    pub max_session_timeout_ms: i64,
+    /// Most members (plus member ids handed out and not yet used) of one
+    /// group (Kafka's `group.max.size`, which Kafka leaves unbounded).
+    pub max_group_size: usize,
+    /// Part of every member id the coordinator makes, so ids made after a
+    /// restart never equal ids of before (mk-cluster passes a fresh random
+    /// value per open; tests a fixed one).
+    pub member_id_salt: String,
     /// How long a tombstone of the offsets log survives compaction (Kafka's
     /// `delete.retention.ms`).
     pub offsets_delete_retention_ms: i64,
@@ -49,6 +71,10 @@ impl Default for GroupConfig {
     fn default() -> Self {
         Self {
             session_timeout_ms: 10_000,
+            min_session_timeout_ms: 6_000,
+            max_session_timeout_ms: 1_800_000,
+            max_group_size: 1_000,
+            member_id_salt: "0".to_string(),
             offsets_delete_retention_ms: 86_400_000,
             offsets_log: LogConfig::default(),
         }
@@ -56,20 +82,39 @@ impl Default for GroupConfig {
 }
 
 impl GroupConfig {
-    /// Checks every rule: session timeout > 0, delete retention >= 0, and the
-    /// log configuration's own rules.
+    /// Checks every rule: session timeout > 0, 0 < min session <= max
+    /// session, max group size > 0, a salt of at most 64 bytes, delete
+    /// retention >= 0, and the log configuration's own rules.
     pub fn validate(&self) -> Result<()> {
+        let bad = |m: String| Err(GroupError::InvalidRequest(m));
         if self.session_timeout_ms <= 0 {
-            return Err(GroupError::InvalidRequest(format!(
+            return bad(format!(
                 "session_timeout_ms must be > 0, got {}",
                 self.session_timeout_ms
-            )));
+            ));
+        }
+        if self.min_session_timeout_ms <= 0
+            || self.max_session_timeout_ms < self.min_session_timeout_ms
+        {
+            return bad(format!(
+                "min_session_timeout_ms must be > 0 and at most max_session_timeout_ms, got {} and {}",
+                self.min_session_timeout_ms, self.max_session_timeout_ms
+            ));
+        }
+        if self.max_group_size == 0 {
+            return bad("max_group_size must be > 0".into());
+        }
+        if self.member_id_salt.len() > 64 {
+            return bad(format!(
+                "member_id_salt is {} bytes long; at most 64 are allowed",
+                self.member_id_salt.len()
+            ));
         }
         if self.offsets_delete_retention_ms < 0 {
-            return Err(GroupError::InvalidRequest(format!(
+            return bad(format!(
                 "offsets_delete_retention_ms must be >= 0, got {}",
                 self.offsets_delete_retention_ms
-            )));
+            ));
         }
         self.offsets_log.validate()?;
         Ok(())
@@ -88,55 +133,59 @@ pub struct MemberAssignment {
 /// The consumer group coordinator of one broker.
 #[derive(Debug)]
 pub struct GroupCoordinator {
-    session_timeout_ms: i64,
+    pub(crate) session_timeout_ms: i64,
+    pub(crate) min_session_timeout_ms: i64,
+    pub(crate) max_session_timeout_ms: i64,
+    pub(crate) max_group_size: usize,
+    member_id_salt: String,
+    next_member: u64,
     offsets_delete_retention_ms: i64,
-    clock: SharedClock,
-    groups: BTreeMap<String, Group>,
-    store: OffsetStore,
+    pub(crate) clock: SharedClock,
+    pub(crate) groups: BTreeMap<String, Group>,
+    pub(crate) store: OffsetStore,
 }
 
-fn check_id(kind: &str, id: &str) -> Result<()> {
-    if id.is_empty() {
+pub(crate) fn check_len(kind: &str, value: &str) -> Result<()> {
+    if value.len() > MAX_ID_BYTES {
         return Err(GroupError::InvalidRequest(format!(
-            "{kind} id must not be empty"
-        )));
-    }
-    if id.len() > MAX_ID_BYTES {
-        return Err(GroupError::InvalidRequest(format!(
-            "{kind} id is {} bytes long; at most {MAX_ID_BYTES} are allowed",
-            id.len()
+            "{kind} is {} bytes long; at most {MAX_ID_BYTES} are allowed",
+            value.len()
         )));
     }
     Ok(())
 }
 
-fn unknown_group(group: &str) -> GroupError {
+pub(crate) fn check_group_id(group: &str) -> Result<()> {
+    if group.is_empty() {
+        return Err(GroupError::InvalidGroupId(
+            "group id must not be empty".into(),
+        ));
+    }
+    if group.len() > MAX_ID_BYTES {
+        return Err(GroupError::InvalidGroupId(format!(
+            "group id is {} bytes long; at most {MAX_ID_BYTES} are allowed",
+            group.len()
+        )));
+    }
+    Ok(())
+}
+
+pub(crate) fn unknown_group(group: &str) -> GroupError {
     GroupError::UnknownMember(format!("group {group:?} is unknown to the coordinator"))
 }
 
-fn unknown_member(group: &str, member: &str, generation: i32) -> GroupError {
+pub(crate) fn unknown_member(group: &str, member: &str, generation: i32) -> GroupError {
     GroupError::UnknownMember(format!(
         "member {member:?} is not in group {group:?} (generation {generation})"
     ))
 }
 
-fn check_generation(group: &str, g: &Group, generation: i32) -> Result<()> {
-    if generation != g.generation {
-        return Err(GroupError::IllegalGeneration {
-            group: group.to_string(),
-            given: generation,
-            current: g.generation,
-        });
-    }
-    Ok(())
-}
-
-fn check_offsets_not_negative(offsets: &BTreeMap<TopicPartition, i64>) -> Result<()> {
-    match offsets.iter().find(|(_, o)| **o < 0) {
-        Some((tp, o)) => Err(GroupError::InvalidRequest(format!(
-            "offset for {tp} must be >= 0, got {o}"
-        ))),
-        None => Ok(()),
+pub(crate) fn fenced(group: &str, instance: &str, member: &str, current: &str) -> GroupError {
+    GroupError::FencedInstanceId {
+        group: group.to_string(),
+        instance: instance.to_string(),
+        member: member.to_string(),
+        current: current.to_string(),
     }
 }
 
@@ -144,7 +193,8 @@ impl GroupCoordinator {
     /// Opens the coordinator with its offsets log in `offsets_dir` (created
     /// if missing; mk-cluster passes `<data_dir>/__consumer_offsets-0`) and
     /// replays it: committed offsets come back as they were, groups come
-    /// back Empty with their last generation and assignor.
+    /// back Empty with their last generation and assignor (members are not
+    /// persisted; they join again).
     pub fn open(offsets_dir: &Path, config: GroupConfig, clock: SharedClock) -> Result<Self> {
         config.validate()?;
         let (store, persisted) = OffsetStore::open(offsets_dir, config.offsets_log)?;
@@ -154,6 +204,11 @@ impl GroupCoordinator {
             .collect();
         Ok(Self {
             session_timeout_ms: config.session_timeout_ms,
+            min_session_timeout_ms: config.min_session_timeout_ms,
+            max_session_timeout_ms: config.max_session_timeout_ms,
+            max_group_size: config.max_group_size,
+            member_id_salt: config.member_id_salt,
+            next_member: 0,
             offsets_delete_retention_ms: config.offsets_delete_retention_ms,
             clock,
             groups,
@@ -161,24 +216,43 @@ impl GroupCoordinator {
         })
     }
 
-    /// The group as every operation sees it: a group with members or a
-    /// persisted generation, else a group known by its committed offsets
-    /// (Empty, generation 0), else `None`.
-    fn lookup(&self, group: &str) -> Option<&Group> {
+    /// The group as every read sees it: a group with members or a persisted
+    /// generation, else a group known by its committed offsets (Empty,
+    /// generation 0), else `None`.
+    pub(crate) fn lookup(&self, group: &str) -> Option<&Group> {
         self.groups
             .get(group)
             .or_else(|| self.store.group_offsets(group).map(|_| &OFFSETS_ONLY_GROUP))
     }
 
+    /// The session timeout of coordinator-assigned members.
     pub fn session_timeout_ms(&self) -> i64 {
         self.session_timeout_ms
     }
 
-    fn deadline(&self) -> i64 {
-        self.clock.now_ms().saturating_add(self.session_timeout_ms)
+    pub(crate) fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
     }
 
-    // ----- membership ----------------------------------------------------
+    /// A member id made by the coordinator: Kafka's `<client id>-<unique>`
+    /// (the instance id for a static member), unique thanks to the salt of
+    /// this open and a counter.
+    pub(crate) fn new_member_id(&mut self, prefix: &str) -> String {
+        self.next_member += 1;
+        // The prefix is input: keep the id within the id bound.
+        let mut end = prefix.len().min(MAX_ID_BYTES - 100);
+        while !prefix.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!(
+            "{}-{}-{}",
+            &prefix[..end],
+            self.member_id_salt,
+            self.next_member
+        )
+    }
+
+    // ----- coordinator-assigned (JSON-TCP) membership ------------------------
 
     /// Joins (or re-joins) `member` to `group` with the group's assignor;
     /// see [`GroupCoordinator::join_with_assignor`].
@@ -192,18 +266,26 @@ impl GroupCoordinator {
         self.join_with_assignor(group, member, topics, None, meta)
     }
 
-    /// Adds or replaces `member` with a fresh session deadline, starts a new
-    /// generation and rebalances. Errors, in order: an empty (or oversized)
-    /// group or member id, or a topic that does not exist -> INVALID_REQUEST;
-    /// an `assignor` other than the group's while other members are in the
-    /// group -> INVALID_REQUEST.
+    /// Joins a member whose partitions the coordinator assigns (JSON-TCP's
+    /// `join_group`): the coordinator is the leader of such a group, so the
+    /// rebalance completes within this call — a new generation with the
+    /// group's assignor, every member Stable. A re-join of a known member
+    /// with the same topics (and no other assignor) while Stable is Kafka's
+    /// idempotent rejoin: the current generation and assignment, no
+    /// rebalance; it extends the session.
+    ///
+    /// Errors, in order: an empty (or oversized) group id -> INVALID_GROUP_ID;
+    /// an empty (or oversized) member id, or a topic that does not exist ->
+    /// INVALID_REQUEST; Kafka-protocol members in the group ->
+    /// INCONSISTENT_GROUP_PROTOCOL; an `assignor` other than the group's
+    /// while other members are in the group -> INVALID_REQUEST; a new member
+    /// of a full group -> GROUP_MAX_SIZE_REACHED.
     ///
     /// The assignor rule: a group's assignor is chosen by a join that finds
     /// no other member in the group (its first join, or the first after the
     /// group emptied); `None` then means round-robin for a new group and the
     /// previous assignor for a known one. While other members are present, a
-    /// join may name only the group's assignor (Kafka refuses such a member
-    /// with INCONSISTENT_GROUP_PROTOCOL) or `None`.
+    /// join may name only the group's assignor or `None`.
     pub fn join_with_assignor(
         &mut self,
         group: &str,
@@ -212,8 +294,13 @@ impl GroupCoordinator {
         assignor: Option<AssignorKind>,
         meta: &dyn TopicMetadata,
     ) -> Result<MemberAssignment> {
-        check_id("group", group)?;
-        check_id("member", member)?;
+        check_group_id(group)?;
+        if member.is_empty() {
+            return Err(GroupError::InvalidRequest(
+                "member id must not be empty".into(),
+            ));
+        }
+        check_len("member id", member)?;
         let mut subscribed = BTreeSet::new();
         for topic in topics {
             let topic = topic.as_ref();
@@ -224,98 +311,83 @@ impl GroupCoordinator {
             }
             subscribed.insert(topic.to_string());
         }
-        let mut draft = match self.groups.get(group) {
-            Some(g) => g.clone(),
-            None => Group::new(assignor.unwrap_or_default()),
-        };
-        let others = draft.members.keys().any(|m| m != member);
-        match assignor {
-            Some(wanted) if wanted != draft.assignor && others => {
+        let now = self.now_ms();
+        let fresh = Group::new(assignor.unwrap_or_default());
+        let g = self.groups.get(group).unwrap_or(&fresh);
+        if g.assigner() == Some(Assigner::Client) {
+            return Err(GroupError::InconsistentGroupProtocol(format!(
+                "group {group:?} has Kafka-protocol members, whose leader assigns the partitions; \
+                 a member assigned by the coordinator can join it only once they have left"
+            )));
+        }
+        let others = g.members.keys().any(|m| m != member);
+        let chosen = match assignor {
+            Some(wanted) if wanted != g.assignor && others => {
                 return Err(GroupError::InvalidRequest(format!(
                     "group {group:?} uses the {} assignor; member {member:?} asked for {wanted}",
-                    draft.assignor
+                    g.assignor
                 )));
             }
-            Some(wanted) => draft.assignor = wanted,
-            None => {}
+            Some(wanted) => wanted,
+            None => g.assignor,
+        };
+        let known = g.members.get(member);
+        if known.is_none() && g.members.len() >= self.max_group_size {
+            return Err(GroupError::GroupMaxSizeReached {
+                group: group.to_string(),
+                max: self.max_group_size,
+            });
         }
-        let deadline_ms = self.deadline();
-        draft.members.insert(
+        if let Some(m) = known
+            && g.state == GroupState::Stable
+            && m.topics == subscribed
+            && chosen == g.assignor
+        {
+            let answer = MemberAssignment {
+                generation: g.generation,
+                partitions: m.assignment.clone(),
+            };
+            let g = self
+                .groups
+                .get_mut(group)
+                .expect("a known member has a group");
+            if let Some(m) = g.members.get_mut(member) {
+                m.extend_session(now);
+            }
+            return Ok(answer);
+        }
+        let mut members = g.members.clone();
+        members.insert(
             member.to_string(),
-            Member {
-                topics: subscribed,
-                deadline_ms,
-            },
+            Member::coordinator(subscribed, self.session_timeout_ms, now),
         );
-        self.rebalance(group, draft, meta)?;
+        self.rebalance_now(group, members, chosen, meta)?;
         let g = &self.groups[group];
         Ok(MemberAssignment {
             generation: g.generation,
-            partitions: g.assigned(member).to_vec(),
+            partitions: g.members[member].assignment.clone(),
         })
     }
 
     /// Removes `member` from `group` and rebalances. An unknown group or
-    /// member is a no-op. Returns whether a member was removed.
+    /// member is a no-op. Returns whether a member was removed. (One member
+    /// of `leave_members`, for JSON-TCP's `leave_group`.)
     pub fn leave(&mut self, group: &str, member: &str, meta: &dyn TopicMetadata) -> Result<bool> {
-        let Some(g) = self.groups.get(group) else {
-            return Ok(false);
-        };
-        if !g.members.contains_key(member) {
-            return Ok(false);
-        }
-        let mut draft = g.clone();
-        draft.members.remove(member);
-        self.rebalance(group, draft, meta)?;
-        Ok(true)
+        let results = self.leave_members(group, &[(member.to_string(), None)], meta)?;
+        Ok(matches!(results.as_slice(), [Ok(())]))
     }
 
-    /// Extends the session of `member`. Errors, in order: unknown group ->
-    /// UNKNOWN_MEMBER; generation other than the current -> ILLEGAL_GENERATION;
-    /// unknown member -> UNKNOWN_MEMBER.
+    /// Extends the session of `member`; `heartbeat_member` without an
+    /// instance id.
     pub fn heartbeat(&mut self, group: &str, member: &str, generation: i32) -> Result<()> {
-        let deadline_ms = self.deadline();
-        let g = self.lookup(group).ok_or_else(|| unknown_group(group))?;
-        check_generation(group, g, generation)?;
-        let m = self
-            .groups
-            .get_mut(group)
-            .and_then(|g| g.members.get_mut(member))
-            .ok_or_else(|| unknown_member(group, member, generation))?;
-        m.deadline_ms = deadline_ms;
-        Ok(())
+        self.heartbeat_member(group, member, generation, None)
     }
 
-    /// Removes every member whose deadline has passed (`now > deadline`),
-    /// rebalances each affected group once, and returns the removed
-    /// `(group, member)` pairs sorted.
-    pub fn expire_members(&mut self, meta: &dyn TopicMetadata) -> Result<Vec<(String, String)>> {
-        let now = self.clock.now_ms();
-        let mut removed = Vec::new();
-        let affected: Vec<String> = self
-            .groups
-            .iter()
-            .filter(|(_, g)| g.members.values().any(|m| now > m.deadline_ms))
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in affected {
-            let mut draft = self.groups[&id].clone();
-            draft.members.retain(|member, m| {
-                let expired = now > m.deadline_ms;
-                if expired {
-                    removed.push((id.clone(), member.clone()));
-                }
-                !expired
-            });
-            self.rebalance(&id, draft, meta)?;
-        }
-        removed.sort();
-        Ok(removed)
-    }
-
-    /// Rebalances every group that has a member subscribed to `topic`; for
-    /// mk-cluster to call after the topic's partition count changed or the
-    /// topic was deleted. Returns the rebalanced groups, sorted.
+    /// Rebalances every coordinator-assigned group that has a member
+    /// subscribed to `topic`; for mk-cluster to call after the topic's
+    /// partition count changed or the topic was deleted. Returns the
+    /// rebalanced groups, sorted. Kafka-protocol groups are left alone:
+    /// their leader watches the metadata and rejoins, as in Kafka.
     pub fn rebalance_subscribers(
         &mut self,
         topic: &str,
@@ -324,48 +396,17 @@ impl GroupCoordinator {
         let affected: Vec<String> = self
             .groups
             .iter()
-            .filter(|(_, g)| g.members.values().any(|m| m.topics.contains(topic)))
+            .filter(|(_, g)| {
+                g.is_coordinator_assigned() && g.members.values().any(|m| m.topics.contains(topic))
+            })
             .map(|(id, _)| id.clone())
             .collect();
         for id in &affected {
-            let draft = self.groups[id].clone();
-            self.rebalance(id, draft, meta)?;
+            let g = &self.groups[id];
+            let (members, assignor) = (g.members.clone(), g.assignor);
+            self.rebalance_now(id, members, assignor, meta)?;
         }
         Ok(affected)
-    }
-
-    /// Starts the next generation of `draft` (whose members are already
-    /// updated), persists it, computes the assignment and publishes the
-    /// group. Nothing is published if the write fails.
-    fn rebalance(&mut self, group: &str, mut draft: Group, meta: &dyn TopicMetadata) -> Result<()> {
-        draft.generation = draft.generation.checked_add(1).ok_or_else(|| {
-            GroupError::InvalidRequest(format!(
-                "group {group:?} has exhausted its generations at {}; delete and recreate it",
-                draft.generation
-            ))
-        })?;
-        draft.state = GroupState::PreparingRebalance;
-        let persisted = GroupMetadata {
-            generation: draft.generation,
-            assignor: draft.assignor,
-        };
-        self.store
-            .write_group(group, Some(persisted), self.clock.now_ms())?;
-        let previous = std::mem::take(&mut draft.assignment);
-        if draft.members.is_empty() {
-            draft.state = GroupState::Empty;
-        } else {
-            let subscriptions = draft.subscriptions();
-            let counts: BTreeMap<String, u32> = subscriptions
-                .values()
-                .flatten()
-                .map(|t| (t.clone(), meta.partition_count(t).unwrap_or(0)))
-                .collect();
-            draft.assignment = draft.assignor.assign(&subscriptions, &counts, &previous);
-            draft.state = GroupState::Stable;
-        }
-        self.groups.insert(group.to_string(), draft);
-        Ok(())
     }
 
     /// The current generation and this member's partitions. Errors, in
@@ -373,9 +414,9 @@ impl GroupCoordinator {
     /// REBALANCE_IN_PROGRESS.
     pub fn assignment(&self, group: &str, member: &str) -> Result<MemberAssignment> {
         let g = self.lookup(group).ok_or_else(|| unknown_group(group))?;
-        if !g.members.contains_key(member) {
+        let Some(m) = g.members.get(member) else {
             return Err(unknown_member(group, member, g.generation));
-        }
+        };
         if g.state != GroupState::Stable {
             return Err(GroupError::RebalanceInProgress {
                 group: group.to_string(),
@@ -384,218 +425,8 @@ impl GroupCoordinator {
         }
         Ok(MemberAssignment {
             generation: g.generation,
-            partitions: g.assigned(member).to_vec(),
+            partitions: m.assignment.clone(),
         })
-    }
-
-    // ----- committed offsets ---------------------------------------------
-
-    /// Commits offsets as a member of the group's current generation. Errors,
-    /// in order: unknown group -> UNKNOWN_MEMBER; group not Stable ->
-    /// REBALANCE_IN_PROGRESS; other generation -> ILLEGAL_GENERATION; unknown
-    /// member -> UNKNOWN_MEMBER; any partition not assigned to the member ->
-    /// NOT_PARTITION_OWNER; a negative offset -> INVALID_REQUEST. Nothing of a
-    /// rejected commit is stored. An accepted commit is one append to the
-    /// offsets log, written to the OS before this returns (fsync: `flush`).
-    pub fn commit(
-        &mut self,
-        group: &str,
-        member: &str,
-        generation: i32,
-        offsets: &BTreeMap<TopicPartition, i64>,
-    ) -> Result<()> {
-        let g = self.lookup(group).ok_or_else(|| unknown_group(group))?;
-        if g.state != GroupState::Stable {
-            return Err(GroupError::RebalanceInProgress {
-                group: group.to_string(),
-                state: g.state,
-            });
-        }
-        check_generation(group, g, generation)?;
-        if !g.members.contains_key(member) {
-            return Err(unknown_member(group, member, g.generation));
-        }
-        let owned = g.assigned(member);
-        if let Some(tp) = offsets.keys().find(|tp| owned.binary_search(tp).is_err()) {
-            return Err(GroupError::NotPartitionOwner {
-                group: group.to_string(),
-                member: member.to_string(),
-                generation,
-                partition: tp.clone(),
-            });
-        }
-        check_offsets_not_negative(offsets)?;
-        let now = self.clock.now_ms();
-        self.store.commit(group, offsets, now)
-    }
-
-    /// Commits offsets for a consumer that assigns partitions by hand: no
-    /// generation. Errors, in order: empty or oversized group id ->
-    /// INVALID_REQUEST; the group has members -> UNKNOWN_MEMBER (as in Kafka,
-    /// only members of the current generation may commit to an active group);
-    /// a topic that does not exist -> UNKNOWN_TOPIC; a partition the topic
-    /// does not have -> UNKNOWN_PARTITION; a negative offset ->
-    /// INVALID_REQUEST.
-    pub fn commit_direct(
-        &mut self,
-        group: &str,
-        offsets: &BTreeMap<TopicPartition, i64>,
-        meta: &dyn TopicMetadata,
-    ) -> Result<()> {
-        check_id("group", group)?;
-        if let Some(g) = self.groups.get(group)
-            && !g.members.is_empty()
-        {
-            return Err(GroupError::UnknownMember(format!(
-                "group {group:?} has {} active members in generation {}; a commit without \
-                 membership is allowed only while the group has no members",
-                g.members.len(),
-                g.generation
-            )));
-        }
-        for tp in offsets.keys() {
-            let partitions = meta
-                .partition_count(&tp.topic)
-                .ok_or_else(|| GroupError::UnknownTopic(tp.topic.clone()))?;
-            if tp.partition >= partitions {
-                return Err(GroupError::UnknownPartition {
-                    partition: tp.clone(),
-                    partitions,
-                });
-            }
-        }
-        check_offsets_not_negative(offsets)?;
-        let now = self.clock.now_ms();
-        self.store.commit(group, offsets, now)
-    }
-
-    /// Stores offsets staged by a committed transaction (spec 04: "store the
-    /// staged offsets, no generation check"). Unlike `commit_direct` it is
-    /// allowed while the group has members, because a read-process-write
-    /// application commits its input offsets through its transaction while
-    /// its consumer is a member of the group. The caller (mk-cluster) has
-    /// validated the partitions when the offsets were staged. Errors: empty
-    /// or oversized group id or a negative offset -> INVALID_REQUEST.
-    pub fn commit_transactional(
-        &mut self,
-        group: &str,
-        offsets: &BTreeMap<TopicPartition, i64>,
-    ) -> Result<()> {
-        check_id("group", group)?;
-        check_offsets_not_negative(offsets)?;
-        let now = self.clock.now_ms();
-        self.store.commit(group, offsets, now)
-    }
-
-    /// The group fencing of a TxnOffsetCommit (Kafka's
-    /// `validateOffsetCommit` for transactional commits): when the request
-    /// carries any membership (`generation >= 0`, a member id or a group
-    /// instance id), the member must be in the group — an unknown member
-    /// (or group) is UNKNOWN_MEMBER — and the generation must be the
-    /// group's current one, else ILLEGAL_GENERATION. Without membership
-    /// (`-1`, `""`, no instance id) the offsets are accepted whatever the
-    /// group's state, because a producer outside the group may commit its
-    /// offsets through a transaction. Unlike `commit`, a group in the middle
-    /// of a rebalance is not refused (Kafka does not refuse it either).
-    ///
-    /// Static membership: this coordinator knows no group instance ids yet,
-    /// so a request naming one is UNKNOWN_MEMBER, which is what Kafka
-    /// answers for an instance id the group does not know. When static
-    /// members exist, an instance id held by another member id is
-    /// FENCED_INSTANCE_ID, and that check comes before the member check.
-    ///
-    /// It only checks; the offsets are staged by the transaction coordinator
-    /// and stored with `commit_transactional` when the transaction commits.
-    pub fn validate_txn_offset_commit(
-        &self,
-        group: &str,
-        member: &str,
-        generation: i32,
-        group_instance_id: Option<&str>,
-    ) -> Result<()> {
-        check_id("group", group)?;
-        if generation < 0 && member.is_empty() && group_instance_id.is_none() {
-            return Ok(());
-        }
-        let g = self.lookup(group).ok_or_else(|| unknown_group(group))?;
-        if let Some(instance) = group_instance_id {
-            return Err(GroupError::UnknownMember(format!(
-                "group instance id {instance:?} is not a static member of group {group:?}"
-            )));
-        }
-        if !g.members.contains_key(member) {
-            return Err(unknown_member(group, member, g.generation));
-        }
-        check_generation(group, g, generation)
-    }
-
-    /// The committed offset of `partition` for `group`, if any.
-    pub fn fetch_committed(&self, group: &str, partition: &TopicPartition) -> Option<i64> {
-        self.store.committed(group, partition)
-    }
-
-    /// Every committed offset of `group`.
-    pub fn committed_offsets(&self, group: &str) -> BTreeMap<TopicPartition, i64> {
-        self.store.group_offsets(group).cloned().unwrap_or_default()
-    }
-
-    /// Deletes the committed offsets of `partitions` (tombstones in the
-    /// offsets log). Refused with INVALID_REQUEST while a member of the group
-    /// is subscribed to one of their topics (Kafka's
-    /// GROUP_SUBSCRIBED_TO_TOPIC). Returns how many offsets were deleted.
-    pub fn delete_offsets(&mut self, group: &str, partitions: &[TopicPartition]) -> Result<usize> {
-        if let Some(g) = self.groups.get(group)
-            && let Some((member, tp)) = g.members.iter().find_map(|(id, m)| {
-                partitions
-                    .iter()
-                    .find(|tp| m.topics.contains(&tp.topic))
-                    .map(|tp| (id, tp))
-            })
-        {
-            return Err(GroupError::InvalidRequest(format!(
-                "member {member:?} of group {group:?} is subscribed to topic {:?}; its offsets cannot be deleted",
-                tp.topic
-            )));
-        }
-        let now = self.clock.now_ms();
-        self.store.delete_offsets(group, partitions, now)
-    }
-
-    /// Deletes every group's committed offsets of a deleted topic (whatever
-    /// members are subscribed: the topic is gone). Returns how many offsets
-    /// were deleted.
-    pub fn delete_topic_offsets(&mut self, topic: &str) -> Result<usize> {
-        let now = self.clock.now_ms();
-        let groups: Vec<String> = self.store.groups().cloned().collect();
-        let mut deleted = 0;
-        for group in groups {
-            let partitions: Vec<TopicPartition> = self
-                .committed_offsets(&group)
-                .into_keys()
-                .filter(|tp| tp.topic == topic)
-                .collect();
-            if !partitions.is_empty() {
-                deleted += self.store.delete_offsets(&group, &partitions, now)?;
-            }
-        }
-        Ok(deleted)
-    }
-
-    /// Deletes a group with no members: its offsets and its generation.
-    /// Errors: unknown group -> UNKNOWN_MEMBER; members present ->
-    /// INVALID_REQUEST (Kafka's NON_EMPTY_GROUP).
-    pub fn delete_group(&mut self, group: &str) -> Result<()> {
-        let g = self.lookup(group).ok_or_else(|| unknown_group(group))?;
-        if !g.members.is_empty() {
-            return Err(GroupError::InvalidRequest(format!(
-                "group {group:?} has {} members; only an empty group can be deleted",
-                g.members.len()
-            )));
-        }
-        let now = self.clock.now_ms();
-        self.store.delete_group(group, now)?;
-        self.groups.remove(group);
-        Ok(())
     }
 
     // ----- describe and list ---------------------------------------------
@@ -608,9 +439,19 @@ impl GroupCoordinator {
         ids.into_iter().cloned().collect()
     }
 
-    /// State, generation, assignor and members (with subscriptions,
-    /// assignment and deadline) of a group; `None` for an unknown group. A
-    /// group known only by its committed offsets is Empty at generation 0.
+    /// Every group with its protocol type and state (Kafka's ListGroups),
+    /// sorted by id.
+    pub fn list_group_listings(&self) -> Vec<GroupListing> {
+        self.list_groups()
+            .into_iter()
+            .filter_map(|id| self.lookup(&id).map(|g| g.listing(&id)))
+            .collect()
+    }
+
+    /// State, generation, protocol and members (with subscriptions,
+    /// assignment, client ids, metadata and deadline) of a group; `None` for
+    /// an unknown group. A group known only by its committed offsets is
+    /// Empty at generation 0.
     pub fn describe_group(&self, group: &str) -> Option<GroupDescription> {
         self.lookup(group).map(|g| g.describe(group))
     }
@@ -620,7 +461,7 @@ impl GroupCoordinator {
     pub fn group_assignment(&self, group: &str) -> Assignment {
         self.groups
             .get(group)
-            .map(|g| g.assignment.clone())
+            .map(Group::assignment)
             .unwrap_or_default()
     }
 
@@ -637,7 +478,8 @@ impl GroupCoordinator {
         self.store.flush()
     }
 
-    /// Flushes and closes the offsets log cleanly.
+    /// Flushes and closes the offsets log cleanly. Waiting joins and syncs
+    /// are answered CLUSTER_CLOSED (their handles see the coordinator go).
     pub fn close(self) -> Result<()> {
         self.store.close()
     }
@@ -677,5 +519,27 @@ mod tests {
                 .to_string()
                 .contains("offsets_delete_retention_ms")
         );
+        let mut c = GroupConfig {
+            min_session_timeout_ms: 10,
+            max_session_timeout_ms: 9,
+            ..GroupConfig::default()
+        };
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("min_session")
+        );
+        c.max_session_timeout_ms = 10;
+        c.max_group_size = 0;
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("max_group_size")
+        );
+        c.max_group_size = 1;
+        c.member_id_salt = "x".repeat(65);
+        assert!(c.validate().unwrap_err().to_string().contains("salt"));
     }
 }

@@ -10,10 +10,54 @@ use std::path::PathBuf;
 /// Errors of the group coordinator.
 #[derive(Debug, thiserror::Error)]
 pub enum GroupError {
-    /// A malformed request: empty or oversized ids, a topic that does not
-    /// exist in a join, a negative offset, a conflicting assignor.
+    /// A malformed request: empty or oversized member ids, a topic that does
+    /// not exist in a coordinator-assigned join, a negative offset, a
+    /// conflicting assignor.
     #[error("invalid request: {0}")]
     InvalidRequest(String),
+    /// An empty or oversized group id.
+    #[error("invalid group id: {0}")]
+    InvalidGroupId(String),
+    /// JoinGroup v4+: a new member must join again with the id the
+    /// coordinator made for it (carried here).
+    #[error(
+        "member id required: join group {group:?} again with the member id {member_id:?} made by the coordinator"
+    )]
+    MemberIdRequired { group: String, member_id: String },
+    /// The member's protocol type or protocols do not fit the group's, or a
+    /// Kafka-protocol member and a coordinator-assigned member meet.
+    #[error("inconsistent group protocol: {0}")]
+    InconsistentGroupProtocol(String),
+    /// The session timeout is outside the broker's bounds.
+    #[error("session timeout {given} ms is outside the allowed range [{min}, {max}] ms")]
+    InvalidSessionTimeout { given: i64, min: i64, max: i64 },
+    /// Only a group without members can be deleted.
+    #[error("group {group:?} has {members} member(s); only an empty group can be deleted")]
+    NonEmptyGroup { group: String, members: usize },
+    /// The group is unknown to the coordinator.
+    #[error("group {0:?} does not exist")]
+    GroupIdNotFound(String),
+    /// Offsets of a topic a member subscribes to cannot be deleted.
+    #[error(
+        "a member of group {group:?} subscribes to topic {topic:?}; its offsets cannot be deleted"
+    )]
+    GroupSubscribedToTopic { group: String, topic: String },
+    /// Another member id now holds this static member's instance id.
+    #[error(
+        "member {member:?} of group {group:?} was replaced: instance id {instance:?} now belongs to {current:?}"
+    )]
+    FencedInstanceId {
+        group: String,
+        instance: String,
+        member: String,
+        current: String,
+    },
+    /// The group has as many members (and members-to-be) as it may have.
+    #[error("group {group:?} already has its maximum of {max} members")]
+    GroupMaxSizeReached { group: String, max: usize },
+    /// The coordinator went away before a waiting request was answered.
+    #[error("closed: {0}")]
+    Closed(String),
     /// The group, or the member within it, is unknown to the coordinator.
     #[error("unknown member: {0}")]
     UnknownMember(String),
@@ -67,6 +111,16 @@ impl GroupError {
     pub fn code(&self) -> ErrorCode {
         match self {
             GroupError::InvalidRequest(_) => ErrorCode::InvalidRequest,
+            GroupError::InvalidGroupId(_) => ErrorCode::InvalidGroupId,
+            GroupError::MemberIdRequired { .. } => ErrorCode::MemberIdRequired,
+            GroupError::InconsistentGroupProtocol(_) => ErrorCode::InconsistentGroupProtocol,
+            GroupError::InvalidSessionTimeout { .. } => ErrorCode::InvalidSessionTimeout,
+            GroupError::NonEmptyGroup { .. } => ErrorCode::NonEmptyGroup,
+            GroupError::GroupIdNotFound(_) => ErrorCode::GroupIdNotFound,
+            GroupError::GroupSubscribedToTopic { .. } => ErrorCode::GroupSubscribedToTopic,
+            GroupError::FencedInstanceId { .. } => ErrorCode::FencedInstanceId,
+            GroupError::GroupMaxSizeReached { .. } => ErrorCode::GroupMaxSizeReached,
+            GroupError::Closed(_) => ErrorCode::ClusterClosed,
             GroupError::UnknownMember(_) => ErrorCode::UnknownMember,
             GroupError::IllegalGeneration { .. } => ErrorCode::IllegalGeneration,
             GroupError::RebalanceInProgress { .. } => ErrorCode::RebalanceInProgress,
@@ -75,6 +129,14 @@ impl GroupError {
             GroupError::UnknownPartition { .. } => ErrorCode::UnknownPartition,
             GroupError::CorruptOffsetsLog { .. } => ErrorCode::StorageError,
             GroupError::Log(e) => e.code(),
+        }
+    }
+
+    /// The member id a MEMBER_ID_REQUIRED answer carries.
+    pub fn member_id_required(&self) -> Option<&str> {
+        match self {
+            GroupError::MemberIdRequired { member_id, .. } => Some(member_id),
+            _ => None,
         }
     }
 

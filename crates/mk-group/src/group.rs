@@ -1,22 +1,34 @@
 //! The in-memory state of one consumer group (generation, state, members,
-//! assignment) and the read-only descriptions handed to admin tools.
+//! leader, the waiting requests of the classic protocol) and the read-only
+//! descriptions handed to admin tools.
 
-use crate::assignor::{Assignment, AssignorKind, Subscriptions};
+use crate::assignor::{Assignment, AssignorKind};
+use crate::protocol::{GroupJoin, GroupJoined, GroupListing, GroupSynced, JoinedMember, Waiter};
+use bytes::Bytes;
 use mk_core::TopicPartition;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-/// The state of a group. The rebalance is eager and runs inside the call
-/// that triggers it, so callers see Empty or Stable; PreparingRebalance is
-/// what a group is between a membership change and its new assignment.
+/// The protocol type coordinator-assigned members report, so Kafka tools
+/// list their groups as consumer groups.
+pub const CONSUMER_PROTOCOL_TYPE: &str = "consumer";
+
+/// The state of a group (Kafka's classic group states).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum GroupState {
-    /// No members (and so no assignment).
+    /// No members.
     Empty,
-    /// Membership changed and no assignment has been computed yet.
+    /// A rebalance started: the coordinator waits for every member to
+    /// rejoin (or for the rebalance timeout).
     PreparingRebalance,
-    /// Every member has its assignment for the current generation.
+    /// The generation is formed; the coordinator waits for the leader's
+    /// assignment (SyncGroup).
+    CompletingRebalance,
+    /// Every member has (or can fetch) its assignment for the generation.
     Stable,
+    /// A deleted group. The coordinator keeps none: describing an unknown
+    /// group answers `None`, which adapters show as Dead.
+    Dead,
 }
 
 impl GroupState {
@@ -25,8 +37,24 @@ impl GroupState {
         match self {
             GroupState::Empty => "Empty",
             GroupState::PreparingRebalance => "PreparingRebalance",
+            GroupState::CompletingRebalance => "CompletingRebalance",
             GroupState::Stable => "Stable",
+            GroupState::Dead => "Dead",
         }
+    }
+
+    /// Every state, in Kafka's order.
+    pub const ALL: [GroupState; 5] = [
+        GroupState::Empty,
+        GroupState::PreparingRebalance,
+        GroupState::CompletingRebalance,
+        GroupState::Stable,
+        GroupState::Dead,
+    ];
+
+    /// Parses Kafka's spelling.
+    pub fn parse(s: &str) -> Option<GroupState> {
+        GroupState::ALL.into_iter().find(|g| g.as_str() == s)
     }
 }
 
@@ -36,22 +64,158 @@ impl fmt::Display for GroupState {
     }
 }
 
+/// Who computes a member's assignment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Assigner {
+    /// A Kafka-protocol member: the group's leader computes the assignment
+    /// and hands it out through SyncGroup.
+    Client,
+    /// A JSON-TCP `join_group` member: the coordinator computes the
+    /// assignment with the group's assignor at once.
+    Coordinator,
+}
+
 /// One member as the coordinator knows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Member {
+    pub(crate) assigner: Assigner,
+    pub(crate) instance_id: Option<String>,
+    pub(crate) client_id: String,
+    pub(crate) client_host: String,
+    pub(crate) session_timeout_ms: i64,
+    pub(crate) rebalance_timeout_ms: i64,
+    pub(crate) protocol_type: String,
+    /// `(name, metadata)` in preference order; empty for coordinator-assigned
+    /// members.
+    pub(crate) protocols: Vec<(String, Bytes)>,
     pub(crate) topics: BTreeSet<String>,
+    /// The member is expired once the clock passes this instant.
     pub(crate) deadline_ms: i64,
+    /// The decoded assignment of the current generation, sorted.
+    pub(crate) assignment: Vec<TopicPartition>,
+    /// The leader's assignment bytes for this member.
+    pub(crate) assignment_bytes: Bytes,
+    /// Rejoined during the current PreparingRebalance (Kafka's "awaiting
+    /// join").
+    pub(crate) joined: bool,
+}
+
+impl Member {
+    /// A Kafka-protocol member from its JoinGroup.
+    pub(crate) fn client(join: &GroupJoin, now_ms: i64) -> Self {
+        let session_timeout_ms = i64::from(join.session_timeout_ms);
+        Self {
+            assigner: Assigner::Client,
+            instance_id: join.group_instance_id.clone(),
+            client_id: join.client_id.clone(),
+            client_host: join.client_host.clone(),
+            session_timeout_ms,
+            rebalance_timeout_ms: rebalance_timeout_ms(join),
+            protocol_type: join.protocol_type.clone(),
+            protocols: join.protocols.clone(),
+            topics: join.subscribed_topics.iter().cloned().collect(),
+            deadline_ms: now_ms.saturating_add(session_timeout_ms),
+            assignment: Vec::new(),
+            assignment_bytes: Bytes::new(),
+            joined: false,
+        }
+    }
+
+    /// A JSON-TCP member whose assignment the coordinator computes.
+    pub(crate) fn coordinator(
+        topics: BTreeSet<String>,
+        session_timeout_ms: i64,
+        now_ms: i64,
+    ) -> Self {
+        Self {
+            assigner: Assigner::Coordinator,
+            instance_id: None,
+            client_id: String::new(),
+            client_host: String::new(),
+            session_timeout_ms,
+            rebalance_timeout_ms: 0,
+            protocol_type: CONSUMER_PROTOCOL_TYPE.to_string(),
+            protocols: Vec::new(),
+            topics,
+            deadline_ms: now_ms.saturating_add(session_timeout_ms),
+            assignment: Vec::new(),
+            assignment_bytes: Bytes::new(),
+            joined: false,
+        }
+    }
+
+    /// Takes the settings of a new JoinGroup of the same member.
+    pub(crate) fn update(&mut self, join: &GroupJoin, now_ms: i64) {
+        self.client_id = join.client_id.clone();
+        self.client_host = join.client_host.clone();
+        self.session_timeout_ms = i64::from(join.session_timeout_ms);
+        self.rebalance_timeout_ms = rebalance_timeout_ms(join);
+        self.protocol_type = join.protocol_type.clone();
+        self.protocols = join.protocols.clone();
+        self.topics = join.subscribed_topics.iter().cloned().collect();
+        self.extend_session(now_ms);
+    }
+
+    /// Kafka's `MemberMetadata.matches`: the same protocols with the same
+    /// metadata, in the same order.
+    pub(crate) fn matches(&self, join: &GroupJoin) -> bool {
+        self.protocols == join.protocols
+    }
+
+    pub(crate) fn extend_session(&mut self, now_ms: i64) {
+        self.deadline_ms = now_ms.saturating_add(self.session_timeout_ms);
+    }
+
+    fn supports(&self, protocol: &str) -> bool {
+        self.protocols.iter().any(|(name, _)| name == protocol)
+    }
+
+    /// The metadata of `protocol` (empty if the member does not list it).
+    pub(crate) fn metadata_for(&self, protocol: &str) -> Bytes {
+        self.protocols
+            .iter()
+            .find(|(name, _)| name == protocol)
+            .map(|(_, m)| m.clone())
+            .unwrap_or_default()
+    }
+}
+
+/// The rebalance timeout a join asks for; JoinGroup v0 has none and Kafka
+/// uses the session timeout then.
+fn rebalance_timeout_ms(join: &GroupJoin) -> i64 {
+    if join.rebalance_timeout_ms > 0 {
+        i64::from(join.rebalance_timeout_ms)
+    } else {
+        i64::from(join.session_timeout_ms)
+    }
 }
 
 /// One consumer group.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub(crate) struct Group {
     pub(crate) generation: i32,
     pub(crate) state: GroupState,
+    /// The assignor of coordinator-assigned members.
     pub(crate) assignor: AssignorKind,
+    /// Kept when the group empties, as Kafka lists it.
+    pub(crate) protocol_type: Option<String>,
+    /// The protocol of the current generation.
+    pub(crate) protocol_name: Option<String>,
+    pub(crate) leader: Option<String>,
     pub(crate) members: BTreeMap<String, Member>,
-    /// Empty unless the group is Stable.
-    pub(crate) assignment: Assignment,
+    /// Member ids handed out with MEMBER_ID_REQUIRED -> the deadline by
+    /// which the member must join with it.
+    pub(crate) pending: BTreeMap<String, i64>,
+    /// Static members: instance id -> member id.
+    pub(crate) statics: BTreeMap<String, String>,
+    /// While PreparingRebalance: when the barrier stops waiting.
+    pub(crate) rebalance_deadline_ms: Option<i64>,
+    /// Members of the generation that have not sent their SyncGroup yet,
+    /// and when they are removed for it.
+    pub(crate) pending_sync: BTreeSet<String>,
+    pub(crate) sync_deadline_ms: Option<i64>,
+    pub(crate) join_waiters: BTreeMap<String, Waiter<GroupJoined>>,
+    pub(crate) sync_waiters: BTreeMap<String, Waiter<GroupSynced>>,
 }
 
 impl Group {
@@ -67,37 +231,233 @@ impl Group {
             generation,
             state: GroupState::Empty,
             assignor,
+            protocol_type: None,
+            protocol_name: None,
+            leader: None,
             members: BTreeMap::new(),
-            assignment: Assignment::new(),
+            pending: BTreeMap::new(),
+            statics: BTreeMap::new(),
+            rebalance_deadline_ms: None,
+            pending_sync: BTreeSet::new(),
+            sync_deadline_ms: None,
+            join_waiters: BTreeMap::new(),
+            sync_waiters: BTreeMap::new(),
         }
     }
 
-    pub(crate) fn subscriptions(&self) -> Subscriptions {
+    /// Who assigns this group's partitions; `None` without members. Both
+    /// kinds never share a group (joins refuse the other kind).
+    pub(crate) fn assigner(&self) -> Option<Assigner> {
+        self.members.values().next().map(|m| m.assigner)
+    }
+
+    pub(crate) fn is_coordinator_assigned(&self) -> bool {
+        self.assigner() == Some(Assigner::Coordinator)
+    }
+
+    /// The largest rebalance timeout of the members: how long the barrier
+    /// waits.
+    pub(crate) fn rebalance_timeout_ms(&self) -> i64 {
+        self.members
+            .values()
+            .map(|m| m.rebalance_timeout_ms)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// True when `instance` is registered to a member id other than
+    /// `member` (Kafka's `isStaticMemberFenced`).
+    pub(crate) fn static_fenced(&self, instance: Option<&str>, member: &str) -> Option<&str> {
+        instance
+            .and_then(|i| self.statics.get(i))
+            .filter(|current| current.as_str() != member)
+            .map(String::as_str)
+    }
+
+    /// The protocols every member except `except` supports.
+    fn candidates(&self, except: Option<&str>) -> Option<BTreeSet<&str>> {
+        let mut others = self
+            .members
+            .iter()
+            .filter(|(id, _)| Some(id.as_str()) != except)
+            .map(|(_, m)| m);
+        let first = others.next()?;
+        let mut set: BTreeSet<&str> = first.protocols.iter().map(|(n, _)| n.as_str()).collect();
+        for m in others {
+            set.retain(|p| m.supports(p));
+        }
+        Some(set)
+    }
+
+    /// Kafka's `supportsProtocols`: a member may join (or rejoin with new
+    /// protocols) when it has a protocol type and protocols and, if others
+    /// are in the group, their protocol type and a protocol all of them
+    /// support. Returns why not.
+    pub(crate) fn protocol_mismatch(&self, join: &GroupJoin) -> Option<String> {
+        let member = Some(join.member_id.as_str()).filter(|m| !m.is_empty());
+        match self.candidates(member) {
+            None if join.protocol_type.is_empty() || join.protocols.is_empty() => Some(format!(
+                "a member needs a protocol type and at least one protocol; got type {:?} with {} protocol(s)",
+                join.protocol_type,
+                join.protocols.len()
+            )),
+            None => None,
+            Some(_) if self.protocol_type.as_deref() != Some(join.protocol_type.as_str()) => {
+                Some(format!(
+                    "the group's members use protocol type {:?}, the member asked for {:?}",
+                    self.protocol_type.as_deref().unwrap_or_default(),
+                    join.protocol_type
+                ))
+            }
+            Some(candidates)
+                if !join
+                    .protocols
+                    .iter()
+                    .any(|(n, _)| candidates.contains(n.as_str())) =>
+            {
+                Some(format!(
+                    "the member supports none of the protocols every member of the group supports ({})",
+                    candidates.into_iter().collect::<Vec<_>>().join(", ")
+                ))
+            }
+            Some(_) => None,
+        }
+    }
+
+    /// Kafka's `selectProtocol`: among the protocols every member supports,
+    /// each member votes for the first in its own order; most votes win,
+    /// and (where Kafka leaves it to hash order) a tie goes to the smallest
+    /// name, so the choice is deterministic.
+    pub(crate) fn select_protocol(&self) -> Option<String> {
+        let candidates = self.candidates(None)?;
+        let mut votes: BTreeMap<&str, usize> = BTreeMap::new();
+        for m in self.members.values() {
+            if let Some((name, _)) = m
+                .protocols
+                .iter()
+                .find(|(n, _)| candidates.contains(n.as_str()))
+            {
+                *votes.entry(name.as_str()).or_default() += 1;
+            }
+        }
+        votes
+            .into_iter()
+            .max_by(|(a, va), (b, vb)| va.cmp(vb).then_with(|| b.cmp(a)))
+            .map(|(name, _)| name.to_string())
+    }
+
+    /// The barrier of PreparingRebalance is passed: every member rejoined
+    /// and no member id handed out with MEMBER_ID_REQUIRED is outstanding.
+    /// Coordinator-assigned members never hold it.
+    pub(crate) fn everyone_joined(&self) -> bool {
+        self.is_coordinator_assigned()
+            || (self.members.values().all(|m| m.joined) && self.pending.is_empty())
+    }
+
+    /// The JoinGroup answer of `member` for the current generation.
+    pub(crate) fn joined_answer(&self, member: &str, leader_id: Option<&str>) -> GroupJoined {
+        let protocol = self.protocol_name.clone().unwrap_or_default();
+        let leader_id = leader_id
+            .or(self.leader.as_deref())
+            .unwrap_or_default()
+            .to_string();
+        let members = if self.leader.as_deref() == Some(member) && leader_id == member {
+            self.members
+                .iter()
+                .map(|(id, m)| JoinedMember {
+                    member_id: id.clone(),
+                    group_instance_id: m.instance_id.clone(),
+                    metadata: m.metadata_for(&protocol),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        GroupJoined {
+            generation_id: self.generation,
+            protocol_type: self.protocol_type.clone().unwrap_or_default(),
+            protocol_name: protocol,
+            leader_id,
+            member_id: member.to_string(),
+            members,
+        }
+    }
+
+    /// The SyncGroup answer of `member` (its assignment as the leader sent
+    /// it).
+    pub(crate) fn synced_answer(&self, member: &str) -> GroupSynced {
+        GroupSynced {
+            protocol_type: self.protocol_type.clone().unwrap_or_default(),
+            protocol_name: self.protocol_name.clone().unwrap_or_default(),
+            assignment: self
+                .members
+                .get(member)
+                .map(|m| m.assignment_bytes.clone())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The whole decoded assignment (member -> partitions); empty unless
+    /// Stable.
+    pub(crate) fn assignment(&self) -> Assignment {
+        if self.state != GroupState::Stable {
+            return Assignment::new();
+        }
         self.members
             .iter()
-            .map(|(id, m)| (id.clone(), m.topics.clone()))
+            .map(|(id, m)| (id.clone(), m.assignment.clone()))
             .collect()
     }
 
-    /// The partitions assigned to `member` in the current generation.
-    pub(crate) fn assigned(&self, member: &str) -> &[TopicPartition] {
-        self.assignment.get(member).map_or(&[], Vec::as_slice)
+    pub(crate) fn listing(&self, group_id: &str) -> GroupListing {
+        GroupListing {
+            group_id: group_id.to_string(),
+            protocol_type: self.protocol_type.clone().unwrap_or_default(),
+            state: self.state,
+        }
     }
 
     pub(crate) fn describe(&self, group_id: &str) -> GroupDescription {
+        // As Kafka's DescribeGroups: protocol, metadata and assignment bytes
+        // only for a Stable group, whose generation they describe.
+        let stable = self.state == GroupState::Stable;
+        let protocol = if stable {
+            self.protocol_name.clone().unwrap_or_default()
+        } else {
+            String::new()
+        };
         GroupDescription {
             group_id: group_id.to_string(),
             state: self.state,
             generation: self.generation,
             assignor: self.assignor,
+            protocol_type: self.protocol_type.clone().unwrap_or_default(),
+            protocol_name: protocol.clone(),
             members: self
                 .members
                 .iter()
                 .map(|(id, m)| MemberDescription {
                     member_id: id.clone(),
                     topics: m.topics.iter().cloned().collect(),
-                    assignment: self.assigned(id).to_vec(),
+                    assignment: if stable {
+                        m.assignment.clone()
+                    } else {
+                        Vec::new()
+                    },
                     deadline_ms: m.deadline_ms,
+                    client_id: m.client_id.clone(),
+                    client_host: m.client_host.clone(),
+                    group_instance_id: m.instance_id.clone(),
+                    metadata: if stable {
+                        m.metadata_for(&protocol)
+                    } else {
+                        Bytes::new()
+                    },
+                    assignment_bytes: if stable {
+                        m.assignment_bytes.clone()
+                    } else {
+                        Bytes::new()
+                    },
                 })
                 .collect(),
         }
@@ -110,7 +470,12 @@ pub struct GroupDescription {
     pub group_id: String,
     pub state: GroupState,
     pub generation: i32,
+    /// The assignor the coordinator uses for coordinator-assigned members.
     pub assignor: AssignorKind,
+    /// Empty for a group that never had a member.
+    pub protocol_type: String,
+    /// The protocol of the current generation; empty unless Stable.
+    pub protocol_name: String,
     /// Sorted by member id.
     pub members: Vec<MemberDescription>,
 }
@@ -121,8 +486,19 @@ pub struct MemberDescription {
     pub member_id: String,
     /// Subscribed topics, sorted.
     pub topics: Vec<String>,
-    /// Assigned partitions in the current generation, sorted.
+    /// Assigned partitions in the current generation, sorted; empty unless
+    /// the group is Stable.
     pub assignment: Vec<TopicPartition>,
     /// The member is expired once the clock passes this instant.
     pub deadline_ms: i64,
+    /// Empty for coordinator-assigned (JSON-TCP) members.
+    pub client_id: String,
+    pub client_host: String,
+    pub group_instance_id: Option<String>,
+    /// The member's metadata for the group's protocol; empty unless Stable.
+    pub metadata: Bytes,
+    /// The leader's assignment bytes for the member; empty unless Stable
+    /// (and always for coordinator-assigned members, whose assignment is
+    /// `assignment`).
+    pub assignment_bytes: Bytes,
 }

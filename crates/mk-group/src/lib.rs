@@ -1,5 +1,7 @@
-//! Consumer groups (book chapter 7): the group coordinator with generations
-//! and fencing, the assignors, and durable committed offsets stored in an
+//! Consumer groups (book chapter 7): the group coordinator with Kafka's
+//! classic rebalance protocol (join barrier, generations, leader, SyncGroup,
+//! static membership) and fencing, the coordinator's own assignors for
+//! members it assigns itself, and durable committed offsets stored in an
 //! internal compacted log.
 //!
 //! It must never know replication, transactions, networks, JSON wire shapes,
@@ -27,7 +29,7 @@
 //! let joined = groups.join("billing", "consumer-1", ["orders"], &topics)?;
 //! assert_eq!(joined.partitions.len(), 2);
 //! let offsets = BTreeMap::from([(TopicPartition::new("orders", 0), 42)]);
-//! groups.commit("billing", "consumer-1", joined.generation, &offsets)?;
+//! groups.commit_offsets("billing", joined.generation, "consumer-1", None, &offsets, &topics)?;
 //! assert_eq!(groups.fetch_committed("billing", &TopicPartition::new("orders", 0)), Some(42));
 //!
 //! clock.advance(10_001);
@@ -39,18 +41,26 @@
 //! ```
 
 mod assignor;
+mod classic;
 pub mod codec;
+mod commits;
 mod coordinator;
 mod error;
 mod group;
 mod metadata;
 mod offsets;
+mod protocol;
+mod rebalance;
 
 pub use assignor::{Assignment, AssignorKind, Subscriptions};
 pub use coordinator::{
-    GroupConfig, GroupCoordinator, MAX_ID_BYTES, MemberAssignment, OFFSETS_TOPIC,
+    GroupConfig, GroupCoordinator, MAX_ID_BYTES, MAX_PROTOCOLS, MemberAssignment, OFFSETS_TOPIC,
 };
 pub use error::{GroupError, Result};
-pub use group::{GroupDescription, GroupState, MemberDescription};
+pub use group::{CONSUMER_PROTOCOL_TYPE, GroupDescription, GroupState, MemberDescription};
 pub use metadata::TopicMetadata;
 pub use mk_log::CompactionResult;
+pub use protocol::{
+    GroupHandle, GroupJoin, GroupJoined, GroupListing, GroupSync, GroupSynced, JoinHandle,
+    JoinedMember, SyncHandle,
+};

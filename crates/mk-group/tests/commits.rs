@@ -18,22 +18,18 @@ fn assert_nothing_stored(f: &mut Fixture, group: &str, leo_before: i64) {
 fn owner_commits_and_fetch_committed_returns_the_offset() {
     let mut f = Fixture::new();
     let a = f.join("g", "a", &["payments"]);
-    f.c()
-        .commit(
-            "g",
-            "a",
-            a.generation,
-            &offsets(&[("payments", 0, 5), ("payments", 1, 7)]),
-        )
-        .unwrap();
+    f.commit_ok(
+        "g",
+        "a",
+        a.generation,
+        &[("payments", 0, 5), ("payments", 1, 7)],
+    );
     assert_eq!(f.c().fetch_committed("g", &tp("payments", 0)), Some(5));
     assert_eq!(f.c().fetch_committed("g", &tp("payments", 1)), Some(7));
     assert_eq!(f.c().fetch_committed("g", &tp("orders", 0)), None);
     assert_eq!(f.c().fetch_committed("other", &tp("payments", 0)), None);
     // A later commit overwrites; offsets may also move backwards (a reset).
-    f.c()
-        .commit("g", "a", a.generation, &offsets(&[("payments", 0, 2)]))
-        .unwrap();
+    f.commit_ok("g", "a", a.generation, &[("payments", 0, 2)]);
     assert_eq!(
         f.c().committed_offsets("g"),
         offsets(&[("payments", 0, 2), ("payments", 1, 7)])
@@ -45,14 +41,12 @@ fn a_commit_of_several_partitions_is_one_append() {
     let mut f = Fixture::new();
     let a = f.join("g", "a", &["orders"]);
     let before = f.leo();
-    f.c()
-        .commit(
-            "g",
-            "a",
-            a.generation,
-            &offsets(&[("orders", 0, 1), ("orders", 1, 2), ("orders", 3, 4)]),
-        )
-        .unwrap();
+    f.commit_ok(
+        "g",
+        "a",
+        a.generation,
+        &[("orders", 0, 1), ("orders", 1, 2), ("orders", 3, 4)],
+    );
     let log = f.c().offsets_log();
     let batches = log.read_batches(before, usize::MAX, None).unwrap();
     assert_eq!(batches.len(), 1);
@@ -64,21 +58,14 @@ fn a_commit_of_several_partitions_is_one_append() {
 fn new_member_bumps_the_generation_and_the_old_members_commit_is_illegal_generation() {
     let mut f = Fixture::new();
     let old = f.join("g", "a", &["payments"]);
-    f.c()
-        .commit("g", "a", old.generation, &offsets(&[("payments", 1, 3)]))
-        .unwrap();
+    f.commit_ok("g", "a", old.generation, &[("payments", 1, 3)]);
     let new = f.join("g", "b", &["payments"]);
     assert_eq!(new.generation, old.generation + 1);
     assert_eq!(new.partitions, vec![tp("payments", 1)]);
     // The new owner commits; the stale member then tries to overwrite it.
-    f.c()
-        .commit("g", "b", new.generation, &offsets(&[("payments", 1, 50)]))
-        .unwrap();
+    f.commit_ok("g", "b", new.generation, &[("payments", 1, 50)]);
     let leo = f.leo();
-    let (c, msg) = code(
-        f.c()
-            .commit("g", "a", old.generation, &offsets(&[("payments", 1, 10)])),
-    );
+    let (c, msg) = code(f.commit("g", "a", old.generation, &offsets(&[("payments", 1, 10)])));
     assert_eq!(c, ErrorCode::IllegalGeneration);
     assert_eq!(msg, "generation 1 of group \"g\" is stale; current is 2");
     assert_eq!(f.c().fetch_committed("g", &tp("payments", 1)), Some(50));
@@ -86,14 +73,7 @@ fn new_member_bumps_the_generation_and_the_old_members_commit_is_illegal_generat
     // After refreshing, the old member commits what it owns now.
     let refreshed = f.c().assignment("g", "a").unwrap();
     assert_eq!(refreshed.partitions, vec![tp("payments", 0)]);
-    f.c()
-        .commit(
-            "g",
-            "a",
-            refreshed.generation,
-            &offsets(&[("payments", 0, 8)]),
-        )
-        .unwrap();
+    f.commit_ok("g", "a", refreshed.generation, &[("payments", 0, 8)]);
     assert_eq!(f.c().fetch_committed("g", &tp("payments", 0)), Some(8));
 }
 
@@ -101,10 +81,7 @@ fn new_member_bumps_the_generation_and_the_old_members_commit_is_illegal_generat
 fn a_future_generation_is_illegal_too() {
     let mut f = Fixture::new();
     let a = f.join("g", "a", &["payments"]);
-    let (c, msg) = code(
-        f.c()
-            .commit("g", "a", a.generation + 1, &offsets(&[("payments", 0, 1)])),
-    );
+    let (c, msg) = code(f.commit("g", "a", a.generation + 1, &offsets(&[("payments", 0, 1)])));
     assert_eq!(c, ErrorCode::IllegalGeneration);
     assert!(msg.contains("ahead"), "{msg}");
 }
@@ -117,7 +94,7 @@ fn member_cannot_commit_partitions_it_does_not_own() {
     let leo = f.leo();
     // b owns payments-1 only; a commit that includes payments-0 is refused
     // whole, the owned partition included.
-    let (c, msg) = code(f.c().commit(
+    let (c, msg) = code(f.commit(
         "g",
         "b",
         b.generation,
@@ -126,56 +103,81 @@ fn member_cannot_commit_partitions_it_does_not_own() {
     assert_eq!(c, ErrorCode::NotPartitionOwner);
     assert!(msg.contains("payments-0") && msg.contains("\"b\""), "{msg}");
     // A topic the member is not even subscribed to.
-    let (c, _) = code(
-        f.c()
-            .commit("g", "b", b.generation, &offsets(&[("orders", 0, 1)])),
-    );
+    let (c, _) = code(f.commit("g", "b", b.generation, &offsets(&[("orders", 0, 1)])));
     assert_eq!(c, ErrorCode::NotPartitionOwner);
     assert_nothing_stored(&mut f, "g", leo);
 }
 
 #[test]
-fn commit_error_order_group_state_generation_member_owner_offset() {
+fn commit_error_order_group_member_generation_state_owner_offset() {
+    // Kafka's order: the group, then the member, then its generation, then
+    // the group's state; ours follows: ownership (coordinator-assigned
+    // members only), then the offsets.
     let mut f = Fixture::new();
     let a = f.join("g", "a", &["payments"]);
     let g1 = a.generation;
     let leo = f.leo();
     let bad_everything = offsets(&[("orders", 0, -1)]);
-    let c = f.c();
-    // 1. Unknown group beats every other problem.
+    // 1. A group the coordinator does not know: ILLEGAL_GENERATION for a
+    //    commit that names a generation (Kafka before OffsetCommit v9).
+    let (c, msg) = code(f.commit("nope", "ghost", 99, &bad_everything));
+    assert_eq!(c, ErrorCode::IllegalGeneration);
+    assert!(msg.contains("\"nope\""), "{msg}");
+    // 2. An unknown member beats a wrong generation, ownership and offsets.
     assert_eq!(
-        code(c.commit("nope", "ghost", 99, &bad_everything)).0,
+        code(f.commit("g", "ghost", g1 + 3, &bad_everything)).0,
         ErrorCode::UnknownMember
     );
-    // 3. Stale generation beats an unknown member, ownership and offsets.
+    // 3. A known member with another generation.
     assert_eq!(
-        code(c.commit("g", "ghost", g1 + 3, &bad_everything)).0,
+        code(f.commit("g", "a", g1 + 3, &bad_everything)).0,
         ErrorCode::IllegalGeneration
     );
-    // 4. Unknown member beats ownership and offsets.
+    // 4. Ownership beats a negative offset.
     assert_eq!(
-        code(c.commit("g", "ghost", g1, &bad_everything)).0,
-        ErrorCode::UnknownMember
-    );
-    // 5. Ownership beats a negative offset.
-    assert_eq!(
-        code(c.commit("g", "a", g1, &bad_everything)).0,
+        code(f.commit("g", "a", g1, &bad_everything)).0,
         ErrorCode::NotPartitionOwner
     );
-    // 6. Negative offset on an owned partition.
+    // 5. Negative offset on an owned partition.
     assert_eq!(
-        code(c.commit("g", "a", g1, &offsets(&[("payments", 0, -1)]))).0,
+        code(f.commit("g", "a", g1, &offsets(&[("payments", 0, -1)]))).0,
         ErrorCode::InvalidRequest
     );
     assert_nothing_stored(&mut f, "g", leo);
-    // 2. A group that is not Stable beats the generation check.
+    // An empty group has no members to commit as.
     f.leave("g", "a");
     let leo = f.leo();
     assert_eq!(
-        code(f.c().commit("g", "ghost", 1_000, &bad_everything)).0,
-        ErrorCode::RebalanceInProgress
+        code(f.commit("g", "a", g1 + 1, &offsets(&[("payments", 0, 1)]))).0,
+        ErrorCode::UnknownMember
     );
     assert_nothing_stored(&mut f, "g", leo);
+}
+
+#[test]
+fn a_commit_with_a_negative_generation_is_accepted_while_the_group_has_no_members() {
+    // Kafka lets a consumer that assigns partitions itself commit with
+    // generation -1 (with or without a member id) to a group without members.
+    let mut f = Fixture::new();
+    f.commit("fresh", "", -1, &offsets(&[("payments", 0, 4)]))
+        .unwrap();
+    f.commit("fresh", "whoever", -1, &offsets(&[("payments", 1, 5)]))
+        .unwrap();
+    assert_eq!(
+        f.c().committed_offsets("fresh"),
+        offsets(&[("payments", 0, 4), ("payments", 1, 5)])
+    );
+    // Such a commit is checked like any other: partitions must exist.
+    let (c, msg) = code(f.commit("fresh", "", -1, &offsets(&[("payments", 7, 1)])));
+    assert_eq!(c, ErrorCode::UnknownPartition);
+    assert!(msg.contains("payments-7"), "{msg}");
+    // With members, a commit without membership is refused.
+    f.join("fresh", "m", &["payments"]);
+    assert_eq!(
+        code(f.commit("fresh", "", -1, &offsets(&[("payments", 0, 9)]))).0,
+        ErrorCode::UnknownMember
+    );
+    assert_eq!(f.c().fetch_committed("fresh", &tp("payments", 0)), Some(4));
 }
 
 #[test]
@@ -183,7 +185,7 @@ fn negative_offsets_are_rejected_and_nothing_of_the_commit_is_stored() {
     let mut f = Fixture::new();
     let a = f.join("g", "a", &["payments"]);
     let leo = f.leo();
-    let (c, msg) = code(f.c().commit(
+    let (c, msg) = code(f.commit(
         "g",
         "a",
         a.generation,
@@ -201,9 +203,7 @@ fn negative_offsets_are_rejected_and_nothing_of_the_commit_is_stored() {
     assert_eq!(c, ErrorCode::InvalidRequest);
     assert_nothing_stored(&mut f, "manual", leo);
     // Zero is a valid offset.
-    f.c()
-        .commit("g", "a", a.generation, &offsets(&[("payments", 0, 0)]))
-        .unwrap();
+    f.commit_ok("g", "a", a.generation, &[("payments", 0, 0)]);
     assert_eq!(f.c().fetch_committed("g", &tp("payments", 0)), Some(0));
 }
 
@@ -212,7 +212,7 @@ fn an_empty_commit_is_accepted_and_writes_nothing() {
     let mut f = Fixture::new();
     let a = f.join("g", "a", &["payments"]);
     let leo = f.leo();
-    f.c().commit("g", "a", a.generation, &offsets(&[])).unwrap();
+    f.commit_ok("g", "a", a.generation, &[]);
     assert_eq!(f.leo(), leo);
 }
 
@@ -227,7 +227,7 @@ fn plain_commit_needs_no_generation_and_validates_partitions() {
     let leo = c.offsets_log().leo();
     assert_eq!(
         code(c.commit_direct("", &offsets(&[("orders", 0, 1)]), &meta)).0,
-        ErrorCode::InvalidRequest
+        ErrorCode::InvalidGroupId
     );
     let (e, msg) = code(c.commit_direct("manual", &offsets(&[("ghost", 0, 1)]), &meta));
     assert_eq!(e, ErrorCode::UnknownTopic);
@@ -270,8 +270,18 @@ fn plain_commit_to_a_group_with_members_is_unknown_member() {
     assert_eq!(f.c().fetch_committed("g", &tp("orders", 0)), Some(1));
 }
 
+/// The codes of a `delete_group_offsets` answer, per partition.
+fn deletion_codes(
+    answer: Vec<(mk_core::TopicPartition, mk_group::Result<()>)>,
+) -> Vec<(String, Option<ErrorCode>)> {
+    answer
+        .into_iter()
+        .map(|(tp, r)| (tp.to_string(), r.err().map(|e| e.code())))
+        .collect()
+}
+
 #[test]
-fn delete_offsets_writes_tombstones_and_is_refused_while_subscribed() {
+fn delete_offsets_writes_tombstones_and_refuses_subscribed_topics_per_partition() {
     let mut f = Fixture::new();
     let meta = f.meta.clone();
     f.c()
@@ -281,43 +291,76 @@ fn delete_offsets_writes_tombstones_and_is_refused_while_subscribed() {
             &meta,
         )
         .unwrap();
-    let deleted = f
+    let answer = f
         .c()
-        .delete_offsets("g", &[tp("orders", 0), tp("orders", 0), tp("orders", 2)])
+        .delete_group_offsets("g", &[tp("orders", 0), tp("orders", 0), tp("orders", 2)])
         .unwrap();
-    assert_eq!(deleted, 1, "only offsets that exist are deleted, once");
+    assert_eq!(
+        deletion_codes(answer),
+        vec![
+            ("orders-0".to_string(), None),
+            ("orders-0".to_string(), None),
+            ("orders-2".to_string(), None)
+        ],
+        "a partition without an offset is a success that writes nothing"
+    );
     assert_eq!(
         f.c().committed_offsets("g"),
         offsets(&[("audit", 0, 3), ("orders", 1, 2)])
     );
     f.join("g", "m", &["audit"]);
-    let (c, msg) = code(
-        f.c()
-            .delete_offsets("g", &[tp("orders", 1), tp("audit", 0)]),
-    );
-    assert_eq!(c, ErrorCode::InvalidRequest);
-    assert!(msg.contains("audit"), "{msg}");
+    let answer = f
+        .c()
+        .delete_group_offsets("g", &[tp("orders", 1), tp("audit", 0)])
+        .unwrap();
     assert_eq!(
-        f.c().fetch_committed("g", &tp("orders", 1)),
-        Some(2),
-        "nothing deleted"
+        deletion_codes(answer),
+        vec![
+            ("orders-1".to_string(), None),
+            (
+                "audit-0".to_string(),
+                Some(ErrorCode::GroupSubscribedToTopic)
+            )
+        ]
     );
-    assert_eq!(f.c().delete_offsets("g", &[tp("orders", 1)]).unwrap(), 1);
+    assert_eq!(
+        f.c().committed_offsets("g"),
+        offsets(&[("audit", 0, 3)]),
+        "only the unsubscribed topic's offset went"
+    );
+    let (c, msg) = code(f.c().delete_group_offsets("nope", &[tp("orders", 0)]));
+    assert_eq!(c, ErrorCode::GroupIdNotFound);
+    assert!(msg.contains("nope"), "{msg}");
 }
 
 #[test]
-fn delete_group_needs_an_empty_known_group_and_removes_everything() {
+fn delete_groups_needs_empty_known_groups_and_removes_everything() {
     let mut f = Fixture::new();
     let a = f.join("g", "a", &["orders"]);
-    f.c()
-        .commit("g", "a", a.generation, &offsets(&[("orders", 2, 9)]))
+    f.commit_ok("g", "a", a.generation, &[("orders", 2, 9)]);
+    let answers = f
+        .c()
+        .delete_groups(&["nope".to_string(), "g".to_string()])
         .unwrap();
-    assert_eq!(code(f.c().delete_group("nope")).0, ErrorCode::UnknownMember);
-    let (c, msg) = code(f.c().delete_group("g"));
-    assert_eq!(c, ErrorCode::InvalidRequest);
-    assert!(msg.contains("1 members"), "{msg}");
+    assert_eq!(
+        code(answers.into_iter().next().unwrap()).0,
+        ErrorCode::GroupIdNotFound
+    );
+    let answers = f.c().delete_groups(&["g".to_string()]).unwrap();
+    let (c, msg) = code(answers.into_iter().next().unwrap());
+    assert_eq!(c, ErrorCode::NonEmptyGroup);
+    assert!(msg.contains("1 member"), "{msg}");
     f.leave("g", "a");
-    f.c().delete_group("g").unwrap();
+    let answers = f
+        .c()
+        .delete_groups(&["g".to_string(), "g".to_string()])
+        .unwrap();
+    assert!(answers[0].is_ok());
+    assert_eq!(
+        answers[1].as_ref().unwrap_err().code(),
+        ErrorCode::GroupIdNotFound,
+        "a group named twice is gone the second time"
+    );
     assert_eq!(f.c().describe_group("g"), None);
     assert!(f.c().list_groups().is_empty());
     assert_eq!(f.c().fetch_committed("g", &tp("orders", 2)), None);
@@ -336,15 +379,12 @@ fn a_group_known_only_by_its_offsets_is_empty_at_generation_zero() {
         .unwrap();
     let d = f.c().describe_group("manual").unwrap();
     assert_eq!((d.state, d.generation), (mk_group::GroupState::Empty, 0));
-    let (c, msg) = code(
-        f.c()
-            .commit("manual", "m", 0, &offsets(&[("orders", 0, 4)])),
-    );
-    assert_eq!(c, ErrorCode::RebalanceInProgress);
-    assert!(msg.contains("Empty"), "{msg}");
+    let (c, msg) = code(f.commit("manual", "m", 0, &offsets(&[("orders", 0, 4)])));
+    assert_eq!(c, ErrorCode::UnknownMember);
+    assert!(msg.contains("\"m\""), "{msg}");
     assert_eq!(
         code(f.c().heartbeat("manual", "m", 1)).0,
-        ErrorCode::IllegalGeneration
+        ErrorCode::UnknownMember
     );
     assert_eq!(
         code(f.c().heartbeat("manual", "m", 0)).0,
@@ -388,75 +428,8 @@ fn transactional_offsets_are_stored_while_the_group_has_members() {
     );
     assert_eq!(
         code(f.c().commit_transactional("", &offsets(&[]))).0,
-        ErrorCode::InvalidRequest
+        ErrorCode::InvalidGroupId
     );
     // The member is untouched by it.
     f.c().heartbeat("g", "a", a.generation).unwrap();
-}
-
-#[test]
-fn a_txn_offset_commit_with_membership_is_fenced_like_a_member_commit() {
-    let mut f = Fixture::new();
-    let a = f.join("g", "a", &["orders"]);
-    let c = f.c();
-    // Without membership nothing is checked, whatever the group.
-    c.validate_txn_offset_commit("g", "", -1, None).unwrap();
-    c.validate_txn_offset_commit("unknown", "", -1, None)
-        .unwrap();
-    // The current member and generation pass.
-    c.validate_txn_offset_commit("g", "a", a.generation, None)
-        .unwrap();
-    // A stale or future generation, an unknown member or group.
-    let err = c
-        .validate_txn_offset_commit("g", "a", a.generation - 1, None)
-        .unwrap_err();
-    assert_eq!(err.code(), ErrorCode::IllegalGeneration);
-    assert_eq!(
-        c.validate_txn_offset_commit("g", "a", a.generation + 1, None)
-            .unwrap_err()
-            .code(),
-        ErrorCode::IllegalGeneration
-    );
-    assert_eq!(
-        c.validate_txn_offset_commit("g", "zombie", a.generation, None)
-            .unwrap_err()
-            .code(),
-        ErrorCode::UnknownMember
-    );
-    assert_eq!(
-        c.validate_txn_offset_commit("g", "", a.generation, None)
-            .unwrap_err()
-            .code(),
-        ErrorCode::UnknownMember,
-        "a generation without a member id"
-    );
-    assert_eq!(
-        c.validate_txn_offset_commit("unknown", "a", 1, None)
-            .unwrap_err()
-            .code(),
-        ErrorCode::UnknownMember
-    );
-    // No static members exist yet, so any instance id is unknown.
-    assert_eq!(
-        c.validate_txn_offset_commit("g", "a", a.generation, Some("i-1"))
-            .unwrap_err()
-            .code(),
-        ErrorCode::UnknownMember
-    );
-    assert_eq!(
-        c.validate_txn_offset_commit("", "", -1, None)
-            .unwrap_err()
-            .code(),
-        ErrorCode::InvalidRequest
-    );
-    // A member that left is fenced from then on.
-    let meta = f.meta.clone();
-    f.c().leave("g", "a", &meta).unwrap();
-    assert_eq!(
-        f.c()
-            .validate_txn_offset_commit("g", "a", a.generation, None)
-            .unwrap_err()
-            .code(),
-        ErrorCode::UnknownMember
-    );
 }

@@ -68,7 +68,7 @@ fn first_join_starts_generation_one_and_gets_everything() {
 }
 
 #[test]
-fn every_join_even_a_rejoin_starts_a_new_generation() {
+fn a_rejoin_with_new_topics_rebalances_and_an_unchanged_rejoin_does_not() {
     let mut f = Fixture::new();
     assert_eq!(f.join("g", "m1", &["orders"]).generation, 1);
     let again = f.join("g", "m1", &["payments"]);
@@ -78,6 +78,45 @@ fn every_join_even_a_rejoin_starts_a_new_generation() {
     let d = f.c().describe_group("g").unwrap();
     assert_eq!(d.members.len(), 1);
     assert_eq!(d.members[0].topics, vec!["payments".to_string()]);
+    // Kafka's idempotent rejoin: same topics while Stable, same generation
+    // and assignment, nothing written, and the session is extended.
+    let leo = f.leo();
+    f.clock.advance(4_000);
+    let same = f.join("g", "m1", &["payments"]);
+    assert_eq!(same, again);
+    assert_eq!(f.leo(), leo, "an unchanged rejoin writes no generation");
+    let d = f.c().describe_group("g").unwrap();
+    assert_eq!(d.members[0].deadline_ms, f.clock.now_ms() + SESSION_MS);
+    // Naming another assignor is a change (allowed for the only member).
+    let (c, meta) = f.parts();
+    let changed = c
+        .join_with_assignor("g", "m1", ["payments"], Some(AssignorKind::Range), meta)
+        .unwrap();
+    assert_eq!(changed.generation, 3);
+}
+
+#[test]
+fn two_members_rejoining_unchanged_do_not_fence_each_other() {
+    // The defect of the old "every join rebalances" rule: two consumers
+    // that rejoin after a failed commit kept bumping the generation and
+    // fencing each other. Now they settle.
+    let mut f = Fixture::new();
+    f.join("g", "a", &["orders"]);
+    let b = f.join("g", "b", &["orders"]);
+    for _ in 0..3 {
+        let a = f.join("g", "a", &["orders"]);
+        let b2 = f.join("g", "b", &["orders"]);
+        assert_eq!((a.generation, b2.generation), (b.generation, b.generation));
+        f.commit(
+            "g",
+            "a",
+            a.generation,
+            &common::offsets(&[(a.partitions[0].topic.as_str(), a.partitions[0].partition, 1)]),
+        )
+        .unwrap();
+        f.c().heartbeat("g", "b", b2.generation).unwrap();
+    }
+    assert_single_owner(&mut f, "g");
 }
 
 #[test]
@@ -87,7 +126,7 @@ fn join_rejects_empty_ids_and_unknown_topics_with_invalid_request() {
     let (c, meta) = f.parts();
     // The group id is checked before the member id and the topics.
     let (code_, msg) = code(c.join("", "", ["nope"], meta));
-    assert_eq!(code_, ErrorCode::InvalidRequest);
+    assert_eq!(code_, ErrorCode::InvalidGroupId);
     assert!(msg.contains("group id"), "{msg}");
     let (code_, msg) = code(c.join("g", "", ["nope"], meta));
     assert_eq!(code_, ErrorCode::InvalidRequest);
@@ -98,6 +137,10 @@ fn join_rejects_empty_ids_and_unknown_topics_with_invalid_request() {
     let long = "x".repeat(mk_group::MAX_ID_BYTES + 1);
     assert_eq!(
         code(c.join(&long, "m", ["orders"], meta)).0,
+        ErrorCode::InvalidGroupId
+    );
+    assert_eq!(
+        code(c.join("g", &long, ["orders"], meta)).0,
         ErrorCode::InvalidRequest
     );
     // Nothing changed: same generation, same single member.
@@ -129,7 +172,7 @@ fn leave_rebalances_and_hands_partitions_to_the_remaining_members() {
 }
 
 #[test]
-fn last_leave_empties_the_group_and_commits_see_rebalance_in_progress() {
+fn last_leave_empties_the_group_and_the_left_member_is_unknown() {
     let mut f = Fixture::new();
     let a = f.join("g", "a", &["orders"]);
     assert!(f.leave("g", "a"));
@@ -139,12 +182,9 @@ fn last_leave_empties_the_group_and_commits_see_rebalance_in_progress() {
     assert!(d.members.is_empty());
     assert!(f.c().group_assignment("g").is_empty());
     let gen_ = d.generation;
-    let (c, msg) = code(
-        f.c()
-            .commit("g", "a", gen_, &common::offsets(&[("orders", 0, 1)])),
-    );
-    assert_eq!(c, ErrorCode::RebalanceInProgress);
-    assert!(msg.contains("Empty"), "{msg}");
+    let (c, msg) = code(f.commit("g", "a", gen_, &common::offsets(&[("orders", 0, 1)])));
+    assert_eq!(c, ErrorCode::UnknownMember);
+    assert!(msg.contains("\"a\""), "{msg}");
 }
 
 #[test]
@@ -159,7 +199,7 @@ fn leave_of_unknown_group_or_member_is_a_no_op() {
 }
 
 #[test]
-fn heartbeat_error_order_unknown_group_then_generation_then_member() {
+fn heartbeat_error_order_unknown_group_then_member_then_generation() {
     let mut f = Fixture::new();
     let a = f.join("g", "a", &["orders"]);
     let c = f.c();
@@ -167,16 +207,16 @@ fn heartbeat_error_order_unknown_group_then_generation_then_member() {
         code(c.heartbeat("nope", "a", a.generation)).0,
         ErrorCode::UnknownMember
     );
-    // A wrong generation is reported even for an unknown member.
+    // As in Kafka, an unknown member is reported before its generation.
     let (c1, msg) = code(c.heartbeat("g", "ghost", a.generation + 5));
-    assert_eq!(c1, ErrorCode::IllegalGeneration);
+    assert_eq!(c1, ErrorCode::UnknownMember);
+    assert!(msg.contains("ghost"), "{msg}");
+    let (c2, msg) = code(c.heartbeat("g", "a", a.generation + 5));
+    assert_eq!(c2, ErrorCode::IllegalGeneration);
     assert!(
         msg.contains("generation 6") && msg.contains("current is 1"),
         "{msg}"
     );
-    let (c2, msg) = code(c.heartbeat("g", "ghost", a.generation));
-    assert_eq!(c2, ErrorCode::UnknownMember);
-    assert!(msg.contains("ghost"), "{msg}");
     c.heartbeat("g", "a", a.generation).unwrap();
 }
 
@@ -208,10 +248,10 @@ fn session_timeout_expiry_removes_the_member_and_rebalances() {
     let a = f.c().assignment("g", "a").unwrap();
     assert_eq!(a.generation, b.generation + 1);
     assert_eq!(a.partitions.len(), 4, "the survivor owns everything");
-    // The expired member is fenced: stale generation first, then unknown.
+    // The expired member is fenced: it is no member any more.
     assert_eq!(
         code(f.c().heartbeat("g", "b", b.generation)).0,
-        ErrorCode::IllegalGeneration
+        ErrorCode::UnknownMember
     );
     assert_eq!(
         code(f.c().heartbeat("g", "b", a.generation)).0,

@@ -134,8 +134,7 @@ impl Checkpoint {
             return Err(CheckpointError::Crc { stored, computed });
         }
         let mut r = ByteReader::new(body);
-        let n = r.u32()? as usize;
-        let n = r.check_count(n, SEGMENT_BYTES)?;
+        let n = r.u32_count(SEGMENT_BYTES)?;
         let mut segments = Vec::with_capacity(n);
         for _ in 0..n {
             segments.push(SegmentSummary {

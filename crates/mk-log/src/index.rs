@@ -8,6 +8,7 @@
 //! log whenever they cannot be trusted.
 
 use crate::error::{LogError, Result};
+use mk_core::{ByteReader, Truncated};
 
 /// Bytes per entry in both index files.
 pub const ENTRY_BYTES: usize = 12;
@@ -26,38 +27,15 @@ impl OffsetIndex {
     /// Parses an index file. Fails with CORRUPT_INDEX unless the bytes are
     /// whole entries, strictly increasing in offset and position.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
-        if !bytes.len().is_multiple_of(ENTRY_BYTES) {
-            return Err(LogError::CorruptIndex(format!(
-                "offset index of {} bytes is not a multiple of {ENTRY_BYTES}",
-                bytes.len()
-            )));
-        }
-        let mut entries = Vec::with_capacity(bytes.len() / ENTRY_BYTES);
-        for chunk in bytes.chunks_exact(ENTRY_BYTES) {
-            let rel = u32::from_be_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
-            let mut p = [0u8; 8];
-            p.copy_from_slice(&chunk[4..12]);
-            let pos = u64::from_be_bytes(p);
-            if let Some(&(last_rel, last_pos)) = entries.last()
-                && (rel <= last_rel || pos <= last_pos)
-            {
-                return Err(LogError::CorruptIndex(format!(
-                    "offset index entry ({rel}, {pos}) does not follow ({last_rel}, {last_pos})"
-                )));
-            }
-            entries.push((rel, pos));
-        }
+        let entries = parse_entries(bytes, "offset index", |r| Ok((r.u32()?, r.u64()?)))?;
         Ok(Self { entries })
     }
 
     /// Serializes the index in file format.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.entries.len() * ENTRY_BYTES);
-        for (rel, pos) in &self.entries {
-            out.extend_from_slice(&rel.to_be_bytes());
-            out.extend_from_slice(&pos.to_be_bytes());
-        }
-        out
+        entries_to_bytes(&self.entries, |rel, pos| {
+            (rel.to_be_bytes(), pos.to_be_bytes())
+        })
     }
 
     /// Appends an entry; it must be strictly after the last one.
@@ -129,37 +107,14 @@ impl TimeIndex {
 
     /// Parses a time index file (CORRUPT_INDEX when malformed).
     pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
-        if !bytes.len().is_multiple_of(ENTRY_BYTES) {
-            return Err(LogError::CorruptIndex(format!(
-                "time index of {} bytes is not a multiple of {ENTRY_BYTES}",
-                bytes.len()
-            )));
-        }
-        let mut entries: Vec<(i64, u32)> = Vec::with_capacity(bytes.len() / ENTRY_BYTES);
-        for chunk in bytes.chunks_exact(ENTRY_BYTES) {
-            let mut t = [0u8; 8];
-            t.copy_from_slice(&chunk[0..8]);
-            let ts = i64::from_be_bytes(t);
-            let rel = u32::from_be_bytes([chunk[8], chunk[9], chunk[10], chunk[11]]);
-            if let Some(&(last_ts, last_rel)) = entries.last()
-                && (ts <= last_ts || rel <= last_rel)
-            {
-                return Err(LogError::CorruptIndex(format!(
-                    "time index entry ({ts}, {rel}) does not follow ({last_ts}, {last_rel})"
-                )));
-            }
-            entries.push((ts, rel));
-        }
+        let entries = parse_entries(bytes, "time index", |r| Ok((r.i64()?, r.u32()?)))?;
         Ok(Self { entries })
     }
 
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.entries.len() * ENTRY_BYTES);
-        for (ts, rel) in &self.entries {
-            out.extend_from_slice(&ts.to_be_bytes());
-            out.extend_from_slice(&rel.to_be_bytes());
-        }
-        out
+        entries_to_bytes(&self.entries, |ts, rel| {
+            (ts.to_be_bytes(), rel.to_be_bytes())
+        })
     }
 
     /// Adds `(max_timestamp_before, relative_offset)` if it moves the index
@@ -195,6 +150,55 @@ impl TimeIndex {
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
+}
+
+/// An index file: each entry's two fields, big-endian, back to back.
+fn entries_to_bytes<A: Copy, B: Copy, const M: usize, const N: usize>(
+    entries: &[(A, B)],
+    encode: impl Fn(A, B) -> ([u8; M], [u8; N]),
+) -> Vec<u8> {
+    debug_assert_eq!(M + N, ENTRY_BYTES);
+    let mut out = Vec::with_capacity(entries.len() * ENTRY_BYTES);
+    for &(a, b) in entries {
+        let (a, b) = encode(a, b);
+        out.extend_from_slice(&a);
+        out.extend_from_slice(&b);
+    }
+    out
+}
+
+/// The entries of an index file (`what` names it in messages): whole
+/// entries of `ENTRY_BYTES` each, read by `read`, each strictly after the
+/// previous one in both fields. Anything else is CORRUPT_INDEX.
+fn parse_entries<A, B>(
+    bytes: &[u8],
+    what: &str,
+    read: impl Fn(&mut ByteReader<'_>) -> Result<(A, B), Truncated>,
+) -> Result<Vec<(A, B)>>
+where
+    A: Copy + Ord + std::fmt::Display,
+    B: Copy + Ord + std::fmt::Display,
+{
+    if !bytes.len().is_multiple_of(ENTRY_BYTES) {
+        return Err(LogError::CorruptIndex(format!(
+            "{what} of {} bytes is not a multiple of {ENTRY_BYTES}",
+            bytes.len()
+        )));
+    }
+    let mut r = ByteReader::new(bytes);
+    let mut entries: Vec<(A, B)> = Vec::with_capacity(bytes.len() / ENTRY_BYTES);
+    while !r.is_empty() {
+        let (a, b) = read(&mut r).map_err(|t| LogError::CorruptIndex(format!("{what}: {t}")))?;
+        if let Some(&(last_a, last_b)) = entries.last()
+            && (a <= last_a || b <= last_b)
+        {
+            return Err(LogError::CorruptIndex(format!(
+                "{what} entry ({a}, {b}) does not follow ({last_a}, {last_b})"
+            )));
+        }
+        entries.push((a, b));
+    }
+    Ok(entries)
 }
 
 #[cfg(test)]

@@ -172,6 +172,15 @@ impl PartitionLog {
             txns,
             recovery_bases,
         } = recovery::recover(dir, &config)?;
+        // Recovery refuses overlapping segments (as STORAGE_ERROR), so what
+        // it hands back is ordered; checking costs one comparison a segment.
+        assert!(
+            segments.windows(2).all(
+                |w| w[0].base_offset < w[1].base_offset && w[0].next_offset <= w[1].base_offset
+            ),
+            "{}: recovered segments out of order",
+            dir.display()
+        );
         let mut dir_dirty = false;
         if segments.is_empty() {
             segments.push(Segment::empty(0));
@@ -402,6 +411,15 @@ impl PartitionLog {
         header: &BatchHeader,
         max_ts: i64,
     ) -> Result<AppendInfo> {
+        // Offsets only grow, without gaps between appends: every caller
+        // assigned or checked base offset == LEO, so a mismatch is a bug
+        // that must not reach the disk.
+        assert_eq!(
+            header.base_offset,
+            self.leo(),
+            "{}: an append must start at the log end offset",
+            self.dir.display()
+        );
         let len = frame.len() as u64;
         let active = self.active_segment();
         let relative_end = header.next_offset() - active.base_offset;
@@ -452,6 +470,14 @@ impl PartitionLog {
         if active.size == 0 {
             return Ok(());
         }
+        // A segment with data ends above its base, so segment bases stay
+        // strictly ascending.
+        assert!(
+            leo > active.base_offset,
+            "{}: rolling at {leo} would not follow segment {}",
+            dir.display(),
+            active.base_offset
+        );
         // The closed segment's files are fsynced by the next flush, like
         // Kafka's asynchronous flush of rolled segments; until then a crash
         // is recovered by the full scan.
@@ -560,6 +586,12 @@ impl PartitionLog {
         if let Err(e) = self.truncate_segments(i, cut, next_offset) {
             return self.fail(e);
         }
+        assert_eq!(
+            self.leo(),
+            next_offset,
+            "{}: truncation",
+            self.dir.display()
+        );
         self.txns.truncate(next_offset);
         Ok(())
     }

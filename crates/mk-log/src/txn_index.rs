@@ -129,16 +129,14 @@ impl TxnIndex {
     /// Decodes what `encode_into` wrote (inside a checkpoint body).
     pub fn decode(r: &mut ByteReader<'_>) -> Result<Self, CheckpointError> {
         let mut idx = TxnIndex::default();
-        let open = r.u32()? as usize;
-        let open = r.check_count(open, 16)?;
+        let open = r.u32_count(16)?;
         for _ in 0..open {
             let producer_id = r.i64()?;
             if idx.open.insert(producer_id, r.i64()?).is_some() {
                 return Err(CheckpointError::DuplicateOpenTransaction(producer_id));
             }
         }
-        let completed = r.u32()? as usize;
-        let completed = r.check_count(completed, 25)?;
+        let completed = r.u32_count(25)?;
         idx.completed.reserve(completed);
         for _ in 0..completed {
             idx.completed.push(CompletedTxn {

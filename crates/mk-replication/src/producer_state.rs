@@ -275,8 +275,7 @@ impl Snapshot {
         let offset = r.i64()?;
         let mut state = ProducerStateMap::default();
         // A producer takes at least id, epoch and batch count: 13 bytes.
-        let count = r.u32()? as usize;
-        for _ in 0..r.check_count(count, 13)? {
+        for _ in 0..r.u32_count(13)? {
             let producer_id = r.i64()?;
             let epoch = r.i32()?;
             let batches = usize::from(r.u8()?);
@@ -306,8 +305,7 @@ impl Snapshot {
         }
         let mut registrations = Registrations::new();
         // A registration is an id and an epoch: 12 bytes.
-        let count = r.u32()? as usize;
-        for _ in 0..r.check_count(count, 12)? {
+        for _ in 0..r.u32_count(12)? {
             let producer_id = r.i64()?;
             let epoch = r.i32()?;
             registrations.insert(producer_id, epoch);

@@ -7,23 +7,30 @@ mod common;
 use common::*;
 use mk_core::ErrorCode;
 use mk_log::{ControlType, ProducerInfo, RecordBatch, RetentionPolicy};
-use mk_replication::{AckMode, ProducerIdentity, ProducerIdentityStore, replica_dir};
+use mk_replication::{
+    AckMode, PartitionReplicaSet, ProduceResult, ProducerIdentity, ProducerIdentityStore,
+    ReplicationError, replica_dir,
+};
+
+/// Appends `batch` with acks=1 on the leader and returns its result.
+fn acks_one(set: &mut PartitionReplicaSet, batch: RecordBatch) -> ProduceResult {
+    done(set.append(batch, AckMode::One, None).unwrap())
+}
+
+/// Appends `batch` with acks=1 and returns why the leader refused it.
+fn refused(set: &mut PartitionReplicaSet, batch: RecordBatch) -> ReplicationError {
+    set.append(batch, AckMode::One, None).unwrap_err()
+}
 
 #[test]
 fn exact_retry_returns_original_offsets() {
     let h = Harness::new();
     let mut set = h.create(&[1]);
-    let first = done(
-        set.append(idem(7, 0, 0, &["a", "b"]), AckMode::One, None)
-            .unwrap(),
-    );
+    let first = acks_one(&mut set, idem(7, 0, 0, &["a", "b"]));
     assert_eq!((first.base_offset, first.next_offset), (Some(0), Some(2)));
     put(&mut set, &["plain"]);
 
-    let retry = done(
-        set.append(idem(7, 0, 0, &["a", "b"]), AckMode::One, None)
-            .unwrap(),
-    );
+    let retry = acks_one(&mut set, idem(7, 0, 0, &["a", "b"]));
     assert_eq!((retry.base_offset, retry.next_offset), (Some(0), Some(2)));
     assert!(retry.duplicate);
     assert_eq!(set.log_end_offset(), 3, "a duplicate writes nothing");
@@ -69,17 +76,11 @@ fn five_in_flight_retries_deduplicated() {
     let h = Harness::new();
     let mut set = h.create(&[1]);
     for seq in 0..5 {
-        let r = done(
-            set.append(idem(1, 0, seq, &[&format!("m{seq}")]), AckMode::One, None)
-                .unwrap(),
-        );
+        let r = acks_one(&mut set, idem(1, 0, seq, &[&format!("m{seq}")]));
         assert_eq!(r.base_offset, Some(i64::from(seq)));
     }
     for seq in [3, 0, 4, 1, 2] {
-        let r = done(
-            set.append(idem(1, 0, seq, &[&format!("m{seq}")]), AckMode::One, None)
-                .unwrap(),
-        );
+        let r = acks_one(&mut set, idem(1, 0, seq, &[&format!("m{seq}")]));
         assert_eq!(
             r.base_offset,
             Some(i64::from(seq)),
@@ -90,13 +91,8 @@ fn five_in_flight_retries_deduplicated() {
     assert_eq!(set.log_end_offset(), 5);
     assert_eq!(set.producer_entry(1).unwrap().batches.len(), 5);
 
-    done(
-        set.append(idem(1, 0, 5, &["m5"]), AckMode::One, None)
-            .unwrap(),
-    );
-    let err = set
-        .append(idem(1, 0, 0, &["m0"]), AckMode::One, None)
-        .unwrap_err();
+    acks_one(&mut set, idem(1, 0, 5, &["m5"]));
+    let err = refused(&mut set, idem(1, 0, 0, &["m0"]));
     assert_eq!(err.code(), ErrorCode::OutOfOrderSequence);
     assert!(
         err.to_string().contains("expected sequence 6, got 0"),
@@ -108,22 +104,15 @@ fn five_in_flight_retries_deduplicated() {
 fn sequence_gap_is_out_of_order_and_writes_nothing() {
     let h = Harness::new();
     let mut set = h.create(&[1]);
-    done(
-        set.append(idem(1, 0, 0, &["a", "b"]), AckMode::One, None)
-            .unwrap(),
-    );
-    let err = set
-        .append(idem(1, 0, 3, &["d"]), AckMode::One, None)
-        .unwrap_err();
+    acks_one(&mut set, idem(1, 0, 0, &["a", "b"]));
+    let err = refused(&mut set, idem(1, 0, 3, &["d"]));
     assert_eq!(err.code(), ErrorCode::OutOfOrderSequence);
     assert!(
         err.to_string().contains("expected sequence 2, got 3"),
         "{err}"
     );
     assert_eq!(set.log_end_offset(), 2);
-    let err = set
-        .append(idem(2, 0, 1, &["x"]), AckMode::One, None)
-        .unwrap_err();
+    let err = refused(&mut set, idem(2, 0, 1, &["x"]));
     assert!(
         err.to_string().contains("expected sequence 0, got 1"),
         "a new producer starts at 0: {err}"
@@ -134,22 +123,11 @@ fn sequence_gap_is_out_of_order_and_writes_nothing() {
 fn newer_epoch_fences_older() {
     let h = Harness::new();
     let mut set = h.create(&[1]);
-    done(
-        set.append(idem(1, 0, 0, &["a"]), AckMode::One, None)
-            .unwrap(),
-    );
-    done(
-        set.append(idem(1, 0, 1, &["b"]), AckMode::One, None)
-            .unwrap(),
-    );
-    let r = done(
-        set.append(idem(1, 1, 0, &["c"]), AckMode::One, None)
-            .unwrap(),
-    );
+    acks_one(&mut set, idem(1, 0, 0, &["a"]));
+    acks_one(&mut set, idem(1, 0, 1, &["b"]));
+    let r = acks_one(&mut set, idem(1, 1, 0, &["c"]));
     assert_eq!(r.base_offset, Some(2), "a newer epoch starts at sequence 0");
-    let err = set
-        .append(idem(1, 0, 2, &["zombie"]), AckMode::One, None)
-        .unwrap_err();
+    let err = refused(&mut set, idem(1, 0, 2, &["zombie"]));
     assert_eq!(err.code(), ErrorCode::ProducerFenced);
     assert!(
         err.to_string()
@@ -178,10 +156,7 @@ fn registration_fences_older_epochs_before_they_write() {
         }
     );
     set.register_producer(old.producer_id, old.epoch).unwrap();
-    done(
-        set.append(idem(1, 0, 0, &["a"]), AckMode::One, None)
-            .unwrap(),
-    );
+    acks_one(&mut set, idem(1, 0, 0, &["a"]));
 
     let new = store.allocate("orders-producer").unwrap();
     assert_eq!(
@@ -203,10 +178,7 @@ fn registration_fences_older_epochs_before_they_write() {
         code(set.append(idem(1, 1, 1, &["b"]), AckMode::One, None)),
         ErrorCode::OutOfOrderSequence
     );
-    done(
-        set.append(idem(1, 1, 0, &["b"]), AckMode::One, None)
-            .unwrap(),
-    );
+    acks_one(&mut set, idem(1, 1, 0, &["b"]));
     assert_eq!(
         code(set.register_producer(-1, 0)),
         ErrorCode::InvalidRequest
@@ -218,8 +190,8 @@ fn transactional_batches_go_through_the_same_sequence_checks() {
     let h = Harness::new();
     let mut set = h.create(&[1]);
     let tx = |seq: i32, v: &str| idem(4, 0, seq, &[v]).with_transactional_id("tx-1");
-    done(set.append(tx(0, "a"), AckMode::One, None).unwrap());
-    let dup = done(set.append(tx(0, "a"), AckMode::One, None).unwrap());
+    acks_one(&mut set, tx(0, "a"));
+    let dup = acks_one(&mut set, tx(0, "a"));
     assert!(dup.duplicate);
     assert_eq!(
         code(set.append(tx(2, "c"), AckMode::One, None)),
@@ -236,13 +208,13 @@ fn transactional_batches_go_through_the_same_sequence_checks() {
             },
         )
     };
-    let r = done(set.append(marker(0), AckMode::One, None).unwrap());
+    let r = acks_one(&mut set, marker(0));
     assert_eq!(r.base_offset, Some(1), "a marker carries no sequence");
     assert_eq!(set.leader_log().first_unstable_offset(), None);
-    done(set.append(tx(1, "b"), AckMode::One, None).unwrap());
+    acks_one(&mut set, tx(1, "b"));
     // The coordinator fences a producer by writing a marker in a newer
     // epoch; the producer's old epoch is then fenced and its sequences reset.
-    done(set.append(marker(1), AckMode::One, None).unwrap());
+    acks_one(&mut set, marker(1));
     assert_eq!(
         code(set.append(tx(2, "c"), AckMode::One, None)),
         ErrorCode::ProducerFenced
@@ -289,15 +261,9 @@ fn promoted_follower_deduplicates_retries() {
         handle.try_result().unwrap().unwrap();
     }
     set.promote(2).unwrap();
-    let r = done(
-        set.append(idem(9, 0, 1, &["m1"]), AckMode::One, None)
-            .unwrap(),
-    );
+    let r = acks_one(&mut set, idem(9, 0, 1, &["m1"]));
     assert_eq!((r.base_offset, r.duplicate), (Some(1), true));
-    let r = done(
-        set.append(idem(9, 0, 3, &["m3"]), AckMode::One, None)
-            .unwrap(),
-    );
+    let r = acks_one(&mut set, idem(9, 0, 3, &["m3"]));
     assert_eq!((r.base_offset, r.duplicate), (Some(3), false));
 }
 
@@ -305,25 +271,16 @@ fn promoted_follower_deduplicates_retries() {
 fn follower_truncation_rebuilds_producer_state() {
     let h = Harness::new();
     let mut set = h.create(&[1, 2]);
-    done(
-        set.append(idem(3, 0, 0, &["a"]), AckMode::One, None)
-            .unwrap(),
-    );
+    acks_one(&mut set, idem(3, 0, 0, &["a"]));
     set.replicate_all_once().unwrap();
-    done(
-        set.append(idem(3, 0, 1, &["lost"]), AckMode::One, None)
-            .unwrap(),
-    );
+    acks_one(&mut set, idem(3, 0, 1, &["lost"]));
     set.promote(2).unwrap();
     assert_eq!(
         set.producer_entry(3).unwrap().batches.len(),
         1,
         "the new leader never had sequence 1"
     );
-    let r = done(
-        set.append(idem(3, 0, 1, &["again"]), AckMode::One, None)
-            .unwrap(),
-    );
+    let r = acks_one(&mut set, idem(3, 0, 1, &["again"]));
     assert_eq!((r.base_offset, r.duplicate), (Some(1), false));
 
     set.rejoin(1).unwrap();
@@ -334,10 +291,7 @@ fn follower_truncation_rebuilds_producer_state() {
     let offsets: Vec<i64> = entry.batches.iter().map(|b| b.base_offset).collect();
     assert_eq!(offsets, vec![0, 1]);
     assert_eq!(entry.batches[1].last_sequence, 1);
-    let r = done(
-        set.append(idem(3, 0, 1, &["again"]), AckMode::One, None)
-            .unwrap(),
-    );
+    let r = acks_one(&mut set, idem(3, 0, 1, &["again"]));
     assert_eq!(
         (r.base_offset, r.duplicate),
         (Some(1), true),
@@ -374,10 +328,7 @@ fn restart_keeps_hw_and_producer_state() {
             Some(2),
             "registrations are in the snapshot"
         );
-        let r = done(
-            set.append(idem(5, 2, 1, &["m1"]), AckMode::One, None)
-                .unwrap(),
-        );
+        let r = acks_one(&mut set, idem(5, 2, 1, &["m1"]));
         assert_eq!((r.base_offset, r.duplicate), (Some(1), true));
         assert_eq!(
             code(set.append(idem(5, 2, 7, &["x"]), AckMode::One, None)),
@@ -387,10 +338,7 @@ fn restart_keeps_hw_and_producer_state() {
             code(set.append(idem(5, 1, 0, &["x"]), AckMode::One, None)),
             ErrorCode::ProducerFenced
         );
-        let r = done(
-            set.append(idem(5, 2, 3, &["m3"]), AckMode::One, None)
-                .unwrap(),
-        );
+        let r = acks_one(&mut set, idem(5, 2, 3, &["m3"]));
         assert_eq!(r.base_offset, Some(3));
     }
 }
@@ -399,10 +347,7 @@ fn restart_keeps_hw_and_producer_state() {
 fn producer_state_comes_from_the_snapshot_plus_the_tail_not_a_full_scan() {
     let h = Harness::with(|c| c.log.segment_max_bytes = 1);
     let mut set = h.create(&[1]);
-    done(
-        set.append(idem(8, 0, 0, &["first"]), AckMode::One, None)
-            .unwrap(),
-    );
+    acks_one(&mut set, idem(8, 0, 0, &["first"]));
     put(&mut set, &["filler"]);
     set.checkpoint().unwrap();
     let snapshot = replica_dir(h.dir.path(), 1, &h.tp).join(format!("{:020}.snapshot", 2));
@@ -418,10 +363,7 @@ fn producer_state_comes_from_the_snapshot_plus_the_tail_not_a_full_scan() {
     )
     .unwrap();
     assert_eq!(set.log_start_offset(), 1);
-    done(
-        set.append(idem(8, 0, 1, &["second"]), AckMode::One, None)
-            .unwrap(),
-    );
+    acks_one(&mut set, idem(8, 0, 1, &["second"]));
     let mut set = h.crash_reopen(set);
     let entry = set.producer_entry(8).unwrap();
     let offsets: Vec<i64> = entry.batches.iter().map(|b| b.base_offset).collect();
@@ -430,10 +372,7 @@ fn producer_state_comes_from_the_snapshot_plus_the_tail_not_a_full_scan() {
         vec![0, 2],
         "snapshot (offset 0) plus replayed tail (offset 2)"
     );
-    let r = done(
-        set.append(idem(8, 0, 0, &["first"]), AckMode::One, None)
-            .unwrap(),
-    );
+    let r = acks_one(&mut set, idem(8, 0, 0, &["first"]));
     assert_eq!((r.base_offset, r.duplicate), (Some(0), true));
 }
 
@@ -441,15 +380,9 @@ fn producer_state_comes_from_the_snapshot_plus_the_tail_not_a_full_scan() {
 fn retention_does_not_lose_the_latest_producer_sequences() {
     let h = Harness::with(|c| c.log.segment_max_bytes = 1);
     let mut set = h.create(&[1]);
-    done(
-        set.append(idem(6, 0, 0, &["s0"]), AckMode::One, None)
-            .unwrap(),
-    );
+    acks_one(&mut set, idem(6, 0, 0, &["s0"]));
     set.checkpoint().unwrap();
-    done(
-        set.append(idem(6, 0, 1, &["s1"]), AckMode::One, None)
-            .unwrap(),
-    );
+    acks_one(&mut set, idem(6, 0, 1, &["s1"]));
     put(&mut set, &["filler-1"]);
     put(&mut set, &["filler-2"]);
     // Every segment but the active one goes, including the one with seq 1;
@@ -464,15 +397,9 @@ fn retention_does_not_lose_the_latest_producer_sequences() {
     .unwrap();
     assert_eq!(set.log_start_offset(), 3);
     let mut set = h.crash_reopen(set);
-    let r = done(
-        set.append(idem(6, 0, 1, &["s1"]), AckMode::One, None)
-            .unwrap(),
-    );
+    let r = acks_one(&mut set, idem(6, 0, 1, &["s1"]));
     assert_eq!((r.base_offset, r.duplicate), (Some(1), true));
-    let r = done(
-        set.append(idem(6, 0, 2, &["s2"]), AckMode::One, None)
-            .unwrap(),
-    );
+    let r = acks_one(&mut set, idem(6, 0, 2, &["s2"]));
     assert_eq!((r.base_offset, r.duplicate), (Some(4), false));
 }
 

@@ -291,66 +291,118 @@ async fn start_offset(
     })
 }
 
-/// Consumes one partition, or the group's assignment with `--group`
-/// (committing after every batch). Without `--follow` it stops once it has
-/// caught up with what was visible; with it, it long-polls until Ctrl-C.
+/// Consumes one partition, or the group's assignment with `--group`.
+/// Without `--follow` it stops once it has caught up with what was visible;
+/// with it, it long-polls until Ctrl-C.
+///
+/// In a group, every round of fetches is committed before it is printed, so
+/// a record is printed by exactly one member of the group: a member whose
+/// generation was fenced (another consumer joined or left) cannot commit,
+/// drops the round unprinted and rejoins by itself, and the new owner of a
+/// partition starts at the committed offset. (A crash between the commit
+/// and the print loses that round's output: at most once, by design of a
+/// terminal tool.)
 pub async fn consume(c: &mut JsonTcpClient, o: ConsumeOptions) -> CmdResult {
-    let member = format!("mk-server-consume-{}", std::process::id());
-    let mut generation = 0;
-    let mut positions: BTreeMap<TopicPartition, i64> = BTreeMap::new();
     match &o.group {
         None => {
             let tp = TopicPartition::new(&o.topic, o.partition.unwrap_or(0));
             let start = start_offset(c, &tp, o.from).await?;
-            positions.insert(tp, start);
+            let mut positions = BTreeMap::from([(tp, start)]);
+            consume_loop(c, &o, None, &mut positions, &mut 0)
+                .await
+                .map(|_| ())
         }
         Some(group) => {
-            let a = c
-                .join_group(group, &member, std::slice::from_ref(&o.topic), None)
-                .await
-                .map_err(client_err)?;
-            generation = a.generation;
-            let committed: BTreeMap<_, _> = c
-                .fetch_offsets(group, Some(a.partitions.clone()))
-                .await
-                .map_err(client_err)?
-                .into_iter()
-                .collect();
-            for tp in a.partitions {
-                let start = match committed.get(&tp).copied().flatten() {
-                    Some(o) => o,
-                    None => start_offset(c, &tp, o.from).await?,
-                };
-                positions.insert(tp, start);
-            }
-            if !o.as_json {
-                eprintln!(
-                    "joined group {group} as {member} (generation {generation}), assigned {}",
-                    positions
-                        .keys()
-                        .map(ToString::to_string)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                );
+            let member = format!("mk-server-consume-{}", std::process::id());
+            let result = consume_in_group(c, &o, group, &member).await;
+            let _ = c.leave_group(group, &member).await;
+            result
+        }
+    }
+}
+
+/// This consumer's membership in the current generation.
+struct Membership<'a> {
+    group: &'a str,
+    member: &'a str,
+    generation: i32,
+}
+
+/// Why a consume loop ended.
+enum LoopEnd {
+    /// Caught up (without `--follow`), `--max-records` reached, or Ctrl-C.
+    Done,
+    /// The group rebalanced: the member must rejoin.
+    Rebalanced(ClientError),
+}
+
+/// Joins the group and consumes its assignment; rejoins after every
+/// rebalance (the next assignment starts at the committed offsets).
+async fn consume_in_group(
+    c: &mut JsonTcpClient,
+    o: &ConsumeOptions,
+    group: &str,
+    member: &str,
+) -> CmdResult {
+    let mut printed = 0u64;
+    let mut rejoin = false;
+    loop {
+        let a = c
+            .join_group(group, member, std::slice::from_ref(&o.topic), None)
+            .await
+            .map_err(client_err)?;
+        let committed: BTreeMap<_, _> = c
+            .fetch_offsets(group, Some(a.partitions.clone()))
+            .await
+            .map_err(client_err)?
+            .into_iter()
+            .collect();
+        let mut positions = BTreeMap::new();
+        for tp in a.partitions {
+            let start = match committed.get(&tp).copied().flatten() {
+                Some(o) => o,
+                None => start_offset(c, &tp, o.from).await?,
+            };
+            positions.insert(tp, start);
+        }
+        if !o.as_json {
+            eprintln!(
+                "{} group {group} as {member} (generation {}), assigned {}",
+                if rejoin { "rejoined" } else { "joined" },
+                a.generation,
+                positions
+                    .keys()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        let membership = Membership {
+            group,
+            member,
+            generation: a.generation,
+        };
+        match consume_loop(c, o, Some(&membership), &mut positions, &mut printed).await? {
+            LoopEnd::Done => return Ok(()),
+            LoopEnd::Rebalanced(e) => {
+                if !o.as_json {
+                    eprintln!("the group rebalanced ({e}); rejoining");
+                }
+                rejoin = true;
             }
         }
     }
-    let result = consume_loop(c, &o, &member, generation, &mut positions).await;
-    if let Some(group) = &o.group {
-        let _ = c.leave_group(group, &member).await;
-    }
-    result
 }
 
+/// Fetches every assigned partition in turn; in a group, commits each
+/// round before printing it.
 async fn consume_loop(
     c: &mut JsonTcpClient,
     o: &ConsumeOptions,
-    member: &str,
-    generation: i32,
+    membership: Option<&Membership<'_>>,
     positions: &mut BTreeMap<TopicPartition, i64>,
-) -> CmdResult {
-    let mut printed = 0u64;
-    let stdout = std::io::stdout();
+    printed: &mut u64,
+) -> Result<LoopEnd, String> {
     let wait_ms = if o.follow && positions.len() == 1 {
         Some(1_000)
     } else {
@@ -358,44 +410,33 @@ async fn consume_loop(
     };
     loop {
         let mut caught_up = true;
-        for (tp, pos) in positions.iter_mut() {
+        let mut round = Vec::new();
+        let mut next = positions.clone();
+        let mut budget = o.max_records.map(|m| m.saturating_sub(*printed));
+        for (tp, pos) in next.iter_mut() {
+            if budget == Some(0) {
+                break;
+            }
             let mut request = FetchRequest::new(tp.clone(), *pos, 500);
             request.isolation = o.isolation;
             let f = tokio::select! {
                 r = c.fetch(&request, wait_ms) => r.map_err(client_err)?,
-                _ = tokio::signal::ctrl_c() => return Ok(()),
+                _ = tokio::signal::ctrl_c() => return Ok(LoopEnd::Done),
             };
-            let mut out = stdout.lock();
-            for r in &f.records {
-                if o.as_json {
-                    let line = json!({
-                        "topic": tp.topic, "partition": tp.partition, "offset": r.offset,
-                        "key": r.key.as_ref().map(|k| String::from_utf8_lossy(k).into_owned()),
-                        "value": r.value.as_ref().map(|v| String::from_utf8_lossy(v).into_owned()),
-                        "timestamp_ms": r.timestamp_ms,
-                    });
-                    let _ = writeln!(out, "{line}");
-                } else if r.key.is_some() {
-                    let _ = writeln!(
-                        out,
-                        "{tp}@{} key={} value={}",
-                        r.offset,
-                        text(r.key.as_ref()),
-                        text(r.value.as_ref())
-                    );
-                } else {
-                    let _ = writeln!(out, "{tp}@{} value={}", r.offset, text(r.value.as_ref()));
-                }
-                printed += 1;
-                if o.max_records.is_some_and(|m| printed >= m) {
-                    *pos = r.offset + 1;
-                    drop(out);
-                    return commit(c, o, member, generation, positions).await;
-                }
+            let mut records = f.records;
+            if let Some(left) = budget.as_mut() {
+                records.truncate(usize::try_from(*left).unwrap_or(usize::MAX));
+                *left -= records.len() as u64;
             }
-            drop(out);
-            if f.next_offset > *pos {
-                *pos = f.next_offset;
+            match (records.last(), budget) {
+                // The budget ended inside this fetch: resume after the last
+                // record taken.
+                (Some(last), Some(0)) => *pos = last.offset + 1,
+                _ => {
+                    if f.next_offset > *pos {
+                        *pos = f.next_offset;
+                    }
+                }
             }
             let end = match o.isolation {
                 Isolation::ReadCommitted => f.last_stable_offset,
@@ -404,39 +445,74 @@ async fn consume_loop(
             if *pos < end {
                 caught_up = false;
             }
+            round.extend(records.into_iter().map(|r| (tp.clone(), r)));
         }
-        commit(c, o, member, generation, positions).await?;
-        if caught_up && !o.follow {
-            return Ok(());
+        if let Some(m) = membership
+            && let Err(e) = commit(c, m, &next).await?
+        {
+            return Ok(LoopEnd::Rebalanced(e));
+        }
+        *positions = next;
+        print_records(o, &round);
+        *printed += round.len() as u64;
+        if budget == Some(0) || (caught_up && !o.follow) {
+            return Ok(LoopEnd::Done);
         }
         if caught_up && wait_ms.is_none() {
             // Several partitions are polled in turn without a long poll;
             // pause briefly between rounds instead of spinning.
             tokio::select! {
                 _ = tokio::time::sleep(std::time::Duration::from_millis(200)) => {}
-                _ = tokio::signal::ctrl_c() => return Ok(()),
+                _ = tokio::signal::ctrl_c() => return Ok(LoopEnd::Done),
             }
         }
     }
 }
 
+fn print_records(o: &ConsumeOptions, records: &[(TopicPartition, mk_cluster::ConsumerRecord)]) {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    for (tp, r) in records {
+        if o.as_json {
+            let line = json!({
+                "topic": tp.topic, "partition": tp.partition, "offset": r.offset,
+                "key": r.key.as_ref().map(|k| String::from_utf8_lossy(k).into_owned()),
+                "value": r.value.as_ref().map(|v| String::from_utf8_lossy(v).into_owned()),
+                "timestamp_ms": r.timestamp_ms,
+            });
+            let _ = writeln!(out, "{line}");
+        } else if r.key.is_some() {
+            let _ = writeln!(
+                out,
+                "{tp}@{} key={} value={}",
+                r.offset,
+                text(r.key.as_ref()),
+                text(r.value.as_ref())
+            );
+        } else {
+            let _ = writeln!(out, "{tp}@{} value={}", r.offset, text(r.value.as_ref()));
+        }
+    }
+    let _ = out.flush();
+}
+
+/// Heartbeats (keeping the session alive while following) and commits the
+/// positions after a round. `Ok(Err(_))` means the group rebalanced: the
+/// member is fenced and must rejoin.
 async fn commit(
     c: &mut JsonTcpClient,
-    o: &ConsumeOptions,
-    member: &str,
-    generation: i32,
+    m: &Membership<'_>,
     positions: &BTreeMap<TopicPartition, i64>,
-) -> CmdResult {
-    let Some(group) = &o.group else {
-        return Ok(());
-    };
-    // Heartbeating on every round keeps the session alive while following.
-    let committed = match c.heartbeat(group, member, generation).await {
-        Ok(()) => c.commit_offsets(group, member, generation, positions).await,
+) -> Result<Result<(), ClientError>, String> {
+    let committed = match c.heartbeat(m.group, m.member, m.generation).await {
+        Ok(()) => {
+            c.commit_offsets(m.group, m.member, m.generation, positions)
+                .await
+        }
         Err(e) => Err(e),
     };
     match committed {
-        Ok(()) => Ok(()),
+        Ok(()) => Ok(Ok(())),
         Err(e)
             if matches!(
                 e.code(),
@@ -447,9 +523,7 @@ async fn commit(
                 )
             ) =>
         {
-            Err(format!(
-                "the group rebalanced ({e}); run the command again to rejoin"
-            ))
+            Ok(Err(e))
         }
         Err(e) => Err(client_err(e)),
     }

@@ -6,6 +6,7 @@
 
 use mk_adapter_jsontcp::JsonTcpClient;
 use mk_adapter_jsontcp::mk_cluster::{AckMode, Bytes, FetchRequest, TopicPartition};
+use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -206,38 +207,34 @@ fn refuses_to_start_when_the_port_is_taken_without_touching_the_data_dir() {
     assert!(!data.exists(), "a refused start leaves no data directory");
 }
 
+/// Runs `mk-server` on `data` (any free port) until it exits by itself:
+/// (success, stdout, stderr).
+fn serve_until_exit(data: &Path) -> (bool, String, String) {
+    run(
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--kafka-listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            data.to_str().unwrap(),
+        ],
+        "",
+    )
+}
+
 #[test]
 fn refuses_to_start_when_the_data_dir_is_locked_or_metadata_is_unreadable() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let first = start(&data, &[]);
-    let (ok, stdout, stderr) = run(
-        &[
-            "--listen",
-            "127.0.0.1:0",
-            "--kafka-listen",
-            "127.0.0.1:0",
-            "--data-dir",
-            data.to_str().unwrap(),
-        ],
-        "",
-    );
+    let (ok, stdout, stderr) = serve_until_exit(&data);
     assert!(!ok);
     assert!(stdout.is_empty(), "{stdout}");
     assert!(stderr.contains("in use by another process"), "{stderr}");
     drop(first);
     std::fs::write(data.join("metadata.json"), b"{ not json").unwrap();
-    let (ok, stdout, stderr) = run(
-        &[
-            "--listen",
-            "127.0.0.1:0",
-            "--kafka-listen",
-            "127.0.0.1:0",
-            "--data-dir",
-            data.to_str().unwrap(),
-        ],
-        "",
-    );
+    let (ok, stdout, stderr) = serve_until_exit(&data);
     assert!(!ok);
     assert!(stdout.is_empty(), "{stdout}");
     assert!(
@@ -344,4 +341,161 @@ fn an_operator_takes_a_broker_offline_and_back_outside_lab_mode() {
     assert_eq!(v["online"], true);
     let (ok, _, err) = run(&["broker", "offline", "7", "--server", &server.addr], "");
     assert!(!ok && err.contains("INVALID_REQUEST"), "{err}");
+}
+
+/// A line a running client subcommand wrote: which process, which stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Line {
+    Out(usize, String),
+    Err(usize, String),
+}
+
+/// A long-running client subcommand, killed when dropped.
+struct Running {
+    child: Child,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `args` as process number `id`; its stdout and stderr lines go to
+/// `tx`.
+fn spawn_lines(args: &[&str], id: usize, tx: &mpsc::Sender<Line>) -> Running {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = child.stdout.take().unwrap();
+    let err = child.stderr.take().unwrap();
+    let (to, te) = (tx.clone(), tx.clone());
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = to.send(Line::Out(id, line));
+        }
+    });
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            let _ = te.send(Line::Err(id, line));
+        }
+    });
+    Running { child }
+}
+
+/// Receives lines until `done` says so, keeping every line; fails after
+/// `PATIENCE` without progress.
+fn collect_until(
+    rx: &mpsc::Receiver<Line>,
+    seen: &mut Vec<Line>,
+    mut done: impl FnMut(&[Line]) -> bool,
+) {
+    while !done(seen) {
+        match rx.recv_timeout(PATIENCE) {
+            Ok(line) => seen.push(line),
+            Err(e) => panic!("no more output ({e}); seen so far: {seen:#?}"),
+        }
+    }
+}
+
+#[test]
+fn two_group_consumers_share_the_partitions_and_keep_running_after_rebalances() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(&dir.path().join("data"), &[]);
+    let addr = server.addr.as_str();
+    let (ok, _, err) = run(
+        &[
+            "topic",
+            "create",
+            "shared",
+            "--partitions",
+            "4",
+            "--server",
+            addr,
+        ],
+        "",
+    );
+    assert!(ok, "{err}");
+    let consume = [
+        "consume", "shared", "--group", "g", "--follow", "--server", addr,
+    ];
+    let (tx, rx) = mpsc::channel();
+    let mut seen = Vec::new();
+    let first = spawn_lines(&consume, 0, &tx);
+    collect_until(&rx, &mut seen, |s| {
+        s.iter()
+            .any(|l| matches!(l, Line::Err(0, t) if t.starts_with("joined group g")))
+    });
+    // The second consumer's join starts a new generation; the first one is
+    // fenced at its next commit and rejoins by itself (it used to exit).
+    let second = spawn_lines(&consume, 1, &tx);
+    collect_until(&rx, &mut seen, |s| {
+        let joined = s
+            .iter()
+            .any(|l| matches!(l, Line::Err(1, t) if t.starts_with("joined group g")));
+        let rejoined = s
+            .iter()
+            .any(|l| matches!(l, Line::Err(0, t) if t.starts_with("rejoined group g")));
+        joined && rejoined
+    });
+    let mut expected = BTreeSet::new();
+    for p in 0..4 {
+        let values: String = (0..10).map(|i| format!("p{p}-{i}\n")).collect();
+        expected.extend((0..10).map(|i| format!("p{p}-{i}")));
+        let partition = p.to_string();
+        let (ok, _, err) = run(
+            &[
+                "produce",
+                "shared",
+                "--partition",
+                &partition,
+                "--server",
+                addr,
+            ],
+            &values,
+        );
+        assert!(ok, "{err}");
+    }
+    let printed = |s: &[Line]| -> Vec<(usize, String)> {
+        s.iter()
+            .filter_map(|l| match l {
+                Line::Out(id, t) => t.split_once(" value=").map(|(_, v)| (*id, v.to_string())),
+                Line::Err(..) => None,
+            })
+            .collect()
+    };
+    collect_until(&rx, &mut seen, |s| printed(s).len() >= expected.len());
+    let records = printed(&seen);
+    let values: Vec<&String> = records.iter().map(|(_, v)| v).collect();
+    let unique: BTreeSet<String> = values.iter().map(|v| v.to_string()).collect();
+    assert_eq!(unique, expected, "every record is printed");
+    assert_eq!(
+        values.len(),
+        expected.len(),
+        "no record is printed twice: {records:?}"
+    );
+    for id in [0, 1] {
+        assert!(
+            records.iter().any(|(who, _)| *who == id),
+            "consumer {id} printed nothing: the partitions are not shared: {seen:#?}"
+        );
+    }
+    let mut consumers = [first, second];
+    for (id, c) in consumers.iter_mut().enumerate() {
+        assert!(
+            c.child.try_wait().unwrap().is_none(),
+            "consumer {id} exited: {seen:#?}"
+        );
+    }
+    assert!(
+        !seen
+            .iter()
+            .any(|l| matches!(l, Line::Err(_, t) if t.contains("run the command again"))),
+        "{seen:#?}"
+    );
 }

@@ -149,6 +149,16 @@ impl CompletionPlan {
             .collect()
     }
 
+    /// The markers not acknowledged yet, with the batches to append, owned
+    /// so the caller can append them while acknowledging on the plan.
+    pub fn unwritten_markers(&self) -> Vec<(TopicPartition, RecordBatch)> {
+        self.markers
+            .iter()
+            .filter(|m| !m.written)
+            .map(|m| (m.tp.clone(), m.batch.clone()))
+            .collect()
+    }
+
     /// True when every marker and the offsets are acknowledged.
     pub fn is_executed(&self) -> bool {
         self.offsets_stored && self.markers.iter().all(|m| m.written)

@@ -89,6 +89,13 @@ pub fn fetch_committed(
         }
         batch = log.fetch(next, max_records - out.len(), Some(lso))?;
     }
+    // What the LSO is for: nothing at or above it reaches a read_committed
+    // reader, and offsets come back in log order.
+    assert!(
+        out.last().is_none_or(|r| r.offset < lso)
+            && out.windows(2).all(|w| w[0].offset < w[1].offset),
+        "read_committed records must be ascending and below the LSO {lso}"
+    );
     Ok(out)
 }
 

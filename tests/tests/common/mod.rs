@@ -100,6 +100,17 @@ impl Env {
     }
 
     /// Every visible value of a partition from its log start.
+    /// A producer whose batches wait (practically) forever for their
+    /// linger, so records stay queued until close, crash or flush.
+    pub fn lingering_producer(&self) -> Producer {
+        self.cluster
+            .producer(ProducerOptions {
+                linger_ms: 1_000_000,
+                ..ProducerOptions::default()
+            })
+            .unwrap()
+    }
+
     pub fn values(&self, topic: &str, partition: u32) -> Vec<(i64, String)> {
         let t = tp(topic, partition);
         let start = self.cluster.log_start_offset(&t).unwrap();

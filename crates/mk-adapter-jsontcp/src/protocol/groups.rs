@@ -9,7 +9,8 @@ use super::common::{
 use super::{Request, Response};
 use crate::wire::{DecodeError, Decoded, Fields, ObjWriter, bad, push_array};
 use mk_cluster::{
-    AssignorKind, GroupDescription, GroupState, MemberAssignment, MemberDescription, TopicPartition,
+    AssignorKind, Bytes, GroupDescription, GroupState, MemberAssignment, MemberDescription,
+    TopicPartition,
 };
 use std::collections::BTreeMap;
 
@@ -234,14 +235,17 @@ pub(super) mod describe_group {
         let state = f.str("state")?;
         let description = match state {
             "Dead" => None,
+            // The classic protocol's details (protocol type and name, client
+            // ids, metadata and assignment bytes) are not on the JSON wire;
+            // a decoded description has them empty.
             _ => Some(GroupDescription {
                 group_id: group_id.clone(),
-                state: match state {
-                    "Empty" => GroupState::Empty,
-                    "PreparingRebalance" => GroupState::PreparingRebalance,
-                    "Stable" => GroupState::Stable,
-                    other => return bad(format!("unknown group state {other:?}")),
+                state: match GroupState::parse(state) {
+                    Some(s) => s,
+                    None => return bad(format!("unknown group state {state:?}")),
                 },
+                protocol_type: String::new(),
+                protocol_name: String::new(),
                 generation: f.i32("generation")?,
                 assignor: AssignorKind::parse(f.str("assignor")?)
                     .ok_or_else(|| DecodeError("unknown assignor".into()))?,
@@ -257,6 +261,11 @@ pub(super) mod describe_group {
                             topics: m.strings("topics")?,
                             assignment: partitions_of(m.array("assignment")?, &ctx)?,
                             deadline_ms: m.i64("deadline_ms")?,
+                            client_id: String::new(),
+                            client_host: String::new(),
+                            group_instance_id: None,
+                            metadata: Bytes::new(),
+                            assignment_bytes: Bytes::new(),
                         })
                     })
                     .collect::<Decoded<Vec<_>>>()?,

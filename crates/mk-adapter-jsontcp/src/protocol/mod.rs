@@ -424,14 +424,15 @@ impl Request {
             Operation::BrokerOnline => {
                 admin::broker::decode(&f).map(|broker_id| Request::BrokerOnline { broker_id })
             }
-            Operation::Promote => {
-                lab::replica::decode(&f).map(|(tp, broker_id)| Request::Promote { tp, broker_id })
+            Operation::Promote | Operation::Rejoin | Operation::RemoveFromIsr => {
+                let (tp, broker_id) = lab::replica::decode(&f)?;
+                Ok(match op {
+                    Operation::Promote => Request::Promote { tp, broker_id },
+                    Operation::Rejoin => Request::Rejoin { tp, broker_id },
+                    // The arm's pattern leaves only this one.
+                    _ => Request::RemoveFromIsr { tp, broker_id },
+                })
             }
-            Operation::Rejoin => {
-                lab::replica::decode(&f).map(|(tp, broker_id)| Request::Rejoin { tp, broker_id })
-            }
-            Operation::RemoveFromIsr => lab::replica::decode(&f)
-                .map(|(tp, broker_id)| Request::RemoveFromIsr { tp, broker_id }),
             Operation::ReplicateOnce => Ok(Request::ReplicateOnce),
             Operation::ExpireGroupMembers => Ok(Request::ExpireGroupMembers),
             Operation::Roll => lab::roll::decode(&f),
@@ -663,8 +664,9 @@ impl Response {
                 group_id,
                 description,
             } => groups::describe_group::encode_response(w, group_id, description.as_ref()),
-            Response::InitProducer(i) => transactions::init_producer::encode_response(w, i),
-            Response::BeginTxn(i) => transactions::begin_txn::encode_response(w, i),
+            Response::InitProducer(i) | Response::BeginTxn(i) => {
+                transactions::identity::encode_response(w, i)
+            }
             Response::TxnProduce { partition, offset } => {
                 transactions::txn_produce::encode_response(w, *partition, *offset)
             }
@@ -718,8 +720,12 @@ impl Response {
             Request::LeaveGroup { .. } => groups::leave_group::decode_response(f),
             Request::FetchOffsets { .. } => groups::fetch_offsets::decode_response(f),
             Request::DescribeGroup { .. } => groups::describe_group::decode_response(f),
-            Request::InitProducer { .. } => transactions::init_producer::decode_response(f),
-            Request::BeginTxn { .. } => transactions::begin_txn::decode_response(f),
+            Request::InitProducer { .. } => {
+                transactions::identity::decode_response(f).map(Response::InitProducer)
+            }
+            Request::BeginTxn { .. } => {
+                transactions::identity::decode_response(f).map(Response::BeginTxn)
+            }
             Request::TxnProduce { .. } => transactions::txn_produce::decode_response(f),
             Request::TxnSendOffsets { .. } => Ok(Response::TxnSendOffsets),
             Request::CommitTxn { .. } => Ok(Response::CommitTxn),

@@ -32,22 +32,26 @@ impl TxnRef {
     }
 }
 
-/// `producer_id, producer_epoch`: the answer of `init_producer` and
+/// producer_id, producer_epoch: the answer of both `init_producer` and
 /// `begin_txn`.
-fn write_identity(w: &mut ObjWriter<'_>, i: &ProducerIdentity) {
-    w.int("producer_id", i.producer_id)
-        .int("producer_epoch", i64::from(i.epoch));
+pub(super) mod identity {
+    use super::*;
+
+    pub fn encode_response(w: &mut ObjWriter<'_>, i: &ProducerIdentity) {
+        w.int("producer_id", i.producer_id)
+            .int("producer_epoch", i64::from(i.epoch));
+    }
+
+    pub fn decode_response(f: &Fields<'_>) -> Decoded<ProducerIdentity> {
+        Ok(ProducerIdentity {
+            producer_id: f.i64("producer_id")?,
+            epoch: f.i32("producer_epoch")?,
+        })
+    }
 }
 
-fn identity_of(f: &Fields<'_>) -> Decoded<ProducerIdentity> {
-    Ok(ProducerIdentity {
-        producer_id: f.i64("producer_id")?,
-        epoch: f.i32("producer_epoch")?,
-    })
-}
-
-/// `init_producer`: optional name -> producer_id, producer_epoch (a known
-/// name keeps its id and bumps the epoch).
+/// `init_producer`: optional name -> an [`identity`] (a known name keeps
+/// its id and bumps the epoch).
 pub(super) mod init_producer {
     use super::*;
 
@@ -62,17 +66,9 @@ pub(super) mod init_producer {
             w.str("name", n);
         }
     }
-
-    pub fn encode_response(w: &mut ObjWriter<'_>, i: &ProducerIdentity) {
-        write_identity(w, i);
-    }
-
-    pub fn decode_response(f: &Fields<'_>) -> Decoded<Response> {
-        Ok(Response::InitProducer(identity_of(f)?))
-    }
 }
 
-/// `begin_txn`: transactional_id -> producer_id, producer_epoch.
+/// `begin_txn`: transactional_id -> an [`identity`].
 pub(super) mod begin_txn {
     use super::*;
 
@@ -84,14 +80,6 @@ pub(super) mod begin_txn {
 
     pub fn encode(w: &mut ObjWriter<'_>, transactional_id: &str) {
         w.str("transactional_id", transactional_id);
-    }
-
-    pub fn encode_response(w: &mut ObjWriter<'_>, i: &ProducerIdentity) {
-        write_identity(w, i);
-    }
-
-    pub fn decode_response(f: &Fields<'_>) -> Decoded<Response> {
-        Ok(Response::BeginTxn(identity_of(f)?))
     }
 }
 

@@ -8,6 +8,8 @@ use mk_adapter_jsontcp::mk_cluster::{BrokerCluster, ManualClock, MiniKafkaConfig
 use mk_adapter_jsontcp::{JsonTcpClient, JsonTcpServer, ServerOptions};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::net::TcpStream;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 
 /// A bound on awaits that must complete; never a synchronization device.
 pub const PATIENCE: Duration = Duration::from_secs(20);
@@ -38,6 +40,11 @@ impl Harness {
         }
     }
 
+    /// One broker with `options`.
+    pub async fn single(options: ServerOptions) -> Harness {
+        Harness::start(vec![1], 1, options).await
+    }
+
     pub async fn lab() -> Harness {
         Harness::start(
             vec![1, 2, 3],
@@ -54,6 +61,14 @@ impl Harness {
         JsonTcpClient::connect(self.server.local_addr())
             .await
             .unwrap()
+    }
+
+    /// A raw connection, split, for tests that speak bytes, not requests.
+    pub async fn raw(&self) -> (OwnedReadHalf, OwnedWriteHalf) {
+        TcpStream::connect(self.server.local_addr())
+            .await
+            .unwrap()
+            .into_split()
     }
 
     pub async fn stop(self) {

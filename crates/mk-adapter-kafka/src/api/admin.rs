@@ -893,6 +893,109 @@ pub async fn handle_describe_configs(
     }
 }
 
+// ----- AlterConfigs (the older, replacing form) -------------------------------
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlterConfigsReplace {
+    pub resource_type: i8,
+    pub resource_name: String,
+    /// (name, value): the whole desired config; keys not named go back to
+    /// their defaults.
+    pub configs: Vec<(String, Option<String>)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlterConfigsRequest {
+    pub resources: Vec<AlterConfigsReplace>,
+    pub validate_only: bool,
+}
+
+impl Message for AlterConfigsRequest {
+    fn read(r: &mut Reader<'_>, _v: i16) -> DecodeResult<Self> {
+        let resources = r.array(|r| {
+            let resource_type = r.i8()?;
+            let resource_name = r.string()?;
+            let configs = r.array(|r| {
+                let c = (r.string()?, r.nullable_string()?);
+                r.skip_tagged_fields()?;
+                Ok(c)
+            })?;
+            r.skip_tagged_fields()?;
+            Ok(AlterConfigsReplace {
+                resource_type,
+                resource_name,
+                configs,
+            })
+        })?;
+        let validate_only = r.bool()?;
+        r.skip_tagged_fields()?;
+        Ok(Self {
+            resources,
+            validate_only,
+        })
+    }
+
+    fn write(&self, w: &mut Writer, _v: i16) {
+        w.array(&self.resources, |w, res| {
+            w.i8(res.resource_type);
+            w.string(&res.resource_name);
+            w.array(&res.configs, |w, (k, v)| {
+                w.string(k);
+                w.nullable_string(v.as_deref());
+                w.no_tagged_fields();
+            });
+            w.no_tagged_fields();
+        });
+        w.bool(self.validate_only);
+        w.no_tagged_fields();
+    }
+}
+
+/// AlterConfigs answers like IncrementalAlterConfigs.
+pub type AlterConfigsResponse = IncrementalAlterConfigsResponse;
+
+/// AlterConfigs replaces a topic's whole config (the core's
+/// `ConfigChange::replacing_all`), all or nothing.
+fn replace_one(
+    ctx: &Ctx<'_>,
+    res: &AlterConfigsReplace,
+    validate_only: bool,
+) -> Result<(), ClusterError> {
+    if res.resource_type != RESOURCE_TOPIC {
+        return Err(ClusterError::InvalidRequest(format!(
+            "only topic configs (resource type 2) can be altered, got type {}",
+            res.resource_type
+        )));
+    }
+    ctx.cluster
+        .alter_topic_config(
+            &res.resource_name,
+            &ConfigChange::replacing_all(&res.configs),
+            validate_only,
+        )
+        .map(|_| ())
+}
+
+pub async fn handle_alter_configs(ctx: &Ctx<'_>, req: AlterConfigsRequest) -> AlterConfigsResponse {
+    let responses = req
+        .resources
+        .iter()
+        .map(|res| {
+            let r = result_of(&res.resource_name, replace_one(ctx, res, req.validate_only));
+            AlterConfigsResourceResponse {
+                error_code: r.error_code,
+                error_message: r.error_message,
+                resource_type: res.resource_type,
+                resource_name: res.resource_name.clone(),
+            }
+        })
+        .collect();
+    AlterConfigsResponse {
+        throttle_time_ms: 0,
+        responses,
+    }
+}
+
 // ----- IncrementalAlterConfigs -----------------------------------------------
 
 /// Kafka's incremental config operations.

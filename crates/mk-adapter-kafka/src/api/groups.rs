@@ -6,10 +6,12 @@
 //! which topics a member subscribes to and which partitions it was given;
 //! the bytes themselves are handed through verbatim.
 
-use super::Message;
+use super::{Ctx, Message};
 use crate::codec::{DecodeResult, Reader, Writer};
-use crate::errors::KafkaCode;
+use crate::errors::{self, KafkaCode};
 use bytes::Bytes;
+use mk_cluster::{ClusterError, GroupJoin, GroupSync, TopicPartition};
+use std::collections::BTreeMap;
 
 // ----- FindCoordinator -------------------------------------------------------
 
@@ -1318,5 +1320,529 @@ pub mod consumer_protocol {
         let mut r = Reader::new(assignment, false);
         let _version = r.i16()?;
         r.array(|r| Ok((r.string()?, r.array(|r| r.i32())?)))
+    }
+}
+
+// ----- handlers ----------------------------------------------------------------
+
+const CONSUMER: &str = mk_cluster::CONSUMER_PROTOCOL_TYPE;
+
+fn code_of(e: &ClusterError) -> KafkaCode {
+    errors::kafka_code(e.code())
+}
+
+/// The coordinator of every group and transactional id is the broker that
+/// was asked (one process hosts the one coordinator), as long as it is
+/// online; otherwise the lowest online broker.
+fn coordinator_for(ctx: &Ctx<'_>, key: &str) -> Coordinator {
+    let online = ctx.cluster.online_brokers();
+    let id = if online.contains(&ctx.broker_id) {
+        Some(ctx.broker_id)
+    } else {
+        online.first().copied()
+    };
+    match id.and_then(|id| ctx.endpoints.iter().find(|e| e.broker_id == id)) {
+        Some(e) => Coordinator {
+            key: key.to_string(),
+            node_id: e.broker_id,
+            host: e.host.clone(),
+            port: i32::from(e.port),
+            error_code: KafkaCode::NONE,
+            error_message: None,
+        },
+        None => Coordinator {
+            key: key.to_string(),
+            node_id: -1,
+            host: String::new(),
+            port: -1,
+            error_code: KafkaCode::COORDINATOR_NOT_AVAILABLE,
+            error_message: Some("no broker is online".into()),
+        },
+    }
+}
+
+pub async fn handle_find_coordinator(
+    ctx: &Ctx<'_>,
+    req: FindCoordinatorRequest,
+) -> FindCoordinatorResponse {
+    let valid_type = req.key_type == KEY_TYPE_GROUP || req.key_type == KEY_TYPE_TRANSACTION;
+    let answer = |key: &str| {
+        if valid_type {
+            coordinator_for(ctx, key)
+        } else {
+            Coordinator {
+                key: key.to_string(),
+                node_id: -1,
+                host: String::new(),
+                port: -1,
+                error_code: KafkaCode::INVALID_REQUEST,
+                error_message: Some(format!("unknown coordinator key type {}", req.key_type)),
+            }
+        }
+    };
+    FindCoordinatorResponse {
+        throttle_time_ms: 0,
+        coordinator: answer(&req.key),
+        coordinators: req.coordinator_keys.iter().map(|k| answer(k)).collect(),
+    }
+}
+
+/// The topics a consumer-protocol member subscribes to (from its first
+/// protocol's metadata; every protocol of a member carries the same
+/// subscription). Unknown protocol types and undecodable metadata give
+/// none: the bytes are still handed through.
+fn subscribed_topics(protocol_type: &str, protocols: &[JoinGroupProtocol]) -> Vec<String> {
+    if protocol_type != CONSUMER {
+        return Vec::new();
+    }
+    protocols
+        .first()
+        .and_then(|p| consumer_protocol::subscribed_topics(&p.metadata).ok())
+        .unwrap_or_default()
+}
+
+pub async fn handle_join_group(ctx: &Ctx<'_>, req: JoinGroupRequest) -> JoinGroupResponse {
+    let v = ctx.version();
+    let join = GroupJoin {
+        group_id: req.group_id.clone(),
+        member_id: req.member_id.clone(),
+        group_instance_id: req.group_instance_id.clone(),
+        client_id: ctx.header.client_id.clone().unwrap_or_default(),
+        client_host: ctx
+            .peer
+            .map_or_else(String::new, |p| format!("/{}", p.ip())),
+        session_timeout_ms: req.session_timeout_ms,
+        rebalance_timeout_ms: req.rebalance_timeout_ms,
+        subscribed_topics: subscribed_topics(&req.protocol_type, &req.protocols),
+        protocol_type: req.protocol_type.clone(),
+        protocols: req
+            .protocols
+            .iter()
+            .map(|p| (p.name.clone(), p.metadata.clone()))
+            .collect(),
+        require_known_member_id: v >= 4,
+    };
+    let joined = tokio::select! {
+        r = ctx.cluster.join_group_member(join) => r,
+        _ = ctx.shutdown.cancelled() => Err(ClusterError::Closed),
+    };
+    match joined {
+        Ok(j) => JoinGroupResponse {
+            throttle_time_ms: 0,
+            error_code: KafkaCode::NONE,
+            generation_id: j.generation_id,
+            protocol_type: Some(j.protocol_type),
+            protocol_name: Some(j.protocol_name),
+            leader: j.leader_id,
+            skip_assignment: false,
+            member_id: j.member_id,
+            members: j
+                .members
+                .into_iter()
+                .map(|m| JoinGroupMember {
+                    member_id: m.member_id,
+                    group_instance_id: m.group_instance_id,
+                    metadata: m.metadata,
+                })
+                .collect(),
+        },
+        Err(e) => JoinGroupResponse {
+            throttle_time_ms: 0,
+            error_code: code_of(&e),
+            generation_id: -1,
+            protocol_type: None,
+            protocol_name: if v >= 7 { None } else { Some(String::new()) },
+            leader: String::new(),
+            skip_assignment: false,
+            member_id: e
+                .member_id_required()
+                .map_or_else(|| req.member_id.clone(), str::to_string),
+            members: Vec::new(),
+        },
+    }
+}
+
+pub async fn handle_sync_group(ctx: &Ctx<'_>, req: SyncGroupRequest) -> SyncGroupResponse {
+    let assigned_partitions = req
+        .assignments
+        .iter()
+        .map(|a| {
+            let partitions = consumer_protocol::assigned_partitions(&a.assignment)
+                .unwrap_or_default()
+                .into_iter()
+                .flat_map(|(topic, ps)| {
+                    ps.into_iter().filter_map(move |p| {
+                        u32::try_from(p)
+                            .ok()
+                            .map(|p| TopicPartition::new(&topic, p))
+                    })
+                })
+                .collect();
+            (a.member_id.clone(), partitions)
+        })
+        .collect();
+    let sync = GroupSync {
+        group_id: req.group_id,
+        generation_id: req.generation_id,
+        member_id: req.member_id,
+        group_instance_id: req.group_instance_id,
+        protocol_type: req.protocol_type,
+        protocol_name: req.protocol_name,
+        assignments: req
+            .assignments
+            .into_iter()
+            .map(|a| (a.member_id, a.assignment))
+            .collect(),
+        assigned_partitions,
+    };
+    let synced = tokio::select! {
+        r = ctx.cluster.sync_group_member(sync) => r,
+        _ = ctx.shutdown.cancelled() => Err(ClusterError::Closed),
+    };
+    match synced {
+        Ok(s) => SyncGroupResponse {
+            throttle_time_ms: 0,
+            error_code: KafkaCode::NONE,
+            protocol_type: Some(s.protocol_type),
+            protocol_name: Some(s.protocol_name),
+            assignment: s.assignment,
+        },
+        Err(e) => SyncGroupResponse {
+            throttle_time_ms: 0,
+            error_code: code_of(&e),
+            protocol_type: None,
+            protocol_name: None,
+            assignment: Bytes::new(),
+        },
+    }
+}
+
+pub async fn handle_heartbeat(ctx: &Ctx<'_>, req: HeartbeatRequest) -> HeartbeatResponse {
+    let r = ctx.cluster.heartbeat_member(
+        &req.group_id,
+        &req.member_id,
+        req.generation_id,
+        req.group_instance_id.as_deref(),
+    );
+    HeartbeatResponse {
+        throttle_time_ms: 0,
+        error_code: r.err().map_or(KafkaCode::NONE, |e| code_of(&e)),
+    }
+}
+
+pub async fn handle_leave_group(ctx: &Ctx<'_>, req: LeaveGroupRequest) -> LeaveGroupResponse {
+    let v = ctx.version();
+    let members: Vec<(String, Option<String>)> = req
+        .members
+        .iter()
+        .map(|m| (m.member_id.clone(), m.group_instance_id.clone()))
+        .collect();
+    match ctx.cluster.leave_group_members(&req.group_id, &members) {
+        Err(e) => LeaveGroupResponse {
+            throttle_time_ms: 0,
+            error_code: code_of(&e),
+            members: Vec::new(),
+        },
+        Ok(results) => {
+            let left: Vec<LeftMember> = req
+                .members
+                .iter()
+                .zip(&results)
+                .map(|(m, r)| LeftMember {
+                    member_id: m.member_id.clone(),
+                    group_instance_id: m.group_instance_id.clone(),
+                    error_code: r.as_ref().err().map_or(KafkaCode::NONE, code_of),
+                })
+                .collect();
+            // Before batching (v0-v2) the one member's error is the answer's.
+            let error_code = if v <= 2 {
+                left.first().map_or(KafkaCode::NONE, |m| m.error_code)
+            } else {
+                KafkaCode::NONE
+            };
+            LeaveGroupResponse {
+                throttle_time_ms: 0,
+                error_code,
+                members: if v >= 3 { left } else { Vec::new() },
+            }
+        }
+    }
+}
+
+/// The partitions of a request that can be committed or deleted: real
+/// topic partitions; others are answered UNKNOWN_TOPIC_OR_PARTITION.
+fn known_partition(ctx: &Ctx<'_>, topic: &str, partition: i32) -> Option<TopicPartition> {
+    let p = u32::try_from(partition).ok()?;
+    let count = ctx.cluster.partition_count(topic).ok()?;
+    (p < count).then(|| TopicPartition::new(topic, p))
+}
+
+pub async fn handle_offset_commit(ctx: &Ctx<'_>, req: OffsetCommitRequest) -> OffsetCommitResponse {
+    let mut offsets = BTreeMap::new();
+    for t in &req.topics {
+        for p in &t.partitions {
+            if let Some(tp) = known_partition(ctx, &t.name, p.partition_index) {
+                offsets.insert(tp, p.committed_offset);
+            }
+        }
+    }
+    let result = if offsets.is_empty() {
+        Ok(())
+    } else {
+        ctx.cluster.commit_group_offsets(
+            &req.group_id,
+            req.generation_id,
+            &req.member_id,
+            req.group_instance_id.as_deref(),
+            &offsets,
+        )
+    };
+    let code = result.err().map_or(KafkaCode::NONE, |e| code_of(&e));
+    OffsetCommitResponse {
+        throttle_time_ms: 0,
+        topics: req
+            .topics
+            .iter()
+            .map(|t| TopicPartitionErrors {
+                name: t.name.clone(),
+                partitions: t
+                    .partitions
+                    .iter()
+                    .map(|p| {
+                        let known = known_partition(ctx, &t.name, p.partition_index).is_some();
+                        (
+                            p.partition_index,
+                            if known {
+                                code
+                            } else {
+                                KafkaCode::UNKNOWN_TOPIC_OR_PARTITION
+                            },
+                        )
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+fn fetched(partition: i32, offset: Option<i64>, code: KafkaCode) -> FetchedOffset {
+    FetchedOffset {
+        partition_index: partition,
+        committed_offset: offset.unwrap_or(-1),
+        committed_leader_epoch: -1,
+        metadata: Some(String::new()),
+        error_code: code,
+    }
+}
+
+fn fetch_group(ctx: &Ctx<'_>, g: &OffsetFetchGroup) -> FetchedGroup {
+    let c = ctx.cluster;
+    let topics = match &g.topics {
+        None => match c.committed_offsets(&g.group_id) {
+            Ok(all) => {
+                let mut by_topic: BTreeMap<String, Vec<FetchedOffset>> = BTreeMap::new();
+                for (tp, o) in all {
+                    by_topic.entry(tp.topic.clone()).or_default().push(fetched(
+                        tp.partition as i32,
+                        Some(o),
+                        KafkaCode::NONE,
+                    ));
+                }
+                by_topic
+                    .into_iter()
+                    .map(|(name, partitions)| FetchedTopic { name, partitions })
+                    .collect()
+            }
+            Err(e) => {
+                return FetchedGroup {
+                    group_id: g.group_id.clone(),
+                    topics: Vec::new(),
+                    error_code: code_of(&e),
+                };
+            }
+        },
+        Some(topics) => topics
+            .iter()
+            .map(|t| FetchedTopic {
+                name: t.name.clone(),
+                partitions: t
+                    .partition_indexes
+                    .iter()
+                    .map(|p| match u32::try_from(*p) {
+                        Err(_) => fetched(*p, None, KafkaCode::UNKNOWN_TOPIC_OR_PARTITION),
+                        Ok(index) => match c
+                            .fetch_committed(&g.group_id, &TopicPartition::new(&t.name, index))
+                        {
+                            Ok(o) => fetched(*p, o, KafkaCode::NONE),
+                            Err(e) => fetched(*p, None, code_of(&e)),
+                        },
+                    })
+                    .collect(),
+            })
+            .collect(),
+    };
+    FetchedGroup {
+        group_id: g.group_id.clone(),
+        topics,
+        error_code: KafkaCode::NONE,
+    }
+}
+
+pub async fn handle_offset_fetch(ctx: &Ctx<'_>, req: OffsetFetchRequest) -> OffsetFetchResponse {
+    OffsetFetchResponse {
+        throttle_time_ms: 0,
+        groups: req.groups.iter().map(|g| fetch_group(ctx, g)).collect(),
+    }
+}
+
+pub async fn handle_list_groups(ctx: &Ctx<'_>, req: ListGroupsRequest) -> ListGroupsResponse {
+    match ctx.cluster.list_group_listings() {
+        Err(e) => ListGroupsResponse {
+            throttle_time_ms: 0,
+            error_code: code_of(&e),
+            groups: Vec::new(),
+        },
+        Ok(listings) => ListGroupsResponse {
+            throttle_time_ms: 0,
+            error_code: KafkaCode::NONE,
+            groups: listings
+                .into_iter()
+                .filter(|l| {
+                    req.states_filter.is_empty()
+                        || req
+                            .states_filter
+                            .iter()
+                            .any(|s| s.eq_ignore_ascii_case(l.state.as_str()))
+                })
+                .map(|l| ListedGroup {
+                    group_id: l.group_id,
+                    protocol_type: l.protocol_type,
+                    group_state: l.state.as_str().to_string(),
+                })
+                .collect(),
+        },
+    }
+}
+
+pub async fn handle_describe_groups(
+    ctx: &Ctx<'_>,
+    req: DescribeGroupsRequest,
+) -> DescribeGroupsResponse {
+    let groups = req
+        .groups
+        .iter()
+        .map(|id| match ctx.cluster.describe_group(id) {
+            Err(e) => DescribedGroup {
+                error_code: code_of(&e),
+                group_id: id.clone(),
+                group_state: String::new(),
+                protocol_type: String::new(),
+                protocol_data: String::new(),
+                members: Vec::new(),
+                authorized_operations: i32::MIN,
+            },
+            // Kafka describes a group it does not know as Dead, without an
+            // error.
+            Ok(None) => DescribedGroup {
+                error_code: KafkaCode::NONE,
+                group_id: id.clone(),
+                group_state: "Dead".into(),
+                protocol_type: String::new(),
+                protocol_data: String::new(),
+                members: Vec::new(),
+                authorized_operations: i32::MIN,
+            },
+            Ok(Some(d)) => DescribedGroup {
+                error_code: KafkaCode::NONE,
+                group_id: d.group_id.clone(),
+                group_state: d.state.as_str().to_string(),
+                protocol_type: d.protocol_type.clone(),
+                protocol_data: d.protocol_name.clone(),
+                members: d
+                    .members
+                    .iter()
+                    .map(|m| DescribedMember {
+                        member_id: m.member_id.clone(),
+                        group_instance_id: m.group_instance_id.clone(),
+                        client_id: m.client_id.clone(),
+                        client_host: m.client_host.clone(),
+                        member_metadata: m.metadata.clone(),
+                        member_assignment: m.assignment_bytes.clone(),
+                    })
+                    .collect(),
+                authorized_operations: if req.include_authorized_operations {
+                    // READ, DESCRIBE, DELETE: everything a group has.
+                    (1 << 3) | (1 << 6) | (1 << 8)
+                } else {
+                    i32::MIN
+                },
+            },
+        })
+        .collect();
+    DescribeGroupsResponse {
+        throttle_time_ms: 0,
+        groups,
+    }
+}
+
+pub async fn handle_delete_groups(ctx: &Ctx<'_>, req: DeleteGroupsRequest) -> DeleteGroupsResponse {
+    let results = match ctx.cluster.delete_groups(&req.groups_names) {
+        Ok(r) => req
+            .groups_names
+            .iter()
+            .zip(r)
+            .map(|(g, r)| (g.clone(), r.err().map_or(KafkaCode::NONE, |e| code_of(&e))))
+            .collect(),
+        Err(e) => req
+            .groups_names
+            .iter()
+            .map(|g| (g.clone(), code_of(&e)))
+            .collect(),
+    };
+    DeleteGroupsResponse {
+        throttle_time_ms: 0,
+        results,
+    }
+}
+
+pub async fn handle_offset_delete(ctx: &Ctx<'_>, req: OffsetDeleteRequest) -> OffsetDeleteResponse {
+    let mut partitions = Vec::new();
+    for (topic, ps) in &req.topics {
+        for p in ps {
+            if let Some(tp) = known_partition(ctx, topic, *p) {
+                partitions.push(tp);
+            }
+        }
+    }
+    let results = ctx.cluster.delete_group_offsets(&req.group_id, &partitions);
+    let (error_code, by_tp): (KafkaCode, BTreeMap<TopicPartition, KafkaCode>) = match results {
+        Err(e) => (code_of(&e), BTreeMap::new()),
+        Ok(r) => (
+            KafkaCode::NONE,
+            r.into_iter()
+                .map(|(tp, r)| (tp, r.err().map_or(KafkaCode::NONE, |e| code_of(&e))))
+                .collect(),
+        ),
+    };
+    OffsetDeleteResponse {
+        error_code,
+        throttle_time_ms: 0,
+        topics: req
+            .topics
+            .iter()
+            .map(|(topic, ps)| TopicPartitionErrors {
+                name: topic.clone(),
+                partitions: ps
+                    .iter()
+                    .map(|p| {
+                        let code = known_partition(ctx, topic, *p)
+                            .map_or(KafkaCode::UNKNOWN_TOPIC_OR_PARTITION, |tp| {
+                                by_tp.get(&tp).copied().unwrap_or(error_code)
+                            });
+                        (*p, code)
+                    })
+                    .collect(),
+            })
+            .collect(),
     }
 }

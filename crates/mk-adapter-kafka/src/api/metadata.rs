@@ -42,6 +42,22 @@ pub struct MetadataRequest {
     pub include_topic_authorized_operations: bool,
 }
 
+/// librdkafka 2.x (librdkafka issue 5049, seen from confluent-kafka
+/// 2.16.1) asks for all topics at v9+ with a null compact array whose
+/// 4-byte count placeholder it never shrinks: the null count (0) is
+/// followed by 3 zero bytes, then the real fields. Kafka's broker reads the
+/// zeros as the fields and ignores the bytes left over; this reads past
+/// exactly that pad, recognised by its zeros and by the body being exactly
+/// 3 bytes longer than the fields with no tagged fields, so any other
+/// trailing garbage still closes the connection.
+fn skip_librdkafka_count_pad(r: &mut Reader<'_>, v: i16) -> DecodeResult<()> {
+    let bools = if (8..=10).contains(&v) { 3 } else { 2 };
+    if r.remaining() == 3 + bools + 1 && r.peek_zeros(3) {
+        r.bytes_exact(3)?;
+    }
+    Ok(())
+}
+
 impl Message for MetadataRequest {
     fn read(r: &mut Reader<'_>, v: i16) -> DecodeResult<Self> {
         let topic = |r: &mut Reader<'_>| {
@@ -59,6 +75,9 @@ impl Message for MetadataRequest {
         } else {
             Some(r.array(topic)?)
         };
+        if v >= 9 && topics.is_none() {
+            skip_librdkafka_count_pad(r, v)?;
+        }
         let allow_auto_topic_creation = if v >= 4 { r.bool()? } else { true };
         let include_cluster_authorized_operations = if (8..=10).contains(&v) {
             r.bool()?

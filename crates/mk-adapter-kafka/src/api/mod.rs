@@ -8,8 +8,12 @@
 //! - `produce`: Produce, InitProducerId
 //! - `fetch`: Fetch
 //! - `offsets`: ListOffsets, OffsetForLeaderEpoch
+//! - `groups`: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+//!   OffsetCommit, OffsetFetch, ListGroups, DescribeGroups, DeleteGroups,
+//!   OffsetDelete
+//! - `txn`: the transaction APIs' messages
 //! - `admin`: CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs,
-//!   IncrementalAlterConfigs
+//!   AlterConfigs, IncrementalAlterConfigs
 //!
 //! ApiVersions advertises exactly this table, and the conformance tests
 //! exercise every (API, version) pair in it.
@@ -41,6 +45,8 @@ pub struct Ctx<'a> {
     /// Cancelled on shutdown: long polls answer at once.
     pub shutdown: &'a CancellationToken,
     pub header: &'a RequestHeader,
+    /// The client's address (group member descriptions show its host).
+    pub peer: Option<std::net::SocketAddr>,
 }
 
 impl Ctx<'_> {
@@ -101,6 +107,23 @@ pub async fn dispatch(
             offsets::OffsetForLeaderEpochRequest,
             offsets::handle_offset_for_leader_epoch
         ),
+        key::FIND_COORDINATOR => route!(
+            groups::FindCoordinatorRequest,
+            groups::handle_find_coordinator
+        ),
+        key::JOIN_GROUP => route!(groups::JoinGroupRequest, groups::handle_join_group),
+        key::SYNC_GROUP => route!(groups::SyncGroupRequest, groups::handle_sync_group),
+        key::HEARTBEAT => route!(groups::HeartbeatRequest, groups::handle_heartbeat),
+        key::LEAVE_GROUP => route!(groups::LeaveGroupRequest, groups::handle_leave_group),
+        key::OFFSET_COMMIT => route!(groups::OffsetCommitRequest, groups::handle_offset_commit),
+        key::OFFSET_FETCH => route!(groups::OffsetFetchRequest, groups::handle_offset_fetch),
+        key::LIST_GROUPS => route!(groups::ListGroupsRequest, groups::handle_list_groups),
+        key::DESCRIBE_GROUPS => route!(
+            groups::DescribeGroupsRequest,
+            groups::handle_describe_groups
+        ),
+        key::DELETE_GROUPS => route!(groups::DeleteGroupsRequest, groups::handle_delete_groups),
+        key::OFFSET_DELETE => route!(groups::OffsetDeleteRequest, groups::handle_offset_delete),
         key::CREATE_TOPICS => route!(admin::CreateTopicsRequest, admin::handle_create_topics),
         key::DELETE_TOPICS => route!(admin::DeleteTopicsRequest, admin::handle_delete_topics),
         key::CREATE_PARTITIONS => route!(
@@ -111,6 +134,7 @@ pub async fn dispatch(
             admin::DescribeConfigsRequest,
             admin::handle_describe_configs
         ),
+        key::ALTER_CONFIGS => route!(admin::AlterConfigsRequest, admin::handle_alter_configs),
         key::INCREMENTAL_ALTER_CONFIGS => route!(
             admin::IncrementalAlterConfigsRequest,
             admin::handle_incremental_alter_configs
@@ -157,14 +181,26 @@ pub mod key {
     pub const FETCH: i16 = 1;
     pub const LIST_OFFSETS: i16 = 2;
     pub const METADATA: i16 = 3;
+    pub const OFFSET_COMMIT: i16 = 8;
+    pub const OFFSET_FETCH: i16 = 9;
+    pub const FIND_COORDINATOR: i16 = 10;
+    pub const JOIN_GROUP: i16 = 11;
+    pub const HEARTBEAT: i16 = 12;
+    pub const LEAVE_GROUP: i16 = 13;
+    pub const SYNC_GROUP: i16 = 14;
+    pub const DESCRIBE_GROUPS: i16 = 15;
+    pub const LIST_GROUPS: i16 = 16;
     pub const API_VERSIONS: i16 = 18;
     pub const CREATE_TOPICS: i16 = 19;
     pub const DELETE_TOPICS: i16 = 20;
     pub const INIT_PRODUCER_ID: i16 = 22;
     pub const OFFSET_FOR_LEADER_EPOCH: i16 = 23;
     pub const DESCRIBE_CONFIGS: i16 = 32;
+    pub const ALTER_CONFIGS: i16 = 33;
     pub const CREATE_PARTITIONS: i16 = 37;
+    pub const DELETE_GROUPS: i16 = 42;
     pub const INCREMENTAL_ALTER_CONFIGS: i16 = 44;
+    pub const OFFSET_DELETE: i16 = 47;
     pub const DESCRIBE_CLUSTER: i16 = 60;
 }
 
@@ -186,6 +222,15 @@ pub const APIS: &[ApiSpec] = &[
     api(key::FETCH, "Fetch", 4, 12, 12),
     api(key::LIST_OFFSETS, "ListOffsets", 1, 7, 6),
     api(key::METADATA, "Metadata", 0, 12, 9),
+    api(key::OFFSET_COMMIT, "OffsetCommit", 2, 8, 8),
+    api(key::OFFSET_FETCH, "OffsetFetch", 1, 8, 6),
+    api(key::FIND_COORDINATOR, "FindCoordinator", 0, 4, 3),
+    api(key::JOIN_GROUP, "JoinGroup", 0, 9, 6),
+    api(key::HEARTBEAT, "Heartbeat", 0, 4, 4),
+    api(key::LEAVE_GROUP, "LeaveGroup", 0, 5, 4),
+    api(key::SYNC_GROUP, "SyncGroup", 0, 5, 4),
+    api(key::DESCRIBE_GROUPS, "DescribeGroups", 0, 5, 5),
+    api(key::LIST_GROUPS, "ListGroups", 0, 4, 3),
     api(key::API_VERSIONS, "ApiVersions", 0, 3, 3),
     api(key::CREATE_TOPICS, "CreateTopics", 2, 7, 5),
     api(key::DELETE_TOPICS, "DeleteTopics", 1, 6, 4),
@@ -198,7 +243,9 @@ pub const APIS: &[ApiSpec] = &[
         4,
     ),
     api(key::DESCRIBE_CONFIGS, "DescribeConfigs", 1, 4, 4),
+    api(key::ALTER_CONFIGS, "AlterConfigs", 0, 2, 2),
     api(key::CREATE_PARTITIONS, "CreatePartitions", 0, 3, 2),
+    api(key::DELETE_GROUPS, "DeleteGroups", 0, 2, 2),
     api(
         key::INCREMENTAL_ALTER_CONFIGS,
         "IncrementalAlterConfigs",
@@ -206,6 +253,7 @@ pub const APIS: &[ApiSpec] = &[
         1,
         1,
     ),
+    api(key::OFFSET_DELETE, "OffsetDelete", 0, 0, i16::MAX),
     api(key::DESCRIBE_CLUSTER, "DescribeCluster", 0, 1, 0),
 ];
 
@@ -242,10 +290,22 @@ pub fn decode_request(frame: &bytes::Bytes) -> DecodeResult<RequestHeader> {
         key::FETCH => body!(fetch::FetchRequest),
         key::LIST_OFFSETS => body!(offsets::ListOffsetsRequest),
         key::OFFSET_FOR_LEADER_EPOCH => body!(offsets::OffsetForLeaderEpochRequest),
+        key::FIND_COORDINATOR => body!(groups::FindCoordinatorRequest),
+        key::JOIN_GROUP => body!(groups::JoinGroupRequest),
+        key::SYNC_GROUP => body!(groups::SyncGroupRequest),
+        key::HEARTBEAT => body!(groups::HeartbeatRequest),
+        key::LEAVE_GROUP => body!(groups::LeaveGroupRequest),
+        key::OFFSET_COMMIT => body!(groups::OffsetCommitRequest),
+        key::OFFSET_FETCH => body!(groups::OffsetFetchRequest),
+        key::LIST_GROUPS => body!(groups::ListGroupsRequest),
+        key::DESCRIBE_GROUPS => body!(groups::DescribeGroupsRequest),
+        key::DELETE_GROUPS => body!(groups::DeleteGroupsRequest),
+        key::OFFSET_DELETE => body!(groups::OffsetDeleteRequest),
         key::CREATE_TOPICS => body!(admin::CreateTopicsRequest),
         key::DELETE_TOPICS => body!(admin::DeleteTopicsRequest),
         key::CREATE_PARTITIONS => body!(admin::CreatePartitionsRequest),
         key::DESCRIBE_CONFIGS => body!(admin::DescribeConfigsRequest),
+        key::ALTER_CONFIGS => body!(admin::AlterConfigsRequest),
         key::INCREMENTAL_ALTER_CONFIGS => body!(admin::IncrementalAlterConfigsRequest),
         other => {
             return Err(DecodeError::Invalid(format!(

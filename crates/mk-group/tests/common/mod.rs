@@ -3,8 +3,9 @@
 // Each test file uses a different subset of these helpers.
 #![allow(dead_code)]
 
+use bytes::Bytes;
 use mk_core::{ErrorCode, ManualClock, TopicPartition};
-use mk_group::{GroupConfig, GroupCoordinator, GroupError};
+use mk_group::{GroupConfig, GroupCoordinator, GroupError, GroupHandle, GroupJoin, GroupSync};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -64,6 +65,19 @@ impl Fixture {
         self.coordinator.as_mut().expect("coordinator is open")
     }
 
+    /// A commit the test expects to succeed; `offsets` as (topic,
+    /// partition, offset).
+    pub fn commit_ok(
+        &mut self,
+        group: &str,
+        member: &str,
+        generation: i32,
+        list: &[(&str, u32, i64)],
+    ) {
+        self.commit(group, member, generation, &offsets(list))
+            .unwrap();
+    }
+
     /// Splits the borrow: the coordinator and the metadata at once.
     pub fn parts(&mut self) -> (&mut GroupCoordinator, &BTreeMap<String, u32>) {
         (
@@ -118,6 +132,50 @@ impl Fixture {
         c.expire_members(meta).expect("expire")
     }
 
+    /// A member's commit through the one commit rule.
+    pub fn commit(
+        &mut self,
+        group: &str,
+        member: &str,
+        generation: i32,
+        offsets: &BTreeMap<TopicPartition, i64>,
+    ) -> mk_group::Result<()> {
+        let (c, meta) = self.parts();
+        c.commit_offsets(group, generation, member, None, offsets, meta)
+    }
+
+    /// A commit through the one commit rule, with an optional instance id.
+    pub fn commit_member(
+        &mut self,
+        group: &str,
+        member: &str,
+        generation: i32,
+        instance: Option<&str>,
+        offsets: &BTreeMap<TopicPartition, i64>,
+    ) -> mk_group::Result<()> {
+        let (c, meta) = self.parts();
+        c.commit_offsets(group, generation, member, instance, offsets, meta)
+    }
+
+    /// A static member's (empty) commit, naming its instance id.
+    pub fn commit_static(
+        &mut self,
+        group: &str,
+        member: &str,
+        generation: i32,
+        instance: &str,
+    ) -> mk_group::Result<()> {
+        let (c, meta) = self.parts();
+        c.commit_offsets(
+            group,
+            generation,
+            member,
+            Some(instance),
+            &BTreeMap::new(),
+            meta,
+        )
+    }
+
     pub fn generation(&mut self, group: &str) -> i32 {
         self.c().describe_group(group).expect("group").generation
     }
@@ -143,4 +201,63 @@ pub fn parts(list: &[(&str, u32)]) -> Vec<TopicPartition> {
 pub fn code<T: std::fmt::Debug>(r: Result<T, GroupError>) -> (ErrorCode, String) {
     let e = r.expect_err("expected an error");
     (e.code(), e.to_string())
+}
+
+/// The session timeout of the Kafka-protocol members of the tests.
+pub const KAFKA_SESSION_MS: i32 = 10_000;
+/// Their rebalance timeout.
+pub const KAFKA_REBALANCE_MS: i32 = 30_000;
+
+/// A JoinGroup of a Kafka consumer in `group` (member id "" for a new
+/// member) with one protocol, `range`, whose metadata names the member.
+pub fn kafka_join(group: &str, member: &str) -> GroupJoin {
+    GroupJoin {
+        group_id: group.to_string(),
+        member_id: member.to_string(),
+        group_instance_id: None,
+        client_id: "client".to_string(),
+        client_host: "/127.0.0.1".to_string(),
+        session_timeout_ms: KAFKA_SESSION_MS,
+        rebalance_timeout_ms: KAFKA_REBALANCE_MS,
+        protocol_type: "consumer".to_string(),
+        protocols: vec![("range".to_string(), Bytes::from_static(b"orders"))],
+        require_known_member_id: false,
+        subscribed_topics: vec!["orders".to_string()],
+    }
+}
+
+/// A SyncGroup of `member` in `generation` with no assignment (a follower).
+pub fn kafka_sync(group: &str, member: &str, generation: i32) -> GroupSync {
+    GroupSync {
+        group_id: group.to_string(),
+        generation_id: generation,
+        member_id: member.to_string(),
+        group_instance_id: None,
+        protocol_type: Some("consumer".to_string()),
+        protocol_name: None,
+        assignments: Vec::new(),
+        assigned_partitions: Vec::new(),
+    }
+}
+
+/// The answer of a resolved handle (fails the test if it waits or failed).
+pub fn ready<T>(h: &mut GroupHandle<T>) -> T {
+    match h.try_result() {
+        Some(Ok(v)) => v,
+        Some(Err(e)) => panic!("expected an answer, got {e}"),
+        None => panic!("expected an answer, the request still waits"),
+    }
+}
+
+/// The error of a resolved handle.
+pub fn failed<T: std::fmt::Debug>(h: &mut GroupHandle<T>) -> (ErrorCode, String) {
+    match h.try_result() {
+        Some(Err(e)) => (e.code(), e.to_string()),
+        other => panic!("expected an error, got {other:?}"),
+    }
+}
+
+/// Asserts that a handle still waits.
+pub fn waiting<T: std::fmt::Debug>(h: &mut GroupHandle<T>) {
+    assert!(h.try_result().is_none(), "the request should still wait");
 }

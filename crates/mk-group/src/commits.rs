@@ -1,0 +1,321 @@
+//! Committed offsets: the one commit rule (Kafka's `GroupCoordinator`
+//! offset-commit validation, plus partition ownership for members whose
+//! assignment the coordinator computed), transactional offsets, fetches,
+//! and the deletion of offsets and of whole groups.
+
+use crate::coordinator::{GroupCoordinator, check_group_id, fenced, unknown_group, unknown_member};
+use crate::error::{GroupError, Result};
+use crate::group::{Assigner, CONSUMER_PROTOCOL_TYPE, GroupState};
+use crate::metadata::TopicMetadata;
+use mk_core::TopicPartition;
+use std::collections::{BTreeMap, BTreeSet};
+
+fn check_offsets_not_negative(offsets: &BTreeMap<TopicPartition, i64>) -> Result<()> {
+    match offsets.iter().find(|(_, o)| **o < 0) {
+        Some((tp, o)) => Err(GroupError::InvalidRequest(format!(
+            "offset for {tp} must be >= 0, got {o}"
+        ))),
+        None => Ok(()),
+    }
+}
+
+fn check_partitions_exist(
+    offsets: &BTreeMap<TopicPartition, i64>,
+    meta: &dyn TopicMetadata,
+) -> Result<()> {
+    for tp in offsets.keys() {
+        let partitions = meta
+            .partition_count(&tp.topic)
+            .ok_or_else(|| GroupError::UnknownTopic(tp.topic.clone()))?;
+        if tp.partition >= partitions {
+            return Err(GroupError::UnknownPartition {
+                partition: tp.clone(),
+                partitions,
+            });
+        }
+    }
+    Ok(())
+}
+
+impl GroupCoordinator {
+    /// Commits offsets (Kafka's OffsetCommit; JSON-TCP's `commit_offsets`
+    /// and the in-process consumer's commits are the same rule). A commit
+    /// with a negative generation, an empty member id and no instance id is
+    /// a "simple" commit of a consumer that assigns partitions itself.
+    ///
+    /// Errors, in order (Kafka's, then ours): an invalid group id ->
+    /// INVALID_GROUP_ID. A group the coordinator does not know accepts a
+    /// commit with a negative generation (the group is then known by its
+    /// offsets) and answers ILLEGAL_GENERATION otherwise, as Kafka does for
+    /// OffsetCommit before v9. A negative generation is accepted while the
+    /// group has no members. Otherwise, for a commit that names a
+    /// generation, member or instance: the instance id held by another
+    /// member id -> FENCED_INSTANCE_ID; an unknown member -> UNKNOWN_MEMBER;
+    /// another generation -> ILLEGAL_GENERATION; a simple commit to a group
+    /// with members -> UNKNOWN_MEMBER. Then: CompletingRebalance ->
+    /// REBALANCE_IN_PROGRESS (during PreparingRebalance a member of the
+    /// current generation may still commit, as in Kafka); for a member whose
+    /// assignment the coordinator computed, a partition it does not own ->
+    /// NOT_PARTITION_OWNER (Kafka has no such check and neither do
+    /// Kafka-protocol members here: their leader computed the assignment);
+    /// a topic or partition that does not exist -> UNKNOWN_TOPIC /
+    /// UNKNOWN_PARTITION; a negative offset -> INVALID_REQUEST.
+    ///
+    /// Nothing of a rejected commit is stored. An accepted commit is one
+    /// append to the offsets log, written to the OS before this returns
+    /// (fsync: `flush`). A commit does not extend the member's session.
+    pub fn commit_offsets(
+        &mut self,
+        group: &str,
+        generation: i32,
+        member: &str,
+        instance: Option<&str>,
+        offsets: &BTreeMap<TopicPartition, i64>,
+        meta: &dyn TopicMetadata,
+    ) -> Result<()> {
+        check_group_id(group)?;
+        let simple = generation < 0 && member.is_empty() && instance.is_none();
+        let mut owned: Option<&[TopicPartition]> = None;
+        match self.lookup(group) {
+            None if generation >= 0 => {
+                return Err(GroupError::IllegalGeneration {
+                    group: group.to_string(),
+                    given: generation,
+                    current: 0,
+                });
+            }
+            None => {}
+            Some(g) if generation < 0 && g.members.is_empty() => {}
+            Some(g) => {
+                if !simple {
+                    if let Some(current) = g.static_fenced(instance, member) {
+                        return Err(fenced(group, instance.unwrap_or_default(), member, current));
+                    }
+                    let Some(m) = g.members.get(member) else {
+                        return Err(unknown_member(group, member, g.generation));
+                    };
+                    if generation != g.generation {
+                        return Err(GroupError::IllegalGeneration {
+                            group: group.to_string(),
+                            given: generation,
+                            current: g.generation,
+                        });
+                    }
+                    if m.assigner == Assigner::Coordinator {
+                        owned = Some(&m.assignment);
+                    }
+                } else {
+                    return Err(GroupError::UnknownMember(format!(
+                        "group {group:?} has {} active members in generation {}; a commit without \
+                         membership is allowed only while the group has no members",
+                        g.members.len(),
+                        g.generation
+                    )));
+                }
+                if g.state == GroupState::CompletingRebalance {
+                    return Err(GroupError::RebalanceInProgress {
+                        group: group.to_string(),
+                        state: g.state,
+                    });
+                }
+            }
+        }
+        if let Some(owned) = owned
+            && let Some(tp) = offsets.keys().find(|tp| owned.binary_search(tp).is_err())
+        {
+            return Err(GroupError::NotPartitionOwner {
+                group: group.to_string(),
+                member: member.to_string(),
+                generation,
+                partition: tp.clone(),
+            });
+        }
+        check_partitions_exist(offsets, meta)?;
+        check_offsets_not_negative(offsets)?;
+        let now = self.now_ms();
+        self.store.commit(group, offsets, now)
+    }
+
+    /// A simple commit (generation -1, no member) of a consumer that assigns
+    /// partitions by hand; see [`GroupCoordinator::commit_offsets`].
+    pub fn commit_direct(
+        &mut self,
+        group: &str,
+        offsets: &BTreeMap<TopicPartition, i64>,
+        meta: &dyn TopicMetadata,
+    ) -> Result<()> {
+        self.commit_offsets(group, -1, "", None, offsets, meta)
+    }
+
+    /// Stores offsets staged by a committed transaction (spec 04: "store the
+    /// staged offsets, no generation check"). Unlike a simple commit it is
+    /// allowed while the group has members, because a read-process-write
+    /// application commits its input offsets through its transaction while
+    /// its consumer is a member of the group. The caller (mk-cluster) has
+    /// validated the partitions when the offsets were staged. Errors: an
+    /// invalid group id -> INVALID_GROUP_ID; a negative offset ->
+    /// INVALID_REQUEST.
+    pub fn commit_transactional(
+        &mut self,
+        group: &str,
+        offsets: &BTreeMap<TopicPartition, i64>,
+    ) -> Result<()> {
+        check_group_id(group)?;
+        check_offsets_not_negative(offsets)?;
+        let now = self.now_ms();
+        self.store.commit(group, offsets, now)
+    }
+
+    /// The group fencing of a TxnOffsetCommit (Kafka's
+    /// `validateOffsetCommit` for transactional commits), used by the
+    /// transaction flow in mk-cluster before it stages the offsets. When the
+    /// request carries any membership (`generation >= 0`, a member id or a
+    /// group instance id): the instance id held by another member id ->
+    /// FENCED_INSTANCE_ID; a member (or group) the coordinator does not know
+    /// -> UNKNOWN_MEMBER; another generation -> ILLEGAL_GENERATION. Without
+    /// membership (`-1`, `""`, no instance id) it accepts, whatever the
+    /// group's state, because a producer outside the group may commit
+    /// offsets through its transaction. Unlike `commit_offsets`, a group in
+    /// the middle of a rebalance is not refused (Kafka does not refuse
+    /// transactional commits either), and no partition ownership is checked.
+    ///
+    /// It only checks: the offsets are staged by the transaction
+    /// coordinator and stored with `commit_transactional` exactly when the
+    /// transaction commits. An invalid group id is INVALID_GROUP_ID.
+    pub fn validate_txn_offset_commit(
+        &self,
+        group: &str,
+        member: &str,
+        generation: i32,
+        group_instance_id: Option<&str>,
+    ) -> Result<()> {
+        check_group_id(group)?;
+        if generation < 0 && member.is_empty() && group_instance_id.is_none() {
+            return Ok(());
+        }
+        let g = self.lookup(group).ok_or_else(|| unknown_group(group))?;
+        if let Some(current) = g.static_fenced(group_instance_id, member) {
+            return Err(fenced(
+                group,
+                group_instance_id.unwrap_or_default(),
+                member,
+                current,
+            ));
+        }
+        if !g.members.contains_key(member) {
+            return Err(unknown_member(group, member, g.generation));
+        }
+        if generation != g.generation {
+            return Err(GroupError::IllegalGeneration {
+                group: group.to_string(),
+                given: generation,
+                current: g.generation,
+            });
+        }
+        Ok(())
+    }
+
+    /// The committed offset of `partition` for `group`, if any.
+    pub fn fetch_committed(&self, group: &str, partition: &TopicPartition) -> Option<i64> {
+        self.store.committed(group, partition)
+    }
+
+    /// Every committed offset of `group`.
+    pub fn committed_offsets(&self, group: &str) -> BTreeMap<TopicPartition, i64> {
+        self.store.group_offsets(group).cloned().unwrap_or_default()
+    }
+
+    /// Deletes the committed offsets of `partitions` (Kafka's OffsetDelete;
+    /// tombstones in the offsets log, one append). Errors of the whole
+    /// request: an unknown group -> GROUP_ID_NOT_FOUND; a group with members
+    /// whose protocol type is not "consumer" -> NON_EMPTY_GROUP. Per
+    /// partition: a topic a member subscribes to ->
+    /// GROUP_SUBSCRIBED_TO_TOPIC; every other partition is deleted (one
+    /// without a committed offset is a success that writes nothing). The
+    /// answer lists the partitions as asked.
+    pub fn delete_group_offsets(
+        &mut self,
+        group: &str,
+        partitions: &[TopicPartition],
+    ) -> Result<Vec<(TopicPartition, Result<()>)>> {
+        let g = self
+            .lookup(group)
+            .ok_or_else(|| GroupError::GroupIdNotFound(group.to_string()))?;
+        if !g.members.is_empty() && g.protocol_type.as_deref() != Some(CONSUMER_PROTOCOL_TYPE) {
+            return Err(GroupError::NonEmptyGroup {
+                group: group.to_string(),
+                members: g.members.len(),
+            });
+        }
+        let subscribed: BTreeSet<&str> = g
+            .members
+            .values()
+            .flat_map(|m| m.topics.iter().map(String::as_str))
+            .collect();
+        let mut eligible = Vec::new();
+        let answer: Vec<(TopicPartition, Result<()>)> = partitions
+            .iter()
+            .map(|tp| {
+                if subscribed.contains(tp.topic.as_str()) {
+                    let e = GroupError::GroupSubscribedToTopic {
+                        group: group.to_string(),
+                        topic: tp.topic.clone(),
+                    };
+                    (tp.clone(), Err(e))
+                } else {
+                    eligible.push(tp.clone());
+                    (tp.clone(), Ok(()))
+                }
+            })
+            .collect();
+        let now = self.now_ms();
+        self.store.delete_offsets(group, &eligible, now)?;
+        Ok(answer)
+    }
+
+    /// Deletes every group's committed offsets of a deleted topic (whatever
+    /// members are subscribed: the topic is gone). Returns how many offsets
+    /// were deleted.
+    pub fn delete_topic_offsets(&mut self, topic: &str) -> Result<usize> {
+        let now = self.now_ms();
+        let groups: Vec<String> = self.store.groups().cloned().collect();
+        let mut deleted = 0;
+        for group in groups {
+            let partitions: Vec<TopicPartition> = self
+                .committed_offsets(&group)
+                .into_keys()
+                .filter(|tp| tp.topic == topic)
+                .collect();
+            if !partitions.is_empty() {
+                deleted += self.store.delete_offsets(&group, &partitions, now)?;
+            }
+        }
+        Ok(deleted)
+    }
+
+    /// Deletes groups without members: their offsets and their generation,
+    /// one append per group (Kafka's DeleteGroups). Per group: unknown (or
+    /// named twice) -> GROUP_ID_NOT_FOUND; members present ->
+    /// NON_EMPTY_GROUP. The outer error is a storage failure only; groups
+    /// before it are deleted.
+    pub fn delete_groups(&mut self, groups: &[String]) -> Result<Vec<Result<()>>> {
+        let mut answers = Vec::with_capacity(groups.len());
+        for group in groups {
+            let answer = match self.lookup(group) {
+                None => Err(GroupError::GroupIdNotFound(group.clone())),
+                Some(g) if !g.members.is_empty() => Err(GroupError::NonEmptyGroup {
+                    group: group.clone(),
+                    members: g.members.len(),
+                }),
+                Some(_) => {
+                    let now = self.now_ms();
+                    self.store.delete_group(group, now)?;
+                    self.groups.remove(group);
+                    Ok(())
+                }
+            };
+            answers.push(answer);
+        }
+        Ok(answers)
+    }
+}

@@ -1,0 +1,698 @@
+"""One driver per Kafka client library, all with the same five operations,
+so every scenario runs unchanged against every client:
+
+- `create_topic`: through the client's admin API, then wait until the
+  client's own metadata shows every partition with a leader;
+- `produce`: acks=all, idempotence on, optionally compressed; returns where
+  each record was acknowledged, in send order;
+- `read_all`: a plain consumer without consumer group (manual assignment from
+  the beginning) reading up to the end offsets it lists first;
+- `offsets_for_times`: ListOffsets by timestamp;
+- `partition_count`: what the client's metadata says.
+
+Each call opens its own client and closes it, so scenarios do not share
+state. Set MK_INTEROP_DEBUG=1 for the clients' protocol-level debug logs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from .model import Ack, Got, Rec
+
+DEBUG = os.environ.get("MK_INTEROP_DEBUG") == "1"
+TIMEOUT_S = 60.0
+JS_DIR = Path(__file__).resolve().parent.parent / "js"
+
+
+class ClientFailure(AssertionError):
+    """A client call failed or returned an error (a test failure)."""
+
+
+def _deadline(timeout_s: float = TIMEOUT_S) -> float:
+    return time.monotonic() + timeout_s
+
+
+# --------------------------------------------------------------------------
+# confluent-kafka (librdkafka)
+
+
+class ConfluentKafka:
+    name = "confluent-kafka"
+    codecs = ("gzip", "snappy", "lz4", "zstd")
+    # librdkafka answers "no offset at or after this time" with OFFSET_END (-1).
+    past_end_offset_is_end = False
+
+    def _conf(self, bootstrap: str, **extra) -> dict:
+        conf = {"bootstrap.servers": bootstrap, "broker.address.family": "v4"}
+        if DEBUG:
+            conf["debug"] = "protocol,broker,msg,topic,metadata"
+        conf.update(extra)
+        return conf
+
+    def create_topic(self, bootstrap: str, topic: str, partitions: int, replication_factor: int = 1) -> None:
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        admin = AdminClient(self._conf(bootstrap))
+        futures = admin.create_topics(
+            [NewTopic(topic, num_partitions=partitions, replication_factor=replication_factor)],
+            operation_timeout=30,
+            request_timeout=30,
+        )
+        futures[topic].result(timeout=TIMEOUT_S)
+        self._wait_for_partitions(admin, topic, partitions)
+
+    def _wait_for_partitions(self, admin, topic: str, partitions: int) -> None:
+        deadline = _deadline()
+        seen = None
+        while time.monotonic() < deadline:
+            md = admin.list_topics(topic, timeout=10).topics.get(topic)
+            if md is not None and md.error is None:
+                seen = {p: pm.leader for p, pm in md.partitions.items()}
+                if len(seen) == partitions and all(leader >= 0 for leader in seen.values()):
+                    return
+            time.sleep(0.05)
+        raise ClientFailure(f"metadata of {topic}: {seen}, expected {partitions} partitions with leaders")
+
+    def partition_count(self, bootstrap: str, topic: str) -> int:
+        from confluent_kafka.admin import AdminClient
+
+        md = AdminClient(self._conf(bootstrap)).list_topics(topic, timeout=10).topics[topic]
+        if md.error is not None:
+            raise ClientFailure(f"metadata of {topic}: {md.error}")
+        return len(md.partitions)
+
+    def leaders(self, bootstrap: str, topic: str) -> dict[int, int]:
+        from confluent_kafka.admin import AdminClient
+
+        md = AdminClient(self._conf(bootstrap)).list_topics(topic, timeout=10).topics[topic]
+        return {p: pm.leader for p, pm in md.partitions.items()}
+
+    def produce(self, bootstrap: str, topic: str, records: list[Rec], compression: str | None = None) -> list[Ack]:
+        from confluent_kafka import Producer
+
+        producer = Producer(
+            self._conf(
+                bootstrap,
+                **{
+                    "acks": "all",
+                    "enable.idempotence": True,
+                    "compression.type": compression or "none",
+                    "linger.ms": 5,
+                },
+            )
+        )
+        results: list = [None] * len(records)
+
+        def on_delivery(i, err, msg):
+            results[i] = (err, msg.partition(), msg.offset())
+
+        for i, r in enumerate(records):
+            kwargs = {"value": r.value, "key": r.key, "on_delivery": lambda err, msg, i=i: on_delivery(i, err, msg)}
+            if r.partition is not None:
+                kwargs["partition"] = r.partition
+            if r.timestamp_ms is not None:
+                kwargs["timestamp"] = r.timestamp_ms
+            if r.headers:
+                kwargs["headers"] = list(r.headers)
+            while True:
+                try:
+                    producer.produce(topic, **kwargs)
+                    break
+                except BufferError:
+                    producer.poll(0.1)
+            producer.poll(0)
+        left = producer.flush(TIMEOUT_S)
+        if left:
+            raise ClientFailure(f"{left} records still undelivered after {TIMEOUT_S}s")
+        errors = [(i, res[0]) for i, res in enumerate(results) if res is None or res[0] is not None]
+        if errors:
+            raise ClientFailure(f"{len(errors)} deliveries failed, first: {errors[:5]}")
+        return [Ack(r.value, p, o) for r, (_, p, o) in zip(records, results)]
+
+    def read_all(self, bootstrap: str, topic: str, max_fetch_bytes: int | None = None) -> list[Got]:
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+        limits = {}
+        if max_fetch_bytes is not None:
+            # librdkafka insists on fetch.max.bytes >= message.max.bytes.
+            limits = {
+                "max.partition.fetch.bytes": max_fetch_bytes,
+                "fetch.max.bytes": max_fetch_bytes,
+                "message.max.bytes": max_fetch_bytes,
+            }
+
+        # confluent-kafka refuses a consumer without group.id; with assign()
+        # and no commits the group is never joined.
+        consumer = Consumer(
+            self._conf(
+                bootstrap,
+                **{"group.id": "mk-interop-unused", "enable.auto.commit": False, "auto.offset.reset": "error"},
+                **limits,
+            )
+        )
+        try:
+            md = consumer.list_topics(topic, timeout=10).topics[topic]
+            if md.error is not None:
+                raise ClientFailure(f"metadata of {topic}: {md.error}")
+            parts = sorted(md.partitions)
+            ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in parts}
+            consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
+            got: list[Got] = []
+            pos = {p: 0 for p in parts}
+            deadline = _deadline()
+            while any(pos[p] < ends[p] for p in parts):
+                if time.monotonic() > deadline:
+                    raise ClientFailure(f"read timed out at positions {pos}, end offsets {ends}")
+                for m in consumer.consume(num_messages=1000, timeout=0.5):
+                    if m.error():
+                        raise ClientFailure(f"consume error: {m.error()}")
+                    got.append(
+                        Got(m.partition(), m.offset(), m.key(), m.value(), m.timestamp()[1], tuple(m.headers() or ()))
+                    )
+                    pos[m.partition()] = m.offset() + 1
+            return got
+        finally:
+            consumer.close()
+
+    can_alter_configs_incrementally = True
+
+    def describe_topic_config(self, bootstrap: str, topic: str) -> dict[str, str | None]:
+        from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+
+        admin = AdminClient(self._conf(bootstrap))
+        res = ConfigResource(ResourceType.TOPIC, topic)
+        entries = admin.describe_configs([res], request_timeout=30)[res].result(timeout=TIMEOUT_S)
+        return {name: e.value for name, e in entries.items()}
+
+    def alter_topic_config(self, bootstrap: str, topic: str, key: str, value: str) -> None:
+        from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+        admin = AdminClient(self._conf(bootstrap))
+        res = ConfigResource(
+            ResourceType.TOPIC,
+            topic,
+            incremental_configs=[ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)],
+        )
+        admin.incremental_alter_configs([res], request_timeout=30)[res].result(timeout=TIMEOUT_S)
+
+    def create_partitions(self, bootstrap: str, topic: str, total: int) -> None:
+        from confluent_kafka.admin import AdminClient, NewPartitions
+
+        admin = AdminClient(self._conf(bootstrap))
+        admin.create_partitions([NewPartitions(topic, total)], request_timeout=30)[topic].result(timeout=TIMEOUT_S)
+
+    def delete_topic(self, bootstrap: str, topic: str) -> None:
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient(self._conf(bootstrap))
+        admin.delete_topics([topic], request_timeout=30)[topic].result(timeout=TIMEOUT_S)
+
+    def topic_names(self, bootstrap: str) -> set[str]:
+        """Every topic, from a Metadata request for all topics (which never
+        auto-creates one)."""
+        from confluent_kafka.admin import AdminClient
+
+        return set(AdminClient(self._conf(bootstrap)).list_topics(timeout=10).topics)
+
+    def offsets_for_times(self, bootstrap: str, topic: str, partitions: int, timestamp_ms: int) -> dict[int, int | None]:
+        from confluent_kafka import Consumer, TopicPartition
+
+        consumer = Consumer(self._conf(bootstrap, **{"group.id": "mk-interop-unused", "enable.auto.commit": False}))
+        try:
+            res = consumer.offsets_for_times([TopicPartition(topic, p, timestamp_ms) for p in range(partitions)], timeout=10)
+            out = {}
+            for tp in res:
+                if tp.error is not None:
+                    raise ClientFailure(f"offsets_for_times {topic}[{tp.partition}]: {tp.error}")
+                out[tp.partition] = None if tp.offset == -1 else tp.offset
+            return out
+        finally:
+            consumer.close()
+
+
+# --------------------------------------------------------------------------
+# kafka-python
+
+
+class KafkaPython:
+    name = "kafka-python"
+    codecs = ("gzip", "snappy", "lz4", "zstd")
+    past_end_offset_is_end = False
+
+    def __init__(self):
+        if DEBUG:
+            logging.getLogger("kafka").setLevel(logging.DEBUG)
+
+    def create_topic(self, bootstrap: str, topic: str, partitions: int, replication_factor: int = 1) -> None:
+        from kafka.admin import KafkaAdminClient, NewTopic
+
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+        try:
+            admin.create_topics([NewTopic(topic, partitions, replication_factor)], timeout_ms=30000)
+        finally:
+            admin.close()
+        deadline = _deadline()
+        seen = None
+        while time.monotonic() < deadline:
+            seen = self.partition_count(bootstrap, topic)
+            if seen == partitions:
+                return
+            time.sleep(0.05)
+        raise ClientFailure(f"metadata of {topic}: {seen} partitions, expected {partitions}")
+
+    def partition_count(self, bootstrap: str, topic: str) -> int:
+        from kafka import KafkaConsumer
+
+        consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None)
+        try:
+            return len(consumer.partitions_for_topic(topic) or ())
+        finally:
+            consumer.close()
+
+    def produce(self, bootstrap: str, topic: str, records: list[Rec], compression: str | None = None) -> list[Ack]:
+        from kafka import KafkaProducer
+
+        producer = KafkaProducer(
+            bootstrap_servers=bootstrap,
+            acks="all",
+            enable_idempotence=True,
+            compression_type=compression,
+            linger_ms=5,
+        )
+        try:
+            futures = [
+                producer.send(
+                    topic,
+                    value=r.value,
+                    key=r.key,
+                    partition=r.partition,
+                    timestamp_ms=r.timestamp_ms,
+                    headers=list(r.headers) or None,
+                )
+                for r in records
+            ]
+            producer.flush(timeout=TIMEOUT_S)
+            acks = []
+            for r, f in zip(records, futures):
+                md = f.get(timeout=TIMEOUT_S)
+                acks.append(Ack(r.value, md.partition, md.offset))
+            return acks
+        finally:
+            producer.close(timeout=10)
+
+    def read_all(self, bootstrap: str, topic: str, max_fetch_bytes: int | None = None) -> list[Got]:
+        from kafka import KafkaConsumer, TopicPartition
+
+        limits = {}
+        if max_fetch_bytes is not None:
+            limits = {"max_partition_fetch_bytes": max_fetch_bytes, "fetch_max_bytes": max_fetch_bytes}
+        consumer = KafkaConsumer(
+            bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False, auto_offset_reset="none", **limits
+        )
+        try:
+            parts = sorted(consumer.partitions_for_topic(topic) or ())
+            if not parts:
+                raise ClientFailure(f"no partitions of {topic} in metadata")
+            tps = [TopicPartition(topic, p) for p in parts]
+            consumer.assign(tps)
+            consumer.seek_to_beginning(*tps)
+            ends = consumer.end_offsets(tps)
+            got: list[Got] = []
+            deadline = _deadline()
+            while any(consumer.position(tp) < ends[tp] for tp in tps):
+                if time.monotonic() > deadline:
+                    raise ClientFailure(
+                        f"read timed out at positions {[consumer.position(tp) for tp in tps]}, end offsets {ends}"
+                    )
+                for tp, msgs in consumer.poll(timeout_ms=500, max_records=1000).items():
+                    for m in msgs:
+                        got.append(Got(tp.partition, m.offset, m.key, m.value, m.timestamp, tuple(m.headers or ())))
+            return got
+        finally:
+            consumer.close()
+
+    can_alter_configs_incrementally = True
+
+    def _admin(self, bootstrap: str, f):
+        from kafka.admin import KafkaAdminClient
+
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+        try:
+            return f(admin)
+        finally:
+            admin.close()
+
+    def describe_topic_config(self, bootstrap: str, topic: str) -> dict[str, str | None]:
+        from kafka.admin import ConfigResource, ConfigResourceType
+
+        res = self._admin(
+            bootstrap,
+            lambda a: a.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)], config_filter="all"),
+        )
+        return {k: v["value"] for k, v in res["topic"][topic].items()}
+
+    def alter_topic_config(self, bootstrap: str, topic: str, key: str, value: str) -> None:
+        from kafka.admin import ConfigResource, ConfigResourceType
+
+        res = self._admin(
+            bootstrap,
+            lambda a: a.alter_configs(
+                [ConfigResource(ConfigResourceType.TOPIC, topic, configs={key: value})], incremental=True
+            ),
+        )
+        outcome = res["topic"][topic]
+        if outcome is not None and getattr(outcome, "errno", 0) not in (0, None):
+            raise ClientFailure(f"alter_configs {topic}: {outcome!r}")
+
+    def create_partitions(self, bootstrap: str, topic: str, total: int) -> None:
+        self._admin(bootstrap, lambda a: a.create_partitions({topic: total}))
+
+    def delete_topic(self, bootstrap: str, topic: str) -> None:
+        self._admin(bootstrap, lambda a: a.delete_topics([topic]))
+
+    def topic_names(self, bootstrap: str) -> set[str]:
+        return set(self._admin(bootstrap, lambda a: a.list_topics()))
+
+    def offsets_for_times(self, bootstrap: str, topic: str, partitions: int, timestamp_ms: int) -> dict[int, int | None]:
+        from kafka import KafkaConsumer, TopicPartition
+
+        consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None)
+        try:
+            res = consumer.offsets_for_times({TopicPartition(topic, p): timestamp_ms for p in range(partitions)})
+            return {tp.partition: (None if v is None else v.offset) for tp, v in res.items()}
+        finally:
+            consumer.close()
+
+
+# --------------------------------------------------------------------------
+# aiokafka
+
+
+class AioKafka:
+    name = "aiokafka"
+    codecs = ("gzip", "snappy", "lz4", "zstd")
+    past_end_offset_is_end = False
+
+    def __init__(self):
+        if DEBUG:
+            logging.getLogger("aiokafka").setLevel(logging.DEBUG)
+
+    def create_topic(self, bootstrap: str, topic: str, partitions: int, replication_factor: int = 1) -> None:
+        asyncio.run(self._create_topic(bootstrap, topic, partitions, replication_factor))
+
+    async def _create_topic(self, bootstrap, topic, partitions, replication_factor):
+        from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        await admin.start()
+        try:
+            resp = await admin.create_topics([NewTopic(topic, partitions, replication_factor)], timeout_ms=30000)
+        finally:
+            await admin.close()
+        errors = [e for e in resp.topic_errors if e[1] != 0]
+        if errors:
+            raise ClientFailure(f"CreateTopics answered errors: {errors}")
+        deadline = _deadline()
+        seen = None
+        while time.monotonic() < deadline:
+            seen = await self._partition_count(bootstrap, topic)
+            if seen == partitions:
+                return
+            await asyncio.sleep(0.05)
+        raise ClientFailure(f"metadata of {topic}: {seen} partitions, expected {partitions}")
+
+    def partition_count(self, bootstrap: str, topic: str) -> int:
+        return asyncio.run(self._partition_count(bootstrap, topic))
+
+    async def _partition_count(self, bootstrap, topic):
+        return len(await self._partitions(bootstrap, topic))
+
+    async def _partitions(self, bootstrap, topic) -> list[int]:
+        """Partitions with a leader, from a Metadata request of the admin
+        client (the consumer's partitions_for_topic only knows topics it
+        already fetches)."""
+        from aiokafka.admin import AIOKafkaAdminClient
+
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        await admin.start()
+        try:
+            [md] = await admin.describe_topics([topic])
+        finally:
+            await admin.close()
+        if md["error_code"] != 0:
+            return []
+        return sorted(p["partition"] for p in md["partitions"] if p["error_code"] == 0 and p["leader"] >= 0)
+
+    def produce(self, bootstrap: str, topic: str, records: list[Rec], compression: str | None = None) -> list[Ack]:
+        return asyncio.run(self._produce(bootstrap, topic, records, compression))
+
+    async def _produce(self, bootstrap, topic, records, compression):
+        from aiokafka import AIOKafkaProducer
+
+        producer = AIOKafkaProducer(
+            bootstrap_servers=bootstrap,
+            acks="all",
+            enable_idempotence=True,
+            compression_type=compression,
+            linger_ms=5,
+        )
+        await producer.start()
+        try:
+            futures = []
+            for r in records:
+                futures.append(
+                    await producer.send(
+                        topic,
+                        value=r.value,
+                        key=r.key,
+                        partition=r.partition,
+                        timestamp_ms=r.timestamp_ms,
+                        headers=list(r.headers) or None,
+                    )
+                )
+            mds = await asyncio.wait_for(asyncio.gather(*futures), TIMEOUT_S)
+            return [Ack(r.value, md.partition, md.offset) for r, md in zip(records, mds)]
+        finally:
+            await producer.stop()
+
+    def read_all(self, bootstrap: str, topic: str, max_fetch_bytes: int | None = None) -> list[Got]:
+        return asyncio.run(self._read_all(bootstrap, topic, max_fetch_bytes))
+
+    async def _read_all(self, bootstrap, topic, max_fetch_bytes):
+        from aiokafka import AIOKafkaConsumer, TopicPartition
+
+        limits = {}
+        if max_fetch_bytes is not None:
+            limits = {"max_partition_fetch_bytes": max_fetch_bytes, "fetch_max_bytes": max_fetch_bytes}
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False, auto_offset_reset="none", **limits
+        )
+        parts = await self._partitions(bootstrap, topic)
+        await consumer.start()
+        try:
+            if not parts:
+                raise ClientFailure(f"no partitions of {topic} in metadata")
+            tps = [TopicPartition(topic, p) for p in parts]
+            consumer.assign(tps)
+            await consumer.seek_to_beginning(*tps)
+            ends = await consumer.end_offsets(tps)
+            got: list[Got] = []
+            deadline = _deadline()
+
+            async def behind():
+                return [tp for tp in tps if await consumer.position(tp) < ends[tp]]
+
+            while await behind():
+                if time.monotonic() > deadline:
+                    raise ClientFailure(f"read timed out; end offsets {ends}")
+                batches = await consumer.getmany(timeout_ms=500, max_records=1000)
+                for tp, msgs in batches.items():
+                    for m in msgs:
+                        got.append(Got(tp.partition, m.offset, m.key, m.value, m.timestamp, tuple(m.headers or ())))
+            return got
+        finally:
+            await consumer.stop()
+
+    # aiokafka's admin client has alter_configs (AlterConfigs, API 33) only,
+    # which this broker does not serve (spec 08: IncrementalAlterConfigs).
+    can_alter_configs_incrementally = False
+
+    async def _with_admin(self, bootstrap, f):
+        from aiokafka.admin import AIOKafkaAdminClient
+
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        await admin.start()
+        try:
+            return await f(admin)
+        finally:
+            await admin.close()
+
+    def describe_topic_config(self, bootstrap: str, topic: str) -> dict[str, str | None]:
+        from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+
+        [resp] = asyncio.run(
+            self._with_admin(bootstrap, lambda a: a.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)]))
+        )
+        obj = resp.to_object()
+        [res] = obj["resources"]
+        if res["error_code"] != 0:
+            raise ClientFailure(f"DescribeConfigs {topic}: {res}")
+        return {e["config_names"]: e["config_value"] for e in res["config_entries"]}
+
+    def create_partitions(self, bootstrap: str, topic: str, total: int) -> None:
+        from aiokafka.admin import NewPartitions
+
+        resp = asyncio.run(self._with_admin(bootstrap, lambda a: a.create_partitions({topic: NewPartitions(total)})))
+        errors = [r for r in resp.to_object()["topic_errors"] if r["error_code"] != 0]
+        if errors:
+            raise ClientFailure(f"CreatePartitions {topic}: {errors}")
+
+    def delete_topic(self, bootstrap: str, topic: str) -> None:
+        resp = asyncio.run(self._with_admin(bootstrap, lambda a: a.delete_topics([topic])))
+        errors = [r for r in resp.to_object()["topic_error_codes"] if r["error_code"] != 0]
+        if errors:
+            raise ClientFailure(f"DeleteTopics {topic}: {errors}")
+
+    def topic_names(self, bootstrap: str) -> set[str]:
+        return set(asyncio.run(self._with_admin(bootstrap, lambda a: a.list_topics())))
+
+    def offsets_for_times(self, bootstrap: str, topic: str, partitions: int, timestamp_ms: int) -> dict[int, int | None]:
+        return asyncio.run(self._offsets_for_times(bootstrap, topic, partitions, timestamp_ms))
+
+    async def _offsets_for_times(self, bootstrap, topic, partitions, timestamp_ms):
+        from aiokafka import AIOKafkaConsumer, TopicPartition
+
+        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None)
+        await consumer.start()
+        try:
+            res = await consumer.offsets_for_times({TopicPartition(topic, p): timestamp_ms for p in range(partitions)})
+            return {tp.partition: (None if v is None else v.offset) for tp, v in res.items()}
+        finally:
+            await consumer.stop()
+
+
+# --------------------------------------------------------------------------
+# kafkajs (through interop/js/mk_interop.js)
+
+
+def _s(b: bytes | None) -> str | None:
+    return None if b is None else b.decode()
+
+
+def _b(s: str | None) -> bytes | None:
+    return None if s is None else s.encode()
+
+
+class KafkaJs:
+    name = "kafkajs"
+    # kafkajs ships gzip; snappy comes from kafkajs-snappy (pure JS). Its lz4
+    # and zstd codecs need native builds, so kafkajs does not produce those
+    # (it reads every codec's topics: the broker returns plain batches).
+    codecs = ("gzip", "snappy")
+    # kafkajs's fetchTopicOffsetsByTimestamp answers the end offset when no
+    # record is at or after the time.
+    past_end_offset_is_end = True
+
+    def _run(self, command: str, args: dict) -> dict:
+        script = JS_DIR / "mk_interop.js"
+        env = dict(os.environ, KAFKAJS_NO_PARTITIONER_WARNING="1")
+        proc = subprocess.run(
+            ["node", str(script), command],
+            input=json.dumps(args),
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S + 30,
+            env=env,
+            cwd=JS_DIR,
+            check=False,
+        )
+        if proc.stderr:
+            # Shown by pytest on failure, with the client's log.
+            print(f"--- kafkajs {command} stderr ---\n{proc.stderr[-20000:]}")
+        if proc.returncode != 0:
+            raise ClientFailure(f"kafkajs {command} failed (exit {proc.returncode}): {proc.stderr[-4000:]}")
+        lines = proc.stdout.strip().splitlines()
+        if not lines:
+            raise ClientFailure(f"kafkajs {command} printed no result")
+        return json.loads(lines[-1])
+
+    def create_topic(self, bootstrap: str, topic: str, partitions: int, replication_factor: int = 1) -> None:
+        self._run(
+            "create-topic",
+            {"bootstrap": bootstrap, "topic": topic, "partitions": partitions, "replicationFactor": replication_factor},
+        )
+
+    def partition_count(self, bootstrap: str, topic: str) -> int:
+        return self._run("partition-count", {"bootstrap": bootstrap, "topic": topic})["partitions"]
+
+    def produce(self, bootstrap: str, topic: str, records: list[Rec], compression: str | None = None) -> list[Ack]:
+        res = self._run(
+            "produce",
+            {
+                "bootstrap": bootstrap,
+                "topic": topic,
+                "compression": compression,
+                "records": [
+                    {
+                        "key": _s(r.key),
+                        "value": _s(r.value),
+                        "timestamp": r.timestamp_ms,
+                        "partition": r.partition,
+                        "headers": [[k, _s(v)] for k, v in r.headers],
+                    }
+                    for r in records
+                ],
+            },
+        )
+        acks = res["acks"]
+        if len(acks) != len(records):
+            raise ClientFailure(f"kafkajs acknowledged {len(acks)} of {len(records)} records")
+        return [Ack(r.value, a["partition"], a["offset"]) for r, a in zip(records, acks)]
+
+    def read_all(self, bootstrap: str, topic: str, max_fetch_bytes: int | None = None) -> list[Got]:
+        res = self._run("read-all", {"bootstrap": bootstrap, "topic": topic, "maxBytes": max_fetch_bytes})
+        return [
+            Got(
+                g["partition"],
+                g["offset"],
+                _b(g["key"]),
+                _b(g["value"]),
+                g["timestamp"],
+                tuple((k, _b(v)) for k, v in g["headers"]),
+            )
+            for g in res["records"]
+        ]
+
+    def offsets_for_times(self, bootstrap: str, topic: str, partitions: int, timestamp_ms: int) -> dict[int, int | None]:
+        res = self._run("offsets-for-times", {"bootstrap": bootstrap, "topic": topic, "timestamp": timestamp_ms})
+        return {int(p): o for p, o in res["offsets"].items()}
+
+    # kafkajs's admin has alterConfigs (AlterConfigs, API 33) only, which
+    # this broker does not serve (spec 08: IncrementalAlterConfigs).
+    can_alter_configs_incrementally = False
+
+    def describe_topic_config(self, bootstrap: str, topic: str) -> dict[str, str | None]:
+        return self._run("describe-topic-config", {"bootstrap": bootstrap, "topic": topic})["configs"]
+
+    def create_partitions(self, bootstrap: str, topic: str, total: int) -> None:
+        self._run("create-partitions", {"bootstrap": bootstrap, "topic": topic, "count": total})
+
+    def delete_topic(self, bootstrap: str, topic: str) -> None:
+        self._run("delete-topic", {"bootstrap": bootstrap, "topic": topic})
+
+    def topic_names(self, bootstrap: str) -> set[str]:
+        return set(self._run("list-topics", {"bootstrap": bootstrap})["topics"])
+
+    def end_offsets(self, bootstrap: str, topic: str) -> dict[int, int]:
+        res = self._run("end-offsets", {"bootstrap": bootstrap, "topic": topic})
+        return {int(p): o for p, o in res["offsets"].items()}
+
+
+DRIVERS = {d.name: d for d in (ConfluentKafka(), KafkaPython(), AioKafka(), KafkaJs())}
