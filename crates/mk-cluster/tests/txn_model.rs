@@ -28,8 +28,8 @@ use std::collections::{BTreeMap, BTreeSet};
 const IDS: [&str; 2] = ["t0", "t1"];
 const PARTITIONS: u32 = 3;
 const TIMEOUT_MS: i32 = 5_000;
-const DEFAULT_STEPS: usize = 60;
-const DEFAULT_SEEDS: u64 = 16;
+const DEFAULT_STEPS: usize = 80;
+const DEFAULT_SEEDS: u64 = 32;
 const GROUP: &str = "g";
 
 /// SplitMix64: small, good enough, and the same on every platform.

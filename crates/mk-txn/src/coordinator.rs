@@ -154,6 +154,13 @@ struct Entry {
     /// strong count above one means the completion is in progress.
     completing: Arc<()>,
     abort_only: Option<String>,
+    /// The epoch an InitProducerId fenced an Ongoing transaction with: once
+    /// that abort is complete, the next InitProducerId hands this epoch out
+    /// instead of bumping again, so a new session costs one bump even when
+    /// it had to abort its predecessor (Kafka bumps twice there, because
+    /// its client retries after CONCURRENT_TRANSACTIONS). Not journaled: a
+    /// crash in between only costs one more bump.
+    session_epoch: Option<i32>,
 }
 
 impl Entry {
@@ -162,6 +169,7 @@ impl Entry {
             meta,
             completing: Arc::new(()),
             abort_only: None,
+            session_epoch: None,
         }
     }
 
@@ -270,7 +278,8 @@ impl TransactionCoordinator {
     ///   reversed).
     /// - Ongoing: the epoch is bumped to fence the producer, the
     ///   transaction moves to PrepareAbort and comes back as
-    ///   `CompletePriorFirst` (Kafka's epoch fence).
+    ///   `CompletePriorFirst` (Kafka's epoch fence); the call after its
+    ///   completion hands that fenced epoch out as the new session's.
     /// - Empty or Complete*: the epoch is bumped once and the id is Empty;
     ///   with the epochs exhausted, the id moves to `fresh_producer_id` at
     ///   epoch 0 (`NeedsProducerId` until given).
@@ -344,12 +353,33 @@ impl TransactionCoordinator {
         }
         if meta.state == TxnState::Ongoing {
             let fenced = fenced_abort(meta);
+            // The fence's epoch becomes the new session's only if a later
+            // timeout fence still fits.
+            let session_epoch = Some(fenced.producer_epoch)
+                .filter(|e| *e < MAX_PRODUCER_EPOCH && *e > meta.producer_epoch);
             self.store(fenced)?;
             let entry = self.entry_mut(txn_id)?;
             entry.abort_only = None;
+            entry.session_epoch = session_epoch;
             return Ok(InitProducer::CompletePriorFirst(entry.plan(Outcome::Abort)));
         }
-        let next = if meta.producer_epoch + 1 >= MAX_PRODUCER_EPOCH {
+        let session_epoch = entry.session_epoch;
+        self.entry_mut(txn_id)?.session_epoch = None;
+        let meta = &self.entry(txn_id)?.meta;
+        let next = if meta.state == TxnState::CompleteAbort
+            && session_epoch == Some(meta.producer_epoch)
+        {
+            // The abort this call's first round fenced is complete: its
+            // epoch is the session's.
+            idle_txn(
+                txn_id,
+                meta.producer_id,
+                meta.producer_epoch,
+                NO_EPOCH,
+                timeout_ms,
+                now_ms,
+            )
+        } else if meta.producer_epoch + 1 >= MAX_PRODUCER_EPOCH {
             match fresh_producer_id.filter(|p| *p != meta.producer_id) {
                 None => return Ok(InitProducer::NeedsProducerId),
                 Some(pid) => idle_txn(txn_id, pid, 0, NO_EPOCH, timeout_ms, now_ms),
@@ -701,6 +731,7 @@ impl TransactionCoordinator {
             self.store(fenced)?;
             let entry = self.entry_mut(&id)?;
             entry.abort_only = None;
+            entry.session_epoch = None;
             plans.push(entry.plan(Outcome::Abort));
         }
         Ok(plans)
@@ -766,7 +797,7 @@ impl TransactionCoordinator {
         let entry = self.txns.get(txn_id).ok_or_else(|| {
             TxnError::mapping(
                 txn_id,
-                "the transactional id is unknown; call InitProducerId first",
+                "the transactional id is unknown (it needs an InitProducerId or begin_txn first)",
             )
         })?;
         if entry.meta.producer_id != producer_id {

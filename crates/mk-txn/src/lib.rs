@@ -52,10 +52,12 @@
 //! "hanging transaction" KIP-890 closes).
 //!
 //! Epochs: one producer id per transactional id; InitProducerId bumps the
-//! epoch once per producer session; an Ongoing transaction found by a new
-//! session, or expired by its timeout, is aborted under a further bumped
-//! epoch (Kafka's epoch fence). Epochs stay below `MAX_PRODUCER_EPOCH`
-//! (Kafka's `int16`); past that an id moves to a fresh producer id.
+//! epoch once per producer session. An Ongoing transaction found by a new
+//! session is aborted under that bumped epoch (Kafka's epoch fence), which
+//! the session then gets; one expired by its timeout is aborted under a
+//! bumped epoch too, so its producer is fenced. Epochs stay below
+//! `MAX_PRODUCER_EPOCH` (Kafka's `int16`); past that an id moves to a fresh
+//! producer id.
 //!
 //! Durability: every state change is one fsynced journal line (format
 //! below) written before it takes effect. After a crash, `open` keeps the
