@@ -270,25 +270,18 @@ impl BrokerCluster {
             TxnConfig {
                 transaction_timeout_ms: config.transaction_timeout_ms,
                 faults: Arc::new(mk_txn::JournalFaults::with_storage(faults.clone())),
+                max_transaction_timeout_ms: config.max_transaction_timeout_ms,
                 ..TxnConfig::default()
             },
             clock.clone(),
         )?;
-        let mut known = BTreeMap::new();
         for t in recovered.coordinator.list() {
             note_producer(&mut seen_producers, t.producer_id, t.producer_epoch);
-            known.insert(
-                crate::transactions::identity_name_for_txn(&t.transactional_id),
-                mk_replication::ProducerIdentity {
-                    producer_id: t.producer_id,
-                    epoch: t.producer_epoch,
-                },
-            );
         }
         // The logs and the journal, not the store, are the truth about
         // which producer ids are taken: a lost or stale store must never
-        // hand one out again, and transactional ids keep theirs.
-        identities.respect_seen(&seen_producers, &known)?;
+        // hand one out again.
+        identities.respect_seen(&seen_producers)?;
         let started_ms = clock.now_ms();
         let cluster = Arc::new(Self {
             config,

@@ -6,8 +6,8 @@
 //! would stay in front of it forever, blocking every read_committed reader.
 //!
 //! The coordinator's word decides the outcome: COMMIT if its latest state
-//! for that producer is CompleteCommit and lists this partition at this
-//! first offset, ABORT otherwise (a transaction nobody can still commit).
+//! for that producer is CompleteCommit and lists this partition, ABORT
+//! otherwise (a transaction nobody can still commit).
 //! Only the coordinator's recovery runs before this, so nothing races it.
 
 use crate::cluster::BrokerCluster;
@@ -15,7 +15,7 @@ use crate::error::Result;
 use mk_core::TopicPartition;
 use mk_log::{ControlType, ProducerInfo, RecordBatch};
 use mk_replication::AckMode;
-use mk_txn::{TxnDescription, TxnState};
+use mk_txn::TxnState;
 
 /// One open transaction of a partition that the coordinator does not have
 /// in progress there.
@@ -41,7 +41,7 @@ impl BrokerCluster {
                                 t.state,
                                 TxnState::CompleteCommit | TxnState::CompleteAbort
                             )
-                            && t.partitions.iter().any(|(p, _)| p == &slot.tp)
+                            && t.partitions.contains(&slot.tp)
                     });
                     if !in_progress {
                         hanging.push(Hanging {
@@ -55,10 +55,15 @@ impl BrokerCluster {
             })?;
         }
         for h in &hanging {
+            // The coordinator keeps a completed transaction's partitions
+            // until the id's next transaction begins, and a later
+            // transaction of the same producer on this partition would have
+            // closed the open range with its own marker: so a completed
+            // commit listing this partition is the one whose marker is lost.
             let committed = txns.iter().find(|t| {
                 t.producer_id == h.producer_id
                     && t.state == TxnState::CompleteCommit
-                    && lists(t, &h.tp, h.first_offset)
+                    && t.partitions.contains(&h.tp)
             });
             let kind = if committed.is_some() {
                 ControlType::Commit
@@ -111,11 +116,4 @@ impl BrokerCluster {
         }
         Ok(hanging.len())
     }
-}
-
-/// True if `t` touched `tp` with its first record at `first_offset`.
-fn lists(t: &TxnDescription, tp: &TopicPartition, first_offset: i64) -> bool {
-    t.partitions
-        .iter()
-        .any(|(p, first)| p == tp && *first == Some(first_offset))
 }

@@ -317,7 +317,7 @@ impl PartitionLog {
         self.crash_point(step)?;
         write_file(faults, &tmp, &encode_bases(bases), true)?;
         self.crash_point(step)?;
-        faults.before_write(&marker)?;
+        faults.site_write(&marker)?;
         // From here on a failure may have left the marker in place.
         *swapping = true;
         fs::rename(&tmp, &marker).map_err(|e| LogError::io(&marker, e))?;

@@ -161,16 +161,14 @@ impl FaultInjector {
         None
     }
 
-    /// Consulted before writing `len` bytes to `path`.
+    /// Consulted before writing `len` bytes to `path` at a site that
+    /// `fail_writes_after` also counts: the appends of a log and its two
+    /// checkpoints (what that counter always counted, so tests written
+    /// against it keep their meaning).
     pub fn before_write_of(&self, path: &Path, len: usize) -> Result<WriteGate, StorageError> {
-        let planned = self.pass_site();
-        if self.disk_full.load(Ordering::SeqCst) {
-            return Err(no_space(path));
-        }
-        match planned {
-            Some(Fault::Io) => return Err(injected_io(path, "write")),
-            Some(Fault::Torn) => return Ok(WriteGate::Torn(len / 2)),
-            Some(Fault::NoSpace) | None => {}
+        let gate = self.site_write_of(path, len)?;
+        if gate != WriteGate::Whole {
+            return Ok(gate);
         }
         let left = self.writes_before_failure.load(Ordering::SeqCst);
         if left < 0 {
@@ -183,8 +181,8 @@ impl FaultInjector {
         Ok(WriteGate::Whole)
     }
 
-    /// Consulted before a write whose size does not matter (creating a
-    /// file, a rename): any fault makes it fail.
+    /// Like [`before_write_of`](Self::before_write_of) for a write whose
+    /// size does not matter: any fault makes it fail.
     pub fn before_write(&self, path: &Path) -> Result<(), StorageError> {
         match self.before_write_of(path, 0)? {
             WriteGate::Whole => Ok(()),
@@ -192,16 +190,47 @@ impl FaultInjector {
         }
     }
 
-    /// Consulted before an fsync of `path`.
-    pub fn before_sync(&self, path: &Path) -> Result<(), StorageError> {
-        match self.pass_site() {
-            Some(Fault::Io | Fault::Torn) => return Err(injected_io(path, "fsync")),
-            Some(Fault::NoSpace) | None => {}
+    /// Consulted before writing `len` bytes to `path` at any other write
+    /// site (a small store, an index file, a new segment file, the
+    /// journal): only `inject_at` and `disk_full` reach it.
+    pub fn site_write_of(&self, path: &Path, len: usize) -> Result<WriteGate, StorageError> {
+        let planned = self.pass_site();
+        if self.disk_full.load(Ordering::SeqCst) {
+            return Err(no_space(path));
         }
+        match planned {
+            Some(Fault::Io) => Err(injected_io(path, "write")),
+            Some(Fault::Torn) => Ok(WriteGate::Torn(len / 2)),
+            Some(Fault::NoSpace) | None => Ok(WriteGate::Whole),
+        }
+    }
+
+    /// [`site_write_of`](Self::site_write_of) for a write whose size does
+    /// not matter (creating a file, a rename).
+    pub fn site_write(&self, path: &Path) -> Result<(), StorageError> {
+        match self.site_write_of(path, 0)? {
+            WriteGate::Whole => Ok(()),
+            WriteGate::Torn(_) => Err(injected_io(path, "write")),
+        }
+    }
+
+    /// Consulted before an fsync of a log's files or directory, which
+    /// `fail_syncs` also fails.
+    pub fn before_sync(&self, path: &Path) -> Result<(), StorageError> {
+        self.site_sync(path)?;
         if self.fail_syncs.load(Ordering::SeqCst) {
             return Err(injected_io(path, "fsync"));
         }
         Ok(())
+    }
+
+    /// Consulted before any other fsync (a small store, the journal): only
+    /// `inject_at` reaches it.
+    pub fn site_sync(&self, path: &Path) -> Result<(), StorageError> {
+        match self.pass_site() {
+            Some(Fault::Io | Fault::Torn) => Err(injected_io(path, "fsync")),
+            Some(Fault::NoSpace) | None => Ok(()),
+        }
     }
 
     pub(crate) fn at_step(&self, step: u32, path: &Path) -> Result<(), StorageError> {

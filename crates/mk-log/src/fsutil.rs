@@ -33,7 +33,7 @@ pub fn write_atomic_with(
         .ok_or_else(|| StorageError::unusable(path, "path has no file name"))?;
     let tmp = dir.join(format!("{}.tmp", name.to_string_lossy()));
     let replaced = write_synced(faults, &tmp, bytes).and_then(|()| {
-        faults.before_write(path)?;
+        faults.site_write(path)?;
         fs::rename(&tmp, path).map_err(|e| StorageError::io(path, e))
     });
     if replaced.is_err() {
@@ -45,7 +45,7 @@ pub fn write_atomic_with(
 
 /// Creates (or replaces) `path` with `bytes` and fsyncs it.
 fn write_synced(faults: &FaultInjector, path: &Path, bytes: &[u8]) -> Result<(), StorageError> {
-    let gate = faults.before_write_of(path, bytes.len())?;
+    let gate = faults.site_write_of(path, bytes.len())?;
     let mut f = OpenOptions::new()
         .write(true)
         .create(true)
@@ -60,7 +60,7 @@ fn write_synced(faults: &FaultInjector, path: &Path, bytes: &[u8]) -> Result<(),
             return Err(torn_error(path));
         }
     }
-    faults.before_sync(path)?;
+    faults.site_sync(path)?;
     f.sync_all().map_err(|e| StorageError::io(path, e))
 }
 
@@ -81,7 +81,7 @@ pub fn sync_dir(dir: &Path) -> Result<(), StorageError> {
 
 /// [`sync_dir`] passing `faults`.
 pub fn sync_dir_with(faults: &FaultInjector, dir: &Path) -> Result<(), StorageError> {
-    faults.before_sync(dir)?;
+    faults.site_sync(dir)?;
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| StorageError::io(dir, e))

@@ -563,7 +563,7 @@ impl PartitionLog {
             return self.fail(e);
         }
         let path = segment_path(&dir, leo, LOG_EXT);
-        if let Err(e) = faults.before_write(&path) {
+        if let Err(e) = faults.site_write(&path) {
             return self.fail(e.into());
         }
         let file = match OpenOptions::new()
@@ -643,6 +643,7 @@ impl PartitionLog {
                 txns: self.txns.clone(),
             };
             let path = dir.join(CheckpointKind::CleanShutdown.file_name());
+            faults.before_write(&path)?;
             Ok(fsutil::write_atomic_with(&faults, &path, &cp.encode())?)
         });
         match written {
@@ -701,7 +702,7 @@ impl PartitionLog {
             .open(&path)
             .map_err(|e| LogError::io(&path, e))?;
         file.set_len(cut).map_err(|e| LogError::io(&path, e))?;
-        self.config.faults.before_sync(&path)?;
+        self.config.faults.site_sync(&path)?;
         file.sync_all().map_err(|e| LogError::io(&path, e))?;
         seg.load_indexes(&dir, &self.config)?;
         let rel = u32::try_from(next_offset - seg.base_offset).unwrap_or(u32::MAX);

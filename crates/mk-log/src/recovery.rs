@@ -298,7 +298,7 @@ fn recover_segments(
                 .open(&path)
                 .map_err(|e| LogError::io(&path, e))?;
             f.set_len(pos).map_err(|e| LogError::io(&path, e))?;
-            config.faults.before_sync(&path)?;
+            config.faults.site_sync(&path)?;
             f.sync_all().map_err(|e| LogError::io(&path, e))?;
         }
         debug_assert!(!clean || seg.size == len);
@@ -392,6 +392,7 @@ impl PartitionLog {
             txns,
         };
         let path = self.dir.join(CheckpointKind::RecoveryPoint.file_name());
+        self.config.faults.before_write(&path)?;
         fsutil::write_atomic_with(&self.config.faults, &path, &cp.encode())?;
         self.recovery_bases = closed.iter().map(|s| s.base_offset).collect();
         Ok(())

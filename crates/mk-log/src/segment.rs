@@ -221,7 +221,7 @@ pub(crate) fn write_file(
     sync: bool,
 ) -> Result<()> {
     use std::io::Write;
-    let gate = faults.before_write_of(path, bytes.len())?;
+    let gate = faults.site_write_of(path, bytes.len())?;
     let mut f = File::create(path).map_err(|e| LogError::io(path, e))?;
     match gate {
         WriteGate::Whole => f.write_all(bytes).map_err(|e| LogError::io(path, e))?,
@@ -232,7 +232,7 @@ pub(crate) fn write_file(
         }
     }
     if sync {
-        faults.before_sync(path)?;
+        faults.site_sync(path)?;
         f.sync_all().map_err(|e| LogError::io(path, e))?;
     }
     Ok(())

@@ -128,23 +128,8 @@ impl ProducerIdentityStore {
     /// epoch to a second producer (whose first records would then be
     /// answered as duplicates and never stored). Persists and returns true
     /// when something had to change.
-    pub fn respect_seen(
-        &mut self,
-        seen: &BTreeMap<i64, i32>,
-        known: &BTreeMap<String, ProducerIdentity>,
-    ) -> Result<bool> {
+    pub fn respect_seen(&mut self, seen: &BTreeMap<i64, i32>) -> Result<bool> {
         let mut next = self.file.clone();
-        // Names whose identity another store remembers (the transaction
-        // journal knows every transactional id's) come back as they were.
-        for (name, identity) in known {
-            let taken = next
-                .producers
-                .values()
-                .any(|i| i.producer_id == identity.producer_id);
-            if !next.producers.contains_key(name) && !taken {
-                next.producers.insert(name.clone(), *identity);
-            }
-        }
         let max_id = seen
             .keys()
             .copied()
@@ -180,6 +165,23 @@ impl ProducerIdentityStore {
         fsutil::write_atomic_with(&self.faults, &self.path, &bytes)?;
         self.file = next;
         Ok(true)
+    }
+
+    /// Allocates a producer id that belongs to no name (the transaction
+    /// coordinator owns the epochs of transactional ids and asks only for
+    /// their ids) and persists the store before returning it.
+    pub fn allocate_id(&mut self) -> Result<i64> {
+        let mut next = self.file.clone();
+        let id = next.next_producer_id;
+        next.next_producer_id = id
+            .checked_add(1)
+            .ok_or_else(|| ReplicationError::InvalidRequest("producer ids are exhausted".into()))?;
+        let bytes = serde_json::to_vec(&next).map_err(|e| {
+            StorageError::unusable(&self.path, format!("cannot encode identity store: {e}"))
+        })?;
+        fsutil::write_atomic_with(&self.faults, &self.path, &bytes)?;
+        self.file = next;
+        Ok(id)
     }
 
     /// The current identity of `name`, if it was ever allocated.
@@ -258,8 +260,13 @@ mod tests {
         let mut reopened = ProducerIdentityStore::open(dir.path()).unwrap();
         assert_eq!(reopened.allocate("a").unwrap(), id(1, 2));
         assert_eq!(reopened.allocate("c").unwrap(), id(3, 0));
+        // An id without a name is never handed out again, also after a reopen.
+        assert_eq!(reopened.allocate_id().unwrap(), 4);
+        drop(reopened);
+        let mut reopened = ProducerIdentityStore::open(dir.path()).unwrap();
+        assert_eq!(reopened.allocate("d").unwrap(), id(5, 0));
         let names: Vec<&str> = reopened.identities().map(|(n, _)| n).collect();
-        assert_eq!(names, ["a", "b", "c"]);
+        assert_eq!(names, ["a", "b", "c", "d"]);
         assert_eq!(
             std::fs::read_dir(dir.path()).unwrap().count(),
             1,
@@ -273,30 +280,20 @@ mod tests {
         let mut store = ProducerIdentityStore::open(dir.path()).unwrap();
         let id = |producer_id, epoch| ProducerIdentity { producer_id, epoch };
         assert_eq!(store.allocate("a").unwrap(), id(1, 0));
-        // The logs know id 1 at epoch 4, ids 7 and 9; the journal
-        // remembers that "txn:t" is id 9, while "txn:u" claims the id the
-        // store gave "a" and is not believed.
-        let seen = BTreeMap::from([(1, 4), (7, 0), (9, 2)]);
-        let known = BTreeMap::from([
-            ("txn:t".to_string(), id(9, 2)),
-            ("txn:u".to_string(), id(1, 0)),
-        ]);
-        assert!(store.respect_seen(&seen, &known).unwrap());
+        // The logs know id 1 at epoch 4 and id 7: "a" continues at epoch 5
+        // and a new name gets 8, as does a nameless id after it.
+        let seen = BTreeMap::from([(1, 4), (7, 0)]);
+        assert!(store.respect_seen(&seen).unwrap());
         assert!(
-            !store.respect_seen(&seen, &known).unwrap(),
+            !store.respect_seen(&seen).unwrap(),
             "nothing left to change"
         );
         drop(store);
         let mut store = ProducerIdentityStore::open(dir.path()).unwrap();
         assert_eq!(store.allocate("a").unwrap(), id(1, 5));
-        assert_eq!(store.allocate("txn:t").unwrap(), id(9, 3));
-        assert_eq!(store.allocate("b").unwrap(), id(10, 0));
-        assert_eq!(store.allocate("txn:u").unwrap(), id(11, 0));
-        assert!(
-            !store
-                .respect_seen(&BTreeMap::new(), &BTreeMap::new())
-                .unwrap()
-        );
+        assert_eq!(store.allocate("b").unwrap(), id(8, 0));
+        assert_eq!(store.allocate_id().unwrap(), 9);
+        assert!(!store.respect_seen(&BTreeMap::new()).unwrap());
     }
 
     #[test]

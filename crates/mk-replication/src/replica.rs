@@ -162,7 +162,7 @@ impl Replica {
             fsutil::remove_if_exists(&entry.path())?;
         }
         let segment = self.dir.join(format!("{start_offset:020}.log"));
-        config.faults.before_write(&segment)?;
+        config.faults.site_write(&segment)?;
         fs::File::create(&segment).map_err(|e| io(&segment, e))?;
         fsutil::sync_dir_with(&config.faults, &self.dir)?;
         self.log = PartitionLog::open(&self.dir, config.clone(), self.log.leader_epoch())?;
