@@ -5,7 +5,6 @@
 
 use crate::cluster::BrokerCluster;
 use crate::error::{ClusterError, Result};
-use crate::partitioner::partition_for_key;
 use bytes::Bytes;
 use mk_core::TopicPartition;
 use mk_log::Record;
@@ -141,8 +140,9 @@ impl BrokerCluster {
         })
     }
 
-    /// Sends one record in the transaction (acks=all). The partition is the
-    /// explicit one, else the keyed partitioner's, else 0. Returns the
+    /// Sends one record in the transaction (acks=all). The partition is
+    /// `partitioner::partition_for`'s: the explicit one, else the keyed
+    /// partitioner's, else 0. Returns the
     /// partition and offset.
     pub async fn txn_send(
         &self,
@@ -160,9 +160,7 @@ impl BrokerCluster {
                     "{topic}-{p} does not exist; topic {topic:?} has {count} partition(s)"
                 )));
             }
-            (Some(p), _) => p,
-            (None, Some(k)) => partition_for_key(k, count),
-            (None, None) => 0,
+            _ => crate::partitioner::partition_for(partition, key.as_deref(), count),
         };
         let tp = TopicPartition::new(topic, partition);
         let record = Record::new(key, value, self.clock.now_ms());
