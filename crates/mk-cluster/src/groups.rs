@@ -137,6 +137,28 @@ impl BrokerCluster {
         self.commit_group_offsets(group, -1, "", None, offsets)
     }
 
+    /// Every group's lag per partition it has committed: the high
+    /// watermark minus the committed offset, never below 0 (the consumer's
+    /// `lag` from outside the group). Partitions of deleted topics are left
+    /// out.
+    pub fn group_lags(&self) -> Result<Vec<(String, TopicPartition, i64)>> {
+        let mut lags = Vec::new();
+        for group in self.list_groups()? {
+            for (tp, committed) in self.committed_offsets(&group)? {
+                match self.visible_end(&tp) {
+                    Ok(hw) => lags.push((group.clone(), tp, (hw - committed).max(0))),
+                    Err(e)
+                        if matches!(
+                            e.code(),
+                            mk_core::ErrorCode::UnknownTopic | mk_core::ErrorCode::UnknownPartition
+                        ) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok(lags)
+    }
+
     /// OffsetDelete: per partition, GROUP_SUBSCRIBED_TO_TOPIC where a member
     /// subscribes to the topic; the whole request GROUP_ID_NOT_FOUND or
     /// NON_EMPTY_GROUP.

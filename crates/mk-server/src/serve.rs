@@ -26,6 +26,14 @@ async fn serve(settings: Settings) -> Result<(), String> {
         .map_err(|e| format!("cannot start: cannot listen on {}: {e}", settings.listen))?;
     let data_dir = settings.cluster.data_dir.clone();
     let brokers = settings.cluster.broker_ids.clone();
+    let metrics_listener = match settings.metrics_listen {
+        None => None,
+        Some(addr) => Some(
+            tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| format!("cannot start: cannot listen on {addr} for metrics: {e}"))?,
+        ),
+    };
     let kafka_listeners = match settings.kafka_listen {
         None => None,
         Some(addr) => Some(
@@ -63,6 +71,28 @@ async fn serve(settings: Settings) -> Result<(), String> {
             return Err(format!("cannot start: {e}"));
         }
     };
+    let metrics = match metrics_listener {
+        None => None,
+        Some(listener) => {
+            let addr = listener
+                .local_addr()
+                .map_err(|e| format!("cannot start: {e}"))?;
+            match crate::metrics::install() {
+                Ok(handle) => Some((
+                    addr,
+                    crate::metrics::start(listener, handle, cluster.clone()),
+                )),
+                Err(e) => {
+                    if let Some(k) = kafka {
+                        k.shutdown().await;
+                    }
+                    server.shutdown().await;
+                    let _ = cluster.close().await;
+                    return Err(format!("cannot start: {e}"));
+                }
+            }
+        }
+    };
     // One line: "listening on <kafka> (Kafka) and <json> (JSON-TCP), ...".
     let listening = match &kafka {
         None => format!("{} (JSON-TCP; Kafka protocol off)", server.local_addr()),
@@ -80,17 +110,21 @@ async fn serve(settings: Settings) -> Result<(), String> {
         }
     };
     println!(
-        "mk-server listening on {listening}, data in {}, brokers {:?}{}",
+        "mk-server listening on {listening}, data in {}, brokers {:?}{}{}",
         data_dir.display(),
         brokers,
         if lab {
             ", lab mode (background drivers paused)"
         } else {
             ""
-        }
+        },
+        metrics
+            .as_ref()
+            .map_or(String::new(), |(addr, _)| format!(", metrics on http://{addr}/metrics"))
     );
     let signal = wait_for_signal().await;
     tracing::info!(signal, "shutting down");
+    drop(metrics);
     if let Some(k) = kafka {
         k.shutdown().await;
     }

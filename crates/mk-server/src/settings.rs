@@ -104,6 +104,11 @@ pub struct ServeArgs {
     /// [default: info].
     #[arg(long, value_name = "FILTER")]
     pub log_level: Option<String>,
+    /// Serve Prometheus metrics on http://ADDR/metrics (request counts and
+    /// latencies per API, bytes in/out, partition sizes and offsets, ISR
+    /// sizes, group lag) [default: off].
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
 }
 
 /// The same settings as a TOML file.
@@ -135,6 +140,7 @@ struct FileSettings {
     max_in_flight: Option<usize>,
     write_timeout_ms: Option<u64>,
     log_level: Option<String>,
+    metrics_listen: Option<String>,
 }
 
 /// Everything the serve command needs, resolved.
@@ -147,6 +153,8 @@ pub struct Settings {
     pub cluster: MiniKafkaConfig,
     pub server: ServerOptions,
     pub log_level: String,
+    /// `None` when the metrics endpoint is off.
+    pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
 impl ServeArgs {
@@ -176,6 +184,12 @@ impl ServeArgs {
             cluster.min_insync_replicas = n;
         }
         if let Some(n) = pick!(segment_bytes) {
+            if n < mk_cluster::MIN_SEGMENT_BYTES {
+                return Err(format!(
+                    "segment_bytes must be >= {}, got {n}",
+                    mk_cluster::MIN_SEGMENT_BYTES
+                ));
+            }
             cluster.segment_max_bytes = n;
         }
         if let Some(b) = pick!(auto_create_topics) {
@@ -249,7 +263,15 @@ impl ServeArgs {
                 kafka.max_request_bytes
             ));
         }
+        let metrics_listen = match pick!(metrics_listen) {
+            None => None,
+            Some(a) => Some(
+                a.parse()
+                    .map_err(|e| format!("--metrics-listen must be IP:PORT, got {a:?}: {e}"))?,
+            ),
+        };
         Ok(Settings {
+            metrics_listen,
             listen: pick!(listen).unwrap_or_else(|| "127.0.0.1:9192".to_string()),
             kafka_listen,
             kafka,

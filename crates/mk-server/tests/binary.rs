@@ -270,8 +270,13 @@ fn client_subcommands_work_against_a_running_server() {
         "k\tv\n",
     );
     assert_eq!(
-        call(&["consume", "events"], ""),
+        call(&["consume", "events", "--partition", "0"], ""),
         "events-0@0 value=hello\nevents-0@1 value=world\n"
+    );
+    // Without --partition every partition is read, as kcat does.
+    assert_eq!(
+        call(&["consume", "events"], ""),
+        "events-0@0 value=hello\nevents-0@1 value=world\nevents-1@0 key=k value=v\n"
     );
     let json = call(&["consume", "events", "--partition", "1", "--json"], "");
     let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
