@@ -180,7 +180,11 @@ pub async fn topic_alter(c: &mut JsonTcpClient, a: TopicAlter<'_>, as_json: bool
             value: value.into(),
         });
     }
-    changes.extend(a.delete.iter().map(|k| ConfigChange::Delete { key: k.clone() }));
+    changes.extend(
+        a.delete
+            .iter()
+            .map(|k| ConfigChange::Delete { key: k.clone() }),
+    );
     if changes.is_empty() && a.partitions.is_none() {
         return usage("topic alter needs --partitions, --config or --delete-config");
     }
@@ -196,7 +200,10 @@ pub async fn topic_alter(c: &mut JsonTcpClient, a: TopicAlter<'_>, as_json: bool
     let config = if changes.is_empty() {
         None
     } else {
-        Some(c.alter_topic_config(a.name, changes, a.validate_only).await?)
+        Some(
+            c.alter_topic_config(a.name, changes, a.validate_only)
+                .await?,
+        )
     };
     let entries = c.describe_topic_config(a.name).await?;
     if as_json {
@@ -205,17 +212,25 @@ pub async fn topic_alter(c: &mut JsonTcpClient, a: TopicAlter<'_>, as_json: bool
             json!({"topic": a.name, "partitions": a.partitions, "validate_only": a.validate_only,
                    "config": config_json(&entries)})
         );
-    } else if config.is_some() {
+    } else if let Some(config) = config.as_ref().filter(|_| a.validate_only) {
+        // Nothing changed, so the answer of the check is what it would be.
+        let text: Vec<String> = mk_cluster::TOPIC_CONFIG_KEYS
+            .iter()
+            .map(|k| {
+                let v = match (*k, config.segment_bytes) {
+                    ("segment.bytes", None) => "broker default".to_string(),
+                    _ => config.get(k, 0).unwrap_or_default(),
+                };
+                format!("{k}={v}")
+            })
+            .collect();
         println!(
-            "topic {} config {}: {}",
+            "topic {} config would be (validate only, nothing changed): {}",
             a.name,
-            if a.validate_only {
-                "would be (validate only, nothing changed)"
-            } else {
-                "is now"
-            },
-            config_text(&entries)
+            text.join(" ")
         );
+    } else if config.is_some() {
+        println!("topic {} config is now: {}", a.name, config_text(&entries));
     }
     Ok(())
 }
@@ -347,7 +362,10 @@ pub async fn stats(c: &mut JsonTcpClient, as_json: bool) -> CmdResult {
         );
     } else {
         println!("uptime        {} s", k.uptime_ms / 1000);
-        println!("connections   {} (JSON-TCP, this one included)", s.connections);
+        println!(
+            "connections   {} (JSON-TCP, this one included)",
+            s.connections
+        );
         println!("requests      {} (JSON-TCP, answered)", s.requests);
         println!("topics        {}", k.topics);
         println!("partitions    {}", k.partitions);

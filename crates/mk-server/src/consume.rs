@@ -237,10 +237,7 @@ async fn consume_loop(
             let f = match fetched {
                 Ok(f) => f,
                 Err(e) if e.code() == Some(ErrorCode::OffsetOutOfRange) => {
-                    let to = c
-                        .list_offsets(tp, o.start.reset_spec())
-                        .await?
-                        .unwrap_or(0);
+                    let to = c.list_offsets(tp, o.start.reset_spec()).await?.unwrap_or(0);
                     if !o.output.json {
                         eprintln!(
                             "{tp}: position {pos} is outside the log ({}); reset to {to} by the reset policy",

@@ -191,7 +191,13 @@ impl Output {
         out.push(b'\n');
     }
 
-    fn render_format(&self, f: &Format, tp: &TopicPartition, r: &ConsumerRecord, out: &mut Vec<u8>) {
+    fn render_format(
+        &self,
+        f: &Format,
+        tp: &TopicPartition,
+        r: &ConsumerRecord,
+        out: &mut Vec<u8>,
+    ) {
         let len = |b: &Option<Bytes>| b.as_ref().map_or(-1, |b| b.len() as i64);
         for piece in &f.0 {
             match piece {
@@ -363,7 +369,11 @@ mod tests {
             b"t-1@7 value=\xff\x00\n",
             "raw bytes, not U+FFFD"
         );
-        let kcat = output(Some("%t-%p@%o %k=%s (%K/%S) %T [%h]\\n"), Encoding::Hex, Some("NULL"));
+        let kcat = output(
+            Some("%t-%p@%o %k=%s (%K/%S) %T [%h]\\n"),
+            Encoding::Hex,
+            Some("NULL"),
+        );
         assert_eq!(
             render(&kcat, &record(Some(b"k"), None)),
             b"t-1@7 6b=NULL (1/-1) 1000 [h=78]\n"
@@ -387,7 +397,10 @@ mod tests {
         };
         assert_eq!(
             keyed.parse(b"k\tv\tw").unwrap(),
-            (Some(Bytes::from_static(b"k")), Some(Bytes::from_static(b"v\tw")))
+            (
+                Some(Bytes::from_static(b"k")),
+                Some(Bytes::from_static(b"v\tw"))
+            )
         );
         assert_eq!(
             keyed.parse(b"k\tNULL").unwrap(),
@@ -399,21 +412,33 @@ mod tests {
             encoding: Encoding::Hex,
             null_value: None,
         };
-        assert_eq!(hex.parse(b"ff00").unwrap().1, Some(Bytes::from_static(b"\xff\x00")));
+        assert_eq!(
+            hex.parse(b"ff00").unwrap().1,
+            Some(Bytes::from_static(b"\xff\x00"))
+        );
         assert!(hex.parse(b"zz").unwrap_err().contains("hex"));
         let text = Input {
             key_delimiter: None,
             encoding: Encoding::Text,
             null_value: None,
         };
-        assert_eq!(text.parse(b"\xff").unwrap().1, Some(Bytes::from_static(b"\xff")));
+        assert_eq!(
+            text.parse(b"\xff").unwrap().1,
+            Some(Bytes::from_static(b"\xff"))
+        );
     }
 
     #[test]
     fn times_are_milliseconds_or_rfc3339() {
         assert_eq!(parse_time("1700000000000").unwrap(), 1_700_000_000_000);
-        assert_eq!(parse_time("2023-11-14T22:13:20Z").unwrap(), 1_700_000_000_000);
-        assert_eq!(parse_time("2023-11-14 22:13:20").unwrap(), 1_700_000_000_000);
+        assert_eq!(
+            parse_time("2023-11-14T22:13:20Z").unwrap(),
+            1_700_000_000_000
+        );
+        assert_eq!(
+            parse_time("2023-11-14 22:13:20").unwrap(),
+            1_700_000_000_000
+        );
         assert!(parse_time("yesterday").is_err());
     }
 }

@@ -143,7 +143,11 @@ pub async fn group_reset_offsets(
         let mut all = Vec::new();
         for t in topics {
             let d = c.metadata(t).await?;
-            all.extend(d.partitions.iter().map(|p| TopicPartition::new(t, p.partition)));
+            all.extend(
+                d.partitions
+                    .iter()
+                    .map(|p| TopicPartition::new(t, p.partition)),
+            );
         }
         all
     };

@@ -44,7 +44,11 @@ impl Drop for Endpoint {
 }
 
 /// Serves scrapes on `listener` until the endpoint is dropped.
-pub fn start(listener: TcpListener, handle: PrometheusHandle, cluster: Arc<BrokerCluster>) -> Endpoint {
+pub fn start(
+    listener: TcpListener,
+    handle: PrometheusHandle,
+    cluster: Arc<BrokerCluster>,
+) -> Endpoint {
     let task = tokio::spawn(async move {
         loop {
             let stream = match listener.accept().await {
@@ -95,7 +99,10 @@ async fn answer(
             record_cluster_state(cluster);
             ("200 OK", handle.render())
         }
-        _ => ("404 Not Found", "only GET /metrics is served here\n".to_string()),
+        _ => (
+            "404 Not Found",
+            "only GET /metrics is served here\n".to_string(),
+        ),
     };
     let response = format!(
         "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
@@ -118,7 +125,10 @@ fn record_cluster_state(cluster: &BrokerCluster) {
             set("mk_partition_high_watermark", p.high_watermark as f64);
             set("mk_partition_log_end_offset", p.log_end_offset as f64);
             set("mk_partition_log_start_offset", p.log_start_offset as f64);
-            set("mk_partition_last_stable_offset", p.last_stable_offset as f64);
+            set(
+                "mk_partition_last_stable_offset",
+                p.last_stable_offset as f64,
+            );
             set("mk_partition_replicas", p.replicas.len() as f64);
             set("mk_partition_isr_size", p.isr.len() as f64);
             set("mk_partition_leader", f64::from(p.leader_id));

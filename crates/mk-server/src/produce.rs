@@ -41,7 +41,7 @@ enum Line {
     ReadError(String),
 }
 
-/// One record waiting to be sent, with the input line it came from.
+/// One record waiting to be sent, with the partition it goes to.
 struct Pending {
     partition: u32,
     entry: ProduceEntry,
@@ -164,23 +164,31 @@ async fn send_round(
     o: &ProduceOptions,
     round: Vec<Pending>,
 ) -> Result<u64, CmdError> {
+    // Each record's place: which batch, which position in it, so the
+    // offsets print in input order whatever the batching.
     let mut batches: Vec<(u32, Vec<ProduceEntry>, usize)> = Vec::new();
+    let mut places = Vec::with_capacity(round.len());
     for p in round {
         let size = p.entry.key.as_ref().map_or(0, Bytes::len)
             + p.entry.value.as_ref().map_or(0, Bytes::len);
-        match batches
-            .iter_mut()
-            .rev()
-            .find(|(partition, _, _)| *partition == p.partition)
-        {
-            Some((_, entries, bytes))
-                if entries.len() < BATCH_RECORDS && *bytes + size <= BATCH_BYTES =>
-            {
-                entries.push(p.entry);
-                *bytes += size;
+        let open = batches
+            .iter()
+            .rposition(|(partition, _, _)| *partition == p.partition)
+            .filter(|i| {
+                let (_, entries, bytes) = &batches[*i];
+                entries.len() < BATCH_RECORDS && *bytes + size <= BATCH_BYTES
+            });
+        let batch = match open {
+            Some(i) => i,
+            None => {
+                batches.push((p.partition, Vec::new(), 0));
+                batches.len() - 1
             }
-            _ => batches.push((p.partition, vec![p.entry], size)),
-        }
+        };
+        let (_, entries, bytes) = &mut batches[batch];
+        places.push((batch, entries.len()));
+        entries.push(p.entry);
+        *bytes += size;
     }
     let requests: Vec<Request> = batches
         .into_iter()
@@ -194,32 +202,38 @@ async fn send_round(
             })
         })
         .collect();
-    let answers = c.call_many(&requests).await?;
-    let mut acknowledged = 0u64;
-    for answer in answers {
-        let r = match answer? {
-            Response::Produce { response, .. } => response,
-            other => {
+    let mut answers = Vec::with_capacity(requests.len());
+    for answer in c.call_many(&requests).await? {
+        match answer {
+            Ok(Response::Produce { response, .. }) => answers.push(Ok(response)),
+            Ok(other) => {
                 return Err(CmdError::Failed(format!(
                     "unexpected answer to a produce: {other:?}"
                 )));
             }
+            Err(e) => answers.push(Err(e)),
+        }
+    }
+    let mut acknowledged = 0u64;
+    for (batch, index) in places {
+        let r = match &answers[batch] {
+            Ok(r) => r,
+            // Everything before the first failed record was printed.
+            Err(_) => return Err(answers.swap_remove(batch).unwrap_err().into()),
         };
-        for i in 0..r.count as i64 {
-            let offset = r.base_offset.map(|b| b + i);
-            if o.as_json {
-                println!(
-                    "{}",
-                    json!({"topic": o.topic, "partition": r.partition, "offset": offset})
-                );
-            } else {
-                match offset {
-                    Some(off) => println!("{}-{} offset {off}", o.topic, r.partition),
-                    None => println!("{}-{} (acks=0, no offset)", o.topic, r.partition),
-                }
+        let offset = r.base_offset.map(|b| b + index as i64);
+        if o.as_json {
+            println!(
+                "{}",
+                json!({"topic": o.topic, "partition": r.partition, "offset": offset})
+            );
+        } else {
+            match offset {
+                Some(off) => println!("{}-{} offset {off}", o.topic, r.partition),
+                None => println!("{}-{} (acks=0, no offset)", o.topic, r.partition),
             }
         }
-        acknowledged += r.count as u64;
+        acknowledged += 1;
     }
     Ok(acknowledged)
 }

@@ -118,9 +118,9 @@ async fn serve(settings: Settings) -> Result<(), String> {
         } else {
             ""
         },
-        metrics
-            .as_ref()
-            .map_or(String::new(), |(addr, _)| format!(", metrics on http://{addr}/metrics"))
+        metrics.as_ref().map_or(String::new(), |(addr, _)| format!(
+            ", metrics on http://{addr}/metrics"
+        ))
     );
     let signal = wait_for_signal().await;
     tracing::info!(signal, "shutting down");
