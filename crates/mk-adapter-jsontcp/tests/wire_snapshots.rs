@@ -131,6 +131,26 @@ async fn snapshot_admin_operations() {
     h.stop().await;
 }
 
+/// `broker_offline` and `broker_online`, which work outside lab mode.
+#[tokio::test]
+async fn snapshot_broker_operations() {
+    let h = Harness::start(vec![1, 2, 3], 1, ServerOptions::default()).await;
+    let mut c = h.client().await;
+    let t = transcript(
+        &h,
+        &mut c,
+        &[
+            r#"{"operation":"create_topic","topic":"f","partitions":1,"replication_factor":3}"#,
+            r#"{"operation":"broker_offline","broker_id":1}"#,
+            r#"{"operation":"broker_offline","broker_id":7}"#,
+            r#"{"operation":"broker_online","broker_id":1}"#,
+        ],
+    )
+    .await;
+    insta::assert_snapshot!(t);
+    h.stop().await;
+}
+
 #[tokio::test]
 async fn snapshot_lab_operations() {
     let h = Harness::lab().await;
