@@ -747,13 +747,15 @@ fn a_committed_offset_below_the_log_start_is_reset_by_policy_and_by_reset_offset
     for v in &values {
         w.produce("r", 0, std::slice::from_ref(v));
     }
-    let out = ok_at(
-        addr,
-        &["consume", "r", "--group", "g", "--max-records", "5"],
-        b"",
-    );
-    assert_eq!(out.lines().count(), 5, "{out}");
-    assert_eq!(w.committed("g"), vec![("r".to_string(), 0, 5)]);
+    for group in ["g", "h"] {
+        let out = ok_at(
+            addr,
+            &["consume", "r", "--group", group, "--max-records", "5"],
+            b"",
+        );
+        assert_eq!(out.lines().count(), 5, "{out}");
+        assert_eq!(w.committed(group), vec![("r".to_string(), 0, 5)]);
+    }
     // Retention deletes every closed segment: the log start passes 5.
     w.ok(serde_json::json!({"operation": "roll", "topic": "r", "partition": 0}));
     w.ok(serde_json::json!({"operation": "apply_retention", "topic": "r", "retention_bytes": 1}));
@@ -762,19 +764,6 @@ fn a_committed_offset_below_the_log_start_is_reset_by_policy_and_by_reset_offset
         .unwrap();
     assert_eq!(start, 100, "every record was in a closed segment");
     w.produce("r", 0, &["fresh".to_string()]);
-
-    // reset-offsets works on such a group (here as a dry run first).
-    let plan = ok_at(
-        addr,
-        &["group", "reset-offsets", "g", "--to-earliest", "--dry-run"],
-        b"",
-    );
-    assert!(plan.contains("r-0: 5 -> 100"), "{plan}");
-    assert_eq!(
-        w.committed("g"),
-        vec![("r".to_string(), 0, 5)],
-        "a dry run changes nothing"
-    );
 
     // The consumer resets by its policy (earliest) instead of failing.
     let (code, out, err) = run_full(
@@ -787,7 +776,22 @@ fn a_committed_offset_below_the_log_start_is_reset_by_policy_and_by_reset_offset
     assert!(err.contains("reset to 100"), "{err}");
     assert_eq!(w.committed("g"), vec![("r".to_string(), 0, 101)]);
 
-    // And reset-offsets moves it back for real (clamped to the log start).
+    // reset-offsets works on a group below the log start (a dry run first).
+    let plan = ok_at(
+        addr,
+        &["group", "reset-offsets", "h", "--to-earliest", "--dry-run"],
+        b"",
+    );
+    assert!(plan.contains("r-0: 5 -> 100"), "{plan}");
+    assert_eq!(
+        w.committed("h"),
+        vec![("r".to_string(), 0, 5)],
+        "a dry run changes nothing"
+    );
+    let out = ok_at(addr, &["group", "reset-offsets", "h", "--to-earliest"], b"");
+    assert!(out.contains("r-0: 5 -> 100"), "{out}");
+    assert_eq!(w.committed("h"), vec![("r".to_string(), 0, 100)]);
+    // An offset is clamped into the log, as kafka-consumer-groups does.
     let out = ok_at(
         addr,
         &["group", "reset-offsets", "g", "--to-offset", "3"],
