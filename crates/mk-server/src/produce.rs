@@ -14,7 +14,7 @@ use crate::format::Input;
 use mk_adapter_jsontcp::{JsonTcpClient, ProduceRecords, ProduceSpec, Request, Response};
 use mk_cluster::{AckMode, Bytes, ProduceEntry};
 use serde_json::json;
-use std::io::{BufRead, IsTerminal};
+use std::io::{BufRead, IsTerminal, Write};
 use std::time::{Duration, Instant};
 
 /// Lines taken into one round at most.
@@ -222,17 +222,22 @@ async fn send_round(
             Err(_) => return Err(answers.swap_remove(batch).unwrap_err().into()),
         };
         let offset = r.base_offset.map(|b| b + index as i64);
-        if o.as_json {
-            println!(
-                "{}",
-                json!({"topic": o.topic, "partition": r.partition, "offset": offset})
-            );
-        } else {
-            match offset {
-                Some(off) => println!("{}-{} offset {off}", o.topic, r.partition),
-                None => println!("{}-{} (acks=0, no offset)", o.topic, r.partition),
+        let line = match (o.as_json, offset) {
+            (true, _) => {
+                json!({"topic": o.topic, "partition": r.partition, "offset": offset}).to_string()
             }
-        }
+            (false, Some(off)) => format!("{}-{} offset {off}", o.topic, r.partition),
+            (false, None) => format!("{}-{} (acks=0, no offset)", o.topic, r.partition),
+        };
+        // A closed stdout is an error to report, not a panic of println!.
+        writeln!(std::io::stdout(), "{line}").map_err(|e| {
+            CmdError::Failed(format!(
+                "cannot write to stdout ({e}); the record at {}-{} offset {} was produced",
+                o.topic,
+                r.partition,
+                offset.map_or("-".to_string(), |o| o.to_string())
+            ))
+        })?;
         acknowledged += 1;
     }
     Ok(acknowledged)

@@ -329,5 +329,27 @@ mod tests {
             ..ServeArgs::default()
         };
         assert!(args.resolve().unwrap_err().contains("cleanup.policy"));
+        let args = ServeArgs {
+            segment_bytes: Some(10),
+            ..ServeArgs::default()
+        };
+        assert!(
+            args.resolve()
+                .unwrap_err()
+                .contains("segment_bytes must be >= 1024")
+        );
+        let args = ServeArgs {
+            metrics_listen: Some("nowhere".into()),
+            ..ServeArgs::default()
+        };
+        assert!(args.resolve().unwrap_err().contains("--metrics-listen"));
+        let args = ServeArgs {
+            metrics_listen: Some("127.0.0.1:9464".into()),
+            ..ServeArgs::default()
+        };
+        assert_eq!(
+            args.resolve().unwrap().metrics_listen,
+            Some("127.0.0.1:9464".parse().unwrap())
+        );
     }
 }
