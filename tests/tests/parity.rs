@@ -114,8 +114,12 @@ async fn direct(admin: &DirectAdmin, client: &DirectClient, request: &Request) -
             }
             Request::Metadata { topic } => Response::Metadata(admin.describe_topic(&topic)?),
             Request::Produce(spec) => Response::Produce {
-                response: client.produce(spec.to_core()).await?,
                 batch: spec.is_batch(),
+                response: client
+                    .produce(spec.into_core(|topic, partition, records| {
+                        client.route_produce(topic, partition, records)
+                    })?)
+                    .await?,
             },
             Request::Fetch {
                 request,
@@ -157,6 +161,35 @@ async fn direct(admin: &DirectAdmin, client: &DirectClient, request: &Request) -
                 Response::CommitOffsets
             }
             Request::ListTopics => Response::ListTopics(admin.list_topics()?),
+            Request::DeleteTopic { topic } => {
+                admin.delete_topic(&topic)?;
+                Response::DeleteTopic
+            }
+            Request::CreatePartitions { topic, partitions } => {
+                admin.create_partitions(&topic, partitions)?;
+                Response::CreatePartitions
+            }
+            Request::AlterTopicConfig {
+                topic,
+                changes,
+                validate_only,
+            } => Response::AlterTopicConfig(admin.alter_topic_config(
+                &topic,
+                &changes,
+                validate_only,
+            )?),
+            Request::DescribeTopicConfig { topic } => {
+                Response::DescribeTopicConfig(admin.describe_topic_config(&topic)?)
+            }
+            Request::ListGroups => Response::ListGroups(admin.list_groups()?),
+            Request::DeleteGroup { group_id } => {
+                admin.delete_group(&group_id)?;
+                Response::DeleteGroup
+            }
+            Request::AlterGroupOffsets { group_id, offsets } => {
+                admin.alter_group_offsets(&group_id, &offsets)?;
+                Response::AlterGroupOffsets
+            }
             Request::ListOffsets { tp, at } => Response::ListOffsets(client.list_offsets(&tp, at)?),
             Request::LeaveGroup {
                 group_id,

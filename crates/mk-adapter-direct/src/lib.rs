@@ -8,9 +8,10 @@
 
 use mk_cluster::{
     AssignorKind, BrokerCluster, BrokerId, ClusterDescription, ClusterStats, CompactionSummary,
-    FetchRequest, FetchResult, GroupDescription, LeaderAndEpoch, MemberAssignment, OffsetSpec,
-    ProduceRequest, ProduceResponse, ProducerIdentity, Result, RetentionPolicy, TopicConfig,
-    TopicConfigOverrides, TopicDescription, TopicPartition, TxnHandle,
+    ConfigChange, FetchRequest, FetchResult, GroupDescription, GroupListing, LeaderAndEpoch,
+    MemberAssignment, OffsetSpec, ProduceEntry, ProduceRequest, ProduceResponse, ProducerIdentity,
+    Result, RetentionPolicy, TopicConfig, TopicConfigEntry, TopicConfigOverrides, TopicDescription,
+    TopicPartition, TxnHandle,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -140,6 +141,45 @@ impl DirectAdmin {
     pub fn flush_cycle(&self) -> Result<()> {
         self.cluster.run_flush_cycle()
     }
+
+    pub fn delete_topic(&self, topic: &str) -> Result<()> {
+        self.cluster.delete_topic(topic)
+    }
+
+    /// Grows a topic to `total` partitions.
+    pub fn create_partitions(&self, topic: &str, total: u32) -> Result<()> {
+        self.cluster.create_partitions(topic, total)
+    }
+
+    pub fn alter_topic_config(
+        &self,
+        topic: &str,
+        changes: &[ConfigChange],
+        validate_only: bool,
+    ) -> Result<TopicConfig> {
+        self.cluster
+            .alter_topic_config(topic, changes, validate_only)
+    }
+
+    pub fn describe_topic_config(&self, topic: &str) -> Result<Vec<TopicConfigEntry>> {
+        self.cluster.describe_topic_config(topic)
+    }
+
+    pub fn list_groups(&self) -> Result<Vec<GroupListing>> {
+        self.cluster.list_group_listings()
+    }
+
+    pub fn delete_group(&self, group: &str) -> Result<()> {
+        self.cluster.delete_group(group)
+    }
+
+    pub fn alter_group_offsets(
+        &self,
+        group: &str,
+        offsets: &BTreeMap<TopicPartition, i64>,
+    ) -> Result<()> {
+        self.cluster.alter_group_offsets(group, offsets)
+    }
 }
 
 /// Produce, fetch, consumer groups and transactions.
@@ -155,6 +195,16 @@ impl DirectClient {
 
     pub async fn produce(&self, req: ProduceRequest) -> Result<ProduceResponse> {
         self.cluster.produce(req).await
+    }
+
+    /// The partition a produce request without an explicit one goes to.
+    pub fn route_produce(
+        &self,
+        topic: &str,
+        partition: Option<u32>,
+        records: &[ProduceEntry],
+    ) -> Result<TopicPartition> {
+        self.cluster.route_produce(topic, partition, records)
     }
 
     pub fn fetch(&self, req: &FetchRequest) -> Result<FetchResult> {

@@ -1,6 +1,7 @@
 //! `JsonTcpClient`: a typed async client for every operation of spec 06,
-//! over one connection, one request at a time. Errors carry the server's
-//! stable code and message.
+//! over one connection, one request at a time or several pipelined
+//! (`call_many`). Errors carry the server's stable code and message; an
+//! optional request timeout bounds every call.
 
 use crate::protocol::{
     ErrorResponse, ProduceRecords, ProduceSpec, Request, Response, ServerStats,
@@ -8,14 +9,15 @@ use crate::protocol::{
 };
 use crate::wire::type_name;
 use mk_cluster::{
-    AckMode, AssignorKind, BrokerId, Bytes, ClusterDescription, CompactionSummary, ErrorCode,
-    FetchRequest, FetchResult, GroupDescription, LeaderAndEpoch, MemberAssignment, OffsetSpec,
-    ProduceResponse, ProducerIdentity, RetentionPolicy, TopicDescription, TopicPartition,
-    TxnHandle,
+    AckMode, AssignorKind, BrokerId, Bytes, ClusterDescription, CompactionSummary, ConfigChange,
+    ErrorCode, FetchRequest, FetchResult, GroupDescription, GroupListing, LeaderAndEpoch,
+    MemberAssignment, OffsetSpec, ProduceResponse, ProducerIdentity, RetentionPolicy, TopicConfig,
+    TopicConfigEntry, TopicDescription, TopicPartition, TxnHandle,
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io;
+use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpStream, ToSocketAddrs};
@@ -32,6 +34,9 @@ pub enum ClientError {
     Io(io::Error),
     /// The server's answer is not what spec 06 describes.
     Protocol(String),
+    /// No answer within the request timeout. The connection is abandoned
+    /// (a late answer would be taken for the next request's).
+    TimedOut(std::time::Duration),
 }
 
 impl ClientError {
@@ -50,6 +55,11 @@ impl std::fmt::Display for ClientError {
             ClientError::Server(e) => write!(f, "{}: {}", e.code, e.message),
             ClientError::Io(e) => write!(f, "connection error: {e}"),
             ClientError::Protocol(m) => write!(f, "protocol error: {m}"),
+            ClientError::TimedOut(d) => write!(
+                f,
+                "no answer from the server within {} ms (the request timeout)",
+                d.as_millis()
+            ),
         }
     }
 }
@@ -70,6 +80,9 @@ pub struct JsonTcpClient {
     reader: BufReader<OwnedReadHalf>,
     writer: OwnedWriteHalf,
     line: Vec<u8>,
+    timeout: Option<Duration>,
+    /// Set after a timeout: the stream may still carry a late answer.
+    abandoned: bool,
 }
 
 macro_rules! expect {
@@ -92,7 +105,16 @@ impl JsonTcpClient {
             reader: BufReader::new(rd),
             writer: wr,
             line: Vec::new(),
+            timeout: None,
+            abandoned: false,
         })
+    }
+
+    /// Bounds every later call (`None`: wait as long as the server takes).
+    /// A long poll's `max_wait_ms` comes on top of it, so a fetch that
+    /// waits on purpose does not time out.
+    pub fn set_request_timeout(&mut self, timeout: Option<Duration>) {
+        self.timeout = timeout;
     }
 
     /// Sends one raw line (a `\n` is added if missing) and returns the raw
@@ -102,36 +124,83 @@ impl JsonTcpClient {
         if !line.ends_with(b"\n") {
             self.writer.write_all(b"\n").await?;
         }
-        self.read_line().await
-    }
-
-    async fn read_line(&mut self) -> ClientResult<Vec<u8>> {
-        self.line.clear();
-        let n = (&mut self.reader)
-            .take(MAX_RESPONSE_BYTES)
-            .read_until(b'\n', &mut self.line)
-            .await?;
-        if n == 0 {
-            return Err(ClientError::Io(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "the server closed the connection",
-            )));
-        }
-        if self.line.last() != Some(&b'\n') {
-            return Err(ClientError::Protocol(
-                "response line is incomplete or too long".into(),
-            ));
-        }
-        self.line.pop();
-        Ok(std::mem::take(&mut self.line))
+        read_line(&mut self.reader, &mut self.line).await
     }
 
     /// Sends a request and decodes its response.
     pub async fn call(&mut self, request: &Request) -> ClientResult<Response> {
         let line = request.encode(None);
-        self.writer.write_all(&line).await?;
-        let answer = self.read_line().await?;
-        decode_answer(request, &answer)
+        let extra = long_poll(request);
+        let (reader, writer, buf) = (&mut self.reader, &mut self.writer, &mut self.line);
+        let exchange = async move {
+            writer.write_all(&line).await?;
+            let answer = read_line(reader, buf).await?;
+            decode_answer(request, &answer)
+        };
+        // The halves are borrowed by `exchange`; `timed` only needs the
+        // timeout settings, so they are copied out first.
+        let (timeout, abandoned) = (self.timeout, self.abandoned);
+        let result = Self::timed_with(timeout, abandoned, extra, exchange).await;
+        if matches!(result, Err(ClientError::TimedOut(_))) {
+            self.abandoned = true;
+        }
+        result
+    }
+
+    /// Pipelines `requests`: writes them all while reading the answers, so
+    /// the server works on the next request while this one's answer
+    /// travels. One result per request, in order; the outer error is a
+    /// broken connection or a timeout.
+    pub async fn call_many(
+        &mut self,
+        requests: &[Request],
+    ) -> ClientResult<Vec<ClientResult<Response>>> {
+        let mut bytes = Vec::new();
+        for r in requests {
+            bytes.extend_from_slice(&r.encode(None));
+        }
+        let extra = requests.iter().map(long_poll).sum();
+        let (reader, writer, buf) = (&mut self.reader, &mut self.writer, &mut self.line);
+        let exchange = async move {
+            let write = async { writer.write_all(&bytes).await.map_err(ClientError::Io) };
+            let read = async {
+                let mut answers = Vec::with_capacity(requests.len());
+                for r in requests {
+                    let line = read_line(reader, buf).await?;
+                    answers.push(decode_answer(r, &line));
+                }
+                Ok(answers)
+            };
+            let (written, answers) = tokio::join!(write, read);
+            written?;
+            answers
+        };
+        let (timeout, abandoned) = (self.timeout, self.abandoned);
+        let result = Self::timed_with(timeout, abandoned, extra, exchange).await;
+        if matches!(result, Err(ClientError::TimedOut(_))) {
+            self.abandoned = true;
+        }
+        result
+    }
+
+    async fn timed_with<T>(
+        timeout: Option<Duration>,
+        abandoned: bool,
+        extra: Duration,
+        fut: impl std::future::Future<Output = ClientResult<T>>,
+    ) -> ClientResult<T> {
+        if abandoned {
+            return Err(ClientError::Io(io::Error::other(
+                "the connection was abandoned after a request timed out",
+            )));
+        }
+        let Some(limit) = timeout else {
+            return fut.await;
+        };
+        match tokio::time::timeout(limit + extra, fut).await {
+            Ok(r) => r,
+            Err(_) => Err(ClientError::TimedOut(limit)),
+        }
     }
 
     pub async fn create_topic(
@@ -186,12 +255,12 @@ impl JsonTcpClient {
         acks: AckMode,
     ) -> ClientResult<Option<i64>> {
         let r = self
-            .produce(ProduceSpec {
-                tp: tp.clone(),
+            .produce(ProduceSpec::to_partition(
+                tp,
                 acks,
-                producer: None,
-                records: ProduceRecords::Single { key, value },
-            })
+                None,
+                ProduceRecords::Single { key, value },
+            ))
             .await?;
         Ok(r.base_offset)
     }
@@ -214,6 +283,88 @@ impl JsonTcpClient {
     pub async fn list_topics(&mut self) -> ClientResult<Vec<String>> {
         let r = self.call(&Request::ListTopics).await?;
         expect!(r, Response::ListTopics(t) => t)
+    }
+
+    /// Deletes a topic with its records and committed offsets.
+    pub async fn delete_topic(&mut self, topic: &str) -> ClientResult<()> {
+        let r = self
+            .call(&Request::DeleteTopic {
+                topic: topic.into(),
+            })
+            .await?;
+        expect!(r, Response::DeleteTopic => ())
+    }
+
+    /// Grows a topic to `partitions` in total.
+    pub async fn create_partitions(&mut self, topic: &str, partitions: u32) -> ClientResult<()> {
+        let r = self
+            .call(&Request::CreatePartitions {
+                topic: topic.into(),
+                partitions,
+            })
+            .await?;
+        expect!(r, Response::CreatePartitions => ())
+    }
+
+    /// Sets and resets topic settings (Kafka's names and spellings);
+    /// returns the resulting config.
+    pub async fn alter_topic_config(
+        &mut self,
+        topic: &str,
+        changes: Vec<ConfigChange>,
+        validate_only: bool,
+    ) -> ClientResult<TopicConfig> {
+        let r = self
+            .call(&Request::AlterTopicConfig {
+                topic: topic.into(),
+                changes,
+                validate_only,
+            })
+            .await?;
+        expect!(r, Response::AlterTopicConfig(c) => c)
+    }
+
+    /// Every setting of a topic with the value in force.
+    pub async fn describe_topic_config(
+        &mut self,
+        topic: &str,
+    ) -> ClientResult<Vec<TopicConfigEntry>> {
+        let r = self
+            .call(&Request::DescribeTopicConfig {
+                topic: topic.into(),
+            })
+            .await?;
+        expect!(r, Response::DescribeTopicConfig(e) => e)
+    }
+
+    pub async fn list_groups(&mut self) -> ClientResult<Vec<GroupListing>> {
+        let r = self.call(&Request::ListGroups).await?;
+        expect!(r, Response::ListGroups(g) => g)
+    }
+
+    pub async fn delete_group(&mut self, group_id: &str) -> ClientResult<()> {
+        let r = self
+            .call(&Request::DeleteGroup {
+                group_id: group_id.into(),
+            })
+            .await?;
+        expect!(r, Response::DeleteGroup => ())
+    }
+
+    /// Sets a group's committed offsets from outside (the group must have
+    /// no members).
+    pub async fn alter_group_offsets(
+        &mut self,
+        group_id: &str,
+        offsets: &BTreeMap<TopicPartition, i64>,
+    ) -> ClientResult<()> {
+        let r = self
+            .call(&Request::AlterGroupOffsets {
+                group_id: group_id.into(),
+                offsets: offsets.clone(),
+            })
+            .await?;
+        expect!(r, Response::AlterGroupOffsets => ())
     }
 
     pub async fn list_offsets(
@@ -512,6 +663,43 @@ impl JsonTcpClient {
         let r = self.call(&Request::FlushCycle).await?;
         expect!(r, Response::FlushCycle => ())
     }
+}
+
+/// How long a request may wait on purpose (a fetch's long poll).
+fn long_poll(request: &Request) -> Duration {
+    match request {
+        Request::Fetch {
+            max_wait_ms: Some(ms),
+            ..
+        } => Duration::from_millis(u64::from(*ms)),
+        _ => Duration::ZERO,
+    }
+}
+
+/// Reads one response line (without its `\n`), bounded by
+/// `MAX_RESPONSE_BYTES`.
+async fn read_line(
+    reader: &mut BufReader<OwnedReadHalf>,
+    line: &mut Vec<u8>,
+) -> ClientResult<Vec<u8>> {
+    line.clear();
+    let n = reader
+        .take(MAX_RESPONSE_BYTES)
+        .read_until(b'\n', line)
+        .await?;
+    if n == 0 {
+        return Err(ClientError::Io(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the server closed the connection",
+        )));
+    }
+    if line.last() != Some(&b'\n') {
+        return Err(ClientError::Protocol(
+            "response line is incomplete or too long".into(),
+        ));
+    }
+    line.pop();
+    Ok(std::mem::take(line))
 }
 
 fn txn_ref(handle: &TxnHandle) -> TxnRef {

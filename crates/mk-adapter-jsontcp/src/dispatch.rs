@@ -38,8 +38,11 @@ pub(crate) async fn execute(
         Request::Metadata { topic } => Response::Metadata(c.describe_topic(&topic)?),
         Request::Produce(spec) => {
             let batch = spec.is_batch();
+            let request = spec.into_core(|topic, partition, records| {
+                c.route_produce(topic, partition, records)
+            })?;
             Response::Produce {
-                response: c.produce(spec.into_core()).await?,
+                response: c.produce(request).await?,
                 batch,
             }
         }
@@ -85,6 +88,31 @@ pub(crate) async fn execute(
             Response::CommitOffsets
         }
         Request::ListTopics => Response::ListTopics(c.list_topics()?),
+        Request::DeleteTopic { topic } => {
+            c.delete_topic(&topic)?;
+            Response::DeleteTopic
+        }
+        Request::CreatePartitions { topic, partitions } => {
+            c.create_partitions(&topic, partitions)?;
+            Response::CreatePartitions
+        }
+        Request::AlterTopicConfig {
+            topic,
+            changes,
+            validate_only,
+        } => Response::AlterTopicConfig(c.alter_topic_config(&topic, &changes, validate_only)?),
+        Request::DescribeTopicConfig { topic } => {
+            Response::DescribeTopicConfig(c.describe_topic_config(&topic)?)
+        }
+        Request::ListGroups => Response::ListGroups(c.list_group_listings()?),
+        Request::DeleteGroup { group_id } => {
+            c.delete_group(&group_id)?;
+            Response::DeleteGroup
+        }
+        Request::AlterGroupOffsets { group_id, offsets } => {
+            c.alter_group_offsets(&group_id, &offsets)?;
+            Response::AlterGroupOffsets
+        }
         Request::ListOffsets { tp, at } => Response::ListOffsets(c.list_offsets(&tp, at)?),
         Request::LeaveGroup {
             group_id,

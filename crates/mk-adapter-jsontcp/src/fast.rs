@@ -12,7 +12,7 @@
 //! precise INVALID_REQUEST message.
 
 use crate::protocol::{DecodedLine, ProduceRecords, ProduceSpec, Request};
-use mk_cluster::{AckMode, Bytes, Header, ProduceEntry, TopicPartition};
+use mk_cluster::{AckMode, Bytes, Header, ProduceEntry};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -144,7 +144,8 @@ pub(crate) fn decode_batched_produce(line: &[u8]) -> Option<DecodedLine> {
     Some(DecodedLine {
         id: p.id,
         request: Ok(Request::Produce(ProduceSpec {
-            tp: TopicPartition::new(p.topic.into_owned(), p.partition.unwrap_or(0)),
+            topic: p.topic.into_owned(),
+            partition: p.partition,
             acks,
             producer: None,
             records: ProduceRecords::Batch(records),

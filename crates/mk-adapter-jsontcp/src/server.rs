@@ -16,9 +16,10 @@
 //! at most `max_connections` connections are served at once.
 
 use crate::dispatch::{DispatchContext, execute};
-use crate::protocol::{ErrorResponse, decode_request_line};
+use crate::protocol::{ErrorResponse, Request, decode_request_line};
 use futures::FutureExt;
 use mk_cluster::{BrokerCluster, ErrorCode};
+use serde_json::Value;
 use std::io;
 use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
@@ -483,14 +484,44 @@ async fn enqueue(bytes: Vec<u8>, q: &Queue) -> bool {
     .is_ok()
 }
 
-/// The response line for one request line.
+/// The response line for one request line, counted in the metrics: bytes
+/// in and out, and per operation (`invalid` for a line that does not
+/// decode) the requests, errors and latency. The `metrics` facade is a
+/// no-op unless the binary installs a recorder (`--metrics-listen`).
 async fn respond(line: &[u8], shared: &Shared) -> Vec<u8> {
+    let started = std::time::Instant::now();
+    let (api, answer) = respond_to(line, shared).await;
+    let labels = [("protocol", "json"), ("api", api)];
+    metrics::counter!("mk_requests_total", &labels).increment(1);
+    if answer.starts_with(b"{\"ok\":false") {
+        metrics::counter!("mk_request_errors_total", &labels).increment(1);
+    }
+    metrics::histogram!("mk_request_duration_seconds", &labels)
+        .record(started.elapsed().as_secs_f64());
+    metrics::counter!("mk_received_bytes_total", "protocol" => "json")
+        .increment(line.len() as u64 + 1);
+    metrics::counter!("mk_sent_bytes_total", "protocol" => "json").increment(answer.len() as u64);
+    answer
+}
+
+/// The operation's wire name and the response line.
+async fn respond_to(line: &[u8], shared: &Shared) -> (&'static str, Vec<u8>) {
     let decoded = decode_request_line(line);
     let id = decoded.id.as_ref();
     let request = match decoded.request {
-        Err(e) => return ErrorResponse::new(ErrorCode::InvalidRequest, e.0).encode(id),
+        Err(e) => {
+            return (
+                "invalid",
+                ErrorResponse::new(ErrorCode::InvalidRequest, e.0).encode(id),
+            );
+        }
         Ok(r) => r,
     };
+    let op = request.operation();
+    (op.name(), respond_decoded(request, id, shared).await)
+}
+
+async fn respond_decoded(request: Request, id: Option<&Value>, shared: &Shared) -> Vec<u8> {
     let op = request.operation();
     if op.is_lab() && !shared.options.lab {
         return ErrorResponse::new(

@@ -7,10 +7,10 @@
 
 use mk_adapter_jsontcp::mk_cluster::{
     AckMode, AssignorKind, Bytes, CleanupPolicy, ClusterDescription, ClusterStats,
-    CompactionSummary, ConsumerRecord, FetchRequest, FetchResult, GroupDescription, GroupState,
-    Header, Isolation, LeaderAndEpoch, MemberAssignment, MemberDescription, OffsetSpec,
-    PartitionInfo, ProduceEntry, ProduceResponse, ProducerIdentity, ProducerInfo, RetentionPolicy,
-    TopicConfig, TopicDescription, TopicPartition,
+    CompactionSummary, ConfigChange, ConsumerRecord, FetchRequest, FetchResult, GroupDescription,
+    GroupListing, GroupState, Header, Isolation, LeaderAndEpoch, MemberAssignment,
+    MemberDescription, OffsetSpec, PartitionInfo, ProduceEntry, ProduceResponse, ProducerIdentity,
+    ProducerInfo, RetentionPolicy, TopicConfig, TopicConfigEntry, TopicDescription, TopicPartition,
 };
 use mk_adapter_jsontcp::{
     Operation, ProduceRecords, ProduceSpec, Request, Response, ServerStats, TopicConfigOverrides,
@@ -60,7 +60,8 @@ fn offsets() -> BTreeMap<TopicPartition, i64> {
 fn exchanges() -> Vec<(Request, Response)> {
     let produce = |records, producer| {
         Request::Produce(ProduceSpec {
-            tp: tp("events", 1),
+            topic: "events".into(),
+            partition: Some(1),
             acks: AckMode::All,
             producer,
             records,
@@ -497,6 +498,122 @@ fn exchanges() -> Vec<(Request, Response)> {
             Response::ExpireTransactions(vec!["tx".into()]),
         ),
         (Request::FlushCycle, Response::FlushCycle),
+        // Added by issue 14, after the older samples so their ids (and
+        // snapshot lines) stay as they were.
+        (
+            // Without a partition the core routes the record by its key.
+            Request::Produce(ProduceSpec {
+                topic: "events".into(),
+                partition: None,
+                acks: AckMode::One,
+                producer: None,
+                records: ProduceRecords::Single {
+                    key: b("user-1"),
+                    value: b("v"),
+                },
+            }),
+            Response::Produce {
+                response: ProduceResponse {
+                    partition: 2,
+                    base_offset: Some(9),
+                    count: 1,
+                    duplicate: false,
+                },
+                batch: false,
+            },
+        ),
+        (
+            Request::DeleteTopic {
+                topic: "old".into(),
+            },
+            Response::DeleteTopic,
+        ),
+        (
+            Request::CreatePartitions {
+                topic: "events".into(),
+                partitions: 6,
+            },
+            Response::CreatePartitions,
+        ),
+        (
+            Request::AlterTopicConfig {
+                topic: "events".into(),
+                changes: vec![
+                    ConfigChange::Set {
+                        key: "retention.ms".into(),
+                        value: "-1".into(),
+                    },
+                    ConfigChange::Set {
+                        key: "segment.bytes".into(),
+                        value: "4096".into(),
+                    },
+                    ConfigChange::Delete {
+                        key: "cleanup.policy".into(),
+                    },
+                ],
+                validate_only: true,
+            },
+            Response::AlterTopicConfig(TopicConfig {
+                cleanup_policy: CleanupPolicy::Delete,
+                retention_ms: None,
+                retention_bytes: None,
+                segment_bytes: Some(4096),
+                delete_retention_ms: 86_400_000,
+            }),
+        ),
+        (
+            Request::AlterTopicConfig {
+                topic: "events".into(),
+                changes: vec![],
+                validate_only: false,
+            },
+            Response::AlterTopicConfig(TopicConfig::default()),
+        ),
+        (
+            Request::DescribeTopicConfig {
+                topic: "events".into(),
+            },
+            Response::DescribeTopicConfig(vec![
+                TopicConfigEntry {
+                    name: "cleanup.policy".into(),
+                    value: "delete".into(),
+                    is_default: true,
+                },
+                TopicConfigEntry {
+                    name: "retention.ms".into(),
+                    value: "-1".into(),
+                    is_default: false,
+                },
+            ]),
+        ),
+        (
+            Request::ListGroups,
+            Response::ListGroups(vec![
+                GroupListing {
+                    group_id: "g".into(),
+                    protocol_type: "consumer".into(),
+                    state: GroupState::Stable,
+                },
+                GroupListing {
+                    group_id: "offsets-only".into(),
+                    protocol_type: String::new(),
+                    state: GroupState::Empty,
+                },
+            ]),
+        ),
+        (
+            Request::DeleteGroup {
+                group_id: "g".into(),
+            },
+            Response::DeleteGroup,
+        ),
+        (
+            Request::AlterGroupOffsets {
+                group_id: "g".into(),
+                offsets: offsets(),
+            },
+            Response::AlterGroupOffsets,
+        ),
     ]
 }
 

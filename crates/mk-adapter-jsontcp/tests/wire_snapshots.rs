@@ -81,6 +81,76 @@ async fn snapshot_extended_operations() {
     h.stop().await;
 }
 
+/// The administration operations of issue 14 and the keyed routing of
+/// `produce` and `txn_produce` without a partition (murmur2, as Kafka's
+/// default partitioner; both paths agree).
+#[tokio::test]
+async fn snapshot_admin_operations() {
+    let h = Harness::single(ServerOptions::default()).await;
+    let mut c = h.client().await;
+    let t = transcript(
+        &h,
+        &mut c,
+        &[
+            r#"{"operation":"create_topic","topic":"events","partitions":2,"replication_factor":1,"config":{"retention.ms":-1}}"#,
+            r#"{"operation":"produce","topic":"events","key_b64":"dXNlci0x","value_b64":"c2lnbmVkIHVw"}"#,
+            r#"{"operation":"produce","topic":"events","acks":"1","records":[{"key_b64":"dXNlci0x","value_b64":"YQ=="},{"value_b64":"Yg=="}]}"#,
+            r#"{"operation":"produce","topic":"events","key_b64":"dXNlci0z","value_b64":"c2lnbmVkIHVw"}"#,
+            r#"{"operation":"produce","topic":"events","records":[{"key_b64":"dXNlci0x","value_b64":"YQ=="},{"key_b64":"dXNlci0z","value_b64":"Yg=="}]}"#,
+            r#"{"operation":"produce","topic":"events","value_b64":"bm8ga2V5"}"#,
+            r#"{"operation":"begin_txn","transactional_id":"tx"}"#,
+            r#"{"operation":"txn_produce","transactional_id":"tx","producer_epoch":0,"topic":"events","key_b64":"dXNlci0z","value_b64":"dA=="}"#,
+            r#"{"operation":"commit_txn","transactional_id":"tx","producer_epoch":0}"#,
+            r#"{"operation":"describe_topic_config","topic":"events"}"#,
+            r#"{"operation":"alter_topic_config","topic":"events","set":{"retention.ms":"3600000","segment.bytes":2048}}"#,
+            r#"{"operation":"alter_topic_config","topic":"events","set":{"segment.bytes":"10"}}"#,
+            r#"{"operation":"alter_topic_config","topic":"events","delete":["segment.bytes"],"validate_only":true}"#,
+            r#"{"operation":"alter_topic_config","topic":"events","set":{"retention.hours":"1"}}"#,
+            r#"{"operation":"alter_topic_config","topic":"events","set":{"retention.ms":true}}"#,
+            r#"{"operation":"describe_topic_config","topic":"events"}"#,
+            r#"{"operation":"create_partitions","topic":"events","partitions":3}"#,
+            r#"{"operation":"create_partitions","topic":"events","partitions":2}"#,
+            r#"{"operation":"create_topic","topic":"tiny","partitions":1,"replication_factor":1,"config":{"segment.bytes":10}}"#,
+            r#"{"operation":"join_group","group_id":"readers","member_id":"m1","topics":["events"]}"#,
+            r#"{"operation":"list_groups"}"#,
+            r#"{"operation":"alter_group_offsets","group_id":"readers","offsets":[{"topic":"events","partition":0,"offset":0}]}"#,
+            r#"{"operation":"delete_group","group_id":"readers"}"#,
+            r#"{"operation":"leave_group","group_id":"readers","member_id":"m1"}"#,
+            r#"{"operation":"alter_group_offsets","group_id":"readers","offsets":[{"topic":"events","partition":0,"offset":1},{"topic":"events","partition":1,"offset":0}]}"#,
+            r#"{"operation":"fetch_offsets","group_id":"readers"}"#,
+            r#"{"operation":"delete_group","group_id":"readers"}"#,
+            r#"{"operation":"delete_group","group_id":"readers"}"#,
+            r#"{"operation":"delete_topic","topic":"events"}"#,
+            r#"{"operation":"delete_topic","topic":"events"}"#,
+            r#"{"operation":"delete_topic","topic":"__consumer_offsets"}"#,
+            r#"{"operation":"list_topics"}"#,
+        ],
+    )
+    .await;
+    insta::assert_snapshot!(t);
+    h.stop().await;
+}
+
+/// `broker_offline` and `broker_online`, which work outside lab mode.
+#[tokio::test]
+async fn snapshot_broker_operations() {
+    let h = Harness::start(vec![1, 2, 3], 1, ServerOptions::default()).await;
+    let mut c = h.client().await;
+    let t = transcript(
+        &h,
+        &mut c,
+        &[
+            r#"{"operation":"create_topic","topic":"f","partitions":1,"replication_factor":3}"#,
+            r#"{"operation":"broker_offline","broker_id":1}"#,
+            r#"{"operation":"broker_offline","broker_id":7}"#,
+            r#"{"operation":"broker_online","broker_id":1}"#,
+        ],
+    )
+    .await;
+    insta::assert_snapshot!(t);
+    h.stop().await;
+}
+
 #[tokio::test]
 async fn snapshot_lab_operations() {
     let h = Harness::lab().await;
@@ -89,7 +159,7 @@ async fn snapshot_lab_operations() {
         &h,
         &mut c,
         &[
-            r#"{"operation":"create_topic","topic":"lab","partitions":1,"replication_factor":3,"config":{"segment.bytes":100}}"#,
+            r#"{"operation":"create_topic","topic":"lab","partitions":1,"replication_factor":3,"config":{"segment.bytes":1024}}"#,
             r#"{"operation":"produce","topic":"lab","partition":0,"key_b64":"aw==","value_b64":"djE=","acks":"1"}"#,
             r#"{"operation":"produce","topic":"lab","partition":0,"key_b64":"aw==","value_b64":"djI=","acks":"1"}"#,
             r#"{"operation":"replicate_once"}"#,

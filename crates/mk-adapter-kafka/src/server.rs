@@ -532,15 +532,25 @@ async fn answer(
     let mut buf = BytesMut::with_capacity(256);
     buf.resize(frame::RESPONSE_HEADER_ROOM, 0);
     let mut w = Writer::with_buf(buf, flexible);
+    // Counted per API by name (the `metrics` facade is a no-op unless the
+    // binary installs a recorder): requests, latency, bytes in and out.
+    let started = std::time::Instant::now();
+    let labels = [("protocol", "kafka"), ("api", spec.name)];
+    metrics::counter!("mk_requests_total", &labels).increment(1);
+    metrics::counter!("mk_received_bytes_total", "protocol" => "kafka")
+        .increment(frame.len() as u64 + 4);
     let answered = api::dispatch(&ctx, spec, &mut r, &mut w)
         .await
         .map_err(ReadEnd::Undecodable)?;
+    metrics::histogram!("mk_request_duration_seconds", &labels)
+        .record(started.elapsed().as_secs_f64());
     if !answered {
         return Ok(true);
     }
     // ApiVersions answers with header v0 at every version.
     let tagged = flexible && header.api_key != api::key::API_VERSIONS;
     let bytes = frame::finish_response(w.buf, header.correlation_id, tagged);
+    metrics::counter!("mk_sent_bytes_total", "protocol" => "kafka").increment(bytes.len() as u64);
     Ok(enqueue(bytes, q).await)
 }
 

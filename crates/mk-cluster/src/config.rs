@@ -241,6 +241,27 @@ impl Default for TopicConfig {
     }
 }
 
+/// The smallest `segment.bytes` a topic may have. Kafka's own floor is 14
+/// bytes (one record's header), which lets a typo create a file per record;
+/// 1 KiB still lets labs and tests roll segments after a few records.
+pub const MIN_SEGMENT_BYTES: u64 = 1024;
+
+/// Kafka's spelling of "no limit" for `retention.ms` and `retention.bytes`:
+/// `-1` is `None`, any other value is itself (and validated as such).
+pub fn kafka_limit(value: i64) -> Option<i64> {
+    (value != -1).then_some(value)
+}
+
+/// One topic setting as an operator sees it: its Kafka name, its value in
+/// Kafka's spelling (`-1` for no limit, the cluster's segment size where
+/// the topic sets none) and whether it is the cluster default.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicConfigEntry {
+    pub name: String,
+    pub value: String,
+    pub is_default: bool,
+}
+
 /// The topic config keys a topic has (Kafka's names), in display order.
 pub const TOPIC_CONFIG_KEYS: [&str; 5] = [
     "cleanup.policy",
@@ -312,18 +333,8 @@ impl TopicConfig {
                 self.cleanup_policy = CleanupPolicy::parse(value.trim())
                     .map_err(ClusterError::into_invalid_config)?;
             }
-            "retention.ms" => {
-                self.retention_ms = match config_int(key, value)? {
-                    -1 => None,
-                    v => Some(v),
-                };
-            }
-            "retention.bytes" => {
-                self.retention_bytes = match config_int(key, value)? {
-                    -1 => None,
-                    v => Some(v),
-                };
-            }
+            "retention.ms" => self.retention_ms = kafka_limit(config_int(key, value)?),
+            "retention.bytes" => self.retention_bytes = kafka_limit(config_int(key, value)?),
             "segment.bytes" => {
                 let v = config_int(key, value)?;
                 self.segment_bytes = Some(u64::try_from(v).map_err(|_| {
@@ -339,6 +350,28 @@ impl TopicConfig {
             }
         }
         self.validate().map_err(ClusterError::into_invalid_config)
+    }
+
+    /// Every setting with its value and whether it equals the default, in
+    /// `TOPIC_CONFIG_KEYS` order (what `topic describe` and Kafka's
+    /// DescribeConfigs show).
+    pub fn entries(
+        &self,
+        defaults: &TopicConfig,
+        cluster_segment_bytes: u64,
+    ) -> Vec<TopicConfigEntry> {
+        TOPIC_CONFIG_KEYS
+            .iter()
+            .filter_map(|key| {
+                let value = self.get(key, cluster_segment_bytes)?;
+                let is_default = defaults.get(key, cluster_segment_bytes).as_ref() == Some(&value);
+                Some(TopicConfigEntry {
+                    name: key.to_string(),
+                    value,
+                    is_default,
+                })
+            })
+            .collect()
     }
 
     /// Resets one key to its value in `defaults`.
@@ -382,8 +415,12 @@ impl TopicConfig {
         {
             return bad(format!("retention.bytes must be > 0, got {b}"));
         }
-        if self.segment_bytes == Some(0) {
-            return bad("segment.bytes must be > 0".into());
+        if let Some(b) = self.segment_bytes
+            && b < MIN_SEGMENT_BYTES
+        {
+            return bad(format!(
+                "segment.bytes must be >= {MIN_SEGMENT_BYTES}, got {b}"
+            ));
         }
         if self.delete_retention_ms < 0 {
             return bad(format!(
@@ -499,6 +536,38 @@ mod tests {
             TopicConfig::default().get("segment.bytes", 77).as_deref(),
             Some("77")
         );
+    }
+
+    #[test]
+    fn segment_bytes_has_a_sane_minimum_and_entries_show_real_values() {
+        let defaults = TopicConfig::default();
+        let mut c = defaults.clone();
+        let e = c.set("segment.bytes", "10").unwrap_err();
+        assert_eq!(e.code(), mk_core::ErrorCode::InvalidConfig);
+        assert!(e.to_string().contains(">= 1024, got 10"), "{e}");
+        c.set("segment.bytes", &MIN_SEGMENT_BYTES.to_string())
+            .unwrap();
+        c.set("retention.ms", "-1").unwrap();
+        let entries = c.entries(&defaults, 1 << 20);
+        let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, TOPIC_CONFIG_KEYS);
+        let find = |n: &str| entries.iter().find(|e| e.name == n).unwrap().clone();
+        assert_eq!(
+            (
+                find("segment.bytes").value.as_str(),
+                find("segment.bytes").is_default
+            ),
+            ("1024", false)
+        );
+        assert_eq!(find("retention.ms").value, "-1");
+        assert!(find("cleanup.policy").is_default);
+        let unset = defaults.entries(&defaults, 1 << 20);
+        assert_eq!(
+            unset[3].value, "1048576",
+            "the cluster's size, not \"default\""
+        );
+        assert_eq!(kafka_limit(-1), None);
+        assert_eq!(kafka_limit(5), Some(5));
     }
 
     #[test]

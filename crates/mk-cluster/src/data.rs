@@ -499,6 +499,47 @@ impl PartitionBatches {
 }
 
 impl BrokerCluster {
+    /// The partition a produce request without an explicit partition goes
+    /// to: the one `partitioner::partition_for` gives its keyed records
+    /// (keyless records travel with them), or 0 when no record has a key.
+    /// A batch is appended whole to one partition, so a batch whose keys
+    /// map to different partitions is INVALID_REQUEST rather than split
+    /// behind the client's back: it must name a partition or send one
+    /// request per partition. The partition count is only looked up when
+    /// some record has a key, so a keyless request fails exactly as it did
+    /// before routing existed.
+    pub fn route_produce(
+        &self,
+        topic: &str,
+        partition: Option<u32>,
+        records: &[ProduceEntry],
+    ) -> Result<TopicPartition> {
+        let mut keys = records.iter().filter_map(|r| r.key.as_deref()).peekable();
+        let chosen = match (partition, keys.peek()) {
+            (Some(p), _) => p,
+            (None, None) => crate::partitioner::partition_for(None, None, 1),
+            (None, Some(_)) => {
+                let count = self.partition_count(topic)?;
+                let mut chosen: Option<u32> = None;
+                for key in keys {
+                    let p = crate::partitioner::partition_for(None, Some(key), count);
+                    match chosen {
+                        Some(c) if c != p => {
+                            return Err(ClusterError::InvalidRequest(format!(
+                                "the keys of this batch map to partitions {c} and {p} of \
+                                 {topic:?}; a batch goes to one partition, so name a \
+                                 partition or send one request per partition"
+                            )));
+                        }
+                        _ => chosen = Some(p),
+                    }
+                }
+                chosen.unwrap_or(0)
+            }
+        };
+        Ok(TopicPartition::new(topic, chosen))
+    }
+
     /// Appends the request's records as one batch and waits for its ack mode.
     pub async fn produce(&self, req: ProduceRequest) -> Result<ProduceResponse> {
         let now = self.clock.now_ms();

@@ -115,6 +115,50 @@ impl BrokerCluster {
             .collect())
     }
 
+    /// Deletes one group (DeleteGroups for a single group): its committed
+    /// offsets go with it. GROUP_ID_NOT_FOUND or NON_EMPTY_GROUP as Kafka
+    /// answers them.
+    pub fn delete_group(&self, group: &str) -> Result<()> {
+        self.delete_groups(&[group.to_string()])?
+            .pop()
+            .unwrap_or(Ok(()))
+    }
+
+    /// Sets a group's committed offsets from outside the group, as
+    /// `kafka-consumer-groups --reset-offsets` does: Kafka's commit for a
+    /// group without members (generation -1, no member id), so a group
+    /// with live members refuses it. Offsets are stored as given, even
+    /// below the log start (a consumer then applies its reset policy).
+    pub fn alter_group_offsets(
+        &self,
+        group: &str,
+        offsets: &BTreeMap<TopicPartition, i64>,
+    ) -> Result<()> {
+        self.commit_group_offsets(group, -1, "", None, offsets)
+    }
+
+    /// Every group's lag per partition it has committed: the high
+    /// watermark minus the committed offset, never below 0 (the consumer's
+    /// `lag` from outside the group). Partitions of deleted topics are left
+    /// out.
+    pub fn group_lags(&self) -> Result<Vec<(String, TopicPartition, i64)>> {
+        let mut lags = Vec::new();
+        for group in self.list_groups()? {
+            for (tp, committed) in self.committed_offsets(&group)? {
+                match self.visible_end(&tp) {
+                    Ok(hw) => lags.push((group.clone(), tp, (hw - committed).max(0))),
+                    Err(e)
+                        if matches!(
+                            e.code(),
+                            mk_core::ErrorCode::UnknownTopic | mk_core::ErrorCode::UnknownPartition
+                        ) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok(lags)
+    }
+
     /// OffsetDelete: per partition, GROUP_SUBSCRIBED_TO_TOPIC where a member
     /// subscribes to the topic; the whole request GROUP_ID_NOT_FOUND or
     /// NON_EMPTY_GROUP.

@@ -32,8 +32,8 @@ mod txn_repair;
 pub use clients::ClusterClients;
 pub use cluster::{BrokerCluster, INTERNAL_TOPICS, OFFSETS_TOPIC};
 pub use config::{
-    BrokerId, CleanupPolicy, ConfigChange, FlushPolicy, MiniKafkaConfig, TOPIC_CONFIG_KEYS,
-    TopicConfig, TopicConfigOverrides,
+    BrokerId, CleanupPolicy, ConfigChange, FlushPolicy, MIN_SEGMENT_BYTES, MiniKafkaConfig,
+    TOPIC_CONFIG_KEYS, TopicConfig, TopicConfigEntry, TopicConfigOverrides, kafka_limit,
 };
 pub use consumer::{Consumer, ConsumerOptions, OffsetReset, PolledRecord};
 pub use data::{

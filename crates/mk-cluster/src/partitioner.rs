@@ -43,6 +43,22 @@ pub fn partition_for_key(key: &[u8], partitions: u32) -> u32 {
     ((murmur2(key) & 0x7fff_ffff) as u32) % partitions.max(1)
 }
 
+/// Where a record goes when its producer names no partition, or names
+/// one: the explicit partition wins, a keyed record goes where Kafka's
+/// default partitioner puts it, and a record with neither goes to
+/// partition 0. Kafka clients spread keyless records with a sticky
+/// partition instead; the broker has no batch to stick to, so it keeps the
+/// JSON protocol's old default for them. Every path that lets the broker
+/// choose (JSON `produce` and `txn_produce`, the CLI's `produce`) asks
+/// this function, so a key lands on the same partition on each of them.
+pub fn partition_for(explicit: Option<u32>, key: Option<&[u8]>, partitions: u32) -> u32 {
+    match (explicit, key) {
+        (Some(p), _) => p,
+        (None, Some(k)) => partition_for_key(k, partitions),
+        (None, None) => 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,5 +90,12 @@ mod tests {
         for n in 1..20 {
             assert!(partition_for_key(b"some key", n) < n);
         }
+    }
+
+    #[test]
+    fn an_explicit_partition_wins_then_the_key_then_zero() {
+        assert_eq!(partition_for(Some(5), Some(b"abc"), 7), 5);
+        assert_eq!(partition_for(None, Some(b"abc"), 7), 479_470_107 % 7);
+        assert_eq!(partition_for(None, None, 7), 0);
     }
 }

@@ -4,6 +4,7 @@ use crate::cluster::BrokerCluster;
 use crate::config::BrokerId;
 use crate::error::Result;
 use crate::topics::PartitionInfo;
+use mk_core::TopicPartition;
 
 /// `describe_cluster`: brokers and every partition's live state.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +33,21 @@ pub struct ClusterStats {
 }
 
 impl BrokerCluster {
+    /// The bytes of each partition's leader log (segments and indexes), for
+    /// operators' partition-size metrics.
+    pub fn partition_log_bytes(&self) -> Result<Vec<(TopicPartition, u64)>> {
+        self.check_running()?;
+        let mut sizes = Vec::new();
+        for slot in self.all_slots() {
+            self.read_slot(&slot, |set| {
+                sizes.push((set.topic_partition().clone(), set.leader_log().size_bytes()));
+                Ok(())
+            })?;
+        }
+        sizes.sort();
+        Ok(sizes)
+    }
+
     pub fn describe_cluster(&self) -> Result<ClusterDescription> {
         Ok(ClusterDescription {
             brokers: self.config.broker_ids.clone(),

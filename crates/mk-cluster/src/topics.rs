@@ -9,7 +9,7 @@
 //! removed, and the next open finishes whatever a crash interrupted.
 
 use crate::cluster::{BrokerCluster, INTERNAL_TOPICS, PartitionSlot, Topic, replication_config};
-use crate::config::{BrokerId, ConfigChange, TopicConfig, TopicConfigOverrides};
+use crate::config::{BrokerId, ConfigChange, TopicConfig, TopicConfigEntry, TopicConfigOverrides};
 use crate::error::{ClusterError, Result};
 use crate::metadata::{MetadataStore, PendingDeletion, TopicId, TopicMeta, place_replicas};
 use mk_core::TopicPartition;
@@ -447,6 +447,17 @@ impl BrokerCluster {
             }
             other => other,
         }
+    }
+
+    /// A topic's settings as an operator sees them: every key with its
+    /// value (the cluster's segment size where the topic sets none) and
+    /// whether it is the cluster default.
+    pub fn describe_topic_config(&self, name: &str) -> Result<Vec<TopicConfigEntry>> {
+        let config = self.describe_topic(name)?.config;
+        Ok(config.entries(
+            &self.config.default_topic_config,
+            self.config.segment_max_bytes,
+        ))
     }
 
     /// Deletes a topic for real: it disappears from listings and metadata

@@ -10,7 +10,6 @@
 
 use crate::cluster::BrokerCluster;
 use crate::error::{ClusterError, Result};
-use crate::partitioner::partition_for_key;
 use bytes::Bytes;
 use mk_core::{ErrorCode, TopicPartition};
 use mk_log::{ProducerInfo, Record, RecordBatch};
@@ -416,7 +415,8 @@ impl BrokerCluster {
     /// Sends one record in the transaction (the teaching model's
     /// `txn_produce`), as a Kafka client would: AddPartitionsToTxn for the
     /// partition, then a transactional batch with acks=all. The partition is
-    /// the explicit one, else the keyed partitioner's, else 0. The core acts
+    /// `partitioner::partition_for`'s: the
+    /// explicit one, else the keyed partitioner's, else 0. The core acts
     /// as the client and takes the sequence the partition expects next,
     /// under the append's lock. A failed send makes the transaction
     /// abort-only. Returns the partition and offset.
@@ -436,9 +436,7 @@ impl BrokerCluster {
                     "{topic}-{p} does not exist; topic {topic:?} has {count} partition(s)"
                 )));
             }
-            (Some(p), _) => p,
-            (None, Some(k)) => partition_for_key(k, count),
-            (None, None) => 0,
+            _ => crate::partitioner::partition_for(partition, key.as_deref(), count),
         };
         let tp = TopicPartition::new(topic, partition);
         let txn_id = handle.transactional_id.as_str();

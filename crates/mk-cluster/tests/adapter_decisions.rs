@@ -108,3 +108,83 @@ async fn an_offset_fetch_answers_every_commit_or_the_partitions_asked_for() {
     assert_eq!(c.committed_offsets_for("other", None).unwrap(), vec![]);
     c.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_produce_without_a_partition_goes_where_its_keys_map() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = open(dir.path());
+    c.create_topic("t", 4, 1).unwrap();
+    let keyed = |k: &str| ProduceEntry {
+        key: Some(Bytes::copy_from_slice(k.as_bytes())),
+        value: Some(Bytes::from_static(b"v")),
+        ..ProduceEntry::default()
+    };
+    let expected = partitioner::partition_for_key(b"user-1", 4);
+    assert_eq!(
+        c.route_produce("t", None, &[keyed("user-1"), ProduceEntry::default()])
+            .unwrap(),
+        TopicPartition::new("t", expected),
+        "keyless records travel with the keyed ones"
+    );
+    assert_eq!(
+        c.route_produce("t", Some(3), &[keyed("user-1")]).unwrap(),
+        TopicPartition::new("t", 3),
+        "an explicit partition wins"
+    );
+    assert_eq!(
+        c.route_produce("t", None, &[ProduceEntry::default()])
+            .unwrap(),
+        TopicPartition::new("t", 0)
+    );
+    // Find a key that maps elsewhere: a batch never splits silently.
+    let other = (0..100)
+        .map(|i| format!("k{i}"))
+        .find(|k| partitioner::partition_for_key(k.as_bytes(), 4) != expected)
+        .unwrap();
+    let e = c
+        .route_produce("t", None, &[keyed("user-1"), keyed(&other)])
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidRequest, "{e}");
+    assert!(e.to_string().contains("name a partition"), "{e}");
+    assert_eq!(
+        c.route_produce("missing", None, &[keyed("a")])
+            .unwrap_err()
+            .code(),
+        ErrorCode::UnknownTopic
+    );
+    // The transactional path asks the same function.
+    let h = c.begin_transaction("tx").await.unwrap();
+    let (p, _) = c
+        .txn_send(&h, "t", Some(Bytes::from_static(b"user-1")), None, None)
+        .await
+        .unwrap();
+    assert_eq!(p, expected);
+    c.abort_transaction(&h).await.unwrap();
+    c.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn topic_config_entries_show_the_values_in_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = open(dir.path());
+    c.create_topic("t", 1, 1).unwrap();
+    let entries = c.describe_topic_config("t").unwrap();
+    let segment = entries.iter().find(|e| e.name == "segment.bytes").unwrap();
+    assert_eq!(segment.value, c.config().segment_max_bytes.to_string());
+    assert!(entries.iter().all(|e| e.is_default));
+    let too_small = TopicConfigOverrides {
+        segment_bytes: Some(Some(MIN_SEGMENT_BYTES - 1)),
+        ..TopicConfigOverrides::default()
+    };
+    assert_eq!(
+        c.create_topic_with_overrides("small", 1, 1, &too_small)
+            .unwrap_err()
+            .code(),
+        ErrorCode::InvalidConfig
+    );
+    assert_eq!(
+        c.describe_topic_config("missing").unwrap_err().code(),
+        ErrorCode::UnknownTopic
+    );
+    c.close().await.unwrap();
+}

@@ -221,13 +221,13 @@ async fn altered_configs_are_validated_all_or_nothing_persisted_and_in_force() {
     );
     c.alter_topic_config(
         "cfg",
-        &[set("segment.bytes", "200"), set("retention.ms", "-1")],
+        &[set("segment.bytes", "2048"), set("retention.ms", "-1")],
         false,
     )
     .unwrap();
     // The new segment size is in force for rolls: small appends now roll.
-    for i in 0..5 {
-        put(&c, &tp("cfg", 0), &[&format!("value-{i:040}")], 1).await;
+    for i in 0..20 {
+        put(&c, &tp("cfg", 0), &[&format!("value-{i:0400}")], 1).await;
     }
     let files = std::fs::read_dir(dir.path().join("broker-1").join("cfg-0"))
         .unwrap()
@@ -241,13 +241,16 @@ async fn altered_configs_are_validated_all_or_nothing_persisted_and_in_force() {
         .count();
     assert!(
         files >= 3,
-        "segments rolled at 200 bytes: {files} log files"
+        "segments rolled at 2048 bytes: {files} log files"
     );
     c.close().await.unwrap();
     drop(c);
     let c = open(dir.path(), &clock);
     let after = c.describe_topic("cfg").unwrap().config;
-    assert_eq!((after.retention_ms, after.segment_bytes), (None, Some(200)));
+    assert_eq!(
+        (after.retention_ms, after.segment_bytes),
+        (None, Some(2048))
+    );
     c.alter_topic_config(
         "cfg",
         &[ConfigChange::Delete {

@@ -1,20 +1,28 @@
-//! The MiniKafka broker binary. With no subcommand it serves the JSON-TCP
-//! protocol over a `BrokerCluster` with the background drivers running; its
-//! subcommands are clients of a running broker (topic, produce, consume,
-//! group) or run a narrated lab in-process.
+//! The MiniKafka broker binary. With no subcommand it serves the Kafka and
+//! JSON-TCP protocols over a `BrokerCluster` with the background drivers
+//! running; its subcommands are clients of a running broker (topic,
+//! produce, consume, group, broker, stats), print shell completions, or run
+//! a narrated lab in-process.
 //!
 //! It must never implement broker semantics itself: serving is
-//! `BrokerCluster` + `JsonTcpServer`, and every client subcommand is one or
-//! more `JsonTcpClient` calls.
+//! `BrokerCluster` + `JsonTcpServer` + `KafkaServer`, and every client
+//! subcommand is one or more `JsonTcpClient` calls.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod commands;
+mod consume;
+mod format;
+mod group;
+mod metrics;
+mod produce;
 mod serve;
 mod settings;
 mod supervise;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
+use commands::{CmdError, CmdResult, usage};
+use format::{Encoding, Format, Input, Output};
 use mk_cluster::{AckMode, Isolation};
 use settings::ServeArgs;
 use std::process::ExitCode;
@@ -34,24 +42,36 @@ struct Cli {
 /// Options shared by the client subcommands.
 #[derive(Debug, Clone, clap::Args)]
 struct ClientArgs {
-    /// Address of a running mk-server.
+    /// Address of a running mk-server's JSON-TCP listener.
     #[arg(
         long,
         value_name = "ADDR",
+        env = "MK_SERVER",
         default_value = "127.0.0.1:9192",
         global = true
     )]
     server: String,
-    /// Print one JSON object per line instead of human-readable text.
+    /// Print one JSON object per line instead of human-readable text
+    /// (errors too, on stderr).
     #[arg(long, global = true)]
     json: bool,
+    /// Give up on a request the server has not answered after this long
+    /// (0 waits forever); a long poll's own wait comes on top.
+    #[arg(
+        long,
+        value_name = "MS",
+        env = "MK_TIMEOUT_MS",
+        default_value_t = 30_000,
+        global = true
+    )]
+    timeout_ms: u64,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Serve (the default when no subcommand is given).
     Serve(Box<ServeArgs>),
-    /// Create, list or describe topics.
+    /// Create, list, describe, alter or delete topics.
     Topic {
         #[command(subcommand)]
         command: TopicCommand,
@@ -61,28 +81,54 @@ enum Command {
     /// Produce every line of stdin as one record.
     Produce {
         topic: String,
-        /// Partition to write to.
-        #[arg(long, default_value_t = 0)]
-        partition: u32,
-        /// Lines are `key<TAB>value`.
+        /// Partition to write to [default: by key (murmur2, as Kafka's
+        /// default partitioner), partition 0 for lines without a key].
+        #[arg(long)]
+        partition: Option<u32>,
+        /// Lines are `key<TAB>value` (see --key-delimiter).
         #[arg(long)]
         keyed: bool,
+        /// What separates key and value with --keyed.
+        #[arg(long, value_name = "STR", default_value = "\t")]
+        key_delimiter: String,
         /// Acknowledgement: 0, 1, all or -1.
         #[arg(long, default_value = "1")]
         acks: String,
+        /// How keys and values are written in the input lines.
+        #[arg(long, value_enum, default_value_t = Encoding::Text)]
+        encoding: Encoding,
+        /// A key or value equal to this is null: a value is a tombstone.
+        #[arg(long, value_name = "STR")]
+        null_value: Option<String>,
+        /// Report a bad input line (by number) and go on, instead of
+        /// stopping at it.
+        #[arg(long)]
+        skip_bad_lines: bool,
+        /// Print a progress line on stderr (always done when stderr is a
+        /// terminal).
+        #[arg(long)]
+        progress: bool,
         #[command(flatten)]
         client: ClientArgs,
     },
-    /// Print records of a topic; --follow keeps waiting for new ones.
+    /// Print the records of every partition of one or more topics;
+    /// --follow keeps waiting for new ones.
     Consume {
-        topic: String,
-        /// Partition to read (without --group) [default: 0].
-        #[arg(long)]
+        #[arg(required = true, value_name = "TOPIC")]
+        topics: Vec<String>,
+        /// Read only this partition (of a single topic).
+        #[arg(long, conflicts_with = "group")]
         partition: Option<u32>,
         /// Where to start without a committed offset: earliest, latest or
-        /// an offset.
+        /// an offset. Also the reset policy for a position outside the log
+        /// (Kafka's auto.offset.reset): latest resets to the end, anything
+        /// else to the log start.
         #[arg(long, default_value = "earliest")]
-        from: commands::From,
+        from: String,
+        /// Start at the first record at or after this time: milliseconds
+        /// since the epoch or a date-time like 2024-05-01T12:00:00Z.
+        #[arg(long, value_name = "TIME", conflicts_with = "from")]
+        from_time: Option<String>,
         /// Consume as a member of this group, committing as it goes.
         #[arg(long)]
         group: Option<String>,
@@ -95,10 +141,22 @@ enum Command {
         /// read_uncommitted or read_committed.
         #[arg(long, default_value = "read_uncommitted")]
         isolation: String,
+        /// kcat-like output format: %t topic, %p partition, %o offset, %k
+        /// key, %K key length, %s value, %S value length, %T timestamp, %h
+        /// headers, \n \t escapes (nothing is added at the end).
+        #[arg(long, value_name = "FMT")]
+        format: Option<String>,
+        /// How keys, values and header values are printed.
+        #[arg(long, value_enum, default_value_t = Encoding::Text)]
+        encoding: Encoding,
+        /// What a null key or value prints as [default: the word tombstone
+        /// for a value in the default layout, nothing with --format].
+        #[arg(long, value_name = "STR")]
+        null_value: Option<String>,
         #[command(flatten)]
         client: ClientArgs,
     },
-    /// Describe consumer groups.
+    /// List, describe, delete consumer groups or reset their offsets.
     Group {
         #[command(subcommand)]
         command: GroupCommand,
@@ -113,6 +171,17 @@ enum Command {
         command: BrokerCommand,
         #[command(flatten)]
         client: ClientArgs,
+    },
+    /// The server's counters (the wire `stats` operation).
+    Stats {
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Print a shell completion script, e.g. `mk-server completions bash
+    /// > /etc/bash_completion.d/mk-server`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
     },
     /// Run a narrated lab in-process on a temporary data directory:
     /// leader_failure, rebalance, divergent_tail or exactly_once.
@@ -134,14 +203,35 @@ enum TopicCommand {
         #[arg(long, default_value_t = 1)]
         replication_factor: usize,
         /// Topic setting as key=value (cleanup.policy, retention.ms,
-        /// retention.bytes, segment.bytes, delete.retention.ms); repeatable.
+        /// retention.bytes, segment.bytes >= 1024, delete.retention.ms;
+        /// -1 means no limit); repeatable.
         #[arg(long = "config", value_name = "KEY=VALUE")]
         config: Vec<String>,
     },
     /// List topics.
     List,
-    /// Show a topic's partitions: leader, epoch, replicas, ISR, offsets.
+    /// Show a topic's settings and partitions: leader, epoch, replicas,
+    /// ISR, offsets.
     Describe { name: String },
+    /// Change a topic: grow its partition count, set or reset settings.
+    Alter {
+        name: String,
+        /// The new partition count (it can only grow).
+        #[arg(long)]
+        partitions: Option<u32>,
+        /// Set a setting, e.g. retention.ms=86400000 (-1: forever);
+        /// repeatable.
+        #[arg(long = "config", value_name = "KEY=VALUE")]
+        config: Vec<String>,
+        /// Reset a setting to the broker's default; repeatable.
+        #[arg(long = "delete-config", value_name = "KEY")]
+        delete_config: Vec<String>,
+        /// Check the config changes and show the result without applying.
+        #[arg(long)]
+        validate_only: bool,
+    },
+    /// Delete a topic, its records and every group's offsets for it.
+    Delete { name: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -154,8 +244,37 @@ enum BrokerCommand {
 
 #[derive(Debug, Subcommand)]
 enum GroupCommand {
+    /// List every group with its state.
+    List,
     /// Show a group's state, members, committed offsets and lag.
     Describe { group: String },
+    /// Delete a group without members and its committed offsets.
+    Delete { group: String },
+    /// Set a group's committed offsets (the group must have no members),
+    /// like kafka-consumer-groups --reset-offsets.
+    ResetOffsets {
+        group: String,
+        /// To each partition's log start.
+        #[arg(long)]
+        to_earliest: bool,
+        /// To each partition's end.
+        #[arg(long)]
+        to_latest: bool,
+        /// To this offset, clamped into each partition's range.
+        #[arg(long, value_name = "N")]
+        to_offset: Option<i64>,
+        /// To the first record at or after this time (milliseconds or a
+        /// date-time like 2024-05-01T12:00:00Z); the end if none.
+        #[arg(long, value_name = "TIME")]
+        to_datetime: Option<String>,
+        /// Only this topic's partitions (all of them); repeatable
+        /// [default: every partition the group has an offset for].
+        #[arg(long)]
+        topic: Vec<String>,
+        /// Show the plan without changing anything.
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 fn init_tracing(default_filter: &str) {
@@ -175,14 +294,30 @@ async fn main() -> ExitCode {
     let serve_args = match cli.command {
         None => cli.serve,
         Some(Command::Serve(args)) => *args,
+        Some(Command::Completions { shell }) => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "mk-server",
+                &mut std::io::stdout(),
+            );
+            return ExitCode::SUCCESS;
+        }
         Some(other) => {
             init_tracing("warn");
+            let as_json = match &other {
+                Command::Topic { client, .. }
+                | Command::Produce { client, .. }
+                | Command::Consume { client, .. }
+                | Command::Group { client, .. }
+                | Command::Broker { client, .. }
+                | Command::Stats { client } => client.json,
+                Command::Lab { json, .. } => *json,
+                Command::Serve(_) | Command::Completions { .. } => false,
+            };
             return match run_client(other).await {
                 Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("mk-server: {e}");
-                    ExitCode::FAILURE
-                }
+                Err(e) => e.report(as_json),
             };
         }
     };
@@ -197,12 +332,32 @@ async fn main() -> ExitCode {
     serve::run(settings).await
 }
 
-async fn run_client(command: Command) -> commands::CmdResult {
+fn parse_acks(acks: &str) -> Result<AckMode, CmdError> {
+    acks.parse::<AckMode>()
+        .or_else(|_| usage(format!("--acks must be 0, 1, all or -1, got {acks:?}")))
+}
+
+fn parse_isolation(isolation: &str) -> Result<Isolation, CmdError> {
+    Isolation::parse(isolation).or_else(|_| {
+        usage(format!(
+            "--isolation must be read_uncommitted or read_committed, got {isolation:?}"
+        ))
+    })
+}
+
+async fn connect(client: &ClientArgs) -> Result<mk_adapter_jsontcp::JsonTcpClient, CmdError> {
+    commands::connect(&client.server, client.timeout_ms).await
+}
+
+async fn run_client(command: Command) -> CmdResult {
     match command {
-        Command::Serve(_) => unreachable!("handled by main"),
+        Command::Serve(_) | Command::Completions { .. } => {
+            unreachable!("handled by main")
+        }
         Command::Lab { name, json } => commands::lab(&name, json).await,
         Command::Topic { command, client } => {
-            let mut c = commands::connect(&client.server).await?;
+            let mut c = connect(&client).await?;
+            let json = client.json;
             match command {
                 TopicCommand::Create {
                     name,
@@ -216,13 +371,30 @@ async fn run_client(command: Command) -> commands::CmdResult {
                         partitions,
                         replication_factor,
                         &config,
-                        client.json,
+                        json,
                     )
                     .await
                 }
-                TopicCommand::List => commands::topic_list(&mut c, client.json).await,
+                TopicCommand::List => commands::topic_list(&mut c, json).await,
                 TopicCommand::Describe { name } => {
-                    commands::topic_describe(&mut c, &name, client.json).await
+                    commands::topic_describe(&mut c, &name, json).await
+                }
+                TopicCommand::Delete { name } => commands::topic_delete(&mut c, &name, json).await,
+                TopicCommand::Alter {
+                    name,
+                    partitions,
+                    config,
+                    delete_config,
+                    validate_only,
+                } => {
+                    let alter = commands::TopicAlter {
+                        name: &name,
+                        partitions,
+                        set: &config,
+                        delete: &delete_config,
+                        validate_only,
+                    };
+                    commands::topic_alter(&mut c, alter, json).await
                 }
             }
         }
@@ -230,47 +402,81 @@ async fn run_client(command: Command) -> commands::CmdResult {
             topic,
             partition,
             keyed,
+            key_delimiter,
             acks,
+            encoding,
+            null_value,
+            skip_bad_lines,
+            progress,
             client,
         } => {
-            let acks = acks.parse::<AckMode>().map_err(|e| e.to_string())?;
-            let mut c = commands::connect(&client.server).await?;
-            commands::produce(&mut c, &topic, partition, keyed, acks, client.json).await
+            let acks = parse_acks(&acks)?;
+            if keyed && key_delimiter.is_empty() {
+                return usage("--key-delimiter must not be empty");
+            }
+            let mut c = connect(&client).await?;
+            let options = produce::ProduceOptions {
+                topic,
+                partition,
+                acks,
+                input: Input {
+                    key_delimiter: keyed.then(|| key_delimiter.into_bytes()),
+                    encoding,
+                    null_value: null_value.map(String::into_bytes),
+                },
+                skip_bad_lines,
+                progress,
+                as_json: client.json,
+            };
+            produce::produce(&mut c, options).await
         }
         Command::Consume {
-            topic,
+            topics,
             partition,
             from,
+            from_time,
             group,
             follow,
             max_records,
             isolation,
+            format,
+            encoding,
+            null_value,
             client,
         } => {
-            if group.is_some() && partition.is_some() {
-                return Err(
-                    "--partition and --group exclude each other: a group assigns partitions".into(),
-                );
-            }
-            let isolation = Isolation::parse(&isolation).map_err(|e| e.to_string())?;
-            let mut c = commands::connect(&client.server).await?;
-            commands::consume(
-                &mut c,
-                commands::ConsumeOptions {
-                    topic,
-                    partition,
-                    from,
-                    group,
-                    follow,
-                    max_records,
-                    isolation,
-                    as_json: client.json,
+            let isolation = parse_isolation(&isolation)?;
+            let start = match from_time {
+                Some(t) => consume::Start::Time(
+                    format::parse_time(&t).or_else(|e| usage(format!("--from-time: {e}")))?,
+                ),
+                None => from
+                    .parse::<consume::Start>()
+                    .or_else(|e| usage(format!("--from: {e}")))?,
+            };
+            let format = match format {
+                None => None,
+                Some(f) => Some(f.parse::<Format>().or_else(usage)?),
+            };
+            let mut c = connect(&client).await?;
+            let options = consume::ConsumeOptions {
+                topics,
+                partition,
+                start,
+                group,
+                follow,
+                max_records,
+                isolation,
+                output: Output {
+                    format,
+                    encoding,
+                    null_value,
+                    json: client.json,
                 },
-            )
-            .await
+            };
+            consume::consume(&mut c, options).await
         }
         Command::Broker { command, client } => {
-            let mut c = commands::connect(&client.server).await?;
+            let mut c = connect(&client).await?;
             match command {
                 BrokerCommand::Offline { broker_id } => {
                     commands::broker_offline(&mut c, broker_id, client.json).await
@@ -280,11 +486,51 @@ async fn run_client(command: Command) -> commands::CmdResult {
                 }
             }
         }
+        Command::Stats { client } => {
+            let mut c = connect(&client).await?;
+            commands::stats(&mut c, client.json).await
+        }
         Command::Group { command, client } => {
-            let mut c = commands::connect(&client.server).await?;
+            let json = client.json;
+            if let GroupCommand::ResetOffsets {
+                to_earliest,
+                to_latest,
+                to_offset,
+                to_datetime,
+                ..
+            } = &command
+            {
+                // Usage errors before connecting.
+                let time = match to_datetime {
+                    None => None,
+                    Some(t) => Some(
+                        format::parse_time(t).or_else(|e| usage(format!("--to-datetime: {e}")))?,
+                    ),
+                };
+                group::ResetTo::from_flags(*to_earliest, *to_latest, *to_offset, time)?;
+            }
+            let mut c = connect(&client).await?;
             match command {
+                GroupCommand::List => group::group_list(&mut c, json).await,
                 GroupCommand::Describe { group } => {
-                    commands::group_describe(&mut c, &group, client.json).await
+                    group::group_describe(&mut c, &group, json).await
+                }
+                GroupCommand::Delete { group } => group::group_delete(&mut c, &group, json).await,
+                GroupCommand::ResetOffsets {
+                    group,
+                    to_earliest,
+                    to_latest,
+                    to_offset,
+                    to_datetime,
+                    topic,
+                    dry_run,
+                } => {
+                    let time = to_datetime
+                        .map(|t| format::parse_time(&t))
+                        .transpose()
+                        .or_else(usage)?;
+                    let to = group::ResetTo::from_flags(to_earliest, to_latest, to_offset, time)?;
+                    group::group_reset_offsets(&mut c, &group, to, &topic, dry_run, json).await
                 }
             }
         }

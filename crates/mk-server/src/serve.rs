@@ -54,6 +54,16 @@ async fn serve(settings: Settings) -> Result<(), Stop> {
         .map_err(|e| format!("cannot start: cannot listen on {}: {e}", settings.listen))?;
     let data_dir = settings.cluster.data_dir.clone();
     let brokers = settings.cluster.broker_ids.clone();
+    // The metrics port is taken early too, so a taken one refuses the start;
+    // it is only served once the cluster is open.
+    let metrics_listener = match settings.metrics_listen {
+        None => None,
+        Some(addr) => Some(
+            tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| format!("cannot start: cannot listen on {addr} for metrics: {e}"))?,
+        ),
+    };
     let kafka_sockets = match settings.kafka_listen {
         None => None,
         Some(addr) => Some(
@@ -106,6 +116,28 @@ async fn serve(settings: Settings) -> Result<(), Stop> {
             return Err(format!("cannot start: {e}").into());
         }
     };
+    let metrics = match metrics_listener {
+        None => None,
+        Some(listener) => {
+            let addr = listener
+                .local_addr()
+                .map_err(|e| format!("cannot start: {e}"))?;
+            match crate::metrics::install() {
+                Ok(handle) => Some((
+                    addr,
+                    crate::metrics::start(listener, handle, cluster.clone()),
+                )),
+                Err(e) => {
+                    if let Some(k) = kafka {
+                        k.shutdown().await;
+                    }
+                    server.shutdown().await;
+                    let _ = cluster.close().await;
+                    return Err(format!("cannot start: {e}").into());
+                }
+            }
+        }
+    };
     // One line: "listening on <kafka> (Kafka) and <json> (JSON-TCP), ...".
     let listening = match &kafka {
         None => format!("{} (JSON-TCP; Kafka protocol off)", server.local_addr()),
@@ -123,14 +155,17 @@ async fn serve(settings: Settings) -> Result<(), Stop> {
         }
     };
     println!(
-        "mk-server listening on {listening}, data in {}, brokers {:?}{}",
+        "mk-server listening on {listening}, data in {}, brokers {:?}{}{}",
         data_dir.display(),
         brokers,
         if lab {
             ", lab mode (background drivers paused)"
         } else {
             ""
-        }
+        },
+        metrics.as_ref().map_or(String::new(), |(addr, _)| format!(
+            ", metrics on http://{addr}/metrics"
+        ))
     );
     let unhealthy = tokio::select! {
         signal = wait_for_signal() => {
@@ -142,6 +177,7 @@ async fn serve(settings: Settings) -> Result<(), Stop> {
             Some(verdict)
         }
     };
+    drop(metrics);
     if let Some(k) = kafka {
         k.shutdown().await;
     }

@@ -114,6 +114,11 @@ pub struct ServeArgs {
     /// (0 = never exit for a full disk) [default: 300000].
     #[arg(long, value_name = "MS")]
     pub disk_full_exit_after_ms: Option<u64>,
+    /// Serve Prometheus metrics on http://ADDR/metrics (request counts and
+    /// latencies per API, bytes in/out, partition sizes and offsets, ISR
+    /// sizes, group lag) [default: off].
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
 }
 
 /// The same settings as a TOML file.
@@ -147,6 +152,7 @@ struct FileSettings {
     write_timeout_ms: Option<u64>,
     log_level: Option<String>,
     disk_full_exit_after_ms: Option<u64>,
+    metrics_listen: Option<String>,
 }
 
 /// Everything the serve command needs, resolved.
@@ -161,6 +167,8 @@ pub struct Settings {
     pub log_level: String,
     /// `None` never exits for a full disk (see `supervise.rs`).
     pub disk_full_exit_after: Option<Duration>,
+    /// `None` when the metrics endpoint is off.
+    pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
 impl ServeArgs {
@@ -190,6 +198,12 @@ impl ServeArgs {
             cluster.min_insync_replicas = n;
         }
         if let Some(n) = pick!(segment_bytes) {
+            if n < mk_cluster::MIN_SEGMENT_BYTES {
+                return Err(format!(
+                    "segment_bytes must be >= {}, got {n}",
+                    mk_cluster::MIN_SEGMENT_BYTES
+                ));
+            }
             cluster.segment_max_bytes = n;
         }
         if let Some(b) = pick!(auto_create_topics) {
@@ -266,7 +280,15 @@ impl ServeArgs {
                 kafka.max_request_bytes
             ));
         }
+        let metrics_listen = match pick!(metrics_listen) {
+            None => None,
+            Some(a) => Some(
+                a.parse()
+                    .map_err(|e| format!("--metrics-listen must be IP:PORT, got {a:?}: {e}"))?,
+            ),
+        };
         Ok(Settings {
+            metrics_listen,
             listen: pick!(listen).unwrap_or_else(|| "127.0.0.1:9192".to_string()),
             kafka_listen,
             kafka,
@@ -328,5 +350,27 @@ mod tests {
             ..ServeArgs::default()
         };
         assert!(args.resolve().unwrap_err().contains("cleanup.policy"));
+        let args = ServeArgs {
+            segment_bytes: Some(10),
+            ..ServeArgs::default()
+        };
+        assert!(
+            args.resolve()
+                .unwrap_err()
+                .contains("segment_bytes must be >= 1024")
+        );
+        let args = ServeArgs {
+            metrics_listen: Some("nowhere".into()),
+            ..ServeArgs::default()
+        };
+        assert!(args.resolve().unwrap_err().contains("--metrics-listen"));
+        let args = ServeArgs {
+            metrics_listen: Some("127.0.0.1:9464".into()),
+            ..ServeArgs::default()
+        };
+        assert_eq!(
+            args.resolve().unwrap().metrics_listen,
+            Some("127.0.0.1:9464".parse().unwrap())
+        );
     }
 }

@@ -285,8 +285,13 @@ fn client_subcommands_work_against_a_running_server() {
         "k\tv\n",
     );
     assert_eq!(
-        call(&["consume", "events"], ""),
+        call(&["consume", "events", "--partition", "0"], ""),
         "events-0@0 value=hello\nevents-0@1 value=world\n"
+    );
+    // Without --partition every partition is read, as kcat does.
+    assert_eq!(
+        call(&["consume", "events"], ""),
+        "events-0@0 value=hello\nevents-0@1 value=world\nevents-1@0 key=k value=v\n"
     );
     let json = call(&["consume", "events", "--partition", "1", "--json"], "");
     let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
@@ -912,4 +917,895 @@ fn two_group_consumers_share_the_partitions_and_keep_running_after_rebalances() 
             .any(|l| matches!(l, Line::Err(_, t) if t.contains("run the command again"))),
         "{seen:#?}"
     );
+}
+
+// ----- issue 14: the command line as Kafka users expect it ------------------
+//
+// Each test below failed on the code before issue 14; the setup talks raw
+// JSON lines (`Wire`) so it does not depend on the client library's API.
+
+/// A blocking JSON-TCP connection that sends raw request lines.
+struct Wire {
+    reader: BufReader<std::net::TcpStream>,
+    writer: std::net::TcpStream,
+}
+
+impl Wire {
+    fn connect(addr: &str) -> Wire {
+        let s = std::net::TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(PATIENCE)).unwrap();
+        Wire {
+            reader: BufReader::new(s.try_clone().unwrap()),
+            writer: s,
+        }
+    }
+
+    /// Sends one request; returns the response, which must succeed.
+    fn ok(&mut self, request: serde_json::Value) -> serde_json::Value {
+        let v = self.call(&request);
+        assert_eq!(v["ok"], true, "{request} -> {v}");
+        v
+    }
+
+    fn call(&mut self, request: &serde_json::Value) -> serde_json::Value {
+        writeln!(self.writer, "{request}").unwrap();
+        let mut line = String::new();
+        self.reader.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap()
+    }
+
+    /// Produces `values` to one partition in batches of up to 1000.
+    fn produce(&mut self, topic: &str, partition: u32, values: &[String]) {
+        use base64::Engine;
+        for chunk in values.chunks(1000) {
+            let records: Vec<_> = chunk
+                .iter()
+                .map(|v| {
+                    serde_json::json!({"value_b64": base64::engine::general_purpose::STANDARD.encode(v)})
+                })
+                .collect();
+            self.ok(serde_json::json!({"operation": "produce", "topic": topic,
+                "partition": partition, "records": records}));
+        }
+    }
+
+    fn committed(&mut self, group: &str) -> Vec<(String, u64, i64)> {
+        let v = self.ok(serde_json::json!({"operation": "fetch_offsets", "group_id": group}));
+        v["offsets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| {
+                (
+                    o["topic"].as_str().unwrap().to_string(),
+                    o["partition"].as_u64().unwrap(),
+                    o["offset"].as_i64().unwrap(),
+                )
+            })
+            .collect()
+    }
+}
+
+/// Runs the binary against `server` with the given environment; returns
+/// (exit code, stdout bytes, stderr). Fails the test if it does not finish
+/// within `PATIENCE` (it is killed then).
+fn run_full(args: &[&str], stdin: &[u8], env: &[(&str, &str)]) -> (Option<i32>, Vec<u8>, String) {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let stdin = stdin.to_vec();
+    let feeder = std::thread::spawn(move || {
+        let _ = input.write_all(&stdin);
+    });
+    let (tx, rx) = mpsc::channel();
+    let pid = child.id();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let out = match rx.recv_timeout(PATIENCE) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            panic!("{args:?} did not finish within {PATIENCE:?}");
+        }
+    };
+    feeder.join().unwrap();
+    (
+        out.status.code(),
+        out.stdout,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `run_full` with `--server` and no environment; the command must succeed.
+fn ok_at(server: &str, args: &[&str], stdin: &[u8]) -> String {
+    let mut all = args.to_vec();
+    all.extend(["--server", server]);
+    let (code, out, err) = run_full(&all, stdin, &[]);
+    assert_eq!(code, Some(0), "{all:?} failed: {err}");
+    String::from_utf8(out).unwrap()
+}
+
+/// `run_full` with `--server`; returns (exit code, stdout, stderr).
+fn fails_at(server: &str, args: &[&str], stdin: &[u8]) -> (Option<i32>, String, String) {
+    let mut all = args.to_vec();
+    all.extend(["--server", server]);
+    let (code, out, err) = run_full(&all, stdin, &[]);
+    assert_ne!(code, Some(0), "{all:?} should fail");
+    (code, String::from_utf8_lossy(&out).into_owned(), err)
+}
+
+/// Waits (polling with a deadline) until `child` exits.
+fn exits_within(child: &mut Child, what: &str) -> std::process::ExitStatus {
+    let deadline = std::time::Instant::now() + PATIENCE;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(std::time::Instant::now() < deadline, "{what} kept running");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_group_consumer_whose_stdout_closes_stops_and_commits_only_what_was_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(&dir.path().join("data"), &[]);
+    let addr = server.addr.as_str();
+    let mut w = Wire::connect(addr);
+    w.ok(serde_json::json!({"operation": "create_topic", "topic": "big", "partitions": 1, "replication_factor": 1}));
+    let values: Vec<String> = (0..20_001).map(|i| format!("record-{i}")).collect();
+    w.produce("big", 0, &values);
+
+    // `consume big --group pipers | head -3`: read three lines, then close.
+    let mut child = Command::new(BIN)
+        .args(["consume", "big", "--group", "pipers", "--server", addr])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    for i in 0..3 {
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        assert_eq!(line, format!("big-0@{i} value=record-{i}\n"));
+    }
+    drop(out);
+    let status = exits_within(&mut child, "the consumer after its reader left");
+    assert!(!status.success(), "a failed write is an error exit");
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(err.contains("cannot write to stdout"), "{err}");
+    let committed = w.committed("pipers");
+    assert_eq!(committed.len(), 1);
+    let offset = committed[0].2;
+    // What reached the pipe is at least the three lines read; far less than
+    // everything fetched (the pipe holds at most 64 KiB of 20-byte lines).
+    assert!(
+        (3..5_000).contains(&offset),
+        "committed {offset} of 20001 records after printing 3"
+    );
+
+    // `--follow | head -1`: the consumer notices at its next write.
+    let mut child = Command::new(BIN)
+        .args([
+            "consume", "big", "--group", "tail", "--from", "latest", "--follow", "--server", addr,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    // Produce until the follower prints, then close its stdout.
+    let mut line = String::new();
+    let (tx, rx) = mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut first = String::new();
+        out.read_line(&mut first).unwrap();
+        tx.send(first).unwrap();
+        // Dropping `out` here closes the pipe, as head -1 does.
+    });
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while line.is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the follower printed nothing"
+        );
+        w.produce("big", 0, &["more".to_string()]);
+        if let Ok(first) = rx.recv_timeout(Duration::from_millis(200)) {
+            line = first;
+        }
+    }
+    reader.join().unwrap();
+    assert!(line.ends_with("value=more\n"), "{line}");
+    let before = w.committed("tail")[0].2;
+    let deadline = std::time::Instant::now() + PATIENCE;
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the follower kept running after its reader left"
+        );
+        w.produce("big", 0, &["after".to_string()]);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let after = w.committed("tail")[0].2;
+    assert!(
+        after <= before + 1,
+        "committed {after}, but only one record after {before} was ever printed"
+    );
+}
+
+#[test]
+fn a_committed_offset_below_the_log_start_is_reset_by_policy_and_by_reset_offsets() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(&dir.path().join("data"), &["--lab"]);
+    let addr = server.addr.as_str();
+    let mut w = Wire::connect(addr);
+    ok_at(
+        addr,
+        &["topic", "create", "r", "--config", "segment.bytes=1024"],
+        b"",
+    );
+    let values: Vec<String> = (0..100).map(|i| format!("value-{i:040}")).collect();
+    for v in &values {
+        w.produce("r", 0, std::slice::from_ref(v));
+    }
+    for group in ["g", "h"] {
+        let out = ok_at(
+            addr,
+            &["consume", "r", "--group", group, "--max-records", "5"],
+            b"",
+        );
+        assert_eq!(out.lines().count(), 5, "{out}");
+        assert_eq!(w.committed(group), vec![("r".to_string(), 0, 5)]);
+    }
+    // Retention deletes every closed segment: the log start passes 5.
+    w.ok(serde_json::json!({"operation": "roll", "topic": "r", "partition": 0}));
+    w.ok(serde_json::json!({"operation": "apply_retention", "topic": "r", "retention_bytes": 1}));
+    let start = w.ok(serde_json::json!({"operation": "list_offsets", "topic": "r", "partition": 0, "at": "earliest"}))["offset"]
+        .as_i64()
+        .unwrap();
+    assert_eq!(start, 100, "every record was in a closed segment");
+    w.produce("r", 0, &["fresh".to_string()]);
+
+    // The consumer resets by its policy (earliest) instead of failing.
+    let (code, out, err) = run_full(
+        &["consume", "r", "--group", "g", "--server", addr],
+        b"",
+        &[],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(String::from_utf8(out).unwrap(), "r-0@100 value=fresh\n");
+    assert!(err.contains("reset to 100"), "{err}");
+    assert_eq!(w.committed("g"), vec![("r".to_string(), 0, 101)]);
+
+    // reset-offsets works on a group below the log start (a dry run first).
+    let plan = ok_at(
+        addr,
+        &["group", "reset-offsets", "h", "--to-earliest", "--dry-run"],
+        b"",
+    );
+    assert!(plan.contains("r-0: 5 -> 100"), "{plan}");
+    assert_eq!(
+        w.committed("h"),
+        vec![("r".to_string(), 0, 5)],
+        "a dry run changes nothing"
+    );
+    let out = ok_at(addr, &["group", "reset-offsets", "h", "--to-earliest"], b"");
+    assert!(out.contains("r-0: 5 -> 100"), "{out}");
+    assert_eq!(w.committed("h"), vec![("r".to_string(), 0, 100)]);
+    // An offset is clamped into the log, as kafka-consumer-groups does.
+    let out = ok_at(
+        addr,
+        &["group", "reset-offsets", "g", "--to-offset", "3"],
+        b"",
+    );
+    assert!(out.contains("r-0: 101 -> 100"), "{out}");
+    assert_eq!(w.committed("g"), vec![("r".to_string(), 0, 100)]);
+}
+
+#[test]
+fn keys_pick_the_partition_kafkas_default_partitioner_picks_on_every_path() {
+    use mk_adapter_jsontcp::mk_cluster::partitioner::partition_for_key;
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(&dir.path().join("data"), &[]);
+    let addr = server.addr.as_str();
+    ok_at(addr, &["topic", "create", "keys", "--partitions", "4"], b"");
+    let keys: Vec<String> = (0..20).map(|i| format!("user-{i}")).collect();
+    let input: String = keys.iter().map(|k| format!("{k}\tv\n")).collect();
+    let out = ok_at(addr, &["produce", "keys", "--keyed"], input.as_bytes());
+    let partitions: Vec<u32> = out
+        .lines()
+        .map(|l| {
+            l.split_whitespace()
+                .next()
+                .unwrap()
+                .trim_start_matches("keys-")
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    let expected: Vec<u32> = keys
+        .iter()
+        .map(|k| partition_for_key(k.as_bytes(), 4))
+        .collect();
+    assert_eq!(partitions, expected, "{out}");
+    assert!(
+        expected.iter().any(|p| *p != 0),
+        "the keys spread over partitions"
+    );
+    // JSON produce and txn_produce without a partition agree with them.
+    use base64::Engine;
+    let mut w = Wire::connect(addr);
+    for k in &keys[..5] {
+        let key = base64::engine::general_purpose::STANDARD.encode(k);
+        let p = partition_for_key(k.as_bytes(), 4);
+        let v = w.ok(serde_json::json!({"operation": "produce", "topic": "keys", "key_b64": key}));
+        assert_eq!(v["partition"], p, "produce {k}");
+        let epoch = w.ok(serde_json::json!({"operation": "begin_txn", "transactional_id": "tx"}))["producer_epoch"].clone();
+        let v = w.ok(
+            serde_json::json!({"operation": "txn_produce", "transactional_id": "tx",
+            "producer_epoch": epoch, "topic": "keys", "key_b64": key}),
+        );
+        assert_eq!(v["partition"], p, "txn_produce {k}");
+        w.ok(serde_json::json!({"operation": "commit_txn", "transactional_id": "tx", "producer_epoch": epoch}));
+    }
+}
+
+#[test]
+fn consume_without_a_group_reads_every_partition_of_several_topics() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(&dir.path().join("data"), &[]);
+    let addr = server.addr.as_str();
+    let mut w = Wire::connect(addr);
+    ok_at(addr, &["topic", "create", "a", "--partitions", "3"], b"");
+    ok_at(addr, &["topic", "create", "b"], b"");
+    for p in 0..3 {
+        w.produce("a", p, &[format!("a{p}")]);
+    }
+    w.produce("b", 0, &["b0".to_string()]);
+    let out = ok_at(addr, &["consume", "a", "b"], b"");
+    let mut lines: Vec<&str> = out.lines().collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "a-0@0 value=a0",
+            "a-1@0 value=a1",
+            "a-2@0 value=a2",
+            "b-0@0 value=b0"
+        ]
+    );
+    let one = ok_at(addr, &["consume", "a", "--partition", "2"], b"");
+    assert_eq!(one, "a-2@0 value=a2\n");
+}
+
+#[test]
+fn produce_and_consume_are_binary_safe_with_formats_encodings_tombstones_and_numbered_bad_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(&dir.path().join("data"), &[]);
+    let addr = server.addr.as_str();
+    ok_at(addr, &["topic", "create", "bin"], b"");
+    // Base64 keys and values, a tombstone by marker, an empty value.
+    let input = b"azE=\t/wD+\nazI=\tNULL\nazM=\t\n";
+    ok_at(
+        addr,
+        &[
+            "produce",
+            "bin",
+            "--keyed",
+            "--encoding",
+            "base64",
+            "--null-value",
+            "NULL",
+        ],
+        input,
+    );
+    // Invalid UTF-8 as text goes through byte for byte.
+    ok_at(addr, &["produce", "bin"], b"\xff\xferaw\n");
+    let out = ok_at(
+        addr,
+        &[
+            "consume",
+            "bin",
+            "--format",
+            "%o:%k:%s:%S\\n",
+            "--encoding",
+            "hex",
+            "--null-value",
+            "NULL",
+        ],
+        b"",
+    );
+    assert_eq!(
+        out,
+        "0:6b31:ff00fe:3\n1:6b32:NULL:-1\n2:6b33::0\n3:NULL:fffe726177:5\n"
+    );
+    let (code, raw, err) = run_full(&["consume", "bin", "--server", addr], b"", &[]);
+    assert_eq!(code, Some(0), "{err}");
+    let raw_text = String::from_utf8_lossy(&raw);
+    assert!(
+        raw_text.contains("bin-0@1 key=k2 tombstone\n"),
+        "a tombstone is not the string null: {raw_text}"
+    );
+    assert!(
+        raw.windows(6).any(|w| w == b"\xff\xferaw\n"),
+        "raw bytes, not replacement characters: {raw:?}"
+    );
+    // A bad line stops the run with its number, after the good ones before it.
+    let (code, _, err) = fails_at(
+        addr,
+        &["produce", "bin", "--keyed"],
+        b"a\tb\nno tab here\nc\td\n",
+    );
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("line 2:") && err.contains("produced 1 record(s) before"),
+        "{err}"
+    );
+    let (_, _, err) = fails_at(addr, &["produce", "bin", "--encoding", "hex"], b"00\nzz\n");
+    assert!(err.contains("line 2: the value is not valid hex"), "{err}");
+    // --skip-bad-lines reports it and goes on.
+    let mut all = vec![
+        "produce",
+        "bin",
+        "--keyed",
+        "--skip-bad-lines",
+        "--server",
+        addr,
+    ];
+    let (code, out, err) = run_full(&all, b"e\tf\nbroken\ng\th\n", &[]);
+    all.clear();
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(String::from_utf8(out).unwrap().lines().count(), 2);
+    assert!(
+        err.contains("line 2:") && err.contains("(skipped)"),
+        "{err}"
+    );
+    let keys = ok_at(addr, &["consume", "bin", "--format", "%k "], b"");
+    assert_eq!(
+        keys, "k1 k2 k3  a  e g ",
+        "the record before the stop went out, the bad lines did not"
+    );
+}
+
+#[test]
+fn topics_are_deleted_grown_and_reconfigured_after_creation() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(&dir.path().join("data"), &[]);
+    let addr = server.addr.as_str();
+    ok_at(
+        addr,
+        &["topic", "create", "events", "--config", "retention.ms=-1"],
+        b"",
+    );
+    let d: serde_json::Value =
+        serde_json::from_str(ok_at(addr, &["topic", "describe", "events", "--json"], b"").trim())
+            .unwrap();
+    assert_eq!(
+        d["config"]["retention.ms"], "-1",
+        "-1 is Kafka's forever: {d}"
+    );
+    assert_eq!(
+        d["config"]["segment.bytes"], "1048576",
+        "the value in force: {d}"
+    );
+    let text = ok_at(addr, &["topic", "describe", "events"], b"");
+    assert!(text.contains("segment.bytes=1048576"), "{text}");
+    ok_at(
+        addr,
+        &[
+            "topic",
+            "alter",
+            "events",
+            "--partitions",
+            "3",
+            "--config",
+            "retention.ms=86400000",
+            "--config",
+            "segment.bytes=4096",
+        ],
+        b"",
+    );
+    let d: serde_json::Value =
+        serde_json::from_str(ok_at(addr, &["topic", "describe", "events", "--json"], b"").trim())
+            .unwrap();
+    assert_eq!(d["partitions"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        (
+            d["config"]["retention.ms"].as_str(),
+            d["config"]["segment.bytes"].as_str()
+        ),
+        (Some("86400000"), Some("4096"))
+    );
+    ok_at(
+        addr,
+        &[
+            "topic",
+            "alter",
+            "events",
+            "--delete-config",
+            "segment.bytes",
+        ],
+        b"",
+    );
+    assert!(ok_at(addr, &["topic", "describe", "events"], b"").contains("segment.bytes=1048576"));
+    let (_, _, err) = fails_at(
+        addr,
+        &["topic", "create", "tiny", "--config", "segment.bytes=10"],
+        b"",
+    );
+    assert!(
+        err.contains("segment.bytes must be >= 1024, got 10"),
+        "{err}"
+    );
+    let (_, _, err) = fails_at(
+        addr,
+        &["topic", "alter", "events", "--config", "segment.bytes=10"],
+        b"",
+    );
+    assert!(err.contains("INVALID_REQUEST"), "{err}");
+    ok_at(addr, &["topic", "delete", "events"], b"");
+    assert_eq!(ok_at(addr, &["topic", "list"], b""), "(no topics)\n");
+}
+
+#[test]
+fn consume_from_a_time_and_groups_listed_reset_to_a_time_and_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(&dir.path().join("data"), &[]);
+    let addr = server.addr.as_str();
+    let mut w = Wire::connect(addr);
+    ok_at(addr, &["topic", "create", "t"], b"");
+    let records: Vec<_> = [1_000, 2_000, 3_000]
+        .iter()
+        .map(|ts| serde_json::json!({"value_b64": "eA==", "timestamp_ms": ts}))
+        .collect();
+    w.ok(serde_json::json!({"operation": "produce", "topic": "t", "partition": 0, "records": records}));
+    let out = ok_at(
+        addr,
+        &[
+            "consume",
+            "t",
+            "--from-time",
+            "2000",
+            "--format",
+            "%o@%T\\n",
+        ],
+        b"",
+    );
+    assert_eq!(out, "1@2000\n2@3000\n");
+    let out = ok_at(
+        addr,
+        &[
+            "consume",
+            "t",
+            "--from-time",
+            "1970-01-01T00:00:02.500Z",
+            "--format",
+            "%o ",
+        ],
+        b"",
+    );
+    assert_eq!(out, "2 ");
+    ok_at(addr, &["consume", "t", "--group", "g"], b"");
+    let listed = ok_at(addr, &["group", "list"], b"");
+    assert_eq!(listed, "g  Empty  consumer\n");
+    ok_at(
+        addr,
+        &[
+            "group",
+            "reset-offsets",
+            "g",
+            "--to-datetime",
+            "1970-01-01T00:00:02Z",
+        ],
+        b"",
+    );
+    assert_eq!(w.committed("g"), vec![("t".to_string(), 0, 1)]);
+    ok_at(
+        addr,
+        &["group", "reset-offsets", "g", "--to-latest", "--topic", "t"],
+        b"",
+    );
+    assert_eq!(w.committed("g"), vec![("t".to_string(), 0, 3)]);
+    ok_at(addr, &["group", "reset-offsets", "g", "--to-earliest"], b"");
+    assert_eq!(w.committed("g"), vec![("t".to_string(), 0, 0)]);
+    let (code, _, err) = fails_at(addr, &["group", "reset-offsets", "g"], b"");
+    assert_eq!(code, Some(2), "no --to-* is a usage error: {err}");
+    ok_at(addr, &["group", "delete", "g"], b"");
+    assert_eq!(ok_at(addr, &["group", "list"], b""), "(no groups)\n");
+    let (_, _, err) = fails_at(addr, &["group", "delete", "g"], b"");
+    assert!(err.contains("GROUP_ID_NOT_FOUND"), "{err}");
+}
+
+#[test]
+fn the_smaller_items_errors_exit_codes_and_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(&dir.path().join("data"), &[]);
+    let addr = server.addr.as_str();
+    let mut w = Wire::connect(addr);
+    ok_at(addr, &["topic", "create", "t"], b"");
+    w.produce("t", 0, &["a".to_string(), "b".to_string()]);
+    // --max-records 0 prints nothing (with and without a group).
+    assert_eq!(
+        ok_at(addr, &["consume", "t", "--max-records", "0"], b""),
+        ""
+    );
+    assert_eq!(
+        ok_at(
+            addr,
+            &["consume", "t", "--group", "z", "--max-records", "0"],
+            b""
+        ),
+        ""
+    );
+    assert_eq!(
+        ok_at(addr, &["consume", "t", "--max-records", "1"], b""),
+        "t-0@0 value=a\n"
+    );
+    // --json errors are one JSON object on stderr.
+    let (code, _, err) = fails_at(addr, &["topic", "describe", "nope", "--json"], b"");
+    assert_eq!(code, Some(1));
+    let e: serde_json::Value = serde_json::from_str(err.trim()).unwrap();
+    assert_eq!(
+        (e["ok"].as_bool(), e["code"].as_str()),
+        (Some(false), Some("UNKNOWN_TOPIC")),
+        "{err}"
+    );
+    // Messages do not repeat their code.
+    let (_, _, err) = fails_at(addr, &["topic", "describe", "nope"], b"");
+    assert_eq!(
+        err,
+        "mk-server: UNKNOWN_TOPIC: topic \"nope\" does not exist\n"
+    );
+    // A consumer group on a missing topic is UNKNOWN_TOPIC.
+    let (_, _, err) = fails_at(addr, &["consume", "nope", "--group", "g"], b"");
+    assert!(err.contains("UNKNOWN_TOPIC"), "{err}");
+    // Usage errors found after parsing exit 2, with a code.
+    let (code, _, err) = fails_at(addr, &["produce", "t", "--acks", "2"], b"x\n");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("INVALID_REQUEST: --acks must be 0, 1, all or -1, got \"2\""),
+        "{err}"
+    );
+    for bad in [
+        &["consume", "t", "--from", "middle"][..],
+        &["consume", "t", "--isolation", "dirty"],
+        &["consume", "t", "--format", "%x"],
+        &["consume", "t", "--from-time", "soon"],
+    ] {
+        let (code, _, err) = fails_at(addr, bad, b"");
+        assert_eq!(code, Some(2), "{bad:?}: {err}");
+    }
+    // MK_SERVER says where the server is.
+    let (code, out, err) = run_full(&["topic", "list"], b"", &[("MK_SERVER", addr)]);
+    assert_eq!(
+        (code, String::from_utf8(out).unwrap()),
+        (Some(0), "t\n".to_string()),
+        "{err}"
+    );
+    // stats and completions.
+    let s: serde_json::Value =
+        serde_json::from_str(ok_at(addr, &["stats", "--json"], b"").trim()).unwrap();
+    assert_eq!(
+        (s["topics"].as_u64(), s["records"].as_u64()),
+        (Some(1), Some(2)),
+        "{s}"
+    );
+    let (code, script, _) = run_full(&["completions", "bash"], b"", &[]);
+    assert_eq!(code, Some(0));
+    let script = String::from_utf8(script).unwrap();
+    assert!(
+        script.contains("mk-server") && script.contains("reset-offsets"),
+        "{script}"
+    );
+}
+
+#[test]
+fn an_acks_all_produce_in_lab_mode_times_out_instead_of_hanging() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(
+        &dir.path().join("data"),
+        &["--lab", "--brokers", "1,2,3", "--min-insync-replicas", "2"],
+    );
+    let addr = server.addr.as_str();
+    ok_at(
+        addr,
+        &["topic", "create", "t", "--replication-factor", "3"],
+        b"",
+    );
+    // Nothing replicates in lab mode until replicate_once: acks=all waits.
+    let started = std::time::Instant::now();
+    let (code, _, err) = fails_at(
+        addr,
+        &["produce", "t", "--acks", "all", "--timeout-ms", "300"],
+        b"x\n",
+    );
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("REQUEST_TIMED_OUT") && err.contains("300 ms"),
+        "{err}"
+    );
+    assert!(started.elapsed() < PATIENCE);
+}
+
+#[test]
+fn bulk_produce_pipelines_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(&dir.path().join("data"), &[]);
+    let addr = server.addr.as_str();
+    ok_at(addr, &["topic", "create", "bulk"], b"");
+    let input: String = (0..10_000).map(|i| format!("line-{i}\n")).collect();
+    let mut all = vec!["produce", "bulk", "--progress", "--server", addr];
+    let (code, out, err) = run_full(&all, input.as_bytes(), &[]);
+    all.clear();
+    assert_eq!(code, Some(0), "{err}");
+    let out = String::from_utf8(out).unwrap();
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 10_000);
+    assert_eq!(
+        (lines[0], lines[9_999]),
+        ("bulk-0 offset 0", "bulk-0 offset 9999")
+    );
+    assert!(err.ends_with("produced 10000 record(s)\n"), "{err}");
+    // Far fewer requests than records: the lines went in batches.
+    let s: serde_json::Value =
+        serde_json::from_str(ok_at(addr, &["stats", "--json"], b"").trim()).unwrap();
+    let requests = s["requests"].as_u64().unwrap();
+    assert!(requests < 1_000, "{requests} requests for 10000 records");
+}
+
+#[test]
+fn a_prometheus_scrape_parses_and_counts_what_was_produced() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut child = Command::new(BIN)
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--kafka-listen",
+            "127.0.0.1:0",
+            "--metrics-listen",
+            "127.0.0.1:0",
+            "--data-dir",
+        ])
+        .arg(&data)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let server = ServerProcess {
+        child,
+        addr: String::new(),
+    };
+    let field = |before: &str, after: &str| -> String {
+        line.split(after)
+            .next()
+            .unwrap()
+            .rsplit(before)
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    let json_addr = field(" and ", " (JSON-TCP)");
+    let kafka_addr = field("listening on ", " (Kafka)");
+    let metrics_addr = field("metrics on http://", "/metrics");
+    let mut w = Wire::connect(&json_addr);
+    w.ok(serde_json::json!({"operation": "create_topic", "topic": "m", "partitions": 2, "replication_factor": 1}));
+    for i in 0..7 {
+        w.ok(serde_json::json!({"operation": "produce", "topic": "m", "partition": i % 2, "value_b64": "eA=="}));
+    }
+    w.ok(serde_json::json!({"operation": "commit_offsets", "group_id": "g", "member_id": "", "generation": -1, "offsets": [{"topic": "m", "partition": 0, "offset": 1}]}))
+        .get("ok");
+    // One Kafka request: ApiVersions v0 (key 18), correlation id 7.
+    let mut kafka = std::net::TcpStream::connect(&kafka_addr).unwrap();
+    let body: Vec<u8> = [
+        &18i16.to_be_bytes()[..],
+        &0i16.to_be_bytes(),
+        &7i32.to_be_bytes(),
+        &2i16.to_be_bytes(),
+        b"mk",
+    ]
+    .concat();
+    kafka.write_all(&(body.len() as i32).to_be_bytes()).unwrap();
+    kafka.write_all(&body).unwrap();
+    let mut size = [0u8; 4];
+    std::io::Read::read_exact(&mut kafka, &mut size).unwrap();
+    let scrape = http_get(&metrics_addr, "/metrics");
+    assert!(scrape.starts_with("HTTP/1.1 200 OK"), "{scrape}");
+    let body = scrape.split("\r\n\r\n").nth(1).unwrap();
+    let lines = body.lines().map(|l| Ok(l.to_string()));
+    let parsed = prometheus_parse::Scrape::parse(lines).unwrap();
+    let value = |name: &str, labels: &[(&str, &str)]| -> f64 {
+        let sample = parsed
+            .samples
+            .iter()
+            .find(|s| s.metric == name && labels.iter().all(|(k, v)| s.labels.get(k) == Some(v)))
+            .unwrap_or_else(|| panic!("no {name} {labels:?} in\n{body}"));
+        match sample.value {
+            prometheus_parse::Value::Counter(v)
+            | prometheus_parse::Value::Gauge(v)
+            | prometheus_parse::Value::Untyped(v) => v,
+            ref other => panic!("{name}: {other:?}"),
+        }
+    };
+    assert_eq!(
+        value(
+            "mk_requests_total",
+            &[("protocol", "json"), ("api", "produce")]
+        ),
+        7.0
+    );
+    assert_eq!(
+        value(
+            "mk_requests_total",
+            &[("protocol", "kafka"), ("api", "ApiVersions")]
+        ),
+        1.0
+    );
+    let leo0 = value(
+        "mk_partition_log_end_offset",
+        &[("topic", "m"), ("partition", "0")],
+    );
+    let leo1 = value(
+        "mk_partition_log_end_offset",
+        &[("topic", "m"), ("partition", "1")],
+    );
+    assert_eq!((leo0, leo1), (4.0, 3.0), "the records produced");
+    assert_eq!(
+        value(
+            "mk_partition_high_watermark",
+            &[("topic", "m"), ("partition", "0")]
+        ),
+        4.0
+    );
+    assert_eq!(
+        value(
+            "mk_partition_isr_size",
+            &[("topic", "m"), ("partition", "0")]
+        ),
+        1.0
+    );
+    assert_eq!(
+        value(
+            "mk_group_lag",
+            &[("group", "g"), ("topic", "m"), ("partition", "0")]
+        ),
+        3.0
+    );
+    assert!(
+        value(
+            "mk_partition_size_bytes",
+            &[("topic", "m"), ("partition", "0")]
+        ) > 0.0
+    );
+    assert!(value("mk_received_bytes_total", &[("protocol", "kafka")]) > 0.0);
+    assert!(body.contains("mk_request_duration_seconds"), "{body}");
+    assert!(http_get(&metrics_addr, "/other").starts_with("HTTP/1.1 404"));
+    drop(server);
+}
+
+fn http_get(addr: &str, path: &str) -> String {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(PATIENCE)).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut s, &mut out).unwrap();
+    out
 }

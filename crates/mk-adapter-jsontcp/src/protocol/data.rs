@@ -26,23 +26,40 @@ pub enum ProduceRecords {
     Batch(Vec<ProduceEntry>),
 }
 
-/// A produce request as it travels on the wire.
+/// A produce request as it travels on the wire. Without a partition the
+/// core routes it (`BrokerCluster::route_produce`: by key, else 0).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProduceSpec {
-    pub tp: TopicPartition,
+    pub topic: String,
+    pub partition: Option<u32>,
     pub acks: AckMode,
     pub producer: Option<ProducerInfo>,
     pub records: ProduceRecords,
 }
 
 impl ProduceSpec {
-    /// The core request (one batch).
-    pub fn to_core(&self) -> ProduceRequest {
-        self.clone().into_core()
+    /// A request for an explicit partition.
+    pub fn to_partition(
+        tp: &TopicPartition,
+        acks: AckMode,
+        producer: Option<ProducerInfo>,
+        records: ProduceRecords,
+    ) -> Self {
+        Self {
+            topic: tp.topic.clone(),
+            partition: Some(tp.partition),
+            acks,
+            producer,
+            records,
+        }
     }
 
-    /// The core request (one batch), without copying the records.
-    pub fn into_core(self) -> ProduceRequest {
+    /// The core request (one batch), without copying the records; `route`
+    /// is the core's decision of the partition (`route_produce`).
+    pub fn into_core<E>(
+        self,
+        route: impl FnOnce(&str, Option<u32>, &[ProduceEntry]) -> Result<TopicPartition, E>,
+    ) -> Result<ProduceRequest, E> {
         let records = match self.records {
             ProduceRecords::Single { key, value } => vec![ProduceEntry {
                 key,
@@ -51,12 +68,12 @@ impl ProduceSpec {
             }],
             ProduceRecords::Batch(entries) => entries,
         };
-        ProduceRequest {
-            tp: self.tp,
+        Ok(ProduceRequest {
+            tp: route(&self.topic, self.partition, &records)?,
             records,
             acks: self.acks,
             producer: self.producer,
-        }
+        })
     }
 
     pub fn is_batch(&self) -> bool {
@@ -64,7 +81,8 @@ impl ProduceSpec {
     }
 }
 
-/// `produce`: topic, partition (default 0), acks (default "1"), either
+/// `produce`: topic, partition (default: the core routes it by key, else
+/// 0), acks (default "1"), either
 /// key_b64/value_b64 or `records`, optional producer_id, producer_epoch and
 /// base_sequence -> partition, offset (base; null for acks=0), count (batch
 /// only), duplicate (an idempotent retry only).
@@ -72,7 +90,8 @@ pub(super) mod produce {
     use super::*;
 
     pub fn decode(f: &Fields<'_>) -> Decoded<Request> {
-        let tp = TopicPartition::new(f.string("topic")?, f.opt_u32("partition")?.unwrap_or(0));
+        let topic = f.string("topic")?;
+        let partition = f.opt_u32("partition")?;
         let records = match f.opt_array("records")? {
             Some(items) => {
                 if f.get("key_b64").is_some() || f.get("value_b64").is_some() {
@@ -88,7 +107,8 @@ pub(super) mod produce {
             },
         };
         Ok(Request::Produce(ProduceSpec {
-            tp,
+            topic,
+            partition,
             acks: acks_of(f)?,
             producer: producer_of(f)?,
             records,
@@ -96,9 +116,11 @@ pub(super) mod produce {
     }
 
     pub fn encode(w: &mut ObjWriter<'_>, p: &ProduceSpec) {
-        w.str("topic", &p.tp.topic)
-            .int("partition", i64::from(p.tp.partition))
-            .str("acks", p.acks.as_str());
+        w.str("topic", &p.topic);
+        if let Some(partition) = p.partition {
+            w.int("partition", i64::from(partition));
+        }
+        w.str("acks", p.acks.as_str());
         match &p.records {
             ProduceRecords::Single { key, value } => {
                 w.b64("key_b64", key.as_deref())

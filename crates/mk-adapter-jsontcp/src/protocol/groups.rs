@@ -1,5 +1,6 @@
 //! Consumer groups on the wire: `join_group`, `heartbeat`, `commit_offsets`,
-//! `leave_group`, `fetch_offsets` and `describe_group`. Each operation is a
+//! `leave_group`, `fetch_offsets`, `describe_group`, and the operator's
+//! `list_groups`, `delete_group` and `alter_group_offsets`. Each operation is a
 //! module with its four directions side by side, as in `topics.rs`.
 
 use super::common::{
@@ -9,8 +10,8 @@ use super::common::{
 use super::{Request, Response};
 use crate::wire::{DecodeError, Decoded, Fields, ObjWriter, bad, push_array};
 use mk_cluster::{
-    AssignorKind, Bytes, GroupDescription, GroupState, MemberAssignment, MemberDescription,
-    TopicPartition,
+    AssignorKind, Bytes, GroupDescription, GroupListing, GroupState, MemberAssignment,
+    MemberDescription, TopicPartition,
 };
 use std::collections::BTreeMap;
 
@@ -275,5 +276,73 @@ pub(super) mod describe_group {
             group_id,
             description,
         })
+    }
+}
+
+/// `list_groups`: nothing -> groups [{group_id, protocol_type, state}]
+/// (every group the coordinator knows, Kafka and JSON-TCP members alike;
+/// protocol_type is "" for a group that only stores offsets).
+pub(super) mod list_groups {
+    use super::*;
+
+    pub fn encode_response(w: &mut ObjWriter<'_>, groups: &[GroupListing]) {
+        w.with("groups", |out| {
+            push_array(out, groups, |out, g| {
+                let mut m = ObjWriter::new(out);
+                m.str("group_id", &g.group_id)
+                    .str("protocol_type", &g.protocol_type)
+                    .str("state", g.state.as_str());
+                m.end();
+            })
+        });
+    }
+
+    pub fn decode_response(f: &Fields<'_>) -> Decoded<Response> {
+        Ok(Response::ListGroups(objects(f, "groups", |g| {
+            let state = g.str("state")?;
+            Ok(GroupListing {
+                group_id: g.string("group_id")?,
+                protocol_type: g.string("protocol_type")?,
+                state: GroupState::parse(state)
+                    .ok_or_else(|| DecodeError(format!("unknown group state {state:?}")))?,
+            })
+        })?))
+    }
+}
+
+/// `delete_group`: group_id -> nothing. A group with members is
+/// NON_EMPTY_GROUP, an unknown one GROUP_ID_NOT_FOUND (Kafka's
+/// DeleteGroups for one group).
+pub(super) mod delete_group {
+    use super::*;
+
+    pub fn decode(f: &Fields<'_>) -> Decoded<Request> {
+        Ok(Request::DeleteGroup {
+            group_id: f.string("group_id")?,
+        })
+    }
+
+    pub fn encode(w: &mut ObjWriter<'_>, group_id: &str) {
+        w.str("group_id", group_id);
+    }
+}
+
+/// `alter_group_offsets`: group_id, offsets [{topic, partition, offset}] ->
+/// nothing. Kafka's commit for a group without members (generation -1, no
+/// member id): what `kafka-consumer-groups --reset-offsets` sends. A group
+/// with members refuses it, as Kafka does.
+pub(super) mod alter_group_offsets {
+    use super::*;
+
+    pub fn decode(f: &Fields<'_>) -> Decoded<Request> {
+        Ok(Request::AlterGroupOffsets {
+            group_id: f.string("group_id")?,
+            offsets: offsets_of(f, "offsets")?,
+        })
+    }
+
+    pub fn encode(w: &mut ObjWriter<'_>, group_id: &str, offsets: &BTreeMap<TopicPartition, i64>) {
+        w.str("group_id", group_id)
+            .with("offsets", |out| write_offsets(out, offsets));
     }
 }

@@ -32,15 +32,20 @@ pub use transactions::TxnRef;
 
 use crate::wire::{DecodeError, Fields, ObjWriter, bad, type_name};
 use mk_cluster::{
-    AssignorKind, BrokerId, Bytes, ClusterDescription, CompactionSummary, ErrorCode, FetchRequest,
-    FetchResult, GroupDescription, LeaderAndEpoch, MemberAssignment, OffsetSpec, ProduceResponse,
-    ProducerIdentity, RetentionPolicy, TopicDescription, TopicPartition,
+    AssignorKind, BrokerId, Bytes, ClusterDescription, CompactionSummary, ConfigChange, ErrorCode,
+    FetchRequest, FetchResult, GroupDescription, GroupListing, LeaderAndEpoch, MemberAssignment,
+    OffsetSpec, ProduceResponse, ProducerIdentity, RetentionPolicy, TopicConfig, TopicConfigEntry,
+    TopicDescription, TopicPartition,
 };
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
 /// Every operation name of spec 06 (core, extended and lab tables), plus
-/// `describe_group`, which the CLI's `group describe` needs.
+/// `describe_group`, which the CLI's `group describe` needs, and the
+/// administration the CLI's `topic` and `group` commands need (issue 14):
+/// `delete_topic`, `create_partitions`, `alter_topic_config`,
+/// `describe_topic_config`, `list_groups`, `delete_group` and
+/// `alter_group_offsets`. docs/json-protocol.md describes every one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Operation {
     CreateTopic,
@@ -51,10 +56,17 @@ pub enum Operation {
     Heartbeat,
     CommitOffsets,
     ListTopics,
+    DeleteTopic,
+    CreatePartitions,
+    AlterTopicConfig,
+    DescribeTopicConfig,
     ListOffsets,
     LeaveGroup,
     FetchOffsets,
     DescribeGroup,
+    ListGroups,
+    DeleteGroup,
+    AlterGroupOffsets,
     InitProducer,
     BeginTxn,
     TxnProduce,
@@ -78,7 +90,7 @@ pub enum Operation {
 }
 
 impl Operation {
-    pub const ALL: [Operation; 32] = [
+    pub const ALL: [Operation; 39] = [
         Operation::CreateTopic,
         Operation::Metadata,
         Operation::Produce,
@@ -87,10 +99,17 @@ impl Operation {
         Operation::Heartbeat,
         Operation::CommitOffsets,
         Operation::ListTopics,
+        Operation::DeleteTopic,
+        Operation::CreatePartitions,
+        Operation::AlterTopicConfig,
+        Operation::DescribeTopicConfig,
         Operation::ListOffsets,
         Operation::LeaveGroup,
         Operation::FetchOffsets,
         Operation::DescribeGroup,
+        Operation::ListGroups,
+        Operation::DeleteGroup,
+        Operation::AlterGroupOffsets,
         Operation::InitProducer,
         Operation::BeginTxn,
         Operation::TxnProduce,
@@ -124,10 +143,17 @@ impl Operation {
             Operation::Heartbeat => "heartbeat",
             Operation::CommitOffsets => "commit_offsets",
             Operation::ListTopics => "list_topics",
+            Operation::DeleteTopic => "delete_topic",
+            Operation::CreatePartitions => "create_partitions",
+            Operation::AlterTopicConfig => "alter_topic_config",
+            Operation::DescribeTopicConfig => "describe_topic_config",
             Operation::ListOffsets => "list_offsets",
             Operation::LeaveGroup => "leave_group",
             Operation::FetchOffsets => "fetch_offsets",
             Operation::DescribeGroup => "describe_group",
+            Operation::ListGroups => "list_groups",
+            Operation::DeleteGroup => "delete_group",
+            Operation::AlterGroupOffsets => "alter_group_offsets",
             Operation::InitProducer => "init_producer",
             Operation::BeginTxn => "begin_txn",
             Operation::TxnProduce => "txn_produce",
@@ -209,6 +235,22 @@ pub enum Request {
         offsets: BTreeMap<TopicPartition, i64>,
     },
     ListTopics,
+    DeleteTopic {
+        topic: String,
+    },
+    CreatePartitions {
+        topic: String,
+        /// The new total.
+        partitions: u32,
+    },
+    AlterTopicConfig {
+        topic: String,
+        changes: Vec<ConfigChange>,
+        validate_only: bool,
+    },
+    DescribeTopicConfig {
+        topic: String,
+    },
     ListOffsets {
         tp: TopicPartition,
         at: OffsetSpec,
@@ -223,6 +265,14 @@ pub enum Request {
     },
     DescribeGroup {
         group_id: String,
+    },
+    ListGroups,
+    DeleteGroup {
+        group_id: String,
+    },
+    AlterGroupOffsets {
+        group_id: String,
+        offsets: BTreeMap<TopicPartition, i64>,
     },
     InitProducer {
         name: Option<String>,
@@ -354,10 +404,17 @@ impl Request {
             Request::Heartbeat { .. } => Operation::Heartbeat,
             Request::CommitOffsets { .. } => Operation::CommitOffsets,
             Request::ListTopics => Operation::ListTopics,
+            Request::DeleteTopic { .. } => Operation::DeleteTopic,
+            Request::CreatePartitions { .. } => Operation::CreatePartitions,
+            Request::AlterTopicConfig { .. } => Operation::AlterTopicConfig,
+            Request::DescribeTopicConfig { .. } => Operation::DescribeTopicConfig,
             Request::ListOffsets { .. } => Operation::ListOffsets,
             Request::LeaveGroup { .. } => Operation::LeaveGroup,
             Request::FetchOffsets { .. } => Operation::FetchOffsets,
             Request::DescribeGroup { .. } => Operation::DescribeGroup,
+            Request::ListGroups => Operation::ListGroups,
+            Request::DeleteGroup { .. } => Operation::DeleteGroup,
+            Request::AlterGroupOffsets { .. } => Operation::AlterGroupOffsets,
             Request::InitProducer { .. } => Operation::InitProducer,
             Request::BeginTxn { .. } => Operation::BeginTxn,
             Request::TxnProduce { .. } => Operation::TxnProduce,
@@ -401,6 +458,10 @@ impl Request {
             Operation::CreateTopic => topics::create_topic::decode(&f),
             Operation::Metadata => topics::metadata::decode(&f),
             Operation::ListTopics => Ok(Request::ListTopics),
+            Operation::DeleteTopic => topics::delete_topic::decode(&f),
+            Operation::CreatePartitions => topics::create_partitions::decode(&f),
+            Operation::AlterTopicConfig => topics::alter_topic_config::decode(&f),
+            Operation::DescribeTopicConfig => topics::describe_topic_config::decode(&f),
             Operation::Produce => data::produce::decode(&f),
             Operation::Fetch => data::fetch::decode(&f),
             Operation::ListOffsets => data::list_offsets::decode(&f),
@@ -410,6 +471,9 @@ impl Request {
             Operation::LeaveGroup => groups::leave_group::decode(&f),
             Operation::FetchOffsets => groups::fetch_offsets::decode(&f),
             Operation::DescribeGroup => groups::describe_group::decode(&f),
+            Operation::ListGroups => Ok(Request::ListGroups),
+            Operation::DeleteGroup => groups::delete_group::decode(&f),
+            Operation::AlterGroupOffsets => groups::alter_group_offsets::decode(&f),
             Operation::InitProducer => transactions::init_producer::decode(&f),
             Operation::BeginTxn => transactions::begin_txn::decode(&f),
             Operation::TxnProduce => transactions::txn_produce::decode(&f),
@@ -464,7 +528,23 @@ impl Request {
                 config.as_ref(),
             ),
             Request::Metadata { topic } => topics::metadata::encode(w, topic),
-            Request::ListTopics => {}
+            Request::ListTopics | Request::ListGroups => {}
+            Request::DeleteTopic { topic } => topics::delete_topic::encode(w, topic),
+            Request::CreatePartitions { topic, partitions } => {
+                topics::create_partitions::encode(w, topic, *partitions)
+            }
+            Request::AlterTopicConfig {
+                topic,
+                changes,
+                validate_only,
+            } => topics::alter_topic_config::encode(w, topic, changes, *validate_only),
+            Request::DescribeTopicConfig { topic } => {
+                topics::describe_topic_config::encode(w, topic)
+            }
+            Request::DeleteGroup { group_id } => groups::delete_group::encode(w, group_id),
+            Request::AlterGroupOffsets { group_id, offsets } => {
+                groups::alter_group_offsets::encode(w, group_id, offsets)
+            }
             Request::Produce(p) => data::produce::encode(w, p),
             Request::Fetch {
                 request,
@@ -568,6 +648,11 @@ pub enum Response {
     Heartbeat,
     CommitOffsets,
     ListTopics(Vec<String>),
+    DeleteTopic,
+    CreatePartitions,
+    /// The resulting config.
+    AlterTopicConfig(TopicConfig),
+    DescribeTopicConfig(Vec<TopicConfigEntry>),
     ListOffsets(Option<i64>),
     LeaveGroup {
         left: bool,
@@ -579,6 +664,9 @@ pub enum Response {
         group_id: String,
         description: Option<GroupDescription>,
     },
+    ListGroups(Vec<GroupListing>),
+    DeleteGroup,
+    AlterGroupOffsets,
     InitProducer(ProducerIdentity),
     BeginTxn(ProducerIdentity),
     TxnProduce {
@@ -652,6 +740,11 @@ impl Response {
             Response::CreateTopic { topic } => topics::create_topic::encode_response(w, topic),
             Response::Metadata(d) => topics::metadata::encode_response(w, d),
             Response::ListTopics(topics) => topics::list_topics::encode_response(w, topics),
+            Response::AlterTopicConfig(c) => topics::alter_topic_config::encode_response(w, c),
+            Response::DescribeTopicConfig(entries) => {
+                topics::describe_topic_config::encode_response(w, entries)
+            }
+            Response::ListGroups(groups) => groups::list_groups::encode_response(w, groups),
             Response::Produce { response, batch } => {
                 data::produce::encode_response(w, response, *batch)
             }
@@ -683,6 +776,10 @@ impl Response {
             Response::Compact(c) => lab::compact::encode_response(w, c),
             Response::ExpireTransactions(ids) => lab::expire_transactions::encode_response(w, ids),
             Response::Heartbeat
+            | Response::DeleteTopic
+            | Response::CreatePartitions
+            | Response::DeleteGroup
+            | Response::AlterGroupOffsets
             | Response::CommitOffsets
             | Response::TxnSendOffsets
             | Response::CommitTxn
@@ -711,6 +808,15 @@ impl Response {
             Request::CreateTopic { .. } => topics::create_topic::decode_response(f),
             Request::Metadata { .. } => topics::metadata::decode_response(f),
             Request::ListTopics => topics::list_topics::decode_response(f),
+            Request::DeleteTopic { .. } => Ok(Response::DeleteTopic),
+            Request::CreatePartitions { .. } => Ok(Response::CreatePartitions),
+            Request::AlterTopicConfig { .. } => topics::alter_topic_config::decode_response(f),
+            Request::DescribeTopicConfig { .. } => {
+                topics::describe_topic_config::decode_response(f)
+            }
+            Request::ListGroups => groups::list_groups::decode_response(f),
+            Request::DeleteGroup { .. } => Ok(Response::DeleteGroup),
+            Request::AlterGroupOffsets { .. } => Ok(Response::AlterGroupOffsets),
             Request::Produce(p) => data::produce::decode_response(f, p.is_batch()),
             Request::Fetch { .. } => data::fetch::decode_response(f),
             Request::ListOffsets { .. } => data::list_offsets::decode_response(f),

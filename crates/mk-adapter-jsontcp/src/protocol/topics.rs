@@ -1,12 +1,16 @@
-//! Topic operations on the wire: `create_topic`, `metadata`, `list_topics`.
+//! Topic operations on the wire: `create_topic`, `metadata`, `list_topics`,
+//! `delete_topic`, `create_partitions`, `alter_topic_config` and
+//! `describe_topic_config`.
 //! Each operation is a module with its four directions side by side:
 //! `decode` (request, server side), `encode` (request, client side),
 //! `encode_response` (server side) and `decode_response` (client side).
 
-use super::common::{partition_infos_of, write_partition_infos, write_strings};
+use super::common::{objects, partition_infos_of, write_partition_infos, write_strings};
 use super::{Request, Response, TopicConfigOverrides};
-use crate::wire::{DecodeError, Decoded, Fields, ObjWriter, bad};
-use mk_cluster::{CleanupPolicy, TopicConfig, TopicDescription};
+use crate::wire::{DecodeError, Decoded, Fields, ObjWriter, bad, push_array, type_name};
+use mk_cluster::{
+    CleanupPolicy, ConfigChange, TopicConfig, TopicConfigEntry, TopicDescription, kafka_limit,
+};
 use serde_json::{Map, Value};
 
 /// `create_topic`: topic, partitions, replication_factor, optional config
@@ -96,6 +100,173 @@ pub(super) mod list_topics {
     }
 }
 
+/// `delete_topic`: topic -> nothing (the topic, its records and every
+/// group's committed offsets for it are gone).
+pub(super) mod delete_topic {
+    use super::*;
+
+    pub fn decode(f: &Fields<'_>) -> Decoded<Request> {
+        Ok(Request::DeleteTopic {
+            topic: f.string("topic")?,
+        })
+    }
+
+    pub fn encode(w: &mut ObjWriter<'_>, topic: &str) {
+        w.str("topic", topic);
+    }
+}
+
+/// `create_partitions`: topic, partitions (the new total, as in Kafka's
+/// CreatePartitions) -> nothing.
+pub(super) mod create_partitions {
+    use super::*;
+
+    pub fn decode(f: &Fields<'_>) -> Decoded<Request> {
+        Ok(Request::CreatePartitions {
+            topic: f.string("topic")?,
+            partitions: f.u32("partitions")?,
+        })
+    }
+
+    pub fn encode(w: &mut ObjWriter<'_>, topic: &str, partitions: u32) {
+        w.str("topic", topic)
+            .int("partitions", i64::from(partitions));
+    }
+}
+
+/// `alter_topic_config`: topic, optional `set` ({key: value} in Kafka's
+/// spelling, a string or an integer; `-1` is no limit), optional `delete`
+/// (keys back to the cluster default), optional validate_only (default
+/// false) -> config (the whole resulting config, as `metadata` shows it).
+/// Sets apply in key order, then deletes; all or nothing.
+pub(super) mod alter_topic_config {
+    use super::*;
+
+    pub fn decode(f: &Fields<'_>) -> Decoded<Request> {
+        let mut changes = Vec::new();
+        if let Some(set) = f.get("set") {
+            let Some(map) = set.as_object() else {
+                return bad(format!(
+                    "field \"set\" must be an object, got {}",
+                    type_name(set)
+                ));
+            };
+            for (key, v) in map {
+                let value = match v {
+                    serde_json::Value::String(s) => s.clone(),
+                    serde_json::Value::Number(n) if n.is_i64() => n.to_string(),
+                    other => {
+                        return bad(format!(
+                            "set.{key} must be a string or an integer, got {}",
+                            type_name(other)
+                        ));
+                    }
+                };
+                changes.push(ConfigChange::Set {
+                    key: key.clone(),
+                    value,
+                });
+            }
+        }
+        if f.get("delete").is_some() {
+            for key in f.strings("delete")? {
+                changes.push(ConfigChange::Delete { key });
+            }
+        }
+        Ok(Request::AlterTopicConfig {
+            topic: f.string("topic")?,
+            changes,
+            validate_only: f.get("validate_only").is_some() && f.bool("validate_only")?,
+        })
+    }
+
+    pub fn encode(
+        w: &mut ObjWriter<'_>,
+        topic: &str,
+        changes: &[ConfigChange],
+        validate_only: bool,
+    ) {
+        w.str("topic", topic);
+        let sets: Vec<(&str, &str)> = changes
+            .iter()
+            .filter_map(|c| match c {
+                ConfigChange::Set { key, value } => Some((key.as_str(), value.as_str())),
+                ConfigChange::Delete { .. } => None,
+            })
+            .collect();
+        let deletes: Vec<String> = changes
+            .iter()
+            .filter_map(|c| match c {
+                ConfigChange::Delete { key } => Some(key.clone()),
+                ConfigChange::Set { .. } => None,
+            })
+            .collect();
+        if !sets.is_empty() {
+            w.with("set", |out| {
+                let mut m = ObjWriter::new(out);
+                for (k, v) in &sets {
+                    m.str(k, v);
+                }
+                m.end();
+            });
+        }
+        if !deletes.is_empty() {
+            w.with("delete", |out| write_strings(out, &deletes));
+        }
+        if validate_only {
+            w.bool("validate_only", true);
+        }
+    }
+
+    pub fn encode_response(w: &mut ObjWriter<'_>, config: &TopicConfig) {
+        w.with("config", |out| write_config(out, config));
+    }
+
+    pub fn decode_response(f: &Fields<'_>) -> Decoded<Response> {
+        Ok(Response::AlterTopicConfig(config_of(f.object("config")?)?))
+    }
+}
+
+/// `describe_topic_config`: topic -> configs [{name, value, default}]:
+/// every setting in Kafka's spelling with the value in force (`-1` for no
+/// limit, the broker's segment size where the topic sets none) and whether
+/// it is the cluster default.
+pub(super) mod describe_topic_config {
+    use super::*;
+
+    pub fn decode(f: &Fields<'_>) -> Decoded<Request> {
+        Ok(Request::DescribeTopicConfig {
+            topic: f.string("topic")?,
+        })
+    }
+
+    pub fn encode(w: &mut ObjWriter<'_>, topic: &str) {
+        w.str("topic", topic);
+    }
+
+    pub fn encode_response(w: &mut ObjWriter<'_>, entries: &[TopicConfigEntry]) {
+        w.with("configs", |out| {
+            push_array(out, entries, |out, e| {
+                let mut m = ObjWriter::new(out);
+                m.str("name", &e.name)
+                    .str("value", &e.value)
+                    .bool("default", e.is_default);
+                m.end();
+            })
+        });
+    }
+
+    pub fn decode_response(f: &Fields<'_>) -> Decoded<Response> {
+        Ok(Response::DescribeTopicConfig(objects(f, "configs", |e| {
+            Ok(TopicConfigEntry {
+                name: e.string("name")?,
+                value: e.string("value")?,
+                is_default: e.bool("default")?,
+            })
+        })?))
+    }
+}
+
 // ----- topic settings ---------------------------------------------------
 
 /// The settings of a `config` object; keys it does not name stay `None`.
@@ -116,8 +287,11 @@ fn overrides_of(map: &Map<String, Value>) -> Decoded<TopicConfigOverrides> {
                     CleanupPolicy::parse(f.str(key)?).map_err(|e| DecodeError(e.to_string()))?,
                 )
             }
-            "retention.ms" => o.retention_ms = Some(nullable(&f, i64::MIN)?),
-            "retention.bytes" => o.retention_bytes = Some(nullable(&f, i64::MIN)?),
+            // Kafka spells "no limit" -1; null says the same.
+            "retention.ms" => o.retention_ms = Some(nullable(&f, i64::MIN)?.and_then(kafka_limit)),
+            "retention.bytes" => {
+                o.retention_bytes = Some(nullable(&f, i64::MIN)?.and_then(kafka_limit))
+            }
             "segment.bytes" => o.segment_bytes = Some(nullable(&f, 0)?.map(|n| n as u64)),
             "delete.retention.ms" => o.delete_retention_ms = Some(f.i64(key)?),
             other => {

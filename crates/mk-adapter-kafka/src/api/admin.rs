@@ -7,7 +7,7 @@
 use super::{Ctx, Message};
 use crate::codec::{DecodeResult, Reader, Uuid, Writer};
 use crate::errors::{self, KafkaCode};
-use mk_cluster::{ClusterError, ConfigChange, TOPIC_CONFIG_KEYS, TopicConfig, TopicId};
+use mk_cluster::{ClusterError, ConfigChange, TopicConfig, TopicId};
 
 /// Kafka's config resource types.
 pub const RESOURCE_TOPIC: i8 = 2;
@@ -42,27 +42,24 @@ fn config_type(key: &str) -> i8 {
     }
 }
 
-/// The entries of a topic config: explicitly set keys are
-/// DYNAMIC_TOPIC_CONFIG, keys equal to the cluster default DEFAULT_CONFIG.
+/// The entries of a topic config: keys equal to the cluster default are
+/// DEFAULT_CONFIG, the others DYNAMIC_TOPIC_CONFIG (which is which is the
+/// core's `TopicConfig::entries`).
 fn topic_entries(ctx: &Ctx<'_>, config: &TopicConfig) -> Vec<ConfigEntry> {
     let cluster = ctx.cluster.config();
-    let defaults = &cluster.default_topic_config;
-    TOPIC_CONFIG_KEYS
-        .iter()
-        .map(|key| {
-            let value = config.get(key, cluster.segment_max_bytes);
-            let default = defaults.get(key, cluster.segment_max_bytes);
-            ConfigEntry {
-                name: key.to_string(),
-                config_source: if value == default {
-                    SOURCE_DEFAULT
-                } else {
-                    SOURCE_DYNAMIC_TOPIC
-                },
-                value,
-                read_only: false,
-                is_sensitive: false,
-            }
+    config
+        .entries(&cluster.default_topic_config, cluster.segment_max_bytes)
+        .into_iter()
+        .map(|e| ConfigEntry {
+            name: e.name,
+            config_source: if e.is_default {
+                SOURCE_DEFAULT
+            } else {
+                SOURCE_DYNAMIC_TOPIC
+            },
+            value: Some(e.value),
+            read_only: false,
+            is_sensitive: false,
         })
         .collect()
 }

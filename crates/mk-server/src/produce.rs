@@ -1,0 +1,285 @@
+//! `produce`: every line of stdin becomes one record. Lines are read on a
+//! thread and taken in rounds: whatever has arrived (up to a bound) is
+//! grouped into one batch per partition and the batches are pipelined, so
+//! a typed line is acknowledged at once while a piped file travels in
+//! large batches with several requests in flight. A record without
+//! `--partition` goes where the core's `partitioner::partition_for` puts
+//! it (its key by murmur2, else partition 0) — the same partition the
+//! broker and a Kafka client choose. A bad line is reported with its
+//! number; it stops the run (after everything before it was sent) unless
+//! `--skip-bad-lines`.
+
+use crate::commands::{CmdError, CmdResult};
+use crate::format::Input;
+use mk_adapter_jsontcp::{JsonTcpClient, ProduceRecords, ProduceSpec, Request, Response};
+use mk_cluster::{AckMode, Bytes, ProduceEntry};
+use serde_json::json;
+use std::io::{BufRead, IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+/// Lines taken into one round at most.
+const ROUND_LINES: usize = 4_000;
+/// Records and bytes of one produce request at most (well below the
+/// server's default 1 MiB frame, base64 included).
+const BATCH_RECORDS: usize = 500;
+const BATCH_BYTES: usize = 256 * 1024;
+
+pub struct ProduceOptions {
+    pub topic: String,
+    pub partition: Option<u32>,
+    pub acks: AckMode,
+    pub input: Input,
+    pub skip_bad_lines: bool,
+    /// Print a progress line on stderr (also when stderr is a terminal).
+    pub progress: bool,
+    pub as_json: bool,
+}
+
+/// What the reader thread hands over.
+enum Line {
+    Data { number: u64, bytes: Vec<u8> },
+    ReadError(String),
+}
+
+/// One record waiting to be sent, with the partition it goes to.
+struct Pending {
+    partition: u32,
+    entry: ProduceEntry,
+}
+
+pub async fn produce(c: &mut JsonTcpClient, o: ProduceOptions) -> CmdResult {
+    // Routing needs the partition count; asking first also reports an
+    // unknown topic before any input is read.
+    let partitions = c.metadata(&o.topic).await?.partitions.len() as u32;
+    let mut rx = spawn_reader();
+    let mut progress = Progress::new(o.progress || std::io::stderr().is_terminal());
+    let mut produced = 0u64;
+    let mut skipped = 0u64;
+    while let Some(first) = rx.recv().await {
+        let mut lines = vec![first];
+        while lines.len() < ROUND_LINES {
+            match rx.try_recv() {
+                Ok(l) => lines.push(l),
+                Err(_) => break,
+            }
+        }
+        let mut round = Vec::with_capacity(lines.len());
+        let mut stop = None;
+        for line in lines {
+            let (number, bytes) = match line {
+                Line::Data { number, bytes } => (number, bytes),
+                Line::ReadError(e) => {
+                    stop = Some(CmdError::Failed(format!("cannot read stdin: {e}")));
+                    break;
+                }
+            };
+            match o.input.parse(&bytes) {
+                Ok((key, value)) => round.push(Pending {
+                    partition: mk_cluster::partitioner::partition_for(
+                        o.partition,
+                        key.as_deref(),
+                        partitions,
+                    ),
+                    entry: ProduceEntry {
+                        key,
+                        value,
+                        ..ProduceEntry::default()
+                    },
+                }),
+                Err(why) if o.skip_bad_lines => {
+                    skipped += 1;
+                    eprintln!("mk-server: line {number}: {why} (skipped)");
+                }
+                Err(why) => {
+                    stop = Some(CmdError::Failed(format!(
+                        "line {number}: {why}; stopped there (--skip-bad-lines goes on)"
+                    )));
+                    break;
+                }
+            }
+        }
+        let sent = send_round(c, &o, round).await;
+        produced += sent.as_ref().map_or(0, |n| *n);
+        progress.tick(produced);
+        if let Err(e) = sent {
+            progress.end();
+            return Err(e);
+        }
+        if let Some(e) = stop {
+            progress.end();
+            eprintln!("mk-server: produced {produced} record(s) before the error");
+            return Err(e);
+        }
+    }
+    progress.end();
+    if !o.as_json {
+        if skipped > 0 {
+            eprintln!("produced {produced} record(s), skipped {skipped} bad line(s)");
+        } else {
+            eprintln!("produced {produced} record(s)");
+        }
+    }
+    Ok(())
+}
+
+/// Reads stdin as bytes (no UTF-8 requirement) on a thread, one message
+/// per line without its `\n` (and a `\r` before it).
+fn spawn_reader() -> tokio::sync::mpsc::Receiver<Line> {
+    let (tx, rx) = tokio::sync::mpsc::channel(ROUND_LINES);
+    std::thread::spawn(move || {
+        let stdin = std::io::stdin();
+        let mut input = stdin.lock();
+        let mut number = 0u64;
+        loop {
+            let mut bytes = Vec::new();
+            match input.read_until(b'\n', &mut bytes) {
+                Ok(0) => return,
+                Ok(_) => {
+                    number += 1;
+                    if bytes.last() == Some(&b'\n') {
+                        bytes.pop();
+                        if bytes.last() == Some(&b'\r') {
+                            bytes.pop();
+                        }
+                    }
+                    if tx.blocking_send(Line::Data { number, bytes }).is_err() {
+                        return;
+                    }
+                }
+                Err(e) => {
+                    let _ = tx.blocking_send(Line::ReadError(e.to_string()));
+                    return;
+                }
+            }
+        }
+    });
+    rx
+}
+
+/// Sends one round: one batch per partition (split at the batch bounds),
+/// all pipelined, then prints each record's offset. Returns how many
+/// records were acknowledged; the first failed request ends the run.
+async fn send_round(
+    c: &mut JsonTcpClient,
+    o: &ProduceOptions,
+    round: Vec<Pending>,
+) -> Result<u64, CmdError> {
+    // Each record's place: which batch, which position in it, so the
+    // offsets print in input order whatever the batching.
+    let mut batches: Vec<(u32, Vec<ProduceEntry>, usize)> = Vec::new();
+    let mut places = Vec::with_capacity(round.len());
+    for p in round {
+        let size = p.entry.key.as_ref().map_or(0, Bytes::len)
+            + p.entry.value.as_ref().map_or(0, Bytes::len);
+        let open = batches
+            .iter()
+            .rposition(|(partition, _, _)| *partition == p.partition)
+            .filter(|i| {
+                let (_, entries, bytes) = &batches[*i];
+                entries.len() < BATCH_RECORDS && *bytes + size <= BATCH_BYTES
+            });
+        let batch = match open {
+            Some(i) => i,
+            None => {
+                batches.push((p.partition, Vec::new(), 0));
+                batches.len() - 1
+            }
+        };
+        let (_, entries, bytes) = &mut batches[batch];
+        places.push((batch, entries.len()));
+        entries.push(p.entry);
+        *bytes += size;
+    }
+    let requests: Vec<Request> = batches
+        .into_iter()
+        .map(|(partition, entries, _)| {
+            Request::Produce(ProduceSpec {
+                topic: o.topic.clone(),
+                partition: Some(partition),
+                acks: o.acks,
+                producer: None,
+                records: ProduceRecords::Batch(entries),
+            })
+        })
+        .collect();
+    let mut answers = Vec::with_capacity(requests.len());
+    for answer in c.call_many(&requests).await? {
+        match answer {
+            Ok(Response::Produce { response, .. }) => answers.push(Ok(response)),
+            Ok(other) => {
+                return Err(CmdError::Failed(format!(
+                    "unexpected answer to a produce: {other:?}"
+                )));
+            }
+            Err(e) => answers.push(Err(e)),
+        }
+    }
+    let mut acknowledged = 0u64;
+    for (batch, index) in places {
+        let r = match &answers[batch] {
+            Ok(r) => r,
+            // Everything before the first failed record was printed.
+            Err(_) => return Err(answers.swap_remove(batch).unwrap_err().into()),
+        };
+        let offset = r.base_offset.map(|b| b + index as i64);
+        let line = match (o.as_json, offset) {
+            (true, _) => {
+                json!({"topic": o.topic, "partition": r.partition, "offset": offset}).to_string()
+            }
+            (false, Some(off)) => format!("{}-{} offset {off}", o.topic, r.partition),
+            (false, None) => format!("{}-{} (acks=0, no offset)", o.topic, r.partition),
+        };
+        // A closed stdout is an error to report, not a panic of println!.
+        writeln!(std::io::stdout(), "{line}").map_err(|e| {
+            CmdError::Failed(format!(
+                "cannot write to stdout ({e}); the record at {}-{} offset {} was produced",
+                o.topic,
+                r.partition,
+                offset.map_or("-".to_string(), |o| o.to_string())
+            ))
+        })?;
+        acknowledged += 1;
+    }
+    Ok(acknowledged)
+}
+
+/// The progress line of a long run: at most once a second, overwritten in
+/// place, only when asked for or when stderr is a terminal.
+struct Progress {
+    enabled: bool,
+    start: Instant,
+    last: Instant,
+    shown: bool,
+}
+
+impl Progress {
+    fn new(enabled: bool) -> Self {
+        let now = Instant::now();
+        Self {
+            enabled,
+            start: now,
+            last: now,
+            shown: false,
+        }
+    }
+
+    fn tick(&mut self, produced: u64) {
+        if !self.enabled || self.last.elapsed() < Duration::from_secs(1) {
+            return;
+        }
+        self.last = Instant::now();
+        let secs = self.start.elapsed().as_secs_f64().max(0.001);
+        eprint!(
+            "\rproduced {produced} record(s), {:.0} records/s",
+            produced as f64 / secs
+        );
+        self.shown = true;
+    }
+
+    fn end(&mut self) {
+        if self.shown {
+            eprintln!();
+            self.shown = false;
+        }
+    }
+}
