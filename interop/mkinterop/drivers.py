@@ -181,7 +181,10 @@ class ConfluentKafka:
         finally:
             consumer.close()
 
-    can_alter_configs_incrementally = True
+    # How alter_topic_config changes a config: IncrementalAlterConfigs (API
+    # 44, the other keys stay) or AlterConfigs (API 33, which replaces the
+    # whole set: every key not named goes back to its default).
+    alter_configs_api = "IncrementalAlterConfigs"
 
     def describe_topic_config(self, bootstrap: str, topic: str) -> dict[str, str | None]:
         from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
@@ -338,7 +341,7 @@ class KafkaPython:
         finally:
             consumer.close()
 
-    can_alter_configs_incrementally = True
+    alter_configs_api = "IncrementalAlterConfigs"
 
     def _admin(self, bootstrap: str, f):
         from kafka.admin import KafkaAdminClient
@@ -520,9 +523,22 @@ class AioKafka:
         finally:
             await consumer.stop()
 
-    # aiokafka's admin client has alter_configs (AlterConfigs, API 33) only,
-    # which this broker does not serve (spec 08: IncrementalAlterConfigs).
-    can_alter_configs_incrementally = False
+    # aiokafka's admin client has alter_configs (AlterConfigs, API 33) only.
+    alter_configs_api = "AlterConfigs"
+
+    def alter_topic_config(self, bootstrap: str, topic: str, key: str, value: str) -> None:
+        from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+
+        responses = asyncio.run(
+            self._with_admin(
+                bootstrap,
+                lambda a: a.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic, configs={key: value})]),
+            )
+        )
+        for resp in responses:
+            for res in resp.to_object()["resources"]:
+                if res["error_code"] != 0:
+                    raise ClientFailure(f"AlterConfigs {topic}: {res}")
 
     async def _with_admin(self, bootstrap, f):
         from aiokafka.admin import AIOKafkaAdminClient
@@ -674,9 +690,11 @@ class KafkaJs:
         res = self._run("offsets-for-times", {"bootstrap": bootstrap, "topic": topic, "timestamp": timestamp_ms})
         return {int(p): o for p, o in res["offsets"].items()}
 
-    # kafkajs's admin has alterConfigs (AlterConfigs, API 33) only, which
-    # this broker does not serve (spec 08: IncrementalAlterConfigs).
-    can_alter_configs_incrementally = False
+    # kafkajs's admin has alterConfigs (AlterConfigs, API 33) only.
+    alter_configs_api = "AlterConfigs"
+
+    def alter_topic_config(self, bootstrap: str, topic: str, key: str, value: str) -> None:
+        self._run("alter-topic-config", {"bootstrap": bootstrap, "topic": topic, "key": key, "value": value})
 
     def describe_topic_config(self, bootstrap: str, topic: str) -> dict[str, str | None]:
         return self._run("describe-topic-config", {"bootstrap": bootstrap, "topic": topic})["configs"]
