@@ -232,13 +232,14 @@ const commands = {
     })
   },
 
-  async 'read-all'({ bootstrap, topic, maxBytes }) {
+  async 'read-all'({ bootstrap, topic, maxBytes, isolation }) {
     const kafka = client(bootstrap)
     const createCluster = Object.getOwnPropertySymbols(kafka).find(
       s => s.description === 'private:Kafka:createCluster'
     )
-    // The consumer's default isolation level.
-    const isolationLevel = ISOLATION_LEVEL.READ_COMMITTED
+    // read_committed is the consumer's default isolation level.
+    const isolationLevel =
+      isolation === 'read_uncommitted' ? ISOLATION_LEVEL.READ_UNCOMMITTED : ISOLATION_LEVEL.READ_COMMITTED
     const cluster = kafka[createCluster]({ isolationLevel })
     await cluster.connect()
     try {

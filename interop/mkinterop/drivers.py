@@ -181,6 +181,52 @@ class ConfluentKafka:
         finally:
             consumer.close()
 
+    def read_isolated(self, bootstrap: str, topic: str, isolation: str) -> list[Got]:
+        """Reads a topic that holds transactions with isolation.level
+        `isolation`, to the end of every partition. Markers (and, for
+        read_committed, aborted records) are never returned, so the end is
+        librdkafka's partition EOF: the fetch position reached the high
+        watermark (read_uncommitted) or the last stable offset."""
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+        consumer = Consumer(
+            self._conf(
+                bootstrap,
+                **{
+                    "group.id": "mk-interop-unused",
+                    "enable.auto.commit": False,
+                    "auto.offset.reset": "error",
+                    "isolation.level": isolation,
+                    "enable.partition.eof": True,
+                },
+            )
+        )
+        try:
+            md = consumer.list_topics(topic, timeout=10).topics[topic]
+            if md.error is not None:
+                raise ClientFailure(f"metadata of {topic}: {md.error}")
+            parts = sorted(md.partitions)
+            consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
+            got: list[Got] = []
+            at_end: set[int] = set()
+            deadline = _deadline()
+            while at_end != set(parts):
+                if time.monotonic() > deadline:
+                    raise ClientFailure(f"{isolation} read timed out; at the end of {sorted(at_end)} of {parts}")
+                for m in consumer.consume(num_messages=1000, timeout=0.5):
+                    if m.error():
+                        if m.error().code() == KafkaError._PARTITION_EOF:
+                            at_end.add(m.partition())
+                            continue
+                        raise ClientFailure(f"consume error: {m.error()}")
+                    at_end.discard(m.partition())
+                    got.append(
+                        Got(m.partition(), m.offset(), m.key(), m.value(), m.timestamp()[1], tuple(m.headers() or ()))
+                    )
+            return got
+        finally:
+            consumer.close()
+
     # How alter_topic_config changes a config: IncrementalAlterConfigs (API
     # 44, the other keys stay) or AlterConfigs (API 33, which replaces the
     # whole set: every key not named goes back to its default).
@@ -333,6 +379,43 @@ class KafkaPython:
                 if time.monotonic() > deadline:
                     raise ClientFailure(
                         f"read timed out at positions {[consumer.position(tp) for tp in tps]}, end offsets {ends}"
+                    )
+                for tp, msgs in consumer.poll(timeout_ms=500, max_records=1000).items():
+                    for m in msgs:
+                        got.append(Got(tp.partition, m.offset, m.key, m.value, m.timestamp, tuple(m.headers or ())))
+            return got
+        finally:
+            consumer.close()
+
+    def read_isolated(self, bootstrap: str, topic: str, isolation: str) -> list[Got]:
+        """Reads a topic that holds transactions with `isolation`, until the
+        consumer's position (which moves past markers and aborted batches)
+        reaches each partition's end offset (the last stable offset for
+        read_committed)."""
+        from kafka import KafkaConsumer, TopicPartition
+
+        consumer = KafkaConsumer(
+            bootstrap_servers=bootstrap,
+            group_id=None,
+            enable_auto_commit=False,
+            auto_offset_reset="none",
+            isolation_level=isolation,
+        )
+        try:
+            parts = sorted(consumer.partitions_for_topic(topic) or ())
+            if not parts:
+                raise ClientFailure(f"no partitions of {topic} in metadata")
+            tps = [TopicPartition(topic, p) for p in parts]
+            consumer.assign(tps)
+            consumer.seek_to_beginning(*tps)
+            ends = consumer.end_offsets(tps)
+            got: list[Got] = []
+            deadline = _deadline()
+            while any(consumer.position(tp) < ends[tp] for tp in tps):
+                if time.monotonic() > deadline:
+                    raise ClientFailure(
+                        f"{isolation} read timed out at positions {[consumer.position(tp) for tp in tps]}, "
+                        f"end offsets {ends}"
                     )
                 for tp, msgs in consumer.poll(timeout_ms=500, max_records=1000).items():
                     for m in msgs:
@@ -523,6 +606,46 @@ class AioKafka:
         finally:
             await consumer.stop()
 
+    def read_isolated(self, bootstrap: str, topic: str, isolation: str) -> list[Got]:
+        """Like kafka-python's: until each position reaches the end offset."""
+        return asyncio.run(self._read_isolated(bootstrap, topic, isolation))
+
+    async def _read_isolated(self, bootstrap, topic, isolation):
+        from aiokafka import AIOKafkaConsumer, TopicPartition
+
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap,
+            group_id=None,
+            enable_auto_commit=False,
+            auto_offset_reset="none",
+            isolation_level=isolation,
+        )
+        parts = await self._partitions(bootstrap, topic)
+        await consumer.start()
+        try:
+            if not parts:
+                raise ClientFailure(f"no partitions of {topic} in metadata")
+            tps = [TopicPartition(topic, p) for p in parts]
+            consumer.assign(tps)
+            await consumer.seek_to_beginning(*tps)
+            ends = await consumer.end_offsets(tps)
+            got: list[Got] = []
+            deadline = _deadline()
+
+            async def behind():
+                return [tp for tp in tps if await consumer.position(tp) < ends[tp]]
+
+            while await behind():
+                if time.monotonic() > deadline:
+                    raise ClientFailure(f"{isolation} read timed out; end offsets {ends}")
+                batches = await consumer.getmany(timeout_ms=500, max_records=1000)
+                for tp, msgs in batches.items():
+                    for m in msgs:
+                        got.append(Got(tp.partition, m.offset, m.key, m.value, m.timestamp, tuple(m.headers or ())))
+            return got
+        finally:
+            await consumer.stop()
+
     # aiokafka's admin client has alter_configs (AlterConfigs, API 33) only.
     alter_configs_api = "AlterConfigs"
 
@@ -672,8 +795,17 @@ class KafkaJs:
             raise ClientFailure(f"kafkajs acknowledged {len(acks)} of {len(records)} records")
         return [Ack(r.value, a["partition"], a["offset"]) for r, a in zip(records, acks)]
 
-    def read_all(self, bootstrap: str, topic: str, max_fetch_bytes: int | None = None) -> list[Got]:
-        res = self._run("read-all", {"bootstrap": bootstrap, "topic": topic, "maxBytes": max_fetch_bytes})
+    def read_isolated(self, bootstrap: str, topic: str, isolation: str) -> list[Got]:
+        """read-all with the isolation level given: its positions follow
+        the last offset of every batch, control batches included."""
+        return self.read_all(bootstrap, topic, isolation=isolation)
+
+    def read_all(
+        self, bootstrap: str, topic: str, max_fetch_bytes: int | None = None, isolation: str = "read_committed"
+    ) -> list[Got]:
+        res = self._run(
+            "read-all", {"bootstrap": bootstrap, "topic": topic, "maxBytes": max_fetch_bytes, "isolation": isolation}
+        )
         return [
             Got(
                 g["partition"],

@@ -29,7 +29,17 @@ WAIT_S = 60.0
 
 
 class MemberProcess:
-    def __init__(self, client: str, bootstrap: str, group: str, topics: list[str], name: str, log_dir: Path, **cfg):
+    def __init__(
+        self,
+        client: str,
+        bootstrap: str,
+        group: str,
+        topics: list[str],
+        name: str,
+        log_dir: Path,
+        module: str = "mkinterop.member",
+        **cfg,
+    ):
         self.client = client
         self.name = name
         self.cfg = {
@@ -47,11 +57,11 @@ class MemberProcess:
         self.other_output: list[str] = []
         self.lock = threading.Lock()
         self.started_at = time.time()
-        if client == "kafkajs":
+        if client == "kafkajs" and module == "mkinterop.member":
             cmd = ["node", str(JS_DIR / "mk_interop.js"), "group-member", json.dumps(self.cfg)]
             cwd = JS_DIR
         else:
-            cmd = [sys.executable, "-m", "mkinterop.member", json.dumps(self.cfg)]
+            cmd = [sys.executable, "-m", module, json.dumps(self.cfg)]
             cwd = INTEROP_DIR
         env = dict(os.environ, KAFKAJS_NO_PARTITIONER_WARNING="1", PYTHONUNBUFFERED="1")
         self._log = open(self.log_path, "wb")
@@ -263,3 +273,20 @@ def offsets_by_partition(records: list[tuple[int, int, str]]) -> dict[int, list[
     for p, o, _ in records:
         out[p].append(o)
     return out
+
+
+def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int = 3) -> dict[int, int]:
+    """The group's committed offsets, from an OffsetFetch of an independent
+    client (a confluent-kafka consumer that never joins); -1 for none."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from .drivers import ConfluentKafka
+
+    consumer = Consumer(ConfluentKafka()._conf(bootstrap, **{"group.id": group, "enable.auto.commit": False}))
+    try:
+        tps = consumer.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=10)
+        for tp in tps:
+            assert tp.error is None, f"OffsetFetch {group} {topic}[{tp.partition}]: {tp.error}"
+        return {tp.partition: tp.offset if tp.offset >= 0 else -1 for tp in tps}
+    finally:
+        consumer.close()

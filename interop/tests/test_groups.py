@@ -27,6 +27,7 @@ from mkinterop.group import (
     HEARTBEAT_INTERVAL_MS,
     SESSION_TIMEOUT_MS,
     check_exactly_once,
+    committed_offsets,
     offsets_by_partition,
     read_everything,
     settled,
@@ -73,21 +74,6 @@ def end_offsets(produced: dict[str, tuple[int, int]]) -> dict[int, int]:
     for p, o in produced.values():
         ends[p] = max(ends[p], o + 1)
     return ends
-
-
-def committed_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int]:
-    """The group's committed offsets, from an OffsetFetch of an independent
-    client (a confluent-kafka consumer that never joins); -1 for none."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer(ConfluentKafka()._conf(bootstrap, **{"group.id": group, "enable.auto.commit": False}))
-    try:
-        tps = consumer.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=10)
-        for tp in tps:
-            assert tp.error is None, f"OffsetFetch {group} {topic}[{tp.partition}]: {tp.error}"
-        return {tp.partition: tp.offset if tp.offset >= 0 else -1 for tp in tps}
-    finally:
-        consumer.close()
 
 
 def describe_group(server, group: str) -> dict:
