@@ -12,6 +12,7 @@
 
 const {
   Kafka,
+  AssignerProtocol,
   CompressionTypes,
   CompressionCodecs,
   ConfigResourceTypes,
@@ -194,6 +195,57 @@ const commands = {
     })
   },
 
+  async 'list-groups'({ bootstrap }) {
+    return withAdmin(bootstrap, async admin => admin.listGroups())
+  },
+
+  async 'describe-group'({ bootstrap, group }) {
+    return withAdmin(bootstrap, async admin => {
+      const { groups } = await admin.describeGroups([group])
+      const [g] = groups
+      if (g.errorCode !== 0) throw new Error(`describeGroups answered ${JSON.stringify(g)}`)
+      const members = g.members.map(m => {
+        const decoded = m.memberAssignment.length ? AssignerProtocol.MemberAssignment.decode(m.memberAssignment) : null
+        const assignment = {}
+        for (const [topic, ps] of Object.entries((decoded && decoded.assignment) || {})) {
+          assignment[topic] = [...ps].sort((a, b) => a - b)
+        }
+        return { member_id: m.memberId, client_id: m.clientId, assignment }
+      })
+      return { state: g.state.toLowerCase(), protocol: g.protocol || null, members }
+    })
+  },
+
+  async 'group-offsets'({ bootstrap, group, topic }) {
+    return withAdmin(bootstrap, async admin => {
+      const [res] = await admin.fetchOffsets({ groupId: group, topics: [topic] })
+      const offsets = {}
+      for (const { partition, offset } of res.partitions) offsets[partition] = Number(offset)
+      return { offsets }
+    })
+  },
+
+  async 'delete-group'({ bootstrap, group }) {
+    return withAdmin(bootstrap, async admin => {
+      try {
+        await admin.deleteGroups([group])
+        return { error: null }
+      } catch (e) {
+        if (e.name !== 'KafkaJSDeleteGroupsError') throw e
+        const [g] = e.groups
+        return { error: g.error.type }
+      }
+    })
+  },
+
+  async 'set-group-offsets'({ bootstrap, group, topic, offsets }) {
+    return withAdmin(bootstrap, async admin => {
+      const partitions = Object.entries(offsets).map(([p, o]) => ({ partition: Number(p), offset: String(o) }))
+      await admin.setOffsets({ groupId: group, topic, partitions })
+      return {}
+    })
+  },
+
   async 'create-partitions'({ bootstrap, topic, count }) {
     return withAdmin(bootstrap, async admin => {
       await admin.createPartitions({ topicPartitions: [{ topic, count }], timeout: 30000 })
@@ -347,7 +399,9 @@ commands['group-member'] = async function groupMember(cfg) {
   const { GROUP_JOIN, REBALANCING, CRASH } = consumer.events
   consumer.on(GROUP_JOIN, ({ payload }) => {
     assigned = [...((payload.memberAssignment || {})[topic] || [])].sort((a, b) => a - b)
-    emit('assigned', { partitions: assigned, generation: null, leader: payload.isLeader })
+    // GROUP_JOIN carries the whole assignment (also after a rejoin that
+    // REBALANCING did not announce, e.g. UNKNOWN_MEMBER_ID).
+    emit('assigned', { partitions: assigned, full: true, leader: payload.isLeader })
   })
   consumer.on(REBALANCING, () => {
     // kafkajs's classic protocol is eager: the whole assignment goes.

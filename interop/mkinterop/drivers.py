@@ -39,6 +39,33 @@ def _deadline(timeout_s: float = TIMEOUT_S) -> float:
     return time.monotonic() + timeout_s
 
 
+def _sorted(assignment: dict[str, list[int]]) -> dict[str, list[int]]:
+    return {t: sorted(ps) for t, ps in sorted(assignment.items())}
+
+
+def decode_assignment(data: bytes) -> dict[str, list[int]]:
+    """Kafka's consumer-protocol assignment (version, [topic, [partition]],
+    user data) as {topic: [partitions]}."""
+    import struct
+
+    if not data:
+        return {}
+    pos = 2  # version
+    (n,) = struct.unpack_from(">i", data, pos)
+    pos += 4
+    out: dict[str, list[int]] = {}
+    for _ in range(n):
+        (ln,) = struct.unpack_from(">h", data, pos)
+        pos += 2
+        topic = data[pos : pos + ln].decode()
+        pos += ln
+        (k,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        out[topic] = list(struct.unpack_from(f">{k}i", data, pos))
+        pos += 4 * k
+    return _sorted(out)
+
+
 # --------------------------------------------------------------------------
 # confluent-kafka (librdkafka)
 
@@ -270,6 +297,62 @@ class ConfluentKafka:
 
         return set(AdminClient(self._conf(bootstrap)).list_topics(timeout=10).topics)
 
+    # ---- consumer-group administration (ListGroups, DescribeGroups,
+    # OffsetFetch, DeleteGroups, OffsetCommit from the admin client)
+
+    def list_groups(self, bootstrap: str) -> dict[str, str | None]:
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient(self._conf(bootstrap))  # must outlive its futures
+        res = admin.list_consumer_groups(request_timeout=30).result(timeout=TIMEOUT_S)
+        if res.errors:
+            raise ClientFailure(f"ListGroups errors: {res.errors}")
+        return {g.group_id: g.state.name.lower() for g in res.valid}
+
+    def describe_group(self, bootstrap: str, group: str) -> dict:
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient(self._conf(bootstrap))
+        d = admin.describe_consumer_groups([group], request_timeout=30)[group].result(timeout=TIMEOUT_S)
+        members = []
+        for m in d.members:
+            assignment: dict[str, list[int]] = {}
+            for tp in m.assignment.topic_partitions:
+                assignment.setdefault(tp.topic, []).append(tp.partition)
+            members.append({"member_id": m.member_id, "client_id": m.client_id, "assignment": _sorted(assignment)})
+        return {"state": d.state.name.lower(), "protocol": d.partition_assignor or None, "members": members}
+
+    def group_offsets(self, bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+        from confluent_kafka.admin import AdminClient
+
+        req = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in range(partitions)])
+        admin = AdminClient(self._conf(bootstrap))
+        res = admin.list_consumer_group_offsets([req], request_timeout=30)[group].result(timeout=TIMEOUT_S)
+        return {tp.partition: (tp.offset if tp.offset >= 0 else -1) for tp in res.topic_partitions}
+
+    def delete_group(self, bootstrap: str, group: str) -> str | None:
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient(self._conf(bootstrap))
+        try:
+            admin.delete_consumer_groups([group], request_timeout=30)[group].result(timeout=TIMEOUT_S)
+        except KafkaException as e:
+            return e.args[0].name()
+        return None
+
+    def set_group_offsets(self, bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+        from confluent_kafka.admin import AdminClient
+
+        req = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p, o) for p, o in offsets.items()])
+        admin = AdminClient(self._conf(bootstrap))
+        res = admin.alter_consumer_group_offsets([req], request_timeout=30)[group].result(timeout=TIMEOUT_S)
+        errors = [tp for tp in res.topic_partitions if tp.error is not None]
+        if errors:
+            raise ClientFailure(f"AlterConsumerGroupOffsets {group}: {errors}")
+
     def offsets_for_times(self, bootstrap: str, topic: str, partitions: int, timestamp_ms: int) -> dict[int, int | None]:
         from confluent_kafka import Consumer, TopicPartition
 
@@ -465,6 +548,53 @@ class KafkaPython:
 
     def topic_names(self, bootstrap: str) -> set[str]:
         return set(self._admin(bootstrap, lambda a: a.list_topics()))
+
+    # ---- consumer-group administration; kafka-python 3.0's admin client
+    # also has multi-group OffsetFetch (v8) and OffsetDelete.
+
+    def list_groups(self, bootstrap: str) -> dict[str, str | None]:
+        return {g["group_id"]: (g.get("group_state") or "").lower() or None for g in self._admin(bootstrap, lambda a: a.list_groups())}
+
+    def describe_group(self, bootstrap: str, group: str) -> dict:
+        d = self._admin(bootstrap, lambda a: a.describe_groups([group]))[group]
+        if d["error"]:
+            raise ClientFailure(f"DescribeGroups {group}: {d['error']}")
+        members = []
+        for m in d["members"]:
+            assignment = {a["topic"]: a["partitions"] for a in (m["member_assignment"] or {}).get("assigned_partitions", [])}
+            members.append({"member_id": m["member_id"], "client_id": m["client_id"], "assignment": _sorted(assignment)})
+        return {"state": d["group_state"].lower(), "protocol": d["protocol_data"] or None, "members": members}
+
+    def group_offsets(self, bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
+        return self.groups_offsets(bootstrap, [group], topic, partitions)[group]
+
+    def groups_offsets(self, bootstrap: str, groups: list[str], topic: str, partitions: int) -> dict[str, dict[int, int]]:
+        """Several groups' offsets in one OffsetFetch (v8) per coordinator."""
+        from kafka import TopicPartition
+
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        res = self._admin(bootstrap, lambda a: a.list_group_offsets({g: tps for g in groups}))
+        return {g: {tp.partition: om.offset for tp, om in res[g].items()} for g in groups}
+
+    def delete_group(self, bootstrap: str, group: str) -> str | None:
+        outcome = self._admin(bootstrap, lambda a: a.delete_groups([group]))[group]
+        return None if outcome == "OK" else outcome
+
+    def set_group_offsets(self, bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
+        from kafka import OffsetAndMetadata, TopicPartition
+
+        self._admin(
+            bootstrap,
+            lambda a: a.alter_group_offsets(
+                group, {TopicPartition(topic, p): OffsetAndMetadata(o, "", -1) for p, o in offsets.items()}
+            ),
+        )
+
+    def delete_group_offsets(self, bootstrap: str, group: str, topic: str, partitions: list[int]):
+        """OffsetDelete; returns the client's per-partition outcome."""
+        from kafka import TopicPartition
+
+        return self._admin(bootstrap, lambda a: a.delete_group_offsets(group, [TopicPartition(topic, p) for p in partitions]))
 
     def offsets_for_times(self, bootstrap: str, topic: str, partitions: int, timestamp_ms: int) -> dict[int, int | None]:
         from kafka import KafkaConsumer, TopicPartition
@@ -702,6 +832,33 @@ class AioKafka:
     def topic_names(self, bootstrap: str) -> set[str]:
         return set(asyncio.run(self._with_admin(bootstrap, lambda a: a.list_topics())))
 
+    # ---- consumer-group administration (aiokafka's admin client has no
+    # DeleteGroups and no way to set a group's offsets)
+
+    def list_groups(self, bootstrap: str) -> dict[str, str | None]:
+        return {g[0]: None for g in asyncio.run(self._with_admin(bootstrap, lambda a: a.list_consumer_groups()))}
+
+    def describe_group(self, bootstrap: str, group: str) -> dict:
+        [resp] = asyncio.run(self._with_admin(bootstrap, lambda a: a.describe_consumer_groups([group])))
+        [g] = resp.to_object()["groups"]
+        if g["error_code"] != 0:
+            raise ClientFailure(f"DescribeGroups {group}: {g}")
+        members = [
+            {"member_id": m["member_id"], "client_id": m["client_id"], "assignment": decode_assignment(m["member_assignment"])}
+            for m in g["members"]
+        ]
+        return {"state": g["state"].lower(), "protocol": g["protocol"] or None, "members": members}
+
+    def group_offsets(self, bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
+        from aiokafka import TopicPartition
+
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        res = asyncio.run(self._with_admin(bootstrap, lambda a: a.list_consumer_group_offsets(group, partitions=tps)))
+        return {tp.partition: om.offset for tp, om in res.items()}
+
+    delete_group = None
+    set_group_offsets = None
+
     def offsets_for_times(self, bootstrap: str, topic: str, partitions: int, timestamp_ms: int) -> dict[int, int | None]:
         return asyncio.run(self._offsets_for_times(bootstrap, topic, partitions, timestamp_ms))
 
@@ -817,6 +974,24 @@ class KafkaJs:
             )
             for g in res["records"]
         ]
+
+    # ---- consumer-group administration
+
+    def list_groups(self, bootstrap: str) -> dict[str, str | None]:
+        return {g["groupId"]: None for g in self._run("list-groups", {"bootstrap": bootstrap})["groups"]}
+
+    def describe_group(self, bootstrap: str, group: str) -> dict:
+        return self._run("describe-group", {"bootstrap": bootstrap, "group": group})
+
+    def group_offsets(self, bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
+        res = self._run("group-offsets", {"bootstrap": bootstrap, "group": group, "topic": topic})
+        return {int(p): o for p, o in res["offsets"].items()}
+
+    def delete_group(self, bootstrap: str, group: str) -> str | None:
+        return self._run("delete-group", {"bootstrap": bootstrap, "group": group})["error"]
+
+    def set_group_offsets(self, bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
+        self._run("set-group-offsets", {"bootstrap": bootstrap, "group": group, "topic": topic, "offsets": offsets})
 
     def offsets_for_times(self, bootstrap: str, topic: str, partitions: int, timestamp_ms: int) -> dict[int, int | None]:
         res = self._run("offsets-for-times", {"bootstrap": bootstrap, "topic": topic, "timestamp": timestamp_ms})

@@ -95,14 +95,17 @@ class MemberProcess:
 
     @property
     def assignment(self) -> list[int]:
-        """The partitions assigned now: the last assignment unless revoked since."""
-        current: list[int] = []
+        """The partitions held now. An `assigned` event adds partitions (the
+        whole new assignment in the eager protocol, which revoked everything
+        first; the increment in the cooperative one) or, with `full`, is the
+        whole assignment; `revoked` removes partitions."""
+        current: set[int] = set()
         for e in self.snapshot():
             if e["ev"] == "assigned":
-                current = sorted(e["partitions"])
+                current = set(e["partitions"]) if e.get("full") else current | set(e["partitions"])
             elif e["ev"] == "revoked":
-                current = [p for p in current if p not in e["partitions"]]
-        return current
+                current -= set(e["partitions"])
+        return sorted(current)
 
     @property
     def records(self) -> list[tuple[int, int, str]]:

@@ -12,15 +12,18 @@ member in its own process lets a scenario SIGKILL one.
 
 Config keys: client, bootstrap, group, topics, session_timeout_ms,
 heartbeat_interval_ms, max_poll_interval_ms, assignor (a Kafka assignor
-name, e.g. "range" or "roundrobin"; the client's default if absent), limit
+name, e.g. "range", "roundrobin" or "cooperative-sticky"; the client's
+default if absent), instance_id (group.instance.id: a static member), limit
 (records to process before stopping by itself; none: run until `stop`),
 batch (most records per poll).
 
 Processing is "print the records, then commit exactly the offsets after
 them, synchronously, before the next poll". Revocations are serialized with
-that (a lock, and a revocation count checked before a batch is used), so a
-graceful rebalance never hands a partition over with processed but
-uncommitted records: across members every record is processed exactly once.
+that (confluent-kafka and kafka-python call the listener inside poll();
+aiokafka's listener waits on a lock and drops a batch handed out while a
+revocation is under way), so a graceful rebalance never hands a partition
+over with processed but uncommitted records: across members every record is
+processed exactly once.
 
 Events (`ev`): started; assigned {partitions}; revoked {partitions};
 records {recs: [[partition, offset, value], ...]}; committed {offsets:
@@ -115,6 +118,8 @@ class ConfluentMember(Member):
             conf["partition.assignment.strategy"] = cfg["assignor"]
         if cfg.get("isolation_level"):
             conf["isolation.level"] = cfg["isolation_level"]
+        if cfg.get("instance_id"):
+            conf["group.instance.id"] = cfg["instance_id"]
         if DEBUG:
             conf["debug"] = "cgrp,protocol,broker,consumer"
         consumer = Consumer(conf)
@@ -160,17 +165,24 @@ class KafkaPythonMember(Member):
     def run(self) -> None:
         from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
         from kafka.consumer.subscription_state import ConsumerRebalanceListener
+        from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
         from kafka.coordinator.assignors.range import RangePartitionAssignor
         from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
         from kafka.errors import KafkaError
 
         cfg = self.cfg
         kwargs = {}
-        assignors = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}
+        assignors = {
+            "range": RangePartitionAssignor,
+            "roundrobin": RoundRobinPartitionAssignor,
+            "cooperative-sticky": CooperativeStickyAssignor,
+        }
         if cfg.get("assignor"):
             kwargs["partition_assignment_strategy"] = [assignors[a] for a in cfg["assignor"].split(",")]
         if cfg.get("isolation_level"):
             kwargs["isolation_level"] = cfg["isolation_level"]
+        if cfg.get("instance_id"):
+            kwargs["group_instance_id"] = cfg["instance_id"]
         consumer = KafkaConsumer(
             bootstrap_servers=cfg["bootstrap"],
             group_id=cfg["group"],
@@ -233,6 +245,8 @@ class AioKafkaMember(Member):
             kwargs["partition_assignment_strategy"] = [assignors[a] for a in cfg["assignor"].split(",")]
         if cfg.get("isolation_level"):
             kwargs["isolation_level"] = cfg["isolation_level"]
+        if cfg.get("instance_id"):
+            kwargs["group_instance_id"] = cfg["instance_id"]
         consumer = AIOKafkaConsumer(
             bootstrap_servers=cfg["bootstrap"],
             group_id=cfg["group"],

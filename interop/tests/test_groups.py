@@ -448,3 +448,177 @@ def test_kcat_balanced_consumer(broker, tmp_path):
     assert code == 0, last.describe()
     check_exactly_once([last], more)
     assert "exiting" in last.stderr(), last.describe()
+
+
+def _error_is(name: str | None, expected: str) -> bool:
+    squash = lambda s: re.sub(r"[^a-z]", "", s.lower()).removesuffix("error")  # noqa: E731
+    return name is not None and squash(name) == squash(expected)
+
+
+@pytest.mark.parametrize("client", GROUP_CLIENTS)
+def test_group_admin_list_describe_offsets_delete(broker, client, members):
+    """The client's admin API on a group of its own consumers: ListGroups
+    names it, DescribeGroups shows it Stable with its member and the
+    member's assignment, OffsetFetch answers the committed offsets,
+    DeleteGroups refuses a group with members (NON_EMPTY_GROUP); after the
+    member leaves the group is Empty, offsets set from the admin client
+    (OffsetCommit without membership) are answered back, and DeleteGroups
+    removes the group and its offsets. aiokafka's admin client has neither
+    DeleteGroups nor a way to set offsets, so its scenario ends at Empty."""
+    admin = DRIVERS[client]
+    bootstrap = broker.bootstrap
+    topic = new_topic(bootstrap, "gadmin", client)
+    group = unique_topic("g-admin", client)
+    produced = produce(bootstrap, topic, 300, "gadmin")
+    ends = end_offsets(produced)
+    [m] = _start_settled(members, lambda i: client, bootstrap, group, topic, 1)
+    wait_until(read_everything([m], produced), "the member to read every record", members=[m])
+    wait_until(lambda: ((c := m.committed) == ends, c), f"the member to commit {ends}", members=[m])
+
+    listed = admin.list_groups(bootstrap)
+    assert group in listed, f"{group} not in ListGroups: {sorted(listed)}"
+    assert listed[group] in (None, "stable"), listed[group]
+    described = admin.describe_group(bootstrap, group)
+    assert described["state"] == "stable", described
+    [member] = described["members"]
+    assert member["assignment"] == {topic: [0, 1, 2]}, described
+    assert admin.group_offsets(bootstrap, group, topic, PARTITIONS) == ends
+    if admin.delete_group is not None:
+        refused = admin.delete_group(bootstrap, group)
+        assert _error_is(refused, "NON_EMPTY_GROUP"), f"DeleteGroups of a group with a member answered {refused!r}"
+
+    m.stop()
+    described = admin.describe_group(bootstrap, group)
+    assert described["state"] == "empty" and described["members"] == [], described
+    assert admin.group_offsets(bootstrap, group, topic, PARTITIONS) == ends
+    if admin.set_group_offsets is None:
+        return
+    admin.set_group_offsets(bootstrap, group, topic, {0: 5, 2: 7})
+    assert admin.group_offsets(bootstrap, group, topic, PARTITIONS) == {0: 5, 1: ends[1], 2: 7}
+    assert admin.delete_group(bootstrap, group) is None
+    assert group not in admin.list_groups(bootstrap)
+    assert admin.group_offsets(bootstrap, group, topic, PARTITIONS) == {p: -1 for p in range(PARTITIONS)}
+    assert committed_offsets(bootstrap, group, topic) == {p: -1 for p in range(PARTITIONS)}
+
+
+@pytest.mark.parametrize("client", ["kafka-python"])
+def test_group_admin_multi_group_offset_fetch_and_offset_delete(broker, client, members):
+    """kafka-python 3.0's admin client: one OffsetFetch v8 for two groups
+    answers each group's own offsets; OffsetDelete is refused per
+    partition (GROUP_SUBSCRIBED_TO_TOPIC) while a member subscribes to the
+    topic and, once the group is empty, removes exactly the partitions
+    named."""
+    admin = DRIVERS["kafka-python"]
+    bootstrap = broker.bootstrap
+    topic = new_topic(bootstrap, "goffdel")
+    g1, g2 = unique_topic("g-offdel-a"), unique_topic("g-offdel-b")
+    admin.set_group_offsets(bootstrap, g2, topic, {0: 1, 1: 2, 2: 3})
+    produced = produce(bootstrap, topic, 90, "goffdel")
+    ends = end_offsets(produced)
+    [m] = _start_settled(members, lambda i: client, bootstrap, g1, topic, 1)
+    wait_until(lambda: ((c := m.committed) == ends, c), f"the member to commit {ends}", members=[m])
+    both = admin.groups_offsets(bootstrap, [g1, g2], topic, PARTITIONS)
+    assert both == {g1: ends, g2: {0: 1, 1: 2, 2: 3}}, both
+
+    refused = admin.delete_group_offsets(bootstrap, g1, topic, [0])
+    print(f"OffsetDelete while subscribed: {refused!r}")
+    assert "GroupSubscribedToTopic" in repr(refused), refused
+    assert admin.group_offsets(bootstrap, g1, topic, PARTITIONS) == ends
+    m.stop()
+    done = admin.delete_group_offsets(bootstrap, g1, topic, [0, 2])
+    print(f"OffsetDelete of an empty group: {done!r}")
+    assert admin.group_offsets(bootstrap, g1, topic, PARTITIONS) == {0: -1, 1: ends[1], 2: -1}
+
+
+STATIC_CLIENTS = ["confluent-kafka", "kafka-python", "aiokafka"]  # kafkajs 2.2.4 has no group.instance.id
+
+
+@pytest.mark.parametrize("client", STATIC_CLIENTS)
+def test_group_static_member_restarted_within_its_session_keeps_its_partitions(broker, client, members):
+    """Static membership (group.instance.id, KIP-345): a static member
+    SIGKILLed and started again with the same instance id before its session
+    expires takes its old place at once: same partitions, no rebalance
+    (the generation stays, the other member's callbacks stay silent), and
+    it resumes at the offsets its predecessor committed."""
+    bootstrap = broker.bootstrap
+    topic = new_topic(bootstrap, "static", client)
+    group = unique_topic("g-static", client)
+    a = members.start(client, bootstrap, group, topic, "a", instance_id="instance-a")
+    b = members.start(client, bootstrap, group, topic, "b", instance_id="instance-b")
+    wait_until(settled([a, b], PARTITIONS), "two static members to split the partitions", members=[a, b])
+    before = produce(bootstrap, topic, 300, "static-before")
+    ends = end_offsets(before)
+    wait_until(read_everything([a, b], before), "both members to read", members=[a, b])
+    wait_until(lambda: ((c := committed_offsets(bootstrap, group, topic)) == ends, c), f"the group to commit {ends}")
+    generation = describe_group(broker, group)["generation"]
+    b_partitions = b.assignment
+
+    killed_at = time.time()
+    b.kill()
+    b2 = members.start(client, bootstrap, group, topic, "b2", instance_id="instance-b")
+    wait_until(
+        lambda: (b2.assignment == b_partitions, b2.assignment),
+        f"the restarted static member to get {b_partitions} back",
+        members=[a, b2],
+    )
+    took = b2.of("assigned")[-1]["t"] - killed_at
+    assert took < SESSION_TIMEOUT_MS / 1000, f"the restarted member got its partitions {took:.1f}s after the kill"
+    described = describe_group(broker, group)
+    assert described["generation"] == generation, f"generation {generation} -> {described['generation']}: a rebalance"
+    assert len(described["members"]) == 2, described
+    assert not a.rebalance_events(killed_at), f"the other member rebalanced: {a.describe()}"
+
+    after = produce(bootstrap, topic, 300, "static-after")
+    wait_until(read_everything([a, b2], after), "both members to read the new records", members=[a, b2])
+    a.stop()
+    b2.stop()
+    check_exactly_once([a, b, b2], {**before, **after})
+    print(f"static member: back with {b_partitions} {took:.1f}s after SIGKILL, generation {generation}")
+
+
+COOPERATIVE_CLIENTS = ["confluent-kafka", "kafka-python"]  # aiokafka and kafkajs have no cooperative assignor
+
+
+@pytest.mark.parametrize("client", COOPERATIVE_CLIENTS)
+def test_group_cooperative_rebalance_moves_only_what_it_must(broker, client, members):
+    """The incremental cooperative protocol (KIP-429, cooperative-sticky)
+    over the classic JoinGroup/SyncGroup: when a third member joins two
+    settled ones mid-stream, each old member revokes only partitions that
+    move to the newcomer (never one it keeps), the group settles with one
+    partition each after the two rebalances the protocol needs, and every
+    record is processed exactly once."""
+    bootstrap = broker.bootstrap
+    topic = new_topic(bootstrap, "coop", client)
+    group = unique_topic("g-coop", client)
+    cfg = {"assignor": "cooperative-sticky"}
+    m1, m2 = _start_settled(members, lambda i: client, bootstrap, group, topic, 2, **cfg)
+    held = {m.name: set(m.assignment) for m in (m1, m2)}
+    generation_before = describe_group(broker, group)["generation"]
+    producer = PacedProducer(bootstrap, topic, rounds=600, tag="coop")
+    producer.thread.start()
+    wait_until(
+        lambda: ((n := len(m1.records) + len(m2.records)) >= 150, f"{n} read"),
+        "the two members to read 150 records",
+        members=[m1, m2],
+    )
+    joined_at = time.time()
+    m3 = members.start(client, bootstrap, group, topic, "m3", **cfg)
+    ms = [m1, m2, m3]
+    wait_until(settled(ms, PARTITIONS), "three members to hold one partition each", members=ms)
+    generation_settled = describe_group(broker, group)["generation"]
+    producer.join()
+    wait_until(read_everything(ms, producer.acked), "the three members to read every record", members=ms)
+    assert describe_group(broker, group)["generation"] == generation_settled, "the group kept rebalancing"
+    assert 2 <= generation_settled - generation_before <= 4, (
+        f"generations {generation_before} -> {generation_settled} for one cooperative join"
+    )
+    for m in (m1, m2):
+        kept = set(m.assignment)
+        assert kept <= held[m.name], f"{m.name} held {held[m.name]}, now {kept}: a sticky assignor keeps partitions"
+        revoked = {p for e in m.rebalance_events(joined_at) if e["ev"] == "revoked" for p in e["partitions"]}
+        assert not (revoked & kept), f"{m.name} revoked {sorted(revoked)} though it kept {sorted(kept)}"
+        assert revoked == held[m.name] - kept, f"{m.name} revoked {sorted(revoked)}, moved {sorted(held[m.name] - kept)}"
+    for m in ms:
+        m.stop()
+    check_exactly_once(ms, producer.acked)
+    print(f"cooperative: generations {generation_before} -> {generation_settled}, held {held}")
