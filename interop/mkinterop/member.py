@@ -204,6 +204,18 @@ class KafkaPythonMember(Member):
             def on_partitions_assigned(self, assigned):
                 emit("assigned", partitions=sorted(tp.partition for tp in assigned))
 
+        # kafka-python 3.0.12 works around here: a leader whose first join
+        # raced its own metadata refresh (it assigns nothing, then rejoins
+        # because its metadata snapshot changed) loses that rejoin's result
+        # if poll()'s timeout expires while JoinGroup/SyncGroup are in
+        # flight: the finished join is never applied, heartbeats stay off,
+        # and the coordinator expires the member, which never notices
+        # (kafka/coordinator/base.py join_group_async returns early once
+        # need_rejoin() is False). Knowing the topics' partitions before
+        # subscribing avoids that rejoin; the longer poll timeout narrows
+        # the window for any other one.
+        for t in cfg["topics"]:
+            consumer.partitions_for_topic(t)
         consumer.subscribe(topics=cfg["topics"], listener=Listener())
         emit("started")
         topic = cfg["topics"][0]
@@ -211,7 +223,7 @@ class KafkaPythonMember(Member):
             while not self.control.stop.is_set() and not self.limit_reached:
                 # The listener runs inside poll(), so what poll() returns
                 # belongs to the assignment in force.
-                polled = consumer.poll(timeout_ms=200, max_records=self.batch)
+                polled = consumer.poll(timeout_ms=1000, max_records=self.batch)
                 recs = [(tp.partition, m.offset, m.value) for tp, ms in polled.items() for m in ms]
                 if not recs:
                     continue

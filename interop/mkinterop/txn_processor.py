@@ -96,11 +96,14 @@ def run_kafka_python(cfg: dict, control: Control, producer) -> None:
         def on_partitions_assigned(self, assigned):
             emit("assigned", partitions=sorted(tp.partition for tp in assigned))
 
+    # See mkinterop/member.py: kafka-python 3.0.12 can lose a rejoin that
+    # its own metadata race causes; knowing the partitions first avoids it.
+    consumer.partitions_for_topic(cfg["input"])
     consumer.subscribe(topics=[cfg["input"]], listener=Listener())
     emit("started")
     try:
         while not control.stop.is_set():
-            polled = consumer.poll(timeout_ms=200, max_records=cfg.get("batch", 100))
+            polled = consumer.poll(timeout_ms=1000, max_records=cfg.get("batch", 100))
             recs = [(tp.partition, m.offset, m.key, m.value) for tp, ms in polled.items() for m in ms]
             if recs:
                 transact(cfg, producer, consumer, recs)
