@@ -321,29 +321,38 @@ def test_group_killed_member_expires_after_session_timeout(broker, client, membe
 
 
 MIXES = [
-    (("kafka-python", "confluent-kafka"), "range"),
-    (("kafka-python", "confluent-kafka"), "roundrobin"),
-    (("confluent-kafka", "kafka-python", "aiokafka"), "roundrobin"),
+    # (clients, each member's assignors in preference order, the protocol the group must pick)
+    (("kafka-python", "confluent-kafka"), ("range", "range"), "range"),
+    (("kafka-python", "confluent-kafka"), ("roundrobin", "roundrobin"), "roundrobin"),
+    # Every member supports both; two of three prefer roundrobin.
+    (
+        ("confluent-kafka", "kafka-python", "aiokafka"),
+        ("roundrobin,range", "range,roundrobin", "roundrobin,range"),
+        "roundrobin",
+    ),
 ]
 
 
-@pytest.mark.parametrize("mix", MIXES, ids=["-".join(c) + "-" + a for c, a in MIXES])
+@pytest.mark.parametrize("mix", MIXES, ids=["-".join(c) + "-" + p for c, _, p in MIXES])
 def test_group_mixed_clients_share_a_group(broker, mix, members):
-    """(7) Members of different client libraries in one group with a
-    common assignor settle, split the partitions and read every record
-    exactly once; each also advertises its other assignors, and the group
-    agrees on the common one."""
-    clients, assignor = mix
+    """(7) Members of different client libraries in one group with common
+    assignors settle on the protocol the members' votes pick, split the
+    partitions and read every record exactly once."""
+    clients, assignors, protocol = mix
     bootstrap = broker.bootstrap
-    topic = new_topic(bootstrap, "mixed", assignor)
-    group = unique_topic("g-mixed", assignor)
-    ms = _start_settled(members, lambda i: clients[i], bootstrap, group, topic, len(clients), assignor=assignor)
+    topic = new_topic(bootstrap, "mixed", protocol)
+    group = unique_topic("g-mixed", protocol)
+    ms = [
+        members.start(c, bootstrap, group, topic, f"m{i + 1}", assignor=a)
+        for i, (c, a) in enumerate(zip(clients, assignors))
+    ]
+    wait_until(settled(ms, PARTITIONS), f"{len(ms)} members to split the partitions", members=ms)
     settled_at = time.time()
     produced = produce(bootstrap, topic, 900, "mixed")
     wait_until(read_everything(ms, produced), "the mixed group to read every record", members=ms)
     check_owned(ms, settled_at)
-    described = describe_group(broker, group)
-    assert len(described["members"]) == len(clients), described
+    described = DRIVERS["kafka-python"].describe_group(bootstrap, group)
+    assert described["protocol"] == protocol and len(described["members"]) == len(clients), described
     for m in ms:
         m.stop()
     check_exactly_once(ms, produced)
