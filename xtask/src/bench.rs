@@ -28,13 +28,17 @@ pub fn run(args: &[String]) -> Result<(), String> {
     std::fs::create_dir_all(&scratch)
         .map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
     let mut rows = Vec::new();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
     for (package, bench) in BENCHES {
         if !only.is_empty() && !only.contains(bench) && !only.contains(package) {
             continue;
         }
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+        let mut cmd = Command::new(&cargo);
+        if *bench == "kafka" {
+            cmd.env("MK_KAFKA_LOAD", kafka_load_generator(&cargo)?);
+        }
         eprintln!("xtask: cargo bench -p {package} --bench {bench}");
-        let out = Command::new(cargo)
+        let out = cmd
             .args(["bench", "--locked", "-p", package, "--bench", bench])
             .env("MK_BENCH_DIR", &scratch)
             .stderr(Stdio::inherit())
@@ -60,6 +64,32 @@ pub fn run(args: &[String]) -> Result<(), String> {
         write_table(&rows)?;
     }
     Ok(())
+}
+
+/// Builds the librdkafka load generator (bench/kafka-load, its own
+/// workspace: librdkafka is compiled from source only for benchmarks) and
+/// returns its path.
+fn kafka_load_generator(cargo: &str) -> Result<std::path::PathBuf, String> {
+    let target = std::env::current_dir()
+        .map_err(|e| format!("no current directory: {e}"))?
+        .join("target")
+        .join("kafka-load");
+    eprintln!("xtask: building the librdkafka load generator (bench/kafka-load)");
+    let status = Command::new(cargo)
+        .args([
+            "build",
+            "--release",
+            "--locked",
+            "--manifest-path",
+            "bench/kafka-load/Cargo.toml",
+        ])
+        .env("CARGO_TARGET_DIR", &target)
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !status.success() {
+        return Err(format!("building bench/kafka-load failed ({status})"));
+    }
+    Ok(target.join("release").join("mk-kafka-load"))
 }
 
 fn write_table(rows: &[serde_json::Value]) -> Result<(), String> {

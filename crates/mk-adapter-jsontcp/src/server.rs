@@ -505,14 +505,24 @@ async fn respond(line: &[u8], shared: &Shared) -> Vec<u8> {
 /// INVALID_REQUEST for every invalid create/alter argument and for an empty
 /// group id; the finer codes Kafka clients expect (INVALID_PARTITIONS,
 /// INVALID_GROUP_ID, ...) are reported here as INVALID_REQUEST with the same
-/// message.
+/// message. Likewise the transaction codes of Kafka's flow keep the spec's
+/// three: a zombie's send is PRODUCER_FENCED (Kafka: INVALID_PRODUCER_EPOCH),
+/// an unknown transactional id and a transaction still completing are
+/// INVALID_TXN_STATE (Kafka: INVALID_PRODUCER_ID_MAPPING,
+/// CONCURRENT_TRANSACTIONS), and a bad timeout is INVALID_REQUEST.
 pub fn json_code(code: ErrorCode) -> ErrorCode {
     match code {
         ErrorCode::InvalidTopic
         | ErrorCode::InvalidPartitions
         | ErrorCode::InvalidReplicationFactor
         | ErrorCode::InvalidConfig
-        | ErrorCode::InvalidGroupId => ErrorCode::InvalidRequest,
+        | ErrorCode::InvalidGroupId
+        | ErrorCode::InvalidTransactionTimeout
+        | ErrorCode::OperationNotAttempted => ErrorCode::InvalidRequest,
+        ErrorCode::InvalidProducerEpoch => ErrorCode::ProducerFenced,
+        ErrorCode::InvalidProducerIdMapping | ErrorCode::ConcurrentTransactions => {
+            ErrorCode::InvalidTxnState
+        }
         other => other,
     }
 }

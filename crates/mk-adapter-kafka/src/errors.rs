@@ -41,6 +41,10 @@ impl KafkaCode {
     pub const DUPLICATE_SEQUENCE_NUMBER: KafkaCode = KafkaCode(46);
     pub const INVALID_PRODUCER_EPOCH: KafkaCode = KafkaCode(47);
     pub const INVALID_TXN_STATE: KafkaCode = KafkaCode(48);
+    pub const INVALID_PRODUCER_ID_MAPPING: KafkaCode = KafkaCode(49);
+    pub const INVALID_TRANSACTION_TIMEOUT: KafkaCode = KafkaCode(50);
+    pub const CONCURRENT_TRANSACTIONS: KafkaCode = KafkaCode(51);
+    pub const OPERATION_NOT_ATTEMPTED: KafkaCode = KafkaCode(55);
     pub const KAFKA_STORAGE_ERROR: KafkaCode = KafkaCode(56);
     pub const NON_EMPTY_GROUP: KafkaCode = KafkaCode(68);
     pub const GROUP_ID_NOT_FOUND: KafkaCode = KafkaCode(69);
@@ -105,6 +109,11 @@ pub fn kafka_code(code: ErrorCode) -> KafkaCode {
         ErrorCode::GroupSubscribedToTopic => KafkaCode::GROUP_SUBSCRIBED_TO_TOPIC,
         ErrorCode::FencedInstanceId => KafkaCode::FENCED_INSTANCE_ID,
         ErrorCode::GroupMaxSizeReached => KafkaCode::GROUP_MAX_SIZE_REACHED,
+        ErrorCode::ConcurrentTransactions => KafkaCode::CONCURRENT_TRANSACTIONS,
+        ErrorCode::InvalidProducerEpoch => KafkaCode::INVALID_PRODUCER_EPOCH,
+        ErrorCode::InvalidProducerIdMapping => KafkaCode::INVALID_PRODUCER_ID_MAPPING,
+        ErrorCode::InvalidTransactionTimeout => KafkaCode::INVALID_TRANSACTION_TIMEOUT,
+        ErrorCode::OperationNotAttempted => KafkaCode::OPERATION_NOT_ATTEMPTED,
         ErrorCode::ClusterClosed => KafkaCode::BROKER_NOT_AVAILABLE,
         ErrorCode::ClusterFailed => KafkaCode::KAFKA_STORAGE_ERROR,
     }
@@ -153,6 +162,11 @@ mod tests {
             (ErrorCode::FencedInstanceId, 82),
             (ErrorCode::InvalidGroupId, 24),
             (ErrorCode::GroupMaxSizeReached, 81),
+            (ErrorCode::InvalidProducerEpoch, 47),
+            (ErrorCode::InvalidProducerIdMapping, 49),
+            (ErrorCode::InvalidTransactionTimeout, 50),
+            (ErrorCode::ConcurrentTransactions, 51),
+            (ErrorCode::OperationNotAttempted, 55),
         ];
         for (core, kafka) in pairs {
             assert_eq!(kafka_code(core), KafkaCode(kafka), "{core:?}");

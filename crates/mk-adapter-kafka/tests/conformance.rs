@@ -631,7 +631,7 @@ fn every_advertised_api_and_version_round_trips_against_the_oracle() {
                 api::key::DESCRIBE_CONFIGS => describe_configs(v),
                 api::key::INCREMENTAL_ALTER_CONFIGS => incremental_alter_configs(v),
                 api::key::ALTER_CONFIGS => alter_configs(v),
-                k @ (8..=16 | 42 | 47) => {
+                k @ (8..=16 | 24..=26 | 28 | 42 | 47) => {
                     group_messages(k, spec.name, v, spec.is_flexible(v));
                 }
                 other => panic!(
@@ -673,9 +673,7 @@ fn request_headers_agree_with_the_oracle() {
 
 // ----- consumer groups -------------------------------------------------------
 //
-// The group APIs are advertised and covered by the main test above; the
-// transaction APIs are checked over the ranges the broker will advertise
-// (`PENDING_RANGES`) until they join the table too.
+// The group and transaction APIs' examples (run by the main test above).
 
 use mk_adapter_kafka::api::{groups, txn};
 
@@ -686,14 +684,6 @@ fn producer() -> txn::TxnProducer {
         producer_epoch: 1,
     }
 }
-
-/// (key, name, min, max, flexible from).
-const PENDING_RANGES: &[(i16, &str, i16, i16, i16)] = &[
-    (24, "AddPartitionsToTxn", 0, 3, 3),
-    (25, "AddOffsetsToTxn", 0, 3, 3),
-    (26, "EndTxn", 0, 3, 3),
-    (28, "TxnOffsetCommit", 0, 3, 3),
-];
 
 fn gpair<Req, Resp, OReq, OResp>(name: &str, v: i16, flexible: bool, req: Req, resp: Resp)
 where
@@ -1062,14 +1052,5 @@ fn group_messages(key: i16, name: &str, v: i16, flexible: bool) {
             },
         ),
         other => panic!("no group example for key {other}"),
-    }
-}
-
-#[test]
-fn pending_messages_round_trip_against_the_oracle() {
-    for (key, name, min, max, flexible_from) in PENDING_RANGES {
-        for v in *min..=*max {
-            group_messages(*key, name, v, v >= *flexible_from);
-        }
     }
 }

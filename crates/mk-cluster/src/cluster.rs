@@ -188,6 +188,7 @@ impl BrokerCluster {
             &config.data_dir.join(mk_txn::JOURNAL_FILE_NAME),
             TxnConfig {
                 transaction_timeout_ms: config.transaction_timeout_ms,
+                max_transaction_timeout_ms: config.max_transaction_timeout_ms,
                 ..TxnConfig::default()
             },
             clock.clone(),

@@ -39,9 +39,15 @@ pub struct MiniKafkaConfig {
     pub replica_fetch_max_bytes: u64,
     pub min_insync_replicas: usize,
     pub max_batch_bytes: u32,
-    /// Ongoing transactions older than this are aborted by
-    /// `expire_transactions`.
+    /// The timeout of transactions begun through the teaching model's
+    /// `begin_transaction` (Kafka producers send their own
+    /// `transaction.timeout.ms` in InitProducerId). Ongoing transactions
+    /// older than their timeout are aborted by `expire_transactions`.
     pub transaction_timeout_ms: i64,
+    /// The largest timeout a producer may ask for (Kafka's
+    /// `transaction.max.timeout.ms`, default 15 minutes); a larger one is
+    /// INVALID_TRANSACTION_TIMEOUT.
+    pub max_transaction_timeout_ms: i64,
     pub flush: FlushPolicy,
     /// Defaults for topics created without explicit settings.
     pub default_topic_config: TopicConfig,
@@ -77,6 +83,7 @@ impl MiniKafkaConfig {
             min_insync_replicas: 1,
             max_batch_bytes: 16_777_216,
             transaction_timeout_ms: 60_000,
+            max_transaction_timeout_ms: 900_000,
             flush: FlushPolicy::default(),
             default_topic_config: TopicConfig::default(),
             auto_create_topics: true,
@@ -111,7 +118,7 @@ impl MiniKafkaConfig {
                 return bad(format!("broker id {id} appears twice"));
             }
         }
-        let positive: [(&str, i64); 13] = [
+        let positive: [(&str, i64); 14] = [
             (
                 "auto_create_partitions",
                 i64::from(self.auto_create_partitions),
@@ -140,6 +147,10 @@ impl MiniKafkaConfig {
             ),
             ("max_batch_bytes", i64::from(self.max_batch_bytes)),
             ("transaction_timeout_ms", self.transaction_timeout_ms),
+            (
+                "max_transaction_timeout_ms",
+                self.max_transaction_timeout_ms,
+            ),
         ];
         for (name, v) in positive {
             if v <= 0 {
@@ -160,6 +171,12 @@ impl MiniKafkaConfig {
         }
         if self.min_insync_replicas == 0 {
             return bad("min_insync_replicas must be > 0".into());
+        }
+        if self.transaction_timeout_ms > self.max_transaction_timeout_ms {
+            return bad(format!(
+                "transaction_timeout_ms ({}) must be <= max_transaction_timeout_ms ({})",
+                self.transaction_timeout_ms, self.max_transaction_timeout_ms
+            ));
         }
         if self.flush.messages == Some(0) {
             return bad("flush messages must be > 0 when set".into());
@@ -437,6 +454,8 @@ mod tests {
             Box::new(|c| c.min_insync_replicas = 0),
             Box::new(|c| c.max_batch_bytes = 0),
             Box::new(|c| c.transaction_timeout_ms = 0),
+            Box::new(|c| c.max_transaction_timeout_ms = 0),
+            Box::new(|c| c.transaction_timeout_ms = c.max_transaction_timeout_ms + 1),
             Box::new(|c| c.flush.messages = Some(0)),
             Box::new(|c| c.default_topic_config.retention_bytes = Some(0)),
         ];

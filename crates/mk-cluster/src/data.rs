@@ -6,7 +6,7 @@ use crate::config::BrokerId;
 use crate::error::{ClusterError, Result};
 use bytes::Bytes;
 use mk_core::TopicPartition;
-use mk_log::{Header, LogRecord, RecordBatch};
+use mk_log::{Header, LogRecord, ProducerInfo, RecordBatch};
 use mk_replication::{AckMode, AppendOutcome, ProduceResult};
 use std::future::Future;
 use std::pin::Pin;
@@ -154,7 +154,7 @@ impl PendingAppend {
     }
 }
 
-fn check_user_topic(tp: &TopicPartition) -> Result<()> {
+pub(crate) fn check_user_topic(tp: &TopicPartition) -> Result<()> {
     if INTERNAL_TOPICS.contains(&tp.topic.as_str()) {
         return Err(ClusterError::InvalidRequest(format!(
             "{:?} is an internal topic; users cannot produce to it",
@@ -167,7 +167,13 @@ fn check_user_topic(tp: &TopicPartition) -> Result<()> {
 impl BrokerCluster {
     /// Appends a batch on the partition's leader (spec 02 order of checks)
     /// and returns without waiting for replication. Order within a partition
-    /// is the order of these calls.
+    /// is the order of these calls. A transactional batch (one carrying a
+    /// transactional id) is first verified against its producer's Ongoing
+    /// transaction, under the same partition lock as the append (see
+    /// `verify_append` in mk-txn): INVALID_PRODUCER_EPOCH,
+    /// INVALID_PRODUCER_ID_MAPPING or INVALID_TXN_STATE, and nothing is
+    /// written. Control batches (transaction markers) are only written by
+    /// the transaction coordinator's plans: INVALID_RECORD here.
     pub fn submit_append(
         &self,
         tp: &TopicPartition,
@@ -175,11 +181,48 @@ impl BrokerCluster {
         acks: AckMode,
         expected_leader_epoch: Option<i32>,
     ) -> Result<PendingAppend> {
+        if batch.control().is_some() {
+            return Err(mk_log::LogError::InvalidRecord(
+                "clients may not produce control batches; markers are written by EndTxn".into(),
+            )
+            .into());
+        }
+        self.append_on_leader(tp, batch, acks, expected_leader_epoch, None)
+    }
+
+    /// The append behind `submit_append` and the coordinator's markers.
+    /// With `client_sequence` = `(producer id, epoch)` the core acts as the
+    /// producer (the teaching model's transactional sends): the batch gets
+    /// that identity and the sequence the leader expects next, chosen under
+    /// the partition lock so concurrent sends cannot pick the same one.
+    pub(crate) fn append_on_leader(
+        &self,
+        tp: &TopicPartition,
+        mut batch: RecordBatch,
+        acks: AckMode,
+        expected_leader_epoch: Option<i32>,
+        client_sequence: Option<(i64, i32)>,
+    ) -> Result<PendingAppend> {
         self.check_running()?;
         check_user_topic(tp)?;
         let slot = self.slot(tp)?;
         let records = batch.records().len() as u64;
         let outcome = self.with_slot(&slot, |set| {
+            if let Some((producer_id, producer_epoch)) = client_sequence {
+                batch = batch.with_producer(ProducerInfo {
+                    producer_id,
+                    producer_epoch,
+                    base_sequence: set.next_sequence(producer_id, producer_epoch),
+                });
+            }
+            // Verifying under the partition lock keeps a marker of this
+            // transaction (which needs the lock too) from landing between
+            // the check and the append.
+            if batch.control().is_none()
+                && let Some(txn_id) = batch.transactional_id()
+            {
+                self.verify_txn_append(txn_id, batch.producer(), tp)?;
+            }
             Ok(set.append(batch, acks, expected_leader_epoch)?)
         })?;
         self.after_append(&slot, records)?;

@@ -56,6 +56,10 @@ pub enum ClusterError {
         log_start: i64,
         log_end: i64,
     },
+    /// A partition of an all-or-nothing request that was fine, left alone
+    /// because another one was refused (Kafka's OPERATION_NOT_ATTEMPTED).
+    #[error("operation not attempted: {0}")]
+    OperationNotAttempted(String),
     #[error("producer buffer full: {0}")]
     ProducerBufferFull(String),
     /// A store of the cluster itself (data directory, lock, metadata) cannot
@@ -100,6 +104,7 @@ impl ClusterError {
             ClusterError::UnknownPartition(_) => ErrorCode::UnknownPartition,
             ClusterError::TopicAlreadyExists(_) => ErrorCode::TopicAlreadyExists,
             ClusterError::OffsetOutOfRange { .. } => ErrorCode::OffsetOutOfRange,
+            ClusterError::OperationNotAttempted(_) => ErrorCode::OperationNotAttempted,
             ClusterError::ProducerBufferFull(_) => ErrorCode::ProducerBufferFull,
             ClusterError::Storage(_) => ErrorCode::StorageError,
             ClusterError::Closed | ClusterError::Cancelled(_) => ErrorCode::ClusterClosed,

@@ -241,6 +241,20 @@ impl BrokerCluster {
         self.with_groups(|g, meta| g.expire_members(meta))
     }
 
+    /// The group half of a TxnOffsetCommit's fencing (see
+    /// `GroupCoordinator::validate_txn_offset_commit`).
+    pub(crate) fn validate_txn_offset_commit(
+        &self,
+        group: &str,
+        member: &str,
+        generation: i32,
+        group_instance_id: Option<&str>,
+    ) -> Result<()> {
+        self.with_groups(|g, _| {
+            g.validate_txn_offset_commit(group, member, generation, group_instance_id)
+        })
+    }
+
     pub(crate) fn store_transactional_offsets(
         &self,
         group: &str,

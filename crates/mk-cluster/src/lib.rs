@@ -47,7 +47,7 @@ pub use producer::{
 pub use stats::{ClusterDescription, ClusterStats};
 pub use steps::CompactionSummary;
 pub use topics::{MAX_PARTITIONS, PartitionInfo, TopicDescription};
-pub use transactions::TxnHandle;
+pub use transactions::{TxnHandle, TxnOffsetCommit};
 
 /// Types of the domain crates that adapters need, re-exported so adapters
 /// depend on mk-cluster only.

@@ -1,17 +1,28 @@
-//! Transactions in the core: mk-txn decides states and visibility and hands
-//! back plans; this module executes them — appending records and markers
-//! with acks=all, storing staged offsets — and reports back (the seam
-//! described in docs/ARCHITECTURE.md).
+//! Transactions in the core, in Kafka's transaction flow: InitProducerId
+//! with a transactional id, AddPartitionsToTxn, AddOffsetsToTxn,
+//! TxnOffsetCommit (fenced by the group coordinator), the verification of
+//! transactional Produce batches, EndTxn and the timeout step. mk-txn
+//! decides states and hands back plans; this module executes them —
+//! appending markers with acks=all, storing staged offsets — and reports
+//! back (the seam described in docs/ARCHITECTURE.md). The teaching model's
+//! operations (begin / send / send offsets / commit / abort) are clients of
+//! the same flow.
 
 use crate::cluster::BrokerCluster;
 use crate::error::{ClusterError, Result};
 use crate::partitioner::partition_for_key;
 use bytes::Bytes;
-use mk_core::TopicPartition;
-use mk_log::Record;
+use mk_core::{ErrorCode, TopicPartition};
+use mk_log::{ProducerInfo, Record, RecordBatch};
 use mk_replication::{AckMode, ProducerIdentity};
-use mk_txn::{AppendFate, Begin, CompletionPlan, TransactionCoordinator, TxnDescription};
+use mk_txn::{
+    CompletionPlan, EndTxn, InitProducer, Outcome, TransactionCoordinator, TxnDescription, TxnError,
+};
 use std::collections::BTreeMap;
+
+/// How many InitProducerId rounds one call runs: allocate a producer id,
+/// complete what the previous epoch left, then hand out the epoch.
+const INIT_ROUNDS: usize = 4;
 
 /// An instance of a transactional producer: its id and the epoch that
 /// fences every older instance.
@@ -22,8 +33,48 @@ pub struct TxnHandle {
     pub producer_epoch: i32,
 }
 
-fn identity_name_for_txn(txn_id: &str) -> String {
-    format!("txn:{txn_id}")
+/// A TxnOffsetCommit as Kafka clients send it. `generation_id` -1 with an
+/// empty `member_id` and no `group_instance_id` is a commit without group
+/// membership (not fenced by the group); otherwise the group coordinator
+/// checks the member and its generation, as for a member's commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxnOffsetCommit {
+    pub transactional_id: String,
+    pub group_id: String,
+    pub producer_id: i64,
+    pub producer_epoch: i32,
+    pub generation_id: i32,
+    pub member_id: String,
+    pub group_instance_id: Option<String>,
+    pub offsets: BTreeMap<TopicPartition, i64>,
+}
+
+/// Errors after which a plan cannot be retried by this process: the cluster
+/// is closed or failed. Any other failure to execute a plan (too few
+/// in-sync replicas, a leader offline, a timeout) leaves the decided
+/// transaction Prepare*, and the next request for the id or the expiry step
+/// executes its plan again.
+fn is_fatal(e: &ClusterError) -> bool {
+    matches!(
+        e.code(),
+        ErrorCode::ClusterClosed | ErrorCode::ClusterFailed | ErrorCode::StorageError
+    )
+}
+
+/// The partition of a marker no longer exists (its topic was deleted
+/// while the transaction was open): there is nothing left to mark.
+fn is_gone(e: &ClusterError) -> bool {
+    matches!(
+        e.code(),
+        ErrorCode::UnknownTopic | ErrorCode::UnknownPartition
+    )
+}
+
+fn concurrent(txn_id: &str, reason: String) -> ClusterError {
+    ClusterError::Txn(TxnError::ConcurrentTransactions {
+        txn_id: txn_id.to_string(),
+        reason,
+    })
 }
 
 impl BrokerCluster {
@@ -38,9 +89,10 @@ impl BrokerCluster {
         self.guard(r)
     }
 
-    /// Allocates a producer identity: a new name gets the next id and epoch
-    /// 0, a known name keeps its id and bumps the epoch (fencing the older
-    /// instance on every partition). `None` allocates a fresh anonymous id.
+    /// Allocates a producer identity for an idempotent producer: a new name
+    /// gets the next id and epoch 0, a known name keeps its id and bumps the
+    /// epoch (fencing the older instance on every partition). `None`
+    /// allocates a fresh anonymous id.
     pub fn init_producer(&self, name: Option<&str>) -> Result<ProducerIdentity> {
         self.check_running()?;
         let name = match name {
@@ -82,9 +134,240 @@ impl BrokerCluster {
         Ok(())
     }
 
-    /// Begins a transaction, allocating (or bumping) the transactional id's
-    /// producer identity: a newer instance fences the older one, whose
-    /// unfinished transaction is completed first (aborted if Ongoing).
+    /// A producer id from the identity store for a transactional id (whose
+    /// epochs the transaction coordinator owns).
+    fn allocate_producer_id(&self) -> Result<i64> {
+        let mut store = self.identities.lock().expect("identities lock");
+        let r = store.allocate_id();
+        drop(store);
+        self.guard(r)
+    }
+
+    // ----- Kafka's transaction flow ----------------------------------------
+
+    /// InitProducerId with a transactional id: one producer id per
+    /// transactional id, the epoch bumped once per producer session. What
+    /// the previous epoch left Ongoing is aborted with markers (under a
+    /// fencing epoch) and a Prepare* transaction completed, before the new
+    /// epoch is handed out. `current` is the producer's own `(producer id,
+    /// epoch)` when it asks for a bump (KIP-360), `None` for a fresh
+    /// producer. Errors: INVALID_TRANSACTION_TIMEOUT outside `1..=`
+    /// `max_transaction_timeout_ms`; PRODUCER_FENCED for a `current` that
+    /// is not the id's; CONCURRENT_TRANSACTIONS while the previous
+    /// transaction is being completed elsewhere, or when completing it
+    /// failed for now (clients retry).
+    pub async fn init_transactional_producer(
+        &self,
+        transactional_id: &str,
+        transaction_timeout_ms: i32,
+        current: Option<(i64, i32)>,
+    ) -> Result<ProducerIdentity> {
+        self.init_txn_producer(transactional_id, i64::from(transaction_timeout_ms), current)
+            .await
+    }
+
+    async fn init_txn_producer(
+        &self,
+        txn_id: &str,
+        timeout_ms: i64,
+        current: Option<(i64, i32)>,
+    ) -> Result<ProducerIdentity> {
+        self.check_running()?;
+        let mut current = current;
+        let mut fresh = None;
+        for _ in 0..INIT_ROUNDS {
+            match self.with_txns(|t| t.init_producer(txn_id, timeout_ms, current, fresh))? {
+                InitProducer::Ready {
+                    producer_id,
+                    producer_epoch,
+                } => {
+                    return Ok(ProducerIdentity {
+                        producer_id,
+                        epoch: producer_epoch,
+                    });
+                }
+                InitProducer::NeedsProducerId => fresh = Some(self.allocate_producer_id()?),
+                InitProducer::CompletePriorFirst(plan) => {
+                    match self.execute_plan(plan).await {
+                        Ok(()) => {}
+                        Err(e) if is_fatal(&e) => return Err(e),
+                        Err(e) => {
+                            return Err(concurrent(
+                                txn_id,
+                                format!(
+                                    "completing the previous transaction failed for now ({e}); retry"
+                                ),
+                            ));
+                        }
+                    }
+                    // The producer's own epoch was checked in the first round;
+                    // the fence it caused must not count against it.
+                    current = None;
+                }
+            }
+        }
+        Err(concurrent(
+            txn_id,
+            "the previous transaction is still being completed; retry".into(),
+        ))
+    }
+
+    /// AddPartitionsToTxn: adds partitions to the producer's transaction,
+    /// beginning it if none is open. As in Kafka, the request is all or
+    /// nothing: if any partition does not exist (UNKNOWN_TOPIC /
+    /// UNKNOWN_PARTITION) or is internal (INVALID_REQUEST), nothing is
+    /// added and the others answer OPERATION_NOT_ATTEMPTED. Whole-request
+    /// errors are the outer `Err`: INVALID_PRODUCER_ID_MAPPING for an
+    /// unknown id or another producer id, PRODUCER_FENCED for another
+    /// epoch, CONCURRENT_TRANSACTIONS while the previous transaction
+    /// completes (its plan is executed again by the expiry step, the next
+    /// InitProducerId or an EndTxn retry, never by this request, which
+    /// does not wait for markers), INVALID_TXN_STATE for an abort-only
+    /// transaction.
+    pub async fn add_partitions_to_txn(
+        &self,
+        transactional_id: &str,
+        producer_id: i64,
+        producer_epoch: i32,
+        partitions: &[TopicPartition],
+    ) -> Result<Vec<(TopicPartition, Result<()>)>> {
+        self.check_running()?;
+        let mut results: Vec<(TopicPartition, Result<()>)> = partitions
+            .iter()
+            .map(|tp| {
+                let r = crate::data::check_user_topic(tp).and_then(|()| self.slot(tp).map(drop));
+                (tp.clone(), r)
+            })
+            .collect();
+        if results.iter().any(|(_, r)| r.is_err()) {
+            for (tp, r) in &mut results {
+                if r.is_ok() {
+                    *r = Err(ClusterError::OperationNotAttempted(format!(
+                        "{tp} was not added because another partition of the request was refused"
+                    )));
+                }
+            }
+            return Ok(results);
+        }
+        self.with_txns(|t| {
+            t.add_partitions(transactional_id, producer_id, producer_epoch, partitions)
+        })?;
+        Ok(results)
+    }
+
+    /// AddOffsetsToTxn: lets `group_id` stage offsets in the producer's
+    /// transaction, beginning it if none is open. The errors of
+    /// `add_partitions_to_txn`; an empty group id is INVALID_REQUEST.
+    pub fn add_offsets_to_txn(
+        &self,
+        transactional_id: &str,
+        producer_id: i64,
+        producer_epoch: i32,
+        group_id: &str,
+    ) -> Result<()> {
+        self.check_running()?;
+        self.with_txns(|t| t.add_offsets(transactional_id, producer_id, producer_epoch, group_id))
+    }
+
+    /// TxnOffsetCommit: stages the offsets in the transaction; they are
+    /// stored for the group exactly when it commits and dropped if it
+    /// aborts. Checks, in order: every partition exists (UNKNOWN_TOPIC /
+    /// UNKNOWN_PARTITION); the group fences the member like a member's
+    /// commit when the request carries membership (ILLEGAL_GENERATION,
+    /// UNKNOWN_MEMBER); then the transaction (the errors of
+    /// `add_partitions_to_txn`, and INVALID_TXN_STATE if the group was not
+    /// added with AddOffsetsToTxn). A negative offset is INVALID_REQUEST.
+    pub fn txn_offset_commit(&self, req: &TxnOffsetCommit) -> Result<()> {
+        self.check_running()?;
+        for tp in req.offsets.keys() {
+            self.slot(tp)?;
+        }
+        self.validate_txn_offset_commit(
+            &req.group_id,
+            &req.member_id,
+            req.generation_id,
+            req.group_instance_id.as_deref(),
+        )?;
+        self.with_txns(|t| {
+            t.stage_offsets(
+                &req.transactional_id,
+                req.producer_id,
+                req.producer_epoch,
+                &req.group_id,
+                req.offsets.iter().map(|(tp, o)| (tp.clone(), *o)),
+            )
+        })
+    }
+
+    /// EndTxn: commits or aborts. PrepareCommit / PrepareAbort is journaled,
+    /// the markers are written on every partition of the transaction
+    /// (acks=all, in partition order), staged offsets are stored on commit,
+    /// then the transaction is Complete*. A retry matching the completed
+    /// outcome succeeds; the other outcome is INVALID_TXN_STATE; a retry
+    /// while the completion runs elsewhere is CONCURRENT_TRANSACTIONS.
+    ///
+    /// As in Kafka, the answer is success once the decision is durable: if
+    /// a marker cannot be written yet (e.g. NOT_ENOUGH_REPLICAS), the
+    /// transaction stays Prepare* and its plan is executed again by the
+    /// expiry step and by the next request for the id; only a closed or
+    /// failed cluster is an error (recovery completes the transaction on
+    /// the next open).
+    pub async fn end_txn(
+        &self,
+        transactional_id: &str,
+        producer_id: i64,
+        producer_epoch: i32,
+        commit: bool,
+    ) -> Result<()> {
+        self.check_running()?;
+        let outcome = if commit {
+            Outcome::Commit
+        } else {
+            Outcome::Abort
+        };
+        let plan = match self
+            .with_txns(|t| t.end_txn(transactional_id, producer_id, producer_epoch, outcome))?
+        {
+            EndTxn::AlreadyComplete => return Ok(()),
+            EndTxn::Execute(plan) => plan,
+        };
+        match self.execute_plan(plan).await {
+            Err(e) if is_fatal(&e) => Err(e),
+            Err(e) => {
+                tracing::warn!(
+                    transactional_id,
+                    error = %e,
+                    "a decided transaction could not be completed yet; it is retried"
+                );
+                Ok(())
+            }
+            Ok(()) => Ok(()),
+        }
+    }
+
+    /// The check every transactional data batch passes before it is
+    /// appended (called under the partition's lock, see `data.rs`).
+    pub(crate) fn verify_txn_append(
+        &self,
+        transactional_id: &str,
+        producer: ProducerInfo,
+        tp: &TopicPartition,
+    ) -> Result<()> {
+        let guard = self.txns.lock().expect("txns lock");
+        let t = guard.as_ref().ok_or(ClusterError::Closed)?;
+        let r = t.verify_append(transactional_id, producer, tp);
+        drop(guard);
+        self.guard(r)
+    }
+
+    // ----- the teaching model's operations ---------------------------------
+
+    /// Begins a transaction (the teaching model's `begin_txn`): a new
+    /// producer session of the id (InitProducerId: the epoch is bumped,
+    /// older instances are fenced, what they left open is aborted first)
+    /// with the cluster's `transaction_timeout_ms`, then an explicit begin,
+    /// so an empty transaction can be committed and the timeout counts from
+    /// here.
     pub async fn begin_transaction(&self, txn_id: &str) -> Result<TxnHandle> {
         self.check_running()?;
         if txn_id.is_empty() {
@@ -92,29 +375,15 @@ impl BrokerCluster {
                 "transactional_id must not be empty".into(),
             ));
         }
-        let identity = {
-            let mut store = self.identities.lock().expect("identities lock");
-            let r = store.allocate(&identity_name_for_txn(txn_id));
-            drop(store);
-            self.guard(r)?
-        };
-        self.register_everywhere(identity)?;
-        // At most two rounds: the second begin finds the prior one finished.
-        for _ in 0..2 {
-            match self.with_txns(|t| t.begin(txn_id, identity.producer_id, identity.epoch))? {
-                Begin::Started => {
-                    return Ok(TxnHandle {
-                        transactional_id: txn_id.to_string(),
-                        producer_id: identity.producer_id,
-                        producer_epoch: identity.epoch,
-                    });
-                }
-                Begin::CompletePriorFirst(plan) => self.execute_plan(plan).await?,
-            }
-        }
-        Err(ClusterError::InvalidRequest(format!(
-            "transaction {txn_id:?} could not begin: its previous transaction is still completing"
-        )))
+        let identity = self
+            .init_txn_producer(txn_id, self.config.transaction_timeout_ms, None)
+            .await?;
+        self.with_txns(|t| t.begin(txn_id, identity.producer_id, identity.epoch))?;
+        Ok(TxnHandle {
+            transactional_id: txn_id.to_string(),
+            producer_id: identity.producer_id,
+            producer_epoch: identity.epoch,
+        })
     }
 
     /// The current handle of a transactional id (its latest instance).
@@ -141,9 +410,13 @@ impl BrokerCluster {
         })
     }
 
-    /// Sends one record in the transaction (acks=all). The partition is the
-    /// explicit one, else the keyed partitioner's, else 0. Returns the
-    /// partition and offset.
+    /// Sends one record in the transaction (the teaching model's
+    /// `txn_produce`), as a Kafka client would: AddPartitionsToTxn for the
+    /// partition, then a transactional batch with acks=all. The partition is
+    /// the explicit one, else the keyed partitioner's, else 0. The core acts
+    /// as the client and takes the sequence the partition expects next,
+    /// under the append's lock. A failed send makes the transaction
+    /// abort-only. Returns the partition and offset.
     pub async fn txn_send(
         &self,
         handle: &TxnHandle,
@@ -165,38 +438,49 @@ impl BrokerCluster {
             (None, None) => 0,
         };
         let tp = TopicPartition::new(topic, partition);
-        let record = Record::new(key, value, self.clock.now_ms());
-        let pending = self.with_txns(|t| {
-            t.send(
-                &handle.transactional_id,
+        let txn_id = handle.transactional_id.as_str();
+        let added = self
+            .add_partitions_to_txn(
+                txn_id,
+                handle.producer_id,
                 handle.producer_epoch,
-                tp.clone(),
-                record,
+                std::slice::from_ref(&tp),
             )
-        })?;
-        let submitted = self.submit_append(&tp, pending.batch().clone(), AckMode::All, None);
-        let outcome = match submitted {
-            Err(e) => Err((e, AppendFate::NotAppended)),
-            Ok(p) => p.wait().await.map_err(|e| (e, AppendFate::MaybeAppended)),
+            .await?;
+        for (_, r) in added {
+            r?;
+        }
+        let record = Record::new(key, value, self.clock.now_ms());
+        let batch = RecordBatch::new(vec![record])?.with_transactional_id(txn_id);
+        let client = (handle.producer_id, handle.producer_epoch);
+        let sent = match self.append_on_leader(&tp, batch, AckMode::All, None, Some(client)) {
+            Ok(pending) => pending.wait().await,
+            Err(e) => Err(e),
         };
-        match outcome {
+        match sent {
             Ok(result) => {
                 let base = result.base_offset.ok_or_else(|| {
                     ClusterError::InvalidRequest("an acks=all append always has an offset".into())
                 })?;
-                self.with_txns(|t| t.send_appended(pending, base))?;
                 Ok((partition, base))
             }
-            Err((e, fate)) => {
-                // Report the failure so the transaction can only abort; a
-                // closed coordinator has nothing left to report to.
-                let _ = self.with_txns(|t| t.send_failed(pending, fate));
+            Err(e) => {
+                // A client that saw a send fail must not commit the rest;
+                // a Kafka client enforces this itself.
+                let reason = format!("a send to {tp} failed: {}", e.code());
+                if let Ok(mut guard) = self.txns()
+                    && let Some(t) = guard.as_mut()
+                {
+                    t.mark_abort_only(txn_id, handle.producer_epoch, &reason);
+                }
                 Err(e)
             }
         }
     }
 
-    /// Stages consumer offsets to be stored when the transaction commits.
+    /// Stages consumer offsets to be stored when the transaction commits
+    /// (the teaching model's `txn_send_offsets`): AddOffsetsToTxn and a
+    /// TxnOffsetCommit without group membership.
     pub fn txn_send_offsets(
         &self,
         handle: &TxnHandle,
@@ -207,46 +491,72 @@ impl BrokerCluster {
         for tp in offsets.keys() {
             self.slot(tp)?;
         }
-        self.with_txns(|t| {
-            t.send_offsets(
-                &handle.transactional_id,
-                handle.producer_epoch,
-                group,
-                offsets.iter().map(|(tp, o)| (tp.clone(), *o)),
-            )
+        self.add_offsets_to_txn(
+            &handle.transactional_id,
+            handle.producer_id,
+            handle.producer_epoch,
+            group,
+        )?;
+        self.txn_offset_commit(&TxnOffsetCommit {
+            transactional_id: handle.transactional_id.clone(),
+            group_id: group.to_string(),
+            producer_id: handle.producer_id,
+            producer_epoch: handle.producer_epoch,
+            generation_id: -1,
+            member_id: String::new(),
+            group_instance_id: None,
+            offsets: offsets.clone(),
         })
     }
 
-    /// Commits: PrepareCommit, COMMIT markers (acks=all) on every touched
-    /// partition, staged offsets stored, CompleteCommit.
+    /// Commits (the teaching model's `commit_txn`): EndTxn(commit).
     pub async fn commit_transaction(&self, handle: &TxnHandle) -> Result<()> {
-        let plan = self.with_txns(|t| t.commit(&handle.transactional_id, handle.producer_epoch))?;
-        self.execute_plan(plan).await
+        self.end_txn(
+            &handle.transactional_id,
+            handle.producer_id,
+            handle.producer_epoch,
+            true,
+        )
+        .await
     }
 
-    /// Aborts: PrepareAbort, ABORT markers, staged offsets dropped,
-    /// CompleteAbort.
+    /// Aborts (the teaching model's `abort_txn`): EndTxn(abort).
     pub async fn abort_transaction(&self, handle: &TxnHandle) -> Result<()> {
-        let plan = self.with_txns(|t| t.abort(&handle.transactional_id, handle.producer_epoch))?;
-        self.execute_plan(plan).await
+        self.end_txn(
+            &handle.transactional_id,
+            handle.producer_id,
+            handle.producer_epoch,
+            false,
+        )
+        .await
     }
 
-    /// Aborts Ongoing transactions older than the timeout and retries any
-    /// unfinished completion; returns the transactional ids aborted.
+    // ----- steps, views and plan execution -----------------------------------
+
+    /// The timeout step: aborts Ongoing transactions older than their
+    /// timeout and fences their epoch (later requests of their producers
+    /// are PRODUCER_FENCED / INVALID_PRODUCER_EPOCH), and executes again any
+    /// decided transaction whose completion failed earlier. Returns the
+    /// transactional ids aborted by the timeout.
     pub async fn expire_transactions(&self) -> Result<Vec<String>> {
         let mut plans = self.with_txns(|t| t.expire_transactions())?;
         let aborted: Vec<String> = plans
             .iter()
             .map(|p| p.transactional_id().to_string())
             .collect();
-        let pending = self.with_txns(|t| Ok(t.pending_completions()))?;
-        for p in pending {
-            if !aborted.iter().any(|a| a == p.transactional_id()) {
-                plans.push(p);
-            }
-        }
+        // The expired plans are alive, so they are not pending a second time.
+        plans.extend(self.with_txns(|t| Ok(t.pending_completions()))?);
         for plan in plans {
-            self.execute_plan(plan).await?;
+            let txn_id = plan.transactional_id().to_string();
+            match self.execute_plan(plan).await {
+                Ok(()) => {}
+                Err(e) if is_fatal(&e) => return Err(e),
+                Err(e) => tracing::warn!(
+                    transactional_id = txn_id,
+                    error = %e,
+                    "a decided transaction could not be completed yet; it is retried"
+                ),
+            }
         }
         Ok(aborted)
     }
@@ -260,11 +570,20 @@ impl BrokerCluster {
     }
 
     /// Executes a completion plan: markers with acks=all in partition order,
-    /// then the staged offsets, then `complete`.
+    /// then the staged offsets, then `complete`. A marker for a partition
+    /// that no longer exists counts as written.
     async fn execute_plan(&self, mut plan: CompletionPlan) -> Result<()> {
         let markers = plan.unwritten_markers();
         for (tp, batch) in markers {
-            self.append_batch(&tp, batch, AckMode::All).await?;
+            let appended = match self.append_on_leader(&tp, batch, AckMode::All, None, None) {
+                Ok(pending) => pending.wait().await.map(drop),
+                Err(e) => Err(e),
+            };
+            match appended {
+                Ok(()) => {}
+                Err(e) if is_gone(&e) => {}
+                Err(e) => return Err(e),
+            }
             self.guard(plan.ack_marker(&tp))?;
         }
         self.store_plan_offsets(&mut plan)?;
@@ -291,14 +610,20 @@ impl BrokerCluster {
     /// state: missing markers are written on the partition leaders (acks=1:
     /// no replication step runs during open; the markers replicate like any
     /// batch afterwards), staged offsets are stored, the state completes.
+    /// Ongoing transactions are left Ongoing (their timeout aborts them).
     pub(crate) fn recover_transactions(&self, plans: Vec<CompletionPlan>) -> Result<()> {
         for mut plan in plans {
             let markers = plan.unwritten_markers();
             for (tp, batch) in markers {
-                self.with_partition(&tp, |set| {
+                let appended = self.with_partition(&tp, |set| {
                     set.append(batch, AckMode::One, None)?;
                     Ok(())
-                })?;
+                });
+                match appended {
+                    Ok(()) => {}
+                    Err(e) if is_gone(&e) => {}
+                    Err(e) => return Err(e),
+                }
                 self.guard(plan.ack_marker(&tp))?;
             }
             self.store_plan_offsets(&mut plan)?;

@@ -48,11 +48,16 @@ pub enum ErrorCode {
     GroupSubscribedToTopic,
     FencedInstanceId,
     GroupMaxSizeReached,
+    ConcurrentTransactions,
+    InvalidProducerEpoch,
+    InvalidProducerIdMapping,
+    InvalidTransactionTimeout,
+    OperationNotAttempted,
 }
 
 impl ErrorCode {
     /// Every code, in the order of the specification's table.
-    pub const ALL: [ErrorCode; 42] = [
+    pub const ALL: [ErrorCode; 47] = [
         ErrorCode::OffsetOutOfRange,
         ErrorCode::InvalidRecord,
         ErrorCode::CorruptBatch,
@@ -95,6 +100,11 @@ impl ErrorCode {
         ErrorCode::GroupSubscribedToTopic,
         ErrorCode::FencedInstanceId,
         ErrorCode::GroupMaxSizeReached,
+        ErrorCode::ConcurrentTransactions,
+        ErrorCode::InvalidProducerEpoch,
+        ErrorCode::InvalidProducerIdMapping,
+        ErrorCode::InvalidTransactionTimeout,
+        ErrorCode::OperationNotAttempted,
     ];
 
     /// The wire spelling of the code, e.g. `"OFFSET_OUT_OF_RANGE"`.
@@ -142,6 +152,11 @@ impl ErrorCode {
             ErrorCode::GroupSubscribedToTopic => "GROUP_SUBSCRIBED_TO_TOPIC",
             ErrorCode::FencedInstanceId => "FENCED_INSTANCE_ID",
             ErrorCode::GroupMaxSizeReached => "GROUP_MAX_SIZE_REACHED",
+            ErrorCode::ConcurrentTransactions => "CONCURRENT_TRANSACTIONS",
+            ErrorCode::InvalidProducerEpoch => "INVALID_PRODUCER_EPOCH",
+            ErrorCode::InvalidProducerIdMapping => "INVALID_PRODUCER_ID_MAPPING",
+            ErrorCode::InvalidTransactionTimeout => "INVALID_TRANSACTION_TIMEOUT",
+            ErrorCode::OperationNotAttempted => "OPERATION_NOT_ATTEMPTED",
         }
     }
 

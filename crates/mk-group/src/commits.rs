@@ -3,7 +3,7 @@
 //! assignment the coordinator computed), transactional offsets, fetches,
 //! and the deletion of offsets and of whole groups.
 
-use crate::coordinator::{GroupCoordinator, check_group_id, fenced, unknown_member};
+use crate::coordinator::{GroupCoordinator, check_group_id, fenced, unknown_group, unknown_member};
 use crate::error::{GroupError, Result};
 use crate::group::{Assigner, CONSUMER_PROTOCOL_TYPE, GroupState};
 use crate::metadata::TopicMetadata;
@@ -164,6 +164,55 @@ impl GroupCoordinator {
         check_offsets_not_negative(offsets)?;
         let now = self.now_ms();
         self.store.commit(group, offsets, now)
+    }
+
+    /// The group fencing of a TxnOffsetCommit (Kafka's
+    /// `validateOffsetCommit` for transactional commits), used by the
+    /// transaction flow in mk-cluster before it stages the offsets. When the
+    /// request carries any membership (`generation >= 0`, a member id or a
+    /// group instance id): the instance id held by another member id ->
+    /// FENCED_INSTANCE_ID; a member (or group) the coordinator does not know
+    /// -> UNKNOWN_MEMBER; another generation -> ILLEGAL_GENERATION. Without
+    /// membership (`-1`, `""`, no instance id) it accepts, whatever the
+    /// group's state, because a producer outside the group may commit
+    /// offsets through its transaction. Unlike `commit_offsets`, a group in
+    /// the middle of a rebalance is not refused (Kafka does not refuse
+    /// transactional commits either), and no partition ownership is checked.
+    ///
+    /// It only checks: the offsets are staged by the transaction
+    /// coordinator and stored with `commit_transactional` exactly when the
+    /// transaction commits. An invalid group id is INVALID_GROUP_ID.
+    pub fn validate_txn_offset_commit(
+        &self,
+        group: &str,
+        member: &str,
+        generation: i32,
+        group_instance_id: Option<&str>,
+    ) -> Result<()> {
+        check_group_id(group)?;
+        if generation < 0 && member.is_empty() && group_instance_id.is_none() {
+            return Ok(());
+        }
+        let g = self.lookup(group).ok_or_else(|| unknown_group(group))?;
+        if let Some(current) = g.static_fenced(group_instance_id, member) {
+            return Err(fenced(
+                group,
+                group_instance_id.unwrap_or_default(),
+                member,
+                current,
+            ));
+        }
+        if !g.members.contains_key(member) {
+            return Err(unknown_member(group, member, g.generation));
+        }
+        if generation != g.generation {
+            return Err(GroupError::IllegalGeneration {
+                group: group.to_string(),
+                given: generation,
+                current: g.generation,
+            });
+        }
+        Ok(())
     }
 
     /// The committed offset of `partition` for `group`, if any.

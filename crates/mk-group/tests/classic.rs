@@ -1069,3 +1069,64 @@ fn the_time_step_completes_a_barrier_exactly_at_its_deadline() {
     assert_eq!(f.expire(), vec![("g".to_string(), a.id.clone())]);
     assert_eq!(ready(&mut hb).generation_id, a.generation + 1);
 }
+
+#[test]
+fn a_txn_offset_commit_with_membership_is_fenced_like_a_member_commit() {
+    let mut f = Fixture::new();
+    let (s, d) = stable_with_static_leader(&mut f);
+    let c = f.c();
+    // Without membership nothing is checked, whatever the group.
+    c.validate_txn_offset_commit("g", "", -1, None).unwrap();
+    c.validate_txn_offset_commit("unknown", "", -1, None)
+        .unwrap();
+    // Current members of the current generation pass, static or not.
+    c.validate_txn_offset_commit("g", &d.id, d.generation, None)
+        .unwrap();
+    c.validate_txn_offset_commit("g", &s.id, s.generation, Some("i-s"))
+        .unwrap();
+    // A stale or future generation, an unknown member or group.
+    for generation in [d.generation - 1, d.generation + 1] {
+        assert_eq!(
+            code(c.validate_txn_offset_commit("g", &d.id, generation, None)).0,
+            ErrorCode::IllegalGeneration,
+            "{generation}"
+        );
+    }
+    assert_eq!(
+        code(c.validate_txn_offset_commit("g", "zombie", d.generation, None)).0,
+        ErrorCode::UnknownMember
+    );
+    assert_eq!(
+        code(c.validate_txn_offset_commit("g", "", d.generation, None)).0,
+        ErrorCode::UnknownMember,
+        "a generation without a member id"
+    );
+    assert_eq!(
+        code(c.validate_txn_offset_commit("unknown", "m", 1, None)).0,
+        ErrorCode::UnknownMember
+    );
+    assert_eq!(
+        code(c.validate_txn_offset_commit("", "", -1, None)).0,
+        ErrorCode::InvalidGroupId
+    );
+    // The static member restarts with a new member id: the old one is
+    // fenced by its instance id.
+    let back = join_now(&mut f, static_join("", "i-s"));
+    let (c, msg) = code(
+        f.c()
+            .validate_txn_offset_commit("g", &s.id, s.generation, Some("i-s")),
+    );
+    assert_eq!(c, ErrorCode::FencedInstanceId);
+    assert!(msg.contains(&back.member_id), "{msg}");
+    f.c()
+        .validate_txn_offset_commit("g", &back.member_id, back.generation_id, Some("i-s"))
+        .unwrap();
+    // A rebalance does not stop a transactional commit of the current
+    // generation (Kafka does not refuse it either).
+    let mut h = f.c().join_member(kafka_join("g", "")).unwrap();
+    waiting(&mut h);
+    assert_eq!(state(&mut f, "g"), GroupState::PreparingRebalance);
+    f.c()
+        .validate_txn_offset_commit("g", &d.id, d.generation, None)
+        .unwrap();
+}

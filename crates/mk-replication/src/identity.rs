@@ -107,6 +107,23 @@ impl ProducerIdentityStore {
         Ok(identity)
     }
 
+    /// Allocates a producer id that belongs to no name (the transaction
+    /// coordinator owns the epochs of transactional ids and asks only for
+    /// their ids) and persists the store before returning it.
+    pub fn allocate_id(&mut self) -> Result<i64> {
+        let mut next = self.file.clone();
+        let id = next.next_producer_id;
+        next.next_producer_id = id
+            .checked_add(1)
+            .ok_or_else(|| ReplicationError::InvalidRequest("producer ids are exhausted".into()))?;
+        let bytes = serde_json::to_vec(&next).map_err(|e| {
+            StorageError::unusable(&self.path, format!("cannot encode identity store: {e}"))
+        })?;
+        fsutil::write_atomic(&self.path, &bytes)?;
+        self.file = next;
+        Ok(id)
+    }
+
     /// The current identity of `name`, if it was ever allocated.
     pub fn get(&self, name: &str) -> Option<ProducerIdentity> {
         self.file.producers.get(name).copied()
@@ -183,8 +200,13 @@ mod tests {
         let mut reopened = ProducerIdentityStore::open(dir.path()).unwrap();
         assert_eq!(reopened.allocate("a").unwrap(), id(1, 2));
         assert_eq!(reopened.allocate("c").unwrap(), id(3, 0));
+        // An id without a name is never handed out again, also after a reopen.
+        assert_eq!(reopened.allocate_id().unwrap(), 4);
+        drop(reopened);
+        let mut reopened = ProducerIdentityStore::open(dir.path()).unwrap();
+        assert_eq!(reopened.allocate("d").unwrap(), id(5, 0));
         let names: Vec<&str> = reopened.identities().map(|(n, _)| n).collect();
-        assert_eq!(names, ["a", "b", "c"]);
+        assert_eq!(names, ["a", "b", "c", "d"]);
         assert_eq!(
             std::fs::read_dir(dir.path()).unwrap().count(),
             1,

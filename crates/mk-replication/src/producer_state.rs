@@ -131,6 +131,17 @@ impl ProducerStateMap {
         }
     }
 
+    /// The base sequence the next new batch of `(producer_id, epoch)` must
+    /// carry: 0 for an unknown producer or another epoch, else the one after
+    /// the last retained batch.
+    pub(crate) fn expected_sequence(&self, producer_id: i64, epoch: i32) -> i32 {
+        self.producers
+            .get(&producer_id)
+            .filter(|e| e.epoch == epoch)
+            .and_then(|e| e.batches.back())
+            .map_or(0, |last| next_sequence(last.last_sequence))
+    }
+
     /// The leader's check of a new batch (spec 02, "validate"): fencing,
     /// then duplicates, then the expected sequence.
     pub(crate) fn check(
@@ -171,17 +182,14 @@ impl ProducerStateMap {
             ))
             .into());
         }
-        let mut expected = 0;
         if let Some(e) = entry.filter(|e| e.epoch == producer.producer_epoch)
-            && let Some(last) = e.batches.back()
-        {
-            if let Some(dup) = e.batches.iter().find(|b| {
+            && let Some(dup) = e.batches.iter().find(|b| {
                 b.base_sequence == producer.base_sequence && b.last_sequence == last_sequence
-            }) {
-                return Ok(SequenceCheck::Duplicate(*dup));
-            }
-            expected = next_sequence(last.last_sequence);
+            })
+        {
+            return Ok(SequenceCheck::Duplicate(*dup));
         }
+        let expected = self.expected_sequence(pid, producer.producer_epoch);
         if producer.base_sequence != expected {
             return Err(ReplicationError::OutOfOrderSequence {
                 producer_id: pid,

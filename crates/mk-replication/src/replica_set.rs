@@ -293,6 +293,17 @@ impl PartitionReplicaSet {
         self.leader().producers.get(producer_id).cloned()
     }
 
+    /// The base sequence the leader expects from the next new batch of
+    /// `(producer_id, epoch)`: 0 for an unknown producer or a newer epoch,
+    /// else the one after its last batch. mk-cluster uses it when it acts as
+    /// the client of a transactional producer (the teaching model's sends),
+    /// under the same partition lock as the append.
+    pub fn next_sequence(&self, producer_id: i64, epoch: i32) -> i32 {
+        self.leader()
+            .producers
+            .expected_sequence(producer_id, epoch)
+    }
+
     /// The epoch registered for `producer_id` with `register_producer`.
     pub fn registered_epoch(&self, producer_id: i64) -> Option<i32> {
         self.registrations.get(&producer_id).copied()

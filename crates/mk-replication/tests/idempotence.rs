@@ -402,3 +402,36 @@ fn retention_does_not_lose_the_latest_producer_sequences() {
     let r = acks_one(&mut set, idem(6, 0, 2, &["s2"]));
     assert_eq!((r.base_offset, r.duplicate), (Some(4), false));
 }
+
+#[test]
+fn next_sequence_is_what_the_check_expects_per_producer_and_epoch() {
+    let h = Harness::new();
+    let mut set = h.create(&[1]);
+    assert_eq!(
+        set.next_sequence(3, 0),
+        0,
+        "an unknown producer starts at 0"
+    );
+    done(
+        set.append(idem(3, 0, 0, &["a", "b"]), AckMode::One, None)
+            .unwrap(),
+    );
+    assert_eq!(set.next_sequence(3, 0), 2);
+    done(
+        set.append(idem(3, 0, 2, &["c"]), AckMode::One, None)
+            .unwrap(),
+    );
+    assert_eq!(set.next_sequence(3, 0), 3);
+    // The value is accepted, one more is not.
+    assert_eq!(
+        code(set.append(idem(3, 0, 4, &["x"]), AckMode::One, None)),
+        ErrorCode::OutOfOrderSequence
+    );
+    assert_eq!(set.next_sequence(3, 1), 0, "a newer epoch starts at 0");
+    assert_eq!(set.next_sequence(9, 0), 0);
+    done(
+        set.append(idem(3, 0, 3, &["d"]), AckMode::One, None)
+            .unwrap(),
+    );
+    assert_eq!(set.next_sequence(3, 0), 4);
+}

@@ -1,25 +1,43 @@
 //! `TransactionCoordinator`: the sans-IO state machine of every
-//! transactional id — begin, send bookkeeping, staged offsets, commit,
-//! abort, completion, timeout expiry, recovery and the clean-close
-//! snapshot. Every state change is journaled before it takes effect; side
-//! effects on partitions leave as `CompletionPlan`s and `PendingSend`s.
+//! transactional id, in Kafka's transaction flow — InitProducerId (one
+//! producer id per transactional id, one epoch bump per producer session),
+//! AddPartitionsToTxn and AddOffsetsToTxn, staging of TxnOffsetCommit
+//! offsets, the verification of transactional batches before they are
+//! appended, EndTxn, completion, timeout expiry that fences the epoch,
+//! recovery and the clean-close snapshot. Every state change is journaled
+//! before it takes effect; side effects on partitions and groups leave as
+//! `CompletionPlan`s.
 
 use crate::error::{Result, TxnError};
 use crate::journal::{Journal, JournalFaults};
 use crate::plan::CompletionPlan;
-use crate::state::{Outcome, StagedOffset, TxnMetadata, TxnState};
+use crate::state::{NO_EPOCH, Outcome, StagedOffset, TxnMetadata, TxnState};
 use mk_core::{SharedClock, TopicPartition};
-use mk_log::{ProducerInfo, Record, RecordBatch, StorageError};
-use std::collections::BTreeMap;
+use mk_log::{ProducerInfo, StorageError};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
+
+/// The largest producer epoch: Kafka's epochs are `int16` on the wire.
+/// InitProducerId hands out at most `MAX_PRODUCER_EPOCH - 1`, so the bump of
+/// a timeout's fence always fits; after that the id gets a new producer id
+/// with epoch 0, as in Kafka.
+pub const MAX_PRODUCER_EPOCH: i32 = i16::MAX as i32;
+
+/// Kafka's default `transaction.max.timeout.ms` (15 minutes).
+pub const DEFAULT_MAX_TRANSACTION_TIMEOUT_MS: i64 = 900_000;
 
 /// Settings of the coordinator.
 #[derive(Debug, Clone)]
 pub struct TxnConfig {
-    /// An Ongoing transaction older than this is aborted by
-    /// `expire_transactions`.
+    /// The timeout of ids whose journal line names none (lines written
+    /// before timeouts were per producer). Producers name their own in
+    /// InitProducerId.
     pub transaction_timeout_ms: i64,
+    /// The largest timeout a producer may ask for (Kafka's
+    /// `transaction.max.timeout.ms`); a larger one is
+    /// INVALID_TRANSACTION_TIMEOUT.
+    pub max_transaction_timeout_ms: i64,
     /// The journal is rewritten as a compact snapshot once it holds more
     /// than `max(journal_compaction_lines, 2 * ids)` lines, so a broker that
     /// never closes cleanly does not grow it without bound either.
@@ -33,6 +51,7 @@ impl Default for TxnConfig {
     fn default() -> Self {
         Self {
             transaction_timeout_ms: 60_000,
+            max_transaction_timeout_ms: DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
             journal_compaction_lines: 10_000,
             faults: Arc::new(JournalFaults::new()),
         }
@@ -40,13 +59,20 @@ impl Default for TxnConfig {
 }
 
 impl TxnConfig {
-    /// Checks every rule: the timeout and the compaction threshold are > 0.
+    /// Checks every rule: both timeouts and the compaction threshold are > 0.
     pub fn validate(&self) -> Result<()> {
-        if self.transaction_timeout_ms <= 0 {
-            return Err(TxnError::InvalidRequest(format!(
-                "transaction_timeout_ms must be > 0, got {}",
-                self.transaction_timeout_ms
-            )));
+        for (name, v) in [
+            ("transaction_timeout_ms", self.transaction_timeout_ms),
+            (
+                "max_transaction_timeout_ms",
+                self.max_transaction_timeout_ms,
+            ),
+        ] {
+            if v <= 0 {
+                return Err(TxnError::InvalidRequest(format!(
+                    "{name} must be > 0, got {v}"
+                )));
+            }
         }
         if self.journal_compaction_lines == 0 {
             return Err(TxnError::InvalidRequest(
@@ -57,63 +83,34 @@ impl TxnConfig {
     }
 }
 
-/// The outcome of `begin`.
-#[must_use = "a CompletePriorFirst plan must be executed and completed before begin is retried"]
+/// The outcome of `init_producer`.
+#[must_use = "a NeedsProducerId or CompletePriorFirst answer must be acted on and init_producer called again"]
 #[derive(Debug)]
-pub enum Begin {
-    /// The transaction is Ongoing; sends may start.
-    Started,
-    /// An earlier instance of the id left a transaction unfinished (Ongoing:
-    /// it is now PrepareAbort; or already Prepare*). The caller's epoch is
-    /// registered, so the older instance is fenced already. Execute the
-    /// plan, `complete` it, then call `begin` again with the same epoch.
+pub enum InitProducer {
+    /// The id is Empty under this producer id and epoch; every older epoch
+    /// is fenced.
+    Ready {
+        producer_id: i64,
+        producer_epoch: i32,
+    },
+    /// The id needs a producer id the coordinator cannot allocate itself (a
+    /// new transactional id, or its epochs are exhausted): allocate one and
+    /// call again with it as `fresh_producer_id`.
+    NeedsProducerId,
+    /// The previous epoch left a transaction unfinished (Ongoing: it is now
+    /// PrepareAbort under a bumped epoch that fences its producer; or
+    /// already Prepare*). Execute the plan, `complete` it, call again.
     CompletePriorFirst(CompletionPlan),
 }
 
-/// What `append` must do with a send: append `batch()` (one record, the
-/// transactional id and the producer id / epoch / sequence) to `tp()` with
-/// acks=all, then report the outcome with `send_appended` or `send_failed`.
-/// While it exists the send counts as in flight: the transaction cannot
-/// commit, abort or expire under it. Dropping it unreported releases that
-/// hold but leaves the sequence consumed.
-#[must_use = "append the batch, then report it with send_appended or send_failed"]
+/// The outcome of `end_txn`.
+#[must_use = "an Execute plan must be executed and passed to complete()"]
 #[derive(Debug)]
-pub struct PendingSend {
-    txn_id: String,
-    tp: TopicPartition,
-    batch: RecordBatch,
-    token: Arc<()>,
-}
-
-impl PendingSend {
-    pub fn transactional_id(&self) -> &str {
-        &self.txn_id
-    }
-
-    /// The partition chosen by the caller.
-    pub fn tp(&self) -> &TopicPartition {
-        &self.tp
-    }
-
-    /// The batch to append (clone it per attempt; a retry with the same
-    /// sequence is deduplicated by the idempotent-producer state).
-    pub fn batch(&self) -> &RecordBatch {
-        &self.batch
-    }
-
-    pub fn producer(&self) -> ProducerInfo {
-        self.batch.producer()
-    }
-}
-
-/// How a failed send ended, as far as the caller knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AppendFate {
-    /// Refused before anything was written (e.g. NOT_ENOUGH_REPLICAS): the
-    /// sequence can be reused.
-    NotAppended,
-    /// It may be in the log (e.g. NOT_ENOUGH_REPLICAS_AFTER_APPEND, timeout).
-    MaybeAppended,
+pub enum EndTxn {
+    /// The decision is journaled: execute the plan, then `complete` it.
+    Execute(CompletionPlan),
+    /// A retry of an EndTxn whose outcome is already complete: nothing to do.
+    AlreadyComplete,
 }
 
 /// A read-only view of one transactional id.
@@ -123,19 +120,24 @@ pub struct TxnDescription {
     pub state: TxnState,
     pub producer_id: i64,
     pub producer_epoch: i32,
+    pub timeout_ms: i64,
     pub start_ms: i64,
-    /// Touched partitions and the offset of their first record (`None`
-    /// until the append is reported).
-    pub partitions: Vec<(TopicPartition, Option<i64>)>,
+    /// Partitions added to the current transaction, sorted.
+    pub partitions: Vec<TopicPartition>,
+    /// Groups added with AddOffsetsToTxn, sorted.
+    pub groups: Vec<String>,
     pub staged_offsets: Vec<StagedOffset>,
-    pub in_flight_sends: usize,
-    /// Why only abort is allowed, if so.
+    /// True while a plan of the current Prepare* state is being executed.
+    pub completing: bool,
+    /// Why only abort is allowed, if so (set by `mark_abort_only`).
     pub abort_only: Option<String>,
 }
 
 /// What opening the coordinator found. The plans are those of every
 /// `Prepare*` transaction in the journal: execute each (write missing
-/// markers, store offsets), then `complete` it.
+/// markers, store offsets), then `complete` it. Ongoing transactions stay
+/// Ongoing: their producers may go on, and their timeout aborts them if
+/// nobody does.
 #[must_use = "recovery plans must be executed and completed"]
 #[derive(Debug)]
 pub struct Recovered {
@@ -148,29 +150,35 @@ pub struct Recovered {
 #[derive(Debug)]
 struct Entry {
     meta: TxnMetadata,
-    /// Shared with every `PendingSend` of the current transaction; its
-    /// strong count minus one is the number of sends in flight. Replaced
-    /// when a transaction begins or an instance is fenced, which orphans
-    /// older tickets.
-    in_flight: Arc<()>,
+    /// Shared with the plan handed out for the current Prepare* state: its
+    /// strong count above one means the completion is in progress.
+    completing: Arc<()>,
     abort_only: Option<String>,
-    /// False when the sequences may be stale (recovered from an unclean
-    /// journal): sends of that epoch are fenced.
-    sequences_trusted: bool,
+    /// The epoch an InitProducerId fenced an Ongoing transaction with: once
+    /// that abort is complete, the next InitProducerId hands this epoch out
+    /// instead of bumping again, so a new session costs one bump even when
+    /// it had to abort its predecessor (Kafka bumps twice there, because
+    /// its client retries after CONCURRENT_TRANSACTIONS). Not journaled: a
+    /// crash in between only costs one more bump.
+    session_epoch: Option<i32>,
 }
 
 impl Entry {
     fn new(meta: TxnMetadata) -> Self {
         Self {
             meta,
-            in_flight: Arc::new(()),
+            completing: Arc::new(()),
             abort_only: None,
-            sequences_trusted: true,
+            session_epoch: None,
         }
     }
 
-    fn in_flight_sends(&self) -> usize {
-        Arc::strong_count(&self.in_flight) - 1
+    fn is_completing(&self) -> bool {
+        Arc::strong_count(&self.completing) > 1
+    }
+
+    fn plan(&self, outcome: Outcome) -> CompletionPlan {
+        CompletionPlan::for_txn(&self.meta, outcome, self.completing.clone())
     }
 
     fn describe(&self) -> TxnDescription {
@@ -179,15 +187,12 @@ impl Entry {
             state: self.meta.state,
             producer_id: self.meta.producer_id,
             producer_epoch: self.meta.producer_epoch,
+            timeout_ms: self.meta.timeout_ms,
             start_ms: self.meta.start_ms,
-            partitions: self
-                .meta
-                .partitions
-                .iter()
-                .map(|(tp, f)| (tp.clone(), *f))
-                .collect(),
+            partitions: self.meta.partitions.iter().cloned().collect(),
+            groups: self.meta.groups.iter().cloned().collect(),
             staged_offsets: self.meta.staged_offsets(),
-            in_flight_sends: self.in_flight_sends(),
+            completing: self.is_completing(),
             abort_only: self.abort_only.clone(),
         }
     }
@@ -209,29 +214,20 @@ pub struct TransactionCoordinator {
 impl TransactionCoordinator {
     /// Opens (or creates) the journal at `journal_path` and recovers: the
     /// journal is cut after its last valid line, the last state per id is
-    /// kept, and the journal is rewritten compactly. After an unclean
-    /// shutdown every Ongoing transaction becomes abort-only and every
-    /// recovered producer epoch is fenced for sends (its sequence numbers
-    /// may be stale); `Prepare*` transactions come back as plans.
+    /// kept, and the journal is rewritten compactly. `Prepare*`
+    /// transactions come back as plans; Ongoing ones stay Ongoing.
     pub fn open(journal_path: &Path, config: TxnConfig, clock: SharedClock) -> Result<Recovered> {
         config.validate()?;
-        let opened = Journal::open(journal_path, config.faults.clone())?;
-        let mut txns = BTreeMap::new();
-        for (id, mut meta) in opened.states {
-            let clean = meta.clean;
-            // The snapshot's promise holds only until the next write, so the
-            // flag is never carried into memory.
-            meta.clean = false;
-            let mut entry = Entry::new(meta);
-            entry.sequences_trusted = clean;
-            if !clean && entry.meta.state == TxnState::Ongoing {
-                entry.abort_only = Some(
-                    "the coordinator restarted without a clean shutdown while it was open"
-                        .to_string(),
-                );
-            }
-            txns.insert(id, entry);
-        }
+        let opened = Journal::open(
+            journal_path,
+            config.faults.clone(),
+            config.transaction_timeout_ms,
+        )?;
+        let txns = opened
+            .states
+            .into_iter()
+            .map(|(id, meta)| (id, Entry::new(meta)))
+            .collect();
         let mut coordinator = Self {
             journal: opened.journal,
             config,
@@ -239,8 +235,8 @@ impl TransactionCoordinator {
             txns,
             failed: None,
         };
-        // Rewriting consumes the clean flags (sends after this point are not
-        // journaled one by one) and compacts whatever a crash left behind.
+        // Compacts whatever a crash left behind before anything new is
+        // appended after it.
         coordinator.rewrite_journal()?;
         let plans = coordinator.pending_completions();
         Ok(Recovered {
@@ -264,250 +260,379 @@ impl TransactionCoordinator {
         self.failed.is_some()
     }
 
-    // ----- operations ------------------------------------------------------
+    // ----- InitProducerId --------------------------------------------------
 
-    /// Begins a transaction for `txn_id` as the instance `(producer_id,
-    /// producer_epoch)` allocated by the caller's identity store.
+    /// InitProducerId for `txn_id` with the producer's
+    /// `transaction.timeout.ms` and, for KIP-360, the producer's current
+    /// `(producer_id, epoch)` (`None` for a producer starting afresh).
     ///
-    /// - Same epoch: INVALID_TXN_STATE unless the previous transaction is
-    ///   complete.
-    /// - Older epoch: PRODUCER_FENCED.
-    /// - Newer epoch: the older instance is fenced from now on; a transaction
-    ///   it left Ongoing is moved to PrepareAbort and returned as
-    ///   `CompletePriorFirst`, as is one already in Prepare*.
-    /// - A producer id other than the one the id is registered with:
-    ///   INVALID_REQUEST (identities of an id never change in this model).
-    pub fn begin(&mut self, txn_id: &str, producer_id: i64, producer_epoch: i32) -> Result<Begin> {
+    /// - Timeout outside `1..=max_transaction_timeout_ms`:
+    ///   INVALID_TRANSACTION_TIMEOUT.
+    /// - A new id: `NeedsProducerId` until called with `fresh_producer_id`,
+    ///   then Empty at epoch 0.
+    /// - `current` naming another producer id or epoch: PRODUCER_FENCED,
+    ///   except a retry of the bump that `current` asked for, which gets the
+    ///   same answer again.
+    /// - Prepare*: CONCURRENT_TRANSACTIONS while its plan is being executed,
+    ///   else `CompletePriorFirst` with the plan (a decision is never
+    ///   reversed).
+    /// - Ongoing: the epoch is bumped to fence the producer, the
+    ///   transaction moves to PrepareAbort and comes back as
+    ///   `CompletePriorFirst` (Kafka's epoch fence); the call after its
+    ///   completion hands that fenced epoch out as the new session's.
+    /// - Empty or Complete*: the epoch is bumped once and the id is Empty;
+    ///   with the epochs exhausted, the id moves to `fresh_producer_id` at
+    ///   epoch 0 (`NeedsProducerId` until given).
+    pub fn init_producer(
+        &mut self,
+        txn_id: &str,
+        timeout_ms: i64,
+        current: Option<(i64, i32)>,
+        fresh_producer_id: Option<i64>,
+    ) -> Result<InitProducer> {
         self.check_running()?;
         validate_id(txn_id)?;
-        if producer_id < 0 || producer_epoch < 0 {
+        self.validate_timeout(timeout_ms)?;
+        if let Some((pid, epoch)) = current
+            && (pid < 0 || epoch < 0)
+        {
             return Err(TxnError::InvalidRequest(format!(
-                "producer id and epoch must be >= 0, got {producer_id} / {producer_epoch}"
+                "the current producer id and epoch must be >= 0 when given, got {pid} / {epoch}"
             )));
+        }
+        if fresh_producer_id.is_some_and(|p| p < 0) {
+            return Err(TxnError::InvalidRequest(
+                "a fresh producer id must be >= 0".into(),
+            ));
         }
         let now_ms = self.clock.now_ms();
         let Some(entry) = self.txns.get(txn_id) else {
-            let meta = fresh_txn(txn_id, producer_id, producer_epoch, now_ms, BTreeMap::new());
+            // A producer that names an identity the coordinator never gave
+            // out (e.g. a data directory wiped under it) starts afresh.
+            let Some(producer_id) = fresh_producer_id else {
+                return Ok(InitProducer::NeedsProducerId);
+            };
+            let meta = idle_txn(txn_id, producer_id, 0, NO_EPOCH, timeout_ms, now_ms);
             self.store(meta)?;
-            return Ok(Begin::Started);
+            return Ok(InitProducer::Ready {
+                producer_id,
+                producer_epoch: 0,
+            });
         };
-        let current = &entry.meta;
-        if current.producer_id != producer_id {
-            return Err(TxnError::InvalidRequest(format!(
-                "transactional id {txn_id:?} belongs to producer id {}, got {producer_id}",
-                current.producer_id
-            )));
-        }
-        if producer_epoch < current.producer_epoch {
-            return Err(older_epoch(txn_id, producer_epoch, current.producer_epoch));
-        }
-        if producer_epoch == current.producer_epoch {
-            if !current.state.is_complete() {
-                return Err(TxnError::state(
+        let meta = &entry.meta;
+        if let Some((pid, epoch)) = current {
+            if pid != meta.producer_id {
+                return Err(TxnError::fenced(
                     txn_id,
-                    "CompleteCommit or CompleteAbort (no open transaction)",
-                    current.state.as_str(),
+                    format!(
+                        "producer id {pid} is not the id's current producer id {}",
+                        meta.producer_id
+                    ),
                 ));
             }
-            if !entry.sequences_trusted {
-                return Err(untrusted(txn_id, producer_epoch));
+            if meta.state == TxnState::Empty
+                && meta.last_producer_epoch != NO_EPOCH
+                && epoch == meta.last_producer_epoch
+            {
+                // The answer to the bump this producer asked for was lost;
+                // it gets the same answer, not a second bump.
+                return Ok(InitProducer::Ready {
+                    producer_id: meta.producer_id,
+                    producer_epoch: meta.producer_epoch,
+                });
             }
-            let sequences = current.sequences.clone();
-            let meta = fresh_txn(txn_id, producer_id, producer_epoch, now_ms, sequences);
-            self.store(meta)?;
-            self.reset_runtime(txn_id);
-            return Ok(Begin::Started);
+            if epoch != meta.producer_epoch {
+                return Err(epoch_mismatch(txn_id, epoch, meta.producer_epoch));
+            }
         }
-        // A newer instance: it fences the older one, whose sequences die
-        // with it.
-        let outcome = match current.state {
-            TxnState::Ongoing => Some(Outcome::Abort),
-            s => s.prepared(),
+        if let Some(outcome) = meta.state.prepared() {
+            if entry.is_completing() {
+                return Err(completing(txn_id, meta.state));
+            }
+            return Ok(InitProducer::CompletePriorFirst(entry.plan(outcome)));
+        }
+        if meta.state == TxnState::Ongoing {
+            let fenced = fenced_abort(meta);
+            // The fence's epoch becomes the new session's only if a later
+            // timeout fence still fits.
+            let session_epoch = Some(fenced.producer_epoch)
+                .filter(|e| *e < MAX_PRODUCER_EPOCH && *e > meta.producer_epoch);
+            self.store(fenced)?;
+            let entry = self.entry_mut(txn_id)?;
+            entry.abort_only = None;
+            entry.session_epoch = session_epoch;
+            return Ok(InitProducer::CompletePriorFirst(entry.plan(Outcome::Abort)));
+        }
+        let session_epoch = entry.session_epoch;
+        self.entry_mut(txn_id)?.session_epoch = None;
+        let meta = &self.entry(txn_id)?.meta;
+        let next = if meta.state == TxnState::CompleteAbort
+            && session_epoch == Some(meta.producer_epoch)
+        {
+            // The abort this call's first round fenced is complete: its
+            // epoch is the session's.
+            idle_txn(
+                txn_id,
+                meta.producer_id,
+                meta.producer_epoch,
+                NO_EPOCH,
+                timeout_ms,
+                now_ms,
+            )
+        } else if meta.producer_epoch + 1 >= MAX_PRODUCER_EPOCH {
+            match fresh_producer_id.filter(|p| *p != meta.producer_id) {
+                None => return Ok(InitProducer::NeedsProducerId),
+                Some(pid) => idle_txn(txn_id, pid, 0, NO_EPOCH, timeout_ms, now_ms),
+            }
+        } else {
+            let asked = current.map_or(NO_EPOCH, |(_, e)| e);
+            idle_txn(
+                txn_id,
+                meta.producer_id,
+                meta.producer_epoch + 1,
+                asked,
+                timeout_ms,
+                now_ms,
+            )
         };
-        let Some(outcome) = outcome else {
-            let meta = fresh_txn(txn_id, producer_id, producer_epoch, now_ms, BTreeMap::new());
-            self.store(meta)?;
-            self.reset_runtime(txn_id);
-            return Ok(Begin::Started);
-        };
-        let mut meta = current.clone();
-        meta.producer_epoch = producer_epoch;
-        meta.sequences.clear();
-        meta.state = outcome.prepare_state();
-        if outcome == Outcome::Abort {
-            meta.offsets.clear();
-        }
-        self.store(meta)?;
-        self.reset_runtime(txn_id);
-        let entry = self.entry(txn_id)?;
-        Ok(Begin::CompletePriorFirst(CompletionPlan::for_txn(
-            &entry.meta,
-            outcome,
-        )))
-    }
-
-    /// Prepares a transactional send of `record` to `tp` (chosen by the
-    /// caller). Ongoing only. The partition is journaled as part of the
-    /// transaction before the batch is handed out, so a crash after the
-    /// append can never leave data the coordinator does not know to mark.
-    pub fn send(
-        &mut self,
-        txn_id: &str,
-        producer_epoch: i32,
-        tp: TopicPartition,
-        record: Record,
-    ) -> Result<PendingSend> {
-        self.check_running()?;
-        let entry = self.ongoing(txn_id, producer_epoch)?;
-        // An instance whose sequences were lost is told to re-initialize
-        // before it is told that its transaction can only abort.
-        if !entry.sequences_trusted {
-            return Err(untrusted(txn_id, producer_epoch));
-        }
-        check_not_abort_only(entry)?;
-        let meta = &entry.meta;
-        let sequence = meta.sequences.get(&tp).copied().unwrap_or(0);
-        let producer = ProducerInfo {
-            producer_id: meta.producer_id,
-            producer_epoch: meta.producer_epoch,
-            base_sequence: sequence,
-        };
-        let batch = RecordBatch::new(vec![record])
-            .map_err(|e| TxnError::InvalidRequest(e.to_string()))?
-            .with_producer(producer)
-            .with_transactional_id(txn_id);
-        if !meta.partitions.contains_key(&tp) {
-            let mut next = meta.clone();
-            next.partitions.insert(tp.clone(), None);
-            self.store(next)?;
-        }
-        let entry = self.entry_mut(txn_id)?;
-        entry
-            .meta
-            .sequences
-            .insert(tp.clone(), next_sequence(sequence));
-        Ok(PendingSend {
-            txn_id: txn_id.to_string(),
-            tp,
-            batch,
-            token: entry.in_flight.clone(),
+        let (producer_id, producer_epoch) = (next.producer_id, next.producer_epoch);
+        self.store(next)?;
+        self.entry_mut(txn_id)?.abort_only = None;
+        Ok(InitProducer::Ready {
+            producer_id,
+            producer_epoch,
         })
     }
 
-    /// Records that `pending` was appended at `base_offset`; the earliest
-    /// append to a partition journals its first offset.
-    pub fn send_appended(&mut self, pending: PendingSend, base_offset: i64) -> Result<()> {
+    // ----- the transaction -------------------------------------------------
+
+    /// Begins a transaction explicitly (the teaching model's `begin`; Kafka
+    /// clients begin implicitly with their first AddPartitionsToTxn or
+    /// AddOffsetsToTxn). Empty or Complete* only: an open transaction is
+    /// INVALID_TXN_STATE, a completing one CONCURRENT_TRANSACTIONS. The
+    /// timeout counts from here.
+    pub fn begin(&mut self, txn_id: &str, producer_id: i64, producer_epoch: i32) -> Result<()> {
         self.check_running()?;
-        if base_offset < 0 {
-            return Err(TxnError::InvalidRequest(format!(
-                "base offset must be >= 0, got {base_offset}"
-            )));
+        let entry = self.checked(txn_id, producer_id, producer_epoch)?;
+        let meta = &entry.meta;
+        if meta.state.prepared().is_some() {
+            return Err(completing(txn_id, meta.state));
         }
-        let entry = self.entry_of(&pending)?;
-        // Two sends to one partition may be reported out of order; the
-        // transaction starts at the smaller offset.
-        let earlier = match entry.meta.partitions.get(&pending.tp) {
-            Some(None) => true,
-            Some(Some(first)) => base_offset < *first,
-            None => false,
-        };
-        if !earlier {
-            return Ok(());
+        if meta.state == TxnState::Ongoing {
+            return Err(TxnError::state(
+                txn_id,
+                "Empty, CompleteCommit or CompleteAbort (no open transaction)",
+                meta.state.as_str(),
+            ));
         }
-        let mut next = entry.meta.clone();
-        next.partitions
-            .insert(pending.tp.clone(), Some(base_offset));
-        drop(pending);
+        let next = begun(meta, self.clock.now_ms());
         self.store(next)
     }
 
-    /// Records that `pending` failed. The transaction becomes abort-only
-    /// (its outcome can no longer be all of what the producer sent); a
-    /// sequence that was never appended is released for reuse.
-    pub fn send_failed(&mut self, pending: PendingSend, fate: AppendFate) -> Result<()> {
-        self.check_running()?;
-        let sequence = pending.producer().base_sequence;
-        if self.entry_of(&pending).is_err() {
-            // The transaction it belonged to is over; nothing to record.
-            return Ok(());
-        }
-        let entry = self.entry_mut(&pending.txn_id)?;
-        entry.abort_only = Some(format!("a send to {} failed", pending.tp));
-        let reserved = entry.meta.sequences.get(&pending.tp).copied();
-        if fate == AppendFate::NotAppended && reserved == Some(next_sequence(sequence)) {
-            entry.meta.sequences.insert(pending.tp.clone(), sequence);
-        }
-        Ok(())
-    }
-
-    /// Stages consumer offsets of `group`, stored only if the transaction
-    /// commits (a later value for the same partition replaces an earlier
-    /// one). Ongoing only.
-    pub fn send_offsets(
+    /// AddPartitionsToTxn: adds `partitions` to the transaction, beginning
+    /// it if the id is Empty or Complete* (the timeout counts from then).
+    /// Errors in Kafka's order: unknown id or another producer id ->
+    /// INVALID_PRODUCER_ID_MAPPING; another epoch -> PRODUCER_FENCED;
+    /// Prepare* -> CONCURRENT_TRANSACTIONS; an abort-only transaction ->
+    /// INVALID_TXN_STATE. Partitions already added change nothing.
+    pub fn add_partitions(
         &mut self,
         txn_id: &str,
+        producer_id: i64,
+        producer_epoch: i32,
+        partitions: &[TopicPartition],
+    ) -> Result<()> {
+        self.check_running()?;
+        let now_ms = self.clock.now_ms();
+        let entry = self.writable(txn_id, producer_id, producer_epoch)?;
+        let meta = &entry.meta;
+        if meta.state == TxnState::Ongoing
+            && partitions.iter().all(|tp| meta.partitions.contains(tp))
+        {
+            return Ok(());
+        }
+        let mut next = if meta.state == TxnState::Ongoing {
+            meta.clone()
+        } else {
+            begun(meta, now_ms)
+        };
+        next.partitions.extend(partitions.iter().cloned());
+        self.store(next)
+    }
+
+    /// AddOffsetsToTxn: lets `group` stage offsets in the transaction,
+    /// beginning it like `add_partitions` (same errors; an empty group id is
+    /// INVALID_REQUEST).
+    pub fn add_offsets(
+        &mut self,
+        txn_id: &str,
+        producer_id: i64,
+        producer_epoch: i32,
+        group: &str,
+    ) -> Result<()> {
+        self.check_running()?;
+        validate_group(group)?;
+        let now_ms = self.clock.now_ms();
+        let entry = self.writable(txn_id, producer_id, producer_epoch)?;
+        let meta = &entry.meta;
+        if meta.state == TxnState::Ongoing && meta.groups.contains(group) {
+            return Ok(());
+        }
+        let mut next = if meta.state == TxnState::Ongoing {
+            meta.clone()
+        } else {
+            begun(meta, now_ms)
+        };
+        next.groups.insert(group.to_string());
+        self.store(next)
+    }
+
+    /// TxnOffsetCommit: stages `offsets` of `group`, stored only if the
+    /// transaction commits (a later value for a partition replaces an
+    /// earlier one). The group must have been added with `add_offsets` to
+    /// the Ongoing transaction (else INVALID_TXN_STATE); otherwise the
+    /// errors of `add_partitions`. A negative offset or an empty group id
+    /// is INVALID_REQUEST. The group's own fencing (generation, member) is
+    /// the caller's, through the group coordinator.
+    pub fn stage_offsets(
+        &mut self,
+        txn_id: &str,
+        producer_id: i64,
         producer_epoch: i32,
         group: &str,
         offsets: impl IntoIterator<Item = (TopicPartition, i64)>,
     ) -> Result<()> {
         self.check_running()?;
-        if group.is_empty() {
-            return Err(TxnError::InvalidRequest(
-                "group id must not be empty".into(),
-            ));
-        }
+        validate_group(group)?;
         let offsets: Vec<(TopicPartition, i64)> = offsets.into_iter().collect();
         if let Some((tp, o)) = offsets.iter().find(|(_, o)| *o < 0) {
             return Err(TxnError::InvalidRequest(format!(
                 "offset for {tp} must be >= 0, got {o}"
             )));
         }
-        let entry = self.ongoing(txn_id, producer_epoch)?;
-        check_not_abort_only(entry)?;
+        let entry = self.writable(txn_id, producer_id, producer_epoch)?;
+        let meta = &entry.meta;
+        if meta.state != TxnState::Ongoing || !meta.groups.contains(group) {
+            return Err(TxnError::state(
+                txn_id,
+                format!("an Ongoing transaction with group {group:?} added by AddOffsetsToTxn"),
+                format!(
+                    "{} with groups [{}]",
+                    meta.state,
+                    meta.groups.iter().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            ));
+        }
         if offsets.is_empty() {
             return Ok(());
         }
-        let mut next = entry.meta.clone();
+        let mut next = meta.clone();
         for (tp, offset) in offsets {
             next.offsets.insert((group.to_string(), tp), offset);
         }
         self.store(next)
     }
 
-    /// Decides to commit: journals PrepareCommit and returns the plan that
-    /// writes the COMMIT markers and stores the staged offsets. Ongoing only,
-    /// with no send in flight and no failed send.
-    pub fn commit(&mut self, txn_id: &str, producer_epoch: i32) -> Result<CompletionPlan> {
-        self.end(txn_id, producer_epoch, Outcome::Commit)
-    }
-
-    /// Decides to abort: journals PrepareAbort (staged offsets dropped) and
-    /// returns the plan that writes the ABORT markers. Ongoing only, with no
-    /// send in flight.
-    pub fn abort(&mut self, txn_id: &str, producer_epoch: i32) -> Result<CompletionPlan> {
-        self.end(txn_id, producer_epoch, Outcome::Abort)
-    }
-
-    fn end(
-        &mut self,
+    /// The verification of a transactional data batch before it is
+    /// appended to `tp` (KIP-890's check, made on every batch): the id must
+    /// be Ongoing under the batch's producer id and epoch with `tp` added.
+    /// Unknown id or another producer id -> INVALID_PRODUCER_ID_MAPPING;
+    /// another epoch -> INVALID_PRODUCER_EPOCH (what Kafka answers a
+    /// zombie's Produce); not Ongoing or `tp` not added -> INVALID_TXN_STATE.
+    /// The caller holds the partition's lock across this check and the
+    /// append, so no marker can land between them.
+    pub fn verify_append(
+        &self,
         txn_id: &str,
-        producer_epoch: i32,
-        outcome: Outcome,
-    ) -> Result<CompletionPlan> {
+        producer: ProducerInfo,
+        tp: &TopicPartition,
+    ) -> Result<()> {
         self.check_running()?;
-        let entry = self.ongoing(txn_id, producer_epoch)?;
-        if outcome == Outcome::Commit {
-            check_not_abort_only(entry)?;
+        let entry = self.known(txn_id, producer.producer_id)?;
+        let meta = &entry.meta;
+        if producer.producer_epoch != meta.producer_epoch {
+            let reason = epoch_mismatch_reason(producer.producer_epoch, meta.producer_epoch);
+            return Err(TxnError::bad_epoch(txn_id, reason));
         }
-        let in_flight = entry.in_flight_sends();
-        if in_flight > 0 {
+        if meta.state != TxnState::Ongoing || !meta.partitions.contains(tp) {
             return Err(TxnError::state(
                 txn_id,
-                "Ongoing with no send in flight",
-                format!("Ongoing with {in_flight} sends in flight"),
+                format!("an Ongoing transaction with {tp} added by AddPartitionsToTxn"),
+                format!(
+                    "{} with partitions [{}]",
+                    meta.state,
+                    meta.partitions
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
             ));
         }
-        self.prepare(txn_id, outcome)
+        Ok(())
+    }
+
+    /// Makes the Ongoing transaction of `(txn_id, producer_epoch)`
+    /// abort-only: adding to it and committing it are INVALID_TXN_STATE
+    /// until it is aborted. The teaching model's sends use it when an append
+    /// failed (a Kafka client keeps this state itself). Not journaled: it
+    /// protects a client that is still connected. Does nothing for any
+    /// other state or epoch.
+    pub fn mark_abort_only(&mut self, txn_id: &str, producer_epoch: i32, reason: &str) {
+        if let Some(entry) = self.txns.get_mut(txn_id)
+            && entry.meta.producer_epoch == producer_epoch
+            && entry.meta.state == TxnState::Ongoing
+        {
+            entry.abort_only = Some(reason.to_string());
+        }
+    }
+
+    /// EndTxn: decides the transaction. Errors in Kafka's order: unknown id
+    /// or another producer id -> INVALID_PRODUCER_ID_MAPPING; another epoch
+    /// -> PRODUCER_FENCED; then by state:
+    ///
+    /// - Ongoing: journals PrepareCommit / PrepareAbort (staged offsets
+    ///   dropped on abort) and returns the plan (commit of an abort-only
+    ///   transaction: INVALID_TXN_STATE);
+    /// - Prepare* of the same outcome: CONCURRENT_TRANSACTIONS while its
+    ///   plan is executed, else the plan again (a retry that finishes it);
+    /// - Complete* of the same outcome: `AlreadyComplete` (a retry);
+    /// - Empty, or the other outcome's Prepare* / Complete*:
+    ///   INVALID_TXN_STATE.
+    pub fn end_txn(
+        &mut self,
+        txn_id: &str,
+        producer_id: i64,
+        producer_epoch: i32,
+        outcome: Outcome,
+    ) -> Result<EndTxn> {
+        self.check_running()?;
+        let entry = self.checked(txn_id, producer_id, producer_epoch)?;
+        let state = entry.meta.state;
+        if state == TxnState::Ongoing {
+            if outcome == Outcome::Commit {
+                check_not_abort_only(entry)?;
+            }
+            return self.prepare(txn_id, outcome).map(EndTxn::Execute);
+        }
+        if state == outcome.prepare_state() {
+            if entry.is_completing() {
+                return Err(completing(txn_id, state));
+            }
+            return Ok(EndTxn::Execute(entry.plan(outcome)));
+        }
+        if state == outcome.complete_state() {
+            return Ok(EndTxn::AlreadyComplete);
+        }
+        Err(TxnError::state(
+            txn_id,
+            format!(
+                "Ongoing, {} or {} to end it with {outcome:?}",
+                outcome.prepare_state(),
+                outcome.complete_state()
+            ),
+            state.as_str(),
+        ))
     }
 
     /// Journals the Prepare* state of `outcome` and returns its plan.
@@ -520,7 +645,7 @@ impl TransactionCoordinator {
         self.store(next)?;
         let entry = self.entry_mut(txn_id)?;
         entry.abort_only = None;
-        Ok(CompletionPlan::for_txn(&entry.meta, outcome))
+        Ok(entry.plan(outcome))
     }
 
     /// Accepts an executed plan: journals CompleteCommit / CompleteAbort.
@@ -541,7 +666,7 @@ impl TransactionCoordinator {
         }
         let producer = plan.producer();
         if producer.producer_id != entry.meta.producer_id
-            || producer.producer_epoch > entry.meta.producer_epoch
+            || producer.producer_epoch != entry.meta.producer_epoch
         {
             return Err(TxnError::InvalidRequest(format!(
                 "the plan of {txn_id:?} is for producer {}/{}, the id is at {}/{}",
@@ -564,47 +689,55 @@ impl TransactionCoordinator {
         Ok(plan.outcome().complete_state())
     }
 
-    /// Plans of every Prepare* transaction: after recovery, or to retry a
-    /// plan whose execution failed. Writing a marker twice is harmless.
+    /// Plans of every Prepare* transaction whose completion is not in
+    /// progress: after recovery, or to retry a plan whose execution failed.
+    /// Writing a marker twice is harmless.
     pub fn pending_completions(&self) -> Vec<CompletionPlan> {
         self.txns
             .values()
-            .filter_map(|e| {
-                e.meta
-                    .state
-                    .prepared()
-                    .map(|o| CompletionPlan::for_txn(&e.meta, o))
-            })
+            .filter(|e| !e.is_completing())
+            .filter_map(|e| e.meta.state.prepared().map(|o| e.plan(o)))
             .collect()
     }
 
-    /// The timeout step: every Ongoing transaction that began more than
-    /// `transaction_timeout_ms` ago (and has no send in flight) moves to
-    /// PrepareAbort; their plans are returned for execution. The producer
-    /// then finds its transaction aborted (INVALID_TXN_STATE on send or
-    /// commit) and may begin a new one.
+    /// The plan of `txn_id`'s Prepare* state if its completion is not in
+    /// progress.
+    pub fn pending_completion(&self, txn_id: &str) -> Option<CompletionPlan> {
+        let e = self.txns.get(txn_id).filter(|e| !e.is_completing())?;
+        e.meta.state.prepared().map(|o| e.plan(o))
+    }
+
+    /// The timeout step: every Ongoing transaction that began more than its
+    /// timeout ago moves to PrepareAbort under a bumped epoch (Kafka's
+    /// epoch fence), so its producer's later requests are PRODUCER_FENCED
+    /// at the coordinator and INVALID_PRODUCER_EPOCH on the partitions,
+    /// whose ABORT markers carry the new epoch. The plans are returned for
+    /// execution.
     pub fn expire_transactions(&mut self) -> Result<Vec<CompletionPlan>> {
         self.check_running()?;
         let now_ms = self.clock.now_ms();
-        let timeout_ms = self.config.transaction_timeout_ms;
         let expired: Vec<String> = self
             .txns
             .values()
             .filter(|e| {
                 e.meta.state == TxnState::Ongoing
-                    && e.in_flight_sends() == 0
-                    && now_ms.saturating_sub(e.meta.start_ms) > timeout_ms
+                    && now_ms.saturating_sub(e.meta.start_ms) > e.meta.timeout_ms
             })
             .map(|e| e.meta.id.clone())
             .collect();
         let mut plans = Vec::with_capacity(expired.len());
         for id in expired {
-            plans.push(self.prepare(&id, Outcome::Abort)?);
+            let fenced = fenced_abort(&self.entry(&id)?.meta);
+            self.store(fenced)?;
+            let entry = self.entry_mut(&id)?;
+            entry.abort_only = None;
+            entry.session_epoch = None;
+            plans.push(entry.plan(Outcome::Abort));
         }
         Ok(plans)
     }
 
-    /// A view of one transactional id, `None` if it never began.
+    /// A view of one transactional id, `None` if it was never initialized.
     pub fn describe(&self, txn_id: &str) -> Option<TxnDescription> {
         self.txns.get(txn_id).map(Entry::describe)
     }
@@ -614,21 +747,10 @@ impl TransactionCoordinator {
         self.txns.values().map(Entry::describe).collect()
     }
 
-    /// Clean close: rewrites the journal as one line per id, marked clean
-    /// where the id's sequences are exact, so a reopen trusts them.
+    /// Clean close: rewrites the journal as one line per id.
     pub fn close(mut self) -> Result<()> {
         self.check_running()?;
-        let snapshot: Vec<TxnMetadata> = self
-            .txns
-            .values()
-            .map(|e| {
-                let mut meta = e.meta.clone();
-                meta.clean =
-                    e.sequences_trusted && e.in_flight_sends() == 0 && e.abort_only.is_none();
-                meta
-            })
-            .collect();
-        self.journal.rewrite(&snapshot)
+        self.rewrite_journal()
     }
 
     /// Drops the coordinator without a snapshot, as a process kill would.
@@ -648,68 +770,67 @@ impl TransactionCoordinator {
         }
     }
 
+    fn validate_timeout(&self, timeout_ms: i64) -> Result<()> {
+        let max = self.config.max_transaction_timeout_ms;
+        if timeout_ms <= 0 || timeout_ms > max {
+            return Err(TxnError::InvalidTransactionTimeout(format!(
+                "transaction timeout must be in 1..={max} ms, got {timeout_ms}"
+            )));
+        }
+        Ok(())
+    }
+
     fn entry(&self, txn_id: &str) -> Result<&Entry> {
         self.txns
             .get(txn_id)
-            .ok_or_else(|| TxnError::state(txn_id, "a begun transaction", "unknown id"))
+            .ok_or_else(|| TxnError::state(txn_id, "an initialized id", "unknown id"))
     }
 
     fn entry_mut(&mut self, txn_id: &str) -> Result<&mut Entry> {
         self.txns
             .get_mut(txn_id)
-            .ok_or_else(|| TxnError::state(txn_id, "a begun transaction", "unknown id"))
+            .ok_or_else(|| TxnError::state(txn_id, "an initialized id", "unknown id"))
     }
 
-    /// The entry of an Ongoing transaction spoken for by `producer_epoch`.
-    fn ongoing(&self, txn_id: &str, producer_epoch: i32) -> Result<&Entry> {
-        let entry = self.entry(txn_id)?;
+    /// The entry of `txn_id` if it belongs to `producer_id`.
+    fn known(&self, txn_id: &str, producer_id: i64) -> Result<&Entry> {
+        let entry = self.txns.get(txn_id).ok_or_else(|| {
+            TxnError::mapping(
+                txn_id,
+                "the transactional id is unknown (it needs an InitProducerId or begin_txn first)",
+            )
+        })?;
+        if entry.meta.producer_id != producer_id {
+            return Err(TxnError::mapping(
+                txn_id,
+                format!(
+                    "producer id {producer_id} is not the id's producer id {}",
+                    entry.meta.producer_id
+                ),
+            ));
+        }
+        Ok(entry)
+    }
+
+    /// The entry spoken for by `(producer_id, producer_epoch)`.
+    fn checked(&self, txn_id: &str, producer_id: i64, producer_epoch: i32) -> Result<&Entry> {
+        let entry = self.known(txn_id, producer_id)?;
         let current = entry.meta.producer_epoch;
-        if producer_epoch < current {
-            return Err(older_epoch(txn_id, producer_epoch, current));
-        }
-        if producer_epoch > current {
-            return Err(TxnError::state(
-                txn_id,
-                format!("a transaction begun by producer epoch {producer_epoch}"),
-                format!("{} of producer epoch {current}", entry.meta.state),
-            ));
-        }
-        if entry.meta.state != TxnState::Ongoing {
-            return Err(TxnError::state(
-                txn_id,
-                TxnState::Ongoing.as_str(),
-                entry.meta.state.as_str(),
-            ));
+        if producer_epoch != current {
+            return Err(epoch_mismatch(txn_id, producer_epoch, current));
         }
         Ok(entry)
     }
 
-    /// The entry whose current transaction issued `pending`.
-    fn entry_of(&self, pending: &PendingSend) -> Result<&Entry> {
-        let txn_id = &pending.txn_id;
-        let entry = self.entry(txn_id)?;
-        let epoch = pending.producer().producer_epoch;
-        if epoch < entry.meta.producer_epoch {
-            return Err(older_epoch(txn_id, epoch, entry.meta.producer_epoch));
+    /// Like `checked`, for operations that add to a transaction: not while
+    /// one completes, not to an abort-only one.
+    fn writable(&self, txn_id: &str, producer_id: i64, producer_epoch: i32) -> Result<&Entry> {
+        let entry = self.checked(txn_id, producer_id, producer_epoch)?;
+        if entry.meta.state.prepared().is_some() {
+            return Err(completing(txn_id, entry.meta.state));
         }
-        if !Arc::ptr_eq(&entry.in_flight, &pending.token) || entry.meta.state != TxnState::Ongoing {
-            return Err(TxnError::state(
-                txn_id,
-                "the Ongoing transaction that issued the send",
-                format!("{} of a later transaction", entry.meta.state),
-            ));
-        }
+        check_not_abort_only(entry)?;
         Ok(entry)
-    }
-
-    /// A new transaction or a new instance: older tickets are orphaned and
-    /// the new epoch's sequences (reset or kept) are exact.
-    fn reset_runtime(&mut self, txn_id: &str) {
-        if let Some(entry) = self.txns.get_mut(txn_id) {
-            entry.in_flight = Arc::new(());
-            entry.abort_only = None;
-            entry.sequences_trusted = true;
-        }
     }
 
     /// Journals `meta` (fsynced), then makes it the id's state: write-ahead.
@@ -755,24 +876,64 @@ fn validate_id(txn_id: &str) -> Result<()> {
     Ok(())
 }
 
-fn fresh_txn(
+fn validate_group(group: &str) -> Result<()> {
+    if group.is_empty() {
+        return Err(TxnError::InvalidRequest(
+            "group id must not be empty".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// An id with no transaction under a (new) identity.
+fn idle_txn(
     txn_id: &str,
     producer_id: i64,
     producer_epoch: i32,
+    last_producer_epoch: i32,
+    timeout_ms: i64,
     now_ms: i64,
-    sequences: BTreeMap<TopicPartition, i32>,
 ) -> TxnMetadata {
     TxnMetadata {
         id: txn_id.to_string(),
-        state: TxnState::Ongoing,
+        state: TxnState::Empty,
         producer_id,
         producer_epoch,
+        last_producer_epoch,
+        timeout_ms,
         start_ms: now_ms,
-        partitions: BTreeMap::new(),
+        partitions: BTreeSet::new(),
+        groups: BTreeSet::new(),
         offsets: BTreeMap::new(),
-        sequences,
-        clean: false,
     }
+}
+
+/// The next transaction of an idle id: Ongoing from `now_ms`, nothing added.
+fn begun(meta: &TxnMetadata, now_ms: i64) -> TxnMetadata {
+    TxnMetadata {
+        state: TxnState::Ongoing,
+        start_ms: now_ms,
+        partitions: BTreeSet::new(),
+        groups: BTreeSet::new(),
+        offsets: BTreeMap::new(),
+        ..meta.clone()
+    }
+}
+
+/// Kafka's epoch fence of an Ongoing transaction: PrepareAbort under the
+/// next epoch, so the markers and every later check refuse the producer.
+/// An epoch already at the maximum (only possible in journals written
+/// before epochs were bounded) stays, and the abort happens without the
+/// fence.
+fn fenced_abort(meta: &TxnMetadata) -> TxnMetadata {
+    let mut next = meta.clone();
+    if next.producer_epoch < MAX_PRODUCER_EPOCH {
+        next.producer_epoch += 1;
+    }
+    next.last_producer_epoch = NO_EPOCH;
+    next.state = TxnState::PrepareAbort;
+    next.offsets.clear();
+    next
 }
 
 fn check_not_abort_only(entry: &Entry) -> Result<()> {
@@ -786,28 +947,18 @@ fn check_not_abort_only(entry: &Entry) -> Result<()> {
     }
 }
 
-fn older_epoch(txn_id: &str, epoch: i32, current: i32) -> TxnError {
-    TxnError::fenced(
+fn completing(txn_id: &str, state: TxnState) -> TxnError {
+    TxnError::concurrent(
         txn_id,
-        format!("producer epoch {epoch} is older than the current epoch {current}"),
+        format!("the previous transaction is being completed ({state}); retry"),
     )
 }
 
-fn untrusted(txn_id: &str, epoch: i32) -> TxnError {
-    TxnError::fenced(
-        txn_id,
-        format!(
-            "producer epoch {epoch} was not closed cleanly before the coordinator restarted, \
-             so its sequence numbers are unknown; begin with a newer epoch"
-        ),
-    )
+fn epoch_mismatch_reason(epoch: i32, current: i32) -> String {
+    let relation = if epoch < current { "older" } else { "newer" };
+    format!("producer epoch {epoch} is {relation} than the current epoch {current}")
 }
 
-/// Sequences wrap like Kafka's: after `i32::MAX` comes 0.
-fn next_sequence(sequence: i32) -> i32 {
-    if sequence == i32::MAX {
-        0
-    } else {
-        sequence + 1
-    }
+fn epoch_mismatch(txn_id: &str, epoch: i32, current: i32) -> TxnError {
+    TxnError::fenced(txn_id, epoch_mismatch_reason(epoch, current))
 }

@@ -13,11 +13,24 @@ pub enum TxnError {
         expected: String,
         found: String,
     },
-    /// The caller speaks for an older instance of the transactional id (or
-    /// for an instance whose sequence numbers were lost by an unclean
-    /// restart).
+    /// The caller speaks for another epoch of the transactional id than
+    /// the current one (Kafka's PRODUCER_FENCED at the coordinator).
     #[error("producer fenced for {txn_id:?}: {reason}")]
     ProducerFenced { txn_id: String, reason: String },
+    /// A transactional batch carries another epoch than the id's current
+    /// one (Kafka's INVALID_PRODUCER_EPOCH, what a partition answers a
+    /// zombie's Produce).
+    #[error("invalid producer epoch for {txn_id:?}: {reason}")]
+    InvalidProducerEpoch { txn_id: String, reason: String },
+    /// The transactional id is unknown, or belongs to another producer id.
+    #[error("invalid producer id mapping for {txn_id:?}: {reason}")]
+    InvalidProducerIdMapping { txn_id: String, reason: String },
+    /// The id's previous transaction is still being completed; retry.
+    #[error("concurrent transactions for {txn_id:?}: {reason}")]
+    ConcurrentTransactions { txn_id: String, reason: String },
+    /// A transaction timeout outside `1..=max_transaction_timeout_ms`.
+    #[error("invalid transaction timeout: {0}")]
+    InvalidTransactionTimeout(String),
     /// A malformed request: empty ids, negative offsets or epochs, a plan
     /// that does not belong to this coordinator.
     #[error("invalid request: {0}")]
@@ -33,6 +46,10 @@ impl TxnError {
         match self {
             TxnError::InvalidTxnState { .. } => ErrorCode::InvalidTxnState,
             TxnError::ProducerFenced { .. } => ErrorCode::ProducerFenced,
+            TxnError::InvalidProducerEpoch { .. } => ErrorCode::InvalidProducerEpoch,
+            TxnError::InvalidProducerIdMapping { .. } => ErrorCode::InvalidProducerIdMapping,
+            TxnError::ConcurrentTransactions { .. } => ErrorCode::ConcurrentTransactions,
+            TxnError::InvalidTransactionTimeout(_) => ErrorCode::InvalidTransactionTimeout,
             TxnError::InvalidRequest(_) => ErrorCode::InvalidRequest,
             TxnError::Storage(_) => ErrorCode::StorageError,
         }
@@ -62,6 +79,27 @@ impl TxnError {
             reason: reason.into(),
         }
     }
+
+    pub(crate) fn bad_epoch(txn_id: &str, reason: impl Into<String>) -> Self {
+        TxnError::InvalidProducerEpoch {
+            txn_id: txn_id.to_string(),
+            reason: reason.into(),
+        }
+    }
+
+    pub(crate) fn mapping(txn_id: &str, reason: impl Into<String>) -> Self {
+        TxnError::InvalidProducerIdMapping {
+            txn_id: txn_id.to_string(),
+            reason: reason.into(),
+        }
+    }
+
+    pub(crate) fn concurrent(txn_id: &str, reason: impl Into<String>) -> Self {
+        TxnError::ConcurrentTransactions {
+            txn_id: txn_id.to_string(),
+            reason: reason.into(),
+        }
+    }
 }
 
 /// Result alias of the transaction layer.
@@ -82,6 +120,26 @@ mod tests {
             (
                 TxnError::fenced("t", "epoch 1 < 2"),
                 ErrorCode::ProducerFenced,
+                false,
+            ),
+            (
+                TxnError::bad_epoch("t", "epoch 1 < 2"),
+                ErrorCode::InvalidProducerEpoch,
+                false,
+            ),
+            (
+                TxnError::mapping("t", "unknown"),
+                ErrorCode::InvalidProducerIdMapping,
+                false,
+            ),
+            (
+                TxnError::concurrent("t", "completing"),
+                ErrorCode::ConcurrentTransactions,
+                false,
+            ),
+            (
+                TxnError::InvalidTransactionTimeout("0".into()),
+                ErrorCode::InvalidTransactionTimeout,
                 false,
             ),
             (

@@ -9,38 +9,42 @@
 //! recovery keeps the last valid line per id.
 
 use crate::error::{Result, TxnError};
-use crate::state::{TxnMetadata, TxnState};
+use crate::state::{NO_EPOCH, TxnMetadata, TxnState};
 use mk_core::TopicPartition;
 use mk_log::StorageError;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
-/// The journal's JSON payload. Field order is the serialization order.
+/// The journal's JSON payload. Field order is the serialization order;
+/// every field is required.
 #[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Payload {
     id: String,
     state: String,
     producer_id: i64,
     producer_epoch: i32,
+    last_producer_epoch: i32,
+    timeout_ms: i64,
     start_ms: i64,
     partitions: Vec<PartitionEntry>,
+    groups: Vec<String>,
     offsets: Vec<OffsetEntry>,
-    sequences: Vec<SequenceEntry>,
-    clean: bool,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct PartitionEntry {
     topic: String,
     partition: u32,
-    first_offset: Option<i64>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct OffsetEntry {
     group: String,
     topic: String,
@@ -48,11 +52,73 @@ struct OffsetEntry {
     offset: i64,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
-struct SequenceEntry {
+/// A line of the first journal format (the teaching model's coordinator,
+/// which chose sequence numbers itself). Still read, so a data directory
+/// written before Kafka's transaction flow keeps its transactions; it is
+/// never written. Every field of that format is required.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LegacyPayload {
+    id: String,
+    state: String,
+    producer_id: i64,
+    producer_epoch: i32,
+    start_ms: i64,
+    partitions: Vec<LegacyPartitionEntry>,
+    offsets: Vec<OffsetEntry>,
+    #[allow(dead_code)]
+    sequences: Vec<LegacySequenceEntry>,
+    #[allow(dead_code)]
+    clean: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LegacyPartitionEntry {
     topic: String,
     partition: u32,
+    #[allow(dead_code)]
+    first_offset: Option<i64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LegacySequenceEntry {
+    #[allow(dead_code)]
+    topic: String,
+    #[allow(dead_code)]
+    partition: u32,
+    #[allow(dead_code)]
     next: i32,
+}
+
+impl LegacyPayload {
+    /// The legacy line in today's shape: the groups are those of its staged
+    /// offsets, the timeout the coordinator's default, no retry epoch.
+    fn upgrade(self, default_timeout_ms: i64) -> Payload {
+        let mut groups: Vec<String> = self.offsets.iter().map(|o| o.group.clone()).collect();
+        groups.sort();
+        groups.dedup();
+        Payload {
+            id: self.id,
+            state: self.state,
+            producer_id: self.producer_id,
+            producer_epoch: self.producer_epoch,
+            last_producer_epoch: NO_EPOCH,
+            timeout_ms: default_timeout_ms,
+            start_ms: self.start_ms,
+            partitions: self
+                .partitions
+                .into_iter()
+                .map(|p| PartitionEntry {
+                    topic: p.topic,
+                    partition: p.partition,
+                })
+                .collect(),
+            groups,
+            offsets: self.offsets,
+        }
+    }
 }
 
 /// Encodes one journal line, newline included.
@@ -62,16 +128,18 @@ pub(crate) fn encode_line(meta: &TxnMetadata) -> String {
         state: meta.state.as_str().to_string(),
         producer_id: meta.producer_id,
         producer_epoch: meta.producer_epoch,
+        last_producer_epoch: meta.last_producer_epoch,
+        timeout_ms: meta.timeout_ms,
         start_ms: meta.start_ms,
         partitions: meta
             .partitions
             .iter()
-            .map(|(tp, first)| PartitionEntry {
+            .map(|tp| PartitionEntry {
                 topic: tp.topic.clone(),
                 partition: tp.partition,
-                first_offset: *first,
             })
             .collect(),
+        groups: meta.groups.iter().cloned().collect(),
         offsets: meta
             .offsets
             .iter()
@@ -82,16 +150,6 @@ pub(crate) fn encode_line(meta: &TxnMetadata) -> String {
                 offset: *offset,
             })
             .collect(),
-        sequences: meta
-            .sequences
-            .iter()
-            .map(|(tp, next)| SequenceEntry {
-                topic: tp.topic.clone(),
-                partition: tp.partition,
-                next: *next,
-            })
-            .collect(),
-        clean: meta.clean,
     };
     // Serializing plain structs of strings and integers cannot fail.
     let json = serde_json::to_string(&payload).unwrap_or_default();
@@ -99,9 +157,11 @@ pub(crate) fn encode_line(meta: &TxnMetadata) -> String {
 }
 
 /// Decodes one line without its newline; `None` for any defect: bad CRC
-/// text, CRC mismatch, unparsable JSON, a missing field, or a value that
-/// breaks an invariant (empty id, negative epoch or offset, duplicates).
-pub(crate) fn decode_line(line: &[u8]) -> Option<TxnMetadata> {
+/// text, CRC mismatch, unparsable JSON, a missing or unknown field, or a
+/// value that breaks an invariant (empty id, negative epoch, timeout or
+/// offset, duplicates). A line of the legacy format gets
+/// `default_timeout_ms`.
+pub(crate) fn decode_line(line: &[u8], default_timeout_ms: i64) -> Option<TxnMetadata> {
     let (crc_text, rest) = line.split_at_checked(8)?;
     let json = rest.strip_prefix(b" ")?;
     if !crc_text
@@ -114,41 +174,43 @@ pub(crate) fn decode_line(line: &[u8]) -> Option<TxnMetadata> {
     if crc32c::crc32c(json) != crc {
         return None;
     }
-    let p: Payload = serde_json::from_slice(json).ok()?;
+    let p: Payload = match serde_json::from_slice(json) {
+        Ok(p) => p,
+        Err(_) => serde_json::from_slice::<LegacyPayload>(json)
+            .ok()?
+            .upgrade(default_timeout_ms),
+    };
     into_metadata(p)
 }
 
 fn into_metadata(p: Payload) -> Option<TxnMetadata> {
-    if p.id.is_empty() || p.producer_id < 0 || p.producer_epoch < 0 {
+    if p.id.is_empty()
+        || p.producer_id < 0
+        || p.producer_epoch < 0
+        || p.last_producer_epoch < NO_EPOCH
+        || p.timeout_ms <= 0
+    {
         return None;
     }
-    let mut partitions = BTreeMap::new();
+    let mut partitions = BTreeSet::new();
     for e in p.partitions {
-        if e.first_offset.is_some_and(|o| o < 0) {
+        if !partitions.insert(TopicPartition::new(e.topic, e.partition)) {
             return None;
         }
-        let tp = TopicPartition::new(e.topic, e.partition);
-        if partitions.insert(tp, e.first_offset).is_some() {
+    }
+    let mut groups = BTreeSet::new();
+    for g in p.groups {
+        if g.is_empty() || !groups.insert(g) {
             return None;
         }
     }
     let mut offsets = BTreeMap::new();
     for e in p.offsets {
-        if e.offset < 0 || e.group.is_empty() {
+        if e.offset < 0 || !groups.contains(&e.group) {
             return None;
         }
         let key = (e.group, TopicPartition::new(e.topic, e.partition));
         if offsets.insert(key, e.offset).is_some() {
-            return None;
-        }
-    }
-    let mut sequences = BTreeMap::new();
-    for e in p.sequences {
-        if e.next < 0 {
-            return None;
-        }
-        let tp = TopicPartition::new(e.topic, e.partition);
-        if sequences.insert(tp, e.next).is_some() {
             return None;
         }
     }
@@ -157,11 +219,12 @@ fn into_metadata(p: Payload) -> Option<TxnMetadata> {
         state: TxnState::parse(&p.state)?,
         producer_id: p.producer_id,
         producer_epoch: p.producer_epoch,
+        last_producer_epoch: p.last_producer_epoch,
+        timeout_ms: p.timeout_ms,
         start_ms: p.start_ms,
         partitions,
+        groups,
         offsets,
-        sequences,
-        clean: p.clean,
     })
 }
 
@@ -176,11 +239,11 @@ pub(crate) struct Scan {
 
 /// Reads lines until the first bad one (including a last line without its
 /// newline, i.e. a torn append).
-pub(crate) fn scan(bytes: &[u8]) -> Scan {
+pub(crate) fn scan(bytes: &[u8], default_timeout_ms: i64) -> Scan {
     let mut out = Scan::default();
     let mut rest = bytes;
     while let Some(end) = rest.iter().position(|b| *b == b'\n') {
-        let Some(meta) = decode_line(&rest[..end]) else {
+        let Some(meta) = decode_line(&rest[..end], default_timeout_ms) else {
             break;
         };
         out.entries.push(meta);
@@ -290,7 +353,11 @@ pub(crate) struct Opened {
 impl Journal {
     /// Opens (or creates) the journal at `path`, cutting it after its last
     /// valid line.
-    pub fn open(path: &Path, faults: std::sync::Arc<JournalFaults>) -> Result<Opened> {
+    pub fn open(
+        path: &Path,
+        faults: std::sync::Arc<JournalFaults>,
+        default_timeout_ms: i64,
+    ) -> Result<Opened> {
         let existed = path.exists();
         let mut file = OpenOptions::new()
             .read(true)
@@ -305,7 +372,7 @@ impl Journal {
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)
             .map_err(|e| StorageError::io(path, e))?;
-        let scan = scan(&bytes);
+        let scan = scan(&bytes, default_timeout_ms);
         let truncated_bytes = (bytes.len() - scan.valid_len) as u64;
         if truncated_bytes > 0 {
             // Appends go to the end of the file, so the torn tail must go
@@ -390,26 +457,32 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    const DEFAULT_TIMEOUT_MS: i64 = 60_000;
+
     fn meta(id: &str, state: TxnState, epoch: i32) -> TxnMetadata {
-        let tp = TopicPartition::new("out", 1);
         TxnMetadata {
             id: id.to_string(),
             state,
             producer_id: 7,
             producer_epoch: epoch,
+            last_producer_epoch: NO_EPOCH,
+            timeout_ms: 30_000,
             start_ms: 1_000,
-            partitions: BTreeMap::from([(tp.clone(), Some(42))]),
+            partitions: BTreeSet::from([TopicPartition::new("out", 1)]),
+            groups: BTreeSet::from(["g".to_string()]),
             offsets: BTreeMap::from([(("g".to_string(), TopicPartition::new("in", 0)), 5)]),
-            sequences: BTreeMap::from([(tp, 3)]),
-            clean: false,
         }
+    }
+
+    fn decode(line: &str) -> Option<TxnMetadata> {
+        decode_line(line.as_bytes(), DEFAULT_TIMEOUT_MS)
     }
 
     #[test]
     fn journal_line_format_is_crc_hex_space_compact_json() {
         let line = encode_line(&meta("tx-1", TxnState::PrepareCommit, 2));
         insta::assert_snapshot!(line, @r#"
-        41a93631 {"id":"tx-1","state":"PrepareCommit","producer_id":7,"producer_epoch":2,"start_ms":1000,"partitions":[{"topic":"out","partition":1,"first_offset":42}],"offsets":[{"group":"g","topic":"in","partition":0,"offset":5}],"sequences":[{"topic":"out","partition":1,"next":3}],"clean":false}
+        0a5dd65e {"id":"tx-1","state":"PrepareCommit","producer_id":7,"producer_epoch":2,"last_producer_epoch":-1,"timeout_ms":30000,"start_ms":1000,"partitions":[{"topic":"out","partition":1}],"groups":["g"],"offsets":[{"group":"g","topic":"in","partition":0,"offset":5}]}
         "#);
         let json = &line[9..line.len() - 1];
         assert_eq!(
@@ -420,10 +493,24 @@ mod tests {
     }
 
     #[test]
+    fn lines_of_the_teaching_model_format_are_still_read() {
+        // A line exactly as the coordinator wrote it before Kafka's flow.
+        let json = r#"{"id":"tx-1","state":"PrepareCommit","producer_id":7,"producer_epoch":2,"start_ms":1000,"partitions":[{"topic":"out","partition":1,"first_offset":42}],"offsets":[{"group":"g","topic":"in","partition":0,"offset":5}],"sequences":[{"topic":"out","partition":1,"next":3}],"clean":false}"#;
+        let line = format!("{:08x} {json}", crc32c::crc32c(json.as_bytes()));
+        let mut expected = meta("tx-1", TxnState::PrepareCommit, 2);
+        expected.timeout_ms = DEFAULT_TIMEOUT_MS;
+        assert_eq!(decode(&line), Some(expected));
+        // The legacy format is as strict as today's: a missing field fails.
+        let json = json.replace(",\"clean\":false", "");
+        let line = format!("{:08x} {json}", crc32c::crc32c(json.as_bytes()));
+        assert_eq!(decode(&line), None);
+    }
+
+    #[test]
     fn every_kind_of_bad_line_is_refused() {
         let good = encode_line(&meta("a", TxnState::Ongoing, 0));
         let body = good.trim_end_matches('\n');
-        assert!(decode_line(body.as_bytes()).is_some());
+        assert!(decode(body).is_some());
         let json = &body[9..];
         let with_crc = |j: &str| format!("{:08x} {j}", crc32c::crc32c(j.as_bytes()));
         let cases = [
@@ -436,17 +523,23 @@ mod tests {
             // Valid CRC over unparsable JSON.
             with_crc("{\"id\":"),
             // Valid CRC over JSON with a missing field.
-            with_crc(&json.replace(",\"clean\":false", "")),
+            with_crc(&json.replace(",\"groups\":[\"g\"]", "")),
+            // Valid CRC over JSON with an unknown field.
+            with_crc(&json.replace("\"start_ms\"", "\"extra\":1,\"start_ms\"")),
             // Valid CRC over an unknown state.
-            with_crc(&json.replace("Ongoing", "Empty")),
+            with_crc(&json.replace("Ongoing", "Dead")),
             // Valid CRC over a negative epoch.
             with_crc(&json.replace("\"producer_epoch\":0", "\"producer_epoch\":-1")),
+            // Valid CRC over a zero timeout.
+            with_crc(&json.replace("\"timeout_ms\":30000", "\"timeout_ms\":0")),
             // Valid CRC over an empty id.
             with_crc(&json.replace("\"id\":\"a\"", "\"id\":\"\"")),
+            // Valid CRC over offsets of a group that was never added.
+            with_crc(&json.replace("\"groups\":[\"g\"]", "\"groups\":[\"h\"]")),
             String::new(),
         ];
         for case in cases {
-            assert!(decode_line(case.as_bytes()).is_none(), "accepted {case:?}");
+            assert!(decode(&case).is_none(), "accepted {case:?}");
         }
     }
 
@@ -455,7 +548,7 @@ mod tests {
         let a = encode_line(&meta("a", TxnState::Ongoing, 0));
         let b = encode_line(&meta("b", TxnState::Ongoing, 0));
         let text = format!("{a}{}", &b[..b.len() - 1]);
-        let s = scan(text.as_bytes());
+        let s = scan(text.as_bytes(), DEFAULT_TIMEOUT_MS);
         assert_eq!(s.entries.len(), 1);
         assert_eq!(s.valid_len, a.len());
     }
@@ -464,43 +557,38 @@ mod tests {
         prop::sample::select(TxnState::ALL.to_vec())
     }
 
+    fn arb_tp() -> impl Strategy<Value = TopicPartition> {
+        ("[a-z]{1,3}", 0u32..3).prop_map(|(t, p)| TopicPartition::new(t, p))
+    }
+
     fn arb_meta() -> impl Strategy<Value = TxnMetadata> {
         (
-            prop::sample::select(vec!["a", "b", "tx-é", "c\"q"]),
-            arb_state(),
-            0i64..5,
-            0i32..5,
-            any::<i64>(),
-            prop::collection::btree_map(
-                ("[a-z]{1,3}", 0u32..3).prop_map(|(t, p)| TopicPartition::new(t, p)),
-                prop::option::of(0i64..1_000),
-                0..3,
+            (
+                prop::sample::select(vec!["a", "b", "tx-é", "c\"q"]),
+                arb_state(),
+                0i64..5,
+                0i32..5,
+                -1i32..5,
+                1i64..1_000_000,
+                any::<i64>(),
             ),
-            prop::collection::btree_map(
-                ("[a-z]{1,2}", "[a-z]{1,3}", 0u32..3)
-                    .prop_map(|(g, t, p)| (g, TopicPartition::new(t, p))),
-                0i64..1_000,
-                0..3,
-            ),
-            prop::collection::btree_map(
-                ("[a-z]{1,3}", 0u32..3).prop_map(|(t, p)| TopicPartition::new(t, p)),
-                0i32..i32::MAX,
-                0..3,
-            ),
-            any::<bool>(),
+            prop::collection::btree_set(arb_tp(), 0..3),
+            prop::collection::btree_map(("[a-z]{1,2}", arb_tp()), 0i64..1_000, 0..3),
         )
             .prop_map(
-                |(id, state, pid, epoch, start_ms, partitions, offsets, sequences, clean)| {
+                |((id, state, pid, epoch, last, timeout_ms, start_ms), partitions, offsets)| {
+                    let groups = offsets.keys().map(|(g, _)| g.clone()).collect();
                     TxnMetadata {
                         id: id.to_string(),
                         state,
                         producer_id: pid,
                         producer_epoch: epoch,
+                        last_producer_epoch: last,
+                        timeout_ms,
                         start_ms,
                         partitions,
+                        groups,
                         offsets,
-                        sequences,
-                        clean,
                     }
                 },
             )
@@ -510,7 +598,7 @@ mod tests {
         #[test]
         fn journal_round_trips_every_line(entries in prop::collection::vec(arb_meta(), 0..8)) {
             let text: String = entries.iter().map(encode_line).collect();
-            let s = scan(text.as_bytes());
+            let s = scan(text.as_bytes(), DEFAULT_TIMEOUT_MS);
             prop_assert_eq!(s.valid_len, text.len());
             prop_assert_eq!(&s.entries, &entries);
         }
@@ -523,7 +611,7 @@ mod tests {
             let lines: Vec<String> = entries.iter().map(encode_line).collect();
             let text: String = lines.concat();
             let cut = cut.index(text.len() + 1);
-            let s = scan(&text.as_bytes()[..cut]);
+            let s = scan(&text.as_bytes()[..cut], DEFAULT_TIMEOUT_MS);
             // Exactly the lines that end (newline included) within the cut.
             let mut whole = 0;
             let mut len = 0;
@@ -558,7 +646,7 @@ mod tests {
                 }
                 damaged_line += 1;
             }
-            let s = scan(&bytes);
+            let s = scan(&bytes, DEFAULT_TIMEOUT_MS);
             prop_assert_eq!(&s.entries[..], &entries[..damaged_line]);
         }
     }
@@ -568,7 +656,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("transactions.journal");
         let faults = std::sync::Arc::new(JournalFaults::new());
-        let mut o = Journal::open(&path, faults.clone()).unwrap();
+        let open = |faults: &std::sync::Arc<JournalFaults>| {
+            Journal::open(&path, faults.clone(), DEFAULT_TIMEOUT_MS).unwrap()
+        };
+        let mut o = open(&faults);
         assert!(o.states.is_empty());
         o.journal.append(&meta("a", TxnState::Ongoing, 0)).unwrap();
         faults.tear_write_after(0);
@@ -580,7 +671,7 @@ mod tests {
         faults.clear();
         drop(o);
         let len_before = std::fs::metadata(&path).unwrap().len();
-        let mut o = Journal::open(&path, faults.clone()).unwrap();
+        let mut o = open(&faults);
         assert!(o.truncated_bytes > 0);
         assert_eq!(
             std::fs::metadata(&path).unwrap().len(),
@@ -591,7 +682,7 @@ mod tests {
             .append(&meta("a", TxnState::PrepareAbort, 0))
             .unwrap();
         drop(o);
-        let o = Journal::open(&path, faults).unwrap();
+        let o = open(&faults);
         assert_eq!(o.truncated_bytes, 0);
         assert_eq!(o.states["a"].state, TxnState::PrepareAbort);
         assert_eq!(o.journal.lines(), 2);

@@ -4,25 +4,27 @@
 //!
 //! It must never know replication, consumer-group generations, networks,
 //! threads, async runtimes or the wall clock. It asks its caller to append
-//! markers and records instead of reaching into replica sets itself.
+//! markers instead of reaching into replica sets itself.
 //!
 //! # The seam with mk-cluster
 //!
 //! mk-txn sits beside mk-replication and mk-group and may depend on none of
-//! them, so it cannot append to a partition, allocate a producer identity or
+//! them, so it cannot append to a partition, allocate a producer id or
 //! store a consumer offset. Every such side effect leaves the coordinator as
-//! a value that mk-cluster executes and then reports back:
+//! a value that mk-cluster executes and then reports back. The calls follow
+//! Kafka's transaction flow:
 //!
 //! | coordinator call | hands out | mk-cluster executes | then calls |
 //! | --- | --- | --- | --- |
-//! | `begin(id, pid, epoch)` | `Begin::Started` | nothing | `send` / `send_offsets` / `commit` / `abort` |
-//! | `begin(id, pid, epoch)` | `Begin::CompletePriorFirst(plan)` | the plan (an older instance's transaction) | `complete(plan)`, then `begin` again with the same epoch |
-//! | `send(id, epoch, tp, record)` | `PendingSend` | append `pending.batch()` to `pending.tp()` with acks=all | `send_appended(pending, base_offset)` or `send_failed(pending, fate)` |
-//! | `send_offsets(id, epoch, group, offsets)` | nothing | nothing (offsets are staged) | — |
-//! | `commit(id, epoch)` / `abort(id, epoch)` | `CompletionPlan` | every marker, then the offsets | `complete(plan)` |
-//! | `expire_transactions()` | `Vec<CompletionPlan>` (aborts) | each plan | `complete(plan)` for each |
+//! | `init_producer(id, timeout, current, fresh)` | `InitProducer::NeedsProducerId` | allocates a producer id | `init_producer` again with it |
+//! | `init_producer(..)` | `InitProducer::CompletePriorFirst(plan)` | the plan (what the previous epoch left) | `complete(plan)`, then `init_producer` again |
+//! | `init_producer(..)` | `InitProducer::Ready { .. }` | nothing | — |
+//! | `add_partitions` / `add_offsets` / `stage_offsets` / `begin` | nothing (journaled) | nothing | — |
+//! | `verify_append(id, producer, tp)` | `Ok` or the error | append the batch, under the same partition lock | — |
+//! | `end_txn(id, pid, epoch, outcome)` | `EndTxn::Execute(plan)` or `AlreadyComplete` | the plan | `complete(plan)` |
+//! | `expire_transactions()` | `Vec<CompletionPlan>` (fenced aborts) | each plan | `complete(plan)` for each |
 //! | `TransactionCoordinator::open(..)` | `Recovered { coordinator, plans }` | each plan (Prepare* found in the journal) | `complete(plan)` for each |
-//! | after a failed plan execution | — | — | `pending_completions()` re-issues the plans of every Prepare* transaction |
+//! | after a failed plan execution | — | — | `pending_completions()` / `pending_completion(id)` re-issue the plan |
 //!
 //! Executing a `CompletionPlan`: for each `plan.markers()` entry, append
 //! `marker.batch().clone()` to `marker.tp()` with acks=all (in the order
@@ -32,46 +34,59 @@
 //! to `complete`. `complete` consumes the plan and refuses one with a
 //! piece unacknowledged, or one whose transaction is no longer in the
 //! plan's Prepare* state (INVALID_TXN_STATE), so a transaction completes at
-//! most once and never before its markers exist. Markers carry the id's
-//! producer id and current epoch with sequence -1 (like Kafka's
-//! coordinator-written markers): the idempotent-producer check must accept
-//! them on epoch alone, without sequence validation, and register their
-//! epoch so that late data of an older epoch is fenced. Writing a marker
-//! twice is harmless: the log's transaction index ignores a marker for a
-//! producer with nothing open.
+//! most once and never before its markers exist. While a plan lives, its
+//! transaction counts as completing: other requests for the id get
+//! CONCURRENT_TRANSACTIONS, and no second plan is handed out. Markers carry
+//! the id's producer id and current epoch with sequence -1 (like Kafka's
+//! coordinator-written markers): the idempotent-producer check accepts them
+//! on epoch alone and registers their epoch, so late data of an older epoch
+//! is fenced. Writing a marker twice is harmless: the log's transaction
+//! index ignores a marker for a producer with nothing open.
 //!
-//! A `PendingSend` counts as in flight until it is reported (or dropped):
-//! commit, abort and expiry wait for it, so no data of a transaction can
-//! land after its marker. The partition is journaled as part of the
-//! transaction *before* the batch is handed out, so a crash between the
-//! append and the report still leaves the coordinator knowing where to
-//! write the ABORT marker.
+//! Data batches are the producer's own (its sequences, checked by the
+//! partition's idempotent-producer state). mk-cluster asks `verify_append`
+//! before appending a transactional batch and holds the partition's lock
+//! across the check and the append; a marker needs that lock too, so no
+//! batch of a transaction can land after its marker, and no batch can open
+//! a transaction on a partition the coordinator will not mark (the
+//! "hanging transaction" KIP-890 closes).
+//!
+//! Epochs: one producer id per transactional id; InitProducerId bumps the
+//! epoch once per producer session. An Ongoing transaction found by a new
+//! session is aborted under that bumped epoch (Kafka's epoch fence), which
+//! the session then gets; one expired by its timeout is aborted under a
+//! bumped epoch too, so its producer is fenced. Epochs stay below
+//! `MAX_PRODUCER_EPOCH` (Kafka's `int16`); past that an id moves to a fresh
+//! producer id.
 //!
 //! Durability: every state change is one fsynced journal line (format
 //! below) written before it takes effect. After a crash, `open` keeps the
-//! last valid line per id, cuts the torn tail, returns the Prepare* plans,
-//! makes every Ongoing transaction abort-only, and fences sends of the
-//! recovered producer epochs (their sequence numbers were not journaled
-//! send by send); a newer epoch from the identity store starts clean.
-//! `close` writes a compact snapshot that also records exact sequences.
+//! last valid line per id, cuts the torn tail and returns the Prepare*
+//! plans. An Ongoing transaction stays Ongoing: its producer may go on
+//! after the restart (Kafka does the same), and if it does not, the
+//! transaction's timeout, which counts from its journaled start, aborts it.
+//! `close` writes a compact snapshot.
 //!
 //! # Journal format
 //!
 //! `transactions.journal` holds one line per state change:
 //! `<crc32c of the payload, 8 lowercase hex digits> <space> <compact JSON>\n`.
 //! The payload is the complete metadata of one transactional id, fields in
-//! this order: `id`, `state` (`Ongoing`, `PrepareCommit`, `CompleteCommit`,
-//! `PrepareAbort`, `CompleteAbort`), `producer_id`, `producer_epoch`,
-//! `start_ms`, `partitions` (`[{topic, partition, first_offset|null}]`),
-//! `offsets` (staged: `[{group, topic, partition, offset}]`), `sequences`
-//! (next sequence per partition: `[{topic, partition, next}]`) and `clean`
-//! (true only in the snapshot written by a clean close). Every field is
-//! required. Recovery reads lines until the first bad one (CRC mismatch,
-//! unparsable JSON, missing field, invalid value, a last line without its
-//! newline), cuts the file there, keeps the last line per id, and rewrites
-//! the journal as one line per id. A clean close writes the same compact
-//! snapshot atomically (temp file, fsync, rename, directory fsync). A busy
-//! journal also compacts itself past `TxnConfig::journal_compaction_lines`.
+//! this order: `id`, `state` (`Empty`, `Ongoing`, `PrepareCommit`,
+//! `CompleteCommit`, `PrepareAbort`, `CompleteAbort`), `producer_id`,
+//! `producer_epoch`, `last_producer_epoch` (the epoch a KIP-360 bump came
+//! from, -1 if none), `timeout_ms`, `start_ms`, `partitions`
+//! (`[{topic, partition}]`), `groups` (added by AddOffsetsToTxn) and
+//! `offsets` (staged: `[{group, topic, partition, offset}]`). Every field is
+//! required and no other is allowed. Lines of the first format (with
+//! `first_offset`, `sequences` and `clean`, written before Kafka's flow)
+//! are still read, with the configured default timeout. Recovery reads
+//! lines until the first bad one (CRC mismatch, unparsable JSON, missing
+//! field, invalid value, a last line without its newline), cuts the file
+//! there, keeps the last line per id, and rewrites the journal as one line
+//! per id. A clean close writes the same compact snapshot atomically (temp
+//! file, fsync, rename, directory fsync). A busy journal also compacts
+//! itself past `TxnConfig::journal_compaction_lines`.
 //!
 //! Visibility never asks the coordinator: `visibility::fetch_committed`
 //! bounds a read by `last_stable_offset(high_watermark,
@@ -87,7 +102,8 @@ mod state;
 pub mod visibility;
 
 pub use coordinator::{
-    AppendFate, Begin, PendingSend, Recovered, TransactionCoordinator, TxnConfig, TxnDescription,
+    DEFAULT_MAX_TRANSACTION_TIMEOUT_MS, EndTxn, InitProducer, MAX_PRODUCER_EPOCH, Recovered,
+    TransactionCoordinator, TxnConfig, TxnDescription,
 };
 pub use error::{Result, TxnError};
 pub use journal::JournalFaults;

@@ -7,6 +7,7 @@ use crate::error::{Result, TxnError};
 use crate::state::{Outcome, StagedOffset, TxnMetadata};
 use mk_core::TopicPartition;
 use mk_log::{ProducerInfo, RecordBatch};
+use std::sync::Arc;
 
 /// One control batch to append to one partition.
 #[derive(Debug, Clone)]
@@ -41,7 +42,11 @@ impl MarkerWrite {
 ///
 /// A plan is not `Clone` and `complete` consumes it, so one plan completes a
 /// transaction at most once; `complete` refuses a plan whose pieces were not
-/// all acknowledged.
+/// all acknowledged. While a plan exists its transaction counts as being
+/// completed: other requests for the id get CONCURRENT_TRANSACTIONS instead
+/// of a second plan. Dropping a plan unfinished (a failed marker write, a
+/// cancelled task) ends that, and the next request or the expiry step gets
+/// the plan again.
 #[must_use = "execute the markers and offsets, acknowledge them, then pass the plan to complete()"]
 #[derive(Debug)]
 pub struct CompletionPlan {
@@ -51,11 +56,14 @@ pub struct CompletionPlan {
     markers: Vec<MarkerWrite>,
     offsets: Vec<StagedOffset>,
     offsets_stored: bool,
+    /// Shared with the coordinator's entry: the completion is in progress
+    /// while this plan lives.
+    _in_progress: Arc<()>,
 }
 
 impl CompletionPlan {
     /// The plan that carries the decision `outcome` of `meta`'s transaction.
-    pub(crate) fn for_txn(meta: &TxnMetadata, outcome: Outcome) -> Self {
+    pub(crate) fn for_txn(meta: &TxnMetadata, outcome: Outcome, in_progress: Arc<()>) -> Self {
         // Markers carry the id's current producer epoch with no sequence, as
         // Kafka's coordinator-written markers do; a marker of a newer epoch
         // also fences late data of the older one on the partition.
@@ -66,7 +74,7 @@ impl CompletionPlan {
         };
         let markers = meta
             .partitions
-            .keys()
+            .iter()
             .map(|tp| MarkerWrite {
                 tp: tp.clone(),
                 batch: RecordBatch::marker(outcome.marker(), meta.id.clone(), producer),
@@ -84,6 +92,7 @@ impl CompletionPlan {
             markers,
             offsets_stored: offsets.is_empty(),
             offsets,
+            _in_progress: in_progress,
         }
     }
 

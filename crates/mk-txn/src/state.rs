@@ -4,16 +4,20 @@
 
 use mk_core::TopicPartition;
 use mk_log::ControlType;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-/// The state of the latest transaction of one transactional id.
+/// The state of the latest transaction of one transactional id (Kafka's
+/// `TransactionState` without the states of its own log handling).
 ///
-/// `Ongoing -> PrepareCommit -> CompleteCommit` and
-/// `Ongoing -> PrepareAbort -> CompleteAbort`; a `Complete*` id may begin a
-/// new transaction (back to `Ongoing`).
+/// `Empty -> Ongoing -> PrepareCommit -> CompleteCommit` and
+/// `Ongoing -> PrepareAbort -> CompleteAbort`. `InitProducerId` leaves an id
+/// `Empty` under a new epoch; `Empty` and `Complete*` ids begin their next
+/// transaction with the first partition or group added (or an explicit
+/// teaching-model `begin`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum TxnState {
+    Empty,
     Ongoing,
     PrepareCommit,
     CompleteCommit,
@@ -23,7 +27,8 @@ pub enum TxnState {
 
 impl TxnState {
     /// Every state, in lifecycle order.
-    pub const ALL: [TxnState; 5] = [
+    pub const ALL: [TxnState; 6] = [
+        TxnState::Empty,
         TxnState::Ongoing,
         TxnState::PrepareCommit,
         TxnState::CompleteCommit,
@@ -34,6 +39,7 @@ impl TxnState {
     /// The spelling used in the journal and in messages.
     pub const fn as_str(self) -> &'static str {
         match self {
+            TxnState::Empty => "Empty",
             TxnState::Ongoing => "Ongoing",
             TxnState::PrepareCommit => "PrepareCommit",
             TxnState::CompleteCommit => "CompleteCommit",
@@ -56,10 +62,18 @@ impl TxnState {
         }
     }
 
-    /// True for `CompleteCommit` and `CompleteAbort`: the id is free to begin
-    /// a new transaction.
+    /// True for `CompleteCommit` and `CompleteAbort`.
     pub const fn is_complete(self) -> bool {
         matches!(self, TxnState::CompleteCommit | TxnState::CompleteAbort)
+    }
+
+    /// True when no transaction is open or deciding: `Empty` or `Complete*`.
+    /// Such an id may begin its next transaction or get a new epoch.
+    pub const fn is_idle(self) -> bool {
+        matches!(
+            self,
+            TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort
+        )
     }
 }
 
@@ -102,7 +116,7 @@ impl Outcome {
     }
 }
 
-/// A consumer offset staged by `send_offsets`: stored for `group` only if the
+/// A consumer offset staged by TxnOffsetCommit: stored for `group` only if the
 /// transaction commits.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct StagedOffset {
@@ -110,6 +124,10 @@ pub struct StagedOffset {
     pub tp: TopicPartition,
     pub offset: i64,
 }
+
+/// No producer epoch: what `last_producer_epoch` holds when the latest
+/// bump was not asked for by a producer naming its current epoch.
+pub(crate) const NO_EPOCH: i32 = -1;
 
 /// Everything durable about one transactional id; every journal line holds
 /// one complete value of this, so recovery keeps the last line per id.
@@ -119,19 +137,21 @@ pub(crate) struct TxnMetadata {
     pub state: TxnState,
     pub producer_id: i64,
     pub producer_epoch: i32,
+    /// The epoch before the latest bump that a producer asked for with its
+    /// current epoch (KIP-360), so a retry of that InitProducerId gets the
+    /// same answer; `NO_EPOCH` otherwise.
+    pub last_producer_epoch: i32,
+    /// The producer's `transaction.timeout.ms`, from its InitProducerId.
+    pub timeout_ms: i64,
     /// When the current transaction began (clock milliseconds); drives the
     /// timeout, also across restarts.
     pub start_ms: i64,
-    /// Partitions touched by the current transaction and the offset of its
-    /// first record there, `None` until the cluster reports the append.
-    pub partitions: BTreeMap<TopicPartition, Option<i64>>,
+    /// Partitions added to the current transaction: each gets a marker.
+    pub partitions: BTreeSet<TopicPartition>,
+    /// Groups added with AddOffsetsToTxn: only they may stage offsets.
+    pub groups: BTreeSet<String>,
     /// Staged offsets keyed by (group, partition).
     pub offsets: BTreeMap<(String, TopicPartition), i64>,
-    /// Next sequence number per partition for the current producer epoch.
-    /// Only exact in a line written by a clean close.
-    pub sequences: BTreeMap<TopicPartition, i32>,
-    /// True only in lines of the snapshot written by a clean close.
-    pub clean: bool,
 }
 
 impl TxnMetadata {
@@ -156,7 +176,7 @@ mod tests {
         for s in TxnState::ALL {
             assert_eq!(TxnState::parse(s.as_str()), Some(s));
         }
-        assert_eq!(TxnState::parse("Empty"), None);
+        assert_eq!(TxnState::parse("Dead"), None);
     }
 
     #[test]
@@ -168,5 +188,7 @@ mod tests {
         assert_eq!(TxnState::Ongoing.prepared(), None);
         assert!(TxnState::CompleteCommit.is_complete());
         assert!(!TxnState::PrepareCommit.is_complete());
+        assert!(TxnState::Empty.is_idle() && TxnState::CompleteAbort.is_idle());
+        assert!(!TxnState::Ongoing.is_idle() && !TxnState::PrepareAbort.is_idle());
     }
 }

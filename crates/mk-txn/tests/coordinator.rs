@@ -1,97 +1,209 @@
-//! The coordinator's state machine: fencing, timeouts, wrong-state
-//! operations, in-flight sends, failed sends, sequences and request
-//! validation.
+//! The coordinator's state machine, rule by rule, in Kafka's transaction
+//! flow: InitProducerId (ids, epochs, KIP-360, timeouts, fencing of an open
+//! transaction), AddPartitionsToTxn, the verification of transactional
+//! batches, AddOffsetsToTxn / TxnOffsetCommit staging, EndTxn and its
+//! retries, CONCURRENT_TRANSACTIONS, the timeout's epoch fence, abort-only
+//! transactions and request validation.
 
 mod common;
 
-use common::{Harness, producer, record, tp};
+use common::{Harness, Session, TIMEOUT_MS, producer, tp};
 use mk_core::ErrorCode;
 use mk_log::ControlType;
-use mk_txn::{AppendFate, Begin, Outcome, TxnConfig, TxnError, TxnState};
+use mk_txn::{EndTxn, InitProducer, MAX_PRODUCER_EPOCH, Outcome, TxnConfig, TxnError, TxnState};
 
 fn code<T: std::fmt::Debug>(r: Result<T, TxnError>) -> ErrorCode {
     r.unwrap_err().code()
 }
 
 #[test]
-fn zombie_instance_is_fenced_and_its_open_transaction_aborted_first() {
+fn init_gives_one_producer_id_per_transactional_id_and_bumps_the_epoch_once_per_session() {
     let mut h = Harness::new();
-    let out = h.ongoing("zombie-data");
-    let late = h
+    // A new id needs a producer id from the caller's allocator.
+    let first = h
         .coord()
-        .send("tx", 0, out.clone(), record("late"))
+        .init_producer("tx", TIMEOUT_MS, None, None)
         .unwrap();
+    assert!(matches!(first, InitProducer::NeedsProducerId), "{first:?}");
+    assert!(
+        h.coord_ref().describe("tx").is_none(),
+        "nothing journaled yet"
+    );
+    let s0 = h.init("tx");
+    assert_eq!((s0.pid, s0.epoch), (1, 0));
+    assert_eq!(h.state("tx"), TxnState::Empty);
 
-    // A newer instance (epoch 1) arrives while epoch 0 is mid-transaction.
-    let Begin::CompletePriorFirst(plan) = h.coord().begin("tx", 1, 1).unwrap() else {
-        panic!("the open transaction of epoch 0 must be aborted first");
+    // Transactions of one session keep its epoch.
+    let out = tp("out", 0);
+    h.send(&s0, &out, "a");
+    h.commit(&s0);
+    h.send(&s0, &out, "b");
+    h.commit(&s0);
+    assert_eq!(h.epoch("tx"), 0);
+
+    // Every new session bumps it once; the producer id stays.
+    let s1 = h.init("tx");
+    assert_eq!((s1.pid, s1.epoch), (1, 1));
+    let s2 = h.init("tx");
+    assert_eq!((s2.pid, s2.epoch), (1, 2));
+    assert_eq!(h.state("tx"), TxnState::Empty);
+    // Another id gets another producer id.
+    assert_eq!(h.init("other").pid, 2);
+    // The old sessions are fenced.
+    assert_eq!(
+        code(
+            h.coord()
+                .add_partitions("tx", 1, 1, std::slice::from_ref(&out))
+        ),
+        ErrorCode::ProducerFenced
+    );
+    assert_eq!(h.read_committed(&out), vec!["a", "b"]);
+}
+
+#[test]
+fn init_refuses_a_timeout_outside_one_ms_to_the_maximum() {
+    let mut h = Harness::new();
+    let max = h.config.max_transaction_timeout_ms;
+    assert_eq!(max, 900_000, "Kafka's transaction.max.timeout.ms default");
+    for bad in [0, -1, max + 1, i64::MAX] {
+        let err = h
+            .coord()
+            .init_producer("tx", bad, None, Some(1))
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::InvalidTransactionTimeout, "{bad}");
+        assert!(err.to_string().contains(&format!("got {bad}")), "{err}");
+    }
+    assert!(h.coord_ref().describe("tx").is_none());
+    let s = h.try_init("tx", max, None).unwrap();
+    assert_eq!(h.coord_ref().describe("tx").unwrap().timeout_ms, max);
+    // A later session may choose another timeout.
+    h.try_init("tx", 1, Some((s.pid, s.epoch))).unwrap();
+    assert_eq!(h.coord_ref().describe("tx").unwrap().timeout_ms, 1);
+}
+
+#[test]
+fn init_with_the_current_epoch_bumps_it_and_a_retry_of_that_bump_gets_the_same_answer() {
+    let mut h = Harness::new();
+    let s0 = h.init("tx");
+    // KIP-360: the producer names its current identity and gets the next
+    // epoch of the same producer id.
+    let s1 = h
+        .try_init("tx", TIMEOUT_MS, Some((s0.pid, s0.epoch)))
+        .unwrap();
+    assert_eq!((s1.pid, s1.epoch), (s0.pid, 1));
+    // The answer was lost; the retry names epoch 0 again and gets epoch 1
+    // again, not a second bump.
+    let retry = h
+        .try_init("tx", TIMEOUT_MS, Some((s0.pid, s0.epoch)))
+        .unwrap();
+    assert_eq!(retry, s1);
+    // Once the new session has done something, the old epoch is fenced.
+    h.add(&s1, &tp("out", 0));
+    assert_eq!(
+        code(h.try_init("tx", TIMEOUT_MS, Some((s0.pid, s0.epoch)))),
+        ErrorCode::ProducerFenced
+    );
+    // Another producer id, or an epoch that was never handed out, is fenced.
+    let err = h
+        .try_init("tx", TIMEOUT_MS, Some((99, s1.epoch)))
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::ProducerFenced);
+    assert!(err.to_string().contains("producer id 99"), "{err}");
+    assert_eq!(
+        code(h.try_init("tx", TIMEOUT_MS, Some((s1.pid, 7)))),
+        ErrorCode::ProducerFenced
+    );
+    // A producer naming an identity of an id this coordinator never knew
+    // starts afresh.
+    let fresh = h.try_init("new", TIMEOUT_MS, Some((42, 3))).unwrap();
+    assert_eq!(fresh.epoch, 0);
+}
+
+#[test]
+fn init_aborts_what_the_previous_session_left_open_under_a_fenced_epoch() {
+    let mut h = Harness::new();
+    let (a, b) = (tp("out", 0), tp("out", 1));
+    let zombie = h.init("tx");
+    h.send(&zombie, &a, "zombie-a");
+    h.send(&zombie, &b, "zombie-b");
+    h.stage(&zombie, "g", &[(tp("in", 0), 5)]);
+
+    // A new session finds the transaction Ongoing: the epoch is bumped to
+    // fence the zombie and the transaction is aborted first.
+    let Ok(InitProducer::CompletePriorFirst(plan)) =
+        h.coord().init_producer("tx", TIMEOUT_MS, None, None)
+    else {
+        panic!("the open transaction must be aborted first");
     };
     assert_eq!(plan.outcome(), Outcome::Abort);
-    assert_eq!(
-        plan.producer(),
-        producer(1, 1, -1),
-        "markers carry the new epoch"
-    );
+    assert_eq!(plan.producer(), producer(zombie.pid, 1, -1), "fenced epoch");
+    assert_eq!(plan.markers().len(), 2);
     assert_eq!(
         plan.markers()[0].batch().control(),
         Some(ControlType::Abort)
     );
+    assert!(plan.offsets_to_store().is_empty());
     assert_eq!(h.state("tx"), TxnState::PrepareAbort);
 
-    // Every operation of the old instance is PRODUCER_FENCED from now on.
-    let c = h.coord();
+    // While its abort is being completed, the id answers
+    // CONCURRENT_TRANSACTIONS (clients retry), and the zombie is fenced.
     assert_eq!(
-        code(c.send("tx", 0, out.clone(), record("z"))),
+        code(h.coord().init_producer("tx", TIMEOUT_MS, None, None)),
+        ErrorCode::ConcurrentTransactions
+    );
+    assert!(h.coord_ref().pending_completions().is_empty());
+    assert!(h.coord_ref().describe("tx").unwrap().completing);
+    let z = zombie.clone();
+    assert_eq!(
+        code(
+            h.coord()
+                .add_partitions(&z.id, z.pid, z.epoch, std::slice::from_ref(&a))
+        ),
         ErrorCode::ProducerFenced
     );
     assert_eq!(
-        code(c.send_offsets("tx", 0, "g", [(tp("in", 0), 1)])),
+        code(h.coord().end_txn(&z.id, z.pid, z.epoch, Outcome::Commit)),
         ErrorCode::ProducerFenced
     );
-    assert_eq!(code(c.commit("tx", 0)), ErrorCode::ProducerFenced);
-    assert_eq!(code(c.abort("tx", 0)), ErrorCode::ProducerFenced);
-    assert_eq!(code(c.begin("tx", 1, 0)), ErrorCode::ProducerFenced);
-    assert_eq!(code(c.send_appended(late, 99)), ErrorCode::ProducerFenced);
-    let msg = c.commit("tx", 0).unwrap_err().to_string();
-    assert!(
-        msg.contains("epoch 0 is older than the current epoch 1"),
-        "{msg}"
+    assert_eq!(
+        code(h.produce(&zombie, &a, "late")),
+        ErrorCode::InvalidProducerEpoch
     );
 
-    // The new instance may only start once the prior abort is complete.
-    assert_eq!(
-        code(h.coord().begin("tx", 1, 1)),
-        ErrorCode::InvalidTxnState
-    );
     assert_eq!(h.finish(plan), TxnState::CompleteAbort);
-    h.begin("tx", 1, 1);
-    let pending = h.coord().send("tx", 1, out.clone(), record("new")).unwrap();
+    let s = h.init("tx");
     assert_eq!(
-        pending.producer(),
-        producer(1, 1, 0),
-        "a new epoch restarts sequences"
+        (s.pid, s.epoch),
+        (zombie.pid, 1),
+        "the fence's epoch is the new session's: one bump"
     );
-    let offset = h
-        .log(&out)
-        .append(pending.batch().clone())
-        .unwrap()
-        .base_offset;
-    h.coord().send_appended(pending, offset).unwrap();
-    h.commit("tx", 1);
-    assert_eq!(h.read_committed(&out), vec!["new"]);
-    assert_eq!(code(h.coord().begin("tx", 1, 0)), ErrorCode::ProducerFenced);
+    // A later session bumps once more, as usual.
+    let s = {
+        let later = h.init("tx");
+        assert_eq!(later.epoch, 2);
+        later
+    };
+    assert_eq!(h.lso(&a), h.hw(&a));
+    assert!(h.read_committed(&a).is_empty() && h.read_committed(&b).is_empty());
+    assert_eq!(h.committed_offset("g", &tp("in", 0)), None);
+    h.send(&s, &a, "new");
+    h.commit(&s);
+    assert_eq!(h.read_committed(&a), vec!["new"]);
 }
 
 #[test]
-fn newer_instance_finishes_a_prepared_commit_of_the_older_one() {
+fn init_completes_a_prepared_commit_of_the_previous_session() {
     let mut h = Harness::new();
-    let out = h.ongoing("decided");
-    h.coord()
-        .send_offsets("tx", 0, "g", [(tp("in", 0), 4)])
-        .unwrap();
-    let _lost_plan = h.coord().commit("tx", 0).unwrap();
+    let out = tp("out", 0);
+    let old = h.init("tx");
+    h.send(&old, &out, "decided");
+    h.stage(&old, "g", &[(tp("in", 0), 4)]);
+    // The decision is journaled, then its plan is lost.
+    drop(h.end_plan(&old, Outcome::Commit));
 
-    let Begin::CompletePriorFirst(plan) = h.coord().begin("tx", 1, 3).unwrap() else {
+    let Ok(InitProducer::CompletePriorFirst(plan)) =
+        h.coord().init_producer("tx", TIMEOUT_MS, None, None)
+    else {
         panic!("the prepared commit must be completed first");
     };
     assert_eq!(
@@ -99,64 +211,362 @@ fn newer_instance_finishes_a_prepared_commit_of_the_older_one() {
         Outcome::Commit,
         "a decision is never reversed"
     );
-    assert_eq!(plan.producer(), producer(1, 3, -1));
-    assert_eq!(plan.offsets_to_store().len(), 1);
+    assert_eq!(plan.producer(), producer(old.pid, old.epoch, -1));
     assert_eq!(h.finish(plan), TxnState::CompleteCommit);
     assert_eq!(h.read_committed(&out), vec!["decided"]);
     assert_eq!(h.committed_offset("g", &tp("in", 0)), Some(4));
-    h.begin("tx", 1, 3);
+    assert_eq!(h.init("tx").epoch, old.epoch + 1);
 }
 
 #[test]
-fn timeout_aborts_an_abandoned_transaction() {
+fn exhausted_epochs_move_the_id_to_a_fresh_producer_id() {
+    let mut h = Harness::new();
+    // An id two bumps below the end (a journal line as the coordinator
+    // writes it, instead of 32 765 sessions).
+    h.crash_coordinator();
+    let json = format!(
+        r#"{{"id":"tx","state":"CompleteCommit","producer_id":1,"producer_epoch":{},"last_producer_epoch":-1,"timeout_ms":60000,"start_ms":0,"partitions":[],"groups":[],"offsets":[]}}"#,
+        MAX_PRODUCER_EPOCH - 2
+    );
+    let line = format!("{:08x} {json}\n", crc32c::crc32c(json.as_bytes()));
+    std::fs::write(h.journal_path(), line).unwrap();
+    assert!(h.open_coordinator().is_empty());
+    h.next_pid = 2;
+    // The last epoch InitProducerId hands out.
+    let s = h.init("tx");
+    assert_eq!(s.epoch, i32::from(i16::MAX) - 1);
+    // Its timeout fence still fits an i16.
+    h.add(&s, &tp("out", 0));
+    h.clock.advance(TIMEOUT_MS + 1);
+    let plans = h.coord().expire_transactions().unwrap();
+    assert_eq!(plans[0].producer().producer_epoch, i32::from(i16::MAX));
+    for plan in plans {
+        h.finish(plan);
+    }
+    let next = h
+        .coord()
+        .init_producer("tx", TIMEOUT_MS, None, None)
+        .unwrap();
+    assert!(matches!(next, InitProducer::NeedsProducerId), "{next:?}");
+    let fresh = h.init("tx");
+    assert_ne!(fresh.pid, s.pid);
+    assert_eq!(fresh.epoch, 0);
+}
+
+#[test]
+fn add_partitions_begins_the_transaction_and_checks_in_kafkas_order() {
+    let mut h = Harness::new();
+    let (a, b) = (tp("out", 0), tp("out", 1));
+    assert_eq!(
+        code(
+            h.coord()
+                .add_partitions("tx", 1, 0, std::slice::from_ref(&a))
+        ),
+        ErrorCode::InvalidProducerIdMapping,
+        "unknown transactional id"
+    );
+    let s = h.init("tx");
+    h.clock.advance(5);
+    h.coord()
+        .add_partitions(&s.id, s.pid, s.epoch, &[b.clone(), a.clone()])
+        .unwrap();
+    let d = h.coord_ref().describe("tx").unwrap();
+    assert_eq!(d.state, TxnState::Ongoing);
+    assert_eq!(d.partitions, vec![a.clone(), b.clone()]);
+    assert_eq!(d.start_ms, 1_000_005, "the timeout counts from here");
+
+    // Adding what is already there journals nothing.
+    let lines = h.journal_text().lines().count();
+    h.add(&s, &a);
+    assert_eq!(h.journal_text().lines().count(), lines);
+
+    let c = h.coord();
+    assert_eq!(
+        code(c.add_partitions(&s.id, s.pid + 1, s.epoch, std::slice::from_ref(&a))),
+        ErrorCode::InvalidProducerIdMapping,
+        "another producer id"
+    );
+    let err = c
+        .add_partitions(&s.id, s.pid, s.epoch + 1, std::slice::from_ref(&a))
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::ProducerFenced);
+    assert!(
+        err.to_string().contains("newer than the current epoch 0"),
+        "{err}"
+    );
+
+    // PrepareCommit: CONCURRENT_TRANSACTIONS until it is complete.
+    let plan = h.end_plan(&s, Outcome::Commit);
+    assert_eq!(
+        code(
+            h.coord()
+                .add_partitions(&s.id, s.pid, s.epoch, std::slice::from_ref(&a))
+        ),
+        ErrorCode::ConcurrentTransactions
+    );
+    h.finish(plan);
+    // CompleteCommit: the next transaction begins with nothing of the last.
+    h.add(&s, &b);
+    let d = h.coord_ref().describe("tx").unwrap();
+    assert_eq!((d.state, d.partitions), (TxnState::Ongoing, vec![b]));
+}
+
+#[test]
+fn a_transactional_batch_is_verified_against_the_ongoing_transaction() {
+    let mut h = Harness::new();
+    let (a, b) = (tp("out", 0), tp("out", 1));
+    let s = h.init("tx");
+    // Empty: nothing was added.
+    let err = h.produce(&s, &a, "x").unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidTxnState);
+    assert!(
+        err.to_string()
+            .contains("out-0 added by AddPartitionsToTxn"),
+        "{err}"
+    );
+    h.add(&s, &a);
+    h.produce(&s, &a, "ok").unwrap();
+    // A partition not added to the transaction is refused.
+    assert_eq!(code(h.produce(&s, &b, "x")), ErrorCode::InvalidTxnState);
+    // Another epoch, another producer id, an unknown id.
+    let older = Session {
+        epoch: s.epoch + 1,
+        ..s.clone()
+    };
+    assert_eq!(
+        code(h.produce(&older, &a, "x")),
+        ErrorCode::InvalidProducerEpoch
+    );
+    let other = Session {
+        pid: 77,
+        ..s.clone()
+    };
+    assert_eq!(
+        code(h.produce(&other, &a, "x")),
+        ErrorCode::InvalidProducerIdMapping
+    );
+    let unknown = Session {
+        id: "nobody".into(),
+        ..s.clone()
+    };
+    assert_eq!(
+        code(h.produce(&unknown, &a, "x")),
+        ErrorCode::InvalidProducerIdMapping
+    );
+    // Once EndTxn has decided, nothing more may join the transaction.
+    let plan = h.end_plan(&s, Outcome::Commit);
+    assert_eq!(code(h.produce(&s, &a, "late")), ErrorCode::InvalidTxnState);
+    h.finish(plan);
+    assert_eq!(code(h.produce(&s, &a, "later")), ErrorCode::InvalidTxnState);
+    assert_eq!(h.read_committed(&a), vec!["ok"]);
+    assert!(
+        h.log(&b).leo() == 0,
+        "nothing was written where it was refused"
+    );
+}
+
+#[test]
+fn staged_offsets_need_their_group_added_and_are_stored_exactly_on_commit() {
+    let mut h = Harness::new();
+    let (i0, i1) = (tp("in", 0), tp("in", 1));
+    let s = h.init("tx");
+    // TxnOffsetCommit without AddOffsetsToTxn is refused.
+    let err = h
+        .coord()
+        .stage_offsets(&s.id, s.pid, s.epoch, "g", [(i0.clone(), 1)])
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidTxnState);
+    assert!(err.to_string().contains("AddOffsetsToTxn"), "{err}");
+    // AddOffsetsToTxn begins the transaction, like AddPartitionsToTxn.
+    h.coord().add_offsets(&s.id, s.pid, s.epoch, "g").unwrap();
+    assert_eq!(h.state("tx"), TxnState::Ongoing);
+    assert_eq!(
+        code(
+            h.coord()
+                .stage_offsets(&s.id, s.pid, s.epoch, "h", [(i0.clone(), 1)])
+        ),
+        ErrorCode::InvalidTxnState,
+        "another group"
+    );
+    h.stage(&s, "g", &[(i0.clone(), 3), (i1.clone(), 8)]);
+    h.stage(&s, "g", &[(i0.clone(), 5)]);
+    h.stage(&s, "g", &[]);
+    let d = h.coord_ref().describe("tx").unwrap();
+    assert_eq!(d.groups, vec!["g"]);
+    let staged: Vec<(mk_core::TopicPartition, i64)> = d
+        .staged_offsets
+        .iter()
+        .map(|o| (o.tp.clone(), o.offset))
+        .collect();
+    assert_eq!(staged, vec![(i0.clone(), 5), (i1.clone(), 8)]);
+    assert_eq!(h.committed_offset("g", &i0), None, "staged, not stored");
+    let plan = h.end_plan(&s, Outcome::Commit);
+    assert_eq!(plan.offsets_to_store().len(), 2);
+    assert_eq!(
+        h.committed_offset("g", &i0),
+        None,
+        "decided, not yet stored"
+    );
+    h.finish(plan);
+    assert_eq!(h.committed_offset("g", &i0), Some(5));
+    assert_eq!(h.committed_offset("g", &i1), Some(8));
+
+    // Offsets of an aborted transaction are dropped.
+    h.stage(&s, "g", &[(i0.clone(), 99)]);
+    h.abort(&s);
+    assert_eq!(h.committed_offset("g", &i0), Some(5));
+    // The next transaction must add its group again.
+    h.add(&s, &tp("out", 0));
+    assert_eq!(
+        code(
+            h.coord()
+                .stage_offsets(&s.id, s.pid, s.epoch, "g", [(i0.clone(), 1)])
+        ),
+        ErrorCode::InvalidTxnState
+    );
+}
+
+#[test]
+fn end_txn_retries_of_the_completed_outcome_succeed_and_mismatches_are_invalid() {
     let mut h = Harness::new();
     let out = tp("out", 0);
-    h.begin("old", 1, 0);
-    h.send("old", 0, &out, "abandoned");
-    h.coord()
-        .send_offsets("old", 0, "g", [(tp("in", 0), 2)])
-        .unwrap();
-    h.clock.advance(30_000);
-    h.begin("young", 2, 0);
-    h.send("young", 0, &out, "young");
+    let s = h.init("tx");
+    // Empty: there is nothing to end.
+    assert_eq!(
+        code(h.coord().end_txn(&s.id, s.pid, s.epoch, Outcome::Commit)),
+        ErrorCode::InvalidTxnState
+    );
+    h.send(&s, &out, "x");
+    let plan = h.end_plan(&s, Outcome::Commit);
+    // A retry while the plan is being executed: CONCURRENT_TRANSACTIONS; the
+    // other outcome: INVALID_TXN_STATE.
+    assert_eq!(
+        code(h.coord().end_txn(&s.id, s.pid, s.epoch, Outcome::Commit)),
+        ErrorCode::ConcurrentTransactions
+    );
+    let err = h
+        .coord()
+        .end_txn(&s.id, s.pid, s.epoch, Outcome::Abort)
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidTxnState);
+    assert!(err.to_string().contains("found PrepareCommit"), "{err}");
+    // The plan is lost (a failed marker write): a retry gets it again.
+    drop(plan);
+    let Ok(EndTxn::Execute(again)) = h.coord().end_txn(&s.id, s.pid, s.epoch, Outcome::Commit)
+    else {
+        panic!("a retry re-issues an unfinished plan");
+    };
+    h.finish(again);
+    // Completed: the same outcome succeeds, the other does not.
+    assert!(matches!(
+        h.coord().end_txn(&s.id, s.pid, s.epoch, Outcome::Commit),
+        Ok(EndTxn::AlreadyComplete)
+    ));
+    assert_eq!(
+        code(h.coord().end_txn(&s.id, s.pid, s.epoch, Outcome::Abort)),
+        ErrorCode::InvalidTxnState
+    );
+    // Likewise for an abort.
+    h.send(&s, &out, "y");
+    h.abort(&s);
+    assert!(matches!(
+        h.coord().end_txn(&s.id, s.pid, s.epoch, Outcome::Abort),
+        Ok(EndTxn::AlreadyComplete)
+    ));
+    assert_eq!(
+        code(h.coord().end_txn(&s.id, s.pid, s.epoch, Outcome::Commit)),
+        ErrorCode::InvalidTxnState
+    );
+    // Fencing comes before the state.
+    assert_eq!(
+        code(h.coord().end_txn(&s.id, s.pid, s.epoch - 1, Outcome::Abort)),
+        ErrorCode::ProducerFenced
+    );
+    assert_eq!(
+        code(h.coord().end_txn(&s.id, s.pid + 5, s.epoch, Outcome::Abort)),
+        ErrorCode::InvalidProducerIdMapping
+    );
+    assert_eq!(
+        code(h.coord().end_txn("nobody", s.pid, s.epoch, Outcome::Abort)),
+        ErrorCode::InvalidProducerIdMapping
+    );
+    assert_eq!(h.read_committed(&out), vec!["x"]);
+}
 
+#[test]
+fn timeout_aborts_an_abandoned_transaction_and_fences_its_producer() {
+    let mut h = Harness::new();
+    let out = tp("out", 0);
+    let old = h.init("old");
+    h.send(&old, &out, "abandoned");
+    h.stage(&old, "g", &[(tp("in", 0), 2)]);
     h.clock.advance(30_000);
+    let young = h.try_init("young", 10_000, None).unwrap();
+    h.send(&young, &out, "young");
+
+    h.clock.advance(10_000);
     assert!(
         h.coord().expire_transactions().unwrap().is_empty(),
-        "exactly 60 s is not older"
+        "exactly the timeout is not older"
     );
     h.clock.advance(1);
+    let plans = h.coord().expire_transactions().unwrap();
+    let ids: Vec<&str> = plans.iter().map(|p| p.transactional_id()).collect();
+    assert_eq!(ids, vec!["young"], "each id has its own timeout");
+    for plan in plans {
+        h.finish(plan);
+    }
+    h.clock.advance(20_000);
     let plans = h.coord().expire_transactions().unwrap();
     assert_eq!(plans.len(), 1);
     assert_eq!(plans[0].transactional_id(), "old");
     assert_eq!(plans[0].outcome(), Outcome::Abort);
+    assert_eq!(plans[0].producer(), producer(old.pid, old.epoch + 1, -1));
     assert!(plans[0].offsets_to_store().is_empty());
-    assert_eq!(h.state("old"), TxnState::PrepareAbort);
-    assert_eq!(h.state("young"), TxnState::Ongoing);
     for plan in plans {
         h.finish(plan);
     }
     assert_eq!(h.state("old"), TxnState::CompleteAbort);
     assert_eq!(h.committed_offset("g", &tp("in", 0)), None);
-
-    // The young transaction now holds the LSO; the abandoned one no longer does.
-    let young_first = h.coord_ref().describe("young").unwrap().partitions[0].1;
-    assert_eq!(Some(h.lso(&out)), young_first);
-    h.commit("young", 0);
     assert_eq!(h.lso(&out), h.hw(&out));
-    assert_eq!(h.read_committed(&out), vec!["young"]);
+    assert!(h.read_committed(&out).is_empty());
 
-    // The abandoning producer learns it was aborted, then may begin again.
-    assert_eq!(code(h.coord().commit("old", 0)), ErrorCode::InvalidTxnState);
-    h.begin("old", 1, 0);
+    // The zombie is fenced everywhere: at the coordinator and on Produce.
+    let c = h.coord();
+    assert_eq!(
+        code(c.end_txn(&old.id, old.pid, old.epoch, Outcome::Commit)),
+        ErrorCode::ProducerFenced
+    );
+    assert_eq!(
+        code(c.add_partitions(&old.id, old.pid, old.epoch, std::slice::from_ref(&out))),
+        ErrorCode::ProducerFenced
+    );
+    assert_eq!(
+        code(c.add_offsets(&old.id, old.pid, old.epoch, "g")),
+        ErrorCode::ProducerFenced
+    );
+    assert_eq!(
+        code(h.produce(&old, &out, "late")),
+        ErrorCode::InvalidProducerEpoch
+    );
+    // A new session of the id works.
+    let s = h.init("old");
+    assert_eq!(s.epoch, old.epoch + 2);
+    h.send(&s, &out, "again");
+    h.commit(&s);
+    assert_eq!(h.read_committed(&out), vec!["again"]);
 }
 
 #[test]
-fn timeout_counts_from_begin_across_a_restart() {
+fn timeout_counts_from_the_start_of_the_transaction_across_a_restart() {
     let mut h = Harness::new();
-    let out = h.ongoing("x");
+    let out = tp("out", 0);
+    let s = h.init("tx");
+    h.clock.advance(50_000);
+    h.send(&s, &out, "x");
     h.clock.advance(59_000);
     assert!(h.crash_and_reopen().is_empty());
+    assert!(h.coord().expire_transactions().unwrap().is_empty());
     h.clock.advance(1_001);
     let plans = h.coord().expire_transactions().unwrap();
     assert_eq!(plans.len(), 1);
@@ -168,334 +578,151 @@ fn timeout_counts_from_begin_across_a_restart() {
 }
 
 #[test]
-fn expiry_and_commit_wait_for_sends_in_flight() {
+fn an_abort_only_transaction_can_only_abort() {
     let mut h = Harness::new();
     let out = tp("out", 0);
-    h.begin("tx", 1, 0);
-    let pending = h
-        .coord()
-        .send("tx", 0, out.clone(), record("slow"))
-        .unwrap();
-    assert_eq!(h.coord_ref().describe("tx").unwrap().in_flight_sends, 1);
+    let s = h.init_and_begin("tx");
+    h.send(&s, &out, "ok");
+    h.coord()
+        .mark_abort_only("tx", s.epoch, "a send to out-0 failed");
+    // Other epochs and states are untouched by the mark.
+    h.coord().mark_abort_only("tx", s.epoch + 1, "ignored");
+    let d = h.coord_ref().describe("tx").unwrap();
+    assert_eq!(d.abort_only.as_deref(), Some("a send to out-0 failed"));
 
-    let err = h.coord().commit("tx", 0).unwrap_err();
+    let err = h
+        .coord()
+        .end_txn(&s.id, s.pid, s.epoch, Outcome::Commit)
+        .unwrap_err();
     assert_eq!(err.code(), ErrorCode::InvalidTxnState);
-    assert!(err.to_string().contains("1 sends in flight"), "{err}");
-    assert_eq!(code(h.coord().abort("tx", 0)), ErrorCode::InvalidTxnState);
-    h.clock.advance(120_000);
-    assert!(h.coord().expire_transactions().unwrap().is_empty());
-
-    let offset = h
-        .log(&out)
-        .append(pending.batch().clone())
-        .unwrap()
-        .base_offset;
-    h.coord().send_appended(pending, offset).unwrap();
-    assert_eq!(h.coord_ref().describe("tx").unwrap().in_flight_sends, 0);
-    let plans = h.coord().expire_transactions().unwrap();
-    assert_eq!(plans.len(), 1);
-    for plan in plans {
-        h.finish(plan);
-    }
+    assert!(err.to_string().contains("abort-only"), "{err}");
+    assert_eq!(
+        code(
+            h.coord()
+                .add_partitions(&s.id, s.pid, s.epoch, &[tp("out", 1)])
+        ),
+        ErrorCode::InvalidTxnState
+    );
+    assert_eq!(
+        code(h.coord().add_offsets(&s.id, s.pid, s.epoch, "g")),
+        ErrorCode::InvalidTxnState
+    );
+    h.abort(&s);
     assert!(h.read_committed(&out).is_empty());
-
-    // Dropping an unreported send also releases the hold.
-    h.begin("tx", 1, 0);
-    let dropped = h
-        .coord()
-        .send("tx", 0, out.clone(), record("gone"))
-        .unwrap();
-    drop(dropped);
-    assert_eq!(h.coord_ref().describe("tx").unwrap().in_flight_sends, 0);
-    h.commit("tx", 0);
+    assert_eq!(h.coord_ref().describe("tx").unwrap().abort_only, None);
+    // The next transaction is normal again.
+    h.send(&s, &out, "next");
+    h.commit(&s);
+    assert_eq!(h.read_committed(&out), vec!["next"]);
 }
 
 #[test]
-fn wrong_state_operations_return_invalid_txn_state() {
+fn explicit_begin_opens_an_empty_transaction_only_from_an_idle_id() {
     let mut h = Harness::new();
-    let out = tp("out", 0);
-    let offsets = || [(tp("in", 0), 1)];
-    let c = h.coord();
-    // Nothing begun yet.
-    assert_eq!(
-        code(c.send("tx", 0, out.clone(), record("x"))),
-        ErrorCode::InvalidTxnState
-    );
-    assert_eq!(
-        code(c.send_offsets("tx", 0, "g", offsets())),
-        ErrorCode::InvalidTxnState
-    );
-    assert_eq!(code(c.commit("tx", 0)), ErrorCode::InvalidTxnState);
-    assert_eq!(code(c.abort("tx", 0)), ErrorCode::InvalidTxnState);
-
-    // Ongoing: a second begin of the same instance.
-    h.begin("tx", 1, 0);
-    h.send("tx", 0, &out, "x");
-    let err = h.coord().begin("tx", 1, 0).unwrap_err();
+    let s = h.init_and_begin("tx");
+    assert_eq!(h.state("tx"), TxnState::Ongoing);
+    let err = h.coord().begin(&s.id, s.pid, s.epoch).unwrap_err();
     assert_eq!(err.code(), ErrorCode::InvalidTxnState);
     assert!(err.to_string().contains("found Ongoing"), "{err}");
-    // An epoch that never began.
-    assert_eq!(code(h.coord().commit("tx", 5)), ErrorCode::InvalidTxnState);
-
-    // PrepareCommit: nothing but complete.
-    let mut plan = h.coord().commit("tx", 0).unwrap();
-    let second = h.coord().pending_completions().pop().unwrap();
-    let c = h.coord();
-    let err = c.send("tx", 0, out.clone(), record("y")).unwrap_err();
-    assert_eq!(err.code(), ErrorCode::InvalidTxnState);
-    assert!(
-        err.to_string()
-            .contains("expected Ongoing, found PrepareCommit"),
-        "{err}"
+    // An empty transaction commits without markers.
+    let plan = h.end_plan(&s, Outcome::Commit);
+    assert!(plan.markers().is_empty() && plan.is_executed());
+    assert_eq!(
+        code(h.coord().begin(&s.id, s.pid, s.epoch)),
+        ErrorCode::ConcurrentTransactions
+    );
+    h.finish(plan);
+    h.coord().begin(&s.id, s.pid, s.epoch).unwrap();
+    assert_eq!(
+        code(h.coord().begin(&s.id, s.pid, s.epoch - 1)),
+        ErrorCode::ProducerFenced
     );
     assert_eq!(
-        code(c.send_offsets("tx", 0, "g", offsets())),
-        ErrorCode::InvalidTxnState
+        code(h.coord().begin("nobody", 1, 0)),
+        ErrorCode::InvalidProducerIdMapping
     );
-    assert_eq!(code(c.commit("tx", 0)), ErrorCode::InvalidTxnState);
-    assert_eq!(code(c.abort("tx", 0)), ErrorCode::InvalidTxnState);
-    assert_eq!(code(c.begin("tx", 1, 0)), ErrorCode::InvalidTxnState);
+}
 
-    // A plan with unacknowledged pieces is refused and changes nothing.
-    let plan_tp = plan.markers()[0].tp().clone();
-    plan.ack_marker(&plan_tp).unwrap();
-    let unexecuted = h.coord().pending_completions().pop().unwrap();
-    let err = h.coord().complete(unexecuted).unwrap_err();
+#[test]
+fn complete_accepts_only_an_executed_plan_and_plans_are_issued_one_at_a_time() {
+    let mut h = Harness::new();
+    let out = tp("out", 0);
+    let s = h.init("tx");
+    h.send(&s, &out, "x");
+    let mut plan = h.end_plan(&s, Outcome::Commit);
+    // Unacknowledged pieces are refused and change nothing.
+    let err = h.coord().complete(plan).unwrap_err();
     assert_eq!(err.code(), ErrorCode::InvalidTxnState);
     assert!(
         err.to_string().contains("markers not written on out-0"),
         "{err}"
     );
     assert_eq!(h.state("tx"), TxnState::PrepareCommit);
-
-    // A plan completes once; any other plan of the same decision is refused.
+    // The refused plan was consumed; the pending one is issued instead.
+    plan = h.coord_ref().pending_completion("tx").unwrap();
+    assert!(
+        h.coord_ref().pending_completion("tx").is_none(),
+        "one at a time"
+    );
+    let err = plan.ack_marker(&tp("elsewhere", 0)).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidRequest);
+    assert_eq!(plan.missing_markers(), vec![out.clone()]);
     h.execute(&mut plan);
     h.coord().complete(plan).unwrap();
-    let mut second = second;
-    h.execute(&mut second);
-    let err = h.coord().complete(second).unwrap_err();
-    assert_eq!(err.code(), ErrorCode::InvalidTxnState);
+    assert_eq!(h.state("tx"), TxnState::CompleteCommit);
+    assert!(h.coord_ref().pending_completion("tx").is_none());
+
+    // A plan dropped unfinished is issued again, and only one at a time.
+    h.send(&s, &out, "y");
+    drop(h.end_plan(&s, Outcome::Abort));
+    let again = h.coord_ref().pending_completion("tx").unwrap();
     assert!(
-        err.to_string()
-            .contains("expected PrepareCommit, found CompleteCommit"),
-        "{err}"
+        h.coord_ref().pending_completions().is_empty(),
+        "that plan is in progress"
     );
-
-    // CompleteCommit: the transaction is over.
-    let c = h.coord();
-    assert_eq!(
-        code(c.send("tx", 0, out.clone(), record("z"))),
-        ErrorCode::InvalidTxnState
-    );
-    assert_eq!(code(c.commit("tx", 0)), ErrorCode::InvalidTxnState);
-    assert_eq!(code(c.abort("tx", 0)), ErrorCode::InvalidTxnState);
-
-    // An abort plan cannot complete a prepared commit.
-    h.begin("tx", 1, 0);
-    let commit_plan = h.coord().commit("tx", 0).unwrap();
-    h.begin("other", 2, 0);
-    let mut abort_plan = h.coord().abort("other", 0).unwrap();
-    h.execute(&mut abort_plan);
-    assert!(
-        commit_plan.is_executed(),
-        "an empty transaction has nothing to execute"
-    );
-    assert_eq!(
-        h.coord().complete(commit_plan).unwrap(),
-        TxnState::CompleteCommit
-    );
-    assert_eq!(
-        h.coord().complete(abort_plan).unwrap(),
-        TxnState::CompleteAbort
-    );
-}
-
-#[test]
-fn a_failed_send_makes_the_transaction_abort_only() {
-    let mut h = Harness::new();
-    let out = h.ongoing("ok");
-    let failing = h
-        .coord()
-        .send("tx", 0, out.clone(), record("refused"))
-        .unwrap();
-    assert_eq!(failing.producer().base_sequence, 1);
-    h.coord()
-        .send_failed(failing, AppendFate::NotAppended)
-        .unwrap();
-    let d = h.coord_ref().describe("tx").unwrap();
-    assert_eq!(d.abort_only.as_deref(), Some("a send to out-0 failed"));
-
-    let c = h.coord();
-    let err = c.commit("tx", 0).unwrap_err();
-    assert_eq!(err.code(), ErrorCode::InvalidTxnState);
-    assert!(err.to_string().contains("abort-only"), "{err}");
-    assert_eq!(
-        code(c.send("tx", 0, out.clone(), record("x"))),
-        ErrorCode::InvalidTxnState
-    );
-    assert_eq!(
-        code(c.send_offsets("tx", 0, "g", [(tp("in", 0), 1)])),
-        ErrorCode::InvalidTxnState
-    );
-    h.abort("tx", 0);
-    assert!(h.read_committed(&out).is_empty());
-
-    // The refused sequence was released: the next transaction reuses it.
-    h.begin("tx", 1, 0);
-    let next = h
-        .coord()
-        .send("tx", 0, out.clone(), record("again"))
-        .unwrap();
-    assert_eq!(next.producer().base_sequence, 1);
-    // A send that may have been appended keeps its sequence consumed.
-    h.coord()
-        .send_failed(next, AppendFate::MaybeAppended)
-        .unwrap();
-    h.abort("tx", 0);
-    h.begin("tx", 1, 0);
-    let after = h
-        .coord()
-        .send("tx", 0, out.clone(), record("later"))
-        .unwrap();
-    assert_eq!(after.producer().base_sequence, 2);
-}
-
-#[test]
-fn sequences_are_per_partition_and_continue_across_transactions_of_one_epoch() {
-    let mut h = Harness::new();
-    let (a, b) = (tp("out", 0), tp("out", 1));
-    let mut seen = Vec::new();
-    let mut send = |h: &mut Harness, epoch: i32, tp: &mk_core::TopicPartition| {
-        let p = h
-            .coord()
-            .send("tx", epoch, tp.clone(), record("v"))
-            .unwrap();
-        assert_eq!(p.batch().transactional_id(), Some("tx"));
-        assert_eq!(p.batch().records().len(), 1);
-        assert_eq!(p.tp(), tp);
-        seen.push((p.tp().partition, p.producer()));
-        let offset = h.log(tp).append(p.batch().clone()).unwrap().base_offset;
-        h.coord().send_appended(p, offset).unwrap();
-    };
-    h.begin("tx", 7, 0);
-    send(&mut h, 0, &a);
-    send(&mut h, 0, &a);
-    send(&mut h, 0, &b);
-    h.commit("tx", 0);
-    h.begin("tx", 7, 0);
-    send(&mut h, 0, &a);
-    h.commit("tx", 0);
-    h.begin("tx", 7, 1);
-    send(&mut h, 1, &a);
-    assert_eq!(
-        seen,
-        vec![
-            (0, producer(7, 0, 0)),
-            (0, producer(7, 0, 1)),
-            (1, producer(7, 0, 0)),
-            (0, producer(7, 0, 2)),
-            (0, producer(7, 1, 0)),
-        ]
-    );
-}
-
-#[test]
-fn first_offsets_are_recorded_per_partition_once_the_append_is_reported() {
-    let mut h = Harness::new();
-    let (a, b) = (tp("out", 0), tp("out", 1));
-    h.plain(&a, "p");
-    h.begin("tx", 1, 0);
-    let pending = h.coord().send("tx", 0, b.clone(), record("b")).unwrap();
-    // The partition is journaled before the append, its offset after.
-    let d = h.coord_ref().describe("tx").unwrap();
-    assert_eq!(d.partitions, vec![(b.clone(), None)]);
-    h.coord().send_appended(pending, 0).unwrap();
-    h.send("tx", 0, &a, "a1");
-    h.send("tx", 0, &a, "a2");
-    let d = h.coord_ref().describe("tx").unwrap();
-    assert_eq!(
-        d.partitions,
-        vec![(a.clone(), Some(1)), (b.clone(), Some(0))]
-    );
-    // Reports that arrive out of order keep the smaller first offset.
-    let c = tp("out", 2);
-    let p1 = h.coord().send("tx", 0, c.clone(), record("c1")).unwrap();
-    let p2 = h.coord().send("tx", 0, c.clone(), record("c2")).unwrap();
-    let o1 = h.log(&c).append(p1.batch().clone()).unwrap().base_offset;
-    let o2 = h.log(&c).append(p2.batch().clone()).unwrap().base_offset;
-    h.coord().send_appended(p2, o2).unwrap();
-    h.coord().send_appended(p1, o1).unwrap();
-    let d = h.coord_ref().describe("tx").unwrap();
-    assert_eq!(d.partitions[2], (c, Some(o1)));
-    assert_eq!(d.state, TxnState::Ongoing);
-    assert_eq!((d.producer_id, d.producer_epoch), (1, 0));
-    assert_eq!(d.start_ms, 1_000_000);
-}
-
-#[test]
-fn staged_offsets_replace_earlier_values_and_list_is_sorted() {
-    let mut h = Harness::new();
-    h.begin("b", 2, 0);
-    h.begin("a", 1, 0);
-    let input = tp("in", 0);
-    h.coord()
-        .send_offsets("a", 0, "g", [(input.clone(), 3), (tp("in", 1), 8)])
-        .unwrap();
-    h.coord()
-        .send_offsets("a", 0, "g", [(input.clone(), 5)])
-        .unwrap();
-    h.coord().send_offsets("a", 0, "g", []).unwrap();
-    let staged: Vec<_> = h.coord_ref().describe("a").unwrap().staged_offsets;
-    assert_eq!(staged.len(), 2);
-    assert_eq!((staged[0].tp.clone(), staged[0].offset), (input.clone(), 5));
-    let ids: Vec<String> = h
-        .coord_ref()
-        .list()
-        .into_iter()
-        .map(|d| d.transactional_id)
-        .collect();
-    assert_eq!(ids, vec!["a", "b"]);
-    assert!(h.coord_ref().describe("nope").is_none());
-    h.commit("a", 0);
-    assert_eq!(h.committed_offset("g", &input), Some(5));
-    assert_eq!(h.committed_offset("g", &tp("in", 1)), Some(8));
+    assert_eq!(h.finish(again), TxnState::CompleteAbort);
+    assert!(h.coord_ref().pending_completions().is_empty());
 }
 
 #[test]
 fn malformed_requests_are_invalid_request() {
     let mut h = Harness::new();
     let c = h.coord();
-    assert_eq!(code(c.begin("", 1, 0)), ErrorCode::InvalidRequest);
-    assert_eq!(code(c.begin("tx", -1, 0)), ErrorCode::InvalidRequest);
-    assert_eq!(code(c.begin("tx", 1, -1)), ErrorCode::InvalidRequest);
-    h.begin("tx", 1, 0);
+    assert_eq!(
+        code(c.init_producer("", TIMEOUT_MS, None, Some(1))),
+        ErrorCode::InvalidRequest
+    );
+    assert_eq!(
+        code(c.init_producer("tx", TIMEOUT_MS, Some((-1, 0)), Some(1))),
+        ErrorCode::InvalidRequest
+    );
+    assert_eq!(
+        code(c.init_producer("tx", TIMEOUT_MS, None, Some(-3))),
+        ErrorCode::InvalidRequest
+    );
+    let s = h.init("tx");
     let c = h.coord();
     assert_eq!(
-        code(c.begin("tx", 2, 1)),
-        ErrorCode::InvalidRequest,
-        "another producer id"
+        code(c.add_offsets(&s.id, s.pid, s.epoch, "")),
+        ErrorCode::InvalidRequest
     );
+    c.add_offsets(&s.id, s.pid, s.epoch, "g").unwrap();
     assert_eq!(
-        code(c.send_offsets("tx", 0, "", [(tp("in", 0), 1)])),
+        code(c.stage_offsets(&s.id, s.pid, s.epoch, "g", [(tp("in", 0), -1)])),
         ErrorCode::InvalidRequest
     );
     assert_eq!(
-        code(c.send_offsets("tx", 0, "g", [(tp("in", 0), -1)])),
+        code(c.stage_offsets(&s.id, s.pid, s.epoch, "", [(tp("in", 0), 1)])),
         ErrorCode::InvalidRequest
     );
-    let pending = c.send("tx", 0, tp("out", 0), record("x")).unwrap();
-    assert_eq!(
-        code(c.send_appended(pending, -1)),
-        ErrorCode::InvalidRequest
-    );
-    let mut plan = c.abort("tx", 0).unwrap();
-    let err = plan.ack_marker(&tp("elsewhere", 0)).unwrap_err();
-    assert_eq!(err.code(), ErrorCode::InvalidRequest);
-    assert_eq!(plan.missing_markers(), vec![tp("out", 0)]);
 
     for bad in [
         TxnConfig {
             transaction_timeout_ms: 0,
+            ..TxnConfig::default()
+        },
+        TxnConfig {
+            max_transaction_timeout_ms: -1,
             ..TxnConfig::default()
         },
         TxnConfig {
@@ -510,13 +737,27 @@ fn malformed_requests_are_invalid_request() {
 }
 
 #[test]
-fn coordinator_plans_and_sends_can_cross_threads() {
+fn the_list_is_sorted_and_unknown_ids_are_not_described() {
+    let mut h = Harness::new();
+    h.init("b");
+    h.init("a");
+    let ids: Vec<String> = h
+        .coord_ref()
+        .list()
+        .into_iter()
+        .map(|d| d.transactional_id)
+        .collect();
+    assert_eq!(ids, vec!["a", "b"]);
+    assert!(h.coord_ref().describe("nope").is_none());
+}
+
+#[test]
+fn coordinator_and_plans_can_cross_threads() {
     // mk-cluster keeps the coordinator behind a mutex shared by tokio tasks
-    // and moves plans and pending sends into them.
+    // and moves plans into them.
     fn assert_send_sync<T: Send + Sync>() {}
     fn assert_send<T: Send>() {}
     assert_send_sync::<mk_txn::TransactionCoordinator>();
     assert_send::<mk_txn::CompletionPlan>();
-    assert_send::<mk_txn::PendingSend>();
     assert_send::<TxnError>();
 }

@@ -1,23 +1,28 @@
 //! Durability of the coordinator: crash after PrepareCommit, crashes at
-//! every step of a transaction, torn and corrupt journal tails, the clean
-//! close snapshot, unclean restarts, journal write failures and automatic
-//! compaction.
+//! every step of a transaction (also among its markers), Ongoing
+//! transactions across a crash, torn and corrupt journal tails, the clean
+//! close snapshot, journals of the first format, journal write failures and
+//! automatic compaction.
 
 mod common;
 
-use common::{Harness, record, tp};
+use common::{Harness, Session, tp};
 use mk_core::{ErrorCode, SharedClock};
-use mk_txn::{JournalFaults, Outcome, TransactionCoordinator, TxnConfig, TxnState};
+use mk_txn::{Outcome, TransactionCoordinator, TxnConfig, TxnState};
 use std::io::Write;
 use std::sync::Arc;
 
 #[test]
 fn crash_after_prepare_commit_recovers_to_a_committed_transaction_with_markers_and_offsets() {
     let mut h = Harness::new();
-    let (a, b, input) = h.two_partition_txn(42);
+    let (a, b, input) = (tp("out", 0), tp("out", 1), tp("in", 0));
+    let s = h.init("tx");
+    h.send(&s, &a, "a1");
+    h.send(&s, &b, "b1");
+    h.stage(&s, "g", &[(input.clone(), 42)]);
     // The coordinator journals PrepareCommit and returns its plan; the
     // process dies before executing any of it.
-    let plan = h.coord().commit("tx", 0).unwrap();
+    let plan = h.end_plan(&s, Outcome::Commit);
     drop(plan);
     let mut plans = h.crash_and_reopen();
 
@@ -45,10 +50,10 @@ fn crash_after_prepare_commit_recovers_to_a_committed_transaction_with_markers_a
 fn a_partly_executed_plan_is_rerun_after_a_crash_and_duplicate_markers_are_harmless() {
     let mut h = Harness::new();
     let (a, b) = (tp("out", 0), tp("out", 1));
-    h.begin("tx", 1, 0);
-    h.send("tx", 0, &a, "a1");
-    h.send("tx", 0, &b, "b1");
-    let plan = h.coord().commit("tx", 0).unwrap();
+    let s = h.init("tx");
+    h.send(&s, &a, "a1");
+    h.send(&s, &b, "b1");
+    let plan = h.end_plan(&s, Outcome::Commit);
     // Only the first marker lands before the crash.
     let first = plan.markers()[0].batch().clone();
     h.raw_marker(&a, &first);
@@ -58,31 +63,33 @@ fn a_partly_executed_plan_is_rerun_after_a_crash_and_duplicate_markers_are_harml
     assert!(h.read_committed(&b).is_empty());
 
     // The recovery plan writes both markers again (a's twice), and even a
-    // second run of the whole plan changes nothing visible.
-    let mut again = h.coord_ref().pending_completions();
+    // second run of the whole plan's markers changes nothing visible.
+    let duplicates: Vec<_> = plans[0]
+        .markers()
+        .iter()
+        .map(|m| (m.tp().clone(), m.batch().clone()))
+        .collect();
     for plan in plans {
         h.finish(plan);
     }
-    h.execute(&mut again[0]);
+    for (tp, batch) in &duplicates {
+        h.raw_marker(tp, batch);
+    }
     assert_eq!(h.read_committed(&a), vec!["a1"]);
     assert_eq!(h.read_committed(&b), vec!["b1"]);
     assert_eq!(h.lso(&a), h.hw(&a));
     assert_eq!(h.lso(&b), h.hw(&b));
-    let duplicate = again.pop().unwrap();
-    assert_eq!(
-        h.coord().complete(duplicate).unwrap_err().code(),
-        ErrorCode::InvalidTxnState
-    );
+    assert!(h.coord_ref().pending_completions().is_empty());
 }
 
 #[test]
 fn crash_after_prepare_abort_recovers_to_an_aborted_transaction() {
     let mut h = Harness::new();
-    let out = h.ongoing("x");
-    h.coord()
-        .send_offsets("tx", 0, "g", [(tp("in", 0), 1)])
-        .unwrap();
-    drop(h.coord().abort("tx", 0).unwrap());
+    let out = tp("out", 0);
+    let s = h.init("tx");
+    h.send(&s, &out, "x");
+    h.stage(&s, "g", &[(tp("in", 0), 1)]);
+    drop(h.end_plan(&s, Outcome::Abort));
     let plans = h.crash_and_reopen();
     assert_eq!(plans.len(), 1);
     assert_eq!(plans[0].outcome(), Outcome::Abort);
@@ -99,32 +106,53 @@ fn crash_after_prepare_abort_recovers_to_an_aborted_transaction() {
     assert!(h.committed.is_empty());
 }
 
-/// The steps of one read-process-write transaction, in order.
-const STEPS: usize = 9;
+/// The steps of one read-process-write transaction over two partitions, in
+/// order: InitProducerId, AddPartitionsToTxn + Produce on each partition,
+/// AddOffsetsToTxn, TxnOffsetCommit, EndTxn(commit), each marker, the
+/// offsets, complete.
+const STEPS: usize = 11;
+/// The step after which the commit is decided (EndTxn's PrepareCommit).
+const DECIDED_AFTER: usize = 7;
 
-fn run_step(h: &mut Harness, step: usize, plan: &mut Option<mk_txn::CompletionPlan>) {
+fn run_step(
+    h: &mut Harness,
+    step: usize,
+    s: &mut Option<Session>,
+    plan: &mut Option<mk_txn::CompletionPlan>,
+) {
     let (a, b) = (tp("out", 0), tp("out", 1));
     match step {
-        0 => h.begin("tx", 1, 0),
+        0 => *s = Some(h.init("tx")),
         1 => {
-            h.send("tx", 0, &a, "a");
+            let s = s.clone().unwrap();
+            h.add(&s, &a);
+            h.add(&s, &b);
         }
         2 => {
-            h.send("tx", 0, &b, "b");
+            h.produce(&s.clone().unwrap(), &a, "a").unwrap();
         }
-        3 => h
-            .coord()
-            .send_offsets("tx", 0, "g", [(tp("in", 0), 10)])
-            .unwrap(),
-        4 => *plan = Some(h.coord().commit("tx", 0).unwrap()),
-        5 | 6 => {
+        3 => {
+            h.produce(&s.clone().unwrap(), &b, "b").unwrap();
+        }
+        4 => {
+            let s = s.clone().unwrap();
+            h.coord().add_offsets(&s.id, s.pid, s.epoch, "g").unwrap();
+        }
+        5 => {
+            let s = s.clone().unwrap();
+            h.coord()
+                .stage_offsets(&s.id, s.pid, s.epoch, "g", [(tp("in", 0), 10)])
+                .unwrap();
+        }
+        6 => *plan = Some(h.end_plan(&s.clone().unwrap(), Outcome::Commit)),
+        7 | 8 => {
             let p = plan.as_mut().unwrap();
-            let i = step - 5;
+            let i = step - 7;
             let (tp, batch) = (p.markers()[i].tp().clone(), p.markers()[i].batch().clone());
             h.raw_marker(&tp, &batch);
             p.ack_marker(&tp).unwrap();
         }
-        7 => {
+        9 => {
             let p = plan.as_mut().unwrap();
             for o in p.offsets_to_store() {
                 h.committed
@@ -132,7 +160,7 @@ fn run_step(h: &mut Harness, step: usize, plan: &mut Option<mk_txn::CompletionPl
             }
             p.ack_offsets_stored();
         }
-        8 => {
+        10 => {
             let p = plan.take().unwrap();
             h.coord().complete(p).unwrap();
         }
@@ -144,12 +172,12 @@ fn run_step(h: &mut Harness, step: usize, plan: &mut Option<mk_txn::CompletionPl
 fn a_crash_at_any_step_recovers_all_or_nothing() {
     for crash_after in 0..=STEPS {
         let mut h = Harness::new();
-        let mut plan = None;
+        let (mut s, mut plan) = (None, None);
         for step in 0..crash_after {
-            run_step(&mut h, step, &mut plan);
+            run_step(&mut h, step, &mut s, &mut plan);
         }
         drop(plan);
-        let decided = crash_after > 4;
+        let decided = crash_after >= DECIDED_AFTER;
         let plans = h.crash_and_reopen();
         let expected_plans = usize::from(decided && crash_after < STEPS);
         assert_eq!(
@@ -160,16 +188,14 @@ fn a_crash_at_any_step_recovers_all_or_nothing() {
         for plan in plans {
             h.finish(plan);
         }
-        // The restarted producer (a newer epoch) cleans up whatever is open.
+        // The restarted producer (a new session) cleans up whatever is open.
         if crash_after > 0 {
-            match h.coord().begin("tx", 1, 1).unwrap() {
-                mk_txn::Begin::Started => {}
-                mk_txn::Begin::CompletePriorFirst(p) => {
-                    assert_eq!(p.outcome(), Outcome::Abort, "crash after {crash_after}");
-                    assert!(!decided);
-                    h.finish(p);
-                }
-            }
+            let before = h.coord_ref().describe("tx").unwrap();
+            h.init("tx");
+            assert!(
+                before.state != TxnState::Ongoing || !decided,
+                "crash after {crash_after}"
+            );
         }
         let (a, b) = (tp("out", 0), tp("out", 1));
         let (ra, rb) = (h.read_committed(&a), h.read_committed(&b));
@@ -177,7 +203,8 @@ fn a_crash_at_any_step_recovers_all_or_nothing() {
         if decided {
             assert_eq!(
                 (ra, rb, offset),
-                (vec!["a".to_string()], vec!["b".to_string()], Some(10))
+                (vec!["a".to_string()], vec!["b".to_string()], Some(10)),
+                "crash after {crash_after}"
             );
         } else {
             assert!(
@@ -190,22 +217,40 @@ fn a_crash_at_any_step_recovers_all_or_nothing() {
     }
 }
 
+#[test]
+fn an_ongoing_transaction_stays_ongoing_after_a_crash_and_its_producer_goes_on() {
+    let mut h = Harness::new();
+    let out = tp("out", 0);
+    let s = h.init("tx");
+    h.send(&s, &out, "before-crash");
+    h.stage(&s, "g", &[(tp("in", 0), 3)]);
+    assert!(h.crash_and_reopen().is_empty());
+    let d = h.coord_ref().describe("tx").unwrap();
+    assert_eq!(d.state, TxnState::Ongoing);
+    assert_eq!(d.partitions, vec![out.clone()]);
+    assert_eq!(h.lso(&out), 0, "still open");
+    // The producer continues with its own sequences and commits.
+    h.send(&s, &out, "after-crash");
+    h.commit(&s);
+    assert_eq!(h.read_committed(&out), vec!["before-crash", "after-crash"]);
+    assert_eq!(h.committed_offset("g", &tp("in", 0)), Some(3));
+}
+
 fn open_raw(h: &Harness) -> mk_txn::Recovered {
     let clock: SharedClock = Arc::new(h.clock.clone());
     TransactionCoordinator::open(&h.journal_path(), TxnConfig::default(), clock).unwrap()
 }
 
-/// A journal with three valid lines for "tx": Ongoing, Ongoing with a
-/// partition, and the first offset.
-fn journal_with_a_send() -> Harness {
+/// A journal whose last valid state of "tx" is Ongoing with `out-0` added.
+fn journal_with_a_send() -> (Harness, Session) {
     let mut h = Harness::new();
-    h.begin("tx", 1, 0);
-    h.send("tx", 0, &tp("out", 0), "x");
-    h
+    let s = h.init("tx");
+    h.send(&s, &tp("out", 0), "x");
+    (h, s)
 }
 
 fn assert_tail_is_cut(tail: &[u8]) {
-    let mut h = journal_with_a_send();
+    let (mut h, _) = journal_with_a_send();
     h.crash_coordinator();
     let valid = std::fs::read(h.journal_path()).unwrap();
     let mut f = std::fs::OpenOptions::new()
@@ -224,7 +269,7 @@ fn assert_tail_is_cut(tail: &[u8]) {
     assert!(recovered.plans.is_empty());
     let d = recovered.coordinator.describe("tx").unwrap();
     assert_eq!(d.state, TxnState::Ongoing);
-    assert_eq!(d.partitions, vec![(tp("out", 0), Some(0))]);
+    assert_eq!(d.partitions, vec![tp("out", 0)]);
     let text = std::fs::read_to_string(h.journal_path()).unwrap();
     assert!(text.len() <= valid.len(), "the tail is gone");
     assert!(text.ends_with('\n'));
@@ -235,8 +280,8 @@ fn assert_tail_is_cut(tail: &[u8]) {
 
 /// A PrepareCommit line for "tx" as the coordinator would write it.
 fn prepare_commit_line() -> String {
-    let mut h = journal_with_a_send();
-    drop(h.coord().commit("tx", 0).unwrap());
+    let (mut h, s) = journal_with_a_send();
+    drop(h.end_plan(&s, Outcome::Commit));
     let text = h.journal_text();
     text.lines().last().unwrap().to_string() + "\n"
 }
@@ -275,27 +320,22 @@ fn recovery_stops_at_the_first_bad_line_even_if_valid_lines_follow() {
 fn journal_snapshot_on_clean_close_is_compact_and_round_trips() {
     let mut h = Harness::new();
     let (a, b) = (tp("out", 0), tp("out", 1));
+    let sessions: Vec<Session> = ["x", "y", "z"].iter().map(|id| h.init(id)).collect();
     for round in 0..5 {
-        for (i, id) in ["x", "y", "z"].iter().enumerate() {
-            let pid = i as i64 + 1;
-            h.begin(id, pid, 0);
-            h.send(id, 0, &a, "v");
-            h.send(id, 0, &b, "v");
-            h.coord()
-                .send_offsets(id, 0, "g", [(tp("in", 0), round)])
-                .unwrap();
+        for (i, s) in sessions.iter().enumerate() {
+            h.send(s, &a, "v");
+            h.send(s, &b, "v");
+            h.stage(s, "g", &[(tp("in", 0), round)]);
             if i == 1 {
-                h.abort(id, 0);
+                h.abort(s);
             } else {
-                h.commit(id, 0);
+                h.commit(s);
             }
         }
     }
-    h.begin("open", 9, 2);
-    h.send("open", 2, &a, "pending");
-    h.coord()
-        .send_offsets("open", 2, "g2", [(tp("in", 1), 77)])
-        .unwrap();
+    let open = h.init("open");
+    h.send(&open, &a, "pending");
+    h.stage(&open, "g2", &[(tp("in", 1), 77)]);
     let before = h.coord_ref().list();
     let lines_before = h.journal_text().lines().count();
 
@@ -306,31 +346,12 @@ fn journal_snapshot_on_clean_close_is_compact_and_round_trips() {
         "{lines_before} lines before the snapshot"
     );
     assert_eq!(text.lines().count(), 4, "one line per id:\n{text}");
-    assert!(
-        text.lines().all(|l| l.ends_with("\"clean\":true}")),
-        "{text}"
-    );
     assert!(h.open_coordinator().is_empty());
     assert_eq!(h.coord_ref().list(), before);
-    // Reopening consumes the clean marks: sends after it are not journaled
-    // one by one, so a crash from here on must not trust the sequences.
-    let text = h.journal_text();
-    assert_eq!(text.lines().count(), 4);
-    assert!(
-        text.lines().all(|l| l.ends_with("\"clean\":false}")),
-        "{text}"
-    );
 
-    // A clean close keeps the open transaction committable and its
-    // sequences exact: the next send continues at sequence 1.
-    let p = h
-        .coord()
-        .send("open", 2, a.clone(), record("more"))
-        .unwrap();
-    assert_eq!(p.producer().base_sequence, 1);
-    let offset = h.log(&a).append(p.batch().clone()).unwrap().base_offset;
-    h.coord().send_appended(p, offset).unwrap();
-    h.commit("open", 2);
+    // The open transaction goes on after the clean restart.
+    h.send(&open, &a, "more");
+    h.commit(&open);
     assert_eq!(h.committed_offset("g2", &tp("in", 1)), Some(77));
     assert!(
         h.read_committed(&a)
@@ -339,57 +360,56 @@ fn journal_snapshot_on_clean_close_is_compact_and_round_trips() {
 }
 
 #[test]
-fn an_unclean_restart_fences_sends_of_recovered_epochs_and_makes_open_transactions_abort_only() {
+fn a_journal_of_the_first_format_opens_and_its_transactions_go_on() {
     let mut h = Harness::new();
-    let out = h.ongoing("a");
-    h.send("tx", 0, &out, "b");
-    h.begin("done", 2, 0);
-    h.commit("done", 0);
-    assert!(h.crash_and_reopen().is_empty());
-
-    let c = h.coord();
-    let err = c.send("tx", 0, out.clone(), record("c")).unwrap_err();
-    assert_eq!(err.code(), ErrorCode::ProducerFenced);
-    assert!(
-        err.to_string().contains("sequence numbers are unknown"),
-        "{err}"
-    );
-    assert_eq!(
-        c.commit("tx", 0).unwrap_err().code(),
-        ErrorCode::InvalidTxnState
-    );
-    assert_eq!(
-        c.begin("done", 2, 0).unwrap_err().code(),
-        ErrorCode::ProducerFenced
-    );
-    let d = c.describe("tx").unwrap();
-    assert!(d.abort_only.unwrap().contains("without a clean shutdown"));
-
-    // Aborting is still allowed, and a newer epoch starts with exact sequences.
-    h.abort("tx", 0);
-    h.begin("tx", 1, 1);
-    let p = h.coord().send("tx", 1, out.clone(), record("c")).unwrap();
-    assert_eq!(p.producer().base_sequence, 0);
-    drop(p);
-    h.begin("done", 2, 1);
-}
-
-/// A coordinator whose journal faults the test controls, with transaction
-/// "tx" Ongoing after one record on out-0.
-fn ongoing_with_journal_faults() -> (Harness, Arc<JournalFaults>) {
-    let config = TxnConfig::default();
-    let faults = config.faults.clone();
-    let mut h = Harness::with_config(config);
-    h.ongoing("x");
-    (h, faults)
+    h.crash_coordinator();
+    // Lines as the teaching model's coordinator wrote them: an Ongoing
+    // transaction with staged offsets, and a prepared commit.
+    let lines = [
+        r#"{"id":"open","state":"Ongoing","producer_id":1,"producer_epoch":3,"start_ms":1000000,"partitions":[{"topic":"out","partition":0,"first_offset":null}],"offsets":[{"group":"g","topic":"in","partition":0,"offset":4}],"sequences":[{"topic":"out","partition":0,"next":0}],"clean":false}"#,
+        r#"{"id":"decided","state":"PrepareCommit","producer_id":2,"producer_epoch":0,"start_ms":1000000,"partitions":[{"topic":"out","partition":1,"first_offset":0}],"offsets":[],"sequences":[],"clean":true}"#,
+    ];
+    let text: String = lines
+        .iter()
+        .map(|j| format!("{:08x} {j}\n", crc32c::crc32c(j.as_bytes())))
+        .collect();
+    std::fs::write(h.journal_path(), text).unwrap();
+    let plans = h.open_coordinator();
+    assert_eq!(plans.len(), 1);
+    assert_eq!(plans[0].transactional_id(), "decided");
+    for plan in plans {
+        assert_eq!(h.finish(plan), TxnState::CompleteCommit);
+    }
+    let d = h.coord_ref().describe("open").unwrap();
+    assert_eq!((d.state, d.producer_epoch), (TxnState::Ongoing, 3));
+    assert_eq!(d.groups, vec!["g"]);
+    assert_eq!(d.timeout_ms, h.config.transaction_timeout_ms);
+    let s = Session {
+        id: "open".into(),
+        pid: 1,
+        epoch: 3,
+    };
+    h.send(&s, &tp("out", 0), "v");
+    h.commit(&s);
+    assert_eq!(h.committed_offset("g", &tp("in", 0)), Some(4));
+    // The journal is rewritten in today's format.
+    assert!(!h.journal_text().contains("\"sequences\""));
 }
 
 #[test]
 fn a_journal_write_failure_changes_nothing_and_fails_the_coordinator() {
-    let (mut h, faults) = ongoing_with_journal_faults();
+    let config = TxnConfig::default();
+    let faults = config.faults.clone();
+    let mut h = Harness::with_config(config);
+    let out = tp("out", 0);
+    let s = h.init("tx");
+    h.send(&s, &out, "x");
 
     faults.fail_writes_after(0);
-    let err = h.coord().commit("tx", 0).unwrap_err();
+    let err = h
+        .coord()
+        .end_txn(&s.id, s.pid, s.epoch, Outcome::Commit)
+        .unwrap_err();
     assert_eq!(err.code(), ErrorCode::StorageError);
     assert!(err.is_storage_failure());
     assert!(h.coord_ref().is_failed());
@@ -399,12 +419,17 @@ fn a_journal_write_failure_changes_nothing_and_fails_the_coordinator() {
         "not journaled, not applied"
     );
     faults.clear();
-    let later = h.coord().abort("tx", 0).unwrap_err();
+    let later = h
+        .coord()
+        .end_txn(&s.id, s.pid, s.epoch, Outcome::Abort)
+        .unwrap_err();
     assert_eq!(later.code(), ErrorCode::StorageError);
     assert!(
         later.to_string().contains("after a journal failure"),
         "{later}"
     );
+    let verify = h.produce(&s, &out, "y").unwrap_err();
+    assert_eq!(verify.code(), ErrorCode::StorageError);
 
     assert!(h.crash_and_reopen().is_empty());
     assert_eq!(h.state("tx"), TxnState::Ongoing);
@@ -412,10 +437,18 @@ fn a_journal_write_failure_changes_nothing_and_fails_the_coordinator() {
 
 #[test]
 fn a_write_torn_by_a_crash_loses_only_that_state_change() {
-    let (mut h, faults) = ongoing_with_journal_faults();
+    let config = TxnConfig::default();
+    let faults = config.faults.clone();
+    let mut h = Harness::with_config(config);
+    let out = tp("out", 0);
+    let s = h.init("tx");
+    h.send(&s, &out, "x");
     faults.tear_write_after(0);
     assert_eq!(
-        h.coord().commit("tx", 0).unwrap_err().code(),
+        h.coord()
+            .end_txn(&s.id, s.pid, s.epoch, Outcome::Commit)
+            .unwrap_err()
+            .code(),
         ErrorCode::StorageError
     );
     faults.clear();
@@ -427,8 +460,8 @@ fn a_write_torn_by_a_crash_loses_only_that_state_change() {
     );
     assert_eq!(h.state("tx"), TxnState::Ongoing);
     assert!(h.journal_text().ends_with('\n'));
-    h.abort("tx", 0);
-    assert!(h.read_committed(&tp("out", 0)).is_empty());
+    h.abort(&s);
+    assert!(h.read_committed(&out).is_empty());
 }
 
 #[test]
@@ -439,10 +472,10 @@ fn a_busy_journal_compacts_itself_without_a_clean_close() {
     };
     let mut h = Harness::with_config(config);
     let out = tp("out", 0);
+    let s = h.init("tx");
     for _ in 0..50 {
-        h.begin("tx", 1, 0);
-        h.send("tx", 0, &out, "v");
-        h.commit("tx", 0);
+        h.send(&s, &out, "v");
+        h.commit(&s);
     }
     let lines = h.journal_text().lines().count();
     assert!(lines <= 21, "{lines} lines");

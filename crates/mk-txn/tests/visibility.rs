@@ -5,18 +5,18 @@
 mod common;
 
 use common::{Harness, tp};
-use mk_txn::{TxnState, fetch_committed};
+use mk_txn::{Outcome, TxnState, fetch_committed};
 
 #[test]
 fn open_transaction_is_invisible_to_read_committed_and_holds_back_the_lso() {
     let mut h = Harness::new();
     let out = tp("out", 0);
     let before = h.plain(&out, "before");
-    h.begin("tx", 1, 0);
-    let first = h.send("tx", 0, &out, "t1");
+    let s = h.init("tx");
+    let first = h.send(&s, &out, "t1");
     // Another producer writes after the open transaction: it must wait too.
     h.plain(&out, "after");
-    h.send("tx", 0, &out, "t2");
+    h.send(&s, &out, "t2");
 
     assert_eq!(before, 0);
     assert_eq!(h.lso(&out), first, "LSO stops at the open transaction");
@@ -27,7 +27,7 @@ fn open_transaction_is_invisible_to_read_committed_and_holds_back_the_lso() {
         vec!["before", "t1", "after", "t2"]
     );
 
-    assert_eq!(h.commit("tx", 0), TxnState::CompleteCommit);
+    assert_eq!(h.commit(&s), TxnState::CompleteCommit);
     assert_eq!(h.lso(&out), h.hw(&out));
     assert_eq!(h.read_committed(&out), vec!["before", "t1", "after", "t2"]);
 }
@@ -35,9 +35,15 @@ fn open_transaction_is_invisible_to_read_committed_and_holds_back_the_lso() {
 #[test]
 fn commit_makes_records_and_staged_offsets_visible_together() {
     let mut h = Harness::new();
-    let (a, b, input) = h.two_partition_txn(17);
+    let (a, b, input) = (tp("out", 0), tp("out", 1), tp("in", 0));
+    let s = h.init("tx");
+    h.send(&s, &a, "a1");
+    h.send(&s, &b, "b1");
+    h.stage(&s, "g", &[(input.clone(), 17)]);
+    // Staged, not stored.
+    assert_eq!(h.committed_offset("g", &input), None);
 
-    let mut plan = h.coord().commit("tx", 0).unwrap();
+    let mut plan = h.end_plan(&s, Outcome::Commit);
     // Prepared but not executed: neither records nor offsets are visible.
     assert_eq!(h.state("tx"), TxnState::PrepareCommit);
     assert!(h.read_committed(&a).is_empty());
@@ -64,12 +70,10 @@ fn commit_makes_records_and_staged_offsets_visible_together() {
 fn abort_hides_records_forever_and_stores_no_offsets() {
     let mut h = Harness::new();
     let (out, input) = (tp("out", 0), tp("in", 0));
-    h.begin("tx", 1, 0);
-    h.send("tx", 0, &out, "doomed");
-    h.coord()
-        .send_offsets("tx", 0, "g", [(input.clone(), 9)])
-        .unwrap();
-    let plan = h.coord().abort("tx", 0).unwrap();
+    let s = h.init("tx");
+    h.send(&s, &out, "doomed");
+    h.stage(&s, "g", &[(input.clone(), 9)]);
+    let plan = h.end_plan(&s, Outcome::Abort);
     assert!(plan.offsets_to_store().is_empty());
     assert_eq!(h.finish(plan), TxnState::CompleteAbort);
     assert_eq!(h.committed_offset("g", &input), None);
@@ -77,9 +81,8 @@ fn abort_hides_records_forever_and_stores_no_offsets() {
     // Later traffic, a later committed transaction of the same id and a
     // full restart do not resurrect the aborted record.
     h.plain(&out, "plain");
-    h.begin("tx", 1, 0);
-    h.send("tx", 0, &out, "kept");
-    h.commit("tx", 0);
+    h.send(&s, &out, "kept");
+    h.commit(&s);
     assert_eq!(h.read_committed(&out), vec!["plain", "kept"]);
     h.crash_and_reopen();
     assert_eq!(h.read_committed(&out), vec!["plain", "kept"]);
@@ -90,13 +93,13 @@ fn abort_hides_records_forever_and_stores_no_offsets() {
 #[test]
 fn read_uncommitted_sees_transactional_records_but_never_markers() {
     let mut h = Harness::new();
-    let out = h.ongoing("c");
-    h.commit("tx", 0);
-    h.begin("tx", 1, 0);
-    h.send("tx", 0, &out, "a");
-    h.abort("tx", 0);
-    h.begin("tx", 1, 0);
-    h.send("tx", 0, &out, "open");
+    let out = tp("out", 0);
+    let s = h.init("tx");
+    h.send(&s, &out, "c");
+    h.commit(&s);
+    h.send(&s, &out, "a");
+    h.abort(&s);
+    h.send(&s, &out, "open");
 
     // Offsets 0..5 hold c, COMMIT, a, ABORT, open: three data records and
     // two markers.
@@ -113,30 +116,27 @@ fn read_uncommitted_sees_transactional_records_but_never_markers() {
 #[test]
 fn reusing_an_id_keeps_earlier_commits_visible_while_the_lso_holds_back_the_new_ones() {
     let mut h = Harness::new();
-    let out = h.ongoing("first-1");
-    h.send("tx", 0, &out, "first-2");
-    h.commit("tx", 0);
+    let out = tp("out", 0);
+    let s = h.init("tx");
+    h.send(&s, &out, "first-1");
+    h.send(&s, &out, "first-2");
+    h.commit(&s);
     let committed_end = h.hw(&out);
 
-    // The same id (same producer id) opens a new transaction.
-    h.begin("tx", 1, 0);
+    // The same session (same producer id and epoch) opens a new transaction.
+    let new_first = h.send(&s, &out, "second");
     assert_eq!(h.state("tx"), TxnState::Ongoing);
-    let new_first = h.send("tx", 0, &out, "second");
     assert_eq!(new_first, committed_end);
 
     assert_eq!(h.read_committed(&out), vec!["first-1", "first-2"]);
     assert_eq!(h.lso(&out), new_first);
 
-    // Also through a newer instance of the id that aborts the open one.
-    let prior = match h.coord().begin("tx", 1, 1).unwrap() {
-        mk_txn::Begin::CompletePriorFirst(plan) => plan,
-        other => panic!("expected a prior abort, got {other:?}"),
-    };
-    h.finish(prior);
-    h.begin("tx", 1, 1);
-    h.send("tx", 1, &out, "third");
+    // Also through a newer session of the id, which aborts the open one.
+    let s2 = h.init("tx");
+    assert_eq!(s2.pid, s.pid);
+    h.send(&s2, &out, "third");
     assert_eq!(h.read_committed(&out), vec!["first-1", "first-2"]);
-    h.commit("tx", 1);
+    h.commit(&s2);
     assert_eq!(h.read_committed(&out), vec!["first-1", "first-2", "third"]);
 }
 
@@ -144,16 +144,15 @@ fn reusing_an_id_keeps_earlier_commits_visible_while_the_lso_holds_back_the_new_
 fn fetch_committed_fills_max_records_past_aborted_ones_and_stops_at_the_lso() {
     let mut h = Harness::new();
     let out = tp("out", 0);
-    h.begin("tx", 1, 0);
+    let s = h.init("tx");
     for i in 0..5 {
-        h.send("tx", 0, &out, &format!("x{i}"));
+        h.send(&s, &out, &format!("x{i}"));
     }
-    h.abort("tx", 0);
+    h.abort(&s);
     for i in 0..3 {
         h.plain(&out, &format!("p{i}"));
     }
-    h.begin("tx", 1, 0);
-    h.send("tx", 0, &out, "open");
+    h.send(&s, &out, "open");
     h.plain(&out, "behind-open");
 
     let hw = h.hw(&out);
@@ -178,8 +177,8 @@ fn lso_is_bounded_by_the_high_watermark() {
     let out = tp("out", 0);
     h.plain(&out, "a");
     h.plain(&out, "b");
-    h.begin("tx", 1, 0);
-    h.send("tx", 0, &out, "t");
+    let s = h.init("tx");
+    h.send(&s, &out, "t");
     // A high watermark below the open transaction (followers behind).
     let log = h.log(&out);
     assert_eq!(

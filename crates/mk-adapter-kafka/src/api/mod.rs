@@ -11,7 +11,7 @@
 //! - `groups`: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
 //!   OffsetCommit, OffsetFetch, ListGroups, DescribeGroups, DeleteGroups,
 //!   OffsetDelete
-//! - `txn`: the transaction APIs' messages
+//! - `txn`: AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit
 //! - `admin`: CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs,
 //!   AlterConfigs, IncrementalAlterConfigs
 //!
@@ -124,6 +124,17 @@ pub async fn dispatch(
         ),
         key::DELETE_GROUPS => route!(groups::DeleteGroupsRequest, groups::handle_delete_groups),
         key::OFFSET_DELETE => route!(groups::OffsetDeleteRequest, groups::handle_offset_delete),
+        key::ADD_PARTITIONS_TO_TXN => route!(
+            txn::AddPartitionsToTxnRequest,
+            txn::handle_add_partitions_to_txn
+        ),
+        key::ADD_OFFSETS_TO_TXN => {
+            route!(txn::AddOffsetsToTxnRequest, txn::handle_add_offsets_to_txn)
+        }
+        key::END_TXN => route!(txn::EndTxnRequest, txn::handle_end_txn),
+        key::TXN_OFFSET_COMMIT => {
+            route!(txn::TxnOffsetCommitRequest, txn::handle_txn_offset_commit)
+        }
         key::CREATE_TOPICS => route!(admin::CreateTopicsRequest, admin::handle_create_topics),
         key::DELETE_TOPICS => route!(admin::DeleteTopicsRequest, admin::handle_delete_topics),
         key::CREATE_PARTITIONS => route!(
@@ -195,6 +206,10 @@ pub mod key {
     pub const DELETE_TOPICS: i16 = 20;
     pub const INIT_PRODUCER_ID: i16 = 22;
     pub const OFFSET_FOR_LEADER_EPOCH: i16 = 23;
+    pub const ADD_PARTITIONS_TO_TXN: i16 = 24;
+    pub const ADD_OFFSETS_TO_TXN: i16 = 25;
+    pub const END_TXN: i16 = 26;
+    pub const TXN_OFFSET_COMMIT: i16 = 28;
     pub const DESCRIBE_CONFIGS: i16 = 32;
     pub const ALTER_CONFIGS: i16 = 33;
     pub const CREATE_PARTITIONS: i16 = 37;
@@ -242,6 +257,10 @@ pub const APIS: &[ApiSpec] = &[
         4,
         4,
     ),
+    api(key::ADD_PARTITIONS_TO_TXN, "AddPartitionsToTxn", 0, 3, 3),
+    api(key::ADD_OFFSETS_TO_TXN, "AddOffsetsToTxn", 0, 3, 3),
+    api(key::END_TXN, "EndTxn", 0, 3, 3),
+    api(key::TXN_OFFSET_COMMIT, "TxnOffsetCommit", 0, 3, 3),
     api(key::DESCRIBE_CONFIGS, "DescribeConfigs", 1, 4, 4),
     api(key::ALTER_CONFIGS, "AlterConfigs", 0, 2, 2),
     api(key::CREATE_PARTITIONS, "CreatePartitions", 0, 3, 2),
@@ -301,6 +320,10 @@ pub fn decode_request(frame: &bytes::Bytes) -> DecodeResult<RequestHeader> {
         key::DESCRIBE_GROUPS => body!(groups::DescribeGroupsRequest),
         key::DELETE_GROUPS => body!(groups::DeleteGroupsRequest),
         key::OFFSET_DELETE => body!(groups::OffsetDeleteRequest),
+        key::ADD_PARTITIONS_TO_TXN => body!(txn::AddPartitionsToTxnRequest),
+        key::ADD_OFFSETS_TO_TXN => body!(txn::AddOffsetsToTxnRequest),
+        key::END_TXN => body!(txn::EndTxnRequest),
+        key::TXN_OFFSET_COMMIT => body!(txn::TxnOffsetCommitRequest),
         key::CREATE_TOPICS => body!(admin::CreateTopicsRequest),
         key::DELETE_TOPICS => body!(admin::DeleteTopicsRequest),
         key::CREATE_PARTITIONS => body!(admin::CreatePartitionsRequest),

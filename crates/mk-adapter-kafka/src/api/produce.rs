@@ -428,19 +428,31 @@ pub async fn handle_init_producer_id(
     ctx: &Ctx<'_>,
     req: InitProducerIdRequest,
 ) -> InitProducerIdResponse {
-    if req
-        .transactional_id
-        .as_deref()
-        .is_some_and(|t| !t.is_empty())
-    {
-        // Transactional producers arrive with the transactions issue; until
-        // then the transaction APIs are not advertised, so clients never
-        // get this far.
-        return InitProducerIdResponse::failed(KafkaCode::INVALID_REQUEST);
-    }
-    // An idempotent producer (also one asking for an epoch bump, KIP-360)
-    // gets a fresh identity: its sequences start again at 0 everywhere.
-    match ctx.cluster.init_producer(None) {
+    let identity = match req.transactional_id.as_deref().filter(|t| !t.is_empty()) {
+        // A transactional producer's session: Kafka's flow in mk-txn (its
+        // previous epoch's open transaction is aborted first, KIP-360
+        // retries carry the current id and epoch).
+        Some(txn_id) => {
+            let current =
+                (req.producer_id >= 0).then_some((req.producer_id, i32::from(req.producer_epoch)));
+            let r = tokio::select! {
+                r = ctx.cluster.init_transactional_producer(
+                    txn_id,
+                    req.transaction_timeout_ms,
+                    current,
+                ) => r,
+                _ = ctx.shutdown.cancelled() => Err(mk_cluster::ClusterError::Closed),
+            };
+            r.map_err(|e| super::txn::txn_code(&e, ctx.version(), 4))
+        }
+        // An idempotent producer (also one asking for an epoch bump,
+        // KIP-360) gets a fresh identity: its sequences start again at 0.
+        None => ctx
+            .cluster
+            .init_producer(None)
+            .map_err(|e| errors::kafka_code(e.code())),
+    };
+    match identity {
         Ok(identity) => match i16::try_from(identity.epoch) {
             Ok(epoch) => InitProducerIdResponse {
                 throttle_time_ms: 0,
@@ -450,6 +462,6 @@ pub async fn handle_init_producer_id(
             },
             Err(_) => InitProducerIdResponse::failed(KafkaCode::INVALID_REQUEST),
         },
-        Err(e) => InitProducerIdResponse::failed(errors::kafka_code(e.code())),
+        Err(code) => InitProducerIdResponse::failed(code),
     }
 }

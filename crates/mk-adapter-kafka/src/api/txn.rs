@@ -1,12 +1,17 @@
 //! Transactions as Kafka clients drive them: AddPartitionsToTxn,
 //! AddOffsetsToTxn, EndTxn and TxnOffsetCommit (InitProducerId with a
 //! transactional id lives with the idempotent producer in `produce`) —
-//! each message's decode and encode side by side.
+//! each message's decode and encode side by side, and the handlers that
+//! translate them onto Kafka's transaction flow in mk-txn (through
+//! mk-cluster, which executes its plans). The transactional records
+//! themselves arrive as Produce requests carrying the transactional id.
 
-use super::Message;
 use super::groups::TopicPartitionErrors;
+use super::{Ctx, Message};
 use crate::codec::{DecodeResult, Reader, Writer};
-use crate::errors::KafkaCode;
+use crate::errors::{self, KafkaCode};
+use mk_cluster::{ClusterError, ErrorCode, TopicPartition, TxnOffsetCommit};
+use std::collections::BTreeMap;
 
 /// The fields that name a producer instance of a transactional id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -274,3 +279,167 @@ impl Message for TxnOffsetCommitRequest {
 /// TxnOffsetCommit's answer has AddPartitionsToTxn's shape: a throttle
 /// time and per-partition errors.
 pub type TxnOffsetCommitResponse = AddPartitionsToTxnResponse;
+
+// ----- handlers ----------------------------------------------------------------
+
+/// KIP-588: PRODUCER_FENCED is answered from these versions on (InitProducerId
+/// v4, AddPartitionsToTxn, AddOffsetsToTxn and EndTxn v2, TxnOffsetCommit
+/// v3); older clients get INVALID_PRODUCER_EPOCH for the same condition.
+pub(crate) fn txn_code(e: &ClusterError, version: i16, fenced_from: i16) -> KafkaCode {
+    match e.code() {
+        ErrorCode::ProducerFenced if version < fenced_from => KafkaCode::INVALID_PRODUCER_EPOCH,
+        other => errors::kafka_code(other),
+    }
+}
+
+pub async fn handle_add_partitions_to_txn(
+    ctx: &Ctx<'_>,
+    req: AddPartitionsToTxnRequest,
+) -> AddPartitionsToTxnResponse {
+    let v = ctx.version();
+    let p = &req.producer;
+    let mut partitions = Vec::new();
+    for (topic, ps) in &req.topics {
+        for index in ps {
+            if let Ok(index) = u32::try_from(*index) {
+                partitions.push(TopicPartition::new(topic, index));
+            }
+        }
+    }
+    let outcome = ctx
+        .cluster
+        .add_partitions_to_txn(
+            &p.transactional_id,
+            p.producer_id,
+            i32::from(p.producer_epoch),
+            &partitions,
+        )
+        .await;
+    let by_tp: BTreeMap<TopicPartition, KafkaCode> = match &outcome {
+        Ok(results) => results
+            .iter()
+            .map(|(tp, r)| {
+                (
+                    tp.clone(),
+                    r.as_ref()
+                        .err()
+                        .map_or(KafkaCode::NONE, |e| txn_code(e, v, 2)),
+                )
+            })
+            .collect(),
+        Err(_) => BTreeMap::new(),
+    };
+    let whole = outcome.as_ref().err().map(|e| txn_code(e, v, 2));
+    AddPartitionsToTxnResponse {
+        throttle_time_ms: 0,
+        results: req
+            .topics
+            .iter()
+            .map(|(topic, ps)| TopicPartitionErrors {
+                name: topic.clone(),
+                partitions: ps
+                    .iter()
+                    .map(|index| {
+                        let code = match (whole, u32::try_from(*index)) {
+                            (Some(code), _) => code,
+                            (None, Err(_)) => KafkaCode::UNKNOWN_TOPIC_OR_PARTITION,
+                            (None, Ok(i)) => by_tp
+                                .get(&TopicPartition::new(topic, i))
+                                .copied()
+                                .unwrap_or(KafkaCode::UNKNOWN_TOPIC_OR_PARTITION),
+                        };
+                        (*index, code)
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+pub async fn handle_add_offsets_to_txn(
+    ctx: &Ctx<'_>,
+    req: AddOffsetsToTxnRequest,
+) -> TxnErrorResponse {
+    let p = &req.producer;
+    let r = ctx.cluster.add_offsets_to_txn(
+        &p.transactional_id,
+        p.producer_id,
+        i32::from(p.producer_epoch),
+        &req.group_id,
+    );
+    TxnErrorResponse {
+        throttle_time_ms: 0,
+        error_code: r
+            .err()
+            .map_or(KafkaCode::NONE, |e| txn_code(&e, ctx.version(), 2)),
+    }
+}
+
+pub async fn handle_end_txn(ctx: &Ctx<'_>, req: EndTxnRequest) -> TxnErrorResponse {
+    let p = &req.producer;
+    let ended = tokio::select! {
+        r = ctx.cluster.end_txn(
+            &p.transactional_id,
+            p.producer_id,
+            i32::from(p.producer_epoch),
+            req.committed,
+        ) => r,
+        _ = ctx.shutdown.cancelled() => Err(ClusterError::Closed),
+    };
+    TxnErrorResponse {
+        throttle_time_ms: 0,
+        error_code: ended
+            .err()
+            .map_or(KafkaCode::NONE, |e| txn_code(&e, ctx.version(), 2)),
+    }
+}
+
+pub async fn handle_txn_offset_commit(
+    ctx: &Ctx<'_>,
+    req: TxnOffsetCommitRequest,
+) -> TxnOffsetCommitResponse {
+    let mut offsets = BTreeMap::new();
+    for (topic, ps) in &req.topics {
+        for p in ps {
+            if let Ok(index) = u32::try_from(p.partition_index) {
+                offsets.insert(TopicPartition::new(topic, index), p.committed_offset);
+            }
+        }
+    }
+    let commit = TxnOffsetCommit {
+        transactional_id: req.transactional_id.clone(),
+        group_id: req.group_id.clone(),
+        producer_id: req.producer_id,
+        producer_epoch: i32::from(req.producer_epoch),
+        generation_id: req.generation_id,
+        member_id: req.member_id.clone(),
+        group_instance_id: req.group_instance_id.clone(),
+        offsets,
+    };
+    let code = ctx
+        .cluster
+        .txn_offset_commit(&commit)
+        .err()
+        .map_or(KafkaCode::NONE, |e| txn_code(&e, ctx.version(), 3));
+    TxnOffsetCommitResponse {
+        throttle_time_ms: 0,
+        results: req
+            .topics
+            .iter()
+            .map(|(topic, ps)| TopicPartitionErrors {
+                name: topic.clone(),
+                partitions: ps
+                    .iter()
+                    .map(|p| {
+                        let code = if p.partition_index < 0 {
+                            KafkaCode::UNKNOWN_TOPIC_OR_PARTITION
+                        } else {
+                            code
+                        };
+                        (p.partition_index, code)
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+}

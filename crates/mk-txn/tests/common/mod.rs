@@ -1,6 +1,8 @@
 //! A miniature single-replica "cluster" for the tests: real mk-log partition
-//! logs in a temporary directory, a committed-offsets map, and a
-//! coordinator whose plans it executes the way mk-cluster is meant to.
+//! logs in a temporary directory, a committed-offsets map, a producer-id
+//! counter, and a coordinator whose plans it executes the way mk-cluster
+//! does. It also plays the Kafka client: it keeps each producer's sequence
+//! numbers and asks `verify_append` before every transactional append.
 
 #![allow(dead_code)]
 
@@ -8,12 +10,15 @@ use bytes::Bytes;
 use mk_core::{ManualClock, SharedClock, TopicPartition};
 use mk_log::{LogConfig, PartitionLog, ProducerInfo, Record, RecordBatch};
 use mk_txn::{
-    Begin, CompletionPlan, Recovered, TransactionCoordinator, TxnConfig, TxnState, fetch_committed,
-    read_uncommitted,
+    CompletionPlan, EndTxn, InitProducer, Outcome, Recovered, TransactionCoordinator, TxnConfig,
+    TxnError, TxnState, fetch_committed, read_uncommitted,
 };
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
+
+/// The timeout every harness producer asks for unless a test says otherwise.
+pub const TIMEOUT_MS: i64 = 60_000;
 
 pub fn tp(topic: &str, partition: u32) -> TopicPartition {
     TopicPartition::new(topic, partition)
@@ -23,6 +28,14 @@ pub fn record(value: &str) -> Record {
     Record::new(None, Some(Bytes::copy_from_slice(value.as_bytes())), 1_000)
 }
 
+/// One session of a transactional producer: what InitProducerId gave it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Session {
+    pub id: String,
+    pub pid: i64,
+    pub epoch: i32,
+}
+
 pub struct Harness {
     pub dir: tempfile::TempDir,
     pub clock: ManualClock,
@@ -30,6 +43,10 @@ pub struct Harness {
     pub logs: BTreeMap<TopicPartition, PartitionLog>,
     /// (group, partition) -> committed offset, as mk-group would store it.
     pub committed: BTreeMap<(String, TopicPartition), i64>,
+    /// The next producer id to hand out (mk-cluster's identity store).
+    pub next_pid: i64,
+    /// The clients' next sequence per (producer id, epoch, partition).
+    pub sequences: BTreeMap<(i64, i32, TopicPartition), i32>,
     coordinator: Option<TransactionCoordinator>,
 }
 
@@ -47,6 +64,8 @@ impl Harness {
             config,
             logs: BTreeMap::new(),
             committed: BTreeMap::new(),
+            next_pid: 1,
+            sequences: BTreeMap::new(),
             coordinator: None,
         };
         let recovered = h.open_coordinator();
@@ -121,50 +140,100 @@ impl Harness {
         self.log(tp).leo()
     }
 
-    pub fn begin(&mut self, id: &str, pid: i64, epoch: i32) {
-        match self.coord().begin(id, pid, epoch).unwrap() {
-            Begin::Started => {}
-            Begin::CompletePriorFirst(plan) => panic!("unexpected prior plan {plan:?}"),
-        }
-    }
-
-    /// A transactional send, appended and reported; returns the offset.
-    /// Begins "tx" (producer 1, epoch 0) and sends `value` to out-0, which
-    /// it returns: a transaction Ongoing in one partition.
-    pub fn ongoing(&mut self, value: &str) -> TopicPartition {
-        let out = tp("out", 0);
-        self.begin("tx", 1, 0);
-        self.send("tx", 0, &out, value);
-        out
-    }
-
-    /// The usual open transaction of these tests: "tx" (producer 1, epoch
-    /// 0) has written `a1` to out-0 and `b1` to out-1 and staged `offset`
-    /// for group "g" on in-0. Returns (out-0, out-1, in-0).
-    pub fn two_partition_txn(
+    /// One InitProducerId round trip as mk-cluster runs it: a producer id
+    /// is allocated when asked for, a prior transaction is completed first.
+    pub fn try_init(
         &mut self,
-        offset: i64,
-    ) -> (TopicPartition, TopicPartition, TopicPartition) {
-        let (a, b, input) = (tp("out", 0), tp("out", 1), tp("in", 0));
-        self.begin("tx", 1, 0);
-        self.send("tx", 0, &a, "a1");
-        self.send("tx", 0, &b, "b1");
-        self.coord()
-            .send_offsets("tx", 0, "g", [(input.clone(), offset)])
-            .unwrap();
-        (a, b, input)
+        id: &str,
+        timeout_ms: i64,
+        current: Option<(i64, i32)>,
+    ) -> Result<Session, TxnError> {
+        let mut fresh = None;
+        let mut current = current;
+        for _ in 0..4 {
+            match self.coord().init_producer(id, timeout_ms, current, fresh)? {
+                InitProducer::Ready {
+                    producer_id,
+                    producer_epoch,
+                } => {
+                    return Ok(Session {
+                        id: id.to_string(),
+                        pid: producer_id,
+                        epoch: producer_epoch,
+                    });
+                }
+                InitProducer::NeedsProducerId => {
+                    fresh = Some(self.next_pid);
+                    self.next_pid += 1;
+                }
+                InitProducer::CompletePriorFirst(plan) => {
+                    self.finish(plan);
+                    // The producer's own epoch was checked on the first round.
+                    current = None;
+                }
+            }
+        }
+        panic!("InitProducerId for {id:?} did not settle");
     }
 
-    pub fn send(&mut self, id: &str, epoch: i32, tp: &TopicPartition, value: &str) -> i64 {
-        let pending = self
-            .coord()
-            .send(id, epoch, tp.clone(), record(value))
-            .unwrap();
-        let info = self.log(tp).append(pending.batch().clone()).unwrap();
+    /// InitProducerId for a new producer session with the default timeout.
+    pub fn init(&mut self, id: &str) -> Session {
+        self.try_init(id, TIMEOUT_MS, None).unwrap()
+    }
+
+    /// InitProducerId, then the teaching model's explicit begin.
+    pub fn init_and_begin(&mut self, id: &str) -> Session {
+        let s = self.init(id);
+        self.coord().begin(&s.id, s.pid, s.epoch).unwrap();
+        s
+    }
+
+    pub fn add(&mut self, s: &Session, tp: &TopicPartition) {
         self.coord()
-            .send_appended(pending, info.base_offset)
+            .add_partitions(&s.id, s.pid, s.epoch, std::slice::from_ref(tp))
             .unwrap();
-        info.base_offset
+    }
+
+    /// The producer's next transactional batch for `tp` (one record), with
+    /// its sequence reserved.
+    pub fn batch(&mut self, s: &Session, tp: &TopicPartition, value: &str) -> RecordBatch {
+        let key = (s.pid, s.epoch, tp.clone());
+        let seq = self.sequences.get(&key).copied().unwrap_or(0);
+        self.sequences.insert(key, seq + 1);
+        RecordBatch::new(vec![record(value)])
+            .unwrap()
+            .with_producer(producer(s.pid, s.epoch, seq))
+            .with_transactional_id(&s.id)
+    }
+
+    /// A transactional Produce as the broker handles it: verified by the
+    /// coordinator, then appended. Returns the offset.
+    pub fn produce(
+        &mut self,
+        s: &Session,
+        tp: &TopicPartition,
+        value: &str,
+    ) -> Result<i64, TxnError> {
+        let batch = self.batch(s, tp, value);
+        self.coord_ref()
+            .verify_append(&s.id, batch.producer(), tp)?;
+        Ok(self.log(tp).append(batch).unwrap().base_offset)
+    }
+
+    /// AddPartitionsToTxn (if needed) and a transactional Produce.
+    pub fn send(&mut self, s: &Session, tp: &TopicPartition, value: &str) -> i64 {
+        self.add(s, tp);
+        self.produce(s, tp, value).unwrap()
+    }
+
+    /// AddOffsetsToTxn and TxnOffsetCommit.
+    pub fn stage(&mut self, s: &Session, group: &str, offsets: &[(TopicPartition, i64)]) {
+        self.coord()
+            .add_offsets(&s.id, s.pid, s.epoch, group)
+            .unwrap();
+        self.coord()
+            .stage_offsets(&s.id, s.pid, s.epoch, group, offsets.iter().cloned())
+            .unwrap();
     }
 
     /// A plain (non-transactional) append; returns the offset.
@@ -206,14 +275,36 @@ impl Harness {
         self.coord().complete(plan).unwrap()
     }
 
-    pub fn commit(&mut self, id: &str, epoch: i32) -> TxnState {
-        let plan = self.coord().commit(id, epoch).unwrap();
-        self.finish(plan)
+    /// EndTxn, executed to the end.
+    pub fn end(&mut self, s: &Session, outcome: Outcome) -> TxnState {
+        match self
+            .coord()
+            .end_txn(&s.id, s.pid, s.epoch, outcome)
+            .unwrap()
+        {
+            EndTxn::Execute(plan) => self.finish(plan),
+            EndTxn::AlreadyComplete => outcome.complete_state(),
+        }
     }
 
-    pub fn abort(&mut self, id: &str, epoch: i32) -> TxnState {
-        let plan = self.coord().abort(id, epoch).unwrap();
-        self.finish(plan)
+    pub fn commit(&mut self, s: &Session) -> TxnState {
+        self.end(s, Outcome::Commit)
+    }
+
+    pub fn abort(&mut self, s: &Session) -> TxnState {
+        self.end(s, Outcome::Abort)
+    }
+
+    /// EndTxn's plan, not executed.
+    pub fn end_plan(&mut self, s: &Session, outcome: Outcome) -> CompletionPlan {
+        match self
+            .coord()
+            .end_txn(&s.id, s.pid, s.epoch, outcome)
+            .unwrap()
+        {
+            EndTxn::Execute(plan) => plan,
+            EndTxn::AlreadyComplete => panic!("{} is complete already", s.id),
+        }
     }
 
     pub fn lso(&mut self, tp: &TopicPartition) -> i64 {
@@ -247,6 +338,10 @@ impl Harness {
 
     pub fn state(&self, id: &str) -> TxnState {
         self.coord_ref().describe(id).unwrap().state
+    }
+
+    pub fn epoch(&self, id: &str) -> i32 {
+        self.coord_ref().describe(id).unwrap().producer_epoch
     }
 }
 

@@ -1,0 +1,209 @@
+//! Shared fixtures of the transaction tests of the core: a broker on a
+//! temporary directory with a manual clock that can crash and reopen, and a
+//! Kafka transactional producer as the core sees it (its identity and its
+//! own sequence numbers, sending its own batches).
+
+#![allow(dead_code)]
+
+use bytes::Bytes;
+use mk_cluster::*;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+
+pub fn b(s: &str) -> Bytes {
+    Bytes::copy_from_slice(s.as_bytes())
+}
+
+pub fn tp(t: &str, p: u32) -> TopicPartition {
+    TopicPartition::new(t, p)
+}
+
+/// One broker process: its directory, clock and configuration survive a
+/// crash; the cluster object does not.
+pub struct Node {
+    pub dir: tempfile::TempDir,
+    pub clock: ManualClock,
+    pub config: MiniKafkaConfig,
+    cluster: Option<Arc<BrokerCluster>>,
+}
+
+impl Node {
+    pub fn new(f: impl FnOnce(&mut MiniKafkaConfig)) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = MiniKafkaConfig::new(dir.path());
+        f(&mut config);
+        let mut node = Self {
+            dir,
+            clock: ManualClock::new(1_000_000),
+            config,
+            cluster: None,
+        };
+        node.open();
+        node
+    }
+
+    pub fn open(&mut self) {
+        let c = BrokerCluster::open_with_clock(self.config.clone(), Arc::new(self.clock.clone()))
+            .unwrap();
+        self.cluster = Some(c);
+    }
+
+    pub fn c(&self) -> &Arc<BrokerCluster> {
+        self.cluster.as_ref().expect("the broker is open")
+    }
+
+    /// Kills the process (no checkpoint, no snapshot) and starts it again.
+    pub fn crash_and_reopen(&mut self) {
+        let c = self.cluster.take().expect("the broker is open");
+        c.crash();
+        drop(c);
+        self.open();
+    }
+
+    pub async fn close_and_reopen(&mut self) {
+        let c = self.cluster.take().expect("the broker is open");
+        c.close().await.unwrap();
+        drop(c);
+        self.open();
+    }
+}
+
+/// Polls `fut` to completion while running a replication step between
+/// polls, so acks=all waits of a replicated partition resolve (what the
+/// server's replication driver does) without sleeping.
+pub async fn replicating<T>(c: &BrokerCluster, fut: impl Future<Output = T>) -> T {
+    tokio::pin!(fut);
+    loop {
+        tokio::select! {
+            biased;
+            r = &mut fut => return r,
+            () = tokio::task::yield_now() => c.replicate_all_once().unwrap(),
+        }
+    }
+}
+
+/// A Kafka transactional producer: what InitProducerId gave it and the
+/// next sequence of each partition, as the client keeps them.
+#[derive(Debug, Clone)]
+pub struct Client {
+    pub id: String,
+    pub pid: i64,
+    pub epoch: i32,
+    pub seqs: BTreeMap<TopicPartition, i32>,
+}
+
+impl Client {
+    pub async fn init(c: &BrokerCluster, id: &str, timeout_ms: i32) -> Result<Client> {
+        let identity = c.init_transactional_producer(id, timeout_ms, None).await?;
+        Ok(Client {
+            id: id.to_string(),
+            pid: identity.producer_id,
+            epoch: identity.epoch,
+            seqs: BTreeMap::new(),
+        })
+    }
+
+    /// The producer's next batch for `tp`, without reserving its sequence.
+    pub fn batch(&self, tp: &TopicPartition, values: &[&str]) -> RecordBatch {
+        let seq = self.seqs.get(tp).copied().unwrap_or(0);
+        RecordBatch::new(
+            values
+                .iter()
+                .map(|v| Record::new(None, Some(b(v)), 1_000))
+                .collect(),
+        )
+        .unwrap()
+        .with_producer(ProducerInfo {
+            producer_id: self.pid,
+            producer_epoch: self.epoch,
+            base_sequence: seq,
+        })
+        .with_transactional_id(&self.id)
+    }
+
+    /// A transactional Produce (acks=all) of `values` to `tp`; the sequence
+    /// advances only when the broker took the batch.
+    pub async fn produce(
+        &mut self,
+        c: &BrokerCluster,
+        tp: &TopicPartition,
+        values: &[&str],
+    ) -> Result<ProduceResult> {
+        let batch = self.batch(tp, values);
+        let r = c
+            .submit_append(tp, batch, AckMode::All, None)?
+            .wait()
+            .await?;
+        if !r.duplicate {
+            *self.seqs.entry(tp.clone()).or_insert(0) += values.len() as i32;
+        }
+        Ok(r)
+    }
+
+    /// AddPartitionsToTxn for `tps`; any per-partition error is returned.
+    pub async fn add(&self, c: &BrokerCluster, tps: &[TopicPartition]) -> Result<()> {
+        for (_, r) in c
+            .add_partitions_to_txn(&self.id, self.pid, self.epoch, tps)
+            .await?
+        {
+            r?;
+        }
+        Ok(())
+    }
+
+    /// AddOffsetsToTxn and a TxnOffsetCommit without group membership.
+    pub fn stage(
+        &self,
+        c: &BrokerCluster,
+        group: &str,
+        offsets: &[(TopicPartition, i64)],
+    ) -> Result<()> {
+        c.add_offsets_to_txn(&self.id, self.pid, self.epoch, group)?;
+        c.txn_offset_commit(&self.offset_commit(group, offsets))
+    }
+
+    pub fn offset_commit(&self, group: &str, offsets: &[(TopicPartition, i64)]) -> TxnOffsetCommit {
+        TxnOffsetCommit {
+            transactional_id: self.id.clone(),
+            group_id: group.to_string(),
+            producer_id: self.pid,
+            producer_epoch: self.epoch,
+            generation_id: -1,
+            member_id: String::new(),
+            group_instance_id: None,
+            offsets: offsets.iter().cloned().collect(),
+        }
+    }
+
+    pub async fn end(&self, c: &BrokerCluster, commit: bool) -> Result<()> {
+        c.end_txn(&self.id, self.pid, self.epoch, commit).await
+    }
+}
+
+fn values(records: Vec<ConsumerRecord>) -> Vec<String> {
+    records
+        .into_iter()
+        .map(|r| String::from_utf8(r.value.unwrap_or_default().to_vec()).unwrap())
+        .collect()
+}
+
+/// Every value a read_committed reader sees in `tp` from the start.
+pub fn read_committed(c: &BrokerCluster, tp: &TopicPartition) -> Vec<String> {
+    let req = FetchRequest::new(tp.clone(), 0, i64::MAX).with_isolation(Isolation::ReadCommitted);
+    values(c.fetch(&req).unwrap().records)
+}
+
+/// Every data value below the high watermark of `tp`.
+pub fn read_uncommitted(c: &BrokerCluster, tp: &TopicPartition) -> Vec<String> {
+    values(
+        c.fetch(&FetchRequest::new(tp.clone(), 0, i64::MAX))
+            .unwrap()
+            .records,
+    )
+}
+
+/// True when nothing holds back read_committed readers of `tp`.
+pub fn lso_is_free(c: &BrokerCluster, tp: &TopicPartition) -> bool {
+    c.last_stable_offset(tp).unwrap() == c.visible_end(tp).unwrap()
+}
