@@ -86,8 +86,16 @@ class ConfluentTxnProducer:
 
     def close(self):
         # confluent-kafka producers close when garbage-collected; flush what
-        # is left so nothing is pending.
-        self.producer.flush(5)
+        # is left so nothing is pending. A producer that hit a fatal error
+        # (fenced) raises it again from flush(): the scenario has already
+        # checked that error.
+        from confluent_kafka import KafkaException
+
+        try:
+            self.producer.flush(5)
+        except KafkaException as e:
+            if not e.args[0].fatal():
+                raise
 
 
 class KafkaPythonTxnProducer:

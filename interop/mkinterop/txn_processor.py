@@ -13,9 +13,12 @@ aborts its open transaction, and the consumer resumes at the offsets the
 last committed transaction wrote.
 
 Config keys: client (confluent-kafka or kafka-python), bootstrap, group,
-input, output, transactional_id, batch. Events (one JSON line each):
+input, output, transactional_id, batch, hold_after (once this run has
+committed that many records, the next transaction is written, flushed and
+left open until the process is killed). Events (one JSON line each):
 started; assigned {partitions}; revoked {partitions}; txn {n, offsets}
-after each commit; closed; error {error}. Any failed transactional call is
+after each commit; open {n, offsets} for the transaction left open; closed;
+error {error}. Any failed transactional call is
 an error: the process exits 1 (a single member never rebalances while it
 processes, so nothing here is expected to fail).
 """
@@ -111,13 +114,26 @@ def run_kafka_python(cfg: dict, control: Control, producer) -> None:
         consumer.close()
 
 
+class Progress:
+    committed = 0
+
+
 def transact(cfg: dict, producer, consumer, recs) -> None:
     producer.begin()
     for p, _, key, value in recs:
         producer.send(cfg["output"], b"out:" + value, p, key=key)
     offsets = next_offsets(recs)
     producer.send_offsets(cfg["input"], offsets, consumer)
+    hold_after = cfg.get("hold_after")
+    if hold_after is not None and Progress.committed >= hold_after:
+        # Written and open: the test kills the process now, so the next
+        # run's init_transactions has to abort this transaction.
+        producer.flush()
+        emit("open", n=len(recs), offsets=offsets)
+        while True:
+            time.sleep(1)
     producer.commit()
+    Progress.committed += len(recs)
     emit("txn", n=len(recs), offsets=offsets)
 
 

@@ -7,7 +7,6 @@ one with `start_server` and stop it themselves.
 
 from __future__ import annotations
 
-import os
 import sys
 import uuid
 from pathlib import Path
@@ -21,13 +20,6 @@ from mkinterop.group import Members  # noqa: E402
 from mkinterop.kcat import create_topic_via_cli, kcat  # noqa: E402
 from mkinterop.model import Rec  # noqa: E402
 from mkinterop.server import MkServer, start_server  # noqa: E402
-
-
-# The transaction scenarios (issue 11) wait for the broker's transaction
-# APIs; until they are advertised the file is collected only on request:
-#   MK_INTEROP_TRANSACTIONS=1 cargo xtask interop tests/test_transactions.py
-# Run that way against a broker without them, every scenario fails.
-collect_ignore = [] if os.environ.get("MK_INTEROP_TRANSACTIONS") == "1" else ["test_transactions.py"]
 
 
 def unique_topic(*parts: str) -> str:

@@ -1,10 +1,8 @@
 """Transactions (issue 11) with real transactional producers of
 confluent-kafka and kafka-python, read back by every client's consumer in
-both isolation levels, plus kcat.
-
-Not collected by default while the broker does not advertise the
-transaction APIs (see conftest.py: MK_INTEROP_TRANSACTIONS=1 collects this
-file). Run on a broker without them, every scenario fails; none skips.
+both isolation levels, plus kcat. On a broker without the transaction APIs
+every scenario fails (InitProducerId with a transactional id is refused);
+none skips.
 """
 
 from __future__ import annotations
@@ -191,9 +189,11 @@ def test_txn_consume_transform_produce_exactly_once_across_sigkills(broker, clie
     """A consume-transform-produce loop (read_committed group consumer,
     transactional producer, send_offsets_to_transaction) turns a 10k-record
     input topic into an output topic while its process is SIGKILLed and
-    restarted three times at random points: the output holds each input
-    record exactly once, on its partition and in its order, and the
-    group's committed input offsets are the input's end offsets."""
+    restarted three times at random points, at least once while it holds a
+    transaction open with its records written: the output holds each input
+    record exactly once, on its partition and in its order (the open
+    transactions' records are there only as aborted ones), and the group's
+    committed input offsets are the input's end offsets."""
     bootstrap = broker.bootstrap
     seed = random.randrange(1 << 30)
     rng = random.Random(seed)
@@ -209,16 +209,32 @@ def test_txn_consume_transform_produce_exactly_once_across_sigkills(broker, clie
     group = unique_topic("g-ctp", client)
     cfg = dict(input=source, output=sink, transactional_id=unique_topic("tid-ctp", client), batch=100, module="mkinterop.txn_processor")
     kill_points = sorted(rng.sample(range(500, INPUT_RECORDS - 500), KILLS))
+    # "open": killed while a transaction with written records is open (the
+    # processor holds it), so the restart must abort it; "anywhere": killed
+    # a random moment after the point, inside or between transactions.
+    modes = ["open"] + [rng.choice(["open", "anywhere"]) for _ in range(KILLS - 1)]
+    rng.shuffle(modes)
     done = 0
     runs = []
     for run, point in enumerate(kill_points + [None]):
-        proc = members.start(client, bootstrap, group, source, f"run{run}", **cfg)
+        mode = modes[run] if point is not None else None
+        hold = {"hold_after": max(point - done, 0)} if mode == "open" else {}
+        proc = members.start(client, bootstrap, group, source, f"run{run}", **cfg, **hold)
         runs.append(proc)
 
         def progress(proc=proc):
             return done + sum(e["n"] for e in proc.of("txn"))
 
-        if point is None:
+        if mode == "open":
+            wait_until(
+                lambda proc=proc: (bool(proc.of("open")), progress()),
+                f"run {run} to hold a transaction open after {point} committed records",
+                timeout_s=90,
+                members=[proc],
+            )
+            proc.kill()
+            done = progress()
+        elif point is None:
             wait_until(
                 lambda: ((c := committed_offsets(bootstrap, group, source)) == ends, c),
                 "the last run to commit the input's end offsets",
@@ -253,9 +269,15 @@ def test_txn_consume_transform_produce_exactly_once_across_sigkills(broker, clie
         assert [o for _, o in order] == sorted(o for _, o in order), f"output partition {p} out of input order"
     assert committed_offsets(bootstrap, group, source) == ends
     everything = DRIVERS["confluent-kafka"].read_isolated(bootstrap, sink, "read_uncommitted")
+    held = sum(e["n"] for proc in runs for e in proc.of("open"))
+    # The records of every transaction left open are in the log, aborted.
+    assert len(everything) >= INPUT_RECORDS + held, (
+        f"{len(everything)} output records with read_uncommitted; the {held} records of the transactions "
+        "left open should be there, aborted"
+    )
     print(
-        f"consume-transform-produce: killed at {kill_points}; output {len(values)} committed records, "
-        f"{len(everything)} including aborted ones"
+        f"consume-transform-produce: killed at {list(zip(kill_points, modes))}; output {len(values)} committed "
+        f"records, {len(everything)} including aborted ones ({held} in transactions left open)"
     )
 
 
