@@ -204,19 +204,19 @@ class KafkaPythonMember(Member):
             def on_partitions_assigned(self, assigned):
                 emit("assigned", partitions=sorted(tp.partition for tp in assigned))
 
-        # kafka-python 3.0.12 works around here: a leader whose first join
-        # raced its own metadata refresh (it assigns nothing, then rejoins
-        # because its metadata snapshot changed) loses that rejoin's result
-        # if poll()'s timeout expires while JoinGroup/SyncGroup are in
-        # flight: the finished join is never applied, heartbeats stay off,
-        # and the coordinator expires the member, which never notices
-        # (kafka/coordinator/base.py join_group_async returns early once
-        # need_rejoin() is False). Knowing the topics' partitions before
-        # subscribing avoids that rejoin; the longer poll timeout narrows
-        # the window for any other one.
-        for t in cfg["topics"]:
-            consumer.partitions_for_topic(t)
         consumer.subscribe(topics=cfg["topics"], listener=Listener())
+        # kafka-python 3.0.12: a leader whose first join comes before a
+        # metadata update for the new subscription assigns with an empty
+        # metadata snapshot, and the next metadata update makes it rejoin
+        # (one more rebalance). If poll()'s timeout expires while that
+        # rejoin's JoinGroup/SyncGroup are in flight, the finished join is
+        # never applied (kafka/coordinator/base.py join_group_async returns
+        # early once need_rejoin() is False): no assignment, heartbeats stay
+        # off, and the coordinator expires the member, which never notices.
+        # topics() fetches metadata through the shared cluster object, so the
+        # coordinator's snapshot is complete before the first join; the
+        # longer poll timeout narrows the window for any other rejoin.
+        consumer.topics()
         emit("started")
         topic = cfg["topics"][0]
         try:

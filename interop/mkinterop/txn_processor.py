@@ -99,10 +99,11 @@ def run_kafka_python(cfg: dict, control: Control, producer) -> None:
         def on_partitions_assigned(self, assigned):
             emit("assigned", partitions=sorted(tp.partition for tp in assigned))
 
-    # See mkinterop/member.py: kafka-python 3.0.12 can lose a rejoin that
-    # its own metadata race causes; knowing the partitions first avoids it.
-    consumer.partitions_for_topic(cfg["input"])
     consumer.subscribe(topics=[cfg["input"]], listener=Listener())
+    # See mkinterop/member.py: kafka-python 3.0.12 can lose a rejoin that
+    # its own metadata race causes; a metadata update before the first join
+    # avoids that rejoin.
+    consumer.topics()
     emit("started")
     try:
         while not control.stop.is_set():
