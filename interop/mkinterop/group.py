@@ -207,9 +207,11 @@ class Members:
             m.cleanup()
 
 
-def wait_until(condition, what: str, timeout_s: float = WAIT_S, members: list[MemberProcess] = ()):
-    """Polls `condition()` -> (ok, detail) until ok or the deadline. A
-    member that exits while waited for fails the wait at once."""
+def wait_until(
+    condition, what: str, timeout_s: float = WAIT_S, members: list[MemberProcess] = (), poll_s: float = 0.05
+):
+    """Polls `condition()` -> (ok, detail) every `poll_s` until ok or the
+    deadline. A member that exits while waited for fails the wait at once."""
     deadline = time.monotonic() + timeout_s
     detail = None
     while time.monotonic() < deadline:
@@ -221,7 +223,7 @@ def wait_until(condition, what: str, timeout_s: float = WAIT_S, members: list[Me
             raise AssertionError(
                 f"waiting for {what}: a member exited: " + "; ".join(m.describe() + "\n" + m.log_tail(30) for m in dead)
             )
-        time.sleep(0.05)
+        time.sleep(poll_s)
     raise AssertionError(
         f"{what} within {timeout_s}s; last seen: {detail}\n" + "\n".join(m.describe() for m in members)
     )

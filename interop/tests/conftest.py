@@ -138,9 +138,24 @@ def _client_of(item) -> str:
     return "environment"
 
 
+# Scenarios that mostly wait (session timeouts, transaction timeouts,
+# restarts) go first, so the xdist workers do not end on a long tail.
+SLOW_FIRST = (
+    "consume_transform_produce",
+    "left_open_past_its_timeout",
+    "killed_member_expires",
+    "failover",
+    "third_member",
+    "cooperative",
+    "static_member",
+    "survive_broker_restart",
+)
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         item.user_properties.append(("client", _client_of(item)))
+    items.sort(key=lambda item: not any(s in item.name for s in SLOW_FIRST))
 
 
 _RESULTS: dict[str, dict[str, list[str]]] = {}

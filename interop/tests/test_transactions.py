@@ -208,7 +208,10 @@ def test_txn_consume_transform_produce_exactly_once_across_sigkills(broker, clie
     input_at = {a.value: (a.partition, a.offset) for a in acks}
     group = unique_topic("g-ctp", client)
     cfg = dict(input=source, output=sink, transactional_id=unique_topic("tid-ctp", client), batch=100, module="mkinterop.txn_processor")
-    kill_points = sorted(rng.sample(range(500, INPUT_RECORDS - 500), KILLS))
+    # Kill points leave a fifth of the input for the runs after them: a
+    # kill lands a little after its point (the processor keeps going until
+    # the signal), and every kill needs input left to process.
+    kill_points = sorted(rng.sample(range(500, INPUT_RECORDS * 4 // 5), KILLS))
     # "open": killed while a transaction with written records is open (the
     # processor holds it), so the restart must abort it; "anywhere": killed
     # a random moment after the point, inside or between transactions.
@@ -218,7 +221,10 @@ def test_txn_consume_transform_produce_exactly_once_across_sigkills(broker, clie
     runs = []
     for run, point in enumerate(kill_points + [None]):
         mode = modes[run] if point is not None else None
-        hold = {"hold_after": max(point - done, 0)} if mode == "open" else {}
+        if point is not None:
+            point = max(point, done + 1)
+            assert point < INPUT_RECORDS, f"no input left for kill {run}: {done} records done"
+        hold = {"hold_after": point - done} if mode == "open" else {}
         proc = members.start(client, bootstrap, group, source, f"run{run}", **cfg, **hold)
         runs.append(proc)
 
@@ -248,9 +254,10 @@ def test_txn_consume_transform_produce_exactly_once_across_sigkills(broker, clie
                 f"run {run} to reach {point} committed records",
                 timeout_s=90,
                 members=[proc],
+                poll_s=0.005,
             )
             # Somewhere inside a later transaction, or between two.
-            time.sleep(rng.uniform(0, 0.2))
+            time.sleep(rng.uniform(0, 0.02))
             proc.kill()
             done = progress()
         assert not proc.errors, proc.describe()
