@@ -18,12 +18,16 @@ default if absent), instance_id (group.instance.id: a static member), limit
 batch (most records per poll).
 
 Processing is "print the records, then commit exactly the offsets after
-them, synchronously, before the next poll". Revocations are serialized with
-that (confluent-kafka and kafka-python call the listener inside poll();
-aiokafka's listener waits on a lock and drops a batch handed out while a
-revocation is under way), so a graceful rebalance never hands a partition
-over with processed but uncommitted records: across members every record is
-processed exactly once.
+them, synchronously, before the next poll". A commit that fails (while a
+rebalance completes: REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION; in the
+cooperative protocol members keep consuming during a rebalance) stays
+pending: it is committed again with the next batch, and in the revocation
+callback of its partition, which the member still owns then. Revocations
+are serialized with processing (confluent-kafka and kafka-python call the
+listener inside poll(); aiokafka's listener waits on a lock and drops a
+batch handed out while a revocation is under way), so a graceful rebalance
+never hands a partition over with processed but uncommitted records:
+across members every record is processed exactly once.
 
 Events (`ev`): started; assigned {partitions}; revoked {partitions};
 records {recs: [[partition, offset, value], ...]}; committed {offsets:
@@ -74,6 +78,13 @@ class Member:
         self.lock = threading.RLock()
         self.revocations = 0
         self.processed = 0
+        # Processed but not yet committed: partition -> next offset. A commit
+        # can fail while a rebalance completes (REBALANCE_IN_PROGRESS,
+        # ILLEGAL_GENERATION: in the cooperative protocol a member keeps
+        # consuming during the rebalance); what failed is committed again
+        # with the next batch, or when its partition is revoked (then with
+        # the new generation).
+        self.pending: dict[int, int] = {}
         self.control = Control()
 
     @property
@@ -94,6 +105,40 @@ class Member:
     def emit_records(self, recs: list[tuple[int, int, bytes]]) -> None:
         emit("records", recs=[[p, o, v.decode() if v is not None else None] for p, o, v in recs])
         self.processed += len(recs)
+        for p, o in self.next_offsets(recs).items():
+            self.pending[p] = max(self.pending.get(p, 0), o)
+
+    def to_commit(self, only=None) -> dict[int, int]:
+        return {p: o for p, o in self.pending.items() if only is None or p in only}
+
+    def committed(self, offsets: dict[int, int]) -> None:
+        emit("committed", offsets=offsets)
+        for p, o in offsets.items():
+            if self.pending.get(p) == o:
+                del self.pending[p]
+
+    def commit_sync(self, commit, only=None) -> None:
+        """Commits what is pending (of the partitions `only`) with the
+        client's synchronous `commit(offsets)`."""
+        offsets = self.to_commit(only)
+        if not offsets:
+            return
+        try:
+            commit(offsets)
+        except Exception as e:  # noqa: BLE001 - reported as an event
+            emit("commit_failed", error=repr(e), offsets=offsets)
+            return
+        self.committed(offsets)
+
+    def revoked(self, partitions: list[int], commit) -> None:
+        """A revocation: commit what is pending of those partitions (the
+        member still owns them), then forget it."""
+        with self.lock:
+            self.revocations += 1
+            self.commit_sync(commit, only=set(partitions))
+            for p in partitions:
+                self.pending.pop(p, None)
+        emit("revoked", partitions=sorted(partitions))
 
 
 # --------------------------------------------------------------------------
@@ -101,7 +146,7 @@ class Member:
 
 class ConfluentMember(Member):
     def run(self) -> None:
-        from confluent_kafka import Consumer, KafkaException, TopicPartition
+        from confluent_kafka import Consumer, TopicPartition
 
         cfg = self.cfg
         conf = {
@@ -127,14 +172,16 @@ class ConfluentMember(Member):
         def on_assign(c, parts):
             emit("assigned", partitions=sorted(tp.partition for tp in parts))
 
+        topic = cfg["topics"][0]
+
+        def commit(offsets):
+            consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False)
+
         def on_revoke(c, parts):
-            with self.lock:
-                self.revocations += 1
-            emit("revoked", partitions=sorted(tp.partition for tp in parts))
+            self.revoked([tp.partition for tp in parts], commit)
 
         consumer.subscribe(cfg["topics"], on_assign=on_assign, on_revoke=on_revoke)
         emit("started")
-        topic = cfg["topics"][0]
         try:
             while not self.control.stop.is_set() and not self.limit_reached:
                 msgs = consumer.consume(num_messages=self.batch, timeout=0.2)
@@ -148,14 +195,7 @@ class ConfluentMember(Member):
                     continue
                 with self.lock:
                     self.emit_records(recs)
-                    offsets = self.next_offsets(recs)
-                    try:
-                        consumer.commit(
-                            offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False
-                        )
-                        emit("committed", offsets=offsets)
-                    except KafkaException as e:
-                        emit("commit_failed", error=str(e))
+                    self.commit_sync(commit)
         finally:
             consumer.close()
             emit("closed")
@@ -168,7 +208,6 @@ class KafkaPythonMember(Member):
         from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
         from kafka.coordinator.assignors.range import RangePartitionAssignor
         from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
-        from kafka.errors import KafkaError
 
         cfg = self.cfg
         kwargs = {}
@@ -194,12 +233,14 @@ class KafkaPythonMember(Member):
             **kwargs,
         )
         member = self
+        topic = cfg["topics"][0]
+
+        def commit(offsets):
+            consumer.commit({TopicPartition(topic, p): OffsetAndMetadata(o, "", -1) for p, o in offsets.items()})
 
         class Listener(ConsumerRebalanceListener):
             def on_partitions_revoked(self, revoked):
-                with member.lock:
-                    member.revocations += 1
-                emit("revoked", partitions=sorted(tp.partition for tp in revoked))
+                member.revoked([tp.partition for tp in revoked], commit)
 
             def on_partitions_assigned(self, assigned):
                 emit("assigned", partitions=sorted(tp.partition for tp in assigned))
@@ -229,12 +270,7 @@ class KafkaPythonMember(Member):
                     continue
                 with self.lock:
                     self.emit_records(recs)
-                    offsets = self.next_offsets(recs)
-                    try:
-                        consumer.commit({TopicPartition(topic, p): OffsetAndMetadata(o, "", -1) for p, o in offsets.items()})
-                        emit("committed", offsets=offsets)
-                    except KafkaError as e:
-                        emit("commit_failed", error=repr(e))
+                    self.commit_sync(commit)
         finally:
             consumer.close()
             emit("closed")
@@ -279,21 +315,36 @@ class AioKafkaMember(Member):
         member = self
         member.revoking = False
 
+        async def commit_pending(only=None):
+            offsets = member.to_commit(only)
+            if not offsets:
+                return
+            try:
+                await consumer.commit({TopicPartition(topic, p): o for p, o in offsets.items()})
+            except KafkaError as e:
+                emit("commit_failed", error=repr(e), offsets=offsets)
+                return
+            member.committed(offsets)
+
         class Listener(ConsumerRebalanceListener):
             async def on_partitions_revoked(self, revoked):
                 member.revoking = True
+                parts = [tp.partition for tp in revoked]
                 async with alock:
                     member.revocations += 1
-                emit("revoked", partitions=sorted(tp.partition for tp in revoked))
+                    await commit_pending(set(parts))
+                    for p in parts:
+                        member.pending.pop(p, None)
+                emit("revoked", partitions=sorted(parts))
 
             async def on_partitions_assigned(self, assigned):
                 member.revoking = False
                 emit("assigned", partitions=sorted(tp.partition for tp in assigned))
 
+        topic = cfg["topics"][0]
         await consumer.start()
         consumer.subscribe(topics=cfg["topics"], listener=Listener())
         emit("started")
-        topic = cfg["topics"][0]
         try:
             while not self.control.stop.is_set() and not self.limit_reached:
                 polled = await consumer.getmany(timeout_ms=200, max_records=self.batch)
@@ -305,12 +356,7 @@ class AioKafkaMember(Member):
                     continue
                 async with alock:
                     self.emit_records(recs)
-                    offsets = self.next_offsets(recs)
-                    try:
-                        await consumer.commit({TopicPartition(topic, p): o for p, o in offsets.items()})
-                        emit("committed", offsets=offsets)
-                    except KafkaError as e:
-                        emit("commit_failed", error=repr(e))
+                    await commit_pending()
         finally:
             await consumer.stop()
             emit("closed")
