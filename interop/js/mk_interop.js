@@ -3,14 +3,16 @@
 // Prints one JSON result line on stdout; the pytest driver
 // (interop/mkinterop/drivers.py, class KafkaJs) does every check.
 //
-// kafkajs's consumer always joins a consumer group, which this broker does
-// not serve yet; `read-all` therefore reads without a group through
-// kafkajs's own Cluster and Broker objects (the code its consumer fetches
-// with) and its Batch class (the consumer's filtering), with manual offsets.
+// kafkajs's consumer always joins a consumer group, and the plain reads of
+// the suite use none (group consumers are `group-member`); `read-all`
+// therefore reads through kafkajs's own Cluster and Broker objects (the code
+// its consumer fetches with) and its Batch class (the consumer's filtering),
+// with manual offsets.
 'use strict'
 
 const {
   Kafka,
+  AssignerProtocol,
   CompressionTypes,
   CompressionCodecs,
   ConfigResourceTypes,
@@ -181,6 +183,69 @@ const commands = {
     })
   },
 
+  async 'alter-topic-config'({ bootstrap, topic, key, value }) {
+    return withAdmin(bootstrap, async admin => {
+      const { resources } = await admin.alterConfigs({
+        validateOnly: false,
+        resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configEntries: [{ name: key, value }] }],
+      })
+      const failed = resources.filter(r => r.errorCode !== 0)
+      if (failed.length) throw new Error(`alterConfigs answered ${JSON.stringify(failed)}`)
+      return {}
+    })
+  },
+
+  async 'list-groups'({ bootstrap }) {
+    return withAdmin(bootstrap, async admin => admin.listGroups())
+  },
+
+  async 'describe-group'({ bootstrap, group }) {
+    return withAdmin(bootstrap, async admin => {
+      const { groups } = await admin.describeGroups([group])
+      const [g] = groups
+      if (g.errorCode !== 0) throw new Error(`describeGroups answered ${JSON.stringify(g)}`)
+      const members = g.members.map(m => {
+        const decoded = m.memberAssignment.length ? AssignerProtocol.MemberAssignment.decode(m.memberAssignment) : null
+        const assignment = {}
+        for (const [topic, ps] of Object.entries((decoded && decoded.assignment) || {})) {
+          assignment[topic] = [...ps].sort((a, b) => a - b)
+        }
+        return { member_id: m.memberId, client_id: m.clientId, assignment }
+      })
+      return { state: g.state.toLowerCase(), protocol: g.protocol || null, members }
+    })
+  },
+
+  async 'group-offsets'({ bootstrap, group, topic }) {
+    return withAdmin(bootstrap, async admin => {
+      const [res] = await admin.fetchOffsets({ groupId: group, topics: [topic] })
+      const offsets = {}
+      for (const { partition, offset } of res.partitions) offsets[partition] = Number(offset)
+      return { offsets }
+    })
+  },
+
+  async 'delete-group'({ bootstrap, group }) {
+    return withAdmin(bootstrap, async admin => {
+      try {
+        await admin.deleteGroups([group])
+        return { error: null }
+      } catch (e) {
+        if (e.name !== 'KafkaJSDeleteGroupsError') throw e
+        const [g] = e.groups
+        return { error: g.error.type }
+      }
+    })
+  },
+
+  async 'set-group-offsets'({ bootstrap, group, topic, offsets }) {
+    return withAdmin(bootstrap, async admin => {
+      const partitions = Object.entries(offsets).map(([p, o]) => ({ partition: Number(p), offset: String(o) }))
+      await admin.setOffsets({ groupId: group, topic, partitions })
+      return {}
+    })
+  },
+
   async 'create-partitions'({ bootstrap, topic, count }) {
     return withAdmin(bootstrap, async admin => {
       await admin.createPartitions({ topicPartitions: [{ topic, count }], timeout: 30000 })
@@ -219,13 +284,14 @@ const commands = {
     })
   },
 
-  async 'read-all'({ bootstrap, topic, maxBytes }) {
+  async 'read-all'({ bootstrap, topic, maxBytes, isolation }) {
     const kafka = client(bootstrap)
     const createCluster = Object.getOwnPropertySymbols(kafka).find(
       s => s.description === 'private:Kafka:createCluster'
     )
-    // The consumer's default isolation level.
-    const isolationLevel = ISOLATION_LEVEL.READ_COMMITTED
+    // read_committed is the consumer's default isolation level.
+    const isolationLevel =
+      isolation === 'read_uncommitted' ? ISOLATION_LEVEL.READ_UNCOMMITTED : ISOLATION_LEVEL.READ_COMMITTED
     const cluster = kafka[createCluster]({ isolationLevel })
     await cluster.connect()
     try {
@@ -297,15 +363,114 @@ const commands = {
   },
 }
 
+// One consumer-group member, the kafkajs side of interop/mkinterop/member.py
+// (same config, same events, one JSON line each on stdout). Processing is
+// "print the batch's records, then commit the offsets after them" inside
+// eachBatch, so a graceful rebalance never hands over a partition with
+// processed but uncommitted records. `stop` on stdin (or reaching `limit`)
+// disconnects the consumer, which leaves the group.
+function emit(ev, fields = {}) {
+  process.stdout.write(JSON.stringify({ ev, t: Date.now() / 1000, ...fields }) + '\n')
+}
+
+commands['group-member'] = async function groupMember(cfg) {
+  const kafka = client(cfg.bootstrap)
+  const opts = {
+    groupId: cfg.group,
+    sessionTimeout: cfg.session_timeout_ms || 6000,
+    heartbeatInterval: cfg.heartbeat_interval_ms || 1000,
+    rebalanceTimeout: cfg.max_poll_interval_ms || 30000,
+    maxWaitTimeInMs: 200,
+  }
+  if (cfg.isolation_level === 'read_uncommitted') opts.readUncommitted = true
+  const consumer = kafka.consumer(opts)
+  const topic = cfg.topics[0]
+  let assigned = []
+  let processed = 0
+  let stopping = false
+  let stopRequested
+  const stopped = new Promise(resolve => {
+    stopRequested = resolve
+  })
+  const requestStop = () => {
+    stopping = true
+    stopRequested()
+  }
+  const { GROUP_JOIN, REBALANCING, CRASH } = consumer.events
+  consumer.on(GROUP_JOIN, ({ payload }) => {
+    assigned = [...((payload.memberAssignment || {})[topic] || [])].sort((a, b) => a - b)
+    // GROUP_JOIN carries the whole assignment (also after a rejoin that
+    // REBALANCING did not announce, e.g. UNKNOWN_MEMBER_ID).
+    emit('assigned', { partitions: assigned, full: true, leader: payload.isLeader })
+  })
+  consumer.on(REBALANCING, () => {
+    // kafkajs's classic protocol is eager: the whole assignment goes.
+    emit('revoked', { partitions: assigned })
+    assigned = []
+  })
+  consumer.on(CRASH, ({ payload }) => {
+    emit('error', { error: String(payload.error), restart: payload.restart })
+  })
+  process.stdin.setEncoding('utf8')
+  let pending = ''
+  process.stdin.on('data', chunk => {
+    pending += chunk
+    if (pending.split('\n').some(l => l.trim() === 'stop')) requestStop()
+  })
+  process.stdin.on('end', requestStop)
+
+  await consumer.connect()
+  await consumer.subscribe({ topics: cfg.topics, fromBeginning: true })
+  emit('started')
+  await consumer.run({
+    autoCommit: false,
+    eachBatchAutoResolve: false,
+    eachBatch: async ({ batch, resolveOffset, isRunning, isStale }) => {
+      if (stopping) return
+      const recs = []
+      for (const m of batch.messages) {
+        if (!isRunning() || isStale()) break
+        recs.push([batch.partition, Number(m.offset), m.value === null ? null : m.value.toString()])
+        if (cfg.batch && recs.length >= cfg.batch) break
+      }
+      if (recs.length === 0) return
+      emit('records', { recs })
+      processed += recs.length
+      const next = recs[recs.length - 1][1] + 1
+      try {
+        await consumer.commitOffsets([{ topic, partition: batch.partition, offset: String(next) }])
+        emit('committed', { offsets: { [batch.partition]: next } })
+      } catch (e) {
+        emit('commit_failed', { error: String(e) })
+        throw e
+      }
+      resolveOffset(String(next - 1))
+      if (cfg.limit !== undefined && cfg.limit !== null && processed >= cfg.limit) requestStop()
+    },
+  })
+  await stopped
+  await consumer.disconnect()
+  emit('closed')
+  process.stdin.destroy()
+  return null
+}
+
 async function main() {
   const name = process.argv[2]
   const command = commands[name]
   if (!command) throw new Error(`unknown command ${name}; known: ${Object.keys(commands).join(', ')}`)
-  const chunks = []
-  for await (const c of process.stdin) chunks.push(c)
-  const args = JSON.parse(Buffer.concat(chunks).toString() || '{}')
+  let args
+  if (process.argv[3] !== undefined) {
+    // Long-running commands (group-member) take their arguments here and
+    // keep stdin for control lines.
+    args = JSON.parse(process.argv[3])
+  } else {
+    const chunks = []
+    for await (const c of process.stdin) chunks.push(c)
+    args = JSON.parse(Buffer.concat(chunks).toString() || '{}')
+  }
   const result = await command(args)
-  process.stdout.write(JSON.stringify(result) + '\n')
+  if (result !== null) process.stdout.write(JSON.stringify(result) + '\n')
 }
 
 main().catch(e => {

@@ -39,6 +39,33 @@ def _deadline(timeout_s: float = TIMEOUT_S) -> float:
     return time.monotonic() + timeout_s
 
 
+def _sorted(assignment: dict[str, list[int]]) -> dict[str, list[int]]:
+    return {t: sorted(ps) for t, ps in sorted(assignment.items())}
+
+
+def decode_assignment(data: bytes) -> dict[str, list[int]]:
+    """Kafka's consumer-protocol assignment (version, [topic, [partition]],
+    user data) as {topic: [partitions]}."""
+    import struct
+
+    if not data:
+        return {}
+    pos = 2  # version
+    (n,) = struct.unpack_from(">i", data, pos)
+    pos += 4
+    out: dict[str, list[int]] = {}
+    for _ in range(n):
+        (ln,) = struct.unpack_from(">h", data, pos)
+        pos += 2
+        topic = data[pos : pos + ln].decode()
+        pos += ln
+        (k,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        out[topic] = list(struct.unpack_from(f">{k}i", data, pos))
+        pos += 4 * k
+    return _sorted(out)
+
+
 # --------------------------------------------------------------------------
 # confluent-kafka (librdkafka)
 
@@ -181,7 +208,56 @@ class ConfluentKafka:
         finally:
             consumer.close()
 
-    can_alter_configs_incrementally = True
+    def read_isolated(self, bootstrap: str, topic: str, isolation: str) -> list[Got]:
+        """Reads a topic that holds transactions with isolation.level
+        `isolation`, to the end of every partition. Markers (and, for
+        read_committed, aborted records) are never returned, so the end is
+        librdkafka's partition EOF: the fetch position reached the high
+        watermark (read_uncommitted) or the last stable offset."""
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+        consumer = Consumer(
+            self._conf(
+                bootstrap,
+                **{
+                    "group.id": "mk-interop-unused",
+                    "enable.auto.commit": False,
+                    "auto.offset.reset": "error",
+                    "isolation.level": isolation,
+                    "enable.partition.eof": True,
+                },
+            )
+        )
+        try:
+            md = consumer.list_topics(topic, timeout=10).topics[topic]
+            if md.error is not None:
+                raise ClientFailure(f"metadata of {topic}: {md.error}")
+            parts = sorted(md.partitions)
+            consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
+            got: list[Got] = []
+            at_end: set[int] = set()
+            deadline = _deadline()
+            while at_end != set(parts):
+                if time.monotonic() > deadline:
+                    raise ClientFailure(f"{isolation} read timed out; at the end of {sorted(at_end)} of {parts}")
+                for m in consumer.consume(num_messages=1000, timeout=0.5):
+                    if m.error():
+                        if m.error().code() == KafkaError._PARTITION_EOF:
+                            at_end.add(m.partition())
+                            continue
+                        raise ClientFailure(f"consume error: {m.error()}")
+                    at_end.discard(m.partition())
+                    got.append(
+                        Got(m.partition(), m.offset(), m.key(), m.value(), m.timestamp()[1], tuple(m.headers() or ()))
+                    )
+            return got
+        finally:
+            consumer.close()
+
+    # How alter_topic_config changes a config: IncrementalAlterConfigs (API
+    # 44, the other keys stay) or AlterConfigs (API 33, which replaces the
+    # whole set: every key not named goes back to its default).
+    alter_configs_api = "IncrementalAlterConfigs"
 
     def describe_topic_config(self, bootstrap: str, topic: str) -> dict[str, str | None]:
         from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
@@ -220,6 +296,62 @@ class ConfluentKafka:
         from confluent_kafka.admin import AdminClient
 
         return set(AdminClient(self._conf(bootstrap)).list_topics(timeout=10).topics)
+
+    # ---- consumer-group administration (ListGroups, DescribeGroups,
+    # OffsetFetch, DeleteGroups, OffsetCommit from the admin client)
+
+    def list_groups(self, bootstrap: str) -> dict[str, str | None]:
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient(self._conf(bootstrap))  # must outlive its futures
+        res = admin.list_consumer_groups(request_timeout=30).result(timeout=TIMEOUT_S)
+        if res.errors:
+            raise ClientFailure(f"ListGroups errors: {res.errors}")
+        return {g.group_id: g.state.name.lower() for g in res.valid}
+
+    def describe_group(self, bootstrap: str, group: str) -> dict:
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient(self._conf(bootstrap))
+        d = admin.describe_consumer_groups([group], request_timeout=30)[group].result(timeout=TIMEOUT_S)
+        members = []
+        for m in d.members:
+            assignment: dict[str, list[int]] = {}
+            for tp in m.assignment.topic_partitions:
+                assignment.setdefault(tp.topic, []).append(tp.partition)
+            members.append({"member_id": m.member_id, "client_id": m.client_id, "assignment": _sorted(assignment)})
+        return {"state": d.state.name.lower(), "protocol": d.partition_assignor or None, "members": members}
+
+    def group_offsets(self, bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+        from confluent_kafka.admin import AdminClient
+
+        req = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in range(partitions)])
+        admin = AdminClient(self._conf(bootstrap))
+        res = admin.list_consumer_group_offsets([req], request_timeout=30)[group].result(timeout=TIMEOUT_S)
+        return {tp.partition: (tp.offset if tp.offset >= 0 else -1) for tp in res.topic_partitions}
+
+    def delete_group(self, bootstrap: str, group: str) -> str | None:
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient(self._conf(bootstrap))
+        try:
+            admin.delete_consumer_groups([group], request_timeout=30)[group].result(timeout=TIMEOUT_S)
+        except KafkaException as e:
+            return e.args[0].name()
+        return None
+
+    def set_group_offsets(self, bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+        from confluent_kafka.admin import AdminClient
+
+        req = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p, o) for p, o in offsets.items()])
+        admin = AdminClient(self._conf(bootstrap))
+        res = admin.alter_consumer_group_offsets([req], request_timeout=30)[group].result(timeout=TIMEOUT_S)
+        errors = [tp for tp in res.topic_partitions if tp.error is not None]
+        if errors:
+            raise ClientFailure(f"AlterConsumerGroupOffsets {group}: {errors}")
 
     def offsets_for_times(self, bootstrap: str, topic: str, partitions: int, timestamp_ms: int) -> dict[int, int | None]:
         from confluent_kafka import Consumer, TopicPartition
@@ -338,7 +470,44 @@ class KafkaPython:
         finally:
             consumer.close()
 
-    can_alter_configs_incrementally = True
+    def read_isolated(self, bootstrap: str, topic: str, isolation: str) -> list[Got]:
+        """Reads a topic that holds transactions with `isolation`, until the
+        consumer's position (which moves past markers and aborted batches)
+        reaches each partition's end offset (the last stable offset for
+        read_committed)."""
+        from kafka import KafkaConsumer, TopicPartition
+
+        consumer = KafkaConsumer(
+            bootstrap_servers=bootstrap,
+            group_id=None,
+            enable_auto_commit=False,
+            auto_offset_reset="none",
+            isolation_level=isolation,
+        )
+        try:
+            parts = sorted(consumer.partitions_for_topic(topic) or ())
+            if not parts:
+                raise ClientFailure(f"no partitions of {topic} in metadata")
+            tps = [TopicPartition(topic, p) for p in parts]
+            consumer.assign(tps)
+            consumer.seek_to_beginning(*tps)
+            ends = consumer.end_offsets(tps)
+            got: list[Got] = []
+            deadline = _deadline()
+            while any(consumer.position(tp) < ends[tp] for tp in tps):
+                if time.monotonic() > deadline:
+                    raise ClientFailure(
+                        f"{isolation} read timed out at positions {[consumer.position(tp) for tp in tps]}, "
+                        f"end offsets {ends}"
+                    )
+                for tp, msgs in consumer.poll(timeout_ms=500, max_records=1000).items():
+                    for m in msgs:
+                        got.append(Got(tp.partition, m.offset, m.key, m.value, m.timestamp, tuple(m.headers or ())))
+            return got
+        finally:
+            consumer.close()
+
+    alter_configs_api = "IncrementalAlterConfigs"
 
     def _admin(self, bootstrap: str, f):
         from kafka.admin import KafkaAdminClient
@@ -379,6 +548,53 @@ class KafkaPython:
 
     def topic_names(self, bootstrap: str) -> set[str]:
         return set(self._admin(bootstrap, lambda a: a.list_topics()))
+
+    # ---- consumer-group administration; kafka-python 3.0's admin client
+    # also has multi-group OffsetFetch (v8) and OffsetDelete.
+
+    def list_groups(self, bootstrap: str) -> dict[str, str | None]:
+        return {g["group_id"]: (g.get("group_state") or "").lower() or None for g in self._admin(bootstrap, lambda a: a.list_groups())}
+
+    def describe_group(self, bootstrap: str, group: str) -> dict:
+        d = self._admin(bootstrap, lambda a: a.describe_groups([group]))[group]
+        if d["error"]:
+            raise ClientFailure(f"DescribeGroups {group}: {d['error']}")
+        members = []
+        for m in d["members"]:
+            assignment = {a["topic"]: a["partitions"] for a in (m["member_assignment"] or {}).get("assigned_partitions", [])}
+            members.append({"member_id": m["member_id"], "client_id": m["client_id"], "assignment": _sorted(assignment)})
+        return {"state": d["group_state"].lower(), "protocol": d["protocol_data"] or None, "members": members}
+
+    def group_offsets(self, bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
+        return self.groups_offsets(bootstrap, [group], topic, partitions)[group]
+
+    def groups_offsets(self, bootstrap: str, groups: list[str], topic: str, partitions: int) -> dict[str, dict[int, int]]:
+        """Several groups' offsets in one OffsetFetch (v8) per coordinator."""
+        from kafka import TopicPartition
+
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        res = self._admin(bootstrap, lambda a: a.list_group_offsets({g: tps for g in groups}))
+        return {g: {tp.partition: om.offset for tp, om in res[g].items()} for g in groups}
+
+    def delete_group(self, bootstrap: str, group: str) -> str | None:
+        outcome = self._admin(bootstrap, lambda a: a.delete_groups([group]))[group]
+        return None if outcome == "OK" else outcome
+
+    def set_group_offsets(self, bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
+        from kafka import OffsetAndMetadata, TopicPartition
+
+        self._admin(
+            bootstrap,
+            lambda a: a.alter_group_offsets(
+                group, {TopicPartition(topic, p): OffsetAndMetadata(o, "", -1) for p, o in offsets.items()}
+            ),
+        )
+
+    def delete_group_offsets(self, bootstrap: str, group: str, topic: str, partitions: list[int]):
+        """OffsetDelete; returns the client's per-partition outcome."""
+        from kafka import TopicPartition
+
+        return self._admin(bootstrap, lambda a: a.delete_group_offsets(group, [TopicPartition(topic, p) for p in partitions]))
 
     def offsets_for_times(self, bootstrap: str, topic: str, partitions: int, timestamp_ms: int) -> dict[int, int | None]:
         from kafka import KafkaConsumer, TopicPartition
@@ -520,9 +736,62 @@ class AioKafka:
         finally:
             await consumer.stop()
 
-    # aiokafka's admin client has alter_configs (AlterConfigs, API 33) only,
-    # which this broker does not serve (spec 08: IncrementalAlterConfigs).
-    can_alter_configs_incrementally = False
+    def read_isolated(self, bootstrap: str, topic: str, isolation: str) -> list[Got]:
+        """Like kafka-python's: until each position reaches the end offset."""
+        return asyncio.run(self._read_isolated(bootstrap, topic, isolation))
+
+    async def _read_isolated(self, bootstrap, topic, isolation):
+        from aiokafka import AIOKafkaConsumer, TopicPartition
+
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap,
+            group_id=None,
+            enable_auto_commit=False,
+            auto_offset_reset="none",
+            isolation_level=isolation,
+        )
+        parts = await self._partitions(bootstrap, topic)
+        await consumer.start()
+        try:
+            if not parts:
+                raise ClientFailure(f"no partitions of {topic} in metadata")
+            tps = [TopicPartition(topic, p) for p in parts]
+            consumer.assign(tps)
+            await consumer.seek_to_beginning(*tps)
+            ends = await consumer.end_offsets(tps)
+            got: list[Got] = []
+            deadline = _deadline()
+
+            async def behind():
+                return [tp for tp in tps if await consumer.position(tp) < ends[tp]]
+
+            while await behind():
+                if time.monotonic() > deadline:
+                    raise ClientFailure(f"{isolation} read timed out; end offsets {ends}")
+                batches = await consumer.getmany(timeout_ms=500, max_records=1000)
+                for tp, msgs in batches.items():
+                    for m in msgs:
+                        got.append(Got(tp.partition, m.offset, m.key, m.value, m.timestamp, tuple(m.headers or ())))
+            return got
+        finally:
+            await consumer.stop()
+
+    # aiokafka's admin client has alter_configs (AlterConfigs, API 33) only.
+    alter_configs_api = "AlterConfigs"
+
+    def alter_topic_config(self, bootstrap: str, topic: str, key: str, value: str) -> None:
+        from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+
+        responses = asyncio.run(
+            self._with_admin(
+                bootstrap,
+                lambda a: a.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic, configs={key: value})]),
+            )
+        )
+        for resp in responses:
+            for res in resp.to_object()["resources"]:
+                if res["error_code"] != 0:
+                    raise ClientFailure(f"AlterConfigs {topic}: {res}")
 
     async def _with_admin(self, bootstrap, f):
         from aiokafka.admin import AIOKafkaAdminClient
@@ -562,6 +831,33 @@ class AioKafka:
 
     def topic_names(self, bootstrap: str) -> set[str]:
         return set(asyncio.run(self._with_admin(bootstrap, lambda a: a.list_topics())))
+
+    # ---- consumer-group administration (aiokafka's admin client has no
+    # DeleteGroups and no way to set a group's offsets)
+
+    def list_groups(self, bootstrap: str) -> dict[str, str | None]:
+        return {g[0]: None for g in asyncio.run(self._with_admin(bootstrap, lambda a: a.list_consumer_groups()))}
+
+    def describe_group(self, bootstrap: str, group: str) -> dict:
+        [resp] = asyncio.run(self._with_admin(bootstrap, lambda a: a.describe_consumer_groups([group])))
+        [g] = resp.to_object()["groups"]
+        if g["error_code"] != 0:
+            raise ClientFailure(f"DescribeGroups {group}: {g}")
+        members = [
+            {"member_id": m["member_id"], "client_id": m["client_id"], "assignment": decode_assignment(m["member_assignment"])}
+            for m in g["members"]
+        ]
+        return {"state": g["state"].lower(), "protocol": g["protocol"] or None, "members": members}
+
+    def group_offsets(self, bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
+        from aiokafka import TopicPartition
+
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        res = asyncio.run(self._with_admin(bootstrap, lambda a: a.list_consumer_group_offsets(group, partitions=tps)))
+        return {tp.partition: om.offset for tp, om in res.items()}
+
+    delete_group = None
+    set_group_offsets = None
 
     def offsets_for_times(self, bootstrap: str, topic: str, partitions: int, timestamp_ms: int) -> dict[int, int | None]:
         return asyncio.run(self._offsets_for_times(bootstrap, topic, partitions, timestamp_ms))
@@ -656,8 +952,17 @@ class KafkaJs:
             raise ClientFailure(f"kafkajs acknowledged {len(acks)} of {len(records)} records")
         return [Ack(r.value, a["partition"], a["offset"]) for r, a in zip(records, acks)]
 
-    def read_all(self, bootstrap: str, topic: str, max_fetch_bytes: int | None = None) -> list[Got]:
-        res = self._run("read-all", {"bootstrap": bootstrap, "topic": topic, "maxBytes": max_fetch_bytes})
+    def read_isolated(self, bootstrap: str, topic: str, isolation: str) -> list[Got]:
+        """read-all with the isolation level given: its positions follow
+        the last offset of every batch, control batches included."""
+        return self.read_all(bootstrap, topic, isolation=isolation)
+
+    def read_all(
+        self, bootstrap: str, topic: str, max_fetch_bytes: int | None = None, isolation: str = "read_committed"
+    ) -> list[Got]:
+        res = self._run(
+            "read-all", {"bootstrap": bootstrap, "topic": topic, "maxBytes": max_fetch_bytes, "isolation": isolation}
+        )
         return [
             Got(
                 g["partition"],
@@ -670,13 +975,33 @@ class KafkaJs:
             for g in res["records"]
         ]
 
+    # ---- consumer-group administration
+
+    def list_groups(self, bootstrap: str) -> dict[str, str | None]:
+        return {g["groupId"]: None for g in self._run("list-groups", {"bootstrap": bootstrap})["groups"]}
+
+    def describe_group(self, bootstrap: str, group: str) -> dict:
+        return self._run("describe-group", {"bootstrap": bootstrap, "group": group})
+
+    def group_offsets(self, bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
+        res = self._run("group-offsets", {"bootstrap": bootstrap, "group": group, "topic": topic})
+        return {int(p): o for p, o in res["offsets"].items()}
+
+    def delete_group(self, bootstrap: str, group: str) -> str | None:
+        return self._run("delete-group", {"bootstrap": bootstrap, "group": group})["error"]
+
+    def set_group_offsets(self, bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
+        self._run("set-group-offsets", {"bootstrap": bootstrap, "group": group, "topic": topic, "offsets": offsets})
+
     def offsets_for_times(self, bootstrap: str, topic: str, partitions: int, timestamp_ms: int) -> dict[int, int | None]:
         res = self._run("offsets-for-times", {"bootstrap": bootstrap, "topic": topic, "timestamp": timestamp_ms})
         return {int(p): o for p, o in res["offsets"].items()}
 
-    # kafkajs's admin has alterConfigs (AlterConfigs, API 33) only, which
-    # this broker does not serve (spec 08: IncrementalAlterConfigs).
-    can_alter_configs_incrementally = False
+    # kafkajs's admin has alterConfigs (AlterConfigs, API 33) only.
+    alter_configs_api = "AlterConfigs"
+
+    def alter_topic_config(self, bootstrap: str, topic: str, key: str, value: str) -> None:
+        self._run("alter-topic-config", {"bootstrap": bootstrap, "topic": topic, "key": key, "value": value})
 
     def describe_topic_config(self, bootstrap: str, topic: str) -> dict[str, str | None]:
         return self._run("describe-topic-config", {"bootstrap": bootstrap, "topic": topic})["configs"]

@@ -78,6 +78,7 @@ class MkServer:
     log_path: Path
     banner: str
     args: list[str] = field(default_factory=list)
+    restarts: int = 0
 
     @property
     def bootstrap(self) -> str:
@@ -103,6 +104,36 @@ class MkServer:
             timeout=timeout_s,
             check=False,
         )
+
+    def restart(self) -> None:
+        """SIGTERM (must exit 0), then the same command line again: same
+        ports, same data dir. The new process logs to a new file."""
+        code = self.stop()
+        if code != 0:
+            raise ServerError(f"mk-server exited {code} after SIGTERM; log tail:\n{self.log_tail()}")
+        self.restarts += 1
+        log_path = self.log_path.with_name(f"{self.log_path.stem}-restart{self.restarts}.log")
+        env = dict(os.environ)
+        env.setdefault("RUST_LOG", "info")
+        with open(log_path, "wb") as log:
+            process = subprocess.Popen(
+                self.args, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, env=env
+            )
+        line = _read_banner(process, time.monotonic() + START_TIMEOUT_S)
+        if line is None or not line.startswith(BANNER_PREFIX):
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+            raise ServerError(
+                f"mk-server did not restart ({' '.join(self.args)}): banner {line!r}, exit {process.returncode}, "
+                f"stderr:\n{log_path.read_text(errors='replace')[-4000:]}"
+            )
+        kafka_addrs, json_addr = _parse_banner(line)
+        if (kafka_addrs, json_addr) != (self.kafka_addrs, self.json_addr):
+            process.kill()
+            process.wait()
+            raise ServerError(f"restarted mk-server listens elsewhere: {line!r}, was {self.banner!r}")
+        self.process, self.log_path, self.banner = process, log_path, line
 
     def stop(self) -> int:
         """SIGTERM, then wait for the graceful shutdown; returns the exit code."""

@@ -16,6 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mkinterop.drivers import DRIVERS  # noqa: E402
+from mkinterop.group import Members  # noqa: E402
 from mkinterop.kcat import create_topic_via_cli, kcat  # noqa: E402
 from mkinterop.model import Rec  # noqa: E402
 from mkinterop.server import MkServer, start_server  # noqa: E402
@@ -52,15 +53,29 @@ def three_brokers(tmp_path) -> MkServer:
     assert code == 0, f"mk-server exited with {code} after SIGTERM; log tail:\n{server.log_tail()}"
 
 
+@pytest.fixture
+def members(tmp_path) -> Members:
+    """Consumer-group members (child processes) of one scenario; any still
+    running at teardown are killed."""
+    group = Members(tmp_path)
+    yield group
+    group.cleanup()
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    """A failed scenario shows the tail of every server log it used."""
+    """A failed scenario shows the tail of every server log it used, and
+    what each of its group members did."""
     outcome = yield
     report = outcome.get_result()
     if report.failed:
         for value in getattr(item, "funcargs", {}).values():
             if isinstance(value, MkServer):
                 report.sections.append((f"mk-server log ({value.log_path})", value.log_tail(80)))
+            if isinstance(value, Members):
+                report.sections.extend(value.report_sections())
+        for server in getattr(item, "mk_servers", ()):
+            report.sections.append((f"mk-server log ({server.log_path})", server.log_tail(80)))
 
 
 CODECS = ("gzip", "snappy", "lz4", "zstd")
@@ -111,8 +126,10 @@ def _client_of(item) -> str:
         return params["client"]
     if "client_name" in params:
         return params["client_name"]
+    if "mix" in params:
+        return "mixed group (" + " + ".join(params["mix"][0]) + ")"
     module = item.module.__name__
-    if module == "test_kcat":
+    if module == "test_kcat" or (module != "test_environment" and item.name.startswith("test_kcat")):
         return "kcat"
     if module == "test_failover":
         return "failover (confluent-kafka -> kafka-python)"
@@ -121,9 +138,24 @@ def _client_of(item) -> str:
     return "environment"
 
 
+# Scenarios that mostly wait (session timeouts, transaction timeouts,
+# restarts) go first, so the xdist workers do not end on a long tail.
+SLOW_FIRST = (
+    "consume_transform_produce",
+    "left_open_past_its_timeout",
+    "killed_member_expires",
+    "failover",
+    "third_member",
+    "cooperative",
+    "static_member",
+    "survive_broker_restart",
+)
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         item.user_properties.append(("client", _client_of(item)))
+    items.sort(key=lambda item: not any(s in item.name for s in SLOW_FIRST))
 
 
 _RESULTS: dict[str, dict[str, list[str]]] = {}

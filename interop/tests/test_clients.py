@@ -167,20 +167,28 @@ def _wait_until(condition, what: str, timeout_s: float = 30.0):
 
 
 def test_admin_describe_and_alter_configs_add_partitions_delete_topic(broker, client):
-    """DescribeConfigs, IncrementalAlterConfigs (where the client has it),
-    CreatePartitions and DeleteTopics through the client's admin API."""
+    """DescribeConfigs, IncrementalAlterConfigs or AlterConfigs (whichever
+    the client's admin API has), CreatePartitions and DeleteTopics."""
     topic = unique_topic("admin", client.name)
     client.create_topic(broker.bootstrap, topic, partitions=1)
     configs = client.describe_topic_config(broker.bootstrap, topic)
     assert configs.get("cleanup.policy") == "delete", configs
     assert configs.get("retention.ms") == "604800000", configs
 
-    if client.can_alter_configs_incrementally:
-        client.alter_topic_config(broker.bootstrap, topic, "retention.ms", "3600000")
-        configs = client.describe_topic_config(broker.bootstrap, topic)
+    client.alter_topic_config(broker.bootstrap, topic, "retention.ms", "3600000")
+    configs = client.describe_topic_config(broker.bootstrap, topic)
+    assert configs.get("retention.ms") == "3600000", configs
+    # An independent client sees the change.
+    assert DRIVERS["confluent-kafka"].describe_topic_config(broker.bootstrap, topic)["retention.ms"] == "3600000"
+
+    client.alter_topic_config(broker.bootstrap, topic, "retention.bytes", "1048576")
+    configs = client.describe_topic_config(broker.bootstrap, topic)
+    assert configs.get("retention.bytes") == "1048576", configs
+    if client.alter_configs_api == "AlterConfigs":
+        # AlterConfigs replaces the topic's whole config set.
+        assert configs.get("retention.ms") == "604800000", configs
+    else:
         assert configs.get("retention.ms") == "3600000", configs
-        # An independent client sees the change.
-        assert DRIVERS["confluent-kafka"].describe_topic_config(broker.bootstrap, topic)["retention.ms"] == "3600000"
 
     client.create_partitions(broker.bootstrap, topic, 3)
     _wait_until(lambda: ((n := client.partition_count(broker.bootstrap, topic)) == 3, n), "3 partitions in metadata")
