@@ -384,6 +384,9 @@ fn compare(
     lines: &(dyn Fn(usize) -> Vec<Vec<u8>> + Sync),
     before_ours: &mut dyn FnMut(),
 ) {
+    if !selected(name) {
+        return;
+    }
     let targets = [
         limits.per_line.addr.as_str(),
         limits.per_read.addr.as_str(),
@@ -455,6 +458,12 @@ fn compare(
         "ours/limit",
         "median over the rounds of broker / batching limit, measured back to back",
     );
+}
+
+/// `MK_BENCH_ONLY=<substring>` runs only the figures whose name contains
+/// it (to reproduce or profile one figure).
+fn selected(name: &str) -> bool {
+    std::env::var("MK_BENCH_ONLY").map_or(true, |only| name.contains(&only))
 }
 
 fn unit_key(unit: &str) -> &'static str {
@@ -610,57 +619,59 @@ fn run(dir: &Path) {
         &mut renew,
     );
 
-    // Fetch: 500 records per request from a partition of 1M records; the
-    // limit answers with the broker's own answer to the first request.
-    ok(
-        &server.addr,
-        "{\"operation\":\"create_topic\",\"topic\":\"fetched\",\"partitions\":1,\"replication_factor\":1}",
-    );
-    let fill = batch_line("fetched", 0);
-    let total = 1_000_000usize;
-    for _ in 0..total / (100 * 100) {
-        // 100 pipelined requests of 100 records, then their answers.
-        let mut s = TcpStream::connect(&server.addr).unwrap();
-        s.write_all(&fill.repeat(100)).unwrap();
-        let mut r = BufReader::new(s);
-        for _ in 0..100 {
-            let mut l = String::new();
-            r.read_line(&mut l).unwrap();
-            assert!(l.starts_with("{\"ok\":true"), "{l}");
+    if selected("server.fetch") {
+        // Fetch: 500 records per request from a partition of 1M records; the
+        // limit answers with the broker's own answer to the first request.
+        ok(
+            &server.addr,
+            "{\"operation\":\"create_topic\",\"topic\":\"fetched\",\"partitions\":1,\"replication_factor\":1}",
+        );
+        let fill = batch_line("fetched", 0);
+        let total = 1_000_000usize;
+        for _ in 0..total / (100 * 100) {
+            // 100 pipelined requests of 100 records, then their answers.
+            let mut s = TcpStream::connect(&server.addr).unwrap();
+            s.write_all(&fill.repeat(100)).unwrap();
+            let mut r = BufReader::new(s);
+            for _ in 0..100 {
+                let mut l = String::new();
+                r.read_line(&mut l).unwrap();
+                assert!(l.starts_with("{\"ok\":true"), "{l}");
+            }
         }
-    }
-    let fetch = |offset: usize| {
-        format!(
+        let fetch = |offset: usize| {
+            format!(
             "{{\"operation\":\"fetch\",\"topic\":\"fetched\",\"partition\":0,\"offset\":{offset},\"max_records\":500}}\n"
         )
         .into_bytes()
-    };
-    let mut answer = call(&server.addr, &String::from_utf8(fetch(0)).unwrap()).into_bytes();
-    assert_eq!(
-        String::from_utf8_lossy(&answer)
-            .matches("\"offset\":")
-            .count(),
-        500
-    );
-    answer.push(b'\n');
-    let fetch_limits = Limits::start(&write_file(dir, "fetch.json", &answer));
-    let lines = |_| (0..total / 500).map(|i| fetch(i * 500)).collect();
-    compare(
-        "server.fetch.1x8",
-        "records/s",
-        500.0,
-        &fetch_limits,
-        &server.addr,
-        Load {
-            connections: 1,
-            window: 8,
-            secs,
-        },
-        "fetches of max_records 500 (100 B values) cycling over 1M records, page cache warm",
-        &lines,
-        &mut || {},
-    );
-    drop(fetch_limits);
+        };
+        let mut answer = call(&server.addr, &String::from_utf8(fetch(0)).unwrap()).into_bytes();
+        assert_eq!(
+            String::from_utf8_lossy(&answer)
+                .matches("\"offset\":")
+                .count(),
+            500
+        );
+        answer.push(b'\n');
+        let fetch_limits = Limits::start(&write_file(dir, "fetch.json", &answer));
+        let lines = |_| (0..total / 500).map(|i| fetch(i * 500)).collect();
+        compare(
+            "server.fetch.1x8",
+            "records/s",
+            500.0,
+            &fetch_limits,
+            &server.addr,
+            Load {
+                connections: 1,
+                window: 8,
+                secs,
+            },
+            "fetches of max_records 500 (100 B values) cycling over 1M records, page cache warm",
+            &lines,
+            &mut || {},
+        );
+        drop(fetch_limits);
+    }
     figure(
         "server.rss.peak_mib",
         server.peak_rss_mib(),
@@ -669,6 +680,9 @@ fn run(dir: &Path) {
     );
     drop(server);
 
+    if !selected("server.acks_all") {
+        return;
+    }
     // acks=all latency with three brokers and min ISR 2, real drivers,
     // against the limit's round trip.
     let limit = &limits.per_line;
