@@ -25,6 +25,20 @@ pub fn write_atomic_with(
     path: &Path,
     bytes: &[u8],
 ) -> Result<(), StorageError> {
+    let staged = stage(faults, path, bytes)?;
+    let dir = staged.dir().to_path_buf();
+    staged.commit(faults)?;
+    sync_dir_with(faults, &dir)
+}
+
+/// The first half of [`write_atomic_with`]: `bytes` written and fsynced
+/// beside `path`, not yet in its place. The expensive part (the fsync) can
+/// so run without the lock that guards the store, and the cheap rename
+/// ([`Staged::commit`]) under it, after checking that the store has not
+/// changed meanwhile; the directory fsync that makes the rename durable
+/// again needs no lock. A failure leaves the old file as it was and removes
+/// the temporary file.
+pub fn stage(faults: &FaultInjector, path: &Path, bytes: &[u8]) -> Result<Staged, StorageError> {
     let dir = path
         .parent()
         .ok_or_else(|| StorageError::unusable(path, "path has no parent directory"))?;
@@ -32,15 +46,50 @@ pub fn write_atomic_with(
         .file_name()
         .ok_or_else(|| StorageError::unusable(path, "path has no file name"))?;
     let tmp = dir.join(format!("{}.tmp", name.to_string_lossy()));
-    let replaced = write_synced(faults, &tmp, bytes).and_then(|()| {
-        faults.site_write(path)?;
-        fs::rename(&tmp, path).map_err(|e| StorageError::io(path, e))
-    });
-    if replaced.is_err() {
+    if let Err(e) = write_synced(faults, &tmp, bytes) {
         let _ = fs::remove_file(&tmp);
+        return Err(e);
     }
-    replaced?;
-    sync_dir_with(faults, dir)
+    Ok(Staged {
+        tmp,
+        path: path.to_path_buf(),
+    })
+}
+
+/// A file written and fsynced beside its place (see [`stage`]).
+#[derive(Debug)]
+pub struct Staged {
+    tmp: std::path::PathBuf,
+    path: std::path::PathBuf,
+}
+
+impl Staged {
+    /// Where the file goes.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The directory whose fsync makes the commit durable.
+    pub fn dir(&self) -> &Path {
+        self.path.parent().unwrap_or(Path::new("."))
+    }
+
+    /// Renames the file into place (readers see the old or the new file).
+    pub fn commit(self, faults: &FaultInjector) -> Result<(), StorageError> {
+        let moved = faults
+            .site_write(&self.path)
+            .and_then(|()| fs::rename(&self.tmp, &self.path).map_err(|e| StorageError::io(&self.path, e)));
+        if moved.is_err() {
+            let _ = fs::remove_file(&self.tmp);
+        }
+        moved
+    }
+
+    /// Drops the staged file: the store changed while it was written, so it
+    /// no longer describes it.
+    pub fn discard(self) {
+        let _ = fs::remove_file(&self.tmp);
+    }
 }
 
 /// Creates (or replaces) `path` with `bytes` and fsyncs it.
