@@ -38,6 +38,11 @@ pub(crate) struct PartitionSlot {
     /// metadata) share the lock; appends and steps take it exclusively.
     pub set: RwLock<Option<PartitionReplicaSet>>,
     pub hw_moved: Notify,
+    /// More than one replica: only such a partition has followers to copy
+    /// to, so only its appends wake the replication driver, and the driver
+    /// visits only such partitions (a single-replica partition's high
+    /// watermark moves with the append itself).
+    pub replicated: bool,
     /// What the flush policy needs to know since the last fsync.
     pub unflushed: Mutex<Unflushed>,
     /// Set once when damage takes the partition offline (`health.rs`).
@@ -608,6 +613,7 @@ impl PartitionSlot {
     pub(crate) fn new(tp: TopicPartition, set: PartitionReplicaSet, now_ms: i64) -> Self {
         Self {
             tp,
+            replicated: set.replicas().len() > 1,
             set: RwLock::new(Some(set)),
             hw_moved: Notify::new(),
             unflushed: Mutex::new(Unflushed::synced(now_ms)),
@@ -622,6 +628,7 @@ impl PartitionSlot {
             tp,
             set: RwLock::new(None),
             hw_moved: Notify::new(),
+            replicated: false,
             unflushed: Mutex::new(Unflushed::synced(now_ms)),
             damaged: std::sync::OnceLock::new(),
         };

@@ -234,7 +234,9 @@ impl BrokerCluster {
 
     /// Wakes whoever waits for data and applies the flush policy.
     fn after_append(&self, slot: &PartitionSlot, records: u64) -> Result<()> {
-        self.appended.notify_one();
+        if slot.replicated {
+            self.appended.notify_one();
+        }
         slot.hw_moved.notify_waiters();
         let policy = self.config.flush;
         if policy.messages.is_none() && policy.interval_ms.is_none() {

@@ -28,6 +28,9 @@ impl BrokerCluster {
         // others; the first error is reported after all were tried.
         let mut first_error = None;
         for slot in self.healthy_slots() {
+            if !slot.replicated {
+                continue;
+            }
             let r = self.with_slot(&slot, |set| {
                 set.replicate_all_once()?;
                 Ok(())
