@@ -25,7 +25,7 @@ pub fn write_atomic_with(
     path: &Path,
     bytes: &[u8],
 ) -> Result<(), StorageError> {
-    let staged = stage(faults, path, bytes)?;
+    let staged = stage_as(faults, path, bytes, "tmp")?;
     let dir = staged.dir().to_path_buf();
     staged.commit(faults)?;
     sync_dir_with(faults, &dir)
@@ -37,15 +37,26 @@ pub fn write_atomic_with(
 /// ([`Staged::commit`]) under it, after checking that the store has not
 /// changed meanwhile; the directory fsync that makes the rename durable
 /// again needs no lock. A failure leaves the old file as it was and removes
-/// the temporary file.
+/// the temporary file. The staged file is `<name>.staged`, apart from the
+/// `<name>.tmp` of [`write_atomic_with`], so a staged write outside the lock
+/// and an atomic write under it never share a temporary file.
 pub fn stage(faults: &FaultInjector, path: &Path, bytes: &[u8]) -> Result<Staged, StorageError> {
+    stage_as(faults, path, bytes, "staged")
+}
+
+fn stage_as(
+    faults: &FaultInjector,
+    path: &Path,
+    bytes: &[u8],
+    suffix: &str,
+) -> Result<Staged, StorageError> {
     let dir = path
         .parent()
         .ok_or_else(|| StorageError::unusable(path, "path has no parent directory"))?;
     let name = path
         .file_name()
         .ok_or_else(|| StorageError::unusable(path, "path has no file name"))?;
-    let tmp = dir.join(format!("{}.tmp", name.to_string_lossy()));
+    let tmp = dir.join(format!("{}.{suffix}", name.to_string_lossy()));
     if let Err(e) = write_synced(faults, &tmp, bytes) {
         let _ = fs::remove_file(&tmp);
         return Err(e);

@@ -152,13 +152,19 @@ pub struct PartitionLog {
     leader_epoch: i32,
     /// Never empty; the last segment is the active one.
     pub(crate) segments: Vec<Segment>,
-    active_file: File,
+    pub(crate) active_file: File,
     pub(crate) txns: TxnIndex,
     scratch: Vec<u8>,
     /// Set by the first I/O failure; every later write is refused.
     failed: Option<String>,
     /// Files were created or removed since the directory was last fsynced.
-    dir_dirty: bool,
+    pub(crate) dir_dirty: bool,
+    /// Segment rolls so far (a flush outside the lock checks it: see
+    /// `flush.rs`).
+    pub(crate) rolls: u64,
+    /// Changes that rewrote stored bytes or removed segments (truncation,
+    /// retention, compaction) so far.
+    pub(crate) rewrites: u64,
     /// Base offsets listed in the recovery checkpoint on disk (empty when
     /// there is none): the flush rewrites it when the closed segments change.
     pub(crate) recovery_bases: Vec<i64>,
@@ -224,6 +230,8 @@ impl PartitionLog {
             scratch: Vec::new(),
             failed: None,
             dir_dirty,
+            rolls: 0,
+            rewrites: 0,
             recovery_bases,
             after_crash,
         };
@@ -578,6 +586,7 @@ impl PartitionLog {
         self.segments.push(Segment::empty(leo));
         self.active_file = file;
         self.dir_dirty = true;
+        self.rolls += 1;
         Ok(())
     }
 
@@ -592,29 +601,14 @@ impl PartitionLog {
     }
 
     fn flush_inner(&mut self) -> Result<()> {
-        let last = self.segments.len() - 1;
-        for i in 0..self.segments.len() {
-            if !self.segments[i].unsynced {
-                continue;
-            }
-            let path = self.segments[i].path(&self.dir, LOG_EXT);
-            if i == last {
-                self.synced(&path, |log| log.active_file.sync_data())?;
-            } else {
-                self.synced(&path, |_| sync_file(&path))?;
-                for ext in [INDEX_EXT, TIME_INDEX_EXT] {
-                    let p = self.segments[i].path(&self.dir, ext);
-                    if p.exists() {
-                        self.synced(&p, |_| sync_file(&p))?;
-                    }
-                }
-            }
-            self.segments[i].unsynced = false;
-        }
+        // The three steps of the flush cycle (flush.rs), with nothing in
+        // between; the checkpoint's rename is made durable right away.
+        let synced = self.plan_flush()?.sync();
+        self.finish_flush(synced)?;
         if self.dir_dirty {
             self.sync_dir()?;
         }
-        self.write_recovery_checkpoint()
+        Ok(())
     }
 
     pub(crate) fn sync_dir(&mut self) -> Result<()> {
@@ -667,6 +661,7 @@ impl PartitionLog {
         if next_offset == self.leo() {
             return Ok(());
         }
+        self.rewrites += 1;
         let i = self.segment_index_for(next_offset);
         let cut = self.boundary_position(i, next_offset)?;
         if i + 1 < self.segments.len()
@@ -1035,10 +1030,6 @@ impl PartitionLog {
         }
         Ok(best)
     }
-}
-
-fn sync_file(path: &Path) -> std::io::Result<()> {
-    File::open(path).and_then(|f| f.sync_all())
 }
 
 pub(crate) fn remove_segment_files(dir: &Path, base: i64) -> Result<()> {

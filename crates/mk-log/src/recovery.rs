@@ -10,7 +10,7 @@
 //! everything is scanned. Every path yields the same segments and
 //! transaction index, only at different cost.
 
-use crate::checkpoint::{Checkpoint, CheckpointKind, SegmentSummary};
+use crate::checkpoint::{Checkpoint, CheckpointKind};
 use crate::codec;
 use crate::error::{LogError, Result};
 use crate::fsutil;
@@ -371,39 +371,13 @@ fn intact_frame_after(
 }
 
 impl PartitionLog {
-    /// Records the recovery point: every closed segment is fsynced now, so
-    /// after a crash only the active segment (and anything rolled after this
-    /// flush) needs a scan. Rewritten only when the closed segments changed.
-    pub(crate) fn write_recovery_checkpoint(&mut self) -> Result<()> {
-        let closed = &self.segments[..self.segments.len() - 1];
-        if closed
-            .iter()
-            .map(|s| s.base_offset)
-            .eq(self.recovery_bases.iter().copied())
-        {
-            return Ok(());
-        }
-        let active_base = self.active_segment().base_offset;
-        // The transaction index as it stood at the recovery point.
-        let mut txns = self.txns.clone();
-        txns.truncate(active_base);
-        let cp = Checkpoint {
-            segments: closed.iter().map(SegmentSummary::of).collect(),
-            txns,
-        };
-        let path = self.dir.join(CheckpointKind::RecoveryPoint.file_name());
-        self.config.faults.before_write(&path)?;
-        fsutil::write_atomic_with(&self.config.faults, &path, &cp.encode())?;
-        self.recovery_bases = closed.iter().map(|s| s.base_offset).collect();
-        Ok(())
-    }
-
     /// Forgets the recovery point before closed segments change (truncation,
     /// deletion, compaction), so a crash never trusts a stale summary. The
     /// next flush writes a new one.
     pub(crate) fn invalidate_recovery_checkpoint(&mut self) -> Result<()> {
         let path = self.dir.join(CheckpointKind::RecoveryPoint.file_name());
         self.recovery_bases.clear();
+        self.rewrites += 1;
         if path.exists() {
             fsutil::remove_if_exists(&path)?;
             fsutil::sync_dir_with(&self.config.faults, &self.dir)?;

@@ -1,0 +1,312 @@
+//! The flush in three steps, so the slow part holds no lock.
+//!
+//! [`PartitionLog::flush`] fsyncs under `&mut self`, which for a broker
+//! means under the partition's write lock: every append and fetch of the
+//! partition waits for the disk, up to tens of milliseconds per cycle. The
+//! flush cycle of a broker instead:
+//!
+//! 1. [`PartitionLog::plan_flush`] (under the lock, no I/O but opening
+//!    files): which files hold unsynced bytes, as file handles, and the
+//!    recovery checkpoint that describes the closed segments once they are
+//!    synced;
+//! 2. [`FlushPlan::sync`] (no lock): the fsyncs, then the checkpoint written
+//!    and fsynced beside its place ([`fsutil::stage`]);
+//! 3. [`PartitionLog::finish_flush`] (under the lock, no fsync): marks
+//!    synced what has not changed since step 1 and renames the checkpoint
+//!    into place.
+//!
+//! Appends between steps 1 and 3 are simply not covered: the active
+//! segment keeps its unsynced mark when it grew, and the next flush syncs
+//! it. Anything that rewrote the log meanwhile (truncation, retention,
+//! compaction: the `rewrites` counter) makes step 3 mark nothing and drop
+//! the checkpoint, whose summary may no longer hold. A failed fsync latches
+//! the log in step 3 exactly as in `flush`.
+
+use crate::checkpoint::{Checkpoint, CheckpointKind, SegmentSummary};
+use crate::error::{LogError, Result};
+use crate::fault::FaultInjector;
+use crate::fsutil::{self, Staged};
+use crate::log::PartitionLog;
+use crate::segment::{INDEX_EXT, LOG_EXT, TIME_INDEX_EXT};
+use std::fs::File;
+use std::path::PathBuf;
+
+/// What one flush must make durable, collected by
+/// [`PartitionLog::plan_flush`]; [`FlushPlan::sync`] does it without the
+/// log.
+#[derive(Debug)]
+pub struct FlushPlan {
+    faults: std::sync::Arc<FaultInjector>,
+    /// Files to fsync; `true` when only the data matters (`fdatasync`).
+    files: Vec<(PathBuf, File, bool)>,
+    /// `(base offset, size)` of every segment the files above cover.
+    segments: Vec<(i64, u64)>,
+    /// The directory, when entries in it changed since its last fsync.
+    dir: Option<PathBuf>,
+    /// The recovery checkpoint to write, with the bases it lists.
+    checkpoint: Option<(PathBuf, Vec<u8>, Vec<i64>)>,
+    rewrites: u64,
+    rolls: u64,
+}
+
+/// The outcome of [`FlushPlan::sync`], for [`PartitionLog::finish_flush`].
+#[derive(Debug)]
+pub struct SyncedFlush {
+    plan: FlushPlan,
+    result: Result<Option<(Staged, Vec<i64>)>>,
+}
+
+impl FlushPlan {
+    /// True when there is nothing to make durable.
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty() && self.dir.is_none() && self.checkpoint.is_none()
+    }
+
+    /// The fsyncs of the plan, then the staged checkpoint. Needs no lock:
+    /// the files are this plan's own handles.
+    pub fn sync(mut self) -> SyncedFlush {
+        let result = self.sync_all().and_then(|()| {
+            let Some((path, bytes, bases)) = self.checkpoint.take() else {
+                return Ok(None);
+            };
+            self.faults.before_write(&path)?;
+            let staged = fsutil::stage(&self.faults, &path, &bytes)?;
+            Ok(Some((staged, bases)))
+        });
+        SyncedFlush { plan: self, result }
+    }
+
+    fn sync_all(&self) -> Result<()> {
+        for (path, file, data_only) in &self.files {
+            self.faults.before_sync(path)?;
+            let synced = if *data_only {
+                file.sync_data()
+            } else {
+                file.sync_all()
+            };
+            synced.map_err(|e| LogError::io(path, e))?;
+        }
+        if let Some(dir) = &self.dir {
+            self.faults.before_sync(dir)?;
+            File::open(dir)
+                .and_then(|d| d.sync_all())
+                .map_err(|e| LogError::io(dir, e))?;
+        }
+        Ok(())
+    }
+}
+
+impl PartitionLog {
+    /// Step 1 of the lock-free flush (see the module docs): cheap, under the
+    /// caller's lock.
+    pub fn plan_flush(&mut self) -> Result<FlushPlan> {
+        self.check_writable()?;
+        let mut plan = FlushPlan {
+            faults: self.config.faults.clone(),
+            files: Vec::new(),
+            segments: Vec::new(),
+            dir: self.dir_dirty.then(|| self.dir.clone()),
+            checkpoint: None,
+            rewrites: self.rewrites,
+            rolls: self.rolls,
+        };
+        let last = self.segments.len() - 1;
+        for (i, seg) in self.segments.iter().enumerate() {
+            if !seg.unsynced {
+                continue;
+            }
+            let path = seg.path(&self.dir, LOG_EXT);
+            if i == last {
+                let file = self
+                    .active_file
+                    .try_clone()
+                    .map_err(|e| LogError::io(&path, e))?;
+                plan.files.push((path, file, true));
+            } else {
+                let file = File::open(&path).map_err(|e| LogError::io(&path, e))?;
+                plan.files.push((path, file, false));
+                for ext in [INDEX_EXT, TIME_INDEX_EXT] {
+                    let p = seg.path(&self.dir, ext);
+                    if let Ok(f) = File::open(&p) {
+                        plan.files.push((p, f, false));
+                    }
+                }
+            }
+            plan.segments.push((seg.base_offset, seg.size));
+        }
+        let closed = &self.segments[..last];
+        if !closed
+            .iter()
+            .map(|s| s.base_offset)
+            .eq(self.recovery_bases.iter().copied())
+        {
+            // The recovery point: every closed segment is synced once this
+            // plan is (the ones marked unsynced are in it), so after a crash
+            // only the segments from the active one on need a scan.
+            // Rewritten only when the closed segments changed.
+            let mut txns = self.txns.clone();
+            txns.truncate(self.active_segment().base_offset);
+            let cp = Checkpoint {
+                segments: closed.iter().map(SegmentSummary::of).collect(),
+                txns,
+            };
+            let path = self.dir.join(CheckpointKind::RecoveryPoint.file_name());
+            let bases = closed.iter().map(|s| s.base_offset).collect();
+            plan.checkpoint = Some((path, cp.encode(), bases));
+        }
+        Ok(plan)
+    }
+
+    /// Step 3 of the lock-free flush: under the caller's lock again.
+    /// Returns the error of step 2 (the log then refuses writes, as after a
+    /// failed `flush`).
+    pub fn finish_flush(&mut self, synced: SyncedFlush) -> Result<()> {
+        let SyncedFlush { plan, result } = synced;
+        let staged = match result {
+            Ok(staged) => staged,
+            Err(e) => {
+                if e.is_storage_failure() {
+                    self.latch(&e);
+                }
+                return Err(e);
+            }
+        };
+        if plan.rewrites != self.rewrites {
+            // Truncated, compacted or shortened meanwhile: what was synced
+            // may not be what the log now holds. The next flush redoes it.
+            if let Some((staged, _)) = staged {
+                staged.discard();
+            }
+            return Ok(());
+        }
+        for (base, size) in &plan.segments {
+            if let Some(seg) = self.segments.iter_mut().find(|s| s.base_offset == *base)
+                && seg.size == *size
+            {
+                seg.unsynced = false;
+            }
+        }
+        if plan.dir.is_some() && plan.rolls == self.rolls {
+            self.dir_dirty = false;
+        }
+        if let Some((staged, bases)) = staged {
+            if let Err(e) = staged.commit(&self.config.faults) {
+                return self.fail(e.into());
+            }
+            self.recovery_bases = bases;
+            // The rename is durable with the next directory fsync; until
+            // then a crash finds the previous checkpoint, which listed a
+            // prefix of the same segments and stays true.
+            self.dir_dirty = true;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::checkpoint::CheckpointKind;
+    use crate::log::{LogConfig, PartitionLog};
+    use crate::record::{Record, RecordBatch};
+    use bytes::Bytes;
+
+    fn small_segments() -> LogConfig {
+        LogConfig {
+            segment_max_bytes: 1_024,
+            ..LogConfig::default()
+        }
+    }
+
+    fn append(log: &mut PartitionLog, n: usize) {
+        for i in 0..n {
+            let value = Bytes::from(vec![b'v'; 200]);
+            let r = Record::new(Some(Bytes::from(format!("k{i}"))), Some(value), 1);
+            log.append(RecordBatch::new(vec![r]).unwrap()).unwrap();
+        }
+    }
+
+    fn unsynced(log: &PartitionLog) -> Vec<i64> {
+        log.segments
+            .iter()
+            .filter(|s| s.unsynced)
+            .map(|s| s.base_offset)
+            .collect()
+    }
+
+    #[test]
+    fn appends_between_plan_and_finish_stay_unsynced() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = PartitionLog::open(dir.path(), small_segments(), 0).unwrap();
+        append(&mut log, 12);
+        // A fresh active segment with room for the append below.
+        log.roll().unwrap();
+        append(&mut log, 1);
+        let closed_at_plan: Vec<i64> = log.segments[..log.segments.len() - 1]
+            .iter()
+            .map(|s| s.base_offset)
+            .collect();
+        assert!(closed_at_plan.len() >= 2, "the appends rolled segments");
+        let plan = log.plan_flush().unwrap();
+        let active_at_plan = log.active_segment().base_offset;
+        // Without the lock: another append lands in the planned active
+        // segment while the fsyncs run.
+        append(&mut log, 1);
+        assert_eq!(log.active_segment().base_offset, active_at_plan);
+        let synced = plan.sync();
+        log.finish_flush(synced).unwrap();
+
+        let left = unsynced(&log);
+        assert!(
+            left.contains(&active_at_plan),
+            "the grown segment keeps its mark: {left:?}"
+        );
+        assert!(
+            closed_at_plan.iter().all(|b| !left.contains(b)),
+            "segments closed at plan time are synced: {left:?}"
+        );
+        assert_eq!(log.recovery_bases, closed_at_plan);
+        assert!(dir.path().join(CheckpointKind::RecoveryPoint.file_name()).exists());
+        assert!(
+            !std::fs::read_dir(dir.path())
+                .unwrap()
+                .any(|e| e.unwrap().file_name().to_string_lossy().ends_with(".staged")),
+            "the staged checkpoint was renamed into place"
+        );
+    }
+
+    #[test]
+    fn a_truncation_between_plan_and_finish_discards_the_flush() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = PartitionLog::open(dir.path(), small_segments(), 0).unwrap();
+        append(&mut log, 12);
+        let plan = log.plan_flush().unwrap();
+        log.truncate_to(1).unwrap();
+        let synced = plan.sync();
+        log.finish_flush(synced).unwrap();
+
+        assert!(log.recovery_bases.is_empty(), "no summary of the old segments");
+        assert!(!dir.path().join(CheckpointKind::RecoveryPoint.file_name()).exists());
+        assert!(
+            !std::fs::read_dir(dir.path())
+                .unwrap()
+                .any(|e| e.unwrap().file_name().to_string_lossy().ends_with(".staged")),
+            "the staged checkpoint was removed"
+        );
+        // The next flush covers what is there now.
+        log.flush().unwrap();
+        assert!(unsynced(&log).is_empty());
+    }
+
+    #[test]
+    fn a_failed_fsync_outside_the_lock_latches_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = PartitionLog::open(dir.path(), small_segments(), 0).unwrap();
+        append(&mut log, 3);
+        let plan = log.plan_flush().unwrap();
+        log.config.faults.fail_syncs(true);
+        let synced = plan.sync();
+        let e = log.finish_flush(synced).unwrap_err();
+        assert!(e.is_storage_failure(), "{e}");
+        assert!(log.check_writable().is_err(), "the log refuses writes");
+    }
+}
