@@ -3,7 +3,7 @@
 //! The server drives the same steps from timers; no behavior exists only
 //! in a background loop.
 
-use crate::cluster::{BrokerCluster, Unflushed};
+use crate::cluster::{BrokerCluster, PartitionSlot, Unflushed};
 use crate::config::{BrokerId, CleanupPolicy};
 use crate::error::{ClusterError, Result};
 use mk_core::TopicPartition;
@@ -107,10 +107,10 @@ impl BrokerCluster {
         // not be written (a full disk): durability must not wait for space.
         let mut first_error = None;
         for slot in self.healthy_slots() {
-            match self.with_slot(&slot, |set| Ok(set.checkpoint()?)) {
+            let planned_at = self.clock.now_ms();
+            match self.flush_slot(&slot) {
                 Ok(()) => {
-                    *slot.unflushed.lock().expect("flush state") =
-                        Unflushed::synced(self.clock.now_ms());
+                    *slot.unflushed.lock().expect("flush state") = Unflushed::synced(planned_at);
                 }
                 Err(e) => {
                     self.check_running()?;
@@ -126,6 +126,17 @@ impl BrokerCluster {
             Some(e) => Err(e),
             None => flushed,
         }
+    }
+
+    /// One partition's checkpoint in the three steps of mk-replication's
+    /// `flush.rs`: planned under the partition lock, fsynced without it (so
+    /// appends and fetches of the partition go on while the disk works),
+    /// finished under it. Appends that land while the fsyncs run are synced
+    /// by the next cycle.
+    fn flush_slot(&self, slot: &PartitionSlot) -> Result<()> {
+        let plan = self.with_slot(slot, |set| Ok(set.plan_checkpoint()?))?;
+        let synced = plan.sync();
+        self.with_slot(slot, |set| Ok(set.finish_checkpoint(synced)?))
     }
 
     /// Applies retention to one topic: with `overrides`, those limits; else

@@ -54,6 +54,16 @@ pub struct FlushPlan {
 pub struct SyncedFlush {
     plan: FlushPlan,
     result: Result<Option<(Staged, Vec<i64>)>>,
+    /// The failure was an fsync's: it latches the log whatever its kind.
+    fsync_failed: bool,
+}
+
+impl SyncedFlush {
+    /// Whether the fsyncs (and the staged checkpoint) succeeded; the error
+    /// itself reaches the caller through `finish_flush`.
+    pub fn succeeded(&self) -> bool {
+        self.result.is_ok()
+    }
 }
 
 impl FlushPlan {
@@ -65,15 +75,23 @@ impl FlushPlan {
     /// The fsyncs of the plan, then the staged checkpoint. Needs no lock:
     /// the files are this plan's own handles.
     pub fn sync(mut self) -> SyncedFlush {
-        let result = self.sync_all().and_then(|()| {
-            let Some((path, bytes, bases)) = self.checkpoint.take() else {
-                return Ok(None);
+        if let Err(e) = self.sync_all() {
+            return SyncedFlush {
+                plan: self,
+                result: Err(e),
+                fsync_failed: true,
             };
+        }
+        let result = self.checkpoint.take().map_or(Ok(None), |(path, bytes, bases)| {
             self.faults.before_write(&path)?;
             let staged = fsutil::stage(&self.faults, &path, &bytes)?;
             Ok(Some((staged, bases)))
         });
-        SyncedFlush { plan: self, result }
+        SyncedFlush {
+            plan: self,
+            result,
+            fsync_failed: false,
+        }
     }
 
     fn sync_all(&self) -> Result<()> {
@@ -97,6 +115,20 @@ impl FlushPlan {
 }
 
 impl PartitionLog {
+    /// Counts the changes that rewrote stored bytes or removed segments
+    /// (truncation, retention, compaction). Whoever writes state derived
+    /// from the log outside its lock (a producer snapshot, a high-watermark
+    /// checkpoint) puts it in place only if this did not change meanwhile.
+    pub fn rewrite_count(&self) -> u64 {
+        self.rewrites
+    }
+
+    /// Files in the log's directory were created, renamed or removed by its
+    /// owner: the next flush fsyncs the directory.
+    pub fn note_dir_changed(&mut self) {
+        self.dir_dirty = true;
+    }
+
     /// Step 1 of the lock-free flush (see the module docs): cheap, under the
     /// caller's lock.
     pub fn plan_flush(&mut self) -> Result<FlushPlan> {
@@ -161,15 +193,20 @@ impl PartitionLog {
     /// Returns the error of step 2 (the log then refuses writes, as after a
     /// failed `flush`).
     pub fn finish_flush(&mut self, synced: SyncedFlush) -> Result<()> {
-        let SyncedFlush { plan, result } = synced;
+        let SyncedFlush {
+            plan,
+            result,
+            fsync_failed,
+        } = synced;
         let staged = match result {
             Ok(staged) => staged,
-            Err(e) => {
-                if e.is_storage_failure() {
-                    self.latch(&e);
-                }
+            // After a failed fsync nobody knows what the disk holds; a
+            // failed checkpoint write (a full disk) changed nothing.
+            Err(e) if fsync_failed => {
+                self.latch(&e);
                 return Err(e);
             }
+            Err(e) => return self.fail(e),
         };
         if plan.rewrites != self.rewrites {
             // Truncated, compacted or shortened meanwhile: what was synced

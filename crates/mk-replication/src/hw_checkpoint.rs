@@ -10,22 +10,15 @@
 
 use crate::error::{ReplicationError, Result};
 use mk_core::TopicPartition;
-use mk_log::{FaultInjector, StorageError, fsutil};
+use mk_log::{StorageError, fsutil};
 use std::path::Path;
 
 /// File name of the checkpoint inside a replica's partition directory.
 pub const HW_CHECKPOINT_FILE: &str = "replication-offset-checkpoint";
 
-/// Writes `high_watermark` for `tp` into the partition directory `dir`.
-pub(crate) fn write(
-    faults: &FaultInjector,
-    dir: &Path,
-    tp: &TopicPartition,
-    high_watermark: i64,
-) -> Result<()> {
-    let text = format!("0\n1\n{} {} {high_watermark}\n", tp.topic, tp.partition);
-    fsutil::write_atomic_with(faults, &dir.join(HW_CHECKPOINT_FILE), text.as_bytes())?;
-    Ok(())
+/// The checkpoint file's bytes for `high_watermark`.
+pub(crate) fn encode(tp: &TopicPartition, high_watermark: i64) -> Vec<u8> {
+    format!("0\n1\n{} {} {high_watermark}\n", tp.topic, tp.partition).into_bytes()
 }
 
 /// Reads the checkpoint of `dir`; `None` if there is none yet. A damaged
@@ -72,6 +65,13 @@ pub(crate) fn read(dir: &Path, tp: &TopicPartition) -> Result<Option<i64>> {
 mod tests {
     use super::*;
     use mk_core::ErrorCode;
+    use mk_log::FaultInjector;
+
+    /// What the flush writes (through `fsutil::stage` and a rename).
+    fn write(_: &FaultInjector, dir: &Path, tp: &TopicPartition, hw: i64) -> Result<()> {
+        fsutil::write_atomic(&dir.join(HW_CHECKPOINT_FILE), &encode(tp, hw))?;
+        Ok(())
+    }
 
     #[test]
     fn round_trip_and_damage() {

@@ -375,26 +375,17 @@ pub(crate) fn list_snapshots(dir: &Path) -> Result<Vec<i64>> {
     Ok(offsets)
 }
 
-/// Writes the snapshot atomically and keeps only the newest
-/// [`SNAPSHOTS_KEPT`] files.
-pub(crate) fn write_snapshot(
-    faults: &FaultInjector,
-    dir: &Path,
-    snapshot: &Snapshot,
-) -> Result<()> {
-    fsutil::write_atomic_with(
-        faults,
-        &snapshot_path(dir, snapshot.offset),
-        &snapshot.encode(),
-    )?;
+/// Removes all but the newest [`SNAPSHOTS_KEPT`] snapshot files (without a
+/// directory fsync); true when it removed any.
+pub(crate) fn prune_snapshots(dir: &Path) -> Result<bool> {
     let offsets = list_snapshots(dir)?;
-    if offsets.len() > SNAPSHOTS_KEPT {
-        for offset in &offsets[..offsets.len() - SNAPSHOTS_KEPT] {
-            fsutil::remove_if_exists(&snapshot_path(dir, *offset))?;
-        }
-        fsutil::sync_dir_with(faults, dir)?;
+    if offsets.len() <= SNAPSHOTS_KEPT {
+        return Ok(false);
     }
-    Ok(())
+    for offset in &offsets[..offsets.len() - SNAPSHOTS_KEPT] {
+        fsutil::remove_if_exists(&snapshot_path(dir, *offset))?;
+    }
+    Ok(true)
 }
 
 /// Deletes every snapshot above `offset` (the log now ends there).
@@ -462,6 +453,14 @@ fn discard(path: &Path, reason: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What the flush does (through `fsutil::stage`, a rename and
+    /// `prune_snapshots`).
+    fn write_snapshot(_: &FaultInjector, dir: &Path, snapshot: &Snapshot) -> Result<()> {
+        fsutil::write_atomic(&snapshot_path(dir, snapshot.offset), &snapshot.encode())?;
+        prune_snapshots(dir)?;
+        Ok(())
+    }
     use bytes::Bytes;
     use mk_core::ErrorCode;
     use mk_log::{ControlType, LogConfig, Record, RecordBatch};

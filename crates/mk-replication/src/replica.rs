@@ -173,36 +173,35 @@ impl Replica {
         Ok(())
     }
 
-    /// Writes a producer snapshot at the LEO unless the newest one already
-    /// describes the same offset and registrations.
-    pub(crate) fn write_snapshot(&mut self, registrations: &Registrations) -> Result<()> {
+    /// The snapshot `write_snapshot` would write now (`None` when the newest
+    /// one already holds this state): its offset and encoded bytes, for a
+    /// flush that writes it outside the partition lock.
+    pub(crate) fn snapshot_to_write(&self, registrations: &Registrations) -> Option<(i64, Vec<u8>)> {
         let offset = self.leo();
         if self
             .snapshot
             .as_ref()
             .is_some_and(|(o, r)| *o == offset && r == registrations)
         {
-            return Ok(());
+            return None;
         }
-        producer_state::write_snapshot(
-            &self.log.config().faults,
-            &self.dir,
-            &Snapshot {
-                offset,
-                state: self.producers.clone(),
-                registrations: registrations.clone(),
-            },
-        )?;
+        let snapshot = Snapshot {
+            offset,
+            state: self.producers.clone(),
+            registrations: registrations.clone(),
+        };
+        Some((offset, snapshot.encode()))
+    }
+
+    /// Records that the snapshot at `offset` is in place (written outside
+    /// the lock) and keeps only the newest files. The removals are made
+    /// durable by the log's next directory fsync; an older snapshot that
+    /// survives a crash is still true.
+    pub(crate) fn snapshot_written(&mut self, offset: i64, registrations: &Registrations) -> Result<()> {
         self.snapshot = Some((offset, registrations.clone()));
+        producer_state::prune_snapshots(&self.dir)?;
+        self.log.note_dir_changed();
         Ok(())
     }
 
-    /// Writes `hw` into this replica's HW checkpoint unless it holds it.
-    pub(crate) fn write_hw(&mut self, tp: &TopicPartition, hw: i64) -> Result<()> {
-        if self.checkpointed_hw != Some(hw) {
-            hw_checkpoint::write(&self.log.config().faults, &self.dir, tp, hw)?;
-            self.checkpointed_hw = Some(hw);
-        }
-        Ok(())
-    }
 }

@@ -6,6 +6,9 @@
 //! (`replicate_all_once`, `refresh_isr`, `checkpoint`) and time comes from
 //! the injected clock.
 
+mod flush;
+pub use flush::{CheckpointPlan, SyncedCheckpoint};
+
 use crate::ack::{AckHandle, AppendOutcome, ProduceResult, Waiter};
 use crate::config::{AckMode, ReplicationConfig};
 use crate::epoch_cache::{EpochEndOffset, EpochEntry};
@@ -863,14 +866,11 @@ impl PartitionReplicaSet {
     /// capped at the replica's LEO), skipping files that would not change.
     /// Logs go first so that no checkpoint points beyond durable data.
     pub fn checkpoint(&mut self) -> Result<()> {
-        self.flush()?;
-        let hw = self.high_watermark;
-        for r in self.replicas.values_mut() {
-            r.write_snapshot(&self.registrations)?;
-            let known = hw.min(r.leo());
-            r.write_hw(&self.tp, known)?;
-        }
-        Ok(())
+        // The flush cycle's three steps (flush.rs) back to back, then the
+        // directory fsync that makes the renames durable at once.
+        let synced = self.plan_checkpoint()?.sync();
+        self.finish_checkpoint(synced)?;
+        self.flush()
     }
 
     /// Closes the set: pending `acks=all` waiters fail with CLUSTER_CLOSED,
