@@ -45,6 +45,10 @@ pub struct SyncedCheckpoint {
     replicas: Vec<SyncedReplica>,
 }
 
+/// A file written and fsynced beside its place, with the value it records
+/// (a snapshot's offset, a HW).
+type StagedFile = Option<(i64, Staged)>;
+
 #[derive(Debug)]
 struct SyncedReplica {
     broker: BrokerId,
@@ -54,7 +58,7 @@ struct SyncedReplica {
     registrations: Registrations,
     /// The staged snapshot (with its offset) and HW checkpoint (with its
     /// value); an error when the log's fsync or a staging failed.
-    staged: Result<(Option<(i64, Staged)>, Option<(i64, Staged)>)>,
+    staged: Result<(StagedFile, StagedFile)>,
 }
 
 impl CheckpointPlan {
