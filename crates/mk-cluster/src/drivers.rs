@@ -87,11 +87,12 @@ impl BrokerCluster {
                     // fsync blocks: it runs on the blocking pool, never on
                     // a runtime thread that serves connections.
                     let cycle = c.clone();
-                    let flushed = match tokio::task::spawn_blocking(move || cycle.run_flush_cycle()).await {
-                        Ok(r) => r,
-                        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-                        Err(_) => break, // the runtime is shutting down
-                    };
+                    let flushed =
+                        match tokio::task::spawn_blocking(move || cycle.run_flush_cycle()).await {
+                            Ok(r) => r,
+                            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                            Err(_) => break, // the runtime is shutting down
+                        };
                     if !step_ok("flush cycle", flushed) {
                         break;
                     }

@@ -82,11 +82,14 @@ impl FlushPlan {
                 fsync_failed: true,
             };
         }
-        let result = self.checkpoint.take().map_or(Ok(None), |(path, bytes, bases)| {
-            self.faults.before_write(&path)?;
-            let staged = fsutil::stage(&self.faults, &path, &bytes)?;
-            Ok(Some((staged, bases)))
-        });
+        let result = self
+            .checkpoint
+            .take()
+            .map_or(Ok(None), |(path, bytes, bases)| {
+                self.faults.before_write(&path)?;
+                let staged = fsutil::stage(&self.faults, &path, &bytes)?;
+                Ok(Some((staged, bases)))
+            });
         SyncedFlush {
             plan: self,
             result,
@@ -302,11 +305,17 @@ mod tests {
             "segments closed at plan time are synced: {left:?}"
         );
         assert_eq!(log.recovery_bases, closed_at_plan);
-        assert!(dir.path().join(CheckpointKind::RecoveryPoint.file_name()).exists());
         assert!(
-            !std::fs::read_dir(dir.path())
+            dir.path()
+                .join(CheckpointKind::RecoveryPoint.file_name())
+                .exists()
+        );
+        assert!(
+            !std::fs::read_dir(dir.path()).unwrap().any(|e| e
                 .unwrap()
-                .any(|e| e.unwrap().file_name().to_string_lossy().ends_with(".staged")),
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".staged")),
             "the staged checkpoint was renamed into place"
         );
     }
@@ -321,12 +330,21 @@ mod tests {
         let synced = plan.sync();
         log.finish_flush(synced).unwrap();
 
-        assert!(log.recovery_bases.is_empty(), "no summary of the old segments");
-        assert!(!dir.path().join(CheckpointKind::RecoveryPoint.file_name()).exists());
         assert!(
-            !std::fs::read_dir(dir.path())
+            log.recovery_bases.is_empty(),
+            "no summary of the old segments"
+        );
+        assert!(
+            !dir.path()
+                .join(CheckpointKind::RecoveryPoint.file_name())
+                .exists()
+        );
+        assert!(
+            !std::fs::read_dir(dir.path()).unwrap().any(|e| e
                 .unwrap()
-                .any(|e| e.unwrap().file_name().to_string_lossy().ends_with(".staged")),
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".staged")),
             "the staged checkpoint was removed"
         );
         // The next flush covers what is there now.

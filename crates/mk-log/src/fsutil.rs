@@ -87,9 +87,9 @@ impl Staged {
 
     /// Renames the file into place (readers see the old or the new file).
     pub fn commit(self, faults: &FaultInjector) -> Result<(), StorageError> {
-        let moved = faults
-            .site_write(&self.path)
-            .and_then(|()| fs::rename(&self.tmp, &self.path).map_err(|e| StorageError::io(&self.path, e)));
+        let moved = faults.site_write(&self.path).and_then(|()| {
+            fs::rename(&self.tmp, &self.path).map_err(|e| StorageError::io(&self.path, e))
+        });
         if moved.is_err() {
             let _ = fs::remove_file(&self.tmp);
         }

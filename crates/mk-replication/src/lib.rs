@@ -70,7 +70,10 @@ pub use hw_checkpoint::HW_CHECKPOINT_FILE;
 pub use identity::{IDENTITY_FILE, ProducerIdentity, ProducerIdentityStore};
 pub use producer_state::{BatchMetadata, MAX_RETAINED_BATCHES, ProducerEntry};
 pub use replica::{ReplicaRole, replica_dir};
-pub use replica_set::{CheckpointPlan, SyncedCheckpoint, FollowerFetch, LeaderAndEpoch, PartitionAssignment, PartitionReplicaSet};
+pub use replica_set::{
+    CheckpointPlan, FollowerFetch, LeaderAndEpoch, PartitionAssignment, PartitionReplicaSet,
+    SyncedCheckpoint,
+};
 
 #[cfg(test)]
 mod tests {

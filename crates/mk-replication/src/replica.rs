@@ -176,7 +176,10 @@ impl Replica {
     /// The snapshot `write_snapshot` would write now (`None` when the newest
     /// one already holds this state): its offset and encoded bytes, for a
     /// flush that writes it outside the partition lock.
-    pub(crate) fn snapshot_to_write(&self, registrations: &Registrations) -> Option<(i64, Vec<u8>)> {
+    pub(crate) fn snapshot_to_write(
+        &self,
+        registrations: &Registrations,
+    ) -> Option<(i64, Vec<u8>)> {
         let offset = self.leo();
         if self
             .snapshot
@@ -197,11 +200,14 @@ impl Replica {
     /// the lock) and keeps only the newest files. The removals are made
     /// durable by the log's next directory fsync; an older snapshot that
     /// survives a crash is still true.
-    pub(crate) fn snapshot_written(&mut self, offset: i64, registrations: &Registrations) -> Result<()> {
+    pub(crate) fn snapshot_written(
+        &mut self,
+        offset: i64,
+        registrations: &Registrations,
+    ) -> Result<()> {
         self.snapshot = Some((offset, registrations.clone()));
         producer_state::prune_snapshots(&self.dir)?;
         self.log.note_dir_changed();
         Ok(())
     }
-
 }

@@ -1398,11 +1398,11 @@ fn topics_are_deleted_grown_and_reconfigured_after_creation() {
         "-1 is Kafka's forever: {d}"
     );
     assert_eq!(
-        d["config"]["segment.bytes"], "1048576",
-        "the value in force: {d}"
+        d["config"]["segment.bytes"], "67108864",
+        "the value in force, the broker default (64 MiB): {d}"
     );
     let text = ok_at(addr, &["topic", "describe", "events"], b"");
-    assert!(text.contains("segment.bytes=1048576"), "{text}");
+    assert!(text.contains("segment.bytes=67108864"), "{text}");
     ok_at(
         addr,
         &[
@@ -1440,7 +1440,7 @@ fn topics_are_deleted_grown_and_reconfigured_after_creation() {
         ],
         b"",
     );
-    assert!(ok_at(addr, &["topic", "describe", "events"], b"").contains("segment.bytes=1048576"));
+    assert!(ok_at(addr, &["topic", "describe", "events"], b"").contains("segment.bytes=67108864"));
     let (_, _, err) = fails_at(
         addr,
         &["topic", "create", "tiny", "--config", "segment.bytes=10"],
