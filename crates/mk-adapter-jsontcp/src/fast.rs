@@ -72,8 +72,8 @@ struct HeaderItem<'a> {
 
 /// Cheap test for "this line may be a batched produce" before trying.
 fn looks_like_batched_produce(line: &[u8]) -> bool {
-    let has = |needle: &[u8]| line.windows(needle.len()).any(|w| w == needle);
-    line.len() > 256 && has(b"\"records\"") && has(b"\"produce\"")
+    let has = |needle: &[u8]| memchr::memmem::find(line, needle).is_some();
+    line.len() > 256 && has(b"\"produce\"") && has(b"\"records\"")
 }
 
 /// Decodes a plainly well-formed batched produce, or `None`.

@@ -360,7 +360,7 @@ async fn read_loop(
     loop {
         // Answer every complete line already buffered.
         let mut start = 0;
-        while let Some(pos) = buf[start..].iter().position(|b| *b == b'\n') {
+        while let Some(pos) = memchr::memchr(b'\n', &buf[start..]) {
             let end = start + pos;
             if end - start + 1 > max_frame {
                 return too_large(&q, shared).await;
