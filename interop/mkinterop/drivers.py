@@ -440,6 +440,235 @@ class KafkaPython:
             producer.close(timeout=10)
 
     def read_all(self, bootstrap: str, topic: str, max_fetch_bytes: int | None = None) -> list[Got]:
+        return self._read(bootstrap, topic, "read_uncommitted", max_fetch_bytes)
+
+    def read_isolated(self, bootstrap: str, topic: str, isolation: str) -> list[Got]:
+        """Reads a topic that holds transactions with `isolation`, until the
+        consumer's position (which moves past markers and aborted batches)
+        reaches each partition's end offset (the last stable offset for
+        read_committed)."""
+        return self._read(bootstrap, topic, isolation, None)
+
+    def _read(self, bootstrap, topic, isolation, max_fetch_bytes):
+        from kafka import KafkaConsumer, TopicPartition
+
+        limits = {}
+        if max_fetch_bytes is not None:
+            limits = {"max_partition_fetch_bytes": max_fetch_bytes, "fetch_max_bytes": max_fetch_bytes}
+        consumer = KafkaConsumer(
+            bootstrap_servers=bootstrap,
+            group_id=None,
+            enable_auto_commit=False,
+            auto_offset_reset="none",
+            isolation_level=isolation,
+            **limits,
+        )
+        try:
+            parts = sorted(consumer.partitions_for_topic(topic) or ())
+            if not parts:
+                raise ClientFailure(f"no partitions of {topic} in metadata")
+            tps = [TopicPartition(topic, p) for p in parts]
+            consumer.assign(tps)
+            consumer.seek_to_beginning(*tps)
+            ends = consumer.end_offsets(tps)
+            got: list[Got] = []
+            deadline = _deadline()
+            while any(consumer.position(tp) < ends[tp] for tp in tps):
+                if time.monotonic() > deadline:
+                    raise ClientFailure(
+                        f"{isolation} read timed out at positions {[consumer.position(tp) for tp in tps]}, "
+                        f"end offsets {ends}"
+                    )
+                for tp, msgs in consumer.poll(timeout_ms=500, max_records=1000).items():
+                    for m in msgs:
+                        got.append(Got(tp.partition, m.offset, m.key, m.value, m.timestamp, tuple(m.headers or ())))
+            return got
+        finally:
+            consumer.close()
+
+    alter_configs_api = "IncrementalAlterConfigs"
+
+    def describe_topic_config(self, bootstrap: str, topic: str) -> dict[str, str | None]:
+        from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+
+        admin = AdminClient(self._conf(bootstrap))
+        res = ConfigResource(ResourceType.TOPIC, topic)
+        entries = admin.describe_configs([res], request_timeout=30)[res].result(timeout=TIMEOUT_S)
+        return {name: e.value for name, e in entries.items()}
+
+    def alter_topic_config(self, bootstrap: str, topic: str, key: str, value: str) -> None:
+        from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+        admin = AdminClient(self._conf(bootstrap))
+        res = ConfigResource(
+            ResourceType.TOPIC,
+            topic,
+            incremental_configs=[ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)],
+        )
+        admin.incremental_alter_configs([res], request_timeout=30)[res].result(timeout=TIMEOUT_S)
+
+    def create_partitions(self, bootstrap: str, topic: str, total: int) -> None:
+        from confluent_kafka.admin import AdminClient, NewPartitions
+
+        admin = AdminClient(self._conf(bootstrap))
+        admin.create_partitions([NewPartitions(topic, total)], request_timeout=30)[topic].result(timeout=TIMEOUT_S)
+
+    def delete_topic(self, bootstrap: str, topic: str) -> None:
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient(self._conf(bootstrap))
+        admin.delete_topics([topic], request_timeout=30)[topic].result(timeout=TIMEOUT_S)
+
+    def topic_names(self, bootstrap: str) -> set[str]:
+        """Every topic, from a Metadata request for all topics (which never
+        auto-creates one)."""
+        from confluent_kafka.admin import AdminClient
+
+        return set(AdminClient(self._conf(bootstrap)).list_topics(timeout=10).topics)
+
+    # ---- consumer-group administration (ListGroups, DescribeGroups,
+    # OffsetFetch, DeleteGroups, OffsetCommit from the admin client)
+
+    def list_groups(self, bootstrap: str) -> dict[str, str | None]:
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient(self._conf(bootstrap))  # must outlive its futures
+        res = admin.list_consumer_groups(request_timeout=30).result(timeout=TIMEOUT_S)
+        if res.errors:
+            raise ClientFailure(f"ListGroups errors: {res.errors}")
+        return {g.group_id: g.state.name.lower() for g in res.valid}
+
+    def describe_group(self, bootstrap: str, group: str) -> dict:
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient(self._conf(bootstrap))
+        d = admin.describe_consumer_groups([group], request_timeout=30)[group].result(timeout=TIMEOUT_S)
+        members = []
+        for m in d.members:
+            assignment: dict[str, list[int]] = {}
+            for tp in m.assignment.topic_partitions:
+                assignment.setdefault(tp.topic, []).append(tp.partition)
+            members.append({"member_id": m.member_id, "client_id": m.client_id, "assignment": _sorted(assignment)})
+        return {"state": d.state.name.lower(), "protocol": d.partition_assignor or None, "members": members}
+
+    def group_offsets(self, bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+        from confluent_kafka.admin import AdminClient
+
+        req = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in range(partitions)])
+        admin = AdminClient(self._conf(bootstrap))
+        res = admin.list_consumer_group_offsets([req], request_timeout=30)[group].result(timeout=TIMEOUT_S)
+        return {tp.partition: (tp.offset if tp.offset >= 0 else -1) for tp in res.topic_partitions}
+
+    def delete_group(self, bootstrap: str, group: str) -> str | None:
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient(self._conf(bootstrap))
+        try:
+            admin.delete_consumer_groups([group], request_timeout=30)[group].result(timeout=TIMEOUT_S)
+        except KafkaException as e:
+            return e.args[0].name()
+        return None
+
+    def set_group_offsets(self, bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+        from confluent_kafka.admin import AdminClient
+
+        req = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p, o) for p, o in offsets.items()])
+        admin = AdminClient(self._conf(bootstrap))
+        res = admin.alter_consumer_group_offsets([req], request_timeout=30)[group].result(timeout=TIMEOUT_S)
+        errors = [tp for tp in res.topic_partitions if tp.error is not None]
+        if errors:
+            raise ClientFailure(f"AlterConsumerGroupOffsets {group}: {errors}")
+
+    def offsets_for_times(self, bootstrap: str, topic: str, partitions: int, timestamp_ms: int) -> dict[int, int | None]:
+        from confluent_kafka import Consumer, TopicPartition
+
+        consumer = Consumer(self._conf(bootstrap, **{"group.id": "mk-interop-unused", "enable.auto.commit": False}))
+        try:
+            res = consumer.offsets_for_times([TopicPartition(topic, p, timestamp_ms) for p in range(partitions)], timeout=10)
+            out = {}
+            for tp in res:
+                if tp.error is not None:
+                    raise ClientFailure(f"offsets_for_times {topic}[{tp.partition}]: {tp.error}")
+                out[tp.partition] = None if tp.offset == -1 else tp.offset
+            return out
+        finally:
+            consumer.close()
+
+
+# --------------------------------------------------------------------------
+# kafka-python
+
+
+class KafkaPython:
+    name = "kafka-python"
+    codecs = ("gzip", "snappy", "lz4", "zstd")
+    past_end_offset_is_end = False
+
+    def __init__(self):
+        if DEBUG:
+            logging.getLogger("kafka").setLevel(logging.DEBUG)
+
+    def create_topic(self, bootstrap: str, topic: str, partitions: int, replication_factor: int = 1) -> None:
+        from kafka.admin import KafkaAdminClient, NewTopic
+
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+        try:
+            admin.create_topics([NewTopic(topic, partitions, replication_factor)], timeout_ms=30000)
+        finally:
+            admin.close()
+        deadline = _deadline()
+        seen = None
+        while time.monotonic() < deadline:
+            seen = self.partition_count(bootstrap, topic)
+            if seen == partitions:
+                return
+            time.sleep(0.05)
+        raise ClientFailure(f"metadata of {topic}: {seen} partitions, expected {partitions}")
+
+    def partition_count(self, bootstrap: str, topic: str) -> int:
+        from kafka import KafkaConsumer
+
+        consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None)
+        try:
+            return len(consumer.partitions_for_topic(topic) or ())
+        finally:
+            consumer.close()
+
+    def produce(self, bootstrap: str, topic: str, records: list[Rec], compression: str | None = None) -> list[Ack]:
+        from kafka import KafkaProducer
+
+        producer = KafkaProducer(
+            bootstrap_servers=bootstrap,
+            acks="all",
+            enable_idempotence=True,
+            compression_type=compression,
+            linger_ms=5,
+        )
+        try:
+            futures = [
+                producer.send(
+                    topic,
+                    value=r.value,
+                    key=r.key,
+                    partition=r.partition,
+                    timestamp_ms=r.timestamp_ms,
+                    headers=list(r.headers) or None,
+                )
+                for r in records
+            ]
+            producer.flush(timeout=TIMEOUT_S)
+            acks = []
+            for r, f in zip(records, futures):
+                md = f.get(timeout=TIMEOUT_S)
+                acks.append(Ack(r.value, md.partition, md.offset))
+            return acks
+        finally:
+            producer.close(timeout=10)
+
+    def read_all(self, bootstrap: str, topic: str, max_fetch_bytes: int | None = None) -> list[Got]:
         from kafka import KafkaConsumer, TopicPartition
 
         limits = {}
@@ -699,56 +928,25 @@ class AioKafka:
             await producer.stop()
 
     def read_all(self, bootstrap: str, topic: str, max_fetch_bytes: int | None = None) -> list[Got]:
-        return asyncio.run(self._read_all(bootstrap, topic, max_fetch_bytes))
+        return asyncio.run(self._read(bootstrap, topic, "read_uncommitted", max_fetch_bytes))
 
-    async def _read_all(self, bootstrap, topic, max_fetch_bytes):
+    def read_isolated(self, bootstrap: str, topic: str, isolation: str) -> list[Got]:
+        """Like kafka-python's: until each position reaches the end offset."""
+        return asyncio.run(self._read(bootstrap, topic, isolation, None))
+
+    async def _read(self, bootstrap, topic, isolation, max_fetch_bytes):
         from aiokafka import AIOKafkaConsumer, TopicPartition
 
         limits = {}
         if max_fetch_bytes is not None:
             limits = {"max_partition_fetch_bytes": max_fetch_bytes, "fetch_max_bytes": max_fetch_bytes}
         consumer = AIOKafkaConsumer(
-            bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False, auto_offset_reset="none", **limits
-        )
-        parts = await self._partitions(bootstrap, topic)
-        await consumer.start()
-        try:
-            if not parts:
-                raise ClientFailure(f"no partitions of {topic} in metadata")
-            tps = [TopicPartition(topic, p) for p in parts]
-            consumer.assign(tps)
-            await consumer.seek_to_beginning(*tps)
-            ends = await consumer.end_offsets(tps)
-            got: list[Got] = []
-            deadline = _deadline()
-
-            async def behind():
-                return [tp for tp in tps if await consumer.position(tp) < ends[tp]]
-
-            while await behind():
-                if time.monotonic() > deadline:
-                    raise ClientFailure(f"read timed out; end offsets {ends}")
-                batches = await consumer.getmany(timeout_ms=500, max_records=1000)
-                for tp, msgs in batches.items():
-                    for m in msgs:
-                        got.append(Got(tp.partition, m.offset, m.key, m.value, m.timestamp, tuple(m.headers or ())))
-            return got
-        finally:
-            await consumer.stop()
-
-    def read_isolated(self, bootstrap: str, topic: str, isolation: str) -> list[Got]:
-        """Like kafka-python's: until each position reaches the end offset."""
-        return asyncio.run(self._read_isolated(bootstrap, topic, isolation))
-
-    async def _read_isolated(self, bootstrap, topic, isolation):
-        from aiokafka import AIOKafkaConsumer, TopicPartition
-
-        consumer = AIOKafkaConsumer(
             bootstrap_servers=bootstrap,
             group_id=None,
             enable_auto_commit=False,
             auto_offset_reset="none",
             isolation_level=isolation,
+            **limits,
         )
         parts = await self._partitions(bootstrap, topic)
         await consumer.start()

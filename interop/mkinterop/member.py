@@ -201,6 +201,27 @@ class ConfluentMember(Member):
             emit("closed")
 
 
+def _python_member_config(cfg: dict, assignors: dict) -> dict:
+    """The consumer settings kafka-python and aiokafka members share (the
+    two clients spell them alike)."""
+    kwargs = {
+        "bootstrap_servers": cfg["bootstrap"],
+        "group_id": cfg["group"],
+        "enable_auto_commit": False,
+        "auto_offset_reset": "earliest",
+        "session_timeout_ms": cfg.get("session_timeout_ms", 6000),
+        "heartbeat_interval_ms": cfg.get("heartbeat_interval_ms", 1000),
+        "max_poll_interval_ms": cfg.get("max_poll_interval_ms", 30000),
+    }
+    if cfg.get("assignor"):
+        kwargs["partition_assignment_strategy"] = [assignors[a] for a in cfg["assignor"].split(",")]
+    if cfg.get("isolation_level"):
+        kwargs["isolation_level"] = cfg["isolation_level"]
+    if cfg.get("instance_id"):
+        kwargs["group_instance_id"] = cfg["instance_id"]
+    return kwargs
+
+
 class KafkaPythonMember(Member):
     def run(self) -> None:
         from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
@@ -210,28 +231,12 @@ class KafkaPythonMember(Member):
         from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 
         cfg = self.cfg
-        kwargs = {}
         assignors = {
             "range": RangePartitionAssignor,
             "roundrobin": RoundRobinPartitionAssignor,
             "cooperative-sticky": CooperativeStickyAssignor,
         }
-        if cfg.get("assignor"):
-            kwargs["partition_assignment_strategy"] = [assignors[a] for a in cfg["assignor"].split(",")]
-        if cfg.get("isolation_level"):
-            kwargs["isolation_level"] = cfg["isolation_level"]
-        if cfg.get("instance_id"):
-            kwargs["group_instance_id"] = cfg["instance_id"]
-        consumer = KafkaConsumer(
-            bootstrap_servers=cfg["bootstrap"],
-            group_id=cfg["group"],
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            session_timeout_ms=cfg.get("session_timeout_ms", 6000),
-            heartbeat_interval_ms=cfg.get("heartbeat_interval_ms", 1000),
-            max_poll_interval_ms=cfg.get("max_poll_interval_ms", 30000),
-            **kwargs,
-        )
+        consumer = KafkaConsumer(**_python_member_config(cfg, assignors))
         member = self
         topic = cfg["topics"][0]
 
@@ -287,24 +292,10 @@ class AioKafkaMember(Member):
         from aiokafka.errors import KafkaError
 
         cfg = self.cfg
-        kwargs = {}
         assignors = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}
-        if cfg.get("assignor"):
-            kwargs["partition_assignment_strategy"] = [assignors[a] for a in cfg["assignor"].split(",")]
-        if cfg.get("isolation_level"):
-            kwargs["isolation_level"] = cfg["isolation_level"]
-        if cfg.get("instance_id"):
-            kwargs["group_instance_id"] = cfg["instance_id"]
         consumer = AIOKafkaConsumer(
-            bootstrap_servers=cfg["bootstrap"],
-            group_id=cfg["group"],
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            session_timeout_ms=cfg.get("session_timeout_ms", 6000),
-            heartbeat_interval_ms=cfg.get("heartbeat_interval_ms", 1000),
-            max_poll_interval_ms=cfg.get("max_poll_interval_ms", 30000),
             rebalance_timeout_ms=cfg.get("max_poll_interval_ms", 30000),
-            **kwargs,
+            **_python_member_config(cfg, assignors),
         )
         # aiokafka rebalances in a background task. The listener marks the
         # revocation at once (no await before it), then waits for the batch
@@ -378,3 +369,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+

@@ -265,6 +265,15 @@ mod tests {
         }
     }
 
+    fn staged_left(dir: &std::path::Path) -> bool {
+        std::fs::read_dir(dir).unwrap().any(|e| {
+            e.unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".staged")
+        })
+    }
+
     fn unsynced(log: &PartitionLog) -> Vec<i64> {
         log.segments
             .iter()
@@ -311,11 +320,7 @@ mod tests {
                 .exists()
         );
         assert!(
-            !std::fs::read_dir(dir.path()).unwrap().any(|e| e
-                .unwrap()
-                .file_name()
-                .to_string_lossy()
-                .ends_with(".staged")),
+            !staged_left(dir.path()),
             "the staged checkpoint was renamed into place"
         );
     }
@@ -340,11 +345,7 @@ mod tests {
                 .exists()
         );
         assert!(
-            !std::fs::read_dir(dir.path()).unwrap().any(|e| e
-                .unwrap()
-                .file_name()
-                .to_string_lossy()
-                .ends_with(".staged")),
+            !staged_left(dir.path()),
             "the staged checkpoint was removed"
         );
         // The next flush covers what is there now.
