@@ -369,4 +369,3 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-
