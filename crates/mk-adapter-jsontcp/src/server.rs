@@ -4,9 +4,18 @@
 //! Per connection, one task reads and executes requests strictly one after
 //! another (Kafka does the same: a broker handles one request of a
 //! connection at a time, which is what keeps appends in request order), and
-//! a writer running beside it sends the responses. Pipelining works because
+//! a writer in the same task sends the responses. Pipelining works because
 //! reading, executing and writing overlap and the writer batches whatever
 //! responses are ready into one syscall.
+//!
+//! The reader hands answers to the writer through a [`Pipe`] that wakes
+//! nobody: both halves are branches of one `biased` select, polled reader
+//! first, so the writer looks at the pipe right after every step of the
+//! reader. A channel would wake the task from inside its own poll, and
+//! tokio answers a task that wakes itself by queueing it behind others and
+//! waking an idle worker thread, which then steals the connection: every
+//! request hopped between the two threads (3.3 context switches a request
+//! measured, against 1 for a plain tokio responder).
 //!
 //! Bounds: a line is at most `max_frame_bytes` (the read buffer never holds
 //! more than that plus `READ_CHUNK`); at most `max_in_flight` answered but
@@ -23,13 +32,14 @@ use serde_json::Value;
 use std::io;
 use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -277,7 +287,27 @@ impl Drop for ConnectionGuard {
 /// connection's write budget until it is written.
 struct Outgoing {
     bytes: Vec<u8>,
-    _permit: OwnedSemaphorePermit,
+    _budget: OwnedSemaphorePermit,
+    _slot: OwnedSemaphorePermit,
+}
+
+/// Answers on their way from the reader to the writer of one connection
+/// (see the module docs: pushing wakes nobody).
+#[derive(Default)]
+struct Pipe {
+    queue: Mutex<VecDeque<Outgoing>>,
+    /// The reader has stopped: the writer drains and closes.
+    closed: AtomicBool,
+}
+
+impl Pipe {
+    fn push(&self, o: Outgoing) {
+        self.queue.lock().expect("pipe").push_back(o);
+    }
+
+    fn take_all(&self) -> VecDeque<Outgoing> {
+        std::mem::take(&mut *self.queue.lock().expect("pipe"))
+    }
 }
 
 async fn serve_connection(stream: TcpStream, shared: Arc<Shared>, responder: &impl Respond) {
@@ -285,24 +315,30 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>, responder: &im
     let _ = stream.set_nodelay(true);
     let peer = stream.peer_addr().ok();
     let (rd, wr) = stream.into_split();
-    let (tx, rx) = mpsc::channel(shared.options.max_in_flight);
     let budget_bytes = shared
         .options
         .write_queue_bytes
         .clamp(1, Semaphore::MAX_PERMITS.min(u32::MAX as usize));
+    let pipe = Pipe::default();
     let queue = Queue {
-        tx,
+        pipe: &pipe,
         budget: Arc::new(Semaphore::new(budget_bytes)),
         budget_bytes,
+        slots: Arc::new(Semaphore::new(shared.options.max_in_flight)),
     };
-    let reader = read_loop(rd, queue, &shared, responder);
-    let writer = write_loop(wr, rx, shared.options.write_timeout);
+    let reader = async {
+        let end = read_loop(rd, &queue, &shared, responder).await;
+        pipe.closed.store(true, Ordering::Release);
+        end
+    };
+    let writer = write_loop(wr, &pipe, shared.options.write_timeout);
     tokio::pin!(reader, writer);
     tokio::select! {
+        biased;
         _ = shared.kill.cancelled() => {}
         end = &mut reader => {
             tracing::debug!(?peer, ?end, "connection stops reading");
-            // The reader dropped its sender; the writer drains and closes.
+            // The writer drains what is queued and closes.
             tokio::select! {
                 _ = shared.kill.cancelled() => {}
                 r = &mut writer => if let Err(e) = r {
@@ -330,14 +366,16 @@ enum ReadEnd {
     Io(io::Error),
 }
 
-/// The sending side of a connection's response queue and its byte budget.
-struct Queue {
-    tx: mpsc::Sender<Outgoing>,
+/// The reader's side of a connection's responses: the pipe, its byte
+/// budget and its count of answers not yet written (`max_in_flight`).
+struct Queue<'a> {
+    pipe: &'a Pipe,
     budget: Arc<Semaphore>,
     budget_bytes: usize,
+    slots: Arc<Semaphore>,
 }
 
-impl Queue {
+impl Queue<'_> {
     /// Waits until the write budget is not used up. A client that does not
     /// read makes one large answer hold the whole budget; its next request
     /// then waits here instead of building a second large answer beside
@@ -350,7 +388,7 @@ impl Queue {
 
 async fn read_loop(
     mut rd: OwnedReadHalf,
-    q: Queue,
+    q: &Queue<'_>,
     shared: &Shared,
     responder: &impl Respond,
 ) -> ReadEnd {
@@ -363,9 +401,9 @@ async fn read_loop(
         while let Some(pos) = memchr::memchr(b'\n', &buf[start..]) {
             let end = start + pos;
             if end - start + 1 > max_frame {
-                return too_large(&q, shared).await;
+                return too_large(q, shared).await;
             }
-            if !answer(&buf[start..end], &q, shared, responder).await {
+            if !answer(&buf[start..end], q, shared, responder).await {
                 return ReadEnd::WriterGone;
             }
             start = end + 1;
@@ -374,7 +412,7 @@ async fn read_loop(
         buf.drain(..start);
         if buf.len() >= max_frame {
             // Even if the newline came next, the line would exceed the limit.
-            return too_large(&q, shared).await;
+            return too_large(q, shared).await;
         }
         if buf.capacity() - buf.len() < 4096 {
             let target = (buf.capacity() * 2)
@@ -395,7 +433,7 @@ async fn read_loop(
             Ok(Err(e)) => return ReadEnd::Io(e),
             Ok(Ok(0)) => {
                 // A final line without `\n` is still a request.
-                if !buf.is_empty() && !answer(&buf, &q, shared, responder).await {
+                if !buf.is_empty() && !answer(&buf, q, shared, responder).await {
                     return ReadEnd::WriterGone;
                 }
                 return ReadEnd::Eof;
@@ -405,7 +443,7 @@ async fn read_loop(
     }
 }
 
-async fn too_large(q: &Queue, shared: &Shared) -> ReadEnd {
+async fn too_large(q: &Queue<'_>, shared: &Shared) -> ReadEnd {
     let msg = format!(
         "request line exceeds max_frame_bytes ({} bytes including the newline); closing the connection",
         shared.options.max_frame_bytes
@@ -417,7 +455,7 @@ async fn too_large(q: &Queue, shared: &Shared) -> ReadEnd {
 
 /// Answers one request line and queues its response. False when the writer
 /// is gone.
-async fn answer(line: &[u8], q: &Queue, shared: &Shared, responder: &impl Respond) -> bool {
+async fn answer(line: &[u8], q: &Queue<'_>, shared: &Shared, responder: &impl Respond) -> bool {
     if !q.room().await {
         return false;
     }
@@ -464,11 +502,11 @@ impl Respond for Protocol {
     }
 }
 
-async fn enqueue(bytes: Vec<u8>, q: &Queue) -> bool {
+async fn enqueue(bytes: Vec<u8>, q: &Queue<'_>) -> bool {
     // A response larger than the whole budget takes all of it, so one huge
     // response still goes out, alone.
     let want = bytes.len().clamp(1, q.budget_bytes);
-    let Ok(permit) = q
+    let Ok(budget) = q
         .budget
         .clone()
         .acquire_many_owned(u32::try_from(want).unwrap_or(u32::MAX))
@@ -476,12 +514,15 @@ async fn enqueue(bytes: Vec<u8>, q: &Queue) -> bool {
     else {
         return false;
     };
-    q.tx.send(Outgoing {
+    let Ok(slot) = q.slots.clone().acquire_owned().await else {
+        return false;
+    };
+    q.pipe.push(Outgoing {
         bytes,
-        _permit: permit,
-    })
-    .await
-    .is_ok()
+        _budget: budget,
+        _slot: slot,
+    });
+    true
 }
 
 /// The response line for one request line, counted in the metrics: bytes
@@ -572,22 +613,43 @@ pub fn json_code(code: ErrorCode) -> ErrorCode {
     }
 }
 
-async fn write_loop(
-    wr: OwnedWriteHalf,
-    mut rx: mpsc::Receiver<Outgoing>,
-    write_timeout: Duration,
-) -> io::Result<()> {
+/// Writes what the reader queued, all of it in one flush, until the reader
+/// has stopped and everything is written. With nothing queued it waits
+/// for the next poll of the connection's task without registering a
+/// waker: the reader is polled first in every pass, so whatever it queues
+/// is seen in the same pass (module docs).
+async fn write_loop(wr: OwnedWriteHalf, pipe: &Pipe, write_timeout: Duration) -> io::Result<()> {
     let mut w = BufWriter::with_capacity(64 * 1024, wr);
-    while let Some(first) = rx.recv().await {
-        timed(write_timeout, w.write_all(&first.bytes)).await?;
-        drop(first);
-        // Batch every response that is already waiting into one flush.
-        while let Ok(next) = rx.try_recv() {
-            timed(write_timeout, w.write_all(&next.bytes)).await?;
+    loop {
+        // Read before taking: an answer queued before the reader stopped
+        // is in this batch, or in none taken after it.
+        let closed = pipe.closed.load(Ordering::Acquire);
+        let batch = pipe.take_all();
+        if batch.is_empty() {
+            if closed {
+                return timed(write_timeout, w.shutdown()).await;
+            }
+            until_polled_again().await;
+            continue;
+        }
+        for o in batch {
+            timed(write_timeout, w.write_all(&o.bytes)).await?;
         }
         timed(write_timeout, w.flush()).await?;
     }
-    timed(write_timeout, w.shutdown()).await
+}
+
+/// Pending once, without registering a waker; ready on the next poll.
+async fn until_polled_again() {
+    let mut first = true;
+    std::future::poll_fn(|_| {
+        if std::mem::take(&mut first) {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
 }
 
 async fn timed<T>(
