@@ -32,7 +32,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -360,33 +360,55 @@ impl Drop for ConnectionGuard {
 
 struct Outgoing {
     bytes: Bytes,
-    _permit: OwnedSemaphorePermit,
+    _budget: OwnedSemaphorePermit,
+    _slot: OwnedSemaphorePermit,
 }
 
-struct Queue {
-    tx: mpsc::Sender<Outgoing>,
+/// Responses on their way from the reader to the writer of one connection.
+/// Pushing wakes nobody: reader and writer are branches of one `biased`
+/// select, reader first, so the writer looks at the pipe after every step
+/// of the reader. (A channel woke the running task from inside its own
+/// poll, which tokio answers by waking an idle worker that then steals the
+/// connection; the JSON-TCP server has the same pipe, measured there.)
+#[derive(Default)]
+struct Pipe {
+    queue: std::sync::Mutex<std::collections::VecDeque<Outgoing>>,
+    /// The reader has stopped: the writer drains and closes.
+    closed: std::sync::atomic::AtomicBool,
+}
+
+struct Queue<'a> {
+    pipe: &'a Pipe,
     budget: Arc<Semaphore>,
     budget_bytes: usize,
+    /// Responses not yet written, at most `max_in_flight`.
+    slots: Arc<Semaphore>,
 }
 
 async fn serve_connection(stream: TcpStream, broker: BrokerId, shared: Arc<Shared>) {
     let _ = stream.set_nodelay(true);
     let peer = stream.peer_addr().ok();
     let (rd, wr) = stream.into_split();
-    let (tx, rx) = mpsc::channel(shared.options.max_in_flight);
     let budget_bytes = shared
         .options
         .write_queue_bytes
         .clamp(1, Semaphore::MAX_PERMITS.min(u32::MAX as usize));
+    let pipe = Pipe::default();
     let queue = Queue {
-        tx,
+        pipe: &pipe,
         budget: Arc::new(Semaphore::new(budget_bytes)),
         budget_bytes,
+        slots: Arc::new(Semaphore::new(shared.options.max_in_flight)),
     };
-    let reader = read_loop(rd, queue, broker, peer, &shared);
-    let writer = write_loop(wr, rx, shared.options.write_timeout);
+    let reader = async {
+        let end = read_loop(rd, &queue, broker, peer, &shared).await;
+        pipe.closed.store(true, Ordering::Release);
+        end
+    };
+    let writer = write_loop(wr, &pipe, shared.options.write_timeout);
     tokio::pin!(reader, writer);
     tokio::select! {
+        biased;
         _ = shared.kill.cancelled() => {}
         end = &mut reader => {
             tracing::debug!(?peer, ?end, "Kafka connection stops reading");
@@ -420,7 +442,7 @@ enum ReadEnd {
 
 async fn read_loop(
     mut rd: OwnedReadHalf,
-    q: Queue,
+    q: &Queue<'_>,
     broker: BrokerId,
     peer: Option<SocketAddr>,
     shared: &Shared,
@@ -445,7 +467,7 @@ async fn read_loop(
             if !shared.cluster.is_broker_online(broker) {
                 return ReadEnd::BrokerOffline;
             }
-            match answer(frame, broker, peer, &q, shared).await {
+            match answer(frame, broker, peer, q, shared).await {
                 Ok(true) => {}
                 Ok(false) => return ReadEnd::WriterGone,
                 Err(end) => return end,
@@ -493,7 +515,7 @@ async fn answer(
     frame: Bytes,
     broker: BrokerId,
     peer: Option<SocketAddr>,
-    q: &Queue,
+    q: &Queue<'_>,
     shared: &Shared,
 ) -> Result<bool, ReadEnd> {
     // With the write budget used up (a client that does not read), the
@@ -554,9 +576,9 @@ async fn answer(
     Ok(enqueue(bytes, q).await)
 }
 
-async fn enqueue(bytes: Bytes, q: &Queue) -> bool {
+async fn enqueue(bytes: Bytes, q: &Queue<'_>) -> bool {
     let want = bytes.len().clamp(1, q.budget_bytes);
-    let Ok(permit) = q
+    let Ok(budget) = q
         .budget
         .clone()
         .acquire_many_owned(u32::try_from(want).unwrap_or(u32::MAX))
@@ -564,29 +586,46 @@ async fn enqueue(bytes: Bytes, q: &Queue) -> bool {
     else {
         return false;
     };
-    q.tx.send(Outgoing {
+    let Ok(slot) = q.slots.clone().acquire_owned().await else {
+        return false;
+    };
+    q.pipe.queue.lock().expect("pipe").push_back(Outgoing {
         bytes,
-        _permit: permit,
-    })
-    .await
-    .is_ok()
+        _budget: budget,
+        _slot: slot,
+    });
+    true
 }
 
-async fn write_loop(
-    wr: OwnedWriteHalf,
-    mut rx: mpsc::Receiver<Outgoing>,
-    write_timeout: Duration,
-) -> io::Result<()> {
+/// Writes what the reader queued, all of it in one flush, until the reader
+/// has stopped and everything is written. With nothing queued it waits for
+/// the next poll of the connection's task without registering a waker (the
+/// reader, polled first in every pass, is what queues).
+async fn write_loop(wr: OwnedWriteHalf, pipe: &Pipe, write_timeout: Duration) -> io::Result<()> {
     let mut w = BufWriter::with_capacity(64 * 1024, wr);
-    while let Some(first) = rx.recv().await {
-        timed(write_timeout, w.write_all(&first.bytes)).await?;
-        drop(first);
-        while let Ok(next) = rx.try_recv() {
-            timed(write_timeout, w.write_all(&next.bytes)).await?;
+    loop {
+        let closed = pipe.closed.load(Ordering::Acquire);
+        let batch = std::mem::take(&mut *pipe.queue.lock().expect("pipe"));
+        if batch.is_empty() {
+            if closed {
+                return timed(write_timeout, w.shutdown()).await;
+            }
+            let mut first = true;
+            std::future::poll_fn(|_| {
+                if std::mem::take(&mut first) {
+                    std::task::Poll::Pending
+                } else {
+                    std::task::Poll::Ready(())
+                }
+            })
+            .await;
+            continue;
+        }
+        for o in batch {
+            timed(write_timeout, w.write_all(&o.bytes)).await?;
         }
         timed(write_timeout, w.flush()).await?;
     }
-    timed(write_timeout, w.shutdown()).await
 }
 
 async fn timed<T>(
