@@ -45,6 +45,9 @@ pub struct FlushPlan {
     dir: Option<PathBuf>,
     /// The recovery checkpoint to write, with the bases it lists.
     checkpoint: Option<(PathBuf, Vec<u8>, Vec<i64>)>,
+    /// Index files of segments rolled since the last flush (the roll leaves
+    /// them to the flush): segment base, path, bytes.
+    indexes: Vec<(i64, PathBuf, Vec<u8>)>,
     rewrites: u64,
     rolls: u64,
 }
@@ -54,6 +57,8 @@ pub struct FlushPlan {
 pub struct SyncedFlush {
     plan: FlushPlan,
     result: Result<Option<(Staged, Vec<i64>)>>,
+    /// The index files, staged beside their places.
+    indexes: Vec<(i64, Staged)>,
     /// The failure was an fsync's: it latches the log whatever its kind.
     fsync_failed: bool,
 }
@@ -67,18 +72,35 @@ impl SyncedFlush {
 }
 
 impl FlushPlan {
-    /// True when there is nothing to make durable.
-    pub fn is_empty(&self) -> bool {
-        self.files.is_empty() && self.dir.is_none() && self.checkpoint.is_none()
-    }
-
     /// The fsyncs of the plan, then the staged checkpoint. Needs no lock:
     /// the files are this plan's own handles.
     pub fn sync(mut self) -> SyncedFlush {
+        // Index files first: the checkpoint below vouches for the segments
+        // they belong to. They are staged and renamed like the checkpoint,
+        // never written over a file that a compaction may have replaced
+        // meanwhile (a missing index is rebuilt on open; a stale one that
+        // looks valid would not be).
+        let mut indexes: Vec<(i64, Staged)> = Vec::with_capacity(self.indexes.len());
+        for (base, path, bytes) in std::mem::take(&mut self.indexes) {
+            match fsutil::stage(&self.faults, &path, &bytes) {
+                Ok(staged) => indexes.push((base, staged)),
+                Err(e) => {
+                    indexes.into_iter().for_each(|(_, s)| s.discard());
+                    return SyncedFlush {
+                        plan: self,
+                        result: Err(e.into()),
+                        indexes: Vec::new(),
+                        fsync_failed: false,
+                    };
+                }
+            }
+        }
         if let Err(e) = self.sync_all() {
+            indexes.into_iter().for_each(|(_, s)| s.discard());
             return SyncedFlush {
                 plan: self,
                 result: Err(e),
+                indexes: Vec::new(),
                 fsync_failed: true,
             };
         }
@@ -93,6 +115,7 @@ impl FlushPlan {
         SyncedFlush {
             plan: self,
             result,
+            indexes,
             fsync_failed: false,
         }
     }
@@ -142,6 +165,7 @@ impl PartitionLog {
             segments: Vec::new(),
             dir: self.dir_dirty.then(|| self.dir.clone()),
             checkpoint: None,
+            indexes: Vec::new(),
             rewrites: self.rewrites,
             rolls: self.rolls,
         };
@@ -168,6 +192,18 @@ impl PartitionLog {
                 }
             }
             plan.segments.push((seg.base_offset, seg.size));
+        }
+        for seg in &self.segments[..last] {
+            if let (true, Some(idx)) = (seg.index_dirty, seg.indexes.get()) {
+                let base = seg.base_offset;
+                let offsets = (base, seg.path(&self.dir, INDEX_EXT), idx.offsets.to_bytes());
+                let times = (
+                    base,
+                    seg.path(&self.dir, TIME_INDEX_EXT),
+                    idx.times.to_bytes(),
+                );
+                plan.indexes.extend([offsets, times]);
+            }
         }
         let closed = &self.segments[..last];
         if !closed
@@ -199,6 +235,7 @@ impl PartitionLog {
         let SyncedFlush {
             plan,
             result,
+            indexes,
             fsync_failed,
         } = synced;
         let staged = match result {
@@ -217,7 +254,25 @@ impl PartitionLog {
             if let Some((staged, _)) = staged {
                 staged.discard();
             }
+            indexes.into_iter().for_each(|(_, s)| s.discard());
             return Ok(());
+        }
+        let mut renamed = Vec::with_capacity(indexes.len());
+        for (base, staged) in indexes {
+            if let Err(e) = staged.commit(&self.config.faults) {
+                return self.fail(e.into());
+            }
+            renamed.push(base);
+        }
+        for seg in &mut self.segments {
+            if renamed.contains(&seg.base_offset) {
+                seg.index_dirty = false;
+                if let Some(i) = seg.indexes.get_mut() {
+                    i.rebuilt = false;
+                }
+                // The renames are durable with the next directory fsync.
+                self.dir_dirty = true;
+            }
         }
         for (base, size) in &plan.segments {
             if let Some(seg) = self.segments.iter_mut().find(|s| s.base_offset == *base)
@@ -314,6 +369,12 @@ mod tests {
             "segments closed at plan time are synced: {left:?}"
         );
         assert_eq!(log.recovery_bases, closed_at_plan);
+        for base in &closed_at_plan {
+            for ext in ["index", "timeindex"] {
+                let p = dir.path().join(format!("{base:020}.{ext}"));
+                assert!(p.exists(), "the flush wrote {}", p.display());
+            }
+        }
         assert!(
             dir.path()
                 .join(CheckpointKind::RecoveryPoint.file_name())

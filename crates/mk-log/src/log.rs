@@ -563,13 +563,11 @@ impl PartitionLog {
             dir.display(),
             active.base_offset
         );
-        // The closed segment's files are fsynced by the next flush, like
-        // Kafka's asynchronous flush of rolled segments; until then a crash
-        // is recovered by the full scan.
+        // The closed segment's log is fsynced, and its index files are
+        // written, by the next flush outside the lock (flush.rs), like
+        // Kafka's asynchronous flush of rolled segments; until then its
+        // indexes live in memory, and a crash rebuilds them by the scan.
         let faults = self.config.faults.clone();
-        if let Err(e) = active.write_index_files(&dir, false, &faults) {
-            return self.fail(e);
-        }
         let path = segment_path(&dir, leo, LOG_EXT);
         if let Err(e) = faults.site_write(&path) {
             return self.fail(e.into());

@@ -131,7 +131,11 @@ fn sparse_index_has_entries_only_at_interval_boundaries_and_floor_lookup_works()
     for i in 0..50 {
         infos.push(log.append(keyed(i, 1000, i as i64)).unwrap());
     }
-    log.roll().unwrap(); // writes the index file of the closed segment
+    log.roll().unwrap();
+    // The next flush writes the closed segment's index files (the roll
+    // leaves them to it, outside the partition lock).
+    assert!(!dir.path().join("00000000000000000000.index").exists());
+    log.flush().unwrap();
     let index = mk_log::index::OffsetIndex::from_bytes(
         &std::fs::read(dir.path().join("00000000000000000000.index")).unwrap(),
     )
