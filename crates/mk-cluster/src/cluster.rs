@@ -45,6 +45,11 @@ pub(crate) struct PartitionSlot {
     pub replicated: bool,
     /// What the flush policy needs to know since the last fsync.
     pub unflushed: Mutex<Unflushed>,
+    /// Held by the flush cycle while it works on the partition's files
+    /// without the partition lock (steps.rs `flush_slot`); whoever removes
+    /// the partition's directory takes it first, so no staged file lands in
+    /// a directory being removed.
+    pub flushing: Mutex<()>,
     /// Set once when damage takes the partition offline (`health.rs`).
     pub damaged: std::sync::OnceLock<String>,
 }
@@ -617,6 +622,7 @@ impl PartitionSlot {
             set: RwLock::new(Some(set)),
             hw_moved: Notify::new(),
             unflushed: Mutex::new(Unflushed::synced(now_ms)),
+            flushing: Mutex::new(()),
             damaged: std::sync::OnceLock::new(),
         }
     }
@@ -630,6 +636,7 @@ impl PartitionSlot {
             hw_moved: Notify::new(),
             replicated: false,
             unflushed: Mutex::new(Unflushed::synced(now_ms)),
+            flushing: Mutex::new(()),
             damaged: std::sync::OnceLock::new(),
         };
         let _ = slot.damaged.set(cause);

@@ -112,6 +112,9 @@ impl BrokerCluster {
                 Ok(()) => {
                     *slot.unflushed.lock().expect("flush state") = Unflushed::synced(planned_at);
                 }
+                // Deleted while the fsyncs ran: nothing left to flush.
+                Err(ClusterError::UnknownTopic(_))
+                    if slot.set.read().expect("partition lock").is_none() => {}
                 Err(e) => {
                     self.check_running()?;
                     first_error.get_or_insert(e);
@@ -134,6 +137,7 @@ impl BrokerCluster {
     /// finished under it. Appends that land while the fsyncs run are synced
     /// by the next cycle.
     fn flush_slot(&self, slot: &PartitionSlot) -> Result<()> {
+        let _files = slot.flushing.lock().expect("flush lock");
         let plan = self.with_slot(slot, |set| Ok(set.plan_checkpoint()?))?;
         let synced = plan.sync();
         self.with_slot(slot, |set| Ok(set.finish_checkpoint(synced)?))

@@ -471,6 +471,15 @@ impl BrokerCluster {
                 "{name:?} is an internal topic and cannot be deleted"
             )));
         }
+        // A flush cycle may be working on the partitions' files without
+        // their locks (steps.rs): wait for it and keep it out while the
+        // files go. Taken before the metadata lock, as the flush does.
+        let flushed = self.topic(name)?;
+        let _flushes: Vec<_> = flushed
+            .partitions
+            .iter()
+            .map(|s| s.flushing.lock().expect("flush lock"))
+            .collect();
         let mut metadata = self.metadata.lock().expect("metadata lock");
         let topic = self.topic(name)?;
         let pending = self.guard(metadata.begin_delete(name))?;

@@ -633,3 +633,45 @@ async fn epochs_answer_kip_279_and_stale_or_future_epochs_are_refused() {
     assert_eq!((l.offset, l.leader_epoch), (0, 0));
     c.close().await.unwrap();
 }
+
+/// The flush cycle fsyncs and stages files without the partition lock; a
+/// topic deleted meanwhile must neither fail the broker ("Directory not
+/// empty" when a staged file lands while the directory is removed) nor
+/// make the cycle report an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_topics_while_flush_cycles_run_fails_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_000);
+    let c = open_with(dir.path(), &clock, |mut c| {
+        c.segment_max_bytes = 1024;
+        c
+    });
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flusher = {
+        let (c, stop) = (c.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut cycles = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                c.run_flush_cycle().unwrap();
+                cycles += 1;
+            }
+            cycles
+        })
+    };
+    let value = "v".repeat(300);
+    for i in 0..150 {
+        let name = format!("t{i}");
+        c.create_topic(&name, 4, 1).unwrap();
+        for p in 0..4 {
+            for _ in 0..6 {
+                put(&c, &tp(&name, p), &[value.as_str()], 1).await;
+            }
+        }
+        c.delete_topic(&name).unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let cycles = flusher.join().unwrap();
+    assert!(cycles > 0);
+    assert_eq!(c.state(), LifecycleState::Running);
+    assert!(c.list_topics().unwrap().is_empty());
+}
