@@ -354,7 +354,7 @@ pub fn decode_request_line(line: &[u8]) -> DecodedLine {
     if line.iter().all(u8::is_ascii_whitespace) {
         return fail("empty request line; expected one JSON object".into());
     }
-    if let Some(decoded) = crate::fast::decode_batched_produce(line) {
+    if let Some(decoded) = crate::fast::decode_produce(line) {
         return decoded;
     }
     decode_strict(line)
