@@ -415,6 +415,39 @@ mod tests {
     }
 
     #[test]
+    fn a_flush_under_the_lock_while_a_plan_is_out_keeps_both_valid() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = PartitionLog::open(dir.path(), small_segments(), 0).unwrap();
+        append(&mut log, 12);
+        let plan = log.plan_flush().unwrap();
+        // A flush policy's flush (under the lock) between the cycle's steps:
+        // both stage the recovery checkpoint, each in its own file.
+        log.flush().unwrap();
+        let synced = plan.sync();
+        log.finish_flush(synced).unwrap();
+        assert!(!staged_left(dir.path()));
+        drop(log);
+        // A crash: the recovery point on disk is whole and trusted.
+        let reopened = PartitionLog::open(dir.path(), small_segments(), 0).unwrap();
+        assert_eq!(reopened.leo(), 12);
+    }
+
+    #[test]
+    fn staged_files_a_crash_left_are_removed_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = PartitionLog::open(dir.path(), small_segments(), 0).unwrap();
+        append(&mut log, 12);
+        let synced = log.plan_flush().unwrap().sync();
+        // The process dies between staging and renaming.
+        std::mem::forget(synced);
+        assert!(staged_left(dir.path()));
+        drop(log);
+        let reopened = PartitionLog::open(dir.path(), small_segments(), 0).unwrap();
+        assert_eq!(reopened.leo(), 12);
+        assert!(!staged_left(dir.path()));
+    }
+
+    #[test]
     fn a_failed_fsync_outside_the_lock_latches_the_log() {
         let dir = tempfile::tempdir().unwrap();
         let mut log = PartitionLog::open(dir.path(), small_segments(), 0).unwrap();

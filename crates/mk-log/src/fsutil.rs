@@ -37,11 +37,33 @@ pub fn write_atomic_with(
 /// ([`Staged::commit`]) under it, after checking that the store has not
 /// changed meanwhile; the directory fsync that makes the rename durable
 /// again needs no lock. A failure leaves the old file as it was and removes
-/// the temporary file. The staged file is `<name>.staged`, apart from the
-/// `<name>.tmp` of [`write_atomic_with`], so a staged write outside the lock
-/// and an atomic write under it never share a temporary file.
+/// the temporary file. The staged file is `<name>.<n>.staged` with `n`
+/// unique in the process, so two stagings of one file (a flush cycle
+/// outside the lock and a flush under it) never share a temporary file,
+/// and it is apart from the `<name>.tmp` of [`write_atomic_with`]. A
+/// [`Staged`] dropped without `commit` removes its file; a crash may leave
+/// one, which [`remove_staged`] clears at open.
 pub fn stage(faults: &FaultInjector, path: &Path, bytes: &[u8]) -> Result<Staged, StorageError> {
-    stage_as(faults, path, bytes, "staged")
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    stage_as(faults, path, bytes, &format!("{n}.{STAGED_EXT}"))
+}
+
+const STAGED_EXT: &str = "staged";
+
+/// Removes the files a crash left staged in `dir` (see [`stage`]).
+pub fn remove_staged(dir: &Path) -> Result<(), StorageError> {
+    for entry in fs::read_dir(dir).map_err(|e| StorageError::io(dir, e))? {
+        let entry = entry.map_err(|e| StorageError::io(dir, e))?;
+        if entry
+            .file_name()
+            .to_string_lossy()
+            .ends_with(&format!(".{STAGED_EXT}"))
+        {
+            remove_if_exists(&entry.path())?;
+        }
+    }
+    Ok(())
 }
 
 fn stage_as(
@@ -62,7 +84,7 @@ fn stage_as(
         return Err(e);
     }
     Ok(Staged {
-        tmp,
+        tmp: Some(tmp),
         path: path.to_path_buf(),
     })
 }
@@ -70,8 +92,17 @@ fn stage_as(
 /// A file written and fsynced beside its place (see [`stage`]).
 #[derive(Debug)]
 pub struct Staged {
-    tmp: std::path::PathBuf,
+    /// `None` once renamed into place.
+    tmp: Option<std::path::PathBuf>,
     path: std::path::PathBuf,
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if let Some(tmp) = self.tmp.take() {
+            let _ = fs::remove_file(tmp);
+        }
+    }
 }
 
 impl Staged {
@@ -86,21 +117,21 @@ impl Staged {
     }
 
     /// Renames the file into place (readers see the old or the new file).
-    pub fn commit(self, faults: &FaultInjector) -> Result<(), StorageError> {
+    /// A failure leaves the old file and removes the staged one.
+    pub fn commit(mut self, faults: &FaultInjector) -> Result<(), StorageError> {
+        let tmp = self.tmp.take().expect("a staged file is committed once");
         let moved = faults.site_write(&self.path).and_then(|()| {
-            fs::rename(&self.tmp, &self.path).map_err(|e| StorageError::io(&self.path, e))
+            fs::rename(&tmp, &self.path).map_err(|e| StorageError::io(&self.path, e))
         });
         if moved.is_err() {
-            let _ = fs::remove_file(&self.tmp);
+            let _ = fs::remove_file(&tmp);
         }
         moved
     }
 
     /// Drops the staged file: the store changed while it was written, so it
-    /// no longer describes it.
-    pub fn discard(self) {
-        let _ = fs::remove_file(&self.tmp);
-    }
+    /// no longer describes it (dropping a `Staged` does the same).
+    pub fn discard(self) {}
 }
 
 /// Creates (or replaces) `path` with `bytes` and fsyncs it.

@@ -190,6 +190,8 @@ impl PartitionLog {
             // The new directory's own entry must survive a power loss too.
             fsutil::sync_dir_with(&config.faults, parent)?;
         }
+        // Checkpoints a crash caught between staging and renaming.
+        fsutil::remove_staged(dir)?;
         let Recovered {
             mut segments,
             txns,
