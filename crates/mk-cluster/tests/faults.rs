@@ -5,28 +5,11 @@
 //! left half-created.
 
 use bytes::Bytes;
+mod common;
+
+use common::{b, open, open_with, tp};
 use mk_cluster::*;
 use std::sync::Arc;
-
-fn b(s: &str) -> Bytes {
-    Bytes::copy_from_slice(s.as_bytes())
-}
-
-fn tp(t: &str, p: u32) -> TopicPartition {
-    TopicPartition::new(t, p)
-}
-
-fn open_with(
-    dir: &std::path::Path,
-    clock: &ManualClock,
-    f: impl FnOnce(MiniKafkaConfig) -> MiniKafkaConfig,
-) -> Arc<BrokerCluster> {
-    BrokerCluster::open_with_clock(f(MiniKafkaConfig::new(dir)), Arc::new(clock.clone())).unwrap()
-}
-
-fn open(dir: &std::path::Path, clock: &ManualClock) -> Arc<BrokerCluster> {
-    open_with(dir, clock, |c| c)
-}
 
 async fn put(c: &BrokerCluster, tp: &TopicPartition, value: &str) -> i64 {
     c.append_batch(

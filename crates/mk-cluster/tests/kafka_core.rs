@@ -4,28 +4,14 @@
 //! offline and back, batch fetches with Kafka's rules, offsets by time and
 //! epoch.
 
-use bytes::Bytes;
 use mk_cluster::metadata::MetadataStore;
+mod common;
+
+use common::{b, open, open_with, tp};
 use mk_cluster::*;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
-
-fn b(s: &str) -> Bytes {
-    Bytes::copy_from_slice(s.as_bytes())
-}
-
-fn open_with(
-    dir: &std::path::Path,
-    clock: &ManualClock,
-    f: impl FnOnce(MiniKafkaConfig) -> MiniKafkaConfig,
-) -> Arc<BrokerCluster> {
-    BrokerCluster::open_with_clock(f(MiniKafkaConfig::new(dir)), Arc::new(clock.clone())).unwrap()
-}
-
-fn open(dir: &std::path::Path, clock: &ManualClock) -> Arc<BrokerCluster> {
-    open_with(dir, clock, |c| c)
-}
 
 fn batch_at(values: &[&str], ts: i64) -> RecordBatch {
     RecordBatch::new(
@@ -44,10 +30,6 @@ async fn put(c: &BrokerCluster, tp: &TopicPartition, values: &[&str], ts: i64) -
         .unwrap()
         .base_offset
         .unwrap()
-}
-
-fn tp(t: &str, p: u32) -> TopicPartition {
-    TopicPartition::new(t, p)
 }
 
 #[tokio::test]

@@ -1,7 +1,8 @@
 //! Shared fixtures of the transaction tests of the core: a broker on a
 //! temporary directory with a manual clock that can crash and reopen, and a
 //! Kafka transactional producer as the core sees it (its identity and its
-//! own sequence numbers, sending its own batches).
+//! own sequence numbers, sending its own batches). Also the small helpers
+//! every core test file shares.
 
 #![allow(dead_code)]
 
@@ -17,6 +18,20 @@ pub fn b(s: &str) -> Bytes {
 
 pub fn tp(t: &str, p: u32) -> TopicPartition {
     TopicPartition::new(t, p)
+}
+
+/// A cluster on `dir` with `clock`, its configuration changed by `f`.
+pub fn open_with(
+    dir: &std::path::Path,
+    clock: &ManualClock,
+    f: impl FnOnce(MiniKafkaConfig) -> MiniKafkaConfig,
+) -> Arc<BrokerCluster> {
+    BrokerCluster::open_with_clock(f(MiniKafkaConfig::new(dir)), Arc::new(clock.clone())).unwrap()
+}
+
+/// A cluster on `dir` with `clock` and the default configuration.
+pub fn open(dir: &std::path::Path, clock: &ManualClock) -> Arc<BrokerCluster> {
+    open_with(dir, clock, |c| c)
 }
 
 /// One broker process: its directory, clock and configuration survive a
