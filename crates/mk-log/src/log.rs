@@ -89,6 +89,16 @@ pub struct AppendInfo {
     pub max_timestamp_ms: i64,
 }
 
+/// One encoded frame of a group being appended: where it is in the group's
+/// buffer.
+struct Frame {
+    /// The batch's place among the group's answers.
+    answer: usize,
+    header: BatchHeader,
+    range: std::ops::Range<usize>,
+    batch: RecordBatch,
+}
+
 /// A whole batch as stored: its header and its exact frame bytes (what a
 /// follower copies unchanged).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -453,23 +463,139 @@ impl PartitionLog {
     }
 
     fn append_assigned(&mut self, batch: &RecordBatch) -> Result<AppendInfo> {
+        let mut buf = std::mem::take(&mut self.scratch);
+        buf.clear();
+        let result = self
+            .frame_into(batch, &mut buf)
+            .and_then(|(header, _)| self.write_frame(&buf, &header, batch.max_timestamp_ms()));
+        self.scratch = buf;
+        result
+    }
+
+    /// Appends producer batches exactly as consecutive `append` calls
+    /// would: in order, each at the offsets after the previous accepted
+    /// one, and a batch that `append` would refuse is refused alone while
+    /// its neighbours go in. The difference is the disk: the accepted
+    /// frames go down in one write when they fit the active segment
+    /// together (group commit), instead of one write each. If that write
+    /// fails, none of it is acknowledged and each batch is then appended
+    /// alone, so each answer is one a lone append can give.
+    pub fn append_group(&mut self, batches: Vec<RecordBatch>) -> Vec<Result<AppendInfo>> {
+        let mut answers: Vec<Option<Result<AppendInfo>>> = Vec::with_capacity(batches.len());
+        let mut frames: Vec<Frame> = Vec::with_capacity(batches.len());
+        let mut buf = std::mem::take(&mut self.scratch);
+        buf.clear();
+        let mut next = self.leo();
+        for mut batch in batches {
+            let framed = self
+                .check_writable()
+                .and_then(|()| batch.assign(next, self.leader_epoch))
+                .and_then(|()| self.frame_into(&batch, &mut buf));
+            match framed {
+                Ok((header, range)) => {
+                    next = header.next_offset();
+                    frames.push(Frame {
+                        answer: answers.len(),
+                        header,
+                        range,
+                        batch,
+                    });
+                    answers.push(None);
+                }
+                Err(e) => answers.push(Some(Err(e))),
+            }
+        }
+        let written = self.write_frames(&buf, frames);
+        self.scratch = buf;
+        for (i, answer) in written {
+            answers[i] = Some(answer);
+        }
+        answers
+            .into_iter()
+            .map(|a| a.expect("every batch of a group is answered"))
+            .collect()
+    }
+
+    /// Encodes an assigned batch at the end of `buf`, within
+    /// `max_batch_bytes` (on error `buf` is as it was): its header and
+    /// where its frame is in `buf`.
+    fn frame_into(
+        &self,
+        batch: &RecordBatch,
+        buf: &mut Vec<u8>,
+    ) -> Result<(BatchHeader, std::ops::Range<usize>)> {
         let header = batch.header().ok_or_else(|| {
             LogError::InvalidRecord("cannot append a batch without a base offset".into())
         })?;
-        let mut buf = std::mem::take(&mut self.scratch);
-        buf.clear();
-        let result = codec::encode_into(batch, &mut buf).and_then(|()| {
-            let payload = buf.len() - codec::FRAME_HEADER_BYTES;
-            if payload > self.config.max_batch_bytes as usize {
-                return Err(LogError::InvalidRecord(format!(
-                    "batch payload of {payload} bytes exceeds max_batch_bytes {}",
-                    self.config.max_batch_bytes
-                )));
+        let start = buf.len();
+        codec::encode_into(batch, buf)?;
+        let payload = buf.len() - start - codec::FRAME_HEADER_BYTES;
+        if payload > self.config.max_batch_bytes as usize {
+            buf.truncate(start);
+            return Err(LogError::InvalidRecord(format!(
+                "batch payload of {payload} bytes exceeds max_batch_bytes {}",
+                self.config.max_batch_bytes
+            )));
+        }
+        Ok((header, start..buf.len()))
+    }
+
+    /// Writes the consecutive frames of a group: one write when they fit
+    /// the active segment together. Otherwise each frame is written alone
+    /// (rolling where a lone append would) until one fails; from there on,
+    /// as after a failed group write, the rest are appended alone from
+    /// their batches, since their offsets moved.
+    fn write_frames(&mut self, buf: &[u8], frames: Vec<Frame>) -> Vec<(usize, Result<AppendInfo>)> {
+        let (Some(first), Some(last)) = (frames.first(), frames.last()) else {
+            return Vec::new();
+        };
+        self.assert_at_end(&first.header);
+        let bytes = &buf[first.range.start..last.range.end];
+        let active = self.active_segment();
+        let fits = frames.len() > 1
+            && active.size + bytes.len() as u64 <= self.config.segment_max_bytes
+            && last.header.next_offset() - active.base_offset <= i64::from(u32::MAX);
+        let mut failed = false;
+        if fits {
+            match self.write_at_end(bytes) {
+                Ok((position, segment_base_offset)) => {
+                    let start = first.range.start;
+                    return frames
+                        .iter()
+                        .map(|f| {
+                            let at = position + (f.range.start - start) as u64;
+                            let len = f.range.len() as u64;
+                            let info = self.note_written(
+                                &f.header,
+                                at,
+                                segment_base_offset,
+                                len,
+                                f.batch.max_timestamp_ms(),
+                            );
+                            (f.answer, Ok(info))
+                        })
+                        .collect();
+                }
+                Err(_) => failed = true,
             }
-            self.write_frame(&buf, &header, batch.max_timestamp_ms())
-        });
-        self.scratch = buf;
-        result
+        }
+        frames
+            .into_iter()
+            .map(|mut f| {
+                let answer = if failed {
+                    f.batch.unassign();
+                    self.append(f.batch)
+                } else {
+                    let ts = f.batch.max_timestamp_ms();
+                    let r = self
+                        .check_writable()
+                        .and_then(|()| self.write_frame(&buf[f.range], &f.header, ts));
+                    failed = r.is_err();
+                    r
+                };
+                (f.answer, answer)
+            })
+            .collect()
     }
 
     fn write_frame(
@@ -478,15 +604,7 @@ impl PartitionLog {
         header: &BatchHeader,
         max_ts: i64,
     ) -> Result<AppendInfo> {
-        // Offsets only grow, without gaps between appends: every caller
-        // assigned or checked base offset == LEO, so a mismatch is a bug
-        // that must not reach the disk.
-        assert_eq!(
-            header.base_offset,
-            self.leo(),
-            "{}: an append must start at the log end offset",
-            self.dir.display()
-        );
+        self.assert_at_end(header);
         let len = frame.len() as u64;
         let active = self.active_segment();
         let relative_end = header.next_offset() - active.base_offset;
@@ -496,17 +614,37 @@ impl PartitionLog {
         {
             self.roll_active()?;
         }
+        let (position, segment_base_offset) = self.write_at_end(frame)?;
+        Ok(self.note_written(header, position, segment_base_offset, len, max_ts))
+    }
+
+    /// Offsets only grow, without gaps between appends: every caller
+    /// assigned or checked base offset == LEO, so a mismatch is a bug that
+    /// must not reach the disk.
+    fn assert_at_end(&self, header: &BatchHeader) {
+        assert_eq!(
+            header.base_offset,
+            self.leo(),
+            "{}: an append must start at the log end offset",
+            self.dir.display()
+        );
+    }
+
+    /// Writes `bytes` at the end of the active segment and returns where
+    /// (position, segment base offset). On failure nothing of them stays
+    /// in the file, or the log refuses further writes.
+    fn write_at_end(&mut self, bytes: &[u8]) -> Result<(u64, i64)> {
         let active = self.segments.last().expect("active");
         let position = active.size;
         let segment_base_offset = active.base_offset;
         let path = active.path(&self.dir, LOG_EXT);
-        let gate = match self.config.faults.before_write_of(&path, frame.len()) {
+        let gate = match self.config.faults.before_write_of(&path, bytes.len()) {
             Ok(g) => g,
             Err(e) => return self.fail(e.into()),
         };
         let whole = match gate {
-            WriteGate::Whole => frame,
-            WriteGate::Torn(n) => &frame[..n],
+            WriteGate::Whole => bytes,
+            WriteGate::Torn(n) => &bytes[..n],
         };
         let written = self.active_file.write_all_at(whole, position);
         if let (Ok(()), WriteGate::Torn(_)) = (&written, gate) {
@@ -517,7 +655,7 @@ impl PartitionLog {
         if let Err(e) = written {
             let e = LogError::io(&path, e);
             if e.is_transient() {
-                // A full disk may have taken part of the frame: cut it, so
+                // A full disk may have taken part of the bytes: cut them, so
                 // the next append writes at the same place and a crash finds
                 // no half frame (shrinking a file needs no space).
                 if let Err(cut) = self.active_file.set_len(position) {
@@ -526,12 +664,24 @@ impl PartitionLog {
             }
             return self.fail(e);
         }
+        Ok((position, segment_base_offset))
+    }
+
+    /// Records a frame written at `position` of the active segment.
+    fn note_written(
+        &mut self,
+        header: &BatchHeader,
+        position: u64,
+        segment_base_offset: i64,
+        len: u64,
+        max_ts: i64,
+    ) -> AppendInfo {
         let interval = self.config.index_interval_bytes;
         let active = self.segments.last_mut().expect("active");
         active.note_batch(position, header, len, max_ts, interval);
         active.unsynced = true;
         self.txns.observe(header);
-        Ok(AppendInfo {
+        AppendInfo {
             header: *header,
             base_offset: header.base_offset,
             next_offset: header.next_offset(),
@@ -540,7 +690,7 @@ impl PartitionLog {
             position,
             size: len,
             max_timestamp_ms: max_ts,
-        })
+        }
     }
 
     /// Closes the active segment if it has data and starts a new one at the

@@ -201,6 +201,12 @@ impl RecordBatch {
         Ok(())
     }
 
+    /// Forgets the offsets `assign` gave, so that the batch can be assigned
+    /// again (a group append falling back to lone appends).
+    pub(crate) fn unassign(&mut self) {
+        self.base_offset = None;
+    }
+
     /// Builds a batch from decoded parts, checking every invariant. Used by
     /// the decoder and by compaction.
     #[allow(clippy::too_many_arguments)]

@@ -26,6 +26,16 @@ pub struct ProduceResult {
 }
 
 impl ProduceResult {
+    /// The result of a batch the leader has just written.
+    pub(crate) fn written(info: &mk_log::AppendInfo) -> Self {
+        Self {
+            base_offset: Some(info.base_offset),
+            next_offset: Some(info.next_offset),
+            leader_epoch: info.leader_epoch,
+            duplicate: false,
+        }
+    }
+
     /// The same result without offsets (what `acks=0` reports).
     pub(crate) fn without_offsets(self) -> Self {
         Self {

@@ -87,13 +87,29 @@ impl Replica {
     /// producer state.
     pub(crate) fn append_as_leader(&mut self, batch: RecordBatch) -> Result<AppendInfo> {
         let info = self.log.append(batch)?;
+        self.observe_leader_append(&info);
+        Ok(info)
+    }
+
+    /// `append_as_leader` for a group (`PartitionLog::append_group`).
+    pub(crate) fn append_group_as_leader(
+        &mut self,
+        batches: Vec<RecordBatch>,
+    ) -> Vec<mk_log::Result<AppendInfo>> {
+        let written = self.log.append_group(batches);
+        for info in written.iter().flatten() {
+            self.observe_leader_append(info);
+        }
+        written
+    }
+
+    fn observe_leader_append(&mut self, info: &AppendInfo) {
         debug_assert_eq!(
             self.epochs.latest().map(|e| e.epoch),
             Some(info.leader_epoch),
             "a leader appends only in the epoch its cache starts"
         );
         self.producers.observe(&info.header);
-        Ok(info)
     }
 
     /// Appends a batch fetched from the leader byte for byte. A batch of a

@@ -358,6 +358,95 @@ impl PartitionReplicaSet {
         acks: AckMode,
         expected_leader_epoch: Option<i32>,
     ) -> Result<AppendOutcome> {
+        if let Admission::Duplicate(result) = self.admit(&batch, acks, expected_leader_epoch)? {
+            return Ok(self.complete(result, acks));
+        }
+        let leader_id = self.leader_id;
+        let info = self
+            .replicas
+            .get_mut(&leader_id)
+            .expect("the leader is a replica")
+            .append_as_leader(batch)?;
+        self.advance_high_watermark();
+        self.check_invariants();
+        Ok(self.complete(ProduceResult::written(&info), acks))
+    }
+
+    /// Appends producer batches exactly as consecutive `append` calls with
+    /// the same `acks` and `expected_leader_epoch` would — one answer each,
+    /// in order, a refused batch refused alone — but consecutive plain
+    /// batches (no producer id: nothing of one's check depends on the one
+    /// before) go to the log as one group write (`PartitionLog::append_group`).
+    pub fn append_group(
+        &mut self,
+        batches: Vec<RecordBatch>,
+        acks: AckMode,
+        expected_leader_epoch: Option<i32>,
+    ) -> Vec<Result<AppendOutcome>> {
+        let mut answers: Vec<Option<Result<AppendOutcome>>> = Vec::with_capacity(batches.len());
+        let mut group: Vec<(usize, RecordBatch)> = Vec::new();
+        for batch in batches {
+            let plain = batch.producer().producer_id < 0
+                && batch.transactional_id().is_none()
+                && !batch.is_control();
+            if !plain {
+                self.write_group(std::mem::take(&mut group), acks, &mut answers);
+                answers.push(Some(self.append(batch, acks, expected_leader_epoch)));
+                continue;
+            }
+            match self.admit(&batch, acks, expected_leader_epoch) {
+                Ok(Admission::Write) => {
+                    group.push((answers.len(), batch));
+                    answers.push(None);
+                }
+                Ok(Admission::Duplicate(_)) => {
+                    unreachable!("a batch without a producer id is never a duplicate")
+                }
+                Err(e) => answers.push(Some(Err(e))),
+            }
+        }
+        self.write_group(group, acks, &mut answers);
+        answers
+            .into_iter()
+            .map(|a| a.expect("every batch of a group is answered"))
+            .collect()
+    }
+
+    fn write_group(
+        &mut self,
+        group: Vec<(usize, RecordBatch)>,
+        acks: AckMode,
+        answers: &mut [Option<Result<AppendOutcome>>],
+    ) {
+        if group.is_empty() {
+            return;
+        }
+        let (places, batches): (Vec<usize>, Vec<RecordBatch>) = group.into_iter().unzip();
+        let leader_id = self.leader_id;
+        let written = self
+            .replicas
+            .get_mut(&leader_id)
+            .expect("the leader is a replica")
+            .append_group_as_leader(batches);
+        self.advance_high_watermark();
+        self.check_invariants();
+        for (i, w) in places.into_iter().zip(written) {
+            answers[i] = Some(
+                w.map_err(ReplicationError::from)
+                    .map(|info| self.complete(ProduceResult::written(&info), acks)),
+            );
+        }
+    }
+
+    /// The checks of spec 02 before a producer batch is written, in order
+    /// (steps 1-3 of `append`): whether it is a duplicate to answer with
+    /// its original offsets, or may be written.
+    fn admit(
+        &self,
+        batch: &RecordBatch,
+        acks: AckMode,
+        expected_leader_epoch: Option<i32>,
+    ) -> Result<Admission> {
         if let Some(expected) = expected_leader_epoch
             && expected != self.leader_epoch
         {
@@ -381,13 +470,12 @@ impl PartitionReplicaSet {
             self.registrations.get(&producer.producer_id).copied(),
         )?;
         if let SequenceCheck::Duplicate(original) = check {
-            let result = ProduceResult {
+            return Ok(Admission::Duplicate(ProduceResult {
                 base_offset: Some(original.base_offset),
                 next_offset: Some(original.next_offset),
                 leader_epoch: self.leader_epoch,
                 duplicate: true,
-            };
-            return Ok(self.complete(result, acks));
+            }));
         }
         if acks == AckMode::All && self.isr.len() < self.config.min_insync_replicas {
             return Err(ReplicationError::NotEnoughReplicas {
@@ -395,21 +483,7 @@ impl PartitionReplicaSet {
                 min_insync_replicas: self.config.min_insync_replicas,
             });
         }
-        let leader_id = self.leader_id;
-        let info = self
-            .replicas
-            .get_mut(&leader_id)
-            .expect("the leader is a replica")
-            .append_as_leader(batch)?;
-        self.advance_high_watermark();
-        self.check_invariants();
-        let result = ProduceResult {
-            base_offset: Some(info.base_offset),
-            next_offset: Some(info.next_offset),
-            leader_epoch: info.leader_epoch,
-            duplicate: false,
-        };
-        Ok(self.complete(result, acks))
+        Ok(Admission::Write)
     }
 
     fn complete(&mut self, result: ProduceResult, acks: AckMode) -> AppendOutcome {
@@ -1136,4 +1210,10 @@ fn merge_registrations(into: &mut Registrations, from: &Registrations) {
         let e = into.entry(pid).or_insert(epoch);
         *e = (*e).max(epoch);
     }
+}
+/// What the checks before a producer write decided (`admit`).
+enum Admission {
+    /// An idempotent retry of a batch in the log: answer with its offsets.
+    Duplicate(ProduceResult),
+    Write,
 }
