@@ -2,7 +2,7 @@
 //! request, its result wrapped in the matching `Response`. This is the only
 //! place the server touches the core.
 
-use crate::protocol::{Request, Response, ServerStats};
+use crate::protocol::{ProduceSpec, Request, Response, ServerStats};
 use mk_cluster::{BrokerCluster, ClusterError};
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,6 +17,36 @@ pub(crate) struct DispatchContext<'a> {
     pub connections: u64,
     pub requests: u64,
     pub in_flight: u64,
+}
+
+/// Produce requests that arrived together (a pipelined run of lines),
+/// answered one each, in order, as `execute` answers each alone: the core
+/// routes each, then appends them with `produce_group` (group commit).
+pub(crate) async fn execute_produces(
+    c: &BrokerCluster,
+    specs: Vec<ProduceSpec>,
+) -> Vec<Result<Response, ClusterError>> {
+    let mut answers: Vec<Option<Result<Response, ClusterError>>> = Vec::with_capacity(specs.len());
+    let mut routed = Vec::with_capacity(specs.len());
+    let mut places = Vec::with_capacity(specs.len());
+    for spec in specs {
+        let batch = spec.is_batch();
+        match spec.into_core(|topic, partition, records| c.route_produce(topic, partition, records)) {
+            Ok(request) => {
+                places.push((answers.len(), batch));
+                routed.push(request);
+                answers.push(None);
+            }
+            Err(e) => answers.push(Some(Err(e))),
+        }
+    }
+    for ((i, batch), r) in places.into_iter().zip(c.produce_group(routed).await) {
+        answers[i] = Some(r.map(|response| Response::Produce { response, batch }));
+    }
+    answers
+        .into_iter()
+        .map(|a| a.expect("every request is answered"))
+        .collect()
 }
 
 pub(crate) async fn execute(
@@ -37,14 +67,8 @@ pub(crate) async fn execute(
         }
         Request::Metadata { topic } => Response::Metadata(c.describe_topic(&topic)?),
         Request::Produce(spec) => {
-            let batch = spec.is_batch();
-            let request = spec.into_core(|topic, partition, records| {
-                c.route_produce(topic, partition, records)
-            })?;
-            Response::Produce {
-                response: c.produce(request).await?,
-                batch,
-            }
+            let mut answers = execute_produces(c, vec![spec]).await;
+            answers.pop().expect("one answer per request")?
         }
         Request::Fetch {
             request,

@@ -77,7 +77,7 @@ struct HeaderItem<'a> {
 }
 
 /// Cheap test for "this line may be a produce" before trying.
-fn looks_like_produce(line: &[u8]) -> bool {
+pub(crate) fn looks_like_produce(line: &[u8]) -> bool {
     memchr::memmem::find(line, b"\"produce\"").is_some()
 }
 

@@ -24,10 +24,12 @@
 //! a client that sends no complete request for `idle_timeout` is dropped;
 //! at most `max_connections` connections are served at once.
 
-use crate::dispatch::{DispatchContext, execute};
-use crate::protocol::{ErrorResponse, Request, decode_request_line};
+use crate::dispatch::{DispatchContext, execute, execute_produces};
+use crate::protocol::{
+    DecodedLine, ErrorResponse, Operation, ProduceSpec, Request, Response, decode_request_line,
+};
 use futures::FutureExt;
-use mk_cluster::{BrokerCluster, ErrorCode};
+use mk_cluster::{BrokerCluster, ClusterError, ErrorCode};
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::io;
@@ -394,20 +396,36 @@ async fn read_loop(
 ) -> ReadEnd {
     let max_frame = shared.options.max_frame_bytes;
     let mut buf: Vec<u8> = Vec::with_capacity(4096);
+    let mut run: Vec<std::ops::Range<usize>> = Vec::new();
     let mut deadline = Instant::now() + shared.options.idle_timeout;
     loop {
-        // Answer every complete line already buffered.
+        // Answer every complete line already buffered; consecutive lines
+        // that may be answered together (produces: group commit) are.
         let mut start = 0;
         while let Some(pos) = memchr::memchr(b'\n', &buf[start..]) {
             let end = start + pos;
             if end - start + 1 > max_frame {
+                if !answer_run(&buf, &mut run, q, shared, responder).await {
+                    return ReadEnd::WriterGone;
+                }
                 return too_large(q, shared).await;
             }
-            if !answer(&buf[start..end], q, shared, responder).await {
+            let line = &buf[start..end];
+            let answered = if responder.may_group(line) {
+                run.push(start..end);
+                run.len() < MAX_GROUP || answer_run(&buf, &mut run, q, shared, responder).await
+            } else {
+                answer_run(&buf, &mut run, q, shared, responder).await
+                    && answer(line, q, shared, responder).await
+            };
+            if !answered {
                 return ReadEnd::WriterGone;
             }
             start = end + 1;
             deadline = Instant::now() + shared.options.idle_timeout;
+        }
+        if !answer_run(&buf, &mut run, q, shared, responder).await {
+            return ReadEnd::WriterGone;
         }
         buf.drain(..start);
         if buf.len() >= max_frame {
@@ -453,6 +471,9 @@ async fn too_large(q: &Queue<'_>, shared: &Shared) -> ReadEnd {
     ReadEnd::FrameTooLarge
 }
 
+/// The most pipelined lines answered together (one `respond_group`).
+const MAX_GROUP: usize = 256;
+
 /// Answers one request line and queues its response. False when the writer
 /// is gone.
 async fn answer(line: &[u8], q: &Queue<'_>, shared: &Shared, responder: &impl Respond) -> bool {
@@ -465,6 +486,43 @@ async fn answer(line: &[u8], q: &Queue<'_>, shared: &Shared, responder: &impl Re
     };
     shared.counters.requests.fetch_add(1, Ordering::Relaxed);
     enqueue(bytes, q).await
+}
+
+/// Answers the lines of `run` (ranges of `buf`) together and empties it.
+/// False when the writer is gone.
+async fn answer_run(
+    buf: &[u8],
+    run: &mut Vec<std::ops::Range<usize>>,
+    q: &Queue<'_>,
+    shared: &Shared,
+    responder: &impl Respond,
+) -> bool {
+    let lines: Vec<&[u8]> = run.drain(..).map(|r| &buf[r]).collect();
+    match lines.as_slice() {
+        [] => return true,
+        [line] => return answer(line, q, shared, responder).await,
+        _ => {}
+    }
+    if !q.room().await {
+        return false;
+    }
+    let answers = {
+        let _in_flight: Vec<InFlight<'_>> = lines
+            .iter()
+            .map(|_| InFlight::enter(&shared.counters.in_flight))
+            .collect();
+        responder.respond_group(&lines, shared).await
+    };
+    shared
+        .counters
+        .requests
+        .fetch_add(lines.len() as u64, Ordering::Relaxed);
+    for bytes in answers {
+        if !enqueue(bytes, q).await {
+            return false;
+        }
+    }
+    true
 }
 
 /// Counts one request as executing for as long as it lives, so the count
@@ -491,14 +549,49 @@ impl Drop for InFlight<'_> {
 /// behind it to prove that the server contains what happens there.
 trait Respond: Send + Sync + 'static {
     fn respond(&self, line: &[u8], shared: &Shared) -> impl Future<Output = Vec<u8>> + Send;
+
+    /// Whether `line` may be answered together with its pipelined
+    /// neighbours by `respond_group`.
+    fn may_group(&self, _line: &[u8]) -> bool {
+        false
+    }
+
+    /// The answers to consecutive pipelined lines, in order: what `respond`
+    /// gives for one after the other.
+    fn respond_group(
+        &self,
+        lines: &[&[u8]],
+        shared: &Shared,
+    ) -> impl Future<Output = Vec<Vec<u8>>> + Send {
+        async move {
+            let mut answers = Vec::with_capacity(lines.len());
+            for line in lines {
+                answers.push(self.respond(line, shared).await);
+            }
+            answers
+        }
+    }
 }
 
-/// Decode, one core call, encode.
+/// Decode, one core call, encode; a pipelined run of produces is one core
+/// call (`produce_group`, group commit).
 struct Protocol;
 
 impl Respond for Protocol {
     fn respond(&self, line: &[u8], shared: &Shared) -> impl Future<Output = Vec<u8>> + Send {
         respond(line, shared)
+    }
+
+    fn may_group(&self, line: &[u8]) -> bool {
+        crate::fast::looks_like_produce(line)
+    }
+
+    fn respond_group(
+        &self,
+        lines: &[&[u8]],
+        shared: &Shared,
+    ) -> impl Future<Output = Vec<Vec<u8>>> + Send {
+        respond_group(lines, shared)
     }
 }
 
@@ -531,7 +624,64 @@ async fn enqueue(bytes: Vec<u8>, q: &Queue<'_>) -> bool {
 /// no-op unless the binary installs a recorder (`--metrics-listen`).
 async fn respond(line: &[u8], shared: &Shared) -> Vec<u8> {
     let started = std::time::Instant::now();
-    let (api, answer) = respond_to(line, shared).await;
+    let (api, answer) = respond_decoded(decode_request_line(line), shared).await;
+    count(line, api, &answer, started);
+    answer
+}
+
+/// The response lines for consecutive pipelined lines, in order, each
+/// what `respond` gives it; the produces among them go to the core
+/// together, each run of them as one call (`execute_produces`).
+async fn respond_group(lines: &[&[u8]], shared: &Shared) -> Vec<Vec<u8>> {
+    let started = std::time::Instant::now();
+    let mut answers: Vec<Option<(&'static str, Vec<u8>)>> = lines.iter().map(|_| None).collect();
+    let mut produces: Vec<(usize, Option<Value>, ProduceSpec)> = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let decoded = decode_request_line(line);
+        match decoded.request {
+            Ok(Request::Produce(spec)) => produces.push((i, decoded.id, spec)),
+            request => {
+                answer_produces(&mut produces, &mut answers, shared).await;
+                let decoded = DecodedLine {
+                    id: decoded.id,
+                    request,
+                };
+                answers[i] = Some(respond_decoded(decoded, shared).await);
+            }
+        }
+    }
+    answer_produces(&mut produces, &mut answers, shared).await;
+    lines
+        .iter()
+        .zip(answers)
+        .map(|(line, answer)| {
+            let (api, answer) = answer.expect("every line is answered");
+            count(line, api, &answer, started);
+            answer
+        })
+        .collect()
+}
+
+async fn answer_produces(
+    produces: &mut Vec<(usize, Option<Value>, ProduceSpec)>,
+    answers: &mut [Option<(&'static str, Vec<u8>)>],
+    shared: &Shared,
+) {
+    if produces.is_empty() {
+        return;
+    }
+    let (places, specs): (Vec<(usize, Option<Value>)>, Vec<ProduceSpec>) = produces
+        .drain(..)
+        .map(|(i, id, spec)| ((i, id), spec))
+        .unzip();
+    let results = execute_produces(&shared.cluster, specs).await;
+    for ((i, id), r) in places.into_iter().zip(results) {
+        answers[i] = Some((Operation::Produce.name(), encode(r, id.as_ref())));
+    }
+}
+
+/// Counts one answered request in the metrics.
+fn count(line: &[u8], api: &'static str, answer: &[u8], started: std::time::Instant) {
     let labels = [("protocol", "json"), ("api", api)];
     metrics::counter!("mk_requests_total", &labels).increment(1);
     if answer.starts_with(b"{\"ok\":false") {
@@ -542,12 +692,10 @@ async fn respond(line: &[u8], shared: &Shared) -> Vec<u8> {
     metrics::counter!("mk_received_bytes_total", "protocol" => "json")
         .increment(line.len() as u64 + 1);
     metrics::counter!("mk_sent_bytes_total", "protocol" => "json").increment(answer.len() as u64);
-    answer
 }
 
 /// The operation's wire name and the response line.
-async fn respond_to(line: &[u8], shared: &Shared) -> (&'static str, Vec<u8>) {
-    let decoded = decode_request_line(line);
+async fn respond_decoded(decoded: DecodedLine, shared: &Shared) -> (&'static str, Vec<u8>) {
     let id = decoded.id.as_ref();
     let request = match decoded.request {
         Err(e) => {
@@ -559,13 +707,8 @@ async fn respond_to(line: &[u8], shared: &Shared) -> (&'static str, Vec<u8>) {
         Ok(r) => r,
     };
     let op = request.operation();
-    (op.name(), respond_decoded(request, id, shared).await)
-}
-
-async fn respond_decoded(request: Request, id: Option<&Value>, shared: &Shared) -> Vec<u8> {
-    let op = request.operation();
     if op.is_lab() && !shared.options.lab {
-        return ErrorResponse::new(
+        let answer = ErrorResponse::new(
             ErrorCode::InvalidRequest,
             format!(
                 "{:?} is a lab operation; lab operations are disabled (start the server with --lab to enable them)",
@@ -573,6 +716,7 @@ async fn respond_decoded(request: Request, id: Option<&Value>, shared: &Shared) 
             ),
         )
         .encode(id);
+        return (op.name(), answer);
     }
     let ctx = DispatchContext {
         cluster: &shared.cluster,
@@ -581,7 +725,11 @@ async fn respond_decoded(request: Request, id: Option<&Value>, shared: &Shared) 
         requests: shared.counters.requests.load(Ordering::Relaxed),
         in_flight: shared.counters.in_flight.load(Ordering::Relaxed),
     };
-    match execute(&ctx, request).await {
+    (op.name(), encode(execute(&ctx, request).await, id))
+}
+
+fn encode(r: Result<Response, ClusterError>, id: Option<&Value>) -> Vec<u8> {
+    match r {
         Ok(response) => response.encode(id),
         Err(e) => ErrorResponse::new(json_code(e.code()), e.to_string()).encode(id),
     }

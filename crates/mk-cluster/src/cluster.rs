@@ -412,7 +412,7 @@ impl BrokerCluster {
     /// Settles the outcome of an operation on one partition (see
     /// `health.rs`): damage takes the partition offline, a transient
     /// failure reaches only the caller, anything else fails the cluster.
-    fn settle<T>(
+    pub(crate) fn settle<T>(
         &self,
         slot: &PartitionSlot,
         access: crate::health::Access,

@@ -146,6 +146,27 @@ impl PendingAppend {
     }
 }
 
+/// The batch of a produce request's records; a record without a timestamp
+/// gets `now`.
+fn batch_of(
+    entries: Vec<ProduceEntry>,
+    producer: Option<ProducerInfo>,
+    now: i64,
+) -> Result<RecordBatch> {
+    let records = entries
+        .into_iter()
+        .map(|e| {
+            mk_log::Record::new(e.key, e.value, e.timestamp_ms.unwrap_or(now))
+                .with_headers(e.headers)
+        })
+        .collect();
+    let batch = RecordBatch::new(records)?;
+    Ok(match producer {
+        Some(p) => batch.with_producer(p),
+        None => batch,
+    })
+}
+
 pub(crate) fn check_user_topic(tp: &TopicPartition) -> Result<()> {
     if INTERNAL_TOPICS.contains(&tp.topic.as_str()) {
         return Err(ClusterError::InvalidRequest(format!(
@@ -220,6 +241,73 @@ impl BrokerCluster {
         self.note_write_succeeded();
         self.after_append(&slot, records)?;
         Ok(PendingAppend { outcome })
+    }
+
+    /// `submit_append` for consecutive batches to one partition with one
+    /// ack mode, answered one each, in order, exactly as consecutive
+    /// `submit_append` calls would answer them — a refused batch is refused
+    /// alone — but appended under one partition lock, the plain ones (no
+    /// producer id) in one write (`PartitionReplicaSet::append_group`).
+    /// Transactional batches and markers take the lone path.
+    pub fn submit_append_group(
+        &self,
+        tp: &TopicPartition,
+        batches: Vec<RecordBatch>,
+        acks: AckMode,
+    ) -> Vec<Result<PendingAppend>> {
+        let lone = |batches: Vec<RecordBatch>| -> Vec<Result<PendingAppend>> {
+            batches
+                .into_iter()
+                .map(|b| self.submit_append(tp, b, acks, None))
+                .collect()
+        };
+        let groupable = batches.len() > 1
+            && batches
+                .iter()
+                .all(|b| b.transactional_id().is_none() && b.control().is_none());
+        // What refuses a whole group (a stopped broker, an internal topic,
+        // an unknown or offline partition) each lone append finds again,
+        // with an error of its own.
+        let slot = self
+            .check_running()
+            .and_then(|()| check_user_topic(tp))
+            .and_then(|()| self.slot(tp));
+        let (true, Ok(slot)) = (groupable, slot) else {
+            return lone(batches);
+        };
+        let counts: Vec<u64> = batches.iter().map(|b| b.records().len() as u64).collect();
+        let mut batches = Some(batches);
+        let appended = self.with_slot(&slot, |set| {
+            let batches = batches.take().expect("taken once");
+            Ok(set.append_group(batches, acks, None))
+        });
+        let Ok(appended) = appended else {
+            return lone(batches.unwrap_or_default());
+        };
+        let mut answers: Vec<Result<PendingAppend>> = appended
+            .into_iter()
+            .map(|r| {
+                let r = r.map_err(ClusterError::from);
+                let outcome = self.settle(&slot, crate::health::Access::Write, r)?;
+                Ok(PendingAppend { outcome })
+            })
+            .collect();
+        let records = answers
+            .iter()
+            .zip(counts)
+            .filter_map(|(a, n)| a.is_ok().then_some(n))
+            .sum();
+        if answers.iter().any(Result::is_ok) {
+            self.note_write_succeeded();
+            // The flush policy's write (if one is due) belongs to the last
+            // append, the one that made it due.
+            if let Err(e) = self.after_append(&slot, records)
+                && let Some(last) = answers.iter_mut().rev().find(|a| a.is_ok())
+            {
+                *last = Err(e);
+            }
+        }
+        answers
     }
 
     /// Appends a batch and waits for its acknowledgement.
@@ -544,30 +632,65 @@ impl BrokerCluster {
 
     /// Appends the request's records as one batch and waits for its ack mode.
     pub async fn produce(&self, req: ProduceRequest) -> Result<ProduceResponse> {
+        let mut answers = self.produce_group(vec![req]).await;
+        answers.pop().expect("one answer per request")
+    }
+
+    /// Produce requests that arrived together on one connection (a
+    /// pipelined client), answered one each, in order, exactly as
+    /// consecutive `produce` calls would answer them. Consecutive requests
+    /// to one partition with one ack mode and no producer id are appended
+    /// under one partition lock in one write (`submit_append_group`), and
+    /// only then are the acknowledgements awaited.
+    pub async fn produce_group(&self, reqs: Vec<ProduceRequest>) -> Vec<Result<ProduceResponse>> {
         let now = self.clock.now_ms();
-        let count = req.records.len();
-        let records = req
-            .records
-            .into_iter()
-            .map(|e| {
-                mk_log::Record::new(e.key, e.value, e.timestamp_ms.unwrap_or(now))
-                    .with_headers(e.headers)
-            })
-            .collect();
-        let mut batch = RecordBatch::new(records)?;
-        if let Some(p) = req.producer {
-            batch = batch.with_producer(p);
+        let mut submitted: Vec<(u32, usize, Option<Result<PendingAppend>>)> =
+            Vec::with_capacity(reqs.len());
+        let mut reqs = reqs.into_iter().peekable();
+        while let Some(first) = reqs.next() {
+            let (tp, acks) = (first.tp.clone(), first.acks);
+            let mut run = vec![first];
+            if run[0].producer.is_none() {
+                while let Some(next) =
+                    reqs.next_if(|r| r.producer.is_none() && r.tp == tp && r.acks == acks)
+                {
+                    run.push(next);
+                }
+            }
+            let mut batches = Vec::with_capacity(run.len());
+            let mut places = Vec::with_capacity(run.len());
+            for req in run {
+                let count = req.records.len();
+                match batch_of(req.records, req.producer, now) {
+                    Ok(b) => {
+                        places.push(submitted.len());
+                        batches.push(b);
+                        submitted.push((tp.partition, count, None));
+                    }
+                    Err(e) => submitted.push((tp.partition, count, Some(Err(e)))),
+                }
+            }
+            for (i, p) in places
+                .into_iter()
+                .zip(self.submit_append_group(&tp, batches, acks))
+            {
+                submitted[i].2 = Some(p);
+            }
         }
-        let r = self
-            .submit_append(&req.tp, batch, req.acks, None)?
-            .wait()
-            .await?;
-        Ok(ProduceResponse {
-            partition: req.tp.partition,
-            base_offset: r.base_offset,
-            count,
-            duplicate: r.duplicate,
-        })
+        let mut answers = Vec::with_capacity(submitted.len());
+        for (partition, count, pending) in submitted {
+            let pending = pending.expect("every request is submitted or refused");
+            answers.push(match pending {
+                Ok(p) => p.wait().await.map(|r| ProduceResponse {
+                    partition,
+                    base_offset: r.base_offset,
+                    count,
+                    duplicate: r.duplicate,
+                }),
+                Err(e) => Err(e),
+            });
+        }
+        answers
     }
 
     /// ListOffsets: earliest, latest (HW) or by timestamp.
