@@ -31,7 +31,8 @@ pub(crate) async fn execute_produces(
     let mut places = Vec::with_capacity(specs.len());
     for spec in specs {
         let batch = spec.is_batch();
-        match spec.into_core(|topic, partition, records| c.route_produce(topic, partition, records)) {
+        match spec.into_core(|topic, partition, records| c.route_produce(topic, partition, records))
+        {
             Ok(request) => {
                 places.push((answers.len(), batch));
                 routed.push(request);
