@@ -307,8 +307,10 @@ impl Pipe {
         self.queue.lock().expect("pipe").push_back(o);
     }
 
-    fn take_all(&self) -> VecDeque<Outgoing> {
-        std::mem::take(&mut *self.queue.lock().expect("pipe"))
+    /// Moves every queued answer into the empty `into`, which the pipe
+    /// keeps as its next queue: neither side gives up its capacity.
+    fn take_all(&self, into: &mut VecDeque<Outgoing>) {
+        std::mem::swap(&mut *self.queue.lock().expect("pipe"), into);
     }
 }
 
@@ -397,7 +399,14 @@ async fn read_loop(
     let max_frame = shared.options.max_frame_bytes;
     let mut buf: Vec<u8> = Vec::with_capacity(4096);
     let mut run: Vec<std::ops::Range<usize>> = Vec::new();
-    let mut deadline = Instant::now() + shared.options.idle_timeout;
+    let idle = shared.options.idle_timeout;
+    let mut last_request = Instant::now();
+    // One timer and one shutdown listener for the whole connection, not one
+    // of each per read: the timer is re-armed only when it fires, to the
+    // idle timeout after the last request if one came since.
+    let idle_timer = tokio::time::sleep_until(last_request + idle);
+    let stop = shared.stop.cancelled();
+    tokio::pin!(idle_timer, stop);
     loop {
         // Answer every complete line already buffered; consecutive lines
         // that may be answered together (produces: group commit) are.
@@ -422,7 +431,7 @@ async fn read_loop(
                 return ReadEnd::WriterGone;
             }
             start = end + 1;
-            deadline = Instant::now() + shared.options.idle_timeout;
+            last_request = Instant::now();
         }
         if !answer_run(&buf, &mut run, q, shared, responder).await {
             return ReadEnd::WriterGone;
@@ -443,20 +452,27 @@ async fn read_loop(
                 .fetch_max(buf.capacity() as u64, Ordering::Relaxed);
         }
         let read = tokio::select! {
-            _ = shared.stop.cancelled() => return ReadEnd::Shutdown,
-            r = tokio::time::timeout_at(deadline, rd.read_buf(&mut buf)) => r,
+            _ = &mut stop => return ReadEnd::Shutdown,
+            () = &mut idle_timer => {
+                let due = last_request + idle;
+                if due <= Instant::now() {
+                    return ReadEnd::Idle;
+                }
+                idle_timer.as_mut().reset(due);
+                continue;
+            }
+            r = rd.read_buf(&mut buf) => r,
         };
         match read {
-            Err(_) => return ReadEnd::Idle,
-            Ok(Err(e)) => return ReadEnd::Io(e),
-            Ok(Ok(0)) => {
+            Err(e) => return ReadEnd::Io(e),
+            Ok(0) => {
                 // A final line without `\n` is still a request.
                 if !buf.is_empty() && !answer(&buf, q, shared, responder).await {
                     return ReadEnd::WriterGone;
                 }
                 return ReadEnd::Eof;
             }
-            Ok(Ok(_)) => {}
+            Ok(_) => {}
         }
     }
 }
@@ -768,11 +784,12 @@ pub fn json_code(code: ErrorCode) -> ErrorCode {
 /// is seen in the same pass (module docs).
 async fn write_loop(wr: OwnedWriteHalf, pipe: &Pipe, write_timeout: Duration) -> io::Result<()> {
     let mut w = BufWriter::with_capacity(64 * 1024, wr);
+    let mut batch = VecDeque::new();
     loop {
         // Read before taking: an answer queued before the reader stopped
         // is in this batch, or in none taken after it.
         let closed = pipe.closed.load(Ordering::Acquire);
-        let batch = pipe.take_all();
+        pipe.take_all(&mut batch);
         if batch.is_empty() {
             if closed {
                 return timed(write_timeout, w.shutdown()).await;
@@ -780,7 +797,7 @@ async fn write_loop(wr: OwnedWriteHalf, pipe: &Pipe, write_timeout: Duration) ->
             until_polled_again().await;
             continue;
         }
-        for o in batch {
+        for o in batch.drain(..) {
             timed(write_timeout, w.write_all(&o.bytes)).await?;
         }
         timed(write_timeout, w.flush()).await?;

@@ -450,7 +450,14 @@ async fn read_loop(
     let max = shared.options.max_request_bytes;
     let mut offline = shared.cluster.watch_offline_brokers();
     let mut buf = BytesMut::with_capacity(8 * 1024);
-    let mut deadline = Instant::now() + shared.options.idle_timeout;
+    let idle = shared.options.idle_timeout;
+    let mut last_request = Instant::now();
+    // One timer and one shutdown listener for the whole connection, not one
+    // of each per read: the timer is re-armed only when it fires, to the
+    // idle timeout after the last request if one came since.
+    let idle_timer = tokio::time::sleep_until(last_request + idle);
+    let stop = shared.stop.cancelled();
+    tokio::pin!(idle_timer, stop);
     loop {
         // Answer every complete request already buffered.
         while buf.len() >= 4 {
@@ -472,7 +479,7 @@ async fn read_loop(
                 Ok(false) => return ReadEnd::WriterGone,
                 Err(end) => return end,
             }
-            deadline = Instant::now() + shared.options.idle_timeout;
+            last_request = Instant::now();
         }
         // Room for the rest of the current request, at most one chunk at a
         // time: a claimed size never allocates by itself.
@@ -490,20 +497,27 @@ async fn read_loop(
                 .fetch_max(buf.capacity() as u64, Ordering::Relaxed);
         }
         let read = tokio::select! {
-            _ = shared.stop.cancelled() => return ReadEnd::Shutdown,
+            _ = &mut stop => return ReadEnd::Shutdown,
+            () = &mut idle_timer => {
+                let due = last_request + idle;
+                if due <= Instant::now() {
+                    return ReadEnd::Idle;
+                }
+                idle_timer.as_mut().reset(due);
+                continue;
+            }
             changed = offline.changed() => {
                 if changed.is_err() || offline.borrow().contains(&broker) {
                     return ReadEnd::BrokerOffline;
                 }
                 continue;
             }
-            r = tokio::time::timeout_at(deadline, rd.read_buf(&mut buf)) => r,
+            r = rd.read_buf(&mut buf) => r,
         };
         match read {
-            Err(_) => return ReadEnd::Idle,
-            Ok(Err(e)) => return ReadEnd::Io(e),
-            Ok(Ok(0)) => return ReadEnd::Eof,
-            Ok(Ok(_)) => {}
+            Err(e) => return ReadEnd::Io(e),
+            Ok(0) => return ReadEnd::Eof,
+            Ok(_) => {}
         }
     }
 }
@@ -603,9 +617,11 @@ async fn enqueue(bytes: Bytes, q: &Queue<'_>) -> bool {
 /// reader, polled first in every pass, is what queues).
 async fn write_loop(wr: OwnedWriteHalf, pipe: &Pipe, write_timeout: Duration) -> io::Result<()> {
     let mut w = BufWriter::with_capacity(64 * 1024, wr);
+    // Swapped with the pipe's queue, so both keep their capacity.
+    let mut batch = std::collections::VecDeque::new();
     loop {
         let closed = pipe.closed.load(Ordering::Acquire);
-        let batch = std::mem::take(&mut *pipe.queue.lock().expect("pipe"));
+        std::mem::swap(&mut *pipe.queue.lock().expect("pipe"), &mut batch);
         if batch.is_empty() {
             if closed {
                 return timed(write_timeout, w.shutdown()).await;
@@ -621,7 +637,7 @@ async fn write_loop(wr: OwnedWriteHalf, pipe: &Pipe, write_timeout: Duration) ->
             .await;
             continue;
         }
-        for o in batch {
+        for o in batch.drain(..) {
             timed(write_timeout, w.write_all(&o.bytes)).await?;
         }
         timed(write_timeout, w.flush()).await?;

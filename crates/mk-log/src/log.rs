@@ -163,6 +163,8 @@ pub struct PartitionLog {
     /// Never empty; the last segment is the active one.
     pub(crate) segments: Vec<Segment>,
     pub(crate) active_file: File,
+    /// The active segment's `.log` path (kept, not rebuilt per append).
+    active_path: PathBuf,
     pub(crate) txns: TxnIndex,
     scratch: Vec<u8>,
     /// Set by the first I/O failure; every later write is refused.
@@ -238,6 +240,7 @@ impl PartitionLog {
             leader_epoch,
             segments,
             active_file,
+            active_path,
             txns,
             scratch: Vec::new(),
             failed: None,
@@ -637,8 +640,9 @@ impl PartitionLog {
         let active = self.segments.last().expect("active");
         let position = active.size;
         let segment_base_offset = active.base_offset;
-        let path = active.path(&self.dir, LOG_EXT);
-        let gate = match self.config.faults.before_write_of(&path, bytes.len()) {
+        debug_assert_eq!(self.active_path, active.path(&self.dir, LOG_EXT));
+        let path = &self.active_path;
+        let gate = match self.config.faults.before_write_of(path, bytes.len()) {
             Ok(g) => g,
             Err(e) => return self.fail(e.into()),
         };
@@ -735,6 +739,7 @@ impl PartitionLog {
         };
         self.segments.push(Segment::empty(leo));
         self.active_file = file;
+        self.active_path = path;
         self.dir_dirty = true;
         self.rolls += 1;
         Ok(())
@@ -861,6 +866,7 @@ impl PartitionLog {
         seg.max_timestamp_ms = max_timestamp_below(&file, &path, cut, self.config.max_batch_bytes)?;
         seg.unsynced = false;
         self.active_file = file;
+        self.active_path = path;
         self.sync_dir()
     }
 
