@@ -652,18 +652,18 @@ impl PartitionLog {
         };
         let written = self.active_file.write_all_at(whole, position);
         if let (Ok(()), WriteGate::Torn(_)) = (&written, gate) {
-            let e = LogError::from(torn_error(&path));
+            let e = LogError::from(torn_error(path));
             self.latch(&e);
             return Err(e);
         }
         if let Err(e) = written {
-            let e = LogError::io(&path, e);
+            let e = LogError::io(path, e);
             if e.is_transient() {
                 // A full disk may have taken part of the bytes: cut them, so
                 // the next append writes at the same place and a crash finds
                 // no half frame (shrinking a file needs no space).
                 if let Err(cut) = self.active_file.set_len(position) {
-                    self.latch(&LogError::io(&path, cut));
+                    self.latch(&LogError::io(path, cut));
                 }
             }
             return self.fail(e);
