@@ -130,15 +130,43 @@ fn a_rejected_batch_leaves_its_neighbours_in_the_group() {
     assert_eq!(values, vec![b("0-0-x"), b("0-1-xx"), b("2-0-xxx")]);
 }
 
-#[test]
-fn a_full_disk_fails_the_whole_group_and_keeps_nothing_of_it() {
+/// A log holding one record whose next write site fails with `fault`, and
+/// the answers to a group of five batches of `size`-byte values sent into
+/// it.
+struct FailedGroup {
+    dir: tempfile::TempDir,
+    faults: Arc<FaultInjector>,
+    config: LogConfig,
+    log: PartitionLog,
+    answers: Vec<mk_log::Result<mk_log::AppendInfo>>,
+}
+
+fn failed_group(fault: Fault, size: usize) -> FailedGroup {
     let dir = tempfile::tempdir().unwrap();
     let faults = Arc::new(FaultInjector::new());
     let config = config_with(1 << 20, &faults);
     let mut log = PartitionLog::open(dir.path(), config.clone(), 0).unwrap();
     log.append(batch(0, &[5])).unwrap();
-    faults.inject_at(faults.sites_passed(), Fault::NoSpace);
-    let answers = log.append_group((1..6).map(|i| batch(i, &[5])).collect());
+    faults.inject_at(faults.sites_passed(), fault);
+    let answers = log.append_group((1..6).map(|i| batch(i, &[size])).collect());
+    FailedGroup {
+        dir,
+        faults,
+        config,
+        log,
+        answers,
+    }
+}
+
+#[test]
+fn a_full_disk_fails_the_whole_group_and_keeps_nothing_of_it() {
+    let FailedGroup {
+        dir,
+        faults,
+        config,
+        mut log,
+        answers,
+    } = failed_group(Fault::NoSpace, 5);
     assert!(
         answers
             .iter()
@@ -161,13 +189,13 @@ fn a_full_disk_fails_the_whole_group_and_keeps_nothing_of_it() {
 
 #[test]
 fn a_torn_group_write_is_gone_after_reopening() {
-    let dir = tempfile::tempdir().unwrap();
-    let faults = Arc::new(FaultInjector::new());
-    let config = config_with(1 << 20, &faults);
-    let mut log = PartitionLog::open(dir.path(), config.clone(), 0).unwrap();
-    log.append(batch(0, &[5])).unwrap();
-    faults.inject_at(faults.sites_passed(), Fault::Torn);
-    let answers = log.append_group((1..6).map(|i| batch(i, &[50])).collect());
+    let FailedGroup {
+        dir,
+        faults,
+        config,
+        mut log,
+        answers,
+    } = failed_group(Fault::Torn, 50);
     assert!(answers.iter().all(Result::is_err), "{answers:?}");
     assert!(
         log.append(batch(9, &[1])).is_err(),
