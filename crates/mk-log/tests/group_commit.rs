@@ -85,19 +85,29 @@ proptest! {
     }
 }
 
-#[test]
-fn a_group_that_fits_the_segment_is_one_write() {
+/// An empty log with 1 MiB segments and its fault injector.
+fn fresh_log() -> (tempfile::TempDir, Arc<FaultInjector>, PartitionLog) {
     let dir = tempfile::tempdir().unwrap();
     let faults = Arc::new(FaultInjector::new());
-    let mut log = PartitionLog::open(dir.path(), config_with(1 << 20, &faults), 0).unwrap();
+    let log = PartitionLog::open(dir.path(), config_with(1 << 20, &faults), 0).unwrap();
+    (dir, faults, log)
+}
+
+/// The base offsets of answers that must all be accepted.
+fn offsets(answers: &[mk_log::Result<mk_log::AppendInfo>]) -> Vec<i64> {
+    answers
+        .iter()
+        .map(|r| r.as_ref().unwrap().base_offset)
+        .collect()
+}
+
+#[test]
+fn a_group_that_fits_the_segment_is_one_write() {
+    let (_dir, faults, mut log) = fresh_log();
     let before = faults.sites_passed();
     let answers = log.append_group((0..10).map(|i| batch(i, &[10])).collect());
     assert_eq!(faults.sites_passed() - before, 1, "ten batches, one write");
-    let offsets: Vec<i64> = answers
-        .iter()
-        .map(|r| r.as_ref().unwrap().base_offset)
-        .collect();
-    assert_eq!(offsets, (0..10).collect::<Vec<i64>>());
+    assert_eq!(offsets(&answers), (0..10).collect::<Vec<i64>>());
 
     let before = faults.sites_passed();
     for i in 10..20 {
@@ -112,9 +122,7 @@ fn a_group_that_fits_the_segment_is_one_write() {
 
 #[test]
 fn a_rejected_batch_leaves_its_neighbours_in_the_group() {
-    let dir = tempfile::tempdir().unwrap();
-    let faults = Arc::new(FaultInjector::new());
-    let mut log = PartitionLog::open(dir.path(), config_with(1 << 20, &faults), 0).unwrap();
+    let (_dir, faults, mut log) = fresh_log();
     let before = faults.sites_passed();
     let answers = log.append_group(vec![batch(0, &[1, 2]), batch(1, &[900]), batch(2, &[3])]);
     assert_eq!(faults.sites_passed() - before, 1);
@@ -176,11 +184,7 @@ fn a_full_disk_fails_the_whole_group_and_keeps_nothing_of_it() {
 
     faults.clear();
     let answers = log.append_group((1..6).map(|i| batch(i, &[5])).collect());
-    let offsets: Vec<i64> = answers
-        .iter()
-        .map(|r| r.as_ref().unwrap().base_offset)
-        .collect();
-    assert_eq!(offsets, vec![1, 2, 3, 4, 5]);
+    assert_eq!(offsets(&answers), vec![1, 2, 3, 4, 5]);
     drop(log);
     let log = PartitionLog::open(dir.path(), config, 0).unwrap();
     let ids: Vec<i64> = dump(&log).into_iter().map(|r| r.3).collect();
