@@ -8,9 +8,8 @@
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
-use std::io::{BufRead, BufReader};
+use mk_server::embedded::{BrokerBuilder, BrokerProcess};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -21,49 +20,27 @@ const VALUE_BYTES: usize = 1_024;
 const READERS: usize = 8;
 const STALLED: usize = 12;
 
+/// The broker as a child process (the embedded broker's child-process
+/// mode, JSON-TCP only), stopped when dropped, and its address.
 struct Server {
-    child: Child,
+    broker: BrokerProcess,
     addr: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 impl Server {
     fn start(data_dir: &Path) -> Server {
-        let mut child = Command::new(BIN)
-            .args([
-                "--listen",
-                "127.0.0.1:0",
-                "--kafka-listen",
-                "off",
-                "--data-dir",
-            ])
-            .arg(data_dir)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .spawn()
+        let broker = BrokerBuilder::new()
+            .data_dir(data_dir)
+            .kafka_off()
+            .spawn(BIN)
             .expect("start mk-server");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .split(" (JSON-TCP")
-            .next()
-            .and_then(|head| head.split_whitespace().last())
-            .unwrap_or_else(|| panic!("no address in {line:?}"))
-            .to_string();
-        Server { child, addr }
+        let addr = broker.json_addr().to_string();
+        Server { broker, addr }
     }
 
     /// A line of /proc/<pid>/status in bytes (VmHWM, VmRSS).
     fn memory(&self, field: &str) -> u64 {
-        std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+        std::fs::read_to_string(format!("/proc/{}/status", self.broker.pid()))
             .unwrap_or_default()
             .lines()
             .find_map(|l| l.strip_prefix(field))

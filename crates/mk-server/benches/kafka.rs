@@ -16,59 +16,34 @@
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
-use std::io::{BufRead, BufReader, Write};
+use mk_server::embedded::{BrokerBuilder, BrokerProcess};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Instant;
 
 const BIN: &str = env!("CARGO_BIN_EXE_mk-server");
 
+/// The broker as a child process (the embedded broker's child-process
+/// mode), stopped when dropped, and its Kafka address.
 struct Server {
-    child: Child,
+    broker: BrokerProcess,
     kafka: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 impl Server {
     fn start(data_dir: &Path, extra: &[&str]) -> Server {
-        let mut child = Command::new(BIN)
-            .args([
-                "--listen",
-                "127.0.0.1:0",
-                "--kafka-listen",
-                "127.0.0.1:0",
-                "--data-dir",
-            ])
-            .arg(data_dir)
+        let broker = BrokerBuilder::new()
+            .data_dir(data_dir)
             .args(extra)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .spawn()
+            .spawn(BIN)
             .expect("start mk-server");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        // "mk-server listening on <kafka> (Kafka) and <json> (JSON-TCP), ..."
-        let kafka = line
-            .split("listening on ")
-            .nth(1)
-            .and_then(|r| r.split_whitespace().next())
-            .filter(|_| line.contains("(Kafka)"))
-            .unwrap_or_else(|| panic!("no Kafka address in {line:?}"))
-            .trim_end_matches(',')
-            .to_string();
-        Server { child, kafka }
+        let kafka = broker.bootstrap();
+        Server { broker, kafka }
     }
 
     fn peak_rss_mib(&self) -> f64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.broker.pid()))
             .unwrap_or_default();
         status
             .lines()
@@ -213,7 +188,7 @@ fn main() {
     let small = values_file(dir.path(), 100, 2_000_000);
     let server = Server::start(&dir.path().join("data"), &[]);
     let k = server.kafka.clone();
-    let pid = server.child.id();
+    let pid = server.broker.pid();
     // Warm-up: topic creation and first allocations.
     load(&["produce", &k, "warmup", "200000", "1024", "1"]);
     for (size, n) in [(100usize, 2_000_000usize), (1024, 500_000)] {

@@ -14,17 +14,13 @@ mod commands;
 mod consume;
 mod format;
 mod group;
-mod metrics;
 mod produce;
-mod serve;
-mod settings;
-mod supervise;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use commands::{CmdError, CmdResult, usage};
 use format::{Encoding, Format, Input, Output};
 use mk_cluster::{AckMode, Isolation};
-use settings::ServeArgs;
+use mk_server::ServeArgs;
 use std::process::ExitCode;
 
 /// MiniKafka: a small, single-binary broker with Kafka's data-plane
@@ -329,7 +325,7 @@ async fn main() -> ExitCode {
         }
     };
     init_tracing(&settings.log_level);
-    serve::run(settings).await
+    mk_server::run(settings).await
 }
 
 fn parse_acks(acks: &str) -> Result<AckMode, CmdError> {

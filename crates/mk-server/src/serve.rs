@@ -1,201 +1,328 @@
 //! The serve command: reserve the ports, open the data directory, listen,
 //! start the background drivers, the JSON-TCP server and the Kafka
-//! listeners (one per hosted broker), then wait for SIGINT/SIGTERM and shut
-//! down gracefully. Every check that can refuse a start runs before anything
-//! is started, so a refused start leaves nothing running.
+//! listeners (one per hosted broker), report where it listens, then wait
+//! for the shutdown signal (SIGINT/SIGTERM for the binary, a dropped handle
+//! for an embedded broker) and shut down gracefully. Every check that can
+//! refuse a start runs before anything is started, so a refused start
+//! leaves nothing running.
 
+use crate::listening::Listening;
 use crate::settings::Settings;
 use crate::supervise::{Verdict, until_unhealthy};
+use metrics_exporter_prometheus::PrometheusHandle;
 use mk_adapter_jsontcp::JsonTcpServer;
 use mk_adapter_kafka::KafkaServer;
 use mk_cluster::{BrokerCluster, DriverConfig};
+use std::fmt;
+use std::future::Future;
+use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex, PoisonError};
+use tokio::net::{TcpListener, TcpSocket};
 
+/// The binary's serve command: raises the open-file limit, serves until
+/// SIGINT or SIGTERM, prints the startup line on stdout once every
+/// listener accepts, and turns how serving ended into the exit code
+/// (docs/operations.md lists them).
+#[allow(clippy::print_stdout, clippy::print_stderr)] // The binary's own output.
 pub async fn run(settings: Settings) -> ExitCode {
-    match serve(settings).await {
+    raise_open_file_limit();
+    match serve(settings, None, wait_for_signal(), |l| println!("{l}")).await {
         Ok(()) => ExitCode::SUCCESS,
-        Err(Stop::Error(e)) => {
+        Err(e) => {
             eprintln!("mk-server: {e}");
-            ExitCode::FAILURE
-        }
-        Err(Stop::Unhealthy(v)) => {
-            eprintln!("mk-server: {}", v.message());
-            ExitCode::from(v.exit_code())
+            ExitCode::from(e.exit_code())
         }
     }
 }
 
-/// Why serving ended other than by a signal.
-enum Stop {
+/// Why serving ended other than by the shutdown signal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServeError {
     /// Refused to start, or failed to close: exit code 1.
-    Error(String),
-    /// The supervision rule stopped the broker (`supervise.rs`).
+    Failed(String),
+    /// The supervision rule stopped the broker (`supervise.rs`): exit code
+    /// 3 or 4.
     Unhealthy(Verdict),
 }
 
-impl From<String> for Stop {
-    fn from(e: String) -> Self {
-        Stop::Error(e)
+impl ServeError {
+    /// The binary's exit code for this ending.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            ServeError::Failed(_) => 1,
+            ServeError::Unhealthy(v) => v.exit_code(),
+        }
     }
 }
 
-async fn serve(settings: Settings) -> Result<(), Stop> {
-    raise_open_file_limit();
-    // The ports are taken first, so a taken port fails before the data dir
-    // is touched; but they only listen once the cluster is open, so no
-    // client connects to a broker that cannot answer yet (its connection is
-    // refused and it retries, instead of hanging through a long open).
-    let json_addr = tokio::net::lookup_host(&settings.listen)
-        .await
-        .ok()
-        .and_then(|mut a| a.next())
-        .ok_or_else(|| format!("cannot start: cannot resolve {}", settings.listen))?;
-    let json_socket = mk_adapter_kafka::reserve(json_addr)
-        .map_err(|e| format!("cannot start: cannot listen on {}: {e}", settings.listen))?;
-    let data_dir = settings.cluster.data_dir.clone();
-    let brokers = settings.cluster.broker_ids.clone();
-    // The metrics port is taken early too, so a taken one refuses the start;
-    // it is only served once the cluster is open.
-    let metrics_listener = match settings.metrics_listen {
-        None => None,
-        Some(addr) => Some(
-            tokio::net::TcpListener::bind(addr)
-                .await
-                .map_err(|e| format!("cannot start: cannot listen on {addr} for metrics: {e}"))?,
-        ),
-    };
-    let kafka_sockets = match settings.kafka_listen {
-        None => None,
-        Some(addr) => Some(
-            mk_adapter_kafka::reserve_consecutive(addr, &brokers)
-                .map_err(|e| format!("cannot start: {e}"))?,
-        ),
-    };
-    // Opening fails with STORAGE_ERROR when another process holds the data
-    // directory's lock or a metadata store is unreadable.
-    let cluster = BrokerCluster::open(settings.cluster)
-        .map_err(|e| format!("cannot start: cannot open {}: {e}", data_dir.display()))?;
-    let listening = kafka_sockets
-        .map(|sockets| {
-            sockets
-                .into_iter()
-                .map(|(b, s)| Ok((b, mk_adapter_kafka::listen(s)?)))
-                .collect::<std::io::Result<Vec<_>>>()
-        })
-        .transpose()
-        .and_then(|kafka| Ok((mk_adapter_kafka::listen(json_socket)?, kafka)));
-    let (listener, kafka_listeners) = match listening {
-        Ok(l) => l,
-        Err(e) => {
-            let _ = cluster.close().await;
-            return Err(format!("cannot start: cannot listen: {e}").into());
+impl fmt::Display for ServeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ServeError::Failed(e) => f.write_str(e),
+            ServeError::Unhealthy(v) => f.write_str(&v.message()),
         }
-    };
-    let lab = settings.server.lab;
-    if !lab && let Err(e) = cluster.start_drivers(DriverConfig::default()) {
-        let _ = cluster.close().await;
-        return Err(format!("cannot start the background drivers: {e}").into());
     }
-    let kafka = match kafka_listeners
-        .map(|l| KafkaServer::start_on(cluster.clone(), l, settings.kafka))
-        .transpose()
-    {
-        Ok(k) => k,
-        Err(e) => {
-            let _ = cluster.close().await;
-            return Err(format!("cannot start the Kafka listeners: {e}").into());
-        }
-    };
-    let server = match JsonTcpServer::start_on(cluster.clone(), listener, settings.server) {
-        Ok(s) => s,
-        Err(e) => {
-            if let Some(k) = kafka {
-                k.shutdown().await;
-            }
-            let _ = cluster.close().await;
-            return Err(format!("cannot start: {e}").into());
-        }
-    };
-    let metrics = match metrics_listener {
-        None => None,
-        Some(listener) => {
-            let addr = listener
-                .local_addr()
-                .map_err(|e| format!("cannot start: {e}"))?;
-            match crate::metrics::install() {
-                Ok(handle) => Some((
-                    addr,
-                    crate::metrics::start(listener, handle, cluster.clone()),
-                )),
-                Err(e) => {
-                    if let Some(k) = kafka {
-                        k.shutdown().await;
-                    }
-                    server.shutdown().await;
-                    let _ = cluster.close().await;
-                    return Err(format!("cannot start: {e}").into());
-                }
-            }
-        }
-    };
-    // One line: "listening on <kafka> (Kafka) and <json> (JSON-TCP), ...".
-    let listening = match &kafka {
-        None => format!("{} (JSON-TCP; Kafka protocol off)", server.local_addr()),
-        Some(k) => {
-            let addrs: Vec<String> = k
-                .endpoints()
-                .iter()
-                .map(|e| format!("{}:{}", e.host, e.port))
-                .collect();
-            format!(
-                "{} (Kafka) and {} (JSON-TCP)",
-                addrs.join(", "),
-                server.local_addr()
-            )
-        }
-    };
-    println!(
-        "mk-server listening on {listening}, data in {}, brokers {:?}{}{}",
-        data_dir.display(),
-        brokers,
-        if lab {
-            ", lab mode (background drivers paused)"
-        } else {
-            ""
-        },
-        metrics.as_ref().map_or(String::new(), |(addr, _)| format!(
-            ", metrics on http://{addr}/metrics"
-        ))
-    );
+}
+
+impl std::error::Error for ServeError {}
+
+impl From<String> for ServeError {
+    fn from(e: String) -> Self {
+        ServeError::Failed(e)
+    }
+}
+
+/// Serves `settings` until `shutdown` resolves (with the reason, for the
+/// log) or the supervision rule stops the broker; `ready` is called once,
+/// when every listener accepts. `kafka_ports` pins each broker's Kafka port
+/// (in broker order, on the `--kafka-listen` IP): an embedded broker's
+/// restart keeps its addresses even when they are not consecutive.
+pub(crate) async fn serve(
+    settings: Settings,
+    kafka_ports: Option<Vec<u16>>,
+    shutdown: impl Future<Output = &'static str>,
+    ready: impl FnOnce(&Listening),
+) -> Result<(), ServeError> {
+    let reserved = reserve(&settings, kafka_ports.as_deref()).await?;
+    let disk_full_exit_after = settings.disk_full_exit_after;
+    let running = Running::start(settings, reserved).await?;
+    ready(&running.listening);
     let unhealthy = tokio::select! {
-        signal = wait_for_signal() => {
-            tracing::info!(signal, "shutting down");
+        reason = shutdown => {
+            tracing::info!(reason, "shutting down");
             None
         }
-        verdict = until_unhealthy(&cluster, settings.disk_full_exit_after) => {
+        verdict = until_unhealthy(&running.cluster, disk_full_exit_after) => {
             tracing::error!(reason = %verdict.message(), "stopping");
             Some(verdict)
         }
     };
-    drop(metrics);
-    if let Some(k) = kafka {
-        k.shutdown().await;
-    }
-    server.shutdown().await;
-    let closed = cluster.close().await;
+    let closed = running.stop().await;
     if let Some(v) = unhealthy {
-        return Err(Stop::Unhealthy(v));
+        return Err(ServeError::Unhealthy(v));
     }
     closed.map_err(|e| format!("closing the data directory failed: {e}"))?;
     tracing::info!("stopped cleanly");
     Ok(())
 }
 
+/// The ports, taken before the data directory is touched (a taken port
+/// refuses the start with nothing left behind) but not yet listening, so
+/// no client connects to a broker that cannot answer yet: its connection is
+/// refused and it retries, instead of hanging through a long open.
+struct Reserved {
+    json: TcpSocket,
+    kafka: Option<Vec<(i32, TcpSocket)>>,
+    /// The metrics port is taken early too; it is only served once the
+    /// cluster is open.
+    metrics: Option<TcpListener>,
+}
+
+async fn reserve(settings: &Settings, kafka_ports: Option<&[u16]>) -> Result<Reserved, String> {
+    let json_addr = tokio::net::lookup_host(&settings.listen)
+        .await
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| format!("cannot start: cannot resolve {}", settings.listen))?;
+    let json = mk_adapter_kafka::reserve(json_addr)
+        .map_err(|e| format!("cannot start: cannot listen on {}: {e}", settings.listen))?;
+    let metrics = match settings.metrics_listen {
+        None => None,
+        Some(addr) => Some(
+            TcpListener::bind(addr)
+                .await
+                .map_err(|e| format!("cannot start: cannot listen on {addr} for metrics: {e}"))?,
+        ),
+    };
+    let brokers = &settings.cluster.broker_ids;
+    let kafka = match (settings.kafka_listen, kafka_ports) {
+        (None, _) => None,
+        (Some(addr), None) => Some(
+            mk_adapter_kafka::reserve_consecutive(addr, brokers)
+                .map_err(|e| format!("cannot start: {e}"))?,
+        ),
+        (Some(addr), Some(ports)) => Some(reserve_pinned(addr, brokers, ports)?),
+    };
+    Ok(Reserved {
+        json,
+        kafka,
+        metrics,
+    })
+}
+
+/// One listener per broker on exactly the given ports.
+fn reserve_pinned(
+    addr: SocketAddr,
+    brokers: &[i32],
+    ports: &[u16],
+) -> Result<Vec<(i32, TcpSocket)>, String> {
+    if ports.len() != brokers.len() {
+        return Err(format!(
+            "cannot start: {} Kafka ports for {} brokers",
+            ports.len(),
+            brokers.len()
+        ));
+    }
+    brokers
+        .iter()
+        .zip(ports)
+        .map(|(b, port)| {
+            let a = SocketAddr::new(addr.ip(), *port);
+            mk_adapter_kafka::reserve(a)
+                .map(|s| (*b, s))
+                .map_err(|e| format!("cannot start: cannot listen on {a} for broker {b}: {e}"))
+        })
+        .collect()
+}
+
+/// A serving broker: the cluster and everything started over it.
+struct Running {
+    cluster: Arc<BrokerCluster>,
+    kafka: Option<KafkaServer>,
+    server: JsonTcpServer,
+    metrics: Option<crate::metrics::Endpoint>,
+    listening: Listening,
+}
+
+impl Running {
+    /// Opens the data directory (refused with STORAGE_ERROR when another
+    /// process holds its lock or a metadata store is unreadable), then
+    /// starts everything; a failure closes what was started.
+    async fn start(settings: Settings, reserved: Reserved) -> Result<Running, String> {
+        let data_dir = settings.cluster.data_dir.clone();
+        let cluster = BrokerCluster::open(settings.cluster.clone())
+            .map_err(|e| format!("cannot start: cannot open {}: {e}", data_dir.display()))?;
+        let mut started = Started::default();
+        match started.start(&cluster, &settings, reserved).await {
+            Ok(listening) => Ok(Running {
+                cluster,
+                kafka: started.kafka,
+                server: started.server.ok_or("the JSON-TCP server did not start")?,
+                metrics: started.metrics,
+                listening,
+            }),
+            Err(e) => {
+                started.stop().await;
+                let _ = cluster.close().await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Stops accepting, lets the connections finish within their grace
+    /// period, then checkpoints and closes the data directory.
+    async fn stop(self) -> mk_cluster::Result<()> {
+        drop(self.metrics);
+        if let Some(k) = self.kafka {
+            k.shutdown().await;
+        }
+        self.server.shutdown().await;
+        self.cluster.close().await
+    }
+}
+
+/// What has been started so far, so that a failed start stops it.
+#[derive(Default)]
+struct Started {
+    kafka: Option<KafkaServer>,
+    server: Option<JsonTcpServer>,
+    metrics: Option<crate::metrics::Endpoint>,
+}
+
+impl Started {
+    async fn start(
+        &mut self,
+        cluster: &Arc<BrokerCluster>,
+        settings: &Settings,
+        reserved: Reserved,
+    ) -> Result<Listening, String> {
+        let listen = |s: TcpSocket| {
+            mk_adapter_kafka::listen(s).map_err(|e| format!("cannot start: cannot listen: {e}"))
+        };
+        let json_listener = listen(reserved.json)?;
+        let kafka_listeners = match reserved.kafka {
+            None => None,
+            Some(sockets) => Some(
+                sockets
+                    .into_iter()
+                    .map(|(b, s)| Ok((b, listen(s)?)))
+                    .collect::<Result<Vec<_>, String>>()?,
+            ),
+        };
+        let lab = settings.server.lab;
+        if !lab {
+            cluster
+                .start_drivers(DriverConfig::default())
+                .map_err(|e| format!("cannot start the background drivers: {e}"))?;
+        }
+        if let Some(listeners) = kafka_listeners {
+            let kafka = KafkaServer::start_on(cluster.clone(), listeners, settings.kafka.clone())
+                .map_err(|e| format!("cannot start the Kafka listeners: {e}"))?;
+            self.kafka = Some(kafka);
+        }
+        let server =
+            JsonTcpServer::start_on(cluster.clone(), json_listener, settings.server.clone())
+                .map_err(|e| format!("cannot start: {e}"))?;
+        let json = server.local_addr();
+        self.server = Some(server);
+        let mut metrics_addr = None;
+        if let Some(listener) = reserved.metrics {
+            metrics_addr = Some(
+                listener
+                    .local_addr()
+                    .map_err(|e| format!("cannot start: {e}"))?,
+            );
+            let handle = metrics_handle().map_err(|e| format!("cannot start: {e}"))?;
+            self.metrics = Some(crate::metrics::start(listener, handle, cluster.clone()));
+        }
+        Ok(Listening {
+            kafka: self.kafka.as_ref().map_or_else(Vec::new, |k| {
+                k.endpoints()
+                    .iter()
+                    .map(|e| format!("{}:{}", e.host, e.port))
+                    .collect()
+            }),
+            json,
+            data_dir: settings.cluster.data_dir.clone(),
+            brokers: settings.cluster.broker_ids.clone(),
+            lab,
+            metrics: metrics_addr,
+        })
+    }
+
+    async fn stop(&mut self) {
+        self.metrics = None;
+        if let Some(k) = self.kafka.take() {
+            k.shutdown().await;
+        }
+        if let Some(s) = self.server.take() {
+            s.shutdown().await;
+        }
+    }
+}
+
+/// The process-wide Prometheus recorder, installed by the first broker
+/// that serves metrics: the `metrics` facade has one recorder per process,
+/// so a restarted (or second) embedded broker shares it.
+fn metrics_handle() -> Result<PrometheusHandle, String> {
+    static HANDLE: Mutex<Option<PrometheusHandle>> = Mutex::new(None);
+    let mut slot = HANDLE.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(h) = slot.as_ref() {
+        return Ok(h.clone());
+    }
+    let handle = crate::metrics::install()?;
+    *slot = Some(handle.clone());
+    Ok(handle)
+}
+
 /// Raises the soft limit on open files to the hard limit, as Kafka's
 /// packaging asks operators to: every replica keeps a segment open and
 /// every connection is a descriptor, and the default soft limit (often
 /// 1024) is far below what the hard limit allows. Topic creation then
-/// refuses, before touching the disk, what would not fit under it.
+/// refuses, before touching the disk, what would not fit under it. Only
+/// the binary does this: an embedded broker leaves its host process's
+/// limits alone.
 fn raise_open_file_limit() {
     use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
     let limit = getrlimit(Resource::Nofile);

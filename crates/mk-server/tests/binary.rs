@@ -6,6 +6,7 @@
 
 use mk_adapter_jsontcp::JsonTcpClient;
 use mk_adapter_jsontcp::mk_cluster::{AckMode, Bytes, ErrorCode, FetchRequest, TopicPartition};
+use mk_server::embedded::{BrokerBuilder, BrokerProcess};
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -16,70 +17,35 @@ use std::time::Duration;
 const BIN: &str = env!("CARGO_BIN_EXE_mk-server");
 const PATIENCE: Duration = Duration::from_secs(30);
 
-/// A running server process, killed when dropped.
+/// A running server (the embedded broker's child-process mode: stopped
+/// with SIGTERM when dropped) and its JSON-TCP address as text, which most
+/// tests pass around.
 struct ServerProcess {
-    child: Child,
+    broker: BrokerProcess,
     addr: String,
 }
 
-impl Drop for ServerProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn start(data_dir: &Path, extra: &[&str]) -> ServerProcess {
-    start_wrapped(&[], data_dir, extra)
+    spawn(BrokerBuilder::new().args(extra), data_dir)
 }
 
 /// Like `start`, with the server run by `wrapper` (a command that runs the
 /// next one, e.g. `prlimit --nofile=...`); the child's pid is the server's
 /// once the wrapper has exec'ed it.
 fn start_wrapped(wrapper: &[&str], data_dir: &Path, extra: &[&str]) -> ServerProcess {
-    let mut command = match wrapper.split_first() {
-        None => Command::new(BIN),
-        Some((program, args)) => {
-            let mut c = Command::new(program);
-            c.args(args).arg(BIN);
-            c
-        }
-    };
-    let mut child = command
-        .args([
-            "--listen",
-            "127.0.0.1:0",
-            "--kafka-listen",
-            "127.0.0.1:0",
-            "--data-dir",
-        ])
-        .arg(data_dir)
-        .args(extra)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let line = rx
-        .recv_timeout(PATIENCE)
-        .expect("the server printed its address");
-    assert!(line.contains(&data_dir.display().to_string()), "{line}");
-    // "... listening on <kafka> (Kafka) and <json> (JSON-TCP), data in ..."
-    let addr = line
-        .split(" (JSON-TCP)")
-        .next()
-        .and_then(|head| head.split_whitespace().last())
-        .filter(|_| line.contains(" (Kafka) and "))
-        .unwrap_or_else(|| panic!("no JSON-TCP address in {line:?}"))
-        .to_string();
-    ServerProcess { child, addr }
+    spawn(BrokerBuilder::new().wrapper(wrapper).args(extra), data_dir)
+}
+
+/// Starts the binary on free ports with its data in `data_dir`.
+fn spawn(builder: BrokerBuilder, data_dir: &Path) -> ServerProcess {
+    let broker = builder
+        .data_dir(data_dir)
+        .start_timeout(PATIENCE)
+        .spawn(BIN)
+        .expect("mk-server starts");
+    assert_eq!(broker.listening().data_dir, data_dir);
+    let addr = broker.json_addr().to_string();
+    ServerProcess { broker, addr }
 }
 
 /// Runs the binary to completion; returns (success, stdout, stderr).
@@ -149,7 +115,7 @@ async fn every_acknowledged_record_survives_a_sigkill() {
         }
         i += 1;
         if acked.len() == 300 {
-            server.child.kill().unwrap();
+            server.broker.kill().unwrap();
         }
         assert!(i < 1_000_000, "the connection never broke after the kill");
     }
@@ -170,7 +136,12 @@ async fn every_acknowledged_record_survives_a_sigkill() {
 async fn sigterm_shuts_down_gracefully_and_a_restart_recovers() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let mut server = start(&data, &["--brokers", "1,2,3", "--min-insync-replicas", "2"]);
+    let mut server = spawn(
+        BrokerBuilder::new()
+            .brokers([1, 2, 3])
+            .min_insync_replicas(2),
+        &data,
+    );
     let mut c = JsonTcpClient::connect(&server.addr).await.unwrap();
     c.create_topic("durable", 1, 3).await.unwrap();
     let tp = TopicPartition::new("durable", 0);
@@ -185,15 +156,10 @@ async fn sigterm_shuts_down_gracefully_and_a_restart_recovers() {
             "acks=all is acknowledged by the replication driver"
         );
     }
-    let status = Command::new("kill")
-        .args(["-TERM", &server.child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let exit = server.child.wait().unwrap();
+    let exit = server.broker.terminate().unwrap();
     assert!(exit.success(), "graceful shutdown exits 0, got {exit}");
     drop(server);
-    let server = start(&data, &["--brokers", "1,2,3"]);
+    let server = spawn(BrokerBuilder::new().brokers([1, 2, 3]), &data);
     let stored = fetch_all(&server.addr, "durable").await;
     assert_eq!(stored.len(), 50);
     assert_eq!(stored[49].1, Bytes::from("v49"));
@@ -336,9 +302,11 @@ fn lab_subcommand_narrates_every_lab() {
 #[test]
 fn an_operator_takes_a_broker_offline_and_back_outside_lab_mode() {
     let dir = tempfile::tempdir().unwrap();
-    let server = start(
+    let server = spawn(
+        BrokerBuilder::new()
+            .brokers([1, 2, 3])
+            .min_insync_replicas(2),
         &dir.path().join("data"),
-        &["--brokers", "1,2,3", "--min-insync-replicas", "2"],
     );
     let call = |args: &[&str]| {
         let mut all: Vec<&str> = args.to_vec();
@@ -400,10 +368,7 @@ fn ports_refuse_connections_until_the_data_directory_is_open() {
         .spawn()
         .unwrap();
     let stdout = child.stdout.take().unwrap();
-    let server = ServerProcess {
-        child,
-        addr: json.clone(),
-    };
+    let _server = Running { child };
     // Opening the FIFO for writing returns once the server opened it for
     // reading, i.e. while it is opening the data directory, after it has
     // taken its ports.
@@ -432,7 +397,7 @@ fn ports_refuse_connections_until_the_data_directory_is_open() {
     assert!(line.contains(&json) && line.contains(&kafka), "{line}");
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let mut c = JsonTcpClient::connect(&server.addr).await.unwrap();
+        let mut c = JsonTcpClient::connect(&json).await.unwrap();
         assert!(c.list_topics().await.unwrap().is_empty());
     });
     std::net::TcpStream::connect(&kafka).expect("the Kafka listener accepts once open");
@@ -618,51 +583,28 @@ async fn a_full_disk_fails_writes_typed_keeps_reads_then_recovers_or_exits_by_th
     assert_eq!(o, Some(acked.len() as i64), "the next offset, no gap");
     acked.push((o.unwrap(), v));
     assert!(!c.stats().await.unwrap().cluster.disk_full);
-    server.child.kill().unwrap();
+    server.broker.kill().unwrap();
     drop(server);
     // With a short limit, a disk that stays full makes the broker exit
     // with code 4.
-    let mut child = Command::new(wrapper[0])
-        .args(&wrapper[1..])
-        .arg(BIN)
-        .args([
-            "--listen",
-            "127.0.0.1:0",
-            "--kafka-listen",
-            "127.0.0.1:0",
-            "--data-dir",
-        ])
-        .arg(&data)
+    let mut server = BrokerBuilder::new()
+        .wrapper(&wrapper)
+        .data_dir(&data)
         .args(["--disk-full-exit-after-ms", "1000"])
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
+        .capture_stderr()
+        .spawn(BIN)
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .split(" (JSON-TCP)")
-        .next()
-        .and_then(|head| head.split_whitespace().last())
-        .unwrap()
-        .to_string();
-    let mut c = JsonTcpClient::connect(&addr).await.unwrap();
+    let mut c = JsonTcpClient::connect(server.json_addr()).await.unwrap();
     let refused = produce_until_refused(&mut c, &tp, &mut acked).await;
     assert_eq!(refused.code(), Some(ErrorCode::StorageError), "{refused}");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    let out = rx
-        .recv_timeout(PATIENCE)
-        .expect("the broker exits")
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    let status = server
+        .wait_exit(PATIENCE)
+        .unwrap()
+        .expect("the broker exits");
+    let stderr = server.stderr();
+    assert_eq!(status.code(), Some(4), "{stderr}");
     assert!(stderr.contains("the disk has been full"), "{stderr}");
+    drop(server);
     // A restart with space loses no acknowledged record.
     std::fs::remove_file(disk.outside("filler-2")).unwrap();
     let server = start_wrapped(&wrapper, &data, &[]);
@@ -673,30 +615,12 @@ async fn a_full_disk_fails_writes_typed_keeps_reads_then_recovers_or_exits_by_th
 async fn a_failed_cluster_makes_the_broker_exit_with_code_3() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let mut child = Command::new(BIN)
-        .args([
-            "--listen",
-            "127.0.0.1:0",
-            "--kafka-listen",
-            "127.0.0.1:0",
-            "--data-dir",
-        ])
-        .arg(&data)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
+    let mut server = BrokerBuilder::new()
+        .data_dir(&data)
+        .capture_stderr()
+        .spawn(BIN)
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .split(" (JSON-TCP)")
-        .next()
-        .and_then(|head| head.split_whitespace().last())
-        .unwrap()
-        .to_string();
+    let addr = server.json_addr();
     let mut c = JsonTcpClient::connect(&addr).await.unwrap();
     c.create_topic("t", 1, 1).await.unwrap();
     let tp = TopicPartition::new("t", 0);
@@ -713,23 +637,19 @@ async fn a_failed_cluster_makes_the_broker_exit_with_code_3() {
     std::fs::rename(&part, &moved).unwrap();
     std::fs::write(&part, b"not a directory").unwrap();
     let _ = c.flush_cycle().await;
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    let out = rx
-        .recv_timeout(PATIENCE)
-        .expect("the broker exits")
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let status = server
+        .wait_exit(PATIENCE)
+        .unwrap()
+        .expect("the broker exits");
+    let stderr = server.stderr();
+    assert_eq!(status.code(), Some(3), "{stderr}");
     assert!(stderr.contains("the broker failed"), "{stderr}");
     // Put the files back and restart: the acknowledged record is there.
     std::fs::remove_file(&part).unwrap();
     std::fs::rename(&moved, &part).unwrap();
-    let server = start(&data, &[]);
+    server.restart().expect("a restart recovers");
     assert_eq!(
-        fetch_all(&server.addr, "t").await,
+        fetch_all(&addr.to_string(), "t").await,
         vec![(0, Bytes::from("acknowledged"))]
     );
 }
@@ -1615,9 +1535,12 @@ fn the_smaller_items_errors_exit_codes_and_limits() {
 #[test]
 fn an_acks_all_produce_in_lab_mode_times_out_instead_of_hanging() {
     let dir = tempfile::tempdir().unwrap();
-    let server = start(
+    let server = spawn(
+        BrokerBuilder::new()
+            .arg("--lab")
+            .brokers([1, 2, 3])
+            .min_insync_replicas(2),
         &dir.path().join("data"),
-        &["--lab", "--brokers", "1,2,3", "--min-insync-replicas", "2"],
     );
     let addr = server.addr.as_str();
     ok_at(
@@ -1670,42 +1593,15 @@ fn bulk_produce_pipelines_batches() {
 fn a_prometheus_scrape_parses_and_counts_what_was_produced() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let mut child = Command::new(BIN)
-        .args([
-            "--listen",
-            "127.0.0.1:0",
-            "--kafka-listen",
-            "127.0.0.1:0",
-            "--metrics-listen",
-            "127.0.0.1:0",
-            "--data-dir",
-        ])
-        .arg(&data)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
+    let server = BrokerBuilder::new()
+        .data_dir(&data)
+        .args(["--metrics-listen", "127.0.0.1:0"])
+        .spawn(BIN)
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let server = ServerProcess {
-        child,
-        addr: String::new(),
-    };
-    let field = |before: &str, after: &str| -> String {
-        line.split(after)
-            .next()
-            .unwrap()
-            .rsplit(before)
-            .next()
-            .unwrap()
-            .to_string()
-    };
-    let json_addr = field(" and ", " (JSON-TCP)");
-    let kafka_addr = field("listening on ", " (Kafka)");
-    let metrics_addr = field("metrics on http://", "/metrics");
+    let listening = server.listening();
+    let json_addr = listening.json.to_string();
+    let kafka_addr = listening.kafka[0].clone();
+    let metrics_addr = listening.metrics.expect("metrics on").to_string();
     let mut w = Wire::connect(&json_addr);
     w.ok(serde_json::json!({"operation": "create_topic", "topic": "m", "partitions": 2, "replication_factor": 1}));
     for i in 0..7 {
