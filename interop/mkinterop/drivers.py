@@ -968,4 +968,7 @@ class KafkaJs:
         return {int(p): o for p, o in res["offsets"].items()}
 
 
-DRIVERS = {d.name: d for d in (ConfluentKafka(), KafkaPython(), AioKafka(), KafkaJs())}
+# The Java client (kafka-clients) through our Java driver: mkinterop/java_client.py.
+from .java_client import JavaKafka  # noqa: E402
+
+DRIVERS = {d.name: d for d in (ConfluentKafka(), KafkaPython(), AioKafka(), KafkaJs(), JavaKafka())}

@@ -1,7 +1,8 @@
 """Consumer-group members as child processes, seen from the test process.
 
 Each `MemberProcess` runs one member (mkinterop/member.py for the Python
-clients, `js/mk_interop.js group-member` for kafkajs) and collects the JSON
+clients, `js/mk_interop.js group-member` for kafkajs, the Java driver's
+`member` scenario for the Java client) and collects the JSON
 events it prints: assignments, revocations, the records it processed and
 the offsets it committed. Scenarios wait for conditions over those events
 with deadlines, stop members gracefully (`stop` on stdin: commit, close,
@@ -19,6 +20,8 @@ import threading
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
+
+from . import java_client
 
 INTEROP_DIR = Path(__file__).resolve().parent.parent
 JS_DIR = INTEROP_DIR / "js"
@@ -60,6 +63,10 @@ class MemberProcess:
         if client == "kafkajs" and module == "mkinterop.member":
             cmd = ["node", str(JS_DIR / "mk_interop.js"), "group-member", json.dumps(self.cfg)]
             cwd = JS_DIR
+        elif client == "java":
+            # The Java driver's scenario with the same config and events.
+            cmd = java_client.command("run", java_client.RUN_SCENARIOS[module], json.dumps(self.cfg))
+            cwd = INTEROP_DIR
         else:
             cmd = [sys.executable, "-m", module, json.dumps(self.cfg)]
             cwd = INTEROP_DIR
@@ -278,6 +285,60 @@ def offsets_by_partition(records: list[tuple[int, int, str]]) -> dict[int, list[
     for p, o, _ in records:
         out[p].append(o)
     return out
+
+
+class PacedProducer:
+    """Produces rounds of one record per partition from its own thread, a
+    few milliseconds apart, so records keep arriving while the group
+    rebalances (confluent-kafka, acks=all, idempotent): `rounds` rounds, or
+    with `rounds=None` until `finish()`, so that a scenario's membership
+    changes happen while records arrive however slow the machine is.
+    `acked` maps each value to where it was acknowledged."""
+
+    def __init__(self, bootstrap: str, topic: str, rounds: int | None, tag: str, partitions: int = 3):
+        from confluent_kafka import Producer
+
+        from .drivers import ConfluentKafka
+
+        self.topic, self.rounds, self.tag, self.partitions = topic, rounds, tag, partitions
+        self.acked: dict[str, tuple[int, int]] = {}
+        self.failed: list[str] = []
+        self.sent = 0
+        self.left = None
+        self._finish = threading.Event()
+        self.producer = Producer(
+            ConfluentKafka()._conf(bootstrap, **{"acks": "all", "enable.idempotence": True, "linger.ms": 5})
+        )
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _delivered(self, err, msg):
+        if err is None:
+            self.acked[msg.value().decode()] = (msg.partition(), msg.offset())
+        else:
+            self.failed.append(str(err))
+
+    def _run(self):
+        r = 0
+        while (r < self.rounds) if self.rounds is not None else not self._finish.is_set():
+            for p in range(self.partitions):
+                self.producer.produce(self.topic, value=f"{self.tag}-{r:05d}-{p}".encode(), partition=p, on_delivery=self._delivered)
+                self.sent += 1
+            self.producer.poll(0.005)
+            r += 1
+        self.left = self.producer.flush(60)
+
+    def finish(self):
+        """Stops an open-ended producer after its current round."""
+        self._finish.set()
+
+    def join(self):
+        self.finish()
+        self.thread.join(timeout=120)
+        assert not self.thread.is_alive(), "producer thread did not finish"
+        assert self.left == 0 and not self.failed, f"{self.left} undelivered, failures {self.failed[:5]}"
+        assert len(self.acked) == self.sent
+        if self.rounds is not None:
+            assert self.sent == self.rounds * self.partitions
 
 
 def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int = 3) -> dict[int, int]:

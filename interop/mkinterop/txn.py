@@ -1,6 +1,8 @@
-"""Transactional producers of confluent-kafka and kafka-python behind one
-interface, for the transaction scenarios (tests/test_transactions.py) and
-the consume-transform-produce processor (mkinterop/txn_processor.py).
+"""Transactional producers of confluent-kafka, kafka-python and the Java
+client (mkinterop/java_client.py) behind one interface, for the
+transaction scenarios (tests/test_transactions.py) and the
+consume-transform-produce processor (mkinterop/txn_processor.py; the Java
+client's is the Java driver's `eos-processor` scenario).
 
 Every call that waits is bounded (TIMEOUT_S), so a broker that does not
 serve transactions fails the scenario quickly instead of hanging it.
@@ -161,4 +163,7 @@ class KafkaPythonTxnProducer:
         self.producer.close(timeout=10)
 
 
-TXN_PRODUCERS = {"confluent-kafka": ConfluentTxnProducer, "kafka-python": KafkaPythonTxnProducer}
+# The Java client's transactional producer (held by the Java driver).
+from .java_client import JavaTxnProducer  # noqa: E402
+
+TXN_PRODUCERS = {"confluent-kafka": ConfluentTxnProducer, "kafka-python": KafkaPythonTxnProducer, "java": JavaTxnProducer}

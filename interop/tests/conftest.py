@@ -129,6 +129,8 @@ def _client_of(item) -> str:
     if "mix" in params:
         return "mixed group (" + " + ".join(params["mix"][0]) + ")"
     module = item.module.__name__
+    if module.startswith("test_java"):
+        return "java"
     if module == "test_kcat" or (module != "test_environment" and item.name.startswith("test_kcat")):
         return "kcat"
     if module == "test_failover":
@@ -149,6 +151,7 @@ SLOW_FIRST = (
     "cooperative",
     "static_member",
     "survive_broker_restart",
+    "join_and_leave",
 )
 
 

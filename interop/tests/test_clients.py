@@ -1,5 +1,6 @@
 """The same scenarios for every client library: confluent-kafka, kafka-python,
-aiokafka and kafkajs (see mkinterop/drivers.py for how each is driven)."""
+aiokafka, kafkajs and the Java client (see mkinterop/drivers.py and
+mkinterop/java_client.py for how each is driven)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Transactions (issue 11) with real transactional producers of
-confluent-kafka and kafka-python, read back by every client's consumer in
-both isolation levels, plus kcat. On a broker without the transaction APIs
+confluent-kafka, kafka-python and the Java client, read back by every
+client's consumer in both isolation levels, plus kcat. On a broker without the transaction APIs
 every scenario fails (InitProducerId with a transactional id is refused);
 none skips.
 """

@@ -1,7 +1,8 @@
 //! `cargo xtask interop`: the live interop suite. Builds mk-server, installs
 //! the pinned Kafka clients (a Python venv under the target directory from
-//! interop/requirements.txt, interop/js/node_modules from the npm lockfile),
-//! checks kcat, then runs interop/tests with pytest against the real binary.
+//! interop/requirements.txt, interop/js/node_modules from the npm lockfile,
+//! the Java client's jars and our Java driver: interop/java.rs), checks
+//! kcat, then runs interop/tests with pytest against the real binary.
 //!
 //! Installs are cached: each install writes a stamp holding a hash of the
 //! files it was made from and of the interpreter's version, and is redone
@@ -12,6 +13,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
+
+mod java;
 
 const REQUIREMENTS: &str = "interop/requirements.txt";
 const JS_DIR: &str = "interop/js";
@@ -37,6 +40,7 @@ pub fn run(pytest_args: &[String]) -> Result<(), String> {
     let venv = target_dir.join("interop-venv");
     let venv_state = ensure_venv(&venv)?;
     let node_state = ensure_node_modules(Path::new(JS_DIR))?;
+    let java = java::ensure(&target_dir, &venv.join("bin").join("python"))?;
     let kcat = check_kcat()?;
     let install_s = step.elapsed().as_secs_f64();
 
@@ -50,6 +54,7 @@ pub fn run(pytest_args: &[String]) -> Result<(), String> {
         .args(pytest_args)
         .current_dir("interop")
         .env("MK_SERVER_BIN", &server)
+        .env("MK_JAVA_CLASSPATH", &java.classpath)
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .status()
         .map_err(|e| format!("cannot run pytest: {e}"))?;
@@ -57,7 +62,8 @@ pub fn run(pytest_args: &[String]) -> Result<(), String> {
 
     println!(
         "xtask: interop summary: build {build_s:.0}s, clients {install_s:.0}s (venv {venv_state}, \
-         node_modules {node_state}, {kcat}), suite {suite_s:.0}s, total {:.0}s: {}",
+         node_modules {node_state}, {}, {kcat}), suite {suite_s:.0}s, total {:.0}s: {}",
+        java.summary,
         started.elapsed().as_secs_f64(),
         if status.success() { "passed" } else { "FAILED" }
     );
