@@ -2,12 +2,14 @@
 //!
 //! Subcommands: `test` (everything CI checks), `check-layers` (dependency
 //! edges and the sans-IO source rules), `test-parity`, `test-snapshots`,
-//! `interop` (the live interop suite with real Kafka clients), `bench`. It
+//! `interop` (the live interop suite with real Kafka clients), `bench`,
+//! `codegen` (the Kafka messages from their schemas). It
 //! changes to the workspace root first, so it works from any folder.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod bench;
+mod codegen;
 mod interop;
 mod layers;
 mod sans_io;
@@ -29,6 +31,7 @@ fn main() -> ExitCode {
         Some("test-snapshots") => test_snapshots(),
         Some("interop") => interop::run(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
+        Some("codegen") => codegen::run(&args[1..]),
         _ => {
             eprintln!(
                 "usage: cargo xtask <command>\n\n\
@@ -38,7 +41,8 @@ fn main() -> ExitCode {
                  test-parity     the Direct-vs-JSON-TCP parity corpus\n  \
                  test-snapshots  insta snapshots of byte layouts and wire shapes\n  \
                  interop         live interop suite: real mk-server, pinned kcat/confluent-kafka/kafka-python/aiokafka/kafkajs\n  \
-                 bench           release-build benchmarks; prints JSON lines, writes docs/benchmarks.md"
+                 bench           release-build benchmarks; prints JSON lines, writes docs/benchmarks.md\n  \
+                 codegen         the Kafka messages from crates/mk-adapter-kafka/schema/ (--check: fail if stale)"
             );
             Err("no command given".to_string())
         }
@@ -75,6 +79,7 @@ pub(crate) fn cargo(args: &[&str]) -> Result<(), String> {
 }
 
 fn test_all() -> Result<(), String> {
+    codegen::run(&["--check".to_string()])?;
     cargo(&["fmt", "--all", "--", "--check"])?;
     cargo(&[
         "clippy",

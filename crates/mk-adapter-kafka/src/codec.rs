@@ -25,6 +25,16 @@ pub enum DecodeError {
 
 pub type DecodeResult<T> = Result<T, DecodeError>;
 
+/// A message body of the protocol (or a struct inside one): decoded and
+/// encoded at a version. Every generated request, response and nested
+/// struct implements both directions (the broker needs one of each; tests
+/// and the conformance suite use the other). The reader or writer already
+/// knows whether the version is flexible.
+pub trait Message: Sized {
+    fn read(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self>;
+    fn write(&self, w: &mut Writer, version: i16);
+}
+
 fn invalid<T>(msg: impl Into<String>) -> DecodeResult<T> {
     Err(DecodeError::Invalid(msg.into()))
 }
@@ -95,6 +105,12 @@ impl<'a> Reader<'a> {
     }
     pub fn u32(&mut self) -> DecodeResult<u32> {
         Ok(self.r.u32()?)
+    }
+    pub fn u16(&mut self) -> DecodeResult<u16> {
+        Ok(self.r.u16()?)
+    }
+    pub fn f64(&mut self) -> DecodeResult<f64> {
+        Ok(f64::from_bits(self.r.u64()?))
     }
 
     /// A boolean: any non-zero byte is true (as Kafka reads it).
@@ -241,11 +257,12 @@ impl<'a> Reader<'a> {
     }
 
     /// The tagged-field section that ends every struct of a flexible
-    /// version. `known` is offered each (tag, body) first; unknown tags are
-    /// skipped, as the protocol requires.
+    /// version. `known` is offered each (tag, body) first and answers
+    /// whether it read the field, which must then use its whole body;
+    /// unknown tags are skipped, as the protocol requires.
     pub fn tagged_fields(
         &mut self,
-        mut known: impl FnMut(u32, &mut Reader<'_>) -> DecodeResult<()>,
+        mut known: impl FnMut(u32, &mut Reader<'_>) -> DecodeResult<bool>,
     ) -> DecodeResult<()> {
         if !self.flexible {
             return Ok(());
@@ -266,9 +283,20 @@ impl<'a> Reader<'a> {
                 src: &body,
                 flexible: true,
             };
-            known(tag, &mut sub)?;
+            if known(tag, &mut sub)? {
+                sub.finish("tagged field")?;
+            }
         }
         Ok(())
+    }
+
+    /// A nullable struct: an `int8` marker (negative for null) before it.
+    pub fn nullable_struct<T: Message>(&mut self, version: i16) -> DecodeResult<Option<T>> {
+        if self.i8()? < 0 {
+            Ok(None)
+        } else {
+            T::read(self, version).map(Some)
+        }
     }
 
     /// Skips the tagged-field section (no known tags).
@@ -345,6 +373,12 @@ impl Writer {
     }
     pub fn u32(&mut self, v: u32) {
         self.buf.put_u32(v);
+    }
+    pub fn u16(&mut self, v: u16) {
+        self.buf.put_u16(v);
+    }
+    pub fn f64(&mut self, v: f64) {
+        self.buf.put_u64(v.to_bits());
     }
     pub fn bool(&mut self, v: bool) {
         self.buf.put_u8(u8::from(v));
@@ -456,6 +490,30 @@ impl Writer {
         }
     }
 
+    /// One field of a tagged-field section (after its count): the tag, the
+    /// body's size and the body `field` writes.
+    pub fn tagged_field(&mut self, tag: u32, field: impl FnOnce(&mut Writer)) {
+        let mut body = Writer {
+            buf: BytesMut::new(),
+            flexible: true,
+        };
+        field(&mut body);
+        self.uvarint(tag);
+        self.uvarint(u32::try_from(body.len()).unwrap_or(u32::MAX));
+        self.buf.put_slice(&body.buf);
+    }
+
+    /// A nullable struct: an `int8` marker (-1 for null, 1) before it.
+    pub fn nullable_struct<T: Message>(&mut self, value: Option<&T>, version: i16) {
+        match value {
+            None => self.i8(-1),
+            Some(v) => {
+                self.i8(1);
+                v.write(self, version);
+            }
+        }
+    }
+
     pub fn into_bytes(self) -> Bytes {
         self.buf.freeze()
     }
@@ -545,7 +603,7 @@ mod tests {
             if tag == 5 {
                 seen = Some(sub.i32()?);
             }
-            Ok(())
+            Ok(tag == 5)
         })
         .unwrap();
         assert_eq!(seen, Some(9));

@@ -4,8 +4,9 @@
 
 use mk_cluster::{ClusterError, ErrorCode};
 
-/// A Kafka protocol error code (`int16` on the wire).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// A Kafka protocol error code (`int16` on the wire). Its default is
+/// NONE (0), as in every message schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct KafkaCode(pub i16);
 
 impl KafkaCode {

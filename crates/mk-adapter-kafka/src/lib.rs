@@ -18,6 +18,7 @@ pub mod codec;
 pub mod compression;
 pub mod errors;
 pub mod frame;
+pub mod messages;
 pub mod records;
 mod server;
 

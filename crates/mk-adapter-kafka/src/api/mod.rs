@@ -156,14 +156,7 @@ pub async fn dispatch(
     }
 }
 
-/// A message body of the protocol: decoded and encoded at a version.
-/// Every request and response type implements both directions (the
-/// broker needs one of each; tests and the conformance suite use the
-/// other).
-pub trait Message: Sized {
-    fn read(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self>;
-    fn write(&self, w: &mut Writer, version: i16);
-}
+pub use crate::codec::Message;
 
 /// One API of the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
