@@ -95,7 +95,7 @@ async fn e2e_closure_idempotent_acks_all_group_expiry_promotion_restart() {
         "the new member resumes from the committed offsets"
     );
     bb.commit().unwrap();
-    let committed = env.cluster.committed_offsets("billing").unwrap();
+    let committed = env.cluster.groups().committed("billing").unwrap();
 
     let le = env.admin.promote(&tp("orders", 0), 2).unwrap();
     assert_eq!((le.leader_id, le.leader_epoch), (2, 1));
@@ -105,17 +105,21 @@ async fn e2e_closure_idempotent_acks_all_group_expiry_promotion_restart() {
     let third = send_all(&env, &p, 30, 40).await;
     assert!(third.iter().all(|m| m.offset.is_some()));
     let total: i64 = (0..2)
-        .map(|part| env.cluster.visible_end(&tp("orders", part)).unwrap())
+        .map(|part| env.cluster.data().visible_end(&tp("orders", part)).unwrap())
         .sum();
     assert_eq!(total, 40, "every record exactly once, no duplicates");
 
     env.restart().await;
     assert_eq!(
-        env.cluster.committed_offsets("billing").unwrap(),
+        env.cluster.groups().committed("billing").unwrap(),
         committed,
         "committed offsets survive"
     );
-    let info = env.cluster.partition_metadata(&tp("orders", 0)).unwrap();
+    let info = env
+        .cluster
+        .topics()
+        .describe_partition(&tp("orders", 0))
+        .unwrap();
     assert_eq!(
         (info.leader_id, info.leader_epoch),
         (2, 1),
@@ -131,6 +135,6 @@ async fn e2e_closure_idempotent_acks_all_group_expiry_promotion_restart() {
         10,
         "a consumer after restart sees exactly the uncommitted tail"
     );
-    env.cluster.close().await.unwrap();
-    assert_eq!(env.cluster.owned_tasks(), 0);
+    env.cluster.lifecycle().close().await.unwrap();
+    assert_eq!(env.cluster.lifecycle().owned_tasks(), 0);
 }

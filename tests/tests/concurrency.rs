@@ -20,14 +20,17 @@ async fn e2e_concurrent_producers_and_fetchers_with_acks_all_and_a_replication_d
         .with_min_insync_replicas(2);
     config.segment_max_bytes = 16 * 1024;
     let cluster = BrokerCluster::open(config).unwrap();
-    cluster.create_topic("load", PARTITIONS, 3).unwrap();
+    cluster.topics().create("load", PARTITIONS, 3).unwrap();
     cluster
         .start_drivers(DriverConfig {
             flush_interval: Some(Duration::from_millis(50)),
             ..DriverConfig::default()
         })
         .unwrap();
-    assert!(cluster.owned_tasks() >= 4, "the drivers run as owned tasks");
+    assert!(
+        cluster.lifecycle().owned_tasks() >= 4,
+        "the drivers run as owned tasks"
+    );
 
     // Producers: each writes its own sequence of values to every partition
     // in turn, acks=all, waiting for each acknowledgement.
@@ -43,7 +46,11 @@ async fn e2e_concurrent_producers_and_fetchers_with_acks_all_and_a_replication_d
                 let batch =
                     RecordBatch::new(vec![Record::new(None, Some(Bytes::from(value.clone())), 0)])
                         .unwrap();
-                let r = c.append_batch(&tp, batch, AckMode::All).await.unwrap();
+                let r = c
+                    .data()
+                    .append_batch(&tp, batch, AckMode::All)
+                    .await
+                    .unwrap();
                 acked.push((partition, r.base_offset.unwrap(), value));
             }
             acked
@@ -60,6 +67,7 @@ async fn e2e_concurrent_producers_and_fetchers_with_acks_all_and_a_replication_d
             let expected = (PRODUCERS * PER_PRODUCER) as i64 / i64::from(PARTITIONS);
             while (seen.len() as i64) < expected {
                 let r = c
+                    .data()
                     .fetch_wait(
                         &FetchRequest::new(tp.clone(), offset, 50),
                         Duration::from_millis(500),
@@ -107,10 +115,14 @@ async fn e2e_concurrent_producers_and_fetchers_with_acks_all_and_a_replication_d
         );
     }
     // Replicas agree below the HW.
-    for part in cluster.describe_cluster().unwrap().partitions {
+    for part in cluster.views().describe_cluster().unwrap().partitions {
         assert!(part.isr.len() >= 2, "{part:?}");
     }
     let cluster = Arc::clone(&cluster);
-    cluster.close().await.unwrap();
-    assert_eq!(cluster.owned_tasks(), 0, "no task outlives close()");
+    cluster.lifecycle().close().await.unwrap();
+    assert_eq!(
+        cluster.lifecycle().owned_tasks(),
+        0,
+        "no task outlives close()"
+    );
 }

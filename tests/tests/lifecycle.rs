@@ -23,14 +23,18 @@ async fn e2e_graceful_close_checkpoints_and_refuses_later_calls() {
         .consumer("g", ConsumerOptions::default())
         .unwrap();
     consumer.subscribe(&["c"]).unwrap();
-    env.cluster.close().await.unwrap();
-    assert_eq!(env.cluster.state(), LifecycleState::Closed);
+    env.cluster.lifecycle().close().await.unwrap();
+    assert_eq!(env.cluster.lifecycle().state(), LifecycleState::Closed);
     assert_eq!(
         queued.await.unwrap().offset,
         Some(0),
         "close flushes producers"
     );
-    assert_eq!(env.cluster.owned_tasks(), 0, "no task outlives close()");
+    assert_eq!(
+        env.cluster.lifecycle().owned_tasks(),
+        0,
+        "no task outlives close()"
+    );
     for code in [
         env.admin.list_topics().unwrap_err().code(),
         env.produce("c", 0, &["x"], AckMode::One)
@@ -45,16 +49,20 @@ async fn e2e_graceful_close_checkpoints_and_refuses_later_calls() {
     ] {
         assert_eq!(code, ErrorCode::ClusterClosed);
     }
-    env.cluster.close().await.unwrap(); // idempotent
+    env.cluster.lifecycle().close().await.unwrap(); // idempotent
     env.crash_restart();
-    let info = env.cluster.partition_metadata(&tp("c", 0)).unwrap();
+    let info = env
+        .cluster
+        .topics()
+        .describe_partition(&tp("c", 0))
+        .unwrap();
     assert_eq!(
         info.high_watermark, 3,
         "the HW checkpoint survives a restart"
     );
     assert_eq!(info.isr, vec![1, 2]);
     assert_eq!(env.values("c", 1), vec![(0, "queued".to_string())]);
-    let g = env.cluster.describe_group("g").unwrap().unwrap();
+    let g = env.cluster.groups().describe("g").unwrap().unwrap();
     assert!(
         g.members.is_empty(),
         "close made the consumer leave its group"
@@ -95,7 +103,10 @@ async fn e2e_io_failure_is_terminal_and_keeps_its_cause() {
     assert_eq!(err.code(), ErrorCode::ClusterFailed);
     assert!(err.to_string().contains("injected fsync failure"), "{err}");
     env.cluster.failure_injector().clear();
-    assert!(matches!(env.cluster.state(), LifecycleState::Failed(_)));
+    assert!(matches!(
+        env.cluster.lifecycle().state(),
+        LifecycleState::Failed(_)
+    ));
     let later = env
         .produce("f", 0, &["after"], AckMode::One)
         .await
@@ -106,7 +117,7 @@ async fn e2e_io_failure_is_terminal_and_keeps_its_cause() {
         "the original cause is kept: {later}"
     );
     assert_eq!(
-        env.cluster.close().await.unwrap_err().code(),
+        env.cluster.lifecycle().close().await.unwrap_err().code(),
         ErrorCode::ClusterFailed
     );
 }
@@ -134,7 +145,7 @@ async fn e2e_a_second_opener_of_the_data_dir_fails_fast() {
         err.to_string().contains("in use by another process"),
         "{err}"
     );
-    env.cluster.close().await.unwrap();
+    env.cluster.lifecycle().close().await.unwrap();
     env.try_reopen().unwrap();
 }
 
@@ -142,7 +153,7 @@ async fn e2e_a_second_opener_of_the_data_dir_fails_fast() {
 async fn e2e_unparsable_metadata_is_storage_error_never_reset() {
     let env = Env::new(vec![1], 1);
     env.admin.create_topic("m", 1, 1).unwrap();
-    env.cluster.close().await.unwrap();
+    env.cluster.lifecycle().close().await.unwrap();
     std::fs::write(
         env.dir.path().join("metadata.json"),
         b"{\"version\":1,\"topics\":",

@@ -127,7 +127,7 @@ async fn e2e_torn_tail_is_repaired_and_closed_segment_corruption_takes_the_parti
             .unwrap();
     }
     let before = env.values("t", 0);
-    env.cluster.crash();
+    env.cluster.lifecycle().crash();
     // A torn write at the end of the active segment.
     let dir = env.replica_dir(1, "t", 0);
     let mut logs: Vec<_> = std::fs::read_dir(&dir)
@@ -144,13 +144,16 @@ async fn e2e_torn_tail_is_repaired_and_closed_segment_corruption_takes_the_parti
         .write_all(b"MKB1\x00\x00\x00\x50partial")
         .unwrap();
     let c = env.try_reopen().unwrap();
-    let got = c.fetch(&FetchRequest::new(tp("t", 0), 0, 1000)).unwrap();
+    let got = c
+        .data()
+        .fetch(&FetchRequest::new(tp("t", 0), 0, 1000))
+        .unwrap();
     assert_eq!(
         got.records.len(),
         before.len(),
         "acknowledged data intact, torn tail gone"
     );
-    c.crash();
+    c.lifecycle().crash();
     drop(c);
     // Corruption inside a closed segment takes that partition offline; the
     // broker opens, says so, and serves everything else.
@@ -159,18 +162,25 @@ async fn e2e_torn_tail_is_repaired_and_closed_segment_corruption_takes_the_parti
     std::fs::write(&logs[0], bytes).unwrap();
     let c = env.try_reopen().unwrap();
     let err = c
+        .data()
         .fetch(&FetchRequest::new(tp("t", 0), 0, 1000))
         .unwrap_err();
     assert_eq!(err.code(), ErrorCode::StorageError, "{err}");
-    let damaged = c.describe_topic("t").unwrap().partitions[0].damaged.clone();
+    let damaged = c.topics().describe("t").unwrap().partitions[0]
+        .damaged
+        .clone();
     assert!(
         damaged
             .as_deref()
             .is_some_and(|d| d.contains("corrupt closed segment")),
         "{damaged:?}"
     );
-    c.create_topic("u", 1, 1).unwrap();
-    assert!(c.fetch(&FetchRequest::new(tp("u", 0), 0, 10)).is_ok());
+    c.topics().create("u", 1, 1).unwrap();
+    assert!(
+        c.data()
+            .fetch(&FetchRequest::new(tp("u", 0), 0, 10))
+            .is_ok()
+    );
 }
 
 // ----- producer: partitioning and batching ---------------------------------
@@ -482,7 +492,7 @@ async fn e2e_retention_deletes_a_prefix_and_fetch_below_start_is_out_of_range() 
     }
     let deleted = env.admin.apply_retention("logs", None).unwrap();
     assert!(!deleted[&0].is_empty());
-    let start = env.cluster.log_start_offset(&tp("logs", 0)).unwrap();
+    let start = env.cluster.data().log_start_offset(&tp("logs", 0)).unwrap();
     assert!(start > 0);
     assert_eq!(
         env.client
@@ -564,7 +574,11 @@ async fn e2e_follower_fetch_isr_and_high_watermark() {
     env.produce("r", 0, &["a", "b"], AckMode::One)
         .await
         .unwrap();
-    let info = env.cluster.partition_metadata(&tp("r", 0)).unwrap();
+    let info = env
+        .cluster
+        .topics()
+        .describe_partition(&tp("r", 0))
+        .unwrap();
     assert_eq!(
         (info.high_watermark, info.log_end_offset),
         (0, 2),
@@ -575,7 +589,11 @@ async fn e2e_follower_fetch_isr_and_high_watermark() {
         "consumers never see offsets >= HW"
     );
     env.admin.replicate_once().unwrap();
-    let info = env.cluster.partition_metadata(&tp("r", 0)).unwrap();
+    let info = env
+        .cluster
+        .topics()
+        .describe_partition(&tp("r", 0))
+        .unwrap();
     assert_eq!(info.high_watermark, 2);
     assert_eq!(
         info.log_end_offsets,
@@ -584,12 +602,20 @@ async fn e2e_follower_fetch_isr_and_high_watermark() {
     // A failed follower leaves the ISR; the HW then moves with the others.
     env.admin.remove_from_isr(&tp("r", 0), 3).unwrap();
     assert_eq!(
-        env.cluster.partition_metadata(&tp("r", 0)).unwrap().isr,
+        env.cluster
+            .topics()
+            .describe_partition(&tp("r", 0))
+            .unwrap()
+            .isr,
         vec![1, 2]
     );
     env.produce("r", 0, &["c"], AckMode::One).await.unwrap();
     env.admin.replicate_once().unwrap();
-    let info = env.cluster.partition_metadata(&tp("r", 0)).unwrap();
+    let info = env
+        .cluster
+        .topics()
+        .describe_partition(&tp("r", 0))
+        .unwrap();
     assert_eq!(info.high_watermark, 3);
     assert_eq!(
         info.log_end_offsets[&3], 2,
@@ -598,7 +624,11 @@ async fn e2e_follower_fetch_isr_and_high_watermark() {
     // When it comes back it catches up and re-enters the ISR.
     env.admin.rejoin(&tp("r", 0), 3).unwrap();
     env.admin.replicate_once().unwrap();
-    let info = env.cluster.partition_metadata(&tp("r", 0)).unwrap();
+    let info = env
+        .cluster
+        .topics()
+        .describe_partition(&tp("r", 0))
+        .unwrap();
     assert!(
         info.isr.contains(&3),
         "a caught-up follower re-enters the ISR: {:?}",
@@ -606,9 +636,13 @@ async fn e2e_follower_fetch_isr_and_high_watermark() {
     );
     // A follower that stops fetching leaves the ISR by time.
     env.clock.advance(env.config.replica_lag_time_ms + 1);
-    env.cluster.refresh_isr().unwrap();
+    env.cluster.steps().refresh_isr().unwrap();
     assert_eq!(
-        env.cluster.partition_metadata(&tp("r", 0)).unwrap().isr,
+        env.cluster
+            .topics()
+            .describe_partition(&tp("r", 0))
+            .unwrap()
+            .isr,
         vec![1]
     );
 }
@@ -624,6 +658,7 @@ async fn e2e_ack_modes_and_acknowledged_write_loss() {
     // acks=all waits for the ISR...
     let pending = env
         .cluster
+        .data()
         .submit_append(
             &tp("a", 0),
             RecordBatch::new(vec![Record::new(None, Some(b("all")), 1)]).unwrap(),
@@ -659,6 +694,7 @@ async fn e2e_acks_all_fails_after_append_when_the_isr_shrinks() {
     env.admin.create_topic("a", 1, 2).unwrap();
     let pending = env
         .cluster
+        .data()
         .submit_append(
             &tp("a", 0),
             RecordBatch::new(vec![Record::new(None, Some(b("x")), 1)]).unwrap(),
@@ -685,7 +721,7 @@ async fn e2e_promotion_fences_the_old_epoch_and_replaces_the_divergent_tail() {
         .unwrap();
     let le = env.admin.promote(&tp("d", 0), 2).unwrap();
     assert_eq!((le.leader_id, le.leader_epoch), (2, 1));
-    let stale = env.cluster.submit_append(
+    let stale = env.cluster.data().submit_append(
         &tp("d", 0),
         RecordBatch::new(vec![Record::new(None, Some(b("z")), 1)]).unwrap(),
         AckMode::One,
@@ -702,13 +738,17 @@ async fn e2e_promotion_fences_the_old_epoch_and_replaces_the_divergent_tail() {
     env.admin.rejoin(&tp("d", 0), 1).unwrap();
     env.admin.replicate_once().unwrap();
     env.admin.replicate_once().unwrap();
-    let info = env.cluster.partition_metadata(&tp("d", 0)).unwrap();
+    let info = env
+        .cluster
+        .topics()
+        .describe_partition(&tp("d", 0))
+        .unwrap();
     assert_eq!(info.log_end_offsets[&1], info.log_end_offsets[&2]);
     assert_eq!(env.values("d", 0).last().unwrap().1, "new-tail");
     // Byte-identical replicas below the HW, checked on the files after a
     // clean close.
     let hw = info.high_watermark;
-    env.cluster.close().await.unwrap();
+    env.cluster.lifecycle().close().await.unwrap();
     let frames = |broker: i32| {
         let log = mk_log::PartitionLog::open(
             &env.replica_dir(broker, "d", 0),
@@ -756,7 +796,7 @@ async fn e2e_idempotent_retry_returns_original_offsets_and_survives_restart() {
     assert_eq!(retry.base_offset, first.base_offset);
     assert!(retry.duplicate);
     assert_eq!(
-        env.cluster.log_end_offset(&tp("i", 0)).unwrap(),
+        env.cluster.data().log_end_offset(&tp("i", 0)).unwrap(),
         2,
         "the retry appended nothing"
     );
@@ -829,13 +869,19 @@ async fn e2e_atomic_output_and_input_offsets() {
         .txn_send_offsets(&h, "grp", &BTreeMap::from([(tp("in", 0), 7)]))
         .unwrap();
     assert_eq!(
-        env.cluster.fetch_committed("grp", &tp("in", 0)).unwrap(),
+        env.cluster
+            .groups()
+            .fetch_committed("grp", &tp("in", 0))
+            .unwrap(),
         None,
         "staged, not stored"
     );
     env.client.commit_txn(&h).await.unwrap();
     assert_eq!(
-        env.cluster.fetch_committed("grp", &tp("in", 0)).unwrap(),
+        env.cluster
+            .groups()
+            .fetch_committed("grp", &tp("in", 0))
+            .unwrap(),
         Some(7)
     );
     let rc = FetchRequest::new(tp("out", 0), 0, 10).with_isolation(Isolation::ReadCommitted);
@@ -861,12 +907,13 @@ async fn e2e_journal_recovery_completes_a_prepared_commit_after_a_crash() {
     env.admin.create_topic("o", 1, 2).unwrap();
     let h = {
         let c = env.cluster.clone();
-        let h = c.begin_transaction("jr").await.unwrap();
+        let h = c.transactions().begin("jr").await.unwrap();
         let send = tokio::spawn({
             let c = c.clone();
             let h = h.clone();
             async move {
-                c.txn_send(&h, "o", None, Some(Bytes::from_static(b"r")), None)
+                c.transactions()
+                    .send(&h, "o", None, Some(Bytes::from_static(b"r")), None)
                     .await
             }
         });
@@ -875,7 +922,8 @@ async fn e2e_journal_recovery_completes_a_prepared_commit_after_a_crash() {
             tokio::task::yield_now().await;
         }
         send.await.unwrap().unwrap();
-        c.txn_send_offsets(&h, "g", &BTreeMap::from([(tp("o", 0), 1)]))
+        c.transactions()
+            .send_offsets(&h, "g", &BTreeMap::from([(tp("o", 0), 1)]))
             .unwrap();
         h
     };
@@ -884,13 +932,14 @@ async fn e2e_journal_recovery_completes_a_prepared_commit_after_a_crash() {
     let commit = tokio::spawn({
         let c = env.cluster.clone();
         let h = h.clone();
-        async move { c.commit_transaction(&h).await }
+        async move { c.transactions().commit(&h).await }
     });
     for _ in 0..100 {
         tokio::task::yield_now().await;
         if env
             .cluster
-            .describe_transaction("jr")
+            .transactions()
+            .describe("jr")
             .unwrap()
             .unwrap()
             .state
@@ -901,7 +950,8 @@ async fn e2e_journal_recovery_completes_a_prepared_commit_after_a_crash() {
     }
     assert_eq!(
         env.cluster
-            .describe_transaction("jr")
+            .transactions()
+            .describe("jr")
             .unwrap()
             .unwrap()
             .state,
@@ -909,14 +959,17 @@ async fn e2e_journal_recovery_completes_a_prepared_commit_after_a_crash() {
     );
     env.crash_restart();
     let _ = commit.await;
-    let d = env.cluster.describe_transaction("jr").unwrap().unwrap();
+    let d = env.cluster.transactions().describe("jr").unwrap().unwrap();
     assert_eq!(
         d.state,
         TxnState::CompleteCommit,
         "recovery completes the commit"
     );
     assert_eq!(
-        env.cluster.fetch_committed("g", &tp("o", 0)).unwrap(),
+        env.cluster
+            .groups()
+            .fetch_committed("g", &tp("o", 0))
+            .unwrap(),
         Some(1),
         "staged offsets stored"
     );

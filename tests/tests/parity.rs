@@ -339,17 +339,18 @@ struct FinalState {
 }
 
 fn final_state(cluster: &BrokerCluster, groups: &BTreeSet<String>) -> FinalState {
-    let description = cluster.describe_cluster().unwrap();
+    let description = cluster.views().describe_cluster().unwrap();
     let mut records = Vec::new();
     for p in &description.partitions {
         let tp = TopicPartition::new(&p.topic, p.partition);
         let f = cluster
+            .data()
             .fetch(&FetchRequest::new(tp.clone(), p.log_start_offset, i64::MAX))
             .unwrap();
         records.push((tp, f.records));
     }
     FinalState {
-        topics: cluster.list_topics().unwrap(),
+        topics: cluster.topics().list().unwrap(),
         partitions: description.partitions,
         records,
         committed: groups
@@ -357,7 +358,7 @@ fn final_state(cluster: &BrokerCluster, groups: &BTreeSet<String>) -> FinalState
             .map(|g| {
                 (
                     g.clone(),
-                    cluster.committed_offsets(g).unwrap().into_iter().collect(),
+                    cluster.groups().committed(g).unwrap().into_iter().collect(),
                 )
             })
             .collect(),
@@ -434,8 +435,8 @@ async fn run_scenario(file: &str, scenario: &Value) -> usize {
     tokio::time::timeout(PATIENCE, server.shutdown())
         .await
         .unwrap();
-    direct_cluster.close().await.unwrap();
-    tcp_cluster.close().await.unwrap();
+    direct_cluster.lifecycle().close().await.unwrap();
+    tcp_cluster.lifecycle().close().await.unwrap();
     checked
 }
 

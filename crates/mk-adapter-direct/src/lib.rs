@@ -41,7 +41,8 @@ impl DirectAdmin {
         replication_factor: usize,
     ) -> Result<()> {
         self.cluster
-            .create_topic(topic, partitions, replication_factor)
+            .topics()
+            .create(topic, partitions, replication_factor)
     }
 
     pub fn create_topic_with_config(
@@ -52,7 +53,8 @@ impl DirectAdmin {
         config: TopicConfig,
     ) -> Result<()> {
         self.cluster
-            .create_topic_with_config(topic, partitions, replication_factor, config)
+            .topics()
+            .create_with_config(topic, partitions, replication_factor, config)
     }
 
     pub fn create_topic_with_overrides(
@@ -62,24 +64,28 @@ impl DirectAdmin {
         replication_factor: usize,
         overrides: &TopicConfigOverrides,
     ) -> Result<()> {
-        self.cluster
-            .create_topic_with_overrides(topic, partitions, replication_factor, overrides)
+        self.cluster.topics().create_with_overrides(
+            topic,
+            partitions,
+            replication_factor,
+            overrides,
+        )
     }
 
     pub fn describe_topic(&self, topic: &str) -> Result<TopicDescription> {
-        self.cluster.describe_topic(topic)
+        self.cluster.topics().describe(topic)
     }
 
     pub fn list_topics(&self) -> Result<Vec<String>> {
-        self.cluster.list_topics()
+        self.cluster.topics().list()
     }
 
     pub fn describe_cluster(&self) -> Result<ClusterDescription> {
-        self.cluster.describe_cluster()
+        self.cluster.views().describe_cluster()
     }
 
     pub fn stats(&self) -> Result<ClusterStats> {
-        self.cluster.stats()
+        self.cluster.views().stats()
     }
 
     /// Takes a broker offline; returns the partitions whose leader moved.
@@ -87,35 +93,35 @@ impl DirectAdmin {
         &self,
         broker: BrokerId,
     ) -> Result<Vec<(TopicPartition, LeaderAndEpoch)>> {
-        self.cluster.take_broker_offline(broker)
+        self.cluster.brokers().take_offline(broker)
     }
 
     pub fn broker_online(&self, broker: BrokerId) -> Result<()> {
-        self.cluster.bring_broker_online(broker)
+        self.cluster.brokers().bring_online(broker)
     }
 
     pub fn promote(&self, tp: &TopicPartition, broker: BrokerId) -> Result<LeaderAndEpoch> {
-        self.cluster.promote(tp, broker)
+        self.cluster.steps().promote(tp, broker)
     }
 
     pub fn rejoin(&self, tp: &TopicPartition, broker: BrokerId) -> Result<()> {
-        self.cluster.rejoin(tp, broker)
+        self.cluster.steps().rejoin(tp, broker)
     }
 
     pub fn remove_from_isr(&self, tp: &TopicPartition, broker: BrokerId) -> Result<()> {
-        self.cluster.remove_from_isr(tp, broker)
+        self.cluster.steps().remove_from_isr(tp, broker)
     }
 
     pub fn replicate_once(&self) -> Result<()> {
-        self.cluster.replicate_all_once()
+        self.cluster.steps().replicate_all_once()
     }
 
     pub fn expire_group_members(&self) -> Result<Vec<(String, String)>> {
-        self.cluster.expire_group_members()
+        self.cluster.groups().expire_members()
     }
 
     pub fn roll(&self, tp: &TopicPartition) -> Result<()> {
-        self.cluster.roll(tp)
+        self.cluster.steps().roll(tp)
     }
 
     pub fn apply_retention(
@@ -123,7 +129,7 @@ impl DirectAdmin {
         topic: &str,
         overrides: Option<RetentionPolicy>,
     ) -> Result<BTreeMap<u32, Vec<i64>>> {
-        self.cluster.apply_retention(topic, overrides)
+        self.cluster.steps().apply_retention(topic, overrides)
     }
 
     pub fn compact(
@@ -131,24 +137,24 @@ impl DirectAdmin {
         topic: &str,
         delete_retention_ms: Option<i64>,
     ) -> Result<CompactionSummary> {
-        self.cluster.compact(topic, delete_retention_ms)
+        self.cluster.steps().compact(topic, delete_retention_ms)
     }
 
     pub async fn expire_transactions(&self) -> Result<Vec<String>> {
-        self.cluster.expire_transactions().await
+        self.cluster.transactions().expire().await
     }
 
     pub fn flush_cycle(&self) -> Result<()> {
-        self.cluster.run_flush_cycle()
+        self.cluster.steps().run_flush_cycle()
     }
 
     pub fn delete_topic(&self, topic: &str) -> Result<()> {
-        self.cluster.delete_topic(topic)
+        self.cluster.topics().delete(topic)
     }
 
     /// Grows a topic to `total` partitions.
     pub fn create_partitions(&self, topic: &str, total: u32) -> Result<()> {
-        self.cluster.create_partitions(topic, total)
+        self.cluster.topics().create_partitions(topic, total)
     }
 
     pub fn alter_topic_config(
@@ -158,19 +164,20 @@ impl DirectAdmin {
         validate_only: bool,
     ) -> Result<TopicConfig> {
         self.cluster
-            .alter_topic_config(topic, changes, validate_only)
+            .topics()
+            .alter_config(topic, changes, validate_only)
     }
 
     pub fn describe_topic_config(&self, topic: &str) -> Result<Vec<TopicConfigEntry>> {
-        self.cluster.describe_topic_config(topic)
+        self.cluster.topics().describe_config(topic)
     }
 
     pub fn list_groups(&self) -> Result<Vec<GroupListing>> {
-        self.cluster.list_group_listings()
+        self.cluster.groups().listings()
     }
 
     pub fn delete_group(&self, group: &str) -> Result<()> {
-        self.cluster.delete_group(group)
+        self.cluster.groups().delete_one(group)
     }
 
     pub fn alter_group_offsets(
@@ -178,7 +185,7 @@ impl DirectAdmin {
         group: &str,
         offsets: &BTreeMap<TopicPartition, i64>,
     ) -> Result<()> {
-        self.cluster.alter_group_offsets(group, offsets)
+        self.cluster.groups().alter_offsets(group, offsets)
     }
 }
 
@@ -194,7 +201,7 @@ impl DirectClient {
     }
 
     pub async fn produce(&self, req: ProduceRequest) -> Result<ProduceResponse> {
-        self.cluster.produce(req).await
+        self.cluster.data().produce(req).await
     }
 
     /// The partition a produce request without an explicit one goes to.
@@ -204,19 +211,19 @@ impl DirectClient {
         partition: Option<u32>,
         records: &[ProduceEntry],
     ) -> Result<TopicPartition> {
-        self.cluster.route_produce(topic, partition, records)
+        self.cluster.data().route_produce(topic, partition, records)
     }
 
     pub fn fetch(&self, req: &FetchRequest) -> Result<FetchResult> {
-        self.cluster.fetch(req)
+        self.cluster.data().fetch(req)
     }
 
     pub async fn fetch_wait(&self, req: &FetchRequest, max_wait: Duration) -> Result<FetchResult> {
-        self.cluster.fetch_wait(req, max_wait).await
+        self.cluster.data().fetch_wait(req, max_wait).await
     }
 
     pub fn list_offsets(&self, tp: &TopicPartition, spec: OffsetSpec) -> Result<Option<i64>> {
-        self.cluster.list_offsets(tp, spec)
+        self.cluster.data().list_offsets(tp, spec)
     }
 
     pub fn join_group(
@@ -225,7 +232,7 @@ impl DirectClient {
         member: &str,
         topics: &[String],
     ) -> Result<MemberAssignment> {
-        self.cluster.join_group(group, member, topics)
+        self.cluster.groups().join(group, member, topics)
     }
 
     pub fn join_group_with_assignor(
@@ -236,15 +243,16 @@ impl DirectClient {
         assignor: Option<AssignorKind>,
     ) -> Result<MemberAssignment> {
         self.cluster
-            .join_group_with_assignor(group, member, topics, assignor)
+            .groups()
+            .join_with_assignor(group, member, topics, assignor)
     }
 
     pub fn heartbeat(&self, group: &str, member: &str, generation: i32) -> Result<()> {
-        self.cluster.heartbeat(group, member, generation)
+        self.cluster.groups().heartbeat(group, member, generation)
     }
 
     pub fn leave_group(&self, group: &str, member: &str) -> Result<bool> {
-        self.cluster.leave_group(group, member)
+        self.cluster.groups().leave(group, member)
     }
 
     pub fn commit_offsets(
@@ -255,11 +263,12 @@ impl DirectClient {
         offsets: &BTreeMap<TopicPartition, i64>,
     ) -> Result<()> {
         self.cluster
+            .groups()
             .commit_offsets(group, member, generation, offsets)
     }
 
     pub fn fetch_offsets(&self, group: &str) -> Result<BTreeMap<TopicPartition, i64>> {
-        self.cluster.committed_offsets(group)
+        self.cluster.groups().committed(group)
     }
 
     pub fn committed_offsets_for(
@@ -267,23 +276,25 @@ impl DirectClient {
         group: &str,
         partitions: Option<&[TopicPartition]>,
     ) -> Result<Vec<(TopicPartition, Option<i64>)>> {
-        self.cluster.committed_offsets_for(group, partitions)
+        self.cluster.groups().committed_for(group, partitions)
     }
 
     pub fn describe_group(&self, group: &str) -> Result<Option<GroupDescription>> {
-        self.cluster.describe_group(group)
+        self.cluster.groups().describe(group)
     }
 
     pub fn init_producer(&self, name: Option<&str>) -> Result<ProducerIdentity> {
-        self.cluster.init_producer(name)
+        self.cluster.transactions().init_producer(name)
     }
 
     pub async fn begin_txn(&self, transactional_id: &str) -> Result<TxnHandle> {
-        self.cluster.begin_transaction(transactional_id).await
+        self.cluster.transactions().begin(transactional_id).await
     }
 
     pub fn transaction_handle_at(&self, transactional_id: &str, epoch: i32) -> Result<TxnHandle> {
-        self.cluster.transaction_handle_at(transactional_id, epoch)
+        self.cluster
+            .transactions()
+            .handle_at(transactional_id, epoch)
     }
 
     pub async fn txn_produce(
@@ -295,7 +306,8 @@ impl DirectClient {
         partition: Option<u32>,
     ) -> Result<(u32, i64)> {
         self.cluster
-            .txn_send(handle, topic, key, value, partition)
+            .transactions()
+            .send(handle, topic, key, value, partition)
             .await
     }
 
@@ -305,15 +317,17 @@ impl DirectClient {
         group: &str,
         offsets: &BTreeMap<TopicPartition, i64>,
     ) -> Result<()> {
-        self.cluster.txn_send_offsets(handle, group, offsets)
+        self.cluster
+            .transactions()
+            .send_offsets(handle, group, offsets)
     }
 
     pub async fn commit_txn(&self, handle: &TxnHandle) -> Result<()> {
-        self.cluster.commit_transaction(handle).await
+        self.cluster.transactions().commit(handle).await
     }
 
     pub async fn abort_txn(&self, handle: &TxnHandle) -> Result<()> {
-        self.cluster.abort_transaction(handle).await
+        self.cluster.transactions().abort(handle).await
     }
 }
 
@@ -367,6 +381,6 @@ mod tests {
                 .code(),
             ErrorCode::UnknownTopic
         );
-        cluster.close().await.unwrap();
+        cluster.lifecycle().close().await.unwrap();
     }
 }

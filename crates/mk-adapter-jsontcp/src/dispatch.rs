@@ -31,8 +31,9 @@ pub(crate) async fn execute_produces(
     let mut places = Vec::with_capacity(specs.len());
     for spec in specs {
         let batch = spec.is_batch();
-        match spec.into_core(|topic, partition, records| c.route_produce(topic, partition, records))
-        {
+        match spec.into_core(|topic, partition, records| {
+            c.data().route_produce(topic, partition, records)
+        }) {
             Ok(request) => {
                 places.push((answers.len(), batch));
                 routed.push(request);
@@ -41,7 +42,7 @@ pub(crate) async fn execute_produces(
             Err(e) => answers.push(Some(Err(e))),
         }
     }
-    for ((i, batch), r) in places.into_iter().zip(c.produce_group(routed).await) {
+    for ((i, batch), r) in places.into_iter().zip(c.data().produce_group(routed).await) {
         answers[i] = Some(r.map(|response| Response::Produce { response, batch }));
     }
     answers
@@ -63,10 +64,11 @@ pub(crate) async fn execute(
             config,
         } => {
             let overrides = config.unwrap_or_default();
-            c.create_topic_with_overrides(&topic, partitions, replication_factor, &overrides)?;
+            c.topics()
+                .create_with_overrides(&topic, partitions, replication_factor, &overrides)?;
             Response::CreateTopic { topic }
         }
-        Request::Metadata { topic } => Response::Metadata(c.describe_topic(&topic)?),
+        Request::Metadata { topic } => Response::Metadata(c.topics().describe(&topic)?),
         Request::Produce(spec) => {
             let mut answers = execute_produces(c, vec![spec]).await;
             answers.pop().expect("one answer per request")?
@@ -76,11 +78,11 @@ pub(crate) async fn execute(
             max_wait_ms,
         } => {
             let result = match max_wait_ms {
-                None | Some(0) => c.fetch(&request)?,
+                None | Some(0) => c.data().fetch(&request)?,
                 Some(ms) => {
                     tokio::select! {
-                        r = c.fetch_wait(&request, Duration::from_millis(u64::from(ms))) => r?,
-                        _ = ctx.shutdown.cancelled() => c.fetch(&request)?,
+                        r = c.data().fetch_wait(&request, Duration::from_millis(u64::from(ms))) => r?,
+                        _ = ctx.shutdown.cancelled() => c.data().fetch(&request)?,
                     }
                 }
             };
@@ -92,15 +94,17 @@ pub(crate) async fn execute(
             topics,
             assignor,
         } => Response::JoinGroup(match assignor {
-            None => c.join_group(&group_id, &member_id, &topics)?,
-            Some(a) => c.join_group_with_assignor(&group_id, &member_id, &topics, Some(a))?,
+            None => c.groups().join(&group_id, &member_id, &topics)?,
+            Some(a) => c
+                .groups()
+                .join_with_assignor(&group_id, &member_id, &topics, Some(a))?,
         }),
         Request::Heartbeat {
             group_id,
             member_id,
             generation,
         } => {
-            c.heartbeat(&group_id, &member_id, generation)?;
+            c.groups().heartbeat(&group_id, &member_id, generation)?;
             Response::Heartbeat
         }
         Request::CommitOffsets {
@@ -109,53 +113,58 @@ pub(crate) async fn execute(
             generation,
             offsets,
         } => {
-            c.commit_offsets(&group_id, &member_id, generation, &offsets)?;
+            c.groups()
+                .commit_offsets(&group_id, &member_id, generation, &offsets)?;
             Response::CommitOffsets
         }
-        Request::ListTopics => Response::ListTopics(c.list_topics()?),
+        Request::ListTopics => Response::ListTopics(c.topics().list()?),
         Request::DeleteTopic { topic } => {
-            c.delete_topic(&topic)?;
+            c.topics().delete(&topic)?;
             Response::DeleteTopic
         }
         Request::CreatePartitions { topic, partitions } => {
-            c.create_partitions(&topic, partitions)?;
+            c.topics().create_partitions(&topic, partitions)?;
             Response::CreatePartitions
         }
         Request::AlterTopicConfig {
             topic,
             changes,
             validate_only,
-        } => Response::AlterTopicConfig(c.alter_topic_config(&topic, &changes, validate_only)?),
-        Request::DescribeTopicConfig { topic } => {
-            Response::DescribeTopicConfig(c.describe_topic_config(&topic)?)
+        } => {
+            Response::AlterTopicConfig(c.topics().alter_config(&topic, &changes, validate_only)?)
         }
-        Request::ListGroups => Response::ListGroups(c.list_group_listings()?),
+        Request::DescribeTopicConfig { topic } => {
+            Response::DescribeTopicConfig(c.topics().describe_config(&topic)?)
+        }
+        Request::ListGroups => Response::ListGroups(c.groups().listings()?),
         Request::DeleteGroup { group_id } => {
-            c.delete_group(&group_id)?;
+            c.groups().delete_one(&group_id)?;
             Response::DeleteGroup
         }
         Request::AlterGroupOffsets { group_id, offsets } => {
-            c.alter_group_offsets(&group_id, &offsets)?;
+            c.groups().alter_offsets(&group_id, &offsets)?;
             Response::AlterGroupOffsets
         }
-        Request::ListOffsets { tp, at } => Response::ListOffsets(c.list_offsets(&tp, at)?),
+        Request::ListOffsets { tp, at } => Response::ListOffsets(c.data().list_offsets(&tp, at)?),
         Request::LeaveGroup {
             group_id,
             member_id,
         } => Response::LeaveGroup {
-            left: c.leave_group(&group_id, &member_id)?,
+            left: c.groups().leave(&group_id, &member_id)?,
         },
         Request::FetchOffsets {
             group_id,
             partitions,
-        } => Response::FetchOffsets(c.committed_offsets_for(&group_id, partitions.as_deref())?),
+        } => Response::FetchOffsets(c.groups().committed_for(&group_id, partitions.as_deref())?),
         Request::DescribeGroup { group_id } => Response::DescribeGroup {
-            description: c.describe_group(&group_id)?,
+            description: c.groups().describe(&group_id)?,
             group_id,
         },
-        Request::InitProducer { name } => Response::InitProducer(c.init_producer(name.as_deref())?),
+        Request::InitProducer { name } => {
+            Response::InitProducer(c.transactions().init_producer(name.as_deref())?)
+        }
         Request::BeginTxn { transactional_id } => {
-            let h = c.begin_transaction(&transactional_id).await?;
+            let h = c.transactions().begin(&transactional_id).await?;
             Response::BeginTxn(mk_cluster::ProducerIdentity {
                 producer_id: h.producer_id,
                 epoch: h.producer_epoch,
@@ -168,8 +177,13 @@ pub(crate) async fn execute(
             key,
             value,
         } => {
-            let h = c.transaction_handle_at(&txn.transactional_id, txn.producer_epoch)?;
-            let (partition, offset) = c.txn_send(&h, &topic, key, value, partition).await?;
+            let h = c
+                .transactions()
+                .handle_at(&txn.transactional_id, txn.producer_epoch)?;
+            let (partition, offset) = c
+                .transactions()
+                .send(&h, &topic, key, value, partition)
+                .await?;
             Response::TxnProduce { partition, offset }
         }
         Request::TxnSendOffsets {
@@ -177,62 +191,70 @@ pub(crate) async fn execute(
             group_id,
             offsets,
         } => {
-            let h = c.transaction_handle_at(&txn.transactional_id, txn.producer_epoch)?;
-            c.txn_send_offsets(&h, &group_id, &offsets)?;
+            let h = c
+                .transactions()
+                .handle_at(&txn.transactional_id, txn.producer_epoch)?;
+            c.transactions().send_offsets(&h, &group_id, &offsets)?;
             Response::TxnSendOffsets
         }
         Request::CommitTxn { txn } => {
-            let h = c.transaction_handle_at(&txn.transactional_id, txn.producer_epoch)?;
-            c.commit_transaction(&h).await?;
+            let h = c
+                .transactions()
+                .handle_at(&txn.transactional_id, txn.producer_epoch)?;
+            c.transactions().commit(&h).await?;
             Response::CommitTxn
         }
         Request::AbortTxn { txn } => {
-            let h = c.transaction_handle_at(&txn.transactional_id, txn.producer_epoch)?;
-            c.abort_transaction(&h).await?;
+            let h = c
+                .transactions()
+                .handle_at(&txn.transactional_id, txn.producer_epoch)?;
+            c.transactions().abort(&h).await?;
             Response::AbortTxn
         }
-        Request::DescribeCluster => Response::DescribeCluster(c.describe_cluster()?),
+        Request::DescribeCluster => Response::DescribeCluster(c.views().describe_cluster()?),
         Request::BrokerOffline { broker_id } => {
-            Response::BrokerOffline(c.take_broker_offline(broker_id)?)
+            Response::BrokerOffline(c.brokers().take_offline(broker_id)?)
         }
         Request::BrokerOnline { broker_id } => {
-            c.bring_broker_online(broker_id)?;
+            c.brokers().bring_online(broker_id)?;
             Response::BrokerOnline
         }
         Request::Stats => Response::Stats(ServerStats {
-            cluster: c.stats()?,
+            cluster: c.views().stats()?,
             connections: ctx.connections,
             requests: ctx.requests,
             in_flight: ctx.in_flight,
         }),
-        Request::Promote { tp, broker_id } => Response::Promote(c.promote(&tp, broker_id)?),
+        Request::Promote { tp, broker_id } => Response::Promote(c.steps().promote(&tp, broker_id)?),
         Request::Rejoin { tp, broker_id } => {
-            c.rejoin(&tp, broker_id)?;
+            c.steps().rejoin(&tp, broker_id)?;
             Response::Rejoin
         }
         Request::RemoveFromIsr { tp, broker_id } => {
-            c.remove_from_isr(&tp, broker_id)?;
+            c.steps().remove_from_isr(&tp, broker_id)?;
             Response::RemoveFromIsr
         }
         Request::ReplicateOnce => {
-            c.replicate_all_once()?;
+            c.steps().replicate_all_once()?;
             Response::ReplicateOnce
         }
-        Request::ExpireGroupMembers => Response::ExpireGroupMembers(c.expire_group_members()?),
+        Request::ExpireGroupMembers => Response::ExpireGroupMembers(c.groups().expire_members()?),
         Request::Roll { tp } => {
-            c.roll(&tp)?;
+            c.steps().roll(&tp)?;
             Response::Roll
         }
         Request::ApplyRetention { topic, overrides } => {
-            Response::ApplyRetention(c.apply_retention(&topic, overrides)?)
+            Response::ApplyRetention(c.steps().apply_retention(&topic, overrides)?)
         }
         Request::Compact {
             topic,
             delete_retention_ms,
-        } => Response::Compact(c.compact(&topic, delete_retention_ms)?),
-        Request::ExpireTransactions => Response::ExpireTransactions(c.expire_transactions().await?),
+        } => Response::Compact(c.steps().compact(&topic, delete_retention_ms)?),
+        Request::ExpireTransactions => {
+            Response::ExpireTransactions(c.transactions().expire().await?)
+        }
         Request::FlushCycle => {
-            c.run_flush_cycle()?;
+            c.steps().run_flush_cycle()?;
             Response::FlushCycle
         }
     })

@@ -898,6 +898,6 @@ mod tests {
         // or executing, not even the request that panicked.
         assert_eq!(shared.counters.in_flight.load(Ordering::Acquire), 0);
         assert_eq!(shared.counters.connections.load(Ordering::Acquire), 0);
-        cluster.close().await.unwrap();
+        cluster.lifecycle().close().await.unwrap();
     }
 }

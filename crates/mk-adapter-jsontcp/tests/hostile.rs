@@ -464,7 +464,7 @@ async fn shutdown_answers_a_waiting_long_poll_and_closes_connections() {
         within(c.list_topics()).await.is_err(),
         "connections are closed"
     );
-    h.cluster.close().await.unwrap();
+    h.cluster.lifecycle().close().await.unwrap();
 }
 
 #[tokio::test]

@@ -47,8 +47,8 @@ fn pipeline(producer_id: i64) -> Vec<String> {
 
 async fn broker() -> (Harness, i64) {
     let h = Harness::single(ServerOptions::default()).await;
-    h.cluster.create_topic("t", 2, 1).unwrap();
-    let id = h.cluster.init_producer(None).unwrap();
+    h.cluster.topics().create("t", 2, 1).unwrap();
+    let id = h.cluster.transactions().init_producer(None).unwrap();
     (h, id.producer_id)
 }
 
@@ -121,6 +121,7 @@ async fn a_pipelined_run_of_produces_is_answered_as_lines_sent_one_at_a_time() {
     let values = |h: &Harness| {
         let f = h
             .cluster
+            .data()
             .fetch(&mk_adapter_jsontcp::mk_cluster::FetchRequest::new(
                 mk_adapter_jsontcp::mk_cluster::TopicPartition::new("t", 0),
                 0,

@@ -307,7 +307,7 @@ async fn snapshot_domain_errors() {
     let dir = h.dir.path().display().to_string();
     insta::assert_snapshot!(t.replace(&dir, "<data_dir>"));
     within(h.server.shutdown()).await;
-    let _ = h.cluster.close().await;
+    let _ = h.cluster.lifecycle().close().await;
 }
 
 #[tokio::test]
@@ -323,7 +323,7 @@ async fn snapshot_closed_cluster_and_lab_disabled() {
         ],
     )
     .await;
-    h.cluster.close().await.unwrap();
+    h.cluster.lifecycle().close().await.unwrap();
     t.push_str(&transcript(&h, &mut c, &[r#"{"operation":"list_topics"}"#]).await);
     insta::assert_snapshot!(t);
     within(h.server.shutdown()).await;

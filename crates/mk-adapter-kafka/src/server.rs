@@ -325,7 +325,7 @@ async fn accept_loop(
                 continue;
             }
         };
-        if !shared.cluster.is_broker_online(broker) {
+        if !shared.cluster.brokers().is_online(broker) {
             tracing::debug!(%peer, broker, "broker is offline; refusing the connection");
             drop(stream);
             continue;
@@ -448,7 +448,7 @@ async fn read_loop(
     shared: &Shared,
 ) -> ReadEnd {
     let max = shared.options.max_request_bytes;
-    let mut offline = shared.cluster.watch_offline_brokers();
+    let mut offline = shared.cluster.brokers().watch_offline();
     let mut buf = BytesMut::with_capacity(8 * 1024);
     let idle = shared.options.idle_timeout;
     let mut last_request = Instant::now();
@@ -471,7 +471,7 @@ async fn read_loop(
             }
             buf.advance(4);
             let frame = buf.split_to(size).freeze();
-            if !shared.cluster.is_broker_online(broker) {
+            if !shared.cluster.brokers().is_online(broker) {
                 return ReadEnd::BrokerOffline;
             }
             match answer(frame, broker, peer, q, shared).await {

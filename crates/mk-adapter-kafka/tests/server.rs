@@ -125,7 +125,7 @@ async fn an_unsupported_api_or_version_closes_only_that_connection() {
 #[tokio::test]
 async fn pipelined_requests_are_answered_in_order() {
     let h = Harness::one().await;
-    h.cluster.create_topic("p", 1, 1).unwrap();
+    h.cluster.topics().create("p", 1, 1).unwrap();
     let mut c = h.conn(1).await;
     let mut sent = Vec::new();
     let mut bytes = Vec::new();
@@ -168,7 +168,7 @@ async fn pipelined_requests_are_answered_in_order() {
 #[tokio::test]
 async fn acks_zero_gets_no_answer_but_is_written() {
     let h = Harness::one().await;
-    h.cluster.create_topic("z", 1, 1).unwrap();
+    h.cluster.topics().create("z", 1, 1).unwrap();
     let mut c = h.conn(1).await;
     let req = produce_req(
         "z",
@@ -182,6 +182,7 @@ async fn acks_zero_gets_no_answer_but_is_written() {
     assert_eq!(r.topics[0].name.as_deref(), Some("z"));
     assert_eq!(
         h.cluster
+            .data()
             .log_end_offset(&TopicPartition::new("z", 0))
             .unwrap(),
         2
@@ -193,7 +194,7 @@ async fn acks_zero_gets_no_answer_but_is_written() {
 async fn a_broker_that_does_not_lead_answers_not_leader_and_metadata_routes_clients() {
     let h = Harness::start(vec![1, 2, 3], KafkaOptions::default()).await;
     // Partition 1 of a three-broker topic is led by broker 2.
-    h.cluster.create_topic("r", 3, 3).unwrap();
+    h.cluster.topics().create("r", 3, 3).unwrap();
     let mut c = h.conn(1).await;
     let req = produce_req(
         "r",
@@ -227,10 +228,10 @@ async fn a_broker_that_does_not_lead_answers_not_leader_and_metadata_routes_clie
 #[tokio::test]
 async fn an_offline_broker_closes_its_connections_and_leadership_moves() {
     let h = Harness::start(vec![1, 2, 3], KafkaOptions::default()).await;
-    h.cluster.create_topic("f", 1, 3).unwrap();
+    h.cluster.topics().create("f", 1, 3).unwrap();
     let mut on_1 = h.conn(1).await;
     let _: metadata::MetadataResponse = on_1.call(key::METADATA, 12, &metadata_all()).await;
-    let moved = h.cluster.take_broker_offline(1).unwrap();
+    let moved = h.cluster.brokers().take_offline(1).unwrap();
     assert_eq!(moved.len(), 1);
     assert!(
         on_1.is_closed().await,
@@ -247,7 +248,7 @@ async fn an_offline_broker_closes_its_connections_and_leadership_moves() {
     assert_eq!(m.topics[0].partitions[0].leader_id, 2);
     assert_eq!(m.topics[0].partitions[0].leader_epoch, 1);
     assert_eq!(m.topics[0].partitions[0].offline_replicas, vec![1]);
-    h.cluster.bring_broker_online(1).unwrap();
+    h.cluster.brokers().bring_online(1).unwrap();
     let mut back = h.conn(1).await;
     let m: metadata::MetadataResponse = back.call(key::METADATA, 12, &metadata_all()).await;
     assert_eq!(m.brokers.len(), 3);
@@ -257,7 +258,7 @@ async fn an_offline_broker_closes_its_connections_and_leadership_moves() {
 #[tokio::test]
 async fn a_long_poll_is_woken_by_the_append_that_makes_data_visible() {
     let h = Harness::one().await;
-    h.cluster.create_topic("w", 1, 1).unwrap();
+    h.cluster.topics().create("w", 1, 1).unwrap();
     let mut reader = h.conn(1).await;
     let started = std::time::Instant::now();
     let id = reader
@@ -289,7 +290,7 @@ async fn a_long_poll_is_woken_by_the_append_that_makes_data_visible() {
 #[tokio::test]
 async fn an_offset_out_of_range_and_an_unknown_topic_are_typed_partition_errors() {
     let h = Harness::one().await;
-    h.cluster.create_topic("o", 1, 1).unwrap();
+    h.cluster.topics().create("o", 1, 1).unwrap();
     let mut c = h.conn(1).await;
     let f: fetch::FetchResponse = c.call(key::FETCH, 12, &fetch_req("o", 0, 99, 0)).await;
     assert_eq!(
@@ -412,7 +413,7 @@ async fn counts_of_two_billion_truncated_bodies_and_garbage_close_the_connection
 #[tokio::test]
 async fn librdkafkas_all_topics_metadata_with_a_stray_count_pad_is_answered() {
     let h = Harness::one().await;
-    h.cluster.create_topic("listed", 1, 1).unwrap();
+    h.cluster.topics().create("listed", 1, 1).unwrap();
     let mut c = h.conn(1).await;
     let captured = "0003000c00000003000772646b61666b610000000000010000";
     let payload: Vec<u8> = (0..captured.len())
@@ -436,7 +437,7 @@ async fn librdkafkas_all_topics_metadata_with_a_stray_count_pad_is_answered() {
 #[tokio::test]
 async fn a_corrupt_or_lying_record_batch_is_a_partition_error_and_the_connection_stays() {
     let h = Harness::one().await;
-    h.cluster.create_topic("c", 1, 1).unwrap();
+    h.cluster.topics().create("c", 1, 1).unwrap();
     let mut c = h.conn(1).await;
     let good = batch_bytes(value_records(&["a"]), ProducerInfo::NONE);
     let mut flipped = good.to_vec();
@@ -461,6 +462,7 @@ async fn a_corrupt_or_lying_record_batch_is_a_partition_error_and_the_connection
     }
     assert_eq!(
         h.cluster
+            .data()
             .log_end_offset(&TopicPartition::new("c", 0))
             .unwrap(),
         0

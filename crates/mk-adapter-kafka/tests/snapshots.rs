@@ -18,7 +18,7 @@ use std::fmt::Write as _;
 async fn harness() -> Harness {
     let dir = tempfile::tempdir().unwrap();
     let h = Harness::open(dir, vec![1], KafkaOptions::default(), |c| c).await;
-    h.cluster.create_topic("snap", 1, 1).unwrap();
+    h.cluster.topics().create("snap", 1, 1).unwrap();
     let Harness {
         dir,
         cluster,
@@ -26,7 +26,7 @@ async fn harness() -> Harness {
         ..
     } = h;
     server.shutdown().await;
-    cluster.close().await.unwrap();
+    cluster.lifecycle().close().await.unwrap();
     let path = dir.path().join("metadata.json");
     let mut meta: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();

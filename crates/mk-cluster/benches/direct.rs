@@ -32,13 +32,14 @@ async fn main() {
 
     // Produce and fetch on one broker.
     let cluster = BrokerCluster::open(MiniKafkaConfig::new(root.path().join("one"))).expect("open");
-    cluster.create_topic("bench", 1, 1).expect("topic");
+    cluster.topics().create("bench", 1, 1).expect("topic");
     let tp = TopicPartition::new("bench", 0);
     let value = Bytes::from(vec![7u8; 100]);
     let batches = 20_000;
     let start = Instant::now();
     for _ in 0..batches {
         cluster
+            .data()
             .produce(ProduceRequest {
                 tp: tp.clone(),
                 records: entries(100, &value),
@@ -50,7 +51,7 @@ async fn main() {
     }
     let secs = start.elapsed().as_secs_f64();
     let records = (batches * 100) as f64;
-    let workload = "BrokerCluster::produce, 100 records of 100 B per call, acks=1, 1 broker";
+    let workload = "cluster.data().produce, 100 records of 100 B per call, acks=1, 1 broker";
     emit(
         "direct.produce.records_per_s",
         records / secs,
@@ -67,16 +68,17 @@ async fn main() {
     let start = Instant::now();
     let mut offset = 0;
     let mut fetched = 0usize;
-    let end = cluster.visible_end(&tp).expect("hw");
+    let end = cluster.data().visible_end(&tp).expect("hw");
     while offset < end {
         let r = cluster
+            .data()
             .fetch(&FetchRequest::new(tp.clone(), offset, 1000))
             .expect("fetch");
         fetched += r.records.len();
         offset = r.next_offset;
     }
     let secs = start.elapsed().as_secs_f64();
-    let workload = "BrokerCluster::fetch from offset 0, 1000 records per call, 100 B values";
+    let workload = "cluster.data().fetch from offset 0, 1000 records per call, 100 B values";
     emit(
         "direct.fetch.records_per_s",
         fetched as f64 / secs,
@@ -89,14 +91,14 @@ async fn main() {
         "MB/s",
         workload,
     );
-    cluster.close().await.expect("close");
+    cluster.lifecycle().close().await.expect("close");
 
     // acks=all latency: 3 brokers, min ISR 2, event-driven replication driver.
     let config = MiniKafkaConfig::new(root.path().join("three"))
         .with_brokers(vec![1, 2, 3])
         .with_min_insync_replicas(2);
     let cluster = BrokerCluster::open(config).expect("open");
-    cluster.create_topic("acks", 1, 3).expect("topic");
+    cluster.topics().create("acks", 1, 3).expect("topic");
     cluster
         .start_drivers(DriverConfig {
             flush_interval: Some(Duration::from_secs(1)),
@@ -110,6 +112,7 @@ async fn main() {
             RecordBatch::new(vec![Record::new(None, Some(value.clone()), i)]).expect("batch");
         let t = Instant::now();
         cluster
+            .data()
             .append_batch(&tp, batch, AckMode::All)
             .await
             .expect("acks=all");
@@ -120,5 +123,5 @@ async fn main() {
     let workload = "one 100 B record per append, sequential, 3 brokers, min ISR 2, replication driver woken by the append";
     emit("direct.acks_all.p50_us", pct(0.50), "µs", workload);
     emit("direct.acks_all.p99_us", pct(0.99), "µs", workload);
-    cluster.close().await.expect("close");
+    cluster.lifecycle().close().await.expect("close");
 }

@@ -19,11 +19,25 @@ use mk_core::TopicPartition;
 use mk_replication::LeaderAndEpoch;
 use std::collections::BTreeSet;
 
+/// The hosted brokers: which are online, leadership checks, taking one offline: `cluster.brokers().take_offline(..)`.
+#[derive(Debug, Clone, Copy)]
+pub struct Brokers<'a> {
+    pub(crate) cluster: &'a BrokerCluster,
+}
+
 impl BrokerCluster {
+    /// The brokers role (see [`Brokers`]).
+    pub fn brokers(&self) -> Brokers<'_> {
+        Brokers { cluster: self }
+    }
+}
+
+impl Brokers<'_> {
     /// The hosted brokers that are online, ascending.
-    pub fn online_brokers(&self) -> Vec<BrokerId> {
-        let offline = self.offline_brokers.borrow();
-        self.config
+    pub fn online(self) -> Vec<BrokerId> {
+        let offline = self.cluster.offline_brokers.borrow();
+        self.cluster
+            .config
             .broker_ids
             .iter()
             .copied()
@@ -31,29 +45,30 @@ impl BrokerCluster {
             .collect()
     }
 
-    pub fn is_broker_online(&self, broker: BrokerId) -> bool {
-        self.config.broker_ids.contains(&broker) && !self.offline_brokers.borrow().contains(&broker)
+    pub fn is_online(self, broker: BrokerId) -> bool {
+        self.cluster.config.broker_ids.contains(&broker)
+            && !self.cluster.offline_brokers.borrow().contains(&broker)
     }
 
     /// A receiver that sees the set of offline brokers every time it
     /// changes (adapters close an offline broker's connections).
-    pub fn watch_offline_brokers(&self) -> tokio::sync::watch::Receiver<BTreeSet<BrokerId>> {
-        self.offline_brokers.subscribe()
+    pub fn watch_offline(self) -> tokio::sync::watch::Receiver<BTreeSet<BrokerId>> {
+        self.cluster.offline_brokers.subscribe()
     }
 
     /// The partition's leader as clients should see it: `None` while the
     /// leader's broker is offline (no in-sync replica could take over).
-    pub fn available_leader(&self, tp: &TopicPartition) -> Result<Option<BrokerId>> {
-        let leader = self.read_partition(tp, |set| Ok(set.leader_id()))?;
-        Ok(self.is_broker_online(leader).then_some(leader))
+    pub fn available_leader(self, tp: &TopicPartition) -> Result<Option<BrokerId>> {
+        let leader = self.cluster.read_partition(tp, |set| Ok(set.leader_id()))?;
+        Ok(self.is_online(leader).then_some(leader))
     }
 
     /// Ok if `broker` may serve leader-only requests (produce, fetch, list
     /// offsets) for `tp`: NOT_LEADER_OR_FOLLOWER if another broker leads
     /// it, LEADER_NOT_AVAILABLE if its leader is offline.
-    pub fn check_leader(&self, tp: &TopicPartition, broker: BrokerId) -> Result<()> {
-        let leader = self.read_partition(tp, |set| Ok(set.leader_id()))?;
-        if !self.is_broker_online(leader) {
+    pub fn check_leader(self, tp: &TopicPartition, broker: BrokerId) -> Result<()> {
+        let leader = self.cluster.read_partition(tp, |set| Ok(set.leader_id()))?;
+        if !self.is_online(leader) {
             return Err(ClusterError::LeaderNotAvailable(format!(
                 "the leader of {tp}, broker {leader}, is offline and no in-sync replica could take over"
             )));
@@ -69,27 +84,24 @@ impl BrokerCluster {
     /// Takes a broker offline. Returns the partitions whose leadership
     /// moved and their new leader and epoch. Refused for an unknown broker
     /// and for the last online one (nothing could serve).
-    pub fn take_broker_offline(
-        &self,
-        broker: BrokerId,
-    ) -> Result<Vec<(TopicPartition, LeaderAndEpoch)>> {
-        self.check_running()?;
+    pub fn take_offline(self, broker: BrokerId) -> Result<Vec<(TopicPartition, LeaderAndEpoch)>> {
+        self.cluster.check_running()?;
         self.check_hosted(broker)?;
-        if !self.is_broker_online(broker) {
+        if !self.is_online(broker) {
             return Ok(Vec::new());
         }
-        if self.online_brokers().len() == 1 {
+        if self.online().len() == 1 {
             return Err(ClusterError::InvalidRequest(format!(
                 "broker {broker} is the last online broker; taking it offline would stop the cluster"
             )));
         }
-        self.offline_brokers.send_modify(|s| {
+        self.cluster.offline_brokers.send_modify(|s| {
             s.insert(broker);
         });
         let mut moved = Vec::new();
-        for slot in self.healthy_slots() {
+        for slot in self.cluster.healthy_slots() {
             let tp = slot.tp.clone();
-            let (leader, isr, replicas) = self.read_slot(&slot, |set| {
+            let (leader, isr, replicas) = self.cluster.read_slot(&slot, |set| {
                 Ok((set.leader_id(), set.isr(), set.replicas().to_vec()))
             })?;
             if !replicas.contains(&broker) {
@@ -99,9 +111,11 @@ impl BrokerCluster {
                 let successor = replicas
                     .iter()
                     .copied()
-                    .find(|b| *b != broker && isr.contains(b) && self.is_broker_online(*b));
+                    .find(|b| *b != broker && isr.contains(b) && self.is_online(*b));
                 match successor {
-                    Some(next) => moved.push((tp.clone(), self.promote(&tp, next)?)),
+                    Some(next) => {
+                        moved.push((tp.clone(), self.cluster.steps().promote(&tp, next)?))
+                    }
                     None => tracing::warn!(
                         %tp,
                         broker,
@@ -109,7 +123,7 @@ impl BrokerCluster {
                     ),
                 }
             } else {
-                self.remove_from_isr(&tp, broker)?;
+                self.cluster.steps().remove_from_isr(&tp, broker)?;
             }
         }
         tracing::warn!(broker, moved = moved.len(), "broker taken offline");
@@ -118,34 +132,35 @@ impl BrokerCluster {
 
     /// Brings an offline broker back: its replicas that do not lead become
     /// followers again and catch up through replication.
-    pub fn bring_broker_online(&self, broker: BrokerId) -> Result<()> {
-        self.check_running()?;
+    pub fn bring_online(self, broker: BrokerId) -> Result<()> {
+        self.cluster.check_running()?;
         self.check_hosted(broker)?;
-        if self.is_broker_online(broker) {
+        if self.is_online(broker) {
             return Ok(());
         }
-        for slot in self.healthy_slots() {
-            let (leader, replicas) =
-                self.read_slot(&slot, |set| Ok((set.leader_id(), set.replicas().to_vec())))?;
+        for slot in self.cluster.healthy_slots() {
+            let (leader, replicas) = self
+                .cluster
+                .read_slot(&slot, |set| Ok((set.leader_id(), set.replicas().to_vec())))?;
             if replicas.contains(&broker) && leader != broker {
-                self.rejoin(&slot.tp, broker)?;
+                self.cluster.steps().rejoin(&slot.tp, broker)?;
             }
         }
-        self.offline_brokers.send_modify(|s| {
+        self.cluster.offline_brokers.send_modify(|s| {
             s.remove(&broker);
         });
-        self.appended.notify_one();
+        self.cluster.appended.notify_one();
         tracing::info!(broker, "broker back online");
         Ok(())
     }
 
-    fn check_hosted(&self, broker: BrokerId) -> Result<()> {
-        if self.config.broker_ids.contains(&broker) {
+    fn check_hosted(self, broker: BrokerId) -> Result<()> {
+        if self.cluster.config.broker_ids.contains(&broker) {
             Ok(())
         } else {
             Err(ClusterError::InvalidRequest(format!(
                 "broker {broker} is not hosted here; brokers are {:?}",
-                self.config.broker_ids
+                self.cluster.config.broker_ids
             )))
         }
     }

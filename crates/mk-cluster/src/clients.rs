@@ -1,33 +1,10 @@
-//! The registry of in-process clients, so `close()` can flush producers and
-//! make consumers leave their groups, and `crash()` can drop their queues.
+//! The constructors of the in-process clients on a shared cluster.
 
 use crate::cluster::BrokerCluster;
-use crate::consumer::{Consumer, ConsumerOptions, ConsumerShared};
+use crate::consumer::{Consumer, ConsumerOptions};
 use crate::error::Result;
-use crate::producer::{Producer, ProducerOptions, ProducerShared};
-use std::sync::{Arc, Weak};
-
-#[derive(Debug, Default)]
-pub(crate) struct ClientRegistry {
-    pub producers: Vec<Weak<ProducerShared>>,
-    pub consumers: Vec<Weak<ConsumerShared>>,
-}
-
-impl ClientRegistry {
-    pub fn take_live(&mut self) -> (Vec<Arc<ProducerShared>>, Vec<Arc<ConsumerShared>>) {
-        let p = self
-            .producers
-            .drain(..)
-            .filter_map(|w| w.upgrade())
-            .collect();
-        let c = self
-            .consumers
-            .drain(..)
-            .filter_map(|w| w.upgrade())
-            .collect();
-        (p, c)
-    }
-}
+use crate::producer::{Producer, ProducerOptions};
+use std::sync::Arc;
 
 /// Client constructors.
 pub trait ClusterClients {

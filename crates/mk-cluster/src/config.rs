@@ -40,9 +40,9 @@ pub struct MiniKafkaConfig {
     pub min_insync_replicas: usize,
     pub max_batch_bytes: u32,
     /// The timeout of transactions begun through the teaching model's
-    /// `begin_transaction` (Kafka producers send their own
+    /// `transactions().begin` (Kafka producers send their own
     /// `transaction.timeout.ms` in InitProducerId). Ongoing transactions
-    /// older than their timeout are aborted by `expire_transactions`.
+    /// older than their timeout are aborted by `transactions().expire`.
     pub transaction_timeout_ms: i64,
     /// The largest timeout a producer may ask for (Kafka's
     /// `transaction.max.timeout.ms`, default 15 minutes); a larger one is

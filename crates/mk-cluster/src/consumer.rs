@@ -2,6 +2,7 @@
 //! subscription, positions, committed offsets, `auto_offset_reset`, seek,
 //! commit fenced by generation, lag, heartbeat and leave on close.
 
+use crate::attached::AttachedClient;
 use crate::cluster::BrokerCluster;
 use crate::data::{ConsumerRecord, FetchRequest, Isolation};
 use crate::error::{ClusterError, Result};
@@ -112,12 +113,10 @@ impl Consumer {
                 closed: false,
             }),
         });
+        let attached: Arc<dyn AttachedClient> = shared.clone();
         cluster
-            .clients
-            .lock()
-            .expect("clients lock")
-            .consumers
-            .push(Arc::downgrade(&shared));
+            .lifecycle()
+            .attach_consumer(Arc::downgrade(&attached));
         Ok(Self { shared })
     }
 
@@ -176,7 +175,8 @@ impl Consumer {
         let topics: Vec<String> = topics.iter().map(|t| t.to_string()).collect();
         let a =
             self.cluster()
-                .join_group(&self.shared.group_id, &self.shared.member_id, &topics)?;
+                .groups()
+                .join(&self.shared.group_id, &self.shared.member_id, &topics)?;
         st.mode = Mode::Subscribed {
             topics,
             generation: a.generation,
@@ -195,13 +195,17 @@ impl Consumer {
         };
         let a = match self
             .cluster()
-            .group_assignment(&self.shared.group_id, &self.shared.member_id)
+            .groups()
+            .assignment(&self.shared.group_id, &self.shared.member_id)
         {
             Ok(a) => a,
             Err(e) if e.code() == ErrorCode::UnknownMember => {
                 // Expired or removed: join again, like a Kafka consumer.
-                self.cluster()
-                    .join_group(&self.shared.group_id, &self.shared.member_id, &topics)?
+                self.cluster().groups().join(
+                    &self.shared.group_id,
+                    &self.shared.member_id,
+                    &topics,
+                )?
             }
             Err(e) => return Err(e),
         };
@@ -245,12 +249,12 @@ impl Consumer {
             let position = self.resolve_position(&mut st, &tp)?;
             let req = FetchRequest::new(tp.clone(), position, (max_records - out.len()) as i64)
                 .with_isolation(self.shared.options.isolation);
-            let result = match self.cluster().fetch(&req) {
+            let result = match self.cluster().data().fetch(&req) {
                 Ok(r) => r,
                 Err(e) if e.code() == ErrorCode::OffsetOutOfRange => {
                     let reset = self.reset_offset(&tp)?;
                     st.positions.insert(tp.clone(), reset);
-                    self.cluster().fetch(&FetchRequest {
+                    self.cluster().data().fetch(&FetchRequest {
                         offset: reset,
                         ..req
                     })?
@@ -270,7 +274,11 @@ impl Consumer {
         if let Some(p) = st.positions.get(tp) {
             return Ok(*p);
         }
-        let p = match self.cluster().fetch_committed(&self.shared.group_id, tp)? {
+        let p = match self
+            .cluster()
+            .groups()
+            .fetch_committed(&self.shared.group_id, tp)?
+        {
             Some(c) => c,
             None => self.reset_offset(tp)?,
         };
@@ -280,12 +288,12 @@ impl Consumer {
 
     fn reset_offset(&self, tp: &TopicPartition) -> Result<i64> {
         match self.shared.options.auto_offset_reset {
-            OffsetReset::Earliest => self.cluster().log_start_offset(tp),
-            OffsetReset::Latest => self.cluster().visible_end(tp),
+            OffsetReset::Earliest => self.cluster().data().log_start_offset(tp),
+            OffsetReset::Latest => self.cluster().data().visible_end(tp),
             OffsetReset::Error => Err(ClusterError::OffsetOutOfRange {
                 offset: -1,
-                log_start: self.cluster().log_start_offset(tp)?,
-                log_end: self.cluster().log_end_offset(tp)?,
+                log_start: self.cluster().data().log_start_offset(tp)?,
+                log_end: self.cluster().data().log_end_offset(tp)?,
             }),
         }
     }
@@ -315,7 +323,9 @@ impl Consumer {
     }
 
     pub fn committed(&self, tp: &TopicPartition) -> Result<Option<i64>> {
-        self.cluster().fetch_committed(&self.shared.group_id, tp)
+        self.cluster()
+            .groups()
+            .fetch_committed(&self.shared.group_id, tp)
     }
 
     /// Commits the positions of the assigned partitions: with the
@@ -328,7 +338,7 @@ impl Consumer {
             .filter_map(|tp| st.positions.get(tp).map(|p| (tp.clone(), *p)))
             .collect();
         match &st.mode {
-            Mode::Subscribed { generation, .. } => self.cluster().commit_offsets(
+            Mode::Subscribed { generation, .. } => self.cluster().groups().commit_offsets(
                 &self.shared.group_id,
                 &self.shared.member_id,
                 *generation,
@@ -336,24 +346,26 @@ impl Consumer {
             ),
             _ => self
                 .cluster()
-                .commit_offsets_direct(&self.shared.group_id, &offsets),
+                .groups()
+                .commit_direct(&self.shared.group_id, &offsets),
         }
     }
 
     /// `max(0, HW - position)`.
     pub fn lag(&self, tp: &TopicPartition) -> Result<i64> {
         let position = self.position(tp)?;
-        Ok((self.cluster().visible_end(tp)? - position).max(0))
+        Ok((self.cluster().data().visible_end(tp)? - position).max(0))
     }
 
     /// Extends the session (subscribed only).
     pub fn heartbeat(&self) -> Result<()> {
         let st = self.state()?;
         match &st.mode {
-            Mode::Subscribed { generation, .. } => {
-                self.cluster()
-                    .heartbeat(&self.shared.group_id, &self.shared.member_id, *generation)
-            }
+            Mode::Subscribed { generation, .. } => self.cluster().groups().heartbeat(
+                &self.shared.group_id,
+                &self.shared.member_id,
+                *generation,
+            ),
             _ => Err(ClusterError::InvalidRequest(
                 "heartbeat needs a subscribed consumer".into(),
             )),
@@ -374,10 +386,22 @@ impl ConsumerShared {
         }
         st.closed = true;
         if matches!(st.mode, Mode::Subscribed { .. }) {
-            self.cluster.leave_group(&self.group_id, &self.member_id)?;
+            self.cluster
+                .groups()
+                .leave(&self.group_id, &self.member_id)?;
         }
         Ok(())
     }
+}
+
+impl AttachedClient for ConsumerShared {
+    fn close_with_cluster(self: Arc<Self>) {
+        // A consumer whose group call fails still counts as closed.
+        let _ = self.leave();
+    }
+
+    /// A crash leaves the group as the broker sees it: the member expires.
+    fn crash_with_cluster(&self) {}
 }
 
 fn apply_assignment(st: &mut ConsumerState, partitions: Vec<TopicPartition>) {

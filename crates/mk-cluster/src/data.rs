@@ -1,9 +1,10 @@
 //! The data path: appending batches (all ack modes), fetching with
 //! isolation, long-poll fetches, and offset queries.
 
-use crate::cluster::{BrokerCluster, INTERNAL_TOPICS, PartitionSlot};
+use crate::cluster::{BrokerCluster, INTERNAL_TOPICS};
 use crate::config::BrokerId;
 use crate::error::{ClusterError, Result};
+use crate::slot::PartitionSlot;
 use bytes::Bytes;
 use mk_core::TopicPartition;
 use mk_log::{Header, LogRecord, ProducerInfo, RecordBatch};
@@ -13,6 +14,19 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
+
+/// The data path: produce, fetch, offsets: `cluster.data().produce(..)`.
+#[derive(Debug, Clone, Copy)]
+pub struct DataPath<'a> {
+    pub(crate) cluster: &'a BrokerCluster,
+}
+
+impl BrokerCluster {
+    /// The data role (see [`DataPath`]).
+    pub fn data(&self) -> DataPath<'_> {
+        DataPath { cluster: self }
+    }
+}
 
 /// Which records a fetch may see.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -177,7 +191,7 @@ pub(crate) fn check_user_topic(tp: &TopicPartition) -> Result<()> {
     Ok(())
 }
 
-impl BrokerCluster {
+impl DataPath<'_> {
     /// Appends a batch on the partition's leader (spec 02 order of checks)
     /// and returns without waiting for replication. Order within a partition
     /// is the order of these calls. A transactional batch (one carrying a
@@ -188,7 +202,7 @@ impl BrokerCluster {
     /// written. Control batches (transaction markers) are only written by
     /// the transaction coordinator's plans: INVALID_RECORD here.
     pub fn submit_append(
-        &self,
+        self,
         tp: &TopicPartition,
         batch: RecordBatch,
         acks: AckMode,
@@ -209,18 +223,18 @@ impl BrokerCluster {
     /// that identity and the sequence the leader expects next, chosen under
     /// the partition lock so concurrent sends cannot pick the same one.
     pub(crate) fn append_on_leader(
-        &self,
+        self,
         tp: &TopicPartition,
         mut batch: RecordBatch,
         acks: AckMode,
         expected_leader_epoch: Option<i32>,
         client_sequence: Option<(i64, i32)>,
     ) -> Result<PendingAppend> {
-        self.check_running()?;
+        self.cluster.check_running()?;
         check_user_topic(tp)?;
-        let slot = self.slot(tp)?;
+        let slot = self.cluster.slot(tp)?;
         let records = batch.records().len() as u64;
-        let outcome = self.with_slot(&slot, |set| {
+        let outcome = self.cluster.with_slot(&slot, |set| {
             if let Some((producer_id, producer_epoch)) = client_sequence {
                 batch = batch.with_producer(ProducerInfo {
                     producer_id,
@@ -234,11 +248,13 @@ impl BrokerCluster {
             if batch.control().is_none()
                 && let Some(txn_id) = batch.transactional_id()
             {
-                self.verify_txn_append(txn_id, batch.producer(), tp)?;
+                self.cluster
+                    .transactions()
+                    .verify_txn_append(txn_id, batch.producer(), tp)?;
             }
             Ok(set.append(batch, acks, expected_leader_epoch)?)
         })?;
-        self.note_write_succeeded();
+        self.cluster.note_write_succeeded();
         self.after_append(&slot, records)?;
         Ok(PendingAppend { outcome })
     }
@@ -250,7 +266,7 @@ impl BrokerCluster {
     /// producer id) in one write (`PartitionReplicaSet::append_group`).
     /// Transactional batches and markers take the lone path.
     pub fn submit_append_group(
-        &self,
+        self,
         tp: &TopicPartition,
         batches: Vec<RecordBatch>,
         acks: AckMode,
@@ -269,15 +285,16 @@ impl BrokerCluster {
         // an unknown or offline partition) each lone append finds again,
         // with an error of its own.
         let slot = self
+            .cluster
             .check_running()
             .and_then(|()| check_user_topic(tp))
-            .and_then(|()| self.slot(tp));
+            .and_then(|()| self.cluster.slot(tp));
         let (true, Ok(slot)) = (groupable, slot) else {
             return lone(batches);
         };
         let counts: Vec<u64> = batches.iter().map(|b| b.records().len() as u64).collect();
         let mut batches = Some(batches);
-        let appended = self.with_slot(&slot, |set| {
+        let appended = self.cluster.with_slot(&slot, |set| {
             let batches = batches.take().expect("taken once");
             Ok(set.append_group(batches, acks, None))
         });
@@ -288,7 +305,9 @@ impl BrokerCluster {
             .into_iter()
             .map(|r| {
                 let r = r.map_err(ClusterError::from);
-                let outcome = self.settle(&slot, crate::health::Access::Write, r)?;
+                let outcome = self
+                    .cluster
+                    .settle(&slot, crate::health::Access::Write, r)?;
                 Ok(PendingAppend { outcome })
             })
             .collect();
@@ -298,7 +317,7 @@ impl BrokerCluster {
             .filter_map(|(a, n)| a.is_ok().then_some(n))
             .sum();
         if answers.iter().any(Result::is_ok) {
-            self.note_write_succeeded();
+            self.cluster.note_write_succeeded();
             // The flush policy's write (if one is due) belongs to the last
             // append, the one that made it due.
             if let Err(e) = self.after_append(&slot, records)
@@ -312,7 +331,7 @@ impl BrokerCluster {
 
     /// Appends a batch and waits for its acknowledgement.
     pub async fn append_batch(
-        &self,
+        self,
         tp: &TopicPartition,
         batch: RecordBatch,
         acks: AckMode,
@@ -321,22 +340,22 @@ impl BrokerCluster {
     }
 
     /// Wakes whoever waits for data and applies the flush policy.
-    fn after_append(&self, slot: &PartitionSlot, records: u64) -> Result<()> {
+    fn after_append(self, slot: &PartitionSlot, records: u64) -> Result<()> {
         if slot.replicated {
-            self.appended.notify_one();
+            self.cluster.appended.notify_one();
         }
         slot.hw_moved.notify_waiters();
-        let policy = self.config.flush;
+        let policy = self.cluster.config.flush;
         if policy.messages.is_none() && policy.interval_ms.is_none() {
             return Ok(());
         }
         let due = slot.unflushed.lock().expect("flush state").note_appended(
             records,
-            self.clock.now_ms(),
+            self.cluster.clock.now_ms(),
             policy,
         );
         if due {
-            self.with_slot(slot, |set| Ok(set.flush()?))?;
+            self.cluster.with_slot(slot, |set| Ok(set.flush()?))?;
         }
         Ok(())
     }
@@ -344,16 +363,16 @@ impl BrokerCluster {
     /// Reads from the leader, bounded by the HW (read_uncommitted) or the
     /// LSO (read_committed). An offset outside `[log_start, LEO]` is
     /// OFFSET_OUT_OF_RANGE; between the visible end and the LEO it is empty.
-    pub fn fetch(&self, req: &FetchRequest) -> Result<FetchResult> {
-        self.check_running()?;
+    pub fn fetch(self, req: &FetchRequest) -> Result<FetchResult> {
+        self.cluster.check_running()?;
         if req.max_records < 0 {
             return Err(ClusterError::InvalidRequest(format!(
                 "max_records must be >= 0, got {}",
                 req.max_records
             )));
         }
-        let slot = self.slot(&req.tp)?;
-        self.read_slot(&slot, |set| {
+        let slot = self.cluster.slot(&req.tp)?;
+        self.cluster.read_slot(&slot, |set| {
             let log = set.leader_log();
             let hw = set.high_watermark();
             let lso = mk_txn::last_stable_offset(hw, log.first_unstable_offset());
@@ -396,16 +415,16 @@ impl BrokerCluster {
     /// `max_bytes` if it gave one, never more than the cluster's
     /// `fetch_max_bytes` (Kafka's broker-side `fetch.max.bytes`), so no
     /// request can make an answer as large as the partition.
-    pub(crate) fn fetch_byte_limit(&self, asked: Option<usize>) -> usize {
-        let cap = usize::try_from(self.config.fetch_max_bytes).unwrap_or(usize::MAX);
+    pub(crate) fn fetch_byte_limit(self, asked: Option<usize>) -> usize {
+        let cap = usize::try_from(self.cluster.config.fetch_max_bytes).unwrap_or(usize::MAX);
         asked.map_or(cap, |a| a.min(cap))
     }
 
     /// A long-poll fetch: if nothing is visible at the offset yet, waits up
     /// to `max_wait` for the partition's visible end to move (woken by the
     /// append or replication step that moves it; no busy loop).
-    pub async fn fetch_wait(&self, req: &FetchRequest, max_wait: Duration) -> Result<FetchResult> {
-        let slot = self.slot(&req.tp)?;
+    pub async fn fetch_wait(self, req: &FetchRequest, max_wait: Duration) -> Result<FetchResult> {
+        let slot = self.cluster.slot(&req.tp)?;
         // A huge wait saturates to a year instead of overflowing the clock.
         let now = tokio::time::Instant::now();
         let deadline = now
@@ -422,19 +441,20 @@ impl BrokerCluster {
             tokio::select! {
                 _ = &mut notified => {}
                 _ = tokio::time::sleep_until(deadline) => return self.fetch(req),
-                _ = self.shutdown.cancelled() => return Err(ClusterError::Closed),
+                _ = self.cluster.shutdown.cancelled() => return Err(ClusterError::Closed),
             }
         }
     }
 
     /// The high watermark (end of what read_uncommitted consumers see).
-    pub fn visible_end(&self, tp: &TopicPartition) -> Result<i64> {
-        self.read_partition(tp, |set| Ok(set.high_watermark()))
+    pub fn visible_end(self, tp: &TopicPartition) -> Result<i64> {
+        self.cluster
+            .read_partition(tp, |set| Ok(set.high_watermark()))
     }
 
     /// The last stable offset (end of what read_committed consumers see).
-    pub fn last_stable_offset(&self, tp: &TopicPartition) -> Result<i64> {
-        self.read_partition(tp, |set| {
+    pub fn last_stable_offset(self, tp: &TopicPartition) -> Result<i64> {
+        self.cluster.read_partition(tp, |set| {
             Ok(mk_txn::last_stable_offset(
                 set.high_watermark(),
                 set.leader_log().first_unstable_offset(),
@@ -442,23 +462,25 @@ impl BrokerCluster {
         })
     }
 
-    pub fn log_start_offset(&self, tp: &TopicPartition) -> Result<i64> {
-        self.read_partition(tp, |set| Ok(set.log_start_offset()))
+    pub fn log_start_offset(self, tp: &TopicPartition) -> Result<i64> {
+        self.cluster
+            .read_partition(tp, |set| Ok(set.log_start_offset()))
     }
 
     /// The leader's log end offset.
-    pub fn log_end_offset(&self, tp: &TopicPartition) -> Result<i64> {
-        self.read_partition(tp, |set| Ok(set.log_end_offset()))
+    pub fn log_end_offset(self, tp: &TopicPartition) -> Result<i64> {
+        self.cluster
+            .read_partition(tp, |set| Ok(set.log_end_offset()))
     }
 
     /// The first committed (below HW) offset whose timestamp is >= `ts`
     /// (Kafka's ListOffsets by time), `None` if there is none yet.
     pub fn offset_for_timestamp(
-        &self,
+        self,
         tp: &TopicPartition,
         timestamp_ms: i64,
     ) -> Result<Option<i64>> {
-        self.read_partition(tp, |set| {
+        self.cluster.read_partition(tp, |set| {
             let hw = set.high_watermark();
             Ok(set
                 .leader_log()
@@ -588,7 +610,7 @@ impl PartitionBatches {
     }
 }
 
-impl BrokerCluster {
+impl DataPath<'_> {
     /// The partition a produce request without an explicit partition goes
     /// to: the one `partitioner::partition_for` gives its keyed records
     /// (keyless records travel with them), or 0 when no record has a key.
@@ -599,7 +621,7 @@ impl BrokerCluster {
     /// some record has a key, so a keyless request fails exactly as it did
     /// before routing existed.
     pub fn route_produce(
-        &self,
+        self,
         topic: &str,
         partition: Option<u32>,
         records: &[ProduceEntry],
@@ -609,7 +631,7 @@ impl BrokerCluster {
             (Some(p), _) => p,
             (None, None) => crate::partitioner::partition_for(None, None, 1),
             (None, Some(_)) => {
-                let count = self.partition_count(topic)?;
+                let count = self.cluster.topics().partition_count(topic)?;
                 let mut chosen: Option<u32> = None;
                 for key in keys {
                     let p = crate::partitioner::partition_for(None, Some(key), count);
@@ -631,7 +653,7 @@ impl BrokerCluster {
     }
 
     /// Appends the request's records as one batch and waits for its ack mode.
-    pub async fn produce(&self, req: ProduceRequest) -> Result<ProduceResponse> {
+    pub async fn produce(self, req: ProduceRequest) -> Result<ProduceResponse> {
         let mut answers = self.produce_group(vec![req]).await;
         answers.pop().expect("one answer per request")
     }
@@ -642,8 +664,8 @@ impl BrokerCluster {
     /// to one partition with one ack mode and no producer id are appended
     /// under one partition lock in one write (`submit_append_group`), and
     /// only then are the acknowledgements awaited.
-    pub async fn produce_group(&self, reqs: Vec<ProduceRequest>) -> Vec<Result<ProduceResponse>> {
-        let now = self.clock.now_ms();
+    pub async fn produce_group(self, reqs: Vec<ProduceRequest>) -> Vec<Result<ProduceResponse>> {
+        let now = self.cluster.clock.now_ms();
         let mut submitted: Vec<(u32, usize, Option<Result<PendingAppend>>)> =
             Vec::with_capacity(reqs.len());
         let mut reqs = reqs.into_iter().peekable();
@@ -694,7 +716,7 @@ impl BrokerCluster {
     }
 
     /// ListOffsets: earliest, latest (HW) or by timestamp.
-    pub fn list_offsets(&self, tp: &TopicPartition, spec: OffsetSpec) -> Result<Option<i64>> {
+    pub fn list_offsets(self, tp: &TopicPartition, spec: OffsetSpec) -> Result<Option<i64>> {
         Ok(self
             .list_offset(tp, spec, Isolation::ReadUncommitted)?
             .map(|l| l.offset))
@@ -706,12 +728,12 @@ impl BrokerCluster {
     /// only what the isolation level makes visible. `None` when no record
     /// matches.
     pub fn list_offset(
-        &self,
+        self,
         tp: &TopicPartition,
         spec: OffsetSpec,
         isolation: Isolation,
     ) -> Result<Option<ListedOffset>> {
-        self.read_partition(tp, |set| {
+        self.cluster.read_partition(tp, |set| {
             let log = set.leader_log();
             let hw = set.high_watermark();
             let end = match isolation {
@@ -741,12 +763,12 @@ impl BrokerCluster {
     /// offset of that epoch. `None` if the leader knows no such epoch.
     /// `current_leader_epoch` is checked like a fetch's.
     pub fn end_offset_for_epoch(
-        &self,
+        self,
         tp: &TopicPartition,
         epoch: i32,
         current_leader_epoch: Option<i32>,
     ) -> Result<Option<mk_replication::EpochEndOffset>> {
-        self.read_partition(tp, |set| {
+        self.cluster.read_partition(tp, |set| {
             check_epoch(set, current_leader_epoch)?;
             Ok(set.end_offset_for_epoch(epoch))
         })
@@ -755,21 +777,21 @@ impl BrokerCluster {
     /// A fetch of whole batches over several partitions with Kafka's long
     /// poll (see [`BatchFetch`]). Waiting is woken by whatever moves a
     /// partition's visible end; an error on any partition answers at once.
-    pub async fn fetch_batches(&self, req: &BatchFetch) -> Result<Vec<PartitionBatches>> {
-        self.check_running()?;
+    pub async fn fetch_batches(self, req: &BatchFetch) -> Result<Vec<PartitionBatches>> {
+        self.cluster.check_running()?;
         let start = tokio::time::Instant::now();
         let deadline = start
             .checked_add(req.max_wait)
             .unwrap_or_else(|| start + Duration::from_secs(365 * 24 * 3600));
         let budget = req
             .max_bytes
-            .min(usize::try_from(self.config.fetch_max_bytes).unwrap_or(usize::MAX))
+            .min(usize::try_from(self.cluster.config.fetch_max_bytes).unwrap_or(usize::MAX))
             .max(1);
         loop {
             let slots: Vec<Arc<PartitionSlot>> = req
                 .partitions
                 .iter()
-                .filter_map(|p| self.slot(&p.tp).ok())
+                .filter_map(|p| self.cluster.slot(&p.tp).ok())
                 .collect();
             // Listen before reading, so a move between the read and the
             // wait is not missed.
@@ -801,7 +823,7 @@ impl BrokerCluster {
             tokio::select! {
                 _ = any_moved => {}
                 _ = tokio::time::sleep_until(deadline) => return self.read_batches_once(req, budget),
-                _ = self.shutdown.cancelled() => return self.read_batches_once(req, budget),
+                _ = self.cluster.shutdown.cancelled() => return self.read_batches_once(req, budget),
             }
         }
     }
@@ -809,8 +831,8 @@ impl BrokerCluster {
     /// One pass over the partitions of a batch fetch, in request order,
     /// sharing the byte budget (Kafka's KIP-74 rule: the first batch of the
     /// first partition with data is returned even if it exceeds a limit).
-    fn read_batches_once(&self, req: &BatchFetch, budget: usize) -> Result<Vec<PartitionBatches>> {
-        self.check_running()?;
+    fn read_batches_once(self, req: &BatchFetch, budget: usize) -> Result<Vec<PartitionBatches>> {
+        self.cluster.check_running()?;
         let mut left = budget;
         let mut out = Vec::with_capacity(req.partitions.len());
         for p in &req.partitions {
@@ -825,7 +847,7 @@ impl BrokerCluster {
     }
 
     fn read_partition_batches(
-        &self,
+        self,
         p: &PartitionFetch,
         isolation: Isolation,
         budget: usize,
@@ -833,10 +855,10 @@ impl BrokerCluster {
         broker: Option<BrokerId>,
     ) -> Result<PartitionBatches> {
         if let Some(b) = broker {
-            self.check_leader(&p.tp, b)?;
+            self.cluster.brokers().check_leader(&p.tp, b)?;
         }
-        let slot = self.slot(&p.tp)?;
-        self.read_slot(&slot, |set| {
+        let slot = self.cluster.slot(&p.tp)?;
+        self.cluster.read_slot(&slot, |set| {
             check_epoch(set, p.current_leader_epoch)?;
             let log = set.leader_log();
             let hw = set.high_watermark();

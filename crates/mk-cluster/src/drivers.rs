@@ -51,7 +51,7 @@ impl BrokerCluster {
                     _ = c.appended.notified() => {}
                     _ = tokio::time::sleep(config.replication_tick) => {}
                 }
-                if !step_ok("replication", c.replicate_all_once()) {
+                if !step_ok("replication", c.steps().replicate_all_once()) {
                     break;
                 }
             }
@@ -62,7 +62,7 @@ impl BrokerCluster {
             let mut tick = interval(every);
             loop {
                 tick.tick().await;
-                if !step_ok("group expiry", c.expire_group_members()) {
+                if !step_ok("group expiry", c.groups().expire_members()) {
                     break;
                 }
             }
@@ -73,7 +73,7 @@ impl BrokerCluster {
             let mut tick = interval(every);
             loop {
                 tick.tick().await;
-                if !step_ok("transaction expiry", c.expire_transactions().await) {
+                if !step_ok("transaction expiry", c.transactions().expire().await) {
                     break;
                 }
             }
@@ -88,7 +88,9 @@ impl BrokerCluster {
                     // a runtime thread that serves connections.
                     let cycle = c.clone();
                     let flushed =
-                        match tokio::task::spawn_blocking(move || cycle.run_flush_cycle()).await {
+                        match tokio::task::spawn_blocking(move || cycle.steps().run_flush_cycle())
+                            .await
+                        {
                             Ok(r) => r,
                             Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
                             Err(_) => break, // the runtime is shutting down
@@ -108,7 +110,7 @@ impl BrokerCluster {
                 if c.check_running().is_err() {
                     break;
                 }
-                c.probe_disk_space();
+                c.lifecycle().probe_disk_space();
             }
         })?;
         let c = self.clone();
@@ -117,8 +119,8 @@ impl BrokerCluster {
             let mut tick = interval(every);
             loop {
                 tick.tick().await;
-                if !step_ok("retention", c.apply_retention_all())
-                    || !step_ok("compaction", c.compact_all())
+                if !step_ok("retention", c.steps().apply_retention_all())
+                    || !step_ok("compaction", c.steps().compact_all())
                 {
                     break;
                 }

@@ -128,7 +128,7 @@ impl ClusterError {
         }
     }
 
-    /// The member id a MEMBER_ID_REQUIRED answer of `join_group_member`
+    /// The member id a MEMBER_ID_REQUIRED answer of `groups().join_member`
     /// carries: the new member must join again with it.
     pub fn member_id_required(&self) -> Option<&str> {
         match self {

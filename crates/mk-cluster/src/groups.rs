@@ -1,8 +1,8 @@
 //! Consumer-group operations of the core: calls into the one group
 //! coordinator with the cluster's topic metadata, storage failures guarded
 //! like every other store. The Kafka adapter uses the classic-protocol
-//! operations (`join_group_member`, `sync_group_member`, ...); JSON-TCP and
-//! the in-process consumer use `join_group` and friends, whose members the
+//! operations (`join_member`, `sync_member`, ...); JSON-TCP and the
+//! in-process consumer use `join` and friends, whose members the
 //! coordinator assigns itself. Both reach the same groups, generations and
 //! committed offsets.
 
@@ -15,28 +15,43 @@ use mk_group::{
 };
 use std::collections::BTreeMap;
 
+/// Consumer groups and committed offsets: `cluster.groups().join(..)`.
+#[derive(Debug, Clone, Copy)]
+pub struct Groups<'a> {
+    pub(crate) cluster: &'a BrokerCluster,
+}
+
 impl BrokerCluster {
+    /// The groups role (see [`Groups`]).
+    pub fn groups(&self) -> Groups<'_> {
+        Groups { cluster: self }
+    }
+}
+
+impl Groups<'_> {
     fn with_groups<T>(
-        &self,
+        self,
         f: impl FnOnce(&mut GroupCoordinator, &BTreeMap<String, u32>) -> mk_group::Result<T>,
     ) -> Result<T> {
-        let counts = self.partition_counts();
-        let mut guard = self.groups()?;
+        let counts = self.cluster.partition_counts();
+        let mut guard = self.cluster.group_coordinator()?;
         let g = guard.as_mut().ok_or(ClusterError::Closed)?;
         let r = f(g, &counts);
         drop(guard);
-        self.guard(r)
+        self.cluster.guard(r)
     }
 
     /// Waits for a join or sync answer without holding the coordinator's
     /// lock. A handle whose coordinator went away (the cluster closed or
     /// failed) reports the cluster's state.
-    async fn group_answer<T>(&self, handle: GroupHandle<T>) -> Result<T> {
+    async fn group_answer<T>(self, handle: GroupHandle<T>) -> Result<T> {
         match handle.await {
             Ok(v) => Ok(v),
-            Err(GroupError::Closed(_)) => {
-                Err(self.check_running().err().unwrap_or(ClusterError::Closed))
-            }
+            Err(GroupError::Closed(_)) => Err(self
+                .cluster
+                .check_running()
+                .err()
+                .unwrap_or(ClusterError::Closed)),
             Err(e) => Err(e.into()),
         }
     }
@@ -49,21 +64,21 @@ impl BrokerCluster {
     /// [`ClusterError::member_id_required`]. Dropping the future (a closed
     /// connection) leaves the member in the group until its session expires
     /// or the rebalance completes without it, as in Kafka.
-    pub async fn join_group_member(&self, join: GroupJoin) -> Result<GroupJoined> {
+    pub async fn join_member(self, join: GroupJoin) -> Result<GroupJoined> {
         let handle = self.with_groups(|g, _| g.join_member(join))?;
         self.group_answer(handle).await
     }
 
     /// SyncGroup: the leader's assignment, verbatim; a follower's call
     /// resolves once the leader's sync arrived.
-    pub async fn sync_group_member(&self, sync: GroupSync) -> Result<GroupSynced> {
+    pub async fn sync_member(self, sync: GroupSync) -> Result<GroupSynced> {
         let handle = self.with_groups(|g, _| g.sync_member(sync))?;
         self.group_answer(handle).await
     }
 
     /// Heartbeat (REBALANCE_IN_PROGRESS tells the member to rejoin).
     pub fn heartbeat_member(
-        &self,
+        self,
         group: &str,
         member: &str,
         generation: i32,
@@ -74,8 +89,8 @@ impl BrokerCluster {
 
     /// LeaveGroup for one or many members, each `(member id, instance id)`
     /// (member id "" when an instance id names it); one answer per member.
-    pub fn leave_group_members(
-        &self,
+    pub fn leave_members(
+        self,
         group: &str,
         members: &[(String, Option<String>)],
     ) -> Result<Vec<Result<()>>> {
@@ -88,8 +103,8 @@ impl BrokerCluster {
 
     /// OffsetCommit: generation -1 with an empty member id (and no instance
     /// id) is a simple commit, allowed while the group has no members.
-    pub fn commit_group_offsets(
-        &self,
+    pub fn commit(
+        self,
         group: &str,
         generation: i32,
         member: &str,
@@ -102,12 +117,12 @@ impl BrokerCluster {
     }
 
     /// ListGroups: every group with its protocol type and state.
-    pub fn list_group_listings(&self) -> Result<Vec<GroupListing>> {
+    pub fn listings(self) -> Result<Vec<GroupListing>> {
         self.with_groups(|g, _| Ok(g.list_group_listings()))
     }
 
     /// DeleteGroups: per group, GROUP_ID_NOT_FOUND or NON_EMPTY_GROUP.
-    pub fn delete_groups(&self, groups: &[String]) -> Result<Vec<Result<()>>> {
+    pub fn delete(self, groups: &[String]) -> Result<Vec<Result<()>>> {
         let answers = self.with_groups(|g, _| g.delete_groups(groups))?;
         Ok(answers
             .into_iter()
@@ -118,10 +133,8 @@ impl BrokerCluster {
     /// Deletes one group (DeleteGroups for a single group): its committed
     /// offsets go with it. GROUP_ID_NOT_FOUND or NON_EMPTY_GROUP as Kafka
     /// answers them.
-    pub fn delete_group(&self, group: &str) -> Result<()> {
-        self.delete_groups(&[group.to_string()])?
-            .pop()
-            .unwrap_or(Ok(()))
+    pub fn delete_one(self, group: &str) -> Result<()> {
+        self.delete(&[group.to_string()])?.pop().unwrap_or(Ok(()))
     }
 
     /// Sets a group's committed offsets from outside the group, as
@@ -129,23 +142,19 @@ impl BrokerCluster {
     /// group without members (generation -1, no member id), so a group
     /// with live members refuses it. Offsets are stored as given, even
     /// below the log start (a consumer then applies its reset policy).
-    pub fn alter_group_offsets(
-        &self,
-        group: &str,
-        offsets: &BTreeMap<TopicPartition, i64>,
-    ) -> Result<()> {
-        self.commit_group_offsets(group, -1, "", None, offsets)
+    pub fn alter_offsets(self, group: &str, offsets: &BTreeMap<TopicPartition, i64>) -> Result<()> {
+        self.commit(group, -1, "", None, offsets)
     }
 
     /// Every group's lag per partition it has committed: the high
     /// watermark minus the committed offset, never below 0 (the consumer's
     /// `lag` from outside the group). Partitions of deleted topics are left
     /// out.
-    pub fn group_lags(&self) -> Result<Vec<(String, TopicPartition, i64)>> {
+    pub fn lags(self) -> Result<Vec<(String, TopicPartition, i64)>> {
         let mut lags = Vec::new();
-        for group in self.list_groups()? {
-            for (tp, committed) in self.committed_offsets(&group)? {
-                match self.visible_end(&tp) {
+        for group in self.list()? {
+            for (tp, committed) in self.committed(&group)? {
+                match self.cluster.data().visible_end(&tp) {
                     Ok(hw) => lags.push((group.clone(), tp, (hw - committed).max(0))),
                     Err(e)
                         if matches!(
@@ -162,8 +171,8 @@ impl BrokerCluster {
     /// OffsetDelete: per partition, GROUP_SUBSCRIBED_TO_TOPIC where a member
     /// subscribes to the topic; the whole request GROUP_ID_NOT_FOUND or
     /// NON_EMPTY_GROUP.
-    pub fn delete_group_offsets(
-        &self,
+    pub fn delete_offsets(
+        self,
         group: &str,
         partitions: &[TopicPartition],
     ) -> Result<Vec<(TopicPartition, Result<()>)>> {
@@ -178,18 +187,13 @@ impl BrokerCluster {
 
     /// Joins (or re-joins) a group whose partitions the coordinator assigns;
     /// a re-join with unchanged topics while Stable keeps the generation.
-    pub fn join_group(
-        &self,
-        group: &str,
-        member: &str,
-        topics: &[String],
-    ) -> Result<MemberAssignment> {
+    pub fn join(self, group: &str, member: &str, topics: &[String]) -> Result<MemberAssignment> {
         self.with_groups(|g, meta| g.join(group, member, topics, meta))
     }
 
     /// Joins choosing the group's assignor (see mk-group for the rule).
-    pub fn join_group_with_assignor(
-        &self,
+    pub fn join_with_assignor(
+        self,
         group: &str,
         member: &str,
         topics: &[String],
@@ -199,63 +203,59 @@ impl BrokerCluster {
     }
 
     /// Leaves a group (unknown group or member is a no-op: `false`).
-    pub fn leave_group(&self, group: &str, member: &str) -> Result<bool> {
+    pub fn leave(self, group: &str, member: &str) -> Result<bool> {
         self.with_groups(|g, meta| g.leave(group, member, meta))
     }
 
-    pub fn heartbeat(&self, group: &str, member: &str, generation: i32) -> Result<()> {
+    pub fn heartbeat(self, group: &str, member: &str, generation: i32) -> Result<()> {
         self.heartbeat_member(group, member, generation, None)
     }
 
     /// The member's assignment in the current generation.
-    pub fn group_assignment(&self, group: &str, member: &str) -> Result<MemberAssignment> {
+    pub fn assignment(self, group: &str, member: &str) -> Result<MemberAssignment> {
         self.with_groups(|g, _| g.assignment(group, member))
     }
 
     /// A member's commit (JSON-TCP's `commit_offsets`): the same rule as
-    /// `commit_group_offsets`, without an instance id.
+    /// `commit`, without an instance id.
     pub fn commit_offsets(
-        &self,
+        self,
         group: &str,
         member: &str,
         generation: i32,
         offsets: &BTreeMap<TopicPartition, i64>,
     ) -> Result<()> {
-        self.commit_group_offsets(group, generation, member, None, offsets)
+        self.commit(group, generation, member, None, offsets)
     }
 
     /// A commit of a consumer that assigns partitions by hand (a simple
     /// commit).
-    pub fn commit_offsets_direct(
-        &self,
-        group: &str,
-        offsets: &BTreeMap<TopicPartition, i64>,
-    ) -> Result<()> {
+    pub fn commit_direct(self, group: &str, offsets: &BTreeMap<TopicPartition, i64>) -> Result<()> {
         self.with_groups(|g, meta| g.commit_direct(group, offsets, meta))
     }
 
     // ----- reads and the time step -------------------------------------------
 
-    pub fn fetch_committed(&self, group: &str, tp: &TopicPartition) -> Result<Option<i64>> {
+    pub fn fetch_committed(self, group: &str, tp: &TopicPartition) -> Result<Option<i64>> {
         self.with_groups(|g, _| Ok(g.fetch_committed(group, tp)))
     }
 
     /// Every committed offset of a group.
-    pub fn committed_offsets(&self, group: &str) -> Result<BTreeMap<TopicPartition, i64>> {
+    pub fn committed(self, group: &str) -> Result<BTreeMap<TopicPartition, i64>> {
         self.with_groups(|g, _| Ok(g.committed_offsets(group)))
     }
 
     /// Committed offsets of a group (Kafka's OffsetFetch): every committed
     /// partition, or, for a list of partitions, each with its offset or
     /// `None` where nothing is committed, in the order asked.
-    pub fn committed_offsets_for(
-        &self,
+    pub fn committed_for(
+        self,
         group: &str,
         partitions: Option<&[TopicPartition]>,
     ) -> Result<Vec<(TopicPartition, Option<i64>)>> {
         match partitions {
             None => Ok(self
-                .committed_offsets(group)?
+                .committed(group)?
                 .into_iter()
                 .map(|(tp, o)| (tp, Some(o)))
                 .collect()),
@@ -268,11 +268,11 @@ impl BrokerCluster {
 
     /// State, generation, protocol and members of a group; `None` if the
     /// coordinator does not know it.
-    pub fn describe_group(&self, group: &str) -> Result<Option<GroupDescription>> {
+    pub fn describe(self, group: &str) -> Result<Option<GroupDescription>> {
         self.with_groups(|g, _| Ok(g.describe_group(group)))
     }
 
-    pub fn list_groups(&self) -> Result<Vec<String>> {
+    pub fn list(self) -> Result<Vec<String>> {
         self.with_groups(|g, _| Ok(g.list_groups()))
     }
 
@@ -281,14 +281,14 @@ impl BrokerCluster {
     /// rebalances whose timeout passed, and rebalances the affected groups;
     /// returns the removed `(group, member)` pairs, sorted. The drivers run
     /// it every 100 ms.
-    pub fn expire_group_members(&self) -> Result<Vec<(String, String)>> {
+    pub fn expire_members(self) -> Result<Vec<(String, String)>> {
         self.with_groups(|g, meta| g.expire_members(meta))
     }
 
     /// The group half of a TxnOffsetCommit's fencing (see
     /// `GroupCoordinator::validate_txn_offset_commit`).
     pub(crate) fn validate_txn_offset_commit(
-        &self,
+        self,
         group: &str,
         member: &str,
         generation: i32,
@@ -300,14 +300,14 @@ impl BrokerCluster {
     }
 
     pub(crate) fn store_transactional_offsets(
-        &self,
+        self,
         group: &str,
         offsets: &BTreeMap<TopicPartition, i64>,
     ) -> Result<()> {
-        let mut guard = self.groups.lock().expect("groups lock");
+        let mut guard = self.cluster.groups.lock().expect("groups lock");
         let g = guard.as_mut().ok_or(ClusterError::Closed)?;
         let r = g.commit_transactional(group, offsets);
         drop(guard);
-        self.guard(r)
+        self.cluster.guard(r)
     }
 }

@@ -14,12 +14,10 @@
 //!   disk holds any more. mk-server exits then, so a supervisor restarts it
 //!   and recovery starts from what is durable.
 
-use crate::cluster::{BrokerCluster, PartitionSlot};
 use crate::error::ClusterError;
 use mk_core::TopicPartition;
 use mk_log::StorageError;
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
 
 /// Whether the failed operation only read the partition's files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,112 +73,6 @@ impl ClusterHealth {
     /// Nothing is wrong.
     pub fn is_healthy(&self) -> bool {
         self.disk_full.is_none() && self.damaged.is_empty()
-    }
-}
-
-impl BrokerCluster {
-    /// What is wrong right now (also while the broker runs degraded).
-    pub fn health(&self) -> ClusterHealth {
-        let damaged = self
-            .topics
-            .read()
-            .expect("topics lock")
-            .values()
-            .flat_map(|t| t.partitions.iter())
-            .filter_map(|s| s.damage().map(|c| (s.tp.clone(), c.to_string())))
-            .collect();
-        ClusterHealth {
-            disk_full: self.disk_full.lock().expect("disk state").clone(),
-            damaged,
-        }
-    }
-
-    /// Records a transient failure: a full disk is remembered until a write
-    /// succeeds, once, with one error line; running out of descriptors is
-    /// logged.
-    pub(crate) fn note_transient(&self, cause: &StorageError) {
-        if !cause.is_disk_full() {
-            tracing::warn!(error = %cause, "out of file descriptors; the operation failed and changed nothing");
-            return;
-        }
-        let mut full = self.disk_full.lock().expect("disk state");
-        if full.is_none() {
-            tracing::error!(
-                path = %cause.path().display(),
-                error = %cause,
-                "disk full: writes answer STORAGE_ERROR until space is freed; reads go on"
-            );
-            *full = Some(DiskFull {
-                since_ms: self.clock.now_ms(),
-                path: cause.path().to_path_buf(),
-                error: cause.to_string(),
-            });
-            self.disk_full_flag.store(true, Ordering::SeqCst);
-        }
-    }
-
-    /// A write went through: a full disk is over.
-    pub(crate) fn note_write_succeeded(&self) {
-        if !self.disk_full_flag.load(Ordering::Relaxed) {
-            return;
-        }
-        let mut full = self.disk_full.lock().expect("disk state");
-        self.disk_full_flag.store(false, Ordering::SeqCst);
-        if let Some(f) = full.take() {
-            tracing::info!(
-                full_for_ms = self.clock.now_ms() - f.since_ms,
-                "disk space is back: writes work again"
-            );
-        }
-    }
-
-    /// While the disk is marked full, tries one small durable write in the
-    /// data directory (removed again) to learn whether space is back even
-    /// when no client writes. The storage-probe driver calls this; it
-    /// returns whether the disk is still full.
-    pub fn probe_disk_space(&self) -> bool {
-        if self.disk_full.lock().expect("disk state").is_none() {
-            return false;
-        }
-        let probe = self.config.data_dir.join(".space-probe");
-        let written = mk_log::fsutil::write_atomic_with(&self.faults, &probe, &[0u8; 65_536]);
-        let _ = mk_log::fsutil::remove_if_exists(&probe);
-        match written {
-            Ok(()) => {
-                self.note_write_succeeded();
-                false
-            }
-            Err(_) => true,
-        }
-    }
-
-    /// Takes `slot` offline because of `cause` (once; later causes are the
-    /// same damage seen again) and returns the error its callers get.
-    pub(crate) fn mark_damaged(&self, slot: &PartitionSlot, cause: &ClusterError) -> ClusterError {
-        let text = cause.to_string();
-        if slot.damaged.set(text.clone()).is_ok() {
-            tracing::error!(
-                partition = %slot.tp,
-                cause = %text,
-                "partition damaged: it answers STORAGE_ERROR from now on; every other partition keeps serving"
-            );
-        }
-        slot.damaged_error()
-    }
-}
-
-impl PartitionSlot {
-    /// Why this partition is offline, if it is.
-    pub(crate) fn damage(&self) -> Option<&str> {
-        self.damaged.get().map(String::as_str)
-    }
-
-    /// The error every operation on a damaged partition answers.
-    pub(crate) fn damaged_error(&self) -> ClusterError {
-        ClusterError::PartitionDamaged {
-            partition: self.tp.to_string(),
-            cause: self.damage().unwrap_or("unknown").to_string(),
-        }
     }
 }
 

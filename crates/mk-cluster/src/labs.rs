@@ -89,9 +89,9 @@ fn one(value: &str, ts: i64) -> RecordBatch {
 }
 
 fn values(c: &BrokerCluster, tp: &TopicPartition) -> Result<Vec<(i64, String)>> {
-    let r = c.fetch(&FetchRequest::new(
+    let r = c.data().fetch(&FetchRequest::new(
         tp.clone(),
-        c.log_start_offset(tp)?,
+        c.data().log_start_offset(tp)?,
         1_000,
     ))?;
     Ok(r.records
@@ -107,7 +107,7 @@ fn values(c: &BrokerCluster, tp: &TopicPartition) -> Result<Vec<(i64, String)>> 
 }
 
 fn describe(c: &BrokerCluster, tp: &TopicPartition) -> Result<String> {
-    let p = c.partition_metadata(tp)?;
+    let p = c.topics().describe_partition(tp)?;
     Ok(format!(
         "leader={} epoch={} ISR={:?} HW={} LEOs={:?}",
         p.leader_id, p.leader_epoch, p.isr, p.high_watermark, p.log_end_offsets
@@ -120,13 +120,14 @@ async fn leader_failure(dir: &Path) -> Result<LabReport> {
     let mut lab = LabReport::new("leader_failure");
     let clock = ManualClock::new(1_000);
     let c = open(&dir.join("acks1"), vec![1, 2], 1, &clock)?;
-    c.create_topic("payments", 1, 2)?;
+    c.topics().create("payments", 1, 2)?;
     let tp = TopicPartition::new("payments", 0);
     lab.step(format!(
         "Two brokers, topic payments with replication factor 2: {}",
         describe(&c, &tp)?
     ));
     let r = c
+        .data()
         .append_batch(&tp, one("pay-1", 1_000), AckMode::One)
         .await?;
     let acked = r.base_offset.unwrap_or(-1);
@@ -134,7 +135,7 @@ async fn leader_failure(dir: &Path) -> Result<LabReport> {
         "Produce pay-1 with acks=1: acknowledged at offset {acked} by the leader alone; {}",
         describe(&c, &tp)?
     ));
-    let le = c.promote(&tp, 2)?;
+    let le = c.steps().promote(&tp, 2)?;
     lab.step(format!(
         "Broker 1 fails before broker 2 fetched: broker 2 (still in the ISR) is promoted, epoch {}; {}",
         le.leader_epoch,
@@ -146,26 +147,28 @@ async fn leader_failure(dir: &Path) -> Result<LabReport> {
         "The new leader's log holds {after:?}: the acknowledged write is {}",
         if lost { "GONE" } else { "still there" }
     ));
-    c.rejoin(&tp, 1)?;
-    c.replicate_all_once()?;
+    c.steps().rejoin(&tp, 1)?;
+    c.steps().replicate_all_once()?;
     lab.step(format!(
         "Broker 1 rejoins as a follower and reconciles by leader epoch: it drops its tail; {}",
         describe(&c, &tp)?
     ));
     lab.fact("acks1_acknowledged_offset", acked);
     lab.fact("acks1_write_lost", i64::from(lost));
-    c.close().await?;
+    c.lifecycle().close().await?;
 
     let c = open(&dir.join("acksall"), vec![1, 2], 2, &clock)?;
-    c.create_topic("payments", 1, 2)?;
+    c.topics().create("payments", 1, 2)?;
     lab.step("Again with acks=all and min.insync.replicas=2".to_string());
-    let pending = c.submit_append(&tp, one("pay-2", 1_000), AckMode::All, None)?;
+    let pending = c
+        .data()
+        .submit_append(&tp, one("pay-2", 1_000), AckMode::All, None)?;
     let wait = tokio::spawn(pending.wait());
     lab.step(format!(
         "Produce pay-2 with acks=all: appended on the leader, not yet acknowledged; {}",
         describe(&c, &tp)?
     ));
-    c.replicate_all_once()?;
+    c.steps().replicate_all_once()?;
     let r = wait
         .await
         .map_err(|e| ClusterError::InvalidRequest(format!("lab task failed: {e}")))??;
@@ -174,7 +177,7 @@ async fn leader_failure(dir: &Path) -> Result<LabReport> {
         "Broker 2 fetches; the HW passes the batch and the producer hears back: offset {acked}; {}",
         describe(&c, &tp)?
     ));
-    c.promote(&tp, 2)?;
+    c.steps().promote(&tp, 2)?;
     let after = values(&c, &tp)?;
     let survived = after.iter().any(|(o, v)| *o == acked && v == "pay-2");
     lab.step(format!(
@@ -183,7 +186,7 @@ async fn leader_failure(dir: &Path) -> Result<LabReport> {
     ));
     lab.fact("acks_all_acknowledged_offset", acked);
     lab.fact("acks_all_write_survived", i64::from(survived));
-    c.close().await?;
+    c.lifecycle().close().await?;
     Ok(lab)
 }
 
@@ -193,7 +196,7 @@ async fn rebalance(dir: &Path) -> Result<LabReport> {
     let mut lab = LabReport::new("rebalance");
     let clock = ManualClock::new(1_000);
     let c = open(dir, vec![1], 1, &clock)?;
-    c.create_topic("clicks", 4, 1)?;
+    c.topics().create("clicks", 4, 1)?;
     let a = c.consumer(
         "analytics",
         ConsumerOptions {
@@ -259,7 +262,7 @@ async fn rebalance(dir: &Path) -> Result<LabReport> {
         names(&all)
     ));
     lab.fact("partitions_after_leave", all.len() as i64);
-    c.close().await?;
+    c.lifecycle().close().await?;
     Ok(lab)
 }
 
@@ -274,48 +277,54 @@ async fn divergent_tail(dir: &Path) -> Result<LabReport> {
     let mut lab = LabReport::new("divergent_tail");
     let clock = ManualClock::new(1_000);
     let c = open(dir, vec![1, 2], 1, &clock)?;
-    c.create_topic("ledger", 1, 2)?;
+    c.topics().create("ledger", 1, 2)?;
     let tp = TopicPartition::new("ledger", 0);
     for v in ["a", "b"] {
-        c.append_batch(&tp, one(v, 1_000), AckMode::One).await?;
+        c.data()
+            .append_batch(&tp, one(v, 1_000), AckMode::One)
+            .await?;
     }
-    c.replicate_all_once()?;
-    c.replicate_all_once()?;
+    c.steps().replicate_all_once()?;
+    c.steps().replicate_all_once()?;
     lab.step(format!(
         "a, b written in epoch 0 and replicated: {}",
         describe(&c, &tp)?
     ));
     for v in ["x1", "x2"] {
-        c.append_batch(&tp, one(v, 1_000), AckMode::One).await?;
+        c.data()
+            .append_batch(&tp, one(v, 1_000), AckMode::One)
+            .await?;
     }
     lab.step(format!(
         "x1, x2 written by broker 1 only (acks=1): {}",
         describe(&c, &tp)?
     ));
-    let le = c.promote(&tp, 2)?;
+    let le = c.steps().promote(&tp, 2)?;
     lab.step(format!(
         "Broker 2 promoted (epoch {}); it keeps its whole log: {}",
         le.leader_epoch,
         describe(&c, &tp)?
     ));
     for v in ["y1", "y2"] {
-        c.append_batch(&tp, one(v, 1_000), AckMode::One).await?;
+        c.data()
+            .append_batch(&tp, one(v, 1_000), AckMode::One)
+            .await?;
     }
     lab.step(format!(
         "The new leader writes y1, y2 at offsets 2 and 3: {}",
         describe(&c, &tp)?
     ));
-    c.rejoin(&tp, 1)?;
+    c.steps().rejoin(&tp, 1)?;
     lab.step("Broker 1 rejoins as follower; its latest epoch is 0".to_string());
-    c.replicate_all_once()?;
-    c.replicate_all_once()?;
+    c.steps().replicate_all_once()?;
+    c.steps().replicate_all_once()?;
     lab.step(format!(
         "It asks the leader for the end offset of epoch 0 (2), truncates its divergent tail to 2 and fetches: {}",
         describe(&c, &tp)?
     ));
     let leader_values = values(&c, &tp)?;
     lab.step(format!("The partition now reads {leader_values:?}"));
-    let info = c.partition_metadata(&tp)?;
+    let info = c.topics().describe_partition(&tp)?;
     let converged = info
         .log_end_offsets
         .values()
@@ -332,7 +341,7 @@ async fn divergent_tail(dir: &Path) -> Result<LabReport> {
         ),
     );
     lab.fact("leader_epoch", i64::from(info.leader_epoch));
-    c.close().await?;
+    c.lifecycle().close().await?;
     Ok(lab)
 }
 
@@ -342,56 +351,72 @@ async fn exactly_once(dir: &Path) -> Result<LabReport> {
     let mut lab = LabReport::new("exactly_once");
     let clock = ManualClock::new(1_000);
     let c = open(dir, vec![1], 1, &clock)?;
-    c.create_topic("input", 1, 1)?;
-    c.create_topic("output", 1, 1)?;
+    c.topics().create("input", 1, 1)?;
+    c.topics().create("output", 1, 1)?;
     let input = TopicPartition::new("input", 0);
     let output = TopicPartition::new("output", 0);
     for i in 0..4 {
-        c.append_batch(&input, one(&format!("order-{i}"), 1_000), AckMode::One)
+        c.data()
+            .append_batch(&input, one(&format!("order-{i}"), 1_000), AckMode::One)
             .await?;
     }
     lab.step("input holds order-0..order-3".to_string());
     // One read-process-write cycle over the first two inputs.
-    let h = c.begin_transaction("enricher").await?;
-    for r in c.fetch(&FetchRequest::new(input.clone(), 0, 2))?.records {
+    let h = c.transactions().begin("enricher").await?;
+    for r in c
+        .data()
+        .fetch(&FetchRequest::new(input.clone(), 0, 2))?
+        .records
+    {
         let v = format!(
             "{}-enriched",
             String::from_utf8_lossy(&r.value.unwrap_or_default())
         );
-        c.txn_send(&h, "output", None, Some(Bytes::from(v)), None)
+        c.transactions()
+            .send(&h, "output", None, Some(Bytes::from(v)), None)
             .await?;
     }
-    c.txn_send_offsets(&h, "enricher-group", &BTreeMap::from([(input.clone(), 2)]))?;
-    c.commit_transaction(&h).await?;
+    c.transactions()
+        .send_offsets(&h, "enricher-group", &BTreeMap::from([(input.clone(), 2)]))?;
+    c.transactions().commit(&h).await?;
     lab.step(format!(
         "Transaction 1 enriches order-0, order-1 and commits the input offset 2 with them: committed offset {:?}",
-        c.fetch_committed("enricher-group", &input)?
+        c.groups().fetch_committed("enricher-group", &input)?
     ));
     // Transaction 2 processes the rest, then the process dies before commit.
-    let h = c.begin_transaction("enricher").await?;
-    for r in c.fetch(&FetchRequest::new(input.clone(), 2, 2))?.records {
+    let h = c.transactions().begin("enricher").await?;
+    for r in c
+        .data()
+        .fetch(&FetchRequest::new(input.clone(), 2, 2))?
+        .records
+    {
         let v = format!(
             "{}-enriched",
             String::from_utf8_lossy(&r.value.unwrap_or_default())
         );
-        c.txn_send(&h, "output", None, Some(Bytes::from(v)), None)
+        c.transactions()
+            .send(&h, "output", None, Some(Bytes::from(v)), None)
             .await?;
     }
     lab.step("Transaction 2 writes order-2, order-3 output records... and the process crashes before commit".to_string());
-    c.crash();
+    c.lifecycle().crash();
     drop(c);
     let c = open(dir, vec![1], 1, &clock)?;
-    let committed = c.fetch_committed("enricher-group", &input)?.unwrap_or(0);
+    let committed = c
+        .groups()
+        .fetch_committed("enricher-group", &input)?
+        .unwrap_or(0);
     lab.step(format!(
         "Restart: the committed input offset is still {committed}"
     ));
     // The new instance fences the zombie and aborts its open transaction.
-    let h = c.begin_transaction("enricher").await?;
+    let h = c.transactions().begin("enricher").await?;
     lab.step(format!(
         "A new instance begins with epoch {}: the old transaction is aborted with markers",
         h.producer_epoch
     ));
     for r in c
+        .data()
         .fetch(&FetchRequest::new(input.clone(), committed, 10))?
         .records
     {
@@ -399,12 +424,14 @@ async fn exactly_once(dir: &Path) -> Result<LabReport> {
             "{}-enriched",
             String::from_utf8_lossy(&r.value.unwrap_or_default())
         );
-        c.txn_send(&h, "output", None, Some(Bytes::from(v)), None)
+        c.transactions()
+            .send(&h, "output", None, Some(Bytes::from(v)), None)
             .await?;
     }
-    c.txn_send_offsets(&h, "enricher-group", &BTreeMap::from([(input.clone(), 4)]))?;
-    c.commit_transaction(&h).await?;
-    let rc = c.fetch(
+    c.transactions()
+        .send_offsets(&h, "enricher-group", &BTreeMap::from([(input.clone(), 4)]))?;
+    c.transactions().commit(&h).await?;
+    let rc = c.data().fetch(
         &FetchRequest::new(output.clone(), 0, 100).with_isolation(Isolation::ReadCommitted),
     )?;
     let seen: Vec<String> = rc
@@ -412,10 +439,10 @@ async fn exactly_once(dir: &Path) -> Result<LabReport> {
         .iter()
         .map(|r| String::from_utf8_lossy(r.value.as_deref().unwrap_or_default()).into_owned())
         .collect();
-    let ru = c.fetch(&FetchRequest::new(output.clone(), 0, 100))?;
+    let ru = c.data().fetch(&FetchRequest::new(output.clone(), 0, 100))?;
     lab.step(format!(
         "Reprocess from offset {committed} and commit. read_committed output: {seen:?} ({} records in the log, {} visible to read_uncommitted)",
-        c.log_end_offset(&output)?,
+        c.data().log_end_offset(&output)?,
         ru.records.len()
     ));
     let distinct: std::collections::BTreeSet<&String> = seen.iter().collect();
@@ -424,8 +451,10 @@ async fn exactly_once(dir: &Path) -> Result<LabReport> {
     lab.fact("uncommitted_visible_outputs", ru.records.len() as i64);
     lab.fact(
         "final_committed_offset",
-        c.fetch_committed("enricher-group", &input)?.unwrap_or(-1),
+        c.groups()
+            .fetch_committed("enricher-group", &input)?
+            .unwrap_or(-1),
     );
-    c.close().await?;
+    c.lifecycle().close().await?;
     Ok(lab)
 }

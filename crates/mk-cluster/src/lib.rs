@@ -6,6 +6,7 @@
 //! adapters translate into its operations. Adapters depend on this crate
 //! only, so it re-exports the domain types they need.
 
+mod attached;
 mod brokers;
 mod clients;
 mod cluster;
@@ -17,18 +18,22 @@ mod error;
 mod groups;
 mod health;
 pub mod labs;
+mod life;
 mod lifecycle;
 pub mod metadata;
+mod open;
 pub mod partitioner;
 mod producer;
 mod resources;
-mod shutdown;
+mod slot;
 mod stats;
 mod steps;
 mod topics;
 mod transactions;
 mod txn_repair;
 
+pub use attached::AttachedClient;
+pub use brokers::Brokers;
 pub use clients::ClusterClients;
 pub use cluster::{BrokerCluster, INTERNAL_TOPICS, OFFSETS_TOPIC};
 pub use config::{
@@ -37,21 +42,24 @@ pub use config::{
 };
 pub use consumer::{Consumer, ConsumerOptions, OffsetReset, PolledRecord};
 pub use data::{
-    BatchFetch, ConsumerRecord, FetchRequest, FetchResult, Isolation, ListedOffset, OffsetSpec,
-    PartitionBatches, PartitionFetch, PendingAppend, ProduceEntry, ProduceRequest, ProduceResponse,
+    BatchFetch, ConsumerRecord, DataPath, FetchRequest, FetchResult, Isolation, ListedOffset,
+    OffsetSpec, PartitionBatches, PartitionFetch, PendingAppend, ProduceEntry, ProduceRequest,
+    ProduceResponse,
 };
 pub use drivers::DriverConfig;
 pub use error::{ClusterError, Result};
+pub use groups::Groups;
 pub use health::{ClusterHealth, DiskFull};
-pub use lifecycle::LifecycleState;
+pub use life::LifecycleState;
+pub use lifecycle::Lifecycle;
 pub use metadata::TopicId;
 pub use producer::{
     Producer, ProducerOptions, ProducerRecord, RecordFuture, RecordMetadata, estimated_size,
 };
-pub use stats::{ClusterDescription, ClusterStats};
-pub use steps::CompactionSummary;
-pub use topics::{MAX_PARTITIONS, PartitionInfo, TopicDescription};
-pub use transactions::{TxnHandle, TxnOffsetCommit};
+pub use stats::{ClusterDescription, ClusterStats, OperatorViews};
+pub use steps::{CompactionSummary, Steps};
+pub use topics::{MAX_PARTITIONS, PartitionInfo, TopicDescription, Topics};
+pub use transactions::{Transactions, TxnHandle, TxnOffsetCommit};
 
 /// Types of the domain crates that adapters need, re-exported so adapters
 /// depend on mk-cluster only.

@@ -1,133 +1,213 @@
-//! The cluster lifecycle (Running -> Closing -> Closed, or Running -> Failed)
-//! and the data-directory lock that keeps a second process out.
+//! The lifecycle role of the cluster: its state (Running -> Closing ->
+//! Closed, or Running -> Failed), what is wrong while it runs degraded,
+//! the tasks it owns, the in-process clients attached to it, and closing
+//! and crashing it.
 
+use crate::attached::AttachedClient;
+use crate::cluster::BrokerCluster;
 use crate::error::{ClusterError, Result};
-use mk_log::StorageError;
-use std::fs::{File, OpenOptions};
-use std::path::Path;
-use std::sync::Mutex;
+use crate::health::ClusterHealth;
+use crate::life::LifecycleState;
+use std::sync::Weak;
 
-/// Where the cluster is in its life.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LifecycleState {
-    Running,
-    Closing,
-    Closed,
-    /// Terminal: an I/O failure (or an injected one) happened; the original
-    /// cause is kept for every later error.
-    Failed(String),
+/// The lifecycle of a cluster: `cluster.lifecycle().close().await`.
+#[derive(Debug, Clone, Copy)]
+pub struct Lifecycle<'a> {
+    pub(crate) cluster: &'a BrokerCluster,
 }
 
-#[derive(Debug)]
-pub(crate) struct Lifecycle {
-    state: Mutex<LifecycleState>,
-    /// Fired when the state becomes Failed.
-    failed: tokio::sync::Notify,
+impl BrokerCluster {
+    /// State, health, close and crash.
+    pub fn lifecycle(&self) -> Lifecycle<'_> {
+        Lifecycle { cluster: self }
+    }
 }
 
-impl Lifecycle {
-    pub fn new() -> Self {
-        Self {
-            state: Mutex::new(LifecycleState::Running),
-            failed: tokio::sync::Notify::new(),
+impl Lifecycle<'_> {
+    pub fn state(self) -> LifecycleState {
+        self.cluster.life.get()
+    }
+
+    /// Resolves with the cause once the cluster is terminally FAILED (what
+    /// a supervising process waits for).
+    pub async fn until_failed(self) -> String {
+        self.cluster.life.until_failed().await
+    }
+
+    /// How many tasks the cluster owns right now (0 after `close()`).
+    pub fn owned_tasks(self) -> usize {
+        self.cluster.tasks.len()
+    }
+
+    /// Attaches an in-process producer: the cluster's close has it send
+    /// what it queued, its crash drops the queue.
+    pub fn attach_producer(self, client: Weak<dyn AttachedClient>) {
+        self.cluster
+            .clients
+            .lock()
+            .expect("clients lock")
+            .producers
+            .push(client);
+    }
+
+    /// Attaches an in-process consumer: the cluster's close has it leave
+    /// its group (after every producer sent what it queued).
+    pub fn attach_consumer(self, client: Weak<dyn AttachedClient>) {
+        self.cluster
+            .clients
+            .lock()
+            .expect("clients lock")
+            .consumers
+            .push(client);
+    }
+
+    /// What is wrong right now (also while the broker runs degraded).
+    pub fn health(self) -> ClusterHealth {
+        let damaged = self
+            .cluster
+            .topics
+            .read()
+            .expect("topics lock")
+            .values()
+            .flat_map(|t| t.partitions.iter())
+            .filter_map(|s| s.damage().map(|c| (s.tp.clone(), c.to_string())))
+            .collect();
+        ClusterHealth {
+            disk_full: self.cluster.disk_full.lock().expect("disk state").clone(),
+            damaged,
         }
     }
 
-    /// Resolves with the cause once the cluster is Failed.
-    pub async fn until_failed(&self) -> String {
-        loop {
-            let notified = self.failed.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if let LifecycleState::Failed(cause) = self.get() {
-                return cause;
+    /// While the disk is marked full, tries one small durable write in the
+    /// data directory (removed again) to learn whether space is back even
+    /// when no client writes. The storage-probe driver calls this; it
+    /// returns whether the disk is still full.
+    pub fn probe_disk_space(self) -> bool {
+        if self.cluster.disk_full.lock().expect("disk state").is_none() {
+            return false;
+        }
+        let probe = self.cluster.config.data_dir.join(".space-probe");
+        let written =
+            mk_log::fsutil::write_atomic_with(&self.cluster.faults, &probe, &[0u8; 65_536]);
+        let _ = mk_log::fsutil::remove_if_exists(&probe);
+        match written {
+            Ok(()) => {
+                self.cluster.note_write_succeeded();
+                false
             }
-            notified.await;
+            Err(_) => true,
         }
     }
 
-    pub fn get(&self) -> LifecycleState {
-        self.state.lock().expect("lifecycle lock").clone()
-    }
-
-    /// Ok only while Running.
-    pub fn check(&self) -> Result<()> {
-        match &*self.state.lock().expect("lifecycle lock") {
-            LifecycleState::Running => Ok(()),
-            LifecycleState::Closing | LifecycleState::Closed => Err(ClusterError::Closed),
-            LifecycleState::Failed(cause) => Err(ClusterError::Failed(cause.clone())),
+    /// Closes gracefully: producers send what they queued, consumers leave
+    /// their groups, background tasks stop, every replica set checkpoints
+    /// (HW, epochs, producer state) and closes its logs, the offsets log and
+    /// the transaction journal (as a compact snapshot) are closed. Calling
+    /// it again is a no-op. Afterwards every operation is CLUSTER_CLOSED and
+    /// no task owned by the cluster is left running.
+    pub async fn close(self) -> Result<()> {
+        if self.cluster.life.get() == LifecycleState::Running {
+            let live = self
+                .cluster
+                .clients
+                .lock()
+                .expect("clients lock")
+                .take_live();
+            for client in live.producers.into_iter().chain(live.consumers) {
+                client.close_with_cluster();
+            }
         }
-    }
-
-    /// Moves to Failed (unless already Failed or Closed); returns the error
-    /// every later call will see.
-    pub fn fail(&self, cause: String) -> ClusterError {
-        let mut s = self.state.lock().expect("lifecycle lock");
-        match &*s {
-            LifecycleState::Failed(first) => ClusterError::Failed(first.clone()),
-            LifecycleState::Closed => ClusterError::Closed,
-            _ => {
-                tracing::error!(cause = %cause, "cluster failed");
-                *s = LifecycleState::Failed(cause.clone());
-                self.failed.notify_waiters();
-                ClusterError::Failed(cause)
+        if !self.cluster.life.begin_close() {
+            return match self.cluster.life.get() {
+                LifecycleState::Failed(cause) => Err(ClusterError::Failed(cause)),
+                _ => Ok(()),
+            };
+        }
+        let mut first_error: Option<ClusterError> = None;
+        // Closing the replica sets settles every acks=all waiter, so the
+        // producer completion tasks finish on their own.
+        for slot in self.cluster.all_slots() {
+            let set = slot.set.write().expect("partition lock").take();
+            match set {
+                None => {}
+                // A damaged partition is made durable but not checkpointed:
+                // no clean-shutdown checkpoint may vouch for its files.
+                Some(mut set) if slot.damage().is_some() => {
+                    if let Err(e) = set.flush() {
+                        tracing::warn!(partition = %slot.tp, error = %e, "cannot flush a damaged partition");
+                    }
+                    set.crash();
+                }
+                Some(set) => {
+                    if let Err(e) = set.close() {
+                        let e = ClusterError::from(e);
+                        if e.storage_cause()
+                            .is_some_and(mk_log::StorageError::is_transient)
+                        {
+                            // Its logs were fsynced before the checkpoint that
+                            // failed; the next open recovers as after a crash.
+                            tracing::warn!(partition = %slot.tp, error = %e, "closed without its checkpoints");
+                        } else {
+                            first_error.get_or_insert(e);
+                        }
+                    }
+                }
+            }
+            slot.hw_moved.notify_waiters();
+        }
+        self.cluster.shutdown.cancel();
+        self.cluster.tasks.close();
+        self.cluster.tasks.wait().await;
+        if let Some(g) = self.cluster.groups.lock().expect("groups lock").take()
+            && let Err(e) = g.close()
+        {
+            first_error.get_or_insert(e.into());
+        }
+        if let Some(t) = self.cluster.txns.lock().expect("txns lock").take()
+            && let Err(e) = t.close()
+        {
+            first_error.get_or_insert(e.into());
+        }
+        drop(self.cluster.dir_lock.lock().expect("lock slot").take());
+        match first_error {
+            None => {
+                self.cluster.life.set(LifecycleState::Closed);
+                tracing::info!(data_dir = %self.cluster.config.data_dir.display(), "cluster closed");
+                Ok(())
+            }
+            Some(e) => {
+                let failed = self.cluster.life.fail_from_closing(e.to_string());
+                Err(failed)
             }
         }
     }
 
-    /// Running -> Closing; false if the cluster is not running (a second
-    /// close, or a failed cluster).
-    pub fn begin_close(&self) -> bool {
-        let mut s = self.state.lock().expect("lifecycle lock");
-        if *s == LifecycleState::Running {
-            *s = LifecycleState::Closing;
-            true
-        } else {
-            false
+    /// Simulates a process kill for tests: everything is dropped without a
+    /// flush or a checkpoint; queued producer records are cancelled. Data
+    /// already written reached the OS and is recovered by the next open.
+    pub fn crash(self) {
+        self.cluster.life.set(LifecycleState::Closed);
+        let live = self
+            .cluster
+            .clients
+            .lock()
+            .expect("clients lock")
+            .take_live();
+        for client in live.producers.iter().chain(&live.consumers) {
+            client.crash_with_cluster();
         }
-    }
-
-    /// Closing -> Failed when closing itself hit an I/O failure.
-    pub fn fail_from_closing(&self, cause: String) -> ClusterError {
-        let mut s = self.state.lock().expect("lifecycle lock");
-        *s = LifecycleState::Failed(cause.clone());
-        self.failed.notify_waiters();
-        ClusterError::Failed(cause)
-    }
-
-    pub fn set(&self, state: LifecycleState) {
-        *self.state.lock().expect("lifecycle lock") = state;
-    }
-}
-
-/// An exclusive lock on `<data_dir>/.lock`, held for the cluster's life. The
-/// operating system releases it when the process dies, so a crash never
-/// leaves a stale lock behind.
-#[derive(Debug)]
-pub(crate) struct DirLock {
-    _file: File,
-}
-
-impl DirLock {
-    pub fn acquire(data_dir: &Path) -> Result<Self> {
-        let path = data_dir.join(".lock");
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| StorageError::io(&path, e))?;
-        match file.try_lock() {
-            Ok(()) => Ok(Self { _file: file }),
-            Err(std::fs::TryLockError::WouldBlock) => Err(StorageError::unusable(
-                &path,
-                format!(
-                    "data directory {} is in use by another process (this lock file is held)",
-                    data_dir.display()
-                ),
-            )
-            .into()),
-            Err(std::fs::TryLockError::Error(e)) => Err(StorageError::io(&path, e).into()),
+        self.cluster.shutdown.cancel();
+        self.cluster.tasks.close();
+        for slot in self.cluster.all_slots() {
+            if let Some(set) = slot.set.write().expect("partition lock").take() {
+                set.crash();
+            }
+            slot.hw_moved.notify_waiters();
         }
+        drop(self.cluster.groups.lock().expect("groups lock").take());
+        if let Some(t) = self.cluster.txns.lock().expect("txns lock").take() {
+            t.crash();
+        }
+        drop(self.cluster.dir_lock.lock().expect("lock slot").take());
     }
 }

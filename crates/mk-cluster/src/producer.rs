@@ -6,6 +6,7 @@
 //! batch is appended synchronously when it is sent, and only the wait for
 //! its acknowledgement runs in the background.
 
+use crate::attached::AttachedClient;
 use crate::cluster::BrokerCluster;
 use crate::error::{ClusterError, Result};
 use crate::partitioner::partition_for_key;
@@ -196,7 +197,11 @@ impl Producer {
             ));
         }
         let identity = if options.idempotent {
-            Some(cluster.init_producer(options.name.as_deref())?)
+            Some(
+                cluster
+                    .transactions()
+                    .init_producer(options.name.as_deref())?,
+            )
         } else {
             None
         };
@@ -208,12 +213,10 @@ impl Producer {
             in_flight: AtomicUsize::new(0),
             drained: Notify::new(),
         });
+        let attached: Arc<dyn AttachedClient> = shared.clone();
         cluster
-            .clients
-            .lock()
-            .expect("clients lock")
-            .producers
-            .push(Arc::downgrade(&shared));
+            .lifecycle()
+            .attach_producer(Arc::downgrade(&attached));
         Ok(Self { shared })
     }
 
@@ -273,7 +276,7 @@ impl ProducerShared {
     fn send(self: &Arc<Self>, record: ProducerRecord) -> Result<RecordFuture> {
         let cluster = &self.cluster;
         cluster.check_running()?;
-        let count = cluster.partition_count(&record.topic)?;
+        let count = cluster.topics().partition_count(&record.topic)?;
         if let Some(p) = record.partition
             && p >= count
         {
@@ -352,7 +355,12 @@ impl ProducerShared {
         }
         st.buffered_bytes -= q.bytes;
         if q.keyless {
-            let count = self.cluster.partition_count(&tp.topic).unwrap_or(1).max(1);
+            let count = self
+                .cluster
+                .topics()
+                .partition_count(&tp.topic)
+                .unwrap_or(1)
+                .max(1);
             let s = st.sticky.entry(count).or_insert(0);
             *s = (*s + 1) % count;
         }
@@ -385,6 +393,7 @@ impl ProducerShared {
         }
         let pending = match self
             .cluster
+            .data()
             .submit_append(tp, batch, self.options.acks, None)
         {
             Ok(p) => p,
@@ -446,11 +455,17 @@ impl ProducerShared {
         st.queues.clear();
         st.buffered_bytes = 0;
     }
+}
 
+impl AttachedClient for ProducerShared {
     /// Close as part of the cluster's close: send what is queued.
-    pub(crate) fn flush_for_close(self: &Arc<Self>) {
+    fn close_with_cluster(self: Arc<Self>) {
         let _ = self.send_where(|_| true);
         self.state.lock().expect("producer lock").closed = true;
+    }
+
+    fn crash_with_cluster(&self) {
+        self.crash();
     }
 }
 

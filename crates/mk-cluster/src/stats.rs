@@ -6,6 +6,19 @@ use crate::error::Result;
 use crate::topics::PartitionInfo;
 use mk_core::TopicPartition;
 
+/// Read-only views of the whole cluster for operators: `cluster.views().stats()`.
+#[derive(Debug, Clone, Copy)]
+pub struct OperatorViews<'a> {
+    pub(crate) cluster: &'a BrokerCluster,
+}
+
+impl BrokerCluster {
+    /// The views role (see [`OperatorViews`]).
+    pub fn views(&self) -> OperatorViews<'_> {
+        OperatorViews { cluster: self }
+    }
+}
+
 /// `describe_cluster`: brokers and every partition's live state.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClusterDescription {
@@ -32,14 +45,14 @@ pub struct ClusterStats {
     pub disk_full: bool,
 }
 
-impl BrokerCluster {
+impl OperatorViews<'_> {
     /// The bytes of each partition's leader log (segments and indexes), for
     /// operators' partition-size metrics.
-    pub fn partition_log_bytes(&self) -> Result<Vec<(TopicPartition, u64)>> {
-        self.check_running()?;
+    pub fn partition_log_bytes(self) -> Result<Vec<(TopicPartition, u64)>> {
+        self.cluster.check_running()?;
         let mut sizes = Vec::new();
-        for slot in self.all_slots() {
-            self.read_slot(&slot, |set| {
+        for slot in self.cluster.all_slots() {
+            self.cluster.read_slot(&slot, |set| {
                 sizes.push((set.topic_partition().clone(), set.leader_log().size_bytes()));
                 Ok(())
             })?;
@@ -48,26 +61,26 @@ impl BrokerCluster {
         Ok(sizes)
     }
 
-    pub fn describe_cluster(&self) -> Result<ClusterDescription> {
+    pub fn describe_cluster(self) -> Result<ClusterDescription> {
         Ok(ClusterDescription {
-            brokers: self.config.broker_ids.clone(),
-            partitions: self.describe_partitions()?,
+            brokers: self.cluster.config.broker_ids.clone(),
+            partitions: self.cluster.topics().describe_partitions()?,
         })
     }
 
-    pub fn stats(&self) -> Result<ClusterStats> {
-        self.check_running()?;
+    pub fn stats(self) -> Result<ClusterStats> {
+        self.cluster.check_running()?;
         let mut partitions = 0;
         let mut records = 0;
         let mut log_bytes = 0;
         let mut damaged_partitions = 0;
-        for slot in self.all_slots() {
+        for slot in self.cluster.all_slots() {
             partitions += 1;
             if slot.damage().is_some() {
                 damaged_partitions += 1;
                 continue;
             }
-            self.read_slot(&slot, |set| {
+            self.cluster.read_slot(&slot, |set| {
                 records += set.log_end_offset();
                 for b in set.replicas().to_vec() {
                     log_bytes += set.replica_log(b).map(|l| l.size_bytes()).unwrap_or(0);
@@ -76,16 +89,16 @@ impl BrokerCluster {
             })?;
         }
         Ok(ClusterStats {
-            uptime_ms: self.uptime_ms(),
-            topics: self.list_topics()?.len(),
+            uptime_ms: self.cluster.uptime_ms(),
+            topics: self.cluster.topics().list()?.len(),
             partitions,
-            groups: self.list_groups()?.len(),
-            transactions: self.list_transactions()?.len(),
+            groups: self.cluster.groups().list()?.len(),
+            transactions: self.cluster.transactions().list()?.len(),
             records,
             log_bytes,
-            owned_tasks: self.owned_tasks(),
+            owned_tasks: self.cluster.lifecycle().owned_tasks(),
             damaged_partitions,
-            disk_full: self.health().disk_full.is_some(),
+            disk_full: self.cluster.lifecycle().health().disk_full.is_some(),
         })
     }
 }

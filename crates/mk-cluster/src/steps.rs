@@ -3,13 +3,27 @@
 //! The server drives the same steps from timers; no behavior exists only
 //! in a background loop.
 
-use crate::cluster::{BrokerCluster, PartitionSlot, Unflushed};
+use crate::cluster::BrokerCluster;
 use crate::config::{BrokerId, CleanupPolicy};
 use crate::error::{ClusterError, Result};
+use crate::slot::{PartitionSlot, Unflushed};
 use mk_core::TopicPartition;
 use mk_log::RetentionPolicy;
 use mk_replication::LeaderAndEpoch;
 use std::collections::BTreeMap;
+
+/// The explicit steps of a broker: `cluster.steps().replicate_all_once()`.
+#[derive(Debug, Clone, Copy)]
+pub struct Steps<'a> {
+    pub(crate) cluster: &'a BrokerCluster,
+}
+
+impl BrokerCluster {
+    /// The steps role (see [`Steps`]).
+    pub fn steps(&self) -> Steps<'_> {
+        Steps { cluster: self }
+    }
+}
 
 /// What a compaction step did on one topic (summed over its partitions'
 /// leaders).
@@ -19,25 +33,25 @@ pub struct CompactionSummary {
     pub records_after: u64,
 }
 
-impl BrokerCluster {
+impl Steps<'_> {
     /// Every follower of every partition pulls once from its leader; ISR and
     /// HW are recomputed and `acks=all` waiters settle.
-    pub fn replicate_all_once(&self) -> Result<()> {
-        self.check_running()?;
+    pub fn replicate_all_once(self) -> Result<()> {
+        self.cluster.check_running()?;
         // One partition's failure (a full disk, damage) must not stop the
         // others; the first error is reported after all were tried.
         let mut first_error = None;
-        for slot in self.healthy_slots() {
+        for slot in self.cluster.healthy_slots() {
             if !slot.replicated {
                 continue;
             }
-            let r = self.with_slot(&slot, |set| {
+            let r = self.cluster.with_slot(&slot, |set| {
                 set.replicate_all_once()?;
                 Ok(())
             });
             slot.hw_moved.notify_waiters();
             if let Err(e) = r {
-                self.check_running()?;
+                self.cluster.check_running()?;
                 first_error.get_or_insert(e);
             }
         }
@@ -46,10 +60,10 @@ impl BrokerCluster {
 
     /// Recomputes the ISR of every partition by the time rule without
     /// fetching (the server's ISR refresh tick).
-    pub fn refresh_isr(&self) -> Result<()> {
-        self.check_running()?;
-        for slot in self.healthy_slots() {
-            self.with_slot(&slot, |set| {
+    pub fn refresh_isr(self) -> Result<()> {
+        self.cluster.check_running()?;
+        for slot in self.cluster.healthy_slots() {
+            self.cluster.with_slot(&slot, |set| {
                 set.refresh_isr();
                 Ok(())
             })?;
@@ -60,19 +74,18 @@ impl BrokerCluster {
 
     /// Promotes an in-sync replica to leader (epoch + 1, persisted in the
     /// metadata before the new leadership is used).
-    pub fn promote(&self, tp: &TopicPartition, broker: BrokerId) -> Result<LeaderAndEpoch> {
-        self.check_running()?;
-        let slot = self.slot(tp)?;
-        let result = self.with_slot(&slot, |set| {
+    pub fn promote(self, tp: &TopicPartition, broker: BrokerId) -> Result<LeaderAndEpoch> {
+        self.cluster.check_running()?;
+        let slot = self.cluster.slot(tp)?;
+        let result = self.cluster.with_slot(&slot, |set| {
             let le = set.promote(broker)?;
             // Persisting under the partition lock keeps appends of the new
             // epoch from racing ahead of the metadata.
-            self.metadata.lock().expect("metadata lock").set_leader(
-                &tp.topic,
-                tp.partition,
-                le.leader_id,
-                le.leader_epoch,
-            )?;
+            self.cluster
+                .metadata
+                .lock()
+                .expect("metadata lock")
+                .set_leader(&tp.topic, tp.partition, le.leader_id, le.leader_epoch)?;
             Ok(le)
         });
         slot.hw_moved.notify_waiters();
@@ -81,33 +94,36 @@ impl BrokerCluster {
 
     /// A former leader or lagging replica becomes a follower of the current
     /// epoch; its next fetch reconciles it.
-    pub fn rejoin(&self, tp: &TopicPartition, broker: BrokerId) -> Result<()> {
-        self.with_partition(tp, |set| Ok(set.rejoin(broker)?))
+    pub fn rejoin(self, tp: &TopicPartition, broker: BrokerId) -> Result<()> {
+        self.cluster
+            .with_partition(tp, |set| Ok(set.rejoin(broker)?))
     }
 
     /// Failure injection: removes a follower from the ISR.
-    pub fn remove_from_isr(&self, tp: &TopicPartition, broker: BrokerId) -> Result<()> {
-        let slot = self.slot(tp)?;
-        let r = self.with_slot(&slot, |set| Ok(set.remove_from_isr(broker)?));
+    pub fn remove_from_isr(self, tp: &TopicPartition, broker: BrokerId) -> Result<()> {
+        let slot = self.cluster.slot(tp)?;
+        let r = self
+            .cluster
+            .with_slot(&slot, |set| Ok(set.remove_from_isr(broker)?));
         slot.hw_moved.notify_waiters();
         r
     }
 
     /// Closes the active segment of every replica of the partition.
-    pub fn roll(&self, tp: &TopicPartition) -> Result<()> {
-        self.with_partition(tp, |set| Ok(set.roll()?))
+    pub fn roll(self, tp: &TopicPartition) -> Result<()> {
+        self.cluster.with_partition(tp, |set| Ok(set.roll()?))
     }
 
     /// Fsyncs every log, index and store and writes the HW, epoch and
     /// producer-state checkpoints. A failure (real or injected) makes the
     /// cluster terminally FAILED.
-    pub fn run_flush_cycle(&self) -> Result<()> {
-        self.check_running()?;
+    pub fn run_flush_cycle(self) -> Result<()> {
+        self.cluster.check_running()?;
         // Every partition is fsynced even if another one's checkpoint could
         // not be written (a full disk): durability must not wait for space.
         let mut first_error = None;
-        for slot in self.healthy_slots() {
-            let planned_at = self.clock.now_ms();
+        for slot in self.cluster.healthy_slots() {
+            let planned_at = self.cluster.clock.now_ms();
             match self.flush_slot(&slot) {
                 Ok(()) => {
                     *slot.unflushed.lock().expect("flush state") = Unflushed::synced(planned_at);
@@ -116,14 +132,14 @@ impl BrokerCluster {
                 Err(ClusterError::UnknownTopic(_))
                     if slot.set.read().expect("partition lock").is_none() => {}
                 Err(e) => {
-                    self.check_running()?;
+                    self.cluster.check_running()?;
                     first_error.get_or_insert(e);
                 }
             }
         }
-        let mut groups = self.groups()?;
+        let mut groups = self.cluster.group_coordinator()?;
         let g = groups.as_mut().ok_or(ClusterError::Closed)?;
-        let flushed = self.guard(g.flush());
+        let flushed = self.cluster.guard(g.flush());
         drop(groups);
         match first_error {
             Some(e) => Err(e),
@@ -136,11 +152,14 @@ impl BrokerCluster {
     /// appends and fetches of the partition go on while the disk works),
     /// finished under it. Appends that land while the fsyncs run are synced
     /// by the next cycle.
-    fn flush_slot(&self, slot: &PartitionSlot) -> Result<()> {
+    fn flush_slot(self, slot: &PartitionSlot) -> Result<()> {
         let _files = slot.flushing.lock().expect("flush lock");
-        let plan = self.with_slot(slot, |set| Ok(set.plan_checkpoint()?))?;
+        let plan = self
+            .cluster
+            .with_slot(slot, |set| Ok(set.plan_checkpoint()?))?;
         let synced = plan.sync();
-        self.with_slot(slot, |set| Ok(set.finish_checkpoint(synced)?))
+        self.cluster
+            .with_slot(slot, |set| Ok(set.finish_checkpoint(synced)?))
     }
 
     /// Applies retention to one topic: with `overrides`, those limits; else
@@ -148,12 +167,12 @@ impl BrokerCluster {
     /// `cleanup.policy=delete`). Returns the deleted segment bases per
     /// partition (leaders).
     pub fn apply_retention(
-        &self,
+        self,
         topic: &str,
         overrides: Option<RetentionPolicy>,
     ) -> Result<BTreeMap<u32, Vec<i64>>> {
-        self.check_running()?;
-        let t = self.topic(topic)?;
+        self.cluster.check_running()?;
+        let t = self.cluster.topic(topic)?;
         let policy = match overrides {
             Some(p) => p,
             None if t.meta.config.cleanup_policy == CleanupPolicy::Delete => RetentionPolicy {
@@ -162,19 +181,21 @@ impl BrokerCluster {
             },
             None => return Ok(BTreeMap::new()),
         };
-        let now = self.clock.now_ms();
+        let now = self.cluster.clock.now_ms();
         let mut out = BTreeMap::new();
         for slot in t.partitions.iter().filter(|s| s.damage().is_none()) {
-            let deleted = self.with_slot(slot, |set| Ok(set.apply_retention(now, policy)?))?;
+            let deleted = self
+                .cluster
+                .with_slot(slot, |set| Ok(set.apply_retention(now, policy)?))?;
             out.insert(slot.tp.partition, deleted);
         }
         Ok(out)
     }
 
     /// Applies every delete-policy topic's retention.
-    pub fn apply_retention_all(&self) -> Result<BTreeMap<TopicPartition, Vec<i64>>> {
+    pub fn apply_retention_all(self) -> Result<BTreeMap<TopicPartition, Vec<i64>>> {
         let mut out = BTreeMap::new();
-        for topic in self.list_topics()? {
+        for topic in self.cluster.topics().list()? {
             for (p, deleted) in self.apply_retention(&topic, None)? {
                 if !deleted.is_empty() {
                     out.insert(TopicPartition::new(&topic, p), deleted);
@@ -188,22 +209,22 @@ impl BrokerCluster {
     /// the topic's `delete.retention.ms` unless overridden. Counts are the
     /// leaders'.
     pub fn compact(
-        &self,
+        self,
         topic: &str,
         delete_retention_ms: Option<i64>,
     ) -> Result<CompactionSummary> {
-        self.check_running()?;
-        let t = self.topic(topic)?;
+        self.cluster.check_running()?;
+        let t = self.cluster.topic(topic)?;
         let grace = delete_retention_ms.unwrap_or(t.meta.config.delete_retention_ms);
         if grace < 0 {
             return Err(ClusterError::InvalidRequest(format!(
                 "delete_retention_ms must be >= 0, got {grace}"
             )));
         }
-        let now = self.clock.now_ms();
+        let now = self.cluster.clock.now_ms();
         let mut summary = CompactionSummary::default();
         for slot in t.partitions.iter().filter(|s| s.damage().is_none()) {
-            self.with_slot(slot, |set| {
+            self.cluster.with_slot(slot, |set| {
                 let leader = set.leader_id();
                 for (broker, r) in set.compact(now, grace)? {
                     if broker == leader {
@@ -218,17 +239,17 @@ impl BrokerCluster {
     }
 
     /// Compacts every compact-policy topic and the internal offsets log.
-    pub fn compact_all(&self) -> Result<BTreeMap<String, CompactionSummary>> {
+    pub fn compact_all(self) -> Result<BTreeMap<String, CompactionSummary>> {
         let mut out = BTreeMap::new();
-        for topic in self.list_topics()? {
-            if self.topic(&topic)?.meta.config.cleanup_policy == CleanupPolicy::Compact {
+        for topic in self.cluster.topics().list()? {
+            if self.cluster.topic(&topic)?.meta.config.cleanup_policy == CleanupPolicy::Compact {
                 out.insert(topic.clone(), self.compact(&topic, None)?);
             }
         }
-        let now = self.clock.now_ms();
-        let mut groups = self.groups()?;
+        let now = self.cluster.clock.now_ms();
+        let mut groups = self.cluster.group_coordinator()?;
         let g = groups.as_mut().ok_or(ClusterError::Closed)?;
-        let r = self.guard(g.compact(now))?;
+        let r = self.cluster.guard(g.compact(now))?;
         out.insert(
             crate::cluster::OFFSETS_TOPIC.to_string(),
             CompactionSummary {

@@ -8,15 +8,29 @@
 //! leaves metadata.json (recorded as a pending deletion) before any file is
 //! removed, and the next open finishes whatever a crash interrupted.
 
-use crate::cluster::{BrokerCluster, INTERNAL_TOPICS, PartitionSlot, Topic, replication_config};
+use crate::cluster::{BrokerCluster, INTERNAL_TOPICS, replication_config};
 use crate::config::{BrokerId, ConfigChange, TopicConfig, TopicConfigEntry, TopicConfigOverrides};
 use crate::error::{ClusterError, Result};
 use crate::metadata::{MetadataStore, PendingDeletion, TopicId, TopicMeta, place_replicas};
+use crate::slot::{PartitionSlot, Topic};
 use mk_core::TopicPartition;
 use mk_replication::PartitionReplicaSet;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
+
+/// Topic administration and metadata: `cluster.topics().create(..)`.
+#[derive(Debug, Clone, Copy)]
+pub struct Topics<'a> {
+    pub(crate) cluster: &'a BrokerCluster,
+}
+
+impl BrokerCluster {
+    /// The topics role (see [`Topics`]).
+    pub fn topics(&self) -> Topics<'_> {
+        Topics { cluster: self }
+    }
+}
 
 /// The most partitions one topic may have.
 pub const MAX_PARTITIONS: u32 = 10_000;
@@ -103,36 +117,31 @@ fn damaged_info(slot: &PartitionSlot, meta: &TopicMeta, cause: &str) -> Partitio
     }
 }
 
-impl BrokerCluster {
+impl Topics<'_> {
     /// Creates a topic with the cluster's default topic configuration.
-    pub fn create_topic(
-        &self,
-        name: &str,
-        partitions: u32,
-        replication_factor: usize,
-    ) -> Result<()> {
-        self.create_topic_with_config(
+    pub fn create(self, name: &str, partitions: u32, replication_factor: usize) -> Result<()> {
+        self.create_with_config(
             name,
             partitions,
             replication_factor,
-            self.config.default_topic_config.clone(),
+            self.cluster.config.default_topic_config.clone(),
         )
     }
 
     /// Creates a topic with the cluster's default topic configuration
     /// except for the settings `overrides` names.
-    pub fn create_topic_with_overrides(
-        &self,
+    pub fn create_with_overrides(
+        self,
         name: &str,
         partitions: u32,
         replication_factor: usize,
         overrides: &TopicConfigOverrides,
     ) -> Result<()> {
-        self.create_topic_with_config(
+        self.create_with_config(
             name,
             partitions,
             replication_factor,
-            overrides.apply(self.config.default_topic_config.clone()),
+            overrides.apply(self.cluster.config.default_topic_config.clone()),
         )
     }
 
@@ -140,24 +149,26 @@ impl BrokerCluster {
     /// existing name (TOPIC_ALREADY_EXISTS), creates every replica log,
     /// persists the metadata, and only then publishes the topic, so no
     /// half-created topic is ever visible.
-    pub fn create_topic_with_config(
-        &self,
+    pub fn create_with_config(
+        self,
         name: &str,
         partitions: u32,
         replication_factor: usize,
         config: TopicConfig,
     ) -> Result<()> {
-        self.check_running()?;
+        self.cluster.check_running()?;
         // The metadata lock serializes creations, so two creators of one
         // name cannot both pass the existence check.
-        let mut metadata = self.metadata.lock().expect("metadata lock");
-        self.validate_new_topic(name, partitions, replication_factor, &config)?;
-        let meta = self.new_topic_meta(name, partitions, replication_factor, config);
+        let mut metadata = self.cluster.metadata.lock().expect("metadata lock");
+        self.validate_new(name, partitions, replication_factor, &config)?;
+        let meta = self
+            .cluster
+            .new_topic_meta(name, partitions, replication_factor, config);
         let slots = self.create_partition_files(&mut metadata, &meta, &meta.partitions)?;
         if let Err(e) = metadata.finish_create(meta.clone()) {
             return Err(self.undo_create(&mut metadata, &meta, &meta.partitions, slots, e));
         }
-        self.topics.write().expect("topics lock").insert(
+        self.cluster.topics.write().expect("topics lock").insert(
             name.to_string(),
             Arc::new(Topic {
                 meta,
@@ -173,19 +184,19 @@ impl BrokerCluster {
         Ok(())
     }
 
-    /// Every check `create_topic_with_config` makes, without creating
+    /// Every check `create_with_config` makes, without creating
     /// anything (Kafka's CreateTopics with validate_only): names
     /// (INVALID_TOPIC), counts (INVALID_PARTITIONS,
     /// INVALID_REPLICATION_FACTOR), config (INVALID_CONFIG), existence
     /// (TOPIC_ALREADY_EXISTS).
-    pub fn validate_new_topic(
-        &self,
+    pub fn validate_new(
+        self,
         name: &str,
         partitions: u32,
         replication_factor: usize,
         config: &TopicConfig,
     ) -> Result<()> {
-        self.check_running()?;
+        self.cluster.check_running()?;
         mk_core::validate_topic_name(name).map_err(ClusterError::InvalidTopic)?;
         if INTERNAL_TOPICS.contains(&name) {
             return Err(ClusterError::InvalidTopic(format!(
@@ -202,7 +213,7 @@ impl BrokerCluster {
                 "partitions must be <= {MAX_PARTITIONS}, got {partitions}"
             )));
         }
-        let brokers = self.config.broker_ids.len();
+        let brokers = self.cluster.config.broker_ids.len();
         if replication_factor == 0 || replication_factor > brokers {
             return Err(ClusterError::InvalidReplicationFactor(format!(
                 "replication_factor must be between 1 and the number of brokers ({brokers}), got {replication_factor}"
@@ -211,7 +222,13 @@ impl BrokerCluster {
         config
             .validate()
             .map_err(ClusterError::into_invalid_config)?;
-        if self.topics.read().expect("topics lock").contains_key(name) {
+        if self
+            .cluster
+            .topics
+            .read()
+            .expect("topics lock")
+            .contains_key(name)
+        {
             return Err(ClusterError::TopicAlreadyExists(format!(
                 "topic {name:?} already exists"
             )));
@@ -220,9 +237,10 @@ impl BrokerCluster {
     }
 
     /// User topics, sorted by name (internal topics are never listed).
-    pub fn list_topics(&self) -> Result<Vec<String>> {
-        self.check_running()?;
+    pub fn list(self) -> Result<Vec<String>> {
+        self.cluster.check_running()?;
         Ok(self
+            .cluster
             .topics
             .read()
             .expect("topics lock")
@@ -233,9 +251,9 @@ impl BrokerCluster {
 
     /// A topic's configuration and the live state of every partition
     /// (damaged ones included, marked so).
-    pub fn describe_topic(&self, name: &str) -> Result<TopicDescription> {
-        self.check_running()?;
-        let topic = self.topic(name)?;
+    pub fn describe(self, name: &str) -> Result<TopicDescription> {
+        self.cluster.check_running()?;
+        let topic = self.cluster.topic(name)?;
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for slot in &topic.partitions {
             partitions.push(self.slot_info(slot, &topic.meta)?);
@@ -248,18 +266,18 @@ impl BrokerCluster {
     }
 
     /// The live state of one partition.
-    pub fn partition_metadata(&self, tp: &TopicPartition) -> Result<PartitionInfo> {
-        self.check_running()?;
-        let topic = self.topic(&tp.topic)?;
-        let slot = self.slot(tp)?;
+    pub fn describe_partition(self, tp: &TopicPartition) -> Result<PartitionInfo> {
+        self.cluster.check_running()?;
+        let topic = self.cluster.topic(&tp.topic)?;
+        let slot = self.cluster.slot(tp)?;
         self.slot_info(&slot, &topic.meta)
     }
 
     /// One partition's state; for a damaged one what is known, marked so.
-    fn slot_info(&self, slot: &PartitionSlot, meta: &TopicMeta) -> Result<PartitionInfo> {
+    fn slot_info(self, slot: &PartitionSlot, meta: &TopicMeta) -> Result<PartitionInfo> {
         match slot.damage() {
             Some(cause) => Ok(damaged_info(slot, meta, cause)),
-            None => match self.read_slot(slot, |set| Ok(partition_info(set))) {
+            None => match self.cluster.read_slot(slot, |set| Ok(partition_info(set))) {
                 Err(ClusterError::PartitionDamaged { cause, .. }) => {
                     Ok(damaged_info(slot, meta, &cause))
                 }
@@ -269,15 +287,16 @@ impl BrokerCluster {
     }
 
     /// How many partitions a topic has.
-    pub fn partition_count(&self, topic: &str) -> Result<u32> {
-        self.check_running()?;
-        Ok(self.topic(topic)?.partitions.len() as u32)
+    pub fn partition_count(self, topic: &str) -> Result<u32> {
+        self.cluster.check_running()?;
+        Ok(self.cluster.topic(topic)?.partitions.len() as u32)
     }
 
     /// Every partition of every topic (for `describe_cluster`).
-    pub fn describe_partitions(&self) -> Result<Vec<PartitionInfo>> {
-        self.check_running()?;
+    pub fn describe_partitions(self) -> Result<Vec<PartitionInfo>> {
+        self.cluster.check_running()?;
         let topics: Vec<Arc<Topic>> = self
+            .cluster
             .topics
             .read()
             .expect("topics lock")
@@ -294,7 +313,7 @@ impl BrokerCluster {
     }
 }
 
-impl BrokerCluster {
+impl Topics<'_> {
     /// Creates the replica logs of `partitions` of a topic (not yet
     /// published) with every known producer epoch registered, so zombies
     /// stay fenced on new partitions too. Before anything is created it
@@ -304,7 +323,7 @@ impl BrokerCluster {
     /// removed again. So a creation either completes or leaves nothing,
     /// also across a crash, and its failure never fails the broker.
     fn create_partition_files(
-        &self,
+        self,
         metadata: &mut MetadataStore,
         meta: &TopicMeta,
         partitions: &[crate::metadata::PartitionMeta],
@@ -321,7 +340,7 @@ impl BrokerCluster {
         for p in partitions {
             let tp = TopicPartition::new(&meta.name, p.partition);
             for broker in &p.replicas {
-                let dir = mk_replication::replica_dir(&self.config.data_dir, *broker, &tp);
+                let dir = mk_replication::replica_dir(&self.cluster.config.data_dir, *broker, &tp);
                 if dir.exists() {
                     return Err(mk_log::StorageError::unusable(
                         &dir,
@@ -333,8 +352,10 @@ impl BrokerCluster {
                 }
             }
         }
-        self.guard(metadata.begin_create(meta, partitions))?;
+        self.cluster
+            .guard(metadata.begin_create(meta, partitions))?;
         let identities: Vec<_> = self
+            .cluster
             .identities
             .lock()
             .expect("identities lock")
@@ -345,11 +366,11 @@ impl BrokerCluster {
         for p in partitions {
             let tp = TopicPartition::new(&meta.name, p.partition);
             let created = PartitionReplicaSet::create(
-                &self.config.data_dir,
+                &self.cluster.config.data_dir,
                 tp.clone(),
                 p.replicas.clone(),
-                replication_config(&self.config, &meta.config, &self.faults),
-                self.clock.clone(),
+                replication_config(&self.cluster.config, &meta.config, &self.cluster.faults),
+                self.cluster.clock.clone(),
             );
             let mut set = match created {
                 Ok(set) => set,
@@ -360,7 +381,11 @@ impl BrokerCluster {
             for identity in &identities {
                 let _ = set.register_producer(identity.producer_id, identity.epoch);
             }
-            slots.push(Arc::new(PartitionSlot::new(tp, set, self.clock.now_ms())));
+            slots.push(Arc::new(PartitionSlot::new(
+                tp,
+                set,
+                self.cluster.clock.now_ms(),
+            )));
         }
         Ok(slots)
     }
@@ -372,7 +397,7 @@ impl BrokerCluster {
     /// acknowledged was at stake). If removing fails, the record stays and
     /// the next open removes the rest.
     fn undo_create(
-        &self,
+        self,
         metadata: &mut MetadataStore,
         meta: &TopicMeta,
         partitions: &[crate::metadata::PartitionMeta],
@@ -389,7 +414,7 @@ impl BrokerCluster {
             topic_id: meta.topic_id,
             partitions: partitions.to_vec(),
         };
-        let undone = remove_topic_files(&self.config.data_dir, &pending)
+        let undone = remove_topic_files(&self.cluster.config.data_dir, &pending)
             .and_then(|()| metadata.finish_delete(meta.topic_id));
         match undone {
             Ok(()) => {
@@ -406,15 +431,16 @@ impl BrokerCluster {
     }
 
     /// A topic's stable id.
-    pub fn topic_id(&self, name: &str) -> Result<TopicId> {
-        self.check_running()?;
-        Ok(self.topic(name)?.meta.topic_id)
+    pub fn id(self, name: &str) -> Result<TopicId> {
+        self.cluster.check_running()?;
+        Ok(self.cluster.topic(name)?.meta.topic_id)
     }
 
     /// The topic with this id, if it exists.
-    pub fn topic_name_by_id(&self, id: TopicId) -> Result<String> {
-        self.check_running()?;
-        self.topics
+    pub fn name_by_id(self, id: TopicId) -> Result<String> {
+        self.cluster.check_running()?;
+        self.cluster
+            .topics
             .read()
             .expect("topics lock")
             .values()
@@ -427,23 +453,24 @@ impl BrokerCluster {
     /// settings when it does not exist, `allow` is true (the client asked
     /// for it) and the cluster enables auto-creation — Kafka's behaviour
     /// for metadata requests. Internal and invalid names are never created.
-    pub fn describe_or_auto_create(&self, name: &str, allow: bool) -> Result<TopicDescription> {
-        match self.describe_topic(name) {
+    pub fn describe_or_auto_create(self, name: &str, allow: bool) -> Result<TopicDescription> {
+        match self.describe(name) {
             Err(e) if e.code() == mk_core::ErrorCode::UnknownTopic => {
-                if !(allow && self.config.auto_create_topics) {
+                if !(allow && self.cluster.config.auto_create_topics) {
                     return Err(e);
                 }
                 let rf = self
+                    .cluster
                     .config
                     .auto_create_replication_factor
-                    .min(self.config.broker_ids.len());
-                match self.create_topic(name, self.config.auto_create_partitions, rf) {
+                    .min(self.cluster.config.broker_ids.len());
+                match self.create(name, self.cluster.config.auto_create_partitions, rf) {
                     Ok(()) => tracing::info!(topic = name, "topic auto-created"),
                     // Another client created it first: fine.
                     Err(e) if e.code() == mk_core::ErrorCode::TopicAlreadyExists => {}
                     Err(e) => return Err(e),
                 }
-                self.describe_topic(name)
+                self.describe(name)
             }
             other => other,
         }
@@ -452,11 +479,11 @@ impl BrokerCluster {
     /// A topic's settings as an operator sees them: every key with its
     /// value (the cluster's segment size where the topic sets none) and
     /// whether it is the cluster default.
-    pub fn describe_topic_config(&self, name: &str) -> Result<Vec<TopicConfigEntry>> {
-        let config = self.describe_topic(name)?.config;
+    pub fn describe_config(self, name: &str) -> Result<Vec<TopicConfigEntry>> {
+        let config = self.describe(name)?.config;
         Ok(config.entries(
-            &self.config.default_topic_config,
-            self.config.segment_max_bytes,
+            &self.cluster.config.default_topic_config,
+            self.cluster.config.segment_max_bytes,
         ))
     }
 
@@ -464,8 +491,8 @@ impl BrokerCluster {
     /// at once, its replica logs are closed and their directories removed,
     /// and every group's committed offsets for it are deleted. A name can
     /// be created again afterwards and starts empty (with a new topic id).
-    pub fn delete_topic(&self, name: &str) -> Result<()> {
-        self.check_running()?;
+    pub fn delete(self, name: &str) -> Result<()> {
+        self.cluster.check_running()?;
         if INTERNAL_TOPICS.contains(&name) {
             return Err(ClusterError::InvalidTopic(format!(
                 "{name:?} is an internal topic and cannot be deleted"
@@ -474,16 +501,20 @@ impl BrokerCluster {
         // A flush cycle may be working on the partitions' files without
         // their locks (steps.rs): wait for it and keep it out while the
         // files go. Taken before the metadata lock, as the flush does.
-        let flushed = self.topic(name)?;
+        let flushed = self.cluster.topic(name)?;
         let _flushes: Vec<_> = flushed
             .partitions
             .iter()
             .map(|s| s.flushing.lock().expect("flush lock"))
             .collect();
-        let mut metadata = self.metadata.lock().expect("metadata lock");
-        let topic = self.topic(name)?;
-        let pending = self.guard(metadata.begin_delete(name))?;
-        self.topics.write().expect("topics lock").remove(name);
+        let mut metadata = self.cluster.metadata.lock().expect("metadata lock");
+        let topic = self.cluster.topic(name)?;
+        let pending = self.cluster.guard(metadata.begin_delete(name))?;
+        self.cluster
+            .topics
+            .write()
+            .expect("topics lock")
+            .remove(name);
         for slot in &topic.partitions {
             let set = slot.set.write().expect("partition lock").take();
             // The files are about to be removed: nothing needs flushing.
@@ -493,15 +524,17 @@ impl BrokerCluster {
             slot.hw_moved.notify_waiters();
         }
         {
-            let mut groups = self.groups.lock().expect("groups lock");
+            let mut groups = self.cluster.groups.lock().expect("groups lock");
             if let Some(g) = groups.as_mut() {
                 let r = g.delete_topic_offsets(name);
                 drop(groups);
-                self.guard(r)?;
+                self.cluster.guard(r)?;
             }
         }
-        self.guard(remove_topic_files(&self.config.data_dir, &pending))?;
-        self.guard(metadata.finish_delete(pending.topic_id))?;
+        self.cluster
+            .guard(remove_topic_files(&self.cluster.config.data_dir, &pending))?;
+        self.cluster
+            .guard(metadata.finish_delete(pending.topic_id))?;
         tracing::info!(topic = name, topic_id = %pending.topic_id, "topic deleted");
         Ok(())
     }
@@ -511,14 +544,14 @@ impl BrokerCluster {
     /// get the topic's replication factor and the placement rule of spec
     /// 00. Keyed records may map to other partitions afterwards, as in
     /// Kafka.
-    pub fn create_partitions(&self, name: &str, total: u32) -> Result<()> {
-        let mut metadata = self.metadata.lock().expect("metadata lock");
+    pub fn create_partitions(self, name: &str, total: u32) -> Result<()> {
+        let mut metadata = self.cluster.metadata.lock().expect("metadata lock");
         self.validate_create_partitions(name, total)?;
-        let topic = self.topic(name)?;
+        let topic = self.cluster.topic(name)?;
         let current = topic.partitions.len() as u32;
         let rf = topic.meta.partitions[0].replicas.len();
         let added: Vec<_> = (current..total)
-            .map(|p| place_replicas(&self.config.broker_ids, p, rf))
+            .map(|p| place_replicas(&self.cluster.config.broker_ids, p, rf))
             .collect();
         let slots = self.create_partition_files(&mut metadata, &topic.meta, &added)?;
         let mut meta = topic.meta.clone();
@@ -528,7 +561,8 @@ impl BrokerCluster {
         }
         let mut partitions = topic.partitions.clone();
         partitions.extend(slots);
-        self.topics
+        self.cluster
+            .topics
             .write()
             .expect("topics lock")
             .insert(name.to_string(), Arc::new(Topic { meta, partitions }));
@@ -537,9 +571,9 @@ impl BrokerCluster {
     }
 
     /// The checks of `create_partitions` without changing anything.
-    pub fn validate_create_partitions(&self, name: &str, total: u32) -> Result<()> {
-        self.check_running()?;
-        let current = self.topic(name)?.partitions.len() as u32;
+    pub fn validate_create_partitions(self, name: &str, total: u32) -> Result<()> {
+        self.cluster.check_running()?;
+        let current = self.cluster.topic(name)?.partitions.len() as u32;
         if total <= current {
             return Err(ClusterError::InvalidPartitions(format!(
                 "topic {name:?} has {current} partition(s); the count can only grow, got {total}"
@@ -558,32 +592,33 @@ impl BrokerCluster {
     /// force — retention and compaction read the new values on their next
     /// run, a new `segment.bytes` applies to the next roll. With `validate_only`
     /// nothing changes. Returns the resulting config.
-    pub fn alter_topic_config(
-        &self,
+    pub fn alter_config(
+        self,
         name: &str,
         changes: &[ConfigChange],
         validate_only: bool,
     ) -> Result<TopicConfig> {
-        self.check_running()?;
-        let mut metadata = self.metadata.lock().expect("metadata lock");
-        let topic = self.topic(name)?;
+        self.cluster.check_running()?;
+        let mut metadata = self.cluster.metadata.lock().expect("metadata lock");
+        let topic = self.cluster.topic(name)?;
         let config = topic
             .meta
             .config
-            .with_changes(changes, &self.config.default_topic_config)?;
+            .with_changes(changes, &self.cluster.config.default_topic_config)?;
         if validate_only || config == topic.meta.config {
             return Ok(config);
         }
         let mut meta = topic.meta.clone();
         meta.config = config.clone();
-        self.guard(metadata.put(meta.clone()))?;
+        self.cluster.guard(metadata.put(meta.clone()))?;
         let segment = config
             .segment_bytes
-            .unwrap_or(self.config.segment_max_bytes);
+            .unwrap_or(self.cluster.config.segment_max_bytes);
         for slot in &topic.partitions {
-            self.with_slot(slot, |set| Ok(set.set_segment_max_bytes(segment)?))?;
+            self.cluster
+                .with_slot(slot, |set| Ok(set.set_segment_max_bytes(segment)?))?;
         }
-        self.topics.write().expect("topics lock").insert(
+        self.cluster.topics.write().expect("topics lock").insert(
             name.to_string(),
             Arc::new(Topic {
                 meta,

@@ -19,6 +19,19 @@ use mk_txn::{
 };
 use std::collections::BTreeMap;
 
+/// Transactions: `cluster.transactions().end(..)`.
+#[derive(Debug, Clone, Copy)]
+pub struct Transactions<'a> {
+    pub(crate) cluster: &'a BrokerCluster,
+}
+
+impl BrokerCluster {
+    /// The transactions role (see [`Transactions`]).
+    pub fn transactions(&self) -> Transactions<'_> {
+        Transactions { cluster: self }
+    }
+}
+
 /// How many InitProducerId rounds one call runs: allocate a producer id,
 /// complete what the previous epoch left, then hand out the epoch.
 const INIT_ROUNDS: usize = 4;
@@ -76,26 +89,26 @@ fn concurrent(txn_id: &str, reason: String) -> ClusterError {
     })
 }
 
-impl BrokerCluster {
+impl Transactions<'_> {
     fn with_txns<T>(
-        &self,
+        self,
         f: impl FnOnce(&mut TransactionCoordinator) -> mk_txn::Result<T>,
     ) -> Result<T> {
-        let mut guard = self.txns()?;
+        let mut guard = self.cluster.txn_coordinator()?;
         let t = guard.as_mut().ok_or(ClusterError::Closed)?;
         let r = f(t);
         drop(guard);
         // The coordinator stops itself after any failed journal write, so
         // every storage failure of it is the broker's.
-        self.guard_strict(r)
+        self.cluster.guard_strict(r)
     }
 
     /// Allocates a producer identity for an idempotent producer: a new name
     /// gets the next id and epoch 0, a known name keeps its id and bumps the
     /// epoch (fencing the older instance on every partition). `None`
     /// allocates a fresh anonymous id.
-    pub fn init_producer(&self, name: Option<&str>) -> Result<ProducerIdentity> {
-        self.check_running()?;
+    pub fn init_producer(self, name: Option<&str>) -> Result<ProducerIdentity> {
+        self.cluster.check_running()?;
         let name = match name {
             Some("") => {
                 return Err(ClusterError::InvalidRequest(
@@ -111,15 +124,15 @@ impl BrokerCluster {
             Some(n) => n.to_string(),
             None => format!(
                 "anonymous-{}-{}",
-                self.started_ms,
-                self.next_member_number()
+                self.cluster.started_ms,
+                self.cluster.next_member_number()
             ),
         };
         let identity = {
-            let mut store = self.identities.lock().expect("identities lock");
+            let mut store = self.cluster.identities.lock().expect("identities lock");
             let r = store.allocate(&name);
             drop(store);
-            self.guard(r)?
+            self.cluster.guard(r)?
         };
         self.register_everywhere(identity)?;
         Ok(identity)
@@ -127,9 +140,9 @@ impl BrokerCluster {
 
     /// Registers a producer epoch on every partition, fencing older epochs
     /// (a damaged partition refuses every batch anyway).
-    fn register_everywhere(&self, identity: ProducerIdentity) -> Result<()> {
-        for slot in self.healthy_slots() {
-            self.with_slot(&slot, |set| {
+    fn register_everywhere(self, identity: ProducerIdentity) -> Result<()> {
+        for slot in self.cluster.healthy_slots() {
+            self.cluster.with_slot(&slot, |set| {
                 Ok(set.register_producer(identity.producer_id, identity.epoch)?)
             })?;
         }
@@ -138,11 +151,11 @@ impl BrokerCluster {
 
     /// A producer id from the identity store for a transactional id (whose
     /// epochs the transaction coordinator owns).
-    fn allocate_producer_id(&self) -> Result<i64> {
-        let mut store = self.identities.lock().expect("identities lock");
+    fn allocate_producer_id(self) -> Result<i64> {
+        let mut store = self.cluster.identities.lock().expect("identities lock");
         let r = store.allocate_id();
         drop(store);
-        self.guard(r)
+        self.cluster.guard(r)
     }
 
     // ----- Kafka's transaction flow ----------------------------------------
@@ -159,7 +172,7 @@ impl BrokerCluster {
     /// transaction is being completed elsewhere, or when completing it
     /// failed for now (clients retry).
     pub async fn init_transactional_producer(
-        &self,
+        self,
         transactional_id: &str,
         transaction_timeout_ms: i32,
         current: Option<(i64, i32)>,
@@ -169,12 +182,12 @@ impl BrokerCluster {
     }
 
     async fn init_txn_producer(
-        &self,
+        self,
         txn_id: &str,
         timeout_ms: i64,
         current: Option<(i64, i32)>,
     ) -> Result<ProducerIdentity> {
-        self.check_running()?;
+        self.cluster.check_running()?;
         let mut current = current;
         let mut fresh = None;
         for _ in 0..INIT_ROUNDS {
@@ -226,18 +239,19 @@ impl BrokerCluster {
     /// InitProducerId or an EndTxn retry, never by this request, which
     /// does not wait for markers), INVALID_TXN_STATE for an abort-only
     /// transaction.
-    pub async fn add_partitions_to_txn(
-        &self,
+    pub async fn add_partitions(
+        self,
         transactional_id: &str,
         producer_id: i64,
         producer_epoch: i32,
         partitions: &[TopicPartition],
     ) -> Result<Vec<(TopicPartition, Result<()>)>> {
-        self.check_running()?;
+        self.cluster.check_running()?;
         let mut results: Vec<(TopicPartition, Result<()>)> = partitions
             .iter()
             .map(|tp| {
-                let r = crate::data::check_user_topic(tp).and_then(|()| self.slot(tp).map(drop));
+                let r = crate::data::check_user_topic(tp)
+                    .and_then(|()| self.cluster.slot(tp).map(drop));
                 (tp.clone(), r)
             })
             .collect();
@@ -259,15 +273,15 @@ impl BrokerCluster {
 
     /// AddOffsetsToTxn: lets `group_id` stage offsets in the producer's
     /// transaction, beginning it if none is open. The errors of
-    /// `add_partitions_to_txn`; an empty group id is INVALID_REQUEST.
-    pub fn add_offsets_to_txn(
-        &self,
+    /// `add_partitions`; an empty group id is INVALID_REQUEST.
+    pub fn add_offsets(
+        self,
         transactional_id: &str,
         producer_id: i64,
         producer_epoch: i32,
         group_id: &str,
     ) -> Result<()> {
-        self.check_running()?;
+        self.cluster.check_running()?;
         self.with_txns(|t| t.add_offsets(transactional_id, producer_id, producer_epoch, group_id))
     }
 
@@ -277,14 +291,14 @@ impl BrokerCluster {
     /// UNKNOWN_PARTITION); the group fences the member like a member's
     /// commit when the request carries membership (ILLEGAL_GENERATION,
     /// UNKNOWN_MEMBER); then the transaction (the errors of
-    /// `add_partitions_to_txn`, and INVALID_TXN_STATE if the group was not
+    /// `add_partitions`, and INVALID_TXN_STATE if the group was not
     /// added with AddOffsetsToTxn). A negative offset is INVALID_REQUEST.
-    pub fn txn_offset_commit(&self, req: &TxnOffsetCommit) -> Result<()> {
-        self.check_running()?;
+    pub fn commit_offsets(self, req: &TxnOffsetCommit) -> Result<()> {
+        self.cluster.check_running()?;
         for tp in req.offsets.keys() {
-            self.slot(tp)?;
+            self.cluster.slot(tp)?;
         }
-        self.validate_txn_offset_commit(
+        self.cluster.groups().validate_txn_offset_commit(
             &req.group_id,
             &req.member_id,
             req.generation_id,
@@ -314,14 +328,14 @@ impl BrokerCluster {
     /// expiry step and by the next request for the id; only a closed or
     /// failed cluster is an error (recovery completes the transaction on
     /// the next open).
-    pub async fn end_txn(
-        &self,
+    pub async fn end(
+        self,
         transactional_id: &str,
         producer_id: i64,
         producer_epoch: i32,
         commit: bool,
     ) -> Result<()> {
-        self.check_running()?;
+        self.cluster.check_running()?;
         let outcome = if commit {
             Outcome::Commit
         } else {
@@ -350,16 +364,16 @@ impl BrokerCluster {
     /// The check every transactional data batch passes before it is
     /// appended (called under the partition's lock, see `data.rs`).
     pub(crate) fn verify_txn_append(
-        &self,
+        self,
         transactional_id: &str,
         producer: ProducerInfo,
         tp: &TopicPartition,
     ) -> Result<()> {
-        let guard = self.txns.lock().expect("txns lock");
+        let guard = self.cluster.txns.lock().expect("txns lock");
         let t = guard.as_ref().ok_or(ClusterError::Closed)?;
         let r = t.verify_append(transactional_id, producer, tp);
         drop(guard);
-        self.guard(r)
+        self.cluster.guard(r)
     }
 
     // ----- the teaching model's operations ---------------------------------
@@ -370,15 +384,15 @@ impl BrokerCluster {
     /// with the cluster's `transaction_timeout_ms`, then an explicit begin,
     /// so an empty transaction can be committed and the timeout counts from
     /// here.
-    pub async fn begin_transaction(&self, txn_id: &str) -> Result<TxnHandle> {
-        self.check_running()?;
+    pub async fn begin(self, txn_id: &str) -> Result<TxnHandle> {
+        self.cluster.check_running()?;
         if txn_id.is_empty() {
             return Err(ClusterError::InvalidRequest(
                 "transactional_id must not be empty".into(),
             ));
         }
         let identity = self
-            .init_txn_producer(txn_id, self.config.transaction_timeout_ms, None)
+            .init_txn_producer(txn_id, self.cluster.config.transaction_timeout_ms, None)
             .await?;
         self.with_txns(|t| t.begin(txn_id, identity.producer_id, identity.epoch))?;
         Ok(TxnHandle {
@@ -389,8 +403,8 @@ impl BrokerCluster {
     }
 
     /// The current handle of a transactional id (its latest instance).
-    pub fn transaction_handle(&self, txn_id: &str) -> Result<Option<TxnHandle>> {
-        Ok(self.describe_transaction(txn_id)?.map(|d| TxnHandle {
+    pub fn handle(self, txn_id: &str) -> Result<Option<TxnHandle>> {
+        Ok(self.describe(txn_id)?.map(|d| TxnHandle {
             transactional_id: d.transactional_id,
             producer_id: d.producer_id,
             producer_epoch: d.producer_epoch,
@@ -401,10 +415,8 @@ impl BrokerCluster {
     /// with: the id's current producer id (or -1 for an id the coordinator
     /// does not know) and the epoch it claims. Fencing is decided by the
     /// operations that use the handle, by (transactional id, epoch).
-    pub fn transaction_handle_at(&self, txn_id: &str, producer_epoch: i32) -> Result<TxnHandle> {
-        let producer_id = self
-            .transaction_handle(txn_id)?
-            .map_or(-1, |h| h.producer_id);
+    pub fn handle_at(self, txn_id: &str, producer_epoch: i32) -> Result<TxnHandle> {
+        let producer_id = self.handle(txn_id)?.map_or(-1, |h| h.producer_id);
         Ok(TxnHandle {
             transactional_id: txn_id.to_string(),
             producer_id,
@@ -420,16 +432,16 @@ impl BrokerCluster {
     /// as the client and takes the sequence the partition expects next,
     /// under the append's lock. A failed send makes the transaction
     /// abort-only. Returns the partition and offset.
-    pub async fn txn_send(
-        &self,
+    pub async fn send(
+        self,
         handle: &TxnHandle,
         topic: &str,
         key: Option<Bytes>,
         value: Option<Bytes>,
         partition: Option<u32>,
     ) -> Result<(u32, i64)> {
-        self.check_running()?;
-        let count = self.partition_count(topic)?;
+        self.cluster.check_running()?;
+        let count = self.cluster.topics().partition_count(topic)?;
         let partition = match (partition, &key) {
             (Some(p), _) if p >= count => {
                 return Err(ClusterError::UnknownPartition(format!(
@@ -441,7 +453,7 @@ impl BrokerCluster {
         let tp = TopicPartition::new(topic, partition);
         let txn_id = handle.transactional_id.as_str();
         let added = self
-            .add_partitions_to_txn(
+            .add_partitions(
                 txn_id,
                 handle.producer_id,
                 handle.producer_epoch,
@@ -451,13 +463,18 @@ impl BrokerCluster {
         for (_, r) in added {
             r?;
         }
-        let record = Record::new(key, value, self.clock.now_ms());
+        let record = Record::new(key, value, self.cluster.clock.now_ms());
         let batch = RecordBatch::new(vec![record])?.with_transactional_id(txn_id);
         let client = (handle.producer_id, handle.producer_epoch);
-        let sent = match self.append_on_leader(&tp, batch, AckMode::All, None, Some(client)) {
-            Ok(pending) => pending.wait().await,
-            Err(e) => Err(e),
-        };
+        let sent =
+            match self
+                .cluster
+                .data()
+                .append_on_leader(&tp, batch, AckMode::All, None, Some(client))
+            {
+                Ok(pending) => pending.wait().await,
+                Err(e) => Err(e),
+            };
         match sent {
             Ok(result) => {
                 let base = result.base_offset.ok_or_else(|| {
@@ -469,7 +486,7 @@ impl BrokerCluster {
                 // A client that saw a send fail must not commit the rest;
                 // a Kafka client enforces this itself.
                 let reason = format!("a send to {tp} failed: {}", e.code());
-                if let Ok(mut guard) = self.txns()
+                if let Ok(mut guard) = self.cluster.txn_coordinator()
                     && let Some(t) = guard.as_mut()
                 {
                     t.mark_abort_only(txn_id, handle.producer_epoch, &reason);
@@ -482,23 +499,23 @@ impl BrokerCluster {
     /// Stages consumer offsets to be stored when the transaction commits
     /// (the teaching model's `txn_send_offsets`): AddOffsetsToTxn and a
     /// TxnOffsetCommit without group membership.
-    pub fn txn_send_offsets(
-        &self,
+    pub fn send_offsets(
+        self,
         handle: &TxnHandle,
         group: &str,
         offsets: &BTreeMap<TopicPartition, i64>,
     ) -> Result<()> {
-        self.check_running()?;
+        self.cluster.check_running()?;
         for tp in offsets.keys() {
-            self.slot(tp)?;
+            self.cluster.slot(tp)?;
         }
-        self.add_offsets_to_txn(
+        self.add_offsets(
             &handle.transactional_id,
             handle.producer_id,
             handle.producer_epoch,
             group,
         )?;
-        self.txn_offset_commit(&TxnOffsetCommit {
+        self.commit_offsets(&TxnOffsetCommit {
             transactional_id: handle.transactional_id.clone(),
             group_id: group.to_string(),
             producer_id: handle.producer_id,
@@ -511,8 +528,8 @@ impl BrokerCluster {
     }
 
     /// Commits (the teaching model's `commit_txn`): EndTxn(commit).
-    pub async fn commit_transaction(&self, handle: &TxnHandle) -> Result<()> {
-        self.end_txn(
+    pub async fn commit(self, handle: &TxnHandle) -> Result<()> {
+        self.end(
             &handle.transactional_id,
             handle.producer_id,
             handle.producer_epoch,
@@ -522,8 +539,8 @@ impl BrokerCluster {
     }
 
     /// Aborts (the teaching model's `abort_txn`): EndTxn(abort).
-    pub async fn abort_transaction(&self, handle: &TxnHandle) -> Result<()> {
-        self.end_txn(
+    pub async fn abort(self, handle: &TxnHandle) -> Result<()> {
+        self.end(
             &handle.transactional_id,
             handle.producer_id,
             handle.producer_epoch,
@@ -539,7 +556,7 @@ impl BrokerCluster {
     /// are PRODUCER_FENCED / INVALID_PRODUCER_EPOCH), and executes again any
     /// decided transaction whose completion failed earlier. Returns the
     /// transactional ids aborted by the timeout.
-    pub async fn expire_transactions(&self) -> Result<Vec<String>> {
+    pub async fn expire(self) -> Result<Vec<String>> {
         let mut plans = self.with_txns(|t| t.expire_transactions())?;
         let aborted: Vec<String> = plans
             .iter()
@@ -562,37 +579,42 @@ impl BrokerCluster {
         Ok(aborted)
     }
 
-    pub fn describe_transaction(&self, txn_id: &str) -> Result<Option<TxnDescription>> {
+    pub fn describe(self, txn_id: &str) -> Result<Option<TxnDescription>> {
         self.with_txns(|t| Ok(t.describe(txn_id)))
     }
 
-    pub fn list_transactions(&self) -> Result<Vec<TxnDescription>> {
+    pub fn list(self) -> Result<Vec<TxnDescription>> {
         self.with_txns(|t| Ok(t.list()))
     }
 
     /// Executes a completion plan: markers with acks=all in partition order,
     /// then the staged offsets, then `complete`. A marker for a partition
     /// that no longer exists counts as written.
-    async fn execute_plan(&self, mut plan: CompletionPlan) -> Result<()> {
+    async fn execute_plan(self, mut plan: CompletionPlan) -> Result<()> {
         let markers = plan.unwritten_markers();
         for (tp, batch) in markers {
-            let appended = match self.append_on_leader(&tp, batch, AckMode::All, None, None) {
-                Ok(pending) => pending.wait().await.map(drop),
-                Err(e) => Err(e),
-            };
+            let appended =
+                match self
+                    .cluster
+                    .data()
+                    .append_on_leader(&tp, batch, AckMode::All, None, None)
+                {
+                    Ok(pending) => pending.wait().await.map(drop),
+                    Err(e) => Err(e),
+                };
             match appended {
                 Ok(()) => {}
                 Err(e) if is_gone(&e) => {}
                 Err(e) => return Err(e),
             }
-            self.guard(plan.ack_marker(&tp))?;
+            self.cluster.guard(plan.ack_marker(&tp))?;
         }
         self.store_plan_offsets(&mut plan)?;
         self.with_txns(|t| t.complete(plan))?;
         Ok(())
     }
 
-    fn store_plan_offsets(&self, plan: &mut CompletionPlan) -> Result<()> {
+    fn store_plan_offsets(self, plan: &mut CompletionPlan) -> Result<()> {
         let mut by_group: BTreeMap<String, BTreeMap<TopicPartition, i64>> = BTreeMap::new();
         for o in plan.offsets_to_store() {
             by_group
@@ -601,7 +623,9 @@ impl BrokerCluster {
                 .insert(o.tp.clone(), o.offset);
         }
         for (group, offsets) in by_group {
-            self.store_transactional_offsets(&group, &offsets)?;
+            self.cluster
+                .groups()
+                .store_transactional_offsets(&group, &offsets)?;
         }
         plan.ack_offsets_stored();
         Ok(())
@@ -612,11 +636,11 @@ impl BrokerCluster {
     /// no replication step runs during open; the markers replicate like any
     /// batch afterwards), staged offsets are stored, the state completes.
     /// Ongoing transactions are left Ongoing (their timeout aborts them).
-    pub(crate) fn recover_transactions(&self, plans: Vec<CompletionPlan>) -> Result<()> {
+    pub(crate) fn recover_transactions(self, plans: Vec<CompletionPlan>) -> Result<()> {
         'plans: for mut plan in plans {
             let markers = plan.unwritten_markers();
             for (tp, batch) in markers {
-                let appended = self.with_partition(&tp, |set| {
+                let appended = self.cluster.with_partition(&tp, |set| {
                     set.append(batch, AckMode::One, None)?;
                     Ok(())
                 });
@@ -636,7 +660,7 @@ impl BrokerCluster {
                     }
                     Err(e) => return Err(e),
                 }
-                self.guard(plan.ack_marker(&tp))?;
+                self.cluster.guard(plan.ack_marker(&tp))?;
             }
             self.store_plan_offsets(&mut plan)?;
             tracing::info!(

@@ -10,8 +10,8 @@
 //! otherwise (a transaction nobody can still commit).
 //! Only the coordinator's recovery runs before this, so nothing races it.
 
-use crate::cluster::BrokerCluster;
 use crate::error::Result;
+use crate::transactions::Transactions;
 use mk_core::TopicPartition;
 use mk_log::{ControlType, ProducerInfo, RecordBatch};
 use mk_replication::AckMode;
@@ -25,15 +25,15 @@ struct Hanging {
     first_offset: i64,
 }
 
-impl BrokerCluster {
+impl Transactions<'_> {
     /// Writes the missing marker of every hanging transaction (on the
     /// leader, acks=1, like the recovery of prepared transactions; the
     /// markers replicate like any batch afterwards). Returns how many.
-    pub(crate) fn repair_hanging_transactions(&self) -> Result<usize> {
-        let txns = self.list_transactions()?;
+    pub(crate) fn repair_hanging_transactions(self) -> Result<usize> {
+        let txns = self.list()?;
         let mut hanging = Vec::new();
-        for slot in self.healthy_slots() {
-            self.read_slot(&slot, |set| {
+        for slot in self.cluster.healthy_slots() {
+            self.cluster.read_slot(&slot, |set| {
                 for (producer_id, first_offset) in set.leader_log().open_transactions() {
                     let in_progress = txns.iter().any(|t| {
                         t.producer_id == producer_id
@@ -70,7 +70,7 @@ impl BrokerCluster {
             } else {
                 ControlType::Abort
             };
-            self.with_partition(&h.tp, |set| {
+            self.cluster.with_partition(&h.tp, |set| {
                 // The marker speaks for the transaction's own id, at the
                 // newest epoch known for the producer (an older one would be
                 // fenced).

@@ -17,7 +17,7 @@ fn open(dir: &std::path::Path) -> Arc<BrokerCluster> {
 async fn a_transaction_handle_is_the_ids_producer_at_the_claimed_epoch() {
     let dir = tempfile::tempdir().unwrap();
     let c = open(dir.path());
-    let unknown = c.transaction_handle_at("nobody", 3).unwrap();
+    let unknown = c.transactions().handle_at("nobody", 3).unwrap();
     assert_eq!(
         unknown,
         TxnHandle {
@@ -26,25 +26,29 @@ async fn a_transaction_handle_is_the_ids_producer_at_the_claimed_epoch() {
             producer_epoch: 3,
         }
     );
-    let first = c.begin_transaction("tx").await.unwrap();
-    c.abort_transaction(&first).await.unwrap();
-    let second = c.begin_transaction("tx").await.unwrap();
+    let first = c.transactions().begin("tx").await.unwrap();
+    c.transactions().abort(&first).await.unwrap();
+    let second = c.transactions().begin("tx").await.unwrap();
     assert!(second.producer_epoch > first.producer_epoch);
     assert_eq!(
-        c.transaction_handle_at("tx", second.producer_epoch)
+        c.transactions()
+            .handle_at("tx", second.producer_epoch)
             .unwrap(),
         second
     );
     // The old epoch gets the current producer id, and the core fences it.
-    let stale = c.transaction_handle_at("tx", first.producer_epoch).unwrap();
+    let stale = c
+        .transactions()
+        .handle_at("tx", first.producer_epoch)
+        .unwrap();
     assert_eq!(stale.producer_id, second.producer_id);
     assert_eq!(
-        c.commit_transaction(&stale).await.unwrap_err().code(),
+        c.transactions().commit(&stale).await.unwrap_err().code(),
         ErrorCode::ProducerFenced
     );
-    c.close().await.unwrap();
+    c.lifecycle().close().await.unwrap();
     assert_eq!(
-        c.transaction_handle_at("tx", 0).unwrap_err().code(),
+        c.transactions().handle_at("tx", 0).unwrap_err().code(),
         ErrorCode::ClusterClosed,
         "a closed cluster is an error, not an unknown id"
     );
@@ -61,59 +65,65 @@ async fn topic_overrides_are_merged_with_the_cluster_defaults() {
         retention_ms: Some(None),
         ..TopicConfigOverrides::default()
     };
-    c.create_topic_with_overrides("t", 1, 1, &overrides)
+    c.topics()
+        .create_with_overrides("t", 1, 1, &overrides)
         .unwrap();
-    c.create_topic_with_overrides("plain", 1, 1, &TopicConfigOverrides::default())
+    c.topics()
+        .create_with_overrides("plain", 1, 1, &TopicConfigOverrides::default())
         .unwrap();
     let defaults = c.config().default_topic_config.clone();
     assert_eq!(
-        c.describe_topic("t").unwrap().config,
+        c.topics().describe("t").unwrap().config,
         TopicConfig {
             cleanup_policy: CleanupPolicy::Compact,
             retention_ms: None,
             ..defaults.clone()
         }
     );
-    assert_eq!(c.describe_topic("plain").unwrap().config, defaults);
+    assert_eq!(c.topics().describe("plain").unwrap().config, defaults);
     let invalid = TopicConfigOverrides {
         segment_bytes: Some(Some(0)),
         ..TopicConfigOverrides::default()
     };
     assert_eq!(
-        c.create_topic_with_overrides("bad", 1, 1, &invalid)
+        c.topics()
+            .create_with_overrides("bad", 1, 1, &invalid)
             .unwrap_err()
             .code(),
         ErrorCode::InvalidConfig
     );
-    c.close().await.unwrap();
+    c.lifecycle().close().await.unwrap();
 }
 
 #[tokio::test]
 async fn an_offset_fetch_answers_every_commit_or_the_partitions_asked_for() {
     let dir = tempfile::tempdir().unwrap();
     let c = open(dir.path());
-    c.create_topic("t", 3, 1).unwrap();
+    c.topics().create("t", 3, 1).unwrap();
     let tp = |p| TopicPartition::new("t", p);
-    c.commit_offsets_direct("g", &BTreeMap::from([(tp(0), 5), (tp(2), 7)]))
+    c.groups()
+        .commit_direct("g", &BTreeMap::from([(tp(0), 5), (tp(2), 7)]))
         .unwrap();
     assert_eq!(
-        c.committed_offsets_for("g", None).unwrap(),
+        c.groups().committed_for("g", None).unwrap(),
         vec![(tp(0), Some(5)), (tp(2), Some(7))]
     );
     assert_eq!(
-        c.committed_offsets_for("g", Some(&[tp(2), tp(1)])).unwrap(),
+        c.groups()
+            .committed_for("g", Some(&[tp(2), tp(1)]))
+            .unwrap(),
         vec![(tp(2), Some(7)), (tp(1), None)],
         "in the order asked, None where nothing is committed"
     );
-    assert_eq!(c.committed_offsets_for("other", None).unwrap(), vec![]);
-    c.close().await.unwrap();
+    assert_eq!(c.groups().committed_for("other", None).unwrap(), vec![]);
+    c.lifecycle().close().await.unwrap();
 }
 
 #[tokio::test]
 async fn a_produce_without_a_partition_goes_where_its_keys_map() {
     let dir = tempfile::tempdir().unwrap();
     let c = open(dir.path());
-    c.create_topic("t", 4, 1).unwrap();
+    c.topics().create("t", 4, 1).unwrap();
     let keyed = |k: &str| ProduceEntry {
         key: Some(Bytes::copy_from_slice(k.as_bytes())),
         value: Some(Bytes::from_static(b"v")),
@@ -121,18 +131,22 @@ async fn a_produce_without_a_partition_goes_where_its_keys_map() {
     };
     let expected = partitioner::partition_for_key(b"user-1", 4);
     assert_eq!(
-        c.route_produce("t", None, &[keyed("user-1"), ProduceEntry::default()])
+        c.data()
+            .route_produce("t", None, &[keyed("user-1"), ProduceEntry::default()])
             .unwrap(),
         TopicPartition::new("t", expected),
         "keyless records travel with the keyed ones"
     );
     assert_eq!(
-        c.route_produce("t", Some(3), &[keyed("user-1")]).unwrap(),
+        c.data()
+            .route_produce("t", Some(3), &[keyed("user-1")])
+            .unwrap(),
         TopicPartition::new("t", 3),
         "an explicit partition wins"
     );
     assert_eq!(
-        c.route_produce("t", None, &[ProduceEntry::default()])
+        c.data()
+            .route_produce("t", None, &[ProduceEntry::default()])
             .unwrap(),
         TopicPartition::new("t", 0)
     );
@@ -142,33 +156,36 @@ async fn a_produce_without_a_partition_goes_where_its_keys_map() {
         .find(|k| partitioner::partition_for_key(k.as_bytes(), 4) != expected)
         .unwrap();
     let e = c
+        .data()
         .route_produce("t", None, &[keyed("user-1"), keyed(&other)])
         .unwrap_err();
     assert_eq!(e.code(), ErrorCode::InvalidRequest, "{e}");
     assert!(e.to_string().contains("name a partition"), "{e}");
     assert_eq!(
-        c.route_produce("missing", None, &[keyed("a")])
+        c.data()
+            .route_produce("missing", None, &[keyed("a")])
             .unwrap_err()
             .code(),
         ErrorCode::UnknownTopic
     );
     // The transactional path asks the same function.
-    let h = c.begin_transaction("tx").await.unwrap();
+    let h = c.transactions().begin("tx").await.unwrap();
     let (p, _) = c
-        .txn_send(&h, "t", Some(Bytes::from_static(b"user-1")), None, None)
+        .transactions()
+        .send(&h, "t", Some(Bytes::from_static(b"user-1")), None, None)
         .await
         .unwrap();
     assert_eq!(p, expected);
-    c.abort_transaction(&h).await.unwrap();
-    c.close().await.unwrap();
+    c.transactions().abort(&h).await.unwrap();
+    c.lifecycle().close().await.unwrap();
 }
 
 #[tokio::test]
 async fn topic_config_entries_show_the_values_in_force() {
     let dir = tempfile::tempdir().unwrap();
     let c = open(dir.path());
-    c.create_topic("t", 1, 1).unwrap();
-    let entries = c.describe_topic_config("t").unwrap();
+    c.topics().create("t", 1, 1).unwrap();
+    let entries = c.topics().describe_config("t").unwrap();
     let segment = entries.iter().find(|e| e.name == "segment.bytes").unwrap();
     assert_eq!(segment.value, c.config().segment_max_bytes.to_string());
     assert!(entries.iter().all(|e| e.is_default));
@@ -177,14 +194,15 @@ async fn topic_config_entries_show_the_values_in_force() {
         ..TopicConfigOverrides::default()
     };
     assert_eq!(
-        c.create_topic_with_overrides("small", 1, 1, &too_small)
+        c.topics()
+            .create_with_overrides("small", 1, 1, &too_small)
             .unwrap_err()
             .code(),
         ErrorCode::InvalidConfig
     );
     assert_eq!(
-        c.describe_topic_config("missing").unwrap_err().code(),
+        c.topics().describe_config("missing").unwrap_err().code(),
         ErrorCode::UnknownTopic
     );
-    c.close().await.unwrap();
+    c.lifecycle().close().await.unwrap();
 }

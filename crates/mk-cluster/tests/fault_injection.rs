@@ -70,7 +70,7 @@ impl Acked {
 
 async fn put(c: &BrokerCluster, a: &mut Acked, tp: &TopicPartition, key: Option<&str>, v: &str) {
     let batch = RecordBatch::new(vec![Record::new(key.map(b), Some(b(v)), 1)]).unwrap();
-    if let Some(r) = a.note(c.append_batch(tp, batch, AckMode::One).await) {
+    if let Some(r) = a.note(c.data().append_batch(tp, batch, AckMode::One).await) {
         a.record(tp, r.base_offset.unwrap(), b(v));
     }
 }
@@ -79,15 +79,15 @@ async fn put(c: &BrokerCluster, a: &mut Acked, tp: &TopicPartition, key: Option<
 /// recover at each step.
 async fn workload(c: &BrokerCluster, a: &mut Acked) {
     let (t0, t1, x0, k0) = (tp("t", 0), tp("t", 1), tp("x", 0), tp("k", 0));
-    let _ = a.note(c.create_topic("t", 2, 2));
-    let _ = a.note(c.create_topic("x", 1, 1));
+    let _ = a.note(c.topics().create("t", 2, 2));
+    let _ = a.note(c.topics().create("x", 1, 1));
     let compacted = TopicConfigOverrides {
         cleanup_policy: Some(CleanupPolicy::Compact),
         ..TopicConfigOverrides::default()
     };
-    let _ = a.note(c.create_topic_with_overrides("k", 1, 1, &compacted));
+    let _ = a.note(c.topics().create_with_overrides("k", 1, 1, &compacted));
     // An idempotent producer: a sequence moves on only when acknowledged.
-    if let Some(id) = a.note(c.init_producer(Some("p"))) {
+    if let Some(id) = a.note(c.transactions().init_producer(Some("p"))) {
         a.producer_ids.push(id.producer_id);
         let mut seq = 0;
         for i in 0..3 {
@@ -99,7 +99,7 @@ async fn workload(c: &BrokerCluster, a: &mut Acked) {
                     producer_epoch: id.epoch,
                     base_sequence: seq,
                 });
-            if let Some(r) = a.note(c.append_batch(&t0, batch, AckMode::One).await) {
+            if let Some(r) = a.note(c.data().append_batch(&t0, batch, AckMode::One).await) {
                 a.record(&t0, r.base_offset.unwrap(), b(&v));
                 seq += 1;
             }
@@ -108,31 +108,36 @@ async fn workload(c: &BrokerCluster, a: &mut Acked) {
     for i in 0..3 {
         put(c, a, &t1, None, &format!("plain-{i}")).await;
     }
-    let _ = a.note(c.replicate_all_once());
-    let _ = a.note(c.roll(&t0));
+    let _ = a.note(c.steps().replicate_all_once());
+    let _ = a.note(c.steps().roll(&t0));
     put(c, a, &t0, None, "after-roll").await;
     let commit = BTreeMap::from([(t0.clone(), 2)]);
-    if a.note(c.commit_offsets_direct("g", &commit)).is_some() {
+    if a.note(c.groups().commit_direct("g", &commit)).is_some() {
         a.commits.insert(("g".into(), t0.clone()), 2);
     }
-    if let Some(h) = a.note(c.begin_transaction("tx").await) {
+    if let Some(h) = a.note(c.transactions().begin("tx").await) {
         for i in 0..2 {
             let v = format!("txn-{i}");
-            if let Some((_, offset)) = a.note(c.txn_send(&h, "x", None, Some(b(&v)), Some(0)).await)
-            {
+            if let Some((_, offset)) = a.note(
+                c.transactions()
+                    .send(&h, "x", None, Some(b(&v)), Some(0))
+                    .await,
+            ) {
                 a.txn.push((offset, b(&v)));
             }
         }
         let staged = BTreeMap::from([(t1.clone(), 1)]);
-        let offsets_staged = a.note(c.txn_send_offsets(&h, "g2", &staged)).is_some();
-        if a.note(c.commit_transaction(&h).await).is_some() {
+        let offsets_staged = a
+            .note(c.transactions().send_offsets(&h, "g2", &staged))
+            .is_some();
+        if a.note(c.transactions().commit(&h).await).is_some() {
             a.txn_committed = true;
             if offsets_staged {
                 a.commits.insert(("g2".into(), t1.clone()), 1);
             }
         }
     }
-    let _ = a.note(c.run_flush_cycle());
+    let _ = a.note(c.steps().run_flush_cycle());
     put(c, a, &t1, None, "after-flush").await;
     for i in 0..12 {
         put(
@@ -144,13 +149,13 @@ async fn workload(c: &BrokerCluster, a: &mut Acked) {
         )
         .await;
     }
-    let _ = a.note(c.replicate_all_once());
-    let _ = a.note(c.compact("k", Some(0)));
-    let _ = a.note(c.create_topic("gone", 1, 1));
+    let _ = a.note(c.steps().replicate_all_once());
+    let _ = a.note(c.steps().compact("k", Some(0)));
+    let _ = a.note(c.topics().create("gone", 1, 1));
     put(c, a, &tp("gone", 0), None, "soon gone").await;
     a.records.remove(&tp("gone", 0));
-    let _ = a.note(c.delete_topic("gone"));
-    let _ = a.note(c.run_flush_cycle());
+    let _ = a.note(c.topics().delete("gone"));
+    let _ = a.note(c.steps().run_flush_cycle());
     put(c, a, &x0, None, "last").await;
 }
 
@@ -236,7 +241,7 @@ fn run(site: Option<(u64, Fault)>, end: End) -> u64 {
             // transaction journal could not be written (its coordinator
             // stops itself: docs/operations.md).
             if let Some((_, Fault::NoSpace)) = site
-                && let LifecycleState::Failed(cause) = c.state()
+                && let LifecycleState::Failed(cause) = c.lifecycle().state()
             {
                 assert!(
                     cause.contains(mk_txn::JOURNAL_FILE_NAME),
@@ -244,21 +249,21 @@ fn run(site: Option<(u64, Fault)>, end: End) -> u64 {
                 );
             }
             faults.clear();
-            match c.state() {
+            match c.lifecycle().state() {
                 // Still running: what the fault did not reach serves, and
                 // with the fault gone everything does.
                 LifecycleState::Running => {
                     assert!(
-                        c.health().damaged.is_empty(),
+                        c.lifecycle().health().damaged.is_empty(),
                         "{what}: a write fault is no damage"
                     );
-                    if c.list_topics().unwrap().contains(&"t".to_string()) {
-                        let got = c.fetch(&FetchRequest::new(tp("t", 1), 0, 100));
+                    if c.topics().list().unwrap().contains(&"t".to_string()) {
+                        let got = c.data().fetch(&FetchRequest::new(tp("t", 1), 0, 100));
                         assert!(got.is_ok(), "{what}: {got:?}");
                     }
                 }
                 LifecycleState::Failed(_) => {
-                    let e = c.list_topics().unwrap_err();
+                    let e = c.topics().list().unwrap_err();
                     assert_eq!(e.code(), ErrorCode::ClusterFailed, "{what}");
                 }
                 other => panic!("{what}: {other:?}"),
@@ -267,12 +272,12 @@ fn run(site: Option<(u64, Fault)>, end: End) -> u64 {
                 if let Some((s, f)) = site {
                     faults.inject_at(s, f);
                 }
-                if let Err(e) = rt.block_on(c.close()) {
+                if let Err(e) = rt.block_on(c.lifecycle().close()) {
                     assert!(TYPED.contains(&e.code()), "{what}: closing: untyped {e:?}");
                 }
                 faults.clear();
             }
-            c.crash();
+            c.lifecycle().crash();
             faults.sites_passed()
         }
     };
@@ -300,9 +305,14 @@ fn check_reopen(
 ) {
     let c = BrokerCluster::open_with_clock(config(dir), Arc::new(clock.clone()))
         .unwrap_or_else(|e| panic!("{what}: reopening without faults failed: {e}"));
-    assert!(c.health().is_healthy(), "{what}: {:?}", c.health());
+    assert!(
+        c.lifecycle().health().is_healthy(),
+        "{what}: {:?}",
+        c.lifecycle().health()
+    );
     for (p, records) in &acked.records {
         let got = c
+            .data()
             .fetch(&FetchRequest::new(p.clone(), 0, 1_000))
             .unwrap_or_else(|e| panic!("{what}: {p}: {e}"));
         let stored: BTreeMap<i64, Bytes> = got
@@ -335,13 +345,14 @@ fn check_reopen(
     }
     for ((group, p), offset) in &acked.commits {
         assert_eq!(
-            c.fetch_committed(group, p).unwrap(),
+            c.groups().fetch_committed(group, p).unwrap(),
             Some(*offset),
             "{what}: commit of {group} on {p}"
         );
     }
     if !acked.txn.is_empty() {
         let read = c
+            .data()
             .fetch(&FetchRequest::new(tp("x", 0), 0, 100).with_isolation(Isolation::ReadCommitted))
             .unwrap();
         let visible: Vec<Bytes> = read
@@ -366,21 +377,21 @@ fn check_reopen(
         // A transaction the fault left open ends by its timeout at the
         // latest: none hangs.
         clock.advance(c.config().transaction_timeout_ms + 1);
-        rt.block_on(c.expire_transactions())
+        rt.block_on(c.transactions().expire())
             .unwrap_or_else(|e| panic!("{what}: {e}"));
         assert_eq!(
-            c.last_stable_offset(&tp("x", 0)).unwrap(),
-            c.visible_end(&tp("x", 0)).unwrap(),
+            c.data().last_stable_offset(&tp("x", 0)).unwrap(),
+            c.data().visible_end(&tp("x", 0)).unwrap(),
             "{what}: no transaction hangs"
         );
     }
-    if let Ok(q) = c.init_producer(Some("q")) {
+    if let Ok(q) = c.transactions().init_producer(Some("q")) {
         assert!(
             !acked.producer_ids.contains(&q.producer_id),
             "{what}: a producer id handed out twice"
         );
     }
-    rt.block_on(c.close())
+    rt.block_on(c.lifecycle().close())
         .unwrap_or_else(|e| panic!("{what}: {e}"));
 }
 

@@ -12,15 +12,16 @@ use mk_cluster::*;
 use std::sync::Arc;
 
 async fn put(c: &BrokerCluster, tp: &TopicPartition, value: &str) -> i64 {
-    c.append_batch(
-        tp,
-        RecordBatch::new(vec![Record::new(None, Some(b(value)), 1)]).unwrap(),
-        AckMode::One,
-    )
-    .await
-    .unwrap()
-    .base_offset
-    .unwrap()
+    c.data()
+        .append_batch(
+            tp,
+            RecordBatch::new(vec![Record::new(None, Some(b(value)), 1)]).unwrap(),
+            AckMode::One,
+        )
+        .await
+        .unwrap()
+        .base_offset
+        .unwrap()
 }
 
 #[tokio::test]
@@ -31,7 +32,7 @@ async fn a_json_fetch_is_capped_by_fetch_max_bytes_whatever_it_asks() {
         c.fetch_max_bytes = 2_000;
         c
     });
-    c.create_topic("cap", 1, 1).unwrap();
+    c.topics().create("cap", 1, 1).unwrap();
     let p = tp("cap", 0);
     let v = "v".repeat(600);
     for _ in 0..20 {
@@ -41,7 +42,7 @@ async fn a_json_fetch_is_capped_by_fetch_max_bytes_whatever_it_asks() {
         for asked in [None, Some(1 << 30)] {
             let mut req = FetchRequest::new(p.clone(), 0, i64::MAX).with_isolation(isolation);
             req.max_bytes = asked;
-            let got = c.fetch(&req).unwrap();
+            let got = c.data().fetch(&req).unwrap();
             assert_eq!(
                 got.records.len(),
                 3,
@@ -53,7 +54,7 @@ async fn a_json_fetch_is_capped_by_fetch_max_bytes_whatever_it_asks() {
         // every limit still goes out alone.
         let mut req = FetchRequest::new(p.clone(), 5, i64::MAX).with_isolation(isolation);
         req.max_bytes = Some(10);
-        let got = c.fetch(&req).unwrap();
+        let got = c.data().fetch(&req).unwrap();
         assert_eq!(got.records.len(), 1);
         assert_eq!(got.records[0].offset, 5);
     }
@@ -62,13 +63,14 @@ async fn a_json_fetch_is_capped_by_fetch_max_bytes_whatever_it_asks() {
     let mut seen = 0;
     while offset < 20 {
         let got = c
+            .data()
             .fetch(&FetchRequest::new(p.clone(), offset, i64::MAX))
             .unwrap();
         seen += got.records.len();
         offset = got.next_offset;
     }
     assert_eq!(seen, 20);
-    c.close().await.unwrap();
+    c.lifecycle().close().await.unwrap();
 }
 
 #[tokio::test]
@@ -76,9 +78,9 @@ async fn a_lost_metadata_file_refuses_to_start_and_says_how_to_recover() {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(1_000);
     let c = open(dir.path(), &clock);
-    c.create_topic("c", 2, 1).unwrap();
+    c.topics().create("c", 2, 1).unwrap();
     put(&c, &tp("c", 1), "kept").await;
-    c.close().await.unwrap();
+    c.lifecycle().close().await.unwrap();
     drop(c);
     let meta = dir.path().join("metadata.json");
     let backup = std::fs::read(&meta).unwrap();
@@ -101,9 +103,12 @@ async fn a_lost_metadata_file_refuses_to_start_and_says_how_to_recover() {
     // Restoring the file is the way back: everything is there.
     std::fs::write(&meta, backup).unwrap();
     let c = open(dir.path(), &clock);
-    let got = c.fetch(&FetchRequest::new(tp("c", 1), 0, 10)).unwrap();
+    let got = c
+        .data()
+        .fetch(&FetchRequest::new(tp("c", 1), 0, 10))
+        .unwrap();
     assert_eq!(got.records[0].value, Some(b("kept")));
-    c.close().await.unwrap();
+    c.lifecycle().close().await.unwrap();
 }
 
 #[tokio::test]
@@ -111,8 +116,8 @@ async fn a_partition_directory_the_metadata_does_not_list_refuses_to_start() {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(1_000);
     let c = open(dir.path(), &clock);
-    c.create_topic("known", 1, 1).unwrap();
-    c.close().await.unwrap();
+    c.topics().create("known", 1, 1).unwrap();
+    c.lifecycle().close().await.unwrap();
     drop(c);
     let stray = dir.path().join("broker-1").join("stray-0");
     std::fs::create_dir_all(&stray).unwrap();
@@ -123,7 +128,7 @@ async fn a_partition_directory_the_metadata_does_not_list_refuses_to_start() {
         "{msg}"
     );
     std::fs::remove_dir(&stray).unwrap();
-    open(dir.path(), &clock).close().await.unwrap();
+    open(dir.path(), &clock).lifecycle().close().await.unwrap();
 }
 
 #[tokio::test]
@@ -131,7 +136,7 @@ async fn a_creation_interrupted_by_a_crash_leaves_nothing_and_the_name_starts_em
     use mk_cluster::metadata::{MetadataStore, TopicId, TopicMeta, place_replicas};
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(1_000);
-    open(dir.path(), &clock).close().await.unwrap();
+    open(dir.path(), &clock).lifecycle().close().await.unwrap();
     // Where a crash inside create_topic leaves it: the creation recorded,
     // some files written, the topic not yet published.
     let mut store = MetadataStore::load(dir.path()).unwrap();
@@ -148,15 +153,15 @@ async fn a_creation_interrupted_by_a_crash_leaves_nothing_and_the_name_starts_em
         .unwrap();
     drop(log);
     let c = open(dir.path(), &clock);
-    assert!(c.list_topics().unwrap().is_empty());
+    assert!(c.topics().list().unwrap().is_empty());
     assert!(!half.exists(), "the half-created files are gone");
-    c.create_topic("half", 2, 1).unwrap();
+    c.topics().create("half", 2, 1).unwrap();
     assert_eq!(
-        c.log_end_offset(&tp("half", 0)).unwrap(),
+        c.data().log_end_offset(&tp("half", 0)).unwrap(),
         0,
         "nothing resurrected"
     );
-    c.close().await.unwrap();
+    c.lifecycle().close().await.unwrap();
 }
 
 #[tokio::test]
@@ -164,26 +169,27 @@ async fn a_creation_that_fails_half_way_is_undone_and_the_broker_keeps_running()
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(1_000);
     let c = open_with(dir.path(), &clock, |c| c.with_brokers(vec![1, 2]));
-    c.create_topic("ok", 1, 1).unwrap();
+    c.topics().create("ok", 1, 1).unwrap();
     // A file where broker 2's directory must go makes the creation fail at
     // its second partition, after the first one was created on broker 1.
     let blocker = dir.path().join("broker-2");
     std::fs::write(&blocker, b"a file where a directory must go").unwrap();
-    let e = c.create_topic("late", 4, 1).unwrap_err();
+    let e = c.topics().create("late", 4, 1).unwrap_err();
     assert_eq!(e.code(), ErrorCode::StorageError, "{e}");
     assert!(e.to_string().contains("broker-2"), "{e}");
-    assert_eq!(c.state(), LifecycleState::Running);
+    assert_eq!(c.lifecycle().state(), LifecycleState::Running);
     assert!(
         !dir.path().join("broker-1").join("late-0").exists(),
         "the partition created before the failure was removed"
     );
-    assert_eq!(c.list_topics().unwrap(), vec!["ok".to_string()]);
+    assert_eq!(c.topics().list().unwrap(), vec!["ok".to_string()]);
     put(&c, &tp("ok", 0), "still writable").await;
     std::fs::remove_file(&blocker).unwrap();
-    c.create_topic("late", 4, 1).unwrap();
-    c.close().await.unwrap();
+    c.topics().create("late", 4, 1).unwrap();
+    c.lifecycle().close().await.unwrap();
     drop(c);
     open_with(dir.path(), &clock, |c| c.with_brokers(vec![1, 2]))
+        .lifecycle()
         .close()
         .await
         .unwrap();
@@ -194,15 +200,15 @@ async fn a_directory_in_the_way_of_a_new_topic_is_refused_before_anything_is_cre
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(1_000);
     let c = open(dir.path(), &clock);
-    c.create_topic("ok", 1, 1).unwrap();
+    c.topics().create("ok", 1, 1).unwrap();
     let stray = dir.path().join("broker-1").join("late-2");
     std::fs::create_dir_all(&stray).unwrap();
-    let e = c.create_topic("late", 4, 1).unwrap_err();
+    let e = c.topics().create("late", 4, 1).unwrap_err();
     assert_eq!(e.code(), ErrorCode::StorageError, "{e}");
     assert!(e.to_string().contains("already exists"), "{e}");
     assert!(!dir.path().join("broker-1").join("late-0").exists());
-    assert_eq!(c.state(), LifecycleState::Running);
-    c.close().await.unwrap();
+    assert_eq!(c.lifecycle().state(), LifecycleState::Running);
+    c.lifecycle().close().await.unwrap();
 }
 
 /// One idempotent record from `id` at sequence `seq`.
@@ -213,21 +219,22 @@ async fn idempotent_put(
     seq: i32,
     value: &str,
 ) -> ProduceResponse {
-    c.produce(ProduceRequest {
-        tp: p.clone(),
-        records: vec![ProduceEntry {
-            value: Some(b(value)),
-            ..ProduceEntry::default()
-        }],
-        acks: AckMode::All,
-        producer: Some(ProducerInfo {
-            producer_id: id.producer_id,
-            producer_epoch: id.epoch,
-            base_sequence: seq,
-        }),
-    })
-    .await
-    .unwrap()
+    c.data()
+        .produce(ProduceRequest {
+            tp: p.clone(),
+            records: vec![ProduceEntry {
+                value: Some(b(value)),
+                ..ProduceEntry::default()
+            }],
+            acks: AckMode::All,
+            producer: Some(ProducerInfo {
+                producer_id: id.producer_id,
+                producer_epoch: id.epoch,
+                base_sequence: seq,
+            }),
+        })
+        .await
+        .unwrap()
 }
 
 #[tokio::test]
@@ -235,24 +242,25 @@ async fn a_deleted_identity_store_never_hands_out_an_id_the_log_holds() {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(1_000);
     let c = open(dir.path(), &clock);
-    c.create_topic("t", 1, 1).unwrap();
+    c.topics().create("t", 1, 1).unwrap();
     let p = tp("t", 0);
-    let first = c.init_producer(Some("first")).unwrap();
+    let first = c.transactions().init_producer(Some("first")).unwrap();
     assert!(
         !idempotent_put(&c, &p, first, 0, "from first")
             .await
             .duplicate
     );
-    let h = c.begin_transaction("tx").await.unwrap();
-    c.txn_send(&h, "t", None, Some(b("in a transaction")), Some(0))
+    let h = c.transactions().begin("tx").await.unwrap();
+    c.transactions()
+        .send(&h, "t", None, Some(b("in a transaction")), Some(0))
         .await
         .unwrap();
-    c.commit_transaction(&h).await.unwrap();
-    c.close().await.unwrap();
+    c.transactions().commit(&h).await.unwrap();
+    c.lifecycle().close().await.unwrap();
     drop(c);
     std::fs::remove_file(dir.path().join("producer-identities.json")).unwrap();
     let c = open(dir.path(), &clock);
-    let second = c.init_producer(Some("second")).unwrap();
+    let second = c.transactions().init_producer(Some("second")).unwrap();
     assert!(
         second.producer_id != first.producer_id && second.producer_id != h.producer_id,
         "a new producer must not get an id the log holds"
@@ -264,16 +272,18 @@ async fn a_deleted_identity_store_never_hands_out_an_id_the_log_holds() {
     );
     // The transactional id keeps its producer id (from the journal) with a
     // newer epoch, so it can go on.
-    let h2 = c.begin_transaction("tx").await.unwrap();
+    let h2 = c.transactions().begin("tx").await.unwrap();
     assert_eq!(
         (h2.producer_id, h2.producer_epoch),
         (h.producer_id, h.producer_epoch + 1)
     );
-    c.txn_send(&h2, "t", None, Some(b("next transaction")), Some(0))
+    c.transactions()
+        .send(&h2, "t", None, Some(b("next transaction")), Some(0))
         .await
         .unwrap();
-    c.commit_transaction(&h2).await.unwrap();
+    c.transactions().commit(&h2).await.unwrap();
     let got = c
+        .data()
         .fetch(&FetchRequest::new(p.clone(), 0, 10).with_isolation(Isolation::ReadCommitted))
         .unwrap();
     let values: Vec<_> = got
@@ -290,7 +300,7 @@ async fn a_deleted_identity_store_never_hands_out_an_id_the_log_holds() {
             b("next transaction")
         ]
     );
-    c.close().await.unwrap();
+    c.lifecycle().close().await.unwrap();
 }
 
 #[tokio::test]
@@ -298,12 +308,12 @@ async fn a_damaged_offsets_log_after_a_crash_refuses_to_start_instead_of_losing_
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(1_000);
     let c = open(dir.path(), &clock);
-    c.create_topic("t", 1, 1).unwrap();
+    c.topics().create("t", 1, 1).unwrap();
     for offset in 1..=5 {
         let commit = std::collections::BTreeMap::from([(tp("t", 0), offset)]);
-        c.commit_offsets_direct("g", &commit).unwrap();
+        c.groups().commit_direct("g", &commit).unwrap();
     }
-    c.crash();
+    c.lifecycle().crash();
     drop(c);
     // A flipped byte inside the first commit record; four intact commits
     // follow it in the active segment.
@@ -328,13 +338,14 @@ async fn a_damaged_journal_line_with_later_states_refuses_to_start_instead_of_ab
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(1_000);
     let c = open(dir.path(), &clock);
-    c.create_topic("t", 1, 1).unwrap();
-    let h = c.begin_transaction("tx").await.unwrap();
-    c.txn_send(&h, "t", None, Some(b("committed")), Some(0))
+    c.topics().create("t", 1, 1).unwrap();
+    let h = c.transactions().begin("tx").await.unwrap();
+    c.transactions()
+        .send(&h, "t", None, Some(b("committed")), Some(0))
         .await
         .unwrap();
-    c.commit_transaction(&h).await.unwrap();
-    c.crash();
+    c.transactions().commit(&h).await.unwrap();
+    c.lifecycle().crash();
     drop(c);
     let journal = dir.path().join(mk_txn::JOURNAL_FILE_NAME);
     let text = std::fs::read_to_string(&journal).unwrap();
@@ -387,31 +398,33 @@ async fn a_lost_marker_is_written_again_on_open_so_the_lso_moves_on() {
         let dir = tempfile::tempdir().unwrap();
         let clock = ManualClock::new(1_000);
         let c = open(dir.path(), &clock);
-        c.create_topic("t", 1, 1).unwrap();
+        c.topics().create("t", 1, 1).unwrap();
         let p = tp("t", 0);
-        let h = c.begin_transaction("tx").await.unwrap();
-        c.txn_send(&h, "t", None, Some(b("in the txn")), Some(0))
+        let h = c.transactions().begin("tx").await.unwrap();
+        c.transactions()
+            .send(&h, "t", None, Some(b("in the txn")), Some(0))
             .await
             .unwrap();
         if commit {
-            c.commit_transaction(&h).await.unwrap();
+            c.transactions().commit(&h).await.unwrap();
         } else {
-            c.abort_transaction(&h).await.unwrap();
+            c.transactions().abort(&h).await.unwrap();
         }
         put(&c, &p, "after").await;
-        c.crash();
+        c.lifecycle().crash();
         drop(c);
         // The marker (and the record after it) never reached the disk; the
         // journal, fsynced per change, knows the outcome.
         lose_last_batches(dir.path(), &p, 2);
         let c = open(dir.path(), &clock);
-        let lso = c.last_stable_offset(&p).unwrap();
+        let lso = c.data().last_stable_offset(&p).unwrap();
         assert_eq!(
             lso,
-            c.visible_end(&p).unwrap(),
+            c.data().visible_end(&p).unwrap(),
             "commit={commit}: the LSO is not stuck"
         );
         let read = c
+            .data()
             .fetch(&FetchRequest::new(p.clone(), 0, 10).with_isolation(Isolation::ReadCommitted))
             .unwrap();
         let values: Vec<_> = read
@@ -426,16 +439,17 @@ async fn a_lost_marker_is_written_again_on_open_so_the_lso_moves_on() {
         };
         assert_eq!(values, expected, "commit={commit}");
         // The next transaction of the same id works as usual.
-        let h = c.begin_transaction("tx").await.unwrap();
-        c.txn_send(&h, "t", None, Some(b("next")), Some(0))
+        let h = c.transactions().begin("tx").await.unwrap();
+        c.transactions()
+            .send(&h, "t", None, Some(b("next")), Some(0))
             .await
             .unwrap();
-        c.commit_transaction(&h).await.unwrap();
+        c.transactions().commit(&h).await.unwrap();
         assert_eq!(
-            c.last_stable_offset(&p).unwrap(),
-            c.visible_end(&p).unwrap()
+            c.data().last_stable_offset(&p).unwrap(),
+            c.data().visible_end(&p).unwrap()
         );
-        c.close().await.unwrap();
+        c.lifecycle().close().await.unwrap();
     }
 }
 
@@ -468,35 +482,42 @@ async fn a_corrupt_closed_segment_takes_only_its_partition_offline() {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(1_000);
     let c = open_with(dir.path(), &clock, small_segments);
-    c.create_topic("c", 1, 1).unwrap();
-    c.create_topic("d", 1, 1).unwrap();
+    c.topics().create("c", 1, 1).unwrap();
+    c.topics().create("d", 1, 1).unwrap();
     for i in 0..60 {
         put(&c, &tp("c", 0), &format!("c-value-{i:04}")).await;
     }
     put(&c, &tp("d", 0), "d-value").await;
-    c.close().await.unwrap();
+    c.lifecycle().close().await.unwrap();
     drop(c);
     flip_byte_in_first_segment(dir.path(), &tp("c", 0));
     // The clean-shutdown checkpoint vouches for the closed segment, so the
     // broker starts; the damage is found by the first read reaching it.
     let c = open_with(dir.path(), &clock, small_segments);
-    let e = c.fetch(&FetchRequest::new(tp("c", 0), 0, 100)).unwrap_err();
+    let e = c
+        .data()
+        .fetch(&FetchRequest::new(tp("c", 0), 0, 100))
+        .unwrap_err();
     assert_eq!(e.code(), ErrorCode::StorageError, "{e}");
     assert!(e.to_string().contains("c-0 is damaged"), "{e}");
     // Everything else keeps serving.
-    assert_eq!(c.state(), LifecycleState::Running);
-    let d = c.fetch(&FetchRequest::new(tp("d", 0), 0, 100)).unwrap();
+    assert_eq!(c.lifecycle().state(), LifecycleState::Running);
+    let d = c
+        .data()
+        .fetch(&FetchRequest::new(tp("d", 0), 0, 100))
+        .unwrap();
     assert_eq!(values(&d), vec![b("d-value")]);
     put(&c, &tp("d", 0), "after the damage").await;
     assert_eq!(
-        c.list_topics().unwrap(),
+        c.topics().list().unwrap(),
         vec!["c".to_string(), "d".to_string()]
     );
-    c.create_topic("e", 1, 1).unwrap();
-    c.run_flush_cycle().unwrap();
-    c.replicate_all_once().unwrap();
+    c.topics().create("e", 1, 1).unwrap();
+    c.steps().run_flush_cycle().unwrap();
+    c.steps().replicate_all_once().unwrap();
     // The damaged partition refuses writes too, and is reported as damaged.
     let produced = c
+        .data()
         .append_batch(
             &tp("c", 0),
             RecordBatch::new(vec![Record::new(None, Some(b("x")), 1)]).unwrap(),
@@ -505,15 +526,15 @@ async fn a_corrupt_closed_segment_takes_only_its_partition_offline() {
         .await
         .unwrap_err();
     assert_eq!(produced.code(), ErrorCode::StorageError);
-    let described = c.describe_topic("c").unwrap();
+    let described = c.topics().describe("c").unwrap();
     assert!(described.partitions[0].damaged.is_some(), "{described:?}");
     assert!(
-        c.describe_topic("d").unwrap().partitions[0]
+        c.topics().describe("d").unwrap().partitions[0]
             .damaged
             .is_none()
     );
-    assert_eq!(c.stats().unwrap().damaged_partitions, 1);
-    let health = c.health();
+    assert_eq!(c.views().stats().unwrap().damaged_partitions, 1);
+    let health = c.lifecycle().health();
     assert_eq!(health.damaged.len(), 1);
     assert_eq!(health.damaged[0].0, tp("c", 0));
     // A Kafka fetch of both answers per partition.
@@ -538,31 +559,33 @@ async fn a_corrupt_closed_segment_takes_only_its_partition_offline() {
         max_wait: std::time::Duration::ZERO,
         broker: None,
     };
-    let got = c.fetch_batches(&req).await.unwrap();
+    let got = c.data().fetch_batches(&req).await.unwrap();
     assert_eq!(
         got[0].error.as_ref().map(ClusterError::code),
         Some(ErrorCode::StorageError)
     );
     assert!(got[1].error.is_none() && got[1].batches.len() == 2);
-    c.close().await.unwrap();
+    c.lifecycle().close().await.unwrap();
     drop(c);
     // After a restart the damage is still local: the broker starts and
     // only c-0 answers STORAGE_ERROR.
     let c = open_with(dir.path(), &clock, small_segments);
     assert_eq!(
-        c.fetch(&FetchRequest::new(tp("c", 0), 0, 100))
+        c.data()
+            .fetch(&FetchRequest::new(tp("c", 0), 0, 100))
             .unwrap_err()
             .code(),
         ErrorCode::StorageError
     );
     assert_eq!(
-        c.fetch(&FetchRequest::new(tp("d", 0), 0, 100))
+        c.data()
+            .fetch(&FetchRequest::new(tp("d", 0), 0, 100))
             .unwrap()
             .records
             .len(),
         2
     );
-    c.close().await.unwrap();
+    c.lifecycle().close().await.unwrap();
 }
 
 #[tokio::test]
@@ -570,18 +593,18 @@ async fn a_partition_found_damaged_at_open_starts_offline_and_the_rest_serves() 
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(1_000);
     let c = open_with(dir.path(), &clock, small_segments);
-    c.create_topic("c", 1, 1).unwrap();
-    c.create_topic("d", 1, 1).unwrap();
+    c.topics().create("c", 1, 1).unwrap();
+    c.topics().create("d", 1, 1).unwrap();
     for i in 0..60 {
         put(&c, &tp("c", 0), &format!("c-value-{i:04}")).await;
     }
     put(&c, &tp("d", 0), "d-value").await;
     // A crash without any flush: open scans every segment and finds it.
-    c.crash();
+    c.lifecycle().crash();
     drop(c);
     flip_byte_in_first_segment(dir.path(), &tp("c", 0));
     let c = open_with(dir.path(), &clock, small_segments);
-    let p = &c.describe_topic("c").unwrap().partitions[0];
+    let p = &c.topics().describe("c").unwrap().partitions[0];
     assert!(
         p.damaged
             .as_deref()
@@ -590,23 +613,25 @@ async fn a_partition_found_damaged_at_open_starts_offline_and_the_rest_serves() 
     );
     assert_eq!((p.high_watermark, p.log_end_offset), (-1, -1));
     assert_eq!(
-        c.fetch(&FetchRequest::new(tp("c", 0), 0, 100))
+        c.data()
+            .fetch(&FetchRequest::new(tp("c", 0), 0, 100))
             .unwrap_err()
             .code(),
         ErrorCode::StorageError
     );
     assert_eq!(
-        c.fetch(&FetchRequest::new(tp("d", 0), 0, 100))
+        c.data()
+            .fetch(&FetchRequest::new(tp("d", 0), 0, 100))
             .unwrap()
             .records
             .len(),
         1
     );
     // Deleting the damaged topic is one way back; its name starts empty.
-    c.delete_topic("c").unwrap();
-    c.create_topic("c", 1, 1).unwrap();
-    assert_eq!(c.log_end_offset(&tp("c", 0)).unwrap(), 0);
-    c.close().await.unwrap();
+    c.topics().delete("c").unwrap();
+    c.topics().create("c", 1, 1).unwrap();
+    assert_eq!(c.data().log_end_offset(&tp("c", 0)).unwrap(), 0);
+    c.lifecycle().close().await.unwrap();
 }
 
 #[tokio::test]
@@ -620,13 +645,14 @@ async fn a_full_disk_fails_writes_typed_keeps_reads_and_loses_no_acknowledged_re
         faults.clone(),
     )
     .unwrap();
-    c.create_topic("t", 1, 1).unwrap();
+    c.topics().create("t", 1, 1).unwrap();
     let p = tp("t", 0);
     for i in 0..10 {
         put(&c, &p, &format!("v{i}")).await;
     }
     faults.disk_full(true);
     let e = c
+        .data()
         .append_batch(
             &p,
             RecordBatch::new(vec![Record::new(None, Some(b("refused")), 1)]).unwrap(),
@@ -641,51 +667,55 @@ async fn a_full_disk_fails_writes_typed_keeps_reads_and_loses_no_acknowledged_re
         "{e}"
     );
     assert_eq!(
-        c.state(),
+        c.lifecycle().state(),
         LifecycleState::Running,
         "a full disk does not fail the broker"
     );
     // Stored data stays readable, the failure is visible.
     assert_eq!(
-        c.fetch(&FetchRequest::new(p.clone(), 0, 100))
+        c.data()
+            .fetch(&FetchRequest::new(p.clone(), 0, 100))
             .unwrap()
             .records
             .len(),
         10
     );
-    assert!(c.health().disk_full.is_some());
-    assert!(c.stats().unwrap().disk_full);
+    assert!(c.lifecycle().health().disk_full.is_some());
+    assert!(c.views().stats().unwrap().disk_full);
     let commit = std::collections::BTreeMap::from([(p.clone(), 5)]);
     assert_eq!(
-        c.commit_offsets_direct("g", &commit).unwrap_err().code(),
+        c.groups().commit_direct("g", &commit).unwrap_err().code(),
         ErrorCode::StorageError
     );
     assert_eq!(
-        c.create_topic("u", 1, 1).unwrap_err().code(),
+        c.topics().create("u", 1, 1).unwrap_err().code(),
         ErrorCode::StorageError
     );
     assert!(!dir.path().join("broker-1").join("u-0").exists());
-    let _ = c.run_flush_cycle();
-    assert_eq!(c.state(), LifecycleState::Running);
-    assert!(c.probe_disk_space(), "still full");
+    let _ = c.steps().run_flush_cycle();
+    assert_eq!(c.lifecycle().state(), LifecycleState::Running);
+    assert!(c.lifecycle().probe_disk_space(), "still full");
     // Space is back: the probe notices without any client write.
     faults.disk_full(false);
-    assert!(!c.probe_disk_space());
-    assert!(c.health().is_healthy());
+    assert!(!c.lifecycle().probe_disk_space());
+    assert!(c.lifecycle().health().is_healthy());
     assert_eq!(
         put(&c, &p, "v10").await,
         10,
         "the next record takes the next offset"
     );
-    c.commit_offsets_direct("g", &commit).unwrap();
-    c.crash();
+    c.groups().commit_direct("g", &commit).unwrap();
+    c.lifecycle().crash();
     drop(c);
     let c = open(dir.path(), &clock);
-    let got = c.fetch(&FetchRequest::new(p.clone(), 0, 100)).unwrap();
+    let got = c
+        .data()
+        .fetch(&FetchRequest::new(p.clone(), 0, 100))
+        .unwrap();
     let expected: Vec<Bytes> = (0..=10).map(|i| b(&format!("v{i}"))).collect();
     assert_eq!(values(&got), expected);
-    assert_eq!(c.fetch_committed("g", &p).unwrap(), Some(5));
-    c.close().await.unwrap();
+    assert_eq!(c.groups().fetch_committed("g", &p).unwrap(), Some(5));
+    c.lifecycle().close().await.unwrap();
 }
 
 #[tokio::test]
@@ -693,15 +723,18 @@ async fn a_deleted_partition_directory_is_reported_not_silently_recreated_empty(
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(1_000);
     let c = open(dir.path(), &clock);
-    c.create_topic("c", 1, 1).unwrap();
-    c.create_topic("d", 1, 1).unwrap();
+    c.topics().create("c", 1, 1).unwrap();
+    c.topics().create("d", 1, 1).unwrap();
     put(&c, &tp("c", 0), "lost").await;
     put(&c, &tp("d", 0), "kept").await;
-    c.close().await.unwrap();
+    c.lifecycle().close().await.unwrap();
     drop(c);
     std::fs::remove_dir_all(dir.path().join("broker-1").join("c-0")).unwrap();
     let c = open(dir.path(), &clock);
-    let e = c.fetch(&FetchRequest::new(tp("c", 0), 0, 10)).unwrap_err();
+    let e = c
+        .data()
+        .fetch(&FetchRequest::new(tp("c", 0), 0, 10))
+        .unwrap_err();
     assert_eq!(e.code(), ErrorCode::StorageError, "{e}");
     assert!(e.to_string().contains("missing"), "{e}");
     assert!(
@@ -709,8 +742,12 @@ async fn a_deleted_partition_directory_is_reported_not_silently_recreated_empty(
         "nothing was recreated"
     );
     assert_eq!(
-        values(&c.fetch(&FetchRequest::new(tp("d", 0), 0, 10)).unwrap()),
+        values(
+            &c.data()
+                .fetch(&FetchRequest::new(tp("d", 0), 0, 10))
+                .unwrap()
+        ),
         vec![b("kept")]
     );
-    c.close().await.unwrap();
+    c.lifecycle().close().await.unwrap();
 }

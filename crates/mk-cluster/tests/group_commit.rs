@@ -48,7 +48,7 @@ fn seen(answers: Vec<Result<ProduceResponse>>) -> Vec<Result<(u32, Option<i64>),
 /// an unknown partition, an out-of-order idempotent batch.
 fn pipeline(c: &BrokerCluster) -> Vec<ProduceRequest> {
     let (p0, p1) = (tp("g", 0), tp("g", 1));
-    let id = c.init_producer(None).unwrap();
+    let id = c.transactions().init_producer(None).unwrap();
     let big = "x".repeat(2_000);
     vec![
         req(&p0, "a", AckMode::One),
@@ -77,8 +77,8 @@ fn small_batches(c: MiniKafkaConfig) -> MiniKafkaConfig {
 async fn one_refused_request_of_a_pipelined_group_leaves_its_neighbours_exact() {
     let dir = tempfile::tempdir().unwrap();
     let c = open_with(dir.path(), &ManualClock::new(1_000), small_batches);
-    c.create_topic("g", 2, 1).unwrap();
-    let answers = seen(c.produce_group(pipeline(&c)).await);
+    c.topics().create("g", 2, 1).unwrap();
+    let answers = seen(c.data().produce_group(pipeline(&c)).await);
     assert_eq!(
         answers,
         vec![
@@ -112,12 +112,12 @@ async fn a_group_answers_as_one_produce_after_another() {
         open_with(d2.path(), &clock, small_batches),
     );
     let mut singly = Vec::new();
-    one.create_topic("g", 2, 1).unwrap();
+    one.topics().create("g", 2, 1).unwrap();
     for r in pipeline(&one) {
-        singly.push(one.produce(r).await);
+        singly.push(one.data().produce(r).await);
     }
-    grouped.create_topic("g", 2, 1).unwrap();
-    let together = grouped.produce_group(pipeline(&grouped)).await;
+    grouped.topics().create("g", 2, 1).unwrap();
+    let together = grouped.data().produce_group(pipeline(&grouped)).await;
     assert_eq!(seen(together), seen(singly));
     for p in [tp("g", 0), tp("g", 1)] {
         assert_eq!(read_uncommitted(&grouped, &p), read_uncommitted(&one, &p));
@@ -134,13 +134,13 @@ async fn plain_requests_to_one_partition_are_one_write() {
         faults.clone(),
     )
     .unwrap();
-    c.create_topic("w", 1, 1).unwrap();
+    c.topics().create("w", 1, 1).unwrap();
     let p = tp("w", 0);
     let before = faults.sites_passed();
     let group = (0..20)
         .map(|i| req(&p, &format!("v{i}"), AckMode::One))
         .collect();
-    let answers = seen(c.produce_group(group).await);
+    let answers = seen(c.data().produce_group(group).await);
     assert_eq!(
         faults.sites_passed() - before,
         1,
@@ -150,7 +150,8 @@ async fn plain_requests_to_one_partition_are_one_write() {
 
     let before = faults.sites_passed();
     for i in 20..40 {
-        c.produce(req(&p, &format!("v{i}"), AckMode::One))
+        c.data()
+            .produce(req(&p, &format!("v{i}"), AckMode::One))
             .await
             .unwrap();
     }
@@ -163,15 +164,16 @@ async fn acks_all_in_a_group_waits_for_the_followers() {
     let c = open_with(dir.path(), &ManualClock::new(1_000), |c| {
         c.with_brokers(vec![1, 2, 3])
     });
-    c.create_topic("r", 1, 3).unwrap();
+    c.topics().create("r", 1, 3).unwrap();
     let p = tp("r", 0);
     let group = (0..5)
         .map(|i| req(&p, &format!("v{i}"), AckMode::All))
         .collect();
-    let answers = replicating(&c, c.produce_group(group)).await;
+    let answers = replicating(&c, c.data().produce_group(group)).await;
     let offsets: Vec<_> = seen(answers).into_iter().map(|a| a.unwrap().1).collect();
     assert_eq!(offsets, [0, 1, 2, 3, 4].map(Some));
     let fetched = c
+        .data()
         .fetch(&FetchRequest {
             tp: p.clone(),
             offset: 0,
@@ -194,6 +196,6 @@ async fn an_unknown_topic_refuses_each_request_of_a_group() {
     let group = (0..3)
         .map(|i| req(&p, &format!("v{i}"), AckMode::One))
         .collect();
-    let answers = seen(c.produce_group(group).await);
+    let answers = seen(c.data().produce_group(group).await);
     assert_eq!(answers, vec![Err(ErrorCode::UnknownTopic); 3]);
 }

@@ -1,5 +1,5 @@
-//! The core's group API for the Kafka adapter (`join_group_member`,
-//! `sync_group_member`, heartbeats, leaves, commits, listings, deletions),
+//! The core's group API for the Kafka adapter (`groups().join_member`,
+//! `groups().sync_member`, heartbeats, leaves, commits, listings, deletions),
 //! tested in the core: waiting joins resolved by other members, by the time
 //! step and by the drivers of a running broker; closing and storage
 //! failures; and Kafka members next to coordinator-assigned ones.
@@ -20,7 +20,7 @@ const PATIENCE: Duration = Duration::from_secs(20);
 fn open(dir: &std::path::Path, clock: &ManualClock) -> Arc<BrokerCluster> {
     let c =
         BrokerCluster::open_with_clock(MiniKafkaConfig::new(dir), Arc::new(clock.clone())).unwrap();
-    c.create_topic("orders", 3, 1).unwrap();
+    c.topics().create("orders", 3, 1).unwrap();
     c
 }
 
@@ -101,13 +101,13 @@ impl<'a, T> Sent<'a, T> {
 /// A new member's two joins (MEMBER_ID_REQUIRED, then with the made id);
 /// returns the made id and the second join, sent.
 async fn join_new(c: &BrokerCluster) -> (String, Sent<'_, GroupJoined>) {
-    let e = c.join_group_member(join("")).await.unwrap_err();
+    let e = c.groups().join_member(join("")).await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::MemberIdRequired);
     let id = e
         .member_id_required()
         .expect("the error carries the id")
         .to_string();
-    let second = Sent::new(c.join_group_member(join(&id)));
+    let second = Sent::new(c.groups().join_member(join(&id)));
     (id, second)
 }
 
@@ -120,59 +120,69 @@ async fn kafka_members_join_sync_heartbeat_commit_and_leave_through_the_cluster(
     let ja = task.answer().await.unwrap();
     assert_eq!((ja.generation_id, ja.leader_id.as_str()), (1, a.as_str()));
     let sa = c
-        .sync_group_member(sync(&a, 1, vec![(a.clone(), Bytes::from_static(b"A1"))]))
+        .groups()
+        .sync_member(sync(&a, 1, vec![(a.clone(), Bytes::from_static(b"A1"))]))
         .await
         .unwrap();
     assert_eq!(sa.assignment, Bytes::from_static(b"A1"));
-    c.heartbeat_member("g", &a, 1, None).unwrap();
+    c.groups().heartbeat_member("g", &a, 1, None).unwrap();
     let offsets = BTreeMap::from([(tp("orders", 2), 7)]);
-    c.commit_group_offsets("g", 1, &a, None, &offsets).unwrap();
-    assert_eq!(c.fetch_committed("g", &tp("orders", 2)).unwrap(), Some(7));
+    c.groups().commit("g", 1, &a, None, &offsets).unwrap();
+    assert_eq!(
+        c.groups().fetch_committed("g", &tp("orders", 2)).unwrap(),
+        Some(7)
+    );
 
     // A second member waits at the barrier until the first rejoins.
     let (b, mut task_b) = join_new(&c).await;
     assert!(task_b.poll(), "the join waits for a to rejoin");
     assert_eq!(
-        c.heartbeat_member("g", &a, 1, None).unwrap_err().code(),
+        c.groups()
+            .heartbeat_member("g", &a, 1, None)
+            .unwrap_err()
+            .code(),
         ErrorCode::RebalanceInProgress
     );
-    let ja = c.join_group_member(join(&a)).await.unwrap();
+    let ja = c.groups().join_member(join(&a)).await.unwrap();
     let jb = task_b.answer().await.unwrap();
     assert_eq!((ja.generation_id, jb.generation_id), (2, 2));
     assert_eq!(ja.members.len(), 2);
     // The follower's sync waits for the leader's.
-    let mut follower = Sent::new(c.sync_group_member(sync(&b, 2, vec![])));
+    let mut follower = Sent::new(c.groups().sync_member(sync(&b, 2, vec![])));
     assert!(follower.poll());
-    c.sync_group_member(sync(
-        &a,
-        2,
-        vec![
-            (a.clone(), Bytes::from_static(b"A2")),
-            (b.clone(), Bytes::from_static(b"B2")),
-        ],
-    ))
-    .await
-    .unwrap();
+    c.groups()
+        .sync_member(sync(
+            &a,
+            2,
+            vec![
+                (a.clone(), Bytes::from_static(b"A2")),
+                (b.clone(), Bytes::from_static(b"B2")),
+            ],
+        ))
+        .await
+        .unwrap();
     assert_eq!(
         follower.answer().await.unwrap().assignment,
         Bytes::from_static(b"B2")
     );
     // The stale generation is fenced.
     assert_eq!(
-        c.commit_group_offsets("g", 1, &a, None, &offsets)
+        c.groups()
+            .commit("g", 1, &a, None, &offsets)
             .unwrap_err()
             .code(),
         ErrorCode::IllegalGeneration
     );
     let answers = c
-        .leave_group_members("g", &[(b.clone(), None), ("ghost".into(), None)])
+        .groups()
+        .leave_members("g", &[(b.clone(), None), ("ghost".into(), None)])
         .unwrap();
     assert!(answers[0].is_ok());
     assert_eq!(
         answers[1].as_ref().unwrap_err().code(),
         ErrorCode::UnknownMember
     );
-    c.close().await.unwrap();
+    c.lifecycle().close().await.unwrap();
 }
 
 #[tokio::test]
@@ -182,27 +192,27 @@ async fn a_waiting_join_is_completed_by_the_time_step() {
     let c = open(dir.path(), &clock);
     let (a, task) = join_new(&c).await;
     task.answer().await.unwrap();
-    c.sync_group_member(sync(&a, 1, vec![])).await.unwrap();
+    c.groups().sync_member(sync(&a, 1, vec![])).await.unwrap();
     let (_b, mut task_b) = join_new(&c).await;
     clock.advance(29_999);
-    c.heartbeat_member("g", &a, 1, None).unwrap_err();
-    assert!(c.expire_group_members().unwrap().is_empty());
+    c.groups().heartbeat_member("g", &a, 1, None).unwrap_err();
+    assert!(c.groups().expire_members().unwrap().is_empty());
     assert!(task_b.poll());
     clock.advance(1);
     assert_eq!(
-        c.expire_group_members().unwrap(),
+        c.groups().expire_members().unwrap(),
         vec![("g".to_string(), a.clone())]
     );
     let jb = task_b.answer().await.unwrap();
     assert_eq!((jb.generation_id, jb.members.len()), (2, 1));
-    c.close().await.unwrap();
+    c.lifecycle().close().await.unwrap();
 }
 
 #[tokio::test]
 async fn a_running_brokers_drivers_end_a_barrier_whose_rebalance_timeout_passed() {
     let dir = tempfile::tempdir().unwrap();
     let c = BrokerCluster::open(MiniKafkaConfig::new(dir.path())).unwrap();
-    c.create_topic("orders", 1, 1).unwrap();
+    c.topics().create("orders", 1, 1).unwrap();
     c.start_drivers(DriverConfig {
         group_expiry_interval: Duration::from_millis(10),
         ..DriverConfig::default()
@@ -213,18 +223,19 @@ async fn a_running_brokers_drivers_end_a_barrier_whose_rebalance_timeout_passed(
         require_known_member_id: false,
         ..join(member)
     };
-    let ja = c.join_group_member(short("")).await.unwrap();
-    c.sync_group_member(sync(&ja.member_id, 1, vec![]))
+    let ja = c.groups().join_member(short("")).await.unwrap();
+    c.groups()
+        .sync_member(sync(&ja.member_id, 1, vec![]))
         .await
         .unwrap();
     // a never rejoins; only the drivers' time step can answer b.
-    let jb = tokio::time::timeout(PATIENCE, c.join_group_member(short("")))
+    let jb = tokio::time::timeout(PATIENCE, c.groups().join_member(short("")))
         .await
         .expect("the drivers completed the rebalance")
         .unwrap();
     assert_eq!((jb.generation_id, jb.members.len()), (2, 1));
     assert_eq!(jb.leader_id, jb.member_id);
-    c.close().await.unwrap();
+    c.lifecycle().close().await.unwrap();
 }
 
 #[tokio::test]
@@ -234,9 +245,9 @@ async fn closing_the_cluster_answers_a_waiting_join_cluster_closed() {
     let c = open(dir.path(), &clock);
     let (a, task) = join_new(&c).await;
     task.answer().await.unwrap();
-    c.sync_group_member(sync(&a, 1, vec![])).await.unwrap();
+    c.groups().sync_member(sync(&a, 1, vec![])).await.unwrap();
     let (_b, task_b) = join_new(&c).await;
-    c.close().await.unwrap();
+    c.lifecycle().close().await.unwrap();
     let e = task_b.answer().await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::ClusterClosed, "{e}");
 }
@@ -249,11 +260,14 @@ async fn a_storage_failure_while_forming_a_generation_fails_the_cluster() {
     c.failure_injector().fail_writes_after(0);
     let mut first = join("");
     first.require_known_member_id = false;
-    let e = c.join_group_member(first).await.unwrap_err();
+    let e = c.groups().join_member(first).await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::ClusterFailed, "{e}");
-    assert!(matches!(c.state(), LifecycleState::Failed(_)));
+    assert!(matches!(c.lifecycle().state(), LifecycleState::Failed(_)));
     assert_eq!(
-        c.heartbeat_member("g", "x", 1, None).unwrap_err().code(),
+        c.groups()
+            .heartbeat_member("g", "x", 1, None)
+            .unwrap_err()
+            .code(),
         ErrorCode::ClusterFailed
     );
 }
@@ -267,18 +281,20 @@ async fn listings_descriptions_and_deletions_through_the_cluster() {
     task.answer().await.unwrap();
     let mut s = sync(&a, 1, vec![(a.clone(), Bytes::from_static(b"A"))]);
     s.assigned_partitions = vec![(a.clone(), vec![tp("orders", 1), tp("orders", 0)])];
-    c.sync_group_member(s).await.unwrap();
-    c.commit_group_offsets("g", 1, &a, None, &BTreeMap::from([(tp("orders", 0), 3)]))
+    c.groups().sync_member(s).await.unwrap();
+    c.groups()
+        .commit("g", 1, &a, None, &BTreeMap::from([(tp("orders", 0), 3)]))
         .unwrap();
-    c.commit_group_offsets(
-        "manual",
-        -1,
-        "",
-        None,
-        &BTreeMap::from([(tp("orders", 1), 9)]),
-    )
-    .unwrap();
-    let listings = c.list_group_listings().unwrap();
+    c.groups()
+        .commit(
+            "manual",
+            -1,
+            "",
+            None,
+            &BTreeMap::from([(tp("orders", 1), 9)]),
+        )
+        .unwrap();
+    let listings = c.groups().listings().unwrap();
     assert_eq!(
         listings,
         vec![
@@ -294,7 +310,7 @@ async fn listings_descriptions_and_deletions_through_the_cluster() {
             },
         ]
     );
-    let d = c.describe_group("g").unwrap().unwrap();
+    let d = c.groups().describe("g").unwrap().unwrap();
     assert_eq!(
         (d.protocol_type.as_str(), d.protocol_name.as_str()),
         ("consumer", "range")
@@ -308,13 +324,14 @@ async fn listings_descriptions_and_deletions_through_the_cluster() {
     assert_eq!(m.assignment_bytes, Bytes::from_static(b"A"));
     assert_eq!(m.metadata, Bytes::from_static(b"orders"));
     // Deleting: offsets of a subscribed topic, a group with members.
-    let answer = c.delete_group_offsets("g", &[tp("orders", 0)]).unwrap();
+    let answer = c.groups().delete_offsets("g", &[tp("orders", 0)]).unwrap();
     assert_eq!(
         answer[0].1.as_ref().unwrap_err().code(),
         ErrorCode::GroupSubscribedToTopic
     );
     let answers = c
-        .delete_groups(&["g".into(), "manual".into(), "nope".into()])
+        .groups()
+        .delete(&["g".into(), "manual".into(), "nope".into()])
         .unwrap();
     let codes: Vec<Option<ErrorCode>> = answers
         .iter()
@@ -328,14 +345,20 @@ async fn listings_descriptions_and_deletions_through_the_cluster() {
             Some(ErrorCode::GroupIdNotFound)
         ]
     );
-    assert_eq!(c.fetch_committed("manual", &tp("orders", 1)).unwrap(), None);
     assert_eq!(
-        c.delete_group_offsets("nope", &[tp("orders", 0)])
+        c.groups()
+            .fetch_committed("manual", &tp("orders", 1))
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        c.groups()
+            .delete_offsets("nope", &[tp("orders", 0)])
             .unwrap_err()
             .code(),
         ErrorCode::GroupIdNotFound
     );
-    c.close().await.unwrap();
+    c.lifecycle().close().await.unwrap();
 }
 
 #[tokio::test]
@@ -343,29 +366,37 @@ async fn kafka_members_and_json_members_take_turns_in_one_group() {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(1_000);
     let c = open(dir.path(), &clock);
-    let json = c.join_group("g", "cli", &["orders".to_string()]).unwrap();
-    c.commit_offsets(
-        "g",
-        "cli",
-        json.generation,
-        &BTreeMap::from([(tp("orders", 0), 4)]),
-    )
-    .unwrap();
-    let e = c.join_group_member(join("")).await.unwrap_err();
+    let json = c
+        .groups()
+        .join("g", "cli", &["orders".to_string()])
+        .unwrap();
+    c.groups()
+        .commit_offsets(
+            "g",
+            "cli",
+            json.generation,
+            &BTreeMap::from([(tp("orders", 0), 4)]),
+        )
+        .unwrap();
+    let e = c.groups().join_member(join("")).await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::InconsistentGroupProtocol, "{e}");
-    assert!(c.leave_group("g", "cli").unwrap());
+    assert!(c.groups().leave("g", "cli").unwrap());
     let mut first = join("");
     first.require_known_member_id = false;
-    let k = c.join_group_member(first).await.unwrap();
+    let k = c.groups().join_member(first).await.unwrap();
     assert_eq!(
         k.generation_id,
         json.generation + 2,
         "one generation counter"
     );
-    assert_eq!(c.fetch_committed("g", &tp("orders", 0)).unwrap(), Some(4));
+    assert_eq!(
+        c.groups().fetch_committed("g", &tp("orders", 0)).unwrap(),
+        Some(4)
+    );
     let e = c
-        .join_group("g", "cli", &["orders".to_string()])
+        .groups()
+        .join("g", "cli", &["orders".to_string()])
         .unwrap_err();
     assert_eq!(e.code(), ErrorCode::InconsistentGroupProtocol);
-    c.close().await.unwrap();
+    c.lifecycle().close().await.unwrap();
 }

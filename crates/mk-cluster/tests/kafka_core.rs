@@ -25,7 +25,8 @@ fn batch_at(values: &[&str], ts: i64) -> RecordBatch {
 }
 
 async fn put(c: &BrokerCluster, tp: &TopicPartition, values: &[&str], ts: i64) -> i64 {
-    c.append_batch(tp, batch_at(values, ts), AckMode::One)
+    c.data()
+        .append_batch(tp, batch_at(values, ts), AckMode::One)
         .await
         .unwrap()
         .base_offset
@@ -37,26 +38,26 @@ async fn topic_and_cluster_ids_are_stable_across_restarts_and_unique() {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(1_000);
     let c = open(dir.path(), &clock);
-    c.create_topic("a", 1, 1).unwrap();
-    c.create_topic("b", 1, 1).unwrap();
+    c.topics().create("a", 1, 1).unwrap();
+    c.topics().create("b", 1, 1).unwrap();
     let (ida, idb, cluster) = (
-        c.topic_id("a").unwrap(),
-        c.topic_id("b").unwrap(),
+        c.topics().id("a").unwrap(),
+        c.topics().id("b").unwrap(),
         c.cluster_id(),
     );
     assert_ne!(ida, idb);
-    assert_eq!(c.topic_name_by_id(idb).unwrap(), "b");
-    c.close().await.unwrap();
+    assert_eq!(c.topics().name_by_id(idb).unwrap(), "b");
+    c.lifecycle().close().await.unwrap();
     drop(c);
     let c = open(dir.path(), &clock);
-    assert_eq!(c.topic_id("a").unwrap(), ida);
+    assert_eq!(c.topics().id("a").unwrap(), ida);
     assert_eq!(c.cluster_id(), cluster);
     let unknown = TopicId([1; 16]);
     assert_eq!(
-        c.topic_name_by_id(unknown).unwrap_err().code(),
+        c.topics().name_by_id(unknown).unwrap_err().code(),
         ErrorCode::UnknownTopicId
     );
-    c.close().await.unwrap();
+    c.lifecycle().close().await.unwrap();
 }
 
 #[tokio::test]
@@ -64,17 +65,18 @@ async fn deleting_a_topic_removes_its_files_offsets_and_name_for_good() {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(1_000);
     let c = open_with(dir.path(), &clock, |c| c.with_brokers(vec![1, 2]));
-    c.create_topic("gone", 2, 2).unwrap();
-    c.create_topic("kept", 1, 1).unwrap();
+    c.topics().create("gone", 2, 2).unwrap();
+    c.topics().create("kept", 1, 1).unwrap();
     put(&c, &tp("gone", 0), &["x", "y"], 1).await;
     put(&c, &tp("kept", 0), &["z"], 1).await;
     let offsets = BTreeMap::from([(tp("gone", 0), 2), (tp("kept", 0), 1)]);
-    c.commit_offsets_direct("g", &offsets).unwrap();
-    let old_id = c.topic_id("gone").unwrap();
-    c.delete_topic("gone").unwrap();
-    assert_eq!(c.list_topics().unwrap(), vec!["kept".to_string()]);
+    c.groups().commit_direct("g", &offsets).unwrap();
+    let old_id = c.topics().id("gone").unwrap();
+    c.topics().delete("gone").unwrap();
+    assert_eq!(c.topics().list().unwrap(), vec!["kept".to_string()]);
     assert_eq!(
-        c.fetch(&FetchRequest::new(tp("gone", 0), 0, 10))
+        c.data()
+            .fetch(&FetchRequest::new(tp("gone", 0), 0, 10))
             .unwrap_err()
             .code(),
         ErrorCode::UnknownTopic
@@ -84,27 +86,27 @@ async fn deleting_a_topic_removes_its_files_offsets_and_name_for_good() {
         assert!(!d.exists(), "{} is left", d.display());
     }
     assert_eq!(
-        c.committed_offsets("g").unwrap(),
+        c.groups().committed("g").unwrap(),
         BTreeMap::from([(tp("kept", 0), 1)])
     );
     assert_eq!(
-        c.delete_topic("gone").unwrap_err().code(),
+        c.topics().delete("gone").unwrap_err().code(),
         ErrorCode::UnknownTopic
     );
     assert_eq!(
-        c.delete_topic(OFFSETS_TOPIC).unwrap_err().code(),
+        c.topics().delete(OFFSETS_TOPIC).unwrap_err().code(),
         ErrorCode::InvalidTopic
     );
     // The name is free again and starts empty, with a new id.
-    c.create_topic("gone", 1, 1).unwrap();
-    assert_ne!(c.topic_id("gone").unwrap(), old_id);
-    assert_eq!(c.log_end_offset(&tp("gone", 0)).unwrap(), 0);
-    c.close().await.unwrap();
+    c.topics().create("gone", 1, 1).unwrap();
+    assert_ne!(c.topics().id("gone").unwrap(), old_id);
+    assert_eq!(c.data().log_end_offset(&tp("gone", 0)).unwrap(), 0);
+    c.lifecycle().close().await.unwrap();
     drop(c);
     let c = open_with(dir.path(), &clock, |c| c.with_brokers(vec![1, 2]));
-    assert_eq!(c.log_end_offset(&tp("gone", 0)).unwrap(), 0);
-    assert_eq!(c.log_end_offset(&tp("kept", 0)).unwrap(), 1);
-    c.close().await.unwrap();
+    assert_eq!(c.data().log_end_offset(&tp("gone", 0)).unwrap(), 0);
+    assert_eq!(c.data().log_end_offset(&tp("kept", 0)).unwrap(), 1);
+    c.lifecycle().close().await.unwrap();
 }
 
 #[tokio::test]
@@ -112,9 +114,9 @@ async fn a_deletion_interrupted_by_a_crash_is_finished_on_open() {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(1_000);
     let c = open(dir.path(), &clock);
-    c.create_topic("half", 1, 1).unwrap();
+    c.topics().create("half", 1, 1).unwrap();
     put(&c, &tp("half", 0), &["x"], 1).await;
-    c.close().await.unwrap();
+    c.lifecycle().close().await.unwrap();
     drop(c);
     // The deletion decided (metadata written) but the files not yet
     // removed: exactly where a crash inside delete_topic can leave it.
@@ -122,7 +124,7 @@ async fn a_deletion_interrupted_by_a_crash_is_finished_on_open() {
     store.begin_delete("half").unwrap();
     assert!(dir.path().join("broker-1").join("half-0").exists());
     let c = open(dir.path(), &clock);
-    assert!(c.list_topics().unwrap().is_empty());
+    assert!(c.topics().list().unwrap().is_empty());
     assert!(!dir.path().join("broker-1").join("half-0").exists());
     assert!(
         MetadataStore::load(dir.path())
@@ -130,9 +132,9 @@ async fn a_deletion_interrupted_by_a_crash_is_finished_on_open() {
             .pending_deletions()
             .is_empty()
     );
-    c.create_topic("half", 1, 1).unwrap();
-    assert_eq!(c.log_end_offset(&tp("half", 0)).unwrap(), 0);
-    c.close().await.unwrap();
+    c.topics().create("half", 1, 1).unwrap();
+    assert_eq!(c.data().log_end_offset(&tp("half", 0)).unwrap(), 0);
+    c.lifecycle().close().await.unwrap();
 }
 
 #[tokio::test]
@@ -141,35 +143,35 @@ async fn partitions_only_grow_keep_their_data_and_survive_a_restart() {
     let clock = ManualClock::new(1_000);
     let brokers = |c: MiniKafkaConfig| c.with_brokers(vec![1, 2, 3]);
     let c = open_with(dir.path(), &clock, brokers);
-    c.create_topic("g", 2, 2).unwrap();
+    c.topics().create("g", 2, 2).unwrap();
     put(&c, &tp("g", 1), &["old"], 1).await;
     assert_eq!(
-        c.create_partitions("g", 2).unwrap_err().code(),
+        c.topics().create_partitions("g", 2).unwrap_err().code(),
         ErrorCode::InvalidPartitions
     );
     assert_eq!(
-        c.create_partitions("nope", 3).unwrap_err().code(),
+        c.topics().create_partitions("nope", 3).unwrap_err().code(),
         ErrorCode::UnknownTopic
     );
-    c.validate_create_partitions("g", 5).unwrap();
+    c.topics().validate_create_partitions("g", 5).unwrap();
     assert_eq!(
-        c.partition_count("g").unwrap(),
+        c.topics().partition_count("g").unwrap(),
         2,
         "validation changes nothing"
     );
-    c.create_partitions("g", 5).unwrap();
-    let d = c.describe_topic("g").unwrap();
+    c.topics().create_partitions("g", 5).unwrap();
+    let d = c.topics().describe("g").unwrap();
     assert_eq!(d.partitions.len(), 5);
     // Placement rule of spec 00 and the topic's replication factor.
     assert_eq!(d.partitions[4].replicas, vec![2, 3]);
     put(&c, &tp("g", 4), &["new"], 1).await;
-    assert_eq!(c.log_end_offset(&tp("g", 1)).unwrap(), 1);
-    c.close().await.unwrap();
+    assert_eq!(c.data().log_end_offset(&tp("g", 1)).unwrap(), 1);
+    c.lifecycle().close().await.unwrap();
     drop(c);
     let c = open_with(dir.path(), &clock, brokers);
-    assert_eq!(c.partition_count("g").unwrap(), 5);
-    assert_eq!(c.log_end_offset(&tp("g", 4)).unwrap(), 1);
-    c.close().await.unwrap();
+    assert_eq!(c.topics().partition_count("g").unwrap(), 5);
+    assert_eq!(c.data().log_end_offset(&tp("g", 4)).unwrap(), 1);
+    c.lifecycle().close().await.unwrap();
 }
 
 #[tokio::test]
@@ -177,36 +179,39 @@ async fn altered_configs_are_validated_all_or_nothing_persisted_and_in_force() {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(1_000);
     let c = open(dir.path(), &clock);
-    c.create_topic("cfg", 1, 1).unwrap();
+    c.topics().create("cfg", 1, 1).unwrap();
     let set = |k: &str, v: &str| ConfigChange::Set {
         key: k.into(),
         value: v.into(),
     };
-    let before = c.describe_topic("cfg").unwrap().config;
+    let before = c.topics().describe("cfg").unwrap().config;
     let e = c
-        .alter_topic_config("cfg", &[set("retention.ms", "5"), set("bogus", "1")], false)
+        .topics()
+        .alter_config("cfg", &[set("retention.ms", "5"), set("bogus", "1")], false)
         .unwrap_err();
     assert_eq!(e.code(), ErrorCode::InvalidConfig);
     assert_eq!(
-        c.describe_topic("cfg").unwrap().config,
+        c.topics().describe("cfg").unwrap().config,
         before,
         "all or nothing"
     );
     let preview = c
-        .alter_topic_config("cfg", &[set("retention.ms", "-1")], true)
+        .topics()
+        .alter_config("cfg", &[set("retention.ms", "-1")], true)
         .unwrap();
     assert_eq!(preview.retention_ms, None);
     assert_eq!(
-        c.describe_topic("cfg").unwrap().config,
+        c.topics().describe("cfg").unwrap().config,
         before,
         "validate_only"
     );
-    c.alter_topic_config(
-        "cfg",
-        &[set("segment.bytes", "2048"), set("retention.ms", "-1")],
-        false,
-    )
-    .unwrap();
+    c.topics()
+        .alter_config(
+            "cfg",
+            &[set("segment.bytes", "2048"), set("retention.ms", "-1")],
+            false,
+        )
+        .unwrap();
     // The new segment size is in force for rolls: small appends now roll.
     for i in 0..20 {
         put(&c, &tp("cfg", 0), &[&format!("value-{i:0400}")], 1).await;
@@ -225,27 +230,28 @@ async fn altered_configs_are_validated_all_or_nothing_persisted_and_in_force() {
         files >= 3,
         "segments rolled at 2048 bytes: {files} log files"
     );
-    c.close().await.unwrap();
+    c.lifecycle().close().await.unwrap();
     drop(c);
     let c = open(dir.path(), &clock);
-    let after = c.describe_topic("cfg").unwrap().config;
+    let after = c.topics().describe("cfg").unwrap().config;
     assert_eq!(
         (after.retention_ms, after.segment_bytes),
         (None, Some(2048))
     );
-    c.alter_topic_config(
-        "cfg",
-        &[ConfigChange::Delete {
-            key: "retention.ms".into(),
-        }],
-        false,
-    )
-    .unwrap();
+    c.topics()
+        .alter_config(
+            "cfg",
+            &[ConfigChange::Delete {
+                key: "retention.ms".into(),
+            }],
+            false,
+        )
+        .unwrap();
     assert_eq!(
-        c.describe_topic("cfg").unwrap().config.retention_ms,
+        c.topics().describe("cfg").unwrap().config.retention_ms,
         TopicConfig::default().retention_ms
     );
-    c.close().await.unwrap();
+    c.lifecycle().close().await.unwrap();
 }
 
 #[tokio::test]
@@ -257,28 +263,35 @@ async fn metadata_auto_creates_only_when_allowed_and_enabled() {
         c
     });
     assert_eq!(
-        c.describe_or_auto_create("new", false).unwrap_err().code(),
+        c.topics()
+            .describe_or_auto_create("new", false)
+            .unwrap_err()
+            .code(),
         ErrorCode::UnknownTopic
     );
-    let d = c.describe_or_auto_create("new", true).unwrap();
+    let d = c.topics().describe_or_auto_create("new", true).unwrap();
     assert_eq!(d.partitions.len(), 3);
     assert_eq!(
-        c.describe_or_auto_create("bad name!", true)
+        c.topics()
+            .describe_or_auto_create("bad name!", true)
             .unwrap_err()
             .code(),
         ErrorCode::InvalidTopic
     );
-    c.close().await.unwrap();
+    c.lifecycle().close().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let c = open_with(dir.path(), &clock, |mut c| {
         c.auto_create_topics = false;
         c
     });
     assert_eq!(
-        c.describe_or_auto_create("new", true).unwrap_err().code(),
+        c.topics()
+            .describe_or_auto_create("new", true)
+            .unwrap_err()
+            .code(),
         ErrorCode::UnknownTopic
     );
-    c.close().await.unwrap();
+    c.lifecycle().close().await.unwrap();
 }
 
 #[tokio::test]
@@ -288,63 +301,71 @@ async fn a_broker_taken_offline_hands_leadership_to_an_in_sync_replica_and_rejoi
     let c = open_with(dir.path(), &clock, |c| {
         c.with_brokers(vec![1, 2, 3]).with_min_insync_replicas(2)
     });
-    c.create_topic("f", 3, 3).unwrap();
-    c.create_topic("single", 1, 1).unwrap();
+    c.topics().create("f", 3, 3).unwrap();
+    c.topics().create("single", 1, 1).unwrap();
     let p0 = tp("f", 0);
     let pending = c
+        .data()
         .submit_append(&p0, batch_at(&["a"], 1), AckMode::All, None)
         .unwrap();
-    c.replicate_all_once().unwrap();
+    c.steps().replicate_all_once().unwrap();
     pending.wait().await.unwrap();
-    c.check_leader(&p0, 1).unwrap();
+    c.brokers().check_leader(&p0, 1).unwrap();
     assert_eq!(
-        c.check_leader(&p0, 2).unwrap_err().code(),
+        c.brokers().check_leader(&p0, 2).unwrap_err().code(),
         ErrorCode::NotLeaderOrFollower
     );
-    let moved = c.take_broker_offline(1).unwrap();
+    let moved = c.brokers().take_offline(1).unwrap();
     // Broker 1 led f-0 (and "single", which has no other replica).
     assert_eq!(moved.len(), 1);
     assert_eq!((moved[0].1.leader_id, moved[0].1.leader_epoch), (2, 1));
-    assert_eq!(c.online_brokers(), vec![2, 3]);
+    assert_eq!(c.brokers().online(), vec![2, 3]);
     assert_eq!(
-        c.check_leader(&p0, 1).unwrap_err().code(),
+        c.brokers().check_leader(&p0, 1).unwrap_err().code(),
         ErrorCode::NotLeaderOrFollower
     );
-    c.check_leader(&p0, 2).unwrap();
-    assert!(!c.partition_metadata(&p0).unwrap().isr.contains(&1));
+    c.brokers().check_leader(&p0, 2).unwrap();
+    assert!(!c.topics().describe_partition(&p0).unwrap().isr.contains(&1));
     assert_eq!(
-        c.check_leader(&tp("single", 0), 1).unwrap_err().code(),
+        c.brokers()
+            .check_leader(&tp("single", 0), 1)
+            .unwrap_err()
+            .code(),
         ErrorCode::LeaderNotAvailable
     );
-    assert_eq!(c.available_leader(&tp("single", 0)).unwrap(), None);
+    assert_eq!(
+        c.brokers().available_leader(&tp("single", 0)).unwrap(),
+        None
+    );
     // The acknowledged write survived the move.
     assert_eq!(
-        c.fetch(&FetchRequest::new(p0.clone(), 0, 10))
+        c.data()
+            .fetch(&FetchRequest::new(p0.clone(), 0, 10))
             .unwrap()
             .records
             .len(),
         1
     );
-    c.take_broker_offline(2).unwrap();
+    c.brokers().take_offline(2).unwrap();
     assert_eq!(
-        c.take_broker_offline(3).unwrap_err().code(),
+        c.brokers().take_offline(3).unwrap_err().code(),
         ErrorCode::InvalidRequest,
         "the last online broker stays"
     );
-    c.bring_broker_online(2).unwrap();
-    c.bring_broker_online(1).unwrap();
-    assert_eq!(c.online_brokers(), vec![1, 2, 3]);
-    c.replicate_all_once().unwrap();
-    let isr = c.partition_metadata(&p0).unwrap().isr;
+    c.brokers().bring_online(2).unwrap();
+    c.brokers().bring_online(1).unwrap();
+    assert_eq!(c.brokers().online(), vec![1, 2, 3]);
+    c.steps().replicate_all_once().unwrap();
+    let isr = c.topics().describe_partition(&p0).unwrap().isr;
     assert!(
         isr.contains(&1),
         "the returning replica caught up and is in sync: {isr:?}"
     );
     assert_eq!(
-        c.take_broker_offline(9).unwrap_err().code(),
+        c.brokers().take_offline(9).unwrap_err().code(),
         ErrorCode::InvalidRequest
     );
-    c.close().await.unwrap();
+    c.lifecycle().close().await.unwrap();
 }
 
 fn fetch_one(
@@ -373,7 +394,7 @@ async fn batch_fetches_follow_kafkas_size_rules() {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(1_000);
     let c = open(dir.path(), &clock);
-    c.create_topic("s", 2, 1).unwrap();
+    c.topics().create("s", 2, 1).unwrap();
     let big = "x".repeat(5_000);
     put(&c, &tp("s", 0), &[&big], 1).await;
     put(&c, &tp("s", 0), &["small"], 1).await;
@@ -387,7 +408,7 @@ async fn batch_fetches_follow_kafkas_size_rules() {
         current_leader_epoch: None,
     });
     req.max_bytes = 1_000;
-    let got = c.fetch_batches(&req).await.unwrap();
+    let got = c.data().fetch_batches(&req).await.unwrap();
     assert_eq!(
         got[0].batches.len(),
         1,
@@ -397,10 +418,12 @@ async fn batch_fetches_follow_kafkas_size_rules() {
     assert!(got[1].batches.is_empty(), "the answer's budget is spent");
     // A fetch starting inside a batch gets the whole batch.
     let put_many = c
+        .data()
         .append_batch(&tp("s", 1), batch_at(&["a", "b", "c"], 1), AckMode::One)
         .await
         .unwrap();
     let got = c
+        .data()
         .fetch_batches(&fetch_one(
             &tp("s", 1),
             2,
@@ -412,6 +435,7 @@ async fn batch_fetches_follow_kafkas_size_rules() {
     assert_eq!(got[0].batches[0].base_offset(), put_many.base_offset);
     // An error answers at once and is per partition.
     let got = c
+        .data()
         .fetch_batches(&fetch_one(
             &tp("s", 0),
             99,
@@ -425,7 +449,7 @@ async fn batch_fetches_follow_kafkas_size_rules() {
         ErrorCode::OffsetOutOfRange
     );
     assert_eq!(got[0].log_start_offset, 0);
-    c.close().await.unwrap();
+    c.lifecycle().close().await.unwrap();
 }
 
 #[tokio::test]
@@ -436,7 +460,7 @@ async fn the_cluster_caps_every_fetch_answer() {
         c.fetch_max_bytes = 2_000;
         c
     });
-    c.create_topic("cap", 1, 1).unwrap();
+    c.topics().create("cap", 1, 1).unwrap();
     // Key and value are 300 bytes each: about 660 bytes per stored batch.
     let v = "v".repeat(300);
     for _ in 0..20 {
@@ -444,10 +468,10 @@ async fn the_cluster_caps_every_fetch_answer() {
     }
     let mut req = fetch_one(&tp("cap", 0), 0, 1 << 30, Isolation::ReadUncommitted);
     req.max_bytes = 1 << 30;
-    let got = c.fetch_batches(&req).await.unwrap();
+    let got = c.data().fetch_batches(&req).await.unwrap();
     assert!(got[0].bytes <= 2_000, "{} bytes", got[0].bytes);
     assert!(got[0].batches.len() >= 2);
-    c.close().await.unwrap();
+    c.lifecycle().close().await.unwrap();
 }
 
 #[tokio::test]
@@ -455,30 +479,34 @@ async fn read_committed_batches_skip_aborted_data_but_keep_markers_so_readers_ad
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(1_000);
     let c = open(dir.path(), &clock);
-    c.create_topic("t", 1, 1).unwrap();
+    c.topics().create("t", 1, 1).unwrap();
     let p = tp("t", 0);
-    let h = c.begin_transaction("tx").await.unwrap();
+    let h = c.transactions().begin("tx").await.unwrap();
     for i in 0..3 {
-        c.txn_send(&h, "t", None, Some(b(&format!("aborted-{i}"))), Some(0))
+        c.transactions()
+            .send(&h, "t", None, Some(b(&format!("aborted-{i}"))), Some(0))
             .await
             .unwrap();
     }
     // While open, read_committed sees nothing and the LSO holds.
     let got = c
+        .data()
         .fetch_batches(&fetch_one(&p, 0, 1 << 20, Isolation::ReadCommitted))
         .await
         .unwrap();
     assert!(got[0].batches.is_empty());
     assert_eq!(got[0].last_stable_offset, 0);
-    c.abort_transaction(&h).await.unwrap();
-    let h = c.begin_transaction("tx").await.unwrap();
-    c.txn_send(&h, "t", None, Some(b("committed")), Some(0))
+    c.transactions().abort(&h).await.unwrap();
+    let h = c.transactions().begin("tx").await.unwrap();
+    c.transactions()
+        .send(&h, "t", None, Some(b("committed")), Some(0))
         .await
         .unwrap();
-    c.commit_transaction(&h).await.unwrap();
+    c.transactions().commit(&h).await.unwrap();
     // Even with a limit that fits one batch, reading goes past the aborted
     // ones to what is visible.
     let got = c
+        .data()
         .fetch_batches(&fetch_one(&p, 0, 10, Isolation::ReadCommitted))
         .await
         .unwrap();
@@ -487,8 +515,9 @@ async fn read_committed_batches_skip_aborted_data_but_keep_markers_so_readers_ad
     assert_eq!(batches[0].control(), Some(ControlType::Abort));
     let mut offset = batches[0].next_offset().unwrap();
     let mut seen = Vec::new();
-    while offset < c.visible_end(&p).unwrap() {
+    while offset < c.data().visible_end(&p).unwrap() {
         let got = c
+            .data()
             .fetch_batches(&fetch_one(&p, offset, 1 << 20, Isolation::ReadCommitted))
             .await
             .unwrap();
@@ -501,13 +530,14 @@ async fn read_committed_batches_skip_aborted_data_but_keep_markers_so_readers_ad
     assert_eq!(seen, vec![b("committed")]);
     // read_uncommitted sees all four data records and both markers.
     let all = c
+        .data()
         .fetch_batches(&fetch_one(&p, 0, 1 << 20, Isolation::ReadUncommitted))
         .await
         .unwrap();
     let data: usize = all[0].batches.iter().map(|b| b.records().len()).sum();
     let markers = all[0].batches.iter().filter(|b| b.is_control()).count();
     assert_eq!((data, markers), (4, 2));
-    c.close().await.unwrap();
+    c.lifecycle().close().await.unwrap();
 }
 
 #[tokio::test]
@@ -515,7 +545,7 @@ async fn a_batch_long_poll_waits_for_min_bytes_and_is_woken_by_an_append() {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(1_000);
     let c = open(dir.path(), &clock);
-    c.create_topic("w", 2, 1).unwrap();
+    c.topics().create("w", 2, 1).unwrap();
     let mut req = fetch_one(&tp("w", 0), 0, 1 << 20, Isolation::ReadUncommitted);
     req.partitions.push(PartitionFetch {
         tp: tp("w", 1),
@@ -526,7 +556,7 @@ async fn a_batch_long_poll_waits_for_min_bytes_and_is_woken_by_an_append() {
     req.max_wait = Duration::from_secs(30);
     let waiter = {
         let c = c.clone();
-        tokio::spawn(async move { c.fetch_batches(&req).await })
+        tokio::spawn(async move { c.data().fetch_batches(&req).await })
     };
     tokio::task::yield_now().await;
     assert!(!waiter.is_finished());
@@ -537,7 +567,7 @@ async fn a_batch_long_poll_waits_for_min_bytes_and_is_woken_by_an_append() {
         .unwrap()
         .unwrap();
     assert_eq!(got[1].batches.len(), 1);
-    c.close().await.unwrap();
+    c.lifecycle().close().await.unwrap();
 }
 
 #[tokio::test]
@@ -545,12 +575,16 @@ async fn offsets_by_time_max_timestamp_and_the_lso_for_read_committed() {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(1_000);
     let c = open(dir.path(), &clock);
-    c.create_topic("ts", 1, 1).unwrap();
+    c.topics().create("ts", 1, 1).unwrap();
     let p = tp("ts", 0);
     put(&c, &p, &["a", "b"], 100).await; // offsets 0, 1 at 100, 101
     put(&c, &p, &["c"], 500).await; // offset 2 at 500
     put(&c, &p, &["d"], 300).await; // offset 3 at 300
-    let at = |spec| c.list_offset(&p, spec, Isolation::ReadUncommitted).unwrap();
+    let at = |spec| {
+        c.data()
+            .list_offset(&p, spec, Isolation::ReadUncommitted)
+            .unwrap()
+    };
     assert_eq!(at(OffsetSpec::Earliest).unwrap().offset, 0);
     assert_eq!(at(OffsetSpec::Latest).unwrap().offset, 4);
     let t = at(OffsetSpec::Timestamp(101)).unwrap();
@@ -562,20 +596,22 @@ async fn offsets_by_time_max_timestamp_and_the_lso_for_read_committed() {
     assert_eq!((m.offset, m.timestamp_ms), (2, 500));
     assert_eq!(m.leader_epoch, 0);
     // An open transaction: latest for read_committed is the LSO.
-    let h = c.begin_transaction("tx").await.unwrap();
-    c.txn_send(&h, "ts", None, Some(b("open")), Some(0))
+    let h = c.transactions().begin("tx").await.unwrap();
+    c.transactions()
+        .send(&h, "ts", None, Some(b("open")), Some(0))
         .await
         .unwrap();
     assert_eq!(
-        c.list_offset(&p, OffsetSpec::Latest, Isolation::ReadCommitted)
+        c.data()
+            .list_offset(&p, OffsetSpec::Latest, Isolation::ReadCommitted)
             .unwrap()
             .unwrap()
             .offset,
         4
     );
     assert_eq!(at(OffsetSpec::Latest).unwrap().offset, 5);
-    c.abort_transaction(&h).await.unwrap();
-    c.close().await.unwrap();
+    c.transactions().abort(&h).await.unwrap();
+    c.lifecycle().close().await.unwrap();
 }
 
 #[tokio::test]
@@ -583,37 +619,48 @@ async fn epochs_answer_kip_279_and_stale_or_future_epochs_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(1_000);
     let c = open_with(dir.path(), &clock, |c| c.with_brokers(vec![1, 2]));
-    c.create_topic("e", 1, 2).unwrap();
+    c.topics().create("e", 1, 2).unwrap();
     let p = tp("e", 0);
     put(&c, &p, &["a", "b"], 1).await;
-    c.replicate_all_once().unwrap();
-    c.promote(&p, 2).unwrap();
+    c.steps().replicate_all_once().unwrap();
+    c.steps().promote(&p, 2).unwrap();
     put(&c, &p, &["c"], 1).await;
-    let e0 = c.end_offset_for_epoch(&p, 0, None).unwrap().unwrap();
+    let e0 = c.data().end_offset_for_epoch(&p, 0, None).unwrap().unwrap();
     assert_eq!((e0.epoch, e0.end_offset), (0, 2));
-    let e1 = c.end_offset_for_epoch(&p, 1, Some(1)).unwrap().unwrap();
+    let e1 = c
+        .data()
+        .end_offset_for_epoch(&p, 1, Some(1))
+        .unwrap()
+        .unwrap();
     assert_eq!((e1.epoch, e1.end_offset), (1, 3));
     assert_eq!(
-        c.end_offset_for_epoch(&p, 0, Some(0)).unwrap_err().code(),
+        c.data()
+            .end_offset_for_epoch(&p, 0, Some(0))
+            .unwrap_err()
+            .code(),
         ErrorCode::FencedLeaderEpoch
     );
     assert_eq!(
-        c.end_offset_for_epoch(&p, 0, Some(7)).unwrap_err().code(),
+        c.data()
+            .end_offset_for_epoch(&p, 0, Some(7))
+            .unwrap_err()
+            .code(),
         ErrorCode::UnknownLeaderEpoch
     );
     let mut req = fetch_one(&p, 0, 1 << 20, Isolation::ReadUncommitted);
     req.partitions[0].current_leader_epoch = Some(0);
-    let got = c.fetch_batches(&req).await.unwrap();
+    let got = c.data().fetch_batches(&req).await.unwrap();
     assert_eq!(
         got[0].error.as_ref().unwrap().code(),
         ErrorCode::FencedLeaderEpoch
     );
     let l = c
+        .data()
         .list_offset(&p, OffsetSpec::Timestamp(0), Isolation::ReadUncommitted)
         .unwrap()
         .unwrap();
     assert_eq!((l.offset, l.leader_epoch), (0, 0));
-    c.close().await.unwrap();
+    c.lifecycle().close().await.unwrap();
 }
 
 /// The flush cycle fsyncs and stages files without the partition lock; a
@@ -634,7 +681,7 @@ async fn deleting_topics_while_flush_cycles_run_fails_nothing() {
         std::thread::spawn(move || {
             let mut cycles = 0u64;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                c.run_flush_cycle().unwrap();
+                c.steps().run_flush_cycle().unwrap();
                 cycles += 1;
             }
             cycles
@@ -643,17 +690,17 @@ async fn deleting_topics_while_flush_cycles_run_fails_nothing() {
     let value = "v".repeat(300);
     for i in 0..150 {
         let name = format!("t{i}");
-        c.create_topic(&name, 4, 1).unwrap();
+        c.topics().create(&name, 4, 1).unwrap();
         for p in 0..4 {
             for _ in 0..6 {
                 put(&c, &tp(&name, p), &[value.as_str()], 1).await;
             }
         }
-        c.delete_topic(&name).unwrap();
+        c.topics().delete(&name).unwrap();
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let cycles = flusher.join().unwrap();
     assert!(cycles > 0);
-    assert_eq!(c.state(), LifecycleState::Running);
-    assert!(c.list_topics().unwrap().is_empty());
+    assert_eq!(c.lifecycle().state(), LifecycleState::Running);
+    assert!(c.topics().list().unwrap().is_empty());
 }

@@ -21,8 +21,8 @@ fn code<T: std::fmt::Debug>(r: Result<T>) -> ErrorCode {
 /// One broker with `out` (3 partitions) and `in` (1 partition).
 fn single() -> Node {
     let node = Node::new(|_| {});
-    node.c().create_topic("out", 3, 1).unwrap();
-    node.c().create_topic("in", 1, 1).unwrap();
+    node.c().topics().create("out", 3, 1).unwrap();
+    node.c().topics().create("in", 1, 1).unwrap();
     node
 }
 
@@ -32,7 +32,7 @@ fn replicated() -> Node {
         c.broker_ids = vec![1, 2];
         c.min_insync_replicas = 2;
     });
-    node.c().create_topic("out", 3, 2).unwrap();
+    node.c().topics().create("out", 3, 2).unwrap();
     node
 }
 
@@ -40,7 +40,7 @@ fn replicated() -> Node {
 async fn init_gives_one_producer_id_per_transactional_id_and_one_epoch_bump_per_session() {
     let node = single();
     let c = node.c();
-    let idempotent = c.init_producer(None).unwrap();
+    let idempotent = c.transactions().init_producer(None).unwrap();
     let a0 = Client::init(c, "a", TIMEOUT_MS).await.unwrap();
     let b0 = Client::init(c, "b", TIMEOUT_MS).await.unwrap();
     let a1 = Client::init(c, "a", TIMEOUT_MS).await.unwrap();
@@ -54,13 +54,15 @@ async fn init_gives_one_producer_id_per_transactional_id_and_one_epoch_bump_per_
     // KIP-360: the current identity asks for the next epoch; anything else
     // is fenced.
     let a2 = c
+        .transactions()
         .init_transactional_producer("a", TIMEOUT_MS, Some((a1.pid, a1.epoch)))
         .await
         .unwrap();
     assert_eq!((a2.producer_id, a2.epoch), (a0.pid, 2));
     assert_eq!(
         code(
-            c.init_transactional_producer("a", TIMEOUT_MS, Some((a0.pid, 0)))
+            c.transactions()
+                .init_transactional_producer("a", TIMEOUT_MS, Some((a0.pid, 0)))
                 .await
         ),
         ErrorCode::ProducerFenced
@@ -68,16 +70,25 @@ async fn init_gives_one_producer_id_per_transactional_id_and_one_epoch_bump_per_
     // Kafka's default transaction.max.timeout.ms is 15 minutes.
     for bad in [0, -5, 900_001] {
         assert_eq!(
-            code(c.init_transactional_producer("a", bad, None).await),
+            code(
+                c.transactions()
+                    .init_transactional_producer("a", bad, None)
+                    .await
+            ),
             ErrorCode::InvalidTransactionTimeout,
             "{bad}"
         );
     }
-    c.init_transactional_producer("a", 900_000, None)
+    c.transactions()
+        .init_transactional_producer("a", 900_000, None)
         .await
         .unwrap();
     assert_eq!(
-        code(c.init_transactional_producer("", TIMEOUT_MS, None).await),
+        code(
+            c.transactions()
+                .init_transactional_producer("", TIMEOUT_MS, None)
+                .await
+        ),
         ErrorCode::InvalidRequest
     );
     // The producer ids survive a restart; the epoch goes on from there.
@@ -107,16 +118,16 @@ async fn a_new_session_aborts_what_the_previous_one_left_open_and_fences_it() {
     );
     // The open transaction is aborted with markers before the epoch is out.
     assert_eq!(
-        c.describe_transaction("tx").unwrap().unwrap().state,
+        c.transactions().describe("tx").unwrap().unwrap().state,
         TxnState::Empty
     );
     for t in [&o0, &o1] {
         assert!(lso_is_free(c, t), "{t}");
         assert!(read_committed(c, t).is_empty(), "{t}");
     }
-    assert_eq!(c.fetch_committed("g", &input).unwrap(), None);
+    assert_eq!(c.groups().fetch_committed("g", &input).unwrap(), None);
     // The zombie can append nothing and end nothing.
-    let leo = c.log_end_offset(&o0).unwrap();
+    let leo = c.data().log_end_offset(&o0).unwrap();
     assert_eq!(
         code(zombie.produce(c, &o0, &["late"]).await),
         ErrorCode::InvalidProducerEpoch
@@ -126,7 +137,7 @@ async fn a_new_session_aborts_what_the_previous_one_left_open_and_fences_it() {
         ErrorCode::ProducerFenced
     );
     assert_eq!(code(zombie.end(c, true).await), ErrorCode::ProducerFenced);
-    assert_eq!(c.log_end_offset(&o0).unwrap(), leo);
+    assert_eq!(c.data().log_end_offset(&o0).unwrap(), leo);
     // The new session works.
     fresh.add(c, std::slice::from_ref(&o0)).await.unwrap();
     fresh.produce(c, &o0, &["new"]).await.unwrap();
@@ -147,7 +158,8 @@ async fn add_partitions_is_all_or_nothing_with_an_error_per_partition() {
         tp(OFFSETS_TOPIC, 0),
     ];
     let answers = c
-        .add_partitions_to_txn(&s.id, s.pid, s.epoch, &asked)
+        .transactions()
+        .add_partitions(&s.id, s.pid, s.epoch, &asked)
         .await
         .unwrap();
     let codes: Vec<(TopicPartition, ErrorCode)> = answers
@@ -163,7 +175,7 @@ async fn add_partitions_is_all_or_nothing_with_an_error_per_partition() {
             (tp(OFFSETS_TOPIC, 0), ErrorCode::InvalidRequest),
         ]
     );
-    let d = c.describe_transaction("tx").unwrap().unwrap();
+    let d = c.transactions().describe("tx").unwrap().unwrap();
     assert_eq!(
         (d.state, d.partitions.len()),
         (TxnState::Empty, 0),
@@ -173,31 +185,35 @@ async fn add_partitions_is_all_or_nothing_with_an_error_per_partition() {
     let out = [tp("out", 0)];
     assert_eq!(
         code(
-            c.add_partitions_to_txn("nobody", s.pid, s.epoch, &out)
+            c.transactions()
+                .add_partitions("nobody", s.pid, s.epoch, &out)
                 .await
         ),
         ErrorCode::InvalidProducerIdMapping
     );
     assert_eq!(
         code(
-            c.add_partitions_to_txn(&s.id, s.pid + 1, s.epoch, &out)
+            c.transactions()
+                .add_partitions(&s.id, s.pid + 1, s.epoch, &out)
                 .await
         ),
         ErrorCode::InvalidProducerIdMapping
     );
     assert_eq!(
         code(
-            c.add_partitions_to_txn(&s.id, s.pid, s.epoch + 1, &out)
+            c.transactions()
+                .add_partitions(&s.id, s.pid, s.epoch + 1, &out)
                 .await
         ),
         ErrorCode::ProducerFenced
     );
     let ok = c
-        .add_partitions_to_txn(&s.id, s.pid, s.epoch, &out)
+        .transactions()
+        .add_partitions(&s.id, s.pid, s.epoch, &out)
         .await
         .unwrap();
     assert!(ok.iter().all(|(_, r)| r.is_ok()));
-    let d = c.describe_transaction("tx").unwrap().unwrap();
+    let d = c.transactions().describe("tx").unwrap().unwrap();
     assert_eq!((d.state, d.partitions), (TxnState::Ongoing, out.to_vec()));
 }
 
@@ -210,7 +226,7 @@ async fn transactional_produce_is_verified_and_checked_by_the_idempotent_state()
     // Not added to the transaction: refused, nothing written (KIP-890).
     let err = s.produce(c, &o0, &["x"]).await.unwrap_err();
     assert_eq!(err.code(), ErrorCode::InvalidTxnState);
-    assert_eq!(c.log_end_offset(&o0).unwrap(), 0);
+    assert_eq!(c.data().log_end_offset(&o0).unwrap(), 0);
     s.add(c, std::slice::from_ref(&o0)).await.unwrap();
     let first = s.produce(c, &o0, &["a", "b"]).await.unwrap();
     assert_eq!(first.base_offset, Some(0));
@@ -230,6 +246,7 @@ async fn transactional_produce_is_verified_and_checked_by_the_idempotent_state()
         })
         .with_transactional_id("tx");
     let dup = c
+        .data()
         .submit_append(&o0, retry, AckMode::All, None)
         .unwrap()
         .wait()
@@ -260,10 +277,10 @@ async fn transactional_produce_is_verified_and_checked_by_the_idempotent_state()
     // Clients never write markers themselves.
     let marker = RecordBatch::marker(ControlType::Commit, "tx", s.batch(&o0, &["m"]).producer());
     assert_eq!(
-        code(c.submit_append(&o0, marker, AckMode::All, None)),
+        code(c.data().submit_append(&o0, marker, AckMode::All, None)),
         ErrorCode::InvalidRecord
     );
-    assert_eq!(c.log_end_offset(&o0).unwrap(), 3);
+    assert_eq!(c.data().log_end_offset(&o0).unwrap(), 3);
     s.end(c, true).await.unwrap();
     assert_eq!(read_committed(c, &o0), vec!["a", "b", "c"]);
     // After EndTxn the partition is no longer part of a transaction.
@@ -281,29 +298,42 @@ async fn staged_offsets_are_stored_exactly_when_the_transaction_commits() {
     let mut s = Client::init(c, "tx", TIMEOUT_MS).await.unwrap();
     // TxnOffsetCommit needs AddOffsetsToTxn first.
     assert_eq!(
-        code(c.txn_offset_commit(&s.offset_commit("g", &[(input.clone(), 1)]))),
+        code(
+            c.transactions()
+                .commit_offsets(&s.offset_commit("g", &[(input.clone(), 1)]))
+        ),
         ErrorCode::InvalidTxnState
     );
     s.add(c, std::slice::from_ref(&out)).await.unwrap();
     s.produce(c, &out, &["r"]).await.unwrap();
     s.stage(c, "g", &[(input.clone(), 7)]).unwrap();
-    assert_eq!(c.fetch_committed("g", &input).unwrap(), None, "staged only");
     assert_eq!(
-        code(c.txn_offset_commit(&s.offset_commit("g", &[(tp("in", 3), 1)]))),
+        c.groups().fetch_committed("g", &input).unwrap(),
+        None,
+        "staged only"
+    );
+    assert_eq!(
+        code(
+            c.transactions()
+                .commit_offsets(&s.offset_commit("g", &[(tp("in", 3), 1)]))
+        ),
         ErrorCode::UnknownPartition
     );
     assert_eq!(
-        code(c.txn_offset_commit(&s.offset_commit("g", &[(input.clone(), -1)]))),
+        code(
+            c.transactions()
+                .commit_offsets(&s.offset_commit("g", &[(input.clone(), -1)]))
+        ),
         ErrorCode::InvalidRequest
     );
     s.end(c, true).await.unwrap();
-    assert_eq!(c.fetch_committed("g", &input).unwrap(), Some(7));
+    assert_eq!(c.groups().fetch_committed("g", &input).unwrap(), Some(7));
     assert_eq!(read_committed(c, &out), vec!["r"]);
 
     // Aborted: dropped.
     s.stage(c, "g", &[(input.clone(), 99)]).unwrap();
     s.end(c, false).await.unwrap();
-    assert_eq!(c.fetch_committed("g", &input).unwrap(), Some(7));
+    assert_eq!(c.groups().fetch_committed("g", &input).unwrap(), Some(7));
     // The group's committed offsets are unaffected by a zombie's staging.
     let zombie = s.clone();
     Client::init(c, "tx", TIMEOUT_MS).await.unwrap();
@@ -311,7 +341,7 @@ async fn staged_offsets_are_stored_exactly_when_the_transaction_commits() {
         code(zombie.stage(c, "g", &[(input.clone(), 50)])),
         ErrorCode::ProducerFenced
     );
-    assert_eq!(c.fetch_committed("g", &input).unwrap(), Some(7));
+    assert_eq!(c.groups().fetch_committed("g", &input).unwrap(), Some(7));
 }
 
 #[tokio::test]
@@ -319,11 +349,13 @@ async fn a_txn_offset_commit_with_membership_is_fenced_by_the_group() {
     let node = single();
     let c = node.c();
     let input = tp("in", 0);
-    let m1 = c.join_group("g", "m1", &["in".to_string()]).unwrap();
-    let m2 = c.join_group("g", "m2", &["in".to_string()]).unwrap();
+    let m1 = c.groups().join("g", "m1", &["in".to_string()]).unwrap();
+    let m2 = c.groups().join("g", "m2", &["in".to_string()]).unwrap();
     assert!(m2.generation > m1.generation);
     let s = Client::init(c, "tx", TIMEOUT_MS).await.unwrap();
-    c.add_offsets_to_txn(&s.id, s.pid, s.epoch, "g").unwrap();
+    c.transactions()
+        .add_offsets(&s.id, s.pid, s.epoch, "g")
+        .unwrap();
     let commit = |generation: i32, member: &str, instance: Option<&str>| TxnOffsetCommit {
         generation_id: generation,
         member_id: member.to_string(),
@@ -331,19 +363,28 @@ async fn a_txn_offset_commit_with_membership_is_fenced_by_the_group() {
         ..s.offset_commit("g", &[(input.clone(), 3)])
     };
     assert_eq!(
-        code(c.txn_offset_commit(&commit(m1.generation, "m1", None))),
+        code(
+            c.transactions()
+                .commit_offsets(&commit(m1.generation, "m1", None))
+        ),
         ErrorCode::IllegalGeneration,
         "a consumer that missed the rebalance"
     );
     assert_eq!(
-        code(c.txn_offset_commit(&commit(m2.generation, "ghost", None))),
+        code(
+            c.transactions()
+                .commit_offsets(&commit(m2.generation, "ghost", None))
+        ),
         ErrorCode::UnknownMember
     );
-    c.txn_offset_commit(&commit(m2.generation, "m2", None))
+    c.transactions()
+        .commit_offsets(&commit(m2.generation, "m2", None))
         .unwrap();
-    c.txn_offset_commit(&commit(-1, "", None)).unwrap();
+    c.transactions()
+        .commit_offsets(&commit(-1, "", None))
+        .unwrap();
     s.end(c, true).await.unwrap();
-    assert_eq!(c.fetch_committed("g", &input).unwrap(), Some(3));
+    assert_eq!(c.groups().fetch_committed("g", &input).unwrap(), Some(3));
 
     // A static Kafka member restarts under a new member id: its old id is
     // fenced by its group.instance.id.
@@ -360,22 +401,25 @@ async fn a_txn_offset_commit_with_membership_is_fenced_by_the_group() {
         require_known_member_id: false,
         subscribed_topics: vec!["in".into()],
     };
-    let first = c.join_group_member(join.clone()).await.unwrap();
-    c.sync_group_member(GroupSync {
-        group_id: "k".into(),
-        generation_id: first.generation_id,
-        member_id: first.member_id.clone(),
-        group_instance_id: Some("i-1".into()),
-        protocol_type: Some("consumer".into()),
-        protocol_name: Some("range".into()),
-        assignments: vec![(first.member_id.clone(), b("in-0"))],
-        assigned_partitions: vec![(first.member_id.clone(), vec![input.clone()])],
-    })
-    .await
-    .unwrap();
-    let back = c.join_group_member(join).await.unwrap();
+    let first = c.groups().join_member(join.clone()).await.unwrap();
+    c.groups()
+        .sync_member(GroupSync {
+            group_id: "k".into(),
+            generation_id: first.generation_id,
+            member_id: first.member_id.clone(),
+            group_instance_id: Some("i-1".into()),
+            protocol_type: Some("consumer".into()),
+            protocol_name: Some("range".into()),
+            assignments: vec![(first.member_id.clone(), b("in-0"))],
+            assigned_partitions: vec![(first.member_id.clone(), vec![input.clone()])],
+        })
+        .await
+        .unwrap();
+    let back = c.groups().join_member(join).await.unwrap();
     assert_ne!(back.member_id, first.member_id);
-    c.add_offsets_to_txn(&s.id, s.pid, s.epoch, "k").unwrap();
+    c.transactions()
+        .add_offsets(&s.id, s.pid, s.epoch, "k")
+        .unwrap();
     let static_commit = |generation: i32, member: &str| TxnOffsetCommit {
         group_id: "k".into(),
         generation_id: generation,
@@ -384,13 +428,17 @@ async fn a_txn_offset_commit_with_membership_is_fenced_by_the_group() {
         ..s.offset_commit("k", &[(input.clone(), 8)])
     };
     assert_eq!(
-        code(c.txn_offset_commit(&static_commit(first.generation_id, &first.member_id))),
+        code(
+            c.transactions()
+                .commit_offsets(&static_commit(first.generation_id, &first.member_id))
+        ),
         ErrorCode::FencedInstanceId
     );
-    c.txn_offset_commit(&static_commit(back.generation_id, &back.member_id))
+    c.transactions()
+        .commit_offsets(&static_commit(back.generation_id, &back.member_id))
         .unwrap();
     s.end(c, true).await.unwrap();
-    assert_eq!(c.fetch_committed("k", &input).unwrap(), Some(8));
+    assert_eq!(c.groups().fetch_committed("k", &input).unwrap(), Some(8));
 }
 
 #[tokio::test]
@@ -414,7 +462,7 @@ async fn end_txn_retries_of_the_completed_outcome_succeed_and_mismatches_do_not(
     s.end(c, false).await.unwrap();
     assert_eq!(code(s.end(c, true).await), ErrorCode::InvalidTxnState);
     assert_eq!(
-        code(c.end_txn("nobody", s.pid, s.epoch, true).await),
+        code(c.transactions().end("nobody", s.pid, s.epoch, true).await),
         ErrorCode::InvalidProducerIdMapping
     );
     assert_eq!(read_committed(c, &out), vec!["v"]);
@@ -433,11 +481,15 @@ async fn requests_during_a_completion_in_progress_are_concurrent_transactions() 
         let (c, s) = (c.clone(), s.clone());
         tokio::spawn(async move { s.end(&c, true).await })
     };
-    while !c.describe_transaction("tx").unwrap().unwrap().completing {
+    while !c.transactions().describe("tx").unwrap().unwrap().completing {
         tokio::task::yield_now().await;
     }
     assert_eq!(
-        code(c.init_transactional_producer("tx", TIMEOUT_MS, None).await),
+        code(
+            c.transactions()
+                .init_transactional_producer("tx", TIMEOUT_MS, None)
+                .await
+        ),
         ErrorCode::ConcurrentTransactions
     );
     assert_eq!(
@@ -445,7 +497,7 @@ async fn requests_during_a_completion_in_progress_are_concurrent_transactions() 
         ErrorCode::ConcurrentTransactions
     );
     assert_eq!(
-        code(c.add_offsets_to_txn(&s.id, s.pid, s.epoch, "g")),
+        code(c.transactions().add_offsets(&s.id, s.pid, s.epoch, "g")),
         ErrorCode::ConcurrentTransactions
     );
     assert_eq!(
@@ -455,7 +507,7 @@ async fn requests_during_a_completion_in_progress_are_concurrent_transactions() 
     assert_eq!(code(s.end(&c, false).await), ErrorCode::InvalidTxnState);
     replicating(&c, ending).await.unwrap().unwrap();
     assert_eq!(
-        c.describe_transaction("tx").unwrap().unwrap().state,
+        c.transactions().describe("tx").unwrap().unwrap().state,
         TxnState::CompleteCommit
     );
     assert_eq!(read_committed(&c, &out), vec!["v"]);
@@ -471,11 +523,11 @@ async fn a_decided_transaction_whose_markers_must_wait_completes_later() {
     replicating(&c, s.produce(&c, &o0, &["a"])).await.unwrap();
     replicating(&c, s.produce(&c, &o1, &["b"])).await.unwrap();
     // Partition 1 loses its follower: its marker is refused before append.
-    let follower = c.describe_topic("out").unwrap().partitions[1].replicas[1];
-    c.remove_from_isr(&o1, follower).unwrap();
+    let follower = c.topics().describe("out").unwrap().partitions[1].replicas[1];
+    c.steps().remove_from_isr(&o1, follower).unwrap();
     // The decision is durable, so EndTxn succeeds, as in Kafka.
     replicating(&c, s.end(&c, true)).await.unwrap();
-    let d = c.describe_transaction("tx").unwrap().unwrap();
+    let d = c.transactions().describe("tx").unwrap().unwrap();
     assert_eq!((d.state, d.completing), (TxnState::PrepareCommit, false));
     assert_eq!(read_committed(&c, &o0), vec!["a"], "its marker is written");
     assert!(read_committed(&c, &o1).is_empty() && !lso_is_free(&c, &o1));
@@ -485,14 +537,14 @@ async fn a_decided_transaction_whose_markers_must_wait_completes_later() {
         ErrorCode::ConcurrentTransactions
     );
     // The follower is back: the expiry step completes the transaction.
-    c.rejoin(&o1, follower).unwrap();
-    c.replicate_all_once().unwrap();
+    c.steps().rejoin(&o1, follower).unwrap();
+    c.steps().replicate_all_once().unwrap();
     assert_eq!(
-        replicating(&c, c.expire_transactions()).await.unwrap(),
+        replicating(&c, c.transactions().expire()).await.unwrap(),
         Vec::<String>::new()
     );
     assert_eq!(
-        c.describe_transaction("tx").unwrap().unwrap().state,
+        c.transactions().describe("tx").unwrap().unwrap().state,
         TxnState::CompleteCommit
     );
     assert_eq!(read_committed(&c, &o1), vec!["b"]);
@@ -513,14 +565,14 @@ async fn a_timeout_aborts_the_transaction_and_fences_its_producer() {
     steady.produce(c, &out, &["steady"]).await.unwrap();
     node.clock.advance(1_000);
     assert!(
-        c.expire_transactions().await.unwrap().is_empty(),
+        c.transactions().expire().await.unwrap().is_empty(),
         "not older yet"
     );
     node.clock.advance(1);
-    assert_eq!(c.expire_transactions().await.unwrap(), vec!["slow"]);
-    assert_eq!(c.fetch_committed("g", &input).unwrap(), None);
+    assert_eq!(c.transactions().expire().await.unwrap(), vec!["slow"]);
+    assert_eq!(c.groups().fetch_committed("g", &input).unwrap(), None);
     // The zombie is fenced on every path.
-    let leo = c.log_end_offset(&out).unwrap();
+    let leo = c.data().log_end_offset(&out).unwrap();
     assert_eq!(
         code(slow.produce(c, &out, &["late"]).await),
         ErrorCode::InvalidProducerEpoch
@@ -534,7 +586,7 @@ async fn a_timeout_aborts_the_transaction_and_fences_its_producer() {
         code(slow.stage(c, "g", &[(input.clone(), 6)])),
         ErrorCode::ProducerFenced
     );
-    assert_eq!(c.log_end_offset(&out).unwrap(), leo);
+    assert_eq!(c.data().log_end_offset(&out).unwrap(), leo);
     // The steady transaction is untouched and commits.
     steady.end(c, true).await.unwrap();
     assert_eq!(read_committed(c, &out), vec!["steady"]);
@@ -558,7 +610,7 @@ async fn an_ongoing_transaction_survives_a_crash_and_its_timeout_still_aborts_it
     let c = node.c();
     for id in ["tx", "lost"] {
         assert_eq!(
-            c.describe_transaction(id).unwrap().unwrap().state,
+            c.transactions().describe(id).unwrap().unwrap().state,
             TxnState::Ongoing,
             "{id}"
         );
@@ -570,7 +622,7 @@ async fn an_ongoing_transaction_survives_a_crash_and_its_timeout_still_aborts_it
     assert_eq!(read_committed(c, &o0), vec!["one", "two"]);
     // The other one never comes back: its timeout aborts it.
     node.clock.advance(10_001);
-    assert_eq!(c.expire_transactions().await.unwrap(), vec!["lost"]);
+    assert_eq!(c.transactions().expire().await.unwrap(), vec!["lost"]);
     assert!(lso_is_free(c, &o1));
     assert!(read_committed(c, &o1).is_empty());
 }
@@ -580,7 +632,7 @@ async fn an_ongoing_transaction_survives_a_crash_and_its_timeout_still_aborts_it
 /// cannot take its marker, then a crash before anything else happens.
 async fn crash_among_the_markers(k: usize) {
     let mut node = replicated();
-    node.c().create_topic("in", 1, 2).unwrap();
+    node.c().topics().create("in", 1, 2).unwrap();
     let c = node.c().clone();
     let outs: Vec<TopicPartition> = (0..3).map(|p| tp("out", p)).collect();
     let input = tp("in", 0);
@@ -594,24 +646,28 @@ async fn crash_among_the_markers(k: usize) {
     s.stage(&c, "g", &[(input.clone(), 11)]).unwrap();
     // The markers are written in partition order: partition k is the first
     // that refuses (its follower left the ISR).
-    let follower = c.describe_topic("out").unwrap().partitions[k].replicas[1];
-    c.remove_from_isr(&outs[k], follower).unwrap();
+    let follower = c.topics().describe("out").unwrap().partitions[k].replicas[1];
+    c.steps().remove_from_isr(&outs[k], follower).unwrap();
     replicating(&c, s.end(&c, true)).await.unwrap();
     assert_eq!(
-        c.describe_transaction("tx").unwrap().unwrap().state,
+        c.transactions().describe("tx").unwrap().unwrap().state,
         TxnState::PrepareCommit,
         "k = {k}"
     );
     for (i, t) in outs.iter().enumerate() {
         assert_eq!(lso_is_free(&c, t), i < k, "k = {k}, partition {i}");
     }
-    assert_eq!(c.fetch_committed("g", &input).unwrap(), None, "k = {k}");
+    assert_eq!(
+        c.groups().fetch_committed("g", &input).unwrap(),
+        None,
+        "k = {k}"
+    );
     drop(c);
     node.crash_and_reopen();
     let c = node.c();
     // Recovery wrote the missing markers and stored the offsets.
     assert_eq!(
-        c.describe_transaction("tx").unwrap().unwrap().state,
+        c.transactions().describe("tx").unwrap().unwrap().state,
         TxnState::CompleteCommit,
         "k = {k}"
     );
@@ -619,7 +675,11 @@ async fn crash_among_the_markers(k: usize) {
         assert!(lso_is_free(c, t), "k = {k}, partition {i}");
         assert_eq!(read_committed(c, t), vec![format!("v{i}")], "k = {k}");
     }
-    assert_eq!(c.fetch_committed("g", &input).unwrap(), Some(11), "k = {k}");
+    assert_eq!(
+        c.groups().fetch_committed("g", &input).unwrap(),
+        Some(11),
+        "k = {k}"
+    );
 }
 
 #[tokio::test]
@@ -653,7 +713,7 @@ async fn a_storage_failure_during_end_txn_then_a_crash_recovers_the_commit() {
         node.crash_and_reopen();
         let c = node.c();
         assert_eq!(
-            c.describe_transaction("tx").unwrap().unwrap().state,
+            c.transactions().describe("tx").unwrap().unwrap().state,
             TxnState::CompleteCommit,
             "n = {n}"
         );
@@ -661,7 +721,11 @@ async fn a_storage_failure_during_end_txn_then_a_crash_recovers_the_commit() {
             assert!(lso_is_free(c, t), "n = {n}, {t}");
             assert_eq!(read_committed(c, t), vec!["v"], "n = {n}, {t}");
         }
-        assert_eq!(c.fetch_committed("g", &input).unwrap(), Some(4), "n = {n}");
+        assert_eq!(
+            c.groups().fetch_committed("g", &input).unwrap(),
+            Some(4),
+            "n = {n}"
+        );
     }
 }
 
@@ -670,58 +734,66 @@ async fn the_teaching_operations_are_clients_of_the_same_flow() {
     let node = single();
     let c = node.c();
     let (out, input) = (tp("out", 1), tp("in", 0));
-    let h = c.begin_transaction("etl").await.unwrap();
+    let h = c.transactions().begin("etl").await.unwrap();
     // begin_txn is a new session (InitProducerId) plus an explicit begin.
-    let d = c.describe_transaction("etl").unwrap().unwrap();
+    let d = c.transactions().describe("etl").unwrap().unwrap();
     assert_eq!(
         (d.state, d.producer_epoch, d.timeout_ms),
         (TxnState::Ongoing, 0, 60_000)
     );
     let (p, offset) = c
-        .txn_send(&h, "out", None, Some(b("a")), Some(1))
+        .transactions()
+        .send(&h, "out", None, Some(b("a")), Some(1))
         .await
         .unwrap();
     assert_eq!((p, offset), (1, 0));
     // The send added its partition with AddPartitionsToTxn and used the
     // sequence the partition expects.
-    let d = c.describe_transaction("etl").unwrap().unwrap();
+    let d = c.transactions().describe("etl").unwrap().unwrap();
     assert_eq!(d.partitions, vec![out.clone()]);
-    c.txn_send(&h, "out", None, Some(b("b")), Some(1))
+    c.transactions()
+        .send(&h, "out", None, Some(b("b")), Some(1))
         .await
         .unwrap();
-    c.txn_send_offsets(&h, "g", &BTreeMap::from([(input.clone(), 1)]))
+    c.transactions()
+        .send_offsets(&h, "g", &BTreeMap::from([(input.clone(), 1)]))
         .unwrap();
     assert_eq!(
-        c.describe_transaction("etl").unwrap().unwrap().groups,
+        c.transactions().describe("etl").unwrap().unwrap().groups,
         vec!["g"]
     );
-    c.commit_transaction(&h).await.unwrap();
+    c.transactions().commit(&h).await.unwrap();
     // A retried commit succeeds; an abort of the committed one does not.
-    c.commit_transaction(&h).await.unwrap();
+    c.transactions().commit(&h).await.unwrap();
     assert_eq!(
-        code(c.abort_transaction(&h).await),
+        code(c.transactions().abort(&h).await),
         ErrorCode::InvalidTxnState
     );
     assert_eq!(read_committed(c, &out), vec!["a", "b"]);
-    assert_eq!(c.fetch_committed("g", &input).unwrap(), Some(1));
+    assert_eq!(c.groups().fetch_committed("g", &input).unwrap(), Some(1));
     // A send after the commit starts the next transaction of the session.
-    c.txn_send(&h, "out", None, Some(b("c")), Some(1))
+    c.transactions()
+        .send(&h, "out", None, Some(b("c")), Some(1))
         .await
         .unwrap();
     assert_eq!(
-        c.describe_transaction("etl").unwrap().unwrap().state,
+        c.transactions().describe("etl").unwrap().unwrap().state,
         TxnState::Ongoing
     );
-    c.abort_transaction(&h).await.unwrap();
+    c.transactions().abort(&h).await.unwrap();
     assert_eq!(read_committed(c, &out), vec!["a", "b"]);
     // A new session; a send to a topic that does not exist is refused
     // before it reaches the transaction.
-    let h2 = c.begin_transaction("etl").await.unwrap();
+    let h2 = c.transactions().begin("etl").await.unwrap();
     assert_eq!(h2.producer_epoch, h.producer_epoch + 1);
-    let missing = c.txn_send(&h2, "nope", None, Some(b("x")), None).await;
+    let missing = c
+        .transactions()
+        .send(&h2, "nope", None, Some(b("x")), None)
+        .await;
     assert_eq!(code(missing), ErrorCode::UnknownTopic);
     assert!(
-        c.describe_transaction("etl")
+        c.transactions()
+            .describe("etl")
             .unwrap()
             .unwrap()
             .partitions
@@ -730,12 +802,14 @@ async fn the_teaching_operations_are_clients_of_the_same_flow() {
     // The Kafka API sees the same transaction.
     assert_eq!(
         code(
-            c.end_txn("etl", h.producer_id, h.producer_epoch, true)
+            c.transactions()
+                .end("etl", h.producer_id, h.producer_epoch, true)
                 .await
         ),
         ErrorCode::ProducerFenced
     );
-    c.end_txn("etl", h2.producer_id, h2.producer_epoch, true)
+    c.transactions()
+        .end("etl", h2.producer_id, h2.producer_epoch, true)
         .await
         .unwrap();
 }

@@ -32,34 +32,40 @@ async fn produce_fetch_close_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(1_000);
     let c = open(dir.path(), vec![1], &clock);
-    c.create_topic("events", 2, 1).unwrap();
+    c.topics().create("events", 2, 1).unwrap();
     let tp = TopicPartition::new("events", 0);
     let r = c
+        .data()
         .append_batch(&tp, batch(&["a", "b"]), AckMode::One)
         .await
         .unwrap();
     assert_eq!(r.base_offset, Some(0));
-    let got = c.fetch(&FetchRequest::new(tp.clone(), 0, 10)).unwrap();
+    let got = c
+        .data()
+        .fetch(&FetchRequest::new(tp.clone(), 0, 10))
+        .unwrap();
     assert_eq!(got.records.len(), 2);
     assert_eq!(got.high_watermark, 2);
-    c.close().await.unwrap();
+    c.lifecycle().close().await.unwrap();
     assert_eq!(
-        c.fetch(&FetchRequest::new(tp.clone(), 0, 10))
+        c.data()
+            .fetch(&FetchRequest::new(tp.clone(), 0, 10))
             .unwrap_err()
             .code(),
         ErrorCode::ClusterClosed
     );
-    assert_eq!(c.owned_tasks(), 0);
+    assert_eq!(c.lifecycle().owned_tasks(), 0);
     drop(c);
     let c = open(dir.path(), vec![1], &clock);
     assert_eq!(
-        c.fetch(&FetchRequest::new(tp, 0, 10))
+        c.data()
+            .fetch(&FetchRequest::new(tp, 0, 10))
             .unwrap()
             .records
             .len(),
         2
     );
-    assert_eq!(c.list_topics().unwrap(), vec!["events".to_string()]);
+    assert_eq!(c.topics().list().unwrap(), vec!["events".to_string()]);
 }
 
 #[tokio::test]
@@ -69,18 +75,19 @@ async fn acks_all_waits_for_replication() {
     let mut cfg = MiniKafkaConfig::new(dir.path()).with_brokers(vec![1, 2, 3]);
     cfg.min_insync_replicas = 2;
     let c = BrokerCluster::open_with_clock(cfg, Arc::new(clock.clone())).unwrap();
-    c.create_topic("t", 1, 3).unwrap();
+    c.topics().create("t", 1, 3).unwrap();
     let tp = TopicPartition::new("t", 0);
     let pending = c
+        .data()
         .submit_append(&tp, batch(&["x"]), AckMode::All, None)
         .unwrap();
     let waiter = tokio::spawn(pending.wait());
     tokio::task::yield_now().await;
     assert!(!waiter.is_finished());
-    c.replicate_all_once().unwrap();
+    c.steps().replicate_all_once().unwrap();
     let r = waiter.await.unwrap().unwrap();
     assert_eq!(r.base_offset, Some(0));
-    assert_eq!(c.visible_end(&tp).unwrap(), 1);
+    assert_eq!(c.data().visible_end(&tp).unwrap(), 1);
 }
 
 #[tokio::test]
@@ -88,7 +95,7 @@ async fn producer_and_group_consumer() {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(1_000);
     let c = open(dir.path(), vec![1], &clock);
-    c.create_topic("orders", 3, 1).unwrap();
+    c.topics().create("orders", 3, 1).unwrap();
     let p = c.producer(ProducerOptions::default()).unwrap();
     let mut futs = Vec::new();
     for i in 0..30 {
@@ -111,9 +118,9 @@ async fn producer_and_group_consumer() {
     let polled = consumer.poll(100).unwrap();
     assert_eq!(polled.len(), 30);
     consumer.commit().unwrap();
-    let committed: BTreeMap<_, _> = c.committed_offsets("g").unwrap();
+    let committed: BTreeMap<_, _> = c.groups().committed("g").unwrap();
     assert_eq!(committed.values().sum::<i64>(), 30);
-    c.close().await.unwrap();
+    c.lifecycle().close().await.unwrap();
 }
 
 #[tokio::test]
@@ -121,23 +128,25 @@ async fn transactions_commit_and_abort() {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(1_000);
     let c = open(dir.path(), vec![1], &clock);
-    c.create_topic("out", 1, 1).unwrap();
+    c.topics().create("out", 1, 1).unwrap();
     let tp = TopicPartition::new("out", 0);
-    let h = c.begin_transaction("tx").await.unwrap();
-    c.txn_send(&h, "out", None, Some(b("one")), None)
+    let h = c.transactions().begin("tx").await.unwrap();
+    c.transactions()
+        .send(&h, "out", None, Some(b("one")), None)
         .await
         .unwrap();
     let rc = FetchRequest::new(tp.clone(), 0, 10).with_isolation(Isolation::ReadCommitted);
-    assert!(c.fetch(&rc).unwrap().records.is_empty());
-    c.commit_transaction(&h).await.unwrap();
-    assert_eq!(c.fetch(&rc).unwrap().records.len(), 1);
-    let h = c.begin_transaction("tx").await.unwrap();
-    c.txn_send(&h, "out", None, Some(b("two")), None)
+    assert!(c.data().fetch(&rc).unwrap().records.is_empty());
+    c.transactions().commit(&h).await.unwrap();
+    assert_eq!(c.data().fetch(&rc).unwrap().records.len(), 1);
+    let h = c.transactions().begin("tx").await.unwrap();
+    c.transactions()
+        .send(&h, "out", None, Some(b("two")), None)
         .await
         .unwrap();
-    c.abort_transaction(&h).await.unwrap();
-    let all = c.fetch(&rc).unwrap();
+    c.transactions().abort(&h).await.unwrap();
+    let all = c.data().fetch(&rc).unwrap();
     assert_eq!(all.records.len(), 1);
-    assert_eq!(all.next_offset, c.visible_end(&tp).unwrap());
-    c.close().await.unwrap();
+    assert_eq!(all.next_offset, c.data().visible_end(&tp).unwrap());
+    c.lifecycle().close().await.unwrap();
 }

@@ -184,7 +184,7 @@ impl Model {
                     return;
                 };
                 let c = node.c();
-                let state = c.describe_transaction(IDS[i]).unwrap().unwrap().state;
+                let state = c.transactions().describe(IDS[i]).unwrap().unwrap().state;
                 let r = client.end(c, commit).await;
                 let same = if commit {
                     TxnState::CompleteCommit
@@ -222,7 +222,7 @@ impl Model {
                 node.crash_and_reopen();
                 // The decision was journaled before any marker: recovery
                 // completes the commit.
-                let d = node.c().describe_transaction(IDS[i]).unwrap().unwrap();
+                let d = node.c().transactions().describe(IDS[i]).unwrap().unwrap();
                 assert_eq!(d.state, TxnState::CompleteCommit, "{ctx}");
                 self.settle(i, true);
             }
@@ -232,8 +232,8 @@ impl Model {
                     return;
                 };
                 let c = node.c();
-                let leo = c.log_end_offset(&out(p)).unwrap();
-                let offsets = c.fetch_committed(GROUP, &input(i)).unwrap();
+                let leo = c.data().log_end_offset(&out(p)).unwrap();
+                let offsets = c.groups().fetch_committed(GROUP, &input(i)).unwrap();
                 assert!(z.add(c, &[out(p)]).await.is_err(), "{ctx}: zombie add");
                 let e = z.produce(c, &out(p), &["zombie"]).await.unwrap_err();
                 assert_eq!(
@@ -243,9 +243,9 @@ impl Model {
                 );
                 assert!(z.stage(c, GROUP, &[(input(i), 1)]).is_err(), "{ctx}");
                 assert!(z.end(c, true).await.is_err(), "{ctx}: zombie commit");
-                assert_eq!(c.log_end_offset(&out(p)).unwrap(), leo, "{ctx}");
+                assert_eq!(c.data().log_end_offset(&out(p)).unwrap(), leo, "{ctx}");
                 assert_eq!(
-                    c.fetch_committed(GROUP, &input(i)).unwrap(),
+                    c.groups().fetch_committed(GROUP, &input(i)).unwrap(),
                     offsets,
                     "{ctx}"
                 );
@@ -255,6 +255,7 @@ impl Model {
                 let batch =
                     RecordBatch::new(vec![Record::new(None, Some(b(&value)), now)]).unwrap();
                 node.c()
+                    .data()
                     .append_batch(&out(p), batch, AckMode::All)
                     .await
                     .unwrap();
@@ -267,7 +268,7 @@ impl Model {
                     .filter(|i| self.started[*i].is_some_and(|s| now - s > i64::from(TIMEOUT_MS)))
                     .map(|i| IDS[i].to_string())
                     .collect();
-                let expired = node.c().expire_transactions().await.unwrap();
+                let expired = node.c().transactions().expire().await.unwrap();
                 assert_eq!(expired, expected, "{ctx}");
                 for id in expired {
                     let i = IDS.iter().position(|x| *x == id).unwrap();
@@ -288,8 +289,8 @@ impl Model {
         for p in 0..PARTITIONS {
             let t = out(p);
             let (lso, hw) = (
-                c.last_stable_offset(&t).unwrap(),
-                c.visible_end(&t).unwrap(),
+                c.data().last_stable_offset(&t).unwrap(),
+                c.data().visible_end(&t).unwrap(),
             );
             assert!(lso <= hw, "{ctx}: {t}: LSO {lso} > HW {hw}");
             for v in read_committed(c, &t) {
@@ -301,12 +302,13 @@ impl Model {
         }
         for (i, id) in IDS.iter().enumerate() {
             let open = c
-                .describe_transaction(id)
+                .transactions()
+                .describe(id)
                 .unwrap()
                 .is_some_and(|d| d.state == TxnState::Ongoing);
             assert_eq!(open, self.started[i].is_some(), "{ctx}: is {id} open");
             assert_eq!(
-                c.fetch_committed(GROUP, &input(i)).unwrap(),
+                c.groups().fetch_committed(GROUP, &input(i)).unwrap(),
                 self.offsets.get(&input(i)).copied(),
                 "{ctx}: committed offset of {}",
                 input(i)
@@ -351,8 +353,8 @@ impl Model {
 async fn run(seed: u64, steps: usize) {
     let mut rng = Rng(seed);
     let mut node = Node::new(|_| {});
-    node.c().create_topic("out", PARTITIONS, 1).unwrap();
-    node.c().create_topic("in", 2, 1).unwrap();
+    node.c().topics().create("out", PARTITIONS, 1).unwrap();
+    node.c().topics().create("in", 2, 1).unwrap();
     let mut model = Model::default();
     for step in 0..steps {
         let op = pick(&mut rng);

@@ -115,7 +115,7 @@ async fn answer(
 /// Sets the gauges of the cluster's state as it is now. A closed or failed
 /// cluster has no state to show; the counters still render.
 fn record_cluster_state(cluster: &BrokerCluster) {
-    if let Ok(d) = cluster.describe_cluster() {
+    if let Ok(d) = cluster.views().describe_cluster() {
         for p in &d.partitions {
             let labels = [
                 ("topic", p.topic.clone()),
@@ -134,13 +134,13 @@ fn record_cluster_state(cluster: &BrokerCluster) {
             set("mk_partition_leader", f64::from(p.leader_id));
         }
     }
-    if let Ok(sizes) = cluster.partition_log_bytes() {
+    if let Ok(sizes) = cluster.views().partition_log_bytes() {
         for (tp, bytes) in sizes {
             metrics::gauge!("mk_partition_size_bytes", "topic" => tp.topic, "partition" => tp.partition.to_string())
                 .set(bytes as f64);
         }
     }
-    if let Ok(lags) = cluster.group_lags() {
+    if let Ok(lags) = cluster.groups().lags() {
         for (group, tp, lag) in lags {
             metrics::gauge!("mk_group_lag", "group" => group, "topic" => tp.topic, "partition" => tp.partition.to_string())
                 .set(lag as f64);

@@ -204,7 +204,7 @@ impl Running {
             }),
             Err(e) => {
                 started.stop().await;
-                let _ = cluster.close().await;
+                let _ = cluster.lifecycle().close().await;
                 Err(e)
             }
         }
@@ -218,7 +218,7 @@ impl Running {
             k.shutdown().await;
         }
         self.server.shutdown().await;
-        self.cluster.close().await
+        self.cluster.lifecycle().close().await
     }
 }
 

@@ -62,7 +62,7 @@ pub async fn until_unhealthy(
     cluster: &BrokerCluster,
     disk_full_exit_after: Option<Duration>,
 ) -> Verdict {
-    let failed = cluster.until_failed();
+    let failed = cluster.lifecycle().until_failed();
     tokio::pin!(failed);
     let mut tick = tokio::time::interval(CHECK_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -70,7 +70,7 @@ pub async fn until_unhealthy(
         tokio::select! {
             cause = &mut failed => return Verdict::Failed(cause),
             _ = tick.tick() => {
-                let (Some(limit), Some(full)) = (disk_full_exit_after, cluster.health().disk_full) else {
+                let (Some(limit), Some(full)) = (disk_full_exit_after, cluster.lifecycle().health().disk_full) else {
                     continue;
                 };
                 let for_ms = cluster.clock().now_ms() - full.since_ms;
@@ -102,13 +102,14 @@ mod tests {
             faults.clone(),
         )
         .unwrap();
-        c.create_topic("t", 1, 1).unwrap();
+        c.topics().create("t", 1, 1).unwrap();
         (c, faults)
     }
 
     async fn produce(c: &BrokerCluster) -> mk_cluster::Result<()> {
         let batch = RecordBatch::new(vec![Record::new(None, Some(Bytes::from("v")), 1)])?;
-        c.append_batch(&TopicPartition::new("t", 0), batch, AckMode::One)
+        c.data()
+            .append_batch(&TopicPartition::new("t", 0), batch, AckMode::One)
             .await
             .map(|_| ())
     }
@@ -124,7 +125,7 @@ mod tests {
         };
         produce(&c).await.unwrap();
         faults.fail_syncs(true);
-        assert!(c.run_flush_cycle().is_err());
+        assert!(c.steps().run_flush_cycle().is_err());
         let v = verdict.await.unwrap();
         assert!(
             matches!(&v, Verdict::Failed(cause) if cause.contains("fsync")),

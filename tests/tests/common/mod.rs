@@ -60,14 +60,18 @@ impl Env {
 
     /// Graceful close, then open again on the same data dir.
     pub async fn restart(&mut self) {
-        self.cluster.close().await.unwrap();
-        assert_eq!(self.cluster.owned_tasks(), 0, "no task outlives close()");
+        self.cluster.lifecycle().close().await.unwrap();
+        assert_eq!(
+            self.cluster.lifecycle().owned_tasks(),
+            0,
+            "no task outlives close()"
+        );
         self.reattach();
     }
 
     /// Process kill (no flush, no checkpoint), then open again.
     pub fn crash_restart(&mut self) {
-        self.cluster.crash();
+        self.cluster.lifecycle().crash();
         self.reattach();
     }
 
@@ -113,7 +117,7 @@ impl Env {
 
     pub fn values(&self, topic: &str, partition: u32) -> Vec<(i64, String)> {
         let t = tp(topic, partition);
-        let start = self.cluster.log_start_offset(&t).unwrap();
+        let start = self.cluster.data().log_start_offset(&t).unwrap();
         self.client
             .fetch(&FetchRequest::new(t, start, 100_000))
             .unwrap()

@@ -27,7 +27,7 @@ pub enum ProduceRecords {
 }
 
 /// A produce request as it travels on the wire. Without a partition the
-/// core routes it (`BrokerCluster::route_produce`: by key, else 0).
+/// core routes it (`cluster.data().route_produce`: by key, else 0).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProduceSpec {
     pub topic: String,

@@ -3,7 +3,7 @@
 //! `abort_txn`. Each operation is a module with its four directions side by
 //! side, as in `topics.rs`. A transactional client names itself by
 //! [`TxnRef`] (transactional id and epoch); which handle that is, is the
-//! core's decision (`BrokerCluster::transaction_handle_at`).
+//! core's decision (`cluster.transactions().handle_at`).
 
 use super::common::{offsets_of, write_offsets};
 use super::{Request, Response};

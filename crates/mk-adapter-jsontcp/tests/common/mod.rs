@@ -73,7 +73,7 @@ impl Harness {
 
     pub async fn stop(self) {
         within(self.server.shutdown()).await;
-        self.cluster.close().await.unwrap();
+        self.cluster.lifecycle().close().await.unwrap();
     }
 }
 

@@ -314,14 +314,16 @@ fn create_one(
     };
     let config = config_with(ctx, &t.configs)?;
     if validate_only {
-        c.validate_new_topic(&t.name, partitions, rf, &config)?;
+        c.topics().validate_new(&t.name, partitions, rf, &config)?;
     } else {
-        c.create_topic_with_config(&t.name, partitions, rf, config.clone())?;
+        c.topics()
+            .create_with_config(&t.name, partitions, rf, config.clone())?;
     }
     Ok(CreatableTopicResult {
         name: t.name.clone(),
         topic_id: c
-            .topic_id(&t.name)
+            .topics()
+            .id(&t.name)
             .map(|id| Uuid(id.0))
             .unwrap_or(Uuid::ZERO),
         error_code: KafkaCode::NONE,
@@ -486,14 +488,14 @@ pub async fn handle_delete_topics(ctx: &Ctx<'_>, req: DeleteTopicsRequest) -> De
         .map(|t| {
             let name = match &t.name {
                 Some(n) => Ok(n.clone()),
-                None => c.topic_name_by_id(TopicId(t.topic_id.0)),
+                None => c.topics().name_by_id(TopicId(t.topic_id.0)),
             };
             let id = name
                 .as_ref()
                 .ok()
-                .and_then(|n| c.topic_id(n).ok())
+                .and_then(|n| c.topics().id(n).ok())
                 .map_or(t.topic_id, |id| Uuid(id.0));
-            match name.and_then(|n| c.delete_topic(&n).map(|()| n)) {
+            match name.and_then(|n| c.topics().delete(&n).map(|()| n)) {
                 Ok(n) => DeletableTopicResult {
                     name: Some(n),
                     topic_id: id,
@@ -652,8 +654,10 @@ pub async fn handle_create_partitions(
                         "the partition count must be positive, got {}",
                         t.count
                     ))),
-                    Ok(total) if req.validate_only => c.validate_create_partitions(&t.name, total),
-                    Ok(total) => c.create_partitions(&t.name, total),
+                    Ok(total) if req.validate_only => {
+                        c.topics().validate_create_partitions(&t.name, total)
+                    }
+                    Ok(total) => c.topics().create_partitions(&t.name, total),
                 }
             };
             result_of(&t.name, r)
@@ -825,7 +829,7 @@ fn describe_one(
 ) -> Result<Vec<ConfigEntry>, ClusterError> {
     match res.resource_type {
         RESOURCE_TOPIC => {
-            let d = ctx.cluster.describe_topic(&res.resource_name)?;
+            let d = ctx.cluster.topics().describe(&res.resource_name)?;
             Ok(topic_entries(ctx, &d.config))
         }
         RESOURCE_BROKER => {
@@ -965,7 +969,8 @@ fn replace_one(
         )));
     }
     ctx.cluster
-        .alter_topic_config(
+        .topics()
+        .alter_config(
             &res.resource_name,
             &ConfigChange::replacing_all(&res.configs),
             validate_only,
@@ -1145,7 +1150,8 @@ fn alter_one(
         })
         .collect::<Result<Vec<_>, _>>()?;
     ctx.cluster
-        .alter_topic_config(&res.resource_name, &changes, validate_only)
+        .topics()
+        .alter_config(&res.resource_name, &changes, validate_only)
         .map(|_| ())
 }
 

@@ -1,4 +1,4 @@
-//! Fetch: Kafka's long poll over whole batches (`BrokerCluster::
+//! Fetch: Kafka's long poll over whole batches (`cluster.data().
 //! fetch_batches`), answered as uncompressed v2 batches. read_committed
 //! answers are already filtered by the core (aborted data never leaves the
 //! broker, markers do, so positions move past them), so their
@@ -337,11 +337,11 @@ pub async fn handle(ctx: &Ctx<'_>, req: FetchRequest) -> FetchResponse {
         broker: Some(ctx.broker_id),
     };
     let results = tokio::select! {
-        r = ctx.cluster.fetch_batches(&fetch) => r,
+        r = ctx.cluster.data().fetch_batches(&fetch) => r,
         _ = ctx.shutdown.cancelled() => {
             // Shutting down: answer with what is visible, without waiting.
             let now = BatchFetch { max_wait: Duration::ZERO, ..fetch.clone() };
-            ctx.cluster.fetch_batches(&now).await
+            ctx.cluster.data().fetch_batches(&now).await
         }
     };
     let results = match results {

@@ -1335,7 +1335,7 @@ fn code_of(e: &ClusterError) -> KafkaCode {
 /// was asked (one process hosts the one coordinator), as long as it is
 /// online; otherwise the lowest online broker.
 fn coordinator_for(ctx: &Ctx<'_>, key: &str) -> Coordinator {
-    let online = ctx.cluster.online_brokers();
+    let online = ctx.cluster.brokers().online();
     let id = if online.contains(&ctx.broker_id) {
         Some(ctx.broker_id)
     } else {
@@ -1423,7 +1423,7 @@ pub async fn handle_join_group(ctx: &Ctx<'_>, req: JoinGroupRequest) -> JoinGrou
         require_known_member_id: v >= 4,
     };
     let joined = tokio::select! {
-        r = ctx.cluster.join_group_member(join) => r,
+        r = ctx.cluster.groups().join_member(join) => r,
         _ = ctx.shutdown.cancelled() => Err(ClusterError::Closed),
     };
     match joined {
@@ -1496,7 +1496,7 @@ pub async fn handle_sync_group(ctx: &Ctx<'_>, req: SyncGroupRequest) -> SyncGrou
         assigned_partitions,
     };
     let synced = tokio::select! {
-        r = ctx.cluster.sync_group_member(sync) => r,
+        r = ctx.cluster.groups().sync_member(sync) => r,
         _ = ctx.shutdown.cancelled() => Err(ClusterError::Closed),
     };
     match synced {
@@ -1518,7 +1518,7 @@ pub async fn handle_sync_group(ctx: &Ctx<'_>, req: SyncGroupRequest) -> SyncGrou
 }
 
 pub async fn handle_heartbeat(ctx: &Ctx<'_>, req: HeartbeatRequest) -> HeartbeatResponse {
-    let r = ctx.cluster.heartbeat_member(
+    let r = ctx.cluster.groups().heartbeat_member(
         &req.group_id,
         &req.member_id,
         req.generation_id,
@@ -1537,7 +1537,7 @@ pub async fn handle_leave_group(ctx: &Ctx<'_>, req: LeaveGroupRequest) -> LeaveG
         .iter()
         .map(|m| (m.member_id.clone(), m.group_instance_id.clone()))
         .collect();
-    match ctx.cluster.leave_group_members(&req.group_id, &members) {
+    match ctx.cluster.groups().leave_members(&req.group_id, &members) {
         Err(e) => LeaveGroupResponse {
             throttle_time_ms: 0,
             error_code: code_of(&e),
@@ -1573,7 +1573,7 @@ pub async fn handle_leave_group(ctx: &Ctx<'_>, req: LeaveGroupRequest) -> LeaveG
 /// topic partitions; others are answered UNKNOWN_TOPIC_OR_PARTITION.
 fn known_partition(ctx: &Ctx<'_>, topic: &str, partition: i32) -> Option<TopicPartition> {
     let p = u32::try_from(partition).ok()?;
-    let count = ctx.cluster.partition_count(topic).ok()?;
+    let count = ctx.cluster.topics().partition_count(topic).ok()?;
     (p < count).then(|| TopicPartition::new(topic, p))
 }
 
@@ -1589,7 +1589,7 @@ pub async fn handle_offset_commit(ctx: &Ctx<'_>, req: OffsetCommitRequest) -> Of
     let result = if offsets.is_empty() {
         Ok(())
     } else {
-        ctx.cluster.commit_group_offsets(
+        ctx.cluster.groups().commit(
             &req.group_id,
             req.generation_id,
             &req.member_id,
@@ -1638,7 +1638,7 @@ fn fetched(partition: i32, offset: Option<i64>, code: KafkaCode) -> FetchedOffse
 fn fetch_group(ctx: &Ctx<'_>, g: &OffsetFetchGroup) -> FetchedGroup {
     let c = ctx.cluster;
     let topics = match &g.topics {
-        None => match c.committed_offsets(&g.group_id) {
+        None => match c.groups().committed(&g.group_id) {
             Ok(all) => {
                 let mut by_topic: BTreeMap<String, Vec<FetchedOffset>> = BTreeMap::new();
                 for (tp, o) in all {
@@ -1671,6 +1671,7 @@ fn fetch_group(ctx: &Ctx<'_>, g: &OffsetFetchGroup) -> FetchedGroup {
                     .map(|p| match u32::try_from(*p) {
                         Err(_) => fetched(*p, None, KafkaCode::UNKNOWN_TOPIC_OR_PARTITION),
                         Ok(index) => match c
+                            .groups()
                             .fetch_committed(&g.group_id, &TopicPartition::new(&t.name, index))
                         {
                             Ok(o) => fetched(*p, o, KafkaCode::NONE),
@@ -1696,7 +1697,7 @@ pub async fn handle_offset_fetch(ctx: &Ctx<'_>, req: OffsetFetchRequest) -> Offs
 }
 
 pub async fn handle_list_groups(ctx: &Ctx<'_>, req: ListGroupsRequest) -> ListGroupsResponse {
-    match ctx.cluster.list_group_listings() {
+    match ctx.cluster.groups().listings() {
         Err(e) => ListGroupsResponse {
             throttle_time_ms: 0,
             error_code: code_of(&e),
@@ -1731,7 +1732,7 @@ pub async fn handle_describe_groups(
     let groups = req
         .groups
         .iter()
-        .map(|id| match ctx.cluster.describe_group(id) {
+        .map(|id| match ctx.cluster.groups().describe(id) {
             Err(e) => DescribedGroup {
                 error_code: code_of(&e),
                 group_id: id.clone(),
@@ -1786,7 +1787,7 @@ pub async fn handle_describe_groups(
 }
 
 pub async fn handle_delete_groups(ctx: &Ctx<'_>, req: DeleteGroupsRequest) -> DeleteGroupsResponse {
-    let results = match ctx.cluster.delete_groups(&req.groups_names) {
+    let results = match ctx.cluster.groups().delete(&req.groups_names) {
         Ok(r) => req
             .groups_names
             .iter()
@@ -1814,7 +1815,10 @@ pub async fn handle_offset_delete(ctx: &Ctx<'_>, req: OffsetDeleteRequest) -> Of
             }
         }
     }
-    let results = ctx.cluster.delete_group_offsets(&req.group_id, &partitions);
+    let results = ctx
+        .cluster
+        .groups()
+        .delete_offsets(&req.group_id, &partitions);
     let (error_code, by_tp): (KafkaCode, BTreeMap<TopicPartition, KafkaCode>) = match results {
         Err(e) => (code_of(&e), BTreeMap::new()),
         Ok(r) => (

@@ -305,7 +305,7 @@ impl Message for MetadataResponse {
 
 /// The brokers as clients see them: the online ones, at their listeners.
 fn advertised_brokers(ctx: &Ctx<'_>) -> Vec<MetadataBroker> {
-    let online = ctx.cluster.online_brokers();
+    let online = ctx.cluster.brokers().online();
     ctx.endpoints
         .iter()
         .filter(|e| online.contains(&e.broker_id))
@@ -321,7 +321,12 @@ fn advertised_brokers(ctx: &Ctx<'_>) -> Vec<MetadataBroker> {
 /// The controller Kafka clients are told about: the lowest online broker
 /// (admin requests are served by every broker here).
 fn controller(ctx: &Ctx<'_>) -> i32 {
-    ctx.cluster.online_brokers().first().copied().unwrap_or(-1)
+    ctx.cluster
+        .brokers()
+        .online()
+        .first()
+        .copied()
+        .unwrap_or(-1)
 }
 
 fn topic_error(name: Option<String>, topic_id: Uuid, e: &ClusterError) -> MetadataTopic {
@@ -336,7 +341,7 @@ fn topic_error(name: Option<String>, topic_id: Uuid, e: &ClusterError) -> Metada
 }
 
 fn topic_entry(ctx: &Ctx<'_>, d: &TopicDescription, authorized: bool) -> MetadataTopic {
-    let online = ctx.cluster.online_brokers();
+    let online = ctx.cluster.brokers().online();
     let partitions = d
         .partitions
         .iter()
@@ -372,7 +377,8 @@ fn topic_entry(ctx: &Ctx<'_>, d: &TopicDescription, authorized: bool) -> Metadat
         name: Some(d.name.clone()),
         topic_id: ctx
             .cluster
-            .topic_id(&d.name)
+            .topics()
+            .id(&d.name)
             .map(|id| Uuid(id.0))
             .unwrap_or(Uuid::ZERO),
         is_internal: false,
@@ -395,12 +401,12 @@ pub async fn handle(ctx: &Ctx<'_>, req: MetadataRequest) -> MetadataResponse {
     };
     let mut topics = Vec::new();
     if all {
-        match c.list_topics() {
+        match c.topics().list() {
             Ok(names) => {
                 for name in names {
                     // A topic deleted between the listing and here is
                     // simply left out.
-                    if let Ok(d) = c.describe_topic(&name) {
+                    if let Ok(d) = c.topics().describe(&name) {
                         topics.push(topic_entry(ctx, &d, authorized));
                     }
                 }
@@ -411,10 +417,12 @@ pub async fn handle(ctx: &Ctx<'_>, req: MetadataRequest) -> MetadataResponse {
         for t in req.topics.iter().flatten() {
             let name = match &t.name {
                 Some(n) => Ok(n.clone()),
-                None => c.topic_name_by_id(TopicId(t.topic_id.0)),
+                None => c.topics().name_by_id(TopicId(t.topic_id.0)),
             };
-            let described =
-                name.and_then(|n| c.describe_or_auto_create(&n, req.allow_auto_topic_creation));
+            let described = name.and_then(|n| {
+                c.topics()
+                    .describe_or_auto_create(&n, req.allow_auto_topic_creation)
+            });
             topics.push(match described {
                 Ok(d) => topic_entry(ctx, &d, authorized),
                 Err(e) => topic_error(t.name.clone(), t.topic_id, &e),

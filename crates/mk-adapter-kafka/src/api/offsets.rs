@@ -169,10 +169,11 @@ fn list_one(
     isolation: Isolation,
 ) -> Result<ListOffsetsPartitionResponse, ClusterError> {
     let tp = TopicPartition::new(topic, partition_of(p.partition_index)?);
-    ctx.cluster.check_leader(&tp, ctx.broker_id)?;
+    ctx.cluster.brokers().check_leader(&tp, ctx.broker_id)?;
     if p.current_leader_epoch >= 0 {
         // Checked like a fetch: a stale or future epoch is refused.
         ctx.cluster
+            .data()
             .end_offset_for_epoch(&tp, 0, Some(p.current_leader_epoch))?;
     }
     let spec = match p.timestamp {
@@ -181,7 +182,7 @@ fn list_one(
         MAX_TIMESTAMP if ctx.version() >= 7 => OffsetSpec::MaxTimestamp,
         ts => OffsetSpec::Timestamp(ts),
     };
-    let found = ctx.cluster.list_offset(&tp, spec, isolation)?;
+    let found = ctx.cluster.data().list_offset(&tp, spec, isolation)?;
     Ok(match found {
         Some(l) => ListOffsetsPartitionResponse {
             partition_index: p.partition_index,
@@ -364,10 +365,11 @@ fn epoch_one(
     p: &OffsetForLeaderPartition,
 ) -> Result<EpochEndOffset, ClusterError> {
     let tp = TopicPartition::new(topic, partition_of(p.partition)?);
-    ctx.cluster.check_leader(&tp, ctx.broker_id)?;
+    ctx.cluster.brokers().check_leader(&tp, ctx.broker_id)?;
     let current = (p.current_leader_epoch >= 0).then_some(p.current_leader_epoch);
     let found = ctx
         .cluster
+        .data()
         .end_offset_for_epoch(&tp, p.leader_epoch, current)?;
     Ok(EpochEndOffset {
         error_code: KafkaCode::NONE,

@@ -247,7 +247,7 @@ fn submit(
         ));
     };
     let tp = TopicPartition::new(topic, index);
-    if let Err(e) = c.check_leader(&tp, ctx.broker_id) {
+    if let Err(e) = c.brokers().check_leader(&tp, ctx.broker_id) {
         return Step::Done(ProducePartitionResponse::from_error(p.index, &e));
     }
     let Some(records) = &p.records else {
@@ -273,7 +273,7 @@ fn submit(
             });
         }
     };
-    match c.submit_append(&tp, produced.batch, acks, None) {
+    match c.data().submit_append(&tp, produced.batch, acks, None) {
         Ok(append) => Step::Pending {
             tp,
             append,
@@ -299,7 +299,7 @@ async fn complete(ctx: &Ctx<'_>, step: Step, timeout: Duration) -> ProducePartit
             error_code: KafkaCode::NONE,
             base_offset: base_offset.unwrap_or(-1),
             log_append_time_ms: log_append_time.unwrap_or(-1),
-            log_start_offset: ctx.cluster.log_start_offset(&tp).unwrap_or(-1),
+            log_start_offset: ctx.cluster.data().log_start_offset(&tp).unwrap_or(-1),
             record_errors: Vec::new(),
             error_message: None,
         },
@@ -436,7 +436,7 @@ pub async fn handle_init_producer_id(
             let current =
                 (req.producer_id >= 0).then_some((req.producer_id, i32::from(req.producer_epoch)));
             let r = tokio::select! {
-                r = ctx.cluster.init_transactional_producer(
+                r = ctx.cluster.transactions().init_transactional_producer(
                     txn_id,
                     req.transaction_timeout_ms,
                     current,
@@ -449,6 +449,7 @@ pub async fn handle_init_producer_id(
         // KIP-360) gets a fresh identity: its sequences start again at 0.
         None => ctx
             .cluster
+            .transactions()
             .init_producer(None)
             .map_err(|e| errors::kafka_code(e.code())),
     };

@@ -308,7 +308,8 @@ pub async fn handle_add_partitions_to_txn(
     }
     let outcome = ctx
         .cluster
-        .add_partitions_to_txn(
+        .transactions()
+        .add_partitions(
             &p.transactional_id,
             p.producer_id,
             i32::from(p.producer_epoch),
@@ -361,7 +362,7 @@ pub async fn handle_add_offsets_to_txn(
     req: AddOffsetsToTxnRequest,
 ) -> TxnErrorResponse {
     let p = &req.producer;
-    let r = ctx.cluster.add_offsets_to_txn(
+    let r = ctx.cluster.transactions().add_offsets(
         &p.transactional_id,
         p.producer_id,
         i32::from(p.producer_epoch),
@@ -378,7 +379,7 @@ pub async fn handle_add_offsets_to_txn(
 pub async fn handle_end_txn(ctx: &Ctx<'_>, req: EndTxnRequest) -> TxnErrorResponse {
     let p = &req.producer;
     let ended = tokio::select! {
-        r = ctx.cluster.end_txn(
+        r = ctx.cluster.transactions().end(
             &p.transactional_id,
             p.producer_id,
             i32::from(p.producer_epoch),
@@ -418,7 +419,8 @@ pub async fn handle_txn_offset_commit(
     };
     let code = ctx
         .cluster
-        .txn_offset_commit(&commit)
+        .transactions()
+        .commit_offsets(&commit)
         .err()
         .map_or(KafkaCode::NONE, |e| txn_code(&e, ctx.version(), 3));
     TxnOffsetCommitResponse {

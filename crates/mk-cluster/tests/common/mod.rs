@@ -71,14 +71,14 @@ impl Node {
     /// Kills the process (no checkpoint, no snapshot) and starts it again.
     pub fn crash_and_reopen(&mut self) {
         let c = self.cluster.take().expect("the broker is open");
-        c.crash();
+        c.lifecycle().crash();
         drop(c);
         self.open();
     }
 
     pub async fn close_and_reopen(&mut self) {
         let c = self.cluster.take().expect("the broker is open");
-        c.close().await.unwrap();
+        c.lifecycle().close().await.unwrap();
         drop(c);
         self.open();
     }
@@ -93,7 +93,7 @@ pub async fn replicating<T>(c: &BrokerCluster, fut: impl Future<Output = T>) -> 
         tokio::select! {
             biased;
             r = &mut fut => return r,
-            () = tokio::task::yield_now() => c.replicate_all_once().unwrap(),
+            () = tokio::task::yield_now() => c.steps().replicate_all_once().unwrap(),
         }
     }
 }
@@ -110,7 +110,10 @@ pub struct Client {
 
 impl Client {
     pub async fn init(c: &BrokerCluster, id: &str, timeout_ms: i32) -> Result<Client> {
-        let identity = c.init_transactional_producer(id, timeout_ms, None).await?;
+        let identity = c
+            .transactions()
+            .init_transactional_producer(id, timeout_ms, None)
+            .await?;
         Ok(Client {
             id: id.to_string(),
             pid: identity.producer_id,
@@ -147,6 +150,7 @@ impl Client {
     ) -> Result<ProduceResult> {
         let batch = self.batch(tp, values);
         let r = c
+            .data()
             .submit_append(tp, batch, AckMode::All, None)?
             .wait()
             .await?;
@@ -159,7 +163,8 @@ impl Client {
     /// AddPartitionsToTxn for `tps`; any per-partition error is returned.
     pub async fn add(&self, c: &BrokerCluster, tps: &[TopicPartition]) -> Result<()> {
         for (_, r) in c
-            .add_partitions_to_txn(&self.id, self.pid, self.epoch, tps)
+            .transactions()
+            .add_partitions(&self.id, self.pid, self.epoch, tps)
             .await?
         {
             r?;
@@ -174,8 +179,10 @@ impl Client {
         group: &str,
         offsets: &[(TopicPartition, i64)],
     ) -> Result<()> {
-        c.add_offsets_to_txn(&self.id, self.pid, self.epoch, group)?;
-        c.txn_offset_commit(&self.offset_commit(group, offsets))
+        c.transactions()
+            .add_offsets(&self.id, self.pid, self.epoch, group)?;
+        c.transactions()
+            .commit_offsets(&self.offset_commit(group, offsets))
     }
 
     pub fn offset_commit(&self, group: &str, offsets: &[(TopicPartition, i64)]) -> TxnOffsetCommit {
@@ -192,7 +199,9 @@ impl Client {
     }
 
     pub async fn end(&self, c: &BrokerCluster, commit: bool) -> Result<()> {
-        c.end_txn(&self.id, self.pid, self.epoch, commit).await
+        c.transactions()
+            .end(&self.id, self.pid, self.epoch, commit)
+            .await
     }
 }
 
@@ -206,13 +215,14 @@ fn values(records: Vec<ConsumerRecord>) -> Vec<String> {
 /// Every value a read_committed reader sees in `tp` from the start.
 pub fn read_committed(c: &BrokerCluster, tp: &TopicPartition) -> Vec<String> {
     let req = FetchRequest::new(tp.clone(), 0, i64::MAX).with_isolation(Isolation::ReadCommitted);
-    values(c.fetch(&req).unwrap().records)
+    values(c.data().fetch(&req).unwrap().records)
 }
 
 /// Every data value below the high watermark of `tp`.
 pub fn read_uncommitted(c: &BrokerCluster, tp: &TopicPartition) -> Vec<String> {
     values(
-        c.fetch(&FetchRequest::new(tp.clone(), 0, i64::MAX))
+        c.data()
+            .fetch(&FetchRequest::new(tp.clone(), 0, i64::MAX))
             .unwrap()
             .records,
     )
@@ -220,5 +230,5 @@ pub fn read_uncommitted(c: &BrokerCluster, tp: &TopicPartition) -> Vec<String> {
 
 /// True when nothing holds back read_committed readers of `tp`.
 pub fn lso_is_free(c: &BrokerCluster, tp: &TopicPartition) -> bool {
-    c.last_stable_offset(tp).unwrap() == c.visible_end(tp).unwrap()
+    c.data().last_stable_offset(tp).unwrap() == c.data().visible_end(tp).unwrap()
 }

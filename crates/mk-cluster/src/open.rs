@@ -1,0 +1,225 @@
+//! Opening a cluster: the data-directory lock, the metadata (finishing
+//! what a crash interrupted, refusing directories it does not know), every
+//! replica set (a damaged one opens offline), the producer identities, the
+//! offsets log, the transaction journal, and the recovery of transactions
+//! a crash left unfinished.
+
+use crate::attached::ClientRegistry;
+use crate::cluster::{BrokerCluster, OFFSETS_TOPIC, log_config, replication_config};
+use crate::config::MiniKafkaConfig;
+use crate::error::{ClusterError, Result};
+use crate::health::{Access, Reach, reach};
+use crate::life::{DirLock, Life};
+use crate::metadata::MetadataStore;
+use crate::slot::{PartitionSlot, Topic};
+use crate::topics::{check_no_unknown_partitions, finish_pending_deletions};
+use mk_core::{SharedClock, SystemClock, TopicPartition};
+use mk_group::{GroupConfig, GroupCoordinator};
+use mk_log::{FaultInjector, StorageError};
+use mk_replication::{PartitionAssignment, PartitionReplicaSet, ProducerIdentityStore};
+use mk_txn::{TransactionCoordinator, TxnConfig};
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, RwLock};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+impl BrokerCluster {
+    /// Opens (or creates) a cluster in `config.data_dir` with the system
+    /// clock.
+    pub fn open(config: MiniKafkaConfig) -> Result<Arc<Self>> {
+        Self::open_with_clock(config, Arc::new(SystemClock))
+    }
+
+    /// Opens with an injected clock (tests pass a `ManualClock` they keep a
+    /// handle to). Recovers every partition, the offsets log and the
+    /// transaction journal, and completes transactions that a crash left in
+    /// a Prepare state.
+    pub fn open_with_clock(config: MiniKafkaConfig, clock: SharedClock) -> Result<Arc<Self>> {
+        Self::open_with_faults(config, clock, Arc::new(FaultInjector::new()))
+    }
+
+    /// Opens with an injected clock and the fault seam every write and
+    /// fsync of every store will pass (the fault-injection suite passes one
+    /// so that it can also fail the writes of opening itself).
+    pub fn open_with_faults(
+        config: MiniKafkaConfig,
+        clock: SharedClock,
+        faults: Arc<FaultInjector>,
+    ) -> Result<Arc<Self>> {
+        config.validate()?;
+        std::fs::create_dir_all(&config.data_dir)
+            .map_err(|e| StorageError::io(&config.data_dir, e))?;
+        let lock = DirLock::acquire(&config.data_dir)?;
+        let metadata_existed = config.data_dir.join("metadata.json").exists();
+        let mut metadata = MetadataStore::load(&config.data_dir)?.with_faults(faults.clone());
+        finish_pending_deletions(&config.data_dir, &mut metadata)?;
+        check_no_unknown_partitions(&config.data_dir, &metadata, metadata_existed)?;
+        metadata.persist_upgrade()?;
+        let replicas: u64 = metadata
+            .topics()
+            .flat_map(|t| t.partitions.iter())
+            .map(|p| p.replicas.len() as u64)
+            .sum();
+        crate::resources::check_room_for_replicas(
+            replicas,
+            &format!("opening {replicas} replica(s) of the metadata's partitions"),
+        )?;
+        let mut identities =
+            ProducerIdentityStore::open(&config.data_dir)?.with_faults(faults.clone());
+        let mut seen_producers: BTreeMap<i64, i32> = BTreeMap::new();
+        let mut topics = BTreeMap::new();
+        let mut epoch_changes = Vec::new();
+        for meta in metadata.topics() {
+            let mut partitions = Vec::with_capacity(meta.partitions.len());
+            for p in &meta.partitions {
+                let tp = TopicPartition::new(&meta.name, p.partition);
+                // Every replica directory exists from the partition's
+                // creation on: a missing one lost its data, and opening it
+                // would silently start an empty log in its place.
+                let missing: Vec<String> = p
+                    .replicas
+                    .iter()
+                    .map(|b| mk_replication::replica_dir(&config.data_dir, *b, &tp))
+                    .filter(|d| !d.exists())
+                    .map(|d| d.display().to_string())
+                    .collect();
+                if !missing.is_empty() {
+                    let cause = format!(
+                        "replica directories are missing ({}): their data is gone; restore them \
+                         from a backup, or delete the topic to start it again empty",
+                        missing.join(", ")
+                    );
+                    tracing::error!(partition = %tp, cause, "partition damaged: opened offline");
+                    partitions.push(Arc::new(PartitionSlot::damaged_at_open(
+                        tp,
+                        cause,
+                        clock.now_ms(),
+                    )));
+                    continue;
+                }
+                let opened = PartitionReplicaSet::open(
+                    &config.data_dir,
+                    tp.clone(),
+                    PartitionAssignment {
+                        replicas: p.replicas.clone(),
+                        leader_id: p.leader_id,
+                        leader_epoch: p.leader_epoch,
+                    },
+                    replication_config(&config, &meta.config, &faults),
+                    clock.clone(),
+                );
+                let mut set = match opened.map_err(ClusterError::from) {
+                    Ok(set) => set,
+                    // Damage stays with its partition: the broker starts
+                    // without it. A transient failure (no space, no file
+                    // descriptor) refuses the start instead, since retrying
+                    // with the resource back opens the partition fine.
+                    Err(e) if reach(&e, Access::Read) == Some(Reach::Partition) => {
+                        tracing::error!(
+                            partition = %tp,
+                            cause = %e,
+                            "partition damaged: opened offline; every other partition serves"
+                        );
+                        partitions.push(Arc::new(PartitionSlot::damaged_at_open(
+                            tp,
+                            e.to_string(),
+                            clock.now_ms(),
+                        )));
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
+                for (id, epoch) in set.producer_epochs() {
+                    note_producer(&mut seen_producers, id, epoch);
+                }
+                if (set.leader_id(), set.leader_epoch()) != (p.leader_id, p.leader_epoch) {
+                    epoch_changes.push((tp.clone(), set.leader_id(), set.leader_epoch()));
+                }
+                for (_, identity) in identities.identities() {
+                    // Re-register every known producer epoch so zombies stay
+                    // fenced after a restart.
+                    let _ = set.register_producer(identity.producer_id, identity.epoch);
+                }
+                partitions.push(Arc::new(PartitionSlot::new(tp, set, clock.now_ms())));
+            }
+            topics.insert(
+                meta.name.clone(),
+                Arc::new(Topic {
+                    meta: meta.clone(),
+                    partitions,
+                }),
+            );
+        }
+        for (tp, leader, epoch) in epoch_changes {
+            metadata.set_leader(&tp.topic, tp.partition, leader, epoch)?;
+        }
+        let groups = GroupCoordinator::open(
+            &config.data_dir.join(format!("{OFFSETS_TOPIC}-0")),
+            GroupConfig {
+                session_timeout_ms: config.group_session_timeout_ms,
+                min_session_timeout_ms: config.group_min_session_timeout_ms,
+                max_session_timeout_ms: config.group_max_session_timeout_ms,
+                max_group_size: config.group_max_size,
+                // Member ids made after a restart must never equal ids of
+                // before: a client that still holds an old id would take
+                // over a newcomer's place.
+                member_id_salt: uuid::Uuid::new_v4().simple().to_string(),
+                offsets_log: log_config(&config, None, &faults),
+                ..GroupConfig::default()
+            },
+            clock.clone(),
+        )?;
+        let recovered = TransactionCoordinator::open(
+            &config.data_dir.join(mk_txn::JOURNAL_FILE_NAME),
+            TxnConfig {
+                transaction_timeout_ms: config.transaction_timeout_ms,
+                faults: Arc::new(mk_txn::JournalFaults::with_storage(faults.clone())),
+                max_transaction_timeout_ms: config.max_transaction_timeout_ms,
+                ..TxnConfig::default()
+            },
+            clock.clone(),
+        )?;
+        for t in recovered.coordinator.list() {
+            note_producer(&mut seen_producers, t.producer_id, t.producer_epoch);
+        }
+        // The logs and the journal, not the store, are the truth about
+        // which producer ids are taken: a lost or stale store must never
+        // hand one out again.
+        identities.respect_seen(&seen_producers)?;
+        let started_ms = clock.now_ms();
+        let cluster = Arc::new(Self {
+            config,
+            clock,
+            faults,
+            life: Life::new(),
+            topics: RwLock::new(topics),
+            metadata: Mutex::new(metadata),
+            identities: Mutex::new(identities),
+            groups: Mutex::new(Some(groups)),
+            txns: Mutex::new(Some(recovered.coordinator)),
+            appended: Notify::new(),
+            tasks: TaskTracker::new(),
+            shutdown: CancellationToken::new(),
+            started_ms,
+            member_counter: AtomicU64::new(0),
+            clients: Mutex::new(ClientRegistry::default()),
+            dir_lock: Mutex::new(Some(lock)),
+            offline_brokers: tokio::sync::watch::Sender::new(Default::default()),
+            disk_full: Mutex::new(None),
+            disk_full_flag: std::sync::atomic::AtomicBool::new(false),
+        });
+        cluster
+            .transactions()
+            .recover_transactions(recovered.plans)?;
+        cluster.transactions().repair_hanging_transactions()?;
+        Ok(cluster)
+    }
+}
+
+/// Records that producer `id` is known at `epoch` (keeping the highest).
+fn note_producer(seen: &mut BTreeMap<i64, i32>, id: i64, epoch: i32) {
+    let e = seen.entry(id).or_insert(epoch);
+    *e = (*e).max(epoch);
+}
