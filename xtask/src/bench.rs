@@ -1,7 +1,9 @@
 //! `cargo xtask bench`: runs the release-build benchmark binaries, prints one
 //! JSON line per figure and rewrites the measured table in
-//! docs/benchmarks.md (between the `bench:begin` / `bench:end` markers).
-//! Benchmarks measure and report; nothing here asserts a time.
+//! docs/benchmarks.md (between the `bench:begin` / `bench:end` markers);
+//! `cargo xtask bench <group>` replaces only the rows of the figures it
+//! measured (and adds new ones at the end). Benchmarks measure and report;
+//! nothing here asserts a time.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -14,6 +16,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("mk-server", "server"),
     ("mk-server", "kafka"),
     ("mk-server", "fetch_memory"),
+    ("mk-server", "startup"),
 ];
 
 const BEGIN: &str = "<!-- bench:begin -->";
@@ -61,9 +64,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
             }
         }
     }
-    if only.is_empty() {
-        write_table(&rows)?;
-    }
+    write_table(&rows, !only.is_empty())?;
     Ok(())
 }
 
@@ -93,7 +94,7 @@ fn kafka_load_generator(cargo: &str) -> Result<std::path::PathBuf, String> {
     Ok(target.join("release").join("mk-kafka-load"))
 }
 
-fn write_table(rows: &[serde_json::Value]) -> Result<(), String> {
+fn write_table(rows: &[serde_json::Value], merge: bool) -> Result<(), String> {
     let path = Path::new("docs").join("benchmarks.md");
     let doc = std::fs::read_to_string(&path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -103,22 +104,49 @@ fn write_table(rows: &[serde_json::Value]) -> Result<(), String> {
             path.display()
         ));
     };
-    let mut table =
-        String::from("\n| figure | value | unit | workload |\n| --- | ---: | --- | --- |\n");
+    let mut lines: Vec<String> = if merge {
+        table_rows(&doc[b + BEGIN.len()..e])
+    } else {
+        Vec::new()
+    };
     for r in rows {
+        let name = r["figure"].as_str().unwrap_or("?");
         let value = r["value"].as_f64().unwrap_or(f64::NAN);
-        table.push_str(&format!(
-            "| {} | {} | {} | {} |\n",
-            r["figure"].as_str().unwrap_or("?"),
+        let line = format!(
+            "| {name} | {} | {} | {} |",
             format_value(value),
             r["unit"].as_str().unwrap_or(""),
             r["workload"].as_str().unwrap_or("")
-        ));
+        );
+        match lines.iter_mut().find(|l| row_name(l) == Some(name)) {
+            Some(old) => *old = line,
+            None => lines.push(line),
+        }
+    }
+    let mut table =
+        String::from("\n| figure | value | unit | workload |\n| --- | ---: | --- | --- |\n");
+    for line in lines {
+        table.push_str(&line);
+        table.push('\n');
     }
     let new = format!("{}{BEGIN}{table}{}", &doc[..b], &doc[e..]);
     std::fs::write(&path, new).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     eprintln!("xtask: wrote {} figures to {}", rows.len(), path.display());
     Ok(())
+}
+
+/// The data rows of the measured table (no header, no separator).
+fn table_rows(table: &str) -> Vec<String> {
+    table
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| figure |") && !l.starts_with("| ---"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The figure a table row is about.
+fn row_name(row: &str) -> Option<&str> {
+    row.strip_prefix("| ")?.split(" | ").next()
 }
 
 fn format_value(v: f64) -> String {
@@ -142,7 +170,16 @@ fn format_value(v: f64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::format_value;
+    use super::{format_value, row_name, table_rows};
+
+    #[test]
+    fn a_group_replaces_its_own_rows_and_keeps_the_others() {
+        let table = "\n| figure | value | unit | workload |\n| --- | ---: | --- | --- |\n\
+                     | log.read | 4.2 | GB/s | x |\n| startup.listening_ms | 9.000 | ms | y |\n";
+        let rows = table_rows(table);
+        assert_eq!(rows.len(), 2);
+        assert_eq!(row_name(&rows[1]), Some("startup.listening_ms"));
+    }
 
     #[test]
     fn values_are_formatted_for_humans() {

@@ -22,20 +22,44 @@ const STAMP: &str = ".mk-interop-stamp";
 const KCAT_VERSION: &str = "Version 1.7.1 ";
 
 pub fn run(pytest_args: &[String]) -> Result<(), String> {
-    let started = Instant::now();
-    let target_dir = target_dir()?;
+    let built = build()?;
+    suite(built, pytest_args)
+}
 
-    let step = Instant::now();
+/// The debug mk-server the suite runs, built.
+pub struct Built {
+    server: PathBuf,
+    started: Instant,
+    build_s: f64,
+}
+
+/// Builds the debug mk-server (`cargo xtask test` then builds the release
+/// binary in the background while [`suite`] runs).
+pub fn build() -> Result<Built, String> {
+    let started = Instant::now();
     crate::cargo(&["build", "--locked", "-p", "mk-server"])?;
-    let server = target_dir.join("debug").join("mk-server");
+    let server = target_dir()?.join("debug").join("mk-server");
     if !server.is_file() {
         return Err(format!(
             "built mk-server but {} is missing",
             server.display()
         ));
     }
-    let build_s = step.elapsed().as_secs_f64();
+    Ok(Built {
+        server,
+        started,
+        build_s: started.elapsed().as_secs_f64(),
+    })
+}
 
+/// Installs the clients and runs the suite against `built`.
+pub fn suite(built: Built, pytest_args: &[String]) -> Result<(), String> {
+    let Built {
+        server,
+        started,
+        build_s,
+    } = built;
+    let target_dir = target_dir()?;
     let step = Instant::now();
     let venv = target_dir.join("interop-venv");
     let venv_state = ensure_venv(&venv)?;
@@ -76,7 +100,7 @@ pub fn run(pytest_args: &[String]) -> Result<(), String> {
 }
 
 /// The target directory cargo uses (CARGO_TARGET_DIR or the workspace's).
-fn target_dir() -> Result<PathBuf, String> {
+pub(crate) fn target_dir() -> Result<PathBuf, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
     let out = Command::new(cargo)
         .args(["metadata", "--format-version", "1", "--no-deps", "--locked"])
@@ -200,7 +224,7 @@ fn check_kcat() -> Result<String, String> {
 }
 
 /// Runs a command, showing its output only if it fails.
-fn run_quiet(cmd: &mut Command, what: &str) -> Result<(), String> {
+pub(crate) fn run_quiet(cmd: &mut Command, what: &str) -> Result<(), String> {
     let out = cmd
         .output()
         .map_err(|e| format!("cannot run {what}: {e}"))?;
@@ -216,7 +240,7 @@ fn run_quiet(cmd: &mut Command, what: &str) -> Result<(), String> {
 }
 
 /// The stdout of a command that must succeed.
-fn output(program: &str, args: &[&str]) -> Result<String, String> {
+pub(crate) fn output(program: &str, args: &[&str]) -> Result<String, String> {
     let out = Command::new(program)
         .args(args)
         .output()

@@ -2,17 +2,20 @@
 //!
 //! Subcommands: `test` (everything CI checks), `check-layers` (dependency
 //! edges and the sans-IO source rules), `test-parity`, `test-snapshots`,
-//! `interop` (the live interop suite with real Kafka clients), `bench`,
-//! `codegen` (the Kafka messages from their schemas). It
-//! changes to the workspace root first, so it works from any folder.
+//! `interop` (the live interop suite with real Kafka clients), `dist` (the
+//! release tarball and the Python wheel), `bench`, `codegen` (the Kafka
+//! messages from their schemas). It changes to the workspace root first,
+//! so it works from any folder.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod bench;
 mod codegen;
+mod dist;
 mod interop;
 mod layers;
 mod sans_io;
+mod wheel;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -30,17 +33,19 @@ fn main() -> ExitCode {
         Some("test-parity") => test_parity(),
         Some("test-snapshots") => test_snapshots(),
         Some("interop") => interop::run(&args[1..]),
+        Some("dist") => dist::run(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
         Some("codegen") => codegen::run(&args[1..]),
         _ => {
             eprintln!(
                 "usage: cargo xtask <command>\n\n\
                  commands:\n  \
-                 test            fmt check, clippy -D warnings, check-layers, every workspace test, interop\n  \
+                 test            fmt check, clippy -D warnings, check-layers, every workspace test, interop,\n                  the release tarball unpacked and run, the Python wheel's pytest suite\n  \
                  check-layers    fail on any crate dependency not in the layer diagram, or on the\n                  wall clock, sleeps or threads in the sources below mk-cluster\n  \
                  test-parity     the Direct-vs-JSON-TCP parity corpus\n  \
                  test-snapshots  insta snapshots of byte layouts and wire shapes\n  \
                  interop         live interop suite: real mk-server, pinned kcat/confluent-kafka/kafka-python/aiokafka/kafkajs\n  \
+                 dist            release build: target/dist/mk-server-<version>-<target>.tar.gz, its .sha256, the Python\n                  wheel; --test also runs the checks `test` runs on them\n  \
                  bench           release-build benchmarks; prints JSON lines, writes docs/benchmarks.md\n  \
                  codegen         the Kafka messages from crates/mk-adapter-kafka/schema/ (--check: fail if stale)"
             );
@@ -92,7 +97,18 @@ fn test_all() -> Result<(), String> {
     ])?;
     layers::check_workspace()?;
     cargo(&["test", "--workspace", "--locked"])?;
-    interop::run(&[])?;
+    // The release build (minutes) runs in the background, at a lower
+    // priority, while the interop suite mostly waits on its clients; it
+    // starts once the debug binary the suite runs is built, since the two
+    // builds share cargo's lock on the target directory.
+    let built = interop::build()?;
+    let release = dist::start_build()?;
+    let interop = interop::suite(built, &[]);
+    let binary = release.finish();
+    interop?;
+    let dist = dist::package(&binary?)?;
+    dist::check(&dist)?;
+    wheel::test(&dist.wheel)?;
     println!("xtask: all checks passed");
     Ok(())
 }
