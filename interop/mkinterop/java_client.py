@@ -213,18 +213,51 @@ class JavaDriver:
 
 _shared: JavaDriver | None = None
 _shared_lock = threading.Lock()
+_log_dir: Path | None = None
+
+
+def set_log_dir(path: Path) -> None:
+    """Where the shared driver writes its log (conftest.py: pytest's temp
+    dir of the worker, which pytest rotates)."""
+    global _log_dir
+    _log_dir = path
 
 
 def driver() -> JavaDriver:
     """This process's shared driver, started on first use (and again if it
-    died). Its log is in the system temp dir, named by pid."""
+    died). Its log is in the log dir (the system temp dir unless set),
+    named by pid."""
     global _shared
     with _shared_lock:
         if _shared is None or not _shared.alive():
-            log_dir = Path(tempfile.gettempdir()) / "mk-interop-java"
-            log_dir.mkdir(exist_ok=True)
+            log_dir = _log_dir or Path(tempfile.gettempdir()) / "mk-interop-java"
+            log_dir.mkdir(parents=True, exist_ok=True)
             _shared = JavaDriver(log_dir / f"driver-{os.getpid()}.log")
         return _shared
+
+
+def log_position() -> tuple[Path, int] | None:
+    """Where the shared driver's log ends now (None before it started)."""
+    if _shared is None:
+        return None
+    try:
+        return _shared.log_path, _shared.log_path.stat().st_size
+    except OSError:
+        return None
+
+
+def log_section(start: tuple[Path, int] | None, lines: int = 80) -> tuple[str, str] | None:
+    """(title, text): what the shared driver logged since `start` (a
+    log_position(), or None: since it started), or None if it logged
+    nothing, e.g. because the test did not use it."""
+    now = log_position()
+    if now is None:
+        return None
+    path, end = now
+    begin = start[1] if start is not None and start[0] == path else 0
+    if end <= begin:
+        return None
+    return f"Java driver log ({path})", _tail(path, begin, lines)
 
 
 @atexit.register

@@ -15,6 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from mkinterop import java_client  # noqa: E402
 from mkinterop.drivers import DRIVERS  # noqa: E402
 from mkinterop.group import Members  # noqa: E402
 from mkinterop.kcat import create_topic_via_cli, kcat  # noqa: E402
@@ -24,6 +25,12 @@ from mkinterop.server import MkServer, start_server  # noqa: E402
 
 def unique_topic(*parts: str) -> str:
     return "-".join([*parts, uuid.uuid4().hex[:8]])
+
+
+@pytest.fixture(scope="session", autouse=True)
+def java_logs(tmp_path_factory):
+    """The shared Java driver logs into pytest's temp dir of this worker."""
+    java_client.set_log_dir(tmp_path_factory.mktemp("java"))
 
 
 @pytest.fixture(scope="session")
@@ -62,13 +69,22 @@ def members(tmp_path) -> Members:
     group.cleanup()
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item):
+    item.java_log_start = java_client.log_position()
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    """A failed scenario shows the tail of every server log it used, and
-    what each of its group members did."""
+    """A failed scenario shows the tail of every server log it used, what
+    each of its group members did, and what the Java driver logged during
+    it."""
     outcome = yield
     report = outcome.get_result()
     if report.failed:
+        java_section = java_client.log_section(getattr(item, "java_log_start", None))
+        if java_section is not None and report.when == "call":
+            report.sections.append(java_section)
         for value in getattr(item, "funcargs", {}).values():
             if isinstance(value, MkServer):
                 report.sections.append((f"mk-server log ({value.log_path})", value.log_tail(80)))

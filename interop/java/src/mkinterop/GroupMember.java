@@ -48,16 +48,26 @@ final class GroupMember implements ConsumerRebalanceListener {
         this.topic = topic;
     }
 
-    /** The member's consumer settings: member.py's config keys, then the caller's `props`. */
+    /**
+     * The member's consumer settings: member.py's config keys, then the caller's `props`. The group protocol
+     * is the classic one unless `props` say `group.protocol=consumer` (KIP-848); then the session, heartbeat
+     * and assignor settings are the coordinator's, and the client refuses them, so none is set.
+     */
     static Map<String, Object> settings(Args args) {
         Map<String, Object> d = new HashMap<>();
         d.put("group.id", args.str("group"));
         d.put("enable.auto.commit", "false");
         d.put("auto.offset.reset", "earliest");
-        d.put("session.timeout.ms", args.str("session_timeout_ms", "6000"));
-        d.put("heartbeat.interval.ms", args.str("heartbeat_interval_ms", "1000"));
         d.put("max.poll.interval.ms", args.str("max_poll_interval_ms", "30000"));
         d.put("max.poll.records", args.str("batch", "100"));
+        boolean classic = !args.has("props") || args.get("props").path("group.protocol").asText("classic")
+                .equalsIgnoreCase("classic");
+        if (!classic) {
+            return d;
+        }
+        d.put("group.protocol", "classic");
+        d.put("session.timeout.ms", args.str("session_timeout_ms", "6000"));
+        d.put("heartbeat.interval.ms", args.str("heartbeat_interval_ms", "1000"));
         if (args.has("assignor")) {
             List<String> classes = new ArrayList<>();
             for (String name : args.str("assignor").split(",")) {
