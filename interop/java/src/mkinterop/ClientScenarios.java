@@ -39,6 +39,37 @@ final class ClientScenarios {
         all.put("read", ClientScenarios::read);
         all.put("offsets-for-times", ClientScenarios::offsetsForTimes);
         all.put("seek", ClientScenarios::seek);
+        all.put("warmup", ClientScenarios::warmup);
+    }
+
+    /**
+     * Loads what a scenario's JVM loads, without a broker: an Admin, a producer and a group consumer pointed at
+     * a port nothing listens on, each making one attempt and closed. xtask runs it once to record the class
+     * data sharing archive that makes every later driver JVM start faster.
+     */
+    private static JsonNode warmup(Ctx ctx) {
+        Map<String, Object> quick = new HashMap<>();
+        quick.put("bootstrap.servers", "127.0.0.1:9");
+        quick.put("request.timeout.ms", "200");
+        quick.put("default.api.timeout.ms", "300");
+        quick.put("max.block.ms", "200");
+        quick.put("reconnect.backoff.max.ms", "100");
+        Properties props = new Properties();
+        props.putAll(quick);
+        try (org.apache.kafka.clients.admin.Admin admin = org.apache.kafka.clients.admin.Admin.create(props)) {
+            admin.listTopics().names();
+        }
+        try (KafkaProducer<byte[], byte[]> producer = producer(props)) {
+            producer.partitionsFor("warmup");
+        } catch (org.apache.kafka.common.KafkaException e) {
+            // Nothing listens: the attempt is the point.
+        }
+        props.put("group.id", "warmup");
+        try (KafkaConsumer<byte[], byte[]> consumer = consumer(props)) {
+            consumer.subscribe(List.of("warmup"));
+            consumer.poll(Duration.ofMillis(100));
+        }
+        return Json.obj();
     }
 
     static KafkaProducer<byte[], byte[]> producer(Properties props) {
