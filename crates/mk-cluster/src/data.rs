@@ -339,8 +339,10 @@ impl DataPath<'_> {
         self.submit_append(tp, batch, acks, None)?.wait().await
     }
 
-    /// Wakes whoever waits for data and applies the flush policy.
+    /// Counts the records, wakes whoever waits for data and applies the
+    /// flush policy.
     fn after_append(self, slot: &PartitionSlot, records: u64) -> Result<()> {
+        slot.traffic.produced(records);
         if slot.replicated {
             self.cluster.appended.notify_one();
         }
@@ -395,6 +397,8 @@ impl DataPath<'_> {
             } else {
                 read_records(log, req.offset, max, max_bytes, bound, req.isolation)?
             };
+            let bytes: usize = raw.iter().map(|r| r.record.payload_bytes()).sum();
+            slot.traffic.fetched(raw.len() as u64, bytes as u64);
             let records: Vec<ConsumerRecord> =
                 raw.into_iter().map(ConsumerRecord::from_log).collect();
             let next_offset = match records.last() {
@@ -913,6 +917,8 @@ impl DataPath<'_> {
                     break;
                 }
             }
+            let records: usize = batches.iter().map(|b| b.records().len()).sum();
+            slot.traffic.fetched(records as u64, bytes as u64);
             Ok(PartitionBatches {
                 tp: p.tp.clone(),
                 error: None,

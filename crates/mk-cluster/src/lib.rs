@@ -15,8 +15,10 @@ mod consumer;
 mod data;
 mod drivers;
 mod error;
+mod group_offsets;
 mod groups;
 mod health;
+mod inspect;
 pub mod labs;
 mod life;
 mod lifecycle;
@@ -29,6 +31,7 @@ mod slot;
 mod stats;
 mod steps;
 mod topics;
+mod traffic;
 mod transactions;
 mod txn_repair;
 
@@ -48,8 +51,13 @@ pub use data::{
 };
 pub use drivers::DriverConfig;
 pub use error::{ClusterError, Result};
+pub use group_offsets::{PartitionLag, PlannedReset, ResetTarget};
 pub use groups::Groups;
 pub use health::{ClusterHealth, DiskFull};
+pub use inspect::{
+    BrowseFrom, BrowsedRecord, BrowsedRecords, ClusterOverview, DiskSpace, MAX_BROWSE_RECORDS,
+    PartitionCounts, PartitionHealth, PartitionInternals,
+};
 pub use life::LifecycleState;
 pub use lifecycle::Lifecycle;
 pub use metadata::TopicId;
@@ -59,6 +67,7 @@ pub use producer::{
 pub use stats::{ClusterDescription, ClusterStats, OperatorViews};
 pub use steps::{CompactionSummary, Steps};
 pub use topics::{MAX_PARTITIONS, PartitionInfo, TopicDescription, Topics};
+pub use traffic::Traffic;
 pub use transactions::{Transactions, TxnHandle, TxnOffsetCommit};
 
 /// Types of the domain crates that adapters need, re-exported so adapters
@@ -73,9 +82,9 @@ pub use mk_group::{
 };
 pub use mk_log::{
     ControlType, Fault, FaultInjector, Header, ProducerInfo, Record, RecordBatch, RetentionPolicy,
-    StorageError,
+    SegmentInfo, StorageError,
 };
 pub use mk_replication::{
-    AckMode, EpochEndOffset, LeaderAndEpoch, ProduceResult, ProducerIdentity,
+    AckMode, EpochEndOffset, EpochEntry, LeaderAndEpoch, ProduceResult, ProducerIdentity,
 };
-pub use mk_txn::{TxnDescription, TxnState};
+pub use mk_txn::{CompletedTransaction, TxnDescription, TxnState};

@@ -1,10 +1,12 @@
 //! One partition slot of the cluster (its replica set behind its own lock,
-//! the signal long polls wait on, its flush-policy state and whether damage
-//! took it offline) and one topic (its metadata and slots).
+//! the signal long polls wait on, its flush-policy state, whether damage
+//! took it offline and its traffic counters) and one topic (its metadata
+//! and slots).
 
 use crate::config::FlushPolicy;
 use crate::error::ClusterError;
 use crate::metadata::TopicMeta;
+use crate::traffic::PartitionTraffic;
 use mk_core::TopicPartition;
 use mk_replication::PartitionReplicaSet;
 use std::sync::{Arc, Mutex, RwLock};
@@ -33,6 +35,8 @@ pub(crate) struct PartitionSlot {
     pub flushing: Mutex<()>,
     /// Set once when damage takes the partition offline (`health.rs`).
     pub damaged: std::sync::OnceLock<String>,
+    /// Records produced and fetched by clients (`traffic.rs`).
+    pub traffic: PartitionTraffic,
 }
 
 /// Appends since a partition's last fsync, for the flush policy (Kafka's
@@ -86,6 +90,7 @@ impl PartitionSlot {
             unflushed: Mutex::new(Unflushed::synced(now_ms)),
             flushing: Mutex::new(()),
             damaged: std::sync::OnceLock::new(),
+            traffic: PartitionTraffic::default(),
         }
     }
 
@@ -100,6 +105,7 @@ impl PartitionSlot {
             unflushed: Mutex::new(Unflushed::synced(now_ms)),
             flushing: Mutex::new(()),
             damaged: std::sync::OnceLock::new(),
+            traffic: PartitionTraffic::default(),
         };
         let _ = slot.damaged.set(cause);
         slot

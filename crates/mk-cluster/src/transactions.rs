@@ -587,6 +587,12 @@ impl Transactions<'_> {
         self.with_txns(|t| Ok(t.list()))
     }
 
+    /// Transactions completed since the broker started, oldest first (the
+    /// latest `mk_txn::RECENT_COMPLETIONS`).
+    pub fn recent(self) -> Result<Vec<mk_txn::CompletedTransaction>> {
+        self.with_txns(|t| Ok(t.recent_completions()))
+    }
+
     /// Executes a completion plan: markers with acks=all in partition order,
     /// then the staged offsets, then `complete`. A marker for a partition
     /// that no longer exists counts as written.

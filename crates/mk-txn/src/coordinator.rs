@@ -14,7 +14,7 @@ use crate::plan::CompletionPlan;
 use crate::state::{NO_EPOCH, Outcome, StagedOffset, TxnMetadata, TxnState};
 use mk_core::{SharedClock, TopicPartition};
 use mk_log::{ProducerInfo, StorageError};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -133,6 +133,31 @@ pub struct TxnDescription {
     pub abort_only: Option<String>,
 }
 
+/// How many completed transactions `recent_completions` remembers.
+pub const RECENT_COMPLETIONS: usize = 64;
+
+/// A transaction that completed while this coordinator ran: what an
+/// operator looks at after the fact (which partitions got a marker, how
+/// it ended, how long it was open). Kept in memory only, newest last, at
+/// most `RECENT_COMPLETIONS` of them; the journal keeps only the latest
+/// state of each id, which is all recovery needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompletedTransaction {
+    pub transactional_id: String,
+    pub producer_id: i64,
+    pub producer_epoch: i32,
+    /// `CompleteCommit` or `CompleteAbort`.
+    pub state: TxnState,
+    /// The partitions that got a marker, sorted.
+    pub partitions: Vec<TopicPartition>,
+    /// The groups whose staged offsets were stored (commit) or dropped.
+    pub groups: Vec<String>,
+    /// When the transaction began, by the coordinator's clock.
+    pub start_ms: i64,
+    /// When it completed, by the coordinator's clock.
+    pub completed_ms: i64,
+}
+
 /// What opening the coordinator found. The plans are those of every
 /// `Prepare*` transaction in the journal: execute each (write missing
 /// markers, store offsets), then `complete` it. Ongoing transactions stay
@@ -209,6 +234,8 @@ pub struct TransactionCoordinator {
     txns: BTreeMap<String, Entry>,
     /// Set by the first journal failure; every later operation is refused.
     failed: Option<String>,
+    /// The latest completions, oldest first (see `CompletedTransaction`).
+    recent: VecDeque<CompletedTransaction>,
 }
 
 impl TransactionCoordinator {
@@ -234,6 +261,7 @@ impl TransactionCoordinator {
             clock,
             txns,
             failed: None,
+            recent: VecDeque::new(),
         };
         // Compacts whatever a crash left behind before anything new is
         // appended after it.
@@ -685,7 +713,21 @@ impl TransactionCoordinator {
         }
         let mut next = entry.meta.clone();
         next.state = plan.outcome().complete_state();
+        let completed = CompletedTransaction {
+            transactional_id: next.id.clone(),
+            producer_id: next.producer_id,
+            producer_epoch: next.producer_epoch,
+            state: next.state,
+            partitions: next.partitions.iter().cloned().collect(),
+            groups: next.groups.iter().cloned().collect(),
+            start_ms: next.start_ms,
+            completed_ms: self.clock.now_ms(),
+        };
         self.store(next)?;
+        if self.recent.len() == RECENT_COMPLETIONS {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(completed);
         Ok(plan.outcome().complete_state())
     }
 
@@ -745,6 +787,12 @@ impl TransactionCoordinator {
     /// Every known transactional id, sorted.
     pub fn list(&self) -> Vec<TxnDescription> {
         self.txns.values().map(Entry::describe).collect()
+    }
+
+    /// The transactions completed since this coordinator opened, oldest
+    /// first, at most `RECENT_COMPLETIONS` (older ones are forgotten).
+    pub fn recent_completions(&self) -> Vec<CompletedTransaction> {
+        self.recent.iter().cloned().collect()
     }
 
     /// Clean close: rewrites the journal as one line per id.

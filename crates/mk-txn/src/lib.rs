@@ -102,8 +102,9 @@ mod state;
 pub mod visibility;
 
 pub use coordinator::{
-    DEFAULT_MAX_TRANSACTION_TIMEOUT_MS, EndTxn, InitProducer, MAX_PRODUCER_EPOCH, Recovered,
-    TransactionCoordinator, TxnConfig, TxnDescription,
+    CompletedTransaction, DEFAULT_MAX_TRANSACTION_TIMEOUT_MS, EndTxn, InitProducer,
+    MAX_PRODUCER_EPOCH, RECENT_COMPLETIONS, Recovered, TransactionCoordinator, TxnConfig,
+    TxnDescription,
 };
 pub use error::{Result, TxnError};
 pub use journal::JournalFaults;

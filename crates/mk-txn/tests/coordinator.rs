@@ -8,7 +8,7 @@
 mod common;
 
 use common::{Harness, Session, TIMEOUT_MS, producer, tp};
-use mk_core::ErrorCode;
+use mk_core::{Clock, ErrorCode};
 use mk_log::ControlType;
 use mk_txn::{EndTxn, InitProducer, MAX_PRODUCER_EPOCH, Outcome, TxnConfig, TxnError, TxnState};
 
@@ -760,4 +760,50 @@ fn coordinator_and_plans_can_cross_threads() {
     assert_send_sync::<mk_txn::TransactionCoordinator>();
     assert_send::<mk_txn::CompletionPlan>();
     assert_send::<TxnError>();
+}
+
+#[test]
+fn recent_completions_remember_how_each_transaction_ended_newest_last_and_bounded() {
+    let mut h = Harness::new();
+    let (a, b) = (tp("out", 0), tp("out", 1));
+    let s = h.init_and_begin("tx");
+    let started = h.clock.now_ms();
+    h.send(&s, &a, "1");
+    h.send(&s, &b, "2");
+    h.stage(&s, "g", &[(a.clone(), 1)]);
+    h.clock.advance(250);
+    assert!(
+        h.coord_ref().recent_completions().is_empty(),
+        "nothing completed yet"
+    );
+    h.commit(&s);
+    let s = h.init_and_begin("tx");
+    h.send(&s, &b, "3");
+    h.abort(&s);
+
+    let recent = h.coord_ref().recent_completions();
+    assert_eq!(recent.len(), 2, "{recent:?}");
+    let (first, second) = (&recent[0], &recent[1]);
+    assert_eq!(first.transactional_id, "tx");
+    assert_eq!(first.state, TxnState::CompleteCommit);
+    assert_eq!(first.partitions, vec![a.clone(), b.clone()]);
+    assert_eq!(first.groups, vec!["g".to_string()]);
+    assert_eq!(first.start_ms, started);
+    assert_eq!(first.completed_ms, started + 250);
+    assert_eq!(second.state, TxnState::CompleteAbort);
+    assert_eq!(second.partitions, vec![b.clone()]);
+    assert_eq!(second.producer_epoch, s.epoch);
+
+    // Only the latest RECENT_COMPLETIONS are kept.
+    for _ in 0..mk_txn::RECENT_COMPLETIONS {
+        let s = h.init_and_begin("tx");
+        h.send(&s, &a, "x");
+        h.commit(&s);
+    }
+    let recent = h.coord_ref().recent_completions();
+    assert_eq!(recent.len(), mk_txn::RECENT_COMPLETIONS);
+    assert!(
+        recent.iter().all(|c| c.state == TxnState::CompleteCommit),
+        "the abort fell out of the window"
+    );
 }
