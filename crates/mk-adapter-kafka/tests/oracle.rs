@@ -12,7 +12,8 @@
 mod samples;
 
 use bytes::{Bytes, BytesMut};
-use kafka_protocol::protocol::{Decodable, Encodable};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
+use mk_adapter_kafka::api::{APIS, key};
 use mk_adapter_kafka::codec::{Message, Reader, Writer};
 use mk_adapter_kafka::messages::{self, SCHEMAS};
 use samples::Sample;
@@ -228,4 +229,94 @@ fn every_struct_defaults_as_kafka_does() {
     }
     for_every_struct!(one);
     assert!(structs > 300, "{structs} structs");
+}
+
+/// Our request and response header versions at `v` against the oracle's:
+/// v2/v1 requests and v1/v0 responses by flexibility, and ApiVersions'
+/// response header v0 at every version.
+fn check_headers<Req: HeaderVersion, Resp: HeaderVersion>(
+    name: &str,
+    k: i16,
+    v: i16,
+    flexible: bool,
+) {
+    assert_eq!(
+        Req::header_version(v),
+        if flexible { 2 } else { 1 },
+        "{name} v{v}: request header version"
+    );
+    let response = if k == key::API_VERSIONS || !flexible {
+        0
+    } else {
+        1
+    };
+    assert_eq!(
+        Resp::header_version(v),
+        response,
+        "{name} v{v}: response header version"
+    );
+}
+
+#[test]
+fn header_versions_agree_with_the_oracle_at_every_version() {
+    let mut apis = 0;
+    macro_rules! one {
+        ($name:ident, $module:ident, $req:ident, $resp:ident, $key:ident, $lo:expr, $hi:expr, $flex:expr) => {{
+            let schema = messages::schema(key::$key).unwrap();
+            for v in $lo..=$hi {
+                check_headers::<kafka_protocol::messages::$req, kafka_protocol::messages::$resp>(
+                    stringify!($name),
+                    key::$key,
+                    v,
+                    schema.is_flexible(v),
+                );
+            }
+            apis += 1;
+        }};
+    }
+    for_every_api!(one);
+    assert_eq!(apis, SCHEMAS.len());
+}
+
+#[test]
+fn every_advertised_version_is_one_the_oracle_checks_and_flexible_alike() {
+    for a in APIS {
+        let s = messages::schema(a.key).unwrap_or_else(|| panic!("{} has no schema", a.name));
+        assert_eq!((a.name, a.flexible_from), (s.name, s.flexible_from));
+        assert!(
+            s.supports(a.min_version) && s.supports(a.max_version),
+            "{} {}-{} is outside its schema's {}-{}",
+            a.name,
+            a.min_version,
+            a.max_version,
+            s.min_version,
+            s.max_version
+        );
+    }
+}
+
+#[test]
+fn request_headers_agree_with_the_oracle() {
+    use mk_adapter_kafka::frame::RequestHeader;
+    for flexible in [false, true] {
+        let ours = RequestHeader {
+            api_key: 3,
+            api_version: if flexible { 12 } else { 8 },
+            correlation_id: 99,
+            client_id: Some("rdkafka".to_string()),
+        };
+        let mut w = Writer::new(false);
+        ours.write(&mut w, flexible);
+        let bytes = w.into_bytes();
+        let version = if flexible { 2 } else { 1 };
+        let mut buf = bytes.clone();
+        let theirs = kafka_protocol::messages::RequestHeader::decode(&mut buf, version).unwrap();
+        assert!(buf.is_empty());
+        assert_eq!(theirs.correlation_id, 99);
+        assert_eq!(theirs.request_api_version, ours.api_version);
+        assert_eq!(theirs.client_id.as_deref(), Some("rdkafka"));
+        let mut r = Reader::new(&bytes, false);
+        assert_eq!(RequestHeader::read(&mut r, flexible).unwrap(), ours);
+        assert!(r.is_empty());
+    }
 }

@@ -8,12 +8,21 @@ mod common;
 use bytes::Bytes;
 use common::*;
 use mk_adapter_kafka::KafkaOptions;
-use mk_adapter_kafka::api::{self, fetch, key, metadata, offsets, produce, versions};
+use mk_adapter_kafka::api::{self, key, offsets, versions};
 use mk_adapter_kafka::errors::KafkaCode;
+use mk_adapter_kafka::messages::api_versions::{ApiVersionsRequest, ApiVersionsResponse};
+use mk_adapter_kafka::messages::fetch::{FetchPartition, FetchRequest, FetchResponse, FetchTopic};
+use mk_adapter_kafka::messages::list_offsets::{
+    ListOffsetsPartition, ListOffsetsRequest, ListOffsetsResponse, ListOffsetsTopic,
+};
+use mk_adapter_kafka::messages::metadata::{MetadataRequest, MetadataResponse};
+use mk_adapter_kafka::messages::produce::{
+    PartitionProduceData, ProduceRequest, ProduceResponse, TopicProduceData,
+};
 use mk_adapter_kafka::mk_cluster::{ProducerInfo, TopicPartition};
 
-fn metadata_all() -> metadata::MetadataRequest {
-    metadata::MetadataRequest {
+fn metadata_all() -> MetadataRequest {
+    MetadataRequest {
         topics: None,
         allow_auto_topic_creation: true,
         include_cluster_authorized_operations: false,
@@ -21,55 +30,46 @@ fn metadata_all() -> metadata::MetadataRequest {
     }
 }
 
-fn produce_req(topic: &str, partition: i32, acks: i16, records: Bytes) -> produce::ProduceRequest {
-    produce::ProduceRequest {
+fn produce_req(topic: &str, partition: i32, acks: i16, records: Bytes) -> ProduceRequest {
+    ProduceRequest {
         transactional_id: None,
         acks,
         timeout_ms: 5_000,
-        topics: vec![produce::ProduceTopic {
+        topic_data: vec![TopicProduceData {
             name: topic.into(),
-            partitions: vec![produce::ProducePartition {
+            partition_data: vec![PartitionProduceData {
                 index: partition,
                 records: Some(records),
             }],
+            ..TopicProduceData::default()
         }],
     }
 }
 
-fn fetch_req(topic: &str, partition: i32, offset: i64, max_wait_ms: i32) -> fetch::FetchRequest {
-    fetch::FetchRequest {
-        replica_id: -1,
+fn fetch_req(topic: &str, partition: i32, offset: i64, max_wait_ms: i32) -> FetchRequest {
+    FetchRequest {
         max_wait_ms,
         min_bytes: 1,
         max_bytes: 1 << 20,
-        isolation_level: 0,
-        session_id: 0,
-        session_epoch: -1,
-        topics: vec![fetch::FetchTopicRequest {
+        topics: vec![FetchTopic {
             topic: topic.into(),
-            partitions: vec![fetch::FetchPartitionRequest {
+            partitions: vec![FetchPartition {
                 partition,
-                current_leader_epoch: -1,
                 fetch_offset: offset,
-                last_fetched_epoch: -1,
-                log_start_offset: -1,
                 partition_max_bytes: 1 << 20,
+                ..FetchPartition::default()
             }],
+            ..FetchTopic::default()
         }],
-        forgotten_topics_data: vec![],
-        rack_id: String::new(),
+        ..FetchRequest::default()
     }
 }
 
 /// A working connection still gets answers: the server was not harmed.
 async fn still_serves(h: &Harness) {
     let mut c = h.conn(1).await;
-    let r: versions::ApiVersionsResponse = c
-        .call(
-            key::API_VERSIONS,
-            3,
-            &versions::ApiVersionsRequest::default(),
-        )
+    let r: ApiVersionsResponse = c
+        .call(key::API_VERSIONS, 3, &ApiVersionsRequest::default())
         .await;
     assert_eq!(r.error_code, KafkaCode::NONE);
 }
@@ -78,32 +78,20 @@ async fn still_serves(h: &Harness) {
 async fn api_versions_advertises_the_table_and_answers_newer_versions_with_v0() {
     let h = Harness::one().await;
     let mut c = h.conn(1).await;
-    let r: versions::ApiVersionsResponse = c
-        .call(
-            key::API_VERSIONS,
-            3,
-            &versions::ApiVersionsRequest::default(),
-        )
+    let r: ApiVersionsResponse = c
+        .call(key::API_VERSIONS, 3, &ApiVersionsRequest::default())
         .await;
     assert_eq!(r.api_keys, versions::table());
     // A version above ours: UNSUPPORTED_VERSION and our table, in a v0 body
     // with a v0 header; the connection stays open for the retry.
     let id = c
-        .send(
-            key::API_VERSIONS,
-            9,
-            &versions::ApiVersionsRequest::default(),
-        )
+        .send(key::API_VERSIONS, 9, &ApiVersionsRequest::default())
         .await;
-    let r: versions::ApiVersionsResponse = c.recv(key::API_VERSIONS, 0, id).await;
+    let r: ApiVersionsResponse = c.recv(key::API_VERSIONS, 0, id).await;
     assert_eq!(r.error_code, KafkaCode::UNSUPPORTED_VERSION);
     assert_eq!(r.api_keys, versions::table());
-    let r: versions::ApiVersionsResponse = c
-        .call(
-            key::API_VERSIONS,
-            0,
-            &versions::ApiVersionsRequest::default(),
-        )
+    let r: ApiVersionsResponse = c
+        .call(key::API_VERSIONS, 0, &ApiVersionsRequest::default())
         .await;
     assert_eq!(r.error_code, KafkaCode::NONE);
     h.stop().await;
@@ -114,7 +102,7 @@ async fn an_unsupported_api_or_version_closes_only_that_connection() {
     let h = Harness::one().await;
     for (api_key, version) in [(1000, 0), (key::METADATA, 99), (key::PRODUCE, 2)] {
         let mut c = h.conn(1).await;
-        c.send(api_key, version, &versions::ApiVersionsRequest::default())
+        c.send(api_key, version, &ApiVersionsRequest::default())
             .await;
         assert!(c.is_closed().await, "API {api_key} v{version}");
     }
@@ -149,8 +137,8 @@ async fn pipelined_requests_are_answered_in_order() {
     c.write_raw(&bytes).await;
     for (i, id) in sent {
         if i % 2 == 0 {
-            let r: produce::ProduceResponse = c.recv(key::PRODUCE, 9, id).await;
-            let p = &r.responses[0].partitions[0];
+            let r: ProduceResponse = c.recv(key::PRODUCE, 9, id).await;
+            let p = &r.responses[0].partition_responses[0];
             assert_eq!(p.error_code, KafkaCode::NONE);
             assert_eq!(
                 p.base_offset,
@@ -158,7 +146,7 @@ async fn pipelined_requests_are_answered_in_order() {
                 "appends keep request order"
             );
         } else {
-            let r: metadata::MetadataResponse = c.recv(key::METADATA, 12, id).await;
+            let r: MetadataResponse = c.recv(key::METADATA, 12, id).await;
             assert_eq!(r.topics.len(), 1);
         }
     }
@@ -178,7 +166,7 @@ async fn acks_zero_gets_no_answer_but_is_written() {
     );
     c.send(key::PRODUCE, 9, &req).await;
     // The next answer is the metadata's: the produce had none.
-    let r: metadata::MetadataResponse = c.call(key::METADATA, 12, &metadata_all()).await;
+    let r: MetadataResponse = c.call(key::METADATA, 12, &metadata_all()).await;
     assert_eq!(r.topics[0].name.as_deref(), Some("z"));
     assert_eq!(
         h.cluster
@@ -202,12 +190,12 @@ async fn a_broker_that_does_not_lead_answers_not_leader_and_metadata_routes_clie
         1,
         batch_bytes(value_records(&["x"]), ProducerInfo::NONE),
     );
-    let r: produce::ProduceResponse = c.call(key::PRODUCE, 9, &req).await;
+    let r: ProduceResponse = c.call(key::PRODUCE, 9, &req).await;
     assert_eq!(
-        r.responses[0].partitions[0].error_code,
+        r.responses[0].partition_responses[0].error_code,
         KafkaCode::NOT_LEADER_OR_FOLLOWER
     );
-    let m: metadata::MetadataResponse = c.call(key::METADATA, 12, &metadata_all()).await;
+    let m: MetadataResponse = c.call(key::METADATA, 12, &metadata_all()).await;
     let brokers: Vec<(i32, i32)> = m.brokers.iter().map(|b| (b.node_id, b.port)).collect();
     assert_eq!(brokers.len(), 3);
     for (id, port) in &brokers {
@@ -220,8 +208,11 @@ async fn a_broker_that_does_not_lead_answers_not_leader_and_metadata_routes_clie
     let p1 = &m.topics[0].partitions[1];
     assert_eq!(p1.leader_id, 2);
     let mut leader = h.conn(2).await;
-    let r: produce::ProduceResponse = leader.call(key::PRODUCE, 9, &req).await;
-    assert_eq!(r.responses[0].partitions[0].error_code, KafkaCode::NONE);
+    let r: ProduceResponse = leader.call(key::PRODUCE, 9, &req).await;
+    assert_eq!(
+        r.responses[0].partition_responses[0].error_code,
+        KafkaCode::NONE
+    );
     h.stop().await;
 }
 
@@ -230,7 +221,7 @@ async fn an_offline_broker_closes_its_connections_and_leadership_moves() {
     let h = Harness::start(vec![1, 2, 3], KafkaOptions::default()).await;
     h.cluster.topics().create("f", 1, 3).unwrap();
     let mut on_1 = h.conn(1).await;
-    let _: metadata::MetadataResponse = on_1.call(key::METADATA, 12, &metadata_all()).await;
+    let _: MetadataResponse = on_1.call(key::METADATA, 12, &metadata_all()).await;
     let moved = h.cluster.brokers().take_offline(1).unwrap();
     assert_eq!(moved.len(), 1);
     assert!(
@@ -243,14 +234,14 @@ async fn an_offline_broker_closes_its_connections_and_leadership_moves() {
         "new connections to it are refused"
     );
     let mut on_2 = h.conn(2).await;
-    let m: metadata::MetadataResponse = on_2.call(key::METADATA, 12, &metadata_all()).await;
+    let m: MetadataResponse = on_2.call(key::METADATA, 12, &metadata_all()).await;
     assert!(m.brokers.iter().all(|b| b.node_id != 1));
     assert_eq!(m.topics[0].partitions[0].leader_id, 2);
     assert_eq!(m.topics[0].partitions[0].leader_epoch, 1);
     assert_eq!(m.topics[0].partitions[0].offline_replicas, vec![1]);
     h.cluster.brokers().bring_online(1).unwrap();
     let mut back = h.conn(1).await;
-    let m: metadata::MetadataResponse = back.call(key::METADATA, 12, &metadata_all()).await;
+    let m: MetadataResponse = back.call(key::METADATA, 12, &metadata_all()).await;
     assert_eq!(m.brokers.len(), 3);
     h.stop().await;
 }
@@ -271,9 +262,12 @@ async fn a_long_poll_is_woken_by_the_append_that_makes_data_visible() {
         1,
         batch_bytes(value_records(&["late"]), ProducerInfo::NONE),
     );
-    let r: produce::ProduceResponse = writer.call(key::PRODUCE, 9, &req).await;
-    assert_eq!(r.responses[0].partitions[0].error_code, KafkaCode::NONE);
-    let f: fetch::FetchResponse = reader.recv(key::FETCH, 12, id).await;
+    let r: ProduceResponse = writer.call(key::PRODUCE, 9, &req).await;
+    assert_eq!(
+        r.responses[0].partition_responses[0].error_code,
+        KafkaCode::NONE
+    );
+    let f: FetchResponse = reader.recv(key::FETCH, 12, id).await;
     let p = &f.responses[0].partitions[0];
     assert_eq!(p.high_watermark, 1);
     assert!(
@@ -292,32 +286,32 @@ async fn an_offset_out_of_range_and_an_unknown_topic_are_typed_partition_errors(
     let h = Harness::one().await;
     h.cluster.topics().create("o", 1, 1).unwrap();
     let mut c = h.conn(1).await;
-    let f: fetch::FetchResponse = c.call(key::FETCH, 12, &fetch_req("o", 0, 99, 0)).await;
+    let f: FetchResponse = c.call(key::FETCH, 12, &fetch_req("o", 0, 99, 0)).await;
     assert_eq!(
         f.responses[0].partitions[0].error_code,
         KafkaCode::OFFSET_OUT_OF_RANGE
     );
     assert_eq!(f.responses[0].partitions[0].log_start_offset, 0);
-    let f: fetch::FetchResponse = c.call(key::FETCH, 12, &fetch_req("nope", 0, 0, 0)).await;
+    let f: FetchResponse = c.call(key::FETCH, 12, &fetch_req("nope", 0, 0, 0)).await;
     assert_eq!(
         f.responses[0].partitions[0].error_code,
         KafkaCode::UNKNOWN_TOPIC_OR_PARTITION
     );
-    let l: offsets::ListOffsetsResponse = c
+    let l: ListOffsetsResponse = c
         .call(
             key::LIST_OFFSETS,
             7,
-            &offsets::ListOffsetsRequest {
+            &ListOffsetsRequest {
                 replica_id: -1,
-                isolation_level: 0,
-                topics: vec![offsets::ListOffsetsTopic {
+                topics: vec![ListOffsetsTopic {
                     name: "o".into(),
-                    partitions: vec![offsets::ListOffsetsPartition {
+                    partitions: vec![ListOffsetsPartition {
                         partition_index: 5,
                         current_leader_epoch: -1,
                         timestamp: offsets::LATEST_TIMESTAMP,
                     }],
                 }],
+                ..ListOffsetsRequest::default()
             },
         )
         .await;
@@ -423,7 +417,7 @@ async fn librdkafkas_all_topics_metadata_with_a_stray_count_pad_is_answered() {
     let mut frame = (payload.len() as i32).to_be_bytes().to_vec();
     frame.extend_from_slice(&payload);
     c.write_raw(&frame).await;
-    let r: metadata::MetadataResponse = c.recv(key::METADATA, 12, 3).await;
+    let r: MetadataResponse = c.recv(key::METADATA, 12, 3).await;
     let names: Vec<_> = r.topics.iter().map(|t| t.name.clone()).collect();
     assert_eq!(names, vec![Some("listed".to_string())]);
     // A pad that is not zeros is garbage.
@@ -455,8 +449,8 @@ async fn a_corrupt_or_lying_record_batch_is_a_partition_error_and_the_connection
         (good[..30].to_vec(), KafkaCode::CORRUPT_MESSAGE),
     ] {
         let req = produce_req("c", 0, 1, Bytes::from(bad));
-        let r: produce::ProduceResponse = c.call(key::PRODUCE, 9, &req).await;
-        let p = &r.responses[0].partitions[0];
+        let r: ProduceResponse = c.call(key::PRODUCE, 9, &req).await;
+        let p = &r.responses[0].partition_responses[0];
         assert_eq!(p.error_code, want, "{:?}", p.error_message);
         assert!(p.error_message.is_some());
     }
@@ -467,8 +461,8 @@ async fn a_corrupt_or_lying_record_batch_is_a_partition_error_and_the_connection
             .unwrap(),
         0
     );
-    let r: produce::ProduceResponse = c.call(key::PRODUCE, 9, &produce_req("c", 0, 1, good)).await;
-    assert_eq!(r.responses[0].partitions[0].base_offset, 0);
+    let r: ProduceResponse = c.call(key::PRODUCE, 9, &produce_req("c", 0, 1, good)).await;
+    assert_eq!(r.responses[0].partition_responses[0].base_offset, 0);
     h.stop().await;
 }
 

@@ -8,8 +8,19 @@ mod common;
 use bytes::Bytes;
 use common::*;
 use mk_adapter_kafka::KafkaOptions;
-use mk_adapter_kafka::api::{admin, fetch, key, metadata, offsets, produce, versions};
+use mk_adapter_kafka::api::{admin, key, offsets};
 use mk_adapter_kafka::frame::split_response;
+use mk_adapter_kafka::messages::api_versions::ApiVersionsRequest;
+use mk_adapter_kafka::messages::create_topics::{CreatableTopic, CreateTopicsRequest};
+use mk_adapter_kafka::messages::describe_configs::{
+    DescribeConfigsRequest, DescribeConfigsResource,
+};
+use mk_adapter_kafka::messages::fetch::{FetchPartition, FetchRequest, FetchTopic};
+use mk_adapter_kafka::messages::list_offsets::{
+    ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic,
+};
+use mk_adapter_kafka::messages::metadata::MetadataRequest;
+use mk_adapter_kafka::messages::produce::{PartitionProduceData, ProduceRequest, TopicProduceData};
 use mk_adapter_kafka::mk_cluster::{Header, ProducerInfo, Record};
 use std::fmt::Write as _;
 
@@ -92,16 +103,17 @@ async fn snapshot_main_api_responses() {
         .with_headers(vec![Header::new("h", None)]),
         Record::new(None, Some(Bytes::new()), 1_700_000_000_005),
     ];
-    let produce = produce::ProduceRequest {
+    let produce = ProduceRequest {
         transactional_id: None,
         acks: -1,
         timeout_ms: 1_000,
-        topics: vec![produce::ProduceTopic {
+        topic_data: vec![TopicProduceData {
             name: "snap".into(),
-            partitions: vec![produce::ProducePartition {
+            partition_data: vec![PartitionProduceData {
                 index: 0,
                 records: Some(batch_bytes(records, ProducerInfo::NONE)),
             }],
+            ..TopicProduceData::default()
         }],
     };
     record(
@@ -111,10 +123,10 @@ async fn snapshot_main_api_responses() {
         "ApiVersions",
         key::API_VERSIONS,
         3,
-        &versions::ApiVersionsRequest::default(),
+        &ApiVersionsRequest::default(),
     )
     .await;
-    let all = metadata::MetadataRequest {
+    let all = MetadataRequest {
         topics: None,
         allow_auto_topic_creation: false,
         include_cluster_authorized_operations: false,
@@ -124,41 +136,37 @@ async fn snapshot_main_api_responses() {
     record(&mut c, port, &mut out, "Metadata", key::METADATA, 1, &all).await;
     record(&mut c, port, &mut out, "Produce", key::PRODUCE, 9, &produce).await;
     record(&mut c, port, &mut out, "Produce", key::PRODUCE, 3, &produce).await;
-    let fetch = fetch::FetchRequest {
-        replica_id: -1,
+    let fetch = FetchRequest {
         max_wait_ms: 0,
         min_bytes: 0,
         max_bytes: 1 << 20,
         isolation_level: 1,
-        session_id: 0,
-        session_epoch: -1,
-        topics: vec![fetch::FetchTopicRequest {
+        topics: vec![FetchTopic {
             topic: "snap".into(),
-            partitions: vec![fetch::FetchPartitionRequest {
+            partitions: vec![FetchPartition {
                 partition: 0,
                 current_leader_epoch: 0,
                 fetch_offset: 0,
-                last_fetched_epoch: -1,
-                log_start_offset: -1,
                 partition_max_bytes: 1 << 20,
+                ..FetchPartition::default()
             }],
+            ..FetchTopic::default()
         }],
-        forgotten_topics_data: vec![],
-        rack_id: String::new(),
+        ..FetchRequest::default()
     };
     record(&mut c, port, &mut out, "Fetch", key::FETCH, 12, &fetch).await;
     record(&mut c, port, &mut out, "Fetch", key::FETCH, 4, &fetch).await;
-    let list = |timestamp| offsets::ListOffsetsRequest {
+    let list = |timestamp| ListOffsetsRequest {
         replica_id: -1,
-        isolation_level: 0,
-        topics: vec![offsets::ListOffsetsTopic {
+        topics: vec![ListOffsetsTopic {
             name: "snap".into(),
-            partitions: vec![offsets::ListOffsetsPartition {
+            partitions: vec![ListOffsetsPartition {
                 partition_index: 0,
                 current_leader_epoch: -1,
                 timestamp,
             }],
         }],
+        ..ListOffsetsRequest::default()
     };
     record(
         &mut c,
@@ -180,8 +188,8 @@ async fn snapshot_main_api_responses() {
         &list(offsets::MAX_TIMESTAMP),
     )
     .await;
-    let create = admin::CreateTopicsRequest {
-        topics: vec![admin::CreatableTopic {
+    let create = CreateTopicsRequest {
+        topics: vec![CreatableTopic {
             name: "snap".into(),
             num_partitions: 1,
             replication_factor: 1,
@@ -201,8 +209,8 @@ async fn snapshot_main_api_responses() {
         &create,
     )
     .await;
-    let describe = admin::DescribeConfigsRequest {
-        resources: vec![admin::DescribeConfigsResource {
+    let describe = DescribeConfigsRequest {
+        resources: vec![DescribeConfigsResource {
             resource_type: admin::RESOURCE_TOPIC,
             resource_name: "snap".into(),
             configuration_keys: None,
@@ -228,7 +236,7 @@ async fn snapshot_main_api_responses() {
         "ApiVersions (too new, answered as v0)",
         key::API_VERSIONS,
         9,
-        &versions::ApiVersionsRequest::default(),
+        &ApiVersionsRequest::default(),
     )
     .await;
     insta::assert_snapshot!(out);

@@ -1,7 +1,8 @@
 //! `cargo xtask codegen [--check]`: the Kafka protocol layer generated from
 //! the schema files in crates/mk-adapter-kafka/schema/ (one per API, our
 //! own format, described in that folder's README.md). It writes
-//! `src/messages/` (one module per API and the table in `mod.rs`) and the
+//! `src/messages/` (one module per API, the table in `mod.rs`, and the
+//! served APIs' table and router in `served.rs`, from `served.list`) and the
 //! test support file `tests/generated/samples.rs`, all formatted by
 //! rustfmt; with `--check` it writes nothing and fails if any of them is
 //! not what the schemas make (`cargo xtask test` runs the check first).
@@ -9,6 +10,7 @@
 mod rust;
 mod samples;
 mod schema;
+mod served;
 mod table;
 
 use std::path::{Path, PathBuf};
@@ -22,8 +24,13 @@ pub fn run(args: &[String]) -> Result<(), String> {
         [a] if a == "--check" => true,
         _ => return Err("usage: cargo xtask codegen [--check]".into()),
     };
-    let apis = load(&Path::new(CRATE).join("schema"))?;
-    let files = generate(&apis)?;
+    let dir = Path::new(CRATE).join("schema");
+    let apis = load(&dir)?;
+    let list = dir.join("served.list");
+    let src = std::fs::read_to_string(&list)
+        .map_err(|e| format!("cannot read {}: {e}", list.display()))?;
+    let served = served::parse(&src, &apis)?;
+    let files = generate(&apis, &served)?;
     let dir = Path::new(CRATE).join("src").join("messages");
     let stale = stale_files(&dir, &files)?;
     if check {
@@ -92,9 +99,18 @@ fn load(dir: &Path) -> Result<Vec<schema::Api>, String> {
 }
 
 /// Every generated file and its formatted text.
-fn generate(apis: &[schema::Api]) -> Result<Vec<(PathBuf, String)>, String> {
+fn generate(
+    apis: &[schema::Api],
+    served: &[served::Served],
+) -> Result<Vec<(PathBuf, String)>, String> {
     let dir = Path::new(CRATE).join("src").join("messages");
-    let mut files = vec![(dir.join("mod.rs"), rustfmt(&table::module(apis))?)];
+    let mut files = vec![
+        (dir.join("mod.rs"), rustfmt(&table::module(apis))?),
+        (
+            dir.join("served.rs"),
+            rustfmt(&served::module(apis, served))?,
+        ),
+    ];
     for api in apis {
         let path = dir.join(format!("{}.rs", api.module));
         files.push((path, rustfmt(&rust::module(api))?));

@@ -20,17 +20,18 @@ pub fn const_name(name: &str) -> String {
 
 fn schemas(out: &mut String, apis: &[Api]) {
     out.push_str(
-        "/// What the schema of one API says about it: the versions Kafka 4.1\n\
-         /// serves and the first flexible one (`i16::MAX` if none is).\n\
+        "/// One API with a range of versions and the first flexible one\n\
+         /// (`i16::MAX` if none is): what its schema says (`SCHEMAS`, Kafka\n\
+         /// 4.1's versions) or what this broker serves (`served::APIS`).\n\
          #[derive(Debug, Clone, Copy, PartialEq, Eq)]\n\
-         pub struct ApiSchema {\n\
+         pub struct ApiSpec {\n\
          pub key: i16,\n\
          pub name: &'static str,\n\
          pub min_version: i16,\n\
          pub max_version: i16,\n\
          pub flexible_from: i16,\n\
          }\n\n\
-         impl ApiSchema {\n\
+         impl ApiSpec {\n\
          pub fn supports(&self, version: i16) -> bool {\n\
          (self.min_version..=self.max_version).contains(&version)\n\
          }\n\n\
@@ -39,12 +40,12 @@ fn schemas(out: &mut String, apis: &[Api]) {
          }\n\
          }\n\n\
          /// Every schema, by API key.\n\
-         pub const SCHEMAS: &[ApiSchema] = &[\n",
+         pub const SCHEMAS: &[ApiSpec] = &[\n",
     );
     for a in apis {
         let _ = writeln!(
             out,
-            "ApiSchema {{ key: key::{}, name: {:?}, min_version: {}, max_version: {}, flexible_from: {} }},",
+            "ApiSpec {{ key: key::{}, name: {:?}, min_version: {}, max_version: {}, flexible_from: {} }},",
             const_name(&a.name),
             a.name,
             a.versions.lo,
@@ -55,7 +56,7 @@ fn schemas(out: &mut String, apis: &[Api]) {
     out.push_str(
         "];\n\n\
          /// The schema of an API key.\n\
-         pub fn schema(key: i16) -> Option<&'static ApiSchema> {\n\
+         pub fn schema(key: i16) -> Option<&'static ApiSpec> {\n\
          SCHEMAS.iter().find(|s| s.key == key)\n\
          }\n\n",
     );
@@ -124,6 +125,7 @@ pub fn module(apis: &[Api]) -> String {
     for a in apis {
         let _ = writeln!(out, "pub mod {};", a.module);
     }
+    out.push_str("pub mod served;\n");
     out.push_str("\nuse crate::codec::{DecodeError, DecodeResult, Message, Reader};\n\n");
     schemas(&mut out, apis);
     keys(&mut out, apis);

@@ -6,9 +6,9 @@
 //! are not kept: every answer has session id 0, which tells clients to
 //! send full fetches.
 
-use super::{Ctx, Message};
-use crate::codec::{DecodeResult, Reader, Writer};
+use super::Ctx;
 use crate::errors::{self, KafkaCode};
+use crate::messages::fetch::{FetchRequest, FetchResponse, FetchableTopicResponse, PartitionData};
 use crate::records;
 use bytes::{Bytes, BytesMut};
 use mk_cluster::{BatchFetch, Isolation, PartitionFetch, TopicPartition};
@@ -18,278 +18,11 @@ use std::time::Duration;
 /// default); longer waits are cut to this.
 const MAX_WAIT_MS: i32 = 30_000;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FetchPartitionRequest {
-    pub partition: i32,
-    /// v9+; -1 when unknown.
-    pub current_leader_epoch: i32,
-    pub fetch_offset: i64,
-    /// v12+.
-    pub last_fetched_epoch: i32,
-    /// v5+ (followers only).
-    pub log_start_offset: i64,
-    pub partition_max_bytes: i32,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FetchTopicRequest {
-    pub topic: String,
-    pub partitions: Vec<FetchPartitionRequest>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ForgottenTopic {
-    pub topic: String,
-    pub partitions: Vec<i32>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FetchRequest {
-    pub replica_id: i32,
-    pub max_wait_ms: i32,
-    pub min_bytes: i32,
-    pub max_bytes: i32,
-    /// 0 = read_uncommitted, 1 = read_committed.
-    pub isolation_level: i8,
-    /// v7+.
-    pub session_id: i32,
-    pub session_epoch: i32,
-    pub topics: Vec<FetchTopicRequest>,
-    /// v7+.
-    pub forgotten_topics_data: Vec<ForgottenTopic>,
-    /// v11+.
-    pub rack_id: String,
-}
-
-impl Message for FetchRequest {
-    fn read(r: &mut Reader<'_>, v: i16) -> DecodeResult<Self> {
-        let replica_id = r.i32()?;
-        let max_wait_ms = r.i32()?;
-        let min_bytes = r.i32()?;
-        let max_bytes = r.i32()?;
-        let isolation_level = r.i8()?;
-        let (session_id, session_epoch) = if v >= 7 {
-            (r.i32()?, r.i32()?)
-        } else {
-            (0, -1)
-        };
-        let topics = r.array(|r| {
-            let topic = r.string()?;
-            let partitions = r.array(|r| {
-                let partition = r.i32()?;
-                let current_leader_epoch = if v >= 9 { r.i32()? } else { -1 };
-                let fetch_offset = r.i64()?;
-                let last_fetched_epoch = if v >= 12 { r.i32()? } else { -1 };
-                let log_start_offset = if v >= 5 { r.i64()? } else { -1 };
-                let partition_max_bytes = r.i32()?;
-                r.skip_tagged_fields()?;
-                Ok(FetchPartitionRequest {
-                    partition,
-                    current_leader_epoch,
-                    fetch_offset,
-                    last_fetched_epoch,
-                    log_start_offset,
-                    partition_max_bytes,
-                })
-            })?;
-            r.skip_tagged_fields()?;
-            Ok(FetchTopicRequest { topic, partitions })
-        })?;
-        let forgotten_topics_data = if v >= 7 {
-            r.array(|r| {
-                let f = ForgottenTopic {
-                    topic: r.string()?,
-                    partitions: r.array(|r| r.i32())?,
-                };
-                r.skip_tagged_fields()?;
-                Ok(f)
-            })?
-        } else {
-            Vec::new()
-        };
-        let rack_id = if v >= 11 { r.string()? } else { String::new() };
-        r.skip_tagged_fields()?;
-        Ok(Self {
-            replica_id,
-            max_wait_ms,
-            min_bytes,
-            max_bytes,
-            isolation_level,
-            session_id,
-            session_epoch,
-            topics,
-            forgotten_topics_data,
-            rack_id,
-        })
-    }
-
-    fn write(&self, w: &mut Writer, v: i16) {
-        w.i32(self.replica_id);
-        w.i32(self.max_wait_ms);
-        w.i32(self.min_bytes);
-        w.i32(self.max_bytes);
-        w.i8(self.isolation_level);
-        if v >= 7 {
-            w.i32(self.session_id);
-            w.i32(self.session_epoch);
-        }
-        w.array(&self.topics, |w, t| {
-            w.string(&t.topic);
-            w.array(&t.partitions, |w, p| {
-                w.i32(p.partition);
-                if v >= 9 {
-                    w.i32(p.current_leader_epoch);
-                }
-                w.i64(p.fetch_offset);
-                if v >= 12 {
-                    w.i32(p.last_fetched_epoch);
-                }
-                if v >= 5 {
-                    w.i64(p.log_start_offset);
-                }
-                w.i32(p.partition_max_bytes);
-                w.no_tagged_fields();
-            });
-            w.no_tagged_fields();
-        });
-        if v >= 7 {
-            w.array(&self.forgotten_topics_data, |w, f| {
-                w.string(&f.topic);
-                w.array(&f.partitions, |w, p| w.i32(*p));
-                w.no_tagged_fields();
-            });
-        }
-        if v >= 11 {
-            w.string(&self.rack_id);
-        }
-        w.no_tagged_fields();
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AbortedTransaction {
-    pub producer_id: i64,
-    pub first_offset: i64,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FetchPartitionResponse {
-    pub partition_index: i32,
-    pub error_code: KafkaCode,
-    pub high_watermark: i64,
-    pub last_stable_offset: i64,
-    /// v5+.
-    pub log_start_offset: i64,
-    /// Null for read_uncommitted answers.
-    pub aborted_transactions: Option<Vec<AbortedTransaction>>,
-    /// v11+; -1 (no preferred replica).
-    pub preferred_read_replica: i32,
-    pub records: Option<Bytes>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FetchTopicResponse {
-    pub topic: String,
-    pub partitions: Vec<FetchPartitionResponse>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FetchResponse {
-    pub throttle_time_ms: i32,
-    /// v7+.
-    pub error_code: KafkaCode,
-    pub session_id: i32,
-    pub responses: Vec<FetchTopicResponse>,
-}
-
-impl Message for FetchResponse {
-    fn read(r: &mut Reader<'_>, v: i16) -> DecodeResult<Self> {
-        let throttle_time_ms = r.i32()?;
-        let (error_code, session_id) = if v >= 7 {
-            (KafkaCode(r.i16()?), r.i32()?)
-        } else {
-            (KafkaCode::NONE, 0)
-        };
-        let responses = r.array(|r| {
-            let topic = r.string()?;
-            let partitions = r.array(|r| {
-                let partition_index = r.i32()?;
-                let error_code = KafkaCode(r.i16()?);
-                let high_watermark = r.i64()?;
-                let last_stable_offset = r.i64()?;
-                let log_start_offset = if v >= 5 { r.i64()? } else { -1 };
-                let aborted_transactions = r.nullable_array(|r| {
-                    let a = AbortedTransaction {
-                        producer_id: r.i64()?,
-                        first_offset: r.i64()?,
-                    };
-                    r.skip_tagged_fields()?;
-                    Ok(a)
-                })?;
-                let preferred_read_replica = if v >= 11 { r.i32()? } else { -1 };
-                let records = r.nullable_bytes()?;
-                r.skip_tagged_fields()?;
-                Ok(FetchPartitionResponse {
-                    partition_index,
-                    error_code,
-                    high_watermark,
-                    last_stable_offset,
-                    log_start_offset,
-                    aborted_transactions,
-                    preferred_read_replica,
-                    records,
-                })
-            })?;
-            r.skip_tagged_fields()?;
-            Ok(FetchTopicResponse { topic, partitions })
-        })?;
-        r.skip_tagged_fields()?;
-        Ok(Self {
-            throttle_time_ms,
-            error_code,
-            session_id,
-            responses,
-        })
-    }
-
-    fn write(&self, w: &mut Writer, v: i16) {
-        w.i32(self.throttle_time_ms);
-        if v >= 7 {
-            w.i16(self.error_code.0);
-            w.i32(self.session_id);
-        }
-        w.array(&self.responses, |w, t| {
-            w.string(&t.topic);
-            w.array(&t.partitions, |w, p| {
-                w.i32(p.partition_index);
-                w.i16(p.error_code.0);
-                w.i64(p.high_watermark);
-                w.i64(p.last_stable_offset);
-                if v >= 5 {
-                    w.i64(p.log_start_offset);
-                }
-                w.nullable_array(p.aborted_transactions.as_deref(), |w, a| {
-                    w.i64(a.producer_id);
-                    w.i64(a.first_offset);
-                    w.no_tagged_fields();
-                });
-                if v >= 11 {
-                    w.i32(p.preferred_read_replica);
-                }
-                w.nullable_bytes(p.records.as_deref());
-                w.no_tagged_fields();
-            });
-            w.no_tagged_fields();
-        });
-        w.no_tagged_fields();
-    }
-}
-
 /// KIP-227 error codes for a session this broker never created.
 const FETCH_SESSION_ID_NOT_FOUND: KafkaCode = KafkaCode(70);
 const INVALID_FETCH_SESSION_EPOCH: KafkaCode = KafkaCode(71);
 
-pub async fn handle(ctx: &Ctx<'_>, req: FetchRequest) -> FetchResponse {
+pub async fn handle_fetch(ctx: &Ctx<'_>, req: FetchRequest) -> FetchResponse {
     let session_error = if req.session_id != 0 {
         Some(FETCH_SESSION_ID_NOT_FOUND)
     } else if req.session_epoch > 0 {
@@ -299,10 +32,8 @@ pub async fn handle(ctx: &Ctx<'_>, req: FetchRequest) -> FetchResponse {
     };
     if let Some(code) = session_error {
         return FetchResponse {
-            throttle_time_ms: 0,
             error_code: code,
-            session_id: 0,
-            responses: Vec::new(),
+            ..FetchResponse::default()
         };
     }
     let isolation = if req.isolation_level == 1 {
@@ -351,30 +82,30 @@ pub async fn handle(ctx: &Ctx<'_>, req: FetchRequest) -> FetchResponse {
             // gets the error.
             let code = errors::kafka_code(e.code());
             return FetchResponse {
-                throttle_time_ms: 0,
-                error_code: KafkaCode::NONE,
-                session_id: 0,
                 responses: req
                     .topics
                     .iter()
-                    .map(|t| FetchTopicResponse {
+                    .map(|t| FetchableTopicResponse {
                         topic: t.topic.clone(),
                         partitions: t
                             .partitions
                             .iter()
                             .map(|p| failed(p.partition, code))
                             .collect(),
+                        ..FetchableTopicResponse::default()
                     })
                     .collect(),
+                ..FetchResponse::default()
             };
         }
     };
-    let mut responses: Vec<FetchTopicResponse> = Vec::new();
-    let mut push = |topic: &str, p: FetchPartitionResponse| match responses.last_mut() {
+    let mut responses: Vec<FetchableTopicResponse> = Vec::new();
+    let mut push = |topic: &str, p: PartitionData| match responses.last_mut() {
         Some(t) if t.topic == topic => t.partitions.push(p),
-        _ => responses.push(FetchTopicResponse {
+        _ => responses.push(FetchableTopicResponse {
             topic: topic.to_string(),
             partitions: vec![p],
+            ..FetchableTopicResponse::default()
         }),
     };
     for r in results {
@@ -382,7 +113,7 @@ pub async fn handle(ctx: &Ctx<'_>, req: FetchRequest) -> FetchResponse {
         for b in &r.batches {
             records::encode_batch(b, &mut out);
         }
-        let p = FetchPartitionResponse {
+        let p = PartitionData {
             partition_index: r.tp.partition as i32,
             error_code: r
                 .error
@@ -395,8 +126,8 @@ pub async fn handle(ctx: &Ctx<'_>, req: FetchRequest) -> FetchResponse {
                 Isolation::ReadCommitted => Some(Vec::new()),
                 Isolation::ReadUncommitted => None,
             },
-            preferred_read_replica: -1,
             records: Some(out.freeze()),
+            ..PartitionData::default()
         };
         push(&r.tp.topic, p);
     }
@@ -407,22 +138,20 @@ pub async fn handle(ctx: &Ctx<'_>, req: FetchRequest) -> FetchResponse {
         );
     }
     FetchResponse {
-        throttle_time_ms: 0,
-        error_code: KafkaCode::NONE,
-        session_id: 0,
         responses,
+        ..FetchResponse::default()
     }
 }
 
-fn failed(partition: i32, code: KafkaCode) -> FetchPartitionResponse {
-    FetchPartitionResponse {
+fn failed(partition: i32, code: KafkaCode) -> PartitionData {
+    PartitionData {
         partition_index: partition,
         error_code: code,
         high_watermark: -1,
         last_stable_offset: -1,
         log_start_offset: -1,
         aborted_transactions: None,
-        preferred_read_replica: -1,
         records: Some(Bytes::new()),
+        ..PartitionData::default()
     }
 }

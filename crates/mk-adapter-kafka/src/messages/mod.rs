@@ -65,6 +65,7 @@ pub mod push_telemetry;
 pub mod renew_delegation_token;
 pub mod sasl_authenticate;
 pub mod sasl_handshake;
+pub mod served;
 pub mod share_acknowledge;
 pub mod share_fetch;
 pub mod share_group_describe;
@@ -75,10 +76,11 @@ pub mod update_features;
 
 use crate::codec::{DecodeError, DecodeResult, Message, Reader};
 
-/// What the schema of one API says about it: the versions Kafka 4.1
-/// serves and the first flexible one (`i16::MAX` if none is).
+/// One API with a range of versions and the first flexible one
+/// (`i16::MAX` if none is): what its schema says (`SCHEMAS`, Kafka
+/// 4.1's versions) or what this broker serves (`served::APIS`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ApiSchema {
+pub struct ApiSpec {
     pub key: i16,
     pub name: &'static str,
     pub min_version: i16,
@@ -86,7 +88,7 @@ pub struct ApiSchema {
     pub flexible_from: i16,
 }
 
-impl ApiSchema {
+impl ApiSpec {
     pub fn supports(&self, version: i16) -> bool {
         (self.min_version..=self.max_version).contains(&version)
     }
@@ -97,463 +99,463 @@ impl ApiSchema {
 }
 
 /// Every schema, by API key.
-pub const SCHEMAS: &[ApiSchema] = &[
-    ApiSchema {
+pub const SCHEMAS: &[ApiSpec] = &[
+    ApiSpec {
         key: key::PRODUCE,
         name: "Produce",
         min_version: 3,
         max_version: 13,
         flexible_from: 9,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::FETCH,
         name: "Fetch",
         min_version: 4,
         max_version: 18,
         flexible_from: 12,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::LIST_OFFSETS,
         name: "ListOffsets",
         min_version: 1,
         max_version: 10,
         flexible_from: 6,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::METADATA,
         name: "Metadata",
         min_version: 0,
         max_version: 13,
         flexible_from: 9,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::OFFSET_COMMIT,
         name: "OffsetCommit",
         min_version: 2,
         max_version: 9,
         flexible_from: 8,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::OFFSET_FETCH,
         name: "OffsetFetch",
         min_version: 1,
         max_version: 9,
         flexible_from: 6,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::FIND_COORDINATOR,
         name: "FindCoordinator",
         min_version: 0,
         max_version: 6,
         flexible_from: 3,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::JOIN_GROUP,
         name: "JoinGroup",
         min_version: 0,
         max_version: 9,
         flexible_from: 6,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::HEARTBEAT,
         name: "Heartbeat",
         min_version: 0,
         max_version: 4,
         flexible_from: 4,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::LEAVE_GROUP,
         name: "LeaveGroup",
         min_version: 0,
         max_version: 5,
         flexible_from: 4,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::SYNC_GROUP,
         name: "SyncGroup",
         min_version: 0,
         max_version: 5,
         flexible_from: 4,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::DESCRIBE_GROUPS,
         name: "DescribeGroups",
         min_version: 0,
         max_version: 6,
         flexible_from: 5,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::LIST_GROUPS,
         name: "ListGroups",
         min_version: 0,
         max_version: 5,
         flexible_from: 3,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::SASL_HANDSHAKE,
         name: "SaslHandshake",
         min_version: 0,
         max_version: 1,
         flexible_from: i16::MAX,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::API_VERSIONS,
         name: "ApiVersions",
         min_version: 0,
         max_version: 4,
         flexible_from: 3,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::CREATE_TOPICS,
         name: "CreateTopics",
         min_version: 2,
         max_version: 7,
         flexible_from: 5,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::DELETE_TOPICS,
         name: "DeleteTopics",
         min_version: 1,
         max_version: 6,
         flexible_from: 4,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::DELETE_RECORDS,
         name: "DeleteRecords",
         min_version: 0,
         max_version: 2,
         flexible_from: 2,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::INIT_PRODUCER_ID,
         name: "InitProducerId",
         min_version: 0,
         max_version: 5,
         flexible_from: 2,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::OFFSET_FOR_LEADER_EPOCH,
         name: "OffsetForLeaderEpoch",
         min_version: 2,
         max_version: 4,
         flexible_from: 4,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::ADD_PARTITIONS_TO_TXN,
         name: "AddPartitionsToTxn",
         min_version: 0,
         max_version: 5,
         flexible_from: 3,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::ADD_OFFSETS_TO_TXN,
         name: "AddOffsetsToTxn",
         min_version: 0,
         max_version: 4,
         flexible_from: 3,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::END_TXN,
         name: "EndTxn",
         min_version: 0,
         max_version: 5,
         flexible_from: 3,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::TXN_OFFSET_COMMIT,
         name: "TxnOffsetCommit",
         min_version: 0,
         max_version: 5,
         flexible_from: 3,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::DESCRIBE_ACLS,
         name: "DescribeAcls",
         min_version: 1,
         max_version: 3,
         flexible_from: 2,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::CREATE_ACLS,
         name: "CreateAcls",
         min_version: 1,
         max_version: 3,
         flexible_from: 2,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::DELETE_ACLS,
         name: "DeleteAcls",
         min_version: 1,
         max_version: 3,
         flexible_from: 2,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::DESCRIBE_CONFIGS,
         name: "DescribeConfigs",
         min_version: 1,
         max_version: 4,
         flexible_from: 4,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::ALTER_CONFIGS,
         name: "AlterConfigs",
         min_version: 0,
         max_version: 2,
         flexible_from: 2,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::ALTER_REPLICA_LOG_DIRS,
         name: "AlterReplicaLogDirs",
         min_version: 1,
         max_version: 2,
         flexible_from: 2,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::DESCRIBE_LOG_DIRS,
         name: "DescribeLogDirs",
         min_version: 1,
         max_version: 4,
         flexible_from: 2,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::SASL_AUTHENTICATE,
         name: "SaslAuthenticate",
         min_version: 0,
         max_version: 2,
         flexible_from: 2,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::CREATE_PARTITIONS,
         name: "CreatePartitions",
         min_version: 0,
         max_version: 3,
         flexible_from: 2,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::CREATE_DELEGATION_TOKEN,
         name: "CreateDelegationToken",
         min_version: 1,
         max_version: 3,
         flexible_from: 2,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::RENEW_DELEGATION_TOKEN,
         name: "RenewDelegationToken",
         min_version: 1,
         max_version: 2,
         flexible_from: 2,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::EXPIRE_DELEGATION_TOKEN,
         name: "ExpireDelegationToken",
         min_version: 1,
         max_version: 2,
         flexible_from: 2,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::DESCRIBE_DELEGATION_TOKEN,
         name: "DescribeDelegationToken",
         min_version: 1,
         max_version: 3,
         flexible_from: 2,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::DELETE_GROUPS,
         name: "DeleteGroups",
         min_version: 0,
         max_version: 2,
         flexible_from: 2,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::ELECT_LEADERS,
         name: "ElectLeaders",
         min_version: 0,
         max_version: 2,
         flexible_from: 2,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::INCREMENTAL_ALTER_CONFIGS,
         name: "IncrementalAlterConfigs",
         min_version: 0,
         max_version: 1,
         flexible_from: 1,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::ALTER_PARTITION_REASSIGNMENTS,
         name: "AlterPartitionReassignments",
         min_version: 0,
         max_version: 1,
         flexible_from: 0,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::LIST_PARTITION_REASSIGNMENTS,
         name: "ListPartitionReassignments",
         min_version: 0,
         max_version: 0,
         flexible_from: 0,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::OFFSET_DELETE,
         name: "OffsetDelete",
         min_version: 0,
         max_version: 0,
         flexible_from: i16::MAX,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::DESCRIBE_CLIENT_QUOTAS,
         name: "DescribeClientQuotas",
         min_version: 0,
         max_version: 1,
         flexible_from: 1,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::ALTER_CLIENT_QUOTAS,
         name: "AlterClientQuotas",
         min_version: 0,
         max_version: 1,
         flexible_from: 1,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::DESCRIBE_USER_SCRAM_CREDENTIALS,
         name: "DescribeUserScramCredentials",
         min_version: 0,
         max_version: 0,
         flexible_from: 0,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::ALTER_USER_SCRAM_CREDENTIALS,
         name: "AlterUserScramCredentials",
         min_version: 0,
         max_version: 0,
         flexible_from: 0,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::DESCRIBE_QUORUM,
         name: "DescribeQuorum",
         min_version: 0,
         max_version: 2,
         flexible_from: 0,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::UPDATE_FEATURES,
         name: "UpdateFeatures",
         min_version: 0,
         max_version: 2,
         flexible_from: 0,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::DESCRIBE_CLUSTER,
         name: "DescribeCluster",
         min_version: 0,
         max_version: 2,
         flexible_from: 0,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::DESCRIBE_PRODUCERS,
         name: "DescribeProducers",
         min_version: 0,
         max_version: 0,
         flexible_from: 0,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::DESCRIBE_TRANSACTIONS,
         name: "DescribeTransactions",
         min_version: 0,
         max_version: 0,
         flexible_from: 0,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::LIST_TRANSACTIONS,
         name: "ListTransactions",
         min_version: 0,
         max_version: 2,
         flexible_from: 0,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::CONSUMER_GROUP_HEARTBEAT,
         name: "ConsumerGroupHeartbeat",
         min_version: 0,
         max_version: 1,
         flexible_from: 0,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::CONSUMER_GROUP_DESCRIBE,
         name: "ConsumerGroupDescribe",
         min_version: 0,
         max_version: 1,
         flexible_from: 0,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::GET_TELEMETRY_SUBSCRIPTIONS,
         name: "GetTelemetrySubscriptions",
         min_version: 0,
         max_version: 0,
         flexible_from: 0,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::PUSH_TELEMETRY,
         name: "PushTelemetry",
         min_version: 0,
         max_version: 0,
         flexible_from: 0,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::LIST_CONFIG_RESOURCES,
         name: "ListConfigResources",
         min_version: 0,
         max_version: 1,
         flexible_from: 0,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::DESCRIBE_TOPIC_PARTITIONS,
         name: "DescribeTopicPartitions",
         min_version: 0,
         max_version: 0,
         flexible_from: 0,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::SHARE_GROUP_HEARTBEAT,
         name: "ShareGroupHeartbeat",
         min_version: 1,
         max_version: 1,
         flexible_from: 0,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::SHARE_GROUP_DESCRIBE,
         name: "ShareGroupDescribe",
         min_version: 1,
         max_version: 1,
         flexible_from: 0,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::SHARE_FETCH,
         name: "ShareFetch",
         min_version: 1,
         max_version: 1,
         flexible_from: 0,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::SHARE_ACKNOWLEDGE,
         name: "ShareAcknowledge",
         min_version: 1,
         max_version: 1,
         flexible_from: 0,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::DESCRIBE_SHARE_GROUP_OFFSETS,
         name: "DescribeShareGroupOffsets",
         min_version: 0,
         max_version: 0,
         flexible_from: 0,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::ALTER_SHARE_GROUP_OFFSETS,
         name: "AlterShareGroupOffsets",
         min_version: 0,
         max_version: 0,
         flexible_from: 0,
     },
-    ApiSchema {
+    ApiSpec {
         key: key::DELETE_SHARE_GROUP_OFFSETS,
         name: "DeleteShareGroupOffsets",
         min_version: 0,
@@ -563,7 +565,7 @@ pub const SCHEMAS: &[ApiSchema] = &[
 ];
 
 /// The schema of an API key.
-pub fn schema(key: i16) -> Option<&'static ApiSchema> {
+pub fn schema(key: i16) -> Option<&'static ApiSpec> {
     SCHEMAS.iter().find(|s| s.key == key)
 }
 

@@ -1,0 +1,206 @@
+//! The list of served APIs (crates/mk-adapter-kafka/schema/served.list) and
+//! the Rust made of it, `messages/served.rs`: the API table ApiVersions
+//! advertises (`APIS`: the served versions, the first flexible one from the
+//! schema) and the router from (key, version) to the decoder and the
+//! handler of each served API.
+
+use super::schema::Api;
+use super::table::const_name;
+use std::fmt::Write;
+
+/// One line of the list: `Produce 3-9 produce::handle_produce`, with an
+/// optional `read <path>` naming a hand-written reader of the request.
+#[derive(Debug, Clone)]
+pub struct Served {
+    pub api: String,
+    pub lo: i16,
+    pub hi: i16,
+    pub handler: String,
+    pub read: Option<String>,
+}
+
+/// Parses the list and checks it against the schemas: every API known,
+/// served at versions its schema has, listed once, by key.
+pub fn parse(src: &str, apis: &[Api]) -> Result<Vec<Served>, String> {
+    let mut out: Vec<Served> = Vec::new();
+    for (i, line) in src.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let at = |e: String| format!("served.list line {}: {e}", i + 1);
+        let w: Vec<&str> = line.split_whitespace().collect();
+        let (api, range, handler, read) = match w.as_slice() {
+            [a, r, h] => (*a, *r, *h, None),
+            [a, r, h, "read", f] => (*a, *r, *h, Some(f.to_string())),
+            _ => return Err(at("expected `<Api> <lo>-<hi> <handler> [read <fn>]`".into())),
+        };
+        let schema = apis
+            .iter()
+            .find(|a| a.name == api)
+            .ok_or_else(|| at(format!("no schema for `{api}`")))?;
+        let (lo, hi) = range
+            .split_once('-')
+            .and_then(|(l, h)| Some((l.parse::<i16>().ok()?, h.parse::<i16>().ok()?)))
+            .ok_or_else(|| at(format!("bad range `{range}`")))?;
+        if lo > hi || lo < schema.versions.lo || hi > schema.versions.hi {
+            return Err(at(format!(
+                "{api} {lo}-{hi} is not within its schema's {}-{}",
+                schema.versions.lo, schema.versions.hi
+            )));
+        }
+        if out.iter().any(|s| s.api == api) {
+            return Err(at(format!("{api} is listed twice")));
+        }
+        out.push(Served {
+            api: api.to_string(),
+            lo,
+            hi,
+            handler: handler.to_string(),
+            read,
+        });
+    }
+    let key = |s: &Served| apis.iter().find(|a| a.name == s.api).map_or(0, |a| a.key);
+    out.sort_by_key(key);
+    Ok(out)
+}
+
+fn api<'a>(apis: &'a [Api], s: &Served) -> &'a Api {
+    apis.iter()
+        .find(|a| a.name == s.api)
+        .expect("checked by parse")
+}
+
+fn table(out: &mut String, apis: &[Api], served: &[Served]) {
+    out.push_str(
+        "/// Every API this broker serves, by key: the versions it advertises\n\
+         /// (served.list) and the first flexible one (the schema's).\n\
+         pub const APIS: &[ApiSpec] = &[\n",
+    );
+    for s in served {
+        let a = api(apis, s);
+        let _ = writeln!(
+            out,
+            "ApiSpec {{ key: key::{}, name: {:?}, min_version: {}, max_version: {}, flexible_from: {} }},",
+            const_name(&a.name),
+            a.name,
+            s.lo,
+            s.hi,
+            a.flexible.map_or("i16::MAX".to_string(), |f| f.to_string())
+        );
+    }
+    out.push_str(
+        "];\n\n\
+         /// The served entry of an API key.\n\
+         pub fn spec(key: i16) -> Option<&'static ApiSpec> {\n\
+         APIS.iter().find(|a| a.key == key)\n\
+         }\n\n",
+    );
+}
+
+/// The expression decoding the request of `s` from `r` at `v`.
+fn read_expr(apis: &[Api], s: &Served) -> String {
+    let a = api(apis, s);
+    match &s.read {
+        Some(f) => format!("api::{f}(r, v)?"),
+        None => format!("{}::{}::read(r, v)?", a.module, a.request),
+    }
+}
+
+fn dispatch(out: &mut String, apis: &[Api], served: &[Served]) {
+    out.push_str(
+        "/// Decodes the body of a served request (every byte of it), runs its\n\
+         /// handler and encodes the answer into `w`. Returns false for a\n\
+         /// request that has no answer (Produce with acks=0). A body that\n\
+         /// cannot be decoded is an error: the connection is closed.\n\
+         pub async fn dispatch(\n\
+         ctx: &Ctx<'_>,\n\
+         spec: &ApiSpec,\n\
+         r: &mut Reader<'_>,\n\
+         w: &mut Writer,\n\
+         ) -> DecodeResult<bool> {\n\
+         let v = ctx.version();\n\
+         Ok(match spec.key {\n",
+    );
+    for s in served {
+        let a = api(apis, s);
+        let _ = writeln!(
+            out,
+            "key::{} => {{\nlet req = {};\nr.finish(\"request\")?;\napi::{}(ctx, req).await.answer(w, v)\n}}",
+            const_name(&a.name),
+            read_expr(apis, s),
+            s.handler
+        );
+    }
+    out.push_str(
+        "other => {\n\
+         return Err(DecodeError::Invalid(format!(\"API key {other} is not served\")));\n\
+         }\n\
+         })\n\
+         }\n\n",
+    );
+}
+
+fn decode(out: &mut String, apis: &[Api], served: &[Served]) {
+    out.push_str(
+        "/// Decodes a whole request frame (header and body) of a served API\n\
+         /// without executing it, exactly as a connection would: what the fuzz\n\
+         /// target and the hostile-input tests drive. Unserved (API, version)\n\
+         /// pairs are an error, as on a connection.\n\
+         pub fn decode_request(frame: &Bytes) -> DecodeResult<RequestHeader> {\n\
+         let peek = crate::frame::peek_header(frame)?;\n\
+         let spec = spec(peek.api_key)\n\
+         .filter(|s| s.supports(peek.api_version))\n\
+         .ok_or_else(|| {\n\
+         DecodeError::Invalid(format!(\n\
+         \"unsupported API {} version {}\",\n\
+         peek.api_key, peek.api_version\n\
+         ))\n\
+         })?;\n\
+         let flexible = spec.is_flexible(peek.api_version);\n\
+         let mut reader = Reader::new(frame, false);\n\
+         let header = RequestHeader::read(&mut reader, flexible)?;\n\
+         reader.flexible = flexible;\n\
+         let r = &mut reader;\n\
+         let v = header.api_version;\n\
+         match spec.key {\n",
+    );
+    for s in served {
+        let a = api(apis, s);
+        let _ = writeln!(
+            out,
+            "key::{} => {{ {}; }}",
+            const_name(&a.name),
+            read_expr(apis, s)
+        );
+    }
+    out.push_str(
+        "other => {\n\
+         return Err(DecodeError::Invalid(format!(\"API key {other} is not served\")));\n\
+         }\n\
+         }\n\
+         r.finish(\"request\")?;\n\
+         Ok(header)\n\
+         }\n",
+    );
+}
+
+pub fn module(apis: &[Api], served: &[Served]) -> String {
+    let mut out = String::from(
+        "//! The APIs this broker serves: the table ApiVersions advertises and\n\
+         //! the router from (key, version) to each API's decoder and handler.\n\
+         //!\n\
+         //! Generated by `cargo xtask codegen` from\n\
+         //! `crates/mk-adapter-kafka/schema/served.list` and the schemas; edit\n\
+         //! those, not this file.\n\n\
+         use super::*;\n\
+         use crate::api::{self, Answer, Ctx};\n\
+         use crate::codec::{DecodeError, DecodeResult, Message, Reader, Writer};\n\
+         use crate::frame::RequestHeader;\n\
+         use bytes::Bytes;\n\n",
+    );
+    table(&mut out, apis, served);
+    dispatch(&mut out, apis, served);
+    decode(&mut out, apis, served);
+    out
+}
