@@ -14,7 +14,7 @@
 
 use crate::cluster::BrokerCluster;
 use crate::config::BrokerId;
-use crate::error::{ClusterError, Result};
+use crate::error::{ClusterError, LeaderError, Result};
 use mk_core::TopicPartition;
 use mk_replication::LeaderAndEpoch;
 use std::collections::BTreeSet;
@@ -69,14 +69,19 @@ impl Brokers<'_> {
     pub fn check_leader(self, tp: &TopicPartition, broker: BrokerId) -> Result<()> {
         let leader = self.cluster.read_partition(tp, |set| Ok(set.leader_id()))?;
         if !self.is_online(leader) {
-            return Err(ClusterError::LeaderNotAvailable(format!(
-                "the leader of {tp}, broker {leader}, is offline and no in-sync replica could take over"
-            )));
+            return Err(LeaderError::NotAvailable {
+                partition: tp.clone(),
+                leader,
+            }
+            .into());
         }
         if leader != broker {
-            return Err(ClusterError::NotLeaderOrFollower(format!(
-                "broker {broker} does not lead {tp}; broker {leader} does"
-            )));
+            return Err(LeaderError::NotLeader {
+                partition: tp.clone(),
+                broker,
+                leader,
+            }
+            .into());
         }
         Ok(())
     }

@@ -231,7 +231,9 @@ impl BrokerCluster {
             .expect("topics lock")
             .get(name)
             .cloned()
-            .ok_or_else(|| ClusterError::UnknownTopic(format!("topic {name:?} does not exist")))
+            .ok_or_else(|| ClusterError::UnknownTopic {
+                topic: name.to_string(),
+            })
     }
 
     pub(crate) fn slot(&self, tp: &TopicPartition) -> Result<Arc<PartitionSlot>> {
@@ -240,12 +242,9 @@ impl BrokerCluster {
             .partitions
             .get(tp.partition as usize)
             .cloned()
-            .ok_or_else(|| {
-                ClusterError::UnknownPartition(format!(
-                    "{tp} does not exist; topic {:?} has {} partition(s)",
-                    tp.topic,
-                    topic.partitions.len()
-                ))
+            .ok_or_else(|| ClusterError::UnknownPartition {
+                partition: tp.clone(),
+                partitions: u32::try_from(topic.partitions.len()).unwrap_or(u32::MAX),
             })
     }
 
@@ -321,7 +320,9 @@ impl BrokerCluster {
     fn gone(&self, slot: &PartitionSlot) -> ClusterError {
         match self.check_running() {
             Err(e) => e,
-            Ok(()) => ClusterError::UnknownTopic(format!("{} was deleted", slot.tp)),
+            Ok(()) => ClusterError::TopicDeleted {
+                partition: slot.tp.clone(),
+            },
         }
     }
 

@@ -3,7 +3,7 @@
 
 use crate::cluster::{BrokerCluster, INTERNAL_TOPICS};
 use crate::config::BrokerId;
-use crate::error::{ClusterError, Result};
+use crate::error::{ClusterError, LeaderError, Result};
 use crate::slot::PartitionSlot;
 use bytes::Bytes;
 use mk_core::TopicPartition;
@@ -152,10 +152,9 @@ impl PendingAppend {
     pub async fn wait_timeout(self, timeout: Duration) -> Result<ProduceResult> {
         match tokio::time::timeout(timeout, self.wait()).await {
             Ok(r) => r,
-            Err(_) => Err(ClusterError::RequestTimedOut(format!(
-                "the write was not acknowledged by enough replicas within {} ms",
-                timeout.as_millis()
-            ))),
+            Err(_) => Err(ClusterError::RequestTimedOut {
+                timeout_ms: timeout.as_millis(),
+            }),
         }
     }
 }
@@ -988,16 +987,20 @@ fn check_epoch(set: &mk_replication::PartitionReplicaSet, expected: Option<i32>)
     };
     let current = set.leader_epoch();
     if e < current {
-        return Err(ClusterError::FencedLeaderEpoch(format!(
-            "{}: the request's leader epoch {e} is older than the current {current}",
-            set.topic_partition()
-        )));
+        return Err(LeaderError::FencedEpoch {
+            partition: set.topic_partition().clone(),
+            requested: e,
+            current,
+        }
+        .into());
     }
     if e > current {
-        return Err(ClusterError::UnknownLeaderEpoch(format!(
-            "{}: the request's leader epoch {e} is newer than the current {current}",
-            set.topic_partition()
-        )));
+        return Err(LeaderError::UnknownEpoch {
+            partition: set.topic_partition().clone(),
+            requested: e,
+            current,
+        }
+        .into());
     }
     Ok(())
 }

@@ -30,6 +30,7 @@ mod resources;
 mod slot;
 mod stats;
 mod steps;
+mod topic_id;
 mod topics;
 mod traffic;
 mod transactions;
@@ -50,7 +51,7 @@ pub use data::{
     ProduceResponse,
 };
 pub use drivers::DriverConfig;
-pub use error::{ClusterError, Result};
+pub use error::{Cancelled, ClientError, ClusterError, LeaderError, Result, TopicError};
 pub use group_offsets::{PartitionLag, PlannedReset, ResetTarget};
 pub use groups::Groups;
 pub use health::{ClusterHealth, DiskFull};
@@ -74,7 +75,8 @@ pub use transactions::{Transactions, TxnHandle, TxnOffsetCommit};
 /// depend on mk-cluster only.
 pub use bytes::Bytes;
 pub use mk_core::{
-    ByteReader, Clock, ErrorCode, ManualClock, SharedClock, SystemClock, TopicPartition, Truncated,
+    ByteReader, Clock, ErrorCode, ManualClock, SharedClock, SystemClock, TopicNameError,
+    TopicPartition, Truncated,
 };
 pub use mk_group::{
     AssignorKind, CONSUMER_PROTOCOL_TYPE, GroupDescription, GroupJoin, GroupJoined, GroupListing,

@@ -10,10 +10,13 @@
 
 use crate::config::{BrokerId, CleanupPolicy, TopicConfig};
 use crate::error::{ClusterError, Result};
+use mk_core::TopicPartition;
 use mk_log::StorageError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+pub use crate::topic_id::TopicId;
 
 /// One partition's placement and leadership.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,37 +25,6 @@ pub struct PartitionMeta {
     pub replicas: Vec<BrokerId>,
     pub leader_id: BrokerId,
     pub leader_epoch: i32,
-}
-
-/// A topic's stable id (Kafka's topic id, a UUID): it tells a topic from a
-/// deleted one of the same name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TopicId(pub [u8; 16]);
-
-impl TopicId {
-    /// A fresh random (version 4) id; never all zeroes, which Kafka reserves
-    /// for "no id".
-    pub fn random() -> Self {
-        loop {
-            let id = TopicId(*uuid::Uuid::new_v4().as_bytes());
-            if id.0 != [0; 16] {
-                return id;
-            }
-        }
-    }
-
-    /// Parses the canonical hyphenated form.
-    pub fn parse(s: &str) -> Option<Self> {
-        uuid::Uuid::parse_str(s)
-            .ok()
-            .map(|u| TopicId(*u.as_bytes()))
-    }
-}
-
-impl std::fmt::Display for TopicId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        uuid::Uuid::from_bytes(self.0).hyphenated().fmt(f)
-    }
 }
 
 /// One topic.
@@ -310,7 +282,9 @@ impl MetadataStore {
         let t = self
             .topics
             .remove(topic)
-            .ok_or_else(|| ClusterError::UnknownTopic(format!("topic {topic:?} does not exist")))?;
+            .ok_or_else(|| ClusterError::UnknownTopic {
+                topic: topic.to_string(),
+            })?;
         let pending = PendingDeletion {
             name: t.name.clone(),
             topic_id: t.topic_id,
@@ -408,11 +382,16 @@ impl MetadataStore {
             .topics
             .get(topic)
             .cloned()
-            .ok_or_else(|| ClusterError::UnknownTopic(topic.to_string()))?;
-        let p = t
-            .partitions
-            .get_mut(partition as usize)
-            .ok_or_else(|| ClusterError::UnknownPartition(format!("{topic}-{partition}")))?;
+            .ok_or_else(|| ClusterError::UnknownTopic {
+                topic: topic.to_string(),
+            })?;
+        let partitions = u32::try_from(t.partitions.len()).unwrap_or(u32::MAX);
+        let p = t.partitions.get_mut(partition as usize).ok_or_else(|| {
+            ClusterError::UnknownPartition {
+                partition: TopicPartition::new(topic, partition),
+                partitions,
+            }
+        })?;
         p.leader_id = leader_id;
         p.leader_epoch = leader_epoch;
         self.put(t)

@@ -8,7 +8,7 @@
 
 use crate::attached::AttachedClient;
 use crate::cluster::BrokerCluster;
-use crate::error::{ClusterError, Result};
+use crate::error::{Cancelled, ClientError, ClusterError, Result};
 use crate::partitioner::partition_for_key;
 use bytes::Bytes;
 use mk_core::TopicPartition;
@@ -113,9 +113,7 @@ impl Future for RecordFuture {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         Pin::new(&mut self.rx).poll(cx).map(|r| {
             r.unwrap_or_else(|_| {
-                Err(ClusterError::Cancelled(
-                    "the producer was crashed or the cluster closed before the record was acknowledged".into(),
-                ))
+                Err(ClientError::Cancelled(Cancelled::BeforeAcknowledgement).into())
             })
         })
     }
@@ -127,9 +125,9 @@ impl RecordFuture {
         match self.rx.try_recv() {
             Ok(r) => Some(r),
             Err(oneshot::error::TryRecvError::Empty) => None,
-            Err(oneshot::error::TryRecvError::Closed) => Some(Err(ClusterError::Cancelled(
-                "the producer was crashed before the record was sent".into(),
-            ))),
+            Err(oneshot::error::TryRecvError::Closed) => {
+                Some(Err(ClientError::Cancelled(Cancelled::BeforeSend).into()))
+            }
         }
     }
 }
@@ -280,10 +278,10 @@ impl ProducerShared {
         if let Some(p) = record.partition
             && p >= count
         {
-            return Err(ClusterError::UnknownPartition(format!(
-                "{}-{p} does not exist; topic {:?} has {count} partition(s)",
-                record.topic, record.topic
-            )));
+            return Err(ClusterError::UnknownPartition {
+                partition: TopicPartition::new(&record.topic, p),
+                partitions: count,
+            });
         }
         let size = estimated_size(record.key.as_ref(), record.value.as_ref());
         let now = cluster.clock.now_ms();
@@ -296,10 +294,12 @@ impl ProducerShared {
                 ));
             }
             if st.buffered_bytes + size > self.options.max_buffer_bytes {
-                return Err(ClusterError::ProducerBufferFull(format!(
-                    "{} bytes queued + {size} would exceed max_buffer_bytes {}",
-                    st.buffered_bytes, self.options.max_buffer_bytes
-                )));
+                return Err(ClientError::BufferFull {
+                    queued: st.buffered_bytes,
+                    size,
+                    max: self.options.max_buffer_bytes,
+                }
+                .into());
             }
             let partition = match (record.partition, &record.key) {
                 (Some(p), _) => p,

@@ -4,7 +4,7 @@
 //! fit is refused whole instead of failing half-way with "Too many open
 //! files".
 
-use crate::error::{ClusterError, Result};
+use crate::error::{Result, TopicError};
 
 /// Descriptors one replica keeps open for its life: its active segment.
 /// Everything else a replica opens (closed segments while they are read,
@@ -44,12 +44,16 @@ pub fn check_room_for_replicas(replicas: u64, what: &str) -> Result<()> {
     let free = limit.saturating_sub(open);
     let room = free.saturating_sub(reserve(limit));
     if needed > room {
-        return Err(ClusterError::InvalidPartitions(format!(
-            "{what} needs {needed} more open files ({FILES_PER_REPLICA} per replica) but only {room} \
-             fit: {open} of the process's limit of {limit} are open and {} stay reserved for \
-             connections and reads; raise the open-file limit (ulimit -n) or create fewer partitions",
-            reserve(limit)
-        )));
+        return Err(TopicError::OpenFileLimit {
+            what: what.to_string(),
+            needed,
+            per_replica: FILES_PER_REPLICA,
+            room,
+            open,
+            limit,
+            reserved: reserve(limit),
+        }
+        .into());
     }
     Ok(())
 }

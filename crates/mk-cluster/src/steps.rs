@@ -129,7 +129,7 @@ impl Steps<'_> {
                     *slot.unflushed.lock().expect("flush state") = Unflushed::synced(planned_at);
                 }
                 // Deleted while the fsyncs ran: nothing left to flush.
-                Err(ClusterError::UnknownTopic(_))
+                Err(ClusterError::TopicDeleted { .. })
                     if slot.set.read().expect("partition lock").is_none() => {}
                 Err(e) => {
                     self.cluster.check_running()?;

@@ -10,7 +10,7 @@
 
 use crate::cluster::{BrokerCluster, INTERNAL_TOPICS, replication_config};
 use crate::config::{BrokerId, ConfigChange, TopicConfig, TopicConfigEntry, TopicConfigOverrides};
-use crate::error::{ClusterError, Result};
+use crate::error::{ClusterError, Result, TopicError};
 use crate::metadata::{MetadataStore, PendingDeletion, TopicId, TopicMeta, place_replicas};
 use crate::slot::{PartitionSlot, Topic};
 use mk_core::TopicPartition;
@@ -197,27 +197,30 @@ impl Topics<'_> {
         config: &TopicConfig,
     ) -> Result<()> {
         self.cluster.check_running()?;
-        mk_core::validate_topic_name(name).map_err(ClusterError::InvalidTopic)?;
+        mk_core::validate_topic_name(name).map_err(TopicError::InvalidName)?;
         if INTERNAL_TOPICS.contains(&name) {
-            return Err(ClusterError::InvalidTopic(format!(
-                "{name:?} is an internal topic name and cannot be created"
-            )));
+            return Err(TopicError::InternalName {
+                name: name.to_string(),
+            }
+            .into());
         }
         if partitions == 0 {
-            return Err(ClusterError::InvalidPartitions(
-                "partitions must be > 0".into(),
-            ));
+            return Err(TopicError::NoPartitions.into());
         }
         if partitions > MAX_PARTITIONS {
-            return Err(ClusterError::InvalidPartitions(format!(
-                "partitions must be <= {MAX_PARTITIONS}, got {partitions}"
-            )));
+            return Err(TopicError::TooManyPartitions {
+                asked: partitions,
+                max: MAX_PARTITIONS,
+            }
+            .into());
         }
         let brokers = self.cluster.config.broker_ids.len();
         if replication_factor == 0 || replication_factor > brokers {
-            return Err(ClusterError::InvalidReplicationFactor(format!(
-                "replication_factor must be between 1 and the number of brokers ({brokers}), got {replication_factor}"
-            )));
+            return Err(TopicError::ReplicationFactor {
+                asked: replication_factor,
+                brokers,
+            }
+            .into());
         }
         config
             .validate()
@@ -229,9 +232,10 @@ impl Topics<'_> {
             .expect("topics lock")
             .contains_key(name)
         {
-            return Err(ClusterError::TopicAlreadyExists(format!(
-                "topic {name:?} already exists"
-            )));
+            return Err(TopicError::AlreadyExists {
+                topic: name.to_string(),
+            }
+            .into());
         }
         Ok(())
     }
@@ -446,7 +450,7 @@ impl Topics<'_> {
             .values()
             .find(|t| t.meta.topic_id == id)
             .map(|t| t.meta.name.clone())
-            .ok_or_else(|| ClusterError::UnknownTopicId(format!("no topic has id {id}")))
+            .ok_or(ClusterError::UnknownTopicId { id })
     }
 
     /// Describes a topic, creating it first with the cluster's auto-create
@@ -494,9 +498,10 @@ impl Topics<'_> {
     pub fn delete(self, name: &str) -> Result<()> {
         self.cluster.check_running()?;
         if INTERNAL_TOPICS.contains(&name) {
-            return Err(ClusterError::InvalidTopic(format!(
-                "{name:?} is an internal topic and cannot be deleted"
-            )));
+            return Err(TopicError::InternalTopic {
+                name: name.to_string(),
+            }
+            .into());
         }
         // A flush cycle may be working on the partitions' files without
         // their locks (steps.rs): wait for it and keep it out while the
@@ -575,14 +580,19 @@ impl Topics<'_> {
         self.cluster.check_running()?;
         let current = self.cluster.topic(name)?.partitions.len() as u32;
         if total <= current {
-            return Err(ClusterError::InvalidPartitions(format!(
-                "topic {name:?} has {current} partition(s); the count can only grow, got {total}"
-            )));
+            return Err(TopicError::CannotShrink {
+                topic: name.to_string(),
+                current,
+                asked: total,
+            }
+            .into());
         }
         if total > MAX_PARTITIONS {
-            return Err(ClusterError::InvalidPartitions(format!(
-                "partitions must be <= {MAX_PARTITIONS}, got {total}"
-            )));
+            return Err(TopicError::TooManyPartitions {
+                asked: total,
+                max: MAX_PARTITIONS,
+            }
+            .into());
         }
         Ok(())
     }

@@ -258,9 +258,9 @@ impl Transactions<'_> {
         if results.iter().any(|(_, r)| r.is_err()) {
             for (tp, r) in &mut results {
                 if r.is_ok() {
-                    *r = Err(ClusterError::OperationNotAttempted(format!(
-                        "{tp} was not added because another partition of the request was refused"
-                    )));
+                    *r = Err(ClusterError::OperationNotAttempted {
+                        partition: tp.clone(),
+                    });
                 }
             }
             return Ok(results);
@@ -444,9 +444,10 @@ impl Transactions<'_> {
         let count = self.cluster.topics().partition_count(topic)?;
         let partition = match (partition, &key) {
             (Some(p), _) if p >= count => {
-                return Err(ClusterError::UnknownPartition(format!(
-                    "{topic}-{p} does not exist; topic {topic:?} has {count} partition(s)"
-                )));
+                return Err(ClusterError::UnknownPartition {
+                    partition: TopicPartition::new(topic, p),
+                    partitions: count,
+                });
             }
             _ => crate::partitioner::partition_for(partition, key.as_deref(), count),
         };

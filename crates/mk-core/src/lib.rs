@@ -14,4 +14,4 @@ mod tp;
 pub use clock::{Clock, ManualClock, SharedClock, SystemClock};
 pub use error::ErrorCode;
 pub use reader::{ByteReader, Truncated};
-pub use tp::{TopicPartition, validate_topic_name};
+pub use tp::{TopicNameError, TopicPartition, validate_topic_name};

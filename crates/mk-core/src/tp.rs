@@ -29,28 +29,66 @@ impl fmt::Display for TopicPartition {
     }
 }
 
+/// Why a name breaks the topic naming rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TopicNameError {
+    Empty,
+    /// Longer than 249 characters.
+    TooLong {
+        len: usize,
+    },
+    /// `.` or `..`.
+    Reserved {
+        name: String,
+    },
+    /// A character outside `[A-Za-z0-9._-]`.
+    BadCharacter {
+        name: String,
+        bad: char,
+    },
+}
+
+impl fmt::Display for TopicNameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Empty => f.write_str("topic name must not be empty"),
+            Self::TooLong { len } => write!(
+                f,
+                "topic name is {len} characters long; at most 249 are allowed"
+            ),
+            Self::Reserved { name } => write!(f, "topic name {name:?} is reserved"),
+            Self::BadCharacter { name, bad } => write!(
+                f,
+                "topic name {name:?} contains {bad:?}; only [A-Za-z0-9._-] are allowed"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for TopicNameError {}
+
 /// Checks the topic naming rule: 1..=249 characters of `[A-Za-z0-9._-]`,
-/// and neither `.` nor `..`. Returns a message describing the violation.
-pub fn validate_topic_name(name: &str) -> Result<(), String> {
+/// and neither `.` nor `..`.
+pub fn validate_topic_name(name: &str) -> Result<(), TopicNameError> {
     if name.is_empty() {
-        return Err("topic name must not be empty".to_string());
+        return Err(TopicNameError::Empty);
     }
     if name.len() > 249 {
-        return Err(format!(
-            "topic name is {} characters long; at most 249 are allowed",
-            name.len()
-        ));
+        return Err(TopicNameError::TooLong { len: name.len() });
     }
     if name == "." || name == ".." {
-        return Err(format!("topic name {name:?} is reserved"));
+        return Err(TopicNameError::Reserved {
+            name: name.to_string(),
+        });
     }
     if let Some(bad) = name
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
     {
-        return Err(format!(
-            "topic name {name:?} contains {bad:?}; only [A-Za-z0-9._-] are allowed"
-        ));
+        return Err(TopicNameError::BadCharacter {
+            name: name.to_string(),
+            bad,
+        });
     }
     Ok(())
 }
@@ -70,6 +108,10 @@ mod tests {
         assert!(validate_topic_name(&"x".repeat(250)).is_err());
         assert!(validate_topic_name("a/b").is_err());
         assert!(validate_topic_name("é").is_err());
+        assert_eq!(
+            validate_topic_name("a/b").unwrap_err().to_string(),
+            "topic name \"a/b\" contains '/'; only [A-Za-z0-9._-] are allowed"
+        );
     }
 
     #[test]

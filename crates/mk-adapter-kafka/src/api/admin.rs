@@ -29,7 +29,7 @@ use crate::messages::incremental_alter_configs::{
     AlterConfigsResource, AlterConfigsResourceResponse as AlteredResource,
     IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
 };
-use mk_cluster::{ClusterError, ConfigChange, TopicConfig, TopicId};
+use mk_cluster::{ClusterError, ConfigChange, TopicConfig, TopicError, TopicId};
 
 /// Kafka's config resource types.
 pub const RESOURCE_TOPIC: i8 = 2;
@@ -178,8 +178,8 @@ fn create_one(
     }
     let partitions = match t.num_partitions {
         -1 => c.config().auto_create_partitions,
-        n => u32::try_from(n).map_err(|_| {
-            ClusterError::InvalidPartitions(format!("partitions must be > 0, got {n}"))
+        n => u32::try_from(n).map_err(|_| TopicError::PartitionsNotPositive {
+            asked: i64::from(n),
         })?,
     };
     let rf = match t.replication_factor {
@@ -187,10 +187,8 @@ fn create_one(
             .config()
             .auto_create_replication_factor
             .min(c.broker_ids().len()),
-        n => usize::try_from(n).map_err(|_| {
-            ClusterError::InvalidReplicationFactor(format!(
-                "replication_factor must be > 0, got {n}"
-            ))
+        n => usize::try_from(n).map_err(|_| TopicError::ReplicationFactorNotPositive {
+            asked: i64::from(n),
         })?,
     };
     let config = config_with(ctx, &t.configs)?;
@@ -325,10 +323,10 @@ pub async fn handle_create_partitions(
                 ))
             } else {
                 match u32::try_from(t.count) {
-                    Err(_) => Err(ClusterError::InvalidPartitions(format!(
-                        "the partition count must be positive, got {}",
-                        t.count
-                    ))),
+                    Err(_) => Err(TopicError::CountNotPositive {
+                        asked: i64::from(t.count),
+                    }
+                    .into()),
                     Ok(total) if req.validate_only => {
                         c.topics().validate_create_partitions(&t.name, total)
                     }

@@ -21,8 +21,7 @@ pub const EARLIEST_TIMESTAMP: i64 = -2;
 pub const MAX_TIMESTAMP: i64 = -3;
 
 fn partition_of(index: i32) -> Result<u32, ClusterError> {
-    u32::try_from(index)
-        .map_err(|_| ClusterError::UnknownPartition(format!("partition {index} does not exist")))
+    u32::try_from(index).map_err(|_| ClusterError::NegativePartition { index })
 }
 
 // ----- ListOffsets ---------------------------------------------------------
