@@ -75,6 +75,8 @@ pub mod txn_offset_commit;
 pub mod update_features;
 
 use crate::codec::{DecodeError, DecodeResult, Message, Reader};
+use crate::frame::RequestHeader;
+use bytes::Bytes;
 
 /// One API with a range of versions and the first flexible one
 /// (`i16::MAX` if none is): what its schema says (`SCHEMAS`, Kafka
@@ -916,5 +918,19 @@ impl Request {
             ),
             _ => return Err(DecodeError::Invalid(format!("no schema for API {key}"))),
         })
+    }
+
+    /// Decodes a whole request frame (header and body, every byte) of any
+    /// API with a schema, served or not: what the fuzz target and the
+    /// hostile-input tests drive to reach every generated decoder.
+    pub fn decode_frame(frame: &Bytes) -> DecodeResult<(RequestHeader, Request)> {
+        let peek = crate::frame::peek_header(frame)?;
+        let flexible = schema(peek.api_key).is_some_and(|s| s.is_flexible(peek.api_version));
+        let mut r = Reader::new(frame, false);
+        let header = RequestHeader::read(&mut r, flexible)?;
+        r.flexible = flexible;
+        let body = Request::read(header.api_key, header.api_version, &mut r)?;
+        r.finish("request")?;
+        Ok((header, body))
     }
 }
