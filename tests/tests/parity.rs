@@ -157,7 +157,10 @@ async fn direct(admin: &DirectAdmin, client: &DirectClient, request: &Request) -
                 generation,
                 offsets,
             } => {
-                client.commit_offsets(&group_id, &member_id, generation, &offsets)?;
+                client
+                    .commit_offsets_with_metadata(&group_id, &member_id, generation, &offsets)?
+                    .into_iter()
+                    .try_for_each(|(_, r)| r)?;
                 Response::CommitOffsets
             }
             Request::ListTopics => Response::ListTopics(admin.list_topics()?),

@@ -9,9 +9,9 @@
 use mk_cluster::{
     AssignorKind, BrokerCluster, BrokerId, ClusterDescription, ClusterStats, CompactionSummary,
     ConfigChange, FetchRequest, FetchResult, GroupDescription, GroupListing, LeaderAndEpoch,
-    MemberAssignment, OffsetSpec, ProduceEntry, ProduceRequest, ProduceResponse, ProducerIdentity,
-    Result, RetentionPolicy, TopicConfig, TopicConfigEntry, TopicConfigOverrides, TopicDescription,
-    TopicPartition, TxnHandle,
+    MemberAssignment, OffsetAndMetadata, OffsetSpec, ProduceEntry, ProduceRequest, ProduceResponse,
+    ProducerIdentity, Result, RetentionPolicy, TopicConfig, TopicConfigEntry, TopicConfigOverrides,
+    TopicDescription, TopicPartition, TxnHandle,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -267,6 +267,20 @@ impl DirectClient {
             .commit_offsets(group, member, generation, offsets)
     }
 
+    /// A commit whose offsets carry leader epochs and metadata: one answer
+    /// per partition.
+    pub fn commit_offsets_with_metadata(
+        &self,
+        group: &str,
+        member: &str,
+        generation: i32,
+        offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>,
+    ) -> Result<Vec<(TopicPartition, Result<()>)>> {
+        self.cluster
+            .groups()
+            .commit_with_metadata(group, generation, member, None, offsets)
+    }
+
     pub fn fetch_offsets(&self, group: &str) -> Result<BTreeMap<TopicPartition, i64>> {
         self.cluster.groups().committed(group)
     }
@@ -275,7 +289,7 @@ impl DirectClient {
         &self,
         group: &str,
         partitions: Option<&[TopicPartition]>,
-    ) -> Result<Vec<(TopicPartition, Option<i64>)>> {
+    ) -> Result<Vec<(TopicPartition, Option<OffsetAndMetadata>)>> {
         self.cluster.groups().committed_for(group, partitions)
     }
 

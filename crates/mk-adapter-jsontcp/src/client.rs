@@ -11,8 +11,8 @@ use crate::wire::type_name;
 use mk_cluster::{
     AckMode, AssignorKind, BrokerId, Bytes, ClusterDescription, CompactionSummary, ConfigChange,
     ErrorCode, FetchRequest, FetchResult, GroupDescription, GroupListing, LeaderAndEpoch,
-    MemberAssignment, OffsetSpec, ProduceResponse, ProducerIdentity, RetentionPolicy, TopicConfig,
-    TopicConfigEntry, TopicDescription, TopicPartition, TxnHandle,
+    MemberAssignment, OffsetAndMetadata, OffsetSpec, ProduceResponse, ProducerIdentity,
+    RetentionPolicy, TopicConfig, TopicConfigEntry, TopicDescription, TopicPartition, TxnHandle,
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -419,6 +419,23 @@ impl JsonTcpClient {
         generation: i32,
         offsets: &BTreeMap<TopicPartition, i64>,
     ) -> ClientResult<()> {
+        let offsets = offsets
+            .iter()
+            .map(|(tp, o)| (tp.clone(), OffsetAndMetadata::new(*o)))
+            .collect();
+        self.commit_offsets_with_metadata(group_id, member_id, generation, &offsets)
+            .await
+    }
+
+    /// A commit whose offsets carry a leader epoch and metadata, which
+    /// `fetch_offsets` answers back.
+    pub async fn commit_offsets_with_metadata(
+        &mut self,
+        group_id: &str,
+        member_id: &str,
+        generation: i32,
+        offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>,
+    ) -> ClientResult<()> {
         let r = self
             .call(&Request::CommitOffsets {
                 group_id: group_id.into(),
@@ -441,13 +458,14 @@ impl JsonTcpClient {
         expect!(r, Response::LeaveGroup { left } => left)
     }
 
-    /// Committed offsets: every one of the group (`partitions = None`) or
-    /// the listed partitions (`None` where nothing is committed).
+    /// Committed offsets with their leader epochs and metadata: every one
+    /// of the group (`partitions = None`) or the listed partitions (`None`
+    /// where nothing is committed).
     pub async fn fetch_offsets(
         &mut self,
         group_id: &str,
         partitions: Option<Vec<TopicPartition>>,
-    ) -> ClientResult<Vec<(TopicPartition, Option<i64>)>> {
+    ) -> ClientResult<Vec<(TopicPartition, Option<OffsetAndMetadata>)>> {
         let r = self
             .call(&Request::FetchOffsets {
                 group_id: group_id.into(),

@@ -113,8 +113,12 @@ pub(crate) async fn execute(
             generation,
             offsets,
         } => {
-            c.groups()
-                .commit_offsets(&group_id, &member_id, generation, &offsets)?;
+            // A partition refused on its own (metadata too long) is the
+            // answer; the others are stored, as Kafka stores them.
+            let answers = c
+                .groups()
+                .commit_with_metadata(&group_id, generation, &member_id, None, &offsets)?;
+            answers.into_iter().try_for_each(|(_, r)| r)?;
             Response::CommitOffsets
         }
         Request::ListTopics => Response::ListTopics(c.topics().list()?),

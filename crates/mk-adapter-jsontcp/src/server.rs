@@ -754,8 +754,8 @@ fn encode(r: Result<Response, ClusterError>, id: Option<&Value>) -> Vec<u8> {
 /// The code this protocol reports for a core code. Spec 06 fixed
 /// INVALID_REQUEST for every invalid create/alter argument and for an empty
 /// group id; the finer codes Kafka clients expect (INVALID_PARTITIONS,
-/// INVALID_GROUP_ID, ...) are reported here as INVALID_REQUEST with the same
-/// message. Likewise the transaction codes of Kafka's flow keep the spec's
+/// INVALID_GROUP_ID, OFFSET_METADATA_TOO_LARGE, ...) are reported here as
+/// INVALID_REQUEST with the same message. Likewise the transaction codes of Kafka's flow keep the spec's
 /// three: a zombie's send is PRODUCER_FENCED (Kafka: INVALID_PRODUCER_EPOCH),
 /// an unknown transactional id and a transaction still completing are
 /// INVALID_TXN_STATE (Kafka: INVALID_PRODUCER_ID_MAPPING,
@@ -768,6 +768,7 @@ pub fn json_code(code: ErrorCode) -> ErrorCode {
         | ErrorCode::InvalidConfig
         | ErrorCode::InvalidGroupId
         | ErrorCode::InvalidTransactionTimeout
+        | ErrorCode::OffsetMetadataTooLarge
         | ErrorCode::OperationNotAttempted => ErrorCode::InvalidRequest,
         ErrorCode::InvalidProducerEpoch => ErrorCode::ProducerFenced,
         ErrorCode::InvalidProducerIdMapping | ErrorCode::ConcurrentTransactions => {

@@ -9,8 +9,9 @@ use mk_adapter_jsontcp::mk_cluster::{
     AckMode, AssignorKind, Bytes, CleanupPolicy, ClusterDescription, ClusterStats,
     CompactionSummary, ConfigChange, ConsumerRecord, FetchRequest, FetchResult, GroupDescription,
     GroupListing, GroupState, Header, Isolation, LeaderAndEpoch, MemberAssignment,
-    MemberDescription, OffsetSpec, PartitionInfo, ProduceEntry, ProduceResponse, ProducerIdentity,
-    ProducerInfo, RetentionPolicy, TopicConfig, TopicConfigEntry, TopicDescription, TopicPartition,
+    MemberDescription, OffsetAndMetadata, OffsetSpec, PartitionInfo, ProduceEntry, ProduceResponse,
+    ProducerIdentity, ProducerInfo, RetentionPolicy, TopicConfig, TopicConfigEntry,
+    TopicDescription, TopicPartition,
 };
 use mk_adapter_jsontcp::{
     Operation, ProduceRecords, ProduceSpec, Request, Response, ServerStats, TopicConfigOverrides,
@@ -53,6 +54,21 @@ fn partition_info(topic: &str, partition: u32) -> PartitionInfo {
 
 fn offsets() -> BTreeMap<TopicPartition, i64> {
     BTreeMap::from([(tp("a", 0), 5), (tp("b", 2), 0)])
+}
+
+/// Commits with and without a leader epoch and metadata.
+fn commits() -> BTreeMap<TopicPartition, OffsetAndMetadata> {
+    BTreeMap::from([
+        (
+            tp("a", 0),
+            OffsetAndMetadata {
+                offset: 5,
+                leader_epoch: Some(2),
+                metadata: "state \"x\" é".into(),
+            },
+        ),
+        (tp("b", 2), OffsetAndMetadata::new(0)),
+    ])
 }
 
 /// Every operation with a request and a success response, some of them
@@ -262,7 +278,7 @@ fn exchanges() -> Vec<(Request, Response)> {
                 group_id: "g".into(),
                 member_id: "m1".into(),
                 generation: 2,
-                offsets: offsets(),
+                offsets: commits(),
             },
             Response::CommitOffsets,
         ),
@@ -278,14 +294,17 @@ fn exchanges() -> Vec<(Request, Response)> {
                 group_id: "g".into(),
                 partitions: None,
             },
-            Response::FetchOffsets(vec![(tp("a", 0), Some(5))]),
+            Response::FetchOffsets(vec![(tp("a", 0), Some(OffsetAndMetadata::new(5)))]),
         ),
         (
             Request::FetchOffsets {
                 group_id: "g".into(),
                 partitions: Some(vec![tp("a", 0), tp("c", 1)]),
             },
-            Response::FetchOffsets(vec![(tp("a", 0), Some(5)), (tp("c", 1), None)]),
+            Response::FetchOffsets(vec![
+                (tp("a", 0), commits().remove(&tp("a", 0))),
+                (tp("c", 1), None),
+            ]),
         ),
         (
             Request::DescribeGroup {

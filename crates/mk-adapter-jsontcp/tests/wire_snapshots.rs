@@ -81,6 +81,35 @@ async fn snapshot_extended_operations() {
     h.stop().await;
 }
 
+/// Commits that carry a leader epoch and a metadata string (Kafka's
+/// OffsetCommit fields): stored, answered back by `fetch_offsets`, and a
+/// metadata string longer than Kafka's 4096-character bound refused for
+/// its partition while the other partitions are stored.
+#[tokio::test]
+async fn snapshot_commit_metadata() {
+    let h = Harness::single(ServerOptions::default()).await;
+    let mut c = h.client().await;
+    let too_long = "m".repeat(4097);
+    let oversized = format!(
+        r#"{{"operation":"commit_offsets","group_id":"g","member_id":"","generation":-1,"offsets":[{{"topic":"orders","partition":0,"offset":9,"metadata":"{too_long}"}},{{"topic":"orders","partition":1,"offset":4}}]}}"#
+    );
+    let t = transcript(
+        &h,
+        &mut c,
+        &[
+            r#"{"operation":"create_topic","topic":"orders","partitions":2,"replication_factor":1}"#,
+            r#"{"operation":"commit_offsets","group_id":"g","member_id":"","generation":-1,"offsets":[{"topic":"orders","partition":0,"offset":3,"leader_epoch":0,"metadata":"batch-17"},{"topic":"orders","partition":1,"offset":2,"leader_epoch":null,"metadata":null}]}"#,
+            r#"{"operation":"fetch_offsets","group_id":"g"}"#,
+            &oversized,
+            r#"{"operation":"fetch_offsets","group_id":"g","partitions":[{"topic":"orders","partition":0},{"topic":"orders","partition":1}]}"#,
+            r#"{"operation":"commit_offsets","group_id":"g","member_id":"","generation":-1,"offsets":[{"topic":"orders","partition":0,"offset":3,"leader_epoch":-1}]}"#,
+        ],
+    )
+    .await;
+    insta::assert_snapshot!(t);
+    h.stop().await;
+}
+
 /// The administration operations of issue 14 and the keyed routing of
 /// `produce` and `txn_produce` without a partition (murmur2, as Kafka's
 /// default partitioner; both paths agree).

@@ -20,6 +20,7 @@ impl KafkaCode {
     pub const REQUEST_TIMED_OUT: KafkaCode = KafkaCode(7);
     pub const BROKER_NOT_AVAILABLE: KafkaCode = KafkaCode(8);
     pub const MESSAGE_TOO_LARGE: KafkaCode = KafkaCode(10);
+    pub const OFFSET_METADATA_TOO_LARGE: KafkaCode = KafkaCode(12);
     pub const COORDINATOR_NOT_AVAILABLE: KafkaCode = KafkaCode(15);
     pub const NOT_COORDINATOR: KafkaCode = KafkaCode(16);
     pub const INVALID_TOPIC_EXCEPTION: KafkaCode = KafkaCode(17);
@@ -115,6 +116,7 @@ pub fn kafka_code(code: ErrorCode) -> KafkaCode {
         ErrorCode::InvalidProducerIdMapping => KafkaCode::INVALID_PRODUCER_ID_MAPPING,
         ErrorCode::InvalidTransactionTimeout => KafkaCode::INVALID_TRANSACTION_TIMEOUT,
         ErrorCode::OperationNotAttempted => KafkaCode::OPERATION_NOT_ATTEMPTED,
+        ErrorCode::OffsetMetadataTooLarge => KafkaCode::OFFSET_METADATA_TOO_LARGE,
         ErrorCode::ClusterClosed => KafkaCode::BROKER_NOT_AVAILABLE,
         ErrorCode::ClusterFailed => KafkaCode::KAFKA_STORAGE_ERROR,
     }

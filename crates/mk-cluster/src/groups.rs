@@ -11,7 +11,7 @@ use crate::error::{ClusterError, Result};
 use mk_core::TopicPartition;
 use mk_group::{
     AssignorKind, GroupCoordinator, GroupDescription, GroupError, GroupHandle, GroupJoin,
-    GroupJoined, GroupListing, GroupSync, GroupSynced, MemberAssignment,
+    GroupJoined, GroupListing, GroupSync, GroupSynced, MemberAssignment, OffsetAndMetadata,
 };
 use std::collections::BTreeMap;
 
@@ -98,6 +98,45 @@ impl Groups<'_> {
         Ok(answers
             .into_iter()
             .map(|r| r.map_err(ClusterError::from))
+            .collect())
+    }
+
+    /// OffsetCommit with leader epochs and metadata (Kafka's): the rule of
+    /// `commit`, then per partition OFFSET_METADATA_TOO_LARGE
+    /// for metadata over the bound while the others are stored. One answer
+    /// per partition, in partition order.
+    pub fn commit_with_metadata(
+        self,
+        group: &str,
+        generation: i32,
+        member: &str,
+        instance: Option<&str>,
+        offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>,
+    ) -> Result<Vec<(TopicPartition, Result<()>)>> {
+        let answers = self.with_groups(|g, meta| {
+            g.commit_offsets_with_metadata(group, generation, member, instance, offsets, meta)
+        })?;
+        Ok(answers
+            .into_iter()
+            .map(|(tp, r)| (tp, r.map_err(ClusterError::from)))
+            .collect())
+    }
+
+    /// The metadata bound of a TxnOffsetCommit, per partition (see
+    /// `GroupCoordinator::check_offset_metadata`).
+    pub(crate) fn check_offset_metadata(
+        self,
+        offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>,
+    ) -> Result<Vec<(TopicPartition, Result<()>)>> {
+        let answers = self.with_groups(|g, _| {
+            Ok(offsets
+                .iter()
+                .map(|(tp, o)| (tp.clone(), g.check_offset_metadata(tp, &o.metadata)))
+                .collect::<Vec<_>>())
+        })?;
+        Ok(answers
+            .into_iter()
+            .map(|(tp, r)| (tp, r.map_err(ClusterError::from)))
             .collect())
     }
 
@@ -246,24 +285,27 @@ impl Groups<'_> {
     }
 
     /// Committed offsets of a group (Kafka's OffsetFetch): every committed
-    /// partition, or, for a list of partitions, each with its offset or
-    /// `None` where nothing is committed, in the order asked.
+    /// partition, or, for a list of partitions, each with its offset, leader
+    /// epoch and metadata, or `None` where nothing is committed, in the
+    /// order asked.
     pub fn committed_for(
         self,
         group: &str,
         partitions: Option<&[TopicPartition]>,
-    ) -> Result<Vec<(TopicPartition, Option<i64>)>> {
-        match partitions {
-            None => Ok(self
-                .committed(group)?
-                .into_iter()
-                .map(|(tp, o)| (tp, Some(o)))
-                .collect()),
-            Some(ps) => ps
-                .iter()
-                .map(|tp| Ok((tp.clone(), self.fetch_committed(group, tp)?)))
-                .collect(),
-        }
+    ) -> Result<Vec<(TopicPartition, Option<OffsetAndMetadata>)>> {
+        self.with_groups(|g, _| {
+            Ok(match partitions {
+                None => g
+                    .committed_offsets_with_metadata(group)
+                    .into_iter()
+                    .map(|(tp, o)| (tp, Some(o)))
+                    .collect(),
+                Some(ps) => ps
+                    .iter()
+                    .map(|tp| (tp.clone(), g.fetch_committed_with_metadata(group, tp)))
+                    .collect(),
+            })
+        })
     }
 
     /// State, generation, protocol and members of a group; `None` if the
@@ -302,7 +344,7 @@ impl Groups<'_> {
     pub(crate) fn store_transactional_offsets(
         self,
         group: &str,
-        offsets: &BTreeMap<TopicPartition, i64>,
+        offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>,
     ) -> Result<()> {
         let mut guard = self.cluster.groups.lock().expect("groups lock");
         let g = guard.as_mut().ok_or(ClusterError::Closed)?;

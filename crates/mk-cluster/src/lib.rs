@@ -81,6 +81,7 @@ pub use mk_core::{
 pub use mk_group::{
     AssignorKind, CONSUMER_PROTOCOL_TYPE, GroupDescription, GroupJoin, GroupJoined, GroupListing,
     GroupState, GroupSync, GroupSynced, JoinedMember, MemberAssignment, MemberDescription,
+    OffsetAndMetadata,
 };
 pub use mk_log::{
     ControlType, Fault, FaultInjector, Header, ProducerInfo, Record, RecordBatch, RetentionPolicy,

@@ -12,10 +12,12 @@ use crate::cluster::BrokerCluster;
 use crate::error::{ClusterError, Result};
 use bytes::Bytes;
 use mk_core::{ErrorCode, TopicPartition};
+use mk_group::OffsetAndMetadata;
 use mk_log::{ProducerInfo, Record, RecordBatch};
 use mk_replication::{AckMode, ProducerIdentity};
 use mk_txn::{
-    CompletionPlan, EndTxn, InitProducer, Outcome, TransactionCoordinator, TxnDescription, TxnError,
+    CompletionPlan, EndTxn, InitProducer, Outcome, StagedCommit, TransactionCoordinator,
+    TxnDescription, TxnError,
 };
 use std::collections::BTreeMap;
 
@@ -58,7 +60,9 @@ pub struct TxnOffsetCommit {
     pub generation_id: i32,
     pub member_id: String,
     pub group_instance_id: Option<String>,
-    pub offsets: BTreeMap<TopicPartition, i64>,
+    /// Each partition's offset with the leader epoch and metadata the
+    /// committer sent (stored as they are if the transaction commits).
+    pub offsets: BTreeMap<TopicPartition, OffsetAndMetadata>,
 }
 
 /// Errors after which a plan cannot be retried by this process: the cluster
@@ -293,7 +297,14 @@ impl Transactions<'_> {
     /// UNKNOWN_MEMBER); then the transaction (the errors of
     /// `add_partitions`, and INVALID_TXN_STATE if the group was not
     /// added with AddOffsetsToTxn). A negative offset is INVALID_REQUEST.
-    pub fn commit_offsets(self, req: &TxnOffsetCommit) -> Result<()> {
+    /// Then, per partition as Kafka answers it, metadata longer than the
+    /// group coordinator's bound is OFFSET_METADATA_TOO_LARGE and is not
+    /// staged; the other partitions are. One answer per partition, in
+    /// partition order.
+    pub fn commit_offsets(
+        self,
+        req: &TxnOffsetCommit,
+    ) -> Result<Vec<(TopicPartition, Result<()>)>> {
         self.cluster.check_running()?;
         for tp in req.offsets.keys() {
             self.cluster.slot(tp)?;
@@ -304,15 +315,30 @@ impl Transactions<'_> {
             req.generation_id,
             req.group_instance_id.as_deref(),
         )?;
+        let answers = self.cluster.groups().check_offset_metadata(&req.offsets)?;
+        let staged = req
+            .offsets
+            .iter()
+            .zip(&answers)
+            .filter(|(_, (_, answer))| answer.is_ok())
+            .map(|((tp, o), _)| {
+                let staged = StagedCommit {
+                    offset: o.offset,
+                    leader_epoch: o.leader_epoch.filter(|e| *e >= 0),
+                    metadata: o.metadata.clone(),
+                };
+                (tp.clone(), staged)
+            });
         self.with_txns(|t| {
             t.stage_offsets(
                 &req.transactional_id,
                 req.producer_id,
                 req.producer_epoch,
                 &req.group_id,
-                req.offsets.iter().map(|(tp, o)| (tp.clone(), *o)),
+                staged,
             )
-        })
+        })?;
+        Ok(answers)
     }
 
     /// EndTxn: commits or aborts. PrepareCommit / PrepareAbort is journaled,
@@ -524,8 +550,12 @@ impl Transactions<'_> {
             generation_id: -1,
             member_id: String::new(),
             group_instance_id: None,
-            offsets: offsets.clone(),
+            offsets: offsets
+                .iter()
+                .map(|(tp, o)| (tp.clone(), OffsetAndMetadata::new(*o)))
+                .collect(),
         })
+        .map(|_| ())
     }
 
     /// Commits (the teaching model's `commit_txn`): EndTxn(commit).
@@ -622,12 +652,18 @@ impl Transactions<'_> {
     }
 
     fn store_plan_offsets(self, plan: &mut CompletionPlan) -> Result<()> {
-        let mut by_group: BTreeMap<String, BTreeMap<TopicPartition, i64>> = BTreeMap::new();
+        let mut by_group: BTreeMap<String, BTreeMap<TopicPartition, OffsetAndMetadata>> =
+            BTreeMap::new();
         for o in plan.offsets_to_store() {
+            let committed = OffsetAndMetadata {
+                offset: o.offset,
+                leader_epoch: o.leader_epoch,
+                metadata: o.metadata.clone(),
+            };
             by_group
                 .entry(o.group.clone())
                 .or_default()
-                .insert(o.tp.clone(), o.offset);
+                .insert(o.tp.clone(), committed);
         }
         for (group, offsets) in by_group {
             self.cluster

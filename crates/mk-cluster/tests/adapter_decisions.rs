@@ -102,18 +102,25 @@ async fn an_offset_fetch_answers_every_commit_or_the_partitions_asked_for() {
     c.topics().create("t", 3, 1).unwrap();
     let tp = |p| TopicPartition::new("t", p);
     c.groups()
-        .commit_direct("g", &BTreeMap::from([(tp(0), 5), (tp(2), 7)]))
+        .commit_direct("g", &BTreeMap::from([(tp(0), 5)]))
         .unwrap();
+    let seven = OffsetAndMetadata::from_wire(7, 4, Some("checkpoint".into()));
+    let answers = c
+        .groups()
+        .commit_with_metadata("g", -1, "", None, &BTreeMap::from([(tp(2), seven.clone())]))
+        .unwrap();
+    assert!(answers[0].1.is_ok());
+    let five = OffsetAndMetadata::new(5);
     assert_eq!(
         c.groups().committed_for("g", None).unwrap(),
-        vec![(tp(0), Some(5)), (tp(2), Some(7))]
+        vec![(tp(0), Some(five)), (tp(2), Some(seven.clone()))]
     );
     assert_eq!(
         c.groups()
             .committed_for("g", Some(&[tp(2), tp(1)]))
             .unwrap(),
-        vec![(tp(2), Some(7)), (tp(1), None)],
-        "in the order asked, None where nothing is committed"
+        vec![(tp(2), Some(seven)), (tp(1), None)],
+        "in the order asked, with epoch and metadata, None where nothing is committed"
     );
     assert_eq!(c.groups().committed_for("other", None).unwrap(), vec![]);
     c.lifecycle().close().await.unwrap();

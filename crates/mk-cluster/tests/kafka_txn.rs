@@ -813,3 +813,51 @@ async fn the_teaching_operations_are_clients_of_the_same_flow() {
         .await
         .unwrap();
 }
+
+#[tokio::test]
+async fn txn_offset_commit_keeps_leader_epochs_and_metadata_through_a_crash_and_commit() {
+    let mut node = single();
+    let input = tp("in", 0);
+    let out = tp("out", 0);
+    let mut s = Client::init(node.c(), "tx", TIMEOUT_MS).await.unwrap();
+    s.add(node.c(), std::slice::from_ref(&out)).await.unwrap();
+    s.produce(node.c(), &out, &["a"]).await.unwrap();
+    node.c()
+        .transactions()
+        .add_offsets(&s.id, s.pid, s.epoch, "g")
+        .unwrap();
+    let mut commit = s.offset_commit("g", &[]);
+    commit.offsets = BTreeMap::from([
+        (
+            input.clone(),
+            OffsetAndMetadata::from_wire(5, 3, Some("from-txn".into())),
+        ),
+        (
+            tp("out", 1),
+            OffsetAndMetadata::from_wire(1, 0, Some("y".repeat(4097))),
+        ),
+    ]);
+    let answers = node.c().transactions().commit_offsets(&commit).unwrap();
+    assert!(answers[0].1.is_ok());
+    assert_eq!(
+        answers[1].1.as_ref().unwrap_err().code(),
+        ErrorCode::OffsetMetadataTooLarge,
+        "metadata over the bound is refused for its partition only"
+    );
+    // The staged epoch and metadata are journaled: a crash keeps them.
+    node.crash_and_reopen();
+    s.end(node.c(), true).await.unwrap();
+    assert_eq!(
+        node.c()
+            .groups()
+            .committed_for("g", Some(&[input.clone(), tp("out", 1)]))
+            .unwrap(),
+        vec![
+            (
+                input,
+                Some(OffsetAndMetadata::from_wire(5, 3, Some("from-txn".into())))
+            ),
+            (tp("out", 1), None),
+        ]
+    );
+}

@@ -53,11 +53,12 @@ pub enum ErrorCode {
     InvalidProducerIdMapping,
     InvalidTransactionTimeout,
     OperationNotAttempted,
+    OffsetMetadataTooLarge,
 }
 
 impl ErrorCode {
     /// Every code, in the order of the specification's table.
-    pub const ALL: [ErrorCode; 47] = [
+    pub const ALL: [ErrorCode; 48] = [
         ErrorCode::OffsetOutOfRange,
         ErrorCode::InvalidRecord,
         ErrorCode::CorruptBatch,
@@ -105,6 +106,7 @@ impl ErrorCode {
         ErrorCode::InvalidProducerIdMapping,
         ErrorCode::InvalidTransactionTimeout,
         ErrorCode::OperationNotAttempted,
+        ErrorCode::OffsetMetadataTooLarge,
     ];
 
     /// The wire spelling of the code, e.g. `"OFFSET_OUT_OF_RANGE"`.
@@ -157,6 +159,7 @@ impl ErrorCode {
             ErrorCode::InvalidProducerIdMapping => "INVALID_PRODUCER_ID_MAPPING",
             ErrorCode::InvalidTransactionTimeout => "INVALID_TRANSACTION_TIMEOUT",
             ErrorCode::OperationNotAttempted => "OPERATION_NOT_ATTEMPTED",
+            ErrorCode::OffsetMetadataTooLarge => "OFFSET_METADATA_TOO_LARGE",
         }
     }
 

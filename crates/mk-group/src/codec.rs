@@ -5,17 +5,25 @@
 //! Kafka's (1 = committed offset, 2 = group metadata):
 //!
 //! ```text
-//! offset key:   u16 1 | u16 len | group | u16 len | topic | u32 partition
-//! group key:    u16 2 | u16 len | group
-//! offset value: u8 1 (value version) | i64 offset
-//! group value:  u8 1 (value version) | i32 generation | u8 assignor
+//! offset key:      u16 1 | u16 len | group | u16 len | topic | u32 partition
+//! group key:       u16 2 | u16 len | group
+//! offset value v2: u8 2 | i64 offset | i32 leader epoch (-1: none)
+//!                  | u32 len | metadata (UTF-8)
+//! offset value v1: u8 1 | i64 offset
+//! group value:     u8 1 (value version) | i32 generation | u8 assignor
 //! ```
 //!
-//! A `None` value is a tombstone: the offset (or the group) was deleted.
+//! Commits are written as version 2 (the committer's leader epoch and
+//! metadata string, which OffsetFetch answers). Version 1 values, written
+//! before commits kept them, stay readable forever: they load with no
+//! leader epoch and empty metadata, so a data directory of an earlier build
+//! opens unchanged (a fixture test holds this). A `None` value is a
+//! tombstone: the offset (or the group) was deleted.
 //! Decoding is strict (exact lengths, valid UTF-8, known versions) because a
 //! record we cannot interpret must stop the broker, not be skipped.
 
 use crate::assignor::AssignorKind;
+use crate::commits::OffsetAndMetadata;
 use bytes::{BufMut, Bytes, BytesMut};
 use mk_core::{ByteReader, TopicPartition, Truncated};
 
@@ -23,8 +31,11 @@ use mk_core::{ByteReader, TopicPartition, Truncated};
 pub const OFFSET_KEY_VERSION: u16 = 1;
 /// Key version of a group-metadata record.
 pub const GROUP_KEY_VERSION: u16 = 2;
-/// The only value version written so far.
+/// The value version of group metadata, and of committed offsets written
+/// before they kept a leader epoch and metadata (still read).
 pub const VALUE_VERSION: u8 = 1;
+/// The value version every committed offset is written with.
+pub const OFFSET_VALUE_VERSION: u8 = 2;
 
 /// What a record of the offsets log is about.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -71,11 +82,19 @@ pub fn group_key(group: &str) -> Bytes {
     buf.freeze()
 }
 
-/// Encodes a committed offset.
-pub fn offset_value(offset: i64) -> Bytes {
-    let mut buf = BytesMut::with_capacity(9);
-    buf.put_u8(VALUE_VERSION);
-    buf.put_i64(offset);
+/// Encodes a committed offset with its leader epoch and metadata (value
+/// version 2).
+pub fn offset_value(committed: &OffsetAndMetadata) -> Bytes {
+    let metadata = committed.metadata.as_bytes();
+    // The coordinator bounds metadata (`offset_metadata_max_bytes`, far
+    // below 4 GiB) before anything is encoded.
+    let len = u32::try_from(metadata.len()).unwrap_or(u32::MAX);
+    let mut buf = BytesMut::with_capacity(17 + metadata.len());
+    buf.put_u8(OFFSET_VALUE_VERSION);
+    buf.put_i64(committed.offset);
+    buf.put_i32(committed.leader_epoch.unwrap_or(-1));
+    buf.put_u32(len);
+    buf.put_slice(metadata);
     buf.freeze()
 }
 
@@ -106,6 +125,10 @@ pub enum CodecError {
     UnknownKeyVersion(u16),
     #[error("unknown value version {0}; expected {VALUE_VERSION}")]
     UnknownValueVersion(u8),
+    #[error("unknown offset value version {0}; expected {VALUE_VERSION} or {OFFSET_VALUE_VERSION}")]
+    UnknownOffsetValueVersion(u8),
+    #[error("leader epoch {0} is below -1")]
+    InvalidLeaderEpoch(i32),
     #[error("committed offset {0} is negative")]
     NegativeOffset(i64),
     #[error("generation {0} is negative")]
@@ -164,16 +187,32 @@ fn value_version(r: &mut ByteReader<'_>) -> Decoded<()> {
     }
 }
 
-/// Decodes a committed offset.
-pub fn decode_offset_value(bytes: &[u8]) -> Decoded<i64> {
+/// Decodes a committed offset of either value version.
+pub fn decode_offset_value(bytes: &[u8]) -> Decoded<OffsetAndMetadata> {
     let mut r = ByteReader::new(bytes);
-    value_version(&mut r)?;
-    let offset = r.i64().map_err(field("offset"))?;
-    finish(&r, "offset value")?;
+    let version = r.u8().map_err(field("value version"))?;
+    let offset = match version {
+        VALUE_VERSION | OFFSET_VALUE_VERSION => r.i64().map_err(field("offset"))?,
+        other => return Err(CodecError::UnknownOffsetValueVersion(other)),
+    };
     if offset < 0 {
         return Err(CodecError::NegativeOffset(offset));
     }
-    Ok(offset)
+    let mut committed = OffsetAndMetadata::new(offset);
+    if version == OFFSET_VALUE_VERSION {
+        let epoch = r.i32().map_err(field("leader epoch"))?;
+        committed.leader_epoch = match epoch {
+            -1 => None,
+            e if e < -1 => return Err(CodecError::InvalidLeaderEpoch(e)),
+            e => Some(e),
+        };
+        let len = usize::try_from(r.u32().map_err(field("metadata"))?).unwrap_or(usize::MAX);
+        let bytes = r.take(len).map_err(field("metadata"))?;
+        committed.metadata = String::from_utf8(bytes.to_vec())
+            .map_err(|_| CodecError::NotUtf8 { what: "metadata" })?;
+    }
+    finish(&r, "offset value")?;
+    Ok(committed)
 }
 
 /// Decodes a group's metadata.
@@ -225,9 +264,27 @@ mod tests {
     #[test]
     fn group_key_and_values_layout_is_golden() {
         assert_eq!(group_key("gg").as_ref(), &[0, 2, 0, 2, b'g', b'g'][..]);
+        let committed = OffsetAndMetadata {
+            offset: 0x0102,
+            leader_epoch: Some(3),
+            metadata: "ab".into(),
+        };
         assert_eq!(
-            offset_value(0x0102).as_ref(),
-            &[1, 0, 0, 0, 0, 0, 0, 1, 2][..]
+            offset_value(&committed).as_ref(),
+            &[
+                2, 0, 0, 0, 0, 0, 0, 1, 2, 0, 0, 0, 3, 0, 0, 0, 2, b'a', b'b'
+            ][..]
+        );
+        assert_eq!(
+            decode_offset_value(&offset_value(&committed)).unwrap(),
+            committed
+        );
+        let plain = OffsetAndMetadata::new(7);
+        assert_eq!(
+            offset_value(&plain).as_ref(),
+            &[
+                2, 0, 0, 0, 0, 0, 0, 0, 7, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0
+            ][..]
         );
         let meta = GroupMetadata {
             generation: 5,
@@ -235,7 +292,11 @@ mod tests {
         };
         assert_eq!(group_value(meta).as_ref(), &[1, 0, 0, 0, 5, 2][..]);
         assert_eq!(decode_group_value(&group_value(meta)).unwrap(), meta);
-        assert_eq!(decode_offset_value(&offset_value(42)).unwrap(), 42);
+        // Version 1, written before commits kept an epoch and metadata.
+        assert_eq!(
+            decode_offset_value(&[1, 0, 0, 0, 0, 0, 0, 0, 42]).unwrap(),
+            OffsetAndMetadata::new(42)
+        );
         assert_eq!(
             decode_key(&group_key("gg")).unwrap(),
             OffsetsKey::Group { group: "gg".into() }
@@ -269,13 +330,41 @@ mod tests {
             "1 trailing bytes after the key"
         );
         assert!(
-            message(decode_offset_value(&[2, 0, 0, 0, 0, 0, 0, 0, 1]).unwrap_err())
-                .contains("unknown value version 2")
+            message(decode_offset_value(&[3, 0, 0, 0, 0, 0, 0, 0, 1]).unwrap_err())
+                .contains("unknown offset value version 3")
         );
         assert_eq!(
-            decode_offset_value(&offset_value(-1)).unwrap_err(),
+            decode_offset_value(&offset_value(&OffsetAndMetadata::new(-1))).unwrap_err(),
             CodecError::NegativeOffset(-1)
         );
+        assert_eq!(
+            decode_offset_value(&[1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]).unwrap_err(),
+            CodecError::NegativeOffset(-1)
+        );
+        // A v1 value does not carry the v2 fields; a v2 value must.
+        assert!(
+            message(decode_offset_value(&[2, 0, 0, 0, 0, 0, 0, 0, 1]).unwrap_err())
+                .contains("truncated leader epoch")
+        );
+        let huge = [
+            2, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0x7f, 0xff, 0xff, 0xff,
+        ];
+        assert!(message(decode_offset_value(&huge).unwrap_err()).contains("truncated metadata"));
+        let bad_epoch = [
+            2, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xfe, 0, 0, 0, 0,
+        ];
+        assert_eq!(
+            decode_offset_value(&bad_epoch).unwrap_err(),
+            CodecError::InvalidLeaderEpoch(-2)
+        );
+        let not_utf8 = [2, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0xff];
+        assert_eq!(
+            decode_offset_value(&not_utf8).unwrap_err(),
+            CodecError::NotUtf8 { what: "metadata" }
+        );
+        let mut trailing = offset_value(&OffsetAndMetadata::new(1)).to_vec();
+        trailing.push(0);
+        assert!(message(decode_offset_value(&trailing).unwrap_err()).contains("trailing"));
         assert!(message(decode_offset_value(&[1, 0]).unwrap_err()).contains("truncated offset"));
         assert_eq!(
             decode_group_value(&[1, 0, 0, 0, 1, 7]).unwrap_err(),

@@ -1,7 +1,8 @@
-//! Committed offsets: the one commit rule (Kafka's `GroupCoordinator`
-//! offset-commit validation, plus partition ownership for members whose
-//! assignment the coordinator computed), transactional offsets, fetches,
-//! and the deletion of offsets and of whole groups.
+//! Committed offsets: what a commit stores (`OffsetAndMetadata`), the one
+//! commit rule (Kafka's `GroupCoordinator` offset-commit validation, plus
+//! partition ownership for members whose assignment the coordinator
+//! computed), transactional offsets, fetches, and the deletion of offsets
+//! and of whole groups.
 
 use crate::coordinator::{GroupCoordinator, check_group_id, fenced, unknown_group, unknown_member};
 use crate::error::{GroupError, Result};
@@ -10,17 +11,78 @@ use crate::metadata::TopicMetadata;
 use mk_core::TopicPartition;
 use std::collections::{BTreeMap, BTreeSet};
 
-fn check_offsets_not_negative(offsets: &BTreeMap<TopicPartition, i64>) -> Result<()> {
-    match offsets.iter().find(|(_, o)| **o < 0) {
+/// What a commit stores for one partition (Kafka's `OffsetAndMetadata`):
+/// the offset to resume from, the leader epoch the committer last saw at
+/// that offset (KIP-320: a consumer resuming from it can tell whether the
+/// log was truncated under it), and the committer's metadata string, both
+/// answered back by OffsetFetch.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct OffsetAndMetadata {
+    pub offset: i64,
+    /// `None` when the committer named none (Kafka's -1).
+    pub leader_epoch: Option<i32>,
+    /// Empty when the committer sent none (Kafka stores a null as "").
+    pub metadata: String,
+}
+
+impl OffsetAndMetadata {
+    /// An offset without a leader epoch or metadata.
+    pub fn new(offset: i64) -> Self {
+        Self {
+            offset,
+            leader_epoch: None,
+            metadata: String::new(),
+        }
+    }
+
+    /// A commit as Kafka's wire carries it: leader epoch -1 (or any
+    /// negative value) means none, a null metadata string means "".
+    pub fn from_wire(offset: i64, leader_epoch: i32, metadata: Option<String>) -> Self {
+        Self {
+            offset,
+            leader_epoch: (leader_epoch >= 0).then_some(leader_epoch),
+            metadata: metadata.unwrap_or_default(),
+        }
+    }
+
+    /// The leader epoch as Kafka's wire carries it (-1 for none).
+    pub fn leader_epoch_or_none(&self) -> i32 {
+        self.leader_epoch.unwrap_or(-1)
+    }
+}
+
+impl From<i64> for OffsetAndMetadata {
+    fn from(offset: i64) -> Self {
+        Self::new(offset)
+    }
+}
+
+type Offsets = BTreeMap<TopicPartition, OffsetAndMetadata>;
+type Answers = Vec<(TopicPartition, Result<()>)>;
+
+/// Kafka's `offset.metadata.max.bytes` default: the longest metadata string
+/// a commit may carry, counted as Kafka counts it (UTF-16 code units).
+pub const DEFAULT_OFFSET_METADATA_MAX_BYTES: usize = 4096;
+
+fn plain(offsets: &BTreeMap<TopicPartition, i64>) -> BTreeMap<TopicPartition, OffsetAndMetadata> {
+    offsets
+        .iter()
+        .map(|(tp, o)| (tp.clone(), OffsetAndMetadata::new(*o)))
+        .collect()
+}
+
+fn check_offsets_not_negative(offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>) -> Result<()> {
+    match offsets.iter().find(|(_, o)| o.offset < 0) {
         Some((tp, o)) => Err(GroupError::InvalidRequest(format!(
-            "offset for {tp} must be >= 0, got {o}"
+            "offset for {tp} must be >= 0, got {}",
+            o.offset
         ))),
         None => Ok(()),
     }
 }
 
 fn check_partitions_exist(
-    offsets: &BTreeMap<TopicPartition, i64>,
+    offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>,
     meta: &dyn TopicMetadata,
 ) -> Result<()> {
     for tp in offsets.keys() {
@@ -64,6 +126,8 @@ impl GroupCoordinator {
     /// Nothing of a rejected commit is stored. An accepted commit is one
     /// append to the offsets log, written to the OS before this returns
     /// (fsync: `flush`). A commit does not extend the member's session.
+    /// This is the commit of plain offsets (no leader epoch, no metadata);
+    /// see [`GroupCoordinator::commit_offsets_with_metadata`].
     pub fn commit_offsets(
         &mut self,
         group: &str,
@@ -71,6 +135,90 @@ impl GroupCoordinator {
         member: &str,
         instance: Option<&str>,
         offsets: &BTreeMap<TopicPartition, i64>,
+        meta: &dyn TopicMetadata,
+    ) -> Result<()> {
+        let answers = self.commit_offsets_with_metadata(
+            group,
+            generation,
+            member,
+            instance,
+            &plain(offsets),
+            meta,
+        )?;
+        // Without metadata no partition can be refused on its own.
+        answers.into_iter().try_for_each(|(_, r)| r)
+    }
+
+    /// Kafka's OffsetCommit: the rule of [`GroupCoordinator::commit_offsets`]
+    /// for offsets that carry a leader epoch and a metadata string, stored
+    /// and answered back by OffsetFetch. After the checks of the whole
+    /// request, a partition whose metadata is longer than
+    /// `offset_metadata_max_bytes` is refused on its own with
+    /// OFFSET_METADATA_TOO_LARGE, as Kafka does, and the others are stored
+    /// (one append). Returns one answer per partition, in partition order.
+    pub fn commit_offsets_with_metadata(
+        &mut self,
+        group: &str,
+        generation: i32,
+        member: &str,
+        instance: Option<&str>,
+        offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>,
+        meta: &dyn TopicMetadata,
+    ) -> Result<Vec<(TopicPartition, Result<()>)>> {
+        self.check_commit(group, generation, member, instance, offsets, meta)?;
+        let (accepted, answers) = self.split_oversized_metadata(offsets);
+        let now = self.now_ms();
+        self.store.commit(group, &accepted, now)?;
+        Ok(answers)
+    }
+
+    /// Checks Kafka's `offset.metadata.max.bytes` for one metadata string
+    /// (counted in UTF-16 code units, as Kafka's `String.length()` does):
+    /// OFFSET_METADATA_TOO_LARGE when it is longer. TxnOffsetCommit asks it
+    /// before staging an offset.
+    pub fn check_offset_metadata(&self, tp: &TopicPartition, metadata: &str) -> Result<()> {
+        // Count no further than the bound: a long string costs no more.
+        let len = metadata
+            .encode_utf16()
+            .take(self.offset_metadata_max_bytes + 1)
+            .count();
+        if len > self.offset_metadata_max_bytes {
+            return Err(GroupError::OffsetMetadataTooLarge {
+                partition: tp.clone(),
+                max: self.offset_metadata_max_bytes,
+            });
+        }
+        Ok(())
+    }
+
+    /// The offsets to store, and one answer per partition.
+    fn split_oversized_metadata(
+        &self,
+        offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>,
+    ) -> (Offsets, Answers) {
+        let mut accepted = BTreeMap::new();
+        let mut answers = Vec::with_capacity(offsets.len());
+        for (tp, o) in offsets {
+            let answer = self.check_offset_metadata(tp, &o.metadata);
+            if answer.is_ok() {
+                let mut o = o.clone();
+                o.leader_epoch = o.leader_epoch.filter(|e| *e >= 0);
+                accepted.insert(tp.clone(), o);
+            }
+            answers.push((tp.clone(), answer));
+        }
+        (accepted, answers)
+    }
+
+    /// The checks of a whole commit request, in the order documented on
+    /// [`GroupCoordinator::commit_offsets`].
+    fn check_commit(
+        &self,
+        group: &str,
+        generation: i32,
+        member: &str,
+        instance: Option<&str>,
+        offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>,
         meta: &dyn TopicMetadata,
     ) -> Result<()> {
         check_group_id(group)?;
@@ -131,9 +279,7 @@ impl GroupCoordinator {
             });
         }
         check_partitions_exist(offsets, meta)?;
-        check_offsets_not_negative(offsets)?;
-        let now = self.now_ms();
-        self.store.commit(group, offsets, now)
+        check_offsets_not_negative(offsets)
     }
 
     /// A simple commit (generation -1, no member) of a consumer that assigns
@@ -152,13 +298,13 @@ impl GroupCoordinator {
     /// allowed while the group has members, because a read-process-write
     /// application commits its input offsets through its transaction while
     /// its consumer is a member of the group. The caller (mk-cluster) has
-    /// validated the partitions when the offsets were staged. Errors: an
-    /// invalid group id -> INVALID_GROUP_ID; a negative offset ->
-    /// INVALID_REQUEST.
+    /// validated the partitions (and the metadata length) when the offsets
+    /// were staged. Errors: an invalid group id -> INVALID_GROUP_ID; a
+    /// negative offset -> INVALID_REQUEST.
     pub fn commit_transactional(
         &mut self,
         group: &str,
-        offsets: &BTreeMap<TopicPartition, i64>,
+        offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>,
     ) -> Result<()> {
         check_group_id(group)?;
         check_offsets_not_negative(offsets)?;
@@ -217,11 +363,32 @@ impl GroupCoordinator {
 
     /// The committed offset of `partition` for `group`, if any.
     pub fn fetch_committed(&self, group: &str, partition: &TopicPartition) -> Option<i64> {
-        self.store.committed(group, partition)
+        self.store.committed(group, partition).map(|o| o.offset)
+    }
+
+    /// The committed offset of `partition` for `group` with its leader
+    /// epoch and metadata, if any (Kafka's OffsetFetch).
+    pub fn fetch_committed_with_metadata(
+        &self,
+        group: &str,
+        partition: &TopicPartition,
+    ) -> Option<OffsetAndMetadata> {
+        self.store.committed(group, partition).cloned()
     }
 
     /// Every committed offset of `group`.
     pub fn committed_offsets(&self, group: &str) -> BTreeMap<TopicPartition, i64> {
+        self.store
+            .group_offsets(group)
+            .map(|m| m.iter().map(|(tp, o)| (tp.clone(), o.offset)).collect())
+            .unwrap_or_default()
+    }
+
+    /// Every committed offset of `group` with its leader epoch and metadata.
+    pub fn committed_offsets_with_metadata(
+        &self,
+        group: &str,
+    ) -> BTreeMap<TopicPartition, OffsetAndMetadata> {
         self.store.group_offsets(group).cloned().unwrap_or_default()
     }
 

@@ -65,6 +65,10 @@ pub struct GroupConfig {
     pub offsets_delete_retention_ms: i64,
     /// Settings of the offsets log (segment size, fault injection, ...).
     pub offsets_log: LogConfig,
+    /// The longest metadata string a commit may carry (Kafka's
+    /// `offset.metadata.max.bytes`, counted in UTF-16 code units as Kafka
+    /// counts it).
+    pub offset_metadata_max_bytes: usize,
 }
 
 impl Default for GroupConfig {
@@ -77,6 +81,7 @@ impl Default for GroupConfig {
             member_id_salt: "0".to_string(),
             offsets_delete_retention_ms: 86_400_000,
             offsets_log: LogConfig::default(),
+            offset_metadata_max_bytes: crate::commits::DEFAULT_OFFSET_METADATA_MAX_BYTES,
         }
     }
 }
@@ -140,6 +145,7 @@ pub struct GroupCoordinator {
     member_id_salt: String,
     next_member: u64,
     offsets_delete_retention_ms: i64,
+    pub(crate) offset_metadata_max_bytes: usize,
     pub(crate) clock: SharedClock,
     pub(crate) groups: BTreeMap<String, Group>,
     pub(crate) store: OffsetStore,
@@ -210,6 +216,7 @@ impl GroupCoordinator {
             member_id_salt: config.member_id_salt,
             next_member: 0,
             offsets_delete_retention_ms: config.offsets_delete_retention_ms,
+            offset_metadata_max_bytes: config.offset_metadata_max_bytes,
             clock,
             groups,
             store,

@@ -84,6 +84,12 @@ pub enum GroupError {
         generation: i32,
         partition: TopicPartition,
     },
+    /// A commit's metadata string is longer than the coordinator allows.
+    #[error("the metadata committed for {partition} is longer than {max} characters")]
+    OffsetMetadataTooLarge {
+        partition: TopicPartition,
+        max: usize,
+    },
     /// A plain commit named a topic that does not exist.
     #[error("unknown topic: {0:?}")]
     UnknownTopic(String),
@@ -125,6 +131,7 @@ impl GroupError {
             GroupError::IllegalGeneration { .. } => ErrorCode::IllegalGeneration,
             GroupError::RebalanceInProgress { .. } => ErrorCode::RebalanceInProgress,
             GroupError::NotPartitionOwner { .. } => ErrorCode::NotPartitionOwner,
+            GroupError::OffsetMetadataTooLarge { .. } => ErrorCode::OffsetMetadataTooLarge,
             GroupError::UnknownTopic(_) => ErrorCode::UnknownTopic,
             GroupError::UnknownPartition { .. } => ErrorCode::UnknownPartition,
             GroupError::CorruptOffsetsLog { .. } => ErrorCode::StorageError,

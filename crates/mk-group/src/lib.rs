@@ -53,6 +53,7 @@ mod protocol;
 mod rebalance;
 
 pub use assignor::{Assignment, AssignorKind, Subscriptions};
+pub use commits::{DEFAULT_OFFSET_METADATA_MAX_BYTES, OffsetAndMetadata};
 pub use coordinator::{
     GroupConfig, GroupCoordinator, MAX_ID_BYTES, MAX_PROTOCOLS, MemberAssignment, OFFSETS_TOPIC,
 };

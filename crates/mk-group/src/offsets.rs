@@ -10,6 +10,7 @@
 //! latest record of every key, so replay after compaction yields the same map.
 
 use crate::codec::{self, CodecError, GroupMetadata, OffsetsKey};
+use crate::commits::OffsetAndMetadata;
 use crate::error::{GroupError, Result};
 use bytes::Bytes;
 use mk_core::TopicPartition;
@@ -24,7 +25,7 @@ const REPLAY_CHUNK_BYTES: usize = 1 << 20;
 #[derive(Debug)]
 pub(crate) struct OffsetStore {
     log: PartitionLog,
-    offsets: BTreeMap<String, BTreeMap<TopicPartition, i64>>,
+    offsets: BTreeMap<String, BTreeMap<TopicPartition, OffsetAndMetadata>>,
 }
 
 impl OffsetStore {
@@ -129,11 +130,18 @@ impl OffsetStore {
         Ok(())
     }
 
-    pub(crate) fn committed(&self, group: &str, partition: &TopicPartition) -> Option<i64> {
-        self.offsets.get(group)?.get(partition).copied()
+    pub(crate) fn committed(
+        &self,
+        group: &str,
+        partition: &TopicPartition,
+    ) -> Option<&OffsetAndMetadata> {
+        self.offsets.get(group)?.get(partition)
     }
 
-    pub(crate) fn group_offsets(&self, group: &str) -> Option<&BTreeMap<TopicPartition, i64>> {
+    pub(crate) fn group_offsets(
+        &self,
+        group: &str,
+    ) -> Option<&BTreeMap<TopicPartition, OffsetAndMetadata>> {
         self.offsets.get(group)
     }
 
@@ -147,17 +155,17 @@ impl OffsetStore {
     pub(crate) fn commit(
         &mut self,
         group: &str,
-        offsets: &BTreeMap<TopicPartition, i64>,
+        offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>,
         now_ms: i64,
     ) -> Result<()> {
         let records = offsets
             .iter()
-            .map(|(tp, o)| (codec::offset_key(group, tp), Some(codec::offset_value(*o))))
+            .map(|(tp, o)| (codec::offset_key(group, tp), Some(codec::offset_value(o))))
             .collect();
         self.append(records, now_ms)?;
         if !offsets.is_empty() {
             let map = self.offsets.entry(group.to_string()).or_default();
-            map.extend(offsets.iter().map(|(tp, o)| (tp.clone(), *o)));
+            map.extend(offsets.iter().map(|(tp, o)| (tp.clone(), o.clone())));
         }
         Ok(())
     }

@@ -4,8 +4,10 @@
 
 mod common;
 
-use common::{Fixture, code, offsets, tp};
-use mk_core::ErrorCode;
+use common::{Fixture, code, offsets, plain, tp};
+use mk_core::{ErrorCode, TopicPartition};
+use mk_group::OffsetAndMetadata;
+use std::collections::BTreeMap;
 
 /// Asserts that a rejected operation left no trace: no new record in the
 /// offsets log and no committed offset for the group.
@@ -415,21 +417,169 @@ fn transactional_offsets_are_stored_while_the_group_has_members() {
     );
     // ...but offsets staged by a committed transaction are stored.
     f.c()
-        .commit_transactional("g", &offsets(&[("orders", 0, 3)]))
+        .commit_transactional("g", &plain(&[("orders", 0, 3)]))
         .unwrap();
     assert_eq!(f.c().fetch_committed("g", &tp("orders", 0)), Some(3));
     assert_eq!(
         code(
             f.c()
-                .commit_transactional("g", &offsets(&[("orders", 0, -1)]))
+                .commit_transactional("g", &plain(&[("orders", 0, -1)]))
         )
         .0,
         ErrorCode::InvalidRequest
     );
     assert_eq!(
-        code(f.c().commit_transactional("", &offsets(&[]))).0,
+        code(f.c().commit_transactional("", &plain(&[]))).0,
         ErrorCode::InvalidGroupId
     );
     // The member is untouched by it.
     f.c().heartbeat("g", "a", a.generation).unwrap();
+}
+
+/// Offsets with a leader epoch and metadata, as Kafka clients commit them.
+fn with_metadata(
+    list: &[(&str, u32, i64, i32, &str)],
+) -> BTreeMap<TopicPartition, OffsetAndMetadata> {
+    list.iter()
+        .map(|(t, p, o, e, m)| {
+            (
+                tp(t, *p),
+                OffsetAndMetadata::from_wire(*o, *e, Some(m.to_string())),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn leader_epochs_and_metadata_are_stored_and_fetched_back() {
+    let mut f = Fixture::new();
+    let a = f.join("g", "a", &["payments"]);
+    let (c, meta) = f.parts();
+    let answers = c
+        .commit_offsets_with_metadata(
+            "g",
+            a.generation,
+            "a",
+            None,
+            &with_metadata(&[
+                ("payments", 0, 5, 3, "app-state"),
+                ("payments", 1, 7, -1, ""),
+            ]),
+            meta,
+        )
+        .unwrap();
+    assert!(answers.iter().all(|(_, r)| r.is_ok()), "{answers:?}");
+    let got = f
+        .c()
+        .fetch_committed_with_metadata("g", &tp("payments", 0))
+        .unwrap();
+    assert_eq!(got.offset, 5);
+    assert_eq!(got.leader_epoch, Some(3));
+    assert_eq!(got.metadata, "app-state");
+    assert_eq!(got.leader_epoch_or_none(), 3);
+    // -1 is "no epoch", as on Kafka's wire; a null metadata string is "".
+    let none = f
+        .c()
+        .fetch_committed_with_metadata("g", &tp("payments", 1))
+        .unwrap();
+    assert_eq!((none.leader_epoch, none.metadata.as_str()), (None, ""));
+    assert_eq!(none.leader_epoch_or_none(), -1);
+    assert_eq!(
+        OffsetAndMetadata::from_wire(1, -7, None),
+        OffsetAndMetadata::new(1)
+    );
+    // A plain commit replaces both with nothing.
+    f.commit_ok("g", "a", a.generation, &[("payments", 0, 6)]);
+    assert_eq!(
+        f.c().fetch_committed_with_metadata("g", &tp("payments", 0)),
+        Some(OffsetAndMetadata::new(6))
+    );
+    assert_eq!(f.c().committed_offsets_with_metadata("g").len(), 2);
+    assert_eq!(
+        f.c().fetch_committed_with_metadata("g", &tp("orders", 0)),
+        None
+    );
+}
+
+#[test]
+fn metadata_longer_than_the_bound_is_refused_per_partition_and_the_rest_is_stored() {
+    let mut f = Fixture::with_config(mk_group::GroupConfig {
+        offset_metadata_max_bytes: 4,
+        ..mk_group::GroupConfig::default()
+    });
+    let meta = f.meta.clone();
+    let before = f.leo();
+    // Four characters fit (counted as Kafka counts them: "éé" is 2 UTF-16
+    // units in 4 UTF-8 bytes; one astral character is 2 units).
+    let answers = f
+        .c()
+        .commit_offsets_with_metadata(
+            "g",
+            -1,
+            "",
+            None,
+            &with_metadata(&[
+                ("orders", 0, 1, 0, "abcd"),
+                ("orders", 1, 2, 0, "abcde"),
+                ("orders", 2, 3, 0, "éééé"),
+                ("orders", 3, 4, 0, "😀😀😀"),
+            ]),
+            &meta,
+        )
+        .unwrap();
+    let codes: Vec<(u32, Option<ErrorCode>)> = answers
+        .iter()
+        .map(|(tp, r)| (tp.partition, r.as_ref().err().map(|e| e.code())))
+        .collect();
+    assert_eq!(
+        codes,
+        vec![
+            (0, None),
+            (1, Some(ErrorCode::OffsetMetadataTooLarge)),
+            (2, None),
+            (3, Some(ErrorCode::OffsetMetadataTooLarge)),
+        ]
+    );
+    assert_eq!(
+        f.leo(),
+        before + 2,
+        "only the accepted partitions are appended"
+    );
+    assert_eq!(
+        f.c().committed_offsets("g"),
+        offsets(&[("orders", 0, 1), ("orders", 2, 3)])
+    );
+    let message = answers[1].1.as_ref().unwrap_err().to_string();
+    assert!(
+        message.contains("orders-1") && message.contains('4'),
+        "{message}"
+    );
+    // The bound is also what TxnOffsetCommit asks before staging.
+    assert!(
+        f.c()
+            .check_offset_metadata(&tp("orders", 0), "abcd")
+            .is_ok()
+    );
+    assert_eq!(
+        code(f.c().check_offset_metadata(&tp("orders", 0), "abcde")).0,
+        ErrorCode::OffsetMetadataTooLarge
+    );
+}
+
+#[test]
+fn a_commit_with_metadata_is_fenced_like_any_commit() {
+    let mut f = Fixture::new();
+    let a = f.join("g", "a", &["payments"]);
+    let before = f.leo();
+    let (c, meta) = f.parts();
+    let r = c.commit_offsets_with_metadata(
+        "g",
+        a.generation + 1,
+        "a",
+        None,
+        &with_metadata(&[("payments", 0, 5, 3, "x")]),
+        meta,
+    );
+    assert_eq!(code(r).0, ErrorCode::IllegalGeneration);
+    assert_nothing_stored(&mut f, "g", before);
 }

@@ -329,7 +329,11 @@ fn append_raw(f: &Fixture, key: Option<Bytes>, value: Option<Bytes>) {
 #[test]
 fn an_uninterpretable_offsets_record_fails_open_loudly() {
     let cases: [(Option<Bytes>, Option<Bytes>, &str); 3] = [
-        (None, Some(codec::offset_value(1)), "no key"),
+        (
+            None,
+            Some(codec::offset_value(&mk_group::OffsetAndMetadata::new(1))),
+            "no key",
+        ),
         (
             Some(Bytes::from_static(&[0, 9])),
             None,
@@ -338,7 +342,7 @@ fn an_uninterpretable_offsets_record_fails_open_loudly() {
         (
             Some(codec::offset_key("g", &tp("orders", 0))),
             Some(Bytes::from_static(&[7, 0])),
-            "unknown value version 7",
+            "unknown offset value version 7",
         ),
     ];
     for (key, value, reason) in cases {
@@ -359,4 +363,107 @@ fn an_uninterpretable_offsets_record_fails_open_loudly() {
         assert_eq!(e.code(), ErrorCode::StorageError);
         assert!(e.to_string().contains(reason), "{e}");
     }
+}
+
+/// Copies the offsets log of a fixture into the fixture's offsets dir.
+fn install_fixture(f: &Fixture, name: &str) {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
+    std::fs::create_dir_all(f.offsets_dir()).unwrap();
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), f.offsets_dir().join(entry.file_name())).unwrap();
+    }
+}
+
+/// `tests/fixtures/offsets-log-v1` is an offsets log written by the build
+/// before commits kept leader epochs and metadata (main at 2f6f2a1): g1
+/// committed orders-0 = 5, orders-1 = 7, payments-1 = 100 as a member of
+/// generation 1, then orders-0 = 6, and left (generation 2); g2 made plain
+/// commits audit-2 = 1000 and audit-0 = 3 and deleted audit-0. Its values
+/// are version 1; they load as offsets without epoch or metadata, and new
+/// commits (version 2) go on beside them.
+#[test]
+fn an_offsets_log_written_before_commit_metadata_still_loads() {
+    let mut f = Fixture::new();
+    f.close();
+    std::fs::remove_dir_all(f.offsets_dir()).unwrap();
+    install_fixture(&f, "offsets-log-v1");
+    f.reopen().unwrap();
+    let g1 = f.c().committed_offsets_with_metadata("g1");
+    let expected = [
+        (tp("orders", 0), 6),
+        (tp("orders", 1), 7),
+        (tp("payments", 1), 100),
+    ];
+    assert_eq!(
+        g1,
+        expected
+            .iter()
+            .map(|(tp, o)| (tp.clone(), mk_group::OffsetAndMetadata::new(*o)))
+            .collect()
+    );
+    assert_eq!(
+        f.c().committed_offsets("g2"),
+        offsets(&[("audit", 2, 1_000)])
+    );
+    assert_eq!(f.generation("g1"), 2);
+    assert_eq!(f.c().describe_group("g1").unwrap().state, GroupState::Empty);
+    // New commits are written beside the old records and both survive.
+    let meta = f.meta.clone();
+    let rich = std::collections::BTreeMap::from([(
+        tp("orders", 1),
+        mk_group::OffsetAndMetadata::from_wire(8, 4, Some("m".into())),
+    )]);
+    f.c()
+        .commit_offsets_with_metadata("g1", -1, "", None, &rich, &meta)
+        .unwrap();
+    f.restart();
+    assert_eq!(f.c().fetch_committed("g1", &tp("orders", 0)), Some(6));
+    assert_eq!(
+        f.c().fetch_committed_with_metadata("g1", &tp("orders", 1)),
+        Some(mk_group::OffsetAndMetadata::from_wire(
+            8,
+            4,
+            Some("m".into())
+        ))
+    );
+}
+
+#[test]
+fn leader_epochs_and_metadata_survive_restart_crash_and_compaction() {
+    let mut f = Fixture::new();
+    let meta = f.meta.clone();
+    let rich = |o: i64, e: i32, m: &str| {
+        std::collections::BTreeMap::from([(
+            tp("orders", 0),
+            mk_group::OffsetAndMetadata::from_wire(o, e, Some(m.to_string())),
+        )])
+    };
+    for round in 0..5 {
+        f.c()
+            .commit_offsets_with_metadata("g", -1, "", None, &rich(round, 2, "older"), &meta)
+            .unwrap();
+    }
+    f.c()
+        .commit_offsets_with_metadata("g", -1, "", None, &rich(9, 7, "latest ✓"), &meta)
+        .unwrap();
+    let want = Some(mk_group::OffsetAndMetadata::from_wire(
+        9,
+        7,
+        Some("latest ✓".into()),
+    ));
+    f.crash();
+    assert_eq!(
+        f.c().fetch_committed_with_metadata("g", &tp("orders", 0)),
+        want
+    );
+    let now = f.clock.now_ms();
+    f.c().compact(now).unwrap();
+    f.restart();
+    assert_eq!(
+        f.c().fetch_committed_with_metadata("g", &tp("orders", 0)),
+        want
+    );
 }

@@ -167,6 +167,7 @@ async fn consume_in_group(
             .fetch_offsets(group, Some(a.partitions.clone()))
             .await?
             .into_iter()
+            .map(|(tp, o)| (tp, o.map(|o| o.offset)))
             .collect();
         let mut positions = BTreeMap::new();
         for tp in a.partitions {

@@ -62,7 +62,8 @@ pub async fn group_describe(c: &mut JsonTcpClient, group: &str, as_json: bool) -
     let mut lags = Vec::new();
     for (tp, committed) in &offsets {
         let end = c.list_offsets(tp, OffsetSpec::Latest).await?.unwrap_or(0);
-        lags.push((tp.clone(), committed.unwrap_or(0), end));
+        let committed = committed.as_ref().map_or(0, |o| o.offset);
+        lags.push((tp.clone(), committed, end));
     }
     if as_json {
         let members: Vec<_> = d
@@ -135,8 +136,12 @@ pub async fn group_reset_offsets(
     dry_run: bool,
     as_json: bool,
 ) -> CmdResult {
-    let committed: BTreeMap<TopicPartition, Option<i64>> =
-        c.fetch_offsets(group, None).await?.into_iter().collect();
+    let committed: BTreeMap<TopicPartition, Option<i64>> = c
+        .fetch_offsets(group, None)
+        .await?
+        .into_iter()
+        .map(|(tp, o)| (tp, o.map(|o| o.offset)))
+        .collect();
     let partitions: Vec<TopicPartition> = if topics.is_empty() {
         committed.keys().cloned().collect()
     } else {

@@ -11,7 +11,7 @@
 use crate::error::{Result, TxnError};
 use crate::journal::{Journal, JournalFaults};
 use crate::plan::CompletionPlan;
-use crate::state::{NO_EPOCH, Outcome, StagedOffset, TxnMetadata, TxnState};
+use crate::state::{NO_EPOCH, Outcome, StagedCommit, StagedOffset, TxnMetadata, TxnState};
 use mk_core::{SharedClock, TopicPartition};
 use mk_log::{ProducerInfo, StorageError};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -528,14 +528,16 @@ impl TransactionCoordinator {
         producer_id: i64,
         producer_epoch: i32,
         group: &str,
-        offsets: impl IntoIterator<Item = (TopicPartition, i64)>,
+        offsets: impl IntoIterator<Item = (TopicPartition, impl Into<StagedCommit>)>,
     ) -> Result<()> {
         self.check_running()?;
         validate_group(group)?;
-        let offsets: Vec<(TopicPartition, i64)> = offsets.into_iter().collect();
-        if let Some((tp, o)) = offsets.iter().find(|(_, o)| *o < 0) {
+        let offsets: Vec<(TopicPartition, StagedCommit)> =
+            offsets.into_iter().map(|(tp, o)| (tp, o.into())).collect();
+        if let Some((tp, o)) = offsets.iter().find(|(_, o)| o.offset < 0) {
             return Err(TxnError::InvalidRequest(format!(
-                "offset for {tp} must be >= 0, got {o}"
+                "offset for {tp} must be >= 0, got {}",
+                o.offset
             )));
         }
         let entry = self.writable(txn_id, producer_id, producer_epoch)?;

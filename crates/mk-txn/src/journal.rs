@@ -9,7 +9,7 @@
 //! recovery keeps the last valid line per id.
 
 use crate::error::{Result, TxnError};
-use crate::state::{NO_EPOCH, TxnMetadata, TxnState};
+use crate::state::{NO_EPOCH, StagedCommit, TxnMetadata, TxnState};
 use mk_core::TopicPartition;
 use mk_log::StorageError;
 use serde::{Deserialize, Serialize};
@@ -50,6 +50,13 @@ struct OffsetEntry {
     topic: String,
     partition: u32,
     offset: i64,
+    /// Written only when the committer named an epoch; absent in lines of
+    /// earlier builds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    leader_epoch: Option<i32>,
+    /// Written only when not empty; absent in lines of earlier builds.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    metadata: String,
 }
 
 /// A line of the first journal format (the teaching model's coordinator,
@@ -143,11 +150,13 @@ pub(crate) fn encode_line(meta: &TxnMetadata) -> String {
         offsets: meta
             .offsets
             .iter()
-            .map(|((group, tp), offset)| OffsetEntry {
+            .map(|((group, tp), staged)| OffsetEntry {
                 group: group.clone(),
                 topic: tp.topic.clone(),
                 partition: tp.partition,
-                offset: *offset,
+                offset: staged.offset,
+                leader_epoch: staged.leader_epoch,
+                metadata: staged.metadata.clone(),
             })
             .collect(),
     };
@@ -206,11 +215,16 @@ fn into_metadata(p: Payload) -> Option<TxnMetadata> {
     }
     let mut offsets = BTreeMap::new();
     for e in p.offsets {
-        if e.offset < 0 || !groups.contains(&e.group) {
+        if e.offset < 0 || e.leader_epoch.is_some_and(|x| x < 0) || !groups.contains(&e.group) {
             return None;
         }
         let key = (e.group, TopicPartition::new(e.topic, e.partition));
-        if offsets.insert(key, e.offset).is_some() {
+        let staged = StagedCommit {
+            offset: e.offset,
+            leader_epoch: e.leader_epoch,
+            metadata: e.metadata,
+        };
+        if offsets.insert(key, staged).is_some() {
             return None;
         }
     }
@@ -542,7 +556,7 @@ mod tests {
             start_ms: 1_000,
             partitions: BTreeSet::from([TopicPartition::new("out", 1)]),
             groups: BTreeSet::from(["g".to_string()]),
-            offsets: BTreeMap::from([(("g".to_string(), TopicPartition::new("in", 0)), 5)]),
+            offsets: BTreeMap::from([(("g".to_string(), TopicPartition::new("in", 0)), 5.into())]),
         }
     }
 
@@ -562,6 +576,34 @@ mod tests {
             format!("{:08x}", crc32c::crc32c(json.as_bytes()))
         );
         assert!(line.ends_with('\n'));
+    }
+
+    #[test]
+    fn staged_leader_epochs_and_metadata_are_journaled_only_when_present() {
+        let mut m = meta("tx-1", TxnState::Ongoing, 2);
+        let key = ("g".to_string(), TopicPartition::new("in", 0));
+        m.offsets.insert(
+            key.clone(),
+            StagedCommit {
+                offset: 5,
+                leader_epoch: Some(3),
+                metadata: "app".into(),
+            },
+        );
+        let line = encode_line(&m);
+        assert!(
+            line.contains(r#""offset":5,"leader_epoch":3,"metadata":"app"}"#),
+            "{line}"
+        );
+        assert_eq!(decode(line.trim_end()), Some(m.clone()));
+        // A line of an earlier build has neither field: no epoch, "".
+        let plain = encode_line(&meta("tx-1", TxnState::Ongoing, 2));
+        assert!(!plain.contains("leader_epoch") && !plain.contains("metadata"));
+        assert_eq!(decode(plain.trim_end()).unwrap().offsets[&key], 5.into());
+        // A negative epoch is a defect like any other invalid value.
+        let json = r#"{"id":"a","state":"Ongoing","producer_id":7,"producer_epoch":0,"last_producer_epoch":-1,"timeout_ms":1,"start_ms":0,"partitions":[],"groups":["g"],"offsets":[{"group":"g","topic":"in","partition":0,"offset":5,"leader_epoch":-1}]}"#;
+        let line = format!("{:08x} {json}", crc32c::crc32c(json.as_bytes()));
+        assert_eq!(decode(&line), None);
     }
 
     #[test]
@@ -633,6 +675,16 @@ mod tests {
         ("[a-z]{1,3}", 0u32..3).prop_map(|(t, p)| TopicPartition::new(t, p))
     }
 
+    fn arb_staged() -> impl Strategy<Value = StagedCommit> {
+        (0i64..1_000, prop::option::of(0i32..9), "[a-zé\"]{0,3}").prop_map(
+            |(offset, leader_epoch, metadata)| StagedCommit {
+                offset,
+                leader_epoch,
+                metadata,
+            },
+        )
+    }
+
     fn arb_meta() -> impl Strategy<Value = TxnMetadata> {
         (
             (
@@ -645,7 +697,7 @@ mod tests {
                 any::<i64>(),
             ),
             prop::collection::btree_set(arb_tp(), 0..3),
-            prop::collection::btree_map(("[a-z]{1,2}", arb_tp()), 0i64..1_000, 0..3),
+            prop::collection::btree_map(("[a-z]{1,2}", arb_tp()), arb_staged(), 0..3),
         )
             .prop_map(
                 |((id, state, pid, epoch, last, timeout_ms, start_ms), partitions, offsets)| {

@@ -77,8 +77,11 @@
 //! `producer_epoch`, `last_producer_epoch` (the epoch a KIP-360 bump came
 //! from, -1 if none), `timeout_ms`, `start_ms`, `partitions`
 //! (`[{topic, partition}]`), `groups` (added by AddOffsetsToTxn) and
-//! `offsets` (staged: `[{group, topic, partition, offset}]`). Every field is
-//! required and no other is allowed. Lines of the first format (with
+//! `offsets` (staged: `[{group, topic, partition, offset}]`, plus
+//! `leader_epoch` and `metadata` when the committer sent them). Every field
+//! is required except those two, and no other is allowed; a line without
+//! them (all lines written before they existed) stages no epoch and empty
+//! metadata. Lines of the first format (with
 //! `first_offset`, `sequences` and `clean`, written before Kafka's flow)
 //! are still read, with the configured default timeout. Recovery reads
 //! lines until the first bad one (CRC mismatch, unparsable JSON, missing
@@ -109,7 +112,7 @@ pub use coordinator::{
 pub use error::{Result, TxnError};
 pub use journal::JournalFaults;
 pub use plan::{CompletionPlan, MarkerWrite};
-pub use state::{Outcome, StagedOffset, TxnState};
+pub use state::{Outcome, StagedCommit, StagedOffset, TxnState};
 pub use visibility::{
     fetch_committed, is_aborted, is_batch_aborted, last_stable_offset, read_committed,
     read_uncommitted,

@@ -1,5 +1,5 @@
 //! The transaction state machine's vocabulary: `TxnState`, `Outcome`,
-//! `StagedOffset`, and the durable per-id metadata that every journal line
+//! `StagedCommit` and `StagedOffset`, and the durable per-id metadata that every journal line
 //! carries in full.
 
 use mk_core::TopicPartition;
@@ -116,6 +116,27 @@ impl Outcome {
     }
 }
 
+/// What TxnOffsetCommit stages for one partition: the offset, and the
+/// leader epoch and metadata string the committer sent with it, stored as
+/// they are if the transaction commits.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StagedCommit {
+    pub offset: i64,
+    /// `None` when the committer named no epoch.
+    pub leader_epoch: Option<i32>,
+    pub metadata: String,
+}
+
+impl From<i64> for StagedCommit {
+    fn from(offset: i64) -> Self {
+        Self {
+            offset,
+            leader_epoch: None,
+            metadata: String::new(),
+        }
+    }
+}
+
 /// A consumer offset staged by TxnOffsetCommit: stored for `group` only if the
 /// transaction commits.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -123,6 +144,8 @@ pub struct StagedOffset {
     pub group: String,
     pub tp: TopicPartition,
     pub offset: i64,
+    pub leader_epoch: Option<i32>,
+    pub metadata: String,
 }
 
 /// No producer epoch: what `last_producer_epoch` holds when the latest
@@ -151,17 +174,19 @@ pub(crate) struct TxnMetadata {
     /// Groups added with AddOffsetsToTxn: only they may stage offsets.
     pub groups: BTreeSet<String>,
     /// Staged offsets keyed by (group, partition).
-    pub offsets: BTreeMap<(String, TopicPartition), i64>,
+    pub offsets: BTreeMap<(String, TopicPartition), StagedCommit>,
 }
 
 impl TxnMetadata {
     pub fn staged_offsets(&self) -> Vec<StagedOffset> {
         self.offsets
             .iter()
-            .map(|((group, tp), offset)| StagedOffset {
+            .map(|((group, tp), staged)| StagedOffset {
                 group: group.clone(),
                 tp: tp.clone(),
-                offset: *offset,
+                offset: staged.offset,
+                leader_epoch: staged.leader_epoch,
+                metadata: staged.metadata.clone(),
             })
             .collect()
     }

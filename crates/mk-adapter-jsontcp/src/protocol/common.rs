@@ -7,7 +7,7 @@ use crate::wire::{
     DecodeError, Decoded, Fields, ObjWriter, bad, int_value, push_array, push_int, push_str,
     type_name,
 };
-use mk_cluster::{BrokerId, Header, PartitionInfo, TopicPartition};
+use mk_cluster::{BrokerId, Header, OffsetAndMetadata, PartitionInfo, TopicPartition};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
@@ -78,6 +78,73 @@ pub(super) fn offsets_of(f: &Fields<'_>, name: &str) -> Decoded<BTreeMap<TopicPa
         }
     }
     Ok(out)
+}
+
+/// `[{topic, partition, offset, leader_epoch?, metadata?}]` into a map: a
+/// commit's offsets with the optional leader epoch (>= 0; absent or null
+/// for none) and metadata string (absent or null for ""); a partition
+/// listed twice is refused.
+pub(super) fn commits_of(
+    f: &Fields<'_>,
+    name: &str,
+) -> Decoded<BTreeMap<TopicPartition, OffsetAndMetadata>> {
+    let mut out = BTreeMap::new();
+    for (i, v) in f.array(name)?.iter().enumerate() {
+        let item = Fields::item(v, name, i)?;
+        let tp = tp_of(&item)?;
+        let committed = OffsetAndMetadata {
+            offset: item.i64("offset")?,
+            leader_epoch: item
+                .opt_int("leader_epoch", 0, i64::from(i32::MAX))?
+                .and_then(|e| i32::try_from(e).ok()),
+            metadata: item.opt_str("metadata")?.unwrap_or_default().to_string(),
+        };
+        if out.insert(tp.clone(), committed).is_some() {
+            return bad(format!("{name} lists {tp} more than once"));
+        }
+    }
+    Ok(out)
+}
+
+/// The fields of one committed offset: `offset`, then `leader_epoch` and
+/// `metadata` only when they are set, so a commit without them reads as it
+/// did before they existed.
+pub(super) fn write_commit(w: &mut ObjWriter<'_>, committed: &OffsetAndMetadata) {
+    w.int("offset", committed.offset);
+    if let Some(epoch) = committed.leader_epoch {
+        w.int("leader_epoch", i64::from(epoch));
+    }
+    if !committed.metadata.is_empty() {
+        w.str("metadata", &committed.metadata);
+    }
+}
+
+/// `[{topic, partition, offset, leader_epoch?, metadata?}]`.
+pub(super) fn write_commits(
+    out: &mut Vec<u8>,
+    offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>,
+) {
+    push_array(out, offsets, |out, (tp, committed)| {
+        let mut w = ObjWriter::new(out);
+        write_tp(&mut w, tp);
+        write_commit(&mut w, committed);
+        w.end();
+    });
+}
+
+/// One committed offset read back: `offset` (null for none), optional
+/// `leader_epoch` and `metadata`.
+pub(super) fn commit_answer_of(f: &Fields<'_>) -> Decoded<Option<OffsetAndMetadata>> {
+    let Some(offset) = f.opt_i64("offset")? else {
+        return Ok(None);
+    };
+    Ok(Some(OffsetAndMetadata {
+        offset,
+        leader_epoch: f
+            .opt_int("leader_epoch", 0, i64::from(i32::MAX))?
+            .and_then(|e| i32::try_from(e).ok()),
+        metadata: f.opt_str("metadata")?.unwrap_or_default().to_string(),
+    }))
 }
 
 pub(super) fn write_offsets<'a>(

@@ -4,14 +4,14 @@
 //! module with its four directions side by side, as in `topics.rs`.
 
 use super::common::{
-    item_ctx, object_item, objects, offsets_of, partitions_of, tp_of, write_offsets, write_strings,
-    write_tp, write_tp_object,
+    commit_answer_of, commits_of, item_ctx, object_item, objects, offsets_of, partitions_of, tp_of,
+    write_commit, write_commits, write_offsets, write_strings, write_tp, write_tp_object,
 };
 use super::{Request, Response};
 use crate::wire::{DecodeError, Decoded, Fields, ObjWriter, bad, push_array};
 use mk_cluster::{
     AssignorKind, Bytes, GroupDescription, GroupListing, GroupState, MemberAssignment,
-    MemberDescription, TopicPartition,
+    MemberDescription, OffsetAndMetadata, TopicPartition,
 };
 use std::collections::BTreeMap;
 
@@ -86,7 +86,7 @@ pub(super) mod heartbeat {
 }
 
 /// `commit_offsets`: group_id, member_id, generation, offsets [{topic,
-/// partition, offset}] -> nothing.
+/// partition, offset, leader_epoch?, metadata?}] -> nothing.
 pub(super) mod commit_offsets {
     use super::*;
 
@@ -95,7 +95,7 @@ pub(super) mod commit_offsets {
             group_id: f.string("group_id")?,
             member_id: f.string("member_id")?,
             generation: f.i32("generation")?,
-            offsets: offsets_of(f, "offsets")?,
+            offsets: commits_of(f, "offsets")?,
         })
     }
 
@@ -104,12 +104,12 @@ pub(super) mod commit_offsets {
         group_id: &str,
         member_id: &str,
         generation: i32,
-        offsets: &BTreeMap<TopicPartition, i64>,
+        offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>,
     ) {
         w.str("group_id", group_id)
             .str("member_id", member_id)
             .int("generation", i64::from(generation))
-            .with("offsets", |out| write_offsets(out, offsets));
+            .with("offsets", |out| write_commits(out, offsets));
     }
 }
 
@@ -141,8 +141,8 @@ pub(super) mod leave_group {
 }
 
 /// `fetch_offsets`: group_id, optional partitions [{topic, partition}] ->
-/// offsets [{topic, partition, offset}] (offset null where nothing is
-/// committed).
+/// offsets [{topic, partition, offset, leader_epoch?, metadata?}] (offset
+/// null where nothing is committed; the other two only where committed).
 pub(super) mod fetch_offsets {
     use super::*;
 
@@ -163,12 +163,20 @@ pub(super) mod fetch_offsets {
         }
     }
 
-    pub fn encode_response(w: &mut ObjWriter<'_>, offsets: &[(TopicPartition, Option<i64>)]) {
+    pub fn encode_response(
+        w: &mut ObjWriter<'_>,
+        offsets: &[(TopicPartition, Option<OffsetAndMetadata>)],
+    ) {
         w.with("offsets", |out| {
             push_array(out, offsets, |out, (tp, o)| {
                 let mut w = ObjWriter::new(out);
                 write_tp(&mut w, tp);
-                w.opt_int("offset", *o);
+                match o {
+                    Some(committed) => write_commit(&mut w, committed),
+                    None => {
+                        w.opt_int("offset", None);
+                    }
+                }
                 w.end();
             })
         });
@@ -176,7 +184,7 @@ pub(super) mod fetch_offsets {
 
     pub fn decode_response(f: &Fields<'_>) -> Decoded<Response> {
         Ok(Response::FetchOffsets(objects(f, "offsets", |o| {
-            Ok((tp_of(o)?, o.opt_i64("offset")?))
+            Ok((tp_of(o)?, commit_answer_of(o)?))
         })?))
     }
 }

@@ -34,8 +34,8 @@ use crate::wire::{DecodeError, Fields, ObjWriter, bad, type_name};
 use mk_cluster::{
     AssignorKind, BrokerId, Bytes, ClusterDescription, CompactionSummary, ConfigChange, ErrorCode,
     FetchRequest, FetchResult, GroupDescription, GroupListing, LeaderAndEpoch, MemberAssignment,
-    OffsetSpec, ProduceResponse, ProducerIdentity, RetentionPolicy, TopicConfig, TopicConfigEntry,
-    TopicDescription, TopicPartition,
+    OffsetAndMetadata, OffsetSpec, ProduceResponse, ProducerIdentity, RetentionPolicy, TopicConfig,
+    TopicConfigEntry, TopicDescription, TopicPartition,
 };
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -232,7 +232,7 @@ pub enum Request {
         group_id: String,
         member_id: String,
         generation: i32,
-        offsets: BTreeMap<TopicPartition, i64>,
+        offsets: BTreeMap<TopicPartition, OffsetAndMetadata>,
     },
     ListTopics,
     DeleteTopic {
@@ -658,7 +658,7 @@ pub enum Response {
         left: bool,
     },
     /// Committed offsets; `None` for a requested partition without one.
-    FetchOffsets(Vec<(TopicPartition, Option<i64>)>),
+    FetchOffsets(Vec<(TopicPartition, Option<OffsetAndMetadata>)>),
     /// `None` for a group the coordinator does not know (wire state "Dead").
     DescribeGroup {
         group_id: String,

@@ -38,7 +38,7 @@ use crate::messages::offset_fetch::{
 };
 use crate::messages::sync_group::{SyncGroupRequest, SyncGroupResponse};
 use bytes::Bytes;
-use mk_cluster::{ClusterError, GroupJoin, GroupSync, TopicPartition};
+use mk_cluster::{ClusterError, GroupJoin, GroupSync, OffsetAndMetadata, TopicPartition};
 use std::collections::BTreeMap;
 
 /// Coordinator key types.
@@ -355,14 +355,19 @@ pub async fn handle_offset_commit(ctx: &Ctx<'_>, req: OffsetCommitRequest) -> Of
     for t in &req.topics {
         for p in &t.partitions {
             if let Some(tp) = known_partition(ctx, &t.name, p.partition_index) {
-                offsets.insert(tp, p.committed_offset);
+                let committed = OffsetAndMetadata::from_wire(
+                    p.committed_offset,
+                    p.committed_leader_epoch,
+                    p.committed_metadata.clone(),
+                );
+                offsets.insert(tp, committed);
             }
         }
     }
     let result = if offsets.is_empty() {
-        Ok(())
+        Ok(Vec::new())
     } else {
-        ctx.cluster.groups().commit(
+        ctx.cluster.groups().commit_with_metadata(
             &req.group_id,
             req.generation_id_or_member_epoch,
             &req.member_id,
@@ -370,7 +375,18 @@ pub async fn handle_offset_commit(ctx: &Ctx<'_>, req: OffsetCommitRequest) -> Of
             &offsets,
         )
     };
-    let code = result.err().map_or(KafkaCode::NONE, |e| code_of(&e));
+    let (request_code, per_partition): (KafkaCode, BTreeMap<TopicPartition, KafkaCode>) =
+        match result {
+            Ok(answers) => (
+                KafkaCode::NONE,
+                answers
+                    .into_iter()
+                    .map(|(tp, r)| (tp, r.err().map_or(KafkaCode::NONE, |e| code_of(&e))))
+                    .collect(),
+            ),
+            Err(e) => (code_of(&e), BTreeMap::new()),
+        };
+    let code = |tp: &TopicPartition| per_partition.get(tp).copied().unwrap_or(request_code);
     OffsetCommitResponse {
         throttle_time_ms: 0,
         topics: req
@@ -381,16 +397,12 @@ pub async fn handle_offset_commit(ctx: &Ctx<'_>, req: OffsetCommitRequest) -> Of
                 partitions: t
                     .partitions
                     .iter()
-                    .map(|p| {
-                        let known = known_partition(ctx, &t.name, p.partition_index).is_some();
-                        OffsetCommitResponsePartition {
-                            partition_index: p.partition_index,
-                            error_code: if known {
-                                code
-                            } else {
-                                KafkaCode::UNKNOWN_TOPIC_OR_PARTITION
-                            },
-                        }
+                    .map(|p| OffsetCommitResponsePartition {
+                        partition_index: p.partition_index,
+                        error_code: match known_partition(ctx, &t.name, p.partition_index) {
+                            Some(tp) => code(&tp),
+                            None => KafkaCode::UNKNOWN_TOPIC_OR_PARTITION,
+                        },
                     })
                     .collect(),
             })
@@ -405,64 +417,86 @@ struct FetchGroup<'a> {
     topics: Option<Vec<(&'a str, &'a [i32])>>,
 }
 
-fn fetched(partition: i32, offset: Option<i64>, code: KafkaCode) -> OffsetFetchResponsePartitions {
+/// One partition of an OffsetFetch answer: Kafka answers offset -1, epoch
+/// -1 and metadata "" where nothing is committed.
+fn fetched(
+    partition: i32,
+    committed: Option<OffsetAndMetadata>,
+    code: KafkaCode,
+) -> OffsetFetchResponsePartitions {
+    let committed = committed.unwrap_or_else(|| OffsetAndMetadata::new(-1));
     OffsetFetchResponsePartitions {
         partition_index: partition,
-        committed_offset: offset.unwrap_or(-1),
-        committed_leader_epoch: -1,
-        metadata: Some(String::new()),
+        committed_offset: committed.offset,
+        committed_leader_epoch: committed.leader_epoch_or_none(),
+        metadata: Some(committed.metadata),
         error_code: code,
     }
 }
 
 fn fetch_group(ctx: &Ctx<'_>, g: &FetchGroup<'_>) -> OffsetFetchResponseGroup {
-    let c = ctx.cluster;
     let group_id = g.group_id.to_string();
-    let topics = match &g.topics {
-        None => match c.groups().committed(g.group_id) {
-            Ok(all) => {
-                let mut by_topic: BTreeMap<String, Vec<_>> = BTreeMap::new();
-                for (tp, o) in all {
-                    by_topic.entry(tp.topic.clone()).or_default().push(fetched(
-                        tp.partition as i32,
-                        Some(o),
-                        KafkaCode::NONE,
-                    ));
-                }
-                by_topic
-                    .into_iter()
-                    .map(|(name, partitions)| OffsetFetchResponseTopics { name, partitions })
-                    .collect()
-            }
-            Err(e) => {
-                return OffsetFetchResponseGroup {
-                    group_id,
-                    topics: Vec::new(),
-                    error_code: code_of(&e),
-                };
-            }
-        },
-        Some(topics) => topics
+    // Partition indexes that cannot name a partition are answered on their
+    // own; the core answers the rest in the order asked.
+    let asked: Option<Vec<TopicPartition>> = g.topics.as_ref().map(|topics| {
+        topics
             .iter()
-            .map(|(name, partitions)| OffsetFetchResponseTopics {
-                name: name.to_string(),
-                partitions: partitions
+            .flat_map(|(name, partitions)| {
+                partitions
                     .iter()
-                    .map(|p| match u32::try_from(*p) {
-                        Err(_) => fetched(*p, None, KafkaCode::UNKNOWN_TOPIC_OR_PARTITION),
-                        Ok(index) => {
-                            match c
-                                .groups()
-                                .fetch_committed(g.group_id, &TopicPartition::new(*name, index))
-                            {
-                                Ok(o) => fetched(*p, o, KafkaCode::NONE),
-                                Err(e) => fetched(*p, None, code_of(&e)),
-                            }
-                        }
-                    })
-                    .collect(),
+                    .filter_map(|p| u32::try_from(*p).ok())
+                    .map(|p| TopicPartition::new(*name, p))
             })
-            .collect(),
+            .collect()
+    });
+    let answers = match ctx
+        .cluster
+        .groups()
+        .committed_for(g.group_id, asked.as_deref())
+    {
+        Ok(answers) => answers,
+        Err(e) => {
+            return OffsetFetchResponseGroup {
+                group_id,
+                topics: Vec::new(),
+                error_code: code_of(&e),
+            };
+        }
+    };
+    let topics = match &g.topics {
+        None => {
+            let mut by_topic: BTreeMap<String, Vec<_>> = BTreeMap::new();
+            for (tp, o) in answers {
+                let index = i32::try_from(tp.partition).unwrap_or(i32::MAX);
+                let answer = fetched(index, o, KafkaCode::NONE);
+                by_topic.entry(tp.topic).or_default().push(answer);
+            }
+            by_topic
+                .into_iter()
+                .map(|(name, partitions)| OffsetFetchResponseTopics { name, partitions })
+                .collect()
+        }
+        Some(topics) => {
+            let mut answers: BTreeMap<TopicPartition, Option<OffsetAndMetadata>> =
+                answers.into_iter().collect();
+            topics
+                .iter()
+                .map(|(name, partitions)| OffsetFetchResponseTopics {
+                    name: name.to_string(),
+                    partitions: partitions
+                        .iter()
+                        .map(|p| match u32::try_from(*p) {
+                            Err(_) => fetched(*p, None, KafkaCode::UNKNOWN_TOPIC_OR_PARTITION),
+                            Ok(index) => {
+                                let tp = TopicPartition::new(*name, index);
+                                let o = answers.get_mut(&tp).and_then(Option::take);
+                                fetched(*p, o, KafkaCode::NONE)
+                            }
+                        })
+                        .collect(),
+                })
+                .collect()
+        }
     };
     OffsetFetchResponseGroup {
         group_id,

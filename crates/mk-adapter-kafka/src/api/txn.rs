@@ -18,7 +18,7 @@ use crate::messages::txn_offset_commit::{
     TxnOffsetCommitRequest, TxnOffsetCommitResponse, TxnOffsetCommitResponsePartition,
     TxnOffsetCommitResponseTopic,
 };
-use mk_cluster::{ClusterError, ErrorCode, TopicPartition, TxnOffsetCommit};
+use mk_cluster::{ClusterError, ErrorCode, OffsetAndMetadata, TopicPartition, TxnOffsetCommit};
 use std::collections::BTreeMap;
 
 /// KIP-588: PRODUCER_FENCED is answered from these versions on (InitProducerId
@@ -144,7 +144,12 @@ pub async fn handle_txn_offset_commit(
     for t in &req.topics {
         for p in &t.partitions {
             if let Ok(index) = u32::try_from(p.partition_index) {
-                offsets.insert(TopicPartition::new(&t.name, index), p.committed_offset);
+                let committed = OffsetAndMetadata::from_wire(
+                    p.committed_offset,
+                    p.committed_leader_epoch,
+                    p.committed_metadata.clone(),
+                );
+                offsets.insert(TopicPartition::new(&t.name, index), committed);
             }
         }
     }
@@ -158,12 +163,18 @@ pub async fn handle_txn_offset_commit(
         group_instance_id: req.group_instance_id.clone(),
         offsets,
     };
-    let code = ctx
-        .cluster
-        .transactions()
-        .commit_offsets(&commit)
-        .err()
-        .map_or(KafkaCode::NONE, |e| txn_code(&e, ctx.version(), 3));
+    let code_of = |e: &ClusterError| txn_code(e, ctx.version(), 3);
+    let (request_code, per_partition): (KafkaCode, BTreeMap<TopicPartition, KafkaCode>) =
+        match ctx.cluster.transactions().commit_offsets(&commit) {
+            Ok(answers) => (
+                KafkaCode::NONE,
+                answers
+                    .into_iter()
+                    .map(|(tp, r)| (tp, r.err().map_or(KafkaCode::NONE, |e| code_of(&e))))
+                    .collect(),
+            ),
+            Err(e) => (code_of(&e), BTreeMap::new()),
+        };
     TxnOffsetCommitResponse {
         throttle_time_ms: 0,
         topics: req
@@ -176,10 +187,12 @@ pub async fn handle_txn_offset_commit(
                     .iter()
                     .map(|p| TxnOffsetCommitResponsePartition {
                         partition_index: p.partition_index,
-                        error_code: if p.partition_index < 0 {
-                            KafkaCode::UNKNOWN_TOPIC_OR_PARTITION
-                        } else {
-                            code
+                        error_code: match u32::try_from(p.partition_index) {
+                            Err(_) => KafkaCode::UNKNOWN_TOPIC_OR_PARTITION,
+                            Ok(index) => per_partition
+                                .get(&TopicPartition::new(&t.name, index))
+                                .copied()
+                                .unwrap_or(request_code),
                         },
                     })
                     .collect(),

@@ -182,7 +182,9 @@ impl Client {
         c.transactions()
             .add_offsets(&self.id, self.pid, self.epoch, group)?;
         c.transactions()
-            .commit_offsets(&self.offset_commit(group, offsets))
+            .commit_offsets(&self.offset_commit(group, offsets))?
+            .into_iter()
+            .try_for_each(|(_, r)| r)
     }
 
     pub fn offset_commit(&self, group: &str, offsets: &[(TopicPartition, i64)]) -> TxnOffsetCommit {
@@ -194,7 +196,10 @@ impl Client {
             generation_id: -1,
             member_id: String::new(),
             group_instance_id: None,
-            offsets: offsets.iter().cloned().collect(),
+            offsets: offsets
+                .iter()
+                .map(|(tp, o)| (tp.clone(), OffsetAndMetadata::new(*o)))
+                .collect(),
         }
     }
 

@@ -5,7 +5,9 @@
 
 use bytes::Bytes;
 use mk_core::{ErrorCode, ManualClock, TopicPartition};
-use mk_group::{GroupConfig, GroupCoordinator, GroupError, GroupHandle, GroupJoin, GroupSync};
+use mk_group::{
+    GroupConfig, GroupCoordinator, GroupError, GroupHandle, GroupJoin, GroupSync, OffsetAndMetadata,
+};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -191,6 +193,14 @@ pub fn tp(topic: &str, partition: u32) -> TopicPartition {
 
 pub fn offsets(list: &[(&str, u32, i64)]) -> BTreeMap<TopicPartition, i64> {
     list.iter().map(|(t, p, o)| (tp(t, *p), *o)).collect()
+}
+
+/// The same offsets without leader epochs or metadata, as the commit of
+/// offsets with metadata (and transactional commits) take them.
+pub fn plain(list: &[(&str, u32, i64)]) -> BTreeMap<TopicPartition, OffsetAndMetadata> {
+    list.iter()
+        .map(|(t, p, o)| (tp(t, *p), OffsetAndMetadata::new(*o)))
+        .collect()
 }
 
 pub fn parts(list: &[(&str, u32)]) -> Vec<TopicPartition> {
