@@ -513,12 +513,11 @@ def test_group_admin_multi_group_offset_fetch_and_offset_delete(broker, client, 
     assert admin.group_offsets(bootstrap, g1, topic, PARTITIONS) == {0: -1, 1: ends[1], 2: -1}
 
 
-# kafkajs 2.2.4 has no group.instance.id. The Java client is left out: its
-# subscription metadata carries its owned partitions and generation, so a
-# restarted static member rejoins with other metadata, and mk-group then
-# rebalances where Kafka would not (Kafka rebalances a Stable group on a
-# static rejoin only if the selected protocol changes). See interop/README.md.
-STATIC_CLIENTS = ["confluent-kafka", "kafka-python", "aiokafka"]
+# kafkajs 2.2.4 has no group.instance.id. The Java client's subscription
+# metadata carries its owned partitions and generation, so its restarted
+# static member rejoins with other metadata: like Kafka, mk-group keeps the
+# generation unless the selected protocol changes.
+STATIC_CLIENTS = ["confluent-kafka", "kafka-python", "aiokafka", "java"]
 
 
 @pytest.mark.parametrize("client", STATIC_CLIENTS)

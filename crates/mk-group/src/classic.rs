@@ -123,12 +123,18 @@ impl Group {
     }
 
     /// A static member comes back under a new member id (Kafka's
-    /// `updateStaticMemberAndRebalance`): the new id takes the old one's
-    /// place (assignment included) and the old id is fenced. While Stable
-    /// and with unchanged protocols and metadata nothing rebalances; the
-    /// answer names the leader as it was before the replacement, so a
-    /// replaced leader acts as a follower and fetches its assignment with
-    /// SyncGroup instead of reassigning a Stable group.
+    /// `updateStaticMemberThenRebalanceOrCompleteJoin`): the new id takes
+    /// the old one's place (assignment included) and the old id is fenced.
+    /// While Stable nothing rebalances unless the protocol the group would
+    /// select for its next generation differs from the current one (or the
+    /// protocol type changes): new metadata alone is no reason, because a
+    /// restarted client's subscription metadata often differs (the Java
+    /// client's carries its owned partitions and generation). The answer
+    /// names the leader as it was before the replacement, so a replaced
+    /// leader acts as a follower and fetches its assignment with SyncGroup
+    /// instead of reassigning a Stable group. While CompletingRebalance the
+    /// group rebalances, as Kafka does: the leader may already have been
+    /// given the old member id to assign.
     fn replace_static(
         &mut self,
         group_id: &str,
@@ -160,12 +166,13 @@ impl Group {
         if self.pending_sync.remove(&old_id) {
             self.pending_sync.insert(new_id.clone());
         }
-        let unchanged = m.matches(join) && m.protocol_type == join.protocol_type;
+        let same_type = m.protocol_type == join.protocol_type;
         m.update(join, now_ms);
         m.instance_id = Some(instance.to_string());
         self.protocol_type = Some(join.protocol_type.clone());
         self.members.insert(new_id.clone(), m);
         self.statics.insert(instance.to_string(), new_id.clone());
+        let unchanged = same_type && self.select_protocol() == self.protocol_name;
         match self.state {
             GroupState::Stable if unchanged => {
                 waiter.resolve(Ok(self.joined_answer(&new_id, leader_before.as_deref())));
