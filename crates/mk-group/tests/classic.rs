@@ -748,7 +748,11 @@ fn a_static_member_that_returns_with_other_metadata_keeps_the_generation() {
     assert_eq!(f.leo(), leo, "no generation was written");
     // The old incarnation is fenced.
     assert_eq!(
-        code(f.c().heartbeat_member("g", &s.id, s.generation, Some("i-s"))).0,
+        code(
+            f.c()
+                .heartbeat_member("g", &s.id, s.generation, Some("i-s"))
+        )
+        .0,
         ErrorCode::FencedInstanceId
     );
     // The other member is untouched: its heartbeat still passes.
@@ -816,7 +820,11 @@ fn a_static_member_whose_return_changes_the_selected_protocol_rebalances() {
     let mut new = f.c().join_member(changed).unwrap();
     waiting(&mut new);
     assert_eq!(
-        code(f.c().heartbeat_member("g", &jd.member_id, jd.generation_id, None)).0,
+        code(
+            f.c()
+                .heartbeat_member("g", &jd.member_id, jd.generation_id, None)
+        )
+        .0,
         ErrorCode::RebalanceInProgress
     );
     let jd2 = join_now(
