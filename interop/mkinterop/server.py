@@ -209,6 +209,8 @@ def start_server(
             f"127.0.0.1:{kafka_port}",
             "--listen",
             f"127.0.0.1:{json_port}",
+            "--console-listen",
+            "off",
             "--brokers",
             ",".join(str(b) for b in brokers),
         ]

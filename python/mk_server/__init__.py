@@ -273,6 +273,8 @@ class Broker:
             listen,
             "--kafka-listen",
             kafka,
+            "--console-listen",
+            "off",
             "--data-dir",
             str(self.data_dir),
             "--brokers",

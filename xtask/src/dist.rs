@@ -345,6 +345,7 @@ impl UnpackedBroker {
         let started = Instant::now();
         let mut child = Command::new(binary)
             .args(["--listen", "127.0.0.1:0", "--kafka-listen", "127.0.0.1:0"])
+            .args(["--console-listen", "127.0.0.1:0"])
             .args(["--data-dir", "data"])
             .current_dir(dir)
             .env("RUST_LOG", "info")

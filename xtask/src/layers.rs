@@ -23,6 +23,7 @@ pub fn allowed_edges() -> BTreeMap<&'static str, &'static [&'static str]> {
         ("mk-adapter-direct", &["mk-cluster"][..]),
         ("mk-adapter-jsontcp", &["mk-cluster"][..]),
         ("mk-adapter-kafka", &["mk-cluster"][..]),
+        ("mk-adapter-console", &["mk-cluster"][..]),
         (
             "mk-server",
             &[
@@ -30,6 +31,7 @@ pub fn allowed_edges() -> BTreeMap<&'static str, &'static [&'static str]> {
                 "mk-adapter-direct",
                 "mk-adapter-jsontcp",
                 "mk-adapter-kafka",
+                "mk-adapter-console",
             ][..],
         ),
     ])

@@ -52,6 +52,8 @@ impl Served {
                 "127.0.0.1:0",
                 "--kafka-listen",
                 "off",
+                "--console-listen",
+                "off",
                 "--data-dir",
             ])
             .arg(data_dir)

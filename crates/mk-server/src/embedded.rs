@@ -9,10 +9,10 @@
 //! JSON-TCP addresses, restart on the same data directory and ports, and
 //! stop and clean up when dropped.
 //!
-//! The builder owns `--listen`, `--kafka-listen`, `--data-dir` and
-//! `--brokers` (so it can choose free ports and keep them across a
-//! restart); every other flag of `mk-server --help` goes through
-//! [`BrokerBuilder::arg`].
+//! The builder owns `--listen`, `--kafka-listen`, `--console-listen`,
+//! `--data-dir` and `--brokers` (so it can choose free ports and keep them
+//! across a restart); every other flag of `mk-server --help` goes through
+//! [`BrokerBuilder::arg`]. The console is off unless asked for.
 
 mod process;
 
@@ -43,6 +43,7 @@ pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct BrokerBuilder {
     brokers: Vec<i32>,
     kafka: bool,
+    console: bool,
     data_dir: Option<PathBuf>,
     args: Vec<OsString>,
     start_timeout: Duration,
@@ -56,6 +57,7 @@ impl Default for BrokerBuilder {
         BrokerBuilder {
             brokers: vec![1],
             kafka: true,
+            console: false,
             data_dir: None,
             args: Vec::new(),
             start_timeout: DEFAULT_START_TIMEOUT,
@@ -86,6 +88,13 @@ impl BrokerBuilder {
     /// Serve JSON-TCP only (`--kafka-listen off`).
     pub fn kafka_off(mut self) -> Self {
         self.kafka = false;
+        self
+    }
+
+    /// Serve the web console too, on a free loopback port
+    /// (`listening().console`).
+    pub fn console(mut self) -> Self {
+        self.console = true;
         self
     }
 
@@ -151,7 +160,12 @@ impl BrokerBuilder {
         self.check_args()?;
         let data = DataDir::new(self.data_dir.as_deref())?;
         let kafka = self.kafka.then(|| "127.0.0.1:0".to_string());
-        let argv = self.argv(data.path(), "127.0.0.1:0", kafka.as_deref());
+        let argv = self.argv(
+            data.path(),
+            "127.0.0.1:0",
+            kafka.as_deref(),
+            self.free_console(),
+        );
         let settings = resolve(argv)?;
         let running = Launched::launch(settings.clone(), None, self.start_timeout)?;
         Ok(EmbeddedBroker {
@@ -180,6 +194,7 @@ impl BrokerBuilder {
                 "--listen" | "--kafka-listen" => {
                     "the builder picks free ports (.kafka_off() turns Kafka off)"
                 }
+                "--console-listen" => "use .console()",
                 "--data-dir" => "use .data_dir()",
                 "--brokers" => "use .brokers()",
                 _ => continue,
@@ -191,14 +206,27 @@ impl BrokerBuilder {
         Ok(())
     }
 
+    /// Where a first start puts the console: a free loopback port, if on.
+    fn free_console(&self) -> Option<&'static str> {
+        self.console.then_some("127.0.0.1:0")
+    }
+
     /// The command line after the program name.
-    fn argv(&self, data_dir: &Path, json: &str, kafka: Option<&str>) -> Vec<OsString> {
+    fn argv(
+        &self,
+        data_dir: &Path,
+        json: &str,
+        kafka: Option<&str>,
+        console: Option<&str>,
+    ) -> Vec<OsString> {
         let ids: Vec<String> = self.brokers.iter().map(i32::to_string).collect();
         let mut argv: Vec<OsString> = vec![
             "--listen".into(),
             json.into(),
             "--kafka-listen".into(),
             kafka.unwrap_or("off").into(),
+            "--console-listen".into(),
+            console.unwrap_or("off").into(),
             "--data-dir".into(),
             data_dir.into(),
             "--brokers".into(),
@@ -300,7 +328,8 @@ impl EmbeddedBroker {
         BrokerBuilder::new().start()
     }
 
-    /// Where it listens (every Kafka listener, JSON-TCP, metrics).
+    /// Where it listens (every Kafka listener, JSON-TCP, metrics, the
+    /// console).
     ///
     /// # Panics
     ///
@@ -355,6 +384,7 @@ impl EmbeddedBroker {
         let mut settings = self.settings.clone();
         settings.listen = listening.json.to_string();
         settings.metrics_listen = listening.metrics;
+        settings.console_listen = listening.console;
         let ports = settings.kafka_listen.map(|_| listening.kafka_ports());
         self.running = Some(Launched::launch(settings, ports, self.start_timeout)?);
         Ok(())

@@ -15,6 +15,7 @@ const JSON_AFTER_KAFKA: &str = " (JSON-TCP), data in ";
 const BROKERS: &str = ", brokers [";
 const LAB: &str = ", lab mode (background drivers paused)";
 const METRICS: &str = ", metrics on http://";
+const CONSOLE: &str = ", console on http://";
 
 /// The addresses of a running broker, as its startup line names them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +34,8 @@ pub struct Listening {
     pub lab: bool,
     /// The Prometheus endpoint, when on.
     pub metrics: Option<SocketAddr>,
+    /// The web console, when on.
+    pub console: Option<SocketAddr>,
 }
 
 impl Listening {
@@ -80,8 +83,15 @@ impl Listening {
             Some(rest) => (true, rest),
             None => (false, rest),
         };
-        let metrics = match rest.strip_prefix(METRICS) {
-            Some(m) => Some(m.strip_suffix("/metrics")?.parse().ok()?),
+        let (metrics, rest) = match rest.strip_prefix(METRICS) {
+            Some(m) => {
+                let (addr, rest) = m.split_once("/metrics")?;
+                (Some(addr.parse().ok()?), rest)
+            }
+            None => (None, rest),
+        };
+        let console = match rest.strip_prefix(CONSOLE) {
+            Some(c) => Some(c.strip_suffix('/')?.parse().ok()?),
             None if rest.is_empty() => None,
             None => return None,
         };
@@ -92,6 +102,7 @@ impl Listening {
             brokers,
             lab,
             metrics,
+            console,
         })
     }
 }
@@ -120,6 +131,9 @@ impl fmt::Display for Listening {
         if let Some(m) = self.metrics {
             write!(f, "{METRICS}{m}/metrics")?;
         }
+        if let Some(c) = self.console {
+            write!(f, "{CONSOLE}{c}/")?;
+        }
         Ok(())
     }
 }
@@ -136,6 +150,7 @@ mod tests {
             brokers: vec![1, 2],
             lab: false,
             metrics: None,
+            console: None,
         }
     }
 
@@ -173,6 +188,34 @@ mod tests {
     }
 
     #[test]
+    fn the_console_comes_last_with_or_without_metrics() {
+        let console = Some("127.0.0.1:9080".parse().unwrap());
+        let l = Listening {
+            console,
+            ..example()
+        };
+        let line = l.to_string();
+        assert!(
+            line.ends_with(", console on http://127.0.0.1:9080/"),
+            "{line}"
+        );
+        assert_eq!(Listening::parse(&line), Some(l));
+        let l = Listening {
+            console,
+            metrics: Some("127.0.0.1:9464".parse().unwrap()),
+            ..example()
+        };
+        let line = l.to_string();
+        assert!(
+            line.ends_with(
+                "metrics on http://127.0.0.1:9464/metrics, console on http://127.0.0.1:9080/"
+            ),
+            "{line}"
+        );
+        assert_eq!(Listening::parse(&line), Some(l));
+    }
+
+    #[test]
     fn other_lines_are_not_a_startup_line() {
         for line in [
             "",
@@ -180,6 +223,7 @@ mod tests {
             "mk-server listening on nowhere (JSON-TCP), data in x, brokers [1]",
             "mk-server listening on 127.0.0.1:1 (JSON-TCP; Kafka protocol off), data in x, brokers [one]",
             "mk-server listening on 127.0.0.1:1 (JSON-TCP; Kafka protocol off), data in x, brokers [1], and more",
+            "mk-server listening on 127.0.0.1:1 (JSON-TCP; Kafka protocol off), data in x, brokers [1], console on http://nowhere/",
         ] {
             assert_eq!(Listening::parse(line), None, "{line:?}");
         }

@@ -1,6 +1,6 @@
 //! The serve command: reserve the ports, open the data directory, listen,
-//! start the background drivers, the JSON-TCP server and the Kafka
-//! listeners (one per hosted broker), report where it listens, then wait
+//! start the background drivers, the JSON-TCP server, the Kafka listeners
+//! (one per hosted broker) and the console, report where it listens, then wait
 //! for the shutdown signal (SIGINT/SIGTERM for the binary, a dropped handle
 //! for an embedded broker) and shut down gracefully. Every check that can
 //! refuse a start runs before anything is started, so a refused start
@@ -10,6 +10,7 @@ use crate::listening::Listening;
 use crate::settings::Settings;
 use crate::supervise::{Verdict, until_unhealthy};
 use metrics_exporter_prometheus::PrometheusHandle;
+use mk_adapter_console::{ConsoleOptions, ConsoleServer};
 use mk_adapter_jsontcp::JsonTcpServer;
 use mk_adapter_kafka::KafkaServer;
 use mk_cluster::{BrokerCluster, DriverConfig};
@@ -117,6 +118,8 @@ struct Reserved {
     /// The metrics port is taken early too; it is only served once the
     /// cluster is open.
     metrics: Option<TcpListener>,
+    /// The console's port, like the JSON-TCP one.
+    console: Option<TcpSocket>,
 }
 
 async fn reserve(settings: &Settings, kafka_ports: Option<&[u16]>) -> Result<Reserved, String> {
@@ -135,6 +138,13 @@ async fn reserve(settings: &Settings, kafka_ports: Option<&[u16]>) -> Result<Res
                 .map_err(|e| format!("cannot start: cannot listen on {addr} for metrics: {e}"))?,
         ),
     };
+    let console =
+        match settings.console_listen {
+            None => None,
+            Some(addr) => Some(mk_adapter_kafka::reserve(addr).map_err(|e| {
+                format!("cannot start: cannot listen on {addr} for the console: {e}")
+            })?),
+        };
     let brokers = &settings.cluster.broker_ids;
     let kafka = match (settings.kafka_listen, kafka_ports) {
         (None, _) => None,
@@ -148,6 +158,7 @@ async fn reserve(settings: &Settings, kafka_ports: Option<&[u16]>) -> Result<Res
         json,
         kafka,
         metrics,
+        console,
     })
 }
 
@@ -180,6 +191,7 @@ fn reserve_pinned(
 struct Running {
     cluster: Arc<BrokerCluster>,
     kafka: Option<KafkaServer>,
+    console: Option<ConsoleServer>,
     server: JsonTcpServer,
     metrics: Option<crate::metrics::Endpoint>,
     listening: Listening,
@@ -198,6 +210,7 @@ impl Running {
             Ok(listening) => Ok(Running {
                 cluster,
                 kafka: started.kafka,
+                console: started.console,
                 server: started.server.ok_or("the JSON-TCP server did not start")?,
                 metrics: started.metrics,
                 listening,
@@ -214,6 +227,9 @@ impl Running {
     /// period, then checkpoints and closes the data directory.
     async fn stop(self) -> mk_cluster::Result<()> {
         drop(self.metrics);
+        if let Some(c) = self.console {
+            c.shutdown().await;
+        }
         if let Some(k) = self.kafka {
             k.shutdown().await;
         }
@@ -226,6 +242,7 @@ impl Running {
 #[derive(Default)]
 struct Started {
     kafka: Option<KafkaServer>,
+    console: Option<ConsoleServer>,
     server: Option<JsonTcpServer>,
     metrics: Option<crate::metrics::Endpoint>,
 }
@@ -266,6 +283,10 @@ impl Started {
                 .map_err(|e| format!("cannot start: {e}"))?;
         let json = server.local_addr();
         self.server = Some(server);
+        let console = match reserved.console {
+            None => None,
+            Some(socket) => Some(self.start_console(cluster, socket)?),
+        };
         let mut metrics_addr = None;
         if let Some(listener) = reserved.metrics {
             metrics_addr = Some(
@@ -288,11 +309,30 @@ impl Started {
             brokers: settings.cluster.broker_ids.clone(),
             lab,
             metrics: metrics_addr,
+            console,
         })
+    }
+
+    /// Serves the console on its reserved port; returns its address.
+    fn start_console(
+        &mut self,
+        cluster: &Arc<BrokerCluster>,
+        socket: TcpSocket,
+    ) -> Result<SocketAddr, String> {
+        let listener = mk_adapter_kafka::listen(socket)
+            .map_err(|e| format!("cannot start: cannot listen for the console: {e}"))?;
+        let console = ConsoleServer::start_on(cluster.clone(), listener, ConsoleOptions::default())
+            .map_err(|e| format!("cannot start the console: {e}"))?;
+        let addr = console.local_addr();
+        self.console = Some(console);
+        Ok(addr)
     }
 
     async fn stop(&mut self) {
         self.metrics = None;
+        if let Some(c) = self.console.take() {
+            c.shutdown().await;
+        }
         if let Some(k) = self.kafka.take() {
             k.shutdown().await;
         }

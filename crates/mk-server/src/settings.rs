@@ -130,6 +130,11 @@ pub struct ServeArgs {
     /// sizes, group lag) [default: off].
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<String>,
+    /// Serve the web console on http://ADDR/, or `off`. It has no
+    /// authentication: keep it on a loopback address [default:
+    /// 127.0.0.1:9080].
+    #[arg(long, value_name = "ADDR|off")]
+    pub console_listen: Option<String>,
 }
 
 /// The same settings as a TOML file.
@@ -164,6 +169,7 @@ struct FileSettings {
     log_level: Option<String>,
     disk_full_exit_after_ms: Option<u64>,
     metrics_listen: Option<String>,
+    console_listen: Option<String>,
 }
 
 /// Everything the serve command needs, resolved.
@@ -180,6 +186,8 @@ pub struct Settings {
     pub disk_full_exit_after: Option<Duration>,
     /// `None` when the metrics endpoint is off.
     pub metrics_listen: Option<std::net::SocketAddr>,
+    /// `None` when the console is off.
+    pub console_listen: Option<std::net::SocketAddr>,
 }
 
 impl ServeArgs {
@@ -299,6 +307,7 @@ impl ServeArgs {
         };
         Ok(Settings {
             metrics_listen,
+            console_listen: console_listen(pick!(console_listen).as_deref())?,
             listen: pick!(listen).unwrap_or_else(|| "127.0.0.1:9192".to_string()),
             kafka_listen,
             kafka,
@@ -310,6 +319,18 @@ impl ServeArgs {
                 ms => Some(Duration::from_millis(ms)),
             },
         })
+    }
+}
+
+/// `--console-listen`: an address, `off`, or the loopback default.
+fn console_listen(flag: Option<&str>) -> Result<Option<std::net::SocketAddr>, String> {
+    match flag {
+        Some("off") => Ok(None),
+        Some(a) => a
+            .parse()
+            .map(Some)
+            .map_err(|e| format!("--console-listen must be IP:PORT or off, got {a:?}: {e}")),
+        None => Ok(Some(std::net::SocketAddr::from(([127, 0, 0, 1], 9080)))),
     }
 }
 

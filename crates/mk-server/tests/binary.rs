@@ -177,6 +177,8 @@ fn refuses_to_start_when_the_port_is_taken_without_touching_the_data_dir() {
             &addr,
             "--kafka-listen",
             "127.0.0.1:0",
+            "--console-listen",
+            "off",
             "--data-dir",
             data.to_str().unwrap(),
         ],
@@ -197,6 +199,8 @@ fn serve_until_exit(data: &Path) -> (bool, String, String) {
             "127.0.0.1:0",
             "--kafka-listen",
             "127.0.0.1:0",
+            "--console-listen",
+            "off",
             "--data-dir",
             data.to_str().unwrap(),
         ],
@@ -360,7 +364,8 @@ fn ports_refuse_connections_until_the_data_directory_is_open() {
     let json = format!("127.0.0.1:{json_port}");
     let kafka = format!("127.0.0.1:{kafka_port}");
     let mut child = Command::new(BIN)
-        .args(["--listen", &json, "--kafka-listen", &kafka, "--data-dir"])
+        .args(["--listen", &json, "--kafka-listen", &kafka])
+        .args(["--console-listen", "off", "--data-dir"])
         .arg(&data)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())

@@ -59,7 +59,12 @@ impl BrokerProcess {
                     consecutive_free_ports(builder.brokers.len())?
                 )),
             };
-            let argv = builder.argv(data.path(), "127.0.0.1:0", kafka.as_deref());
+            let argv = builder.argv(
+                data.path(),
+                "127.0.0.1:0",
+                kafka.as_deref(),
+                builder.free_console(),
+            );
             match Started::start(&builder, binary, &argv) {
                 Ok(s) => return Ok(s.into_process(builder, binary, data)),
                 Err(e @ StartError::Refused(_)) if multi && lost_a_port(&e) => last = Some(e),
@@ -69,7 +74,8 @@ impl BrokerProcess {
         Err(last.unwrap_or(StartError::Timeout(builder.start_timeout)))
     }
 
-    /// Where it listens (every Kafka listener, JSON-TCP, metrics).
+    /// Where it listens (every Kafka listener, JSON-TCP, metrics, the
+    /// console).
     pub fn listening(&self) -> &Listening {
         &self.listening
     }
@@ -179,10 +185,12 @@ impl BrokerProcess {
             .kafka_ports()
             .first()
             .map(|p| format!("127.0.0.1:{p}"));
+        let console = self.listening.console.map(|a| a.to_string());
         let argv = self.builder.argv(
             self.data.path(),
             &self.listening.json.to_string(),
             kafka.as_deref(),
+            console.as_deref(),
         );
         let started = Started::start(&self.builder, &self.binary, &argv)?;
         if started.listening.kafka != self.listening.kafka {
