@@ -79,6 +79,15 @@ class MkServer:
     banner: str
     args: list[str] = field(default_factory=list)
     restarts: int = 0
+    # The web console's address (`host:port`) when started with one.
+    console_addr: str | None = None
+
+    @property
+    def console_url(self) -> str:
+        """The console's base URL; a server started without it is an error."""
+        if self.console_addr is None:
+            raise ServerError("this server was started without the console (start_server(console=True))")
+        return f"http://{self.console_addr}"
 
     @property
     def bootstrap(self) -> str:
@@ -190,8 +199,11 @@ def start_server(
     min_insync_replicas: int | None = None,
     extra_args: list[str] | None = None,
     name: str = "mk",
+    console: bool = False,
 ) -> MkServer:
-    """Starts mk-server on free ports with a fresh data dir under `tmp_dir`."""
+    """Starts mk-server on free ports with a fresh data dir under `tmp_dir`;
+    with `console`, the web console too, on a port of its own that a
+    restart keeps."""
     binary = server_binary()
     brokers = brokers or [1]
     rng = random.Random()
@@ -199,6 +211,7 @@ def start_server(
     for attempt in range(5):
         ports = pick_ports(len(brokers) + 1, rng)
         kafka_port, json_port = ports[0], ports[-1]
+        console_port = pick_ports(1, rng)[0] if console else None
         data_dir = tmp_dir / f"{name}-data-{attempt}"
         log_path = tmp_dir / f"{name}-server-{attempt}.log"
         args = [
@@ -210,7 +223,7 @@ def start_server(
             "--listen",
             f"127.0.0.1:{json_port}",
             "--console-listen",
-            "off",
+            f"127.0.0.1:{console_port}" if console_port else "off",
             "--brokers",
             ",".join(str(b) for b in brokers),
         ]
@@ -239,6 +252,7 @@ def start_server(
                 log_path=log_path,
                 banner=line,
                 args=args,
+                console_addr=f"127.0.0.1:{console_port}" if console_port else None,
             )
         if process.poll() is None:
             process.kill()

@@ -33,6 +33,13 @@ pub struct Built {
     build_s: f64,
 }
 
+impl Built {
+    /// The built binary.
+    pub fn server(&self) -> &Path {
+        &self.server
+    }
+}
+
 /// Builds the debug mk-server (`cargo xtask test` then builds the release
 /// binary in the background while [`suite`] runs).
 pub fn build() -> Result<Built, String> {
@@ -119,10 +126,17 @@ pub(crate) fn target_dir() -> Result<PathBuf, String> {
         .ok_or_else(|| "cargo metadata has no target_directory".to_string())
 }
 
-/// Creates or refreshes the venv; returns "cached" or "installed".
+/// Creates or refreshes the interop venv; returns "cached" or "installed".
 fn ensure_venv(venv: &Path) -> Result<&'static str, String> {
-    let requirements =
-        std::fs::read(REQUIREMENTS).map_err(|e| format!("cannot read {REQUIREMENTS}: {e}"))?;
+    ensure_venv_from(venv, REQUIREMENTS)
+}
+
+/// Creates or refreshes `venv` from the pinned `requirements` file (a path
+/// from the workspace root); returns "cached" or "installed".
+pub(crate) fn ensure_venv_from(venv: &Path, requirements: &str) -> Result<&'static str, String> {
+    let requirements_file = requirements;
+    let requirements = std::fs::read(requirements_file)
+        .map_err(|e| format!("cannot read {requirements_file}: {e}"))?;
     let python_version = output("python3", &["--version"])?;
     let hash = stamp_of(&[&requirements, python_version.as_bytes()]);
     let python = venv.join("bin").join("python");
@@ -130,7 +144,7 @@ fn ensure_venv(venv: &Path) -> Result<&'static str, String> {
         return Ok("cached");
     }
     println!(
-        "xtask: interop: creating {} from {REQUIREMENTS} ({})",
+        "xtask: creating {} from {requirements_file} ({})",
         venv.display(),
         python_version.trim()
     );
@@ -153,9 +167,9 @@ fn ensure_venv(venv: &Path) -> Result<&'static str, String> {
             "--only-binary",
             ":all:",
             "-r",
-            REQUIREMENTS,
+            requirements_file,
         ]),
-        "pip install -r interop/requirements.txt",
+        &format!("pip install -r {requirements_file}"),
     )?;
     run_quiet(
         Command::new(&python).args(["-m", "pip", "check", "--disable-pip-version-check"]),

@@ -2,7 +2,8 @@
 //!
 //! Subcommands: `test` (everything CI checks), `check-layers` (dependency
 //! edges and the sans-IO source rules), `test-parity`, `test-snapshots`,
-//! `interop` (the live interop suite with real Kafka clients), `dist` (the
+//! `interop` (the live interop suite with real Kafka clients),
+//! `console-test` (the web console in a real browser), `dist` (the
 //! release tarball and the Python wheel), `bench`, `codegen` (the Kafka
 //! messages from their schemas). It changes to the workspace root first,
 //! so it works from any folder.
@@ -11,6 +12,7 @@
 
 mod bench;
 mod codegen;
+mod console_test;
 mod dist;
 mod interop;
 mod layers;
@@ -33,6 +35,7 @@ fn main() -> ExitCode {
         Some("test-parity") => test_parity(),
         Some("test-snapshots") => test_snapshots(),
         Some("interop") => interop::run(&args[1..]),
+        Some("console-test") => console_test::run(&args[1..]),
         Some("dist") => dist::run(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
         Some("codegen") => codegen::run(&args[1..]),
@@ -45,6 +48,7 @@ fn main() -> ExitCode {
                  test-parity     the Direct-vs-JSON-TCP parity corpus\n  \
                  test-snapshots  insta snapshots of byte layouts and wire shapes\n  \
                  interop         live interop suite: real mk-server, pinned kcat/confluent-kafka/kafka-python/aiokafka/kafkajs\n  \
+                 console-test    the web console in headless Chromium (selenium), screenshots in target/console-screenshots\n  \
                  dist            release build: target/dist/mk-server-<version>-<target>.tar.gz, its .sha256, the Python\n                  wheel; --test also runs the checks `test` runs on them\n  \
                  bench           release-build benchmarks; prints JSON lines, writes docs/benchmarks.md\n  \
                  codegen         the Kafka messages from crates/mk-adapter-kafka/schema/ (--check: fail if stale)"
@@ -102,10 +106,15 @@ fn test_all() -> Result<(), String> {
     // starts once the debug binary the suite runs is built, since the two
     // builds share cargo's lock on the target directory.
     let built = interop::build()?;
+    let server = built.server().to_path_buf();
     let release = dist::start_build()?;
     let interop = interop::suite(built, &[]);
+    // The console's browser scenarios run on the same debug binary, still
+    // beside the release build.
+    let console = console_test::suite(&server, &[]);
     let binary = release.finish();
     interop?;
+    console?;
     let dist = dist::package(&binary?)?;
     dist::check(&dist)?;
     wheel::test(&dist.wheel)?;

@@ -47,11 +47,16 @@ pub struct ClusterStats {
 
 impl OperatorViews<'_> {
     /// The bytes of each partition's leader log (segments and indexes), for
-    /// operators' partition-size metrics.
+    /// operators' partition-size metrics. Damaged partitions are left out
+    /// (their files are not trusted), so one of them never hides the size
+    /// of the others.
     pub fn partition_log_bytes(self) -> Result<Vec<(TopicPartition, u64)>> {
         self.cluster.check_running()?;
         let mut sizes = Vec::new();
         for slot in self.cluster.all_slots() {
+            if slot.damage().is_some() {
+                continue;
+            }
             self.cluster.read_slot(&slot, |set| {
                 sizes.push((set.topic_partition().clone(), set.leader_log().size_bytes()));
                 Ok(())

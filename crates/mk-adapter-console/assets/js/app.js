@@ -134,6 +134,11 @@ export function fmtNum(n) {
   return Number(n).toLocaleString("en-US");
 }
 
+// "1 topic", "3 topics".
+export function plural(n, word) {
+  return `${fmtNum(n)} ${word}${n === 1 ? "" : "s"}`;
+}
+
 export function fmtDuration(ms) {
   if (ms === null || ms === undefined || ms < 0) return "—";
   if (ms < 1000) return Math.round(ms) + " ms";

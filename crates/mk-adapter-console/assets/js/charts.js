@@ -58,20 +58,40 @@ export function lineChart(container, series, opts = {}) {
       })),
     ],
   };
+  // With no hover, the legend shows the newest values.
+  let settingLegend = false;
+  config.hooks = {
+    setLegend: [(u) => {
+      const last = u.data[0].length - 1;
+      if (settingLegend || u.legend.idx !== null || last < 0) return;
+      settingLegend = true;
+      u.setLegend({ idx: last });
+      settingLegend = false;
+    }],
+  };
   const now = Date.now() / 1000;
-  const plot = new uPlot(config, [[now], ...series.map(() => [null])], container);
+  const plot = new uPlot(config, padded([now], series.map(() => [null])), container);
   const resize = () => plot.setSize({ width: width(), height: config.height });
   const observer = new ResizeObserver(resize);
   observer.observe(container);
   return {
     update(xs, ys) {
-      if (xs.length > 0) plot.setData([xs, ...ys]);
+      if (xs.length === 0) return;
+      plot.setData(padded(xs, ys));
+      if (plot.cursor.left < 0) plot.setLegend({ idx: plot.data[0].length - 1 });
     },
     destroy() {
       observer.disconnect();
       plot.destroy();
     },
   };
+}
+
+// uPlot labels the dates of a time axis wrongly when a series has one
+// point, so a lone sample gets an empty point one second before it.
+function padded(xs, ys) {
+  if (xs.length !== 1) return [xs, ...ys];
+  return [[xs[0] - 1, xs[0]], ...ys.map((y) => [null, y[0]])];
 }
 
 // Per-second rates from samples of a counter: [xs, rates] aligned to the

@@ -124,8 +124,8 @@ function groupSummary(g) {
 }
 
 function summaryTile(label, value, testid) {
-  return h("div", { class: "tile", "data-testid": testid || null },
-    h("div", { class: "tile-label" }, label), h("div", { class: "tile-value" }, value));
+  return h("div", { class: "tile" },
+    h("div", { class: "tile-label" }, label), h("div", { class: "tile-value", "data-testid": testid || null }, value));
 }
 
 function memberTable(g) {

@@ -1,7 +1,7 @@
 // Overview: brokers, partition health, disk and traffic as stat tiles and
 // live plots drawn from the shell's overview samples.
 
-import { h, card, pill, fmtBytes, fmtNum, fmtDuration, samples, onSample, setTitle } from "./app.js";
+import { h, card, pill, fmtBytes, fmtNum, fmtDuration, plural, samples, onSample, setTitle } from "./app.js";
 import { lineChart, rates, COLORS } from "./charts.js";
 
 let unsubscribe = null;
@@ -90,13 +90,13 @@ function statTiles(o) {
     : "file system unknown";
   return [
     tile("Brokers online", `${online} / ${o.brokers.length}`, null, online < o.brokers.length ? "warn" : null, "tile-brokers"),
-    tile("Partitions online", `${fmtNum(p.online)} / ${fmtNum(p.total)}`, `${fmtNum(o.topics)} topics`, null, "tile-partitions"),
+    tile("Partitions online", `${fmtNum(p.online)} / ${fmtNum(p.total)}`, plural(o.topics, "topic"), null, "tile-partitions"),
     tile("Under-replicated", fmtNum(p.under_replicated), null, p.under_replicated ? "warn" : null, "tile-under-replicated"),
     tile("Offline", fmtNum(p.offline), null, p.offline ? "bad" : null, "tile-offline"),
     tile("Damaged", fmtNum(p.damaged), null, p.damaged ? "bad" : null, "tile-damaged"),
     tile("Log data", fmtBytes(o.log_bytes), diskSub, o.disk_full ? "bad" : null, "tile-disk"),
-    tile("Groups", fmtNum(o.groups), `${fmtNum(o.transactions)} transactional ids`, null, "tile-groups"),
-    tile("Uptime", fmtDuration(o.uptime_ms), `${fmtNum(o.records)} offsets written`, null, "tile-uptime"),
+    tile("Groups", fmtNum(o.groups), plural(o.transactions, "transactional id"), null, "tile-groups"),
+    tile("Uptime", fmtDuration(o.uptime_ms), `${plural(o.records, "offset")} written`, null, "tile-uptime"),
   ];
 }
 
