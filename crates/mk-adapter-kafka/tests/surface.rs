@@ -1,6 +1,7 @@
 //! The client surface of issue 21 through live Kafka listeners: commit
-//! metadata and leader epochs answered back by OffsetFetch (and through
-//! TxnOffsetCommit), each request encoded as a Kafka client encodes it.
+//! metadata and leader epochs answered back by OffsetFetch, keyless records
+//! refused by compacted topics with per-record errors, each request
+//! encoded as a Kafka client encodes it.
 
 mod common;
 
@@ -14,6 +15,12 @@ use mk_adapter_kafka::messages::offset_commit::{
 use mk_adapter_kafka::messages::offset_fetch::{
     OffsetFetchRequest, OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
     OffsetFetchResponse,
+};
+use mk_adapter_kafka::messages::produce::{
+    PartitionProduceData, ProduceRequest, ProduceResponse, TopicProduceData,
+};
+use mk_adapter_kafka::mk_cluster::{
+    Bytes, CleanupPolicy, ProducerInfo, Record, TopicConfigOverrides,
 };
 
 fn commit(group: &str, partitions: Vec<(i32, i64, i32, Option<&str>)>) -> OffsetCommitRequest {
@@ -199,5 +206,94 @@ async fn offset_commit_metadata_and_leader_epochs_are_answered_by_offset_fetch()
             (1, 11, -1, Some(String::new()), KafkaCode::NONE),
         ]
     );
+    h.stop().await;
+}
+
+fn produce(topic: &str, records: Bytes) -> ProduceRequest {
+    ProduceRequest {
+        transactional_id: None,
+        acks: -1,
+        timeout_ms: 5_000,
+        topic_data: vec![TopicProduceData {
+            name: topic.into(),
+            partition_data: vec![PartitionProduceData {
+                index: 0,
+                records: Some(records),
+            }],
+            ..TopicProduceData::default()
+        }],
+    }
+}
+
+fn records(keys: &[Option<&'static str>]) -> Bytes {
+    let records = keys
+        .iter()
+        .map(|k| {
+            Record::new(
+                k.map(|k| Bytes::from_static(k.as_bytes())),
+                Some(Bytes::from_static(b"v")),
+                1_700_000_000_000,
+            )
+        })
+        .collect();
+    common::batch_bytes(records, ProducerInfo::NONE)
+}
+
+#[tokio::test]
+async fn keyless_records_to_a_compacted_topic_are_refused_per_record() {
+    let h = Harness::one().await;
+    let compact = TopicConfigOverrides {
+        cleanup_policy: Some(CleanupPolicy::Compact),
+        ..TopicConfigOverrides::default()
+    };
+    h.cluster
+        .topics()
+        .create_with_overrides("kv", 1, 1, &compact)
+        .unwrap();
+    let mut c = h.conn(1).await;
+    let why = "Compacted topic cannot accept message without key in topic partition kv-0.";
+    // v9 (flexible) carries the per-record errors and the message.
+    let r: ProduceResponse = c
+        .call(
+            key::PRODUCE,
+            9,
+            &produce("kv", records(&[Some("a"), None, None])),
+        )
+        .await;
+    let p = &r.responses[0].partition_responses[0];
+    assert_eq!(p.error_code, KafkaCode::INVALID_RECORD);
+    assert_eq!(p.base_offset, -1);
+    let named: Vec<(i32, Option<&str>)> = p
+        .record_errors
+        .iter()
+        .map(|e| (e.batch_index, e.batch_index_error_message.as_deref()))
+        .collect();
+    assert_eq!(named, vec![(1, Some(why)), (2, Some(why))]);
+    assert!(
+        p.error_message.as_deref().is_some_and(
+            |m| m.starts_with("One or more records have been rejected due to 2 record errors")
+        ),
+        "{:?}",
+        p.error_message
+    );
+    // v7 has neither field: the code alone.
+    let r: ProduceResponse = c
+        .call(key::PRODUCE, 7, &produce("kv", records(&[None])))
+        .await;
+    assert_eq!(
+        r.responses[0].partition_responses[0].error_code,
+        KafkaCode::INVALID_RECORD
+    );
+    // Nothing was appended; keyed records are.
+    let r: ProduceResponse = c
+        .call(
+            key::PRODUCE,
+            9,
+            &produce("kv", records(&[Some("a"), Some("b")])),
+        )
+        .await;
+    let p = &r.responses[0].partition_responses[0];
+    assert_eq!((p.error_code, p.base_offset), (KafkaCode::NONE, 0));
+    assert!(p.record_errors.is_empty());
     h.stop().await;
 }

@@ -204,6 +204,12 @@ impl CleanupPolicy {
         }
     }
 
+    /// True when the topic is compacted (Kafka: `cleanup.policy` contains
+    /// `compact`): its records need keys.
+    pub fn compacts(self) -> bool {
+        matches!(self, CleanupPolicy::Compact)
+    }
+
     pub fn parse(s: &str) -> Result<Self> {
         match s {
             "delete" => Ok(CleanupPolicy::Delete),

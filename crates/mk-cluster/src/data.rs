@@ -232,6 +232,7 @@ impl DataPath<'_> {
         self.cluster.check_running()?;
         check_user_topic(tp)?;
         let slot = self.cluster.slot(tp)?;
+        self.check_against_topic(tp, &batch)?;
         let records = batch.records().len() as u64;
         let outcome = self.cluster.with_slot(&slot, |set| {
             if let Some((producer_id, producer_epoch)) = client_sequence {
@@ -258,6 +259,18 @@ impl DataPath<'_> {
         Ok(PendingAppend { outcome })
     }
 
+    /// What the topic's settings refuse before anything is written (the
+    /// checks of Kafka's `LogValidator` that depend on the topic): a
+    /// compacted topic refuses a batch with records without a key, with
+    /// INVALID_RECORD naming each of them (mk-log's validator).
+    fn check_against_topic(self, tp: &TopicPartition, batch: &RecordBatch) -> Result<()> {
+        let topic = self.cluster.topic(&tp.topic)?;
+        if topic.meta.config.cleanup_policy.compacts() {
+            mk_log::validator::check_keys_for_compaction(batch, tp)?;
+        }
+        Ok(())
+    }
+
     /// `submit_append` for consecutive batches to one partition with one
     /// ack mode, answered one each, in order, exactly as consecutive
     /// `submit_append` calls would answer them — a refused batch is refused
@@ -276,10 +289,13 @@ impl DataPath<'_> {
                 .map(|b| self.submit_append(tp, b, acks, None))
                 .collect()
         };
+        // A batch the topic refuses is refused alone, on the lone path.
         let groupable = batches.len() > 1
-            && batches
-                .iter()
-                .all(|b| b.transactional_id().is_none() && b.control().is_none());
+            && batches.iter().all(|b| {
+                b.transactional_id().is_none()
+                    && b.control().is_none()
+                    && self.check_against_topic(tp, b).is_ok()
+            });
         // What refuses a whole group (a stopped broker, an internal topic,
         // an unknown or offline partition) each lone append finds again,
         // with an error of its own.

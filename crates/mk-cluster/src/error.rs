@@ -312,6 +312,16 @@ impl ClusterError {
         }
     }
 
+    /// The records a produced batch was refused for (Kafka's per-record
+    /// errors of Produce v8+): one entry per offending record, empty for
+    /// every other error.
+    pub fn record_errors(&self) -> &[mk_log::RecordError] {
+        match self {
+            ClusterError::Log(e) => e.record_errors(),
+            _ => &[],
+        }
+    }
+
     /// True for failures of the disk (how far each reaches is decided by
     /// the cluster, see `health.rs`). A damaged partition's refusal is not
     /// one: that failure was already handled.

@@ -84,8 +84,8 @@ pub use mk_group::{
     OffsetAndMetadata,
 };
 pub use mk_log::{
-    ControlType, Fault, FaultInjector, Header, ProducerInfo, Record, RecordBatch, RetentionPolicy,
-    SegmentInfo, StorageError,
+    ControlType, Fault, FaultInjector, Header, ProducerInfo, Record, RecordBatch, RecordError,
+    RetentionPolicy, SegmentInfo, StorageError,
 };
 pub use mk_replication::{
     AckMode, EpochEndOffset, EpochEntry, LeaderAndEpoch, ProduceResult, ProducerIdentity,

@@ -704,3 +704,99 @@ async fn deleting_topics_while_flush_cycles_run_fails_nothing() {
     assert_eq!(c.lifecycle().state(), LifecycleState::Running);
     assert!(c.topics().list().unwrap().is_empty());
 }
+
+fn compacted(c: &BrokerCluster, name: &str) {
+    let overrides = TopicConfigOverrides {
+        cleanup_policy: Some(CleanupPolicy::Compact),
+        ..TopicConfigOverrides::default()
+    };
+    c.topics()
+        .create_with_overrides(name, 1, 1, &overrides)
+        .unwrap();
+}
+
+fn keyed(keys: &[Option<&str>]) -> RecordBatch {
+    RecordBatch::new(
+        keys.iter()
+            .map(|k| Record::new(k.map(b), Some(b("v")), 1_000))
+            .collect(),
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_compacted_topic_refuses_a_batch_with_keyless_records_naming_each_of_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_000);
+    let c = open(dir.path(), &clock);
+    compacted(&c, "kv");
+    c.topics().create("plain", 1, 1).unwrap();
+    let kv = tp("kv", 0);
+    let e = c
+        .data()
+        .submit_append(
+            &kv,
+            keyed(&[Some("a"), None, Some("c"), None]),
+            AckMode::One,
+            None,
+        )
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidRecord);
+    let named: Vec<(u32, String)> = e
+        .record_errors()
+        .iter()
+        .map(|r| (r.batch_index, r.message.clone()))
+        .collect();
+    let why = "Compacted topic cannot accept message without key in topic partition kv-0.";
+    assert_eq!(named, vec![(1, why.to_string()), (3, why.to_string())]);
+    assert!(
+        e.to_string()
+            .starts_with("One or more records have been rejected due to 2 record errors"),
+        "{e}"
+    );
+    assert_eq!(
+        c.data().log_end_offset(&kv).unwrap(),
+        0,
+        "nothing of the batch is appended"
+    );
+    // Keyed records are accepted; a topic that is not compacted takes keyless ones.
+    c.data()
+        .append_batch(&kv, keyed(&[Some("a"), Some("b")]), AckMode::One)
+        .await
+        .unwrap();
+    c.data()
+        .append_batch(&tp("plain", 0), keyed(&[None]), AckMode::One)
+        .await
+        .unwrap();
+    // In a group of pipelined produces the refused batch is refused alone.
+    let answers = c.data().submit_append_group(
+        &kv,
+        vec![keyed(&[Some("x")]), keyed(&[None]), keyed(&[Some("y")])],
+        AckMode::One,
+    );
+    let codes: Vec<Option<ErrorCode>> = answers
+        .iter()
+        .map(|a| a.as_ref().err().map(ClusterError::code))
+        .collect();
+    assert_eq!(codes, vec![None, Some(ErrorCode::InvalidRecord), None]);
+    assert_eq!(c.data().log_end_offset(&kv).unwrap(), 4);
+    // The same rule through the produce operation JSON-TCP uses.
+    let e = c
+        .data()
+        .produce(ProduceRequest {
+            tp: kv.clone(),
+            records: vec![ProduceEntry {
+                key: None,
+                value: Some(b("v")),
+                headers: Vec::new(),
+                timestamp_ms: None,
+            }],
+            acks: AckMode::One,
+            producer: None,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidRecord);
+    assert_eq!(e.record_errors().len(), 1);
+    c.lifecycle().close().await.unwrap();
+}

@@ -87,12 +87,29 @@ impl StorageError {
     }
 }
 
+/// Why one record of a batch was refused (Kafka's `RecordError`): its
+/// position in the batch and what was wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordError {
+    pub batch_index: u32,
+    pub message: String,
+}
+
 /// Errors of the log layer.
 #[derive(Debug, thiserror::Error)]
 pub enum LogError {
     /// A batch or record violates the record model.
     #[error("invalid record: {0}")]
     InvalidRecord(String),
+    /// Records of a batch broke a rule of their topic (Kafka's
+    /// `RecordValidationException`): the whole batch is refused, and each
+    /// offending record is named. The message is Kafka's, as Kafka's
+    /// Produce answers it.
+    #[error("{message}")]
+    InvalidRecords {
+        message: String,
+        records: Vec<RecordError>,
+    },
     /// MKB1 bytes could not be decoded.
     #[error("corrupt batch: {0}")]
     CorruptBatch(String),
@@ -119,7 +136,9 @@ impl LogError {
     /// The stable code of this error.
     pub fn code(&self) -> ErrorCode {
         match self {
-            LogError::InvalidRecord(_) => ErrorCode::InvalidRecord,
+            LogError::InvalidRecord(_) | LogError::InvalidRecords { .. } => {
+                ErrorCode::InvalidRecord
+            }
             LogError::CorruptBatch(_) => ErrorCode::CorruptBatch,
             LogError::CorruptIndex(_) => ErrorCode::CorruptIndex,
             LogError::OffsetOutOfRange { .. } => ErrorCode::OffsetOutOfRange,
@@ -133,6 +152,15 @@ impl LogError {
     /// leave nothing behind.
     pub fn is_storage_failure(&self) -> bool {
         matches!(self, LogError::Storage(_))
+    }
+
+    /// The records a batch was refused for, one entry each; empty for
+    /// every other error.
+    pub fn record_errors(&self) -> &[RecordError] {
+        match self {
+            LogError::InvalidRecords { records, .. } => records,
+            _ => &[],
+        }
     }
 
     /// The storage failure inside, if this is one.

@@ -22,10 +22,11 @@ mod recovery;
 mod retention;
 mod segment;
 mod txn_index;
+pub mod validator;
 
 pub use codec::BatchHeader;
 pub use compaction::CompactionResult;
-pub use error::{LogError, Result, StorageError};
+pub use error::{LogError, RecordError, Result, StorageError};
 pub use fault::{Fault, FaultInjector, WriteGate, torn_error};
 pub use flush::{FlushPlan, SyncedFlush};
 pub use log::{AppendInfo, Fetched, LogConfig, LogRecord, PartitionLog, SegmentInfo, StoredBatch};

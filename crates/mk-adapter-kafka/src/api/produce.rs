@@ -36,8 +36,20 @@ fn failed(index: i32, code: KafkaCode, message: String) -> PartitionProduceRespo
     }
 }
 
+/// A partition's refusal; a batch refused for some of its records names
+/// each of them (Produce v8+'s `record_errors`).
 fn from_error(index: i32, e: &ClusterError) -> PartitionProduceResponse {
-    failed(index, produce_error_code(e.code()), e.to_string())
+    PartitionProduceResponse {
+        record_errors: e
+            .record_errors()
+            .iter()
+            .map(|r| BatchIndexAndErrorMessage {
+                batch_index: i32::try_from(r.batch_index).unwrap_or(i32::MAX),
+                batch_index_error_message: Some(r.message.clone()),
+            })
+            .collect(),
+        ..failed(index, produce_error_code(e.code()), e.to_string())
+    }
 }
 
 /// One partition of a request on its way: appended (waiting for its ack),
