@@ -38,8 +38,8 @@ CHROMIUM_FLAGS = [
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
-    "--window-size=1440,1000",
 ]
+WIDTH, HEIGHT = 1440, 1000
 WAIT_S = 20.0
 
 
@@ -55,6 +55,7 @@ def browser(tmp_path_factory):
     options.binary_location = os.environ.get("MK_CHROMIUM", "/usr/bin/chromium")
     for flag in CHROMIUM_FLAGS:
         options.add_argument(flag)
+    options.add_argument(f"--window-size={WIDTH},{HEIGHT}")
     options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     service = Service(os.environ.get("MK_CHROMEDRIVER", "/usr/bin/chromedriver"))
@@ -159,10 +160,17 @@ class Console:
         return self.driver.find_element(By.TAG_NAME, "body").text
 
     def shot(self, step: str) -> Path:
-        """Saves a screenshot for review: <scenario>-<n>-<step>.png."""
+        """Saves a screenshot of the whole page for review:
+        <scenario>-<n>-<step>.png."""
         self.shots += 1
         path = screenshot_dir() / f"{self.name}-{self.shots:02d}-{step}.png"
-        self.driver.save_screenshot(str(path))
+        # A window as tall as the page, so the sticky sidebar spans it too.
+        height = self.driver.execute_script("return document.documentElement.scrollHeight")
+        self.driver.set_window_size(WIDTH, max(HEIGHT, height))
+        try:
+            self.driver.save_screenshot(str(path))
+        finally:
+            self.driver.set_window_size(WIDTH, HEIGHT)
         return path
 
     def script_errors(self) -> list[str]:

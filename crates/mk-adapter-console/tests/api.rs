@@ -81,7 +81,7 @@ fn error_code(v: &Value) -> &str {
 }
 
 #[tokio::test]
-async fn topics_are_created_described_altered_and_deleted_with_confirmation() {
+async fn topics_are_created_and_listed_and_bad_requests_answer_their_codes() {
     let c = Console::start().await;
     let (status, t) = c
         .call(
@@ -128,6 +128,27 @@ async fn topics_are_created_described_altered_and_deleted_with_confirmation() {
 
     let list = c.get("/api/topics").await;
     assert_eq!(list["topics"][0]["name"], "orders");
+}
+
+#[tokio::test]
+async fn topic_configs_are_altered_all_at_once_and_deletion_asks_the_name_twice() {
+    let c = Console::start().await;
+    c.call(
+        "POST",
+        "/api/topics",
+        Some(json!({"name": "orders", "partitions": 3, "configs": {"retention.ms": "3600000"}})),
+    )
+    .await;
+    let retention = |t: &Value| {
+        t["configs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "retention.ms")
+            .cloned()
+            .unwrap()
+    };
+    let list = c.get("/api/topics").await;
     assert_eq!(list["topics"][0]["partitions"], 3);
     assert_eq!(list["topics"][0]["under_replicated"], 0);
 
@@ -202,6 +223,26 @@ async fn a_produced_record_is_browsed_back_with_its_headers_and_the_partition_in
     assert_eq!(records[1]["value"], Value::Null, "a tombstone");
     assert_eq!(records[0]["control"], Value::Null);
     assert_eq!(records[0]["aborted"], false);
+}
+
+#[tokio::test]
+async fn browsing_by_time_and_the_partition_internals_answer() {
+    let c = Console::start().await;
+    c.cluster.topics().create("t", 2, 1).unwrap();
+    for value in ["a", "b"] {
+        let (status, _) = c
+            .call(
+                "POST",
+                "/api/topics/t/records",
+                Some(json!({"partition": 1, "value": value})),
+            )
+            .await;
+        assert_eq!(status, 200);
+    }
+    let page = c
+        .get("/api/topics/t/partitions/1/records?offset=0&limit=10")
+        .await;
+    let records = page["records"].as_array().unwrap();
     let ts = records[1]["timestamp_ms"].as_i64().unwrap();
     let by_time = c
         .get(&format!(

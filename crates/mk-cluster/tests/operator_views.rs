@@ -117,10 +117,10 @@ async fn the_epoch_history_grows_with_each_new_leader() {
     );
 }
 
-#[tokio::test]
-async fn browsing_marks_markers_aborted_and_unstable_records_and_keeps_headers() {
-    let node = Node::new(|_| {});
-    let c = node.c();
+/// t-0 holds: 0 a keyed record with headers, 1 a tombstone, 2 aborted
+/// transactional data, 3 its ABORT marker, 4 data of a transaction still
+/// open, 5 a plain record after it.
+async fn marked_partition(c: &BrokerCluster) -> TopicPartition {
     c.topics().create("t", 1, 1).unwrap();
     let t0 = tp("t", 0);
     let mut with_header = entry(Some("k"), Some("{\"a\":1}"), 1_000);
@@ -137,7 +137,14 @@ async fn browsing_marks_markers_aborted_and_unstable_records_and_keeps_headers()
     open.add(c, std::slice::from_ref(&t0)).await.unwrap();
     open.produce(c, &t0, &["pending"]).await.unwrap(); // 4
     produce(c, &t0, vec![entry(None, Some("after"), 5_000)]).await; // 5
+    t0
+}
 
+#[tokio::test]
+async fn browsing_marks_markers_aborted_and_unstable_records_and_keeps_headers() {
+    let node = Node::new(|_| {});
+    let c = node.c();
+    let t0 = marked_partition(c).await;
     let page = c.views().browse(&t0, BrowseFrom::Offset(0), 100).unwrap();
     assert_eq!((page.start_offset, page.next_offset), (0, 6));
     assert_eq!(page.high_watermark, 6);
@@ -168,8 +175,13 @@ async fn browsing_marks_markers_aborted_and_unstable_records_and_keeps_headers()
             .iter()
             .all(|r| !r.transactional && !r.aborted && r.control.is_none())
     );
+}
 
-    // Paging, by time, and requests outside the log.
+#[tokio::test]
+async fn browsing_pages_by_offset_or_time_and_moves_requests_into_the_log() {
+    let node = Node::new(|_| {});
+    let c = node.c();
+    let t0 = marked_partition(c).await;
     let page = c.views().browse(&t0, BrowseFrom::Offset(1), 2).unwrap();
     assert_eq!(
         page.records.iter().map(|r| r.offset).collect::<Vec<_>>(),
@@ -291,6 +303,39 @@ async fn group_lag_and_offset_resets_planned_then_executed() {
         c.groups().committed("g").unwrap(),
         BTreeMap::from([(p0.clone(), 3)])
     );
+}
+
+#[tokio::test]
+async fn a_group_with_members_shows_its_assignment_and_refuses_a_reset_from_outside() {
+    let node = Node::new(|_| {});
+    let c = node.c();
+    c.topics().create("t", 2, 1).unwrap();
+    // The member's assigned partitions show in its lag even before a commit.
+    c.groups().join("live", "m1", &["t".to_string()]).unwrap();
+    let lag = c.groups().lag_of("live").unwrap();
+    assert_eq!(lag.len(), 2);
+    assert!(
+        lag.iter()
+            .all(|l| l.committed.is_none() && l.member_id.as_deref() == Some("m1"))
+    );
+    let plan = c
+        .groups()
+        .plan_offset_reset("live", &["t".into()], ResetTarget::Earliest)
+        .unwrap();
+    assert!(c.groups().execute_offset_reset("live", &plan).is_err());
+}
+
+#[tokio::test]
+async fn offset_resets_shift_from_commits_and_are_executed_as_planned() {
+    let node = Node::new(|_| {});
+    let c = node.c();
+    c.topics().create("t", 2, 1).unwrap();
+    let (p0, p1) = (tp("t", 0), tp("t", 1));
+    values(c, &p0, 10, 1_000).await;
+    values(c, &p1, 4, 2_000).await;
+    c.groups()
+        .alter_offsets("g", &BTreeMap::from([(p0.clone(), 3)]))
+        .unwrap();
 
     // Without topics: the committed partitions; shifting needs a commit.
     let shifted = c
@@ -320,6 +365,10 @@ async fn group_lag_and_offset_resets_planned_then_executed() {
         ErrorCode::InvalidRequest
     );
 
+    let latest = c
+        .groups()
+        .plan_offset_reset("g", &["t".into()], ResetTarget::Latest)
+        .unwrap();
     c.groups().execute_offset_reset("g", &latest).unwrap();
     assert_eq!(
         c.groups().committed("g").unwrap(),
@@ -332,21 +381,6 @@ async fn group_lag_and_offset_resets_planned_then_executed() {
             .iter()
             .all(|l| l.lag == Some(0))
     );
-
-    // A group with a live member refuses a reset from outside; the
-    // member's assigned partitions show in its lag even before a commit.
-    c.groups().join("live", "m1", &["t".to_string()]).unwrap();
-    let lag = c.groups().lag_of("live").unwrap();
-    assert_eq!(lag.len(), 2);
-    assert!(
-        lag.iter()
-            .all(|l| l.committed.is_none() && l.member_id.as_deref() == Some("m1"))
-    );
-    let plan = c
-        .groups()
-        .plan_offset_reset("live", &["t".into()], ResetTarget::Earliest)
-        .unwrap();
-    assert!(c.groups().execute_offset_reset("live", &plan).is_err());
 }
 
 #[tokio::test]

@@ -53,7 +53,8 @@ export function lineChart(container, series, opts = {}) {
         width: 2,
         fill: s.fill ? s.color + "22" : undefined,
         paths: s.step ? uPlot.paths.stepped({ align: 1 }) : undefined,
-        points: { show: false },
+        // Points only while there are too few samples for a line.
+        points: { show: (u) => u.data[0].length <= 3, size: 6 },
         value: (u, v) => fmtY(v),
       })),
     ],

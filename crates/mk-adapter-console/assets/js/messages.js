@@ -131,7 +131,7 @@ function renderResults(root, state) {
       .catch((e) => root.replaceChildren(errorBox(e)));
   }
   const list = p.records.length === 0
-    ? empty("No records here", p.high_watermark === p.log_start_offset ? "This partition is empty. Produce a record below." : "Nothing at this position; try Newest.")
+    ? empty("No records here", p.high_watermark === p.log_start_offset ? "This partition is empty: Produce a record adds one." : "Nothing at this position; try Newest.")
     : h("div", { class: "records" }, recordHead(), p.records.map((rec) => recordRow(rec, state.format)));
   root.replaceChildren(card(`${state.topic} / partition ${state.partition}`, h("div", {}, nav, list)));
 }
@@ -201,8 +201,8 @@ function recordRow(rec, format) {
   if (rec.control) {
     return h("div", { class: cls, "data-testid": "record-" + rec.offset }, meta,
       h("div", { class: "record-span muted" }, rec.control === "COMMIT"
-        ? `Transaction marker of producer ${rec.producer_id}: its records before this offset are committed.`
-        : `Transaction marker of producer ${rec.producer_id}: its records before this offset are aborted; read_committed consumers skip them.`));
+        ? `Transaction marker: producer ${rec.producer_id}'s transaction ends here, committed; consumers never see this record.`
+        : `Transaction marker: producer ${rec.producer_id}'s transaction ends here, aborted; read_committed consumers skip its records.`));
   }
   return h("div", { class: cls, "data-testid": "record-" + rec.offset },
     meta,
