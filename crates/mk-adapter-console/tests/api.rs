@@ -243,13 +243,27 @@ async fn browsing_by_time_and_the_partition_internals_answer() {
         .get("/api/topics/t/partitions/1/records?offset=0&limit=10")
         .await;
     let records = page["records"].as_array().unwrap();
-    let ts = records[1]["timestamp_ms"].as_i64().unwrap();
-    let by_time = c
-        .get(&format!(
-            "/api/topics/t/partitions/1/records?timestamp={ts}&limit=1"
-        ))
-        .await;
-    assert_eq!(by_time["start_offset"], 1);
+    // Browsing by time starts at the first record at or after it (two
+    // records may share a millisecond), or at the end after the last one.
+    let stamps: Vec<i64> = records
+        .iter()
+        .map(|r| r["timestamp_ms"].as_i64().unwrap())
+        .collect();
+    for (ts, start) in [
+        (
+            stamps[1],
+            stamps.iter().position(|s| *s >= stamps[1]).unwrap(),
+        ),
+        (stamps[1] + 1, 2),
+        (0, 0),
+    ] {
+        let by_time = c
+            .get(&format!(
+                "/api/topics/t/partitions/1/records?timestamp={ts}&limit=1"
+            ))
+            .await;
+        assert_eq!(by_time["start_offset"], start, "timestamp {ts}");
+    }
     let (status, e) = c
         .call(
             "GET",
