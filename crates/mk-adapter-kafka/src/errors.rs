@@ -60,6 +60,14 @@ impl KafkaCode {
     pub const INVALID_RECORD: KafkaCode = KafkaCode(87);
     pub const PRODUCER_FENCED: KafkaCode = KafkaCode(90);
     pub const UNKNOWN_TOPIC_ID: KafkaCode = KafkaCode(100);
+    pub const FENCED_MEMBER_EPOCH: KafkaCode = KafkaCode(110);
+    pub const UNRELEASED_INSTANCE_ID: KafkaCode = KafkaCode(111);
+    pub const UNSUPPORTED_ASSIGNOR: KafkaCode = KafkaCode(112);
+    pub const STALE_MEMBER_EPOCH: KafkaCode = KafkaCode(113);
+    pub const INVALID_RECORD_STATE: KafkaCode = KafkaCode(121);
+    pub const SHARE_SESSION_NOT_FOUND: KafkaCode = KafkaCode(122);
+    pub const INVALID_SHARE_SESSION_EPOCH: KafkaCode = KafkaCode(123);
+    pub const INVALID_REGULAR_EXPRESSION: KafkaCode = KafkaCode(128);
 
     pub fn is_none(self) -> bool {
         self == Self::NONE
@@ -117,6 +125,15 @@ pub fn kafka_code(code: ErrorCode) -> KafkaCode {
         ErrorCode::InvalidTransactionTimeout => KafkaCode::INVALID_TRANSACTION_TIMEOUT,
         ErrorCode::OperationNotAttempted => KafkaCode::OPERATION_NOT_ATTEMPTED,
         ErrorCode::OffsetMetadataTooLarge => KafkaCode::OFFSET_METADATA_TOO_LARGE,
+        ErrorCode::StaleMemberEpoch => KafkaCode::STALE_MEMBER_EPOCH,
+        ErrorCode::FencedMemberEpoch => KafkaCode::FENCED_MEMBER_EPOCH,
+        ErrorCode::UnreleasedInstanceId => KafkaCode::UNRELEASED_INSTANCE_ID,
+        ErrorCode::UnsupportedAssignor => KafkaCode::UNSUPPORTED_ASSIGNOR,
+        ErrorCode::InvalidRegularExpression => KafkaCode::INVALID_REGULAR_EXPRESSION,
+        ErrorCode::UnsupportedVersion => KafkaCode::UNSUPPORTED_VERSION,
+        ErrorCode::InvalidRecordState => KafkaCode::INVALID_RECORD_STATE,
+        ErrorCode::ShareSessionNotFound => KafkaCode::SHARE_SESSION_NOT_FOUND,
+        ErrorCode::InvalidShareSessionEpoch => KafkaCode::INVALID_SHARE_SESSION_EPOCH,
         ErrorCode::ClusterClosed => KafkaCode::BROKER_NOT_AVAILABLE,
         ErrorCode::ClusterFailed => KafkaCode::KAFKA_STORAGE_ERROR,
     }

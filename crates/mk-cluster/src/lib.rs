@@ -79,9 +79,12 @@ pub use mk_core::{
     TopicPartition, Truncated,
 };
 pub use mk_group::{
-    AssignorKind, CONSUMER_PROTOCOL_TYPE, GroupDescription, GroupJoin, GroupJoined, GroupListing,
-    GroupState, GroupSync, GroupSynced, JoinedMember, MemberAssignment, MemberDescription,
-    OffsetAndMetadata,
+    AssignorKind, CONSUMER_PROTOCOL_TYPE, ConsumerGroupDescription, ConsumerHeartbeat,
+    ConsumerHeartbeatAnswer, ConsumerMemberDescription, GroupDescription, GroupJoin, GroupJoined,
+    GroupListing, GroupSettings, GroupState, GroupSync, GroupSynced, GroupType, JoinedMember,
+    MemberAssignment, MemberDescription, MemberState, OffsetAndMetadata, ServerAssignor,
+    ShareAutoOffsetReset, ShareGroupDescription, ShareHeartbeat, ShareHeartbeatAnswer,
+    ShareIsolation, ShareMemberDescription,
 };
 pub use mk_log::{
     ControlType, Fault, FaultInjector, Header, ProducerInfo, Record, RecordBatch, RecordError,

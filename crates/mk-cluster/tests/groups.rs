@@ -301,12 +301,14 @@ async fn listings_descriptions_and_deletions_through_the_cluster() {
             GroupListing {
                 group_id: "g".into(),
                 protocol_type: "consumer".into(),
-                state: GroupState::Stable
+                state: GroupState::Stable,
+                group_type: GroupType::Classic,
             },
             GroupListing {
                 group_id: "manual".into(),
                 protocol_type: String::new(),
-                state: GroupState::Empty
+                state: GroupState::Empty,
+                group_type: GroupType::Classic,
             },
         ]
     );

@@ -54,11 +54,20 @@ pub enum ErrorCode {
     InvalidTransactionTimeout,
     OperationNotAttempted,
     OffsetMetadataTooLarge,
+    StaleMemberEpoch,
+    FencedMemberEpoch,
+    UnreleasedInstanceId,
+    UnsupportedAssignor,
+    InvalidRegularExpression,
+    UnsupportedVersion,
+    InvalidRecordState,
+    ShareSessionNotFound,
+    InvalidShareSessionEpoch,
 }
 
 impl ErrorCode {
     /// Every code, in the order of the specification's table.
-    pub const ALL: [ErrorCode; 48] = [
+    pub const ALL: [ErrorCode; 57] = [
         ErrorCode::OffsetOutOfRange,
         ErrorCode::InvalidRecord,
         ErrorCode::CorruptBatch,
@@ -107,6 +116,15 @@ impl ErrorCode {
         ErrorCode::InvalidTransactionTimeout,
         ErrorCode::OperationNotAttempted,
         ErrorCode::OffsetMetadataTooLarge,
+        ErrorCode::StaleMemberEpoch,
+        ErrorCode::FencedMemberEpoch,
+        ErrorCode::UnreleasedInstanceId,
+        ErrorCode::UnsupportedAssignor,
+        ErrorCode::InvalidRegularExpression,
+        ErrorCode::UnsupportedVersion,
+        ErrorCode::InvalidRecordState,
+        ErrorCode::ShareSessionNotFound,
+        ErrorCode::InvalidShareSessionEpoch,
     ];
 
     /// The wire spelling of the code, e.g. `"OFFSET_OUT_OF_RANGE"`.
@@ -160,6 +178,15 @@ impl ErrorCode {
             ErrorCode::InvalidTransactionTimeout => "INVALID_TRANSACTION_TIMEOUT",
             ErrorCode::OperationNotAttempted => "OPERATION_NOT_ATTEMPTED",
             ErrorCode::OffsetMetadataTooLarge => "OFFSET_METADATA_TOO_LARGE",
+            ErrorCode::StaleMemberEpoch => "STALE_MEMBER_EPOCH",
+            ErrorCode::FencedMemberEpoch => "FENCED_MEMBER_EPOCH",
+            ErrorCode::UnreleasedInstanceId => "UNRELEASED_INSTANCE_ID",
+            ErrorCode::UnsupportedAssignor => "UNSUPPORTED_ASSIGNOR",
+            ErrorCode::InvalidRegularExpression => "INVALID_REGULAR_EXPRESSION",
+            ErrorCode::UnsupportedVersion => "UNSUPPORTED_VERSION",
+            ErrorCode::InvalidRecordState => "INVALID_RECORD_STATE",
+            ErrorCode::ShareSessionNotFound => "SHARE_SESSION_NOT_FOUND",
+            ErrorCode::InvalidShareSessionEpoch => "INVALID_SHARE_SESSION_EPOCH",
         }
     }
 

@@ -277,7 +277,12 @@ impl Group {
             GroupState::CompletingRebalance | GroupState::Stable => {
                 self.update_member(group_id, id, join, waiter, now_ms);
             }
-            GroupState::Empty | GroupState::Dead => {
+            // A classic group is never Assigning or Reconciling (the states
+            // of KIP-848 and share groups).
+            GroupState::Empty
+            | GroupState::Dead
+            | GroupState::Assigning
+            | GroupState::Reconciling => {
                 return Err(unknown_member(group_id, id, self.generation));
             }
         }
@@ -317,6 +322,7 @@ impl GroupCoordinator {
             self.max_session_timeout_ms,
         )?;
         let group_id = join.group_id.clone();
+        self.claim_for_classic(&group_id)?;
         let created = !self.groups.contains_key(&group_id);
         if created && !join.member_id.is_empty() {
             let generation = self.lookup(&group_id).map_or(0, |g| g.generation);
@@ -402,7 +408,10 @@ impl GroupCoordinator {
         }
         let (waiter, handle) = Waiter::new();
         match g.state {
-            GroupState::Empty | GroupState::Dead => {
+            GroupState::Empty
+            | GroupState::Dead
+            | GroupState::Assigning
+            | GroupState::Reconciling => {
                 return Err(unknown_member(group_id, member, g.generation));
             }
             GroupState::PreparingRebalance => {
@@ -472,7 +481,10 @@ impl GroupCoordinator {
                 group: group.to_string(),
                 state,
             }),
-            GroupState::Empty | GroupState::Dead => Err(unknown_member(group, member, current)),
+            GroupState::Empty
+            | GroupState::Dead
+            | GroupState::Assigning
+            | GroupState::Reconciling => Err(unknown_member(group, member, current)),
             GroupState::CompletingRebalance | GroupState::Stable => Ok(()),
         }
     }

@@ -2,28 +2,51 @@
 //! log. All integers are big-endian; strings are UTF-8 with a `u16` length.
 //!
 //! Keys start with a `u16` key version that says what the record is, like
-//! Kafka's (1 = committed offset, 2 = group metadata):
+//! Kafka's (1 = committed offset, 2 = group metadata, 3 = share-partition
+//! state):
 //!
 //! ```text
 //! offset key:      u16 1 | u16 len | group | u16 len | topic | u32 partition
 //! group key:       u16 2 | u16 len | group
+//! share key:       u16 3 | u16 len | group | u16 len | topic | u32 partition
 //! offset value v2: u8 2 | i64 offset | i32 leader epoch (-1: none)
 //!                  | u32 len | metadata (UTF-8)
 //! offset value v1: u8 1 | i64 offset
-//! group value:     u8 1 (value version) | i32 generation | u8 assignor
+//! group value v1:  u8 1 | i32 generation | u8 assignor
+//! group value v2:  u8 2 | u8 type | i32 epoch | u8 assignor
+//! share value:     u8 1 (value version) | i64 start offset | u32 runs |
+//!                  runs x (i64 first | i64 last | u8 state | u16 delivery count)
 //! ```
 //!
 //! Commits are written as version 2 (the committer's leader epoch and
 //! metadata string, which OffsetFetch answers). Version 1 values, written
 //! before commits kept them, stay readable forever: they load with no
 //! leader epoch and empty metadata, so a data directory of an earlier build
-//! opens unchanged (a fixture test holds this). A `None` value is a
-//! tombstone: the offset (or the group) was deleted.
-//! Decoding is strict (exact lengths, valid UTF-8, known versions) because a
-//! record we cannot interpret must stop the broker, not be skipped.
+//! opens unchanged (a fixture test holds this).
+//!
+//! A classic group's value is written as version 1, as before KIP-848
+//! groups existed, so data directories of earlier builds and of this one
+//! read the same. Version 2 adds the group type (0 classic, 1 consumer,
+//! 2 share); its `epoch` is a classic group's generation or a consumer or
+//! share group's group epoch, and its assignor byte is 0 for the latter
+//! two (their members name the server assignor on every heartbeat).
+//!
+//! A share value is the state of one share partition (KIP-932): its start
+//! offset and the runs of its in-flight window, contiguous from the start,
+//! each Available (0), Acknowledged (2) or Archived (4) with its delivery
+//! count. Acquired records are written as Available with the count they
+//! reached, so a restart hands them out again without forgetting how often
+//! they were delivered.
+//!
+//! A `None` value is a tombstone: the offset, group or share state was
+//! deleted. Decoding is strict (exact lengths, valid UTF-8, known versions,
+//! contiguous runs) because a record we cannot interpret must stop the
+//! broker, not be skipped.
 
 use crate::assignor::AssignorKind;
 use crate::commits::OffsetAndMetadata;
+use crate::group::GroupType;
+use crate::share::{RecordState, ShareSnapshot};
 use bytes::{BufMut, Bytes, BytesMut};
 use mk_core::{ByteReader, TopicPartition, Truncated};
 
@@ -31,11 +54,16 @@ use mk_core::{ByteReader, TopicPartition, Truncated};
 pub const OFFSET_KEY_VERSION: u16 = 1;
 /// Key version of a group-metadata record.
 pub const GROUP_KEY_VERSION: u16 = 2;
-/// The value version of group metadata, and of committed offsets written
-/// before they kept a leader epoch and metadata (still read).
+/// Key version of a share-partition state record.
+pub const SHARE_KEY_VERSION: u16 = 3;
+/// The value version of classic group metadata, of share states, and of
+/// committed offsets written before they kept a leader epoch and metadata
+/// (still read).
 pub const VALUE_VERSION: u8 = 1;
 /// The value version every committed offset is written with.
 pub const OFFSET_VALUE_VERSION: u8 = 2;
+/// The value version of a group record that names its type.
+pub const TYPED_GROUP_VALUE_VERSION: u8 = 2;
 
 /// What a record of the offsets log is about.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -47,13 +75,32 @@ pub enum OffsetsKey {
     },
     /// The last generation (and assignor) of one group.
     Group { group: String },
+    /// The state of one share partition of one share group.
+    Share {
+        group: String,
+        partition: TopicPartition,
+    },
 }
 
 /// The value of a group-metadata record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GroupMetadata {
+    pub group_type: GroupType,
+    /// A classic group's generation, a consumer or share group's epoch.
     pub generation: i32,
+    /// The assignor of a classic group's coordinator-assigned members.
     pub assignor: AssignorKind,
+}
+
+impl GroupMetadata {
+    /// A classic group's record.
+    pub const fn classic(generation: i32, assignor: AssignorKind) -> Self {
+        Self {
+            group_type: GroupType::Classic,
+            generation,
+            assignor,
+        }
+    }
 }
 
 fn put_str(buf: &mut BytesMut, s: &str) {
@@ -71,6 +118,33 @@ pub fn offset_key(group: &str, partition: &TopicPartition) -> Bytes {
     put_str(&mut buf, group);
     put_str(&mut buf, &partition.topic);
     buf.put_u32(partition.partition);
+    buf.freeze()
+}
+
+/// Encodes the key of a share partition's state.
+pub fn share_key(group: &str, partition: &TopicPartition) -> Bytes {
+    let mut buf = BytesMut::with_capacity(10 + group.len() + partition.topic.len());
+    buf.put_u16(SHARE_KEY_VERSION);
+    put_str(&mut buf, group);
+    put_str(&mut buf, &partition.topic);
+    buf.put_u32(partition.partition);
+    buf.freeze()
+}
+
+/// Encodes a share partition's state.
+pub fn share_value(s: &ShareSnapshot) -> Bytes {
+    let mut buf = BytesMut::with_capacity(13 + s.runs.len() * 19);
+    buf.put_u8(VALUE_VERSION);
+    buf.put_i64(s.start_offset);
+    // A window holds at most `max_in_flight` records, far below u32::MAX
+    // runs.
+    buf.put_u32(u32::try_from(s.runs.len()).unwrap_or(u32::MAX));
+    for (first, last, state, count) in &s.runs {
+        buf.put_i64(*first);
+        buf.put_i64(*last);
+        buf.put_u8(state.to_byte());
+        buf.put_u16(*count);
+    }
     buf.freeze()
 }
 
@@ -98,10 +172,16 @@ pub fn offset_value(committed: &OffsetAndMetadata) -> Bytes {
     buf.freeze()
 }
 
-/// Encodes a group's metadata.
+/// Encodes a group's metadata (version 1 for a classic group, 2 for the
+/// others).
 pub fn group_value(meta: GroupMetadata) -> Bytes {
-    let mut buf = BytesMut::with_capacity(6);
-    buf.put_u8(VALUE_VERSION);
+    let mut buf = BytesMut::with_capacity(7);
+    if meta.group_type == GroupType::Classic {
+        buf.put_u8(VALUE_VERSION);
+    } else {
+        buf.put_u8(TYPED_GROUP_VALUE_VERSION);
+        buf.put_u8(meta.group_type.to_byte());
+    }
     buf.put_i32(meta.generation);
     buf.put_u8(meta.assignor.to_byte());
     buf.freeze()
@@ -121,7 +201,9 @@ pub enum CodecError {
     NotUtf8 { what: &'static str },
     #[error("{count} trailing bytes after the {what}")]
     TrailingBytes { what: &'static str, count: usize },
-    #[error("unknown key version {0}; expected {OFFSET_KEY_VERSION} or {GROUP_KEY_VERSION}")]
+    #[error(
+        "unknown key version {0}; expected {OFFSET_KEY_VERSION}, {GROUP_KEY_VERSION} or {SHARE_KEY_VERSION}"
+    )]
     UnknownKeyVersion(u16),
     #[error("unknown value version {0}; expected {VALUE_VERSION}")]
     UnknownValueVersion(u8),
@@ -135,6 +217,14 @@ pub enum CodecError {
     NegativeGeneration(i32),
     #[error("unknown assignor byte {0}")]
     UnknownAssignor(u8),
+    #[error("share state: {0}")]
+    BadShareState(String),
+    #[error("unknown group type byte {0}")]
+    UnknownGroupType(u8),
+    #[error(
+        "unknown group value version {0}; expected {VALUE_VERSION} or {TYPED_GROUP_VALUE_VERSION}"
+    )]
+    UnknownGroupValueVersion(u8),
 }
 
 type Decoded<T> = Result<T, CodecError>;
@@ -174,6 +264,15 @@ pub fn decode_key(bytes: &[u8]) -> Decoded<OffsetsKey> {
         GROUP_KEY_VERSION => OffsetsKey::Group {
             group: string(&mut r, "group id")?,
         },
+        SHARE_KEY_VERSION => {
+            let group = string(&mut r, "group id")?;
+            let topic = string(&mut r, "topic")?;
+            let partition = r.u32().map_err(field("partition"))?;
+            OffsetsKey::Share {
+                group,
+                partition: TopicPartition::new(topic, partition),
+            }
+        }
         other => return Err(CodecError::UnknownKeyVersion(other)),
     };
     finish(&r, "key")?;
@@ -215,10 +314,52 @@ pub fn decode_offset_value(bytes: &[u8]) -> Decoded<OffsetAndMetadata> {
     Ok(committed)
 }
 
-/// Decodes a group's metadata.
-pub fn decode_group_value(bytes: &[u8]) -> Decoded<GroupMetadata> {
+/// Decodes a share partition's state: runs contiguous from the start
+/// offset, none Acquired, the count of runs bounded by the bytes present.
+pub fn decode_share_value(bytes: &[u8]) -> Decoded<ShareSnapshot> {
     let mut r = ByteReader::new(bytes);
     value_version(&mut r)?;
+    let start_offset = r.i64().map_err(field("start offset"))?;
+    let n = r.u32().map_err(field("run count"))?;
+    let bad = |m: String| CodecError::BadShareState(m);
+    if start_offset < 0 {
+        return Err(bad(format!("start offset {start_offset} is negative")));
+    }
+    let mut runs = Vec::new();
+    let mut next = start_offset;
+    for _ in 0..n {
+        let first = r.i64().map_err(field("run first offset"))?;
+        let last = r.i64().map_err(field("run last offset"))?;
+        let b = r.u8().map_err(field("run state"))?;
+        let count = r.u16().map_err(field("delivery count"))?;
+        let state = RecordState::from_byte(b)
+            .filter(|s| *s != RecordState::Acquired)
+            .ok_or_else(|| bad(format!("run state byte {b} is not 0, 2 or 4")))?;
+        if first != next || last < first {
+            return Err(bad(format!(
+                "run {first}..={last} does not continue at {next}"
+            )));
+        }
+        next = last
+            .checked_add(1)
+            .ok_or_else(|| bad("run ends at i64::MAX".into()))?;
+        runs.push((first, last, state, count));
+    }
+    finish(&r, "share value")?;
+    Ok(ShareSnapshot { start_offset, runs })
+}
+
+/// Decodes a group's metadata (either version).
+pub fn decode_group_value(bytes: &[u8]) -> Decoded<GroupMetadata> {
+    let mut r = ByteReader::new(bytes);
+    let group_type = match r.u8().map_err(field("value version"))? {
+        VALUE_VERSION => GroupType::Classic,
+        TYPED_GROUP_VALUE_VERSION => {
+            let b = r.u8().map_err(field("group type"))?;
+            GroupType::from_byte(b).ok_or(CodecError::UnknownGroupType(b))?
+        }
+        other => return Err(CodecError::UnknownGroupValueVersion(other)),
+    };
     let generation = r.i32().map_err(field("generation"))?;
     let b = r.u8().map_err(field("assignor"))?;
     finish(&r, "group value")?;
@@ -227,6 +368,7 @@ pub fn decode_group_value(bytes: &[u8]) -> Decoded<GroupMetadata> {
     }
     let assignor = AssignorKind::from_byte(b).ok_or(CodecError::UnknownAssignor(b))?;
     Ok(GroupMetadata {
+        group_type,
         generation,
         assignor,
     })
@@ -286,10 +428,7 @@ mod tests {
                 2, 0, 0, 0, 0, 0, 0, 0, 7, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0
             ][..]
         );
-        let meta = GroupMetadata {
-            generation: 5,
-            assignor: AssignorKind::Sticky,
-        };
+        let meta = GroupMetadata::classic(5, AssignorKind::Sticky);
         assert_eq!(group_value(meta).as_ref(), &[1, 0, 0, 0, 5, 2][..]);
         assert_eq!(decode_group_value(&group_value(meta)).unwrap(), meta);
         // Version 1, written before commits kept an epoch and metadata.
@@ -297,9 +436,102 @@ mod tests {
             decode_offset_value(&[1, 0, 0, 0, 0, 0, 0, 0, 42]).unwrap(),
             OffsetAndMetadata::new(42)
         );
+        let consumer = GroupMetadata {
+            group_type: GroupType::Consumer,
+            generation: 7,
+            assignor: AssignorKind::RoundRobin,
+        };
+        assert_eq!(group_value(consumer).as_ref(), &[2, 1, 0, 0, 0, 7, 0][..]);
+        assert_eq!(
+            decode_group_value(&group_value(consumer)).unwrap(),
+            consumer
+        );
+        let share = GroupMetadata {
+            group_type: GroupType::Share,
+            ..consumer
+        };
+        assert_eq!(group_value(share).as_ref(), &[2, 2, 0, 0, 0, 7, 0][..]);
         assert_eq!(
             decode_key(&group_key("gg")).unwrap(),
             OffsetsKey::Group { group: "gg".into() }
+        );
+    }
+
+    #[test]
+    fn share_state_layout_is_golden_and_checked() {
+        let key = share_key("g", &TopicPartition::new("t", 1));
+        assert_eq!(
+            key.as_ref(),
+            &[0, 3, 0, 1, b'g', 0, 1, b't', 0, 0, 0, 1][..]
+        );
+        assert_eq!(
+            decode_key(&key).unwrap(),
+            OffsetsKey::Share {
+                group: "g".into(),
+                partition: TopicPartition::new("t", 1)
+            }
+        );
+        let s = ShareSnapshot {
+            start_offset: 5,
+            runs: vec![
+                (5, 6, RecordState::Available, 2),
+                (7, 7, RecordState::Acknowledged, 1),
+            ],
+        };
+        let v = share_value(&s);
+        assert_eq!(
+            v.as_ref(),
+            &[
+                1, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 2, //
+                0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 6, 0, 0, 2, //
+                0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 7, 2, 0, 1,
+            ][..]
+        );
+        assert_eq!(decode_share_value(&v).unwrap(), s);
+    }
+
+    #[test]
+    fn a_share_state_with_a_hole_an_acquired_run_or_missing_bytes_is_refused() {
+        let s = ShareSnapshot {
+            start_offset: 5,
+            runs: vec![
+                (5, 6, RecordState::Available, 2),
+                (7, 7, RecordState::Acknowledged, 1),
+            ],
+        };
+        let v = share_value(&s);
+        // A hole, an Acquired run, a huge count without the bytes.
+        let hole = ShareSnapshot {
+            start_offset: 5,
+            runs: vec![(6, 6, RecordState::Archived, 1)],
+        };
+        assert!(matches!(
+            decode_share_value(&share_value(&hole)),
+            Err(CodecError::BadShareState(_))
+        ));
+        let mut acquired = v.to_vec();
+        acquired[29] = 1;
+        assert!(matches!(
+            decode_share_value(&acquired),
+            Err(CodecError::BadShareState(_))
+        ));
+        let mut huge = v[..13].to_vec();
+        huge[9..13].copy_from_slice(&u32::MAX.to_be_bytes());
+        assert!(matches!(
+            decode_share_value(&huge),
+            Err(CodecError::Truncated { .. })
+        ));
+    }
+
+    #[test]
+    fn unknown_group_types_and_value_versions_are_refused() {
+        assert_eq!(
+            decode_group_value(&[2, 9, 0, 0, 0, 1, 0]).unwrap_err(),
+            CodecError::UnknownGroupType(9)
+        );
+        assert_eq!(
+            decode_group_value(&[3, 0, 0, 0, 1, 0]).unwrap_err(),
+            CodecError::UnknownGroupValueVersion(3)
         );
     }
 

@@ -6,10 +6,24 @@
 
 use crate::coordinator::{GroupCoordinator, check_group_id, fenced, unknown_group, unknown_member};
 use crate::error::{GroupError, Result};
-use crate::group::{Assigner, CONSUMER_PROTOCOL_TYPE, GroupState};
+use crate::group::{Assigner, CONSUMER_PROTOCOL_TYPE, GroupState, GroupType};
 use crate::metadata::TopicMetadata;
 use mk_core::TopicPartition;
 use std::collections::{BTreeMap, BTreeSet};
+
+/// Who commits, as an OffsetCommit names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommitRequest<'a> {
+    pub group: &'a str,
+    /// The generation (classic) or member epoch (KIP-848); negative for a
+    /// commit without membership.
+    pub generation: i32,
+    pub member: &'a str,
+    pub instance: Option<&'a str>,
+    /// The OffsetCommit version; `None` for JSON-TCP and in-process
+    /// commits (the rule of versions before 9).
+    pub version: Option<i16>,
+}
 
 /// What a commit stores for one partition (Kafka's `OffsetAndMetadata`):
 /// the offset to resume from, the leader epoch the committer last saw at
@@ -165,10 +179,37 @@ impl GroupCoordinator {
         offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>,
         meta: &dyn TopicMetadata,
     ) -> Result<Vec<(TopicPartition, Result<()>)>> {
-        self.check_commit(group, generation, member, instance, offsets, meta)?;
+        let request = CommitRequest {
+            group,
+            generation,
+            member,
+            instance,
+            version: None,
+        };
+        self.commit_request(&request, offsets, meta)
+    }
+
+    /// [`GroupCoordinator::commit_offsets_with_metadata`] of a Kafka
+    /// OffsetCommit of `version`. The version changes two answers, as in
+    /// Kafka: a commit with a generation (or member epoch) to an unknown
+    /// group is GROUP_ID_NOT_FOUND from v9 on (ILLEGAL_GENERATION before),
+    /// and a KIP-848 member must commit with v9+ (UNSUPPORTED_VERSION).
+    ///
+    /// To a KIP-848 consumer group `generation` is the member epoch: a
+    /// commit without membership (negative epoch) is accepted while the
+    /// group has no members; otherwise an unknown member -> UNKNOWN_MEMBER
+    /// and an epoch other than the member's -> STALE_MEMBER_EPOCH. A share
+    /// group takes no commits (GROUP_ID_NOT_FOUND).
+    pub fn commit_request(
+        &mut self,
+        request: &CommitRequest<'_>,
+        offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>,
+        meta: &dyn TopicMetadata,
+    ) -> Result<Vec<(TopicPartition, Result<()>)>> {
+        self.check_commit(request, offsets, meta)?;
         let (accepted, answers) = self.split_oversized_metadata(offsets);
         let now = self.now_ms();
-        self.store.commit(group, &accepted, now)?;
+        self.store.commit(request.group, &accepted, now)?;
         Ok(answers)
     }
 
@@ -211,20 +252,53 @@ impl GroupCoordinator {
     }
 
     /// The checks of a whole commit request, in the order documented on
-    /// [`GroupCoordinator::commit_offsets`].
+    /// [`GroupCoordinator::commit_offsets`] and
+    /// [`GroupCoordinator::commit_request`].
     fn check_commit(
         &self,
-        group: &str,
-        generation: i32,
-        member: &str,
-        instance: Option<&str>,
+        r: &CommitRequest<'_>,
         offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>,
         meta: &dyn TopicMetadata,
     ) -> Result<()> {
-        check_group_id(group)?;
+        check_group_id(r.group)?;
+        let owned = match self.group_type(r.group) {
+            Some(GroupType::Consumer) => {
+                self.validate_consumer_commit(r.group, r.member, r.generation, r.version)?;
+                None
+            }
+            Some(GroupType::Share) => {
+                return Err(GroupError::GroupIdNotFound(format!(
+                    "Group {} is not a consumer group: it is a share group",
+                    r.group
+                )));
+            }
+            Some(GroupType::Classic) | None => self.classic_commit_owner(r)?,
+        };
+        if let Some(owned) = owned
+            && let Some(tp) = offsets.keys().find(|tp| owned.binary_search(tp).is_err())
+        {
+            return Err(GroupError::NotPartitionOwner {
+                group: r.group.to_string(),
+                member: r.member.to_string(),
+                generation: r.generation,
+                partition: tp.clone(),
+            });
+        }
+        check_partitions_exist(offsets, meta)?;
+        check_offsets_not_negative(offsets)
+    }
+
+    /// The classic commit rule; returns the partitions a coordinator-assigned
+    /// member owns (its commit may name only those).
+    fn classic_commit_owner(&self, r: &CommitRequest<'_>) -> Result<Option<Vec<TopicPartition>>> {
+        let (group, generation, member, instance) = (r.group, r.generation, r.member, r.instance);
         let simple = generation < 0 && member.is_empty() && instance.is_none();
-        let mut owned: Option<&[TopicPartition]> = None;
-        match self.lookup(group) {
+        let g = match self.lookup(group) {
+            None if generation >= 0 && r.version.is_some_and(|v| v >= 9) => {
+                return Err(GroupError::GroupIdNotFound(format!(
+                    "Group {group} does not exist."
+                )));
+            }
             None if generation >= 0 => {
                 return Err(GroupError::IllegalGeneration {
                     group: group.to_string(),
@@ -232,54 +306,38 @@ impl GroupCoordinator {
                     current: 0,
                 });
             }
-            None => {}
-            Some(g) if generation < 0 && g.members.is_empty() => {}
-            Some(g) => {
-                if !simple {
-                    if let Some(current) = g.static_fenced(instance, member) {
-                        return Err(fenced(group, instance.unwrap_or_default(), member, current));
-                    }
-                    let Some(m) = g.members.get(member) else {
-                        return Err(unknown_member(group, member, g.generation));
-                    };
-                    if generation != g.generation {
-                        return Err(GroupError::IllegalGeneration {
-                            group: group.to_string(),
-                            given: generation,
-                            current: g.generation,
-                        });
-                    }
-                    if m.assigner == Assigner::Coordinator {
-                        owned = Some(&m.assignment);
-                    }
-                } else {
-                    return Err(GroupError::UnknownMember(format!(
-                        "group {group:?} has {} active members in generation {}; a commit without \
-                         membership is allowed only while the group has no members",
-                        g.members.len(),
-                        g.generation
-                    )));
-                }
-                if g.state == GroupState::CompletingRebalance {
-                    return Err(GroupError::RebalanceInProgress {
-                        group: group.to_string(),
-                        state: g.state,
-                    });
-                }
-            }
+            None => return Ok(None),
+            Some(g) if generation < 0 && g.members.is_empty() => return Ok(None),
+            Some(g) => g,
+        };
+        if simple {
+            return Err(GroupError::UnknownMember(format!(
+                "group {group:?} has {} active members in generation {}; a commit without \
+                 membership is allowed only while the group has no members",
+                g.members.len(),
+                g.generation
+            )));
         }
-        if let Some(owned) = owned
-            && let Some(tp) = offsets.keys().find(|tp| owned.binary_search(tp).is_err())
-        {
-            return Err(GroupError::NotPartitionOwner {
+        if let Some(current) = g.static_fenced(instance, member) {
+            return Err(fenced(group, instance.unwrap_or_default(), member, current));
+        }
+        let Some(m) = g.members.get(member) else {
+            return Err(unknown_member(group, member, g.generation));
+        };
+        if generation != g.generation {
+            return Err(GroupError::IllegalGeneration {
                 group: group.to_string(),
-                member: member.to_string(),
-                generation,
-                partition: tp.clone(),
+                given: generation,
+                current: g.generation,
             });
         }
-        check_partitions_exist(offsets, meta)?;
-        check_offsets_not_negative(offsets)
+        if g.state == GroupState::CompletingRebalance {
+            return Err(GroupError::RebalanceInProgress {
+                group: group.to_string(),
+                state: g.state,
+            });
+        }
+        Ok((m.assigner == Assigner::Coordinator).then(|| m.assignment.clone()))
     }
 
     /// A simple commit (generation -1, no member) of a consumer that assigns
@@ -338,6 +396,10 @@ impl GroupCoordinator {
         check_group_id(group)?;
         if generation < 0 && member.is_empty() && group_instance_id.is_none() {
             return Ok(());
+        }
+        if self.consumer_groups.contains_key(group) {
+            // A KIP-848 member's transactional commit: its member epoch.
+            return self.validate_consumer_commit(group, member, generation, None);
         }
         let g = self.lookup(group).ok_or_else(|| unknown_group(group))?;
         if let Some(current) = g.static_fenced(group_instance_id, member) {
@@ -405,20 +467,31 @@ impl GroupCoordinator {
         group: &str,
         partitions: &[TopicPartition],
     ) -> Result<Vec<(TopicPartition, Result<()>)>> {
-        let g = self
-            .lookup(group)
-            .ok_or_else(|| GroupError::GroupIdNotFound(group.to_string()))?;
-        if !g.members.is_empty() && g.protocol_type.as_deref() != Some(CONSUMER_PROTOCOL_TYPE) {
-            return Err(GroupError::NonEmptyGroup {
-                group: group.to_string(),
-                members: g.members.len(),
-            });
-        }
-        let subscribed: BTreeSet<&str> = g
-            .members
-            .values()
-            .flat_map(|m| m.topics.iter().map(String::as_str))
-            .collect();
+        let subscribed: BTreeSet<&str> = if let Some(c) = self.consumer_groups.get(group) {
+            // Kafka lets a consumer group's offsets be deleted at any time,
+            // except those of topics its members subscribe to.
+            let mut topics: BTreeSet<&str> = c.subscribed.keys().map(String::as_str).collect();
+            topics.extend(
+                c.members
+                    .values()
+                    .flat_map(|m| m.topics.iter().map(String::as_str)),
+            );
+            topics
+        } else {
+            let g = self
+                .lookup(group)
+                .ok_or_else(|| GroupError::GroupIdNotFound(group.to_string()))?;
+            if !g.members.is_empty() && g.protocol_type.as_deref() != Some(CONSUMER_PROTOCOL_TYPE) {
+                return Err(GroupError::NonEmptyGroup {
+                    group: group.to_string(),
+                    members: g.members.len(),
+                });
+            }
+            g.members
+                .values()
+                .flat_map(|m| m.topics.iter().map(String::as_str))
+                .collect()
+        };
         let mut eligible = Vec::new();
         let answer: Vec<(TopicPartition, Result<()>)> = partitions
             .iter()
@@ -460,6 +533,17 @@ impl GroupCoordinator {
         Ok(deleted)
     }
 
+    /// How many members `group` has, of whatever type; `None` if unknown.
+    fn member_count(&self, group: &str) -> Option<usize> {
+        if let Some(g) = self.consumer_groups.get(group) {
+            return Some(g.members.len());
+        }
+        if let Some(g) = self.share_groups.get(group) {
+            return Some(g.members.len());
+        }
+        self.lookup(group).map(|g| g.members.len())
+    }
+
     /// Deletes groups without members: their offsets and their generation,
     /// one append per group (Kafka's DeleteGroups). Per group: unknown (or
     /// named twice) -> GROUP_ID_NOT_FOUND; members present ->
@@ -468,16 +552,24 @@ impl GroupCoordinator {
     pub fn delete_groups(&mut self, groups: &[String]) -> Result<Vec<Result<()>>> {
         let mut answers = Vec::with_capacity(groups.len());
         for group in groups {
-            let answer = match self.lookup(group) {
+            let answer = match self.member_count(group) {
                 None => Err(GroupError::GroupIdNotFound(group.clone())),
-                Some(g) if !g.members.is_empty() => Err(GroupError::NonEmptyGroup {
+                Some(members) if members > 0 => Err(GroupError::NonEmptyGroup {
                     group: group.clone(),
-                    members: g.members.len(),
+                    members,
                 }),
                 Some(_) => {
                     let now = self.now_ms();
-                    self.store.delete_group(group, now)?;
+                    let shares: Vec<TopicPartition> = self
+                        .share_groups
+                        .get(group)
+                        .map(|g| g.partitions.keys().cloned().collect())
+                        .unwrap_or_default();
+                    self.store.delete_group(group, &shares, now)?;
                     self.groups.remove(group);
+                    self.consumer_groups.remove(group);
+                    self.share_groups.remove(group);
+                    self.share_sessions.remove_group(group);
                     Ok(())
                 }
             };

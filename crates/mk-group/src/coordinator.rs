@@ -14,11 +14,16 @@
 //! stays fenced after it.
 
 use crate::assignor::{Assignment, AssignorKind};
+use crate::consumer::{ConsumerGroup, Resolver};
 use crate::error::{GroupError, Result};
-use crate::group::{Assigner, Group, GroupDescription, GroupState, Member};
+use crate::group::{
+    Assigner, CONSUMER_PROTOCOL_TYPE, Group, GroupDescription, GroupState, GroupType, Member,
+};
 use crate::metadata::TopicMetadata;
 use crate::offsets::OffsetStore;
 use crate::protocol::GroupListing;
+use crate::settings::{GroupSettings, ShareAutoOffsetReset, ShareIsolation};
+use crate::share::{ShareGroup, SharePartition, ShareSessions};
 use mk_core::{SharedClock, TopicPartition};
 use mk_log::{CompactionResult, LogConfig, PartitionLog};
 use std::collections::{BTreeMap, BTreeSet};
@@ -69,6 +74,27 @@ pub struct GroupConfig {
     /// `offset.metadata.max.bytes`, counted in UTF-16 code units as Kafka
     /// counts it).
     pub offset_metadata_max_bytes: usize,
+    /// KIP-848 consumer groups: a member that does not heartbeat within
+    /// this many milliseconds is removed (`group.consumer.session.timeout.ms`).
+    pub consumer_session_timeout_ms: i32,
+    /// How often consumer-group members heartbeat
+    /// (`group.consumer.heartbeat.interval.ms`).
+    pub consumer_heartbeat_interval_ms: i32,
+    /// KIP-932 share groups: `group.share.session.timeout.ms`.
+    pub share_session_timeout_ms: i32,
+    /// `group.share.heartbeat.interval.ms`.
+    pub share_heartbeat_interval_ms: i32,
+    /// How long a member holds the records a share fetch acquired for it
+    /// (`group.share.record.lock.duration.ms`).
+    pub share_record_lock_duration_ms: i32,
+    /// How often a record is delivered before it is archived
+    /// (`group.share.delivery.count.limit`).
+    pub share_delivery_count_limit: i32,
+    /// Most records a share partition has in flight
+    /// (`group.share.partition.max.record.locks`).
+    pub share_partition_max_record_locks: i32,
+    /// Most share sessions the broker keeps (`group.share.max.share.sessions`).
+    pub share_max_sessions: usize,
 }
 
 impl Default for GroupConfig {
@@ -82,6 +108,14 @@ impl Default for GroupConfig {
             offsets_delete_retention_ms: 86_400_000,
             offsets_log: LogConfig::default(),
             offset_metadata_max_bytes: crate::commits::DEFAULT_OFFSET_METADATA_MAX_BYTES,
+            consumer_session_timeout_ms: 45_000,
+            consumer_heartbeat_interval_ms: 5_000,
+            share_session_timeout_ms: 45_000,
+            share_heartbeat_interval_ms: 5_000,
+            share_record_lock_duration_ms: 30_000,
+            share_delivery_count_limit: 5,
+            share_partition_max_record_locks: 2_000,
+            share_max_sessions: 2_000,
         }
     }
 }
@@ -121,7 +155,58 @@ impl GroupConfig {
                 self.offsets_delete_retention_ms
             ));
         }
+        self.validate_modern()?;
         self.offsets_log.validate()?;
+        Ok(())
+    }
+
+    /// The rules of the KIP-848 and KIP-932 settings.
+    fn validate_modern(&self) -> Result<()> {
+        let bad = |m: String| Err(GroupError::InvalidRequest(m));
+        for (name, v, min) in [
+            (
+                "consumer_session_timeout_ms",
+                self.consumer_session_timeout_ms,
+                1,
+            ),
+            (
+                "consumer_heartbeat_interval_ms",
+                self.consumer_heartbeat_interval_ms,
+                1,
+            ),
+            ("share_session_timeout_ms", self.share_session_timeout_ms, 1),
+            (
+                "share_heartbeat_interval_ms",
+                self.share_heartbeat_interval_ms,
+                1,
+            ),
+            (
+                "share_record_lock_duration_ms",
+                self.share_record_lock_duration_ms,
+                1,
+            ),
+            (
+                "share_delivery_count_limit",
+                self.share_delivery_count_limit,
+                2,
+            ),
+            (
+                "share_partition_max_record_locks",
+                self.share_partition_max_record_locks,
+                1,
+            ),
+        ] {
+            if v < min {
+                return bad(format!("{name} must be >= {min}, got {v}"));
+            }
+        }
+        if self.share_delivery_count_limit > i32::from(u16::MAX) {
+            return bad(format!(
+                "share_delivery_count_limit must be at most {}, got {}",
+                u16::MAX,
+                self.share_delivery_count_limit
+            ));
+        }
         Ok(())
     }
 }
@@ -147,8 +232,33 @@ pub struct GroupCoordinator {
     offsets_delete_retention_ms: i64,
     pub(crate) offset_metadata_max_bytes: usize,
     pub(crate) clock: SharedClock,
+    /// Classic groups (and coordinator-assigned JSON-TCP groups).
     pub(crate) groups: BTreeMap<String, Group>,
+    /// KIP-848 consumer groups. A group id is in at most one of the three
+    /// maps.
+    pub(crate) consumer_groups: BTreeMap<String, ConsumerGroup>,
+    /// KIP-932 share groups.
+    pub(crate) share_groups: BTreeMap<String, ShareGroup>,
+    pub(crate) share_sessions: ShareSessions,
+    /// What consumer groups' regular expressions match.
+    pub(crate) resolver: Resolver,
+    /// Per-group settings (dynamic group configs).
+    pub(crate) settings: BTreeMap<String, GroupSettings>,
+    pub(crate) defaults: GroupSettingsDefaults,
+    pub(crate) share_max_in_flight: i64,
+    pub(crate) share_max_sessions: usize,
     pub(crate) store: OffsetStore,
+}
+
+/// The coordinator-wide defaults of the per-group settings.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct GroupSettingsDefaults {
+    consumer_session_timeout_ms: i32,
+    consumer_heartbeat_interval_ms: i32,
+    share_session_timeout_ms: i32,
+    share_heartbeat_interval_ms: i32,
+    share_record_lock_duration_ms: i32,
+    share_delivery_count_limit: i32,
 }
 
 pub(crate) fn check_len(kind: &str, value: &str) -> Result<()> {
@@ -159,6 +269,26 @@ pub(crate) fn check_len(kind: &str, value: &str) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// The topics of a coordinator-assigned member's join, each of which must
+/// exist (INVALID_REQUEST otherwise).
+fn existing_topics(
+    member: &str,
+    topics: impl IntoIterator<Item = impl AsRef<str>>,
+    meta: &dyn TopicMetadata,
+) -> Result<BTreeSet<String>> {
+    let mut subscribed = BTreeSet::new();
+    for topic in topics {
+        let topic = topic.as_ref();
+        if meta.partition_count(topic).is_none() {
+            return Err(GroupError::InvalidRequest(format!(
+                "member {member:?} subscribed to topic {topic:?}, which does not exist"
+            )));
+        }
+        subscribed.insert(topic.to_string());
+    }
+    Ok(subscribed)
 }
 
 pub(crate) fn check_group_id(group: &str) -> Result<()> {
@@ -203,11 +333,32 @@ impl GroupCoordinator {
     /// persisted; they join again).
     pub fn open(offsets_dir: &Path, config: GroupConfig, clock: SharedClock) -> Result<Self> {
         config.validate()?;
-        let (store, persisted) = OffsetStore::open(offsets_dir, config.offsets_log)?;
-        let groups = persisted
-            .into_iter()
-            .map(|(id, meta)| (id, Group::restored(meta.generation, meta.assignor)))
-            .collect();
+        let (store, persisted) = OffsetStore::open(offsets_dir, config.offsets_log.clone())?;
+        let mut groups = BTreeMap::new();
+        let mut consumer_groups = BTreeMap::new();
+        let mut share_groups = BTreeMap::new();
+        for (id, meta) in persisted.groups {
+            match meta.group_type {
+                GroupType::Classic => {
+                    groups.insert(id, Group::restored(meta.generation, meta.assignor));
+                }
+                GroupType::Consumer => {
+                    consumer_groups.insert(id, ConsumerGroup::new(meta.generation));
+                }
+                GroupType::Share => {
+                    share_groups.insert(id, ShareGroup::new(meta.generation));
+                }
+            }
+        }
+        for (id, states) in persisted.shares {
+            // A share state outlives nothing: its group record was written
+            // before any fetch could create it.
+            let g = share_groups.entry(id).or_insert_with(|| ShareGroup::new(0));
+            g.partitions = states
+                .iter()
+                .map(|(tp, s)| (tp.clone(), SharePartition::from_snapshot(s)))
+                .collect();
+        }
         Ok(Self {
             session_timeout_ms: config.session_timeout_ms,
             min_session_timeout_ms: config.min_session_timeout_ms,
@@ -219,14 +370,114 @@ impl GroupCoordinator {
             offset_metadata_max_bytes: config.offset_metadata_max_bytes,
             clock,
             groups,
+            consumer_groups,
+            share_groups,
+            share_sessions: ShareSessions::default(),
+            resolver: Resolver::default(),
+            settings: BTreeMap::new(),
+            defaults: GroupSettingsDefaults {
+                consumer_session_timeout_ms: config.consumer_session_timeout_ms,
+                consumer_heartbeat_interval_ms: config.consumer_heartbeat_interval_ms,
+                share_session_timeout_ms: config.share_session_timeout_ms,
+                share_heartbeat_interval_ms: config.share_heartbeat_interval_ms,
+                share_record_lock_duration_ms: config.share_record_lock_duration_ms,
+                share_delivery_count_limit: config.share_delivery_count_limit,
+            },
+            share_max_in_flight: i64::from(config.share_partition_max_record_locks),
+            share_max_sessions: config.share_max_sessions,
             store,
         })
+    }
+
+    /// The type of the group `group`, if the coordinator knows it (a group
+    /// known only by its committed offsets is classic).
+    pub fn group_type(&self, group: &str) -> Option<GroupType> {
+        if self.consumer_groups.contains_key(group) {
+            Some(GroupType::Consumer)
+        } else if self.share_groups.contains_key(group) {
+            Some(GroupType::Share)
+        } else {
+            self.lookup(group).map(|_| GroupType::Classic)
+        }
+    }
+
+    /// Sets one group's settings (its dynamic group configs); mk-cluster
+    /// calls it on open and whenever they change.
+    pub fn set_group_settings(&mut self, group: &str, settings: GroupSettings) {
+        if settings == GroupSettings::default() {
+            self.settings.remove(group);
+        } else {
+            self.settings.insert(group.to_string(), settings);
+        }
+    }
+
+    fn setting(&self, group: &str) -> Option<&GroupSettings> {
+        self.settings.get(group)
+    }
+
+    pub(crate) fn consumer_session_timeout_ms(&self, group: &str) -> i64 {
+        i64::from(
+            self.setting(group)
+                .and_then(|s| s.consumer_session_timeout_ms)
+                .unwrap_or(self.defaults.consumer_session_timeout_ms),
+        )
+    }
+
+    pub(crate) fn consumer_heartbeat_interval_ms(&self, group: &str) -> i32 {
+        self.setting(group)
+            .and_then(|s| s.consumer_heartbeat_interval_ms)
+            .unwrap_or(self.defaults.consumer_heartbeat_interval_ms)
+    }
+
+    pub(crate) fn share_session_timeout_ms(&self, group: &str) -> i64 {
+        i64::from(
+            self.setting(group)
+                .and_then(|s| s.share_session_timeout_ms)
+                .unwrap_or(self.defaults.share_session_timeout_ms),
+        )
+    }
+
+    pub(crate) fn share_heartbeat_interval_ms(&self, group: &str) -> i32 {
+        self.setting(group)
+            .and_then(|s| s.share_heartbeat_interval_ms)
+            .unwrap_or(self.defaults.share_heartbeat_interval_ms)
+    }
+
+    pub(crate) fn share_lock_duration_ms(&self, group: &str) -> i32 {
+        self.setting(group)
+            .and_then(|s| s.share_record_lock_duration_ms)
+            .unwrap_or(self.defaults.share_record_lock_duration_ms)
+    }
+
+    /// The delivery count limit of `group`'s records.
+    pub fn share_delivery_limit(&self, group: &str) -> u16 {
+        let limit = self
+            .setting(group)
+            .and_then(|s| s.share_delivery_count_limit)
+            .unwrap_or(self.defaults.share_delivery_count_limit);
+        u16::try_from(limit.max(1)).unwrap_or(u16::MAX)
+    }
+
+    /// Which records `group` shares (`share.isolation.level`).
+    pub fn share_isolation(&self, group: &str) -> ShareIsolation {
+        self.setting(group)
+            .and_then(|s| s.share_isolation_level)
+            .unwrap_or_default()
+    }
+
+    pub(crate) fn share_auto_offset_reset(&self, group: &str) -> ShareAutoOffsetReset {
+        self.setting(group)
+            .and_then(|s| s.share_auto_offset_reset)
+            .unwrap_or_default()
     }
 
     /// The group as every read sees it: a group with members or a persisted
     /// generation, else a group known by its committed offsets (Empty,
     /// generation 0), else `None`.
     pub(crate) fn lookup(&self, group: &str) -> Option<&Group> {
+        if self.consumer_groups.contains_key(group) || self.share_groups.contains_key(group) {
+            return None;
+        }
         self.groups
             .get(group)
             .or_else(|| self.store.group_offsets(group).map(|_| &OFFSETS_ONLY_GROUP))
@@ -308,16 +559,8 @@ impl GroupCoordinator {
             ));
         }
         check_len("member id", member)?;
-        let mut subscribed = BTreeSet::new();
-        for topic in topics {
-            let topic = topic.as_ref();
-            if meta.partition_count(topic).is_none() {
-                return Err(GroupError::InvalidRequest(format!(
-                    "member {member:?} subscribed to topic {topic:?}, which does not exist"
-                )));
-            }
-            subscribed.insert(topic.to_string());
-        }
+        let subscribed = existing_topics(member, topics, meta)?;
+        self.claim_for_classic(group)?;
         let now = self.now_ms();
         let fresh = Group::new(assignor.unwrap_or_default());
         let g = self.groups.get(group).unwrap_or(&fresh);
@@ -374,6 +617,31 @@ impl GroupCoordinator {
             generation: g.generation,
             partitions: g.members[member].assignment.clone(),
         })
+    }
+
+    /// Makes way for a classic member of `group`: an empty KIP-848
+    /// consumer group of that id becomes a classic group (its committed
+    /// offsets stay), as Kafka converts it; a consumer group with members,
+    /// or a share group, -> INCONSISTENT_GROUP_PROTOCOL (Kafka's online
+    /// downgrade of a group with consumer-protocol members is not
+    /// implemented).
+    pub(crate) fn claim_for_classic(&mut self, group: &str) -> Result<()> {
+        if let Some(g) = self.consumer_groups.get(group) {
+            if !g.members.is_empty() {
+                return Err(GroupError::InconsistentGroupProtocol(format!(
+                    "group {group:?} is a consumer group with {} member(s) using the consumer \
+                     protocol; a classic member can join it once they have left",
+                    g.members.len()
+                )));
+            }
+            self.consumer_groups.remove(group);
+        }
+        if self.share_groups.contains_key(group) {
+            return Err(GroupError::InconsistentGroupProtocol(format!(
+                "group {group:?} is a share group; a classic member cannot join it"
+            )));
+        }
+        Ok(())
     }
 
     /// Removes `member` from `group` and rebalances. An unknown group or
@@ -443,16 +711,39 @@ impl GroupCoordinator {
     pub fn list_groups(&self) -> Vec<String> {
         let mut ids: BTreeSet<&String> = self.groups.keys().collect();
         ids.extend(self.store.groups());
+        ids.extend(self.consumer_groups.keys());
+        ids.extend(self.share_groups.keys());
         ids.into_iter().cloned().collect()
     }
 
-    /// Every group with its protocol type and state (Kafka's ListGroups),
-    /// sorted by id.
+    /// Every group with its type, protocol type and state (Kafka's
+    /// ListGroups: "consumer" is the protocol type of classic consumers and
+    /// of KIP-848 groups, "share" of share groups), sorted by id.
     pub fn list_group_listings(&self) -> Vec<GroupListing> {
         self.list_groups()
             .into_iter()
-            .filter_map(|id| self.lookup(&id).map(|g| g.listing(&id)))
+            .filter_map(|id| self.listing(&id))
             .collect()
+    }
+
+    fn listing(&self, id: &str) -> Option<GroupListing> {
+        let modern = |group_type: GroupType, protocol: &str, state: GroupState| GroupListing {
+            group_id: id.to_string(),
+            protocol_type: protocol.to_string(),
+            state,
+            group_type,
+        };
+        if let Some(g) = self.consumer_groups.get(id) {
+            return Some(modern(
+                GroupType::Consumer,
+                CONSUMER_PROTOCOL_TYPE,
+                g.state(),
+            ));
+        }
+        if let Some(g) = self.share_groups.get(id) {
+            return Some(modern(GroupType::Share, "share", g.state()));
+        }
+        self.lookup(id).map(|g| g.listing(id))
     }
 
     /// State, generation, protocol and members (with subscriptions,

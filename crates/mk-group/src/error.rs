@@ -55,6 +55,46 @@ pub enum GroupError {
     /// The group has as many members (and members-to-be) as it may have.
     #[error("group {group:?} already has its maximum of {max} members")]
     GroupMaxSizeReached { group: String, max: usize },
+    /// KIP-848: the request's member epoch is not the member's current one
+    /// (an OffsetCommit or OffsetFetch of a consumer-protocol member).
+    #[error(
+        "member {member:?} of group {group:?} sent member epoch {given}; its epoch is {current}"
+    )]
+    StaleMemberEpoch {
+        group: String,
+        member: String,
+        given: i32,
+        current: i32,
+    },
+    /// KIP-848: a heartbeat's member epoch is ahead of or behind the
+    /// coordinator's; the member must give up its partitions and rejoin.
+    #[error("fenced member epoch: {0}")]
+    FencedMemberEpoch(String),
+    /// KIP-848: a static member joins while another member id still holds
+    /// its instance id (that member has not left).
+    #[error("unreleased instance id: {0}")]
+    UnreleasedInstanceId(String),
+    /// KIP-848: a `server_assignor` the coordinator does not have.
+    #[error("unsupported assignor: {0}")]
+    UnsupportedAssignor(String),
+    /// KIP-848: a subscription's regular expression does not compile.
+    #[error("invalid regular expression: {0}")]
+    InvalidRegularExpression(String),
+    /// A request version the operation does not accept from this member
+    /// (an OffsetCommit below v9 from a KIP-848 member).
+    #[error("unsupported version: {0}")]
+    UnsupportedVersion(String),
+    /// KIP-932: an acknowledgement of records the member does not hold
+    /// (not acquired, acquired by another member, or already acknowledged).
+    #[error("invalid record state: {0}")]
+    InvalidRecordState(String),
+    /// KIP-932: a share fetch or acknowledge names a share session the
+    /// coordinator does not have.
+    #[error("share session not found: {0}")]
+    ShareSessionNotFound(String),
+    /// KIP-932: a share session epoch other than the next one.
+    #[error("invalid share session epoch: {0}")]
+    InvalidShareSessionEpoch(String),
     /// The coordinator went away before a waiting request was answered.
     #[error("closed: {0}")]
     Closed(String),
@@ -126,6 +166,15 @@ impl GroupError {
             GroupError::GroupSubscribedToTopic { .. } => ErrorCode::GroupSubscribedToTopic,
             GroupError::FencedInstanceId { .. } => ErrorCode::FencedInstanceId,
             GroupError::GroupMaxSizeReached { .. } => ErrorCode::GroupMaxSizeReached,
+            GroupError::StaleMemberEpoch { .. } => ErrorCode::StaleMemberEpoch,
+            GroupError::FencedMemberEpoch(_) => ErrorCode::FencedMemberEpoch,
+            GroupError::UnreleasedInstanceId(_) => ErrorCode::UnreleasedInstanceId,
+            GroupError::UnsupportedAssignor(_) => ErrorCode::UnsupportedAssignor,
+            GroupError::InvalidRegularExpression(_) => ErrorCode::InvalidRegularExpression,
+            GroupError::UnsupportedVersion(_) => ErrorCode::UnsupportedVersion,
+            GroupError::InvalidRecordState(_) => ErrorCode::InvalidRecordState,
+            GroupError::ShareSessionNotFound(_) => ErrorCode::ShareSessionNotFound,
+            GroupError::InvalidShareSessionEpoch(_) => ErrorCode::InvalidShareSessionEpoch,
             GroupError::Closed(_) => ErrorCode::ClusterClosed,
             GroupError::UnknownMember(_) => ErrorCode::UnknownMember,
             GroupError::IllegalGeneration { .. } => ErrorCode::IllegalGeneration,

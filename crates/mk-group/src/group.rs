@@ -13,7 +13,10 @@ use std::fmt;
 /// list their groups as consumer groups.
 pub const CONSUMER_PROTOCOL_TYPE: &str = "consumer";
 
-/// The state of a group (Kafka's classic group states).
+/// The state of a group, as Kafka's Admin client names the states of every
+/// group type: a classic group is Empty, PreparingRebalance,
+/// CompletingRebalance or Stable; a KIP-848 consumer group and a share
+/// group are Empty, Assigning, Reconciling or Stable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum GroupState {
     /// No members.
@@ -29,6 +32,12 @@ pub enum GroupState {
     /// A deleted group. The coordinator keeps none: describing an unknown
     /// group answers `None`, which adapters show as Dead.
     Dead,
+    /// A consumer or share group whose group epoch is ahead of its target
+    /// assignment: the next heartbeat computes the new target.
+    Assigning,
+    /// A consumer or share group in which some member has not reached the
+    /// target assignment yet.
+    Reconciling,
 }
 
 impl GroupState {
@@ -40,16 +49,20 @@ impl GroupState {
             GroupState::CompletingRebalance => "CompletingRebalance",
             GroupState::Stable => "Stable",
             GroupState::Dead => "Dead",
+            GroupState::Assigning => "Assigning",
+            GroupState::Reconciling => "Reconciling",
         }
     }
 
     /// Every state, in Kafka's order.
-    pub const ALL: [GroupState; 5] = [
+    pub const ALL: [GroupState; 7] = [
         GroupState::Empty,
         GroupState::PreparingRebalance,
         GroupState::CompletingRebalance,
         GroupState::Stable,
         GroupState::Dead,
+        GroupState::Assigning,
+        GroupState::Reconciling,
     ];
 
     /// Parses Kafka's spelling.
@@ -59,6 +72,62 @@ impl GroupState {
 }
 
 impl fmt::Display for GroupState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The protocol a group's members speak (Kafka's group types; ListGroups v5
+/// reports it and filters by it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum GroupType {
+    /// JoinGroup/SyncGroup/Heartbeat (and JSON-TCP's coordinator-assigned
+    /// members); also a group that only stores offsets.
+    Classic,
+    /// KIP-848: ConsumerGroupHeartbeat, server-side assignment.
+    Consumer,
+    /// KIP-932: ShareGroupHeartbeat; members share partitions record by
+    /// record.
+    Share,
+}
+
+impl GroupType {
+    /// Every type.
+    pub const ALL: [GroupType; 3] = [GroupType::Classic, GroupType::Consumer, GroupType::Share];
+
+    /// Kafka's spelling (lower case, as ListGroups v5 answers it).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            GroupType::Classic => "classic",
+            GroupType::Consumer => "consumer",
+            GroupType::Share => "share",
+        }
+    }
+
+    /// Parses a type name, ignoring case and surrounding blanks as Kafka
+    /// does for ListGroups' types filter.
+    pub fn parse(s: &str) -> Option<GroupType> {
+        let s = s.trim();
+        GroupType::ALL
+            .into_iter()
+            .find(|t| t.as_str().eq_ignore_ascii_case(s))
+    }
+
+    /// The byte that stands for this type in the offsets log.
+    pub(crate) const fn to_byte(self) -> u8 {
+        match self {
+            GroupType::Classic => 0,
+            GroupType::Consumer => 1,
+            GroupType::Share => 2,
+        }
+    }
+
+    pub(crate) fn from_byte(b: u8) -> Option<GroupType> {
+        GroupType::ALL.into_iter().find(|t| t.to_byte() == b)
+    }
+}
+
+impl fmt::Display for GroupType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
@@ -414,6 +483,7 @@ impl Group {
             group_id: group_id.to_string(),
             protocol_type: self.protocol_type.clone().unwrap_or_default(),
             state: self.state,
+            group_type: GroupType::Classic,
         }
     }
 

@@ -44,6 +44,7 @@ mod assignor;
 mod classic;
 pub mod codec;
 mod commits;
+pub mod consumer;
 mod coordinator;
 mod error;
 mod group;
@@ -51,17 +52,29 @@ mod metadata;
 mod offsets;
 mod protocol;
 mod rebalance;
+mod settings;
+pub mod share;
 
 pub use assignor::{Assignment, AssignorKind, Subscriptions};
-pub use commits::{DEFAULT_OFFSET_METADATA_MAX_BYTES, OffsetAndMetadata};
+pub use commits::{CommitRequest, DEFAULT_OFFSET_METADATA_MAX_BYTES, OffsetAndMetadata};
+pub use consumer::{
+    ConsumerGroupDescription, ConsumerHeartbeat, ConsumerHeartbeatAnswer,
+    ConsumerMemberDescription, MemberState, ServerAssignor,
+};
 pub use coordinator::{
     GroupConfig, GroupCoordinator, MAX_ID_BYTES, MAX_PROTOCOLS, MemberAssignment, OFFSETS_TOPIC,
 };
 pub use error::{GroupError, Result};
-pub use group::{CONSUMER_PROTOCOL_TYPE, GroupDescription, GroupState, MemberDescription};
+pub use group::{
+    CONSUMER_PROTOCOL_TYPE, GroupDescription, GroupState, GroupType, MemberDescription,
+};
 pub use metadata::TopicMetadata;
 pub use mk_log::CompactionResult;
 pub use protocol::{
     GroupHandle, GroupJoin, GroupJoined, GroupListing, GroupSync, GroupSynced, JoinHandle,
     JoinedMember, SyncHandle,
+};
+pub use settings::{GroupSettings, ShareAutoOffsetReset, ShareIsolation};
+pub use share::{
+    ShareGroupDescription, ShareHeartbeat, ShareHeartbeatAnswer, ShareMemberDescription,
 };

@@ -12,6 +12,7 @@
 use crate::codec::{self, CodecError, GroupMetadata, OffsetsKey};
 use crate::commits::OffsetAndMetadata;
 use crate::error::{GroupError, Result};
+use crate::share::ShareSnapshot;
 use bytes::Bytes;
 use mk_core::TopicPartition;
 use mk_log::{CompactionResult, LogConfig, PartitionLog, Record, RecordBatch};
@@ -28,24 +29,29 @@ pub(crate) struct OffsetStore {
     offsets: BTreeMap<String, BTreeMap<TopicPartition, OffsetAndMetadata>>,
 }
 
+/// What replay finds besides committed offsets: every group's last
+/// metadata and every share partition's last state.
+#[derive(Debug, Default)]
+pub(crate) struct Persisted {
+    pub(crate) groups: BTreeMap<String, GroupMetadata>,
+    pub(crate) shares: BTreeMap<String, BTreeMap<TopicPartition, ShareSnapshot>>,
+}
+
 impl OffsetStore {
     /// Opens (or creates) the log in `dir` and replays it. Returns the store
-    /// and the last persisted metadata of every group.
-    pub(crate) fn open(
-        dir: &Path,
-        config: LogConfig,
-    ) -> Result<(Self, BTreeMap<String, GroupMetadata>)> {
+    /// and what it found of groups and share partitions.
+    pub(crate) fn open(dir: &Path, config: LogConfig) -> Result<(Self, Persisted)> {
         let log = PartitionLog::open(dir, config, 0)?;
         let mut store = Self {
             log,
             offsets: BTreeMap::new(),
         };
-        let groups = store.replay()?;
-        Ok((store, groups))
+        let persisted = store.replay()?;
+        Ok((store, persisted))
     }
 
-    fn replay(&mut self) -> Result<BTreeMap<String, GroupMetadata>> {
-        let mut groups = BTreeMap::new();
+    fn replay(&mut self) -> Result<Persisted> {
+        let mut found = Persisted::default();
         let end = self.log.leo();
         let mut next = self.log.log_start_offset();
         while next < end {
@@ -58,12 +64,12 @@ impl OffsetStore {
             for stored in batches {
                 let batch = stored.decode()?;
                 for (offset, record) in batch.records_with_offsets() {
-                    self.apply(offset, record, &mut groups)?;
+                    self.apply(offset, record, &mut found)?;
                 }
             }
             next = after;
         }
-        Ok(groups)
+        Ok(found)
     }
 
     fn corrupt(&self, offset: i64, reason: CodecError) -> GroupError {
@@ -74,12 +80,7 @@ impl OffsetStore {
         }
     }
 
-    fn apply(
-        &mut self,
-        offset: i64,
-        record: &Record,
-        groups: &mut BTreeMap<String, GroupMetadata>,
-    ) -> Result<()> {
+    fn apply(&mut self, offset: i64, record: &Record, found: &mut Persisted) -> Result<()> {
         let key = record
             .key
             .as_ref()
@@ -98,11 +99,27 @@ impl OffsetStore {
                     .insert(partition, committed);
             }
             (OffsetsKey::Group { group }, None) => {
-                groups.remove(&group);
+                found.groups.remove(&group);
             }
             (OffsetsKey::Group { group }, Some(v)) => {
                 let meta = codec::decode_group_value(v).map_err(|r| self.corrupt(offset, r))?;
-                groups.insert(group, meta);
+                found.groups.insert(group, meta);
+            }
+            (OffsetsKey::Share { group, partition }, None) => {
+                if let Some(states) = found.shares.get_mut(&group) {
+                    states.remove(&partition);
+                    if states.is_empty() {
+                        found.shares.remove(&group);
+                    }
+                }
+            }
+            (OffsetsKey::Share { group, partition }, Some(v)) => {
+                let state = codec::decode_share_value(v).map_err(|r| self.corrupt(offset, r))?;
+                found
+                    .shares
+                    .entry(group)
+                    .or_default()
+                    .insert(partition, state);
             }
         }
         Ok(())
@@ -209,14 +226,41 @@ impl OffsetStore {
         Ok(deleted.len())
     }
 
-    /// Deletes every offset of `group` and its metadata, in one append.
-    pub(crate) fn delete_group(&mut self, group: &str, now_ms: i64) -> Result<()> {
+    /// Persists the states of share partitions of `group` (`None` deletes
+    /// one), in one append: all of them or none.
+    pub(crate) fn write_share_states(
+        &mut self,
+        group: &str,
+        states: &[(TopicPartition, Option<ShareSnapshot>)],
+        now_ms: i64,
+    ) -> Result<()> {
+        let records = states
+            .iter()
+            .map(|(tp, s)| {
+                (
+                    codec::share_key(group, tp),
+                    s.as_ref().map(codec::share_value),
+                )
+            })
+            .collect();
+        self.append(records, now_ms)
+    }
+
+    /// Deletes every offset of `group`, the states of its share
+    /// partitions `shares` and its metadata, in one append.
+    pub(crate) fn delete_group(
+        &mut self,
+        group: &str,
+        shares: &[TopicPartition],
+        now_ms: i64,
+    ) -> Result<()> {
         let mut records: Vec<(Bytes, Option<Bytes>)> = self
             .group_offsets(group)
             .into_iter()
             .flat_map(|m| m.keys())
             .map(|tp| (codec::offset_key(group, tp), None))
             .collect();
+        records.extend(shares.iter().map(|tp| (codec::share_key(group, tp), None)));
         records.push((codec::group_key(group), None));
         self.append(records, now_ms)?;
         self.offsets.remove(group);

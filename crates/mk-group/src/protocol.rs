@@ -10,7 +10,7 @@
 //! (another member's join, the leader's sync, a leave) or in a time step.
 
 use crate::error::{GroupError, Result};
-use crate::group::GroupState;
+use crate::group::{GroupState, GroupType};
 use bytes::Bytes;
 use futures_channel::oneshot;
 use mk_core::TopicPartition;
@@ -97,10 +97,12 @@ pub struct GroupSynced {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupListing {
     pub group_id: String,
-    /// Empty for a group that never had a member (one used only to store
-    /// offsets).
+    /// Empty for a classic group that never had a member (one used only to
+    /// store offsets); "consumer" for KIP-848 groups, "share" for share
+    /// groups, as Kafka lists them.
     pub protocol_type: String,
     pub state: GroupState,
+    pub group_type: GroupType,
 }
 
 /// The answer of a waiting request: resolved by a later operation of the

@@ -159,10 +159,7 @@ impl GroupCoordinator {
             return Ok(());
         }
         let generation = next_generation(group_id, g.generation)?;
-        let persisted = GroupMetadata {
-            generation,
-            assignor: g.assignor,
-        };
+        let persisted = GroupMetadata::classic(generation, g.assignor);
         self.store.write_group(group_id, Some(persisted), now)?;
         for id in stragglers {
             g.remove_member(group_id, &id);
@@ -186,10 +183,7 @@ impl GroupCoordinator {
         let now = self.now_ms();
         let current = self.groups.get(group_id).map_or(0, |g| g.generation);
         let generation = next_generation(group_id, current)?;
-        let persisted = GroupMetadata {
-            generation,
-            assignor,
-        };
+        let persisted = GroupMetadata::classic(generation, assignor);
         self.store.write_group(group_id, Some(persisted), now)?;
         let g = self
             .groups
@@ -314,8 +308,11 @@ impl GroupCoordinator {
     /// generation that did not send SyncGroup within the rebalance timeout
     /// are removed; a barrier whose rebalance timeout passed completes
     /// (removing the dynamic members that did not rejoin). Each affected
-    /// group rebalances once. Returns every removed `(group, member)`,
-    /// sorted.
+    /// group rebalances once. KIP-848 consumer groups lose the members
+    /// whose session expired or that missed their revocation deadline;
+    /// share groups lose the members whose session expired, and records
+    /// whose acquisition lock ran out are released. Returns every removed
+    /// `(group, member)`, sorted.
     pub fn expire_members(&mut self, meta: &dyn TopicMetadata) -> Result<Vec<(String, String)>> {
         let now = self.now_ms();
         let mut removed = Vec::new();
@@ -323,6 +320,8 @@ impl GroupCoordinator {
         for id in ids {
             self.expire_group(&id, now, meta, &mut removed)?;
         }
+        self.expire_consumer_members(meta, &mut removed)?;
+        self.expire_share_members(meta, &mut removed)?;
         removed.sort();
         Ok(removed)
     }

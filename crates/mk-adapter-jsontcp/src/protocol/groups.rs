@@ -10,7 +10,7 @@ use super::common::{
 use super::{Request, Response};
 use crate::wire::{DecodeError, Decoded, Fields, ObjWriter, bad, push_array};
 use mk_cluster::{
-    AssignorKind, Bytes, GroupDescription, GroupListing, GroupState, MemberAssignment,
+    AssignorKind, Bytes, GroupDescription, GroupListing, GroupState, GroupType, MemberAssignment,
     MemberDescription, OffsetAndMetadata, TopicPartition,
 };
 use std::collections::BTreeMap;
@@ -287,9 +287,10 @@ pub(super) mod describe_group {
     }
 }
 
-/// `list_groups`: nothing -> groups [{group_id, protocol_type, state}]
-/// (every group the coordinator knows, Kafka and JSON-TCP members alike;
-/// protocol_type is "" for a group that only stores offsets).
+/// `list_groups`: nothing -> groups [{group_id, protocol_type, state,
+/// group_type}] (every group the coordinator knows, Kafka and JSON-TCP
+/// members alike; protocol_type is "" for a group that only stores
+/// offsets; group_type is "classic", "consumer" (KIP-848) or "share").
 pub(super) mod list_groups {
     use super::*;
 
@@ -299,7 +300,8 @@ pub(super) mod list_groups {
                 let mut m = ObjWriter::new(out);
                 m.str("group_id", &g.group_id)
                     .str("protocol_type", &g.protocol_type)
-                    .str("state", g.state.as_str());
+                    .str("state", g.state.as_str())
+                    .str("group_type", g.group_type.as_str());
                 m.end();
             })
         });
@@ -308,11 +310,18 @@ pub(super) mod list_groups {
     pub fn decode_response(f: &Fields<'_>) -> Decoded<Response> {
         Ok(Response::ListGroups(objects(f, "groups", |g| {
             let state = g.str("state")?;
+            // Servers before KIP-848 groups sent no type: all were classic.
+            let group_type = match g.opt_str("group_type")? {
+                None => GroupType::Classic,
+                Some(t) => GroupType::parse(t)
+                    .ok_or_else(|| DecodeError(format!("unknown group type {t:?}")))?,
+            };
             Ok(GroupListing {
                 group_id: g.string("group_id")?,
                 protocol_type: g.string("protocol_type")?,
                 state: GroupState::parse(state)
                     .ok_or_else(|| DecodeError(format!("unknown group state {state:?}")))?,
+                group_type,
             })
         })?))
     }

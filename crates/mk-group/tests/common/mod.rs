@@ -3,6 +3,7 @@
 // Each test file uses a different subset of these helpers.
 #![allow(dead_code)]
 
+pub mod share;
 use bytes::Bytes;
 use mk_core::{ErrorCode, ManualClock, TopicPartition};
 use mk_group::{
@@ -39,6 +40,7 @@ impl Fixture {
             ("orders".to_string(), 4),
             ("payments".to_string(), 2),
             ("audit".to_string(), 3),
+            ("queue".to_string(), 1),
         ]);
         let mut f = Self {
             dir,
