@@ -339,6 +339,31 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_console_listens_on_loopback_unless_told_otherwise() {
+        let defaults = ServeArgs::default().resolve().unwrap();
+        assert_eq!(
+            defaults.console_listen,
+            Some("127.0.0.1:9080".parse().unwrap())
+        );
+        let off = ServeArgs {
+            console_listen: Some("off".into()),
+            ..ServeArgs::default()
+        };
+        assert_eq!(off.resolve().unwrap().console_listen, None);
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("mk.toml");
+        std::fs::write(&file, "console_listen = \"127.0.0.1:9999\"\n").unwrap();
+        let from_file = ServeArgs {
+            config: Some(file),
+            ..ServeArgs::default()
+        };
+        assert_eq!(
+            from_file.resolve().unwrap().console_listen,
+            Some("127.0.0.1:9999".parse().unwrap())
+        );
+    }
+
+    #[test]
     fn flags_win_over_the_file_and_the_file_over_defaults() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("mk.toml");
