@@ -29,7 +29,7 @@ impl BrokerCluster {
 }
 
 impl Groups<'_> {
-    fn with_groups<T>(
+    pub(crate) fn with_groups<T>(
         self,
         f: impl FnOnce(&mut GroupCoordinator, &BTreeMap<String, u32>) -> mk_group::Result<T>,
     ) -> Result<T> {

@@ -12,6 +12,7 @@ mod clients;
 mod cluster;
 pub mod config;
 mod consumer;
+mod consumer_groups;
 mod data;
 mod drivers;
 mod error;
@@ -27,6 +28,7 @@ mod open;
 pub mod partitioner;
 mod producer;
 mod resources;
+mod share_groups;
 mod slot;
 mod stats;
 mod steps;
@@ -65,6 +67,7 @@ pub use metadata::TopicId;
 pub use producer::{
     Producer, ProducerOptions, ProducerRecord, RecordFuture, RecordMetadata, estimated_size,
 };
+pub use share_groups::{ShareFetchAnswer, ShareFetchLimits, ShareFetchPartition};
 pub use stats::{ClusterDescription, ClusterStats, OperatorViews};
 pub use steps::{CompactionSummary, Steps};
 pub use topics::{MAX_PARTITIONS, PartitionInfo, TopicDescription, Topics};
@@ -78,13 +81,16 @@ pub use mk_core::{
     ByteReader, Clock, ErrorCode, ManualClock, SharedClock, SystemClock, TopicNameError,
     TopicPartition, Truncated,
 };
+/// KIP-932's share-partition vocabulary (acknowledgement types, acquired
+/// ranges, the ShareFetch request), for adapters.
+pub use mk_group::share;
 pub use mk_group::{
-    AssignorKind, CONSUMER_PROTOCOL_TYPE, ConsumerGroupDescription, ConsumerHeartbeat,
-    ConsumerHeartbeatAnswer, ConsumerMemberDescription, GroupDescription, GroupJoin, GroupJoined,
-    GroupListing, GroupSettings, GroupState, GroupSync, GroupSynced, GroupType, JoinedMember,
-    MemberAssignment, MemberDescription, MemberState, OffsetAndMetadata, ServerAssignor,
-    ShareAutoOffsetReset, ShareGroupDescription, ShareHeartbeat, ShareHeartbeatAnswer,
-    ShareIsolation, ShareMemberDescription,
+    AssignorKind, CONSUMER_PROTOCOL_TYPE, CommitRequest, ConsumerGroupDescription,
+    ConsumerHeartbeat, ConsumerHeartbeatAnswer, ConsumerMemberDescription, GroupDescription,
+    GroupJoin, GroupJoined, GroupListing, GroupSettings, GroupState, GroupSync, GroupSynced,
+    GroupType, JoinedMember, MemberAssignment, MemberDescription, MemberState, OffsetAndMetadata,
+    ServerAssignor, ShareAutoOffsetReset, ShareGroupDescription, ShareHeartbeat,
+    ShareHeartbeatAnswer, ShareIsolation, ShareMemberDescription,
 };
 pub use mk_log::{
     ControlType, Fault, FaultInjector, Header, ProducerInfo, Record, RecordBatch, RecordError,

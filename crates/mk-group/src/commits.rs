@@ -530,7 +530,31 @@ impl GroupCoordinator {
                 deleted += self.store.delete_offsets(&group, &partitions, now)?;
             }
         }
+        self.delete_topic_share_states(topic, now)?;
         Ok(deleted)
+    }
+
+    /// Forgets every share group's state of a deleted topic's partitions.
+    fn delete_topic_share_states(&mut self, topic: &str, now: i64) -> Result<()> {
+        let ids: Vec<String> = self.share_groups.keys().cloned().collect();
+        for id in ids {
+            let doomed: Vec<TopicPartition> = self.share_groups[&id]
+                .partitions
+                .keys()
+                .filter(|tp| tp.topic == topic)
+                .cloned()
+                .collect();
+            if doomed.is_empty() {
+                continue;
+            }
+            let states: Vec<_> = doomed.iter().map(|tp| (tp.clone(), None)).collect();
+            self.store.write_share_states(&id, &states, now)?;
+            let g = self.share_groups.get_mut(&id).expect("listed above");
+            for tp in &doomed {
+                g.partitions.remove(tp);
+            }
+        }
+        Ok(())
     }
 
     /// How many members `group` has, of whatever type; `None` if unknown.

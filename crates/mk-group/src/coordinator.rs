@@ -726,6 +726,27 @@ impl GroupCoordinator {
             .collect()
     }
 
+    /// ListGroups with Kafka's filters: `states` (v4+) and `types` (v5+),
+    /// both matched ignoring case; an empty filter takes every group, and a
+    /// name that is no state or type matches none.
+    pub fn list_group_listings_filtered(
+        &self,
+        states: &[String],
+        types: &[String],
+    ) -> Vec<GroupListing> {
+        let types: Vec<Option<GroupType>> = types.iter().map(|t| GroupType::parse(t)).collect();
+        self.list_group_listings()
+            .into_iter()
+            .filter(|l| {
+                states.is_empty()
+                    || states
+                        .iter()
+                        .any(|s| s.trim().eq_ignore_ascii_case(l.state.as_str()))
+            })
+            .filter(|l| types.is_empty() || types.contains(&Some(l.group_type)))
+            .collect()
+    }
+
     fn listing(&self, id: &str) -> Option<GroupListing> {
         let modern = |group_type: GroupType, protocol: &str, state: GroupState| GroupListing {
             group_id: id.to_string(),

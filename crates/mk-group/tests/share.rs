@@ -570,3 +570,19 @@ fn a_crash_at_any_write_loses_no_answered_acknowledgement_and_no_delivery() {
     }
     assert!(failures > 0, "some injected faults must hit the scenario");
 }
+
+#[test]
+fn a_deleted_topic_takes_its_share_state_with_it() {
+    let (mut f, log) = setup(4);
+    share_join(&mut f, "q", "a", &["queue"]);
+    let mut a = ShareClient::new("q", "a");
+    a.fetch(&mut f, &log, &[queue()], vec![], 2).unwrap();
+    assert!(f.c().share_partition("q", &queue()).is_some());
+    f.c().delete_topic_offsets("queue").unwrap();
+    assert!(f.c().share_partition("q", &queue()).is_none());
+    f.restart();
+    assert!(
+        f.c().share_partition("q", &queue()).is_none(),
+        "the tombstone was written"
+    );
+}

@@ -38,7 +38,9 @@ use crate::messages::offset_fetch::{
 };
 use crate::messages::sync_group::{SyncGroupRequest, SyncGroupResponse};
 use bytes::Bytes;
-use mk_cluster::{ClusterError, GroupJoin, GroupSync, OffsetAndMetadata, TopicPartition};
+use mk_cluster::{
+    ClusterError, CommitRequest, GroupJoin, GroupSync, GroupType, OffsetAndMetadata, TopicPartition,
+};
 use std::collections::BTreeMap;
 
 /// Coordinator key types.
@@ -77,6 +79,12 @@ pub mod consumer_protocol {
 // ----- handlers ----------------------------------------------------------------
 
 const CONSUMER: &str = mk_cluster::CONSUMER_PROTOCOL_TYPE;
+
+/// The client's host as Kafka reports it in group descriptions ("/ip").
+pub(crate) fn client_host(ctx: &Ctx<'_>) -> String {
+    ctx.peer
+        .map_or_else(String::new, |p| format!("/{}", p.ip()))
+}
 
 fn code_of(e: &ClusterError) -> KafkaCode {
     errors::kafka_code(e.code())
@@ -173,9 +181,7 @@ pub async fn handle_join_group(ctx: &Ctx<'_>, req: JoinGroupRequest) -> JoinGrou
         member_id: req.member_id.clone(),
         group_instance_id: req.group_instance_id.clone(),
         client_id: ctx.header.client_id.clone().unwrap_or_default(),
-        client_host: ctx
-            .peer
-            .map_or_else(String::new, |p| format!("/{}", p.ip())),
+        client_host: client_host(ctx),
         session_timeout_ms: req.session_timeout_ms,
         // v0 has no rebalance timeout: the session timeout is both.
         rebalance_timeout_ms: if v == 0 {
@@ -367,13 +373,16 @@ pub async fn handle_offset_commit(ctx: &Ctx<'_>, req: OffsetCommitRequest) -> Of
     let result = if offsets.is_empty() {
         Ok(Vec::new())
     } else {
-        ctx.cluster.groups().commit_with_metadata(
-            &req.group_id,
-            req.generation_id_or_member_epoch,
-            &req.member_id,
-            req.group_instance_id.as_deref(),
-            &offsets,
-        )
+        // The version decides two answers (see `commit_request`): v9+ is
+        // what KIP-848 members must send.
+        let request = CommitRequest {
+            group: &req.group_id,
+            generation: req.generation_id_or_member_epoch,
+            member: &req.member_id,
+            instance: req.group_instance_id.as_deref(),
+            version: Some(ctx.version()),
+        };
+        ctx.cluster.groups().commit_request(&request, &offsets)
     };
     let (request_code, per_partition): (KafkaCode, BTreeMap<TopicPartition, KafkaCode>) =
         match result {
@@ -410,11 +419,13 @@ pub async fn handle_offset_commit(ctx: &Ctx<'_>, req: OffsetCommitRequest) -> Of
     }
 }
 
-/// One group of an OffsetFetch request: its id and the partitions asked
-/// for (`None`: every partition the group has committed).
+/// One group of an OffsetFetch request: its id, the partitions asked for
+/// (`None`: every partition the group has committed), and (v9+) the
+/// member asking, checked against a KIP-848 group.
 struct FetchGroup<'a> {
     group_id: &'a str,
     topics: Option<Vec<(&'a str, &'a [i32])>>,
+    member: Option<(Option<&'a str>, i32)>,
 }
 
 /// One partition of an OffsetFetch answer: Kafka answers offset -1, epoch
@@ -436,6 +447,18 @@ fn fetched(
 
 fn fetch_group(ctx: &Ctx<'_>, g: &FetchGroup<'_>) -> OffsetFetchResponseGroup {
     let group_id = g.group_id.to_string();
+    if let Some((member, epoch)) = g.member
+        && let Err(e) = ctx
+            .cluster
+            .groups()
+            .validate_offset_fetch(g.group_id, member, epoch)
+    {
+        return OffsetFetchResponseGroup {
+            group_id,
+            topics: Vec::new(),
+            error_code: code_of(&e),
+        };
+    }
     // Partition indexes that cannot name a partition are answered on their
     // own; the core answers the rest in the order asked.
     let asked: Option<Vec<TopicPartition>> = g.topics.as_ref().map(|topics| {
@@ -510,6 +533,7 @@ pub async fn handle_offset_fetch(ctx: &Ctx<'_>, req: OffsetFetchRequest) -> Offs
         // v8+ asks for several groups at once.
         let groups = req.groups.iter().map(|g| FetchGroup {
             group_id: &g.group_id,
+            member: (ctx.version() >= 9).then_some((g.member_id.as_deref(), g.member_epoch)),
             topics: g.topics.as_ref().map(|ts| {
                 ts.iter()
                     .map(|t| (t.name.as_str(), t.partition_indexes.as_slice()))
@@ -524,6 +548,7 @@ pub async fn handle_offset_fetch(ctx: &Ctx<'_>, req: OffsetFetchRequest) -> Offs
     // v1-v7: one group, answered without its id.
     let group = FetchGroup {
         group_id: &req.group_id,
+        member: None,
         topics: req.topics.as_ref().map(|ts| {
             ts.iter()
                 .map(|t| (t.name.as_str(), t.partition_indexes.as_slice()))
@@ -556,7 +581,11 @@ pub async fn handle_offset_fetch(ctx: &Ctx<'_>, req: OffsetFetchRequest) -> Offs
 }
 
 pub async fn handle_list_groups(ctx: &Ctx<'_>, req: ListGroupsRequest) -> ListGroupsResponse {
-    match ctx.cluster.groups().listings() {
+    let listed = ctx
+        .cluster
+        .groups()
+        .listings_filtered(&req.states_filter, &req.types_filter);
+    match listed {
         Err(e) => ListGroupsResponse {
             throttle_time_ms: 0,
             error_code: code_of(&e),
@@ -567,18 +596,11 @@ pub async fn handle_list_groups(ctx: &Ctx<'_>, req: ListGroupsRequest) -> ListGr
             error_code: KafkaCode::NONE,
             groups: listings
                 .into_iter()
-                .filter(|l| {
-                    req.states_filter.is_empty()
-                        || req
-                            .states_filter
-                            .iter()
-                            .any(|s| s.eq_ignore_ascii_case(l.state.as_str()))
-                })
                 .map(|l| ListedGroup {
                     group_id: l.group_id,
                     protocol_type: l.protocol_type,
                     group_state: l.state.as_str().to_string(),
-                    group_type: String::new(),
+                    group_type: l.group_type.as_str().to_string(),
                 })
                 .collect(),
         },
@@ -598,13 +620,21 @@ pub async fn handle_describe_groups(
                 group_id: id.clone(),
                 ..DescribedGroup::default()
             },
-            // Kafka describes a group it does not know as Dead, without an
-            // error.
-            Ok(None) => DescribedGroup {
-                group_id: id.clone(),
-                group_state: "Dead".into(),
-                ..DescribedGroup::default()
-            },
+            // Kafka describes a group that is not a classic one (unknown, or
+            // a KIP-848 or share group) as Dead; from v6 with
+            // GROUP_ID_NOT_FOUND and a message saying which.
+            Ok(None) => {
+                let (error_code, message) =
+                    super::consumer_groups::not_found(ctx.cluster, id, GroupType::Classic);
+                let v6 = ctx.version() >= 6;
+                DescribedGroup {
+                    group_id: id.clone(),
+                    group_state: "Dead".into(),
+                    error_code: if v6 { error_code } else { KafkaCode::NONE },
+                    error_message: v6.then_some(message),
+                    ..DescribedGroup::default()
+                }
+            }
             Ok(Some(d)) => DescribedGroup {
                 error_code: KafkaCode::NONE,
                 error_message: None,

@@ -10,6 +10,12 @@
 //! - `groups`: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
 //!   OffsetCommit, OffsetFetch, ListGroups, DescribeGroups, DeleteGroups,
 //!   OffsetDelete
+//! - `consumer_groups`: ConsumerGroupHeartbeat, ConsumerGroupDescribe
+//!   (KIP-848)
+//! - `share_groups`: ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch,
+//!   ShareAcknowledge (KIP-932)
+//! - `share_offsets`: DescribeShareGroupOffsets, AlterShareGroupOffsets,
+//!   DeleteShareGroupOffsets
 //! - `txn`: AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit
 //! - `admin`: CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs,
 //!   AlterConfigs, IncrementalAlterConfigs
@@ -21,11 +27,14 @@
 //! tests/oracle.rs checks every (API, version) pair in it against Kafka.
 
 pub mod admin;
+pub mod consumer_groups;
 pub mod fetch;
 pub mod groups;
 pub mod metadata;
 pub mod offsets;
 pub mod produce;
+pub mod share_groups;
+pub mod share_offsets;
 pub mod txn;
 pub mod versions;
 

@@ -1,10 +1,15 @@
 //! ApiVersions: the first request of every client. The answer is the API
-//! table (`APIS`, generated from schema/served.list), exactly.
+//! table (`APIS`, generated from schema/served.list), exactly, and (v3+)
+//! the features Kafka 4.1 reports for what this broker serves:
+//! `group.version` 1 (KIP-848 consumer groups) and `share.version` 1
+//! (KIP-932 share groups), supported and finalized.
 
 use super::{APIS, Ctx, Message};
 use crate::codec::Writer;
 use crate::errors::KafkaCode;
-use crate::messages::api_versions::{ApiVersion, ApiVersionsRequest, ApiVersionsResponse};
+use crate::messages::api_versions::{
+    ApiVersion, ApiVersionsRequest, ApiVersionsResponse, FinalizedFeatureKey, SupportedFeatureKey,
+};
 use bytes::Bytes;
 
 /// The advertised table.
@@ -29,9 +34,34 @@ pub async fn handle_api_versions(ctx: &Ctx<'_>, req: ApiVersionsRequest) -> ApiV
     }
     ApiVersionsResponse {
         api_keys: table(),
+        supported_features: FEATURES
+            .iter()
+            .map(|(name, level)| SupportedFeatureKey {
+                name: (*name).to_string(),
+                min_version: 0,
+                max_version: *level,
+            })
+            .collect(),
+        finalized_features_epoch: FINALIZED_FEATURES_EPOCH,
+        finalized_features: FEATURES
+            .iter()
+            .map(|(name, level)| FinalizedFeatureKey {
+                name: (*name).to_string(),
+                max_version_level: *level,
+                min_version_level: *level,
+            })
+            .collect(),
         ..ApiVersionsResponse::default()
     }
 }
+
+/// The features this broker has, at the level it runs them: the KIP-848
+/// consumer group protocol and KIP-932 share groups.
+pub const FEATURES: [(&str, i16); 2] = [("group.version", 1), ("share.version", 1)];
+
+/// The epoch of the finalized features: they never change while the
+/// broker runs.
+const FINALIZED_FEATURES_EPOCH: i64 = 1;
 
 /// The v0 answer to an ApiVersions request of a version above ours:
 /// UNSUPPORTED_VERSION with our table, so the client retries lower.

@@ -46,14 +46,14 @@ pub const APIS: &[ApiSpec] = &[
         key: key::OFFSET_COMMIT,
         name: "OffsetCommit",
         min_version: 2,
-        max_version: 8,
+        max_version: 9,
         flexible_from: 8,
     },
     ApiSpec {
         key: key::OFFSET_FETCH,
         name: "OffsetFetch",
         min_version: 1,
-        max_version: 8,
+        max_version: 9,
         flexible_from: 6,
     },
     ApiSpec {
@@ -95,14 +95,14 @@ pub const APIS: &[ApiSpec] = &[
         key: key::DESCRIBE_GROUPS,
         name: "DescribeGroups",
         min_version: 0,
-        max_version: 5,
+        max_version: 6,
         flexible_from: 5,
     },
     ApiSpec {
         key: key::LIST_GROUPS,
         name: "ListGroups",
         min_version: 0,
-        max_version: 4,
+        max_version: 5,
         flexible_from: 3,
     },
     ApiSpec {
@@ -215,6 +215,69 @@ pub const APIS: &[ApiSpec] = &[
         name: "DescribeCluster",
         min_version: 0,
         max_version: 1,
+        flexible_from: 0,
+    },
+    ApiSpec {
+        key: key::CONSUMER_GROUP_HEARTBEAT,
+        name: "ConsumerGroupHeartbeat",
+        min_version: 0,
+        max_version: 1,
+        flexible_from: 0,
+    },
+    ApiSpec {
+        key: key::CONSUMER_GROUP_DESCRIBE,
+        name: "ConsumerGroupDescribe",
+        min_version: 0,
+        max_version: 1,
+        flexible_from: 0,
+    },
+    ApiSpec {
+        key: key::SHARE_GROUP_HEARTBEAT,
+        name: "ShareGroupHeartbeat",
+        min_version: 1,
+        max_version: 1,
+        flexible_from: 0,
+    },
+    ApiSpec {
+        key: key::SHARE_GROUP_DESCRIBE,
+        name: "ShareGroupDescribe",
+        min_version: 1,
+        max_version: 1,
+        flexible_from: 0,
+    },
+    ApiSpec {
+        key: key::SHARE_FETCH,
+        name: "ShareFetch",
+        min_version: 1,
+        max_version: 1,
+        flexible_from: 0,
+    },
+    ApiSpec {
+        key: key::SHARE_ACKNOWLEDGE,
+        name: "ShareAcknowledge",
+        min_version: 1,
+        max_version: 1,
+        flexible_from: 0,
+    },
+    ApiSpec {
+        key: key::DESCRIBE_SHARE_GROUP_OFFSETS,
+        name: "DescribeShareGroupOffsets",
+        min_version: 0,
+        max_version: 0,
+        flexible_from: 0,
+    },
+    ApiSpec {
+        key: key::ALTER_SHARE_GROUP_OFFSETS,
+        name: "AlterShareGroupOffsets",
+        min_version: 0,
+        max_version: 0,
+        flexible_from: 0,
+    },
+    ApiSpec {
+        key: key::DELETE_SHARE_GROUP_OFFSETS,
+        name: "DeleteShareGroupOffsets",
+        min_version: 0,
+        max_version: 0,
         flexible_from: 0,
     },
 ];
@@ -421,6 +484,69 @@ pub async fn dispatch(
                 .await
                 .answer(w, v)
         }
+        key::CONSUMER_GROUP_HEARTBEAT => {
+            let req = consumer_group_heartbeat::ConsumerGroupHeartbeatRequest::read(r, v)?;
+            r.finish("request")?;
+            api::consumer_groups::handle_consumer_group_heartbeat(ctx, req)
+                .await
+                .answer(w, v)
+        }
+        key::CONSUMER_GROUP_DESCRIBE => {
+            let req = consumer_group_describe::ConsumerGroupDescribeRequest::read(r, v)?;
+            r.finish("request")?;
+            api::consumer_groups::handle_consumer_group_describe(ctx, req)
+                .await
+                .answer(w, v)
+        }
+        key::SHARE_GROUP_HEARTBEAT => {
+            let req = share_group_heartbeat::ShareGroupHeartbeatRequest::read(r, v)?;
+            r.finish("request")?;
+            api::share_groups::handle_share_group_heartbeat(ctx, req)
+                .await
+                .answer(w, v)
+        }
+        key::SHARE_GROUP_DESCRIBE => {
+            let req = share_group_describe::ShareGroupDescribeRequest::read(r, v)?;
+            r.finish("request")?;
+            api::share_groups::handle_share_group_describe(ctx, req)
+                .await
+                .answer(w, v)
+        }
+        key::SHARE_FETCH => {
+            let req = share_fetch::ShareFetchRequest::read(r, v)?;
+            r.finish("request")?;
+            api::share_groups::handle_share_fetch(ctx, req)
+                .await
+                .answer(w, v)
+        }
+        key::SHARE_ACKNOWLEDGE => {
+            let req = share_acknowledge::ShareAcknowledgeRequest::read(r, v)?;
+            r.finish("request")?;
+            api::share_groups::handle_share_acknowledge(ctx, req)
+                .await
+                .answer(w, v)
+        }
+        key::DESCRIBE_SHARE_GROUP_OFFSETS => {
+            let req = describe_share_group_offsets::DescribeShareGroupOffsetsRequest::read(r, v)?;
+            r.finish("request")?;
+            api::share_offsets::handle_describe_share_group_offsets(ctx, req)
+                .await
+                .answer(w, v)
+        }
+        key::ALTER_SHARE_GROUP_OFFSETS => {
+            let req = alter_share_group_offsets::AlterShareGroupOffsetsRequest::read(r, v)?;
+            r.finish("request")?;
+            api::share_offsets::handle_alter_share_group_offsets(ctx, req)
+                .await
+                .answer(w, v)
+        }
+        key::DELETE_SHARE_GROUP_OFFSETS => {
+            let req = delete_share_group_offsets::DeleteShareGroupOffsetsRequest::read(r, v)?;
+            r.finish("request")?;
+            api::share_offsets::handle_delete_share_group_offsets(ctx, req)
+                .await
+                .answer(w, v)
+        }
         other => {
             return Err(DecodeError::Invalid(format!(
                 "API key {other} is not served"
@@ -536,6 +662,33 @@ pub fn decode_request(frame: &Bytes) -> DecodeResult<RequestHeader> {
         }
         key::DESCRIBE_CLUSTER => {
             describe_cluster::DescribeClusterRequest::read(r, v)?;
+        }
+        key::CONSUMER_GROUP_HEARTBEAT => {
+            consumer_group_heartbeat::ConsumerGroupHeartbeatRequest::read(r, v)?;
+        }
+        key::CONSUMER_GROUP_DESCRIBE => {
+            consumer_group_describe::ConsumerGroupDescribeRequest::read(r, v)?;
+        }
+        key::SHARE_GROUP_HEARTBEAT => {
+            share_group_heartbeat::ShareGroupHeartbeatRequest::read(r, v)?;
+        }
+        key::SHARE_GROUP_DESCRIBE => {
+            share_group_describe::ShareGroupDescribeRequest::read(r, v)?;
+        }
+        key::SHARE_FETCH => {
+            share_fetch::ShareFetchRequest::read(r, v)?;
+        }
+        key::SHARE_ACKNOWLEDGE => {
+            share_acknowledge::ShareAcknowledgeRequest::read(r, v)?;
+        }
+        key::DESCRIBE_SHARE_GROUP_OFFSETS => {
+            describe_share_group_offsets::DescribeShareGroupOffsetsRequest::read(r, v)?;
+        }
+        key::ALTER_SHARE_GROUP_OFFSETS => {
+            alter_share_group_offsets::AlterShareGroupOffsetsRequest::read(r, v)?;
+        }
+        key::DELETE_SHARE_GROUP_OFFSETS => {
+            delete_share_group_offsets::DeleteShareGroupOffsetsRequest::read(r, v)?;
         }
         other => {
             return Err(DecodeError::Invalid(format!(

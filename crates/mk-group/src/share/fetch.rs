@@ -74,6 +74,12 @@ pub struct ShareFetched {
 
 type Changes = Vec<(TopicPartition, SharePartition)>;
 
+/// Where each partition is read from, and the partitions that cannot be.
+pub type Reads = (
+    Vec<(TopicPartition, i64)>,
+    Vec<(TopicPartition, GroupError)>,
+);
+
 impl GroupCoordinator {
     /// The first half of ShareFetch. Errors of the whole request: a group
     /// that is not a share group -> GROUP_ID_NOT_FOUND; a member that is
@@ -105,14 +111,32 @@ impl GroupCoordinator {
             self.release_share_member(&req.group_id, &req.member_id)?;
             return Ok(plan);
         }
-        let key = (req.group_id.clone(), req.member_id.clone());
+        let (reads, errors) = self.share_fetch_reads(&req.group_id, &req.member_id, bounds)?;
+        plan.reads = reads;
+        plan.errors = errors;
+        Ok(plan)
+    }
+
+    /// Where each partition of the member's share session should be read
+    /// now (and which cannot be read): the part of `share_fetch_plan` that
+    /// a fetch waiting for records repeats.
+    pub fn share_fetch_reads(
+        &mut self,
+        group: &str,
+        member: &str,
+        bounds: &BTreeMap<TopicPartition, (i64, i64)>,
+    ) -> Result<Reads> {
+        let key = (group.to_string(), member.to_string());
         let max_in_flight = self.share_max_in_flight;
-        let reset = self.share_auto_offset_reset(&req.group_id);
+        let reset = self.share_auto_offset_reset(group);
+        let (mut reads, mut errors) = (Vec::new(), Vec::new());
         let mut changes: Changes = Vec::new();
-        let g = &self.share_groups[&req.group_id];
+        let Some(g) = self.share_groups.get(group) else {
+            return Ok((reads, errors));
+        };
         for tp in self.share_sessions.partitions(&key) {
             let Some(&(log_start, end)) = bounds.get(&tp) else {
-                plan.errors.push((
+                errors.push((
                     tp.clone(),
                     GroupError::UnknownPartition {
                         partition: tp,
@@ -121,24 +145,40 @@ impl GroupCoordinator {
                 ));
                 continue;
             };
+            let fresh = !g.partitions.contains_key(&tp);
             let mut p = g.partitions.get(&tp).cloned().unwrap_or_else(|| {
                 SharePartition::new(match reset {
                     ShareAutoOffsetReset::Latest => end,
                     ShareAutoOffsetReset::Earliest => log_start,
                 })
             });
-            let fresh = !g.partitions.contains_key(&tp);
             let before = p.start_offset();
             p.move_start(log_start);
             if let Some(from) = p.fetch_offset(max_in_flight).filter(|o| *o < end) {
-                plan.reads.push((tp.clone(), from));
+                reads.push((tp.clone(), from));
             }
             if fresh || p.start_offset() != before {
                 changes.push((tp, p));
             }
         }
-        self.commit_share_changes(&req.group_id, changes)?;
-        Ok(plan)
+        self.commit_share_changes(group, changes)?;
+        Ok((reads, errors))
+    }
+
+    /// The partitions the member's share session will hold once `req` is
+    /// applied (what the data path must give bounds for). Changes nothing.
+    pub fn share_session_preview(&self, req: &ShareFetchRequest) -> Vec<TopicPartition> {
+        let mut parts: std::collections::BTreeSet<TopicPartition> = if req.session_epoch == 0 {
+            std::collections::BTreeSet::new()
+        } else {
+            let key = (req.group_id.clone(), req.member_id.clone());
+            self.share_sessions.partitions(&key).into_iter().collect()
+        };
+        parts.extend(req.partitions.iter().cloned());
+        for tp in &req.forgotten {
+            parts.remove(tp);
+        }
+        parts.into_iter().collect()
     }
 
     /// The second half of ShareFetch: acquires for the member what the

@@ -19,7 +19,9 @@ mod partition;
 mod session;
 
 pub use assign::SHARE_ASSIGNOR;
-pub use fetch::{PartitionRead, ShareAckResult, ShareFetchPlan, ShareFetchRequest, ShareFetched};
+pub use fetch::{
+    PartitionRead, Reads, ShareAckResult, ShareFetchPlan, ShareFetchRequest, ShareFetched,
+};
 pub use partition::{
     AckBatch, AckType, AcquireLimits, AcquiredRange, FetchedSpan, RecordState, SharePartition,
     ShareSnapshot,

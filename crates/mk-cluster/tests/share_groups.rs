@@ -1,0 +1,248 @@
+//! Share groups through the core: ShareFetch reads the partition's real
+//! log (batches as stored, markers and aborted transactions included),
+//! acquires for the member, and hands back the batches of what it
+//! acquired; read_committed shares only committed records; a fetch with
+//! nothing to acquire waits for records; a restart keeps what was
+//! acknowledged.
+
+mod common;
+
+use common::{Client, Node, b, tp};
+use mk_cluster::share::{AckBatch, AckType, ShareFetchRequest};
+use mk_cluster::*;
+use std::time::Duration;
+
+fn limits(max_wait_ms: u64) -> ShareFetchLimits {
+    ShareFetchLimits {
+        max_wait: Duration::from_millis(max_wait_ms),
+        max_records: 100,
+        max_bytes: 1 << 20,
+        broker: None,
+    }
+}
+
+async fn produce(c: &BrokerCluster, values: &[&str]) {
+    let batch = RecordBatch::new(
+        values
+            .iter()
+            .map(|v| Record::new(None, Some(b(v)), 1_000))
+            .collect(),
+    )
+    .unwrap();
+    c.data()
+        .submit_append(&tp("q", 0), batch, AckMode::All, None)
+        .unwrap()
+        .wait()
+        .await
+        .unwrap();
+}
+
+fn join(c: &BrokerCluster, member: &str) {
+    let hb = ShareHeartbeat {
+        group_id: "g".into(),
+        member_id: member.into(),
+        subscribed_topic_names: Some(vec!["q".into()]),
+        ..ShareHeartbeat::default()
+    };
+    let a = c.groups().share_heartbeat(hb).unwrap();
+    assert_eq!(a.assignment, Some(vec![tp("q", 0)]));
+}
+
+fn request(
+    member: &str,
+    epoch: i32,
+    acks: Vec<(TopicPartition, Vec<AckBatch>)>,
+) -> ShareFetchRequest {
+    ShareFetchRequest {
+        group_id: "g".into(),
+        member_id: member.into(),
+        session_epoch: epoch,
+        partitions: if epoch == 0 { vec![tp("q", 0)] } else { vec![] },
+        forgotten: vec![],
+        acks,
+    }
+}
+
+fn values(answer: &ShareFetchAnswer) -> Vec<String> {
+    let Some(p) = answer.partitions.iter().find(|p| p.tp == tp("q", 0)) else {
+        return Vec::new();
+    };
+    assert!(p.error.is_none(), "{:?}", p.error);
+    p.batches
+        .iter()
+        .flat_map(|b| {
+            b.records_with_offsets()
+                .map(|(o, r)| (o, r.value.clone()))
+                .collect::<Vec<_>>()
+        })
+        .filter(|(o, _)| p.acquired.iter().any(|r| r.first <= *o && *o <= r.last))
+        .map(|(_, v)| String::from_utf8(v.unwrap().to_vec()).unwrap())
+        .collect()
+}
+
+fn earliest(c: &BrokerCluster, isolation: ShareIsolation) {
+    let settings = GroupSettings {
+        share_auto_offset_reset: Some(ShareAutoOffsetReset::Earliest),
+        share_isolation_level: Some(isolation),
+        ..GroupSettings::default()
+    };
+    c.groups().set_settings("g", settings).unwrap();
+}
+
+#[tokio::test]
+async fn a_share_fetch_hands_out_records_once_and_again_after_a_release() {
+    let node = Node::new(|_| {});
+    let c = node.c();
+    c.topics().create("q", 1, 1).unwrap();
+    earliest(c, ShareIsolation::ReadUncommitted);
+    produce(c, &["a", "b", "c"]).await;
+    join(c, "m1");
+    join(c, "m2");
+    let got = c
+        .groups()
+        .share_fetch(&request("m1", 0, vec![]), limits(0))
+        .await
+        .unwrap();
+    assert_eq!(values(&got), vec!["a", "b", "c"]);
+    assert_eq!(got.lock_duration_ms, 30_000);
+    let other = c
+        .groups()
+        .share_fetch(&request("m2", 0, vec![]), limits(0))
+        .await
+        .unwrap();
+    assert!(
+        other.partitions.iter().all(|p| p.acquired.is_empty()),
+        "m1 holds them all"
+    );
+    let acks = vec![(
+        tp("q", 0),
+        vec![AckBatch {
+            first: 0,
+            last: 2,
+            types: vec![AckType::Accept, AckType::Release, AckType::Reject],
+        }],
+    )];
+    let got = c
+        .groups()
+        .share_fetch(&request("m1", 1, acks), limits(0))
+        .await
+        .unwrap();
+    assert!(got.acks.iter().all(|(_, r)| r.is_ok()), "{:?}", got.acks);
+    assert_eq!(
+        values(&got),
+        vec!["b"],
+        "the released record, delivered again"
+    );
+    assert_eq!(got.partitions[0].acquired[0].delivery_count, 2);
+}
+
+#[tokio::test]
+async fn read_committed_shares_only_committed_records() {
+    let node = Node::new(|_| {});
+    let c = node.c();
+    c.topics().create("q", 1, 1).unwrap();
+    earliest(c, ShareIsolation::ReadCommitted);
+    let q = tp("q", 0);
+    let mut t = Client::init(c, "tx", 60_000).await.unwrap();
+    t.add(c, std::slice::from_ref(&q)).await.unwrap();
+    t.produce(c, &q, &["aborted-1", "aborted-2"]).await.unwrap();
+    t.end(c, false).await.unwrap();
+    let mut t = Client::init(c, "tx", 60_000).await.unwrap();
+    t.add(c, std::slice::from_ref(&q)).await.unwrap();
+    t.produce(c, &q, &["committed"]).await.unwrap();
+    // Open transaction: nothing past the LSO is shared yet.
+    join(c, "m1");
+    let got = c
+        .groups()
+        .share_fetch(&request("m1", 0, vec![]), limits(0))
+        .await
+        .unwrap();
+    assert!(values(&got).is_empty(), "{got:?}");
+    t.end(c, true).await.unwrap();
+    produce(c, &["plain"]).await;
+    let got = c
+        .groups()
+        .share_fetch(&request("m1", 1, vec![]), limits(0))
+        .await
+        .unwrap();
+    assert_eq!(values(&got), vec!["committed", "plain"]);
+    let p = c.groups().describe_share("g").unwrap().unwrap();
+    assert_eq!(p.partitions.len(), 1);
+}
+
+#[tokio::test]
+async fn a_fetch_with_nothing_to_hand_out_waits_for_records() {
+    let node = Node::new(|_| {});
+    let c = node.c().clone();
+    c.topics().create("q", 1, 1).unwrap();
+    join(&c, "m1");
+    let first = c
+        .groups()
+        .share_fetch(&request("m1", 0, vec![]), limits(0))
+        .await
+        .unwrap();
+    assert!(values(&first).is_empty(), "latest: nothing yet");
+    let waiting = {
+        let c = c.clone();
+        tokio::spawn(async move {
+            c.groups()
+                .share_fetch(&request("m1", 1, vec![]), limits(30_000))
+                .await
+        })
+    };
+    tokio::task::yield_now().await;
+    produce(&c, &["late"]).await;
+    let got = tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .expect("woken by the produce")
+        .unwrap()
+        .unwrap();
+    assert_eq!(values(&got), vec!["late"]);
+}
+
+#[tokio::test]
+async fn acknowledgements_survive_a_crash() {
+    let mut node = Node::new(|_| {});
+    node.c().topics().create("q", 1, 1).unwrap();
+    earliest(node.c(), ShareIsolation::ReadUncommitted);
+    produce(node.c(), &["a", "b"]).await;
+    join(node.c(), "m1");
+    node.c()
+        .groups()
+        .share_fetch(&request("m1", 0, vec![]), limits(0))
+        .await
+        .unwrap();
+    let acks = vec![(
+        tp("q", 0),
+        vec![AckBatch {
+            first: 0,
+            last: 0,
+            types: vec![AckType::Accept],
+        }],
+    )];
+    let answers = node
+        .c()
+        .groups()
+        .share_acknowledge(&request("m1", 1, acks))
+        .unwrap();
+    assert!(answers[0].1.is_ok());
+    node.crash_and_reopen();
+    earliest(node.c(), ShareIsolation::ReadUncommitted);
+    assert_eq!(
+        node.c().groups().describe_share_offsets("g", None).unwrap(),
+        vec![(tp("q", 0), Some(1))]
+    );
+    join(node.c(), "m1");
+    let got = node
+        .c()
+        .groups()
+        .share_fetch(&request("m1", 0, vec![]), limits(0))
+        .await
+        .unwrap();
+    assert_eq!(
+        values(&got),
+        vec!["b"],
+        "only the unacknowledged record comes back"
+    );
+    assert_eq!(got.partitions[0].acquired[0].delivery_count, 2);
+}
