@@ -374,3 +374,95 @@ async fn one_group_of_each_type(h: &Harness, c: &mut common::Conn) {
         )
         .unwrap();
 }
+
+#[tokio::test]
+async fn group_configs_are_described_and_altered_as_group_resources() {
+    use mk_adapter_kafka::messages::describe_configs::{
+        DescribeConfigsRequest, DescribeConfigsResource, DescribeConfigsResponse,
+    };
+    use mk_adapter_kafka::messages::incremental_alter_configs::{
+        AlterConfigsResource, AlterableConfig, IncrementalAlterConfigsRequest,
+        IncrementalAlterConfigsResponse,
+    };
+    let h = Harness::one().await;
+    let mut c = h.conn(1).await;
+    let alter = |name: &str, value: &str| IncrementalAlterConfigsRequest {
+        resources: vec![AlterConfigsResource {
+            resource_type: 32,
+            resource_name: "sg".into(),
+            configs: vec![AlterableConfig {
+                name: name.into(),
+                config_operation: 0,
+                value: Some(value.into()),
+            }],
+        }],
+        validate_only: false,
+    };
+    let ok: IncrementalAlterConfigsResponse = c
+        .call(
+            key::INCREMENTAL_ALTER_CONFIGS,
+            1,
+            &alter("share.auto.offset.reset", "earliest"),
+        )
+        .await;
+    assert_eq!(ok.responses[0].error_code, KafkaCode::NONE);
+    let bad: IncrementalAlterConfigsResponse = c
+        .call(
+            key::INCREMENTAL_ALTER_CONFIGS,
+            1,
+            &alter("share.record.lock.duration.ms", "10"),
+        )
+        .await;
+    assert_eq!(bad.responses[0].error_code, KafkaCode::INVALID_CONFIG);
+    let req = DescribeConfigsRequest {
+        resources: vec![DescribeConfigsResource {
+            resource_type: 32,
+            resource_name: "sg".into(),
+            configuration_keys: None,
+        }],
+        ..DescribeConfigsRequest::default()
+    };
+    let d: DescribeConfigsResponse = c.call(key::DESCRIBE_CONFIGS, 4, &req).await;
+    let entries: Vec<(String, Option<String>, i8)> = d.results[0]
+        .configs
+        .iter()
+        .map(|e| (e.name.clone(), e.value.clone(), e.config_source))
+        .collect();
+    assert!(
+        entries.contains(&("share.auto.offset.reset".into(), Some("earliest".into()), 8)),
+        "{entries:?}"
+    );
+    assert!(
+        entries.contains(&(
+            "share.record.lock.duration.ms".into(),
+            Some("30000".into()),
+            5
+        )),
+        "{entries:?}"
+    );
+    assert_eq!(entries.len(), 7);
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn metadata_by_topic_id_with_an_empty_name_finds_the_topic() {
+    use mk_adapter_kafka::messages::metadata::{
+        MetadataRequest, MetadataRequestTopic, MetadataResponse,
+    };
+    // The Java client asks so for a topic id a KIP-848 assignment named.
+    let h = Harness::one().await;
+    h.cluster.topics().create("orders", 2, 1).unwrap();
+    let mut c = h.conn(1).await;
+    let req = MetadataRequest {
+        topics: Some(vec![MetadataRequestTopic {
+            topic_id: topic_id(&h, "orders"),
+            name: Some(String::new()),
+        }]),
+        ..MetadataRequest::default()
+    };
+    let r: MetadataResponse = c.call(key::METADATA, 12, &req).await;
+    assert_eq!(r.topics[0].error_code, KafkaCode::NONE);
+    assert_eq!(r.topics[0].name.as_deref(), Some("orders"));
+    assert_eq!(r.topics[0].partitions.len(), 2);
+    h.stop().await;
+}

@@ -8,7 +8,7 @@ use crate::groups::Groups;
 use mk_core::TopicPartition;
 use mk_group::{
     CommitRequest, ConsumerGroupDescription, ConsumerHeartbeat, ConsumerHeartbeatAnswer,
-    GroupListing, GroupSettings, GroupType, OffsetAndMetadata,
+    GroupConfigEntry, GroupListing, GroupSettings, GroupType, OffsetAndMetadata,
 };
 use std::collections::BTreeMap;
 
@@ -61,6 +61,24 @@ impl Groups<'_> {
         types: &[String],
     ) -> Result<Vec<GroupListing>> {
         self.with_groups(|g, _| Ok(g.list_group_listings_filtered(states, types)))
+    }
+
+    /// DescribeConfigs of a GROUP resource: every group config, set or
+    /// default.
+    pub fn describe_configs(self, group: &str) -> Result<Vec<GroupConfigEntry>> {
+        self.with_groups(|g, _| Ok(g.describe_group_configs(group)))
+    }
+
+    /// IncrementalAlterConfigs of a GROUP resource: SET (`Some`) or DELETE
+    /// (`None`) per config, all or nothing, persisted unless
+    /// `validate_only`.
+    pub fn alter_configs(
+        self,
+        group: &str,
+        changes: &[(String, Option<String>)],
+        validate_only: bool,
+    ) -> Result<()> {
+        self.with_groups(|g, _| g.alter_group_configs(group, changes, validate_only))
     }
 
     /// Sets a group's settings (its dynamic group configs).

@@ -9,6 +9,7 @@
 //! offset key:      u16 1 | u16 len | group | u16 len | topic | u32 partition
 //! group key:       u16 2 | u16 len | group
 //! share key:       u16 3 | u16 len | group | u16 len | topic | u32 partition
+//! config key:      u16 4 | u16 len | group
 //! offset value v2: u8 2 | i64 offset | i32 leader epoch (-1: none)
 //!                  | u32 len | metadata (UTF-8)
 //! offset value v1: u8 1 | i64 offset
@@ -16,6 +17,8 @@
 //! group value v2:  u8 2 | u8 type | i32 epoch | u8 assignor
 //! share value:     u8 1 (value version) | i64 start offset | u32 runs |
 //!                  runs x (i64 first | i64 last | u8 state | u16 delivery count)
+//! config value:    u8 1 (value version) | u16 count |
+//!                  count x (u16 len | name | u16 len | value)
 //! ```
 //!
 //! Commits are written as version 2 (the committer's leader epoch and
@@ -38,7 +41,10 @@
 //! reached, so a restart hands them out again without forgetting how often
 //! they were delivered.
 //!
-//! A `None` value is a tombstone: the offset, group or share state was
+//! A config value holds a group's dynamic group configs (Kafka's
+//! `share.record.lock.duration.ms` and the like) as text, as they were set.
+//!
+//! A `None` value is a tombstone: the offset, group, share state or config was
 //! deleted. Decoding is strict (exact lengths, valid UTF-8, known versions,
 //! contiguous runs) because a record we cannot interpret must stop the
 //! broker, not be skipped.
@@ -56,6 +62,8 @@ pub const OFFSET_KEY_VERSION: u16 = 1;
 pub const GROUP_KEY_VERSION: u16 = 2;
 /// Key version of a share-partition state record.
 pub const SHARE_KEY_VERSION: u16 = 3;
+/// Key version of a group's dynamic configs.
+pub const CONFIG_KEY_VERSION: u16 = 4;
 /// The value version of classic group metadata, of share states, and of
 /// committed offsets written before they kept a leader epoch and metadata
 /// (still read).
@@ -80,6 +88,8 @@ pub enum OffsetsKey {
         group: String,
         partition: TopicPartition,
     },
+    /// The dynamic configs of one group.
+    Config { group: String },
 }
 
 /// The value of a group-metadata record.
@@ -129,6 +139,42 @@ pub fn share_key(group: &str, partition: &TopicPartition) -> Bytes {
     put_str(&mut buf, &partition.topic);
     buf.put_u32(partition.partition);
     buf.freeze()
+}
+
+/// Encodes the key of a group's dynamic configs.
+pub fn config_key(group: &str) -> Bytes {
+    let mut buf = BytesMut::with_capacity(4 + group.len());
+    buf.put_u16(CONFIG_KEY_VERSION);
+    put_str(&mut buf, group);
+    buf.freeze()
+}
+
+/// Encodes a group's dynamic configs (names and values are short: at most
+/// a handful of known names with numbers or words).
+pub fn config_value(configs: &[(String, String)]) -> Bytes {
+    let mut buf = BytesMut::new();
+    buf.put_u8(VALUE_VERSION);
+    buf.put_u16(u16::try_from(configs.len()).unwrap_or(u16::MAX));
+    for (name, value) in configs {
+        put_str(&mut buf, name);
+        put_str(&mut buf, value);
+    }
+    buf.freeze()
+}
+
+/// Decodes a group's dynamic configs.
+pub fn decode_config_value(bytes: &[u8]) -> Decoded<Vec<(String, String)>> {
+    let mut r = ByteReader::new(bytes);
+    value_version(&mut r)?;
+    let n = r.u16().map_err(field("config count"))?;
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let name = string(&mut r, "config name")?;
+        let value = string(&mut r, "config value")?;
+        out.push((name, value));
+    }
+    finish(&r, "config value")?;
+    Ok(out)
 }
 
 /// Encodes a share partition's state.
@@ -202,7 +248,7 @@ pub enum CodecError {
     #[error("{count} trailing bytes after the {what}")]
     TrailingBytes { what: &'static str, count: usize },
     #[error(
-        "unknown key version {0}; expected {OFFSET_KEY_VERSION}, {GROUP_KEY_VERSION} or {SHARE_KEY_VERSION}"
+        "unknown key version {0}; expected {OFFSET_KEY_VERSION}, {GROUP_KEY_VERSION}, {SHARE_KEY_VERSION} or {CONFIG_KEY_VERSION}"
     )]
     UnknownKeyVersion(u16),
     #[error("unknown value version {0}; expected {VALUE_VERSION}")]
@@ -262,6 +308,9 @@ pub fn decode_key(bytes: &[u8]) -> Decoded<OffsetsKey> {
             }
         }
         GROUP_KEY_VERSION => OffsetsKey::Group {
+            group: string(&mut r, "group id")?,
+        },
+        CONFIG_KEY_VERSION => OffsetsKey::Config {
             group: string(&mut r, "group id")?,
         },
         SHARE_KEY_VERSION => {
@@ -488,6 +537,24 @@ mod tests {
             ][..]
         );
         assert_eq!(decode_share_value(&v).unwrap(), s);
+    }
+
+    #[test]
+    fn config_records_round_trip() {
+        let key = config_key("g");
+        assert_eq!(key.as_ref(), &[0, 4, 0, 1, b'g'][..]);
+        assert_eq!(
+            decode_key(&key).unwrap(),
+            OffsetsKey::Config { group: "g".into() }
+        );
+        let configs = vec![(
+            "share.isolation.level".to_string(),
+            "read_committed".to_string(),
+        )];
+        let v = config_value(&configs);
+        assert_eq!(&v[..3], &[1, 0, 1][..]);
+        assert_eq!(decode_config_value(&v).unwrap(), configs);
+        assert!(decode_config_value(&v[..v.len() - 1]).is_err());
     }
 
     #[test]

@@ -22,7 +22,9 @@ use crate::group::{
 use crate::metadata::TopicMetadata;
 use crate::offsets::OffsetStore;
 use crate::protocol::GroupListing;
-use crate::settings::{GroupSettings, ShareAutoOffsetReset, ShareIsolation};
+use crate::settings::{
+    GROUP_CONFIGS, GroupConfigEntry, GroupSettings, ShareAutoOffsetReset, ShareIsolation,
+};
 use crate::share::{ShareGroup, SharePartition, ShareSessions};
 use mk_core::{SharedClock, TopicPartition};
 use mk_log::{CompactionResult, LogConfig, PartitionLog};
@@ -350,6 +352,16 @@ impl GroupCoordinator {
                 }
             }
         }
+        let mut settings = BTreeMap::new();
+        for (id, configs) in persisted.configs {
+            let mut s = GroupSettings::default();
+            // A value that no longer fits (the bounds changed since it was
+            // set) is dropped: the default takes over.
+            for (name, value) in configs {
+                let _ = s.apply(&name, Some(&value), &GroupSettings::default());
+            }
+            settings.insert(id, s);
+        }
         for (id, states) in persisted.shares {
             // A share state outlives nothing: its group record was written
             // before any fetch could create it.
@@ -374,7 +386,7 @@ impl GroupCoordinator {
             share_groups,
             share_sessions: ShareSessions::default(),
             resolver: Resolver::default(),
-            settings: BTreeMap::new(),
+            settings,
             defaults: GroupSettingsDefaults {
                 consumer_session_timeout_ms: config.consumer_session_timeout_ms,
                 consumer_heartbeat_interval_ms: config.consumer_heartbeat_interval_ms,
@@ -398,6 +410,68 @@ impl GroupCoordinator {
             Some(GroupType::Share)
         } else {
             self.lookup(group).map(|_| GroupType::Classic)
+        }
+    }
+
+    /// Kafka's IncrementalAlterConfigs of a GROUP resource: each change
+    /// sets (`Some`) or deletes (`None`) one group config, all or nothing
+    /// (INVALID_CONFIG names the first bad one); persisted before it takes
+    /// effect unless `validate_only`.
+    pub fn alter_group_configs(
+        &mut self,
+        group: &str,
+        changes: &[(String, Option<String>)],
+        validate_only: bool,
+    ) -> Result<()> {
+        check_group_id(group)?;
+        let defaults = self.default_settings();
+        let mut next = self.settings.get(group).cloned().unwrap_or_default();
+        for (name, value) in changes {
+            next.apply(name, value.as_deref(), &defaults)?;
+        }
+        if validate_only {
+            return Ok(());
+        }
+        let now = self.now_ms();
+        self.store.write_configs(group, &next.overrides(), now)?;
+        self.set_group_settings(group, next);
+        Ok(())
+    }
+
+    /// Kafka's DescribeConfigs of a GROUP resource: every group config with
+    /// its value, set or default.
+    pub fn describe_group_configs(&self, group: &str) -> Vec<GroupConfigEntry> {
+        let defaults = self.default_settings();
+        let set = self.settings.get(group);
+        GROUP_CONFIGS
+            .iter()
+            .map(|d| match set.and_then(|s| s.value_of(d.name)) {
+                Some(value) => GroupConfigEntry {
+                    name: d.name,
+                    value,
+                    is_default: false,
+                },
+                None => GroupConfigEntry {
+                    name: d.name,
+                    value: defaults.value_of(d.name).unwrap_or_default(),
+                    is_default: true,
+                },
+            })
+            .collect()
+    }
+
+    /// The coordinator's defaults as settings (every value set).
+    fn default_settings(&self) -> GroupSettings {
+        let d = &self.defaults;
+        GroupSettings {
+            consumer_session_timeout_ms: Some(d.consumer_session_timeout_ms),
+            consumer_heartbeat_interval_ms: Some(d.consumer_heartbeat_interval_ms),
+            share_session_timeout_ms: Some(d.share_session_timeout_ms),
+            share_heartbeat_interval_ms: Some(d.share_heartbeat_interval_ms),
+            share_record_lock_duration_ms: Some(d.share_record_lock_duration_ms),
+            share_delivery_count_limit: Some(d.share_delivery_count_limit),
+            share_auto_offset_reset: Some(ShareAutoOffsetReset::default()),
+            share_isolation_level: Some(ShareIsolation::default()),
         }
     }
 

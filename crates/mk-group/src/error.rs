@@ -95,6 +95,9 @@ pub enum GroupError {
     /// KIP-932: a share session epoch other than the next one.
     #[error("invalid share session epoch: {0}")]
     InvalidShareSessionEpoch(String),
+    /// A group config that does not exist, or a value it does not take.
+    #[error("invalid config: {0}")]
+    InvalidConfig(String),
     /// The coordinator went away before a waiting request was answered.
     #[error("closed: {0}")]
     Closed(String),
@@ -175,6 +178,7 @@ impl GroupError {
             GroupError::InvalidRecordState(_) => ErrorCode::InvalidRecordState,
             GroupError::ShareSessionNotFound(_) => ErrorCode::ShareSessionNotFound,
             GroupError::InvalidShareSessionEpoch(_) => ErrorCode::InvalidShareSessionEpoch,
+            GroupError::InvalidConfig(_) => ErrorCode::InvalidConfig,
             GroupError::Closed(_) => ErrorCode::ClusterClosed,
             GroupError::UnknownMember(_) => ErrorCode::UnknownMember,
             GroupError::IllegalGeneration { .. } => ErrorCode::IllegalGeneration,

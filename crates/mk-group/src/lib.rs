@@ -74,7 +74,10 @@ pub use protocol::{
     GroupHandle, GroupJoin, GroupJoined, GroupListing, GroupSync, GroupSynced, JoinHandle,
     JoinedMember, SyncHandle,
 };
-pub use settings::{GroupSettings, ShareAutoOffsetReset, ShareIsolation};
+pub use settings::{
+    GROUP_CONFIGS, GroupConfigDef, GroupConfigEntry, GroupConfigKind, GroupSettings,
+    ShareAutoOffsetReset, ShareIsolation,
+};
 pub use share::{
     ShareGroupDescription, ShareHeartbeat, ShareHeartbeatAnswer, ShareMemberDescription,
 };

@@ -35,6 +35,7 @@ pub(crate) struct OffsetStore {
 pub(crate) struct Persisted {
     pub(crate) groups: BTreeMap<String, GroupMetadata>,
     pub(crate) shares: BTreeMap<String, BTreeMap<TopicPartition, ShareSnapshot>>,
+    pub(crate) configs: BTreeMap<String, Vec<(String, String)>>,
 }
 
 impl OffsetStore {
@@ -112,6 +113,13 @@ impl OffsetStore {
                         found.shares.remove(&group);
                     }
                 }
+            }
+            (OffsetsKey::Config { group }, None) => {
+                found.configs.remove(&group);
+            }
+            (OffsetsKey::Config { group }, Some(v)) => {
+                let configs = codec::decode_config_value(v).map_err(|r| self.corrupt(offset, r))?;
+                found.configs.insert(group, configs);
             }
             (OffsetsKey::Share { group, partition }, Some(v)) => {
                 let state = codec::decode_share_value(v).map_err(|r| self.corrupt(offset, r))?;
@@ -244,6 +252,17 @@ impl OffsetStore {
             })
             .collect();
         self.append(records, now_ms)
+    }
+
+    /// Persists a group's dynamic configs (none: a tombstone).
+    pub(crate) fn write_configs(
+        &mut self,
+        group: &str,
+        configs: &[(String, String)],
+        now_ms: i64,
+    ) -> Result<()> {
+        let value = (!configs.is_empty()).then(|| codec::config_value(configs));
+        self.append(vec![(codec::config_key(group), value)], now_ms)
     }
 
     /// Deletes every offset of `group`, the states of its share

@@ -34,6 +34,8 @@ use mk_cluster::{ClusterError, ConfigChange, TopicConfig, TopicError, TopicId};
 /// Kafka's config resource types.
 pub const RESOURCE_TOPIC: i8 = 2;
 pub const RESOURCE_BROKER: i8 = 4;
+/// Kafka's GROUP resource (KIP-848 and KIP-932 group configs).
+pub const RESOURCE_GROUP: i8 = 32;
 
 /// Kafka's config sources.
 const SOURCE_DYNAMIC_TOPIC: i8 = 1;
@@ -372,8 +374,9 @@ fn describe_one(
             }
             Ok(broker_entries(ctx))
         }
+        RESOURCE_GROUP => super::group_configs::entries(ctx, &res.resource_name),
         other => Err(ClusterError::InvalidRequest(format!(
-            "config resource type {other} is not supported (topics are 2, brokers 4)"
+            "config resource type {other} is not supported (topics are 2, brokers 4, groups 32)"
         ))),
     }
 }
@@ -477,6 +480,9 @@ fn alter_one(
     res: &AlterConfigsResource,
     validate_only: bool,
 ) -> Result<(), ClusterError> {
+    if res.resource_type == RESOURCE_GROUP {
+        return super::group_configs::alter(ctx, res, validate_only);
+    }
     if res.resource_type != RESOURCE_TOPIC {
         return Err(ClusterError::InvalidRequest(format!(
             "only topic configs (resource type 2) can be altered, got type {}",

@@ -166,9 +166,11 @@ pub async fn handle_metadata(ctx: &Ctx<'_>, req: MetadataRequest) -> MetadataRes
         }
     } else {
         for t in req.topics.iter().flatten() {
+            // By id (v10+) the name is null or, as the Java client sends it
+            // for an id it learned from a KIP-848 assignment, empty.
             let name = match &t.name {
-                Some(n) => Ok(n.clone()),
-                None => c.topics().name_by_id(TopicId(t.topic_id.0)),
+                Some(n) if !n.is_empty() || t.topic_id.0 == [0; 16] => Ok(n.clone()),
+                _ => c.topics().name_by_id(TopicId(t.topic_id.0)),
             };
             let described = name.and_then(|n| {
                 c.topics()

@@ -29,6 +29,7 @@
 pub mod admin;
 pub mod consumer_groups;
 pub mod fetch;
+pub mod group_configs;
 pub mod groups;
 pub mod metadata;
 pub mod offsets;

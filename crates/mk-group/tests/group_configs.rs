@@ -1,0 +1,179 @@
+//! Dynamic group configs (Kafka's GROUP resources): described with their
+//! defaults, set and deleted all or nothing with Kafka's names and bounds,
+//! kept across a restart, and in effect: a share group's lock duration and
+//! reset policy, a consumer group's heartbeat interval.
+
+mod common;
+
+use common::share::{FakeLog, ShareClient, share_join};
+use common::{Fixture, code, tp};
+use mk_core::ErrorCode;
+use mk_group::share::RecordState;
+
+fn set(
+    f: &mut Fixture,
+    changes: &[(&str, Option<&str>)],
+    validate_only: bool,
+) -> mk_group::Result<()> {
+    let changes: Vec<(String, Option<String>)> = changes
+        .iter()
+        .map(|(n, v)| (n.to_string(), v.map(str::to_string)))
+        .collect();
+    f.c().alter_group_configs("q", &changes, validate_only)
+}
+
+fn value(f: &mut Fixture, name: &str) -> (String, bool) {
+    let e = f
+        .c()
+        .describe_group_configs("q")
+        .into_iter()
+        .find(|e| e.name == name)
+        .unwrap();
+    (e.value, e.is_default)
+}
+
+#[test]
+fn configs_are_described_set_and_deleted_with_kafkas_rules() {
+    let mut f = Fixture::new();
+    let all = f.c().describe_group_configs("q");
+    assert_eq!(all.len(), 7);
+    assert!(all.iter().all(|e| e.is_default));
+    assert_eq!(
+        value(&mut f, "share.record.lock.duration.ms"),
+        ("30000".into(), true)
+    );
+    assert_eq!(
+        value(&mut f, "share.auto.offset.reset"),
+        ("latest".into(), true)
+    );
+    set(
+        &mut f,
+        &[
+            ("share.record.lock.duration.ms", Some("15000")),
+            ("share.auto.offset.reset", Some("EARLIEST")),
+        ],
+        false,
+    )
+    .unwrap();
+    assert_eq!(
+        value(&mut f, "share.record.lock.duration.ms"),
+        ("15000".into(), false)
+    );
+    assert_eq!(
+        value(&mut f, "share.auto.offset.reset"),
+        ("earliest".into(), false)
+    );
+    // All or nothing: the good change is not applied with the bad one.
+    for (bad, word) in [
+        (
+            ("share.record.lock.duration.ms", Some("1000")),
+            "[15000, 60000]",
+        ),
+        (
+            ("consumer.heartbeat.interval.ms", Some("soon")),
+            "milliseconds",
+        ),
+        (
+            ("share.isolation.level", Some("serializable")),
+            "read_committed",
+        ),
+        (("no.such.config", Some("1")), "unknown group config"),
+    ] {
+        let (c, msg) = code(set(
+            &mut f,
+            &[("share.isolation.level", Some("read_committed")), bad],
+            false,
+        ));
+        assert_eq!(c, ErrorCode::InvalidConfig, "{msg}");
+        assert!(msg.contains(word), "{msg} should say {word}");
+        assert_eq!(
+            value(&mut f, "share.isolation.level").1,
+            true,
+            "nothing applied"
+        );
+    }
+    set(
+        &mut f,
+        &[("share.isolation.level", Some("read_committed"))],
+        true,
+    )
+    .unwrap();
+    assert!(
+        value(&mut f, "share.isolation.level").1,
+        "validate_only changes nothing"
+    );
+    set(&mut f, &[("share.auto.offset.reset", None)], false).unwrap();
+    assert_eq!(
+        value(&mut f, "share.auto.offset.reset"),
+        ("latest".into(), true)
+    );
+    f.restart();
+    assert_eq!(
+        value(&mut f, "share.record.lock.duration.ms"),
+        ("15000".into(), false),
+        "kept across a restart"
+    );
+    assert!(value(&mut f, "share.auto.offset.reset").1);
+}
+
+#[test]
+fn share_configs_take_effect() {
+    let mut f = Fixture::new();
+    set(
+        &mut f,
+        &[
+            ("share.record.lock.duration.ms", Some("15000")),
+            ("share.auto.offset.reset", Some("earliest")),
+        ],
+        false,
+    )
+    .unwrap();
+    let mut log = FakeLog::new();
+    log.append(&tp("queue", 0), 2, true);
+    share_join(&mut f, "q", "a", &["queue"]);
+    let mut a = ShareClient::new("q", "a");
+    let (plan, got) = a
+        .fetch(&mut f, &log, &[tp("queue", 0)], vec![], 10)
+        .unwrap();
+    assert_eq!(plan.lock_duration_ms, 15_000);
+    assert_eq!(got[0].acquired[0].first, 0, "earliest");
+    f.clock.advance(15_001);
+    f.expire();
+    let state = f
+        .c()
+        .share_partition("q", &tp("queue", 0))
+        .unwrap()
+        .state_of(0);
+    assert_eq!(
+        state,
+        Some((RecordState::Available, 1)),
+        "the 15 s lock ran out"
+    );
+}
+
+#[test]
+fn a_consumer_group_heartbeats_at_its_configured_interval() {
+    let mut f = Fixture::new();
+    f.c()
+        .alter_group_configs(
+            "g",
+            &[("consumer.heartbeat.interval.ms".into(), Some("7000".into()))],
+            false,
+        )
+        .unwrap();
+    let hb = mk_group::ConsumerHeartbeat {
+        group_id: "g".into(),
+        member_id: "m".into(),
+        rebalance_timeout_ms: 1000,
+        subscribed_topic_names: Some(vec!["orders".into()]),
+        owned_partitions: Some(vec![]),
+        ..mk_group::ConsumerHeartbeat::default()
+    };
+    let (c, meta) = f.parts();
+    assert_eq!(
+        c.consumer_heartbeat(hb, meta)
+            .unwrap()
+            .heartbeat_interval_ms,
+        7000
+    );
+}
