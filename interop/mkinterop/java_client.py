@@ -479,4 +479,8 @@ def _group_by_topic(sends: list[tuple[str, dict]]) -> list[tuple[str, list[dict]
 
 # What a Python member module is for Java: the driver scenario that emits
 # the same events (mkinterop/group.py starts it with `run`).
-RUN_SCENARIOS = {"mkinterop.member": "member", "mkinterop.txn_processor": "eos-processor"}
+RUN_SCENARIOS = {
+    "mkinterop.member": "member",
+    "mkinterop.txn_processor": "eos-processor",
+    "mkinterop.share_member": "share-member",
+}

@@ -11,7 +11,10 @@ on stdout and stops gracefully (commit, close: LeaveGroup) when it reads
 member in its own process lets a scenario SIGKILL one.
 
 Config keys: client, bootstrap, group, topics, session_timeout_ms,
-heartbeat_interval_ms, max_poll_interval_ms, assignor (a Kafka assignor
+heartbeat_interval_ms, max_poll_interval_ms, group_protocol ("consumer":
+KIP-848, for confluent-kafka; then remote_assignor picks the server
+assignor and the session, heartbeat and assignor keys are not sent; the
+Java member takes `props` {"group.protocol": "consumer"}), assignor (a Kafka assignor
 name, e.g. "range", "roundrobin" or "cooperative-sticky"; the client's
 default if absent), instance_id (group.instance.id: a static member), limit
 (records to process before stopping by itself; none: run until `stop`),
@@ -155,12 +158,19 @@ class ConfluentMember(Member):
             "group.id": cfg["group"],
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
-            "session.timeout.ms": cfg.get("session_timeout_ms", 6000),
-            "heartbeat.interval.ms": cfg.get("heartbeat_interval_ms", 1000),
             "max.poll.interval.ms": cfg.get("max_poll_interval_ms", 30000),
         }
-        if cfg.get("assignor"):
-            conf["partition.assignment.strategy"] = cfg["assignor"]
+        if cfg.get("group_protocol") == "consumer":
+            # KIP-848: the coordinator owns sessions, heartbeats and the
+            # assignor; librdkafka refuses the classic settings with it.
+            conf["group.protocol"] = "consumer"
+            if cfg.get("remote_assignor"):
+                conf["group.remote.assignor"] = cfg["remote_assignor"]
+        else:
+            conf["session.timeout.ms"] = cfg.get("session_timeout_ms", 6000)
+            conf["heartbeat.interval.ms"] = cfg.get("heartbeat_interval_ms", 1000)
+            if cfg.get("assignor"):
+                conf["partition.assignment.strategy"] = cfg["assignor"]
         if cfg.get("isolation_level"):
             conf["isolation.level"] = cfg["isolation_level"]
         if cfg.get("instance_id"):

@@ -263,7 +263,8 @@ def test_java_group_admin_lists_describes_and_manages_offsets(broker, members):
     deleteConsumerGroups too (NON_EMPTY_GROUP). Once the member has left:
     alterConsumerGroupOffsets sets offsets (metadata string included),
     deleteConsumerGroupOffsets removes exactly the partitions named, and
-    deleteConsumerGroups removes the group."""
+    deleteConsumerGroups removes the group, after which describing it
+    answers GROUP_ID_NOT_FOUND."""
     topic = unique_topic("jadmin-group")
     checked(create(broker, {"name": topic, "partitions": 3}), "createTopics")
     group, other = unique_topic("g-jadmin"), unique_topic("g-jadmin-other")
@@ -271,9 +272,9 @@ def test_java_group_admin_lists_describes_and_manages_offsets(broker, members):
     m, ends = _member_with_commits(members, broker, topic, group, 300)
 
     listed = java("list-groups", broker)[group]
-    # The group type comes with ListGroups v5, which the broker does not
-    # serve yet (it answers v4: no type); Kafka 4.1 says CLASSIC.
-    assert listed["type"] in (None, "CLASSIC"), listed
+    # ListGroups v5 carries the group type: a group joined through
+    # JoinGroup is CLASSIC, as Kafka 4.1 says.
+    assert listed["type"] == "CLASSIC", listed
     assert (listed["state"], listed["protocol"]) == ("STABLE", "consumer"), listed
     assert java("list-consumer-groups", broker)[group]["state"] == "STABLE"
     described = checked(java("describe-groups", broker, groups=[group]), "describeConsumerGroups")[group]
@@ -301,7 +302,10 @@ def test_java_group_admin_lists_describes_and_manages_offsets(broker, members):
     assert java("delete-groups", broker, groups=[group])[group]["error"] is None
     assert group not in java("list-groups", broker)
     assert java("delete-groups", broker, groups=[group])[group]["code"] == "GROUP_ID_NOT_FOUND"
-    assert checked(java("describe-groups", broker, groups=[group]), "describe")[group]["state"] == "DEAD"
+    # The Admin client asks ConsumerGroupDescribe first and falls back to
+    # DescribeGroups; from v6 that answers GROUP_ID_NOT_FOUND for a group
+    # that does not exist (before v6 it was a DEAD group without members).
+    assert java("describe-groups", broker, groups=[group])[group]["code"] == "GROUP_ID_NOT_FOUND"
 
 
 def test_java_fence_producers_fences_an_open_transaction(broker):

@@ -80,7 +80,8 @@ final class GroupAdminScenarios {
 
     /**
      * describeConsumerGroups for `groups`: per group {state, type, assignor, coordinator, simple, members:
-     * [{member_id, instance_id, client_id, host, assignment: {topic: [partitions]}}]} or its error.
+     * [{member_id, instance_id, client_id, host, member_epoch, assignment: {topic: [partitions]}}], and for a
+     * KIP-848 group group_epoch and assignment_epoch (-1 for a classic group)} or its error.
      */
     private static JsonNode describeGroups(Ctx ctx) {
         try (Admin admin = AdminScenarios.admin(ctx.args)) {
@@ -92,6 +93,8 @@ final class GroupAdminScenarios {
     private static void groupFields(ObjectNode node, ConsumerGroupDescription d) {
         node.put("state", d.groupState().name());
         node.put("type", d.type().name());
+        node.put("group_epoch", d.groupEpoch().orElse(-1));
+        node.put("assignment_epoch", d.targetAssignmentEpoch().orElse(-1));
         node.put("assignor", d.partitionAssignor());
         node.put("coordinator", d.coordinator() == null ? -1 : d.coordinator().id());
         node.put("simple", d.isSimpleConsumerGroup());
@@ -104,6 +107,7 @@ final class GroupAdminScenarios {
             mn.put("instance_id", m.groupInstanceId().orElse(null));
             mn.put("client_id", m.clientId());
             mn.put("host", m.host());
+            mn.put("member_epoch", m.memberEpoch().orElse(-1));
             Map<String, Set<Integer>> assignment = new TreeMap<>();
             for (TopicPartition tp : m.assignment().topicPartitions()) {
                 assignment.computeIfAbsent(tp.topic(), t -> new java.util.TreeSet<>()).add(tp.partition());

@@ -17,6 +17,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.consumer.SubscriptionPattern;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
 
@@ -28,6 +29,11 @@ import org.apache.kafka.common.TopicPartition;
  * the next poll. A failed commit (a rebalance completing) stays pending and is retried with the next batch,
  * or in the revocation callback, which the Java client runs inside poll() (so revocations are serialized with
  * processing). Lost partitions (the member was expired) are dropped without a commit.
+ *
+ * <p>With a `pattern` argument (and `group.protocol=consumer` in `props`) the member subscribes with a
+ * SubscriptionPattern, which the broker resolves (KIP-848's server-side regular expressions); then it may
+ * read several topics, and its events name them: `records` carries `topics` (one per record), `assigned` and
+ * `revoked` carry `topic_partitions` ["topic:partition", ...], and `committed` is keyed "topic:partition".
  */
 final class GroupMember implements ConsumerRebalanceListener {
     private static final Map<String, String> ASSIGNORS = Map.of(
@@ -37,15 +43,21 @@ final class GroupMember implements ConsumerRebalanceListener {
             "cooperative-sticky", "org.apache.kafka.clients.consumer.CooperativeStickyAssignor");
 
     private final Out out;
-    private final String topic;
+    /** Subscribed by pattern: events name topics. */
+    private final boolean multi;
     private KafkaConsumer<byte[], byte[]> consumer;
     /** Processed but not yet committed: partition -> next offset. */
-    private final Map<Integer, Long> pending = new TreeMap<>();
+    private final Map<TopicPartition, Long> pending = new TreeMap<>(
+            java.util.Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition));
     private long processed;
 
-    private GroupMember(Out out, String topic) {
+    private GroupMember(Out out, boolean multi) {
         this.out = out;
-        this.topic = topic;
+        this.multi = multi;
+    }
+
+    private String key(TopicPartition tp) {
+        return multi ? tp.topic() + ":" + tp.partition() : String.valueOf(tp.partition());
     }
 
     /**
@@ -60,6 +72,12 @@ final class GroupMember implements ConsumerRebalanceListener {
         d.put("auto.offset.reset", "earliest");
         d.put("max.poll.interval.ms", args.str("max_poll_interval_ms", "30000"));
         d.put("max.poll.records", args.str("batch", "100"));
+        if (args.has("isolation_level")) {
+            d.put("isolation.level", args.str("isolation_level"));
+        }
+        if (args.has("instance_id")) {
+            d.put("group.instance.id", args.str("instance_id"));
+        }
         boolean classic = !args.has("props") || args.get("props").path("group.protocol").asText("classic")
                 .equalsIgnoreCase("classic");
         if (!classic) {
@@ -79,23 +97,22 @@ final class GroupMember implements ConsumerRebalanceListener {
             }
             d.put("partition.assignment.strategy", String.join(",", classes));
         }
-        if (args.has("isolation_level")) {
-            d.put("isolation.level", args.str("isolation_level"));
-        }
-        if (args.has("instance_id")) {
-            d.put("group.instance.id", args.str("instance_id"));
-        }
         return d;
     }
 
     static JsonNode run(Ctx ctx) {
         Args args = ctx.args;
         List<String> topics = args.strings("topics");
-        GroupMember member = new GroupMember(ctx.out, topics.get(0));
+        boolean byPattern = args.has("pattern");
+        GroupMember member = new GroupMember(ctx.out, byPattern);
         Long limit = args.has("limit") ? args.longValue("limit") : null;
         member.consumer = ClientScenarios.consumer(args.props(settings(args)));
         try {
-            member.consumer.subscribe(topics, member);
+            if (byPattern) {
+                member.consumer.subscribe(new SubscriptionPattern(args.str("pattern")), member);
+            } else {
+                member.consumer.subscribe(topics, member);
+            }
             ctx.out.emit("started");
             while (!ctx.stop.get() && (limit == null || member.processed < limit)) {
                 ConsumerRecords<byte[], byte[]> polled = member.consumer.poll(Duration.ofMillis(200));
@@ -113,10 +130,14 @@ final class GroupMember implements ConsumerRebalanceListener {
     private void process(ConsumerRecords<byte[], byte[]> polled) {
         ObjectNode ev = out.event("records");
         ArrayNode recs = ev.putArray("recs");
+        ArrayNode names = multi ? ev.putArray("topics") : null;
         for (ConsumerRecord<byte[], byte[]> rec : polled) {
             String value = rec.value() == null ? null : new String(rec.value(), StandardCharsets.UTF_8);
             recs.add(Json.arr().add(rec.partition()).add(rec.offset()).add(value));
-            pending.merge(rec.partition(), rec.offset() + 1, Math::max);
+            if (names != null) {
+                names.add(rec.topic());
+            }
+            pending.merge(new TopicPartition(rec.topic(), rec.partition()), rec.offset() + 1, Math::max);
         }
         out.emit(ev);
         processed += polled.count();
@@ -124,13 +145,13 @@ final class GroupMember implements ConsumerRebalanceListener {
     }
 
     /** Commits what is pending (of `only`, if given); a failure is an event and stays pending. */
-    private void commitPending(Set<Integer> only) {
+    private void commitPending(Set<TopicPartition> only) {
         Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
         ObjectNode shown = Json.obj();
-        pending.forEach((p, next) -> {
-            if (only == null || only.contains(p)) {
-                offsets.put(new TopicPartition(topic, p), new OffsetAndMetadata(next));
-                shown.put(String.valueOf(p), next);
+        pending.forEach((tp, next) -> {
+            if (only == null || only.contains(tp)) {
+                offsets.put(tp, new OffsetAndMetadata(next));
+                shown.put(key(tp), next);
             }
         });
         if (offsets.isEmpty()) {
@@ -148,7 +169,7 @@ final class GroupMember implements ConsumerRebalanceListener {
         ObjectNode done = out.event("committed");
         done.set("offsets", shown);
         out.emit(done);
-        offsets.keySet().forEach(tp -> pending.remove(tp.partition(), offsets.get(tp).offset()));
+        offsets.keySet().forEach(tp -> pending.remove(tp, offsets.get(tp).offset()));
     }
 
     private static ArrayNode sorted(Collection<TopicPartition> partitions) {
@@ -157,29 +178,34 @@ final class GroupMember implements ConsumerRebalanceListener {
         return out;
     }
 
+    /** A rebalance event; by pattern it names the topics too. */
+    private ObjectNode rebalance(String kind, Collection<TopicPartition> partitions) {
+        ObjectNode ev = out.event(kind);
+        ev.set("partitions", sorted(partitions));
+        if (multi) {
+            ArrayNode tps = ev.putArray("topic_partitions");
+            partitions.stream().map(this::key).sorted().forEach(tps::add);
+        }
+        return ev;
+    }
+
     @Override
     public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
-        Set<Integer> revoked = new java.util.HashSet<>();
-        partitions.forEach(tp -> revoked.add(tp.partition()));
+        Set<TopicPartition> revoked = new java.util.HashSet<>(partitions);
         commitPending(revoked);
         revoked.forEach(pending::remove);
-        ObjectNode ev = out.event("revoked");
-        ev.set("partitions", sorted(partitions));
-        out.emit(ev);
+        out.emit(rebalance("revoked", partitions));
     }
 
     @Override
     public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
-        ObjectNode ev = out.event("assigned");
-        ev.set("partitions", sorted(partitions));
-        out.emit(ev);
+        out.emit(rebalance("assigned", partitions));
     }
 
     @Override
     public void onPartitionsLost(Collection<TopicPartition> partitions) {
-        partitions.forEach(tp -> pending.remove(tp.partition()));
-        ObjectNode ev = out.event("revoked");
-        ev.set("partitions", sorted(partitions));
+        partitions.forEach(pending::remove);
+        ObjectNode ev = rebalance("revoked", partitions);
         ev.put("lost", true);
         out.emit(ev);
     }

@@ -12,7 +12,9 @@ final class Scenarios {
         ClientScenarios.register(all);
         AdminScenarios.register(all);
         TxnScenarios.register(all);
+        ShareAdminScenarios.register(all);
         all.put("member", GroupMember::run);
+        all.put("share-member", ShareMember::run);
         all.put("eos-processor", EosProcessor::run);
         return all;
     }

@@ -1,0 +1,115 @@
+"""A few Kafka requests encoded by hand, for what no client library sends on
+purpose: an OffsetCommit v9 with a member epoch of our choosing (a stale
+one, to see the broker refuse it as Kafka does). Flexible-version framing
+(KIP-482): compact strings and arrays, empty tagged-field sections.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+
+OFFSET_COMMIT = 8
+
+
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _compact_str(s: str | None) -> bytes:
+    if s is None:
+        return _uvarint(0)
+    raw = s.encode()
+    return _uvarint(len(raw) + 1) + raw
+
+
+def _header(api_key: int, version: int, correlation_id: int, client_id: str) -> bytes:
+    raw = client_id.encode()
+    # Request header v2: a classic nullable client id, then tagged fields.
+    return struct.pack(">hhih", api_key, version, correlation_id, len(raw)) + raw + _uvarint(0)
+
+
+def offset_commit_v9(group: str, member: str, epoch: int, topic: str, partition: int, offset: int) -> bytes:
+    body = _compact_str(group) + struct.pack(">i", epoch) + _compact_str(member) + _compact_str(None)
+    part = struct.pack(">iqi", partition, offset, -1) + _compact_str(None) + _uvarint(0)
+    body += _uvarint(2) + _compact_str(topic) + _uvarint(2) + part + _uvarint(0)
+    return body + _uvarint(0)
+
+
+class _Reader:
+    def __init__(self, data: bytes):
+        self.data = data
+        self.pos = 0
+
+    def take(self, n: int) -> bytes:
+        out = self.data[self.pos : self.pos + n]
+        if len(out) != n:
+            raise ValueError(f"truncated response at {self.pos}")
+        self.pos += n
+        return out
+
+    def uvarint(self) -> int:
+        shift = value = 0
+        while True:
+            b = self.take(1)[0]
+            value |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return value
+            shift += 7
+
+    def skip_tags(self) -> None:
+        for _ in range(self.uvarint()):
+            self.uvarint()
+            self.take(self.uvarint())
+
+    def compact_str(self) -> str:
+        return self.take(self.uvarint() - 1).decode()
+
+
+def _call(bootstrap: str, api_key: int, version: int, body: bytes) -> bytes:
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+    frame = _header(api_key, version, 7, "mkinterop-raw") + body
+    with socket.create_connection((host, int(port)), timeout=30) as s:
+        s.sendall(struct.pack(">i", len(frame)) + frame)
+        size = struct.unpack(">i", _recv(s, 4))[0]
+        data = _recv(s, size)
+    if struct.unpack(">i", data[:4])[0] != 7:
+        raise ValueError("the answer carries another correlation id")
+    return data[4:]
+
+
+def _recv(s: socket.socket, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("the broker closed the connection")
+        buf += chunk
+    return buf
+
+
+def commit_with_epoch(bootstrap: str, group: str, member: str, epoch: int, topic: str, partition: int, offset: int) -> int:
+    """OffsetCommit v9 of one partition as `member` at `epoch`; returns the
+    partition's error code (0 when stored)."""
+    r = _Reader(_call(bootstrap, OFFSET_COMMIT, 9, offset_commit_v9(group, member, epoch, topic, partition, offset)))
+    r.skip_tags()  # response header v1
+    r.take(4)  # throttle_time_ms
+    codes = []
+    for _ in range(r.uvarint() - 1):
+        r.compact_str()
+        for _ in range(r.uvarint() - 1):
+            _, code = struct.unpack(">ih", r.take(6))
+            codes.append(code)
+            r.skip_tags()
+        r.skip_tags()
+    if len(codes) != 1:
+        raise ValueError(f"expected one partition's answer, got {codes}")
+    return codes[0]
