@@ -393,19 +393,7 @@ impl GroupCoordinator {
                 current: g.generation,
             });
         }
-        for (what, given, current) in [
-            ("type", &sync.protocol_type, &g.protocol_type),
-            ("name", &sync.protocol_name, &g.protocol_name),
-        ] {
-            if let Some(given) = given
-                && Some(given) != current.as_ref()
-            {
-                return Err(GroupError::InconsistentGroupProtocol(format!(
-                    "group {group_id:?} uses protocol {what} {:?}; the sync names {given:?}",
-                    current.as_deref().unwrap_or_default()
-                )));
-            }
-        }
+        check_sync_protocol(g, &sync)?;
         let (waiter, handle) = Waiter::new();
         match g.state {
             GroupState::Empty
@@ -532,4 +520,24 @@ impl Group {
             w.resolve(Ok(self.synced_answer(&id)));
         }
     }
+}
+
+/// A SyncGroup that names a protocol type or name must name the group's
+/// (INCONSISTENT_GROUP_PROTOCOL otherwise); one that names none is fine.
+fn check_sync_protocol(g: &Group, sync: &GroupSync) -> Result<()> {
+    for (what, given, current) in [
+        ("type", &sync.protocol_type, &g.protocol_type),
+        ("name", &sync.protocol_name, &g.protocol_name),
+    ] {
+        if let Some(given) = given
+            && Some(given) != current.as_ref()
+        {
+            return Err(GroupError::InconsistentGroupProtocol(format!(
+                "group {:?} uses protocol {what} {:?}; the sync names {given:?}",
+                sync.group_id,
+                current.as_deref().unwrap_or_default()
+            )));
+        }
+    }
+    Ok(())
 }

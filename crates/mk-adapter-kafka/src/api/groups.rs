@@ -486,7 +486,20 @@ fn fetch_group(ctx: &Ctx<'_>, g: &FetchGroup<'_>) -> OffsetFetchResponseGroup {
             };
         }
     };
-    let topics = match &g.topics {
+    OffsetFetchResponseGroup {
+        group_id,
+        topics: fetched_topics(g, answers),
+        error_code: KafkaCode::NONE,
+    }
+}
+
+/// The committed offsets in the response's shape: every group's topic when
+/// none were named, otherwise the partitions asked, in the order asked.
+fn fetched_topics(
+    g: &FetchGroup<'_>,
+    answers: Vec<(TopicPartition, Option<OffsetAndMetadata>)>,
+) -> Vec<OffsetFetchResponseTopics> {
+    match &g.topics {
         None => {
             let mut by_topic: BTreeMap<String, Vec<_>> = BTreeMap::new();
             for (tp, o) in answers {
@@ -520,11 +533,6 @@ fn fetch_group(ctx: &Ctx<'_>, g: &FetchGroup<'_>) -> OffsetFetchResponseGroup {
                 })
                 .collect()
         }
-    };
-    OffsetFetchResponseGroup {
-        group_id,
-        topics,
-        error_code: KafkaCode::NONE,
     }
 }
 
