@@ -179,6 +179,8 @@ class Broker:
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.wait()
+        if self.process is not None and self.process.stdout:
+            self.process.stdout.close()
 
     def restart(self) -> None:
         """Stops gracefully (it must exit 0) unless it already exited, then
