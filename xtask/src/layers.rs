@@ -16,9 +16,17 @@ pub fn allowed_edges() -> BTreeMap<&'static str, &'static [&'static str]> {
         ("mk-replication", &["mk-core", "mk-log"][..]),
         ("mk-group", &["mk-core", "mk-log"][..]),
         ("mk-txn", &["mk-core", "mk-log"][..]),
+        ("mk-auth", &[][..]),
         (
             "mk-cluster",
-            &["mk-core", "mk-log", "mk-replication", "mk-group", "mk-txn"][..],
+            &[
+                "mk-core",
+                "mk-log",
+                "mk-replication",
+                "mk-group",
+                "mk-txn",
+                "mk-auth",
+            ][..],
         ),
         ("mk-adapter-direct", &["mk-cluster"][..]),
         ("mk-adapter-jsontcp", &["mk-cluster"][..]),

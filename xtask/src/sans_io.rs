@@ -13,7 +13,14 @@
 use std::path::Path;
 
 /// Crates that must stay synchronous and deterministic.
-pub const SANS_IO: &[&str] = &["mk-core", "mk-log", "mk-replication", "mk-group", "mk-txn"];
+pub const SANS_IO: &[&str] = &[
+    "mk-core",
+    "mk-log",
+    "mk-replication",
+    "mk-group",
+    "mk-txn",
+    "mk-auth",
+];
 
 /// Words that name the wall clock, sleeping or threads, and why each is
 /// refused.
