@@ -134,6 +134,8 @@ pub fn kafka_code(code: ErrorCode) -> KafkaCode {
         ErrorCode::InvalidRecordState => KafkaCode::INVALID_RECORD_STATE,
         ErrorCode::ShareSessionNotFound => KafkaCode::SHARE_SESSION_NOT_FOUND,
         ErrorCode::InvalidShareSessionEpoch => KafkaCode::INVALID_SHARE_SESSION_EPOCH,
+        ErrorCode::NotCoordinator => KafkaCode::NOT_COORDINATOR,
+        ErrorCode::CoordinatorNotAvailable => KafkaCode::COORDINATOR_NOT_AVAILABLE,
         ErrorCode::ClusterClosed => KafkaCode::BROKER_NOT_AVAILABLE,
         ErrorCode::ClusterFailed => KafkaCode::KAFKA_STORAGE_ERROR,
     }

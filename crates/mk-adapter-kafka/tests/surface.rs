@@ -297,3 +297,414 @@ async fn keyless_records_to_a_compacted_topic_are_refused_per_record() {
     assert!(p.record_errors.is_empty());
     h.stop().await;
 }
+
+mod coordinators {
+    use super::*;
+    use mk_adapter_kafka::messages::add_offsets_to_txn::{
+        AddOffsetsToTxnRequest, AddOffsetsToTxnResponse,
+    };
+    use mk_adapter_kafka::messages::add_partitions_to_txn::{
+        AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, AddPartitionsToTxnTopic,
+    };
+    use mk_adapter_kafka::messages::delete_groups::{DeleteGroupsRequest, DeleteGroupsResponse};
+    use mk_adapter_kafka::messages::describe_groups::{
+        DescribeGroupsRequest, DescribeGroupsResponse,
+    };
+    use mk_adapter_kafka::messages::end_txn::{EndTxnRequest, EndTxnResponse};
+    use mk_adapter_kafka::messages::find_coordinator::{
+        FindCoordinatorRequest, FindCoordinatorResponse,
+    };
+    use mk_adapter_kafka::messages::heartbeat::{HeartbeatRequest, HeartbeatResponse};
+    use mk_adapter_kafka::messages::init_producer_id::{
+        InitProducerIdRequest, InitProducerIdResponse,
+    };
+    use mk_adapter_kafka::messages::join_group::{
+        JoinGroupRequest, JoinGroupRequestProtocol, JoinGroupResponse,
+    };
+    use mk_adapter_kafka::messages::leave_group::{LeaveGroupRequest, LeaveGroupResponse};
+    use mk_adapter_kafka::messages::list_groups::{ListGroupsRequest, ListGroupsResponse};
+    use mk_adapter_kafka::messages::offset_delete::{
+        OffsetDeleteRequest, OffsetDeleteRequestPartition, OffsetDeleteRequestTopic,
+        OffsetDeleteResponse,
+    };
+    use mk_adapter_kafka::messages::sync_group::{SyncGroupRequest, SyncGroupResponse};
+    use mk_adapter_kafka::messages::txn_offset_commit::{
+        TxnOffsetCommitRequest, TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
+        TxnOffsetCommitResponse,
+    };
+    use mk_adapter_kafka::mk_cluster::CoordinatorKey;
+
+    /// Group "a" is partition 47 of the virtual `__consumer_offsets`
+    /// (replicas 3, 1, 2); transactional id "abc" partition 4 of
+    /// `__transaction_state` (replicas 2, 3, 1).
+    const GROUP: &str = "a";
+    const TXN: &str = "abc";
+
+    async fn find(c: &mut common::Conn, v: i16, key: &str, key_type: i8) -> Vec<(i32, KafkaCode)> {
+        let req = FindCoordinatorRequest {
+            key: key.into(),
+            key_type,
+            coordinator_keys: vec![key.into()],
+        };
+        let r: FindCoordinatorResponse = c.call(key::FIND_COORDINATOR, v, &req).await;
+        if v >= 4 {
+            r.coordinators
+                .iter()
+                .map(|c| (c.node_id, c.error_code))
+                .collect()
+        } else {
+            vec![(r.node_id, r.error_code)]
+        }
+    }
+
+    #[tokio::test]
+    async fn every_broker_names_the_same_coordinator_and_it_moves_when_its_broker_goes() {
+        let h = Harness::start(vec![1, 2, 3], Default::default()).await;
+        for b in [1, 2, 3] {
+            let mut c = h.conn(b).await;
+            for v in [4, 3, 1] {
+                assert_eq!(find(&mut c, v, GROUP, 0).await, vec![(3, KafkaCode::NONE)]);
+                assert_eq!(find(&mut c, v, TXN, 1).await, vec![(2, KafkaCode::NONE)]);
+            }
+        }
+        h.cluster.brokers().take_offline(3).unwrap();
+        let mut c = h.conn(2).await;
+        assert_eq!(find(&mut c, 4, GROUP, 0).await, vec![(1, KafkaCode::NONE)]);
+        h.cluster.brokers().bring_online(3).unwrap();
+        assert_eq!(find(&mut c, 4, GROUP, 0).await, vec![(3, KafkaCode::NONE)]);
+        assert_eq!(
+            h.cluster
+                .brokers()
+                .coordinator(CoordinatorKey::Group(GROUP))
+                .unwrap(),
+            3
+        );
+        h.stop().await;
+    }
+
+    fn join() -> JoinGroupRequest {
+        JoinGroupRequest {
+            group_id: GROUP.into(),
+            session_timeout_ms: 10_000,
+            rebalance_timeout_ms: 10_000,
+            member_id: String::new(),
+            protocol_type: "consumer".into(),
+            protocols: vec![JoinGroupRequestProtocol {
+                name: "range".into(),
+                metadata: Bytes::from_static(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn group_requests_at_another_broker_are_not_coordinator() {
+        let h = Harness::start(vec![1, 2, 3], Default::default()).await;
+        h.cluster.topics().create("t", 1, 3).unwrap();
+        let nc = KafkaCode::NOT_COORDINATOR;
+        let mut c = h.conn(1).await;
+        let r: JoinGroupResponse = c.call(key::JOIN_GROUP, 5, &join()).await;
+        assert_eq!(r.error_code, nc);
+        let sync = SyncGroupRequest {
+            group_id: GROUP.into(),
+            member_id: "m".into(),
+            ..Default::default()
+        };
+        let r: SyncGroupResponse = c.call(key::SYNC_GROUP, 3, &sync).await;
+        assert_eq!(r.error_code, nc);
+        let hb = HeartbeatRequest {
+            group_id: GROUP.into(),
+            member_id: "m".into(),
+            ..Default::default()
+        };
+        let r: HeartbeatResponse = c.call(key::HEARTBEAT, 3, &hb).await;
+        assert_eq!(r.error_code, nc);
+        let leave = LeaveGroupRequest {
+            group_id: GROUP.into(),
+            member_id: "m".into(),
+            ..Default::default()
+        };
+        let r: LeaveGroupResponse = c.call(key::LEAVE_GROUP, 2, &leave).await;
+        assert_eq!(r.error_code, nc);
+        let r: OffsetCommitResponse = c
+            .call(
+                key::OFFSET_COMMIT,
+                8,
+                &commit(GROUP, vec![(0, 1, -1, None), (7, 1, -1, None)]),
+            )
+            .await;
+        let codes: Vec<KafkaCode> = r.topics[0]
+            .partitions
+            .iter()
+            .map(|p| p.error_code)
+            .collect();
+        assert_eq!(codes, vec![nc, nc], "every partition, known or not");
+        for v in [8, 5, 1] {
+            let r: OffsetFetchResponse = c
+                .call(key::OFFSET_FETCH, v, &fetch(v, GROUP, Some(vec![0])))
+                .await;
+            // v2+ answers the group's error alone; v1 has no group-level
+            // error and answers it on every partition asked.
+            let group_code = r.groups.first().map_or(r.error_code, |g| g.error_code);
+            if v >= 2 {
+                assert_eq!(group_code, nc, "OffsetFetch v{v}");
+                assert_eq!(answers(&r), vec![], "v{v}");
+            } else {
+                assert_eq!(answers(&r), vec![(0, -1, -1, Some(String::new()), nc)]);
+            }
+        }
+        let describe = DescribeGroupsRequest {
+            groups: vec![GROUP.into(), "my-group".into()],
+            ..Default::default()
+        };
+        // "my-group" (partition 12) is coordinated by broker 1.
+        let r: DescribeGroupsResponse = c.call(key::DESCRIBE_GROUPS, 5, &describe).await;
+        let codes: Vec<KafkaCode> = r.groups.iter().map(|g| g.error_code).collect();
+        assert_eq!(codes, vec![nc, KafkaCode::NONE]);
+        let delete = DeleteGroupsRequest {
+            groups_names: vec![GROUP.into(), "my-group".into()],
+        };
+        let r: DeleteGroupsResponse = c.call(key::DELETE_GROUPS, 2, &delete).await;
+        let codes: Vec<KafkaCode> = r.results.iter().map(|g| g.error_code).collect();
+        assert_eq!(codes, vec![nc, KafkaCode::GROUP_ID_NOT_FOUND]);
+        let offset_delete = OffsetDeleteRequest {
+            group_id: GROUP.into(),
+            topics: vec![OffsetDeleteRequestTopic {
+                name: "t".into(),
+                partitions: vec![OffsetDeleteRequestPartition { partition_index: 0 }],
+            }],
+        };
+        let r: OffsetDeleteResponse = c.call(key::OFFSET_DELETE, 0, &offset_delete).await;
+        assert_eq!(r.error_code, nc);
+        // At the coordinator the same requests are served.
+        let mut c3 = h.conn(3).await;
+        let r: OffsetCommitResponse = c3
+            .call(
+                key::OFFSET_COMMIT,
+                8,
+                &commit(GROUP, vec![(0, 1, -1, None)]),
+            )
+            .await;
+        assert_eq!(r.topics[0].partitions[0].error_code, KafkaCode::NONE);
+        let r: DescribeGroupsResponse = c3.call(key::DESCRIBE_GROUPS, 5, &describe).await;
+        let codes: Vec<KafkaCode> = r.groups.iter().map(|g| g.error_code).collect();
+        assert_eq!(codes, vec![KafkaCode::NONE, nc]);
+        // ListGroups: each broker lists the groups it coordinates.
+        for (b, listed) in [(1, vec![]), (2, vec![]), (3, vec![GROUP.to_string()])] {
+            let mut c = h.conn(b).await;
+            let r: ListGroupsResponse = c
+                .call(key::LIST_GROUPS, 4, &ListGroupsRequest::default())
+                .await;
+            let ids: Vec<String> = r.groups.into_iter().map(|g| g.group_id).collect();
+            assert_eq!(ids, listed, "broker {b}");
+        }
+        h.stop().await;
+    }
+
+    #[tokio::test]
+    async fn transactional_requests_at_another_broker_are_not_coordinator() {
+        let h = Harness::start(vec![1, 2, 3], Default::default()).await;
+        h.cluster.topics().create("t", 1, 3).unwrap();
+        let nc = KafkaCode::NOT_COORDINATOR;
+        let mut c = h.conn(1).await;
+        let init = InitProducerIdRequest {
+            transactional_id: Some(TXN.into()),
+            transaction_timeout_ms: 60_000,
+            producer_id: -1,
+            producer_epoch: -1,
+        };
+        let r: InitProducerIdResponse = c.call(key::INIT_PRODUCER_ID, 4, &init).await;
+        assert_eq!((r.error_code, r.producer_id), (nc, -1));
+        // An idempotent producer's InitProducerId goes to any broker.
+        let idempotent = InitProducerIdRequest {
+            transactional_id: None,
+            ..init.clone()
+        };
+        let r: InitProducerIdResponse = c.call(key::INIT_PRODUCER_ID, 4, &idempotent).await;
+        assert_eq!(r.error_code, KafkaCode::NONE);
+        let add = AddPartitionsToTxnRequest {
+            v3_and_below_transactional_id: TXN.into(),
+            v3_and_below_producer_id: 1,
+            v3_and_below_producer_epoch: 0,
+            v3_and_below_topics: vec![AddPartitionsToTxnTopic {
+                name: "t".into(),
+                partitions: vec![0],
+            }],
+            ..Default::default()
+        };
+        let r: AddPartitionsToTxnResponse = c.call(key::ADD_PARTITIONS_TO_TXN, 3, &add).await;
+        assert_eq!(
+            r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code,
+            nc
+        );
+        let offsets = AddOffsetsToTxnRequest {
+            transactional_id: TXN.into(),
+            producer_id: 1,
+            producer_epoch: 0,
+            group_id: GROUP.into(),
+        };
+        let r: AddOffsetsToTxnResponse = c.call(key::ADD_OFFSETS_TO_TXN, 3, &offsets).await;
+        assert_eq!(r.error_code, nc);
+        let end = EndTxnRequest {
+            transactional_id: TXN.into(),
+            producer_id: 1,
+            producer_epoch: 0,
+            committed: true,
+        };
+        let r: EndTxnResponse = c.call(key::END_TXN, 3, &end).await;
+        assert_eq!(r.error_code, nc);
+        // TxnOffsetCommit goes to the group's coordinator (broker 3), not
+        // the transaction's (broker 2).
+        let txn_commit = TxnOffsetCommitRequest {
+            transactional_id: TXN.into(),
+            group_id: GROUP.into(),
+            producer_id: 1,
+            producer_epoch: 0,
+            generation_id: -1,
+            topics: vec![TxnOffsetCommitRequestTopic {
+                name: "t".into(),
+                partitions: vec![TxnOffsetCommitRequestPartition {
+                    partition_index: 0,
+                    committed_offset: 1,
+                    committed_leader_epoch: -1,
+                    committed_metadata: None,
+                }],
+            }],
+            ..Default::default()
+        };
+        let mut c2 = h.conn(2).await;
+        let r: TxnOffsetCommitResponse = c2.call(key::TXN_OFFSET_COMMIT, 3, &txn_commit).await;
+        assert_eq!(r.topics[0].partitions[0].error_code, nc);
+        // The transaction's coordinator serves it.
+        let r: InitProducerIdResponse = c2.call(key::INIT_PRODUCER_ID, 4, &init).await;
+        assert_eq!(r.error_code, KafkaCode::NONE);
+        h.stop().await;
+    }
+
+    /// KIP-848 and KIP-932 group requests go to the group's coordinator too:
+    /// elsewhere they are NOT_COORDINATOR with the core's message, and the
+    /// coordinator serves them.
+    #[tokio::test]
+    async fn consumer_and_share_group_requests_at_another_broker_are_not_coordinator() {
+        use mk_adapter_kafka::messages::alter_share_group_offsets::{
+            AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse,
+        };
+        use mk_adapter_kafka::messages::consumer_group_describe::{
+            ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse,
+        };
+        use mk_adapter_kafka::messages::consumer_group_heartbeat::{
+            ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse,
+        };
+        use mk_adapter_kafka::messages::delete_share_group_offsets::{
+            DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse,
+        };
+        use mk_adapter_kafka::messages::describe_share_group_offsets::{
+            DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsRequestGroup,
+            DescribeShareGroupOffsetsResponse,
+        };
+        use mk_adapter_kafka::messages::share_group_describe::{
+            ShareGroupDescribeRequest, ShareGroupDescribeResponse,
+        };
+        use mk_adapter_kafka::messages::share_group_heartbeat::{
+            ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse,
+        };
+        let h = Harness::start(vec![1, 2, 3], Default::default()).await;
+        h.cluster.topics().create("t", 1, 3).unwrap();
+        let nc = KafkaCode::NOT_COORDINATOR;
+        let message =
+            "not the coordinator: broker 1 does not coordinate group \"a\"; broker 3 does";
+        let consumer = ConsumerGroupHeartbeatRequest {
+            group_id: GROUP.into(),
+            member_id: "m".into(),
+            member_epoch: 0,
+            rebalance_timeout_ms: 30_000,
+            subscribed_topic_names: Some(vec!["t".into()]),
+            topic_partitions: Some(vec![]),
+            ..Default::default()
+        };
+        let share = ShareGroupHeartbeatRequest {
+            group_id: GROUP.into(),
+            member_id: "s".into(),
+            member_epoch: 0,
+            subscribed_topic_names: Some(vec!["t".into()]),
+            ..Default::default()
+        };
+        let describe_consumer = ConsumerGroupDescribeRequest {
+            group_ids: vec![GROUP.into()],
+            include_authorized_operations: false,
+        };
+        let describe_share = ShareGroupDescribeRequest {
+            group_ids: vec![GROUP.into()],
+            include_authorized_operations: false,
+        };
+        let share_offsets = DescribeShareGroupOffsetsRequest {
+            groups: vec![DescribeShareGroupOffsetsRequestGroup {
+                group_id: GROUP.into(),
+                topics: None,
+            }],
+        };
+        let alter = AlterShareGroupOffsetsRequest {
+            group_id: GROUP.into(),
+            topics: vec![],
+        };
+        let delete = DeleteShareGroupOffsetsRequest {
+            group_id: GROUP.into(),
+            topics: vec![],
+        };
+        let mut c = h.conn(1).await;
+        let r: ConsumerGroupHeartbeatResponse =
+            c.call(key::CONSUMER_GROUP_HEARTBEAT, 1, &consumer).await;
+        assert_eq!(
+            (r.error_code, r.error_message.as_deref()),
+            (nc, Some(message))
+        );
+        let r: ConsumerGroupDescribeResponse = c
+            .call(key::CONSUMER_GROUP_DESCRIBE, 1, &describe_consumer)
+            .await;
+        assert_eq!(r.groups[0].error_code, nc);
+        let r: ShareGroupHeartbeatResponse = c.call(key::SHARE_GROUP_HEARTBEAT, 1, &share).await;
+        assert_eq!(
+            (r.error_code, r.error_message.as_deref()),
+            (nc, Some(message))
+        );
+        let r: ShareGroupDescribeResponse =
+            c.call(key::SHARE_GROUP_DESCRIBE, 1, &describe_share).await;
+        assert_eq!(r.groups[0].error_code, nc);
+        let r: DescribeShareGroupOffsetsResponse = c
+            .call(key::DESCRIBE_SHARE_GROUP_OFFSETS, 0, &share_offsets)
+            .await;
+        assert_eq!(r.groups[0].error_code, nc);
+        let r: AlterShareGroupOffsetsResponse =
+            c.call(key::ALTER_SHARE_GROUP_OFFSETS, 0, &alter).await;
+        assert_eq!(r.error_code, nc);
+        let r: DeleteShareGroupOffsetsResponse =
+            c.call(key::DELETE_SHARE_GROUP_OFFSETS, 0, &delete).await;
+        assert_eq!(r.error_code, nc);
+        // The coordinator serves them: the consumer member joins, and the
+        // group is then described there.
+        let mut c3 = h.conn(3).await;
+        let r: ConsumerGroupHeartbeatResponse =
+            c3.call(key::CONSUMER_GROUP_HEARTBEAT, 1, &consumer).await;
+        assert_eq!((r.error_code, r.member_epoch), (KafkaCode::NONE, 1));
+        let r: ConsumerGroupDescribeResponse = c3
+            .call(key::CONSUMER_GROUP_DESCRIBE, 1, &describe_consumer)
+            .await;
+        assert_eq!(
+            (r.groups[0].error_code, r.groups[0].members.len()),
+            (KafkaCode::NONE, 1)
+        );
+        let shared = ShareGroupHeartbeatRequest {
+            group_id: "my-share".into(),
+            ..share.clone()
+        };
+        let at = h
+            .cluster
+            .brokers()
+            .coordinator(CoordinatorKey::Group("my-share"))
+            .unwrap();
+        let mut ca = h.conn(at).await;
+        let r: ShareGroupHeartbeatResponse = ca.call(key::SHARE_GROUP_HEARTBEAT, 1, &shared).await;
+        assert_eq!((r.error_code, r.member_epoch), (KafkaCode::NONE, 1));
+        h.stop().await;
+    }
+}

@@ -11,6 +11,19 @@
 //! reconcile through the leader epochs (KIP-101/279), catch up and re-enter
 //! the ISR. The offline set lives in memory: a restart brings every broker
 //! back.
+//!
+//! Coordinators: Kafka places the coordinator of a group (or transactional
+//! id) at the leader of one partition of `__consumer_offsets` (or
+//! `__transaction_state`): `abs(javaHashCode(key)) % 50`, 50 being both
+//! topics' default partition count. We have one offsets log and one
+//! journal, so these partitions are virtual: partition p is "replicated" on
+//! `min(3, brokers)` brokers placed as every topic is (spec 00:
+//! `B[(p + i) % len(B)]`, 3 being Kafka's default replication factor of
+//! both topics), and its leader is the first of them that is online. Every
+//! broker therefore names the same coordinator for a key, the coordinator
+//! moves deterministically when its broker goes offline (and back when it
+//! returns), and a request for the key at any other broker is
+//! NOT_COORDINATOR.
 
 use crate::cluster::BrokerCluster;
 use crate::config::BrokerId;
@@ -18,6 +31,62 @@ use crate::error::{ClusterError, LeaderError, Result};
 use mk_core::TopicPartition;
 use mk_replication::LeaderAndEpoch;
 use std::collections::BTreeSet;
+
+/// Partitions of Kafka's `__consumer_offsets` and `__transaction_state`
+/// (`offsets.topic.num.partitions`, `transaction.state.log.num.partitions`
+/// defaults): the virtual partitions that place coordinators.
+pub const COORDINATOR_PARTITIONS: u32 = 50;
+
+/// Replicas of a virtual coordinator partition (Kafka's default
+/// `offsets.topic.replication.factor` and
+/// `transaction.state.log.replication.factor`), at most the broker count.
+pub const COORDINATOR_REPLICATION: usize = 3;
+
+/// What a coordinator is looked up for (Kafka's FindCoordinator key types).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CoordinatorKey<'a> {
+    /// A consumer group id (`__consumer_offsets`).
+    Group(&'a str),
+    /// A transactional id (`__transaction_state`).
+    Transaction(&'a str),
+}
+
+impl<'a> CoordinatorKey<'a> {
+    /// The key itself.
+    pub fn as_str(self) -> &'a str {
+        match self {
+            CoordinatorKey::Group(k) | CoordinatorKey::Transaction(k) => k,
+        }
+    }
+
+    /// How messages name the key: `group "g"`, `transactional id "t"`.
+    fn describe(self) -> String {
+        match self {
+            CoordinatorKey::Group(k) => format!("group {k:?}"),
+            CoordinatorKey::Transaction(k) => format!("transactional id {k:?}"),
+        }
+    }
+}
+
+/// Java's `String.hashCode` (31 * h + each UTF-16 code unit, wrapping):
+/// the hash Kafka's coordinators place keys with.
+pub fn java_string_hash(s: &str) -> i32 {
+    s.encode_utf16().fold(0i32, |h, unit| {
+        h.wrapping_mul(31).wrapping_add(i32::from(unit))
+    })
+}
+
+/// The virtual partition of a coordinator key: Kafka's
+/// `Utils.abs(key.hashCode()) % partitions` (`Utils.abs(i32::MIN)` is 0).
+pub fn coordinator_partition(key: &str) -> u32 {
+    let hash = java_string_hash(key);
+    let abs = if hash == i32::MIN {
+        0
+    } else {
+        hash.unsigned_abs()
+    };
+    abs % COORDINATOR_PARTITIONS
+}
 
 /// The hosted brokers: which are online, leadership checks, taking one offline: `cluster.brokers().take_offline(..)`.
 #[derive(Debug, Clone, Copy)]
@@ -54,6 +123,42 @@ impl Brokers<'_> {
     /// changes (adapters close an offline broker's connections).
     pub fn watch_offline(self) -> tokio::sync::watch::Receiver<BTreeSet<BrokerId>> {
         self.cluster.offline_brokers.subscribe()
+    }
+
+    /// The broker that coordinates `key` (see the module docs): the first
+    /// online broker of its virtual partition's replicas.
+    /// COORDINATOR_NOT_AVAILABLE when all of them are offline.
+    pub fn coordinator(self, key: CoordinatorKey<'_>) -> Result<BrokerId> {
+        let mut brokers = self.cluster.config.broker_ids.clone();
+        brokers.sort_unstable();
+        let n = brokers.len();
+        let p = usize::try_from(coordinator_partition(key.as_str())).unwrap_or(0);
+        (0..n.min(COORDINATOR_REPLICATION))
+            .map(|i| brokers[(p + i) % n])
+            .find(|b| self.is_online(*b))
+            .ok_or_else(|| {
+                LeaderError::CoordinatorNotAvailable {
+                    key: key.describe(),
+                }
+                .into()
+            })
+    }
+
+    /// Ok if `broker` coordinates `key`; NOT_COORDINATOR (naming the one
+    /// that does) otherwise, or COORDINATOR_NOT_AVAILABLE. Adapters ask it
+    /// before every group or transactional request a client addressed to
+    /// one broker.
+    pub fn check_coordinator(self, key: CoordinatorKey<'_>, broker: BrokerId) -> Result<()> {
+        let coordinator = self.coordinator(key)?;
+        if coordinator != broker {
+            return Err(LeaderError::NotCoordinator {
+                key: key.describe(),
+                broker,
+                coordinator,
+            }
+            .into());
+        }
+        Ok(())
     }
 
     /// The partition's leader as clients should see it: `None` while the

@@ -194,6 +194,20 @@ pub enum LeaderError {
         requested: i32,
         current: i32,
     },
+    /// A group or transactional request reached a broker that does not
+    /// coordinate its key (Kafka's NOT_COORDINATOR: the client looks the
+    /// coordinator up again).
+    #[error(
+        "not the coordinator: broker {broker} does not coordinate {key}; broker {coordinator} does"
+    )]
+    NotCoordinator {
+        key: String,
+        broker: i32,
+        coordinator: i32,
+    },
+    /// Every broker that could coordinate the key is offline.
+    #[error("coordinator not available: every broker that can coordinate {key} is offline")]
+    CoordinatorNotAvailable { key: String },
     /// A request carries a leader epoch newer than the partition's.
     #[error(
         "unknown leader epoch: {partition}: the request's leader epoch {requested} is newer than the current {current}"
@@ -212,6 +226,8 @@ impl LeaderError {
             LeaderError::NotAvailable { .. } => ErrorCode::LeaderNotAvailable,
             LeaderError::FencedEpoch { .. } => ErrorCode::FencedLeaderEpoch,
             LeaderError::UnknownEpoch { .. } => ErrorCode::UnknownLeaderEpoch,
+            LeaderError::NotCoordinator { .. } => ErrorCode::NotCoordinator,
+            LeaderError::CoordinatorNotAvailable { .. } => ErrorCode::CoordinatorNotAvailable,
         }
     }
 }

@@ -39,7 +39,10 @@ mod transactions;
 mod txn_repair;
 
 pub use attached::AttachedClient;
-pub use brokers::Brokers;
+pub use brokers::{
+    Brokers, COORDINATOR_PARTITIONS, COORDINATOR_REPLICATION, CoordinatorKey,
+    coordinator_partition, java_string_hash,
+};
 pub use clients::ClusterClients;
 pub use cluster::{BrokerCluster, INTERNAL_TOPICS, OFFSETS_TOPIC};
 pub use config::{

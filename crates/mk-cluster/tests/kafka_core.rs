@@ -800,3 +800,85 @@ async fn a_compacted_topic_refuses_a_batch_with_keyless_records_naming_each_of_t
     assert_eq!(e.record_errors().len(), 1);
     c.lifecycle().close().await.unwrap();
 }
+
+#[test]
+fn coordinator_partitions_are_kafkas_hash_of_the_key() {
+    // Values from `java`: String.hashCode and Utils.abs(h) % 50.
+    let expected = [
+        ("", 0, 0),
+        ("a", 97, 47),
+        ("abc", 96_354, 4),
+        ("polygenelubricants", i32::MIN, 0),
+        ("my-group", -1_906_497_762, 12),
+        ("tx-1", 3_572_520, 20),
+        ("console-consumer-12345", 158_455_506, 6),
+        ("ünïcödé", -609_221_899, 49),
+        ("😀-group", -1_198_440_043, 43),
+        ("GROUP", 68_091_487, 37),
+    ];
+    for (key, hash, partition) in expected {
+        assert_eq!(java_string_hash(key), hash, "{key}");
+        assert_eq!(coordinator_partition(key), partition, "{key}");
+    }
+}
+
+#[tokio::test]
+async fn every_broker_names_one_coordinator_per_key_and_it_moves_when_its_broker_goes() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_000);
+    let c = open_with(dir.path(), &clock, |cfg| cfg.with_brokers(vec![1, 2, 3]));
+    // Partition p's replicas are B[p % 3], B[(p + 1) % 3], B[(p + 2) % 3].
+    let a = CoordinatorKey::Group("a"); // partition 47: brokers 3, 1, 2
+    let abc = CoordinatorKey::Transaction("abc"); // partition 4: brokers 2, 3, 1
+    let my_group = CoordinatorKey::Group("my-group"); // partition 12: brokers 1, 2, 3
+    assert_eq!(c.brokers().coordinator(a).unwrap(), 3);
+    assert_eq!(c.brokers().coordinator(abc).unwrap(), 2);
+    assert_eq!(c.brokers().coordinator(my_group).unwrap(), 1);
+    // The same key as a group or a transactional id lands alike.
+    assert_eq!(
+        c.brokers()
+            .coordinator(CoordinatorKey::Transaction("a"))
+            .unwrap(),
+        3
+    );
+    c.brokers().check_coordinator(a, 3).unwrap();
+    let e = c.brokers().check_coordinator(a, 1).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::NotCoordinator);
+    assert!(
+        e.to_string()
+            .contains("broker 1 does not coordinate group \"a\"; broker 3 does"),
+        "{e}"
+    );
+    // Offline: the next replica of the virtual partition takes over, and
+    // the coordinator comes back with its broker.
+    c.brokers().take_offline(3).unwrap();
+    assert_eq!(c.brokers().coordinator(a).unwrap(), 1);
+    assert_eq!(c.brokers().coordinator(abc).unwrap(), 2);
+    c.brokers().take_offline(1).unwrap();
+    assert_eq!(c.brokers().coordinator(a).unwrap(), 2);
+    assert_eq!(c.brokers().coordinator(my_group).unwrap(), 2);
+    c.brokers().bring_online(3).unwrap();
+    assert_eq!(c.brokers().coordinator(a).unwrap(), 3);
+    assert_eq!(c.brokers().coordinator(my_group).unwrap(), 2);
+    c.lifecycle().close().await.unwrap();
+}
+
+#[tokio::test]
+async fn with_more_brokers_than_replicas_a_coordinator_can_be_unavailable() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_000);
+    let c = open_with(dir.path(), &clock, |cfg| cfg.with_brokers(vec![1, 2, 3, 4]));
+    // "my-group" is partition 12: replicas B[0], B[1], B[2] = 1, 2, 3.
+    let key = CoordinatorKey::Group("my-group");
+    for b in [1, 2, 3] {
+        assert_eq!(c.brokers().coordinator(key).unwrap(), b);
+        c.brokers().take_offline(b).unwrap();
+    }
+    let e = c.brokers().coordinator(key).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::CoordinatorNotAvailable);
+    assert_eq!(
+        c.brokers().check_coordinator(key, 4).unwrap_err().code(),
+        ErrorCode::CoordinatorNotAvailable
+    );
+    c.lifecycle().close().await.unwrap();
+}

@@ -63,11 +63,13 @@ pub enum ErrorCode {
     InvalidRecordState,
     ShareSessionNotFound,
     InvalidShareSessionEpoch,
+    NotCoordinator,
+    CoordinatorNotAvailable,
 }
 
 impl ErrorCode {
     /// Every code, in the order of the specification's table.
-    pub const ALL: [ErrorCode; 57] = [
+    pub const ALL: [ErrorCode; 59] = [
         ErrorCode::OffsetOutOfRange,
         ErrorCode::InvalidRecord,
         ErrorCode::CorruptBatch,
@@ -125,6 +127,8 @@ impl ErrorCode {
         ErrorCode::InvalidRecordState,
         ErrorCode::ShareSessionNotFound,
         ErrorCode::InvalidShareSessionEpoch,
+        ErrorCode::NotCoordinator,
+        ErrorCode::CoordinatorNotAvailable,
     ];
 
     /// The wire spelling of the code, e.g. `"OFFSET_OUT_OF_RANGE"`.
@@ -187,6 +191,8 @@ impl ErrorCode {
             ErrorCode::InvalidRecordState => "INVALID_RECORD_STATE",
             ErrorCode::ShareSessionNotFound => "SHARE_SESSION_NOT_FOUND",
             ErrorCode::InvalidShareSessionEpoch => "INVALID_SHARE_SESSION_EPOCH",
+            ErrorCode::NotCoordinator => "NOT_COORDINATOR",
+            ErrorCode::CoordinatorNotAvailable => "COORDINATOR_NOT_AVAILABLE",
         }
     }
 

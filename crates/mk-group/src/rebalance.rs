@@ -334,7 +334,11 @@ impl GroupCoordinator {
         removed: &mut Vec<(String, String)>,
     ) -> Result<()> {
         let g = self.groups.get_mut(id).expect("ids come from the map");
-        g.pending.retain(|_, deadline| now <= *deadline);
+        // An id handed out expires when its session timeout has passed, at
+        // the deadline itself, as Kafka's heartbeat timer for a pending
+        // member fires (so a lost MEMBER_ID_REQUIRED round holds a join
+        // phase no longer than Kafka).
+        g.pending.retain(|_, deadline| now < *deadline);
         let expired: Vec<String> = g
             .members
             .iter()

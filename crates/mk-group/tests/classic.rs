@@ -1241,3 +1241,58 @@ fn a_txn_offset_commit_with_membership_is_fenced_like_a_member_commit() {
         .validate_txn_offset_commit("g", &d.id, d.generation, None)
         .unwrap();
 }
+
+/// Issue 21: a client's JoinGroup with the member id of a MEMBER_ID_REQUIRED
+/// round is lost (its coordinator moved), and it starts over with a new id.
+/// The lost id blocks the new group's first rebalance only as Kafka's
+/// classic coordinator lets it: until the id expires after its session
+/// timeout, or until the join phase ends at the rebalance timeout,
+/// whichever comes first — never at generation 0 for longer.
+#[test]
+fn a_lost_member_id_round_blocks_a_new_group_no_longer_than_kafka_would() {
+    for (session_ms, rebalance_ms) in [(6_000, 30_000), (30_000, 8_000)] {
+        let mut f = Fixture::new();
+        let v4 = GroupJoin {
+            require_known_member_id: true,
+            session_timeout_ms: session_ms,
+            rebalance_timeout_ms: rebalance_ms,
+            ..kafka_join("g", "")
+        };
+        let lost = f.c().join_member(v4.clone()).unwrap_err();
+        assert!(lost.member_id_required().is_some());
+        // The client starts over and this time joins with its id.
+        let id = f
+            .c()
+            .join_member(v4.clone())
+            .unwrap_err()
+            .member_id_required()
+            .unwrap()
+            .to_string();
+        let mut joined = f
+            .c()
+            .join_member(GroupJoin {
+                member_id: id.clone(),
+                ..v4.clone()
+            })
+            .unwrap();
+        waiting(&mut joined);
+        let limit = i64::from(session_ms.min(rebalance_ms));
+        f.clock.advance(limit - 1);
+        f.expire();
+        waiting(&mut joined);
+        assert_eq!(f.generation("g"), 0, "still forming");
+        f.clock.advance(1);
+        f.expire();
+        let answer = ready(&mut joined);
+        assert_eq!(
+            (
+                answer.generation_id,
+                answer.member_id.as_str(),
+                answer.leader_id.as_str()
+            ),
+            (1, id.as_str(), id.as_str()),
+            "session {session_ms} ms, rebalance {rebalance_ms} ms"
+        );
+        assert_eq!(answer.members.len(), 1);
+    }
+}

@@ -4,7 +4,7 @@
 //! translation is all that happens here.
 
 use super::Ctx;
-use super::groups::client_host;
+use super::groups::{client_host, coordinated_here};
 use crate::codec::Uuid;
 use crate::errors::{self, KafkaCode};
 use crate::messages::consumer_group_describe::{
@@ -14,7 +14,8 @@ use crate::messages::consumer_group_heartbeat::{
     Assignment, ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, TopicPartitions,
 };
 use mk_cluster::{
-    BrokerCluster, ConsumerGroupDescription, ConsumerHeartbeat, GroupType, TopicId, TopicPartition,
+    BrokerCluster, ConsumerGroupDescription, ConsumerHeartbeat, CoordinatorKey, GroupType, TopicId,
+    TopicPartition,
 };
 use std::collections::BTreeMap;
 
@@ -86,7 +87,9 @@ pub async fn handle_consumer_group_heartbeat(
         client_host: client_host(ctx),
         member_id_optional: ctx.version() == 0,
     };
-    match ctx.cluster.groups().consumer_heartbeat(hb) {
+    let answer = coordinated_here(ctx, CoordinatorKey::Group(&hb.group_id))
+        .and_then(|()| ctx.cluster.groups().consumer_heartbeat(hb));
+    match answer {
         Ok(a) => ConsumerGroupHeartbeatResponse {
             member_id: Some(a.member_id),
             member_epoch: a.member_epoch,
@@ -173,24 +176,28 @@ pub async fn handle_consumer_group_describe(
     let groups = req
         .group_ids
         .iter()
-        .map(|id| match ctx.cluster.groups().describe_consumer(id) {
-            Ok(Some(d)) => described(ctx.cluster, d),
-            Ok(None) => {
-                let (error_code, message) = not_found(ctx.cluster, id, GroupType::Consumer);
-                DescribedGroup {
-                    error_code,
-                    error_message: Some(message),
-                    group_id: id.clone(),
-                    ..DescribedGroup::default()
+        .map(|id| {
+            match coordinated_here(ctx, CoordinatorKey::Group(id))
+                .and_then(|()| ctx.cluster.groups().describe_consumer(id))
+            {
+                Ok(Some(d)) => described(ctx.cluster, d),
+                Ok(None) => {
+                    let (error_code, message) = not_found(ctx.cluster, id, GroupType::Consumer);
+                    DescribedGroup {
+                        error_code,
+                        error_message: Some(message),
+                        group_id: id.clone(),
+                        ..DescribedGroup::default()
+                    }
                 }
-            }
-            Err(e) => {
-                let (error_code, message) = errors::from_cluster(&e);
-                DescribedGroup {
-                    error_code,
-                    error_message: Some(message),
-                    group_id: id.clone(),
-                    ..DescribedGroup::default()
+                Err(e) => {
+                    let (error_code, message) = errors::from_cluster(&e);
+                    DescribedGroup {
+                        error_code,
+                        error_message: Some(message),
+                        group_id: id.clone(),
+                        ..DescribedGroup::default()
+                    }
                 }
             }
         })

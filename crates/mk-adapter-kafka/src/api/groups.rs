@@ -39,7 +39,8 @@ use crate::messages::offset_fetch::{
 use crate::messages::sync_group::{SyncGroupRequest, SyncGroupResponse};
 use bytes::Bytes;
 use mk_cluster::{
-    ClusterError, CommitRequest, GroupJoin, GroupSync, GroupType, OffsetAndMetadata, TopicPartition,
+    ClusterError, CommitRequest, CoordinatorKey, GroupJoin, GroupSync, GroupType,
+    OffsetAndMetadata, TopicPartition,
 };
 use std::collections::BTreeMap;
 
@@ -90,30 +91,42 @@ fn code_of(e: &ClusterError) -> KafkaCode {
     errors::kafka_code(e.code())
 }
 
-/// The coordinator of every group and transactional id is the broker that
-/// was asked (one process hosts the one coordinator), as long as it is
-/// online; otherwise the lowest online broker.
-fn coordinator_for(ctx: &Ctx<'_>, key: &str) -> Coordinator {
-    let online = ctx.cluster.brokers().online();
-    let id = if online.contains(&ctx.broker_id) {
-        Some(ctx.broker_id)
-    } else {
-        online.first().copied()
-    };
-    match id.and_then(|id| ctx.endpoints.iter().find(|e| e.broker_id == id)) {
-        Some(e) => Coordinator {
-            key: key.to_string(),
-            node_id: e.broker_id,
-            host: e.host.clone(),
-            port: i32::from(e.port),
-            error_code: KafkaCode::NONE,
-            error_message: None,
+/// The code to answer when the broker that received a request does not
+/// coordinate its group or transactional id (NOT_COORDINATOR, or
+/// COORDINATOR_NOT_AVAILABLE); `None` when it does. The core places
+/// coordinators (`brokers().coordinator`).
+pub(crate) fn not_coordinator(ctx: &Ctx<'_>, key: CoordinatorKey<'_>) -> Option<KafkaCode> {
+    coordinated_here(ctx, key).err().map(|e| code_of(&e))
+}
+
+/// Ok when the broker that received a request coordinates `key`; the
+/// core's NOT_COORDINATOR (or COORDINATOR_NOT_AVAILABLE) otherwise, for
+/// answers that carry a message too.
+pub(crate) fn coordinated_here(ctx: &Ctx<'_>, key: CoordinatorKey<'_>) -> Result<(), ClusterError> {
+    ctx.cluster.brokers().check_coordinator(key, ctx.broker_id)
+}
+
+/// FindCoordinator's answer for one key: the broker the core places its
+/// coordinator on, whichever broker was asked.
+fn coordinator_for(ctx: &Ctx<'_>, key: CoordinatorKey<'_>) -> Coordinator {
+    let id = key.as_str().to_string();
+    match ctx.cluster.brokers().coordinator(key) {
+        Err(e) => unavailable(&id, code_of(&e), &e.to_string()),
+        Ok(b) => match ctx.endpoints.iter().find(|e| e.broker_id == b) {
+            Some(e) => Coordinator {
+                key: id,
+                node_id: e.broker_id,
+                host: e.host.clone(),
+                port: i32::from(e.port),
+                error_code: KafkaCode::NONE,
+                error_message: None,
+            },
+            None => unavailable(
+                &id,
+                KafkaCode::COORDINATOR_NOT_AVAILABLE,
+                &format!("broker {b} has no Kafka listener"),
+            ),
         },
-        None => unavailable(
-            key,
-            KafkaCode::COORDINATOR_NOT_AVAILABLE,
-            "no broker is online",
-        ),
     }
 }
 
@@ -132,12 +145,11 @@ pub async fn handle_find_coordinator(
     ctx: &Ctx<'_>,
     req: FindCoordinatorRequest,
 ) -> FindCoordinatorResponse {
-    let valid_type = req.key_type == KEY_TYPE_GROUP || req.key_type == KEY_TYPE_TRANSACTION;
-    let answer = |key: &str| {
-        if valid_type {
-            coordinator_for(ctx, key)
-        } else {
-            let message = format!("unknown coordinator key type {}", req.key_type);
+    let answer = |key: &str| match req.key_type {
+        KEY_TYPE_GROUP => coordinator_for(ctx, CoordinatorKey::Group(key)),
+        KEY_TYPE_TRANSACTION => coordinator_for(ctx, CoordinatorKey::Transaction(key)),
+        other => {
+            let message = format!("unknown coordinator key type {other}");
             unavailable(key, KafkaCode::INVALID_REQUEST, &message)
         }
     };
@@ -176,6 +188,9 @@ fn subscribed_topics(protocol_type: &str, protocols: &[JoinGroupRequestProtocol]
 
 pub async fn handle_join_group(ctx: &Ctx<'_>, req: JoinGroupRequest) -> JoinGroupResponse {
     let v = ctx.version();
+    if let Some(code) = not_coordinator(ctx, CoordinatorKey::Group(&req.group_id)) {
+        return join_failed(v, code, req.member_id);
+    }
     let join = GroupJoin {
         group_id: req.group_id.clone(),
         member_id: req.member_id.clone(),
@@ -222,23 +237,33 @@ pub async fn handle_join_group(ctx: &Ctx<'_>, req: JoinGroupRequest) -> JoinGrou
                 })
                 .collect(),
         },
-        Err(e) => JoinGroupResponse {
-            throttle_time_ms: 0,
-            error_code: code_of(&e),
-            generation_id: -1,
-            protocol_type: None,
-            protocol_name: if v >= 7 { None } else { Some(String::new()) },
-            leader: String::new(),
-            skip_assignment: false,
-            member_id: e
+        Err(e) => {
+            let member_id = e
                 .member_id_required()
-                .map_or_else(|| req.member_id.clone(), str::to_string),
-            members: Vec::new(),
-        },
+                .map_or_else(|| req.member_id.clone(), str::to_string);
+            join_failed(v, code_of(&e), member_id)
+        }
+    }
+}
+
+fn join_failed(v: i16, code: KafkaCode, member_id: String) -> JoinGroupResponse {
+    JoinGroupResponse {
+        throttle_time_ms: 0,
+        error_code: code,
+        generation_id: -1,
+        protocol_type: None,
+        protocol_name: if v >= 7 { None } else { Some(String::new()) },
+        leader: String::new(),
+        skip_assignment: false,
+        member_id,
+        members: Vec::new(),
     }
 }
 
 pub async fn handle_sync_group(ctx: &Ctx<'_>, req: SyncGroupRequest) -> SyncGroupResponse {
+    if let Some(code) = not_coordinator(ctx, CoordinatorKey::Group(&req.group_id)) {
+        return sync_failed(code);
+    }
     let assigned_partitions = req
         .assignments
         .iter()
@@ -283,17 +308,27 @@ pub async fn handle_sync_group(ctx: &Ctx<'_>, req: SyncGroupRequest) -> SyncGrou
             protocol_name: Some(s.protocol_name),
             assignment: s.assignment,
         },
-        Err(e) => SyncGroupResponse {
-            throttle_time_ms: 0,
-            error_code: code_of(&e),
-            protocol_type: None,
-            protocol_name: None,
-            assignment: Bytes::new(),
-        },
+        Err(e) => sync_failed(code_of(&e)),
+    }
+}
+
+fn sync_failed(code: KafkaCode) -> SyncGroupResponse {
+    SyncGroupResponse {
+        throttle_time_ms: 0,
+        error_code: code,
+        protocol_type: None,
+        protocol_name: None,
+        assignment: Bytes::new(),
     }
 }
 
 pub async fn handle_heartbeat(ctx: &Ctx<'_>, req: HeartbeatRequest) -> HeartbeatResponse {
+    if let Some(code) = not_coordinator(ctx, CoordinatorKey::Group(&req.group_id)) {
+        return HeartbeatResponse {
+            throttle_time_ms: 0,
+            error_code: code,
+        };
+    }
     let r = ctx.cluster.groups().heartbeat_member(
         &req.group_id,
         &req.member_id,
@@ -308,6 +343,13 @@ pub async fn handle_heartbeat(ctx: &Ctx<'_>, req: HeartbeatRequest) -> Heartbeat
 
 pub async fn handle_leave_group(ctx: &Ctx<'_>, req: LeaveGroupRequest) -> LeaveGroupResponse {
     let v = ctx.version();
+    if let Some(code) = not_coordinator(ctx, CoordinatorKey::Group(&req.group_id)) {
+        return LeaveGroupResponse {
+            throttle_time_ms: 0,
+            error_code: code,
+            members: Vec::new(),
+        };
+    }
     // v0-v2 name one member; v3+ a batch.
     let members: Vec<(String, Option<String>)> = if v <= 2 {
         vec![(req.member_id.clone(), None)]
@@ -370,7 +412,12 @@ pub async fn handle_offset_commit(ctx: &Ctx<'_>, req: OffsetCommitRequest) -> Of
             }
         }
     }
-    let result = if offsets.is_empty() {
+    // At a broker that does not coordinate the group, every partition is
+    // answered NOT_COORDINATOR.
+    let misdirected = not_coordinator(ctx, CoordinatorKey::Group(&req.group_id));
+    let result = if let Some(code) = misdirected {
+        Err(code)
+    } else if offsets.is_empty() {
         Ok(Vec::new())
     } else {
         // The version decides two answers (see `commit_request`): v9+ is
@@ -382,7 +429,10 @@ pub async fn handle_offset_commit(ctx: &Ctx<'_>, req: OffsetCommitRequest) -> Of
             instance: req.group_instance_id.as_deref(),
             version: Some(ctx.version()),
         };
-        ctx.cluster.groups().commit_request(&request, &offsets)
+        ctx.cluster
+            .groups()
+            .commit_request(&request, &offsets)
+            .map_err(|e| code_of(&e))
     };
     let (request_code, per_partition): (KafkaCode, BTreeMap<TopicPartition, KafkaCode>) =
         match result {
@@ -393,7 +443,7 @@ pub async fn handle_offset_commit(ctx: &Ctx<'_>, req: OffsetCommitRequest) -> Of
                     .map(|(tp, r)| (tp, r.err().map_or(KafkaCode::NONE, |e| code_of(&e))))
                     .collect(),
             ),
-            Err(e) => (code_of(&e), BTreeMap::new()),
+            Err(code) => (code, BTreeMap::new()),
         };
     let code = |tp: &TopicPartition| per_partition.get(tp).copied().unwrap_or(request_code);
     OffsetCommitResponse {
@@ -409,6 +459,7 @@ pub async fn handle_offset_commit(ctx: &Ctx<'_>, req: OffsetCommitRequest) -> Of
                     .map(|p| OffsetCommitResponsePartition {
                         partition_index: p.partition_index,
                         error_code: match known_partition(ctx, &t.name, p.partition_index) {
+                            _ if misdirected.is_some() => request_code,
                             Some(tp) => code(&tp),
                             None => KafkaCode::UNKNOWN_TOPIC_OR_PARTITION,
                         },
@@ -426,6 +477,29 @@ struct FetchGroup<'a> {
     group_id: &'a str,
     topics: Option<Vec<(&'a str, &'a [i32])>>,
     member: Option<(Option<&'a str>, i32)>,
+    /// v0-v1 have no group-level error: a refused group answers it on every
+    /// partition asked.
+    errors_per_partition: bool,
+}
+
+/// An OffsetFetch group refused whole: the group's error and no
+/// partitions, or (v0-v1) each asked partition with the error, as Kafka's
+/// `OffsetFetchRequest.getErrorResponse` answers.
+fn fetch_group_failed(g: &FetchGroup<'_>, code: KafkaCode) -> OffsetFetchResponseGroup {
+    let topics = g
+        .topics
+        .iter()
+        .filter(|_| g.errors_per_partition)
+        .flatten()
+        .map(|(name, partitions)| OffsetFetchResponseTopics {
+            name: name.to_string(),
+            partitions: partitions.iter().map(|p| fetched(*p, None, code)).collect(),
+        });
+    OffsetFetchResponseGroup {
+        group_id: g.group_id.to_string(),
+        topics: topics.collect(),
+        error_code: code,
+    }
 }
 
 /// One partition of an OffsetFetch answer: Kafka answers offset -1, epoch
@@ -447,6 +521,9 @@ fn fetched(
 
 fn fetch_group(ctx: &Ctx<'_>, g: &FetchGroup<'_>) -> OffsetFetchResponseGroup {
     let group_id = g.group_id.to_string();
+    if let Some(code) = not_coordinator(ctx, CoordinatorKey::Group(g.group_id)) {
+        return fetch_group_failed(g, code);
+    }
     if let Some((member, epoch)) = g.member
         && let Err(e) = ctx
             .cluster
@@ -478,13 +555,7 @@ fn fetch_group(ctx: &Ctx<'_>, g: &FetchGroup<'_>) -> OffsetFetchResponseGroup {
         .committed_for(g.group_id, asked.as_deref())
     {
         Ok(answers) => answers,
-        Err(e) => {
-            return OffsetFetchResponseGroup {
-                group_id,
-                topics: Vec::new(),
-                error_code: code_of(&e),
-            };
-        }
+        Err(e) => return fetch_group_failed(g, code_of(&e)),
     };
     OffsetFetchResponseGroup {
         group_id,
@@ -542,6 +613,7 @@ pub async fn handle_offset_fetch(ctx: &Ctx<'_>, req: OffsetFetchRequest) -> Offs
         let groups = req.groups.iter().map(|g| FetchGroup {
             group_id: &g.group_id,
             member: (ctx.version() >= 9).then_some((g.member_id.as_deref(), g.member_epoch)),
+            errors_per_partition: false,
             topics: g.topics.as_ref().map(|ts| {
                 ts.iter()
                     .map(|t| (t.name.as_str(), t.partition_indexes.as_slice()))
@@ -557,6 +629,7 @@ pub async fn handle_offset_fetch(ctx: &Ctx<'_>, req: OffsetFetchRequest) -> Offs
     let group = FetchGroup {
         group_id: &req.group_id,
         member: None,
+        errors_per_partition: ctx.version() < 2,
         topics: req.topics.as_ref().map(|ts| {
             ts.iter()
                 .map(|t| (t.name.as_str(), t.partition_indexes.as_slice()))
@@ -602,8 +675,11 @@ pub async fn handle_list_groups(ctx: &Ctx<'_>, req: ListGroupsRequest) -> ListGr
         Ok(listings) => ListGroupsResponse {
             throttle_time_ms: 0,
             error_code: KafkaCode::NONE,
+            // Each broker lists the groups it coordinates, as in Kafka
+            // (admin clients ask every broker and merge).
             groups: listings
                 .into_iter()
+                .filter(|l| not_coordinator(ctx, CoordinatorKey::Group(&l.group_id)).is_none())
                 .map(|l| ListedGroup {
                     group_id: l.group_id,
                     protocol_type: l.protocol_type,
@@ -622,9 +698,14 @@ pub async fn handle_describe_groups(
     let groups = req
         .groups
         .iter()
-        .map(|id| match ctx.cluster.groups().describe(id) {
-            Err(e) => DescribedGroup {
-                error_code: code_of(&e),
+        .map(|id| match not_coordinator(ctx, CoordinatorKey::Group(id)) {
+            Some(code) => Err(code),
+            None => ctx.cluster.groups().describe(id).map_err(|e| code_of(&e)),
+        })
+        .zip(&req.groups)
+        .map(|(described, id)| match described {
+            Err(code) => DescribedGroup {
+                error_code: code,
                 group_id: id.clone(),
                 ..DescribedGroup::default()
             },
@@ -678,25 +759,38 @@ pub async fn handle_describe_groups(
 }
 
 pub async fn handle_delete_groups(ctx: &Ctx<'_>, req: DeleteGroupsRequest) -> DeleteGroupsResponse {
-    let results = match ctx.cluster.groups().delete(&req.groups_names) {
-        Ok(r) => req
-            .groups_names
-            .iter()
-            .zip(r)
-            .map(|(g, r)| DeletableGroupResult {
-                group_id: g.clone(),
-                error_code: r.err().map_or(KafkaCode::NONE, |e| code_of(&e)),
-            })
+    // Groups coordinated elsewhere are answered NOT_COORDINATOR; the core
+    // deletes the others.
+    let misdirected: BTreeMap<&str, KafkaCode> = req
+        .groups_names
+        .iter()
+        .filter_map(|g| not_coordinator(ctx, CoordinatorKey::Group(g)).map(|c| (g.as_str(), c)))
+        .collect();
+    let here: Vec<String> = req
+        .groups_names
+        .iter()
+        .filter(|g| !misdirected.contains_key(g.as_str()))
+        .cloned()
+        .collect();
+    let mut answers = match ctx.cluster.groups().delete(&here) {
+        Ok(r) => r
+            .into_iter()
+            .map(|r| r.err().map_or(KafkaCode::NONE, |e| code_of(&e)))
             .collect(),
-        Err(e) => req
-            .groups_names
-            .iter()
-            .map(|g| DeletableGroupResult {
-                group_id: g.clone(),
-                error_code: code_of(&e),
-            })
-            .collect(),
-    };
+        Err(e) => vec![code_of(&e); here.len()],
+    }
+    .into_iter();
+    let results = req
+        .groups_names
+        .iter()
+        .map(|g| DeletableGroupResult {
+            group_id: g.clone(),
+            error_code: match misdirected.get(g.as_str()) {
+                Some(code) => *code,
+                None => answers.next().unwrap_or(KafkaCode::NONE),
+            },
+        })
+        .collect();
     DeleteGroupsResponse {
         throttle_time_ms: 0,
         results,
@@ -712,12 +806,16 @@ pub async fn handle_offset_delete(ctx: &Ctx<'_>, req: OffsetDeleteRequest) -> Of
             }
         }
     }
-    let results = ctx
-        .cluster
-        .groups()
-        .delete_offsets(&req.group_id, &partitions);
+    let results = match not_coordinator(ctx, CoordinatorKey::Group(&req.group_id)) {
+        Some(code) => Err(code),
+        None => ctx
+            .cluster
+            .groups()
+            .delete_offsets(&req.group_id, &partitions)
+            .map_err(|e| code_of(&e)),
+    };
     let (error_code, by_tp): (KafkaCode, BTreeMap<TopicPartition, KafkaCode>) = match results {
-        Err(e) => (code_of(&e), BTreeMap::new()),
+        Err(code) => (code, BTreeMap::new()),
         Ok(r) => (
             KafkaCode::NONE,
             r.into_iter()

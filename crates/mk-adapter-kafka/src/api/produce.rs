@@ -206,6 +206,11 @@ pub async fn handle_init_producer_id(
         // previous epoch's open transaction is aborted first, KIP-360
         // retries carry the current id and epoch).
         Some(txn_id) => {
+            if let Some(code) =
+                super::groups::not_coordinator(ctx, mk_cluster::CoordinatorKey::Transaction(txn_id))
+            {
+                return init_failed(code);
+            }
             let current =
                 (req.producer_id >= 0).then_some((req.producer_id, i32::from(req.producer_epoch)));
             let r = tokio::select! {

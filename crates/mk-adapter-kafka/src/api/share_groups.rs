@@ -6,7 +6,7 @@
 
 use super::Ctx;
 use super::consumer_groups::{by_id, by_name, not_found};
-use super::groups::client_host;
+use super::groups::{client_host, coordinated_here};
 use crate::codec::Uuid;
 use crate::errors::{self, KafkaCode};
 use crate::messages::share_acknowledge::{
@@ -26,8 +26,8 @@ use crate::records;
 use bytes::BytesMut;
 use mk_cluster::share::{AckBatch, AckType, SHARE_ASSIGNOR, ShareFetchRequest as CoreFetch};
 use mk_cluster::{
-    BrokerCluster, ClusterError, GroupType, ShareFetchLimits, ShareFetchPartition, ShareHeartbeat,
-    TopicPartition,
+    BrokerCluster, ClusterError, CoordinatorKey, GroupType, ShareFetchLimits, ShareFetchPartition,
+    ShareHeartbeat, TopicPartition,
 };
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -51,7 +51,9 @@ pub async fn handle_share_group_heartbeat(
         client_id: ctx.header.client_id.clone().unwrap_or_default(),
         client_host: client_host(ctx),
     };
-    match ctx.cluster.groups().share_heartbeat(hb) {
+    let answer = coordinated_here(ctx, CoordinatorKey::Group(&hb.group_id))
+        .and_then(|()| ctx.cluster.groups().share_heartbeat(hb));
+    match answer {
         Ok(a) => ShareGroupHeartbeatResponse {
             member_id: Some(a.member_id),
             member_epoch: a.member_epoch,
@@ -86,7 +88,9 @@ pub async fn handle_share_group_describe(
         .group_ids
         .iter()
         .map(|id| {
-            let (error_code, message) = match ctx.cluster.groups().describe_share(id) {
+            let answer = coordinated_here(ctx, CoordinatorKey::Group(id))
+                .and_then(|()| ctx.cluster.groups().describe_share(id));
+            let (error_code, message) = match answer {
                 Ok(Some(d)) => return described(ctx.cluster, d),
                 Ok(None) => not_found(ctx.cluster, id, GroupType::Share),
                 Err(e) => errors::from_cluster(&e),

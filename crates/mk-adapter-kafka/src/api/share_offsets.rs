@@ -4,6 +4,7 @@
 //! group without members).
 
 use super::Ctx;
+use super::groups::coordinated_here;
 use crate::codec::Uuid;
 use crate::errors::{self, KafkaCode};
 use crate::messages::alter_share_group_offsets::{
@@ -19,7 +20,7 @@ use crate::messages::describe_share_group_offsets::{
     DescribeShareGroupOffsetsResponse, DescribeShareGroupOffsetsResponseGroup,
     DescribeShareGroupOffsetsResponsePartition, DescribeShareGroupOffsetsResponseTopic,
 };
-use mk_cluster::{BrokerCluster, TopicPartition};
+use mk_cluster::{BrokerCluster, CoordinatorKey, TopicPartition};
 use std::collections::BTreeMap;
 
 fn topic_id(c: &BrokerCluster, topic: &str) -> Uuid {
@@ -41,9 +42,10 @@ fn by_topic<T>(items: impl Iterator<Item = (TopicPartition, T)>) -> Vec<(String,
 }
 
 fn describe_group(
-    c: &BrokerCluster,
+    ctx: &Ctx<'_>,
     g: &DescribeShareGroupOffsetsRequestGroup,
 ) -> DescribeShareGroupOffsetsResponseGroup {
+    let c = ctx.cluster;
     let asked: Option<Vec<TopicPartition>> = g.topics.as_ref().map(|ts| {
         ts.iter()
             .flat_map(|t| {
@@ -54,10 +56,11 @@ fn describe_group(
             })
             .collect()
     });
-    match c
-        .groups()
-        .describe_share_offsets(&g.group_id, asked.as_deref())
-    {
+    let described = coordinated_here(ctx, CoordinatorKey::Group(&g.group_id)).and_then(|()| {
+        c.groups()
+            .describe_share_offsets(&g.group_id, asked.as_deref())
+    });
+    match described {
         Err(e) => {
             let (error_code, message) = errors::from_cluster(&e);
             DescribeShareGroupOffsetsResponseGroup {
@@ -95,11 +98,7 @@ pub async fn handle_describe_share_group_offsets(
     req: DescribeShareGroupOffsetsRequest,
 ) -> DescribeShareGroupOffsetsResponse {
     DescribeShareGroupOffsetsResponse {
-        groups: req
-            .groups
-            .iter()
-            .map(|g| describe_group(ctx.cluster, g))
-            .collect(),
+        groups: req.groups.iter().map(|g| describe_group(ctx, g)).collect(),
         ..DescribeShareGroupOffsetsResponse::default()
     }
 }
@@ -118,11 +117,12 @@ pub async fn handle_alter_share_group_offsets(
             })
         })
         .collect();
-    match ctx
-        .cluster
-        .groups()
-        .alter_share_offsets(&req.group_id, &offsets)
-    {
+    let altered = coordinated_here(ctx, CoordinatorKey::Group(&req.group_id)).and_then(|()| {
+        ctx.cluster
+            .groups()
+            .alter_share_offsets(&req.group_id, &offsets)
+    });
+    match altered {
         Err(e) => {
             let (error_code, message) = errors::from_cluster(&e);
             AlterShareGroupOffsetsResponse {
@@ -166,11 +166,12 @@ pub async fn handle_delete_share_group_offsets(
     req: DeleteShareGroupOffsetsRequest,
 ) -> DeleteShareGroupOffsetsResponse {
     let topics: Vec<String> = req.topics.iter().map(|t| t.topic_name.clone()).collect();
-    match ctx
-        .cluster
-        .groups()
-        .delete_share_offsets(&req.group_id, &topics)
-    {
+    let deleted = coordinated_here(ctx, CoordinatorKey::Group(&req.group_id)).and_then(|()| {
+        ctx.cluster
+            .groups()
+            .delete_share_offsets(&req.group_id, &topics)
+    });
+    match deleted {
         Err(e) => {
             let (error_code, message) = errors::from_cluster(&e);
             DeleteShareGroupOffsetsResponse {

@@ -7,6 +7,7 @@
 //! the transactional id.
 
 use super::Ctx;
+use super::groups::not_coordinator;
 use crate::errors::{self, KafkaCode};
 use crate::messages::add_offsets_to_txn::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse};
 use crate::messages::add_partitions_to_txn::{
@@ -18,7 +19,9 @@ use crate::messages::txn_offset_commit::{
     TxnOffsetCommitRequest, TxnOffsetCommitResponse, TxnOffsetCommitResponsePartition,
     TxnOffsetCommitResponseTopic,
 };
-use mk_cluster::{ClusterError, ErrorCode, OffsetAndMetadata, TopicPartition, TxnOffsetCommit};
+use mk_cluster::{
+    ClusterError, CoordinatorKey, ErrorCode, OffsetAndMetadata, TopicPartition, TxnOffsetCommit,
+};
 use std::collections::BTreeMap;
 
 /// KIP-588: PRODUCER_FENCED is answered from these versions on (InitProducerId
@@ -45,16 +48,22 @@ pub async fn handle_add_partitions_to_txn(
             }
         }
     }
-    let outcome = ctx
-        .cluster
-        .transactions()
-        .add_partitions(
-            &req.v3_and_below_transactional_id,
-            req.v3_and_below_producer_id,
-            i32::from(req.v3_and_below_producer_epoch),
-            &partitions,
-        )
-        .await;
+    let txn_id = CoordinatorKey::Transaction(&req.v3_and_below_transactional_id);
+    let misdirected = not_coordinator(ctx, txn_id);
+    let outcome = match misdirected {
+        Some(_) => Ok(Vec::new()),
+        None => {
+            ctx.cluster
+                .transactions()
+                .add_partitions(
+                    &req.v3_and_below_transactional_id,
+                    req.v3_and_below_producer_id,
+                    i32::from(req.v3_and_below_producer_epoch),
+                    &partitions,
+                )
+                .await
+        }
+    };
     let by_tp: BTreeMap<TopicPartition, KafkaCode> = match &outcome {
         Ok(results) => results
             .iter()
@@ -69,7 +78,7 @@ pub async fn handle_add_partitions_to_txn(
             .collect(),
         Err(_) => BTreeMap::new(),
     };
-    let whole = outcome.as_ref().err().map(|e| txn_code(e, v, 2));
+    let whole = misdirected.or_else(|| outcome.as_ref().err().map(|e| txn_code(e, v, 2)));
     AddPartitionsToTxnResponse {
         results_by_topic_v3_and_below: req
             .v3_and_below_topics
@@ -104,6 +113,12 @@ pub async fn handle_add_offsets_to_txn(
     ctx: &Ctx<'_>,
     req: AddOffsetsToTxnRequest,
 ) -> AddOffsetsToTxnResponse {
+    if let Some(code) = not_coordinator(ctx, CoordinatorKey::Transaction(&req.transactional_id)) {
+        return AddOffsetsToTxnResponse {
+            throttle_time_ms: 0,
+            error_code: code,
+        };
+    }
     let r = ctx.cluster.transactions().add_offsets(
         &req.transactional_id,
         req.producer_id,
@@ -119,6 +134,12 @@ pub async fn handle_add_offsets_to_txn(
 }
 
 pub async fn handle_end_txn(ctx: &Ctx<'_>, req: EndTxnRequest) -> EndTxnResponse {
+    if let Some(code) = not_coordinator(ctx, CoordinatorKey::Transaction(&req.transactional_id)) {
+        return EndTxnResponse {
+            error_code: code,
+            ..EndTxnResponse::default()
+        };
+    }
     let ended = tokio::select! {
         r = ctx.cluster.transactions().end(
             &req.transactional_id,
@@ -164,8 +185,17 @@ pub async fn handle_txn_offset_commit(
         offsets,
     };
     let code_of = |e: &ClusterError| txn_code(e, ctx.version(), 3);
+    // TxnOffsetCommit goes to the group's coordinator, as in Kafka.
+    let committed = match not_coordinator(ctx, CoordinatorKey::Group(&req.group_id)) {
+        Some(code) => Err(code),
+        None => ctx
+            .cluster
+            .transactions()
+            .commit_offsets(&commit)
+            .map_err(|e| code_of(&e)),
+    };
     let (request_code, per_partition): (KafkaCode, BTreeMap<TopicPartition, KafkaCode>) =
-        match ctx.cluster.transactions().commit_offsets(&commit) {
+        match committed {
             Ok(answers) => (
                 KafkaCode::NONE,
                 answers
@@ -173,7 +203,7 @@ pub async fn handle_txn_offset_commit(
                     .map(|(tp, r)| (tp, r.err().map_or(KafkaCode::NONE, |e| code_of(&e))))
                     .collect(),
             ),
-            Err(e) => (code_of(&e), BTreeMap::new()),
+            Err(code) => (code, BTreeMap::new()),
         };
     TxnOffsetCommitResponse {
         throttle_time_ms: 0,
