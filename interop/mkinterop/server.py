@@ -9,6 +9,7 @@ ready when it has printed its one-line banner on stdout.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -113,6 +114,12 @@ class MkServer:
             timeout=timeout_s,
             check=False,
         )
+
+    def describe_group(self, group: str) -> dict:
+        """The group as `mk-server group describe --json` shows it."""
+        proc = self.cli("group", "describe", group, "--json")
+        assert proc.returncode == 0, f"mk-server group describe {group}: {proc.stdout}{proc.stderr}"
+        return json.loads(proc.stdout.strip().splitlines()[-1])
 
     def restart(self) -> None:
         """SIGTERM (must exit 0), then the same command line again: same

@@ -62,7 +62,8 @@ def test_consumer_protocol_members_join_and_leave_mid_stream(broker, members, cl
     change the group settles with the partitions split; a member never
     revokes a partition it keeps; every record is processed exactly once;
     the Admin describes a CONSUMER group whose epoch grew with each
-    change and whose members all reached the assignment epoch."""
+    change and whose members all reached the assignment epoch, and
+    `mk-server group describe/list` show it as a consumer group."""
     bootstrap = broker.bootstrap
     topic = new_topic(bootstrap, f"kip848-{client}")
     group = unique_topic("g-kip848", client)
@@ -78,6 +79,14 @@ def test_consumer_protocol_members_join_and_leave_mid_stream(broker, members, cl
     m3 = members.start(client, bootstrap, group, topic, "m3", **cfg)
     ms = [m1, m2, m3]
     wait_until(settled(ms, PARTITIONS), "three members to hold one partition each", timeout_s=SETTLE_S, members=ms)
+    # The operator's view: the CLI describes the KIP-848 group, each member
+    # with its epoch and partitions, none of them held twice.
+    view = broker.describe_group(group)
+    assert (view["group_type"], len(view["members"])) == ("consumer", 3), view
+    owned = [p for m in view["members"] for p in m["assignment"] + m["revoking"]]
+    assert len(owned) == len(set(owned)), f"a partition held twice: {view}"
+    listed = broker.cli("group", "list").stdout
+    assert any(line.split()[0] == group and line.split()[-1] == "consumer" for line in listed.splitlines()), listed
     held = {m.name: set(m.assignment) for m in (m2, m3)}
     left_at = time.time()
     m1.stop()

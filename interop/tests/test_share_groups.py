@@ -64,7 +64,8 @@ def test_share_consumers_split_one_partition_with_implicit_acknowledgement(broke
     """Three share consumers on a one-partition topic (implicit mode: the
     next poll accepts the previous one's records). Between them they get
     every record exactly once, and more than one of them gets records: the
-    partition is shared record by record, not owned."""
+    partition is shared record by record, not owned; `mk-server group
+    describe` shows the three members sharing it, then its window done."""
     bootstrap = broker.bootstrap
     topic = new_topic(bootstrap, "share-implicit")
     group = share_group(bootstrap, "implicit")
@@ -73,6 +74,10 @@ def test_share_consumers_split_one_partition_with_implicit_acknowledgement(broke
     for chunk in range(0, 600, 100):
         produce(bootstrap, topic, values[chunk : chunk + 100])
     wait_until(lambda: (set(got(ms)) >= set(values), len(got(ms))), "every record to be delivered", members=ms)
+    # The operator's view: every member is assigned the one partition.
+    view = broker.describe_group(group)
+    assert (view["group_type"], len(view["members"])) == ("share", 3), view
+    assert all(m["assignment"] == [f"{topic}-0"] for m in view["members"]), view
     for m in ms:
         m.stop()
     counts = got(ms)
@@ -85,6 +90,8 @@ def test_share_consumers_split_one_partition_with_implicit_acknowledgement(broke
     assert described["error"] is None and described["state"] == "EMPTY", described
     offsets = java_client.call("share-group-offsets", bootstrap=bootstrap, group=group)["offsets"]
     assert offsets == [[topic, 0, 600]], f"every record is done: the start offset is the end: {offsets}"
+    view = broker.describe_group(group)
+    assert view["partitions"] == [{"topic": topic, "partition": 0, "start_offset": 600, "end_offset": 600}], view
 
 
 def test_explicit_acknowledgement_rejects_and_archives_a_poison_record(broker, members):

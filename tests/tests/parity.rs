@@ -207,7 +207,7 @@ async fn direct(admin: &DirectAdmin, client: &DirectClient, request: &Request) -
                 client.committed_offsets_for(&group_id, partitions.as_deref())?,
             ),
             Request::DescribeGroup { group_id } => Response::DescribeGroup {
-                description: client.describe_group(&group_id)?,
+                description: client.describe_any_group(&group_id)?,
                 group_id,
             },
             Request::InitProducer { name } => {

@@ -7,11 +7,11 @@
 //! It must never implement topics, offsets, fencing or visibility itself.
 
 use mk_cluster::{
-    AssignorKind, BrokerCluster, BrokerId, ClusterDescription, ClusterStats, CompactionSummary,
-    ConfigChange, FetchRequest, FetchResult, GroupDescription, GroupListing, LeaderAndEpoch,
-    MemberAssignment, OffsetAndMetadata, OffsetSpec, ProduceEntry, ProduceRequest, ProduceResponse,
-    ProducerIdentity, Result, RetentionPolicy, TopicConfig, TopicConfigEntry, TopicConfigOverrides,
-    TopicDescription, TopicPartition, TxnHandle,
+    AnyGroupDescription, AssignorKind, BrokerCluster, BrokerId, ClusterDescription, ClusterStats,
+    CompactionSummary, ConfigChange, FetchRequest, FetchResult, GroupDescription, GroupListing,
+    LeaderAndEpoch, MemberAssignment, OffsetAndMetadata, OffsetSpec, ProduceEntry, ProduceRequest,
+    ProduceResponse, ProducerIdentity, Result, RetentionPolicy, TopicConfig, TopicConfigEntry,
+    TopicConfigOverrides, TopicDescription, TopicPartition, TxnHandle,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -295,6 +295,11 @@ impl DirectClient {
 
     pub fn describe_group(&self, group: &str) -> Result<Option<GroupDescription>> {
         self.cluster.groups().describe(group)
+    }
+
+    /// A group of any type: classic, KIP-848 consumer or share.
+    pub fn describe_any_group(&self, group: &str) -> Result<Option<AnyGroupDescription>> {
+        self.cluster.groups().describe_any(group)
     }
 
     pub fn init_producer(&self, name: Option<&str>) -> Result<ProducerIdentity> {

@@ -9,10 +9,11 @@ use crate::protocol::{
 };
 use crate::wire::type_name;
 use mk_cluster::{
-    AckMode, AssignorKind, BrokerId, Bytes, ClusterDescription, CompactionSummary, ConfigChange,
-    ErrorCode, FetchRequest, FetchResult, GroupDescription, GroupListing, LeaderAndEpoch,
-    MemberAssignment, OffsetAndMetadata, OffsetSpec, ProduceResponse, ProducerIdentity,
-    RetentionPolicy, TopicConfig, TopicConfigEntry, TopicDescription, TopicPartition, TxnHandle,
+    AckMode, AnyGroupDescription, AssignorKind, BrokerId, Bytes, ClusterDescription,
+    CompactionSummary, ConfigChange, ErrorCode, FetchRequest, FetchResult, GroupListing,
+    LeaderAndEpoch, MemberAssignment, OffsetAndMetadata, OffsetSpec, ProduceResponse,
+    ProducerIdentity, RetentionPolicy, TopicConfig, TopicConfigEntry, TopicDescription,
+    TopicPartition, TxnHandle,
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -475,11 +476,12 @@ impl JsonTcpClient {
         expect!(r, Response::FetchOffsets(o) => o)
     }
 
-    /// `None` for a group the broker does not know.
+    /// A group of any type (classic, KIP-848 consumer or share); `None`
+    /// for a group the broker does not know.
     pub async fn describe_group(
         &mut self,
         group_id: &str,
-    ) -> ClientResult<Option<GroupDescription>> {
+    ) -> ClientResult<Option<AnyGroupDescription>> {
         let r = self
             .call(&Request::DescribeGroup {
                 group_id: group_id.into(),

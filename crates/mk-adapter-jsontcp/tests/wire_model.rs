@@ -6,12 +6,14 @@
 //! byte of any direction fails here.
 
 use mk_adapter_jsontcp::mk_cluster::{
-    AckMode, AssignorKind, Bytes, CleanupPolicy, ClusterDescription, ClusterStats,
-    CompactionSummary, ConfigChange, ConsumerRecord, FetchRequest, FetchResult, GroupDescription,
+    AckMode, AnyGroupDescription, AssignorKind, Bytes, CleanupPolicy, ClusterDescription,
+    ClusterStats, CompactionSummary, ConfigChange, ConsumerGroupDescription,
+    ConsumerMemberDescription, ConsumerRecord, FetchRequest, FetchResult, GroupDescription,
     GroupListing, GroupState, GroupType, Header, Isolation, LeaderAndEpoch, MemberAssignment,
-    MemberDescription, OffsetAndMetadata, OffsetSpec, PartitionInfo, ProduceEntry, ProduceResponse,
-    ProducerIdentity, ProducerInfo, RetentionPolicy, TopicConfig, TopicConfigEntry,
-    TopicDescription, TopicPartition,
+    MemberDescription, MemberState, OffsetAndMetadata, OffsetSpec, PartitionInfo, ProduceEntry,
+    ProduceResponse, ProducerIdentity, ProducerInfo, RetentionPolicy, ServerAssignor,
+    ShareGroupDescription, ShareMemberDescription, TopicConfig, TopicConfigEntry, TopicDescription,
+    TopicPartition,
 };
 use mk_adapter_jsontcp::{
     Operation, ProduceRecords, ProduceSpec, Request, Response, ServerStats, TopicConfigOverrides,
@@ -22,6 +24,70 @@ use std::collections::{BTreeMap, BTreeSet};
 
 fn b(s: &str) -> Option<Bytes> {
     Some(Bytes::copy_from_slice(s.as_bytes()))
+}
+
+/// A KIP-848 group mid-reconciliation: one member giving up a partition
+/// its target no longer holds, a static one waiting for it.
+fn consumer_group() -> ConsumerGroupDescription {
+    ConsumerGroupDescription {
+        group_id: "c".into(),
+        state: GroupState::Reconciling,
+        epoch: 3,
+        assignment_epoch: 3,
+        assignor: ServerAssignor::Range,
+        members: vec![
+            ConsumerMemberDescription {
+                member_id: "m1".into(),
+                instance_id: None,
+                rack_id: None,
+                member_epoch: 2,
+                state: MemberState::UnrevokedPartitions,
+                client_id: "app".into(),
+                client_host: "/127.0.0.1".into(),
+                topics: vec!["a".into()],
+                regex: Some("a.*".into()),
+                assignment: vec![tp("a", 0), tp("a", 1)],
+                revoking: vec![tp("a", 1)],
+                target: vec![tp("a", 0)],
+                session_deadline_ms: 45_000,
+            },
+            ConsumerMemberDescription {
+                member_id: "m2".into(),
+                instance_id: Some("i2".into()),
+                rack_id: None,
+                member_epoch: 3,
+                state: MemberState::UnreleasedPartitions,
+                client_id: "app".into(),
+                client_host: "/127.0.0.1".into(),
+                topics: vec!["a".into()],
+                regex: None,
+                assignment: Vec::new(),
+                revoking: Vec::new(),
+                target: vec![tp("a", 1)],
+                session_deadline_ms: 45_001,
+            },
+        ],
+    }
+}
+
+fn share_group() -> ShareGroupDescription {
+    ShareGroupDescription {
+        group_id: "s".into(),
+        state: GroupState::Stable,
+        epoch: 1,
+        assignment_epoch: 1,
+        members: vec![ShareMemberDescription {
+            member_id: "q1".into(),
+            rack_id: None,
+            member_epoch: 1,
+            client_id: "worker".into(),
+            client_host: "/127.0.0.1".into(),
+            topics: vec!["a".into()],
+            assignment: vec![tp("a", 0)],
+            session_deadline_ms: 45_000,
+        }],
+        partitions: vec![(tp("a", 0), 5, 9)],
+    }
 }
 
 fn tp(topic: &str, partition: u32) -> TopicPartition {
@@ -312,7 +378,7 @@ fn exchanges() -> Vec<(Request, Response)> {
             },
             Response::DescribeGroup {
                 group_id: "g".into(),
-                description: Some(GroupDescription {
+                description: Some(AnyGroupDescription::Classic(GroupDescription {
                     group_id: "g".into(),
                     state: GroupState::Stable,
                     generation: 2,
@@ -331,7 +397,25 @@ fn exchanges() -> Vec<(Request, Response)> {
                         metadata: Bytes::new(),
                         assignment_bytes: Bytes::new(),
                     }],
-                }),
+                })),
+            },
+        ),
+        (
+            Request::DescribeGroup {
+                group_id: "c".into(),
+            },
+            Response::DescribeGroup {
+                group_id: "c".into(),
+                description: Some(AnyGroupDescription::Consumer(consumer_group())),
+            },
+        ),
+        (
+            Request::DescribeGroup {
+                group_id: "s".into(),
+            },
+            Response::DescribeGroup {
+                group_id: "s".into(),
+                description: Some(AnyGroupDescription::Share(share_group())),
             },
         ),
         (

@@ -6,6 +6,12 @@ mod common;
 
 use common::{Harness, transcript, within};
 use mk_adapter_jsontcp::ServerOptions;
+use mk_adapter_jsontcp::mk_cluster::share::ShareFetchRequest;
+use mk_adapter_jsontcp::mk_cluster::{
+    ConsumerHeartbeat, GroupSettings, ShareAutoOffsetReset, ShareFetchLimits, ShareHeartbeat,
+    TopicPartition,
+};
+use std::time::Duration;
 
 #[tokio::test]
 async fn snapshot_core_operations() {
@@ -78,6 +84,123 @@ async fn snapshot_extended_operations() {
         ],
     )
     .await;
+    insta::assert_snapshot!(t);
+    h.stop().await;
+}
+
+/// A KIP-848 member joining: topic list, range assignor, nothing owned.
+fn consumer_join(member: &str) -> ConsumerHeartbeat {
+    ConsumerHeartbeat {
+        group_id: "kip-848".into(),
+        member_id: member.into(),
+        member_epoch: 0,
+        rebalance_timeout_ms: 60_000,
+        subscribed_topic_names: Some(vec!["orders".into()]),
+        server_assignor: Some("range".into()),
+        owned_partitions: Some(Vec::new()),
+        client_id: "app".into(),
+        client_host: "/127.0.0.1".into(),
+        ..ConsumerHeartbeat::default()
+    }
+}
+
+/// "kip-848": m1 joins and gets both partitions, m2 joins, and m1's next
+/// heartbeat learns it must give up partition 1 before m2 gets it.
+fn consumer_group_reconciling(h: &Harness) {
+    let groups = h.cluster.groups();
+    let first = groups.consumer_heartbeat(consumer_join("m1")).unwrap();
+    assert_eq!(first.assignment.map(|a| a.len()), Some(2));
+    groups.consumer_heartbeat(consumer_join("m2")).unwrap();
+    let again = ConsumerHeartbeat {
+        group_id: "kip-848".into(),
+        member_id: "m1".into(),
+        member_epoch: 1,
+        rebalance_timeout_ms: -1,
+        owned_partitions: Some(vec![
+            TopicPartition::new("orders", 0),
+            TopicPartition::new("orders", 1),
+        ]),
+        client_id: "app".into(),
+        client_host: "/127.0.0.1".into(),
+        ..ConsumerHeartbeat::default()
+    };
+    let revoking = groups.consumer_heartbeat(again).unwrap();
+    assert_eq!(
+        revoking.assignment,
+        Some(vec![TopicPartition::new("orders", 0)])
+    );
+}
+
+/// "queue": one share member that acquired two records of partition 0.
+async fn share_group_in_flight(h: &Harness) {
+    let groups = h.cluster.groups();
+    let settings = GroupSettings {
+        share_auto_offset_reset: Some(ShareAutoOffsetReset::Earliest),
+        ..GroupSettings::default()
+    };
+    groups.set_settings("queue", settings).unwrap();
+    groups
+        .share_heartbeat(ShareHeartbeat {
+            group_id: "queue".into(),
+            member_id: "q1".into(),
+            subscribed_topic_names: Some(vec!["orders".into()]),
+            client_id: "worker".into(),
+            client_host: "/127.0.0.1".into(),
+            ..ShareHeartbeat::default()
+        })
+        .unwrap();
+    let fetch = ShareFetchRequest {
+        group_id: "queue".into(),
+        member_id: "q1".into(),
+        session_epoch: 0,
+        partitions: vec![TopicPartition::new("orders", 0)],
+        forgotten: Vec::new(),
+        acks: Vec::new(),
+    };
+    let limits = ShareFetchLimits {
+        max_wait: Duration::ZERO,
+        max_records: 2,
+        max_bytes: 1 << 20,
+        broker: None,
+    };
+    let fetched = groups.share_fetch(&fetch, limits).await.unwrap();
+    assert_eq!(fetched.partitions[0].acquired.len(), 1);
+}
+
+/// `describe_group` of the three group types: a classic (JSON-TCP) group,
+/// a KIP-848 consumer group mid-reconciliation (its first member is giving
+/// up the partition the second member's target names) and a share group
+/// with records in flight. The KIP-848 and share members join through the
+/// core, as the Kafka adapter's handlers do.
+#[tokio::test]
+async fn snapshot_describe_group_of_every_type() {
+    let h = Harness::single(ServerOptions::default()).await;
+    let mut c = h.client().await;
+    let mut t = transcript(
+        &h,
+        &mut c,
+        &[
+            r#"{"operation":"create_topic","topic":"orders","partitions":2,"replication_factor":1}"#,
+            r#"{"operation":"produce","topic":"orders","partition":0,"acks":"all","records":[{"value_b64":"YQ=="},{"value_b64":"Yg=="},{"value_b64":"Yw=="}]}"#,
+            r#"{"operation":"join_group","group_id":"classic","member_id":"m1","topics":["orders"]}"#,
+        ],
+    )
+    .await;
+    consumer_group_reconciling(&h);
+    share_group_in_flight(&h).await;
+    t.push_str(
+        &transcript(
+            &h,
+            &mut c,
+            &[
+                r#"{"operation":"describe_group","group_id":"classic"}"#,
+                r#"{"operation":"describe_group","group_id":"kip-848"}"#,
+                r#"{"operation":"describe_group","group_id":"queue"}"#,
+                r#"{"operation":"list_groups"}"#,
+            ],
+        )
+        .await,
+    );
     insta::assert_snapshot!(t);
     h.stop().await;
 }

@@ -10,8 +10,9 @@ use crate::cluster::BrokerCluster;
 use crate::error::{ClusterError, Result};
 use mk_core::TopicPartition;
 use mk_group::{
-    AssignorKind, GroupCoordinator, GroupDescription, GroupError, GroupHandle, GroupJoin,
-    GroupJoined, GroupListing, GroupSync, GroupSynced, MemberAssignment, OffsetAndMetadata,
+    AnyGroupDescription, AssignorKind, GroupCoordinator, GroupDescription, GroupError, GroupHandle,
+    GroupJoin, GroupJoined, GroupListing, GroupSync, GroupSynced, MemberAssignment,
+    OffsetAndMetadata,
 };
 use std::collections::BTreeMap;
 
@@ -312,6 +313,13 @@ impl Groups<'_> {
     /// coordinator does not know it.
     pub fn describe(self, group: &str) -> Result<Option<GroupDescription>> {
         self.with_groups(|g, _| Ok(g.describe_group(group)))
+    }
+
+    /// A group of any type (classic, KIP-848 consumer or share) as an
+    /// operator's describe shows it; `None` if the coordinator does not
+    /// know it.
+    pub fn describe_any(self, group: &str) -> Result<Option<AnyGroupDescription>> {
+        self.with_groups(|g, _| Ok(g.describe_any_group(group)))
     }
 
     pub fn list(self) -> Result<Vec<String>> {

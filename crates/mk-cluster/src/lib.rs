@@ -88,13 +88,13 @@ pub use mk_core::{
 /// ranges, the ShareFetch request), for adapters.
 pub use mk_group::share;
 pub use mk_group::{
-    AssignorKind, CONSUMER_PROTOCOL_TYPE, CommitRequest, ConsumerGroupDescription,
-    ConsumerHeartbeat, ConsumerHeartbeatAnswer, ConsumerMemberDescription, GROUP_CONFIGS,
-    GroupConfigEntry, GroupDescription, GroupJoin, GroupJoined, GroupListing, GroupSettings,
-    GroupState, GroupSync, GroupSynced, GroupType, JoinedMember, MemberAssignment,
-    MemberDescription, MemberState, OffsetAndMetadata, ServerAssignor, ShareAutoOffsetReset,
-    ShareGroupDescription, ShareHeartbeat, ShareHeartbeatAnswer, ShareIsolation,
-    ShareMemberDescription,
+    AnyGroupDescription, AssignorKind, CONSUMER_PROTOCOL_TYPE, CommitRequest,
+    ConsumerGroupDescription, ConsumerHeartbeat, ConsumerHeartbeatAnswer,
+    ConsumerMemberDescription, GROUP_CONFIGS, GroupConfigEntry, GroupDescription, GroupJoin,
+    GroupJoined, GroupListing, GroupSettings, GroupState, GroupSync, GroupSynced, GroupType,
+    JoinedMember, MemberAssignment, MemberDescription, MemberState, OffsetAndMetadata,
+    ServerAssignor, ShareAutoOffsetReset, ShareGroupDescription, ShareHeartbeat,
+    ShareHeartbeatAnswer, ShareIsolation, ShareMemberDescription,
 };
 pub use mk_log::{
     ControlType, Fault, FaultInjector, Header, ProducerInfo, Record, RecordBatch, RecordError,

@@ -17,7 +17,8 @@ use crate::assignor::{Assignment, AssignorKind};
 use crate::consumer::{ConsumerGroup, Resolver};
 use crate::error::{GroupError, Result};
 use crate::group::{
-    Assigner, CONSUMER_PROTOCOL_TYPE, Group, GroupDescription, GroupState, GroupType, Member,
+    AnyGroupDescription, Assigner, CONSUMER_PROTOCOL_TYPE, Group, GroupDescription, GroupState,
+    GroupType, Member,
 };
 use crate::metadata::TopicMetadata;
 use crate::offsets::OffsetStore;
@@ -847,6 +848,20 @@ impl GroupCoordinator {
     /// Empty at generation 0.
     pub fn describe_group(&self, group: &str) -> Option<GroupDescription> {
         self.lookup(group).map(|g| g.describe(group))
+    }
+
+    /// A group of any type: a KIP-848 consumer group or a share group as
+    /// their describe answers them, otherwise the classic description
+    /// (which includes a group known only by its committed offsets);
+    /// `None` for an unknown group.
+    pub fn describe_any_group(&self, group: &str) -> Option<AnyGroupDescription> {
+        if let Some(d) = self.describe_consumer_group(group) {
+            return Some(AnyGroupDescription::Consumer(d));
+        }
+        if let Some(d) = self.describe_share_group(group) {
+            return Some(AnyGroupDescription::Share(d));
+        }
+        self.describe_group(group).map(AnyGroupDescription::Classic)
     }
 
     /// The whole current assignment of a group (member -> partitions); empty

@@ -3,7 +3,9 @@
 //! descriptions handed to admin tools.
 
 use crate::assignor::{Assignment, AssignorKind};
+use crate::consumer::ConsumerGroupDescription;
 use crate::protocol::{GroupJoin, GroupJoined, GroupListing, GroupSynced, JoinedMember, Waiter};
+use crate::share::ShareGroupDescription;
 use bytes::Bytes;
 use mk_core::TopicPartition;
 use std::collections::{BTreeMap, BTreeSet};
@@ -548,6 +550,41 @@ pub struct GroupDescription {
     pub protocol_name: String,
     /// Sorted by member id.
     pub members: Vec<MemberDescription>,
+}
+
+/// A described group of any of the three types: what an operator's
+/// `group describe` shows, whichever protocol the group's members speak.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AnyGroupDescription {
+    Classic(GroupDescription),
+    Consumer(ConsumerGroupDescription),
+    Share(ShareGroupDescription),
+}
+
+impl AnyGroupDescription {
+    pub fn group_type(&self) -> GroupType {
+        match self {
+            AnyGroupDescription::Classic(_) => GroupType::Classic,
+            AnyGroupDescription::Consumer(_) => GroupType::Consumer,
+            AnyGroupDescription::Share(_) => GroupType::Share,
+        }
+    }
+
+    pub fn group_id(&self) -> &str {
+        match self {
+            AnyGroupDescription::Classic(d) => &d.group_id,
+            AnyGroupDescription::Consumer(d) => &d.group_id,
+            AnyGroupDescription::Share(d) => &d.group_id,
+        }
+    }
+
+    pub fn state(&self) -> GroupState {
+        match self {
+            AnyGroupDescription::Classic(d) => d.state,
+            AnyGroupDescription::Consumer(d) => d.state,
+            AnyGroupDescription::Share(d) => d.state,
+        }
+    }
 }
 
 /// One member of a described group.

@@ -1,8 +1,12 @@
 //! Consumer groups (book chapter 7): the group coordinator with Kafka's
-//! classic rebalance protocol (join barrier, generations, leader, SyncGroup,
-//! static membership) and fencing, the coordinator's own assignors for
-//! members it assigns itself, and durable committed offsets stored in an
-//! internal compacted log.
+//! three group protocols side by side. The classic rebalance protocol
+//! (join barrier, generations, leader, SyncGroup, static membership,
+//! fencing; `classic.rs`, `rebalance.rs`), KIP-848's consumer protocol
+//! (member and group epochs, server-side assignors, incremental
+//! reconciliation; `consumer/`) and KIP-932's share groups (records shared
+//! among members under acquisition locks and delivery counts; `share/`).
+//! Committed offsets, share-partition state and group configs are stored
+//! durably in an internal compacted log.
 //!
 //! It must never know replication, transactions, networks, JSON wire shapes,
 //! threads, async runtimes or the wall clock.
@@ -66,7 +70,8 @@ pub use coordinator::{
 };
 pub use error::{GroupError, Result};
 pub use group::{
-    CONSUMER_PROTOCOL_TYPE, GroupDescription, GroupState, GroupType, MemberDescription,
+    AnyGroupDescription, CONSUMER_PROTOCOL_TYPE, GroupDescription, GroupState, GroupType,
+    MemberDescription,
 };
 pub use metadata::TopicMetadata;
 pub use mk_log::CompactionResult;

@@ -1,13 +1,19 @@
-//! The `group` commands, like kafka-consumer-groups: `list`, `describe`
-//! (state, members, committed offsets and lag), `delete` and
-//! `reset-offsets` (to the earliest or latest offset, an offset or a
-//! time). A reset is Kafka's commit from outside the group, so the group
-//! must have no members; it works on a group whose committed offsets fell
-//! below the log start, which is how such a group is repaired by hand.
+//! The `group` commands, like kafka-consumer-groups: `list` (with each
+//! group's type: classic, consumer or share), `describe` (state, members,
+//! committed offsets and lag; a KIP-848 group's epochs and each member's
+//! current, revoking and target partitions; a share group's partitions in
+//! flight), `delete` and `reset-offsets` (to the earliest or latest
+//! offset, an offset or a time). A reset is Kafka's commit from outside
+//! the group, so the group must have no members; it works on a group whose
+//! committed offsets fell below the log start, which is how such a group
+//! is repaired by hand.
 
 use crate::commands::{CmdError, CmdResult, usage};
 use mk_adapter_jsontcp::JsonTcpClient;
-use mk_cluster::{OffsetSpec, TopicPartition};
+use mk_cluster::{
+    AnyGroupDescription, ConsumerGroupDescription, GroupDescription, OffsetSpec,
+    ShareGroupDescription, TopicPartition,
+};
 use serde_json::json;
 use std::collections::BTreeMap;
 
@@ -28,7 +34,7 @@ pub async fn group_list(c: &mut JsonTcpClient, as_json: bool) -> CmdResult {
     if as_json {
         let groups: Vec<_> = groups
             .iter()
-            .map(|g| json!({"group_id": g.group_id, "state": g.state.as_str(), "protocol_type": g.protocol_type}))
+            .map(|g| json!({"group_id": g.group_id, "state": g.state.as_str(), "protocol_type": g.protocol_type, "group_type": g.group_type.as_str()}))
             .collect();
         println!("{}", json!({ "groups": groups }));
     } else if groups.is_empty() {
@@ -40,7 +46,13 @@ pub async fn group_list(c: &mut JsonTcpClient, as_json: bool) -> CmdResult {
             } else {
                 g.protocol_type.as_str()
             };
-            println!("{}  {}  {kind}", g.group_id, g.state.as_str());
+            // The group type last: classic, consumer (KIP-848) or share.
+            println!(
+                "{}  {}  {kind}  {}",
+                g.group_id,
+                g.state.as_str(),
+                g.group_type.as_str()
+            );
         }
     }
     Ok(())
@@ -56,6 +68,9 @@ pub async fn group_delete(c: &mut JsonTcpClient, group: &str, as_json: bool) -> 
     Ok(())
 }
 
+/// `describe`: the group as its protocol describes it, then (for classic
+/// and KIP-848 groups, which commit offsets) each committed offset with its
+/// lag, or (for a share group) each share partition's window.
 pub async fn group_describe(c: &mut JsonTcpClient, group: &str, as_json: bool) -> CmdResult {
     let d = c.describe_group(group).await?;
     let offsets = c.fetch_offsets(group, None).await?;
@@ -66,54 +81,18 @@ pub async fn group_describe(c: &mut JsonTcpClient, group: &str, as_json: bool) -
         lags.push((tp.clone(), committed, end));
     }
     if as_json {
-        let members: Vec<_> = d
-            .iter()
-            .flat_map(|d| d.members.iter())
-            .map(|m| {
-                json!({"member_id": m.member_id, "topics": m.topics,
-                       "assignment": m.assignment.iter().map(ToString::to_string).collect::<Vec<_>>()})
-            })
-            .collect();
-        let offsets: Vec<_> = lags
-            .iter()
-            .map(|(tp, c, end)| json!({"topic": tp.topic, "partition": tp.partition, "committed": c, "high_watermark": end, "lag": (end - c).max(0)}))
-            .collect();
-        println!(
-            "{}",
-            json!({
-                "group_id": group,
-                "state": d.as_ref().map_or("Dead", |d| d.state.as_str()),
-                "generation": d.as_ref().map_or(0, |d| d.generation),
-                "members": members,
-                "offsets": offsets,
-            })
-        );
+        println!("{}", describe_json(group, d.as_ref(), &lags));
         return Ok(());
     }
     match &d {
         None => println!("group {group}: no members (state Dead)"),
-        Some(d) => {
-            println!(
-                "group {group}: state {}, generation {}, assignor {}",
-                d.state.as_str(),
-                d.generation,
-                d.assignor.name()
-            );
-            for m in &d.members {
-                println!(
-                    "  member {} topics [{}] assigned [{}]",
-                    m.member_id,
-                    m.topics.join(", "),
-                    m.assignment
-                        .iter()
-                        .map(ToString::to_string)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                );
-            }
-        }
+        Some(AnyGroupDescription::Classic(d)) => print_classic(d),
+        Some(AnyGroupDescription::Consumer(d)) => print_consumer(d),
+        Some(AnyGroupDescription::Share(d)) => print_share(d),
     }
-    if lags.is_empty() {
+    // Share groups keep share-partition state, not committed offsets.
+    let commits = !matches!(d, Some(AnyGroupDescription::Share(_)));
+    if lags.is_empty() && commits {
         println!("  no committed offsets");
     }
     for (tp, committed, end) in lags {
@@ -123,6 +102,134 @@ pub async fn group_describe(c: &mut JsonTcpClient, group: &str, as_json: bool) -
         );
     }
     Ok(())
+}
+
+fn names(partitions: &[TopicPartition]) -> Vec<String> {
+    partitions.iter().map(ToString::to_string).collect()
+}
+
+/// The `--json` form: `group_id`, `group_type` (null when Dead), `state`,
+/// the type's fields, `members` and `offsets`.
+fn describe_json(
+    group: &str,
+    d: Option<&AnyGroupDescription>,
+    lags: &[(TopicPartition, i64, i64)],
+) -> serde_json::Value {
+    let offsets: Vec<_> = lags
+        .iter()
+        .map(|(tp, c, end)| json!({"topic": tp.topic, "partition": tp.partition, "committed": c, "high_watermark": end, "lag": (end - c).max(0)}))
+        .collect();
+    let mut out = match d {
+        None => json!({"state": "Dead", "generation": 0, "members": []}),
+        Some(AnyGroupDescription::Classic(d)) => json!({
+            "state": d.state.as_str(),
+            "generation": d.generation,
+            "members": d.members.iter().map(|m| json!({
+                "member_id": m.member_id, "topics": m.topics, "assignment": names(&m.assignment),
+            })).collect::<Vec<_>>(),
+        }),
+        Some(AnyGroupDescription::Consumer(d)) => json!({
+            "state": d.state.as_str(),
+            "epoch": d.epoch,
+            "assignment_epoch": d.assignment_epoch,
+            "assignor": d.assignor.name(),
+            "members": d.members.iter().map(|m| json!({
+                "member_id": m.member_id, "instance_id": m.instance_id,
+                "member_epoch": m.member_epoch, "member_state": m.state.as_str(),
+                "topics": m.topics, "regex": m.regex, "assignment": names(&m.assignment),
+                "revoking": names(&m.revoking), "target": names(&m.target),
+            })).collect::<Vec<_>>(),
+        }),
+        Some(AnyGroupDescription::Share(d)) => json!({
+            "state": d.state.as_str(),
+            "epoch": d.epoch,
+            "members": d.members.iter().map(|m| json!({
+                "member_id": m.member_id, "member_epoch": m.member_epoch,
+                "topics": m.topics, "assignment": names(&m.assignment),
+            })).collect::<Vec<_>>(),
+            "partitions": d.partitions.iter().map(|(tp, start, end)| json!({
+                "topic": tp.topic, "partition": tp.partition, "start_offset": start, "end_offset": end,
+            })).collect::<Vec<_>>(),
+        }),
+    };
+    out["group_id"] = json!(group);
+    out["group_type"] = json!(d.map(|d| d.group_type().as_str()));
+    out["offsets"] = json!(offsets);
+    out
+}
+
+fn print_classic(d: &GroupDescription) {
+    println!(
+        "group {}: state {}, generation {}, assignor {}",
+        d.group_id,
+        d.state.as_str(),
+        d.generation,
+        d.assignor.name()
+    );
+    for m in &d.members {
+        println!(
+            "  member {} topics [{}] assigned [{}]",
+            m.member_id,
+            m.topics.join(", "),
+            names(&m.assignment).join(", ")
+        );
+    }
+}
+
+/// A KIP-848 group: each member's epoch and reconciliation state, what it
+/// consumes now, what it must give up and its target.
+fn print_consumer(d: &ConsumerGroupDescription) {
+    println!(
+        "group {}: consumer group (KIP-848), state {}, epoch {}, assignment epoch {}, assignor {}",
+        d.group_id,
+        d.state.as_str(),
+        d.epoch,
+        d.assignment_epoch,
+        d.assignor.name()
+    );
+    for m in &d.members {
+        let instance = m
+            .instance_id
+            .as_ref()
+            .map_or(String::new(), |i| format!(" instance {i}"));
+        let regex = m
+            .regex
+            .as_ref()
+            .map_or(String::new(), |r| format!(" regex /{r}/"));
+        println!(
+            "  member {}{instance} epoch {} {} topics [{}]{regex} assigned [{}] revoking [{}] target [{}]",
+            m.member_id,
+            m.member_epoch,
+            m.state.as_str(),
+            m.topics.join(", "),
+            names(&m.assignment).join(", "),
+            names(&m.revoking).join(", "),
+            names(&m.target).join(", ")
+        );
+    }
+}
+
+/// A share group: members (several may share a partition) and each share
+/// partition's in-flight window.
+fn print_share(d: &ShareGroupDescription) {
+    println!(
+        "group {}: share group (KIP-932), state {}, epoch {}",
+        d.group_id,
+        d.state.as_str(),
+        d.epoch
+    );
+    for m in &d.members {
+        println!(
+            "  member {} epoch {} topics [{}] assigned [{}]",
+            m.member_id,
+            m.member_epoch,
+            m.topics.join(", "),
+            names(&m.assignment).join(", ")
+        );
+    }
+    for (tp, start, end) in &d.partitions {
+        println!("  {tp}: share start offset {start}, in flight up to {end}");
+    }
 }
 
 /// `reset-offsets`: every partition of `topics`, or without topics every

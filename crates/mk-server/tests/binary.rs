@@ -1425,7 +1425,7 @@ fn consume_from_a_time_and_groups_listed_reset_to_a_time_and_deleted() {
     assert_eq!(out, "2 ");
     ok_at(addr, &["consume", "t", "--group", "g"], b"");
     let listed = ok_at(addr, &["group", "list"], b"");
-    assert_eq!(listed, "g  Empty  consumer\n");
+    assert_eq!(listed, "g  Empty  consumer  classic\n");
     ok_at(
         addr,
         &[

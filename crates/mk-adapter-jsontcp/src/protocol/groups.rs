@@ -7,11 +7,11 @@ use super::common::{
     commit_answer_of, commits_of, item_ctx, object_item, objects, offsets_of, partitions_of, tp_of,
     write_commit, write_commits, write_offsets, write_strings, write_tp, write_tp_object,
 };
-use super::{Request, Response};
+use super::{Request, Response, modern_groups};
 use crate::wire::{DecodeError, Decoded, Fields, ObjWriter, bad, push_array};
 use mk_cluster::{
-    AssignorKind, Bytes, GroupDescription, GroupListing, GroupState, GroupType, MemberAssignment,
-    MemberDescription, OffsetAndMetadata, TopicPartition,
+    AnyGroupDescription, AssignorKind, Bytes, GroupDescription, GroupListing, GroupState,
+    GroupType, MemberAssignment, MemberDescription, OffsetAndMetadata, TopicPartition,
 };
 use std::collections::BTreeMap;
 
@@ -189,10 +189,12 @@ pub(super) mod fetch_offsets {
     }
 }
 
-/// `describe_group`: group_id -> group_id, state, generation, assignor,
-/// members [{member_id, topics, assignment, deadline_ms}]; a group the
-/// coordinator does not know is state "Dead" with generation 0, assignor
-/// null and no members.
+/// `describe_group`: group_id -> group_id, group_type, then the type's
+/// description: for a classic group state, generation, assignor, members
+/// [{member_id, topics, assignment, deadline_ms}]; for a KIP-848 consumer
+/// group and a share group see `modern_groups`. A group the coordinator
+/// does not know is state "Dead" with generation 0, assignor null, no
+/// members and no group_type.
 pub(super) mod describe_group {
     use super::*;
 
@@ -209,80 +211,102 @@ pub(super) mod describe_group {
     pub fn encode_response(
         w: &mut ObjWriter<'_>,
         group_id: &str,
-        description: Option<&GroupDescription>,
+        description: Option<&AnyGroupDescription>,
     ) {
         w.str("group_id", group_id);
-        match description {
-            None => {
-                w.str("state", "Dead")
-                    .int("generation", 0)
-                    .raw("assignor", b"null")
-                    .raw("members", b"[]");
-            }
-            Some(d) => {
-                w.str("state", d.state.as_str())
-                    .int("generation", i64::from(d.generation))
-                    .str("assignor", d.assignor.name())
-                    .with("members", |out| {
-                        push_array(out, &d.members, |out, m| {
-                            let mut w = ObjWriter::new(out);
-                            w.str("member_id", &m.member_id)
-                                .with("topics", |out| write_strings(out, &m.topics))
-                                .with("assignment", |out| {
-                                    push_array(out, &m.assignment, write_tp_object)
-                                })
-                                .int("deadline_ms", m.deadline_ms);
-                            w.end();
-                        })
-                    });
-            }
+        let Some(d) = description else {
+            w.str("state", "Dead")
+                .int("generation", 0)
+                .raw("assignor", b"null")
+                .raw("members", b"[]");
+            return;
+        };
+        w.str("group_type", d.group_type().as_str());
+        match d {
+            AnyGroupDescription::Classic(d) => encode_classic(w, d),
+            AnyGroupDescription::Consumer(d) => modern_groups::encode_consumer(w, d),
+            AnyGroupDescription::Share(d) => modern_groups::encode_share(w, d),
         }
+    }
+
+    fn encode_classic(w: &mut ObjWriter<'_>, d: &GroupDescription) {
+        w.str("state", d.state.as_str())
+            .int("generation", i64::from(d.generation))
+            .str("assignor", d.assignor.name())
+            .with("members", |out| {
+                push_array(out, &d.members, |out, m| {
+                    let mut w = ObjWriter::new(out);
+                    w.str("member_id", &m.member_id)
+                        .with("topics", |out| write_strings(out, &m.topics))
+                        .with("assignment", |out| {
+                            push_array(out, &m.assignment, write_tp_object)
+                        })
+                        .int("deadline_ms", m.deadline_ms);
+                    w.end();
+                })
+            });
     }
 
     pub fn decode_response(f: &Fields<'_>) -> Decoded<Response> {
         let group_id = f.string("group_id")?;
-        let state = f.str("state")?;
-        let description = match state {
-            "Dead" => None,
-            // The classic protocol's details (protocol type and name, client
-            // ids, metadata and assignment bytes) are not on the JSON wire;
-            // a decoded description has them empty.
-            _ => Some(GroupDescription {
-                group_id: group_id.clone(),
-                state: match GroupState::parse(state) {
-                    Some(s) => s,
-                    None => return bad(format!("unknown group state {state:?}")),
-                },
-                protocol_type: String::new(),
-                protocol_name: String::new(),
-                generation: f.i32("generation")?,
-                assignor: AssignorKind::parse(f.str("assignor")?)
-                    .ok_or_else(|| DecodeError("unknown assignor".into()))?,
-                members: f
-                    .array("members")?
-                    .iter()
-                    .enumerate()
-                    .map(|(i, v)| {
-                        let ctx = item_ctx("members", i);
-                        let m = Fields::new(object_item(v, &ctx)?, &ctx);
-                        Ok(MemberDescription {
-                            member_id: m.string("member_id")?,
-                            topics: m.strings("topics")?,
-                            assignment: partitions_of(m.array("assignment")?, &ctx)?,
-                            deadline_ms: m.i64("deadline_ms")?,
-                            client_id: String::new(),
-                            client_host: String::new(),
-                            group_instance_id: None,
-                            metadata: Bytes::new(),
-                            assignment_bytes: Bytes::new(),
-                        })
-                    })
-                    .collect::<Decoded<Vec<_>>>()?,
-            }),
+        let description = match (f.opt_str("group_type")?, f.str("state")?) {
+            // A server of an earlier version sends no group_type: classic.
+            (None, "Dead") => None,
+            (None | Some("classic"), _) => Some(AnyGroupDescription::Classic(decode_classic(
+                f,
+                group_id.clone(),
+            )?)),
+            (Some("consumer"), _) => Some(AnyGroupDescription::Consumer(
+                modern_groups::decode_consumer(f, group_id.clone())?,
+            )),
+            (Some("share"), _) => Some(AnyGroupDescription::Share(modern_groups::decode_share(
+                f,
+                group_id.clone(),
+            )?)),
+            (Some(other), _) => return bad(format!("unknown group type {other:?}")),
         };
         Ok(Response::DescribeGroup {
             group_id,
             description,
+        })
+    }
+
+    fn decode_classic(f: &Fields<'_>, group_id: String) -> Decoded<GroupDescription> {
+        let state = f.str("state")?;
+        // The classic protocol's details (protocol type and name, client
+        // ids, metadata and assignment bytes) are not on the JSON wire; a
+        // decoded description has them empty.
+        Ok(GroupDescription {
+            group_id,
+            state: match GroupState::parse(state) {
+                Some(s) => s,
+                None => return bad(format!("unknown group state {state:?}")),
+            },
+            protocol_type: String::new(),
+            protocol_name: String::new(),
+            generation: f.i32("generation")?,
+            assignor: AssignorKind::parse(f.str("assignor")?)
+                .ok_or_else(|| DecodeError("unknown assignor".into()))?,
+            members: f
+                .array("members")?
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    let ctx = item_ctx("members", i);
+                    let m = Fields::new(object_item(v, &ctx)?, &ctx);
+                    Ok(MemberDescription {
+                        member_id: m.string("member_id")?,
+                        topics: m.strings("topics")?,
+                        assignment: partitions_of(m.array("assignment")?, &ctx)?,
+                        deadline_ms: m.i64("deadline_ms")?,
+                        client_id: String::new(),
+                        client_host: String::new(),
+                        group_instance_id: None,
+                        metadata: Bytes::new(),
+                        assignment_bytes: Bytes::new(),
+                    })
+                })
+                .collect::<Decoded<Vec<_>>>()?,
         })
     }
 }

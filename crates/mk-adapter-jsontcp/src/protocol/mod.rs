@@ -7,8 +7,10 @@
 //! from_object`, `Request::encode`, `Response::encode_into`,
 //! `Response::decode`), each an exhaustive match whose arms call into the
 //! family modules. There every operation is a small module with its four
-//! directions side by side: `topics`, `data`, `groups`, `transactions`,
-//! `admin` and `lab`; `common` holds the pieces several families share.
+//! directions side by side: `topics`, `data`, `groups` (with
+//! `modern_groups` for the KIP-848 and share halves of `describe_group`),
+//! `transactions`, `admin` and `lab`; `common` holds the pieces several
+//! families share.
 //! Adding an operation means a variant in `Operation`, `Request` and
 //! `Response`, one arm per dispatcher (the compiler lists them) and one
 //! module in its family.
@@ -21,6 +23,7 @@ mod common;
 mod data;
 mod groups;
 mod lab;
+mod modern_groups;
 mod topics;
 mod transactions;
 
@@ -32,10 +35,10 @@ pub use transactions::TxnRef;
 
 use crate::wire::{DecodeError, Fields, ObjWriter, bad, type_name};
 use mk_cluster::{
-    AssignorKind, BrokerId, Bytes, ClusterDescription, CompactionSummary, ConfigChange, ErrorCode,
-    FetchRequest, FetchResult, GroupDescription, GroupListing, LeaderAndEpoch, MemberAssignment,
-    OffsetAndMetadata, OffsetSpec, ProduceResponse, ProducerIdentity, RetentionPolicy, TopicConfig,
-    TopicConfigEntry, TopicDescription, TopicPartition,
+    AnyGroupDescription, AssignorKind, BrokerId, Bytes, ClusterDescription, CompactionSummary,
+    ConfigChange, ErrorCode, FetchRequest, FetchResult, GroupListing, LeaderAndEpoch,
+    MemberAssignment, OffsetAndMetadata, OffsetSpec, ProduceResponse, ProducerIdentity,
+    RetentionPolicy, TopicConfig, TopicConfigEntry, TopicDescription, TopicPartition,
 };
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -662,7 +665,7 @@ pub enum Response {
     /// `None` for a group the coordinator does not know (wire state "Dead").
     DescribeGroup {
         group_id: String,
-        description: Option<GroupDescription>,
+        description: Option<AnyGroupDescription>,
     },
     ListGroups(Vec<GroupListing>),
     DeleteGroup,

@@ -37,6 +37,17 @@ impl MemberState {
             MemberState::UnreleasedPartitions => "unreleased_partitions",
         }
     }
+
+    /// The state `as_str` spells `name`.
+    pub fn parse(name: &str) -> Option<MemberState> {
+        [
+            MemberState::Stable,
+            MemberState::UnrevokedPartitions,
+            MemberState::UnreleasedPartitions,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == name)
+    }
 }
 
 impl fmt::Display for MemberState {
