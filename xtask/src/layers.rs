@@ -16,7 +16,7 @@ pub fn allowed_edges() -> BTreeMap<&'static str, &'static [&'static str]> {
         ("mk-replication", &["mk-core", "mk-log"][..]),
         ("mk-group", &["mk-core", "mk-log"][..]),
         ("mk-txn", &["mk-core", "mk-log"][..]),
-        ("mk-auth", &[][..]),
+        ("mk-auth", &["mk-core"][..]),
         (
             "mk-cluster",
             &[

@@ -68,6 +68,17 @@ impl KafkaCode {
     pub const SHARE_SESSION_NOT_FOUND: KafkaCode = KafkaCode(122);
     pub const INVALID_SHARE_SESSION_EPOCH: KafkaCode = KafkaCode(123);
     pub const INVALID_REGULAR_EXPRESSION: KafkaCode = KafkaCode(128);
+    pub const TOPIC_AUTHORIZATION_FAILED: KafkaCode = KafkaCode(29);
+    pub const GROUP_AUTHORIZATION_FAILED: KafkaCode = KafkaCode(30);
+    pub const CLUSTER_AUTHORIZATION_FAILED: KafkaCode = KafkaCode(31);
+    pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: KafkaCode = KafkaCode(53);
+    pub const SASL_AUTHENTICATION_FAILED: KafkaCode = KafkaCode(58);
+    pub const ILLEGAL_SASL_STATE: KafkaCode = KafkaCode(34);
+    pub const UNSUPPORTED_SASL_MECHANISM: KafkaCode = KafkaCode(33);
+    pub const UNACCEPTABLE_CREDENTIAL: KafkaCode = KafkaCode(93);
+    pub const RESOURCE_NOT_FOUND: KafkaCode = KafkaCode(91);
+    pub const DUPLICATE_RESOURCE: KafkaCode = KafkaCode(92);
+    pub const SECURITY_DISABLED: KafkaCode = KafkaCode(54);
 
     pub fn is_none(self) -> bool {
         self == Self::NONE
@@ -137,6 +148,19 @@ pub fn kafka_code(code: ErrorCode) -> KafkaCode {
         ErrorCode::NotCoordinator => KafkaCode::NOT_COORDINATOR,
         ErrorCode::CoordinatorNotAvailable => KafkaCode::COORDINATOR_NOT_AVAILABLE,
         ErrorCode::ClusterClosed => KafkaCode::BROKER_NOT_AVAILABLE,
+        ErrorCode::TopicAuthorizationFailed => KafkaCode::TOPIC_AUTHORIZATION_FAILED,
+        ErrorCode::GroupAuthorizationFailed => KafkaCode::GROUP_AUTHORIZATION_FAILED,
+        ErrorCode::ClusterAuthorizationFailed => KafkaCode::CLUSTER_AUTHORIZATION_FAILED,
+        ErrorCode::TransactionalIdAuthorizationFailed => {
+            KafkaCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        }
+        ErrorCode::SaslAuthenticationFailed => KafkaCode::SASL_AUTHENTICATION_FAILED,
+        ErrorCode::IllegalSaslState => KafkaCode::ILLEGAL_SASL_STATE,
+        ErrorCode::UnsupportedSaslMechanism => KafkaCode::UNSUPPORTED_SASL_MECHANISM,
+        ErrorCode::UnacceptableCredential => KafkaCode::UNACCEPTABLE_CREDENTIAL,
+        ErrorCode::ResourceNotFound => KafkaCode::RESOURCE_NOT_FOUND,
+        ErrorCode::DuplicateResource => KafkaCode::DUPLICATE_RESOURCE,
+        ErrorCode::SecurityDisabled => KafkaCode::SECURITY_DISABLED,
         ErrorCode::ClusterFailed => KafkaCode::KAFKA_STORAGE_ERROR,
     }
 }
@@ -189,6 +213,17 @@ mod tests {
             (ErrorCode::InvalidTransactionTimeout, 50),
             (ErrorCode::ConcurrentTransactions, 51),
             (ErrorCode::OperationNotAttempted, 55),
+            (ErrorCode::TopicAuthorizationFailed, 29),
+            (ErrorCode::GroupAuthorizationFailed, 30),
+            (ErrorCode::ClusterAuthorizationFailed, 31),
+            (ErrorCode::TransactionalIdAuthorizationFailed, 53),
+            (ErrorCode::SaslAuthenticationFailed, 58),
+            (ErrorCode::IllegalSaslState, 34),
+            (ErrorCode::UnsupportedSaslMechanism, 33),
+            (ErrorCode::UnacceptableCredential, 93),
+            (ErrorCode::ResourceNotFound, 91),
+            (ErrorCode::DuplicateResource, 92),
+            (ErrorCode::SecurityDisabled, 54),
         ];
         for (core, kafka) in pairs {
             assert_eq!(kafka_code(core), KafkaCode(kafka), "{core:?}");

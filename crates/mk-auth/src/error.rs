@@ -1,6 +1,8 @@
 //! `AuthError`: every way authentication or an ACL change can fail, each
 //! with one stable code (the Kafka adapter maps it to Kafka's number).
 
+use mk_core::ErrorCode;
+
 /// A security error. Messages never carry a password, a key or a nonce,
 /// and a failed login never says whether the user exists.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -39,19 +41,19 @@ pub enum AuthError {
 }
 
 impl AuthError {
-    /// The stable code of this error (Kafka's name for it).
-    pub fn code(&self) -> &'static str {
+    /// The stable code of this error.
+    pub fn code(&self) -> ErrorCode {
         match self {
             AuthError::AuthenticationFailed { .. } | AuthError::Malformed { .. } => {
-                "SASL_AUTHENTICATION_FAILED"
+                ErrorCode::SaslAuthenticationFailed
             }
-            AuthError::IllegalSaslState(_) => "ILLEGAL_SASL_STATE",
-            AuthError::UnsupportedMechanism(_) => "UNSUPPORTED_SASL_MECHANISM",
-            AuthError::UnacceptableCredential(_) => "UNACCEPTABLE_CREDENTIAL",
+            AuthError::IllegalSaslState(_) => ErrorCode::IllegalSaslState,
+            AuthError::UnsupportedMechanism(_) => ErrorCode::UnsupportedSaslMechanism,
+            AuthError::UnacceptableCredential(_) => ErrorCode::UnacceptableCredential,
             AuthError::InvalidAcl(_)
             | AuthError::InvalidPrincipal(_)
             | AuthError::InvalidCertificate(_)
-            | AuthError::InvalidUsersFile { .. } => "INVALID_REQUEST",
+            | AuthError::InvalidUsersFile { .. } => ErrorCode::InvalidRequest,
         }
     }
 }

@@ -128,7 +128,7 @@ mod tests {
         let wrong = u.authenticate(b"\0alice\0nope").unwrap_err();
         let unknown = u.authenticate(b"\0mallory\0s3cret").unwrap_err();
         assert_eq!(wrong, unknown);
-        assert_eq!(wrong.code(), "SASL_AUTHENTICATION_FAILED");
+        assert_eq!(wrong.code().as_str(), "SASL_AUTHENTICATION_FAILED");
         assert!(!wrong.to_string().contains("alice"));
     }
 

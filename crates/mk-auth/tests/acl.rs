@@ -301,7 +301,11 @@ fn invalid_acls_are_refused() {
     bad.push(a);
     bad.push(allow(Cluster, "other", Literal, Alter));
     for b in bad {
-        assert_eq!(b.validate().unwrap_err().code(), "INVALID_REQUEST", "{b:?}");
+        assert_eq!(
+            b.validate().unwrap_err().code().as_str(),
+            "INVALID_REQUEST",
+            "{b:?}"
+        );
     }
     assert!(
         allow(Cluster, "kafka-cluster", Literal, IdempotentWrite)

@@ -68,6 +68,8 @@ pub struct BrokerCluster {
     /// Mirrors `disk_full.is_some()`, so the append path checks it without
     /// a lock.
     pub(crate) disk_full_flag: std::sync::atomic::AtomicBool,
+    /// ACLs and SCRAM credentials (`security.rs`).
+    pub(crate) security: crate::security::SecurityState,
 }
 
 impl BrokerCluster {

@@ -63,6 +63,9 @@ pub struct MiniKafkaConfig {
     /// client asks for (Kafka's broker-side `fetch.max.bytes`). At least one
     /// batch is always returned so a consumer can make progress.
     pub fetch_max_bytes: u64,
+    /// The ACL authorizer (`--authorizer acl`): `None` allows everything,
+    /// as before security existed.
+    pub authorizer: Option<mk_auth::AuthorizerConfig>,
 }
 
 impl MiniKafkaConfig {
@@ -90,6 +93,7 @@ impl MiniKafkaConfig {
             auto_create_partitions: 1,
             auto_create_replication_factor: 1,
             fetch_max_bytes: 8 * 1_048_576,
+            authorizer: None,
         }
     }
 

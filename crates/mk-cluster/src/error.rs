@@ -40,6 +40,15 @@ pub enum ClusterError {
         "request timed out: the write was not acknowledged by enough replicas within {timeout_ms} ms"
     )]
     RequestTimedOut { timeout_ms: u128 },
+    /// A security operation was refused (mk-auth: SASL, credentials, ACLs).
+    #[error(transparent)]
+    Auth(#[from] mk_auth::AuthError),
+    /// Kafka's RESOURCE_NOT_FOUND (a SCRAM credential that does not exist).
+    #[error("resource not found: {0}")]
+    ResourceNotFound(String),
+    /// Kafka's DUPLICATE_RESOURCE (one resource named twice in a request).
+    #[error("duplicate resource: {0}")]
+    DuplicateResource(String),
     #[error("unknown topic id: no topic has id {id}")]
     UnknownTopicId { id: TopicId },
     #[error("unknown topic: topic {topic:?} does not exist")]
@@ -292,6 +301,9 @@ impl ClusterError {
             ClusterError::Leader(e) => e.code(),
             ClusterError::Client(e) => e.code(),
             ClusterError::UnknownTopicId { .. } => ErrorCode::UnknownTopicId,
+            ClusterError::Auth(e) => e.code(),
+            ClusterError::ResourceNotFound(_) => ErrorCode::ResourceNotFound,
+            ClusterError::DuplicateResource(_) => ErrorCode::DuplicateResource,
             ClusterError::RequestTimedOut { .. } => ErrorCode::RequestTimedOut,
             ClusterError::UnknownTopic { .. } | ClusterError::TopicDeleted { .. } => {
                 ErrorCode::UnknownTopic

@@ -28,6 +28,9 @@ mod open;
 pub mod partitioner;
 mod producer;
 mod resources;
+mod security;
+mod security_scram;
+mod security_store;
 mod share_groups;
 mod slot;
 mod stats;
@@ -70,6 +73,7 @@ pub use metadata::TopicId;
 pub use producer::{
     Producer, ProducerOptions, ProducerRecord, RecordFuture, RecordMetadata, estimated_size,
 };
+pub use security::{Identity, ScramDeletion, ScramUpsertion, ScramUserInfo, Security};
 pub use share_groups::{ShareFetchAnswer, ShareFetchLimits, ShareFetchPartition};
 pub use stats::{ClusterDescription, ClusterStats, OperatorViews};
 pub use steps::{CompactionSummary, Steps};
@@ -80,6 +84,13 @@ pub use transactions::{Transactions, TxnHandle, TxnOffsetCommit};
 /// Types of the domain crates that adapters need, re-exported so adapters
 /// depend on mk-cluster only.
 pub use bytes::Bytes;
+/// The security vocabulary (principals, ACLs, SASL mechanisms), for
+/// adapters and the server.
+pub use mk_auth::{
+    AccessControlEntry, AclBinding, AclBindingFilter, AuthError, AuthorizerConfig, CLUSTER_NAME,
+    Operation, PatternType, Permission, PlainUsers, Principal, ResourcePattern, ResourceType,
+    SaslMechanism, ScramCredential, ScramMechanism, ScramServer, parse_mechanisms, ssl_principal,
+};
 pub use mk_core::{
     ByteReader, Clock, ErrorCode, ManualClock, SharedClock, SystemClock, TopicNameError,
     TopicPartition, Truncated,

@@ -188,6 +188,8 @@ impl BrokerCluster {
         // which producer ids are taken: a lost or stale store must never
         // hand one out again.
         identities.respect_seen(&seen_producers)?;
+        let security =
+            crate::security_store::SecurityStore::load(&config.data_dir, faults.clone())?;
         let started_ms = clock.now_ms();
         let cluster = Arc::new(Self {
             config,
@@ -209,6 +211,7 @@ impl BrokerCluster {
             offline_brokers: tokio::sync::watch::Sender::new(Default::default()),
             disk_full: Mutex::new(None),
             disk_full_flag: std::sync::atomic::AtomicBool::new(false),
+            security: crate::security::SecurityState::new(security),
         });
         cluster
             .transactions()

@@ -65,11 +65,22 @@ pub enum ErrorCode {
     InvalidShareSessionEpoch,
     NotCoordinator,
     CoordinatorNotAvailable,
+    TopicAuthorizationFailed,
+    GroupAuthorizationFailed,
+    ClusterAuthorizationFailed,
+    TransactionalIdAuthorizationFailed,
+    SaslAuthenticationFailed,
+    IllegalSaslState,
+    UnsupportedSaslMechanism,
+    UnacceptableCredential,
+    ResourceNotFound,
+    DuplicateResource,
+    SecurityDisabled,
 }
 
 impl ErrorCode {
     /// Every code, in the order of the specification's table.
-    pub const ALL: [ErrorCode; 59] = [
+    pub const ALL: [ErrorCode; 70] = [
         ErrorCode::OffsetOutOfRange,
         ErrorCode::InvalidRecord,
         ErrorCode::CorruptBatch,
@@ -129,6 +140,17 @@ impl ErrorCode {
         ErrorCode::InvalidShareSessionEpoch,
         ErrorCode::NotCoordinator,
         ErrorCode::CoordinatorNotAvailable,
+        ErrorCode::TopicAuthorizationFailed,
+        ErrorCode::GroupAuthorizationFailed,
+        ErrorCode::ClusterAuthorizationFailed,
+        ErrorCode::TransactionalIdAuthorizationFailed,
+        ErrorCode::SaslAuthenticationFailed,
+        ErrorCode::IllegalSaslState,
+        ErrorCode::UnsupportedSaslMechanism,
+        ErrorCode::UnacceptableCredential,
+        ErrorCode::ResourceNotFound,
+        ErrorCode::DuplicateResource,
+        ErrorCode::SecurityDisabled,
     ];
 
     /// The wire spelling of the code, e.g. `"OFFSET_OUT_OF_RANGE"`.
@@ -193,6 +215,19 @@ impl ErrorCode {
             ErrorCode::InvalidShareSessionEpoch => "INVALID_SHARE_SESSION_EPOCH",
             ErrorCode::NotCoordinator => "NOT_COORDINATOR",
             ErrorCode::CoordinatorNotAvailable => "COORDINATOR_NOT_AVAILABLE",
+            ErrorCode::TopicAuthorizationFailed => "TOPIC_AUTHORIZATION_FAILED",
+            ErrorCode::GroupAuthorizationFailed => "GROUP_AUTHORIZATION_FAILED",
+            ErrorCode::ClusterAuthorizationFailed => "CLUSTER_AUTHORIZATION_FAILED",
+            ErrorCode::TransactionalIdAuthorizationFailed => {
+                "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
+            }
+            ErrorCode::SaslAuthenticationFailed => "SASL_AUTHENTICATION_FAILED",
+            ErrorCode::IllegalSaslState => "ILLEGAL_SASL_STATE",
+            ErrorCode::UnsupportedSaslMechanism => "UNSUPPORTED_SASL_MECHANISM",
+            ErrorCode::UnacceptableCredential => "UNACCEPTABLE_CREDENTIAL",
+            ErrorCode::ResourceNotFound => "RESOURCE_NOT_FOUND",
+            ErrorCode::DuplicateResource => "DUPLICATE_RESOURCE",
+            ErrorCode::SecurityDisabled => "SECURITY_DISABLED",
         }
     }
 
