@@ -10,6 +10,10 @@
 //! header  := key_len u16 | key (UTF-8) | value_len i32 | value
 //! ```
 //!
+//! Version 2 payloads (a producer's record block kept as produced) are
+//! `block.rs`; both versions share the frame and the first 40 payload
+//! bytes, read here. docs/mkb1.md is the reference for outside decoders.
+//!
 //! Decoding never panics and never allocates more than the frame's own size,
 //! whatever counts the frame claims: every capacity is bounded by the bytes
 //! that are actually left.
@@ -210,6 +214,13 @@ pub fn peek_frame_len(buf: &[u8], max_batch_bytes: u32) -> Result<Option<usize>>
 /// Checks the frame envelope (magic, exact length, CRC) of `frame` and
 /// decodes only the batch header. `frame` must be exactly one frame.
 pub fn decode_header(frame: &[u8], max_batch_bytes: u32) -> Result<BatchHeader> {
+    let mut r = ByteReader::new(checked_payload(frame, max_batch_bytes)?);
+    read_batch_header(&mut r).map(|(h, _)| h)
+}
+
+/// Checks the envelope of exactly one frame of either version (magic,
+/// exact length, CRC-32C) and returns its payload.
+pub(crate) fn checked_payload(frame: &[u8], max_batch_bytes: u32) -> Result<&[u8]> {
     let len = peek_frame_len(frame, max_batch_bytes)?.ok_or_else(|| {
         corrupt(format!(
             "frame of {} bytes is shorter than its header",
@@ -229,8 +240,7 @@ pub fn decode_header(frame: &[u8], max_batch_bytes: u32) -> Result<BatchHeader> 
             "CRC mismatch: stored {expected:08x}, computed {actual:08x}"
         )));
     }
-    let mut r = ByteReader::new(&frame[FRAME_HEADER_BYTES..]);
-    read_batch_header(&mut r).map(|(h, _)| h)
+    Ok(&frame[FRAME_HEADER_BYTES..])
 }
 
 /// Decodes one complete frame. Key, value and header values are zero-copy
@@ -303,12 +313,31 @@ pub fn decode_verified(frame: &Bytes, header: &BatchHeader) -> Result<RecordBatc
     .map_err(corrupt)
 }
 
-/// Reads the 40-byte payload header; returns it and the transactional id
-/// length.
+/// Reads the 40-byte header of a version 1 payload; returns it and the
+/// transactional id length.
 fn read_batch_header(r: &mut ByteReader<'_>) -> Result<(BatchHeader, u16)> {
-    let version = r.u8().map_err(truncated)?;
-    if version != crate::record::FORMAT_VERSION {
-        return Err(corrupt(format!("unknown batch version {version}")));
+    let (header, txn_id_len) = read_common_header(r, crate::record::FORMAT_VERSION)?;
+    // A version 1 marker is its header alone; version 2 keeps Kafka's
+    // control record in its block.
+    if header.control.is_some() && header.record_count != 0 {
+        return Err(corrupt(format!(
+            "a control batch claims {} records",
+            header.record_count
+        )));
+    }
+    Ok((header, txn_id_len))
+}
+
+/// Reads the 40 header bytes both payload versions share (docs/mkb1.md)
+/// and checks that the payload is of `version`; returns the header and the
+/// transactional id length.
+pub(crate) fn read_common_header(
+    r: &mut ByteReader<'_>,
+    version: u8,
+) -> Result<(BatchHeader, u16)> {
+    let found = r.u8().map_err(truncated)?;
+    if found != version {
+        return Err(corrupt(format!("unknown batch version {found}")));
     }
     let base_offset = r.i64().map_err(truncated)?;
     if base_offset < 0 {
@@ -350,11 +379,6 @@ fn read_batch_header(r: &mut ByteReader<'_>) -> Result<(BatchHeader, u16)> {
     }
     let txn_id_len = r.u16().map_err(truncated)?;
     let record_count = r.u32().map_err(truncated)?;
-    if control.is_some() && record_count != 0 {
-        return Err(corrupt(format!(
-            "a control batch claims {record_count} records"
-        )));
-    }
     if !transactional && txn_id_len != 0 {
         return Err(corrupt(
             "transactional id bytes without the transactional flag",
@@ -374,16 +398,16 @@ fn read_batch_header(r: &mut ByteReader<'_>) -> Result<(BatchHeader, u16)> {
     ))
 }
 
-fn corrupt(msg: impl Into<String>) -> LogError {
+pub(crate) fn corrupt(msg: impl Into<String>) -> LogError {
     LogError::CorruptBatch(msg.into())
 }
 
-fn utf8<'a>(bytes: &'a [u8], what: &str) -> Result<&'a str> {
+pub(crate) fn utf8<'a>(bytes: &'a [u8], what: &str) -> Result<&'a str> {
     std::str::from_utf8(bytes).map_err(|e| corrupt(format!("{what} is not valid UTF-8: {e}")))
 }
 
 /// Running out of payload bytes: the frame claims more than it holds.
-fn truncated(t: Truncated) -> LogError {
+pub(crate) fn truncated(t: Truncated) -> LogError {
     corrupt(format!("payload truncated: {t}"))
 }
 

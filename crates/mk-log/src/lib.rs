@@ -1,6 +1,8 @@
 //! The partition log (book chapters 2-3): the record model, the MKB1 batch
-//! encoding, segments with sparse offset and time indexes, crash recovery,
-//! retention and key compaction.
+//! encoding (version 1 in `codec`; version 2, a producer's record block kept
+//! as produced, in `block`; byte layout in docs/mkb1.md), segments with
+//! sparse offset and time indexes, crash recovery, retention and key
+//! compaction.
 //!
 //! It owns the bytes of one replica of one partition on disk. It knows batch
 //! headers (producer ids, sequences, transaction markers) because they are
@@ -8,6 +10,7 @@
 //! consumer groups, the transaction coordinator, networks, JSON, threads,
 //! async runtimes or the wall clock (time arrives as `now_ms` arguments).
 
+pub mod block;
 mod checkpoint;
 pub mod codec;
 mod compaction;
