@@ -708,3 +708,117 @@ mod coordinators {
         h.stop().await;
     }
 }
+
+mod log_admin {
+    use super::*;
+    use common::value_records;
+    use mk_adapter_kafka::messages::delete_records::{
+        DeleteRecordsPartition, DeleteRecordsRequest, DeleteRecordsResponse, DeleteRecordsTopic,
+    };
+    use mk_adapter_kafka::mk_cluster::{AckMode, RecordBatch, TopicPartition};
+
+    /// Three brokers, topic "t" with two partitions on all three (leaders 1
+    /// and 2), five records in partition 0 and two in partition 1, all
+    /// replicated (HW = LEO).
+    pub(super) async fn three_brokers_with_data() -> Harness {
+        let h = Harness::start(vec![1, 2, 3], Default::default()).await;
+        h.cluster.topics().create("t", 2, 3).unwrap();
+        for (p, batches) in [
+            (0, vec![vec!["a", "b", "c"], vec!["d", "e"]]),
+            (1, vec![vec!["x", "y"]]),
+        ] {
+            for values in batches {
+                let batch = RecordBatch::new(value_records(&values)).unwrap();
+                let tp = TopicPartition::new("t", p);
+                h.cluster
+                    .data()
+                    .append_batch(&tp, batch, AckMode::One)
+                    .await
+                    .unwrap();
+            }
+        }
+        h.cluster.steps().replicate_all_once().unwrap();
+        h.cluster.steps().replicate_all_once().unwrap();
+        h
+    }
+
+    fn delete(topic: &str, partitions: &[(i32, i64)]) -> DeleteRecordsRequest {
+        DeleteRecordsRequest {
+            topics: vec![DeleteRecordsTopic {
+                name: topic.into(),
+                partitions: partitions
+                    .iter()
+                    .map(|&(partition_index, offset)| DeleteRecordsPartition {
+                        partition_index,
+                        offset,
+                    })
+                    .collect(),
+            }],
+            timeout_ms: 30_000,
+        }
+    }
+
+    fn answers(r: &DeleteRecordsResponse) -> Vec<(i32, i64, KafkaCode)> {
+        r.topics
+            .iter()
+            .flat_map(|t| &t.partitions)
+            .map(|p| (p.partition_index, p.low_watermark, p.error_code))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn delete_records_moves_the_low_watermark_at_the_leader_only() {
+        let h = three_brokers_with_data().await;
+        let mut c1 = h.conn(1).await;
+        for v in [0, 2] {
+            let r: DeleteRecordsResponse = c1
+                .call(
+                    key::DELETE_RECORDS,
+                    v,
+                    &delete("t", &[(0, 2 + i64::from(v)), (1, 1), (7, 0), (-1, 0)]),
+                )
+                .await;
+            assert_eq!(
+                answers(&r),
+                vec![
+                    (0, 2 + i64::from(v), KafkaCode::NONE),
+                    (1, -1, KafkaCode::NOT_LEADER_OR_FOLLOWER),
+                    (7, -1, KafkaCode::UNKNOWN_TOPIC_OR_PARTITION),
+                    (-1, -1, KafkaCode::UNKNOWN_TOPIC_OR_PARTITION),
+                ],
+                "v{v}"
+            );
+        }
+        let p0 = TopicPartition::new("t", 0);
+        assert_eq!(h.cluster.data().log_start_offset(&p0).unwrap(), 4);
+        // Beyond the high watermark, backwards, and -1 (the high watermark).
+        let r: DeleteRecordsResponse = c1
+            .call(key::DELETE_RECORDS, 2, &delete("t", &[(0, 6)]))
+            .await;
+        assert_eq!(answers(&r), vec![(0, -1, KafkaCode::OFFSET_OUT_OF_RANGE)]);
+        let r: DeleteRecordsResponse = c1
+            .call(key::DELETE_RECORDS, 2, &delete("t", &[(0, 1)]))
+            .await;
+        assert_eq!(answers(&r), vec![(0, 4, KafkaCode::NONE)]);
+        let r: DeleteRecordsResponse = c1
+            .call(key::DELETE_RECORDS, 2, &delete("t", &[(0, -1)]))
+            .await;
+        assert_eq!(answers(&r), vec![(0, 5, KafkaCode::NONE)]);
+        // Partition 1 at its leader; the missing topic is answered too.
+        let mut c2 = h.conn(2).await;
+        let r: DeleteRecordsResponse = c2
+            .call(key::DELETE_RECORDS, 1, &delete("t", &[(1, 1)]))
+            .await;
+        assert_eq!(answers(&r), vec![(1, 1, KafkaCode::NONE)]);
+        let r: DeleteRecordsResponse = c2
+            .call(key::DELETE_RECORDS, 1, &delete("nope", &[(0, 0)]))
+            .await;
+        assert_eq!(
+            answers(&r),
+            vec![(0, -1, KafkaCode::UNKNOWN_TOPIC_OR_PARTITION)]
+        );
+        let p1 = TopicPartition::new("t", 1);
+        assert_eq!(h.cluster.data().log_start_offset(&p1).unwrap(), 1);
+        h.stop().await;
+    }
+}

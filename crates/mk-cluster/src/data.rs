@@ -486,6 +486,18 @@ impl DataPath<'_> {
             .read_partition(tp, |set| Ok(set.log_start_offset()))
     }
 
+    /// DeleteRecords: moves the partition's log start forward to `offset`
+    /// on every replica (-1: to the high watermark) and returns the new log
+    /// start (Kafka's low watermark). Above the high watermark, or below
+    /// -1, is OFFSET_OUT_OF_RANGE; at or below the current start it changes
+    /// nothing. Durable before it returns (mk-log's `log-start-offset`).
+    pub fn delete_records(self, tp: &TopicPartition, offset: i64) -> Result<i64> {
+        self.cluster.check_running()?;
+        let slot = self.cluster.slot(tp)?;
+        self.cluster
+            .with_slot(&slot, |set| Ok(set.delete_records(offset)?))
+    }
+
     /// The leader's log end offset.
     pub fn log_end_offset(self, tp: &TopicPartition) -> Result<i64> {
         self.cluster

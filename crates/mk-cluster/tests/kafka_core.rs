@@ -882,3 +882,54 @@ async fn with_more_brokers_than_replicas_a_coordinator_can_be_unavailable() {
     );
     c.lifecycle().close().await.unwrap();
 }
+
+#[tokio::test]
+async fn delete_records_moves_the_log_start_on_every_replica_and_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_000);
+    let cfg = |c: MiniKafkaConfig| c.with_brokers(vec![1, 2, 3]);
+    let c = open_with(dir.path(), &clock, cfg);
+    c.topics().create("d", 1, 3).unwrap();
+    let p = tp("d", 0);
+    put(&c, &p, &["a", "b", "c"], 1).await;
+    put(&c, &p, &["d", "e"], 1).await;
+    c.steps().replicate_all_once().unwrap();
+    c.steps().replicate_all_once().unwrap();
+    assert_eq!(c.data().visible_end(&p).unwrap(), 5);
+    assert_eq!(
+        c.data().delete_records(&p, 6).unwrap_err().code(),
+        ErrorCode::OffsetOutOfRange,
+        "beyond the high watermark"
+    );
+    assert_eq!(c.data().delete_records(&p, 2).unwrap(), 2);
+    assert_eq!(c.data().log_start_offset(&p).unwrap(), 2);
+    let e = c
+        .data()
+        .fetch(&FetchRequest::new(p.clone(), 1, 10))
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::OffsetOutOfRange);
+    let first = c
+        .data()
+        .fetch(&FetchRequest::new(p.clone(), 2, 10))
+        .unwrap();
+    assert_eq!(first.records[0].offset, 2);
+    assert_eq!(
+        c.data().list_offsets(&p, OffsetSpec::Earliest).unwrap(),
+        Some(2)
+    );
+    // -1 is the high watermark; leadership moving keeps the start.
+    assert_eq!(c.data().delete_records(&p, -1).unwrap(), 5);
+    c.brokers().take_offline(1).unwrap();
+    assert_eq!(c.data().log_start_offset(&p).unwrap(), 5);
+    assert_eq!(
+        c.data()
+            .delete_records(&tp("nope", 0), 0)
+            .unwrap_err()
+            .code(),
+        ErrorCode::UnknownTopic
+    );
+    c.lifecycle().close().await.unwrap();
+    let c = open_with(dir.path(), &clock, cfg);
+    assert_eq!(c.data().log_start_offset(&p).unwrap(), 5);
+    c.lifecycle().close().await.unwrap();
+}

@@ -12,6 +12,7 @@ use crate::codec::{self, BatchHeader};
 use crate::error::{LogError, Result};
 use crate::fault::{FaultInjector, WriteGate, torn_error};
 use crate::fsutil;
+use crate::log_start;
 use crate::record::{Record, RecordBatch};
 use crate::recovery::{self, Recovered};
 use crate::segment::{
@@ -182,6 +183,9 @@ pub struct PartitionLog {
     pub(crate) recovery_bases: Vec<i64>,
     /// Opened without a clean shutdown behind it (see `opened_after_crash`).
     after_crash: bool,
+    /// The log start DeleteRecords set (`log_start.rs`), 0 when never
+    /// moved: the start is the larger of it and the first segment's base.
+    pub(crate) start_floor: i64,
 }
 
 impl PartitionLog {
@@ -249,6 +253,7 @@ impl PartitionLog {
             rewrites: 0,
             recovery_bases,
             after_crash,
+            start_floor: log_start::load(dir)?.unwrap_or(0),
         };
         if log.dir_dirty {
             log.sync_dir()?;
@@ -291,9 +296,13 @@ impl PartitionLog {
         Ok(())
     }
 
-    /// Base offset of the first segment.
+    /// The first readable offset: the base of the first segment, or the
+    /// later start DeleteRecords set (`advance_log_start`).
     pub fn log_start_offset(&self) -> i64 {
-        self.segments[0].base_offset
+        // A crash can take an unflushed tail below a stored start with it;
+        // the start then stays at the LEO.
+        let floor = self.start_floor.min(self.leo());
+        self.segments[0].base_offset.max(floor)
     }
 
     /// Log end offset: the next offset to assign.

@@ -357,3 +357,63 @@ fn crash_at_every_step_of_the_compaction_swap_reopens_to_old_or_new() {
         "both outcomes occur across the crash points"
     );
 }
+
+/// DeleteRecords' part in the log: the start moves inside a segment, the
+/// segments wholly below it go, and the start survives a clean close and a
+/// crash (drop without close).
+#[test]
+fn the_log_start_moves_inside_a_segment_and_survives_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = small_config();
+    let mut log = open(dir.path(), &config);
+    for i in 0..60 {
+        log.append(keyed(i, 1000, 1)).unwrap();
+    }
+    let closed = log.closed_segments();
+    assert!(closed.len() >= 3, "{closed:?}");
+    // One past the second segment's base: inside it, not at a boundary.
+    let target = closed[1].base_offset + 1;
+    assert!(target < closed[1].next_offset);
+    assert!(log.advance_log_start(target).unwrap());
+    assert_eq!(log.log_start_offset(), target);
+    assert_eq!(log.segments()[0].base_offset, closed[1].base_offset);
+    assert_eq!(
+        log.fetch(target - 1, 1, None).unwrap_err().code(),
+        ErrorCode::OffsetOutOfRange
+    );
+    assert_eq!(log.fetch(target, 1, None).unwrap()[0].offset, target);
+    // Backwards or in place changes nothing; past the LEO is out of range.
+    assert!(!log.advance_log_start(target).unwrap());
+    assert!(!log.advance_log_start(3).unwrap());
+    let leo = log.leo();
+    let e = log.advance_log_start(leo + 1).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::OffsetOutOfRange);
+    assert_eq!(log.log_start_offset(), target);
+    log.close().unwrap();
+    let mut log = open(dir.path(), &config);
+    assert_eq!(log.log_start_offset(), target);
+    assert!(log.advance_log_start(target + 2).unwrap());
+    drop(log); // a crash: no clean-shutdown checkpoint
+    let log = open(dir.path(), &config);
+    assert_eq!(log.log_start_offset(), target + 2);
+    assert_eq!(log.leo(), leo);
+}
+
+#[test]
+fn a_damaged_log_start_file_is_a_storage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = small_config();
+    let mut log = open(dir.path(), &config);
+    for i in 0..5 {
+        log.append(keyed(i, 1000, 1)).unwrap();
+    }
+    log.advance_log_start(2).unwrap();
+    log.close().unwrap();
+    let path = dir.path().join(mk_log::LOG_START_FILE);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[7] ^= 1;
+    std::fs::write(&path, bytes).unwrap();
+    let e = PartitionLog::open(dir.path(), config, 0).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::StorageError);
+    assert!(e.to_string().contains("log start file is damaged"), "{e}");
+}

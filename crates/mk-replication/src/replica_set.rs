@@ -7,7 +7,10 @@
 //! the injected clock.
 
 mod flush;
+mod log_start;
+
 pub use flush::{CheckpointPlan, SyncedCheckpoint};
+pub use log_start::DELETE_TO_HIGH_WATERMARK;
 
 use crate::ack::{AckHandle, AppendOutcome, ProduceResult, Waiter};
 use crate::config::{AckMode, ReplicationConfig};
@@ -626,7 +629,11 @@ impl PartitionReplicaSet {
         }
         let leader_start = self.leader().log.log_start_offset();
         if self.replica(broker)?.leo() < leader_start {
-            self.reset_follower(broker, leader_start, &mut report)?;
+            // From the start of the leader's batch holding its log start
+            // (DeleteRecords can put it inside a batch), so the follower's
+            // log is a run of the leader's whole batches.
+            let from = self.leader_batch_start(leader_start)?;
+            self.reset_follower(broker, from, &mut report)?;
         }
         let batches = loop {
             let from = self.replica(broker)?.leo();
@@ -637,10 +644,12 @@ impl PartitionReplicaSet {
                 self.tp,
                 leader.leo()
             );
-            let batches =
-                leader
-                    .log
-                    .read_batches(from, self.config.replica_fetch_max_bytes, None)?;
+            // A follower reset to the start of the batch holding the
+            // leader's log start reads that batch by the start itself.
+            let at = from.max(leader.log.log_start_offset());
+            let batches = leader
+                .log
+                .read_batches(at, self.config.replica_fetch_max_bytes, None)?;
             match batches.first() {
                 // The follower ends inside one of the leader's batches: the
                 // two logs were batched differently in the same epoch (only
@@ -663,7 +672,17 @@ impl PartitionReplicaSet {
         }
         follower.last_fetch_ms = now;
         report.log_end_offset = follower.leo();
+        self.follow_log_start(broker)?;
         Ok(report)
+    }
+
+    /// The base offset of the leader's batch that holds `offset` (`offset`
+    /// itself at the LEO).
+    fn leader_batch_start(&self, offset: i64) -> Result<i64> {
+        let batches = self.leader().log.read_batches(offset, 1, None)?;
+        Ok(batches
+            .first()
+            .map_or(offset, |b| b.base_offset().min(offset)))
     }
 
     /// KIP-101/279 reconciliation of one follower with the leader. Each
@@ -732,7 +751,8 @@ impl PartitionReplicaSet {
             return Ok(());
         }
         if target < follower.log.log_start_offset() {
-            return self.reset_follower(broker, leader_start, report);
+            let from = self.leader_batch_start(leader_start)?;
+            return self.reset_follower(broker, from, report);
         }
         let end = self.replica_mut(broker).truncate_to(target)?;
         report.truncated_to = Some(end);

@@ -454,3 +454,82 @@ fn storage_failure_on_append_is_reported_as_storage_error() {
     assert!(err.is_storage_failure(), "never a client error: {err}");
     faults.clear();
 }
+
+/// DeleteRecords: the leader's log start moves (inside a batch too), never
+/// past the HW; in-sync followers follow at once, a lagging one when it
+/// catches up (from the start of the leader's batch), and the start
+/// survives a promotion and a crash.
+#[test]
+fn delete_records_moves_every_replicas_log_start_up_to_the_high_watermark() {
+    let h = Harness::new();
+    let mut set = h.create(&[1, 2, 3]);
+    put(&mut set, &["a", "b", "c"]);
+    put(&mut set, &["d", "e", "f"]);
+    set.replicate_all_once().unwrap();
+    set.replicate_all_once().unwrap();
+    assert_eq!(set.high_watermark(), 6);
+    set.remove_from_isr(3).unwrap();
+    put(&mut set, &["g", "h", "i"]);
+    set.replicate_follower_once(2).unwrap();
+    set.replicate_follower_once(2).unwrap();
+    assert_eq!(set.high_watermark(), 9);
+    put(&mut set, &["j"]);
+    // Above the HW (9, the LEO is 10), or below -1: out of range.
+    assert_eq!(code(set.delete_records(10)), ErrorCode::OffsetOutOfRange);
+    assert_eq!(code(set.delete_records(-2)), ErrorCode::OffsetOutOfRange);
+    // Inside the second batch; broker 3 (at 6) cannot follow that far yet.
+    assert_eq!(set.delete_records(4).unwrap(), 4);
+    assert_eq!(set.log_start_offset(), 4);
+    assert_eq!(set.replica_log(2).unwrap().log_start_offset(), 4);
+    assert_eq!(set.replica_log(3).unwrap().log_start_offset(), 4);
+    assert_eq!(visible(&set)[0], (4, "e".to_string()));
+    // Backwards changes nothing; -1 is the HW.
+    assert_eq!(set.delete_records(2).unwrap(), 4);
+    assert_eq!(set.delete_records(-1).unwrap(), 9);
+    assert_eq!(set.replica_log(2).unwrap().log_start_offset(), 9);
+    assert_eq!(
+        set.replica_log(3).unwrap().log_start_offset(),
+        6,
+        "as far as its log reaches"
+    );
+    // Broker 3 comes back and catches up: its start follows the leader's.
+    set.rejoin(3).unwrap();
+    set.replicate_follower_once(3).unwrap();
+    set.replicate_follower_once(3).unwrap();
+    assert_eq!(set.replica_log(3).unwrap().log_start_offset(), 9);
+    assert_eq!(
+        values(set.replica_log(3).unwrap()),
+        values(set.leader_log())
+    );
+    set.replicate_all_once().unwrap();
+    set.promote(2).unwrap();
+    assert_eq!(set.log_start_offset(), 9);
+    let set = h.crash_reopen(set);
+    for b in [1, 2, 3] {
+        assert_eq!(set.replica_log(b).unwrap().log_start_offset(), 9, "{b}");
+    }
+}
+
+/// A follower that fell behind the leader's log start while it was away
+/// starts over from the start of the leader's batch holding that start,
+/// then takes the start itself.
+#[test]
+fn a_follower_behind_a_log_start_inside_a_batch_starts_over_at_that_batch() {
+    let h = Harness::new();
+    let mut set = h.create(&[1, 2, 3]);
+    put(&mut set, &["a"]);
+    set.replicate_all_once().unwrap();
+    set.remove_from_isr(3).unwrap();
+    put(&mut set, &["b", "c", "d"]);
+    put(&mut set, &["e", "f"]);
+    set.replicate_follower_once(2).unwrap();
+    set.replicate_follower_once(2).unwrap();
+    assert_eq!(set.high_watermark(), 6);
+    assert_eq!(set.delete_records(3).unwrap(), 3);
+    set.rejoin(3).unwrap();
+    let fetch = set.replicate_follower_once(3).unwrap();
+    assert_eq!(fetch.reset_to, Some(1), "the batch b..d starts at 1");
+    let log = set.replica_log(3).unwrap();
+    assert_eq!(log.log_start_offset(), 3);
+    assert_eq!(values(log), vals(&[(3, "d"), (4, "e"), (5, "f")]));
+}

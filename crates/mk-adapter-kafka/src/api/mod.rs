@@ -19,6 +19,7 @@
 //! - `txn`: AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit
 //! - `admin`: CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs,
 //!   AlterConfigs, IncrementalAlterConfigs
+//! - `log_admin`: DeleteRecords
 //!
 //! The messages are generated from the schemas (`crate::messages`), and
 //! so are the API table and the router (`messages/served.rs`, from
@@ -31,6 +32,7 @@ pub mod consumer_groups;
 pub mod fetch;
 pub mod group_configs;
 pub mod groups;
+pub mod log_admin;
 pub mod metadata;
 pub mod offsets;
 pub mod produce;

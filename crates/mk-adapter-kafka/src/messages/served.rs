@@ -127,6 +127,13 @@ pub const APIS: &[ApiSpec] = &[
         flexible_from: 4,
     },
     ApiSpec {
+        key: key::DELETE_RECORDS,
+        name: "DeleteRecords",
+        min_version: 0,
+        max_version: 2,
+        flexible_from: 2,
+    },
+    ApiSpec {
         key: key::INIT_PRODUCER_ID,
         name: "InitProducerId",
         min_version: 0,
@@ -395,6 +402,13 @@ pub async fn dispatch(
                 .await
                 .answer(w, v)
         }
+        key::DELETE_RECORDS => {
+            let req = delete_records::DeleteRecordsRequest::read(r, v)?;
+            r.finish("request")?;
+            api::log_admin::handle_delete_records(ctx, req)
+                .await
+                .answer(w, v)
+        }
         key::INIT_PRODUCER_ID => {
             let req = init_producer_id::InitProducerIdRequest::read(r, v)?;
             r.finish("request")?;
@@ -623,6 +637,9 @@ pub fn decode_request(frame: &Bytes) -> DecodeResult<RequestHeader> {
         }
         key::DELETE_TOPICS => {
             delete_topics::DeleteTopicsRequest::read(r, v)?;
+        }
+        key::DELETE_RECORDS => {
+            delete_records::DeleteRecordsRequest::read(r, v)?;
         }
         key::INIT_PRODUCER_ID => {
             init_producer_id::InitProducerIdRequest::read(r, v)?;
