@@ -31,6 +31,11 @@ pub const FRAME_HEADER_BYTES: usize = 12;
 pub const PAYLOAD_HEADER_BYTES: usize = 40;
 /// The fixed part of a record, before key and value.
 pub const RECORD_HEADER_BYTES: usize = 22;
+/// The most bytes a stored version 2 block may decompress to when read.
+/// Produce admitted it decompressed within `max_batch_bytes` (16 MiB by
+/// default); this bound keeps a damaged or planted frame from ballooning a
+/// read.
+pub const MAX_UNCOMPRESSED_READ_BYTES: usize = 64 << 20;
 /// The smallest possible record header (`key_len u16` + `value_len i32`).
 const HEADER_MIN_BYTES: usize = 6;
 
@@ -213,9 +218,13 @@ pub fn peek_frame_len(buf: &[u8], max_batch_bytes: u32) -> Result<Option<usize>>
 
 /// Checks the frame envelope (magic, exact length, CRC) of `frame` and
 /// decodes only the batch header. `frame` must be exactly one frame.
+/// Both payload versions are read (version 2 by `block.rs`).
 pub fn decode_header(frame: &[u8], max_batch_bytes: u32) -> Result<BatchHeader> {
-    let mut r = ByteReader::new(checked_payload(frame, max_batch_bytes)?);
-    read_batch_header(&mut r).map(|(h, _)| h)
+    let payload = checked_payload(frame, max_batch_bytes)?;
+    if payload.first() == Some(&crate::block::BLOCK_VERSION) {
+        return crate::block::payload_header(payload);
+    }
+    read_batch_header(&mut ByteReader::new(payload)).map(|(h, _)| h)
 }
 
 /// Checks the envelope of exactly one frame of either version (magic,
@@ -251,8 +260,13 @@ pub fn decode(frame: &Bytes, max_batch_bytes: u32) -> Result<RecordBatch> {
 }
 
 /// Decodes the records of a frame whose envelope and header were already
-/// checked by [`decode_header`] (the read path verifies each CRC once).
+/// checked by [`decode_header`] (the read path verifies each CRC once). A
+/// version 2 frame's block is decompressed, within
+/// [`MAX_UNCOMPRESSED_READ_BYTES`], and its records decoded.
 pub fn decode_verified(frame: &Bytes, header: &BatchHeader) -> Result<RecordBatch> {
+    if crate::block::frame_version(frame) == Some(crate::block::BLOCK_VERSION) {
+        return crate::block::decode_verified(frame)?.records(MAX_UNCOMPRESSED_READ_BYTES);
+    }
     let payload = frame.slice(FRAME_HEADER_BYTES..);
     let mut r = ByteReader::new(&payload);
     let (_, txn_id_len) = read_batch_header(&mut r)?;

@@ -11,6 +11,7 @@
 //! async runtimes or the wall clock (time arrives as `now_ms` arguments).
 
 pub mod block;
+pub mod block_records;
 mod checkpoint;
 pub mod codec;
 mod compaction;

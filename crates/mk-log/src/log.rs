@@ -7,6 +7,7 @@
 //! plus `clean-shutdown` after a clean close, `recovery-checkpoint` after a
 //! flush and `cleaner-swap` while a compaction swap is being committed.
 
+use crate::block::{self, BlockBatch};
 use crate::checkpoint::{Checkpoint, CheckpointKind, SegmentSummary};
 use crate::codec::{self, BatchHeader};
 use crate::error::{LogError, Result};
@@ -457,8 +458,31 @@ impl PartitionLog {
         self.check_writable()?;
         let header = codec::decode_header(&batch.frame, self.config.max_batch_bytes)?;
         self.check_next(Some(header.base_offset))?;
-        let decoded = codec::decode_verified(&batch.frame, &header)?;
-        self.write_frame(&batch.frame, &header, decoded.max_timestamp_ms())
+        // A version 2 frame is copied without decoding its records: its
+        // header carries the max timestamp and Kafka's CRC covers the block.
+        let max_ts = if block::frame_version(&batch.frame) == Some(block::BLOCK_VERSION) {
+            block::decode_verified(&batch.frame)?.max_timestamp()
+        } else {
+            codec::decode_verified(&batch.frame, &header)?.max_timestamp_ms()
+        };
+        self.write_frame(&batch.frame, &header, max_ts)
+    }
+
+    /// Appends a producer's block batch as a version 2 frame: assigns base
+    /// offset = LEO and the current leader epoch (Kafka's CRC does not cover
+    /// them) and writes the block as produced.
+    pub fn append_block(&mut self, mut batch: BlockBatch) -> Result<AppendInfo> {
+        self.check_writable()?;
+        batch.assign(self.leo(), self.leader_epoch)?;
+        let frame = batch.encode()?;
+        let payload = frame.len() - codec::FRAME_HEADER_BYTES;
+        if payload > self.config.max_batch_bytes as usize {
+            return Err(LogError::InvalidRecord(format!(
+                "batch payload of {payload} bytes exceeds max_batch_bytes {}",
+                self.config.max_batch_bytes
+            )));
+        }
+        self.write_frame(&frame, &batch.header(), batch.max_timestamp())
     }
 
     fn check_next(&self, base_offset: Option<i64>) -> Result<()> {

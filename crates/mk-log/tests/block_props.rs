@@ -160,6 +160,16 @@ proptest! {
     }
 
     #[test]
+    fn decoding_the_records_of_a_random_block_never_panics(b in data_batch()) {
+        // The block's bytes are random: decoding them (decompressing with
+        // the batch's codec first) fails cleanly or yields whole records.
+        match b.records(1 << 20) {
+            Ok(batch) => prop_assert_eq!(batch.records().len(), b.header().record_count as usize),
+            Err(e) => prop_assert_eq!(e.code(), ErrorCode::CorruptBatch),
+        }
+    }
+
+    #[test]
     fn the_kafka_batch_a_fetch_sends_carries_a_valid_crc(b in batch(), base in 0i64..1 << 40, epoch in 0i32..1000) {
         let mut b = b;
         let before = b.kafka_crc();
