@@ -889,74 +889,108 @@ impl DataPath<'_> {
             self.cluster.brokers().check_leader(&p.tp, b)?;
         }
         let slot = self.cluster.slot(&p.tp)?;
-        self.cluster.read_slot(&slot, |set| {
+        // Under the partition lock the stored frames are only located and
+        // copied; their records are decoded once the lock is released, so a
+        // fetch never holds a partition's writers back while it decodes.
+        let located = self.cluster.read_slot(&slot, |set| {
             check_epoch(set, p.current_leader_epoch)?;
-            let log = set.leader_log();
-            let hw = set.high_watermark();
-            let lso = mk_txn::last_stable_offset(hw, log.first_unstable_offset());
-            let (log_start, leo) = (log.log_start_offset(), log.leo());
-            if p.offset < log_start || p.offset > leo {
-                return Err(ClusterError::OffsetOutOfRange {
-                    offset: p.offset,
-                    log_start,
-                    log_end: leo,
-                });
-            }
-            let bound = match isolation {
-                Isolation::ReadUncommitted => hw,
-                Isolation::ReadCommitted => lso,
-            };
-            let limit = p.max_bytes.min(budget);
-            let mut batches = Vec::new();
-            let mut bytes = 0usize;
-            let mut next = p.offset;
-            // Aborted batches are dropped and do not count; reading goes on
-            // past them until something visible is found, so a reader can
-            // never be stuck in front of a large aborted transaction. Every
-            // round moves `next` forward, so the loop ends at the bound.
-            while next < bound {
-                let stored =
-                    log.read_batches(next, limit.saturating_sub(bytes).max(1), Some(bound))?;
-                let Some(last) = stored.last() else { break };
-                next = last.next_offset();
-                let aborted = match isolation {
-                    Isolation::ReadCommitted => {
-                        log.aborted_transactions(stored[0].base_offset(), next)
-                    }
-                    Isolation::ReadUncommitted => Vec::new(),
-                };
-                let mut kept_any = false;
-                for b in stored {
-                    if mk_txn::is_batch_aborted(&b.header, &aborted) {
-                        continue;
-                    }
-                    // The first batch of the answer always goes out (KIP-74).
-                    let fits = bytes + b.size() <= limit || (first && batches.is_empty());
-                    if !fits {
-                        next = bound; // the budget is spent
-                        break;
-                    }
-                    bytes += b.size();
-                    batches.push(b.decode()?);
-                    kept_any = true;
-                }
-                if kept_any || bytes >= limit {
-                    break;
-                }
-            }
-            let records: usize = batches.iter().map(|b| b.records().len()).sum();
-            slot.traffic.fetched(records as u64, bytes as u64);
-            Ok(PartitionBatches {
-                tp: p.tp.clone(),
-                error: None,
-                batches,
-                high_watermark: hw,
-                last_stable_offset: lso,
-                log_start_offset: log_start,
-                bytes,
-            })
+            locate_batches(set, p, isolation, budget, first)
+        })?;
+        let batches = located
+            .stored
+            .iter()
+            .map(mk_log::StoredBatch::decode)
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let records: usize = batches.iter().map(|b| b.records().len()).sum();
+        slot.traffic.fetched(records as u64, located.bytes as u64);
+        Ok(PartitionBatches {
+            tp: p.tp.clone(),
+            error: None,
+            batches,
+            high_watermark: located.high_watermark,
+            last_stable_offset: located.last_stable_offset,
+            log_start_offset: located.log_start_offset,
+            bytes: located.bytes,
         })
     }
+}
+
+/// The stored batches one partition's fetch answers with, located under
+/// the partition lock, and the offsets the answer reports.
+struct LocatedBatches {
+    stored: Vec<mk_log::StoredBatch>,
+    high_watermark: i64,
+    last_stable_offset: i64,
+    log_start_offset: i64,
+    bytes: usize,
+}
+
+/// Finds the whole batches a fetch of `p` returns, within `budget` bytes
+/// (the first batch of the answer always goes out, KIP-74), skipping the
+/// batches of aborted transactions for read_committed readers.
+fn locate_batches(
+    set: &mk_replication::PartitionReplicaSet,
+    p: &PartitionFetch,
+    isolation: Isolation,
+    budget: usize,
+    first: bool,
+) -> Result<LocatedBatches> {
+    let log = set.leader_log();
+    let hw = set.high_watermark();
+    let lso = mk_txn::last_stable_offset(hw, log.first_unstable_offset());
+    let (log_start, leo) = (log.log_start_offset(), log.leo());
+    if p.offset < log_start || p.offset > leo {
+        return Err(ClusterError::OffsetOutOfRange {
+            offset: p.offset,
+            log_start,
+            log_end: leo,
+        });
+    }
+    let bound = match isolation {
+        Isolation::ReadUncommitted => hw,
+        Isolation::ReadCommitted => lso,
+    };
+    let limit = p.max_bytes.min(budget);
+    let mut batches = Vec::new();
+    let mut bytes = 0usize;
+    let mut next = p.offset;
+    // Aborted batches are dropped and do not count; reading goes on past
+    // them until something visible is found, so a reader can never be stuck
+    // in front of a large aborted transaction. Every round moves `next`
+    // forward, so the loop ends at the bound.
+    while next < bound {
+        let stored = log.read_batches(next, limit.saturating_sub(bytes).max(1), Some(bound))?;
+        let Some(last) = stored.last() else { break };
+        next = last.next_offset();
+        let aborted = match isolation {
+            Isolation::ReadCommitted => log.aborted_transactions(stored[0].base_offset(), next),
+            Isolation::ReadUncommitted => Vec::new(),
+        };
+        let mut kept_any = false;
+        for b in stored {
+            if mk_txn::is_batch_aborted(&b.header, &aborted) {
+                continue;
+            }
+            let fits = bytes + b.size() <= limit || (first && batches.is_empty());
+            if !fits {
+                next = bound; // the budget is spent
+                break;
+            }
+            bytes += b.size();
+            batches.push(b);
+            kept_any = true;
+        }
+        if kept_any || bytes >= limit {
+            break;
+        }
+    }
+    Ok(LocatedBatches {
+        stored: batches,
+        high_watermark: hw,
+        last_stable_offset: lso,
+        log_start_offset: log_start,
+        bytes,
+    })
 }
 
 /// Up to `max` records from `offset` below `bound` whose payload bytes stay
