@@ -10,8 +10,11 @@ use crate::config::BrokerId;
 use crate::error::{ClusterError, Result};
 use crate::groups::Groups;
 use mk_core::TopicPartition;
-use mk_group::share::{AcquiredRange, FetchedSpan, PartitionRead, ShareFetchRequest};
-use mk_group::{ShareGroupDescription, ShareHeartbeat, ShareHeartbeatAnswer, ShareIsolation};
+use mk_group::share::{AcquiredRange, FetchedSpan, PartitionRead, ShareBounds, ShareFetchRequest};
+use mk_group::{
+    ShareAutoOffsetReset, ShareGroupDescription, ShareHeartbeat, ShareHeartbeatAnswer,
+    ShareIsolation,
+};
 use mk_log::RecordBatch;
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -141,8 +144,9 @@ impl Groups<'_> {
     ) -> Result<ShareFetchAnswer> {
         let (group, member) = (req.group_id.as_str(), req.member_id.as_str());
         let preview = self.with_groups(|g, _| Ok(g.share_session_preview(req)))?;
-        let isolation = self.with_groups(|g, _| Ok(g.share_isolation(group)))?;
-        let bounds = self.share_bounds(&preview, isolation);
+        let (isolation, reset) = self
+            .with_groups(|g, _| Ok((g.share_isolation(group), g.share_auto_offset_reset(group))))?;
+        let bounds = self.share_bounds(&preview, isolation, reset);
         let plan = self.with_groups(|g, _| g.share_fetch_plan(req, &bounds))?;
         let mut answer = ShareFetchAnswer {
             acks: plan
@@ -190,20 +194,29 @@ impl Groups<'_> {
             if !self.wait_for_records(waits, deadline).await {
                 return Ok(answer);
             }
-            let bounds = self.share_bounds(&preview, isolation);
+            let bounds = self.share_bounds(&preview, isolation, reset);
             reads = self
                 .with_groups(|g, _| g.share_fetch_reads(group, member, &bounds))?
                 .0;
         }
     }
 
-    /// `(log start, fetchable end)` of each partition that exists.
+    /// The bounds of each partition that exists: log start, fetchable end
+    /// and, for a group that resets by duration, the first offset at most
+    /// that old by the cluster clock (the time index's answer).
     fn share_bounds(
         self,
         partitions: &[TopicPartition],
         isolation: ShareIsolation,
-    ) -> BTreeMap<TopicPartition, (i64, i64)> {
+        reset: ShareAutoOffsetReset,
+    ) -> BTreeMap<TopicPartition, ShareBounds> {
         let data = self.cluster.data();
+        let since = match reset {
+            ShareAutoOffsetReset::ByDuration { ms } => {
+                Some(self.cluster.clock.now_ms().saturating_sub(ms))
+            }
+            _ => None,
+        };
         partitions
             .iter()
             .filter_map(|tp| {
@@ -212,7 +225,12 @@ impl Groups<'_> {
                     ShareIsolation::ReadUncommitted => data.visible_end(tp).ok()?,
                     ShareIsolation::ReadCommitted => data.last_stable_offset(tp).ok()?,
                 };
-                Some((tp.clone(), (start, end)))
+                let by_time = since.and_then(|ts| data.offset_for_timestamp(tp, ts).ok()?);
+                let bounds = ShareBounds {
+                    by_time,
+                    ..ShareBounds::new(start, end)
+                };
+                Some((tp.clone(), bounds))
             })
             .collect()
     }

@@ -89,6 +89,62 @@ fn earliest(c: &BrokerCluster, isolation: ShareIsolation) {
     c.groups().set_settings("g", settings).unwrap();
 }
 
+/// `share.auto.offset.reset=by_duration:PT1M`: a share group's first fetch
+/// of a partition starts at the first record at most a minute old by the
+/// cluster clock (the time index's answer); with no record that recent it
+/// starts at the end, and only later records are handed out.
+#[tokio::test]
+async fn a_by_duration_reset_starts_at_the_first_record_that_recent() {
+    for (records, want) in [
+        (
+            &[
+                ("old", 1_000),
+                ("older", 500),
+                ("recent", 950_000),
+                ("now", 1_000_000),
+            ][..],
+            vec!["recent", "now"],
+        ),
+        (&[("old", 1_000), ("older", 500)][..], vec![]),
+    ] {
+        let node = Node::new(|_| {});
+        let c = node.c();
+        c.topics().create("q", 1, 1).unwrap();
+        let batch = RecordBatch::new(
+            records
+                .iter()
+                .map(|(v, ts)| Record::new(None, Some(b(v)), *ts))
+                .collect(),
+        )
+        .unwrap();
+        c.data()
+            .submit_append(&tp("q", 0), batch, AckMode::All, None)
+            .unwrap()
+            .wait()
+            .await
+            .unwrap();
+        let settings = GroupSettings {
+            share_auto_offset_reset: ShareAutoOffsetReset::parse("by_duration:PT1M"),
+            ..GroupSettings::default()
+        };
+        c.groups().set_settings("g", settings).unwrap();
+        join(c, "m1");
+        let got = c
+            .groups()
+            .share_fetch(&request("m1", 0, vec![]), limits(0))
+            .await
+            .unwrap();
+        assert_eq!(values(&got), want);
+        produce(c, &["later"]).await;
+        let got = c
+            .groups()
+            .share_fetch(&request("m1", 1, vec![]), limits(0))
+            .await
+            .unwrap();
+        assert_eq!(values(&got), vec!["later"]);
+    }
+}
+
 #[tokio::test]
 async fn a_share_fetch_hands_out_records_once_and_again_after_a_release() {
     let node = Node::new(|_| {});

@@ -540,7 +540,9 @@ impl GroupCoordinator {
             .unwrap_or_default()
     }
 
-    pub(crate) fn share_auto_offset_reset(&self, group: &str) -> ShareAutoOffsetReset {
+    /// Where `group` starts a share partition it has no state for (the
+    /// data path looks an offset up by time for `by_duration`).
+    pub fn share_auto_offset_reset(&self, group: &str) -> ShareAutoOffsetReset {
         self.setting(group)
             .and_then(|s| s.share_auto_offset_reset)
             .unwrap_or_default()

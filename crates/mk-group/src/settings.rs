@@ -14,27 +14,131 @@ pub enum ShareAutoOffsetReset {
     #[default]
     Latest,
     Earliest,
+    /// `by_duration:<ISO-8601 duration>`: the first record whose timestamp
+    /// is at most this many milliseconds before the moment the partition
+    /// is first fetched (the log end when no record is that recent).
+    ByDuration {
+        ms: i64,
+    },
 }
 
-impl ShareAutoOffsetReset {
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            ShareAutoOffsetReset::Latest => "latest",
-            ShareAutoOffsetReset::Earliest => "earliest",
-        }
-    }
+/// The prefix of Kafka's duration-based reset strategy.
+const BY_DURATION: &str = "by_duration:";
 
+impl ShareAutoOffsetReset {
+    /// Kafka's spellings, case ignored: `latest`, `earliest` or
+    /// `by_duration:PnDTnHnMn.nS` (Java's `Duration.parse` format, without
+    /// signs: a negative duration is refused, as Kafka refuses it).
     pub fn parse(s: &str) -> Option<Self> {
-        [Self::Latest, Self::Earliest]
-            .into_iter()
-            .find(|v| v.as_str().eq_ignore_ascii_case(s.trim()))
+        let s = s.trim();
+        if s.eq_ignore_ascii_case("latest") {
+            return Some(Self::Latest);
+        }
+        if s.eq_ignore_ascii_case("earliest") {
+            return Some(Self::Earliest);
+        }
+        let head = s.get(..BY_DURATION.len())?;
+        if !head.eq_ignore_ascii_case(BY_DURATION) {
+            return None;
+        }
+        let ms = parse_iso_duration_ms(&s[BY_DURATION.len()..])?;
+        Some(Self::ByDuration { ms })
     }
 }
 
 impl fmt::Display for ShareAutoOffsetReset {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        match self {
+            ShareAutoOffsetReset::Latest => f.write_str("latest"),
+            ShareAutoOffsetReset::Earliest => f.write_str("earliest"),
+            ShareAutoOffsetReset::ByDuration { ms } => {
+                write!(f, "{BY_DURATION}{}", iso_duration(*ms))
+            }
+        }
     }
+}
+
+/// An ISO-8601 duration as Java's `Duration.parse` reads it (`P1D`,
+/// `PT1H30M`, `PT0.5S`, `P1DT2H`; letters in either case, `.` or `,`
+/// before a fraction of seconds), in whole milliseconds (finer digits are
+/// dropped). `None` for anything else, a sign included, or an overflow.
+fn parse_iso_duration_ms(s: &str) -> Option<i64> {
+    let rest = s.strip_prefix(['P', 'p'])?;
+    let (date, time) = match rest.find(['T', 't']) {
+        Some(i) => (&rest[..i], Some(&rest[i + 1..])),
+        None => (rest, None),
+    };
+    let mut total: i64 = 0;
+    let mut parts = 0;
+    if !date.is_empty() {
+        let days = date.strip_suffix(['D', 'd'])?;
+        total = add_units(total, days, 86_400_000)?;
+        parts += 1;
+    }
+    if let Some(mut time) = time {
+        if time.is_empty() {
+            return None;
+        }
+        for (unit, ms) in [('H', 3_600_000), ('M', 60_000)] {
+            if let Some(i) = time.find([unit, unit.to_ascii_lowercase()]) {
+                total = add_units(total, &time[..i], ms)?;
+                time = &time[i + 1..];
+                parts += 1;
+            }
+        }
+        if !time.is_empty() {
+            total = total.checked_add(seconds_ms(time.strip_suffix(['S', 's'])?)?)?;
+            parts += 1;
+        }
+    }
+    (parts > 0).then_some(total)
+}
+
+/// `total + digits * unit_ms`; `None` unless `digits` is a plain number.
+fn add_units(total: i64, digits: &str, unit_ms: i64) -> Option<i64> {
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    total.checked_add(digits.parse::<i64>().ok()?.checked_mul(unit_ms)?)
+}
+
+/// `12`, `12.5` or `12,005` seconds in milliseconds (at most nine digits
+/// of fraction, as Java allows).
+fn seconds_ms(text: &str) -> Option<i64> {
+    let (whole, fraction) = match text.find(['.', ',']) {
+        Some(i) => (&text[..i], &text[i + 1..]),
+        None => (text, ""),
+    };
+    if fraction.len() > 9 || !fraction.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let millis: String = fraction.chars().chain("000".chars()).take(3).collect();
+    add_units(millis.parse().ok()?, whole, 1_000)
+}
+
+/// `ms` as Java's `Duration.toString` writes it: `PT0S`, `PT1H30M`,
+/// `PT24H`, `PT0.5S`.
+fn iso_duration(ms: i64) -> String {
+    let (hours, rest) = (ms / 3_600_000, ms % 3_600_000);
+    let (minutes, rest) = (rest / 60_000, rest % 60_000);
+    let (seconds, millis) = (rest / 1_000, rest % 1_000);
+    let mut out = String::from("PT");
+    if hours > 0 {
+        out.push_str(&format!("{hours}H"));
+    }
+    if minutes > 0 {
+        out.push_str(&format!("{minutes}M"));
+    }
+    if seconds > 0 || millis > 0 || out == "PT" {
+        out.push_str(&seconds.to_string());
+        if millis > 0 {
+            let fraction = format!("{millis:03}");
+            out.push('.');
+            out.push_str(fraction.trim_end_matches('0'));
+        }
+        out.push('S');
+    }
+    out
 }
 
 /// Which records a share group hands out (`share.isolation.level`).
@@ -98,6 +202,8 @@ pub enum GroupConfigKind {
     Ms { min: i32, max: i32 },
     /// One of these words (case ignored).
     Choice(&'static [&'static str]),
+    /// `latest`, `earliest` or `by_duration:<ISO-8601 duration>`.
+    ResetStrategy,
 }
 
 /// One of Kafka 4.1's dynamic group configs.
@@ -152,7 +258,7 @@ pub const GROUP_CONFIGS: [GroupConfigDef; 7] = [
     },
     GroupConfigDef {
         name: "share.auto.offset.reset",
-        kind: GroupConfigKind::Choice(&["latest", "earliest"]),
+        kind: GroupConfigKind::ResetStrategy,
         doc: "Where a share group starts a partition it has no state for.",
     },
     GroupConfigDef {
@@ -221,6 +327,15 @@ impl GroupSettings {
                     })?;
                 self.set_raw(name, None, Some(word));
             }
+            GroupConfigKind::ResetStrategy => {
+                let reset = ShareAutoOffsetReset::parse(value).ok_or_else(|| {
+                    invalid_config(format!(
+                        "{name} must be latest, earliest or by_duration:PnDTnHnMn.nS \
+                         (a duration that is not negative), got {value:?}"
+                    ))
+                })?;
+                self.share_auto_offset_reset = Some(reset);
+            }
         }
         Ok(())
     }
@@ -265,9 +380,7 @@ impl GroupSettings {
     /// The value of one config as text, if set.
     pub fn value_of(&self, name: &str) -> Option<String> {
         match name {
-            "share.auto.offset.reset" => {
-                self.share_auto_offset_reset.map(|v| v.as_str().to_string())
-            }
+            "share.auto.offset.reset" => self.share_auto_offset_reset.map(|v| v.to_string()),
             "share.isolation.level" => self.share_isolation_level.map(|v| v.as_str().to_string()),
             _ => self.get_ms(name).map(|v| v.to_string()),
         }

@@ -117,6 +117,65 @@ fn a_bad_change_applies_nothing_and_validate_only_changes_nothing() {
     );
 }
 
+/// Kafka 4.1's third reset strategy, `by_duration:<ISO-8601 duration>`:
+/// accepted in Java's `Duration.parse` spellings (any case), described in
+/// `Duration.toString`'s, kept across a restart; a negative, empty or
+/// malformed duration is INVALID_CONFIG.
+#[test]
+fn share_auto_offset_reset_takes_kafkas_durations() {
+    let mut f = Fixture::new();
+    for (given, described) in [
+        ("by_duration:P1DT2H", "by_duration:PT26H"),
+        ("BY_DURATION:pt1m30.25s", "by_duration:PT1M30.25S"),
+        ("by_duration:PT0,5S", "by_duration:PT0.5S"),
+        ("by_duration:P0D", "by_duration:PT0S"),
+    ] {
+        set(&mut f, &[("share.auto.offset.reset", Some(given))], false).unwrap();
+        assert_eq!(
+            value(&mut f, "share.auto.offset.reset"),
+            (described.into(), false),
+            "{given}"
+        );
+    }
+    set(
+        &mut f,
+        &[("share.auto.offset.reset", Some("by_duration:PT2H"))],
+        false,
+    )
+    .unwrap();
+    f.restart();
+    assert_eq!(
+        value(&mut f, "share.auto.offset.reset"),
+        ("by_duration:PT2H".into(), false),
+        "kept across a restart"
+    );
+    for bad in [
+        "by_duration:-PT1H",
+        "by_duration:PT-1H",
+        "by_duration:",
+        "by_duration:P",
+        "by_duration:PT",
+        "by_duration:1H",
+        "by_duration:PT1H2H",
+        "by_duration:PT1.0000000001S",
+        "by_duration:P99999999999999D",
+        "by_time:PT1H",
+    ] {
+        let (c, msg) = code(set(
+            &mut f,
+            &[("share.auto.offset.reset", Some(bad))],
+            false,
+        ));
+        assert_eq!(c, ErrorCode::InvalidConfig, "{bad}: {msg}");
+        assert!(msg.contains("by_duration:PnDTnHnMn.nS"), "{msg}");
+    }
+    assert_eq!(
+        value(&mut f, "share.auto.offset.reset"),
+        ("by_duration:PT2H".into(), false),
+        "a refused change leaves the value"
+    );
+}
+
 #[test]
 fn share_configs_take_effect() {
     let mut f = Fixture::new();

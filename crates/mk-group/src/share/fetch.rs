@@ -80,6 +80,45 @@ pub type Reads = (
     Vec<(TopicPartition, GroupError)>,
 );
 
+/// What the data path knows of one partition when a share fetch is
+/// planned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShareBounds {
+    /// The log start offset.
+    pub log_start: i64,
+    /// The end of what the group may be handed (the high watermark, or the
+    /// last stable offset under read_committed).
+    pub end: i64,
+    /// Under `share.auto.offset.reset=by_duration:<d>`: the first offset
+    /// whose record is at most `d` old (`None` when there is none, or the
+    /// group resets otherwise). The data path asks the time index for it.
+    pub by_time: Option<i64>,
+}
+
+impl ShareBounds {
+    /// Bounds of a group that does not reset by time.
+    pub fn new(log_start: i64, end: i64) -> Self {
+        ShareBounds {
+            log_start,
+            end,
+            by_time: None,
+        }
+    }
+
+    /// Where a partition with no share state starts.
+    fn initial_start(&self, reset: ShareAutoOffsetReset) -> i64 {
+        match reset {
+            ShareAutoOffsetReset::Latest => self.end,
+            ShareAutoOffsetReset::Earliest => self.log_start,
+            // No record that recent: from the end, as Kafka does. A
+            // record past the end (not yet stable) is still where it starts.
+            ShareAutoOffsetReset::ByDuration { .. } => {
+                self.by_time.map_or(self.end, |o| o.max(self.log_start))
+            }
+        }
+    }
+}
+
 impl GroupCoordinator {
     /// The first half of ShareFetch. Errors of the whole request: a group
     /// that is not a share group -> GROUP_ID_NOT_FOUND; a member that is
@@ -87,15 +126,16 @@ impl GroupCoordinator {
     /// (SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH). Per
     /// partition: acknowledgements of records the member does not hold ->
     /// INVALID_RECORD_STATE (nothing of that partition's acknowledgements
-    /// applies); a partition missing from `bounds` (`(log start, fetchable
-    /// end)` of each partition that exists) cannot be fetched. A partition
-    /// fetched for the first time starts at its fetchable end
-    /// (`share.auto.offset.reset=latest`) or log start (`earliest`); one
-    /// whose log start passed its start moves up to it.
+    /// applies); a partition missing from `bounds` (one for each partition
+    /// that exists) cannot be fetched. A partition fetched for the first
+    /// time starts at its fetchable end (`share.auto.offset.reset=latest`),
+    /// its log start (`earliest`) or its first record at most the duration
+    /// old (`by_duration`); one whose log start passed its start moves up
+    /// to it.
     pub fn share_fetch_plan(
         &mut self,
         req: &ShareFetchRequest,
-        bounds: &BTreeMap<TopicPartition, (i64, i64)>,
+        bounds: &BTreeMap<TopicPartition, ShareBounds>,
     ) -> Result<ShareFetchPlan> {
         let step = self.share_request_start(req, true)?;
         let acks = self.share_apply_acks(&req.group_id, &req.member_id, &req.acks)?;
@@ -124,7 +164,7 @@ impl GroupCoordinator {
         &mut self,
         group: &str,
         member: &str,
-        bounds: &BTreeMap<TopicPartition, (i64, i64)>,
+        bounds: &BTreeMap<TopicPartition, ShareBounds>,
     ) -> Result<Reads> {
         let key = (group.to_string(), member.to_string());
         let max_in_flight = self.share_max_in_flight;
@@ -135,7 +175,7 @@ impl GroupCoordinator {
             return Ok((reads, errors));
         };
         for tp in self.share_sessions.partitions(&key) {
-            let Some(&(log_start, end)) = bounds.get(&tp) else {
+            let Some(&bound) = bounds.get(&tp) else {
                 errors.push((
                     tp.clone(),
                     GroupError::UnknownPartition {
@@ -146,15 +186,14 @@ impl GroupCoordinator {
                 continue;
             };
             let fresh = !g.partitions.contains_key(&tp);
-            let mut p = g.partitions.get(&tp).cloned().unwrap_or_else(|| {
-                SharePartition::new(match reset {
-                    ShareAutoOffsetReset::Latest => end,
-                    ShareAutoOffsetReset::Earliest => log_start,
-                })
-            });
+            let mut p = g
+                .partitions
+                .get(&tp)
+                .cloned()
+                .unwrap_or_else(|| SharePartition::new(bound.initial_start(reset)));
             let before = p.start_offset();
-            p.move_start(log_start);
-            if let Some(from) = p.fetch_offset(max_in_flight).filter(|o| *o < end) {
+            p.move_start(bound.log_start);
+            if let Some(from) = p.fetch_offset(max_in_flight).filter(|o| *o < bound.end) {
                 reads.push((tp.clone(), from));
             }
             if fresh || p.start_offset() != before {

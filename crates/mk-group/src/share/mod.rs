@@ -20,7 +20,8 @@ mod session;
 
 pub use assign::SHARE_ASSIGNOR;
 pub use fetch::{
-    PartitionRead, Reads, ShareAckResult, ShareFetchPlan, ShareFetchRequest, ShareFetched,
+    PartitionRead, Reads, ShareAckResult, ShareBounds, ShareFetchPlan, ShareFetchRequest,
+    ShareFetched,
 };
 pub use partition::{
     AckBatch, AckType, AcquireLimits, AcquiredRange, FetchedSpan, RecordState, SharePartition,

@@ -5,7 +5,8 @@
 use super::Fixture;
 use mk_core::TopicPartition;
 use mk_group::share::{
-    AckBatch, AckType, FetchedSpan, PartitionRead, ShareFetchPlan, ShareFetchRequest, ShareFetched,
+    AckBatch, AckType, FetchedSpan, PartitionRead, ShareBounds, ShareFetchPlan, ShareFetchRequest,
+    ShareFetched,
 };
 use mk_group::{ShareHeartbeat, ShareHeartbeatAnswer};
 use std::collections::BTreeMap;
@@ -56,11 +57,11 @@ impl FakeLog {
             .map_or(0, |s| s.last + 1)
     }
 
-    /// `(log start, fetchable end)` of every partition.
-    pub fn bounds(&self) -> BTreeMap<TopicPartition, (i64, i64)> {
+    /// Log start 0 and the fetchable end of every partition.
+    pub fn bounds(&self) -> BTreeMap<TopicPartition, ShareBounds> {
         self.batches
             .keys()
-            .map(|tp| (tp.clone(), (0, self.end(tp))))
+            .map(|tp| (tp.clone(), ShareBounds::new(0, self.end(tp))))
             .collect()
     }
 
