@@ -74,10 +74,14 @@ def test_share_consumers_split_one_partition_with_implicit_acknowledgement(broke
     for chunk in range(0, 600, 100):
         produce(bootstrap, topic, values[chunk : chunk + 100])
     wait_until(lambda: (set(got(ms)) >= set(values), len(got(ms))), "every record to be delivered", members=ms)
-    # The operator's view: every member is assigned the one partition.
-    view = broker.describe_group(group)
-    assert (view["group_type"], len(view["members"])) == ("share", 3), view
-    assert all(m["assignment"] == [f"{topic}-0"] for m in view["members"]), view
+    # The operator's view: once all three have joined (a slow JVM may join
+    # after the others took every record), each is assigned the partition.
+    def shared():
+        view = broker.describe_group(group)
+        together = all(m["assignment"] == [f"{topic}-0"] for m in view["members"])
+        return (view["group_type"], len(view["members"]), together) == ("share", 3, True), view
+
+    wait_until(shared, "mk-server group describe to show three members sharing the partition", members=ms, poll_s=0.5)
     for m in ms:
         m.stop()
     counts = got(ms)
