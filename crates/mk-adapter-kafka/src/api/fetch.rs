@@ -4,14 +4,25 @@
 //! broker, markers do, so positions move past them), so their
 //! `aborted_transactions` list is always empty. Fetch sessions (KIP-227)
 //! are not kept: every answer has session id 0, which tells clients to
-//! send full fetches.
+//! send full fetches. From v13 topics are named by their ids (an unknown
+//! id is UNKNOWN_TOPIC_ID); from v16 a partition this broker does not lead
+//! (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH) carries its current
+//! leader, and the answer that leader's endpoint (KIP-951).
 
 use super::Ctx;
+use super::metadata::{LeaderHint, leader_hint};
+use crate::codec::Uuid;
 use crate::errors::{self, KafkaCode};
-use crate::messages::fetch::{FetchRequest, FetchResponse, FetchableTopicResponse, PartitionData};
+use crate::messages::fetch::{
+    FetchRequest, FetchResponse, FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint,
+    PartitionData,
+};
 use crate::records;
 use bytes::{Bytes, BytesMut};
-use mk_cluster::{BatchFetch, Isolation, PartitionFetch, TopicPartition};
+use mk_cluster::{
+    BatchFetch, Isolation, PartitionBatches, PartitionFetch, TopicId, TopicPartition,
+};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The longest long poll a client may ask for (Kafka clients use 500 ms by
@@ -21,6 +32,84 @@ const MAX_WAIT_MS: i32 = 30_000;
 /// KIP-227 error codes for a session this broker never created.
 const FETCH_SESSION_ID_NOT_FOUND: KafkaCode = KafkaCode(70);
 const INVALID_FETCH_SESSION_EPOCH: KafkaCode = KafkaCode(71);
+
+/// What a request asks the core for, and what it answers itself.
+struct Plan {
+    partitions: Vec<PartitionFetch>,
+    /// Partitions answered without the core: (topic name or "", topic id,
+    /// partition, code) — a negative partition, an unknown topic id.
+    refused: Vec<(String, Uuid, i32, KafkaCode)>,
+    /// The topic ids of the named topics (v13+ answers carry them).
+    ids: BTreeMap<String, Uuid>,
+}
+
+/// Resolves the request's topics (by name, or by id from v13) into the
+/// partitions to fetch.
+fn plan(ctx: &Ctx<'_>, req: &FetchRequest) -> Plan {
+    let by_id = ctx.version() >= 13;
+    let mut plan = Plan {
+        partitions: Vec::new(),
+        refused: Vec::new(),
+        ids: BTreeMap::new(),
+    };
+    for t in &req.topics {
+        let name = if by_id {
+            match ctx.cluster.topics().name_by_id(TopicId(t.topic_id.0)) {
+                Ok(name) => {
+                    plan.ids.insert(name.clone(), t.topic_id);
+                    Some(name)
+                }
+                Err(_) => None,
+            }
+        } else {
+            Some(t.topic.clone())
+        };
+        for p in &t.partitions {
+            let (Some(name), Ok(index)) = (&name, u32::try_from(p.partition)) else {
+                let code = if name.is_some() {
+                    KafkaCode::UNKNOWN_TOPIC_OR_PARTITION
+                } else {
+                    KafkaCode::UNKNOWN_TOPIC_ID
+                };
+                let topic = name.clone().unwrap_or_default();
+                plan.refused.push((topic, t.topic_id, p.partition, code));
+                continue;
+            };
+            plan.partitions.push(PartitionFetch {
+                tp: TopicPartition::new(name, index),
+                offset: p.fetch_offset,
+                max_bytes: usize::try_from(p.partition_max_bytes.max(0)).unwrap_or(0),
+                current_leader_epoch: (p.current_leader_epoch >= 0)
+                    .then_some(p.current_leader_epoch),
+            });
+        }
+    }
+    plan
+}
+
+/// The answer's topics, in the order partitions come, each named and (for
+/// v13+) identified.
+struct Topics<'a> {
+    plan: &'a Plan,
+    responses: Vec<FetchableTopicResponse>,
+}
+
+impl Topics<'_> {
+    fn push(&mut self, topic: &str, id: Option<Uuid>, p: PartitionData) {
+        match self.responses.last_mut() {
+            Some(t) if t.topic == topic && (id.is_none() || Some(t.topic_id) == id) => {
+                t.partitions.push(p);
+            }
+            _ => self.responses.push(FetchableTopicResponse {
+                topic: topic.to_string(),
+                topic_id: id
+                    .or_else(|| self.plan.ids.get(topic).copied())
+                    .unwrap_or(Uuid::ZERO),
+                partitions: vec![p],
+            }),
+        }
+    }
+}
 
 pub async fn handle_fetch(ctx: &Ctx<'_>, req: FetchRequest) -> FetchResponse {
     let session_error = if req.session_id != 0 {
@@ -41,26 +130,9 @@ pub async fn handle_fetch(ctx: &Ctx<'_>, req: FetchRequest) -> FetchResponse {
     } else {
         Isolation::ReadUncommitted
     };
-    let mut partitions = Vec::new();
-    // Partition numbers that cannot be one (negative) are answered as
-    // unknown without asking the core.
-    let mut invalid: Vec<(String, i32)> = Vec::new();
-    for t in &req.topics {
-        for p in &t.partitions {
-            match u32::try_from(p.partition) {
-                Ok(index) => partitions.push(PartitionFetch {
-                    tp: TopicPartition::new(&t.topic, index),
-                    offset: p.fetch_offset,
-                    max_bytes: usize::try_from(p.partition_max_bytes.max(0)).unwrap_or(0),
-                    current_leader_epoch: (p.current_leader_epoch >= 0)
-                        .then_some(p.current_leader_epoch),
-                }),
-                Err(_) => invalid.push((t.topic.clone(), p.partition)),
-            }
-        }
-    }
+    let mut plan = plan(ctx, &req);
     let fetch = BatchFetch {
-        partitions,
+        partitions: std::mem::take(&mut plan.partitions),
         isolation,
         max_bytes: usize::try_from(req.max_bytes.max(0)).unwrap_or(0),
         min_bytes: usize::try_from(req.min_bytes.max(0)).unwrap_or(0),
@@ -75,72 +147,94 @@ pub async fn handle_fetch(ctx: &Ctx<'_>, req: FetchRequest) -> FetchResponse {
             ctx.cluster.data().fetch_batches(&now).await
         }
     };
-    let results = match results {
-        Ok(r) => r,
+    let mut topics = Topics {
+        plan: &plan,
+        responses: Vec::new(),
+    };
+    let mut hints = Vec::new();
+    match results {
+        Ok(results) => {
+            for r in results {
+                let p = partition(ctx, &r, isolation, &mut hints);
+                topics.push(&r.tp.topic, None, p);
+            }
+        }
         Err(e) => {
             // The whole cluster refused (closed or failed): every partition
             // gets the error.
             let code = errors::kafka_code(e.code());
-            return FetchResponse {
-                responses: req
-                    .topics
-                    .iter()
-                    .map(|t| FetchableTopicResponse {
-                        topic: t.topic.clone(),
-                        partitions: t
-                            .partitions
-                            .iter()
-                            .map(|p| failed(p.partition, code))
-                            .collect(),
-                        ..FetchableTopicResponse::default()
-                    })
-                    .collect(),
-                ..FetchResponse::default()
-            };
+            for p in &fetch.partitions {
+                topics.push(&p.tp.topic, None, failed(p.tp.partition as i32, code));
+            }
         }
-    };
-    let mut responses: Vec<FetchableTopicResponse> = Vec::new();
-    let mut push = |topic: &str, p: PartitionData| match responses.last_mut() {
-        Some(t) if t.topic == topic => t.partitions.push(p),
-        _ => responses.push(FetchableTopicResponse {
-            topic: topic.to_string(),
-            partitions: vec![p],
-            ..FetchableTopicResponse::default()
-        }),
-    };
-    for r in results {
-        let mut out = BytesMut::with_capacity(r.bytes + r.batches.len() * 64);
-        for b in &r.batches {
-            records::encode_batch(b, &mut out);
-        }
-        let p = PartitionData {
-            partition_index: r.tp.partition as i32,
-            error_code: r
-                .error
-                .as_ref()
-                .map_or(KafkaCode::NONE, |e| errors::kafka_code(e.code())),
-            high_watermark: r.high_watermark,
-            last_stable_offset: r.last_stable_offset,
-            log_start_offset: r.log_start_offset,
-            aborted_transactions: match isolation {
-                Isolation::ReadCommitted => Some(Vec::new()),
-                Isolation::ReadUncommitted => None,
-            },
-            records: Some(out.freeze()),
-            ..PartitionData::default()
-        };
-        push(&r.tp.topic, p);
     }
-    for (topic, partition) in invalid {
-        push(
-            &topic,
-            failed(partition, KafkaCode::UNKNOWN_TOPIC_OR_PARTITION),
-        );
+    for (topic, id, partition, code) in &plan.refused {
+        topics.push(topic, Some(*id), failed(*partition, code.to_owned()));
     }
     FetchResponse {
-        responses,
+        responses: topics.responses,
+        node_endpoints: endpoints(&hints),
         ..FetchResponse::default()
     }
+}
+
+/// One partition's answer; a leadership error from v16 on carries the
+/// current leader (and its endpoint joins `hints`).
+fn partition(
+    ctx: &Ctx<'_>,
+    r: &PartitionBatches,
+    isolation: Isolation,
+    hints: &mut Vec<LeaderHint>,
+) -> PartitionData {
+    let mut out = BytesMut::with_capacity(r.bytes + r.batches.len() * 64);
+    for b in &r.batches {
+        records::encode_batch(b, &mut out);
+    }
+    let error_code = r
+        .error
+        .as_ref()
+        .map_or(KafkaCode::NONE, |e| errors::kafka_code(e.code()));
+    let mut current_leader = LeaderIdAndEpoch::default();
+    let moved = error_code == KafkaCode::NOT_LEADER_OR_FOLLOWER
+        || error_code == KafkaCode::FENCED_LEADER_EPOCH;
+    if ctx.version() >= 16 && moved {
+        let hint = leader_hint(ctx, &r.tp);
+        current_leader = LeaderIdAndEpoch {
+            leader_id: hint.leader_id,
+            leader_epoch: hint.leader_epoch,
+        };
+        hints.push(hint);
+    }
+    PartitionData {
+        partition_index: r.tp.partition as i32,
+        error_code,
+        high_watermark: r.high_watermark,
+        last_stable_offset: r.last_stable_offset,
+        log_start_offset: r.log_start_offset,
+        aborted_transactions: match isolation {
+            Isolation::ReadCommitted => Some(Vec::new()),
+            Isolation::ReadUncommitted => None,
+        },
+        current_leader,
+        records: Some(out.freeze()),
+        ..PartitionData::default()
+    }
+}
+
+/// The endpoints of the leaders named in the answer, once each.
+fn endpoints(hints: &[LeaderHint]) -> Vec<NodeEndpoint> {
+    let mut out: Vec<NodeEndpoint> = Vec::new();
+    for e in hints.iter().filter_map(|h| h.endpoint.as_ref()) {
+        if !out.iter().any(|n| n.node_id == e.broker_id) {
+            out.push(NodeEndpoint {
+                node_id: e.broker_id,
+                host: e.host.clone(),
+                port: i32::from(e.port),
+                rack: None,
+            });
+        }
+    }
+    out
 }
 
 fn failed(partition: i32, code: KafkaCode) -> PartitionData {

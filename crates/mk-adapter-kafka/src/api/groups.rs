@@ -44,7 +44,8 @@ use mk_cluster::{
 };
 use std::collections::BTreeMap;
 
-/// Coordinator key types.
+/// Coordinator key types. Kafka's third, 2 (a share-partition key, which
+/// brokers ask of each other for share-group state), is not served.
 pub const KEY_TYPE_GROUP: i8 = 0;
 pub const KEY_TYPE_TRANSACTION: i8 = 1;
 

@@ -13,8 +13,9 @@ use crate::messages::metadata::{
     MetadataRequest, MetadataResponse, MetadataResponseBroker, MetadataResponsePartition,
     MetadataResponseTopic,
 };
+use crate::server::BrokerEndpoint;
 use bytes::BytesMut;
-use mk_cluster::{ClusterError, TopicDescription, TopicId};
+use mk_cluster::{ClusterError, TopicDescription, TopicId, TopicPartition};
 
 /// "Authorized operations were not requested" (Kafka's INT32_MIN).
 pub const AUTHORIZED_OPERATIONS_OMITTED: i32 = i32::MIN;
@@ -67,6 +68,41 @@ fn advertised_brokers(ctx: &Ctx<'_>) -> Vec<MetadataResponseBroker> {
             rack: None,
         })
         .collect()
+}
+
+/// Where a partition's leadership is now, as Produce v10+ and Fetch v16+
+/// answer a leadership error with it (KIP-951): the leader and its epoch
+/// from the metadata, and its endpoint if it is online.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaderHint {
+    pub leader_id: i32,
+    pub leader_epoch: i32,
+    pub endpoint: Option<BrokerEndpoint>,
+}
+
+pub fn leader_hint(ctx: &Ctx<'_>, tp: &TopicPartition) -> LeaderHint {
+    let described = ctx.cluster.topics().describe(&tp.topic).ok();
+    let partition = described.and_then(|d| {
+        d.partitions
+            .into_iter()
+            .find(|p| p.partition == tp.partition)
+    });
+    let Some(p) = partition else {
+        return LeaderHint {
+            leader_id: -1,
+            leader_epoch: -1,
+            endpoint: None,
+        };
+    };
+    let online = ctx.cluster.brokers().online().contains(&p.leader_id);
+    LeaderHint {
+        leader_id: p.leader_id,
+        leader_epoch: p.leader_epoch,
+        endpoint: online
+            .then(|| ctx.endpoints.iter().find(|e| e.broker_id == p.leader_id))
+            .flatten()
+            .cloned(),
+    }
 }
 
 /// The controller Kafka clients are told about: the lowest online broker
@@ -199,6 +235,24 @@ pub async fn handle_metadata(ctx: &Ctx<'_>, req: MetadataRequest) -> MetadataRes
 
 // ----- DescribeCluster (every version is flexible) ------------------------
 
+/// The brokers DescribeCluster lists: the online ones, and (v2, when
+/// asked) the offline ones as fenced — a broker taken offline serves
+/// nothing, as a fenced Kafka broker does.
+fn cluster_brokers(ctx: &Ctx<'_>, fenced_too: bool) -> Vec<DescribeClusterBroker> {
+    let online = ctx.cluster.brokers().online();
+    ctx.endpoints
+        .iter()
+        .filter(|e| fenced_too || online.contains(&e.broker_id))
+        .map(|e| DescribeClusterBroker {
+            broker_id: e.broker_id,
+            host: e.host.clone(),
+            port: i32::from(e.port),
+            rack: None,
+            is_fenced: !online.contains(&e.broker_id),
+        })
+        .collect()
+}
+
 pub async fn handle_describe_cluster(
     ctx: &Ctx<'_>,
     req: DescribeClusterRequest,
@@ -210,16 +264,7 @@ pub async fn handle_describe_cluster(
         endpoint_type: req.endpoint_type,
         cluster_id: ctx.cluster.cluster_id(),
         controller_id: controller(ctx),
-        brokers: advertised_brokers(ctx)
-            .into_iter()
-            .map(|b| DescribeClusterBroker {
-                broker_id: b.node_id,
-                host: b.host,
-                port: b.port,
-                rack: b.rack,
-                is_fenced: false,
-            })
-            .collect(),
+        brokers: cluster_brokers(ctx, req.include_fenced_brokers),
         cluster_authorized_operations: if req.include_cluster_authorized_operations {
             CLUSTER_OPERATIONS
         } else {

@@ -1,5 +1,8 @@
 //! ListOffsets (earliest -2, latest -1 — the LSO for read_committed —, by
-//! timestamp, max timestamp -3 from v7) and OffsetForLeaderEpoch, the
+//! timestamp, max timestamp -3 from v7, earliest-local -4 from v8 and
+//! latest-tiered -5 from v9 as a broker without tiered storage answers
+//! them; v10's timeout is for remote storage, so unused) and
+//! OffsetForLeaderEpoch, the
 //! question clients ask after a leader change to detect truncation
 //! (KIP-320), answered from the leader-epoch cache (KIP-101/279).
 
@@ -19,6 +22,10 @@ use mk_cluster::{ClusterError, Isolation, OffsetSpec, TopicPartition};
 pub const LATEST_TIMESTAMP: i64 = -1;
 pub const EARLIEST_TIMESTAMP: i64 = -2;
 pub const MAX_TIMESTAMP: i64 = -3;
+/// v8+ (KIP-405): the local log's start, here the log's start.
+pub const EARLIEST_LOCAL_TIMESTAMP: i64 = -4;
+/// v9+ (KIP-1005): the last tiered offset; nothing is tiered here.
+pub const LATEST_TIERED_TIMESTAMP: i64 = -5;
 
 fn partition_of(index: i32) -> Result<u32, ClusterError> {
     u32::try_from(index).map_err(|_| ClusterError::NegativePartition { index })
@@ -40,29 +47,39 @@ fn list_one(
             .data()
             .end_offset_for_epoch(&tp, 0, Some(p.current_leader_epoch))?;
     }
+    let answer = |timestamp, offset, leader_epoch, error_code| ListOffsetsPartitionResponse {
+        partition_index: p.partition_index,
+        error_code,
+        timestamp,
+        offset,
+        leader_epoch,
+    };
+    let v = ctx.version();
+    // Each special timestamp exists from its version on; earlier, Kafka
+    // answers UNSUPPORTED_VERSION.
+    let since = match p.timestamp {
+        MAX_TIMESTAMP => 7,
+        EARLIEST_LOCAL_TIMESTAMP => 8,
+        LATEST_TIERED_TIMESTAMP => 9,
+        _ => 0,
+    };
+    if v < since {
+        return Ok(answer(-1, -1, -1, KafkaCode::UNSUPPORTED_VERSION));
+    }
     let spec = match p.timestamp {
         LATEST_TIMESTAMP => OffsetSpec::Latest,
-        EARLIEST_TIMESTAMP => OffsetSpec::Earliest,
-        MAX_TIMESTAMP if ctx.version() >= 7 => OffsetSpec::MaxTimestamp,
+        // Without tiered storage the local log is the whole log.
+        EARLIEST_TIMESTAMP | EARLIEST_LOCAL_TIMESTAMP => OffsetSpec::Earliest,
+        MAX_TIMESTAMP => OffsetSpec::MaxTimestamp,
+        // Nothing is tiered: Kafka answers -1/-1 with epoch -1.
+        LATEST_TIERED_TIMESTAMP => return Ok(answer(-1, -1, -1, KafkaCode::NONE)),
         ts => OffsetSpec::Timestamp(ts),
     };
     let found = ctx.cluster.data().list_offset(&tp, spec, isolation)?;
     Ok(match found {
-        Some(l) => ListOffsetsPartitionResponse {
-            partition_index: p.partition_index,
-            error_code: KafkaCode::NONE,
-            timestamp: l.timestamp_ms,
-            offset: l.offset,
-            leader_epoch: l.leader_epoch,
-        },
+        Some(l) => answer(l.timestamp_ms, l.offset, l.leader_epoch, KafkaCode::NONE),
         // No record at or after the timestamp: Kafka answers -1/-1.
-        None => ListOffsetsPartitionResponse {
-            partition_index: p.partition_index,
-            error_code: KafkaCode::NONE,
-            timestamp: -1,
-            offset: -1,
-            leader_epoch: -1,
-        },
+        None => answer(-1, -1, -1, KafkaCode::NONE),
     })
 }
 

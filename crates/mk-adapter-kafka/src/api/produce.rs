@@ -1,14 +1,18 @@
 //! Produce and InitProducerId. Every partition's batch is converted
 //! (`records.rs`), checked against this broker's leadership, and appended
 //! in request order; the answers are then awaited together, bounded by the
-//! request's `timeout_ms`. Produce with acks=0 has no answer at all.
+//! request's `timeout_ms`. Produce with acks=0 has no answer at all. From
+//! v10 a NOT_LEADER_OR_FOLLOWER answer carries the current leader and its
+//! endpoint (KIP-951). v12 (KIP-890's implicit AddPartitionsToTxn) and v13
+//! (topic ids) are not served.
 
 use super::Ctx;
+use super::metadata::leader_hint;
 use crate::errors::{self, KafkaCode};
 use crate::messages::init_producer_id::{InitProducerIdRequest, InitProducerIdResponse};
 use crate::messages::produce::{
-    BatchIndexAndErrorMessage, PartitionProduceData, PartitionProduceResponse, ProduceRequest,
-    ProduceResponse, TopicProduceResponse,
+    BatchIndexAndErrorMessage, LeaderIdAndEpoch, NodeEndpoint, PartitionProduceData,
+    PartitionProduceResponse, ProduceRequest, ProduceResponse, TopicProduceResponse,
 };
 use crate::records::{DecodeLimits, decode_produced};
 use mk_cluster::{AckMode, ClusterError, ErrorCode, PendingAppend, ProduceResult, TopicPartition};
@@ -171,9 +175,15 @@ pub async fn handle_produce(ctx: &Ctx<'_>, req: ProduceRequest) -> Option<Produc
         return None;
     }
     let mut responses = Vec::with_capacity(steps.len());
+    let mut node_endpoints = Vec::new();
     for (name, parts) in steps {
-        let partition_responses =
+        let mut partition_responses =
             futures::future::join_all(parts.into_iter().map(|s| complete(ctx, s, timeout))).await;
+        if ctx.version() >= 10 {
+            for p in &mut partition_responses {
+                hint_leader(ctx, &name, p, &mut node_endpoints);
+            }
+        }
         responses.push(TopicProduceResponse {
             name,
             partition_responses,
@@ -182,8 +192,41 @@ pub async fn handle_produce(ctx: &Ctx<'_>, req: ProduceRequest) -> Option<Produc
     }
     Some(ProduceResponse {
         responses,
+        node_endpoints,
         ..ProduceResponse::default()
     })
+}
+
+/// KIP-951 (v10+): a NOT_LEADER_OR_FOLLOWER answer names the partition's
+/// current leader and epoch, and the answer carries that leader's endpoint,
+/// so the client re-routes without a Metadata round trip.
+fn hint_leader(
+    ctx: &Ctx<'_>,
+    topic: &str,
+    p: &mut PartitionProduceResponse,
+    endpoints: &mut Vec<NodeEndpoint>,
+) {
+    let Ok(index) = u32::try_from(p.index) else {
+        return;
+    };
+    if p.error_code != KafkaCode::NOT_LEADER_OR_FOLLOWER {
+        return;
+    }
+    let hint = leader_hint(ctx, &TopicPartition::new(topic, index));
+    p.current_leader = LeaderIdAndEpoch {
+        leader_id: hint.leader_id,
+        leader_epoch: hint.leader_epoch,
+    };
+    if let Some(e) = hint.endpoint
+        && !endpoints.iter().any(|n| n.node_id == e.broker_id)
+    {
+        endpoints.push(NodeEndpoint {
+            node_id: e.broker_id,
+            host: e.host,
+            port: i32::from(e.port),
+            rack: None,
+        });
+    }
 }
 
 // ----- InitProducerId ------------------------------------------------------
