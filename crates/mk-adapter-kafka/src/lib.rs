@@ -11,19 +11,25 @@
 //! `records` and `compression` (RecordBatch v2 <-> MKB1), `errors` (the one
 //! code mapping), `api` (the API table, the router, and one module per API
 //! family with each message's decode, encode and handler side by side) and
-//! `server` (listeners, framing, pipelining, limits).
+//! `server` (listeners, framing, pipelining, limits), `listener` (Kafka's
+//! listener syntax and security protocols) and `tls` (rustls from PEM
+//! files, the SSL principal).
 
 pub mod api;
 pub mod codec;
 pub mod compression;
 pub mod errors;
 pub mod frame;
+pub mod listener;
 pub mod messages;
 pub mod records;
 mod server;
+pub mod tls;
 
+pub use listener::{ListenerSpec, SecurityProtocol, parse_listeners};
 pub use mk_cluster;
 pub use server::{
-    BrokerEndpoint, KafkaOptions, KafkaServer, bind_consecutive, listen, reserve,
-    reserve_consecutive,
+    BrokerEndpoint, KafkaListener, KafkaOptions, KafkaServer, ListenerEndpoints, bind_consecutive,
+    listen, reserve, reserve_consecutive,
 };
+pub use tls::TlsFiles;

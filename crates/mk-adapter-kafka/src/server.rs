@@ -2,6 +2,16 @@
 //! (`int32 size` + header + body), in-order answers per connection with
 //! pipelining, and every hostile or slow client kept inside fixed bounds.
 //!
+//! Listeners speak one of Kafka's security protocols (`listener.rs`): on
+//! SSL and SASL_SSL ones a connection first completes a TLS handshake
+//! (`tls.rs`) within `handshake_timeout`, inside its own task and counted
+//! against `max_connections` from the accept on, so a client that stalls
+//! the handshake is bounded like any slow client and never blocks the
+//! accept loop. After the handshake the connection is served exactly as a
+//! plaintext one: the serving code is generic over the stream's halves.
+//! Each listener advertises its own endpoints in Metadata, so a client that
+//! bootstrapped on the SASL_SSL port is sent SASL_SSL addresses.
+//!
 //! Per connection, one task reads and executes requests strictly one after
 //! another — what a Kafka broker does too, and what keeps a producer's
 //! batches in order — while a writer beside it sends the responses, so
@@ -20,6 +30,7 @@
 use crate::api::{self, Ctx};
 use crate::codec::{DecodeError, Reader, Writer};
 use crate::frame::{self, RequestHeader};
+use crate::listener::SecurityProtocol;
 use bytes::{Buf, Bytes, BytesMut};
 use futures::FutureExt;
 use mk_cluster::{BrokerCluster, BrokerId};
@@ -29,8 +40,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
@@ -63,6 +73,10 @@ pub struct KafkaOptions {
     pub write_timeout: Duration,
     /// How long `shutdown` lets in-flight requests finish.
     pub shutdown_grace: Duration,
+    /// The TLS configuration of SSL and SASL_SSL listeners (`tls.rs`).
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// A TLS handshake not finished within this is dropped.
+    pub handshake_timeout: Duration,
 }
 
 impl Default for KafkaOptions {
@@ -76,6 +90,8 @@ impl Default for KafkaOptions {
             write_queue_bytes: 32 * 1_048_576,
             write_timeout: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(10),
+            tls: None,
+            handshake_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -86,6 +102,20 @@ pub struct BrokerEndpoint {
     pub broker_id: BrokerId,
     pub host: String,
     pub port: u16,
+}
+
+/// Listeners of one security protocol, one socket per hosted broker.
+#[derive(Debug)]
+pub struct KafkaListener {
+    pub protocol: SecurityProtocol,
+    pub sockets: Vec<(BrokerId, TcpListener)>,
+}
+
+/// What one listener advertises.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListenerEndpoints {
+    pub protocol: SecurityProtocol,
+    pub endpoints: Vec<BrokerEndpoint>,
 }
 
 /// Counters of all listeners.
@@ -101,7 +131,7 @@ pub(crate) struct Counters {
 pub(crate) struct Shared {
     pub cluster: Arc<BrokerCluster>,
     pub options: KafkaOptions,
-    pub endpoints: Vec<BrokerEndpoint>,
+    pub listeners: Vec<ListenerEndpoints>,
     pub counters: Counters,
     pub stop: CancellationToken,
     pub kill: CancellationToken,
@@ -117,66 +147,88 @@ pub struct KafkaServer {
 impl std::fmt::Debug for KafkaServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("KafkaServer")
-            .field("endpoints", &self.shared.endpoints)
+            .field("listeners", &self.shared.listeners)
             .finish_non_exhaustive()
     }
 }
 
 impl KafkaServer {
-    /// Serves on listeners the caller has bound, one per broker id (mk-server
-    /// binds them before opening the data directory, so a taken port fails
-    /// first). Every hosted broker must have exactly one listener.
+    /// Serves PLAINTEXT on listeners the caller has bound, one per broker
+    /// id (see [`KafkaServer::start_listeners`]).
     pub fn start_on(
         cluster: Arc<BrokerCluster>,
         listeners: Vec<(BrokerId, TcpListener)>,
         options: KafkaOptions,
     ) -> io::Result<KafkaServer> {
+        let plaintext = KafkaListener {
+            protocol: SecurityProtocol::Plaintext,
+            sockets: listeners,
+        };
+        Self::start_listeners(cluster, vec![plaintext], options)
+    }
+
+    /// Serves on listeners the caller has bound (mk-server binds them
+    /// before opening the data directory, so a taken port fails first):
+    /// per security protocol, exactly one socket per hosted broker. TLS
+    /// listeners need `options.tls`.
+    pub fn start_listeners(
+        cluster: Arc<BrokerCluster>,
+        listeners: Vec<KafkaListener>,
+        options: KafkaOptions,
+    ) -> io::Result<KafkaServer> {
+        let invalid = |m: String| io::Error::new(io::ErrorKind::InvalidInput, m);
         if options.max_request_bytes < 64 || options.max_in_flight == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "max_request_bytes must be >= 64 and max_in_flight > 0",
+            return Err(invalid(
+                "max_request_bytes must be >= 64 and max_in_flight > 0".into(),
             ));
         }
-        let mut ids: Vec<BrokerId> = listeners.iter().map(|(b, _)| *b).collect();
-        ids.sort_unstable();
-        if ids != cluster.broker_ids() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "one listener per hosted broker is needed: brokers {:?}, listeners for {ids:?}",
-                    cluster.broker_ids()
-                ),
-            ));
-        }
-        let mut endpoints = Vec::with_capacity(listeners.len());
-        for (broker_id, l) in &listeners {
-            let addr = l.local_addr()?;
-            endpoints.push(BrokerEndpoint {
-                broker_id: *broker_id,
-                host: options
-                    .advertised_host
-                    .clone()
-                    .unwrap_or_else(|| addr.ip().to_string()),
-                port: addr.port(),
+        let mut advertised = Vec::with_capacity(listeners.len());
+        for l in &listeners {
+            if l.protocol.uses_sasl() {
+                // Until SaslHandshake/SaslAuthenticate are served, a SASL
+                // listener would let everyone in: refuse it.
+                return Err(invalid(format!(
+                    "{} listeners are not served yet",
+                    l.protocol
+                )));
+            }
+            if l.protocol.uses_tls() && options.tls.is_none() {
+                return Err(invalid(format!(
+                    "the {} listener needs a TLS certificate and key",
+                    l.protocol
+                )));
+            }
+            advertised.push(ListenerEndpoints {
+                protocol: l.protocol,
+                endpoints: endpoints_of(&cluster, &l.sockets, &options)?,
             });
         }
-        endpoints.sort_by_key(|e| e.broker_id);
         let shared = Arc::new(Shared {
             cluster,
             options,
-            endpoints,
+            listeners: advertised,
             counters: Counters::default(),
             stop: CancellationToken::new(),
             kill: CancellationToken::new(),
         });
         let tasks = TaskTracker::new();
-        let accepts = listeners
-            .into_iter()
-            .map(|(broker, l)| {
-                tracing::info!(broker, addr = ?l.local_addr().ok(), "Kafka listener started");
-                tokio::spawn(accept_loop(l, broker, shared.clone(), tasks.clone()))
-            })
-            .collect();
+        let mut accepts = Vec::new();
+        for (index, l) in listeners.into_iter().enumerate() {
+            for (broker, socket) in l.sockets {
+                tracing::info!(broker, protocol = %l.protocol, addr = ?socket.local_addr().ok(), "Kafka listener started");
+                let at = Origin {
+                    broker,
+                    listener: index,
+                    protocol: l.protocol,
+                };
+                accepts.push(tokio::spawn(accept_loop(
+                    socket,
+                    at,
+                    shared.clone(),
+                    tasks.clone(),
+                )));
+            }
+        }
         Ok(KafkaServer {
             shared,
             accepts,
@@ -195,9 +247,17 @@ impl KafkaServer {
         Self::start_on(cluster, listeners, options)
     }
 
-    /// What Metadata advertises, one endpoint per broker id.
+    /// What the first listener advertises, one endpoint per broker id.
     pub fn endpoints(&self) -> &[BrokerEndpoint] {
-        &self.shared.endpoints
+        self.shared
+            .listeners
+            .first()
+            .map_or(&[][..], |l| &l.endpoints[..])
+    }
+
+    /// What every listener advertises, in the order they were given.
+    pub fn listeners(&self) -> &[ListenerEndpoints] {
+        &self.shared.listeners
     }
 
     /// Connections open right now, over all listeners.
@@ -305,12 +365,51 @@ pub fn listen(socket: TcpSocket) -> io::Result<TcpListener> {
     socket.listen(1024)
 }
 
-async fn accept_loop(
-    listener: TcpListener,
-    broker: BrokerId,
-    shared: Arc<Shared>,
-    tasks: TaskTracker,
-) {
+/// One endpoint per hosted broker of a listener's sockets; every hosted
+/// broker needs exactly one.
+fn endpoints_of(
+    cluster: &BrokerCluster,
+    sockets: &[(BrokerId, TcpListener)],
+    options: &KafkaOptions,
+) -> io::Result<Vec<BrokerEndpoint>> {
+    let mut ids: Vec<BrokerId> = sockets.iter().map(|(b, _)| *b).collect();
+    ids.sort_unstable();
+    if ids != cluster.broker_ids() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "one listener per hosted broker is needed: brokers {:?}, listeners for {ids:?}",
+                cluster.broker_ids()
+            ),
+        ));
+    }
+    let mut endpoints = Vec::with_capacity(sockets.len());
+    for (broker_id, l) in sockets {
+        let addr = l.local_addr()?;
+        endpoints.push(BrokerEndpoint {
+            broker_id: *broker_id,
+            host: options
+                .advertised_host
+                .clone()
+                .unwrap_or_else(|| addr.ip().to_string()),
+            port: addr.port(),
+        });
+    }
+    endpoints.sort_by_key(|e| e.broker_id);
+    Ok(endpoints)
+}
+
+/// Where a connection arrived: which broker's socket of which listener.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Origin {
+    pub broker: BrokerId,
+    /// Index into `Shared::listeners`.
+    pub listener: usize,
+    pub protocol: SecurityProtocol,
+}
+
+async fn accept_loop(listener: TcpListener, at: Origin, shared: Arc<Shared>, tasks: TaskTracker) {
+    let broker = at.broker;
     loop {
         let accepted = tokio::select! {
             _ = shared.stop.cancelled() => return,
@@ -340,7 +439,7 @@ async fn accept_loop(
         let shared = shared.clone();
         tasks.spawn(async move {
             let _guard = guard;
-            let served = AssertUnwindSafe(serve_connection(stream, broker, shared))
+            let served = AssertUnwindSafe(serve_stream(stream, peer, at, shared))
                 .catch_unwind()
                 .await;
             if served.is_err() {
@@ -385,10 +484,50 @@ struct Queue<'a> {
     slots: Arc<Semaphore>,
 }
 
-async fn serve_connection(stream: TcpStream, broker: BrokerId, shared: Arc<Shared>) {
+/// Serves one accepted connection: plaintext on its owned halves (no lock
+/// between reader and writer), TLS after a handshake bounded by
+/// `handshake_timeout`.
+async fn serve_stream(stream: TcpStream, peer: SocketAddr, at: Origin, shared: Arc<Shared>) {
     let _ = stream.set_nodelay(true);
-    let peer = stream.peer_addr().ok();
-    let (rd, wr) = stream.into_split();
+    let tls = match (&shared.options.tls, at.protocol.uses_tls()) {
+        (Some(tls), true) => tls.clone(),
+        _ => {
+            let (rd, wr) = stream.into_split();
+            return serve_connection(rd, wr, Some(peer), at, shared).await;
+        }
+    };
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+    let handshake = tokio::time::timeout(shared.options.handshake_timeout, acceptor.accept(stream));
+    let stream = tokio::select! {
+        _ = shared.stop.cancelled() => return,
+        r = handshake => match r {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => {
+                tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                return;
+            }
+            Err(_) => {
+                tracing::debug!(%peer, "TLS handshake timed out");
+                return;
+            }
+        },
+    };
+    let principal = crate::tls::peer_principal(stream.get_ref().1);
+    tracing::debug!(%peer, %principal, "TLS connection established");
+    let (rd, wr) = tokio::io::split(stream);
+    serve_connection(rd, wr, Some(peer), at, shared).await;
+}
+
+async fn serve_connection<R, W>(
+    rd: R,
+    wr: W,
+    peer: Option<SocketAddr>,
+    at: Origin,
+    shared: Arc<Shared>,
+) where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
     let budget_bytes = shared
         .options
         .write_queue_bytes
@@ -401,7 +540,7 @@ async fn serve_connection(stream: TcpStream, broker: BrokerId, shared: Arc<Share
         slots: Arc::new(Semaphore::new(shared.options.max_in_flight)),
     };
     let reader = async {
-        let end = read_loop(rd, &queue, broker, peer, &shared).await;
+        let end = read_loop(rd, &queue, at, peer, &shared).await;
         pipe.closed.store(true, Ordering::Release);
         end
     };
@@ -440,13 +579,14 @@ enum ReadEnd {
     Io(io::Error),
 }
 
-async fn read_loop(
-    mut rd: OwnedReadHalf,
+async fn read_loop<R: AsyncRead + Unpin>(
+    mut rd: R,
     q: &Queue<'_>,
-    broker: BrokerId,
+    at: Origin,
     peer: Option<SocketAddr>,
     shared: &Shared,
 ) -> ReadEnd {
+    let broker = at.broker;
     let max = shared.options.max_request_bytes;
     let mut offline = shared.cluster.brokers().watch_offline();
     let mut buf = BytesMut::with_capacity(8 * 1024);
@@ -474,7 +614,7 @@ async fn read_loop(
             if !shared.cluster.brokers().is_online(broker) {
                 return ReadEnd::BrokerOffline;
             }
-            match answer(frame, broker, peer, q, shared).await {
+            match answer(frame, at, peer, q, shared).await {
                 Ok(true) => {}
                 Ok(false) => return ReadEnd::WriterGone,
                 Err(end) => return end,
@@ -527,7 +667,7 @@ async fn read_loop(
 /// must close.
 async fn answer(
     frame: Bytes,
-    broker: BrokerId,
+    at: Origin,
     peer: Option<SocketAddr>,
     q: &Queue<'_>,
     shared: &Shared,
@@ -558,8 +698,8 @@ async fn answer(
     r.flexible = flexible;
     let ctx = Ctx {
         cluster: &shared.cluster,
-        broker_id: broker,
-        endpoints: &shared.endpoints,
+        broker_id: at.broker,
+        endpoints: &shared.listeners[at.listener].endpoints,
         options: &shared.options,
         shutdown: &shared.stop,
         header: &header,
@@ -615,7 +755,11 @@ async fn enqueue(bytes: Bytes, q: &Queue<'_>) -> bool {
 /// has stopped and everything is written. With nothing queued it waits for
 /// the next poll of the connection's task without registering a waker (the
 /// reader, polled first in every pass, is what queues).
-async fn write_loop(wr: OwnedWriteHalf, pipe: &Pipe, write_timeout: Duration) -> io::Result<()> {
+async fn write_loop<W: AsyncWrite + Unpin>(
+    wr: W,
+    pipe: &Pipe,
+    write_timeout: Duration,
+) -> io::Result<()> {
     let mut w = BufWriter::with_capacity(64 * 1024, wr);
     // Swapped with the pipe's queue, so both keep their capacity.
     let mut batch = std::collections::VecDeque::new();

@@ -385,7 +385,10 @@ impl EmbeddedBroker {
         settings.listen = listening.json.to_string();
         settings.metrics_listen = listening.metrics;
         settings.console_listen = listening.console;
-        let ports = settings.kafka_listen.map(|_| listening.kafka_ports());
+        let ports = settings
+            .kafka_listen
+            .as_ref()
+            .map(|_| listening.kafka_ports());
         self.running = Some(Launched::launch(settings, ports, self.start_timeout)?);
         Ok(())
     }

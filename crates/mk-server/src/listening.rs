@@ -13,6 +13,7 @@ const KAFKA_AND: &str = " (Kafka) and ";
 const JSON_ONLY: &str = " (JSON-TCP; Kafka protocol off), data in ";
 const JSON_AFTER_KAFKA: &str = " (JSON-TCP), data in ";
 const BROKERS: &str = ", brokers [";
+const ALSO: &str = ", also ";
 const LAB: &str = ", lab mode (background drivers paused)";
 const METRICS: &str = ", metrics on http://";
 const CONSOLE: &str = ", console on http://";
@@ -24,6 +25,9 @@ pub struct Listening {
     /// Metadata advertises it (`host:port`); empty when the Kafka protocol
     /// is off.
     pub kafka: Vec<String>,
+    /// The other Kafka listeners of `--kafka-listen`, one
+    /// `PROTOCOL://host:port` per listener and broker.
+    pub other_listeners: Vec<String>,
     /// The JSON-TCP listener.
     pub json: SocketAddr,
     /// The data directory as given.
@@ -79,6 +83,13 @@ impl Listening {
             .split(", ")
             .map(|b| b.parse().ok())
             .collect::<Option<Vec<i32>>>()?;
+        let (other_listeners, rest) = match rest.strip_prefix(ALSO) {
+            Some(r) => {
+                let (list, rest) = r.split_at(r.find(", ").unwrap_or(r.len()));
+                (list.split(' ').map(str::to_string).collect(), rest)
+            }
+            None => (Vec::new(), rest),
+        };
         let (lab, rest) = match rest.strip_prefix(LAB) {
             Some(rest) => (true, rest),
             None => (false, rest),
@@ -97,6 +108,7 @@ impl Listening {
         };
         Some(Listening {
             kafka,
+            other_listeners,
             json: json.parse().ok()?,
             data_dir: PathBuf::from(data_dir),
             brokers,
@@ -125,6 +137,9 @@ impl fmt::Display for Listening {
         write!(f, "{}{BROKERS}", self.data_dir.display())?;
         let ids: Vec<String> = self.brokers.iter().map(i32::to_string).collect();
         write!(f, "{}]", ids.join(", "))?;
+        if !self.other_listeners.is_empty() {
+            write!(f, "{ALSO}{}", self.other_listeners.join(" "))?;
+        }
         if self.lab {
             f.write_str(LAB)?;
         }
@@ -145,6 +160,7 @@ mod tests {
     fn example() -> Listening {
         Listening {
             kafka: vec!["127.0.0.1:9092".into(), "127.0.0.1:9093".into()],
+            other_listeners: Vec::new(),
             json: "127.0.0.1:9192".parse().unwrap(),
             data_dir: PathBuf::from("/tmp/a dir, brokers [x]/data"),
             brokers: vec![1, 2],
@@ -209,6 +225,27 @@ mod tests {
         assert!(
             line.ends_with(
                 "metrics on http://127.0.0.1:9464/metrics, console on http://127.0.0.1:9080/"
+            ),
+            "{line}"
+        );
+        assert_eq!(Listening::parse(&line), Some(l));
+    }
+
+    #[test]
+    fn other_listeners_follow_the_brokers() {
+        let l = Listening {
+            other_listeners: vec![
+                "SASL_SSL://127.0.0.1:9094".into(),
+                "SASL_SSL://127.0.0.1:9095".into(),
+            ],
+            lab: true,
+            ..example()
+        };
+        let line = l.to_string();
+        assert!(
+            line.ends_with(
+                "brokers [1, 2], also SASL_SSL://127.0.0.1:9094 SASL_SSL://127.0.0.1:9095, \
+                 lab mode (background drivers paused)"
             ),
             "{line}"
         );

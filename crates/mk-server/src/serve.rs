@@ -12,7 +12,7 @@ use crate::supervise::{Verdict, until_unhealthy};
 use metrics_exporter_prometheus::PrometheusHandle;
 use mk_adapter_console::{ConsoleOptions, ConsoleServer};
 use mk_adapter_jsontcp::JsonTcpServer;
-use mk_adapter_kafka::KafkaServer;
+use mk_adapter_kafka::{KafkaListener, KafkaServer, SecurityProtocol};
 use mk_cluster::{BrokerCluster, DriverConfig};
 use std::fmt;
 use std::future::Future;
@@ -108,13 +108,17 @@ pub(crate) async fn serve(
     Ok(())
 }
 
+/// One reserved socket per hosted broker.
+type BrokerSockets = Vec<(i32, TcpSocket)>;
+
 /// The ports, taken before the data directory is touched (a taken port
 /// refuses the start with nothing left behind) but not yet listening, so
 /// no client connects to a broker that cannot answer yet: its connection is
 /// refused and it retries, instead of hanging through a long open.
 struct Reserved {
     json: TcpSocket,
-    kafka: Option<Vec<(i32, TcpSocket)>>,
+    /// Per Kafka listener, one socket per hosted broker.
+    kafka: Option<Vec<(SecurityProtocol, BrokerSockets)>>,
     /// The metrics port is taken early too; it is only served once the
     /// cluster is open.
     metrics: Option<TcpListener>,
@@ -146,13 +150,24 @@ async fn reserve(settings: &Settings, kafka_ports: Option<&[u16]>) -> Result<Res
             })?),
         };
     let brokers = &settings.cluster.broker_ids;
-    let kafka = match (settings.kafka_listen, kafka_ports) {
-        (None, _) => None,
-        (Some(addr), None) => Some(
-            mk_adapter_kafka::reserve_consecutive(addr, brokers)
-                .map_err(|e| format!("cannot start: {e}"))?,
+    let kafka = match &settings.kafka_listen {
+        None => None,
+        Some(specs) => Some(
+            specs
+                .iter()
+                .enumerate()
+                .map(|(i, spec)| {
+                    // Pinned ports (an embedded broker's restart) are the
+                    // first listener's, the one its startup line names.
+                    let sockets = match kafka_ports {
+                        Some(ports) if i == 0 => reserve_pinned(spec.addr, brokers, ports)?,
+                        _ => mk_adapter_kafka::reserve_consecutive(spec.addr, brokers)
+                            .map_err(|e| format!("cannot start: {spec}: {e}"))?,
+                    };
+                    Ok((spec.protocol, sockets))
+                })
+                .collect::<Result<Vec<_>, String>>()?,
         ),
-        (Some(addr), Some(ports)) => Some(reserve_pinned(addr, brokers, ports)?),
     };
     Ok(Reserved {
         json,
@@ -260,10 +275,16 @@ impl Started {
         let json_listener = listen(reserved.json)?;
         let kafka_listeners = match reserved.kafka {
             None => None,
-            Some(sockets) => Some(
-                sockets
+            Some(listeners) => Some(
+                listeners
                     .into_iter()
-                    .map(|(b, s)| Ok((b, listen(s)?)))
+                    .map(|(protocol, sockets)| {
+                        let sockets = sockets
+                            .into_iter()
+                            .map(|(b, s)| Ok((b, listen(s)?)))
+                            .collect::<Result<Vec<_>, String>>()?;
+                        Ok(KafkaListener { protocol, sockets })
+                    })
                     .collect::<Result<Vec<_>, String>>()?,
             ),
         };
@@ -274,8 +295,9 @@ impl Started {
                 .map_err(|e| format!("cannot start the background drivers: {e}"))?;
         }
         if let Some(listeners) = kafka_listeners {
-            let kafka = KafkaServer::start_on(cluster.clone(), listeners, settings.kafka.clone())
-                .map_err(|e| format!("cannot start the Kafka listeners: {e}"))?;
+            let kafka =
+                KafkaServer::start_listeners(cluster.clone(), listeners, settings.kafka.clone())
+                    .map_err(|e| format!("cannot start the Kafka listeners: {e}"))?;
             self.kafka = Some(kafka);
         }
         let server =
@@ -302,6 +324,17 @@ impl Started {
                 k.endpoints()
                     .iter()
                     .map(|e| format!("{}:{}", e.host, e.port))
+                    .collect()
+            }),
+            other_listeners: self.kafka.as_ref().map_or_else(Vec::new, |k| {
+                k.listeners()
+                    .iter()
+                    .skip(1)
+                    .flat_map(|l| {
+                        l.endpoints
+                            .iter()
+                            .map(move |e| format!("{}://{}:{}", l.protocol, e.host, e.port))
+                    })
                     .collect()
             }),
             json,

@@ -5,7 +5,7 @@
 
 use clap::Args;
 use mk_adapter_jsontcp::ServerOptions;
-use mk_adapter_kafka::KafkaOptions;
+use mk_adapter_kafka::{KafkaOptions, ListenerSpec, SecurityProtocol, TlsFiles};
 use mk_cluster::{CleanupPolicy, FlushPolicy, MiniKafkaConfig};
 use serde::Deserialize;
 use std::path::PathBuf;
@@ -28,11 +28,24 @@ pub struct ServeArgs {
     /// Address to serve JSON-TCP on [default: 127.0.0.1:9192].
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
-    /// Address of the Kafka protocol listener, or `off`. With several
-    /// brokers each gets its own listener on consecutive ports (9092, 9093,
-    /// ...) [default: 127.0.0.1:9092].
-    #[arg(long, value_name = "ADDR|off")]
+    /// Kafka listeners, comma separated, each PROTOCOL://IP:PORT with
+    /// PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (a bare IP:PORT is
+    /// PLAINTEXT), or `off`. With several brokers each gets its own port
+    /// per listener, consecutive (9092, 9093, ...) [default: 127.0.0.1:9092].
+    #[arg(long, value_name = "LISTENERS|off")]
     pub kafka_listen: Option<String>,
+    /// The certificate chain (PEM) of SSL and SASL_SSL listeners.
+    #[arg(long, value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+    /// CA certificates (PEM): SSL and SASL_SSL clients must present a
+    /// certificate one of them signed; an SSL client's principal is then
+    /// User: + the certificate's subject DN [default: no client
+    /// certificates].
+    #[arg(long, value_name = "FILE")]
+    pub tls_client_ca: Option<PathBuf>,
     /// Host that Metadata advertises for every broker [default: the
     /// listener's IP].
     #[arg(long, value_name = "HOST")]
@@ -143,6 +156,9 @@ pub struct ServeArgs {
 struct FileSettings {
     listen: Option<String>,
     kafka_listen: Option<String>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
+    tls_client_ca: Option<PathBuf>,
     kafka_advertised_host: Option<String>,
     auto_create_topics: Option<bool>,
     num_partitions: Option<u32>,
@@ -176,8 +192,9 @@ struct FileSettings {
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub listen: String,
-    /// `None` when the Kafka listener is off.
-    pub kafka_listen: Option<std::net::SocketAddr>,
+    /// `None` when the Kafka protocol is off; otherwise at least one
+    /// listener, the first one's addresses on the startup line's Kafka part.
+    pub kafka_listen: Option<Vec<ListenerSpec>>,
     pub kafka: KafkaOptions,
     pub cluster: MiniKafkaConfig,
     pub server: ServerOptions,
@@ -274,16 +291,28 @@ impl ServeArgs {
                 "max_frame_bytes, max_in_flight and max_connections must be > 0".to_string(),
             );
         }
-        let kafka_listen =
-            match pick!(kafka_listen).as_deref() {
-                Some("off") => None,
-                Some(a) => Some(a.parse().map_err(|e| {
-                    format!("--kafka-listen must be IP:PORT or off, got {a:?}: {e}")
-                })?),
-                None => Some(std::net::SocketAddr::from(([127, 0, 0, 1], 9092))),
-            };
+        let kafka_listen = match pick!(kafka_listen).as_deref() {
+            Some("off") => None,
+            Some(a) => Some(
+                mk_adapter_kafka::parse_listeners(a).map_err(|e| format!("--kafka-listen: {e}"))?,
+            ),
+            None => Some(vec![ListenerSpec {
+                protocol: SecurityProtocol::Plaintext,
+                addr: std::net::SocketAddr::from(([127, 0, 0, 1], 9092)),
+            }]),
+        };
+        let tls_files = tls_files(
+            pick!(tls_cert),
+            pick!(tls_key),
+            pick!(tls_client_ca),
+            kafka_listen.as_deref().unwrap_or_default(),
+        )?;
         let kafka_defaults = KafkaOptions::default();
         let kafka = KafkaOptions {
+            tls: match &tls_files {
+                None => None,
+                Some(files) => Some(mk_adapter_kafka::tls::server_config(files)?),
+            },
             max_request_bytes: pick!(kafka_max_request_bytes)
                 .unwrap_or(kafka_defaults.max_request_bytes),
             advertised_host: pick!(kafka_advertised_host),
@@ -305,10 +334,24 @@ impl ServeArgs {
                     .map_err(|e| format!("--metrics-listen must be IP:PORT, got {a:?}: {e}"))?,
             ),
         };
+        let console_listen = console_listen(pick!(console_listen).as_deref())?;
+        let listen = pick!(listen).unwrap_or_else(|| "127.0.0.1:9192".to_string());
+        let secured = kafka_listen
+            .iter()
+            .flatten()
+            .find(|l| l.protocol != SecurityProtocol::Plaintext);
+        if let Some(secured) = secured {
+            loopback_only(
+                &secured.to_string(),
+                &listen,
+                metrics_listen,
+                console_listen,
+            )?;
+        }
         Ok(Settings {
             metrics_listen,
-            console_listen: console_listen(pick!(console_listen).as_deref())?,
-            listen: pick!(listen).unwrap_or_else(|| "127.0.0.1:9192".to_string()),
+            console_listen,
+            listen,
             kafka_listen,
             kafka,
             cluster,
@@ -319,6 +362,65 @@ impl ServeArgs {
                 ms => Some(Duration::from_millis(ms)),
             },
         })
+    }
+}
+
+/// The TLS files, required exactly when a listener uses TLS.
+fn tls_files(
+    cert: Option<PathBuf>,
+    key: Option<PathBuf>,
+    client_ca: Option<PathBuf>,
+    listeners: &[ListenerSpec],
+) -> Result<Option<TlsFiles>, String> {
+    let tls = listeners.iter().find(|l| l.protocol.uses_tls());
+    match (tls, cert, key) {
+        (Some(_), Some(cert), Some(key)) => Ok(Some(TlsFiles {
+            cert,
+            key,
+            client_ca,
+        })),
+        (Some(l), _, _) => Err(format!(
+            "the {l} listener needs --tls-cert and --tls-key"
+        )),
+        (None, None, None) if client_ca.is_none() => Ok(None),
+        (None, ..) => Err(
+            "--tls-cert, --tls-key and --tls-client-ca need an SSL or SASL_SSL listener in --kafka-listen"
+                .to_string(),
+        ),
+    }
+}
+
+/// The loopback rule (spec 09): JSON-TCP, metrics and the console have no
+/// authentication, so beside a secured Kafka listener (or the authorizer)
+/// they may only listen on loopback, or the broker would hand everyone
+/// what the Kafka side protects.
+fn loopback_only(
+    because: &str,
+    listen: &str,
+    metrics: Option<std::net::SocketAddr>,
+    console: Option<std::net::SocketAddr>,
+) -> Result<(), String> {
+    let json_loopback = match listen.parse::<std::net::SocketAddr>() {
+        Ok(a) => a.ip().is_loopback(),
+        Err(_) => listen
+            .rsplit_once(':')
+            .is_some_and(|(host, _)| host.eq_ignore_ascii_case("localhost")),
+    };
+    let beyond = [
+        (!json_loopback).then(|| ("--listen", listen.to_string(), "JSON-TCP")),
+        metrics
+            .filter(|a| !a.ip().is_loopback())
+            .map(|a| ("--metrics-listen", a.to_string(), "the metrics endpoint")),
+        console
+            .filter(|a| !a.ip().is_loopback())
+            .map(|a| ("--console-listen", a.to_string(), "the console")),
+    ];
+    match beyond.into_iter().flatten().next() {
+        None => Ok(()),
+        Some((flag, addr, what)) => Err(format!(
+            "{flag} {addr} is not a loopback address: {what} has no authentication, \
+             so beside {because} it must listen on 127.0.0.1 or ::1 (or be off)"
+        )),
     }
 }
 
@@ -384,6 +486,27 @@ mod tests {
         assert_eq!(s.server.max_frame_bytes, 4096);
         assert_eq!(s.cluster.data_dir, PathBuf::from("./data"));
         assert!(!s.server.lab);
+    }
+
+    #[test]
+    fn tls_files_go_with_tls_listeners() {
+        let ssl = ServeArgs {
+            kafka_listen: Some("PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0".into()),
+            ..ServeArgs::default()
+        };
+        assert!(ssl.resolve().unwrap_err().contains("--tls-cert"));
+        let stray = ServeArgs {
+            tls_cert: Some("c.pem".into()),
+            ..ServeArgs::default()
+        };
+        assert!(stray.resolve().unwrap_err().contains("SSL or SASL_SSL"));
+        let bare = ServeArgs {
+            kafka_listen: Some("127.0.0.1:9999".into()),
+            ..ServeArgs::default()
+        };
+        let listeners = bare.resolve().unwrap().kafka_listen.unwrap();
+        assert_eq!(listeners[0].to_string(), "PLAINTEXT://127.0.0.1:9999");
+        assert!(bare.resolve().unwrap().kafka.tls.is_none());
     }
 
     #[test]

@@ -5,6 +5,8 @@
 
 #![allow(dead_code)]
 
+pub mod certs;
+
 use bytes::{Buf, Bytes, BytesMut};
 use mk_adapter_kafka::api::{self, Message};
 use mk_adapter_kafka::codec::{Reader, Writer};
@@ -93,17 +95,26 @@ impl Harness {
     }
 }
 
+/// A byte stream a raw connection speaks over: TCP or TLS over TCP.
+pub trait Stream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Stream for T {}
+
 /// A raw Kafka connection.
 pub struct Conn {
-    pub stream: TcpStream,
+    pub stream: Box<dyn Stream>,
     next_correlation: i32,
     buf: BytesMut,
 }
 
 impl Conn {
     pub async fn connect(addr: SocketAddr) -> Conn {
+        Conn::over(within(TcpStream::connect(addr)).await.unwrap())
+    }
+
+    /// A connection over an established stream (e.g. after a TLS handshake).
+    pub fn over(stream: impl Stream + 'static) -> Conn {
         Conn {
-            stream: within(TcpStream::connect(addr)).await.unwrap(),
+            stream: Box::new(stream),
             next_correlation: 1,
             buf: BytesMut::new(),
         }

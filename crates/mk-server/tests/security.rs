@@ -1,0 +1,163 @@
+//! The security flags of the binary: Kafka listener syntax with an SSL
+//! listener beside PLAINTEXT (both served, the startup line names both),
+//! and the loopback rule: with a secured Kafka listener, JSON-TCP, metrics
+//! and the console may not listen beyond loopback (exit 1, the flag named).
+
+use mk_server::Listening;
+use rcgen::{CertificateParams, KeyPair};
+use rustls_pki_types::ServerName;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_mk-server");
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A self-signed certificate for 127.0.0.1, as PEM files; returns the
+/// certificate's DER for a client to trust.
+fn certificate(dir: &Path) -> (PathBuf, PathBuf, Vec<u8>) {
+    let key = KeyPair::generate().unwrap();
+    let cert = CertificateParams::new(vec!["127.0.0.1".to_string()])
+        .unwrap()
+        .self_signed(&key)
+        .unwrap();
+    let (c, k) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&c, cert.pem()).unwrap();
+    std::fs::write(&k, key.serialize_pem()).unwrap();
+    (c, k, cert.der().to_vec())
+}
+
+fn refused(args: &[&str]) -> String {
+    let out = Command::new(BIN)
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{args:?} must exit 1");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn beside_a_secured_listener_unauthenticated_surfaces_stay_on_loopback() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key, _) = certificate(dir.path());
+    let data = dir.path().join("data");
+    let (cert, key, data) = (
+        cert.to_str().unwrap(),
+        key.to_str().unwrap(),
+        data.to_str().unwrap(),
+    );
+    let base = [
+        "--kafka-listen",
+        "SSL://127.0.0.1:0",
+        "--tls-cert",
+        cert,
+        "--tls-key",
+        key,
+        "--data-dir",
+        data,
+    ];
+    for (flag, beyond) in [
+        ("--listen", "0.0.0.0:0"),
+        ("--metrics-listen", "0.0.0.0:0"),
+        ("--console-listen", "0.0.0.0:0"),
+    ] {
+        let mut args = base.to_vec();
+        args.extend([flag, beyond]);
+        let err = refused(&args);
+        assert!(
+            err.contains(flag) && err.contains("loopback") && err.contains("SSL://127.0.0.1:0"),
+            "{flag}: {err}"
+        );
+    }
+    assert!(!Path::new(data).exists(), "a refused start touches nothing");
+    // Without a secured listener the rule does not apply (today's
+    // behaviour), and an SSL listener without a certificate is refused.
+    let err = refused(&["--kafka-listen", "SSL://127.0.0.1:0", "--data-dir", data]);
+    assert!(err.contains("--tls-cert"), "{err}");
+    let err = refused(&["--kafka-listen", "GSSAPI://127.0.0.1:0", "--data-dir", data]);
+    assert!(err.contains("GSSAPI"), "{err}");
+}
+
+#[test]
+fn an_ssl_listener_serves_beside_plaintext() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key, der) = certificate(dir.path());
+    let mut child = Command::new(BIN)
+        .args([
+            "--kafka-listen",
+            "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+        ])
+        .arg("--tls-cert")
+        .arg(&cert)
+        .arg("--tls-key")
+        .arg(&key)
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--console-listen",
+            "off",
+            "--data-dir",
+        ])
+        .arg(dir.path().join("data"))
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let _child = Killed(child);
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).unwrap();
+    let listening = Listening::parse(&line).unwrap_or_else(|| panic!("{line}"));
+    assert_eq!(listening.kafka.len(), 1);
+    let ssl = listening.other_listeners[0]
+        .strip_prefix("SSL://")
+        .unwrap_or_else(|| panic!("{line}"));
+    // A TLS handshake on the SSL port, then ApiVersions v0 over it.
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(der.into()).unwrap();
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let name = ServerName::try_from("127.0.0.1").unwrap();
+    let conn = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
+    let tcp = std::net::TcpStream::connect(ssl).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut tls = rustls::StreamOwned::new(conn, tcp);
+    assert_eq!(api_versions_correlation(&mut tls), 7);
+    // The plaintext listener answers the same request in the clear.
+    let mut plain = std::net::TcpStream::connect(&listening.kafka[0]).unwrap();
+    plain
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    assert_eq!(api_versions_correlation(&mut plain), 7);
+}
+
+/// Sends ApiVersions v0 with correlation id 7 and returns the answer's.
+fn api_versions_correlation(s: &mut (impl Read + Write)) -> i32 {
+    let mut req = Vec::new();
+    req.extend_from_slice(&10i32.to_be_bytes());
+    req.extend_from_slice(&18i16.to_be_bytes());
+    req.extend_from_slice(&0i16.to_be_bytes());
+    req.extend_from_slice(&7i32.to_be_bytes());
+    req.extend_from_slice(&(-1i16).to_be_bytes());
+    s.write_all(&req).unwrap();
+    s.flush().unwrap();
+    let mut head = [0u8; 8];
+    s.read_exact(&mut head).unwrap();
+    i32::from_be_bytes(head[4..8].try_into().unwrap())
+}
