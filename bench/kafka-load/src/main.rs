@@ -5,10 +5,12 @@
 //! kcat's line reading and printing.
 //!
 //! Usage:
-//!   mk-kafka-load produce BROKERS TOPIC RECORDS SIZE ACKS
-//!   mk-kafka-load consume BROKERS TOPIC RECORDS
+//!   mk-kafka-load produce BROKERS TOPIC RECORDS SIZE ACKS [KEY=VALUE ...]
+//!   mk-kafka-load consume BROKERS TOPIC RECORDS [KEY=VALUE ...]
 //! Prints one JSON object: {"records": N, "secs": S}. The topic's partition
-//! 0 is written and read.
+//! 0 is written and read. Trailing `KEY=VALUE` pairs are librdkafka
+//! settings applied after the defaults here (the request-rate benchmark
+//! uses them to send one record per request).
 
 use rdkafka::ClientConfig;
 use rdkafka::Offset;
@@ -37,15 +39,28 @@ impl rdkafka::producer::ProducerContext for Counting {
     }
 }
 
+/// The librdkafka settings given as trailing `KEY=VALUE` arguments.
+fn overrides(config: &mut ClientConfig, pairs: &[String]) -> Result<(), String> {
+    for pair in pairs {
+        let (key, value) = pair
+            .split_once('=')
+            .ok_or_else(|| format!("{pair:?} is not KEY=VALUE"))?;
+        config.set(key, value);
+    }
+    Ok(())
+}
+
 fn produce(
     brokers: &str,
     topic: &str,
     records: u64,
     size: usize,
     acks: &str,
+    extra: &[String],
 ) -> Result<f64, String> {
     let failed = Arc::new(AtomicU64::new(0));
-    let producer: ThreadedProducer<Counting> = ClientConfig::new()
+    let mut config = ClientConfig::new();
+    config
         .set("bootstrap.servers", brokers)
         .set("acks", acks)
         .set(
@@ -55,7 +70,9 @@ fn produce(
         // The local queue holds the run, so the producer never stalls on
         // its own buffer; batching stays librdkafka's default.
         .set("queue.buffering.max.messages", "2000000")
-        .set("queue.buffering.max.kbytes", "2097151")
+        .set("queue.buffering.max.kbytes", "2097151");
+    overrides(&mut config, extra)?;
+    let producer: ThreadedProducer<Counting> = config
         .create_with_context(Counting {
             failed: failed.clone(),
         })
@@ -88,13 +105,14 @@ fn produce(
     Ok(secs)
 }
 
-fn consume(brokers: &str, topic: &str, records: u64) -> Result<f64, String> {
-    let consumer: BaseConsumer = ClientConfig::new()
+fn consume(brokers: &str, topic: &str, records: u64, extra: &[String]) -> Result<f64, String> {
+    let mut config = ClientConfig::new();
+    config
         .set("bootstrap.servers", brokers)
         .set("group.id", "mk-kafka-load")
-        .set("enable.auto.commit", "false")
-        .create()
-        .map_err(|e| format!("consumer: {e}"))?;
+        .set("enable.auto.commit", "false");
+    overrides(&mut config, extra)?;
+    let consumer: BaseConsumer = config.create().map_err(|e| format!("consumer: {e}"))?;
     let mut tpl = TopicPartitionList::new();
     tpl.add_partition_offset(topic, 0, Offset::Beginning)
         .map_err(|e| format!("assign: {e}"))?;
@@ -126,15 +144,15 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let parsed = |i: usize| args.get(i).and_then(|a| a.parse::<u64>().ok());
     let result = match args.first().map(String::as_str) {
-        Some("produce") if args.len() == 6 => match (parsed(3), parsed(4)) {
-            (Some(n), Some(size)) => produce(&args[1], &args[2], n, size as usize, &args[5]).map(|s| (n, s)),
+        Some("produce") if args.len() >= 6 => match (parsed(3), parsed(4)) {
+            (Some(n), Some(size)) => produce(&args[1], &args[2], n, size as usize, &args[5], &args[6..]).map(|s| (n, s)),
             _ => Err("RECORDS and SIZE are numbers".into()),
         },
-        Some("consume") if args.len() == 4 => match parsed(3) {
-            Some(n) => consume(&args[1], &args[2], n).map(|s| (n, s)),
+        Some("consume") if args.len() >= 4 => match parsed(3) {
+            Some(n) => consume(&args[1], &args[2], n, &args[4..]).map(|s| (n, s)),
             None => Err("RECORDS is a number".into()),
         },
-        _ => Err("usage: mk-kafka-load produce BROKERS TOPIC RECORDS SIZE ACKS | consume BROKERS TOPIC RECORDS".into()),
+        _ => Err("usage: mk-kafka-load produce BROKERS TOPIC RECORDS SIZE ACKS [KEY=VALUE ...] | consume BROKERS TOPIC RECORDS [KEY=VALUE ...]".into()),
     };
     match result {
         Ok((records, secs)) => {

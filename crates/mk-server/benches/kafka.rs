@@ -12,7 +12,11 @@
 //! Workloads: 2M records of 100 B and 500k records of 1 KiB, one partition,
 //! acks=1 and acks=all (one broker, so acks=all is the HW path without
 //! followers), then each topic consumed back from the beginning; RSS of the
-//! server (VmHWM) after everything.
+//! server (VmHWM) after everything. Then the request path on its own: 200k
+//! Produce requests of one 100 B record each and 200k Fetch requests of one
+//! batch each, counted by the server's `mk_requests_total`, so the cost of
+//! the protocol layer (frame, header, request and response messages) is
+//! what dominates rather than the records.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -32,6 +36,18 @@ struct Server {
 }
 
 impl Server {
+    /// A broker with its Prometheus endpoint on, for the figures that count
+    /// requests.
+    fn start_counted(data_dir: &Path) -> (Server, std::net::SocketAddr) {
+        let server = Server::start(data_dir, &["--metrics-listen", "127.0.0.1:0"]);
+        let metrics = server
+            .broker
+            .listening()
+            .metrics
+            .expect("the metrics endpoint is on");
+        (server, metrics)
+    }
+
     fn start(data_dir: &Path, extra: &[&str]) -> Server {
         let broker = BrokerBuilder::new()
             .data_dir(data_dir)
@@ -84,6 +100,23 @@ fn cpu_secs(pid: u32) -> f64 {
     let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
     // utime and stime are fields 14 and 15 of the whole line: 11 and 12 here.
     (ticks(11) + ticks(12)) / 100.0
+}
+
+/// How many requests of `api` the broker behind `metrics` has served (its
+/// `mk_requests_total` counter).
+fn requests_served(metrics: std::net::SocketAddr, api: &str) -> f64 {
+    use std::io::Read;
+    let mut conn = std::net::TcpStream::connect(metrics).expect("connect to /metrics");
+    conn.write_all(b"GET /metrics HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n")
+        .expect("ask /metrics");
+    let mut text = String::new();
+    conn.read_to_string(&mut text).expect("read /metrics");
+    let label = format!("api=\"{api}\"");
+    text.lines()
+        .filter(|l| l.starts_with("mk_requests_total{") && l.contains(&label))
+        .filter(|l| l.contains("protocol=\"kafka\""))
+        .find_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .unwrap_or(0.0)
 }
 
 /// One run of the load generator; returns (seconds, load generator CPU
@@ -172,6 +205,77 @@ fn report(
     );
 }
 
+/// Reports one request-rate run: requests/s and the CPU per request.
+fn report_requests(
+    name: &str,
+    requests: f64,
+    secs: f64,
+    server_cpu: f64,
+    load_cpu: f64,
+    workload: &str,
+) {
+    figure(
+        &format!("{name}.requests_per_s"),
+        requests / secs,
+        "requests/s",
+        workload,
+    );
+    figure(
+        &format!("{name}.server_cpu_us_per_request"),
+        server_cpu * 1e6 / requests,
+        "µs/request",
+        "server CPU time (user + system) per request in that run",
+    );
+    figure(
+        &format!("{name}.client_cpu_us_per_request"),
+        load_cpu * 1e6 / requests,
+        "µs/request",
+        "librdkafka load generator CPU time per request in that run",
+    );
+}
+
+/// The request path: Produce requests of one record each (no linger, one
+/// record per batch) and Fetch requests of one batch each (a 1-byte
+/// partition limit still returns the first batch whole, as in Kafka), so
+/// the per-request cost of the protocol layer dominates.
+fn request_rates(dir: &Path) {
+    const N: usize = 200_000;
+    let (server, metrics) = Server::start_counted(&dir.join("data-requests"));
+    let k = server.kafka.clone();
+    let pid = server.broker.pid();
+    let one_per_request = ["linger.ms=0", "batch.num.messages=1"];
+    let mut warmup = vec!["produce", &k, "warmup", "20000", "100", "1"];
+    warmup.extend(one_per_request);
+    load(&warmup);
+    let n = N.to_string();
+    let mut args = vec!["produce", &k, "requests", &n, "100", "1"];
+    args.extend(one_per_request);
+    let (before, served) = (cpu_secs(pid), requests_served(metrics, "Produce"));
+    let (secs, load_cpu) = load(&args);
+    report_requests(
+        "kafka.produce.one_record_requests",
+        requests_served(metrics, "Produce") - served,
+        secs,
+        cpu_secs(pid) - before,
+        load_cpu,
+        &format!(
+            "librdkafka 2.12 producer, {N} Produce requests of one 100 B record (linger.ms=0, batch.num.messages=1), acks=1, one partition, 1 broker"
+        ),
+    );
+    let (before, served) = (cpu_secs(pid), requests_served(metrics, "Fetch"));
+    let (secs, load_cpu) = load(&["consume", &k, "requests", &n, "max.partition.fetch.bytes=1"]);
+    report_requests(
+        "kafka.fetch.one_batch_requests",
+        requests_served(metrics, "Fetch") - served,
+        secs,
+        cpu_secs(pid) - before,
+        load_cpu,
+        &format!(
+            "librdkafka 2.12 consumer reading those {N} one-record batches with max.partition.fetch.bytes=1: one batch per Fetch"
+        ),
+    );
+}
+
 fn main() {
     if Command::new("kcat").arg("-V").output().is_err() {
         eprintln!("kafka bench: kcat is not installed (apt-get install kcat)");
@@ -251,6 +355,7 @@ fn main() {
         "VmHWM of the server after the Kafka produce and consume loads above",
     );
     drop(server);
+    request_rates(dir.path());
     // What the segment size costs: the same 100 B produce with 1 MiB
     // segments (the library default; 64x the rolls, each creating three
     // files and adding three fsyncs to the next flush) and with 1 GiB ones
