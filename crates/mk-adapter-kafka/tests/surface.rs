@@ -822,3 +822,143 @@ mod log_admin {
         h.stop().await;
     }
 }
+
+mod log_dirs {
+    use super::log_admin::three_brokers_with_data;
+    use super::*;
+    use mk_adapter_kafka::messages::describe_log_dirs::{
+        DescribableLogDirTopic, DescribeLogDirsRequest, DescribeLogDirsResponse,
+    };
+
+    fn sizes(r: &DescribeLogDirsResponse) -> Vec<(String, i32, bool, i64)> {
+        r.results
+            .iter()
+            .flat_map(|d| &d.topics)
+            .flat_map(|t| {
+                t.partitions.iter().map(|p| {
+                    (
+                        t.name.clone(),
+                        p.partition_index,
+                        p.partition_size > 0,
+                        p.offset_lag,
+                    )
+                })
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn each_broker_describes_its_own_log_dir() {
+        let h = three_brokers_with_data().await;
+        for b in [1, 2, 3] {
+            let mut c = h.conn(b).await;
+            for v in [1, 4] {
+                let r: DescribeLogDirsResponse = c
+                    .call(
+                        key::DESCRIBE_LOG_DIRS,
+                        v,
+                        &DescribeLogDirsRequest { topics: None },
+                    )
+                    .await;
+                assert_eq!(r.error_code, KafkaCode::NONE);
+                assert_eq!(r.results.len(), 1);
+                let d = &r.results[0];
+                assert_eq!(d.error_code, KafkaCode::NONE);
+                assert_eq!(
+                    d.log_dir,
+                    h.dir
+                        .path()
+                        .join(format!("broker-{b}"))
+                        .display()
+                        .to_string()
+                );
+                assert_eq!(
+                    sizes(&r),
+                    vec![("t".to_string(), 0, true, 0), ("t".to_string(), 1, true, 0)],
+                    "broker {b} v{v}"
+                );
+                if v == 4 {
+                    assert!(d.total_bytes > 0 && d.usable_bytes >= 0, "{d:?}");
+                }
+            }
+        }
+        // Only the partitions asked for; a missing one is left out.
+        let mut c = h.conn(2).await;
+        let only = DescribeLogDirsRequest {
+            topics: Some(vec![DescribableLogDirTopic {
+                topic: "t".into(),
+                partitions: vec![1, 9],
+            }]),
+        };
+        let r: DescribeLogDirsResponse = c.call(key::DESCRIBE_LOG_DIRS, 3, &only).await;
+        assert_eq!(sizes(&r), vec![("t".to_string(), 1, true, 0)]);
+        h.stop().await;
+    }
+}
+
+mod producers {
+    use super::log_admin::three_brokers_with_data;
+    use super::*;
+    use mk_adapter_kafka::messages::describe_producers::{
+        DescribeProducersRequest, DescribeProducersResponse, TopicRequest,
+    };
+    use mk_adapter_kafka::mk_cluster::{AckMode, RecordBatch, TopicPartition};
+
+    #[tokio::test]
+    async fn describe_producers_answers_the_leaders_producer_state() {
+        let h = three_brokers_with_data().await;
+        let p0 = TopicPartition::new("t", 0);
+        let idem = RecordBatch::new(common::value_records(&["i", "j"]))
+            .unwrap()
+            .with_producer(ProducerInfo {
+                producer_id: 42,
+                producer_epoch: 3,
+                base_sequence: 0,
+            });
+        h.cluster
+            .data()
+            .append_batch(&p0, idem, AckMode::One)
+            .await
+            .unwrap();
+        let ask = DescribeProducersRequest {
+            topics: vec![TopicRequest {
+                name: "t".into(),
+                partition_indexes: vec![0, 1, 5],
+            }],
+        };
+        let mut c = h.conn(1).await;
+        let r: DescribeProducersResponse = c.call(key::DESCRIBE_PRODUCERS, 0, &ask).await;
+        let parts = &r.topics[0].partitions;
+        let codes: Vec<(i32, KafkaCode)> = parts
+            .iter()
+            .map(|p| (p.partition_index, p.error_code))
+            .collect();
+        assert_eq!(
+            codes,
+            vec![
+                (0, KafkaCode::NONE),
+                (1, KafkaCode::NOT_LEADER_OR_FOLLOWER),
+                (5, KafkaCode::UNKNOWN_TOPIC_OR_PARTITION),
+            ]
+        );
+        let p = &parts[0].active_producers;
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert_eq!(
+            (
+                p[0].producer_id,
+                p[0].producer_epoch,
+                p[0].last_sequence,
+                p[0].current_txn_start_offset
+            ),
+            (42, 3, 1, -1)
+        );
+        assert!(parts[1].error_message.is_some());
+        // Partition 1 at its leader: no producer wrote with an id there.
+        let mut c2 = h.conn(2).await;
+        let r: DescribeProducersResponse = c2.call(key::DESCRIBE_PRODUCERS, 0, &ask).await;
+        let p1 = &r.topics[0].partitions[1];
+        assert_eq!(p1.error_code, KafkaCode::NONE);
+        assert!(p1.active_producers.is_empty());
+        h.stop().await;
+    }
+}

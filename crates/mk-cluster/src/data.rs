@@ -498,6 +498,16 @@ impl DataPath<'_> {
             .with_slot(&slot, |set| Ok(set.delete_records(offset)?))
     }
 
+    /// The partition's producers as its leader's state holds them
+    /// (DescribeProducers), by producer id.
+    pub fn active_producers(
+        self,
+        tp: &TopicPartition,
+    ) -> Result<Vec<mk_replication::ActiveProducer>> {
+        self.cluster
+            .read_partition(tp, |set| Ok(set.active_producers()))
+    }
+
     /// The leader's log end offset.
     pub fn log_end_offset(self, tp: &TopicPartition) -> Result<i64> {
         self.cluster

@@ -339,7 +339,7 @@ fn marked_records(batch: &StoredBatch, aborted: bool, lso: i64) -> Result<Vec<Br
 }
 
 /// The size and free space of the file system holding `dir`.
-fn disk_space(dir: &std::path::Path) -> Option<DiskSpace> {
+pub(crate) fn disk_space(dir: &std::path::Path) -> Option<DiskSpace> {
     let s = rustix::fs::statvfs(dir).ok()?;
     Some(DiskSpace {
         total_bytes: s.f_blocks.saturating_mul(s.f_frsize),

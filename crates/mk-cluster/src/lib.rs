@@ -23,6 +23,7 @@ mod inspect;
 pub mod labs;
 mod life;
 mod lifecycle;
+mod log_dirs;
 pub mod metadata;
 mod open;
 pub mod partitioner;
@@ -69,6 +70,7 @@ pub use inspect::{
 };
 pub use life::LifecycleState;
 pub use lifecycle::Lifecycle;
+pub use log_dirs::{LogDir, LogDirReplica};
 pub use metadata::TopicId;
 pub use producer::{
     Producer, ProducerOptions, ProducerRecord, RecordFuture, RecordMetadata, estimated_size,
@@ -112,6 +114,7 @@ pub use mk_log::{
     RetentionPolicy, SegmentInfo, StorageError,
 };
 pub use mk_replication::{
-    AckMode, EpochEndOffset, EpochEntry, LeaderAndEpoch, ProduceResult, ProducerIdentity,
+    AckMode, ActiveProducer, EpochEndOffset, EpochEntry, LeaderAndEpoch, ProduceResult,
+    ProducerIdentity,
 };
 pub use mk_txn::{CompletedTransaction, TxnDescription, TxnState};

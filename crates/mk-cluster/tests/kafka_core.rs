@@ -933,3 +933,42 @@ async fn delete_records_moves_the_log_start_on_every_replica_and_survives_a_rest
     assert_eq!(c.data().log_start_offset(&p).unwrap(), 5);
     c.lifecycle().close().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_brokers_log_dir_lists_its_replicas_with_sizes_and_lag() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_000);
+    let c = open_with(dir.path(), &clock, |c| c.with_brokers(vec![1, 2, 3]));
+    // "a" has one replica per partition: a-0 on broker 1, a-1 on broker 2.
+    c.topics().create("a", 2, 1).unwrap();
+    c.topics().create("b", 1, 3).unwrap();
+    let b0 = tp("b", 0);
+    put(&c, &b0, &["x", "y"], 1).await;
+    c.steps().replicate_all_once().unwrap();
+    c.steps().replicate_all_once().unwrap();
+    c.brokers().take_offline(3).unwrap();
+    put(&c, &b0, &["z"], 1).await;
+    c.steps().replicate_all_once().unwrap();
+    let d1 = c.views().log_dir(1, None).unwrap();
+    assert_eq!(d1.path, dir.path().join("broker-1"));
+    let names: Vec<String> = d1.replicas.iter().map(|(tp, _)| tp.to_string()).collect();
+    assert_eq!(names, vec!["a-0", "b-0"]);
+    let (_, b_on_1) = d1.replicas[1];
+    assert!(b_on_1.size_bytes > 0);
+    assert_eq!(b_on_1.offset_lag, 0);
+    assert!(d1.disk.is_some_and(|d| d.total_bytes > 0));
+    // Broker 3 missed the third record: one behind the high watermark.
+    let d3 = c.views().log_dir(3, None).unwrap();
+    assert_eq!(d3.replicas.len(), 1);
+    assert_eq!(d3.replicas[0].1.offset_lag, 1);
+    assert!(d3.replicas[0].1.size_bytes < b_on_1.size_bytes);
+    let only: std::collections::BTreeSet<TopicPartition> = [tp("a", 1)].into();
+    let d2 = c.views().log_dir(2, Some(&only)).unwrap();
+    assert_eq!(d2.replicas.len(), 1);
+    assert_eq!(d2.replicas[0].0, tp("a", 1));
+    assert_eq!(
+        c.views().log_dir(9, None).unwrap_err().code(),
+        ErrorCode::InvalidRequest
+    );
+    c.lifecycle().close().await.unwrap();
+}

@@ -71,8 +71,8 @@ pub use identity::{IDENTITY_FILE, ProducerIdentity, ProducerIdentityStore};
 pub use producer_state::{BatchMetadata, MAX_RETAINED_BATCHES, ProducerEntry};
 pub use replica::{ReplicaRole, replica_dir};
 pub use replica_set::{
-    CheckpointPlan, DELETE_TO_HIGH_WATERMARK, FollowerFetch, LeaderAndEpoch, PartitionAssignment,
-    PartitionReplicaSet, SyncedCheckpoint,
+    ActiveProducer, CheckpointPlan, DELETE_TO_HIGH_WATERMARK, FollowerFetch, LeaderAndEpoch,
+    PartitionAssignment, PartitionReplicaSet, SyncedCheckpoint,
 };
 
 #[cfg(test)]

@@ -302,6 +302,30 @@ impl PartitionReplicaSet {
         self.leader().producers.get(producer_id).cloned()
     }
 
+    /// The producers the leader's state holds (Kafka's DescribeProducers,
+    /// from the partition leader's producer state), by producer id: each
+    /// one's epoch, the last sequence of its newest retained batch (-1 when
+    /// none is retained, e.g. only markers) and the first offset of its
+    /// open transaction on this partition.
+    pub fn active_producers(&self) -> Vec<ActiveProducer> {
+        let leader = self.leader();
+        let open: BTreeMap<i64, i64> = leader.log.open_transactions().into_iter().collect();
+        leader
+            .producers
+            .epochs()
+            .map(|(producer_id, epoch)| ActiveProducer {
+                producer_id,
+                epoch,
+                last_sequence: leader
+                    .producers
+                    .get(producer_id)
+                    .and_then(|e| e.batches.back())
+                    .map_or(-1, |b| b.last_sequence),
+                current_txn_start_offset: open.get(&producer_id).copied(),
+            })
+            .collect()
+    }
+
     /// Every producer id this partition knows — from the state of any
     /// replica's log or a registration — with the highest epoch known for
     /// it. An identity store must never hand these out again.
@@ -1093,6 +1117,16 @@ impl PartitionReplicaSet {
             }
         }
     }
+}
+
+/// One producer of a partition as DescribeProducers shows it
+/// ([`PartitionReplicaSet::active_producers`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ActiveProducer {
+    pub producer_id: i64,
+    pub epoch: i32,
+    pub last_sequence: i32,
+    pub current_txn_start_offset: Option<i64>,
 }
 
 /// The epoch the leader runs in after open: the assigned one, unless some

@@ -8,8 +8,8 @@ use common::*;
 use mk_core::ErrorCode;
 use mk_log::{ControlType, ProducerInfo, RecordBatch, RetentionPolicy};
 use mk_replication::{
-    AckMode, PartitionReplicaSet, ProduceResult, ProducerIdentity, ProducerIdentityStore,
-    ReplicationError, replica_dir,
+    AckMode, ActiveProducer, PartitionReplicaSet, ProduceResult, ProducerIdentity,
+    ProducerIdentityStore, ReplicationError, replica_dir,
 };
 
 /// Appends `batch` with acks=1 on the leader and returns its result.
@@ -434,4 +434,45 @@ fn next_sequence_is_what_the_check_expects_per_producer_and_epoch() {
             .unwrap(),
     );
     assert_eq!(set.next_sequence(3, 0), 4);
+}
+
+/// DescribeProducers' source: the leader's producer state, each producer
+/// with its epoch, last sequence and the start of its open transaction.
+#[test]
+fn active_producers_show_epochs_sequences_and_open_transactions() {
+    let h = Harness::new();
+    let mut set = h.create(&[1, 2]);
+    assert!(set.active_producers().is_empty());
+    put(&mut set, &["plain"]);
+    acks_one(&mut set, idem(7, 2, 0, &["a", "b"]));
+    acks_one(&mut set, idem(7, 2, 2, &["c"]));
+    let tx = idem(9, 0, 0, &["t"]).with_transactional_id("tx-9");
+    acks_one(&mut set, tx);
+    let expected = vec![
+        ActiveProducer {
+            producer_id: 7,
+            epoch: 2,
+            last_sequence: 2,
+            current_txn_start_offset: None,
+        },
+        ActiveProducer {
+            producer_id: 9,
+            epoch: 0,
+            last_sequence: 0,
+            current_txn_start_offset: Some(4),
+        },
+    ];
+    assert_eq!(set.active_producers(), expected);
+    let commit = RecordBatch::marker(
+        ControlType::Commit,
+        "tx-9",
+        ProducerInfo {
+            producer_id: 9,
+            producer_epoch: 0,
+            base_sequence: -1,
+        },
+    );
+    acks_one(&mut set, commit);
+    assert_eq!(set.active_producers()[1].current_txn_start_offset, None);
+    assert_eq!(set.active_producers()[1].last_sequence, 0);
 }

@@ -19,7 +19,7 @@
 //! - `txn`: AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit
 //! - `admin`: CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs,
 //!   AlterConfigs, IncrementalAlterConfigs
-//! - `log_admin`: DeleteRecords
+//! - `log_admin`: DeleteRecords, DescribeLogDirs, DescribeProducers
 //!
 //! The messages are generated from the schemas (`crate::messages`), and
 //! so are the API table and the router (`messages/served.rs`, from

@@ -190,6 +190,13 @@ pub const APIS: &[ApiSpec] = &[
         flexible_from: 2,
     },
     ApiSpec {
+        key: key::DESCRIBE_LOG_DIRS,
+        name: "DescribeLogDirs",
+        min_version: 1,
+        max_version: 4,
+        flexible_from: 2,
+    },
+    ApiSpec {
         key: key::CREATE_PARTITIONS,
         name: "CreatePartitions",
         min_version: 0,
@@ -222,6 +229,13 @@ pub const APIS: &[ApiSpec] = &[
         name: "DescribeCluster",
         min_version: 0,
         max_version: 2,
+        flexible_from: 0,
+    },
+    ApiSpec {
+        key: key::DESCRIBE_PRODUCERS,
+        name: "DescribeProducers",
+        min_version: 0,
+        max_version: 0,
         flexible_from: 0,
     },
     ApiSpec {
@@ -463,6 +477,13 @@ pub async fn dispatch(
                 .await
                 .answer(w, v)
         }
+        key::DESCRIBE_LOG_DIRS => {
+            let req = describe_log_dirs::DescribeLogDirsRequest::read(r, v)?;
+            r.finish("request")?;
+            api::log_admin::handle_describe_log_dirs(ctx, req)
+                .await
+                .answer(w, v)
+        }
         key::CREATE_PARTITIONS => {
             let req = create_partitions::CreatePartitionsRequest::read(r, v)?;
             r.finish("request")?;
@@ -495,6 +516,13 @@ pub async fn dispatch(
             let req = describe_cluster::DescribeClusterRequest::read(r, v)?;
             r.finish("request")?;
             api::metadata::handle_describe_cluster(ctx, req)
+                .await
+                .answer(w, v)
+        }
+        key::DESCRIBE_PRODUCERS => {
+            let req = describe_producers::DescribeProducersRequest::read(r, v)?;
+            r.finish("request")?;
+            api::log_admin::handle_describe_producers(ctx, req)
                 .await
                 .answer(w, v)
         }
@@ -665,6 +693,9 @@ pub fn decode_request(frame: &Bytes) -> DecodeResult<RequestHeader> {
         key::ALTER_CONFIGS => {
             alter_configs::AlterConfigsRequest::read(r, v)?;
         }
+        key::DESCRIBE_LOG_DIRS => {
+            describe_log_dirs::DescribeLogDirsRequest::read(r, v)?;
+        }
         key::CREATE_PARTITIONS => {
             create_partitions::CreatePartitionsRequest::read(r, v)?;
         }
@@ -679,6 +710,9 @@ pub fn decode_request(frame: &Bytes) -> DecodeResult<RequestHeader> {
         }
         key::DESCRIBE_CLUSTER => {
             describe_cluster::DescribeClusterRequest::read(r, v)?;
+        }
+        key::DESCRIBE_PRODUCERS => {
+            describe_producers::DescribeProducersRequest::read(r, v)?;
         }
         key::CONSUMER_GROUP_HEARTBEAT => {
             consumer_group_heartbeat::ConsumerGroupHeartbeatRequest::read(r, v)?;
