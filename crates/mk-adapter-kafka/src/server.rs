@@ -27,12 +27,14 @@
 //! be decoded closes its connection (Kafka's behaviour); it never affects
 //! another connection.
 
+use crate::api::sasl::Session;
 use crate::api::{self, Ctx};
 use crate::codec::{DecodeError, Reader, Writer};
 use crate::frame::{self, RequestHeader};
 use crate::listener::SecurityProtocol;
 use bytes::{Buf, Bytes, BytesMut};
 use futures::FutureExt;
+use mk_cluster::Principal;
 use mk_cluster::{BrokerCluster, BrokerId};
 use std::io;
 use std::net::SocketAddr;
@@ -77,6 +79,8 @@ pub struct KafkaOptions {
     pub tls: Option<Arc<rustls::ServerConfig>>,
     /// A TLS handshake not finished within this is dropped.
     pub handshake_timeout: Duration,
+    /// Mechanisms and PLAIN users of SASL listeners.
+    pub sasl: crate::api::sasl::SaslOptions,
 }
 
 impl Default for KafkaOptions {
@@ -92,6 +96,7 @@ impl Default for KafkaOptions {
             shutdown_grace: Duration::from_secs(10),
             tls: None,
             handshake_timeout: Duration::from_secs(10),
+            sasl: crate::api::sasl::SaslOptions::default(),
         }
     }
 }
@@ -184,11 +189,9 @@ impl KafkaServer {
         }
         let mut advertised = Vec::with_capacity(listeners.len());
         for l in &listeners {
-            if l.protocol.uses_sasl() {
-                // Until SaslHandshake/SaslAuthenticate are served, a SASL
-                // listener would let everyone in: refuse it.
+            if l.protocol.uses_sasl() && options.sasl.mechanisms.is_empty() {
                 return Err(invalid(format!(
-                    "{} listeners are not served yet",
+                    "the {} listener needs at least one SASL mechanism",
                     l.protocol
                 )));
             }
@@ -493,7 +496,8 @@ async fn serve_stream(stream: TcpStream, peer: SocketAddr, at: Origin, shared: A
         (Some(tls), true) => tls.clone(),
         _ => {
             let (rd, wr) = stream.into_split();
-            return serve_connection(rd, wr, Some(peer), at, shared).await;
+            let session = Session::new(at.protocol, Principal::anonymous());
+            return serve_connection(rd, wr, Some(peer), at, session, shared).await;
         }
     };
     let acceptor = tokio_rustls::TlsAcceptor::from(tls);
@@ -515,7 +519,8 @@ async fn serve_stream(stream: TcpStream, peer: SocketAddr, at: Origin, shared: A
     let principal = crate::tls::peer_principal(stream.get_ref().1);
     tracing::debug!(%peer, %principal, "TLS connection established");
     let (rd, wr) = tokio::io::split(stream);
-    serve_connection(rd, wr, Some(peer), at, shared).await;
+    let session = Session::new(at.protocol, principal);
+    serve_connection(rd, wr, Some(peer), at, session, shared).await;
 }
 
 async fn serve_connection<R, W>(
@@ -523,6 +528,7 @@ async fn serve_connection<R, W>(
     wr: W,
     peer: Option<SocketAddr>,
     at: Origin,
+    session: Session,
     shared: Arc<Shared>,
 ) where
     R: AsyncRead + Unpin,
@@ -540,7 +546,12 @@ async fn serve_connection<R, W>(
         slots: Arc::new(Semaphore::new(shared.options.max_in_flight)),
     };
     let reader = async {
-        let end = read_loop(rd, &queue, at, peer, &shared).await;
+        let conn = Connection {
+            at,
+            peer,
+            session: std::sync::Mutex::new(session),
+        };
+        let end = read_loop(rd, &queue, &conn, &shared).await;
         pipe.closed.store(true, Ordering::Release);
         end
     };
@@ -571,22 +582,36 @@ enum ReadEnd {
     Eof,
     TooLarge(i64),
     Undecodable(DecodeError),
-    Unsupported { api_key: i16, api_version: i16 },
+    Unsupported {
+        api_key: i16,
+        api_version: i16,
+    },
     Idle,
     Shutdown,
     BrokerOffline,
+    /// A SASL listener's client sent another request before
+    /// authenticating.
+    Unauthenticated(i16),
+    AuthenticationFailed,
     WriterGone,
     Io(io::Error),
+}
+
+/// What a connection's requests are answered with besides the shared
+/// state: where it arrived, from whom, and its identity.
+struct Connection {
+    at: Origin,
+    peer: Option<SocketAddr>,
+    session: std::sync::Mutex<Session>,
 }
 
 async fn read_loop<R: AsyncRead + Unpin>(
     mut rd: R,
     q: &Queue<'_>,
-    at: Origin,
-    peer: Option<SocketAddr>,
+    conn: &Connection,
     shared: &Shared,
 ) -> ReadEnd {
-    let broker = at.broker;
+    let broker = conn.at.broker;
     let max = shared.options.max_request_bytes;
     let mut offline = shared.cluster.brokers().watch_offline();
     let mut buf = BytesMut::with_capacity(8 * 1024);
@@ -602,7 +627,13 @@ async fn read_loop<R: AsyncRead + Unpin>(
         // Answer every complete request already buffered.
         while buf.len() >= 4 {
             let size = i64::from(i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]));
-            if size < 8 || size as usize > max {
+            // A raw SASL token (after SaslHandshake v0) may be short.
+            let min = if conn.session.lock().expect("session").expects_raw_token() {
+                0
+            } else {
+                8
+            };
+            if size < min || size as usize > max {
                 return ReadEnd::TooLarge(size);
             }
             let size = size as usize;
@@ -614,7 +645,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
             if !shared.cluster.brokers().is_online(broker) {
                 return ReadEnd::BrokerOffline;
             }
-            match answer(frame, at, peer, q, shared).await {
+            match answer(frame, conn, q, shared).await {
                 Ok(true) => {}
                 Ok(false) => return ReadEnd::WriterGone,
                 Err(end) => return end,
@@ -667,8 +698,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
 /// must close.
 async fn answer(
     frame: Bytes,
-    at: Origin,
-    peer: Option<SocketAddr>,
+    conn: &Connection,
     q: &Queue<'_>,
     shared: &Shared,
 ) -> Result<bool, ReadEnd> {
@@ -679,7 +709,13 @@ async fn answer(
         return Ok(false);
     }
     shared.counters.requests.fetch_add(1, Ordering::Relaxed);
+    if conn.session.lock().expect("session").expects_raw_token() {
+        return raw_sasl_token(&frame, conn, q, shared).await;
+    }
     let peek = frame::peek_header(&frame).map_err(ReadEnd::Undecodable)?;
+    if !conn.session.lock().expect("session").admits(peek.api_key) {
+        return Err(ReadEnd::Unauthenticated(peek.api_key));
+    }
     let Some(spec) = api::spec(peek.api_key).filter(|s| s.supports(peek.api_version)) else {
         if peek.api_key == api::key::API_VERSIONS {
             // Clients start with their newest ApiVersions and retry with
@@ -698,12 +734,13 @@ async fn answer(
     r.flexible = flexible;
     let ctx = Ctx {
         cluster: &shared.cluster,
-        broker_id: at.broker,
-        endpoints: &shared.listeners[at.listener].endpoints,
+        broker_id: conn.at.broker,
+        endpoints: &shared.listeners[conn.at.listener].endpoints,
         options: &shared.options,
         shutdown: &shared.stop,
         header: &header,
-        peer,
+        peer: conn.peer,
+        session: &conn.session,
     };
     let mut buf = BytesMut::with_capacity(256);
     buf.resize(frame::RESPONSE_HEADER_ROOM, 0);
@@ -727,7 +764,36 @@ async fn answer(
     let tagged = flexible && header.api_key != api::key::API_VERSIONS;
     let bytes = frame::finish_response(w.buf, header.correlation_id, tagged);
     metrics::counter!("mk_sent_bytes_total", "protocol" => "kafka").increment(bytes.len() as u64);
-    Ok(enqueue(bytes, q).await)
+    let queued = enqueue(bytes, q).await;
+    if conn.session.lock().expect("session").failed {
+        return Err(ReadEnd::AuthenticationFailed);
+    }
+    Ok(queued)
+}
+
+/// One raw SASL token (after SaslHandshake v0): the server's token goes
+/// back size-prefixed without a header; a failure closes the connection,
+/// the only answer this framing has.
+async fn raw_sasl_token(
+    token: &[u8],
+    conn: &Connection,
+    q: &Queue<'_>,
+    shared: &Shared,
+) -> Result<bool, ReadEnd> {
+    let step =
+        conn.session
+            .lock()
+            .expect("session")
+            .step(token, &shared.cluster, &shared.options.sasl);
+    let reply = step.map_err(|e| {
+        tracing::debug!(peer = ?conn.peer, error = %e, "SASL authentication failed");
+        ReadEnd::AuthenticationFailed
+    })?;
+    let len = u32::try_from(reply.len()).map_err(|_| ReadEnd::AuthenticationFailed)?;
+    let mut out = BytesMut::with_capacity(4 + reply.len());
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(&reply);
+    Ok(enqueue(out.freeze(), q).await)
 }
 
 async fn enqueue(bytes: Bytes, q: &Queue<'_>) -> bool {

@@ -46,6 +46,14 @@ pub struct ServeArgs {
     /// certificates].
     #[arg(long, value_name = "FILE")]
     pub tls_client_ca: Option<PathBuf>,
+    /// SASL mechanisms SASL_PLAINTEXT and SASL_SSL listeners offer, comma
+    /// separated [default: PLAIN,SCRAM-SHA-256,SCRAM-SHA-512].
+    #[arg(long, value_name = "NAMES")]
+    pub sasl_mechanisms: Option<String>,
+    /// PLAIN's users: a file of `user:password` lines [default: none, every
+    /// PLAIN login fails].
+    #[arg(long, value_name = "FILE")]
+    pub sasl_plain_users: Option<PathBuf>,
     /// Host that Metadata advertises for every broker [default: the
     /// listener's IP].
     #[arg(long, value_name = "HOST")]
@@ -159,6 +167,8 @@ struct FileSettings {
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
     tls_client_ca: Option<PathBuf>,
+    sasl_mechanisms: Option<String>,
+    sasl_plain_users: Option<PathBuf>,
     kafka_advertised_host: Option<String>,
     auto_create_topics: Option<bool>,
     num_partitions: Option<u32>,
@@ -307,8 +317,10 @@ impl ServeArgs {
             pick!(tls_client_ca),
             kafka_listen.as_deref().unwrap_or_default(),
         )?;
+        let sasl = sasl_options(pick!(sasl_mechanisms), pick!(sasl_plain_users))?;
         let kafka_defaults = KafkaOptions::default();
         let kafka = KafkaOptions {
+            sasl,
             tls: match &tls_files {
                 None => None,
                 Some(files) => Some(mk_adapter_kafka::tls::server_config(files)?),
@@ -363,6 +375,27 @@ impl ServeArgs {
             },
         })
     }
+}
+
+/// `--sasl-mechanisms` and `--sasl-plain-users` (read at start; the file
+/// holds passwords, so only its path is ever printed).
+fn sasl_options(
+    mechanisms: Option<String>,
+    plain_users: Option<PathBuf>,
+) -> Result<mk_adapter_kafka::api::sasl::SaslOptions, String> {
+    let mut sasl = mk_adapter_kafka::api::sasl::SaslOptions::default();
+    if let Some(m) = mechanisms {
+        sasl.mechanisms = mk_cluster::parse_mechanisms(&m)
+            .map_err(|e| format!("--sasl-mechanisms {m:?}: {e}"))?;
+    }
+    if let Some(path) = plain_users {
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("--sasl-plain-users {}: {e}", path.display()))?;
+        let users = mk_cluster::PlainUsers::parse(&text)
+            .map_err(|e| format!("--sasl-plain-users {}: {e}", path.display()))?;
+        sasl.plain_users = Some(std::sync::Arc::new(users));
+    }
+    Ok(sasl)
 }
 
 /// The TLS files, required exactly when a listener uses TLS.

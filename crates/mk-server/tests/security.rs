@@ -1,6 +1,7 @@
 //! The security flags of the binary: Kafka listener syntax with an SSL
-//! listener beside PLAINTEXT (both served, the startup line names both),
-//! and the loopback rule: with a secured Kafka listener, JSON-TCP, metrics
+//! listener beside PLAINTEXT (both served, the startup line names both), a
+//! SASL_PLAINTEXT listener with PLAIN users from --sasl-plain-users, and
+//! the loopback rule: with a secured Kafka listener, JSON-TCP, metrics
 //! and the console may not listen beyond loopback (exit 1, the flag named).
 
 use mk_server::Listening;
@@ -87,6 +88,90 @@ fn beside_a_secured_listener_unauthenticated_surfaces_stay_on_loopback() {
     assert!(err.contains("--tls-cert"), "{err}");
     let err = refused(&["--kafka-listen", "GSSAPI://127.0.0.1:0", "--data-dir", data]);
     assert!(err.contains("GSSAPI"), "{err}");
+    // SASL listeners count as secured too.
+    let err = refused(&[
+        "--kafka-listen",
+        "SASL_PLAINTEXT://127.0.0.1:0",
+        "--listen",
+        "0.0.0.0:0",
+        "--data-dir",
+        data,
+    ]);
+    assert!(
+        err.contains("--listen") && err.contains("SASL_PLAINTEXT"),
+        "{err}"
+    );
+    let err = refused(&["--sasl-mechanisms", "PLAIN,GSSAPI", "--data-dir", data]);
+    assert!(err.contains("--sasl-mechanisms"), "{err}");
+}
+
+#[test]
+fn a_sasl_plaintext_listener_admits_plain_users_from_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let users = dir.path().join("users");
+    std::fs::write(&users, "alice:alice-secret\n").unwrap();
+    let mut child = Command::new(BIN)
+        .args(["--kafka-listen", "SASL_PLAINTEXT://127.0.0.1:0"])
+        .arg("--sasl-plain-users")
+        .arg(&users)
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--console-listen",
+            "off",
+            "--data-dir",
+        ])
+        .arg(dir.path().join("data"))
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let _child = Killed(child);
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).unwrap();
+    let listening = Listening::parse(&line).unwrap_or_else(|| panic!("{line}"));
+    for (password, ok) in [("alice-secret", true), ("wrong", false)] {
+        let mut s = std::net::TcpStream::connect(&listening.kafka[0]).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        // SaslHandshake v1 "PLAIN", then SaslAuthenticate v0 with the token.
+        let mut req = Vec::new();
+        req.extend_from_slice(&17i16.to_be_bytes());
+        req.extend_from_slice(&1i16.to_be_bytes());
+        req.extend_from_slice(&1i32.to_be_bytes());
+        req.extend_from_slice(&(-1i16).to_be_bytes());
+        req.extend_from_slice(&5i16.to_be_bytes());
+        req.extend_from_slice(b"PLAIN");
+        send(&mut s, &req);
+        let answer = receive(&mut s);
+        assert_eq!(&answer[4..6], &[0, 0], "handshake error code");
+        let token = format!("\0alice\0{password}");
+        let mut req = Vec::new();
+        req.extend_from_slice(&36i16.to_be_bytes());
+        req.extend_from_slice(&0i16.to_be_bytes());
+        req.extend_from_slice(&2i32.to_be_bytes());
+        req.extend_from_slice(&(-1i16).to_be_bytes());
+        req.extend_from_slice(&i32::try_from(token.len()).unwrap().to_be_bytes());
+        req.extend_from_slice(token.as_bytes());
+        send(&mut s, &req);
+        let answer = receive(&mut s);
+        let code = i16::from_be_bytes([answer[4], answer[5]]);
+        assert_eq!(code, if ok { 0 } else { 58 }, "{password}");
+    }
+}
+
+fn send(s: &mut impl Write, body: &[u8]) {
+    s.write_all(&i32::try_from(body.len()).unwrap().to_be_bytes())
+        .unwrap();
+    s.write_all(body).unwrap();
+}
+
+fn receive(s: &mut impl Read) -> Vec<u8> {
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len).unwrap();
+    let mut body = vec![0u8; usize::try_from(i32::from_be_bytes(len)).unwrap()];
+    s.read_exact(&mut body).unwrap();
+    body
 }
 
 #[test]

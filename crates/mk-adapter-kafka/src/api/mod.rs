@@ -17,6 +17,8 @@
 //! - `share_offsets`: DescribeShareGroupOffsets, AlterShareGroupOffsets,
 //!   DeleteShareGroupOffsets
 //! - `txn`: AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit
+//! - `sasl`: SaslHandshake, SaslAuthenticate (and the connection's
+//!   `Session`)
 //! - `admin`: CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs,
 //!   AlterConfigs, IncrementalAlterConfigs
 //! - `log_admin`: DeleteRecords, DescribeLogDirs, DescribeProducers
@@ -36,6 +38,7 @@ pub mod log_admin;
 pub mod metadata;
 pub mod offsets;
 pub mod produce;
+pub mod sasl;
 pub mod share_groups;
 pub mod share_offsets;
 pub mod txn;
@@ -61,6 +64,8 @@ pub struct Ctx<'a> {
     pub header: &'a RequestHeader,
     /// The client's address (group member descriptions show its host).
     pub peer: Option<std::net::SocketAddr>,
+    /// The connection's identity and SASL state (`sasl.rs`).
+    pub session: &'a std::sync::Mutex<sasl::Session>,
 }
 
 impl Ctx<'_> {

@@ -106,6 +106,13 @@ pub const APIS: &[ApiSpec] = &[
         flexible_from: 3,
     },
     ApiSpec {
+        key: key::SASL_HANDSHAKE,
+        name: "SaslHandshake",
+        min_version: 0,
+        max_version: 1,
+        flexible_from: i16::MAX,
+    },
+    ApiSpec {
         key: key::API_VERSIONS,
         name: "ApiVersions",
         min_version: 0,
@@ -194,6 +201,13 @@ pub const APIS: &[ApiSpec] = &[
         name: "DescribeLogDirs",
         min_version: 1,
         max_version: 4,
+        flexible_from: 2,
+    },
+    ApiSpec {
+        key: key::SASL_AUTHENTICATE,
+        name: "SaslAuthenticate",
+        min_version: 0,
+        max_version: 2,
         flexible_from: 2,
     },
     ApiSpec {
@@ -395,6 +409,13 @@ pub async fn dispatch(
             r.finish("request")?;
             api::groups::handle_list_groups(ctx, req).await.answer(w, v)
         }
+        key::SASL_HANDSHAKE => {
+            let req = sasl_handshake::SaslHandshakeRequest::read(r, v)?;
+            r.finish("request")?;
+            api::sasl::handle_sasl_handshake(ctx, req)
+                .await
+                .answer(w, v)
+        }
         key::API_VERSIONS => {
             let req = api_versions::ApiVersionsRequest::read(r, v)?;
             r.finish("request")?;
@@ -481,6 +502,13 @@ pub async fn dispatch(
             let req = describe_log_dirs::DescribeLogDirsRequest::read(r, v)?;
             r.finish("request")?;
             api::log_admin::handle_describe_log_dirs(ctx, req)
+                .await
+                .answer(w, v)
+        }
+        key::SASL_AUTHENTICATE => {
+            let req = sasl_authenticate::SaslAuthenticateRequest::read(r, v)?;
+            r.finish("request")?;
+            api::sasl::handle_sasl_authenticate(ctx, req)
                 .await
                 .answer(w, v)
         }
@@ -657,6 +685,9 @@ pub fn decode_request(frame: &Bytes) -> DecodeResult<RequestHeader> {
         key::LIST_GROUPS => {
             list_groups::ListGroupsRequest::read(r, v)?;
         }
+        key::SASL_HANDSHAKE => {
+            sasl_handshake::SaslHandshakeRequest::read(r, v)?;
+        }
         key::API_VERSIONS => {
             api_versions::ApiVersionsRequest::read(r, v)?;
         }
@@ -695,6 +726,9 @@ pub fn decode_request(frame: &Bytes) -> DecodeResult<RequestHeader> {
         }
         key::DESCRIBE_LOG_DIRS => {
             describe_log_dirs::DescribeLogDirsRequest::read(r, v)?;
+        }
+        key::SASL_AUTHENTICATE => {
+            sasl_authenticate::SaslAuthenticateRequest::read(r, v)?;
         }
         key::CREATE_PARTITIONS => {
             create_partitions::CreatePartitionsRequest::read(r, v)?;
