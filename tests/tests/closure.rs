@@ -7,6 +7,7 @@ mod common;
 
 use common::*;
 use mk_adapter_direct::mk_cluster::*;
+use mk_client::*;
 use std::future::Future;
 
 /// Awaits `fut` while driving replication by hand (the explicit step the

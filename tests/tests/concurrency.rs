@@ -4,6 +4,7 @@
 
 use bytes::Bytes;
 use mk_adapter_direct::mk_cluster::*;
+use mk_runtime::{DriverConfig, start_drivers};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,12 +22,14 @@ async fn e2e_concurrent_producers_and_fetchers_with_acks_all_and_a_replication_d
     config.segment_max_bytes = 16 * 1024;
     let cluster = BrokerCluster::open(config).unwrap();
     cluster.topics().create("load", PARTITIONS, 3).unwrap();
-    cluster
-        .start_drivers(DriverConfig {
+    start_drivers(
+        &cluster,
+        DriverConfig {
             flush_interval: Some(Duration::from_millis(50)),
             ..DriverConfig::default()
-        })
-        .unwrap();
+        },
+    )
+    .unwrap();
     assert!(
         cluster.lifecycle().owned_tasks() >= 4,
         "the drivers run as owned tasks"

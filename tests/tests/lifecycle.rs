@@ -5,6 +5,7 @@ mod common;
 
 use common::*;
 use mk_adapter_direct::mk_cluster::*;
+use mk_client::*;
 
 #[tokio::test]
 async fn e2e_graceful_close_checkpoints_and_refuses_later_calls() {

@@ -6,6 +6,7 @@ mod common;
 use bytes::Bytes;
 use common::*;
 use mk_adapter_direct::mk_cluster::*;
+use mk_client::*;
 use std::collections::BTreeMap;
 use std::io::Write;
 

@@ -13,6 +13,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("mk-log", "log"),
     ("mk-group", "offset_commits"),
     ("mk-cluster", "direct"),
+    ("mk-runtime", "acks_all"),
     ("mk-server", "server"),
     ("mk-server", "kafka"),
     ("mk-server", "fetch_memory"),

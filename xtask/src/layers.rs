@@ -12,15 +12,17 @@ use std::process::Command;
 pub fn allowed_edges() -> BTreeMap<&'static str, &'static [&'static str]> {
     BTreeMap::from([
         ("mk-core", &[][..]),
-        ("mk-log", &["mk-core"][..]),
-        ("mk-replication", &["mk-core", "mk-log"][..]),
-        ("mk-group", &["mk-core", "mk-log"][..]),
-        ("mk-txn", &["mk-core", "mk-log"][..]),
+        ("mk-storage", &["mk-core"][..]),
+        ("mk-log", &["mk-core", "mk-storage"][..]),
+        ("mk-replication", &["mk-core", "mk-storage", "mk-log"][..]),
+        ("mk-group", &["mk-core", "mk-storage", "mk-log"][..]),
+        ("mk-txn", &["mk-core", "mk-storage", "mk-log"][..]),
         ("mk-auth", &["mk-core"][..]),
         (
             "mk-cluster",
             &[
                 "mk-core",
+                "mk-storage",
                 "mk-log",
                 "mk-replication",
                 "mk-group",
@@ -32,6 +34,9 @@ pub fn allowed_edges() -> BTreeMap<&'static str, &'static [&'static str]> {
         ("mk-adapter-jsontcp", &["mk-cluster"][..]),
         ("mk-adapter-kafka", &["mk-cluster"][..]),
         ("mk-adapter-console", &["mk-cluster"][..]),
+        ("mk-runtime", &["mk-cluster"][..]),
+        ("mk-client", &["mk-cluster"][..]),
+        ("mk-labs", &["mk-cluster", "mk-client"][..]),
         (
             "mk-server",
             &[
@@ -40,6 +45,8 @@ pub fn allowed_edges() -> BTreeMap<&'static str, &'static [&'static str]> {
                 "mk-adapter-jsontcp",
                 "mk-adapter-kafka",
                 "mk-adapter-console",
+                "mk-runtime",
+                "mk-labs",
             ][..],
         ),
     ])
@@ -183,7 +190,10 @@ mod tests {
     fn diagram_edges_pass() {
         let edges = vec![
             edge("mk-log", "mk-core"),
+            edge("mk-log", "mk-storage"),
             edge("mk-replication", "mk-log"),
+            edge("mk-labs", "mk-client"),
+            edge("mk-server", "mk-runtime"),
             edge("mk-cluster", "mk-txn"),
             edge("mk-server", "mk-adapter-jsontcp"),
             edge("mk-log", "bytes"),
@@ -196,12 +206,16 @@ mod tests {
         let edges = vec![
             edge("mk-replication", "mk-group"),
             edge("mk-adapter-jsontcp", "mk-log"),
+            edge("mk-cluster", "mk-client"),
+            edge("mk-storage", "mk-log"),
         ];
         let bad = violations(&all_members(), &edges);
-        assert_eq!(bad.len(), 2, "{bad:?}");
+        assert_eq!(bad.len(), 4, "{bad:?}");
+        assert!(bad[2].contains("mk-cluster -> mk-client"), "{}", bad[2]);
+        assert!(bad[3].contains("mk-storage -> mk-log"), "{}", bad[3]);
         assert!(bad[0].contains("mk-replication -> mk-group"), "{}", bad[0]);
         assert!(
-            bad[0].contains("may depend on: mk-core, mk-log"),
+            bad[0].contains("may depend on: mk-core, mk-storage, mk-log"),
             "{}",
             bad[0]
         );

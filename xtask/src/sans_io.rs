@@ -15,6 +15,7 @@ use std::path::Path;
 /// Crates that must stay synchronous and deterministic.
 pub const SANS_IO: &[&str] = &[
     "mk-core",
+    "mk-storage",
     "mk-log",
     "mk-replication",
     "mk-group",

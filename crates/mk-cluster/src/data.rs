@@ -439,6 +439,13 @@ impl DataPath<'_> {
         asked.map_or(cap, |a| a.min(cap))
     }
 
+    /// Resolves after the next append to a replicated partition (at once if
+    /// one happened since the last wait ended): what wakes the replication
+    /// driver, so followers copy a write without waiting for a tick.
+    pub async fn until_appended(self) {
+        self.cluster.appended.notified().await;
+    }
+
     /// A long-poll fetch: if nothing is visible at the offset yet, waits up
     /// to `max_wait` for the partition's visible end to move (woken by the
     /// append or replication step that moves it; no busy loop).

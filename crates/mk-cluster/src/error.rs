@@ -3,7 +3,7 @@
 
 use crate::topic_id::TopicId;
 use mk_core::{ErrorCode, TopicNameError, TopicPartition};
-use mk_log::StorageError;
+use mk_storage::StorageError;
 
 /// Errors of `BrokerCluster` and its clients. Errors that callers tell
 /// apart come with typed causes: the topic administration family in

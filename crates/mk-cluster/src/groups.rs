@@ -57,6 +57,12 @@ impl Groups<'_> {
         }
     }
 
+    /// A number for a new member id, unique in this process (the
+    /// in-process consumer names its members with it).
+    pub fn next_member_number(self) -> u64 {
+        self.cluster.next_member_number()
+    }
+
     // ----- Kafka's classic protocol ----------------------------------------
 
     /// JoinGroup: resolves when the member's rebalance completes (or at once

@@ -16,7 +16,7 @@
 
 use crate::error::ClusterError;
 use mk_core::TopicPartition;
-use mk_log::StorageError;
+use mk_storage::StorageError;
 use std::path::PathBuf;
 
 /// Whether the failed operation only read the partition's files.

@@ -1,6 +1,9 @@
 //! The semantic core (book chapters 1, 4 and 9): `BrokerCluster` composes the
-//! log, replication, group and transaction crates behind one API, plus the
-//! in-process Producer and Consumer and the cluster lifecycle.
+//! log, replication, group and transaction crates behind one API, grouped by
+//! role (`topics()`, `brokers()`, `data()`, `groups()`, `transactions()`,
+//! `steps()`, `lifecycle()`, `views()`). The in-process clients (mk-client),
+//! the labs (mk-labs) and the drivers of a running broker (mk-runtime) sit
+//! above it.
 //!
 //! It must never know JSON wire shapes, sockets or command-line flags;
 //! adapters translate into its operations. Adapters depend on this crate
@@ -8,26 +11,21 @@
 
 mod attached;
 mod brokers;
-mod clients;
 mod cluster;
 pub mod config;
-mod consumer;
 mod consumer_groups;
 mod data;
-mod drivers;
 mod error;
 mod group_offsets;
 mod groups;
 mod health;
 mod inspect;
-pub mod labs;
 mod life;
 mod lifecycle;
 mod log_dirs;
 pub mod metadata;
 mod open;
 pub mod partitioner;
-mod producer;
 mod resources;
 mod security;
 mod security_scram;
@@ -47,19 +45,16 @@ pub use brokers::{
     Brokers, COORDINATOR_PARTITIONS, COORDINATOR_REPLICATION, CoordinatorKey,
     coordinator_partition, java_string_hash,
 };
-pub use clients::ClusterClients;
 pub use cluster::{BrokerCluster, INTERNAL_TOPICS, OFFSETS_TOPIC};
 pub use config::{
     BrokerId, CleanupPolicy, ConfigChange, FlushPolicy, MIN_SEGMENT_BYTES, MiniKafkaConfig,
     TOPIC_CONFIG_KEYS, TopicConfig, TopicConfigEntry, TopicConfigOverrides, kafka_limit,
 };
-pub use consumer::{Consumer, ConsumerOptions, OffsetReset, PolledRecord};
 pub use data::{
     BatchFetch, ConsumerRecord, DataPath, FetchRequest, FetchResult, Isolation, ListedOffset,
     OffsetSpec, PartitionBatches, PartitionFetch, PendingAppend, ProduceEntry, ProduceRequest,
     ProduceResponse,
 };
-pub use drivers::DriverConfig;
 pub use error::{Cancelled, ClientError, ClusterError, LeaderError, Result, TopicError};
 pub use group_offsets::{PartitionLag, PlannedReset, ResetTarget};
 pub use groups::Groups;
@@ -72,9 +67,6 @@ pub use life::LifecycleState;
 pub use lifecycle::Lifecycle;
 pub use log_dirs::{LogDir, LogDirReplica};
 pub use metadata::TopicId;
-pub use producer::{
-    Producer, ProducerOptions, ProducerRecord, RecordFuture, RecordMetadata, estimated_size,
-};
 pub use security::{Identity, ScramDeletion, ScramUpsertion, ScramUserInfo, Security};
 pub use share_groups::{ShareFetchAnswer, ShareFetchLimits, ShareFetchPartition};
 pub use stats::{ClusterDescription, ClusterStats, OperatorViews};
@@ -110,11 +102,12 @@ pub use mk_group::{
     ShareHeartbeatAnswer, ShareIsolation, ShareMemberDescription,
 };
 pub use mk_log::{
-    ControlType, Fault, FaultInjector, Header, ProducerInfo, Record, RecordBatch, RecordError,
-    RetentionPolicy, SegmentInfo, StorageError,
+    ControlType, Header, ProducerInfo, Record, RecordBatch, RecordError, RetentionPolicy,
+    SegmentInfo,
 };
 pub use mk_replication::{
     AckMode, ActiveProducer, EpochEndOffset, EpochEntry, LeaderAndEpoch, ProduceResult,
     ProducerIdentity,
 };
+pub use mk_storage::{Fault, FaultInjector, StorageError};
 pub use mk_txn::{CompletedTransaction, TxnDescription, TxnState};

@@ -2,7 +2,7 @@
 //! -> Failed) and the data-directory lock that keeps a second process out.
 
 use crate::error::{ClusterError, Result};
-use mk_log::StorageError;
+use mk_storage::StorageError;
 use std::fs::{File, OpenOptions};
 use std::path::Path;
 use std::sync::Mutex;

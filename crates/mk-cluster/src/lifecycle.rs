@@ -39,6 +39,28 @@ impl Lifecycle<'_> {
         self.cluster.tasks.len()
     }
 
+    /// Ok while the cluster runs; CLUSTER_CLOSED / CLUSTER_FAILED otherwise.
+    pub fn check_running(self) -> Result<()> {
+        self.cluster.check_running()
+    }
+
+    /// Spawns a task owned by the cluster: `close()` cancels and awaits it,
+    /// so it never outlives the cluster (the runtime's drivers and the
+    /// in-process producer's completions run this way). Needs a tokio
+    /// runtime.
+    pub fn spawn_owned<F>(self, fut: F) -> Result<()>
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        self.cluster.spawn_owned(fut)
+    }
+
+    /// Resolves once the cluster begins to close or crashes: what a task
+    /// that must not wait on a closing cluster selects on.
+    pub async fn closing(self) {
+        self.cluster.shutdown.cancelled().await;
+    }
+
     /// Attaches an in-process producer: the cluster's close has it send
     /// what it queued, its crash drops the queue.
     pub fn attach_producer(self, client: Weak<dyn AttachedClient>) {
@@ -88,8 +110,8 @@ impl Lifecycle<'_> {
         }
         let probe = self.cluster.config.data_dir.join(".space-probe");
         let written =
-            mk_log::fsutil::write_atomic_with(&self.cluster.faults, &probe, &[0u8; 65_536]);
-        let _ = mk_log::fsutil::remove_if_exists(&probe);
+            mk_storage::fsutil::write_atomic_with(&self.cluster.faults, &probe, &[0u8; 65_536]);
+        let _ = mk_storage::fsutil::remove_if_exists(&probe);
         match written {
             Ok(()) => {
                 self.cluster.note_write_succeeded();
@@ -142,7 +164,7 @@ impl Lifecycle<'_> {
                     if let Err(e) = set.close() {
                         let e = ClusterError::from(e);
                         if e.storage_cause()
-                            .is_some_and(mk_log::StorageError::is_transient)
+                            .is_some_and(mk_storage::StorageError::is_transient)
                         {
                             // Its logs were fsynced before the checkpoint that
                             // failed; the next open recovers as after a crash.

@@ -11,7 +11,7 @@
 use crate::config::{BrokerId, CleanupPolicy, TopicConfig};
 use crate::error::{ClusterError, Result};
 use mk_core::TopicPartition;
-use mk_log::StorageError;
+use mk_storage::StorageError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -125,7 +125,7 @@ struct ConfigV1 {
 pub struct MetadataStore {
     path: PathBuf,
     /// The broker's fault seam, which every save passes.
-    faults: std::sync::Arc<mk_log::FaultInjector>,
+    faults: std::sync::Arc<mk_storage::FaultInjector>,
     cluster_id: String,
     topics: BTreeMap<String, TopicMeta>,
     deleting: Vec<PendingDeletion>,
@@ -180,7 +180,7 @@ impl MetadataStore {
         let mut deleting = Vec::new();
         let mut cluster_id = None;
         let mut upgraded = false;
-        if let Some(bytes) = mk_log::fsutil::read_optional(&path)? {
+        if let Some(bytes) = mk_storage::fsutil::read_optional(&path)? {
             let unusable =
                 |reason: String| ClusterError::from(StorageError::unusable(&path, reason));
             let file: FileV1 = serde_json::from_slice(&bytes)
@@ -241,7 +241,7 @@ impl MetadataStore {
         });
         Ok(Self {
             path,
-            faults: std::sync::Arc::new(mk_log::FaultInjector::new()),
+            faults: std::sync::Arc::new(mk_storage::FaultInjector::new()),
             cluster_id,
             topics,
             deleting,
@@ -250,7 +250,7 @@ impl MetadataStore {
     }
 
     /// Makes every save pass `faults` (the broker's one fault seam).
-    pub fn with_faults(mut self, faults: std::sync::Arc<mk_log::FaultInjector>) -> Self {
+    pub fn with_faults(mut self, faults: std::sync::Arc<mk_storage::FaultInjector>) -> Self {
         self.faults = faults;
         self
     }
@@ -434,7 +434,7 @@ impl MetadataStore {
         let bytes = serde_json::to_vec_pretty(&file).map_err(|e| {
             StorageError::unusable(&self.path, format!("cannot serialize metadata: {e}"))
         })?;
-        mk_log::fsutil::write_atomic_with(&self.faults, &self.path, &bytes)?;
+        mk_storage::fsutil::write_atomic_with(&self.faults, &self.path, &bytes)?;
         Ok(())
     }
 }

@@ -10,7 +10,7 @@ use crate::error::{ClusterError, Result};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
 use mk_auth::{AclBinding, AclSet, ScramCredential, ScramMechanism};
-use mk_log::{FaultInjector, StorageError};
+use mk_storage::{FaultInjector, StorageError};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -57,7 +57,7 @@ impl SecurityStore {
     /// Reads the store of `data_dir` (empty when the file does not exist).
     pub fn load(data_dir: &Path, faults: Arc<FaultInjector>) -> Result<SecurityStore> {
         let path = data_dir.join(FILE_NAME);
-        let data = match mk_log::fsutil::read_optional(&path)? {
+        let data = match mk_storage::fsutil::read_optional(&path)? {
             None => SecurityData::default(),
             Some(bytes) => parse(&path, &bytes)?,
         };
@@ -85,7 +85,7 @@ impl SecurityStore {
         };
         let bytes = serde_json::to_vec_pretty(&file)
             .map_err(|e| StorageError::unusable(&self.path, format!("cannot encode: {e}")))?;
-        mk_log::fsutil::write_atomic_with(&self.faults, &self.path, &bytes)?;
+        mk_storage::fsutil::write_atomic_with(&self.faults, &self.path, &bytes)?;
         restrict(&self.path);
         self.data = data;
         Ok(())

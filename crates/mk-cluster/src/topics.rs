@@ -269,6 +269,12 @@ impl Topics<'_> {
         })
     }
 
+    /// Ok if the partition exists (UNKNOWN_TOPIC or UNKNOWN_PARTITION
+    /// otherwise), damaged or not; nothing is read.
+    pub fn check_partition(self, tp: &TopicPartition) -> Result<()> {
+        self.cluster.slot(tp).map(drop)
+    }
+
     /// The live state of one partition.
     pub fn describe_partition(self, tp: &TopicPartition) -> Result<PartitionInfo> {
         self.cluster.check_running()?;
@@ -346,7 +352,7 @@ impl Topics<'_> {
             for broker in &p.replicas {
                 let dir = mk_replication::replica_dir(&self.cluster.config.data_dir, *broker, &tp);
                 if dir.exists() {
-                    return Err(mk_log::StorageError::unusable(
+                    return Err(mk_storage::StorageError::unusable(
                         &dir,
                         format!(
                             "refusing to create {tp}: this directory already exists and may hold                              data of a topic the metadata does not know; move it away first"
@@ -658,7 +664,7 @@ fn remove_topic_files(data_dir: &Path, deletion: &PendingDeletion) -> Result<()>
                     ) => {}
                 Err(e) => {
                     tracing::error!(topic = deletion.name, dir = %dir.display(), error = %e, "cannot remove a deleted topic's files");
-                    return Err(mk_log::StorageError::io(&dir, e).into());
+                    return Err(mk_storage::StorageError::io(&dir, e).into());
                 }
             }
         }
@@ -699,9 +705,10 @@ pub(crate) fn check_no_unknown_partitions(
         })
         .collect();
     let mut unknown = Vec::new();
-    let entries = std::fs::read_dir(data_dir).map_err(|e| mk_log::StorageError::io(data_dir, e))?;
+    let entries =
+        std::fs::read_dir(data_dir).map_err(|e| mk_storage::StorageError::io(data_dir, e))?;
     for entry in entries {
-        let entry = entry.map_err(|e| mk_log::StorageError::io(data_dir, e))?;
+        let entry = entry.map_err(|e| mk_storage::StorageError::io(data_dir, e))?;
         let name = entry.file_name().to_string_lossy().into_owned();
         let Some(broker) = name
             .strip_prefix("broker-")
@@ -713,8 +720,8 @@ pub(crate) fn check_no_unknown_partitions(
         if !dir.is_dir() {
             continue;
         }
-        for part in std::fs::read_dir(&dir).map_err(|e| mk_log::StorageError::io(&dir, e))? {
-            let part = part.map_err(|e| mk_log::StorageError::io(&dir, e))?;
+        for part in std::fs::read_dir(&dir).map_err(|e| mk_storage::StorageError::io(&dir, e))? {
+            let part = part.map_err(|e| mk_storage::StorageError::io(&dir, e))?;
             let pname = part.file_name().to_string_lossy().into_owned();
             let looks_like_partition = pname
                 .rsplit_once('-')
@@ -746,7 +753,7 @@ pub(crate) fn check_no_unknown_partitions(
     } else {
         "metadata.json is missing"
     };
-    Err(mk_log::StorageError::unusable(
+    Err(mk_storage::StorageError::unusable(
         data_dir,
         format!(
             "the data directory holds partition directories that the metadata does not know              ({shown}{more}): {why}. The broker refuses to start so that this data is neither              hidden nor served again under a topic created with the same name. To recover,              restore metadata.json from a backup; to discard the data, move these directories              out of the data directory"

@@ -107,6 +107,19 @@ impl Transactions<'_> {
         self.cluster.guard_strict(r)
     }
 
+    /// Registers an idempotent producer's epoch on one partition (the
+    /// in-process producer does it before its first batch there), so an
+    /// older epoch of the same producer id is fenced on it.
+    pub fn register_producer(
+        self,
+        tp: &TopicPartition,
+        producer_id: i64,
+        epoch: i32,
+    ) -> Result<()> {
+        self.cluster
+            .with_partition(tp, |set| Ok(set.register_producer(producer_id, epoch)?))
+    }
+
     /// Allocates a producer identity for an idempotent producer: a new name
     /// gets the next id and epoch 0, a known name keeps its id and bumps the
     /// epoch (fencing the older instance on every partition). `None`

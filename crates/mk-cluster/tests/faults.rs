@@ -663,7 +663,7 @@ async fn a_full_disk_fails_writes_typed_keeps_reads_and_loses_no_acknowledged_re
     assert_eq!(e.code(), ErrorCode::StorageError, "{e}");
     assert!(
         e.storage_cause()
-            .is_some_and(mk_log::StorageError::is_disk_full),
+            .is_some_and(mk_storage::StorageError::is_disk_full),
         "{e}"
     );
     assert_eq!(

@@ -2,7 +2,6 @@
 
 use bytes::Bytes;
 use mk_cluster::*;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 fn b(s: &str) -> Bytes {
@@ -88,39 +87,6 @@ async fn acks_all_waits_for_replication() {
     let r = waiter.await.unwrap().unwrap();
     assert_eq!(r.base_offset, Some(0));
     assert_eq!(c.data().visible_end(&tp).unwrap(), 1);
-}
-
-#[tokio::test]
-async fn producer_and_group_consumer() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
-    let c = open(dir.path(), vec![1], &clock);
-    c.topics().create("orders", 3, 1).unwrap();
-    let p = c.producer(ProducerOptions::default()).unwrap();
-    let mut futs = Vec::new();
-    for i in 0..30 {
-        futs.push(
-            p.send(ProducerRecord::new(
-                "orders",
-                Some(b(&format!("k{i}"))),
-                Some(b("v")),
-            ))
-            .unwrap(),
-        );
-    }
-    p.flush().await.unwrap();
-    for f in futs {
-        f.await.unwrap();
-    }
-    let consumer = c.consumer("g", ConsumerOptions::default()).unwrap();
-    let assigned = consumer.subscribe(&["orders"]).unwrap();
-    assert_eq!(assigned.len(), 3);
-    let polled = consumer.poll(100).unwrap();
-    assert_eq!(polled.len(), 30);
-    consumer.commit().unwrap();
-    let committed: BTreeMap<_, _> = c.groups().committed("g").unwrap();
-    assert_eq!(committed.values().sum::<i64>(), 30);
-    c.lifecycle().close().await.unwrap();
 }
 
 #[tokio::test]

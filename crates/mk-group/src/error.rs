@@ -243,7 +243,7 @@ mod tests {
 
     #[test]
     fn only_disk_failures_are_storage_failures() {
-        let io = GroupError::Log(LogError::from(mk_log::StorageError::io(
+        let io = GroupError::Log(LogError::from(mk_storage::StorageError::io(
             "x",
             std::io::Error::other("boom"),
         )));

@@ -8,7 +8,8 @@ use bytes::Bytes;
 use common::{Fixture, SESSION_MS, code, offsets, tp};
 use mk_core::{Clock, ErrorCode};
 use mk_group::{GroupConfig, GroupError, GroupState, codec};
-use mk_log::{FaultInjector, LogConfig, PartitionLog, Record, RecordBatch};
+use mk_log::{LogConfig, PartitionLog, Record, RecordBatch};
+use mk_storage::FaultInjector;
 use std::sync::Arc;
 
 /// Commits `rounds` rounds of offsets: group g1 through the group protocol,

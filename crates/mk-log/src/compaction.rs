@@ -17,13 +17,13 @@
 //!    atomic), the directory is fsynced and `cleaner-swap` is removed.
 
 use crate::error::{LogError, Result};
-use crate::fsutil;
 use crate::log::PartitionLog;
 use crate::segment::{INDEX_EXT, LOG_EXT, Segment, TIME_INDEX_EXT, segment_path, write_file};
 use crate::txn_index::AbortedTxn;
 use crate::{codec, codec::BatchHeader};
 use bytes::Bytes;
 use mk_core::ByteReader;
+use mk_storage::fsutil;
 use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};

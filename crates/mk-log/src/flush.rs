@@ -24,10 +24,10 @@
 
 use crate::checkpoint::{Checkpoint, CheckpointKind, SegmentSummary};
 use crate::error::{LogError, Result};
-use crate::fault::FaultInjector;
-use crate::fsutil::{self, Staged};
 use crate::log::PartitionLog;
 use crate::segment::{INDEX_EXT, LOG_EXT, TIME_INDEX_EXT};
+use mk_storage::FaultInjector;
+use mk_storage::fsutil::{self, Staged};
 use std::fs::File;
 use std::path::PathBuf;
 

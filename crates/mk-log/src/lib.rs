@@ -16,9 +16,7 @@ mod checkpoint;
 pub mod codec;
 mod compaction;
 mod error;
-mod fault;
 mod flush;
-pub mod fsutil;
 pub mod index;
 mod log;
 mod log_start;
@@ -31,11 +29,13 @@ pub mod validator;
 
 pub use codec::BatchHeader;
 pub use compaction::CompactionResult;
-pub use error::{LogError, RecordError, Result, StorageError};
-pub use fault::{Fault, FaultInjector, WriteGate, torn_error};
+pub use error::{LogError, RecordError, Result};
 pub use flush::{FlushPlan, SyncedFlush};
 pub use log::{AppendInfo, Fetched, LogConfig, LogRecord, PartitionLog, SegmentInfo, StoredBatch};
 pub use log_start::LOG_START_FILE;
+/// The storage seam the log writes through, re-exported because its types
+/// are part of the log's API (`LogError::Storage`, `LogConfig::faults`).
+pub use mk_storage::{Fault, FaultInjector, StorageError};
 pub use record::{ControlType, Header, ProducerInfo, Record, RecordBatch};
 pub use retention::RetentionPolicy;
 pub use txn_index::AbortedTxn;

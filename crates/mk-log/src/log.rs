@@ -11,8 +11,6 @@ use crate::block::{self, BlockBatch};
 use crate::checkpoint::{Checkpoint, CheckpointKind, SegmentSummary};
 use crate::codec::{self, BatchHeader};
 use crate::error::{LogError, Result};
-use crate::fault::{FaultInjector, WriteGate, torn_error};
-use crate::fsutil;
 use crate::log_start;
 use crate::record::{Record, RecordBatch};
 use crate::recovery::{self, Recovered};
@@ -21,6 +19,8 @@ use crate::segment::{
 };
 use crate::txn_index::{AbortedTxn, TxnIndex};
 use bytes::Bytes;
+use mk_storage::fsutil;
+use mk_storage::{FaultInjector, WriteGate, torn_error};
 use std::fs::{self, File, OpenOptions};
 use std::ops::ControlFlow;
 use std::os::unix::fs::FileExt;

@@ -10,8 +10,8 @@
 //! atomically, so a crash leaves the old start or the new one.
 
 use crate::error::{LogError, Result};
-use crate::fsutil;
 use crate::log::PartitionLog;
+use mk_storage::fsutil;
 use std::path::Path;
 
 /// The file's name inside the partition directory.

@@ -13,12 +13,12 @@
 use crate::checkpoint::{Checkpoint, CheckpointKind};
 use crate::codec;
 use crate::error::{LogError, Result};
-use crate::fsutil;
 use crate::log::{LogConfig, PartitionLog};
 use crate::segment::{
     FrameError, FrameReader, INDEX_EXT, LOG_EXT, Segment, TIME_INDEX_EXT, segment_path,
 };
 use crate::txn_index::TxnIndex;
+use mk_storage::fsutil;
 use std::fs::{self, File, OpenOptions};
 use std::path::Path;
 

@@ -3,10 +3,10 @@
 
 use crate::codec::{self, BatchHeader};
 use crate::error::{LogError, Result};
-use crate::fault::{FaultInjector, WriteGate, torn_error};
 use crate::index::{ENTRY_BYTES, OffsetIndex, TimeIndex};
 use crate::log::LogConfig;
 use bytes::Bytes;
+use mk_storage::{FaultInjector, WriteGate, torn_error};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};

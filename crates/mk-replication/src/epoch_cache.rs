@@ -8,7 +8,8 @@
 //! written with `write_atomic`, so a crash leaves the old or the new file.
 
 use crate::error::{ReplicationError, Result};
-use mk_log::{PartitionLog, StorageError, fsutil};
+use mk_log::PartitionLog;
+use mk_storage::{StorageError, fsutil};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -42,7 +43,7 @@ pub(crate) struct LeaderEpochCache {
     path: PathBuf,
     entries: Vec<EpochEntry>,
     /// The log's fault seam, which the checkpoint's writes pass too.
-    faults: std::sync::Arc<mk_log::FaultInjector>,
+    faults: std::sync::Arc<mk_storage::FaultInjector>,
 }
 
 impl LeaderEpochCache {
@@ -287,7 +288,7 @@ mod tests {
                     start_offset,
                 })
                 .collect(),
-            faults: std::sync::Arc::new(mk_log::FaultInjector::new()),
+            faults: std::sync::Arc::new(mk_storage::FaultInjector::new()),
         }
     }
 

@@ -2,7 +2,8 @@
 //! `ErrorCode`; failures of the disk stay recognisable as such.
 
 use mk_core::ErrorCode;
-use mk_log::{LogError, StorageError};
+use mk_log::LogError;
+use mk_storage::StorageError;
 
 /// Broker identifiers, as in Kafka (`int32`, non-negative).
 pub type BrokerId = i32;

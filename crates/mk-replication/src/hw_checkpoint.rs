@@ -10,7 +10,7 @@
 
 use crate::error::{ReplicationError, Result};
 use mk_core::TopicPartition;
-use mk_log::{StorageError, fsutil};
+use mk_storage::{StorageError, fsutil};
 use std::path::Path;
 
 /// File name of the checkpoint inside a replica's partition directory.
@@ -65,7 +65,7 @@ pub(crate) fn read(dir: &Path, tp: &TopicPartition) -> Result<Option<i64>> {
 mod tests {
     use super::*;
     use mk_core::ErrorCode;
-    use mk_log::FaultInjector;
+    use mk_storage::FaultInjector;
 
     /// What the flush writes (through `fsutil::stage` and a rename).
     fn write(_: &FaultInjector, dir: &Path, tp: &TopicPartition, hw: i64) -> Result<()> {

@@ -11,7 +11,7 @@
 //! ```
 
 use crate::error::{ReplicationError, Result};
-use mk_log::{FaultInjector, StorageError, fsutil};
+use mk_storage::{FaultInjector, StorageError, fsutil};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

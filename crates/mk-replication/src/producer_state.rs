@@ -28,9 +28,8 @@
 
 use crate::error::{ReplicationError, Result};
 use mk_core::{ByteReader, Truncated};
-use mk_log::{
-    BatchHeader, FaultInjector, LogError, PartitionLog, ProducerInfo, StorageError, fsutil,
-};
+use mk_log::{BatchHeader, LogError, PartitionLog, ProducerInfo};
+use mk_storage::{FaultInjector, StorageError, fsutil};
 use std::collections::{BTreeMap, VecDeque};
 use std::fs;
 use std::path::{Path, PathBuf};

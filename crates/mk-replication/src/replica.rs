@@ -8,9 +8,8 @@ use crate::error::{BrokerId, Result};
 use crate::hw_checkpoint;
 use crate::producer_state::{self, ProducerStateMap, Registrations, Snapshot};
 use mk_core::TopicPartition;
-use mk_log::{
-    AppendInfo, LogConfig, LogError, PartitionLog, RecordBatch, StorageError, StoredBatch, fsutil,
-};
+use mk_log::{AppendInfo, LogConfig, LogError, PartitionLog, RecordBatch, StoredBatch};
+use mk_storage::{StorageError, fsutil};
 use std::fs;
 use std::path::{Path, PathBuf};
 

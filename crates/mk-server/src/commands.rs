@@ -378,15 +378,15 @@ pub async fn stats(c: &mut JsonTcpClient, as_json: bool) -> CmdResult {
 }
 
 pub async fn lab(name: &str, as_json: bool) -> CmdResult {
-    if !mk_cluster::labs::LAB_NAMES.contains(&name) {
+    if !mk_labs::LAB_NAMES.contains(&name) {
         return usage(format!(
             "unknown lab {name:?}; available: {}",
-            mk_cluster::labs::LAB_NAMES.join(", ")
+            mk_labs::LAB_NAMES.join(", ")
         ));
     }
     let dir = tempfile::tempdir()
         .map_err(|e| CmdError::Failed(format!("cannot create a temp dir: {e}")))?;
-    let report = mk_cluster::labs::run_lab(name, dir.path())
+    let report = mk_labs::run_lab(name, dir.path())
         .await
         .map_err(|e| CmdError::Failed(format!("lab {name} failed: {e}")))?;
     if as_json {

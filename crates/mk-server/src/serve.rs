@@ -13,7 +13,8 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use mk_adapter_console::{ConsoleOptions, ConsoleServer};
 use mk_adapter_jsontcp::JsonTcpServer;
 use mk_adapter_kafka::{KafkaListener, KafkaServer, SecurityProtocol};
-use mk_cluster::{BrokerCluster, DriverConfig};
+use mk_cluster::BrokerCluster;
+use mk_runtime::{DriverConfig, start_drivers};
 use std::fmt;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -290,8 +291,7 @@ impl Started {
         };
         let lab = settings.server.lab;
         if !lab {
-            cluster
-                .start_drivers(DriverConfig::default())
+            start_drivers(cluster, DriverConfig::default())
                 .map_err(|e| format!("cannot start the background drivers: {e}"))?;
         }
         if let Some(listeners) = kafka_listeners {

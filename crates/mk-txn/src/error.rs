@@ -1,7 +1,7 @@
 //! The error type of mk-txn. Every variant maps to one stable `ErrorCode`.
 
 use mk_core::ErrorCode;
-use mk_log::StorageError;
+use mk_storage::StorageError;
 
 /// Errors of the transaction layer.
 #[derive(Debug, thiserror::Error)]

@@ -11,7 +11,7 @@
 use crate::error::{Result, TxnError};
 use crate::state::{NO_EPOCH, StagedCommit, TxnMetadata, TxnState};
 use mk_core::TopicPartition;
-use mk_log::StorageError;
+use mk_storage::StorageError;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{File, OpenOptions};
@@ -320,7 +320,7 @@ pub struct JournalFaults {
     tear: AtomicBool,
     /// The broker's storage seam, which every journal write and fsync
     /// passes too when set.
-    storage: Option<std::sync::Arc<mk_log::FaultInjector>>,
+    storage: Option<std::sync::Arc<mk_storage::FaultInjector>>,
 }
 
 impl Default for JournalFaults {
@@ -340,7 +340,7 @@ impl JournalFaults {
 
     /// Switches that also pass every journal write and fsync through the
     /// broker's storage fault seam.
-    pub fn with_storage(storage: std::sync::Arc<mk_log::FaultInjector>) -> Self {
+    pub fn with_storage(storage: std::sync::Arc<mk_storage::FaultInjector>) -> Self {
         Self {
             storage: Some(storage),
             ..Self::default()
@@ -356,8 +356,8 @@ impl JournalFaults {
 
     fn write_atomic(&self, path: &Path, bytes: &[u8]) -> Result<()> {
         match &self.storage {
-            Some(s) => Ok(mk_log::fsutil::write_atomic_with(s, path, bytes)?),
-            None => Ok(mk_log::fsutil::write_atomic(path, bytes)?),
+            Some(s) => Ok(mk_storage::fsutil::write_atomic_with(s, path, bytes)?),
+            None => Ok(mk_storage::fsutil::write_atomic(path, bytes)?),
         }
     }
 
@@ -387,7 +387,7 @@ impl JournalFaults {
     /// and fail, `Err` to fail before writing.
     fn before_write(&self, path: &Path, len: usize) -> Result<Option<usize>> {
         if let Some(s) = &self.storage
-            && let mk_log::WriteGate::Torn(n) = s.site_write_of(path, len)?
+            && let mk_storage::WriteGate::Torn(n) = s.site_write_of(path, len)?
         {
             return Ok(Some(n));
         }
@@ -449,7 +449,7 @@ impl Journal {
             .map_err(|e| StorageError::io(path, e))?;
         if !existed {
             let dir = parent(path)?;
-            mk_log::fsutil::sync_dir(dir)?;
+            mk_storage::fsutil::sync_dir(dir)?;
         }
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)

@@ -6,6 +6,7 @@
 use bytes::Bytes;
 use mk_adapter_direct::mk_cluster::*;
 use mk_adapter_direct::{DirectAdmin, DirectClient};
+use mk_client::*;
 use std::sync::Arc;
 
 pub fn b(s: &str) -> Bytes {

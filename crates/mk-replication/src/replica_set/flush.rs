@@ -14,8 +14,9 @@ use super::PartitionReplicaSet;
 use crate::error::{BrokerId, Result};
 use crate::hw_checkpoint::{self, HW_CHECKPOINT_FILE};
 use crate::producer_state::{Registrations, snapshot_path};
-use mk_log::fsutil::{self, Staged};
-use mk_log::{FaultInjector, FlushPlan, SyncedFlush};
+use mk_log::{FlushPlan, SyncedFlush};
+use mk_storage::FaultInjector;
+use mk_storage::fsutil::{self, Staged};
 use std::path::PathBuf;
 use std::sync::Arc;
 

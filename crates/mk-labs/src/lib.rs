@@ -1,18 +1,16 @@
 //! Labs: narrated, deterministic failure scenarios that run on a temporary
 //! data directory with a manual clock (spec 05). Each prints numbered steps
 //! with the offsets, high watermarks and epochs it observes and reports the
-//! key facts, which the tests check. `mk-server lab <name>` runs them.
+//! key facts, which the tests check. `mk-server lab <name>` runs them. The
+//! labs are written against the core's public roles and the in-process
+//! client library, as a reader of the book would write them.
 
-use crate::clients::ClusterClients;
-use crate::cluster::BrokerCluster;
-use crate::config::MiniKafkaConfig;
-use crate::consumer::ConsumerOptions;
-use crate::data::{FetchRequest, Isolation};
-use crate::error::{ClusterError, Result};
 use bytes::Bytes;
-use mk_core::{ManualClock, TopicPartition};
-use mk_log::{Record, RecordBatch};
-use mk_replication::AckMode;
+use mk_client::{ClusterClients, ConsumerOptions};
+use mk_cluster::{
+    AckMode, BrokerCluster, ClusterError, FetchRequest, Isolation, ManualClock, MiniKafkaConfig,
+    Record, RecordBatch, Result, TopicPartition,
+};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;

@@ -6,14 +6,12 @@
 //! batch is appended synchronously when it is sent, and only the wait for
 //! its acknowledgement runs in the background.
 
-use crate::attached::AttachedClient;
-use crate::cluster::BrokerCluster;
-use crate::error::{Cancelled, ClientError, ClusterError, Result};
-use crate::partitioner::partition_for_key;
 use bytes::Bytes;
-use mk_core::TopicPartition;
-use mk_log::{Header, ProducerInfo, Record, RecordBatch};
-use mk_replication::{AckMode, ProducerIdentity};
+use mk_cluster::partitioner::partition_for_key;
+use mk_cluster::{
+    AckMode, AttachedClient, BrokerCluster, Cancelled, ClientError, ClusterError, Header,
+    ProducerIdentity, ProducerInfo, Record, RecordBatch, Result, TopicPartition,
+};
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::pin::Pin;
@@ -177,7 +175,7 @@ pub fn estimated_size(key: Option<&Bytes>, value: Option<&Bytes>) -> usize {
 
 impl Producer {
     pub(crate) fn new(cluster: Arc<BrokerCluster>, options: ProducerOptions) -> Result<Self> {
-        cluster.check_running()?;
+        cluster.lifecycle().check_running()?;
         if options.batch_size == 0 || options.max_buffer_bytes == 0 {
             return Err(ClusterError::InvalidRequest(
                 "batch_size and max_buffer_bytes must be > 0".into(),
@@ -233,7 +231,7 @@ impl Producer {
     /// Sends every queue whose linger has expired (the explicit step of
     /// spec 00; the server has no in-process producers).
     pub fn run_due_flushes(&self) -> Result<usize> {
-        let now = self.shared.cluster.clock.now_ms();
+        let now = self.shared.cluster.clock().now_ms();
         let linger = self.shared.options.linger_ms;
         self.shared
             .send_where(|q| now - q.first_enqueued_ms >= linger)
@@ -273,7 +271,7 @@ impl Producer {
 impl ProducerShared {
     fn send(self: &Arc<Self>, record: ProducerRecord) -> Result<RecordFuture> {
         let cluster = &self.cluster;
-        cluster.check_running()?;
+        cluster.lifecycle().check_running()?;
         let count = cluster.topics().partition_count(&record.topic)?;
         if let Some(p) = record.partition
             && p >= count
@@ -284,7 +282,7 @@ impl ProducerShared {
             });
         }
         let size = estimated_size(record.key.as_ref(), record.value.as_ref());
-        let now = cluster.clock.now_ms();
+        let now = cluster.clock().now_ms();
         let (tx, rx) = oneshot::channel();
         let full = {
             let mut st = self.state.lock().expect("producer lock");
@@ -376,9 +374,10 @@ impl ProducerShared {
         };
         if let Some(id) = self.identity {
             if st.registered.insert(tp.clone())
-                && let Err(e) = self.cluster.with_partition(tp, |set| {
-                    Ok(set.register_producer(id.producer_id, id.epoch)?)
-                })
+                && let Err(e) =
+                    self.cluster
+                        .transactions()
+                        .register_producer(tp, id.producer_id, id.epoch)
             {
                 st.registered.remove(tp);
                 fail_all(q.waiters, &e);
@@ -422,7 +421,7 @@ impl ProducerShared {
             this.drained.notify_waiters();
         };
         if self.options.acks == AckMode::All {
-            let spawned = self.cluster.spawn_owned(finish);
+            let spawned = self.cluster.lifecycle().spawn_owned(finish);
             if let Err(e) = spawned {
                 self.in_flight.fetch_sub(1, Ordering::SeqCst);
                 return Err(e);
@@ -444,7 +443,7 @@ impl ProducerShared {
             }
             tokio::select! {
                 _ = &mut notified => {}
-                _ = self.cluster.shutdown.cancelled() => return,
+                _ = self.cluster.lifecycle().closing() => return,
             }
         }
     }
@@ -482,7 +481,7 @@ fn resolve(
     tp: &TopicPartition,
     waiters: Vec<Waiter>,
     timestamps: &[i64],
-    result: Result<mk_replication::ProduceResult>,
+    result: Result<mk_cluster::ProduceResult>,
 ) {
     match result {
         Ok(r) => {
@@ -509,7 +508,7 @@ fn fail_all(waiters: Vec<Waiter>, e: &ClusterError) {
 
 /// Every record of a failed batch gets "the same error": same code, same
 /// message.
-fn clone_error(code: mk_core::ErrorCode, msg: &str) -> ClusterError {
+fn clone_error(code: mk_cluster::ErrorCode, msg: &str) -> ClusterError {
     ClusterError::Replayed {
         code,
         message: msg.to_string(),

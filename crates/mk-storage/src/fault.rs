@@ -233,7 +233,7 @@ impl FaultInjector {
         }
     }
 
-    pub(crate) fn at_step(&self, step: u32, path: &Path) -> Result<(), StorageError> {
+    pub fn at_step(&self, step: u32, path: &Path) -> Result<(), StorageError> {
         if self.crash_at_step.load(Ordering::SeqCst) == i64::from(step) {
             return Err(StorageError::io(
                 path,

@@ -1,9 +1,8 @@
 //! The constructors of the in-process clients on a shared cluster.
 
-use crate::cluster::BrokerCluster;
 use crate::consumer::{Consumer, ConsumerOptions};
-use crate::error::Result;
 use crate::producer::{Producer, ProducerOptions};
+use mk_cluster::{BrokerCluster, Result};
 use std::sync::Arc;
 
 /// Client constructors.

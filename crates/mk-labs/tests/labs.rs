@@ -1,8 +1,8 @@
 //! Every lab runs as a test and its key facts hold.
 
-use mk_cluster::labs::{LAB_NAMES, run_lab};
+use mk_labs::{LAB_NAMES, run_lab};
 
-async fn lab(name: &str) -> mk_cluster::labs::LabReport {
+async fn lab(name: &str) -> mk_labs::LabReport {
     let dir = tempfile::tempdir().unwrap();
     let report = run_lab(name, dir.path())
         .await

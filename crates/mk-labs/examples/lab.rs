@@ -1,10 +1,10 @@
 //! Runs one narrated lab on a temporary data directory:
-//! `cargo run -p mk-cluster --example lab -- leader_failure`
+//! `cargo run -p mk-labs --example lab -- leader_failure`
 //! (labs: leader_failure, rebalance, divergent_tail, exactly_once; no name
 //! runs them all). The same labs run as tests and as `mk-server lab <name>`.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
-use mk_cluster::labs::{LAB_NAMES, run_lab};
+use mk_labs::{LAB_NAMES, run_lab};
 use std::process::ExitCode;
 
 #[tokio::main(flavor = "current_thread")]

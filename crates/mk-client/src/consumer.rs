@@ -2,11 +2,10 @@
 //! subscription, positions, committed offsets, `auto_offset_reset`, seek,
 //! commit fenced by generation, lag, heartbeat and leave on close.
 
-use crate::attached::AttachedClient;
-use crate::cluster::BrokerCluster;
-use crate::data::{ConsumerRecord, FetchRequest, Isolation};
-use crate::error::{ClusterError, Result};
-use mk_core::{ErrorCode, TopicPartition};
+use mk_cluster::{
+    AttachedClient, BrokerCluster, ClusterError, ConsumerRecord, ErrorCode, FetchRequest,
+    Isolation, Result, TopicPartition,
+};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -91,16 +90,18 @@ impl Consumer {
         group_id: &str,
         options: ConsumerOptions,
     ) -> Result<Self> {
-        cluster.check_running()?;
+        cluster.lifecycle().check_running()?;
         if group_id.is_empty() {
             return Err(ClusterError::InvalidRequest(
                 "group_id must not be empty".into(),
             ));
         }
-        let member_id = options
-            .member_id
-            .clone()
-            .unwrap_or_else(|| format!("{group_id}-member-{}", cluster.next_member_number()));
+        let member_id = options.member_id.clone().unwrap_or_else(|| {
+            format!(
+                "{group_id}-member-{}",
+                cluster.groups().next_member_number()
+            )
+        });
         let shared = Arc::new(ConsumerShared {
             cluster: cluster.clone(),
             group_id: group_id.to_string(),
@@ -151,7 +152,7 @@ impl Consumer {
             ));
         }
         for tp in partitions {
-            self.cluster().slot(tp)?;
+            self.cluster().topics().check_partition(tp)?;
         }
         st.mode = Mode::Assigned;
         st.assignment = partitions.to_vec();

@@ -1,0 +1,156 @@
+//! The runtime of a broker that runs on its own: tokio tasks that run the
+//! core's explicit steps from timers and events (replication woken by every
+//! append, group and transaction expiry, flush cycles, retention and
+//! compaction, the disk-space probe). Each is owned by the cluster and
+//! stops on its `close()`. No behavior lives only here: every driver calls a
+//! public step that tests and labs call by hand. mk-server's broker (the
+//! binary and the embedded one) starts them; tests that want a running
+//! broker without the server start them too.
+
+use mk_cluster::{BrokerCluster, ErrorCode, Result};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Intervals of the background drivers.
+#[derive(Debug, Clone)]
+pub struct DriverConfig {
+    /// Replication runs on every append (event-driven) and at least this
+    /// often, which also refreshes the ISR by the time rule.
+    pub replication_tick: Duration,
+    /// The group coordinator's time step: session expiry, and the end of
+    /// rebalance barriers whose timeout passed. It runs often because a
+    /// JoinGroup waiting at a barrier is answered by it.
+    pub group_expiry_interval: Duration,
+    pub transaction_expiry_interval: Duration,
+    /// `None` leaves fsync to the flush policy and to close.
+    pub flush_interval: Option<Duration>,
+    /// Retention and compaction of every topic (and the offsets log).
+    pub cleanup_interval: Duration,
+    /// While the disk is marked full, how often a small write probes
+    /// whether space is back (`probe_disk_space`).
+    pub storage_probe_interval: Duration,
+}
+
+impl Default for DriverConfig {
+    fn default() -> Self {
+        Self {
+            replication_tick: Duration::from_millis(200),
+            group_expiry_interval: Duration::from_millis(100),
+            transaction_expiry_interval: Duration::from_millis(1_000),
+            flush_interval: Some(Duration::from_millis(1_000)),
+            cleanup_interval: Duration::from_secs(60),
+            storage_probe_interval: Duration::from_millis(1_000),
+        }
+    }
+}
+
+/// Starts every background driver on `cluster` (needs a tokio runtime).
+pub fn start_drivers(cluster: &Arc<BrokerCluster>, config: DriverConfig) -> Result<()> {
+    let owner = cluster.lifecycle();
+    let c = cluster.clone();
+    owner.spawn_owned(async move {
+        loop {
+            tokio::select! {
+                _ = c.data().until_appended() => {}
+                _ = tokio::time::sleep(config.replication_tick) => {}
+            }
+            if !step_ok("replication", c.steps().replicate_all_once()) {
+                break;
+            }
+        }
+    })?;
+    let c = cluster.clone();
+    let every = config.group_expiry_interval;
+    owner.spawn_owned(async move {
+        let mut tick = interval(every);
+        loop {
+            tick.tick().await;
+            if !step_ok("group expiry", c.groups().expire_members()) {
+                break;
+            }
+        }
+    })?;
+    let c = cluster.clone();
+    let every = config.transaction_expiry_interval;
+    owner.spawn_owned(async move {
+        let mut tick = interval(every);
+        loop {
+            tick.tick().await;
+            if !step_ok("transaction expiry", c.transactions().expire().await) {
+                break;
+            }
+        }
+    })?;
+    if let Some(every) = config.flush_interval {
+        let c = cluster.clone();
+        owner.spawn_owned(async move {
+            let mut tick = interval(every);
+            loop {
+                tick.tick().await;
+                // fsync blocks: it runs on the blocking pool, never on
+                // a runtime thread that serves connections.
+                let cycle = c.clone();
+                let flushed = match tokio::task::spawn_blocking(move || {
+                    cycle.steps().run_flush_cycle()
+                })
+                .await
+                {
+                    Ok(r) => r,
+                    Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                    Err(_) => break, // the runtime is shutting down
+                };
+                if !step_ok("flush cycle", flushed) {
+                    break;
+                }
+            }
+        })?;
+    }
+    let c = cluster.clone();
+    let every = config.storage_probe_interval;
+    owner.spawn_owned(async move {
+        let mut tick = interval(every);
+        loop {
+            tick.tick().await;
+            if c.lifecycle().check_running().is_err() {
+                break;
+            }
+            c.lifecycle().probe_disk_space();
+        }
+    })?;
+    let c = cluster.clone();
+    let every = config.cleanup_interval;
+    owner.spawn_owned(async move {
+        let mut tick = interval(every);
+        loop {
+            tick.tick().await;
+            if !step_ok("retention", c.steps().apply_retention_all())
+                || !step_ok("compaction", c.steps().compact_all())
+            {
+                break;
+            }
+        }
+    })?;
+    Ok(())
+}
+
+fn interval(every: Duration) -> tokio::time::Interval {
+    let mut i = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    i.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    i
+}
+
+/// Logs a failed step; returns false when the cluster can no longer run
+/// (closed or failed), which ends the driver.
+fn step_ok<T>(name: &str, r: Result<T>) -> bool {
+    match r {
+        Ok(_) => true,
+        Err(e) => {
+            let code = e.code();
+            if matches!(code, ErrorCode::ClusterClosed | ErrorCode::ClusterFailed) {
+                return false;
+            }
+            tracing::warn!(step = name, error = %e, "background step failed");
+            true
+        }
+    }
+}
