@@ -56,6 +56,28 @@ pub struct BatchHeader {
 }
 
 impl BatchHeader {
+    /// The header of a batch in memory whose first offset is `base_offset`.
+    /// With `decode_header` (a header read from a frame) this is where every
+    /// `BatchHeader` is built, so the two cannot drift apart.
+    pub(crate) fn of_batch(batch: &RecordBatch, base_offset: i64) -> Self {
+        Self {
+            base_offset,
+            leader_epoch: batch.leader_epoch(),
+            producer: batch.producer(),
+            transactional: batch.is_transactional(),
+            control: batch.control(),
+            last_offset_delta: batch.last_offset_delta(),
+            record_count: batch.records().len() as u32,
+        }
+    }
+    /// The same batch after compaction kept `record_count` of its records:
+    /// offsets, producer and epoch never change, only the count.
+    pub(crate) fn with_record_count(self, record_count: u32) -> Self {
+        Self {
+            record_count,
+            ..self
+        }
+    }
     /// `base_offset + last_offset_delta + 1`.
     pub fn next_offset(&self) -> i64 {
         self.base_offset + i64::from(self.last_offset_delta) + 1

@@ -19,20 +19,15 @@
 use crate::error::{LogError, Result};
 use crate::log::PartitionLog;
 use crate::segment::{INDEX_EXT, LOG_EXT, Segment, TIME_INDEX_EXT, segment_path, write_file};
+use crate::swap::{EXTS, SWAP_MARKER, cleaned_path, encode_bases, remove_cleaned_files};
 use crate::txn_index::AbortedTxn;
 use crate::{codec, codec::BatchHeader};
 use bytes::Bytes;
-use mk_core::ByteReader;
 use mk_storage::fsutil;
 use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};
 use std::ops::ControlFlow;
-use std::path::{Path, PathBuf};
-
-const SWAP_MARKER: &str = "cleaner-swap";
-const CLEANED: &str = "cleaned";
-const EXTS: [&str; 3] = [LOG_EXT, INDEX_EXT, TIME_INDEX_EXT];
 
 /// What a compaction did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -43,13 +38,6 @@ pub struct CompactionResult {
     pub records_before: u64,
     /// Records in the examined closed segments after compaction.
     pub records_after: u64,
-}
-
-fn cleaned_path(dir: &Path, base: i64, ext: &str) -> PathBuf {
-    let mut p = segment_path(dir, base, ext).into_os_string();
-    p.push(".");
-    p.push(CLEANED);
-    PathBuf::from(p)
 }
 
 /// Aborted ranges by producer id.
@@ -265,10 +253,7 @@ impl PartitionLog {
                 buf.clear();
                 codec::encode_into(&batch, &mut buf)?;
                 out.write_all(&buf).map_err(|e| LogError::io(&path, e))?;
-                let header = BatchHeader {
-                    record_count: kept as u32,
-                    ..b.header
-                };
+                let header = b.header.with_record_count(kept as u32);
                 shadow.note_batch(position, &header, buf.len() as u64, max_ts, interval);
             }
             Ok(())
@@ -335,72 +320,4 @@ impl PartitionLog {
         fsutil::remove_if_exists(&marker)?;
         Ok(fsutil::sync_dir_with(faults, &self.dir)?)
     }
-}
-
-fn encode_bases(bases: &[i64]) -> Vec<u8> {
-    let mut body = Vec::with_capacity(4 + bases.len() * 8);
-    body.extend_from_slice(&(bases.len() as u32).to_be_bytes());
-    for b in bases {
-        body.extend_from_slice(&b.to_be_bytes());
-    }
-    let mut out = crc32c::crc32c(&body).to_be_bytes().to_vec();
-    out.extend_from_slice(&body);
-    out
-}
-
-fn decode_bases(bytes: &[u8]) -> Option<Vec<i64>> {
-    let (crc, body) = bytes.split_first_chunk::<4>()?;
-    if crc32c::crc32c(body) != u32::from_be_bytes(*crc) {
-        return None;
-    }
-    let mut r = ByteReader::new(body);
-    let n = r.u32().ok()? as usize;
-    if n.checked_mul(8) != Some(r.remaining()) {
-        return None;
-    }
-    (0..n).map(|_| r.i64().ok()).collect()
-}
-
-/// Completes or discards an interrupted compaction swap. Runs first thing on
-/// open.
-pub(crate) fn recover_swap(dir: &Path) -> Result<()> {
-    let marker = dir.join(SWAP_MARKER);
-    fsutil::remove_if_exists(&dir.join(format!("{SWAP_MARKER}.tmp")))?;
-    match fsutil::read_optional(&marker)? {
-        Some(bytes) => {
-            let bases = decode_bases(&bytes)
-                .ok_or_else(|| LogError::storage(&marker, "compaction swap marker is damaged"))?;
-            for base in bases {
-                for ext in EXTS {
-                    let cleaned = cleaned_path(dir, base, ext);
-                    if cleaned.exists() {
-                        let live = segment_path(dir, base, ext);
-                        fs::rename(&cleaned, &live).map_err(|e| LogError::io(&live, e))?;
-                    }
-                }
-            }
-            fsutil::sync_dir(dir)?;
-            fsutil::remove_if_exists(&marker)?;
-            fsutil::sync_dir(dir)?;
-        }
-        None => {
-            if remove_cleaned_files(dir)? {
-                fsutil::sync_dir(dir)?;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Removes every `.cleaned` file of `dir`; true if there was one.
-fn remove_cleaned_files(dir: &Path) -> Result<bool> {
-    let mut removed = false;
-    for entry in fs::read_dir(dir).map_err(|e| LogError::io(dir, e))? {
-        let entry = entry.map_err(|e| LogError::io(dir, e))?;
-        if entry.file_name().to_string_lossy().ends_with(".cleaned") {
-            fsutil::remove_if_exists(&entry.path())?;
-            removed = true;
-        }
-    }
-    Ok(removed)
 }

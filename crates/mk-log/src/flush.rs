@@ -301,7 +301,8 @@ impl PartitionLog {
 #[cfg(test)]
 mod tests {
     use crate::checkpoint::CheckpointKind;
-    use crate::log::{LogConfig, PartitionLog};
+    use crate::config::LogConfig;
+    use crate::log::PartitionLog;
     use crate::record::{Record, RecordBatch};
     use bytes::Bytes;
 

@@ -15,6 +15,7 @@ pub mod block_records;
 mod checkpoint;
 pub mod codec;
 mod compaction;
+mod config;
 mod error;
 mod flush;
 pub mod index;
@@ -24,14 +25,16 @@ pub mod record;
 mod recovery;
 mod retention;
 mod segment;
+mod swap;
 mod txn_index;
 pub mod validator;
 
 pub use codec::BatchHeader;
 pub use compaction::CompactionResult;
+pub use config::LogConfig;
 pub use error::{LogError, RecordError, Result};
 pub use flush::{FlushPlan, SyncedFlush};
-pub use log::{AppendInfo, Fetched, LogConfig, LogRecord, PartitionLog, SegmentInfo, StoredBatch};
+pub use log::{AppendInfo, Fetched, LogRecord, PartitionLog, SegmentInfo, StoredBatch};
 pub use log_start::LOG_START_FILE;
 /// The storage seam the log writes through, re-exported because its types
 /// are part of the log's API (`LogError::Storage`, `LogConfig::faults`).

@@ -10,6 +10,7 @@
 use crate::block::{self, BlockBatch};
 use crate::checkpoint::{Checkpoint, CheckpointKind, SegmentSummary};
 use crate::codec::{self, BatchHeader};
+use crate::config::LogConfig;
 use crate::error::{LogError, Result};
 use crate::log_start;
 use crate::record::{Record, RecordBatch};
@@ -20,59 +21,11 @@ use crate::segment::{
 use crate::txn_index::{AbortedTxn, TxnIndex};
 use bytes::Bytes;
 use mk_storage::fsutil;
-use mk_storage::{FaultInjector, WriteGate, torn_error};
+use mk_storage::{WriteGate, torn_error};
 use std::fs::{self, File, OpenOptions};
 use std::ops::ControlFlow;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-
-/// Settings of one partition log.
-#[derive(Debug, Clone)]
-pub struct LogConfig {
-    /// Roll to a new segment before a batch would grow the active one past
-    /// this size.
-    pub segment_max_bytes: u64,
-    /// Bytes between two sparse index entries.
-    pub index_interval_bytes: u64,
-    /// Largest payload a batch may have; the decoder refuses larger frames.
-    pub max_batch_bytes: u32,
-    /// Fault-injection switches (never fire unless a test turns them on).
-    pub faults: Arc<FaultInjector>,
-}
-
-impl Default for LogConfig {
-    fn default() -> Self {
-        Self {
-            segment_max_bytes: 1_048_576,
-            index_interval_bytes: 4_096,
-            max_batch_bytes: 16_777_216,
-            faults: Arc::new(FaultInjector::new()),
-        }
-    }
-}
-
-impl LogConfig {
-    /// Checks every rule of the configuration table (spec 00).
-    pub fn validate(&self) -> Result<()> {
-        if self.segment_max_bytes == 0 {
-            return Err(LogError::InvalidRequest(
-                "segment_max_bytes must be > 0".into(),
-            ));
-        }
-        if self.index_interval_bytes == 0 {
-            return Err(LogError::InvalidRequest(
-                "index_interval_bytes must be > 0".into(),
-            ));
-        }
-        if self.max_batch_bytes == 0 {
-            return Err(LogError::InvalidRequest(
-                "max_batch_bytes must be > 0".into(),
-            ));
-        }
-        Ok(())
-    }
-}
 
 /// Where an appended batch landed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1238,4 +1191,20 @@ fn max_timestamp_below(file: &File, path: &Path, limit: u64, max_batch_bytes: u3
         max = max.max(batch.max_timestamp_ms());
     }
     Ok(max)
+}
+
+impl PartitionLog {
+    /// Forgets the recovery point before closed segments change (truncation,
+    /// deletion, compaction), so a crash never trusts a stale summary. The
+    /// next flush writes a new one.
+    pub(crate) fn invalidate_recovery_checkpoint(&mut self) -> Result<()> {
+        let path = self.dir.join(CheckpointKind::RecoveryPoint.file_name());
+        self.recovery_bases.clear();
+        self.rewrites += 1;
+        if path.exists() {
+            fsutil::remove_if_exists(&path)?;
+            fsutil::sync_dir_with(&self.config.faults, &self.dir)?;
+        }
+        Ok(())
+    }
 }

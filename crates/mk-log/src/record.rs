@@ -310,17 +310,9 @@ impl RecordBatch {
     }
 
     /// The header the batch has on disk, once assigned (`None` before).
-    /// Every `BatchHeader` of a batch in memory is built here.
     pub fn header(&self) -> Option<BatchHeader> {
-        Some(BatchHeader {
-            base_offset: self.base_offset?,
-            leader_epoch: self.leader_epoch,
-            producer: self.producer,
-            transactional: self.is_transactional(),
-            control: self.control,
-            last_offset_delta: self.last_offset_delta,
-            record_count: self.records.len() as u32,
-        })
+        self.base_offset
+            .map(|base| BatchHeader::of_batch(self, base))
     }
 
     /// The offset after the batch, once assigned.

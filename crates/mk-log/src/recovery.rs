@@ -12,8 +12,8 @@
 
 use crate::checkpoint::{Checkpoint, CheckpointKind};
 use crate::codec;
+use crate::config::LogConfig;
 use crate::error::{LogError, Result};
-use crate::log::{LogConfig, PartitionLog};
 use crate::segment::{
     FrameError, FrameReader, INDEX_EXT, LOG_EXT, Segment, TIME_INDEX_EXT, segment_path,
 };
@@ -39,7 +39,7 @@ pub(crate) struct Recovered {
 
 /// Recovers the segments of the log in `dir` (which exists).
 pub(crate) fn recover(dir: &Path, config: &LogConfig) -> Result<Recovered> {
-    crate::compaction::recover_swap(dir)?;
+    crate::swap::recover_swap(dir)?;
     let bases = list_segment_bases(dir)?;
     let cp_path = dir.join(CheckpointKind::CleanShutdown.file_name());
     let checkpoint = fsutil::read_optional(&cp_path)?;
@@ -368,20 +368,4 @@ fn intact_frame_after(
         start += WINDOW - codec::MAGIC.len() as u64 + 1;
     }
     Ok(None)
-}
-
-impl PartitionLog {
-    /// Forgets the recovery point before closed segments change (truncation,
-    /// deletion, compaction), so a crash never trusts a stale summary. The
-    /// next flush writes a new one.
-    pub(crate) fn invalidate_recovery_checkpoint(&mut self) -> Result<()> {
-        let path = self.dir.join(CheckpointKind::RecoveryPoint.file_name());
-        self.recovery_bases.clear();
-        self.rewrites += 1;
-        if path.exists() {
-            fsutil::remove_if_exists(&path)?;
-            fsutil::sync_dir_with(&self.config.faults, &self.dir)?;
-        }
-        Ok(())
-    }
 }

@@ -2,9 +2,9 @@
 //! sparse indexes, plus the frame reader that every read path shares.
 
 use crate::codec::{self, BatchHeader};
+use crate::config::LogConfig;
 use crate::error::{LogError, Result};
 use crate::index::{ENTRY_BYTES, OffsetIndex, TimeIndex};
-use crate::log::LogConfig;
 use bytes::Bytes;
 use mk_storage::{FaultInjector, WriteGate, torn_error};
 use std::fs::File;

@@ -1,0 +1,54 @@
+//! `LogConfig`: the settings of one partition log (segment size, index
+//! interval, largest batch, the fault seam), apart from `PartitionLog` so
+//! that segments and recovery can read them without the log itself.
+
+use crate::error::{LogError, Result};
+use mk_storage::FaultInjector;
+use std::sync::Arc;
+
+/// Settings of one partition log.
+#[derive(Debug, Clone)]
+pub struct LogConfig {
+    /// Roll to a new segment before a batch would grow the active one past
+    /// this size.
+    pub segment_max_bytes: u64,
+    /// Bytes between two sparse index entries.
+    pub index_interval_bytes: u64,
+    /// Largest payload a batch may have; the decoder refuses larger frames.
+    pub max_batch_bytes: u32,
+    /// Fault-injection switches (never fire unless a test turns them on).
+    pub faults: Arc<FaultInjector>,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        Self {
+            segment_max_bytes: 1_048_576,
+            index_interval_bytes: 4_096,
+            max_batch_bytes: 16_777_216,
+            faults: Arc::new(FaultInjector::new()),
+        }
+    }
+}
+
+impl LogConfig {
+    /// Checks every rule of the configuration table (spec 00).
+    pub fn validate(&self) -> Result<()> {
+        if self.segment_max_bytes == 0 {
+            return Err(LogError::InvalidRequest(
+                "segment_max_bytes must be > 0".into(),
+            ));
+        }
+        if self.index_interval_bytes == 0 {
+            return Err(LogError::InvalidRequest(
+                "index_interval_bytes must be > 0".into(),
+            ));
+        }
+        if self.max_batch_bytes == 0 {
+            return Err(LogError::InvalidRequest(
+                "max_batch_bytes must be > 0".into(),
+            ));
+        }
+        Ok(())
+    }
+}
