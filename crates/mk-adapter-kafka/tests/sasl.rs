@@ -371,3 +371,84 @@ async fn hostile_sasl_frames_are_closed_and_others_keep_being_served() {
     assert!(served(&mut bystander).await);
     s.stop().await;
 }
+
+#[tokio::test]
+async fn scram_users_made_with_alter_user_scram_credentials_can_log_in() {
+    use mk_adapter_kafka::messages::alter_user_scram_credentials::{
+        AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse,
+        ScramCredentialDeletion, ScramCredentialUpsertion,
+    };
+    use mk_adapter_kafka::messages::describe_user_scram_credentials::{
+        DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse,
+    };
+    let s = Sasl::start(|_| {}).await;
+    let mut admin = s.plain().await;
+    handshake(&mut admin, 1, "PLAIN").await;
+    authenticate(&mut admin, b"\0alice\0alice-secret").await;
+    let m = ScramMechanism::Sha512;
+    let salt = b"carol's salt".to_vec();
+    let upsert = AlterUserScramCredentialsRequest {
+        deletions: vec![ScramCredentialDeletion {
+            name: "dave".into(),
+            mechanism: m.code(),
+        }],
+        upsertions: vec![ScramCredentialUpsertion {
+            name: "carol".into(),
+            mechanism: m.code(),
+            iterations: 8192,
+            salted_password: Bytes::from(m.salted_password(b"carol-secret", &salt, 8192)),
+            salt: Bytes::from(salt),
+        }],
+    };
+    let r: AlterUserScramCredentialsResponse = admin
+        .call(key::ALTER_USER_SCRAM_CREDENTIALS, 0, &upsert)
+        .await;
+    let codes: Vec<(&str, KafkaCode)> = r
+        .results
+        .iter()
+        .map(|x| (x.user.as_str(), x.error_code))
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            ("dave", KafkaCode::RESOURCE_NOT_FOUND),
+            ("carol", KafkaCode::NONE)
+        ]
+    );
+    let d: DescribeUserScramCredentialsResponse = admin
+        .call(
+            key::DESCRIBE_USER_SCRAM_CREDENTIALS,
+            0,
+            &DescribeUserScramCredentialsRequest { users: None },
+        )
+        .await;
+    let users: Vec<(&str, usize)> = d
+        .results
+        .iter()
+        .map(|x| (x.user.as_str(), x.credential_infos.len()))
+        .collect();
+    assert_eq!(users, [("bob", 2), ("carol", 1)]);
+    let mut carol = s.tls().await;
+    assert_eq!(
+        scram(&mut carol, m, "carol", "carol-secret").await,
+        (KafkaCode::NONE, true)
+    );
+    // Deleted, the credential no longer logs in.
+    let delete = AlterUserScramCredentialsRequest {
+        deletions: vec![ScramCredentialDeletion {
+            name: "carol".into(),
+            mechanism: m.code(),
+        }],
+        upsertions: Vec::new(),
+    };
+    let r: AlterUserScramCredentialsResponse = admin
+        .call(key::ALTER_USER_SCRAM_CREDENTIALS, 0, &delete)
+        .await;
+    assert_eq!(r.results[0].error_code, KafkaCode::NONE);
+    let mut again = s.tls().await;
+    assert_eq!(
+        scram(&mut again, m, "carol", "carol-secret").await.0,
+        KafkaCode::SASL_AUTHENTICATION_FAILED
+    );
+    s.stop().await;
+}

@@ -19,6 +19,8 @@
 //! - `txn`: AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit
 //! - `sasl`: SaslHandshake, SaslAuthenticate (and the connection's
 //!   `Session`)
+//! - `scram_users`: DescribeUserScramCredentials,
+//!   AlterUserScramCredentials
 //! - `admin`: CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs,
 //!   AlterConfigs, IncrementalAlterConfigs
 //! - `log_admin`: DeleteRecords, DescribeLogDirs, DescribeProducers
@@ -39,6 +41,7 @@ pub mod metadata;
 pub mod offsets;
 pub mod produce;
 pub mod sasl;
+pub mod scram_users;
 pub mod share_groups;
 pub mod share_offsets;
 pub mod txn;

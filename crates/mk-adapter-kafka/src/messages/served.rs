@@ -239,6 +239,20 @@ pub const APIS: &[ApiSpec] = &[
         flexible_from: i16::MAX,
     },
     ApiSpec {
+        key: key::DESCRIBE_USER_SCRAM_CREDENTIALS,
+        name: "DescribeUserScramCredentials",
+        min_version: 0,
+        max_version: 0,
+        flexible_from: 0,
+    },
+    ApiSpec {
+        key: key::ALTER_USER_SCRAM_CREDENTIALS,
+        name: "AlterUserScramCredentials",
+        min_version: 0,
+        max_version: 0,
+        flexible_from: 0,
+    },
+    ApiSpec {
         key: key::DESCRIBE_CLUSTER,
         name: "DescribeCluster",
         min_version: 0,
@@ -540,6 +554,21 @@ pub async fn dispatch(
                 .await
                 .answer(w, v)
         }
+        key::DESCRIBE_USER_SCRAM_CREDENTIALS => {
+            let req =
+                describe_user_scram_credentials::DescribeUserScramCredentialsRequest::read(r, v)?;
+            r.finish("request")?;
+            api::scram_users::handle_describe_user_scram_credentials(ctx, req)
+                .await
+                .answer(w, v)
+        }
+        key::ALTER_USER_SCRAM_CREDENTIALS => {
+            let req = alter_user_scram_credentials::AlterUserScramCredentialsRequest::read(r, v)?;
+            r.finish("request")?;
+            api::scram_users::handle_alter_user_scram_credentials(ctx, req)
+                .await
+                .answer(w, v)
+        }
         key::DESCRIBE_CLUSTER => {
             let req = describe_cluster::DescribeClusterRequest::read(r, v)?;
             r.finish("request")?;
@@ -741,6 +770,12 @@ pub fn decode_request(frame: &Bytes) -> DecodeResult<RequestHeader> {
         }
         key::OFFSET_DELETE => {
             offset_delete::OffsetDeleteRequest::read(r, v)?;
+        }
+        key::DESCRIBE_USER_SCRAM_CREDENTIALS => {
+            describe_user_scram_credentials::DescribeUserScramCredentialsRequest::read(r, v)?;
+        }
+        key::ALTER_USER_SCRAM_CREDENTIALS => {
+            alter_user_scram_credentials::AlterUserScramCredentialsRequest::read(r, v)?;
         }
         key::DESCRIBE_CLUSTER => {
             describe_cluster::DescribeClusterRequest::read(r, v)?;
