@@ -60,6 +60,7 @@ impl KafkaCode {
     pub const INVALID_RECORD: KafkaCode = KafkaCode(87);
     pub const PRODUCER_FENCED: KafkaCode = KafkaCode(90);
     pub const UNKNOWN_TOPIC_ID: KafkaCode = KafkaCode(100);
+    pub const TRANSACTIONAL_ID_NOT_FOUND: KafkaCode = KafkaCode(105);
     pub const FENCED_MEMBER_EPOCH: KafkaCode = KafkaCode(110);
     pub const UNRELEASED_INSTANCE_ID: KafkaCode = KafkaCode(111);
     pub const UNSUPPORTED_ASSIGNOR: KafkaCode = KafkaCode(112);

@@ -962,3 +962,124 @@ mod producers {
         h.stop().await;
     }
 }
+
+mod txn_admin {
+    use super::*;
+    use mk_adapter_kafka::messages::describe_transactions::{
+        DescribeTransactionsRequest, DescribeTransactionsResponse,
+    };
+    use mk_adapter_kafka::messages::list_transactions::{
+        ListTransactionsRequest, ListTransactionsResponse,
+    };
+    use mk_adapter_kafka::mk_cluster::{CoordinatorKey, TopicPartition};
+
+    fn list(states: &[&str], pattern: Option<&str>) -> ListTransactionsRequest {
+        ListTransactionsRequest {
+            state_filters: states.iter().map(|s| s.to_string()).collect(),
+            producer_id_filters: Vec::new(),
+            duration_filter: -1,
+            transactional_id_pattern: pattern.map(str::to_string),
+        }
+    }
+
+    fn ids(r: &ListTransactionsResponse) -> Vec<(&str, &str)> {
+        r.transaction_states
+            .iter()
+            .map(|t| (t.transactional_id.as_str(), t.transaction_state.as_str()))
+            .collect()
+    }
+
+    /// "abc" is coordinated by broker 2 and "a" by broker 3 (see
+    /// `coordinators`); "abc" has an open transaction on t-0.
+    #[tokio::test]
+    async fn list_and_describe_transactions_at_each_coordinator() {
+        let h = Harness::start(vec![1, 2, 3], Default::default()).await;
+        h.cluster.topics().create("t", 1, 3).unwrap();
+        let txns = h.cluster.transactions();
+        let abc = txns
+            .init_transactional_producer("abc", 60_000, None)
+            .await
+            .unwrap();
+        txns.init_transactional_producer("a", 60_000, None)
+            .await
+            .unwrap();
+        let t0 = TopicPartition::new("t", 0);
+        txns.add_partitions("abc", abc.producer_id, abc.epoch, &[t0])
+            .await
+            .unwrap();
+        let mut c2 = h.conn(2).await;
+        let r: ListTransactionsResponse =
+            c2.call(key::LIST_TRANSACTIONS, 0, &list(&[], None)).await;
+        assert_eq!(
+            (r.error_code, ids(&r)),
+            (KafkaCode::NONE, vec![("abc", "Ongoing")])
+        );
+        let mut c3 = h.conn(3).await;
+        let r: ListTransactionsResponse =
+            c3.call(key::LIST_TRANSACTIONS, 1, &list(&[], None)).await;
+        assert_eq!(ids(&r), vec![("a", "Empty")]);
+        let mut c1 = h.conn(1).await;
+        let r: ListTransactionsResponse =
+            c1.call(key::LIST_TRANSACTIONS, 2, &list(&[], None)).await;
+        assert!(r.transaction_states.is_empty());
+        let r: ListTransactionsResponse = c2
+            .call(key::LIST_TRANSACTIONS, 1, &list(&["Empty", "Nope"], None))
+            .await;
+        assert_eq!(
+            (ids(&r), r.unknown_state_filters.clone()),
+            (vec![], vec!["Nope".to_string()])
+        );
+        let r: ListTransactionsResponse = c2
+            .call(key::LIST_TRANSACTIONS, 2, &list(&[], Some("ab.")))
+            .await;
+        assert_eq!(ids(&r), vec![("abc", "Ongoing")]);
+        let r: ListTransactionsResponse = c2
+            .call(key::LIST_TRANSACTIONS, 2, &list(&[], Some("(")))
+            .await;
+        assert_eq!(r.error_code, KafkaCode::INVALID_REGULAR_EXPRESSION);
+        // Describe: found at its coordinator, NOT_COORDINATOR elsewhere,
+        // TRANSACTIONAL_ID_NOT_FOUND for an id never initialized.
+        let missing = (0..)
+            .map(|i| format!("missing-{i}"))
+            .find(|id| {
+                h.cluster
+                    .brokers()
+                    .coordinator(CoordinatorKey::Transaction(id))
+                    .unwrap()
+                    == 2
+            })
+            .unwrap();
+        let ask = DescribeTransactionsRequest {
+            transactional_ids: vec!["abc".into(), "a".into(), missing.clone()],
+        };
+        let r: DescribeTransactionsResponse = c2.call(key::DESCRIBE_TRANSACTIONS, 0, &ask).await;
+        let s = &r.transaction_states;
+        assert_eq!(
+            (
+                s[0].error_code,
+                s[0].transaction_state.as_str(),
+                s[0].producer_id
+            ),
+            (KafkaCode::NONE, "Ongoing", abc.producer_id)
+        );
+        assert_eq!(
+            (s[0].transaction_timeout_ms, s[0].producer_epoch),
+            (60_000, 0)
+        );
+        assert_eq!(s[0].topics.len(), 1);
+        assert_eq!(
+            (
+                s[0].topics[0].topic.as_str(),
+                s[0].topics[0].partitions.clone()
+            ),
+            ("t", vec![0])
+        );
+        assert!(s[0].transaction_start_time_ms > 0);
+        assert_eq!(s[1].error_code, KafkaCode::NOT_COORDINATOR);
+        assert_eq!(
+            (s[2].transactional_id.as_str(), s[2].error_code),
+            (missing.as_str(), KafkaCode::TRANSACTIONAL_ID_NOT_FOUND)
+        );
+        h.stop().await;
+    }
+}

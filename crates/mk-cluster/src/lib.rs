@@ -110,4 +110,4 @@ pub use mk_replication::{
     ProducerIdentity,
 };
 pub use mk_storage::{Fault, FaultInjector, StorageError};
-pub use mk_txn::{CompletedTransaction, TxnDescription, TxnState};
+pub use mk_txn::{CompletedTransaction, TxnDescription, TxnFilter, TxnListing, TxnState};

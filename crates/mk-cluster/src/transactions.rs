@@ -631,6 +631,13 @@ impl Transactions<'_> {
         self.with_txns(|t| Ok(t.list()))
     }
 
+    /// ListTransactions: the transactions `filter` selects now (Kafka 4.1's
+    /// state, producer id, duration and transactional id pattern filters).
+    pub fn list_filtered(self, filter: &mk_txn::TxnFilter) -> Result<mk_txn::TxnListing> {
+        let now = self.cluster.clock.now_ms();
+        self.with_txns(|t| t.list_filtered(filter, now))
+    }
+
     /// Transactions completed since the broker started, oldest first (the
     /// latest `mk_txn::RECENT_COMPLETIONS`).
     pub fn recent(self) -> Result<Vec<mk_txn::CompletedTransaction>> {

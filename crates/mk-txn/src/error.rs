@@ -35,6 +35,9 @@ pub enum TxnError {
     /// that does not belong to this coordinator.
     #[error("invalid request: {0}")]
     InvalidRequest(String),
+    /// ListTransactions' transactional id pattern does not parse.
+    #[error("invalid regular expression: {0}")]
+    InvalidRegularExpression(String),
     /// The journal cannot be written, read or trusted.
     #[error(transparent)]
     Storage(#[from] StorageError),
@@ -51,6 +54,7 @@ impl TxnError {
             TxnError::ConcurrentTransactions { .. } => ErrorCode::ConcurrentTransactions,
             TxnError::InvalidTransactionTimeout(_) => ErrorCode::InvalidTransactionTimeout,
             TxnError::InvalidRequest(_) => ErrorCode::InvalidRequest,
+            TxnError::InvalidRegularExpression(_) => ErrorCode::InvalidRegularExpression,
             TxnError::Storage(_) => ErrorCode::StorageError,
         }
     }

@@ -100,6 +100,7 @@
 mod coordinator;
 mod error;
 mod journal;
+mod listing;
 mod plan;
 mod state;
 pub mod visibility;
@@ -111,6 +112,7 @@ pub use coordinator::{
 };
 pub use error::{Result, TxnError};
 pub use journal::JournalFaults;
+pub use listing::{STATES_NEVER_SHOWN, TxnFilter, TxnListing};
 pub use plan::{CompletionPlan, MarkerWrite};
 pub use state::{Outcome, StagedCommit, StagedOffset, TxnState};
 pub use visibility::{

@@ -807,3 +807,68 @@ fn recent_completions_remember_how_each_transaction_ended_newest_last_and_bounde
         "the abort fell out of the window"
     );
 }
+
+/// ListTransactions' filters as Kafka 4.1 applies them: states by name
+/// (unknown names reported back, Kafka's Dead matching nothing), producer
+/// ids, a minimum running time, and a pattern the whole id must match.
+#[test]
+fn list_filtered_applies_kafkas_state_producer_duration_and_pattern_filters() {
+    use mk_txn::TxnFilter;
+    let mut h = Harness::new();
+    let out = tp("out", 0);
+    let a = h.init("tx-a");
+    h.send(&a, &out, "x");
+    h.clock.advance(5_000);
+    let b = h.init("tx-b");
+    h.send(&b, &out, "y");
+    let done = h.init("done");
+    h.send(&done, &out, "z");
+    h.commit(&done);
+    let now = h.clock.now_ms();
+    let ids = |f: &TxnFilter| {
+        let l = h.coord_ref().list_filtered(f, now).unwrap();
+        let ids: Vec<String> = l
+            .transactions
+            .into_iter()
+            .map(|d| d.transactional_id)
+            .collect();
+        (ids, l.unknown_states)
+    };
+    let none: Vec<String> = Vec::new();
+    assert_eq!(ids(&TxnFilter::default()).0, vec!["done", "tx-a", "tx-b"]);
+    let ongoing = TxnFilter {
+        states: vec!["Ongoing".into(), "Dead".into(), "Sleeping".into()],
+        ..TxnFilter::default()
+    };
+    assert_eq!(
+        ids(&ongoing),
+        (
+            vec!["tx-a".to_string(), "tx-b".to_string()],
+            vec!["Sleeping".to_string()]
+        )
+    );
+    let by_pid = TxnFilter {
+        producer_ids: vec![b.pid, 999],
+        ..TxnFilter::default()
+    };
+    assert_eq!(ids(&by_pid), (vec!["tx-b".to_string()], none.clone()));
+    // Running for more than 4 s: only tx-a (started 5 s before tx-b).
+    let long = TxnFilter {
+        states: vec!["Ongoing".into()],
+        min_duration_ms: Some(4_000),
+        ..TxnFilter::default()
+    };
+    assert_eq!(ids(&long).0, vec!["tx-a"]);
+    let pattern = |p: &str| TxnFilter {
+        id_pattern: Some(p.into()),
+        ..TxnFilter::default()
+    };
+    assert_eq!(ids(&pattern("tx-.")).0, vec!["tx-a", "tx-b"]);
+    assert_eq!(ids(&pattern("tx")).0, none, "the whole id must match");
+    assert_eq!(ids(&pattern("")).0.len(), 3, "empty filters nothing");
+    let e = h
+        .coord_ref()
+        .list_filtered(&pattern("tx-("), now)
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidRegularExpression);
+}

@@ -24,6 +24,7 @@
 //! - `admin`: CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs,
 //!   AlterConfigs, IncrementalAlterConfigs
 //! - `log_admin`: DeleteRecords, DescribeLogDirs, DescribeProducers
+//! - `txn_admin`: ListTransactions, DescribeTransactions
 //!
 //! The messages are generated from the schemas (`crate::messages`), and
 //! so are the API table and the router (`messages/served.rs`, from
@@ -45,6 +46,7 @@ pub mod scram_users;
 pub mod share_groups;
 pub mod share_offsets;
 pub mod txn;
+pub mod txn_admin;
 pub mod versions;
 
 use crate::codec::Writer;

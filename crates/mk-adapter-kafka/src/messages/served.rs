@@ -267,6 +267,20 @@ pub const APIS: &[ApiSpec] = &[
         flexible_from: 0,
     },
     ApiSpec {
+        key: key::DESCRIBE_TRANSACTIONS,
+        name: "DescribeTransactions",
+        min_version: 0,
+        max_version: 0,
+        flexible_from: 0,
+    },
+    ApiSpec {
+        key: key::LIST_TRANSACTIONS,
+        name: "ListTransactions",
+        min_version: 0,
+        max_version: 2,
+        flexible_from: 0,
+    },
+    ApiSpec {
         key: key::CONSUMER_GROUP_HEARTBEAT,
         name: "ConsumerGroupHeartbeat",
         min_version: 0,
@@ -583,6 +597,20 @@ pub async fn dispatch(
                 .await
                 .answer(w, v)
         }
+        key::DESCRIBE_TRANSACTIONS => {
+            let req = describe_transactions::DescribeTransactionsRequest::read(r, v)?;
+            r.finish("request")?;
+            api::txn_admin::handle_describe_transactions(ctx, req)
+                .await
+                .answer(w, v)
+        }
+        key::LIST_TRANSACTIONS => {
+            let req = list_transactions::ListTransactionsRequest::read(r, v)?;
+            r.finish("request")?;
+            api::txn_admin::handle_list_transactions(ctx, req)
+                .await
+                .answer(w, v)
+        }
         key::CONSUMER_GROUP_HEARTBEAT => {
             let req = consumer_group_heartbeat::ConsumerGroupHeartbeatRequest::read(r, v)?;
             r.finish("request")?;
@@ -782,6 +810,12 @@ pub fn decode_request(frame: &Bytes) -> DecodeResult<RequestHeader> {
         }
         key::DESCRIBE_PRODUCERS => {
             describe_producers::DescribeProducersRequest::read(r, v)?;
+        }
+        key::DESCRIBE_TRANSACTIONS => {
+            describe_transactions::DescribeTransactionsRequest::read(r, v)?;
+        }
+        key::LIST_TRANSACTIONS => {
+            list_transactions::ListTransactionsRequest::read(r, v)?;
         }
         key::CONSUMER_GROUP_HEARTBEAT => {
             consumer_group_heartbeat::ConsumerGroupHeartbeatRequest::read(r, v)?;

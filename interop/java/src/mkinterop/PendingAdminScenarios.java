@@ -17,9 +17,9 @@ import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.TopicPartition;
 
 /**
- * Admin calls for APIs the broker does not serve yet (DeleteRecords, DescribeLogDirs, DescribeProducers,
- * ListTransactions, DescribeTransactions) and FenceProducers, which it does. Ready for the scenarios that
- * come with those APIs: today the first five answer UnsupportedVersionException (see interop/README.md).
+ * Admin calls for the partition-log and transaction admin APIs (DeleteRecords, DescribeLogDirs,
+ * DescribeProducers, ListTransactions, DescribeTransactions; tests/test_log_admin.py and
+ * tests/test_txn_admin.py) and FenceProducers.
  */
 final class PendingAdminScenarios {
     private PendingAdminScenarios() {}
