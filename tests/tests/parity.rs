@@ -112,7 +112,10 @@ async fn direct(admin: &DirectAdmin, client: &DirectClient, request: &Request) -
                 )?;
                 Response::CreateTopic { topic }
             }
-            Request::Metadata { topic } => Response::Metadata(admin.describe_topic(&topic)?),
+            Request::Metadata {
+                topic,
+                allow_auto_create,
+            } => Response::Metadata(admin.describe_or_auto_create(&topic, allow_auto_create)?),
             Request::Produce(spec) => Response::Produce {
                 batch: spec.is_batch(),
                 response: client
@@ -259,10 +262,9 @@ async fn direct(admin: &DirectAdmin, client: &DirectClient, request: &Request) -
             Request::BrokerOffline { broker_id } => {
                 Response::BrokerOffline(admin.broker_offline(broker_id)?)
             }
-            Request::BrokerOnline { broker_id } => {
-                admin.broker_online(broker_id)?;
-                Response::BrokerOnline
-            }
+            Request::BrokerOnline { broker_id } => Response::BrokerOnline {
+                was_offline: admin.broker_online(broker_id)?,
+            },
             Request::Promote { tp, broker_id } => Response::Promote(admin.promote(&tp, broker_id)?),
             Request::Rejoin { tp, broker_id } => {
                 admin.rejoin(&tp, broker_id)?;

@@ -76,6 +76,12 @@ impl DirectAdmin {
         self.cluster.topics().describe(topic)
     }
 
+    /// The topic, created first when it is missing, `allow` says so and
+    /// the broker auto-creates topics (as a Kafka producer's Metadata).
+    pub fn describe_or_auto_create(&self, topic: &str, allow: bool) -> Result<TopicDescription> {
+        self.cluster.topics().describe_or_auto_create(topic, allow)
+    }
+
     pub fn list_topics(&self) -> Result<Vec<String>> {
         self.cluster.topics().list()
     }
@@ -96,7 +102,8 @@ impl DirectAdmin {
         self.cluster.brokers().take_offline(broker)
     }
 
-    pub fn broker_online(&self, broker: BrokerId) -> Result<()> {
+    /// Whether the broker was offline.
+    pub fn broker_online(&self, broker: BrokerId) -> Result<bool> {
         self.cluster.brokers().bring_online(broker)
     }
 

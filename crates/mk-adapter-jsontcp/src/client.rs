@@ -233,9 +233,21 @@ impl JsonTcpClient {
     }
 
     pub async fn metadata(&mut self, topic: &str) -> ClientResult<TopicDescription> {
+        self.metadata_with(topic, false).await
+    }
+
+    /// The topic's metadata; a missing topic is created first when
+    /// `allow_auto_create` and the broker auto-creates topics, as for a
+    /// Kafka producer (otherwise UNKNOWN_TOPIC).
+    pub async fn metadata_with(
+        &mut self,
+        topic: &str,
+        allow_auto_create: bool,
+    ) -> ClientResult<TopicDescription> {
         let r = self
             .call(&Request::Metadata {
                 topic: topic.into(),
+                allow_auto_create,
             })
             .await?;
         expect!(r, Response::Metadata(d) => d)
@@ -582,9 +594,10 @@ impl JsonTcpClient {
     }
 
     /// Brings an offline broker back; its replicas catch up as followers.
-    pub async fn broker_online(&mut self, broker_id: BrokerId) -> ClientResult<()> {
+    /// Brings a broker back; answers whether it was offline.
+    pub async fn broker_online(&mut self, broker_id: BrokerId) -> ClientResult<bool> {
         let r = self.call(&Request::BrokerOnline { broker_id }).await?;
-        expect!(r, Response::BrokerOnline => ())
+        expect!(r, Response::BrokerOnline { was_offline } => was_offline)
     }
 
     pub async fn stats(&mut self) -> ClientResult<ServerStats> {

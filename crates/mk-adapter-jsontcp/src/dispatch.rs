@@ -14,8 +14,6 @@ pub(crate) struct DispatchContext<'a> {
     /// Cancelled when the server shuts down: a waiting long poll then
     /// answers at once with what is visible.
     pub shutdown: &'a CancellationToken,
-    pub connections: u64,
-    pub requests: u64,
     pub in_flight: u64,
 }
 
@@ -68,7 +66,13 @@ pub(crate) async fn execute(
                 .create_with_overrides(&topic, partitions, replication_factor, &overrides)?;
             Response::CreateTopic { topic }
         }
-        Request::Metadata { topic } => Response::Metadata(c.topics().describe(&topic)?),
+        Request::Metadata {
+            topic,
+            allow_auto_create,
+        } => Response::Metadata(
+            c.topics()
+                .describe_or_auto_create(&topic, allow_auto_create)?,
+        ),
         Request::Produce(spec) => {
             let mut answers = execute_produces(c, vec![spec]).await;
             answers.pop().expect("one answer per request")?
@@ -219,14 +223,11 @@ pub(crate) async fn execute(
         Request::BrokerOffline { broker_id } => {
             Response::BrokerOffline(c.brokers().take_offline(broker_id)?)
         }
-        Request::BrokerOnline { broker_id } => {
-            c.brokers().bring_online(broker_id)?;
-            Response::BrokerOnline
-        }
+        Request::BrokerOnline { broker_id } => Response::BrokerOnline {
+            was_offline: c.brokers().bring_online(broker_id)?,
+        },
         Request::Stats => Response::Stats(ServerStats {
             cluster: c.views().stats()?,
-            connections: ctx.connections,
-            requests: ctx.requests,
             in_flight: ctx.in_flight,
         }),
         Request::Promote { tp, broker_id } => Response::Promote(c.steps().promote(&tp, broker_id)?),

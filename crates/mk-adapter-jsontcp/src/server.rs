@@ -29,7 +29,7 @@ use crate::protocol::{
     DecodedLine, ErrorResponse, Operation, ProduceSpec, Request, Response, decode_request_line,
 };
 use futures::FutureExt;
-use mk_cluster::{BrokerCluster, ClusterError, ErrorCode};
+use mk_cluster::{BrokerCluster, ClusterError, ErrorCode, Protocol as Listener};
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::io;
@@ -101,11 +101,13 @@ impl ServerOptions {
     }
 }
 
-/// Counters shared by the server and its connections.
+/// Counters shared by the server and its connections (what `stats` shows
+/// of the connections and requests is counted in the core's
+/// `ConnectionStats`, beside the Kafka listeners').
 #[derive(Debug, Default)]
 struct Counters {
+    /// Connections open now, for the `max_connections` limit.
     connections: AtomicU64,
-    requests: AtomicU64,
     /// Requests being executed right now, over all connections.
     in_flight: AtomicU64,
     /// The largest read buffer any connection has held, in bytes.
@@ -240,6 +242,11 @@ async fn accept_loop<R: Respond>(
     responder: Arc<R>,
     tasks: TaskTracker,
 ) {
+    let _listening = shared
+        .cluster
+        .views()
+        .connection_stats()
+        .listening(Listener::JsonTcp);
     loop {
         let accepted = tokio::select! {
             _ = shared.stop.cancelled() => return,
@@ -256,7 +263,14 @@ async fn accept_loop<R: Respond>(
             }
         };
         let open = shared.counters.connections.fetch_add(1, Ordering::AcqRel);
-        let guard = ConnectionGuard(shared.clone());
+        let guard = ConnectionGuard {
+            shared: shared.clone(),
+            _counted: shared
+                .cluster
+                .views()
+                .connection_stats()
+                .connection(Listener::JsonTcp),
+        };
         if open as usize >= shared.options.max_connections {
             tracing::warn!(%peer, max = shared.options.max_connections, "too many connections; closing the new one");
             drop((stream, guard));
@@ -276,12 +290,18 @@ async fn accept_loop<R: Respond>(
     }
 }
 
-/// Decrements the open-connection count however the connection ends.
-struct ConnectionGuard(Arc<Shared>);
+/// Decrements the open-connection counts however the connection ends.
+struct ConnectionGuard {
+    shared: Arc<Shared>,
+    _counted: mk_cluster::Counted,
+}
 
 impl Drop for ConnectionGuard {
     fn drop(&mut self) {
-        self.0.counters.connections.fetch_sub(1, Ordering::AcqRel);
+        self.shared
+            .counters
+            .connections
+            .fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -417,7 +437,7 @@ async fn read_loop(
                 if !answer_run(&buf, &mut run, q, shared, responder).await {
                     return ReadEnd::WriterGone;
                 }
-                return too_large(q, shared).await;
+                return too_large(&mut rd, q, shared).await;
             }
             let line = &buf[start..end];
             let answered = if responder.may_group(line) {
@@ -439,7 +459,7 @@ async fn read_loop(
         buf.drain(..start);
         if buf.len() >= max_frame {
             // Even if the newline came next, the line would exceed the limit.
-            return too_large(q, shared).await;
+            return too_large(&mut rd, q, shared).await;
         }
         if buf.capacity() - buf.len() < 4096 {
             let target = (buf.capacity() * 2)
@@ -477,15 +497,41 @@ async fn read_loop(
     }
 }
 
-async fn too_large(q: &Queue<'_>, shared: &Shared) -> ReadEnd {
+/// Answers FRAME_TOO_LARGE, then reads and drops what the client still
+/// sends (at most [`LINGER_BYTES`], for at most [`LINGER`], until it
+/// closes) before the connection closes. Closing a socket with unread
+/// bytes makes the kernel reset the connection, and a client still writing
+/// its long line would see only "broken pipe" or "connection reset", never
+/// the answer; drained, it finishes writing and reads the error.
+async fn too_large(rd: &mut OwnedReadHalf, q: &Queue<'_>, shared: &Shared) -> ReadEnd {
     let msg = format!(
         "request line exceeds max_frame_bytes ({} bytes including the newline); closing the connection",
         shared.options.max_frame_bytes
     );
     let bytes = ErrorResponse::new(ErrorCode::FrameTooLarge, msg).encode(None);
     let _ = enqueue(bytes, q).await;
+    let mut chunk = vec![0u8; READ_CHUNK];
+    let mut dropped = 0usize;
+    let drain = async {
+        while dropped < LINGER_BYTES {
+            match rd.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => dropped += n,
+            }
+        }
+    };
+    tokio::select! {
+        () = drain => {}
+        () = tokio::time::sleep(LINGER) => {}
+        () = shared.stop.cancelled() => {}
+    }
     ReadEnd::FrameTooLarge
 }
+
+/// How long, and how many bytes, a connection closing for a too-large line
+/// keeps reading what its client still sends (see `too_large`).
+const LINGER: Duration = Duration::from_secs(5);
+const LINGER_BYTES: usize = 256 * 1024 * 1024;
 
 /// The most pipelined lines answered together (one `respond_group`).
 const MAX_GROUP: usize = 256;
@@ -500,7 +546,11 @@ async fn answer(line: &[u8], q: &Queue<'_>, shared: &Shared, responder: &impl Re
         let _in_flight = InFlight::enter(&shared.counters.in_flight);
         responder.respond(line, shared).await
     };
-    shared.counters.requests.fetch_add(1, Ordering::Relaxed);
+    shared
+        .cluster
+        .views()
+        .connection_stats()
+        .answered(Listener::JsonTcp, 1);
     enqueue(bytes, q).await
 }
 
@@ -530,9 +580,10 @@ async fn answer_run(
         responder.respond_group(&lines, shared).await
     };
     shared
-        .counters
-        .requests
-        .fetch_add(lines.len() as u64, Ordering::Relaxed);
+        .cluster
+        .views()
+        .connection_stats()
+        .answered(Listener::JsonTcp, lines.len() as u64);
     for bytes in answers {
         if !enqueue(bytes, q).await {
             return false;
@@ -737,8 +788,6 @@ async fn respond_decoded(decoded: DecodedLine, shared: &Shared) -> (&'static str
     let ctx = DispatchContext {
         cluster: &shared.cluster,
         shutdown: &shared.stop,
-        connections: shared.counters.connections.load(Ordering::Relaxed),
-        requests: shared.counters.requests.load(Ordering::Relaxed),
         in_flight: shared.counters.in_flight.load(Ordering::Relaxed),
     };
     (op.name(), encode(execute(&ctx, request).await, id))

@@ -11,9 +11,9 @@ use mk_adapter_jsontcp::mk_cluster::{
     ConsumerMemberDescription, ConsumerRecord, FetchRequest, FetchResult, GroupDescription,
     GroupListing, GroupState, GroupType, Header, Isolation, LeaderAndEpoch, MemberAssignment,
     MemberDescription, MemberState, OffsetAndMetadata, OffsetSpec, PartitionInfo, ProduceEntry,
-    ProduceResponse, ProducerIdentity, ProducerInfo, RetentionPolicy, ServerAssignor,
-    ShareGroupDescription, ShareMemberDescription, TopicConfig, TopicConfigEntry, TopicDescription,
-    TopicPartition,
+    ProduceResponse, ProducerIdentity, ProducerInfo, Protocol, ProtocolStats, RetentionPolicy,
+    ServerAssignor, ShareGroupDescription, ShareMemberDescription, TopicConfig, TopicConfigEntry,
+    TopicDescription, TopicPartition,
 };
 use mk_adapter_jsontcp::{
     Operation, ProduceRecords, ProduceSpec, Request, Response, ServerStats, TopicConfigOverrides,
@@ -190,6 +190,7 @@ fn exchanges() -> Vec<(Request, Response)> {
         (
             Request::Metadata {
                 topic: "events".into(),
+                allow_auto_create: true,
             },
             Response::Metadata(TopicDescription {
                 name: "events".into(),
@@ -382,10 +383,9 @@ fn exchanges() -> Vec<(Request, Response)> {
                     group_id: "g".into(),
                     state: GroupState::Stable,
                     generation: 2,
-                    assignor: AssignorKind::Range,
-                    // Not on the JSON wire, so empty in a round trip.
-                    protocol_type: String::new(),
-                    protocol_name: String::new(),
+                    assignor: AssignorKind::RoundRobin,
+                    protocol_type: "consumer".into(),
+                    protocol_name: "range".into(),
                     members: vec![MemberDescription {
                         member_id: "m1".into(),
                         topics: vec!["a".into()],
@@ -492,6 +492,7 @@ fn exchanges() -> Vec<(Request, Response)> {
             Request::DescribeCluster,
             Response::DescribeCluster(ClusterDescription {
                 brokers: vec![1, 2, 3],
+                offline_brokers: vec![2],
                 partitions: vec![partition_info("a", 0), partition_info("b", 0)],
             }),
         ),
@@ -509,9 +510,23 @@ fn exchanges() -> Vec<(Request, Response)> {
                     owned_tasks: 8,
                     damaged_partitions: 12,
                     disk_full: true,
+                    protocols: vec![
+                        ProtocolStats {
+                            protocol: Protocol::Kafka,
+                            listeners: 3,
+                            connections: 9,
+                            connections_accepted: 13,
+                            requests: 10,
+                        },
+                        ProtocolStats {
+                            protocol: Protocol::JsonTcp,
+                            listeners: 1,
+                            connections: 1,
+                            connections_accepted: 2,
+                            requests: 14,
+                        },
+                    ],
                 },
-                connections: 9,
-                requests: 10,
                 in_flight: 11,
             }),
         ),
@@ -527,7 +542,7 @@ fn exchanges() -> Vec<(Request, Response)> {
         ),
         (
             Request::BrokerOnline { broker_id: 1 },
-            Response::BrokerOnline,
+            Response::BrokerOnline { was_offline: true },
         ),
         (
             Request::Promote {

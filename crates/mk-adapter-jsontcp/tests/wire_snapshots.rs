@@ -23,6 +23,7 @@ async fn snapshot_core_operations() {
         &[
             r#"{"operation":"create_topic","topic":"events","partitions":2,"replication_factor":1,"id":1}"#,
             r#"{"operation":"metadata","topic":"events"}"#,
+            r#"{"operation":"metadata","topic":"auto","allow_auto_create":true}"#,
             r#"{"operation":"produce","topic":"events","partition":0,"value_b64":"aGVsbG8=","acks":"1"}"#,
             r#"{"operation":"produce","topic":"events","partition":0,"key_b64":"aw==","value_b64":"","acks":1,"id":"two"}"#,
             r#"{"operation":"produce","topic":"events","value_b64":null,"acks":"all"}"#,
@@ -296,6 +297,7 @@ async fn snapshot_broker_operations() {
             r#"{"operation":"create_topic","topic":"f","partitions":1,"replication_factor":3}"#,
             r#"{"operation":"broker_offline","broker_id":1}"#,
             r#"{"operation":"broker_offline","broker_id":7}"#,
+            r#"{"operation":"broker_online","broker_id":1}"#,
             r#"{"operation":"broker_online","broker_id":1}"#,
         ],
     )

@@ -413,6 +413,12 @@ pub(crate) struct Origin {
 
 async fn accept_loop(listener: TcpListener, at: Origin, shared: Arc<Shared>, tasks: TaskTracker) {
     let broker = at.broker;
+    // Counted in the core beside the JSON-TCP listener, for `stats`.
+    let _listening = shared
+        .cluster
+        .views()
+        .connection_stats()
+        .listening(mk_cluster::Protocol::Kafka);
     loop {
         let accepted = tokio::select! {
             _ = shared.stop.cancelled() => return,
@@ -433,7 +439,14 @@ async fn accept_loop(listener: TcpListener, at: Origin, shared: Arc<Shared>, tas
             continue;
         }
         let open = shared.counters.connections.fetch_add(1, Ordering::AcqRel);
-        let guard = ConnectionGuard(shared.clone());
+        let guard = ConnectionGuard {
+            shared: shared.clone(),
+            _counted: shared
+                .cluster
+                .views()
+                .connection_stats()
+                .connection(mk_cluster::Protocol::Kafka),
+        };
         if open as usize >= shared.options.max_connections {
             tracing::warn!(%peer, "too many Kafka connections; closing the new one");
             drop((stream, guard));
@@ -452,11 +465,18 @@ async fn accept_loop(listener: TcpListener, at: Origin, shared: Arc<Shared>, tas
     }
 }
 
-struct ConnectionGuard(Arc<Shared>);
+/// Decrements the open-connection counts however the connection ends.
+struct ConnectionGuard {
+    shared: Arc<Shared>,
+    _counted: mk_cluster::Counted,
+}
 
 impl Drop for ConnectionGuard {
     fn drop(&mut self) {
-        self.0.counters.connections.fetch_sub(1, Ordering::AcqRel);
+        self.shared
+            .counters
+            .connections
+            .fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -709,6 +729,11 @@ async fn answer(
         return Ok(false);
     }
     shared.counters.requests.fetch_add(1, Ordering::Relaxed);
+    shared
+        .cluster
+        .views()
+        .connection_stats()
+        .answered(mk_cluster::Protocol::Kafka, 1);
     if conn.session.lock().expect("session").expects_raw_token() {
         return raw_sasl_token(&frame, conn, q, shared).await;
     }

@@ -241,12 +241,14 @@ impl Brokers<'_> {
     }
 
     /// Brings an offline broker back: its replicas that do not lead become
-    /// followers again and catch up through replication.
-    pub fn bring_online(self, broker: BrokerId) -> Result<()> {
+    /// followers again and catch up through replication. Returns whether
+    /// the broker was offline (bringing an online broker online changes
+    /// nothing, and an operator should be told so).
+    pub fn bring_online(self, broker: BrokerId) -> Result<bool> {
         self.cluster.check_running()?;
         self.check_hosted(broker)?;
         if self.is_online(broker) {
-            return Ok(());
+            return Ok(false);
         }
         for slot in self.cluster.healthy_slots() {
             let (leader, replicas) = self
@@ -261,7 +263,7 @@ impl Brokers<'_> {
         });
         self.cluster.appended.notify_one();
         tracing::info!(broker, "broker back online");
-        Ok(())
+        Ok(true)
     }
 
     fn check_hosted(self, broker: BrokerId) -> Result<()> {

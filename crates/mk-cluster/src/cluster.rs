@@ -71,6 +71,8 @@ pub struct BrokerCluster {
     pub(crate) disk_full_flag: std::sync::atomic::AtomicBool,
     /// ACLs and SCRAM credentials (`security.rs`).
     pub(crate) security: crate::security::SecurityState,
+    /// What the listeners report about their clients (`connection_stats.rs`).
+    pub(crate) connection_stats: Arc<crate::connection_stats::ConnectionStats>,
 }
 
 impl BrokerCluster {

@@ -13,6 +13,7 @@ mod attached;
 mod brokers;
 mod cluster;
 pub mod config;
+mod connection_stats;
 mod consumer_groups;
 mod data;
 mod error;
@@ -50,6 +51,7 @@ pub use config::{
     BrokerId, CleanupPolicy, ConfigChange, FlushPolicy, MIN_SEGMENT_BYTES, MiniKafkaConfig,
     TOPIC_CONFIG_KEYS, TopicConfig, TopicConfigEntry, TopicConfigOverrides, kafka_limit,
 };
+pub use connection_stats::{ConnectionStats, Counted, Protocol, ProtocolStats};
 pub use data::{
     BatchFetch, ConsumerRecord, DataPath, FetchRequest, FetchResult, Isolation, ListedOffset,
     OffsetSpec, PartitionBatches, PartitionFetch, PendingAppend, ProduceEntry, ProduceRequest,

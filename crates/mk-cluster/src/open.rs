@@ -212,6 +212,7 @@ impl BrokerCluster {
             disk_full: Mutex::new(None),
             disk_full_flag: std::sync::atomic::AtomicBool::new(false),
             security: crate::security::SecurityState::new(security),
+            connection_stats: Arc::default(),
         });
         cluster
             .transactions()

@@ -1,6 +1,8 @@
-//! Kafka's default partitioner hash: murmur2 of the key, made positive,
-//! modulo the partition count, so keys land where a Java or librdkafka
-//! producer would put them (the teaching model used CRC-32 instead).
+//! Kafka's default partitioner: murmur2 of the key, made positive, modulo
+//! the partition count, so keys land where a Java or librdkafka producer
+//! would put them (the teaching model used CRC-32 instead); and for
+//! keyless records the "uniform sticky" placement of Kafka 3.3+ clients
+//! (KIP-794), which a client that sends batches uses.
 
 /// Kafka's `Utils.murmur2`: 32-bit MurmurHash2 with Kafka's seed, computed in
 /// Java `int` arithmetic (wrapping, unsigned shifts).
@@ -59,6 +61,63 @@ pub fn partition_for(explicit: Option<u32>, key: Option<&[u8]>, partitions: u32)
     }
 }
 
+/// Where a client puts keyless records, as Kafka's producer has since 3.3
+/// (KIP-794, the "uniform sticky" partitioner): every keyless record goes
+/// to the current sticky partition until `batch_bytes` (Kafka's
+/// `batch.size`, 16 KiB by default) have gone there, then the next one
+/// takes over. So records travel in full batches and, over time, every
+/// partition gets the same share. Kafka picks each next partition at
+/// random (weighted by queue sizes); this one goes round the partitions in
+/// order from its starting point, which gives the same even spread and
+/// keeps a run repeatable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StickyPartitioner {
+    batch_bytes: usize,
+    current: u32,
+    produced: usize,
+}
+
+impl StickyPartitioner {
+    /// Kafka's default `batch.size`.
+    pub const DEFAULT_BATCH_BYTES: usize = 16_384;
+
+    /// Sticks to `start` (modulo the partition count) first.
+    pub fn new(batch_bytes: usize, start: u32) -> Self {
+        Self {
+            batch_bytes: batch_bytes.max(1),
+            current: start,
+            produced: 0,
+        }
+    }
+
+    /// The partition of a record of `size` bytes (key and value) among
+    /// `partitions`: an explicit one wins, a key picks by murmur2, and a
+    /// keyless record goes to the sticky partition.
+    pub fn partition(
+        &mut self,
+        explicit: Option<u32>,
+        key: Option<&[u8]>,
+        size: usize,
+        partitions: u32,
+    ) -> u32 {
+        match (explicit, key) {
+            (Some(p), _) => p,
+            (None, Some(k)) => partition_for_key(k, partitions),
+            (None, None) => self.keyless(size, partitions),
+        }
+    }
+
+    fn keyless(&mut self, size: usize, partitions: u32) -> u32 {
+        let partitions = partitions.max(1);
+        if self.produced >= self.batch_bytes {
+            self.current = self.current.wrapping_add(1);
+            self.produced = 0;
+        }
+        self.produced = self.produced.saturating_add(size);
+        self.current % partitions
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,6 +149,24 @@ mod tests {
         for n in 1..20 {
             assert!(partition_for_key(b"some key", n) < n);
         }
+    }
+
+    #[test]
+    fn keyless_records_stick_for_a_batch_then_move_on_evenly() {
+        let mut s = StickyPartitioner::new(1_000, 2);
+        // 300-byte records: four fill a 1000-byte batch (the fourth passes
+        // the size, as Kafka's accumulator lets a batch's last record do).
+        let placed: Vec<u32> = (0..16).map(|_| s.partition(None, None, 300, 3)).collect();
+        assert_eq!(placed, [2, 2, 2, 2, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2]);
+        // Keys and explicit partitions neither use nor move the sticky one.
+        assert_eq!(s.partition(Some(1), None, 300, 3), 1);
+        assert_eq!(
+            s.partition(None, Some(b"abc"), 300, 7),
+            partition_for_key(b"abc", 7)
+        );
+        assert_eq!(s.partition(None, None, 300, 3), 0);
+        // A topic that grew: the sticky partition is taken modulo the count.
+        assert_eq!(s.partition(None, None, 1, 1), 0);
     }
 
     #[test]

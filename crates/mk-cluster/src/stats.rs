@@ -2,9 +2,11 @@
 
 use crate::cluster::BrokerCluster;
 use crate::config::BrokerId;
+use crate::connection_stats::{ConnectionStats, ProtocolStats};
 use crate::error::Result;
 use crate::topics::PartitionInfo;
 use mk_core::TopicPartition;
+use std::sync::Arc;
 
 /// Read-only views of the whole cluster for operators: `cluster.views().stats()`.
 #[derive(Debug, Clone, Copy)]
@@ -23,10 +25,13 @@ impl BrokerCluster {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClusterDescription {
     pub brokers: Vec<BrokerId>,
+    /// The hosted brokers an operator took offline (`brokers.rs`): a
+    /// partition whose leader is one of them has no leader clients can use.
+    pub offline_brokers: Vec<BrokerId>,
     pub partitions: Vec<PartitionInfo>,
 }
 
-/// Counters of the core (adapters add their own, e.g. connections).
+/// Counters of the core, and what every listener reported to it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClusterStats {
     pub uptime_ms: i64,
@@ -43,9 +48,18 @@ pub struct ClusterStats {
     pub damaged_partitions: usize,
     /// True while writes fail because the disk is full.
     pub disk_full: bool,
+    /// Listeners, connections and requests of each protocol, in
+    /// `Protocol::ALL` order.
+    pub protocols: Vec<ProtocolStats>,
 }
 
-impl OperatorViews<'_> {
+impl<'a> OperatorViews<'a> {
+    /// Where the listeners count their connections and requests (both
+    /// listeners update it; `stats` reads it).
+    pub fn connection_stats(self) -> &'a Arc<ConnectionStats> {
+        &self.cluster.connection_stats
+    }
+
     /// The bytes of each partition's leader log (segments and indexes), for
     /// operators' partition-size metrics. Damaged partitions are left out
     /// (their files are not trusted), so one of them never hides the size
@@ -69,6 +83,13 @@ impl OperatorViews<'_> {
     pub fn describe_cluster(self) -> Result<ClusterDescription> {
         Ok(ClusterDescription {
             brokers: self.cluster.config.broker_ids.clone(),
+            offline_brokers: self
+                .cluster
+                .offline_brokers
+                .borrow()
+                .iter()
+                .copied()
+                .collect(),
             partitions: self.cluster.topics().describe_partitions()?,
         })
     }
@@ -104,6 +125,7 @@ impl OperatorViews<'_> {
             owned_tasks: self.cluster.lifecycle().owned_tasks(),
             damaged_partitions,
             disk_full: self.cluster.lifecycle().health().disk_full.is_some(),
+            protocols: self.cluster.connection_stats.snapshot(),
         })
     }
 }

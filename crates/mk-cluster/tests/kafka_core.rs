@@ -352,8 +352,12 @@ async fn a_broker_taken_offline_hands_leadership_to_an_in_sync_replica_and_rejoi
         ErrorCode::InvalidRequest,
         "the last online broker stays"
     );
-    c.brokers().bring_online(2).unwrap();
-    c.brokers().bring_online(1).unwrap();
+    assert!(c.brokers().bring_online(2).unwrap(), "broker 2 was offline");
+    assert!(c.brokers().bring_online(1).unwrap());
+    assert!(
+        !c.brokers().bring_online(1).unwrap(),
+        "an online broker was not offline"
+    );
     assert_eq!(c.brokers().online(), vec![1, 2, 3]);
     c.steps().replicate_all_once().unwrap();
     let isr = c.topics().describe_partition(&p0).unwrap().isr;

@@ -1,12 +1,14 @@
 //! The client subcommands' shared pieces — the connection (with its
 //! request timeout), the error type and how errors are printed (text or
-//! `--json`, exit 2 for usage errors) — and the small commands: topic
-//! administration, broker offline/online, stats and the in-process labs.
-//! Produce, consume and the group commands have their own modules.
+//! `--json`, exit 2 for usage errors), stdout that ends quietly when its
+//! reader goes away — and the small commands: broker offline/online,
+//! stats and the in-process labs. Topics, produce, consume and the group
+//! commands have their own modules.
 
-use mk_adapter_jsontcp::{ClientError, JsonTcpClient, TopicConfigOverrides};
-use mk_cluster::{ConfigChange, ErrorCode};
+use mk_adapter_jsontcp::{ClientError, JsonTcpClient, ServerStats};
+use mk_cluster::{ClusterDescription, ErrorCode, Protocol};
 use serde_json::json;
+use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -21,6 +23,9 @@ pub enum CmdError {
     Client(ClientError),
     /// Something local: stdin, stdout, a bad input line.
     Failed(String),
+    /// Whoever read stdout went away (`| head`): the command stops and
+    /// exits 0 without a word, as Unix tools do.
+    Closed,
 }
 
 impl From<ClientError> for CmdError {
@@ -44,7 +49,7 @@ impl CmdError {
             CmdError::Usage(_) => Some(ErrorCode::InvalidRequest.as_str()),
             CmdError::Client(ClientError::Server(e)) => Some(e.code.as_str()),
             CmdError::Client(ClientError::TimedOut(_)) => Some(ErrorCode::RequestTimedOut.as_str()),
-            CmdError::Client(_) | CmdError::Failed(_) => None,
+            CmdError::Client(_) | CmdError::Failed(_) | CmdError::Closed => None,
         }
     }
 
@@ -54,6 +59,7 @@ impl CmdError {
     fn message(&self) -> String {
         match self {
             CmdError::Usage(m) | CmdError::Failed(m) => m.clone(),
+            CmdError::Closed => String::new(),
             CmdError::Client(ClientError::Server(e)) => {
                 let spoken = format!("{}: ", e.code.as_str().to_lowercase().replace('_', " "));
                 e.message
@@ -66,8 +72,12 @@ impl CmdError {
     }
 
     /// Prints the error on stderr (one JSON object with `--json`) and
-    /// returns the exit code: 2 for usage errors, 1 otherwise.
+    /// returns the exit code: 2 for usage errors, 0 without a word for a
+    /// closed stdout, 1 otherwise.
     pub fn report(&self, as_json: bool) -> ExitCode {
+        if matches!(self, CmdError::Closed) {
+            return ExitCode::SUCCESS;
+        }
         let (code, message) = (self.code(), self.message());
         if as_json {
             eprintln!("{}", json!({"ok": false, "code": code, "message": message}));
@@ -95,160 +105,42 @@ pub async fn connect(server: &str, timeout_ms: u64) -> Result<JsonTcpClient, Cmd
     Ok(c)
 }
 
-/// `key=value` pairs into `create_topic`'s settings. The wire decoder is
-/// the one place that knows the setting names, so the pairs go through it.
-fn parse_config(pairs: &[String]) -> Result<Option<TopicConfigOverrides>, CmdError> {
-    if pairs.is_empty() {
-        return Ok(None);
-    }
-    let mut object = serde_json::Map::new();
-    for pair in pairs {
-        let Some((k, v)) = pair.split_once('=') else {
-            return usage(format!("--config expects key=value, got {pair:?}"));
-        };
-        let value = match v.parse::<i64>() {
-            Ok(n) => json!(n),
-            Err(_) if v == "null" => serde_json::Value::Null,
-            Err(_) => json!(v),
-        };
-        object.insert(k.to_string(), value);
-    }
-    let request = json!({
-        "operation": "create_topic", "topic": "x", "partitions": 1,
-        "replication_factor": 1, "config": object,
-    });
-    match mk_adapter_jsontcp::decode_request_line(request.to_string().as_bytes()).request {
-        Ok(mk_adapter_jsontcp::Request::CreateTopic { config, .. }) => Ok(config),
-        Ok(_) => Err(CmdError::Failed("internal error decoding --config".into())),
-        Err(e) => usage(format!("--config: {e}")),
-    }
-}
-
-pub async fn topic_create(
-    c: &mut JsonTcpClient,
-    name: &str,
-    partitions: u32,
-    replication_factor: usize,
-    config: &[String],
-    as_json: bool,
-) -> CmdResult {
-    let config = parse_config(config)?;
-    c.create_topic_with_config(name, partitions, replication_factor, config)
-        .await?;
-    if as_json {
-        println!(
-            "{}",
-            json!({"topic": name, "partitions": partitions, "replication_factor": replication_factor})
-        );
-    } else {
-        println!(
-            "created topic {name} ({partitions} partition(s), replication factor {replication_factor})"
-        );
-    }
-    Ok(())
-}
-
-pub async fn topic_delete(c: &mut JsonTcpClient, name: &str, as_json: bool) -> CmdResult {
-    c.delete_topic(name).await?;
-    if as_json {
-        println!("{}", json!({"topic": name, "deleted": true}));
-    } else {
-        println!("deleted topic {name}");
-    }
-    Ok(())
-}
-
-/// What `topic alter` changes.
-pub struct TopicAlter<'a> {
-    pub name: &'a str,
-    pub partitions: Option<u32>,
-    pub set: &'a [String],
-    pub delete: &'a [String],
-    pub validate_only: bool,
-}
-
-/// `topic alter`: grows the partition count and/or sets and resets
-/// settings (Kafka's names and spellings, `retention.ms=-1` is forever).
-pub async fn topic_alter(c: &mut JsonTcpClient, a: TopicAlter<'_>, as_json: bool) -> CmdResult {
-    let mut changes = Vec::new();
-    for pair in a.set {
-        let Some((key, value)) = pair.split_once('=') else {
-            return usage(format!("--config expects key=value, got {pair:?}"));
-        };
-        changes.push(ConfigChange::Set {
-            key: key.into(),
-            value: value.into(),
-        });
-    }
-    changes.extend(
-        a.delete
-            .iter()
-            .map(|k| ConfigChange::Delete { key: k.clone() }),
-    );
-    if changes.is_empty() && a.partitions.is_none() {
-        return usage("topic alter needs --partitions, --config or --delete-config");
-    }
-    if a.validate_only && a.partitions.is_some() {
-        return usage("--validate-only checks config changes only; leave out --partitions");
-    }
-    if let Some(n) = a.partitions {
-        c.create_partitions(a.name, n).await?;
-        if !as_json {
-            println!("topic {} now has {n} partition(s)", a.name);
-        }
-    }
-    let config = if changes.is_empty() {
-        None
-    } else {
-        Some(
-            c.alter_topic_config(a.name, changes, a.validate_only)
-                .await?,
-        )
+/// Writes one line to stdout: `say!("...", args)` in a command returning
+/// `CmdResult` (or any `Result<_, CmdError>`), which it leaves with `?`
+/// when stdout fails (see [`stdout_failed`]).
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::commands::write_line(format_args!($($arg)*))?
     };
-    let entries = c.describe_topic_config(a.name).await?;
-    if as_json {
-        println!(
-            "{}",
-            json!({"topic": a.name, "partitions": a.partitions, "validate_only": a.validate_only,
-                   "config": config_json(&entries)})
-        );
-    } else if let Some(config) = config.as_ref().filter(|_| a.validate_only) {
-        // Nothing changed, so the answer of the check is what it would be.
-        let text: Vec<String> = mk_cluster::TOPIC_CONFIG_KEYS
-            .iter()
-            .map(|k| {
-                let v = match (*k, config.segment_bytes) {
-                    ("segment.bytes", None) => "broker default".to_string(),
-                    _ => config.get(k, 0).unwrap_or_default(),
-                };
-                format!("{k}={v}")
-            })
-            .collect();
-        println!(
-            "topic {} config would be (validate only, nothing changed): {}",
-            a.name,
-            text.join(" ")
-        );
-    } else if config.is_some() {
-        println!("topic {} config is now: {}", a.name, config_text(&entries));
-    }
-    Ok(())
+}
+pub(crate) use say;
+
+/// The body of `say!`.
+pub fn write_line(line: std::fmt::Arguments<'_>) -> CmdResult {
+    let mut out = std::io::stdout().lock();
+    out.write_fmt(line)
+        .and_then(|()| out.write_all(b"\n"))
+        .map_err(stdout_failed)
 }
 
-fn config_json(entries: &[mk_cluster::TopicConfigEntry]) -> serde_json::Value {
-    let mut m = serde_json::Map::new();
-    for e in entries {
-        m.insert(e.name.clone(), json!(e.value));
-    }
-    serde_json::Value::Object(m)
+/// Writes bytes to stdout as they are (a completion script, rendered
+/// records) and flushes them.
+pub fn write_bytes(bytes: &[u8]) -> CmdResult {
+    let mut out = std::io::stdout().lock();
+    out.write_all(bytes)
+        .and_then(|()| out.flush())
+        .map_err(stdout_failed)
 }
 
-fn config_text(entries: &[mk_cluster::TopicConfigEntry]) -> String {
-    entries
-        .iter()
-        .map(|e| format!("{}={}", e.name, e.value))
-        .collect::<Vec<_>>()
-        .join(" ")
+/// A failed write to stdout: a reader that went away is
+/// [`CmdError::Closed`] (exit 0, quietly), anything else (a full disk
+/// behind a redirect, say) an error.
+pub fn stdout_failed(e: std::io::Error) -> CmdError {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        CmdError::Closed
+    } else {
+        CmdError::Failed(format!("cannot write to stdout: {e}"))
+    }
 }
 
 pub async fn broker_offline(c: &mut JsonTcpClient, broker_id: i32, as_json: bool) -> CmdResult {
@@ -261,118 +153,133 @@ pub async fn broker_offline(c: &mut JsonTcpClient, broker_id: i32, as_json: bool
                        "leader_id": le.leader_id, "leader_epoch": le.leader_epoch})
             })
             .collect();
-        println!("{}", json!({ "broker_id": broker_id, "moved": moved }));
-    } else {
-        println!("broker {broker_id} is offline");
-        for (tp, le) in moved {
-            println!(
-                "  {tp}: leader now broker {} (epoch {})",
-                le.leader_id, le.leader_epoch
-            );
-        }
-    }
-    Ok(())
-}
-
-pub async fn broker_online(c: &mut JsonTcpClient, broker_id: i32, as_json: bool) -> CmdResult {
-    c.broker_online(broker_id).await?;
-    if as_json {
-        println!("{}", json!({ "broker_id": broker_id, "online": true }));
-    } else {
-        println!("broker {broker_id} is online; its replicas catch up as followers");
-    }
-    Ok(())
-}
-
-pub async fn topic_list(c: &mut JsonTcpClient, as_json: bool) -> CmdResult {
-    let topics = c.list_topics().await?;
-    if as_json {
-        println!("{}", json!({ "topics": topics }));
-    } else if topics.is_empty() {
-        println!("(no topics)");
-    } else {
-        for t in topics {
-            println!("{t}");
-        }
-    }
-    Ok(())
-}
-
-/// `topic describe`: partitions and the settings in force (the broker's
-/// segment size where the topic sets none, `-1` for no limit).
-pub async fn topic_describe(c: &mut JsonTcpClient, name: &str, as_json: bool) -> CmdResult {
-    let d = c.metadata(name).await?;
-    let entries = c.describe_topic_config(name).await?;
-    if as_json {
-        let partitions: Vec<_> = d
-            .partitions
-            .iter()
-            .map(|p| {
-                json!({
-                    "partition": p.partition, "leader_id": p.leader_id,
-                    "leader_epoch": p.leader_epoch, "replicas": p.replicas, "isr": p.isr,
-                    "high_watermark": p.high_watermark,
-                    "last_stable_offset": p.last_stable_offset,
-                    "log_start_offset": p.log_start_offset,
-                    "log_end_offset": p.log_end_offset,
-                })
-            })
-            .collect();
-        println!(
-            "{}",
-            json!({"topic": d.name, "partitions": partitions, "config": config_json(&entries)})
-        );
+        say!("{}", json!({ "broker_id": broker_id, "moved": moved }));
         return Ok(());
     }
-    println!("topic {}: {}", d.name, config_text(&entries));
-    println!("partition  leader  epoch  replicas  isr  log-start  high-watermark  log-end");
-    for p in &d.partitions {
-        println!(
-            "{:>9}  {:>6}  {:>5}  {:<8}  {:<3}  {:>9}  {:>14}  {:>7}",
-            p.partition,
-            p.leader_id,
-            p.leader_epoch,
-            ids(&p.replicas),
-            ids(&p.isr),
-            p.log_start_offset,
-            p.high_watermark,
-            p.log_end_offset
+    say!("broker {broker_id} is offline");
+    for (tp, le) in moved {
+        say!(
+            "  {tp}: leader now broker {} (epoch {})",
+            le.leader_id,
+            le.leader_epoch
         );
     }
     Ok(())
 }
 
-fn ids(v: &[i32]) -> String {
-    v.iter().map(i32::to_string).collect::<Vec<_>>().join(",")
+/// `broker online`: says whether anything changed, since bringing back a
+/// broker that was never offline does nothing.
+pub async fn broker_online(c: &mut JsonTcpClient, broker_id: i32, as_json: bool) -> CmdResult {
+    let was_offline = c.broker_online(broker_id).await?;
+    if as_json {
+        say!(
+            "{}",
+            json!({ "broker_id": broker_id, "online": true, "was_offline": was_offline })
+        );
+    } else if was_offline {
+        say!("broker {broker_id} is online again; its replicas catch up as followers");
+    } else {
+        say!("broker {broker_id} was not offline; nothing changed");
+    }
+    Ok(())
 }
 
-/// `stats`: the wire `stats` operation.
+/// `stats`: the wire `stats` operation, with the damaged partitions named
+/// (from `describe_cluster`).
 pub async fn stats(c: &mut JsonTcpClient, as_json: bool) -> CmdResult {
     let s = c.stats().await?;
-    let k = &s.cluster;
+    let d = c.describe_cluster().await?;
+    let damaged: Vec<(String, String)> = d
+        .partitions
+        .iter()
+        .filter_map(|p| {
+            let cause = p.damaged.as_ref()?;
+            Some((format!("{}-{}", p.topic, p.partition), cause.clone()))
+        })
+        .collect();
     if as_json {
-        println!(
-            "{}",
-            json!({
-                "uptime_ms": k.uptime_ms, "connections": s.connections, "requests": s.requests,
-                "topics": k.topics, "partitions": k.partitions, "groups": k.groups,
-                "transactions": k.transactions, "records": k.records, "log_bytes": k.log_bytes,
-                "owned_tasks": k.owned_tasks, "in_flight": s.in_flight,
-            })
-        );
+        say!("{}", stats_json(&s, &d, &damaged));
     } else {
-        println!("uptime        {} s", k.uptime_ms / 1000);
-        println!(
-            "connections   {} (JSON-TCP, this one included)",
-            s.connections
+        stats_text(&s, &d, &damaged)?;
+    }
+    Ok(())
+}
+
+fn stats_json(
+    s: &ServerStats,
+    d: &ClusterDescription,
+    damaged: &[(String, String)],
+) -> serde_json::Value {
+    let k = &s.cluster;
+    let mut protocols = serde_json::Map::new();
+    for p in &k.protocols {
+        protocols.insert(
+            p.protocol.name().to_string(),
+            json!({"listeners": p.listeners, "connections": p.connections,
+                   "connections_accepted": p.connections_accepted, "requests": p.requests}),
         );
-        println!("requests      {} (JSON-TCP, answered)", s.requests);
-        println!("topics        {}", k.topics);
-        println!("partitions    {}", k.partitions);
-        println!("groups        {}", k.groups);
-        println!("transactions  {}", k.transactions);
-        println!("records       {}", k.records);
-        println!("log bytes     {}", k.log_bytes);
+    }
+    let damaged: Vec<_> = damaged
+        .iter()
+        .map(|(p, cause)| json!({"partition": p, "cause": cause}))
+        .collect();
+    json!({
+        "uptime_ms": k.uptime_ms, "connections": s.connections(), "requests": s.requests(),
+        "protocols": protocols,
+        "topics": k.topics, "partitions": k.partitions, "groups": k.groups,
+        "transactions": k.transactions, "records": k.records, "log_bytes": k.log_bytes,
+        "owned_tasks": k.owned_tasks, "in_flight": s.in_flight,
+        "damaged_partitions": k.damaged_partitions, "damaged": damaged,
+        "disk_full": k.disk_full, "offline_brokers": d.offline_brokers,
+    })
+}
+
+fn stats_text(s: &ServerStats, d: &ClusterDescription, damaged: &[(String, String)]) -> CmdResult {
+    let k = &s.cluster;
+    let (kafka, json) = (s.protocol(Protocol::Kafka), s.protocol(Protocol::JsonTcp));
+    let healthy = damaged.is_empty() && !k.disk_full && d.offline_brokers.is_empty();
+    say!("uptime        {} s", k.uptime_ms / 1000);
+    say!(
+        "health        {}",
+        if healthy { "ok" } else { "DEGRADED (below)" }
+    );
+    say!(
+        "connections   {} open (Kafka {}, JSON-TCP {} with this one)",
+        s.connections(),
+        kafka.connections,
+        json.connections
+    );
+    say!(
+        "requests      {} answered (Kafka {}, JSON-TCP {})",
+        s.requests(),
+        kafka.requests,
+        json.requests
+    );
+    say!(
+        "listeners     Kafka {}, JSON-TCP {}",
+        kafka.listeners,
+        json.listeners
+    );
+    say!("topics        {}", k.topics);
+    say!("partitions    {}", k.partitions);
+    say!("groups        {}", k.groups);
+    say!("transactions  {}", k.transactions);
+    say!("records       {}", k.records);
+    say!("log bytes     {}", k.log_bytes);
+    say!(
+        "disk full     {}",
+        if k.disk_full {
+            "YES: writes fail with STORAGE_ERROR until space is freed; reads go on"
+        } else {
+            "no"
+        }
+    );
+    say!("damaged       {} partition(s)", k.damaged_partitions);
+    for (p, cause) in damaged {
+        say!("  {p} is offline: {cause}");
+    }
+    if !d.offline_brokers.is_empty() {
+        say!("offline       broker(s) {:?}", d.offline_brokers);
     }
     Ok(())
 }
@@ -390,18 +297,18 @@ pub async fn lab(name: &str, as_json: bool) -> CmdResult {
         .await
         .map_err(|e| CmdError::Failed(format!("lab {name} failed: {e}")))?;
     if as_json {
-        println!(
+        say!(
             "{}",
             json!({"name": report.name, "steps": report.steps, "facts": report.facts})
         );
-    } else {
-        println!(
-            "lab {} (in-process, on a temporary data directory)",
-            report.name
-        );
-        for step in &report.steps {
-            println!("{step}");
-        }
+        return Ok(());
+    }
+    say!(
+        "lab {} (in-process, on a temporary data directory)",
+        report.name
+    );
+    for step in &report.steps {
+        say!("{step}");
     }
     Ok(())
 }

@@ -2,15 +2,20 @@
 //! (or one `--partition`), from a start position, optionally following and
 //! optionally as a member of a consumer group that commits as it goes.
 //!
+//! Start positions follow kcat: `--from N` is an offset (one past the end
+//! starts at the end, one below the log start at the log start), `--from
+//! -N` the last N records of each partition.
+//!
 //! Two rules make it safe in a pipeline. A position outside the log (a
 //! committed offset that retention deleted, or one past the end) is reset
 //! by the reset policy, as Kafka's `auto.offset.reset` does: `--from
 //! latest` resets to the end, anything else to the log start. And stdout is
-//! written record by record: when a write fails (the reader went away, as
-//! `| head` does) the consumer stops and, in a group, commits the position
-//! after the last record actually written.
+//! written record by record: when a write fails the consumer stops and, in
+//! a group, commits the position after the last record actually written;
+//! when the failure is that the reader went away (`| head`), it then exits
+//! 0 without a word.
 
-use crate::commands::{CmdError, CmdResult, usage};
+use crate::commands::{CmdError, CmdResult, stdout_failed, usage};
 use crate::format::Output;
 use mk_adapter_jsontcp::{ClientError, JsonTcpClient};
 use mk_cluster::{ConsumerRecord, ErrorCode, FetchRequest, Isolation, OffsetSpec, TopicPartition};
@@ -22,7 +27,10 @@ use std::io::Write;
 pub enum Start {
     Earliest,
     Latest,
+    /// An offset, clamped into the partition's `[log start, end]`.
     Offset(i64),
+    /// The last this many records of each partition (kcat's `-o -N`).
+    Last(i64),
     /// The first record at or after this timestamp (ms), else the end.
     Time(i64),
 }
@@ -33,10 +41,13 @@ impl std::str::FromStr for Start {
         match s {
             "earliest" => Ok(Start::Earliest),
             "latest" => Ok(Start::Latest),
-            n => n
-                .parse::<i64>()
-                .map(Start::Offset)
-                .map_err(|_| format!("expected earliest, latest or an offset, got {s:?}")),
+            n => match n.parse::<i64>() {
+                Ok(o) if o < 0 => Ok(Start::Last(o.saturating_neg())),
+                Ok(o) => Ok(Start::Offset(o)),
+                Err(_) => Err(format!(
+                    "expected earliest, latest, an offset or -N (the last N records), got {s:?}"
+                )),
+            },
         }
     }
 }
@@ -123,7 +134,14 @@ async fn start_offset(
     start: Start,
 ) -> Result<i64, CmdError> {
     let spec = match start {
-        Start::Offset(o) => return Ok(o),
+        Start::Offset(o) => {
+            let (earliest, latest) = bounds(c, tp).await?;
+            return Ok(o.clamp(earliest, latest));
+        }
+        Start::Last(n) => {
+            let (earliest, latest) = bounds(c, tp).await?;
+            return Ok(latest.saturating_sub(n).max(earliest));
+        }
         Start::Earliest => OffsetSpec::Earliest,
         Start::Latest => OffsetSpec::Latest,
         Start::Time(ts) => OffsetSpec::Timestamp(ts),
@@ -133,6 +151,13 @@ async fn start_offset(
         // No record at or after the time: start at the end.
         None => c.list_offsets(tp, OffsetSpec::Latest).await?.unwrap_or(0),
     })
+}
+
+/// A partition's log start and end (the end never below the start).
+async fn bounds(c: &mut JsonTcpClient, tp: &TopicPartition) -> Result<(i64, i64), CmdError> {
+    let earliest = c.list_offsets(tp, OffsetSpec::Earliest).await?.unwrap_or(0);
+    let latest = c.list_offsets(tp, OffsetSpec::Latest).await?.unwrap_or(0);
+    Ok((earliest, latest.max(earliest)))
 }
 
 /// This consumer's membership in the current generation.
@@ -330,7 +355,7 @@ fn print_records(
 
 /// stdout failed after `written` records of the round: in a group, commit
 /// the position after the last record written (the round was committed
-/// whole before printing), then stop.
+/// whole before printing), then stop — quietly when the reader went away.
 async fn stopped_writing(
     c: &mut JsonTcpClient,
     membership: Option<&Membership<'_>>,
@@ -342,19 +367,27 @@ async fn stopped_writing(
         positions.insert(tp.clone(), r.offset + 1);
     }
     let committed = match membership {
-        None => String::new(),
-        Some(m) => match c
+        None => Ok(String::new()),
+        Some(m) => c
             .commit_offsets(m.group, m.member, m.generation, &positions)
             .await
-        {
-            Ok(()) => "; committed the position after the last record written".into(),
-            Err(err) => format!("; could not commit what was written: {err}"),
-        },
+            .map(|()| "; committed the position after the last record written".to_string()),
     };
-    CmdError::Failed(format!(
-        "stopped: cannot write to stdout ({e}) after {} more record(s){committed}",
-        written.len()
-    ))
+    match (stdout_failed(e), committed) {
+        (CmdError::Closed, Ok(_)) => CmdError::Closed,
+        (CmdError::Closed, Err(err)) => CmdError::Failed(format!(
+            "stdout was closed; could not commit what was written: {err}"
+        )),
+        (failed, committed) => CmdError::Failed(format!(
+            "stopped: {} after {} more record(s){}",
+            match failed {
+                CmdError::Failed(m) => m,
+                _ => "cannot write to stdout".to_string(),
+            },
+            written.len(),
+            committed.unwrap_or_else(|err| format!("; could not commit what was written: {err}"))
+        )),
+    }
 }
 
 /// Heartbeats (keeping the session alive while following) and commits the

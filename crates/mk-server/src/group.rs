@@ -8,10 +8,10 @@
 //! committed offsets fell below the log start, which is how such a group
 //! is repaired by hand.
 
-use crate::commands::{CmdError, CmdResult, usage};
+use crate::commands::{CmdError, CmdResult, say, usage};
 use mk_adapter_jsontcp::JsonTcpClient;
 use mk_cluster::{
-    AnyGroupDescription, ConsumerGroupDescription, GroupDescription, OffsetSpec,
+    AnyGroupDescription, ConsumerGroupDescription, GroupDescription, GroupState, OffsetSpec,
     ShareGroupDescription, TopicPartition,
 };
 use serde_json::json;
@@ -36,9 +36,9 @@ pub async fn group_list(c: &mut JsonTcpClient, as_json: bool) -> CmdResult {
             .iter()
             .map(|g| json!({"group_id": g.group_id, "state": g.state.as_str(), "protocol_type": g.protocol_type, "group_type": g.group_type.as_str()}))
             .collect();
-        println!("{}", json!({ "groups": groups }));
+        say!("{}", json!({ "groups": groups }));
     } else if groups.is_empty() {
-        println!("(no groups)");
+        say!("(no groups)");
     } else {
         for g in groups {
             let kind = if g.protocol_type.is_empty() {
@@ -47,7 +47,7 @@ pub async fn group_list(c: &mut JsonTcpClient, as_json: bool) -> CmdResult {
                 g.protocol_type.as_str()
             };
             // The group type last: classic, consumer (KIP-848) or share.
-            println!(
+            say!(
                 "{}  {}  {kind}  {}",
                 g.group_id,
                 g.state.as_str(),
@@ -61,11 +61,20 @@ pub async fn group_list(c: &mut JsonTcpClient, as_json: bool) -> CmdResult {
 pub async fn group_delete(c: &mut JsonTcpClient, group: &str, as_json: bool) -> CmdResult {
     c.delete_group(group).await?;
     if as_json {
-        println!("{}", json!({"group_id": group, "deleted": true}));
+        say!("{}", json!({"group_id": group, "deleted": true}));
     } else {
-        println!("deleted group {group} and its committed offsets");
+        say!("deleted group {group} and its committed offsets");
     }
     Ok(())
+}
+
+/// The assignor a classic group's current generation uses: the protocol
+/// its members agreed on. For a Kafka consumer group that is the
+/// client-side assignor the coordinator chose among the members' (a
+/// confluent-kafka group says `range`); for JSON-TCP members, the
+/// coordinator's own. As in Kafka, only a Stable group has one.
+fn assignor_in_use(d: &GroupDescription) -> Option<&str> {
+    (!d.protocol_name.is_empty()).then_some(d.protocol_name.as_str())
 }
 
 /// `describe`: the group as its protocol describes it, then (for classic
@@ -81,22 +90,22 @@ pub async fn group_describe(c: &mut JsonTcpClient, group: &str, as_json: bool) -
         lags.push((tp.clone(), committed, end));
     }
     if as_json {
-        println!("{}", describe_json(group, d.as_ref(), &lags));
+        say!("{}", describe_json(group, d.as_ref(), &lags));
         return Ok(());
     }
     match &d {
-        None => println!("group {group}: no members (state Dead)"),
-        Some(AnyGroupDescription::Classic(d)) => print_classic(d),
-        Some(AnyGroupDescription::Consumer(d)) => print_consumer(d),
-        Some(AnyGroupDescription::Share(d)) => print_share(d),
+        None => say!("group {group}: no members (state Dead)"),
+        Some(AnyGroupDescription::Classic(d)) => print_classic(d)?,
+        Some(AnyGroupDescription::Consumer(d)) => print_consumer(d)?,
+        Some(AnyGroupDescription::Share(d)) => print_share(d)?,
     }
     // Share groups keep share-partition state, not committed offsets.
     let commits = !matches!(d, Some(AnyGroupDescription::Share(_)));
     if lags.is_empty() && commits {
-        println!("  no committed offsets");
+        say!("  no committed offsets");
     }
     for (tp, committed, end) in lags {
-        println!(
+        say!(
             "  {tp}: committed {committed}, high watermark {end}, lag {}",
             (end - committed).max(0)
         );
@@ -120,10 +129,12 @@ fn describe_json(
         .map(|(tp, c, end)| json!({"topic": tp.topic, "partition": tp.partition, "committed": c, "high_watermark": end, "lag": (end - c).max(0)}))
         .collect();
     let mut out = match d {
-        None => json!({"state": "Dead", "generation": 0, "members": []}),
+        None => json!({"state": "Dead", "generation": 0, "assignor": null, "members": []}),
         Some(AnyGroupDescription::Classic(d)) => json!({
             "state": d.state.as_str(),
             "generation": d.generation,
+            "assignor": assignor_in_use(d),
+            "protocol_type": d.protocol_type,
             "members": d.members.iter().map(|m| json!({
                 "member_id": m.member_id, "topics": m.topics, "assignment": names(&m.assignment),
             })).collect::<Vec<_>>(),
@@ -158,28 +169,33 @@ fn describe_json(
     out
 }
 
-fn print_classic(d: &GroupDescription) {
-    println!(
-        "group {}: state {}, generation {}, assignor {}",
+fn print_classic(d: &GroupDescription) -> CmdResult {
+    let assignor = match (assignor_in_use(d), d.state) {
+        (Some(name), _) => name,
+        (None, GroupState::Empty) => "none (no members)",
+        (None, _) => "not chosen yet (rebalancing)",
+    };
+    say!(
+        "group {}: state {}, generation {}, assignor {assignor}",
         d.group_id,
         d.state.as_str(),
         d.generation,
-        d.assignor.name()
     );
     for m in &d.members {
-        println!(
+        say!(
             "  member {} topics [{}] assigned [{}]",
             m.member_id,
             m.topics.join(", "),
             names(&m.assignment).join(", ")
         );
     }
+    Ok(())
 }
 
 /// A KIP-848 group: each member's epoch and reconciliation state, what it
 /// consumes now, what it must give up and its target.
-fn print_consumer(d: &ConsumerGroupDescription) {
-    println!(
+fn print_consumer(d: &ConsumerGroupDescription) -> CmdResult {
+    say!(
         "group {}: consumer group (KIP-848), state {}, epoch {}, assignment epoch {}, assignor {}",
         d.group_id,
         d.state.as_str(),
@@ -196,7 +212,7 @@ fn print_consumer(d: &ConsumerGroupDescription) {
             .regex
             .as_ref()
             .map_or(String::new(), |r| format!(" regex /{r}/"));
-        println!(
+        say!(
             "  member {}{instance} epoch {} {} topics [{}]{regex} assigned [{}] revoking [{}] target [{}]",
             m.member_id,
             m.member_epoch,
@@ -207,19 +223,20 @@ fn print_consumer(d: &ConsumerGroupDescription) {
             names(&m.target).join(", ")
         );
     }
+    Ok(())
 }
 
 /// A share group: members (several may share a partition) and each share
 /// partition's in-flight window.
-fn print_share(d: &ShareGroupDescription) {
-    println!(
+fn print_share(d: &ShareGroupDescription) -> CmdResult {
+    say!(
         "group {}: share group (KIP-932), state {}, epoch {}",
         d.group_id,
         d.state.as_str(),
         d.epoch
     );
     for m in &d.members {
-        println!(
+        say!(
             "  member {} epoch {} topics [{}] assigned [{}]",
             m.member_id,
             m.member_epoch,
@@ -228,8 +245,9 @@ fn print_share(d: &ShareGroupDescription) {
         );
     }
     for (tp, start, end) in &d.partitions {
-        println!("  {tp}: share start offset {start}, in flight up to {end}");
+        say!("  {tp}: share start offset {start}, in flight up to {end}");
     }
+    Ok(())
 }
 
 /// `reset-offsets`: every partition of `topics`, or without topics every
@@ -294,7 +312,7 @@ pub async fn group_reset_offsets(
                        "previous": committed.get(tp).copied().flatten(), "offset": o})
             })
             .collect();
-        println!(
+        say!(
             "{}",
             json!({"group_id": group, "dry_run": dry_run, "offsets": rows})
         );
@@ -306,12 +324,12 @@ pub async fn group_reset_offsets(
             .copied()
             .flatten()
             .map_or("none".to_string(), |b| b.to_string());
-        println!("  {tp}: {before} -> {o}");
+        say!("  {tp}: {before} -> {o}");
     }
     if dry_run {
-        println!("group {group}: dry run, nothing changed");
+        say!("group {group}: dry run, nothing changed (add --execute to apply)");
     } else {
-        println!("group {group}: offsets reset");
+        say!("group {group}: offsets reset");
     }
     Ok(())
 }

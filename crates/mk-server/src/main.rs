@@ -15,6 +15,7 @@ mod consume;
 mod format;
 mod group;
 mod produce;
+mod topic;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use commands::{CmdError, CmdResult, usage};
@@ -27,7 +28,11 @@ use std::process::ExitCode;
 /// semantics. Without a subcommand, serves the Kafka protocol on
 /// 127.0.0.1:9092 and JSON-TCP on 127.0.0.1:9192 with data in ./data.
 #[derive(Debug, Parser)]
-#[command(name = "mk-server", version, args_conflicts_with_subcommands = true)]
+#[command(
+    name = "mk-server",
+    version = env!("MK_VERSION"),
+    args_conflicts_with_subcommands = true
+)]
 struct Cli {
     #[command(flatten)]
     serve: ServeArgs,
@@ -115,11 +120,12 @@ enum Command {
         /// Read only this partition (of a single topic).
         #[arg(long, conflicts_with = "group")]
         partition: Option<u32>,
-        /// Where to start without a committed offset: earliest, latest or
-        /// an offset. Also the reset policy for a position outside the log
-        /// (Kafka's auto.offset.reset): latest resets to the end, anything
-        /// else to the log start.
-        #[arg(long, default_value = "earliest")]
+        /// Where to start without a committed offset: earliest, latest, an
+        /// offset (past the end: the end) or -N for the last N records of
+        /// each partition, as kcat's -o. Also the reset policy for a
+        /// position outside the log (Kafka's auto.offset.reset): latest
+        /// resets to the end, anything else to the log start.
+        #[arg(long, default_value = "earliest", allow_negative_numbers = true)]
         from: String,
         /// Start at the first record at or after this time: milliseconds
         /// since the epoch or a date-time like 2024-05-01T12:00:00Z.
@@ -204,11 +210,13 @@ enum TopicCommand {
         #[arg(long = "config", value_name = "KEY=VALUE")]
         config: Vec<String>,
     },
-    /// List topics.
+    /// List topics with their partition counts, replication factors and
+    /// unhealthy partitions, then a summary.
     List,
-    /// Show a topic's settings and partitions: leader, epoch, replicas,
-    /// ISR, offsets.
-    Describe { name: String },
+    /// Show a topic's settings and partitions (every topic without a
+    /// name): leader, epoch, replicas, ISR, offsets and status (ok,
+    /// under-replicated, or offline with the reason).
+    Describe { name: Option<String> },
     /// Change a topic: grow its partition count, set or reset settings.
     Alter {
         name: String,
@@ -246,8 +254,9 @@ enum GroupCommand {
     Describe { group: String },
     /// Delete a group without members and its committed offsets.
     Delete { group: String },
-    /// Set a group's committed offsets (the group must have no members),
-    /// like kafka-consumer-groups --reset-offsets.
+    /// Plan, and with --execute set, a group's committed offsets (the
+    /// group must have no members), like kafka-consumer-groups
+    /// --reset-offsets.
     ResetOffsets {
         group: String,
         /// To each partition's log start.
@@ -267,8 +276,13 @@ enum GroupCommand {
         /// [default: every partition the group has an offset for].
         #[arg(long)]
         topic: Vec<String>,
-        /// Show the plan without changing anything.
+        /// Apply the plan; without it the command only shows it (as
+        /// kafka-consumer-groups does).
         #[arg(long)]
+        execute: bool,
+        /// Show the plan without changing anything (the default; kept for
+        /// scripts that say so).
+        #[arg(long, conflicts_with = "execute")]
         dry_run: bool,
     },
 }
@@ -291,13 +305,14 @@ async fn main() -> ExitCode {
         None => cli.serve,
         Some(Command::Serve(args)) => *args,
         Some(Command::Completions { shell }) => {
-            clap_complete::generate(
-                shell,
-                &mut Cli::command(),
-                "mk-server",
-                &mut std::io::stdout(),
-            );
-            return ExitCode::SUCCESS;
+            // Rendered first, so a closed stdout is an error to handle,
+            // not a panic inside the generator.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "mk-server", &mut script);
+            return match commands::write_bytes(&script) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => e.report(false),
+            };
         }
         Some(other) => {
             init_tracing("warn");
@@ -361,7 +376,7 @@ async fn run_client(command: Command) -> CmdResult {
                     replication_factor,
                     config,
                 } => {
-                    commands::topic_create(
+                    topic::topic_create(
                         &mut c,
                         &name,
                         partitions,
@@ -371,11 +386,11 @@ async fn run_client(command: Command) -> CmdResult {
                     )
                     .await
                 }
-                TopicCommand::List => commands::topic_list(&mut c, json).await,
+                TopicCommand::List => topic::topic_list(&mut c, json).await,
                 TopicCommand::Describe { name } => {
-                    commands::topic_describe(&mut c, &name, json).await
+                    topic::topic_describe(&mut c, name.as_deref(), json).await
                 }
-                TopicCommand::Delete { name } => commands::topic_delete(&mut c, &name, json).await,
+                TopicCommand::Delete { name } => topic::topic_delete(&mut c, &name, json).await,
                 TopicCommand::Alter {
                     name,
                     partitions,
@@ -383,14 +398,14 @@ async fn run_client(command: Command) -> CmdResult {
                     delete_config,
                     validate_only,
                 } => {
-                    let alter = commands::TopicAlter {
+                    let alter = topic::TopicAlter {
                         name: &name,
                         partitions,
                         set: &config,
                         delete: &delete_config,
                         validate_only,
                     };
-                    commands::topic_alter(&mut c, alter, json).await
+                    topic::topic_alter(&mut c, alter, json).await
                 }
             }
         }
@@ -519,14 +534,15 @@ async fn run_client(command: Command) -> CmdResult {
                     to_offset,
                     to_datetime,
                     topic,
-                    dry_run,
+                    execute,
+                    dry_run: _,
                 } => {
                     let time = to_datetime
                         .map(|t| format::parse_time(&t))
                         .transpose()
                         .or_else(usage)?;
                     let to = group::ResetTo::from_flags(to_earliest, to_latest, to_offset, time)?;
-                    group::group_reset_offsets(&mut c, &group, to, &topic, dry_run, json).await
+                    group::group_reset_offsets(&mut c, &group, to, &topic, !execute, json).await
                 }
             }
         }

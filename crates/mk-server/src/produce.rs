@@ -3,15 +3,20 @@
 //! grouped into one batch per partition and the batches are pipelined, so
 //! a typed line is acknowledged at once while a piped file travels in
 //! large batches with several requests in flight. A record without
-//! `--partition` goes where the core's `partitioner::partition_for` puts
-//! it (its key by murmur2, else partition 0) — the same partition the
-//! broker and a Kafka client choose. A bad line is reported with its
-//! number; it stops the run (after everything before it was sent) unless
-//! `--skip-bad-lines`.
+//! `--partition` goes where a Kafka producer puts it
+//! (`partitioner::StickyPartitioner`): a key by murmur2, keyless records
+//! in sticky batches of Kafka's `batch.size` that move from partition to
+//! partition. A missing topic is created first when the broker
+//! auto-creates topics, as for a Kafka producer. A bad line is reported
+//! with its number; it stops the run (after everything before it was sent)
+//! unless `--skip-bad-lines`. Offsets print as records are acknowledged;
+//! once nobody reads them (`| head`) the rest of the input is still
+//! produced, without printing.
 
-use crate::commands::{CmdError, CmdResult};
+use crate::commands::{CmdError, CmdResult, stdout_failed};
 use crate::format::Input;
 use mk_adapter_jsontcp::{JsonTcpClient, ProduceRecords, ProduceSpec, Request, Response};
+use mk_cluster::partitioner::StickyPartitioner;
 use mk_cluster::{AckMode, Bytes, ProduceEntry};
 use serde_json::json;
 use std::io::{BufRead, IsTerminal, Write};
@@ -48,9 +53,14 @@ struct Pending {
 }
 
 pub async fn produce(c: &mut JsonTcpClient, o: ProduceOptions) -> CmdResult {
-    // Routing needs the partition count; asking first also reports an
-    // unknown topic before any input is read.
-    let partitions = c.metadata(&o.topic).await?.partitions.len() as u32;
+    // Routing needs the partition count; asking first also creates a
+    // missing topic (when the broker auto-creates topics) or reports it
+    // before any input is read.
+    let d = c.metadata_with(&o.topic, true).await?;
+    let partitions = u32::try_from(d.partitions.len())
+        .map_err(|_| CmdError::Failed("more partitions than a u32 counts".into()))?;
+    let mut sticky = StickyPartitioner::new(StickyPartitioner::DEFAULT_BATCH_BYTES, random_start());
+    let mut printing = true;
     let mut rx = spawn_reader();
     let mut progress = Progress::new(o.progress || std::io::stderr().is_terminal());
     let mut produced = 0u64;
@@ -75,9 +85,10 @@ pub async fn produce(c: &mut JsonTcpClient, o: ProduceOptions) -> CmdResult {
             };
             match o.input.parse(&bytes) {
                 Ok((key, value)) => round.push(Pending {
-                    partition: mk_cluster::partitioner::partition_for(
+                    partition: sticky.partition(
                         o.partition,
                         key.as_deref(),
+                        key.as_ref().map_or(0, Bytes::len) + value.as_ref().map_or(0, Bytes::len),
                         partitions,
                     ),
                     entry: ProduceEntry {
@@ -98,7 +109,7 @@ pub async fn produce(c: &mut JsonTcpClient, o: ProduceOptions) -> CmdResult {
                 }
             }
         }
-        let sent = send_round(c, &o, round).await;
+        let sent = send_round(c, &o, round, &mut printing).await;
         produced += sent.as_ref().map_or(0, |n| *n);
         progress.tick(produced);
         if let Err(e) = sent {
@@ -156,13 +167,27 @@ fn spawn_reader() -> tokio::sync::mpsc::Receiver<Line> {
     rx
 }
 
+/// Where the sticky partition starts: anywhere, as Kafka's producer picks
+/// it at random, so that many short runs do not all fill partition 0.
+fn random_start() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    // Keeping the low 32 bits of a random hash is the point.
+    #[allow(clippy::cast_possible_truncation)]
+    let start = h.finish() as u32;
+    start
+}
+
 /// Sends one round: one batch per partition (split at the batch bounds),
-/// all pipelined, then prints each record's offset. Returns how many
+/// all pipelined, then prints each record's offset while `printing` (it
+/// turns false for good once nobody reads stdout). Returns how many
 /// records were acknowledged; the first failed request ends the run.
 async fn send_round(
     c: &mut JsonTcpClient,
     o: &ProduceOptions,
     round: Vec<Pending>,
+    printing: &mut bool,
 ) -> Result<u64, CmdError> {
     // Each record's place: which batch, which position in it, so the
     // offsets print in input order whatever the batching.
@@ -222,6 +247,10 @@ async fn send_round(
             Err(_) => return Err(answers.swap_remove(batch).unwrap_err().into()),
         };
         let offset = r.base_offset.map(|b| b + index as i64);
+        acknowledged += 1;
+        if !*printing {
+            continue;
+        }
         let line = match (o.as_json, offset) {
             (true, _) => {
                 json!({"topic": o.topic, "partition": r.partition, "offset": offset}).to_string()
@@ -229,16 +258,21 @@ async fn send_round(
             (false, Some(off)) => format!("{}-{} offset {off}", o.topic, r.partition),
             (false, None) => format!("{}-{} (acks=0, no offset)", o.topic, r.partition),
         };
-        // A closed stdout is an error to report, not a panic of println!.
-        writeln!(std::io::stdout(), "{line}").map_err(|e| {
-            CmdError::Failed(format!(
-                "cannot write to stdout ({e}); the record at {}-{} offset {} was produced",
-                o.topic,
-                r.partition,
-                offset.map_or("-".to_string(), |o| o.to_string())
-            ))
-        })?;
-        acknowledged += 1;
+        // A reader that went away stops the printing, not the producing:
+        // the input is what the user asked to send.
+        match writeln!(std::io::stdout(), "{line}").map_err(stdout_failed) {
+            Ok(()) => {}
+            Err(CmdError::Closed) => *printing = false,
+            Err(CmdError::Failed(why)) => {
+                return Err(CmdError::Failed(format!(
+                    "{why}; the record at {}-{} offset {} was produced",
+                    o.topic,
+                    r.partition,
+                    offset.map_or("-".to_string(), |o| o.to_string())
+                )));
+            }
+            Err(other) => return Err(other),
+        }
     }
     Ok(acknowledged)
 }

@@ -9,34 +9,64 @@ use super::common::{
     ids_of, item_ctx, object_item, partition_infos_of, write_ids, write_partition_infos,
 };
 use crate::wire::{Decoded, Fields, ObjWriter, push_array};
-use mk_cluster::{BrokerId, ClusterDescription, ClusterStats, LeaderAndEpoch, TopicPartition};
+use mk_cluster::{
+    BrokerId, ClusterDescription, ClusterStats, LeaderAndEpoch, Protocol, ProtocolStats,
+    TopicPartition,
+};
 
-/// The core counters plus the adapter's own.
+/// The core counters (with every listener's) plus the adapter's own.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerStats {
     pub cluster: ClusterStats,
-    /// Connections open right now.
-    pub connections: u64,
-    /// Requests answered since the server started.
-    pub requests: u64,
-    /// Requests being executed right now (this one included).
+    /// JSON-TCP requests being executed right now (this one included).
     pub in_flight: u64,
 }
 
-/// `describe_cluster`: nothing -> brokers, partitions [{topic, partition,
-/// leader_id, leader_epoch, replicas, isr, high_watermark,
-/// last_stable_offset, log_start_offset, log_end_offsets, log_end_offset}].
+impl ServerStats {
+    /// Connections open right now, over both protocols.
+    pub fn connections(&self) -> u64 {
+        self.cluster.protocols.iter().map(|p| p.connections).sum()
+    }
+
+    /// Requests answered since the broker started, over both protocols.
+    pub fn requests(&self) -> u64 {
+        self.cluster.protocols.iter().map(|p| p.requests).sum()
+    }
+
+    /// One protocol's counters (zero when it was never served).
+    pub fn protocol(&self, p: Protocol) -> ProtocolStats {
+        self.cluster
+            .protocols
+            .iter()
+            .copied()
+            .find(|s| s.protocol == p)
+            .unwrap_or(ProtocolStats {
+                protocol: p,
+                listeners: 0,
+                connections: 0,
+                connections_accepted: 0,
+                requests: 0,
+            })
+    }
+}
+
+/// `describe_cluster`: nothing -> brokers, offline_brokers, partitions
+/// [{topic, partition, leader_id, leader_epoch, replicas, isr,
+/// high_watermark, last_stable_offset, log_start_offset, log_end_offsets,
+/// log_end_offset, damaged (only when damaged)}].
 pub(super) mod describe_cluster {
     use super::*;
 
     pub fn encode_response(w: &mut ObjWriter<'_>, d: &ClusterDescription) {
-        w.with("brokers", |o| write_ids(o, &d.brokers));
+        w.with("brokers", |o| write_ids(o, &d.brokers))
+            .with("offline_brokers", |o| write_ids(o, &d.offline_brokers));
         write_partition_infos(w, &d.partitions, true);
     }
 
     pub fn decode_response(f: &Fields<'_>) -> Decoded<Response> {
         Ok(Response::DescribeCluster(ClusterDescription {
             brokers: ids_of(f.array("brokers")?)?,
+            offline_brokers: ids_of(f.array("offline_brokers")?)?,
             partitions: partition_infos_of(f, None)?,
         }))
     }
@@ -44,16 +74,18 @@ pub(super) mod describe_cluster {
 
 /// `stats`: nothing -> uptime_ms, connections, requests, topics,
 /// partitions, groups, transactions, records, log_bytes, owned_tasks,
-/// in_flight, damaged_partitions, disk_full (the last two after spec 06's
-/// fields: the broker's health).
+/// in_flight, damaged_partitions, disk_full, protocols (after spec 06's
+/// fields: the broker's health, and per protocol — `kafka`, `json` — its
+/// listeners, connections, connections_accepted and requests; the
+/// top-level connections and requests are the sums over both).
 pub(super) mod stats {
     use super::*;
 
     pub fn encode_response(w: &mut ObjWriter<'_>, s: &ServerStats) {
         let c = &s.cluster;
         w.int("uptime_ms", c.uptime_ms)
-            .int("connections", s.connections as i64)
-            .int("requests", s.requests as i64)
+            .int("connections", wide(s.connections()))
+            .int("requests", wide(s.requests()))
             .int("topics", c.topics as i64)
             .int("partitions", c.partitions as i64)
             .int("groups", c.groups as i64)
@@ -63,7 +95,48 @@ pub(super) mod stats {
             .int("owned_tasks", c.owned_tasks as i64)
             .int("in_flight", s.in_flight as i64)
             .int("damaged_partitions", c.damaged_partitions as i64)
-            .bool("disk_full", c.disk_full);
+            .bool("disk_full", c.disk_full)
+            .with("protocols", |out| {
+                let mut o = ObjWriter::new(out);
+                for p in &c.protocols {
+                    o.with(p.protocol.name(), |out| {
+                        let mut m = ObjWriter::new(out);
+                        m.int("listeners", wide(p.listeners))
+                            .int("connections", wide(p.connections))
+                            .int("connections_accepted", wide(p.connections_accepted))
+                            .int("requests", wide(p.requests));
+                        m.end();
+                    });
+                }
+                o.end();
+            });
+    }
+
+    /// A counter on the wire (JSON integers are i64; a counter never gets
+    /// near the end of that range, and saturates if it did).
+    fn wide(n: u64) -> i64 {
+        i64::try_from(n).unwrap_or(i64::MAX)
+    }
+
+    fn protocols_of(f: &Fields<'_>) -> Decoded<Vec<ProtocolStats>> {
+        let all = f.object("protocols")?;
+        let mut out = Vec::new();
+        for p in Protocol::ALL {
+            let Some(v) = all.get(p.name()) else {
+                continue;
+            };
+            let ctx = format!("protocols.{}", p.name());
+            let o = Fields::new(object_item(v, &ctx)?, &ctx);
+            let n = |name: &str| o.int(name, 0, i64::MAX).map(|v| v as u64);
+            out.push(ProtocolStats {
+                protocol: p,
+                listeners: n("listeners")?,
+                connections: n("connections")?,
+                connections_accepted: n("connections_accepted")?,
+                requests: n("requests")?,
+            });
+        }
+        Ok(out)
     }
 
     pub fn decode_response(f: &Fields<'_>) -> Decoded<Response> {
@@ -80,16 +153,16 @@ pub(super) mod stats {
                 owned_tasks: n("owned_tasks")? as usize,
                 damaged_partitions: n("damaged_partitions")? as usize,
                 disk_full: f.bool("disk_full")?,
+                protocols: protocols_of(f)?,
             },
-            connections: n("connections")? as u64,
-            requests: n("requests")? as u64,
             in_flight: n("in_flight")? as u64,
         }))
     }
 }
 
 /// `broker_offline`: broker_id -> moved [{topic, partition, leader_id,
-/// leader_epoch}]; `broker_online`: broker_id -> nothing.
+/// leader_epoch}]; `broker_online`: broker_id -> was_offline (false when
+/// the broker was online already and nothing changed).
 pub(super) mod broker {
     use super::*;
 
@@ -132,5 +205,15 @@ pub(super) mod broker {
             })
             .collect::<Decoded<Vec<_>>>()?;
         Ok(Response::BrokerOffline(moved))
+    }
+
+    pub fn encode_online_response(w: &mut ObjWriter<'_>, was_offline: bool) {
+        w.bool("was_offline", was_offline);
+    }
+
+    pub fn decode_online_response(f: &Fields<'_>) -> Decoded<Response> {
+        Ok(Response::BrokerOnline {
+            was_offline: f.bool("was_offline")?,
+        })
     }
 }

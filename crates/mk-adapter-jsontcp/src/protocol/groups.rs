@@ -190,11 +190,15 @@ pub(super) mod fetch_offsets {
 }
 
 /// `describe_group`: group_id -> group_id, group_type, then the type's
-/// description: for a classic group state, generation, assignor, members
-/// [{member_id, topics, assignment, deadline_ms}]; for a KIP-848 consumer
-/// group and a share group see `modern_groups`. A group the coordinator
-/// does not know is state "Dead" with generation 0, assignor null, no
-/// members and no group_type.
+/// description: for a classic group state, generation, assignor,
+/// protocol_type, protocol, members [{member_id, topics, assignment,
+/// deadline_ms}]; for a KIP-848 consumer group and a share group see
+/// `modern_groups`. A group the coordinator does not know is state "Dead"
+/// with generation 0, assignor null, no members and no group_type. A
+/// classic group's `assignor` is what the coordinator assigns JSON-TCP
+/// members with; `protocol` is what the current generation uses (for a
+/// Kafka consumer group, the client-side assignor its members agreed on,
+/// e.g. "range"), "" unless Stable.
 pub(super) mod describe_group {
     use super::*;
 
@@ -233,6 +237,8 @@ pub(super) mod describe_group {
         w.str("state", d.state.as_str())
             .int("generation", i64::from(d.generation))
             .str("assignor", d.assignor.name())
+            .str("protocol_type", &d.protocol_type)
+            .str("protocol", &d.protocol_name)
             .with("members", |out| {
                 push_array(out, &d.members, |out, m| {
                     let mut w = ObjWriter::new(out);
@@ -273,17 +279,17 @@ pub(super) mod describe_group {
 
     fn decode_classic(f: &Fields<'_>, group_id: String) -> Decoded<GroupDescription> {
         let state = f.str("state")?;
-        // The classic protocol's details (protocol type and name, client
-        // ids, metadata and assignment bytes) are not on the JSON wire; a
-        // decoded description has them empty.
+        // The classic protocol's client ids, metadata and assignment bytes
+        // are not on the JSON wire; a decoded description has them empty.
+        // A server of an earlier version sends no protocol type or name.
         Ok(GroupDescription {
             group_id,
             state: match GroupState::parse(state) {
                 Some(s) => s,
                 None => return bad(format!("unknown group state {state:?}")),
             },
-            protocol_type: String::new(),
-            protocol_name: String::new(),
+            protocol_type: f.opt_str("protocol_type")?.unwrap_or_default().to_owned(),
+            protocol_name: f.opt_str("protocol")?.unwrap_or_default().to_owned(),
             generation: f.i32("generation")?,
             assignor: AssignorKind::parse(f.str("assignor")?)
                 .ok_or_else(|| DecodeError("unknown assignor".into()))?,

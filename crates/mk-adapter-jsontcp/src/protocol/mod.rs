@@ -213,6 +213,9 @@ pub enum Request {
     },
     Metadata {
         topic: String,
+        /// Create the topic when it is missing and the broker auto-creates
+        /// topics (Kafka's `allow_auto_topic_creation` of Metadata).
+        allow_auto_create: bool,
     },
     Produce(ProduceSpec),
     Fetch {
@@ -530,7 +533,10 @@ impl Request {
                 *replication_factor,
                 config.as_ref(),
             ),
-            Request::Metadata { topic } => topics::metadata::encode(w, topic),
+            Request::Metadata {
+                topic,
+                allow_auto_create,
+            } => topics::metadata::encode(w, topic, *allow_auto_create),
             Request::ListTopics | Request::ListGroups => {}
             Request::DeleteTopic { topic } => topics::delete_topic::encode(w, topic),
             Request::CreatePartitions { topic, partitions } => {
@@ -683,7 +689,10 @@ pub enum Response {
     Stats(ServerStats),
     /// The partitions whose leadership moved, with the new leader and epoch.
     BrokerOffline(Vec<(TopicPartition, LeaderAndEpoch)>),
-    BrokerOnline,
+    BrokerOnline {
+        /// False when the broker was online already.
+        was_offline: bool,
+    },
     Promote(LeaderAndEpoch),
     Rejoin,
     RemoveFromIsr,
@@ -769,6 +778,9 @@ impl Response {
             Response::DescribeCluster(d) => admin::describe_cluster::encode_response(w, d),
             Response::Stats(s) => admin::stats::encode_response(w, s),
             Response::BrokerOffline(moved) => admin::broker::encode_response(w, moved),
+            Response::BrokerOnline { was_offline } => {
+                admin::broker::encode_online_response(w, *was_offline);
+            }
             Response::Promote(le) => lab::promote::encode_response(w, le),
             Response::ExpireGroupMembers(expired) => {
                 lab::expire_group_members::encode_response(w, expired)
@@ -787,7 +799,6 @@ impl Response {
             | Response::TxnSendOffsets
             | Response::CommitTxn
             | Response::AbortTxn
-            | Response::BrokerOnline
             | Response::Rejoin
             | Response::RemoveFromIsr
             | Response::ReplicateOnce
@@ -842,7 +853,7 @@ impl Response {
             Request::DescribeCluster => admin::describe_cluster::decode_response(f),
             Request::Stats => admin::stats::decode_response(f),
             Request::BrokerOffline { .. } => admin::broker::decode_response(f),
-            Request::BrokerOnline { .. } => Ok(Response::BrokerOnline),
+            Request::BrokerOnline { .. } => admin::broker::decode_online_response(f),
             Request::Promote { .. } => lab::promote::decode_response(f),
             Request::Rejoin { .. } => Ok(Response::Rejoin),
             Request::RemoveFromIsr { .. } => Ok(Response::RemoveFromIsr),

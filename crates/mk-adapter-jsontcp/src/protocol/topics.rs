@@ -56,18 +56,24 @@ pub(super) mod create_topic {
     }
 }
 
-/// `metadata`: topic -> topic, partitions (ascending), config.
+/// `metadata`: topic, optional allow_auto_create (default false) -> topic,
+/// partitions (ascending), config.
 pub(super) mod metadata {
     use super::*;
 
     pub fn decode(f: &Fields<'_>) -> Decoded<Request> {
         Ok(Request::Metadata {
             topic: f.string("topic")?,
+            allow_auto_create: f.get("allow_auto_create").is_some()
+                && f.bool("allow_auto_create")?,
         })
     }
 
-    pub fn encode(w: &mut ObjWriter<'_>, topic: &str) {
+    pub fn encode(w: &mut ObjWriter<'_>, topic: &str, allow_auto_create: bool) {
         w.str("topic", topic);
+        if allow_auto_create {
+            w.bool("allow_auto_create", true);
+        }
     }
 
     pub fn encode_response(w: &mut ObjWriter<'_>, d: &TopicDescription) {
