@@ -420,25 +420,43 @@ fn raise_open_file_limit() {
     }
 }
 
-/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
-async fn wait_for_signal() -> &'static str {
+/// Installs the SIGINT and SIGTERM handlers now and returns what resolves
+/// on the first of them. Installing happens before the startup line is
+/// printed: a supervisor (or a test) that sends SIGTERM the moment it reads
+/// that line must meet the handler, not the default action that kills the
+/// process without closing the data directory.
+fn wait_for_signal() -> impl Future<Output = &'static str> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => tokio::select! {
-                _ = tokio::signal::ctrl_c() => "SIGINT",
-                _ = term.recv() => "SIGTERM",
-            },
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-                "SIGINT"
+        let interrupt = signal(SignalKind::interrupt());
+        let terminate = signal(SignalKind::terminate());
+        async move {
+            match (interrupt, terminate) {
+                (Ok(mut int), Ok(mut term)) => tokio::select! {
+                    _ = int.recv() => "SIGINT",
+                    _ = term.recv() => "SIGTERM",
+                },
+                (Ok(mut int), Err(_)) => {
+                    int.recv().await;
+                    "SIGINT"
+                }
+                (Err(_), Ok(mut term)) => {
+                    term.recv().await;
+                    "SIGTERM"
+                }
+                (Err(_), Err(_)) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                    "SIGINT"
+                }
             }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
-        "Ctrl-C"
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+            "Ctrl-C"
+        }
     }
 }
