@@ -400,9 +400,14 @@ async fn scram_users_made_with_alter_user_scram_credentials_can_log_in() {
             salt: Bytes::from(salt),
         }],
     };
-    let r: AlterUserScramCredentialsResponse = admin
-        .call(key::ALTER_USER_SCRAM_CREDENTIALS, 0, &upsert)
-        .await;
+    // As librdkafka sends it: with a second empty tagged-field section.
+    let (id, mut frame) = admin.frame(key::ALTER_USER_SCRAM_CREDENTIALS, 0, &upsert);
+    frame.push(0);
+    let len = u32::try_from(frame.len() - 4).unwrap();
+    frame[..4].copy_from_slice(&len.to_be_bytes());
+    admin.write_raw(&frame).await;
+    let r: AlterUserScramCredentialsResponse =
+        admin.recv(key::ALTER_USER_SCRAM_CREDENTIALS, 0, id).await;
     let codes: Vec<(&str, KafkaCode)> = r
         .results
         .iter()

@@ -5,6 +5,7 @@
 //! and DUPLICATE_RESOURCE, iterations bounds — are the core's.
 
 use crate::api::Ctx;
+use crate::codec::{DecodeResult, Message, Reader};
 use crate::errors::{KafkaCode, kafka_code};
 use crate::messages::alter_user_scram_credentials::{
     AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse,
@@ -15,6 +16,35 @@ use crate::messages::describe_user_scram_credentials::{
     DescribeUserScramCredentialsResult,
 };
 use mk_cluster::{ScramDeletion, ScramUpsertion};
+
+/// Reads AlterUserScramCredentials as librdkafka sends it too: it ends the
+/// request with a second empty tagged-field section (one zero byte), which
+/// Kafka's parser, reading no further than the schema, ignores.
+pub fn read_alter_user_scram_credentials_request(
+    r: &mut Reader<'_>,
+    v: i16,
+) -> DecodeResult<AlterUserScramCredentialsRequest> {
+    let req = AlterUserScramCredentialsRequest::read(r, v)?;
+    skip_librdkafka_trailing_tags(r)?;
+    Ok(req)
+}
+
+/// DescribeUserScramCredentials, with the same allowance.
+pub fn read_describe_user_scram_credentials_request(
+    r: &mut Reader<'_>,
+    v: i16,
+) -> DecodeResult<DescribeUserScramCredentialsRequest> {
+    let req = DescribeUserScramCredentialsRequest::read(r, v)?;
+    skip_librdkafka_trailing_tags(r)?;
+    Ok(req)
+}
+
+fn skip_librdkafka_trailing_tags(r: &mut Reader<'_>) -> DecodeResult<()> {
+    if r.remaining() == 1 && r.peek_zeros(1) {
+        r.bytes_exact(1)?;
+    }
+    Ok(())
+}
 
 /// Every user with credentials (no names, or an empty list), or the named
 /// ones.

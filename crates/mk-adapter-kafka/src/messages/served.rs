@@ -569,15 +569,14 @@ pub async fn dispatch(
                 .answer(w, v)
         }
         key::DESCRIBE_USER_SCRAM_CREDENTIALS => {
-            let req =
-                describe_user_scram_credentials::DescribeUserScramCredentialsRequest::read(r, v)?;
+            let req = api::scram_users::read_describe_user_scram_credentials_request(r, v)?;
             r.finish("request")?;
             api::scram_users::handle_describe_user_scram_credentials(ctx, req)
                 .await
                 .answer(w, v)
         }
         key::ALTER_USER_SCRAM_CREDENTIALS => {
-            let req = alter_user_scram_credentials::AlterUserScramCredentialsRequest::read(r, v)?;
+            let req = api::scram_users::read_alter_user_scram_credentials_request(r, v)?;
             r.finish("request")?;
             api::scram_users::handle_alter_user_scram_credentials(ctx, req)
                 .await
@@ -800,10 +799,10 @@ pub fn decode_request(frame: &Bytes) -> DecodeResult<RequestHeader> {
             offset_delete::OffsetDeleteRequest::read(r, v)?;
         }
         key::DESCRIBE_USER_SCRAM_CREDENTIALS => {
-            describe_user_scram_credentials::DescribeUserScramCredentialsRequest::read(r, v)?;
+            api::scram_users::read_describe_user_scram_credentials_request(r, v)?;
         }
         key::ALTER_USER_SCRAM_CREDENTIALS => {
-            alter_user_scram_credentials::AlterUserScramCredentialsRequest::read(r, v)?;
+            api::scram_users::read_alter_user_scram_credentials_request(r, v)?;
         }
         key::DESCRIBE_CLUSTER => {
             describe_cluster::DescribeClusterRequest::read(r, v)?;
