@@ -20,6 +20,18 @@ pub enum Codec {
 }
 
 impl Codec {
+    /// The same codec as the log's version 2 frames name it.
+    pub fn block_codec(self) -> mk_cluster::block::Codec {
+        use mk_cluster::block::Codec as B;
+        match self {
+            Codec::None => B::None,
+            Codec::Gzip => B::Gzip,
+            Codec::Snappy => B::Snappy,
+            Codec::Lz4 => B::Lz4,
+            Codec::Zstd => B::Zstd,
+        }
+    }
+
     pub fn from_attributes(bits: i16) -> Result<Self, RecordError> {
         Ok(match bits {
             0 => Codec::None,

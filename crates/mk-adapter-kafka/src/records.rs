@@ -23,7 +23,7 @@ use crate::codec::{DecodeError, Reader, Writer};
 use crate::compression::{self, Codec};
 use crate::errors::KafkaCode;
 use bytes::{BufMut, Bytes, BytesMut};
-use mk_cluster::{ControlType, Header, ProducerInfo, Record, RecordBatch};
+use mk_cluster::{ControlType, Header, ProducerInfo, Record, RecordBatch, block};
 
 /// Bytes of a v2 batch header before the records.
 pub const BATCH_HEADER_BYTES: usize = 61;
@@ -208,23 +208,58 @@ pub fn decode_produced(
             ),
         });
     }
-    let mut batch = RecordBatch::new(out).map_err(|e| RecordError {
-        code: KafkaCode::INVALID_RECORD,
-        message: e.to_string(),
-    })?;
-    batch = batch.with_producer(ProducerInfo {
+    let max_timestamp = if log_append_time {
+        now_ms
+    } else {
+        out.iter()
+            .map(|r| r.timestamp_ms)
+            .max()
+            .unwrap_or(base_timestamp)
+    };
+    let mut batch = RecordBatch::new(out).map_err(invalid)?;
+    let producer = ProducerInfo {
         producer_id,
         producer_epoch: i32::from(producer_epoch),
         base_sequence,
-    });
+    };
+    batch = batch.with_producer(producer);
     if let Some(id) = txn_id {
         batch = batch.with_transactional_id(id);
     }
+    // The block is kept as produced (MKB1 version 2); only the header
+    // fields the broker owns change when it is stored.
+    let block = block::BlockBatch::new(block::BlockParts {
+        base_offset: 0,
+        leader_epoch: 0,
+        producer,
+        transactional_id: txn_id.map(str::to_string),
+        control: None,
+        last_offset_delta,
+        record_count: u32::try_from(count).unwrap_or(u32::MAX),
+        codec: codec.block_codec(),
+        timestamp_type: if log_append_time {
+            block::TimestampType::LogAppendTime
+        } else {
+            block::TimestampType::CreateTime
+        },
+        first_timestamp: base_timestamp,
+        max_timestamp,
+        block: records.slice(BATCH_HEADER_BYTES..),
+    })
+    .map_err(invalid)?;
+    let batch = batch.with_block(block).map_err(invalid)?;
     Ok(ProducedBatch {
         batch,
         log_append_time,
         record_count: count,
     })
+}
+
+fn invalid(e: impl std::fmt::Display) -> RecordError {
+    RecordError {
+        code: KafkaCode::INVALID_RECORD,
+        message: e.to_string(),
+    }
 }
 
 fn decode_record(
@@ -295,6 +330,13 @@ fn varint_bytes(r: &mut Reader<'_>) -> Result<Option<Bytes>, DecodeError> {
 /// control batch (a transaction marker) becomes a v2 control batch with
 /// its one control record (key: version 0, type 0 = ABORT / 1 = COMMIT).
 pub fn encode_batch(batch: &RecordBatch, out: &mut BytesMut) {
+    // A batch stored as produced goes out as produced: the Kafka header
+    // built from the stored one, then the block, compressed or not.
+    if let Some(header) = batch.block().and_then(|b| b.kafka_batch_header().ok()) {
+        out.put_slice(&header);
+        out.put_slice(batch.block().map_or(&[][..], |b| b.block()));
+        return;
+    }
     let start = out.len();
     let base_offset = batch.base_offset().unwrap_or(0);
     let control = batch.control();

@@ -103,6 +103,8 @@ pub use mk_group::{
     ServerAssignor, ShareAutoOffsetReset, ShareGroupDescription, ShareHeartbeat,
     ShareHeartbeatAnswer, ShareIsolation, ShareMemberDescription,
 };
+/// MKB1 version 2: a producer's record block kept as produced.
+pub use mk_log::block;
 pub use mk_log::{
     ControlType, Header, ProducerInfo, Record, RecordBatch, RecordError, RetentionPolicy,
     SegmentInfo,

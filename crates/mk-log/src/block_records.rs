@@ -98,8 +98,10 @@ fn snappy_block(block: &[u8], room: usize, out: &mut Vec<u8>) -> Result<()> {
 }
 
 /// Decodes a block batch's records into the core's batch (offsets, producer,
-/// transactional id and marker kept). A marker batch becomes a marker with
-/// no records, as version 1 stores it. Damage is CORRUPT_BATCH.
+/// transactional id and marker kept), with the block kept beside them so
+/// that writing the batch again writes the block as it is. A marker batch
+/// becomes a marker with no records, as version 1 stores it. Damage is
+/// CORRUPT_BATCH.
 pub fn decode_records(batch: &BlockBatch, limit: usize) -> Result<RecordBatch> {
     let h = batch.header();
     let (records, deltas) = if h.control.is_some() {
@@ -118,7 +120,9 @@ pub fn decode_records(batch: &BlockBatch, limit: usize) -> Result<RecordBatch> {
         batch.transactional_id().map(str::to_string),
         h.control,
     )
-    .map_err(corrupt)
+    .map_err(corrupt)?
+    .with_block(batch.clone())
+    .map_err(|e| corrupt(e.to_string()))
 }
 
 fn data_records(batch: &BlockBatch, body: &Bytes) -> Result<(Vec<Record>, Vec<i32>)> {

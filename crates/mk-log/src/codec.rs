@@ -94,6 +94,9 @@ impl BatchHeader {
 
 /// The exact number of bytes `encode` will produce for `batch`.
 pub fn encoded_len(batch: &RecordBatch) -> usize {
+    if let Some(block) = batch.block() {
+        return block.encoded_len();
+    }
     let mut n =
         FRAME_HEADER_BYTES + PAYLOAD_HEADER_BYTES + batch.transactional_id().map_or(0, str::len);
     for r in batch.records() {
@@ -115,11 +118,17 @@ pub fn encode(batch: &RecordBatch) -> Result<Bytes> {
 }
 
 /// Encodes an assigned batch, appending the frame to `out`. On error `out`
-/// is left as it was.
+/// is left as it was. A batch that kept its producer's block is written as
+/// a version 2 frame around that block, any other as version 1.
 pub fn encode_into(batch: &RecordBatch, out: &mut Vec<u8>) -> Result<()> {
     let base_offset = batch
         .base_offset()
         .ok_or_else(|| LogError::InvalidRecord("cannot encode an unassigned batch".into()))?;
+    if let Some(block) = batch.block() {
+        let mut block = block.clone();
+        block.assign(base_offset, batch.leader_epoch())?;
+        return block.encode_into(out);
+    }
     batch.validate()?;
     let epoch = u32::try_from(batch.leader_epoch()).map_err(|_| {
         LogError::InvalidRecord(format!(

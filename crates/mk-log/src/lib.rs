@@ -4,6 +4,14 @@
 //! sparse offset and time indexes, crash recovery, retention and key
 //! compaction.
 //!
+//! Batches are kept as the producer built them where it can: a Kafka
+//! producer's compressed record block is stored behind an MKB1 version 2
+//! header and served back unchanged, so the broker never re-encodes records
+//! on the produce, fetch or replication path (Kafka's own design; chapter 2
+//! in docs/chapters.md). Version 1 frames, which encode every record in
+//! fixed-width fields, stay readable and are still written where records are
+//! built by the broker itself.
+//!
 //! It owns the bytes of one replica of one partition on disk. It knows batch
 //! headers (producer ids, sequences, transaction markers) because they are
 //! part of the format, but it must never know replicas, ISR, high watermarks,

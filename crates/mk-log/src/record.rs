@@ -3,6 +3,7 @@
 //! `None` and empty bytes are different values everywhere: a `None` value is
 //! a tombstone, `Some(b"")` is an empty value.
 
+use crate::block::BlockBatch;
 use crate::codec::BatchHeader;
 use crate::error::{LogError, Result};
 use bytes::Bytes;
@@ -106,6 +107,10 @@ pub struct RecordBatch {
     producer: ProducerInfo,
     transactional_id: Option<String>,
     control: Option<ControlType>,
+    /// The producer's block these records came from, kept so the log
+    /// stores (and a fetch sends) it as produced: an MKB1 version 2 frame.
+    /// Any change to the records or their identity drops it.
+    block: Option<Box<BlockBatch>>,
 }
 
 impl RecordBatch {
@@ -129,6 +134,7 @@ impl RecordBatch {
             producer: ProducerInfo::NONE,
             transactional_id: None,
             control: None,
+            block: None,
         })
     }
 
@@ -148,6 +154,7 @@ impl RecordBatch {
             producer,
             transactional_id: Some(transactional_id.into()),
             control: Some(kind),
+            block: None,
         }
     }
 
@@ -155,6 +162,7 @@ impl RecordBatch {
     /// strictly increasing, non-negative, one per record, and
     /// `last_offset_delta` must be at least the last of them.
     pub fn with_offset_deltas(mut self, deltas: Vec<i32>, last_offset_delta: i32) -> Result<Self> {
+        self.block = None;
         check_deltas(
             &deltas,
             self.records.len(),
@@ -169,12 +177,14 @@ impl RecordBatch {
 
     /// Sets producer id, epoch and base sequence.
     pub fn with_producer(mut self, producer: ProducerInfo) -> Self {
+        self.block = None;
         self.producer = producer;
         self
     }
 
     /// Marks the batch transactional.
     pub fn with_transactional_id(mut self, transactional_id: impl Into<String>) -> Self {
+        self.block = None;
         self.transactional_id = Some(transactional_id.into());
         self
     }
@@ -252,7 +262,34 @@ impl RecordBatch {
             producer,
             transactional_id,
             control,
+            block: None,
         })
+    }
+
+    /// Keeps the producer's `block` with these records (which must be its
+    /// records: same count, offsets span, producer and transactional id),
+    /// so the log stores the block as produced.
+    pub fn with_block(mut self, block: BlockBatch) -> Result<Self> {
+        let h = block.header();
+        // A marker's block holds Kafka's control record; the core's marker
+        // has no records.
+        let same = (h.control.is_some() || h.record_count as usize == self.records.len())
+            && h.last_offset_delta == self.last_offset_delta
+            && h.producer == self.producer
+            && block.transactional_id() == self.transactional_id.as_deref()
+            && h.control == self.control;
+        if !same {
+            return Err(LogError::InvalidRecord(
+                "a block must hold exactly the batch's records".into(),
+            ));
+        }
+        self.block = Some(Box::new(block));
+        Ok(self)
+    }
+
+    /// The producer's block these records came from, when kept.
+    pub fn block(&self) -> Option<&BlockBatch> {
+        self.block.as_deref()
     }
 
     pub fn records(&self) -> &[Record] {
@@ -372,6 +409,7 @@ impl RecordBatch {
     /// Keeps only the records for which `keep(offset, record)` is true;
     /// `last_offset_delta` is unchanged, so surviving offsets never move.
     pub(crate) fn retain_records(&mut self, mut keep: impl FnMut(i64, &Record) -> bool) {
+        let before = self.records.len();
         let base = self.base_offset.unwrap_or(0);
         let mut deltas = Vec::with_capacity(self.offset_deltas.len());
         let mut records = Vec::with_capacity(self.records.len());
@@ -380,6 +418,11 @@ impl RecordBatch {
                 deltas.push(d);
                 records.push(r);
             }
+        }
+        if records.len() != before {
+            // The block holds records that are gone: compaction writes the
+            // survivors as a version 1 frame.
+            self.block = None;
         }
         self.offset_deltas = deltas;
         self.records = records;

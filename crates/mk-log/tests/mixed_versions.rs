@@ -322,3 +322,32 @@ fn compaction_over_both_versions_keeps_the_latest_value_per_key() {
     expected.sort();
     assert_eq!(got, expected);
 }
+
+#[test]
+fn a_batch_that_kept_its_block_is_stored_as_that_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), &config());
+    let rs = records(0, 3);
+    let block = block_batch(&rs, Codec::Zstd, None);
+    let batch = mk_log::RecordBatch::new(rs.clone())
+        .unwrap()
+        .with_block(block.clone())
+        .unwrap();
+    log.append(batch).unwrap();
+    let stored = log.read_batches(0, usize::MAX, None).unwrap();
+    assert_eq!(mk_log::block::frame_version(&stored[0].frame), Some(2));
+    let back = mk_log::block::decode(&stored[0].frame, u32::MAX).unwrap();
+    assert_eq!(back.block(), block.block(), "the zstd block as produced");
+    assert_eq!(back.kafka_crc(), block.kafka_crc());
+    // Read back, the batch still carries its block, so copying it writes
+    // the same frame.
+    let decoded = stored[0].decode().unwrap();
+    assert_eq!(decoded.block().map(|b| b.block()), Some(block.block()));
+    assert_eq!(mk_log::codec::encode(&decoded).unwrap(), stored[0].frame);
+    // A block that is not the batch's records is refused.
+    let err = mk_log::RecordBatch::new(rs[..2].to_vec())
+        .unwrap()
+        .with_block(block)
+        .unwrap_err();
+    assert_eq!(err.code(), mk_core::ErrorCode::InvalidRecord);
+}
