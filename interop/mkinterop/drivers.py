@@ -837,9 +837,11 @@ def _b(s: str | None) -> bytes | None:
 class KafkaJs:
     name = "kafkajs"
     # kafkajs ships gzip; snappy comes from kafkajs-snappy (pure JS). Its lz4
-    # and zstd codecs need native builds, so kafkajs does not produce those
-    # (it reads every codec's topics: the broker returns plain batches).
+    # and zstd codecs need native builds, so kafkajs neither produces nor
+    # reads those: the broker returns batches as they were produced, as
+    # Kafka does, and kafkajs fails on them with its own error.
     codecs = ("gzip", "snappy")
+    reads_codecs = ("gzip", "snappy")
     # kafkajs's fetchTopicOffsetsByTimestamp answers the end offset when no
     # record is at or after the time.
     past_end_offset_is_end = True
