@@ -178,7 +178,10 @@ pub async fn handle_sasl_handshake(
             }
         }
     };
-    if !error_code.is_none() {
+    // On a SASL listener a failed handshake ends the connection; on one
+    // without SASL the answer is ILLEGAL_SASL_STATE and the connection
+    // stays, as Kafka answers there.
+    if !error_code.is_none() && session.protocol.uses_sasl() {
         session.failed = true;
     }
     SaslHandshakeResponse {
@@ -210,7 +213,7 @@ pub async fn handle_sasl_authenticate(
             ..SaslAuthenticateResponse::default()
         },
         Err(e) => {
-            session.failed = true;
+            session.failed = session.protocol.uses_sasl();
             SaslAuthenticateResponse {
                 error_code: crate::errors::kafka_code(e.code()),
                 error_message: Some(e.to_string()),
