@@ -357,6 +357,76 @@ async fn groups_show_lag_and_a_reset_is_a_dry_run_until_executed() {
 }
 
 #[tokio::test]
+async fn consumer_protocol_and_share_groups_are_described_with_their_type_and_members() {
+    use mk_cluster::{ConsumerHeartbeat, ShareHeartbeat};
+    let c = Console::start().await;
+    c.cluster.topics().create("t", 2, 1).unwrap();
+    let joined = c
+        .cluster
+        .groups()
+        .consumer_heartbeat(ConsumerHeartbeat {
+            group_id: "kip848".into(),
+            member_id: "m-1".into(),
+            member_epoch: 0,
+            rebalance_timeout_ms: 30_000,
+            subscribed_topic_names: Some(vec!["t".into()]),
+            server_assignor: Some("range".into()),
+            owned_partitions: Some(Vec::new()),
+            client_id: "cli".into(),
+            client_host: "/127.0.0.1".into(),
+            ..ConsumerHeartbeat::default()
+        })
+        .unwrap();
+    assert_eq!(joined.member_id, "m-1");
+    c.cluster
+        .groups()
+        .share_heartbeat(ShareHeartbeat {
+            group_id: "queue".into(),
+            member_id: "s-1".into(),
+            member_epoch: 0,
+            subscribed_topic_names: Some(vec!["t".into()]),
+            client_id: "share-cli".into(),
+            client_host: "/127.0.0.1".into(),
+            ..ShareHeartbeat::default()
+        })
+        .unwrap();
+
+    let list = c.get("/api/groups").await;
+    let row = |id: &str| {
+        list["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["group_id"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("{id} listed: {list}"))
+    };
+    assert_eq!(row("kip848")["group_type"], "consumer");
+    assert_eq!(row("kip848")["members"], 1);
+    assert_eq!(row("queue")["group_type"], "share");
+    assert_eq!(row("queue")["members"], 1);
+
+    let g = c.get("/api/groups/kip848").await;
+    assert_eq!(g["group_type"], "consumer", "{g}");
+    assert_ne!(g["state"], "Dead", "{g}");
+    assert_eq!(g["coordinator_assignor"], "range");
+    let m = &g["members"][0];
+    assert_eq!(
+        (&m["member_id"], &m["client_id"]),
+        (&json!("m-1"), &json!("cli"))
+    );
+    let both = json!([{"topic": "t", "partition": 0}, {"topic": "t", "partition": 1}]);
+    assert_eq!(m["target"], both, "{g}");
+    assert_eq!(m["assignment"], both, "{g}");
+
+    let g = c.get("/api/groups/queue").await;
+    assert_eq!(g["group_type"], "share", "{g}");
+    assert_ne!(g["state"], "Dead", "{g}");
+    assert_eq!(g["members"][0]["member_id"], "s-1");
+    assert_eq!(g["members"][0]["assignment"], both, "{g}");
+}
+
+#[tokio::test]
 async fn overview_and_transactions_answer_and_the_page_is_served() {
     let c = Console::start().await;
     c.cluster.topics().create("t", 2, 1).unwrap();

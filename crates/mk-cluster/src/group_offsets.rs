@@ -8,6 +8,7 @@ use crate::data::OffsetSpec;
 use crate::error::{ClusterError, Result};
 use crate::groups::Groups;
 use mk_core::TopicPartition;
+use mk_group::AnyGroupDescription;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// One partition a group reads: its committed offset and how far the
@@ -23,7 +24,8 @@ pub struct PartitionLag {
     /// High watermark minus committed, never below 0; `None` without a
     /// committed offset.
     pub lag: Option<i64>,
-    /// The member the partition is assigned to, if any.
+    /// The member the partition is assigned to, if any (of any group type;
+    /// in a share group, the first by member id of those sharing it).
     pub member_id: Option<String>,
 }
 
@@ -57,11 +59,29 @@ impl Groups<'_> {
     pub fn lag_of(self, group: &str) -> Result<Vec<PartitionLag>> {
         let committed = self.committed(group)?;
         let mut owners: BTreeMap<TopicPartition, String> = BTreeMap::new();
-        if let Some(d) = self.describe(group)? {
-            for m in d.members {
-                for tp in m.assignment {
-                    owners.insert(tp, m.member_id.clone());
-                }
+        let assigned: Vec<(String, Vec<TopicPartition>)> = match self.describe_any(group)? {
+            None => Vec::new(),
+            Some(AnyGroupDescription::Classic(d)) => d
+                .members
+                .into_iter()
+                .map(|m| (m.member_id, m.assignment))
+                .collect(),
+            Some(AnyGroupDescription::Consumer(d)) => d
+                .members
+                .into_iter()
+                .map(|m| (m.member_id, m.assignment))
+                .collect(),
+            Some(AnyGroupDescription::Share(d)) => d
+                .members
+                .into_iter()
+                .map(|m| (m.member_id, m.assignment))
+                .collect(),
+        };
+        // Share-group members may share a partition: the first (by member
+        // id) is named.
+        for (member, tps) in assigned {
+            for tp in tps {
+                owners.entry(tp).or_insert_with(|| member.clone());
             }
         }
         let partitions: BTreeSet<TopicPartition> =

@@ -27,12 +27,14 @@ function stateKind(state) {
   return "warn";
 }
 
-// The kind of group as Kafka names it: classic consumer groups, KIP-848
-// consumer groups, share groups; an empty protocol type is a group that
-// only stores offsets.
-function kindOf(protocolType) {
-  if (!protocolType) return "offsets only";
-  return protocolType;
+// The kind of group as Kafka names it: classic groups (JoinGroup and
+// SyncGroup), KIP-848 consumer groups, share groups; a classic group with
+// an empty protocol type only stores offsets.
+function kindOf(g) {
+  if (g.group_type === "consumer") return "consumer (KIP-848)";
+  if (g.group_type === "share") return "share (KIP-932)";
+  if (!g.protocol_type) return "classic, offsets only";
+  return "classic " + g.protocol_type;
 }
 
 async function showList(root) {
@@ -45,7 +47,7 @@ async function showList(root) {
       ? empty("No groups yet", "Groups appear when a consumer joins one or commits offsets.")
       : table([
         ["Group", (g) => h("a", { href: "#/groups/" + enc(g.group_id), class: "strong" }, g.group_id)],
-        ["Kind", (g) => kindOf(g.protocol_type)],
+        ["Kind", (g) => kindOf(g)],
         ["State", (g) => pill(g.state, stateKind(g.state))],
         ["Members", (g) => fmtNum(g.members), { class: "num" }],
         ["Lag", (g) => fmtNum(g.lag), { class: "num" }],
@@ -80,7 +82,8 @@ async function showGroup(root, group) {
     const g = await api("GET", "groups/" + enc(group));
     summary.replaceChildren(groupSummary(g));
     members.replaceChildren(memberTable(g));
-    partitions.replaceChildren(lagTable(g));
+    partitions.replaceChildren(g.group_type === "share"
+      ? h("div", {}, sharePartitionTable(g), lagTable(g)) : lagTable(g));
     history.push({ t: Date.now() / 1000, g });
     if (history.length > HISTORY) history.shift();
     const keys = g.partitions.length <= MAX_SERIES ? g.partitions.map((p) => `${p.topic}-${p.partition}`) : [];
@@ -116,9 +119,11 @@ function groupSummary(g) {
   const protocol = g.protocol_name;
   return h("div", { class: "tiles tiles-small", "data-testid": "group-summary" },
     summaryTile("State", pill(g.state, stateKind(g.state)), "group-state"),
-    summaryTile("Kind", kindOf(g.protocol_type)),
-    summaryTile("Protocol", protocol || "—"),
-    summaryTile("Generation", g.generation === undefined ? "—" : fmtNum(g.generation)),
+    summaryTile("Kind", kindOf(g), "group-kind"),
+    summaryTile(g.group_type === "classic" ? "Protocol" : "Assignor",
+      (g.group_type === "classic" ? protocol : g.coordinator_assignor) || "—"),
+    summaryTile(g.group_type === "classic" ? "Generation" : "Group epoch",
+      g.generation === undefined ? "—" : fmtNum(g.generation)),
     summaryTile("Members", fmtNum(g.members.length)),
     summaryTile("Total lag", fmtNum(g.total_lag), "group-total-lag"));
 }
@@ -128,14 +133,38 @@ function summaryTile(label, value, testid) {
     h("div", { class: "tile-label" }, label), h("div", { class: "tile-value", "data-testid": testid || null }, value));
 }
 
+function chips(tps) {
+  return !tps || tps.length === 0 ? "—"
+    : h("div", { class: "chips" }, tps.map((tp) => h("span", { class: "chip" }, `${tp.topic}-${tp.partition}`)));
+}
+
 function memberTable(g) {
   if (g.members.length === 0) return empty("No members", "Nobody consumes right now; committed offsets stay.");
-  return table([
+  const columns = [
     ["Member", (m) => h("span", { class: "mono small" }, m.member_id)],
     ["Client", (m) => [m.client_id || "—", m.client_host ? h("div", { class: "muted small" }, m.client_host) : null]],
-    ["Assigned", (m) => m.assignment.length === 0 ? "—"
-      : h("div", { class: "chips" }, m.assignment.map((tp) => h("span", { class: "chip" }, `${tp.topic}-${tp.partition}`)))],
-  ], g.members);
+  ];
+  if (g.group_type !== "classic") columns.push(["Epoch", (m) => fmtNum(m.member_epoch), { class: "num" }]);
+  columns.push(["Assigned", (m) => chips(m.assignment)]);
+  // KIP-848 reconciles incrementally: a member gives up partitions before
+  // it gets its target.
+  if (g.group_type === "consumer") {
+    columns.push(["Revoking", (m) => chips(m.revoking)]);
+    columns.push(["Target", (m) => chips(m.target)]);
+  }
+  return table(columns, g.members, { testid: (m) => "member-" + m.member_id });
+}
+
+function sharePartitionTable(g) {
+  if (!g.share_partitions || g.share_partitions.length === 0) {
+    return empty("No share partitions yet", "A share partition starts when a member first fetches it.");
+  }
+  return table([
+    ["Topic", (p) => h("a", { href: "#/topics/" + enc(p.topic) }, p.topic)],
+    ["Partition", (p) => p.partition, { class: "num" }],
+    ["Start offset", (p) => fmtNum(p.start_offset), { class: "num" }],
+    ["In-flight end", (p) => fmtNum(p.in_flight_end), { class: "num" }],
+  ], g.share_partitions, { testid: (p) => `share-${p.topic}-${p.partition}` });
 }
 
 function lagTable(g) {
