@@ -23,7 +23,7 @@ use crate::codec::{DecodeError, Reader, Writer};
 use crate::compression::{self, Codec};
 use crate::errors::KafkaCode;
 use bytes::{BufMut, Bytes, BytesMut};
-use mk_cluster::{ControlType, Header, ProducerInfo, Record, RecordBatch, block};
+use mk_cluster::{ControlType, FetchedBatch, Header, ProducerInfo, Record, RecordBatch, block};
 
 /// Bytes of a v2 batch header before the records.
 pub const BATCH_HEADER_BYTES: usize = 61;
@@ -323,6 +323,26 @@ fn varint_bytes(r: &mut Reader<'_>) -> Result<Option<Bytes>, DecodeError> {
         -1 => Ok(None),
         n if n < 0 => Err(DecodeError::Invalid(format!("length {n} is negative"))),
         n => r.bytes_exact(n as usize).map(Some),
+    }
+}
+
+/// Appends one fetched batch to `out` as a v2 batch. A producer's batch
+/// (stored as produced) is the Kafka header built from its stored fields
+/// followed by its block as stored, compressed or not: no record is
+/// decoded, no CRC computed. A batch whose records the broker built is
+/// encoded by [`encode_batch`].
+pub fn encode_fetched(batch: &FetchedBatch, out: &mut BytesMut) {
+    match batch {
+        FetchedBatch::Block(b) => {
+            // Only a block beyond 2 GiB has no Kafka header, and the log
+            // refuses batches that large (max_batch_bytes).
+            if let Ok(header) = b.kafka_batch_header() {
+                out.reserve(header.len() + b.block().len());
+                out.put_slice(&header);
+                out.put_slice(b.block());
+            }
+        }
+        FetchedBatch::Records { batch, .. } => encode_batch(batch, out),
     }
 }
 

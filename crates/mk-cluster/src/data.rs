@@ -622,6 +622,77 @@ pub struct BatchFetch {
     pub broker: Option<BrokerId>,
 }
 
+/// One whole batch of a fetch answer, as the log stores it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FetchedBatch {
+    /// A producer's batch kept as produced (an MKB1 version 2 frame): its
+    /// header fields and its record block, compressed or not, as stored.
+    /// Nothing of the block was decompressed or decoded: a Kafka fetch sends
+    /// it behind a header built from these fields.
+    Block(mk_log::block::BlockBatch),
+    /// A batch whose records the broker built itself (an MKB1 version 1
+    /// frame: JSON-TCP produce, transaction markers, compaction survivors),
+    /// decoded so an adapter can encode it.
+    Records {
+        header: mk_log::BatchHeader,
+        batch: RecordBatch,
+    },
+}
+
+impl FetchedBatch {
+    /// Reads a located frame outside the partition lock: a version 2 frame
+    /// is only sliced, a version 1 frame decoded.
+    pub(crate) fn of(stored: &mk_log::StoredBatch) -> Result<Self> {
+        Ok(match stored.block()? {
+            Some(block) => FetchedBatch::Block(block),
+            None => FetchedBatch::Records {
+                header: stored.header,
+                batch: stored.decode()?,
+            },
+        })
+    }
+
+    pub fn base_offset(&self) -> i64 {
+        self.header().base_offset
+    }
+    pub fn next_offset(&self) -> i64 {
+        self.header().next_offset()
+    }
+    pub fn control(&self) -> Option<mk_log::ControlType> {
+        self.header().control
+    }
+    pub fn is_control(&self) -> bool {
+        self.control().is_some()
+    }
+
+    /// The stored header fields every version shares.
+    pub fn header(&self) -> mk_log::BatchHeader {
+        match self {
+            FetchedBatch::Block(b) => b.header(),
+            FetchedBatch::Records { header, .. } => *header,
+        }
+    }
+
+    /// The number of data records (0 for a transaction marker), from the
+    /// header.
+    pub fn data_records(&self) -> u64 {
+        match self {
+            _ if self.is_control() => 0,
+            FetchedBatch::Block(b) => u64::from(b.header().record_count),
+            FetchedBatch::Records { batch, .. } => batch.records().len() as u64,
+        }
+    }
+
+    /// The batch's records, decoding (and decompressing, bounded) a block:
+    /// for readers that need records, not for the Kafka fetch path.
+    pub fn records(&self) -> Result<RecordBatch> {
+        match self {
+            FetchedBatch::Block(b) => Ok(b.records(mk_log::codec::MAX_UNCOMPRESSED_READ_BYTES)?),
+            FetchedBatch::Records { batch, .. } => Ok(batch.clone()),
+        }
+    }
+}
+
 /// The answer for one partition of a batch fetch. On error the offsets are
 /// what is known (-1 when the partition could not be read at all).
 #[derive(Debug)]
@@ -632,7 +703,7 @@ pub struct PartitionBatches {
     /// isolation level, and transaction markers (so a reader's position
     /// always moves past them). The first batch may start before the
     /// fetch offset; readers skip records below it.
-    pub batches: Vec<RecordBatch>,
+    pub batches: Vec<FetchedBatch>,
     pub high_watermark: i64,
     pub last_stable_offset: i64,
     pub log_start_offset: i64,
@@ -907,8 +978,10 @@ impl DataPath<'_> {
         }
         let slot = self.cluster.slot(&p.tp)?;
         // Under the partition lock the stored frames are only located and
-        // copied; their records are decoded once the lock is released, so a
-        // fetch never holds a partition's writers back while it decodes.
+        // copied. Outside it a producer's batch (version 2) is only sliced
+        // into header fields and block: no record is decompressed or
+        // decoded. Version 1 frames, whose records the broker encoded, are
+        // decoded there.
         let located = self.cluster.read_slot(&slot, |set| {
             check_epoch(set, p.current_leader_epoch)?;
             locate_batches(set, p, isolation, budget, first)
@@ -916,10 +989,10 @@ impl DataPath<'_> {
         let batches = located
             .stored
             .iter()
-            .map(mk_log::StoredBatch::decode)
-            .collect::<std::result::Result<Vec<_>, _>>()?;
-        let records: usize = batches.iter().map(|b| b.records().len()).sum();
-        slot.traffic.fetched(records as u64, located.bytes as u64);
+            .map(FetchedBatch::of)
+            .collect::<Result<Vec<_>>>()?;
+        let records: u64 = batches.iter().map(FetchedBatch::data_records).sum();
+        slot.traffic.fetched(records, located.bytes as u64);
         Ok(PartitionBatches {
             tp: p.tp.clone(),
             error: None,

@@ -53,9 +53,9 @@ pub use config::{
 };
 pub use connection_stats::{ConnectionStats, Counted, Protocol, ProtocolStats};
 pub use data::{
-    BatchFetch, ConsumerRecord, DataPath, FetchRequest, FetchResult, Isolation, ListedOffset,
-    OffsetSpec, PartitionBatches, PartitionFetch, PendingAppend, ProduceEntry, ProduceRequest,
-    ProduceResponse,
+    BatchFetch, ConsumerRecord, DataPath, FetchRequest, FetchResult, FetchedBatch, Isolation,
+    ListedOffset, OffsetSpec, PartitionBatches, PartitionFetch, PendingAppend, ProduceEntry,
+    ProduceRequest, ProduceResponse,
 };
 pub use error::{Cancelled, ClientError, ClusterError, LeaderError, Result, TopicError};
 pub use group_offsets::{PartitionLag, PlannedReset, ResetTarget};

@@ -7,6 +7,7 @@
 //! batches count as undeliverable), and mk-group acquires what it read.
 
 use crate::config::BrokerId;
+use crate::data::FetchedBatch;
 use crate::error::{ClusterError, Result};
 use crate::groups::Groups;
 use mk_core::TopicPartition;
@@ -15,7 +16,6 @@ use mk_group::{
     ShareAutoOffsetReset, ShareGroupDescription, ShareHeartbeat, ShareHeartbeatAnswer,
     ShareIsolation,
 };
-use mk_log::RecordBatch;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -43,7 +43,7 @@ pub struct ShareFetchPartition {
     pub error: Option<ClusterError>,
     /// The batches holding the acquired records (a batch may hold records
     /// that were not acquired; the client keeps only the acquired ones).
-    pub batches: Vec<RecordBatch>,
+    pub batches: Vec<FetchedBatch>,
     pub acquired: Vec<AcquiredRange>,
 }
 
@@ -61,7 +61,7 @@ pub struct ShareFetchAnswer {
 /// deliverable batches for the answer.
 struct Read {
     read: PartitionRead,
-    batches: Vec<RecordBatch>,
+    batches: Vec<mk_log::StoredBatch>,
 }
 
 impl Groups<'_> {
@@ -264,13 +264,20 @@ impl Groups<'_> {
             let Some(read) = done.iter_mut().find(|r| r.read.partition == f.partition) else {
                 continue;
             };
+            // Outside the partition lock: a producer's batch is only sliced,
+            // never decoded (see `FetchedBatch`).
             let batches = std::mem::take(&mut read.batches)
-                .into_iter()
+                .iter()
                 .filter(|b| overlaps(b, &f.acquired))
-                .collect();
+                .map(FetchedBatch::of)
+                .collect::<Result<Vec<_>>>();
+            let (batches, error) = match batches {
+                Ok(b) => (b, None),
+                Err(e) => (Vec::new(), Some(e)),
+            };
             out.push(ShareFetchPartition {
                 tp: f.partition,
-                error: None,
+                error,
                 batches,
                 acquired: f.acquired,
             });
@@ -330,7 +337,7 @@ impl Groups<'_> {
                 });
                 read.read.read_end = b.next_offset();
                 if deliverable {
-                    read.batches.push(b.decode()?);
+                    read.batches.push(b);
                 }
             }
             Ok(read)
@@ -361,9 +368,7 @@ impl Groups<'_> {
 }
 
 /// True when batch `b` holds an offset of `ranges`.
-fn overlaps(b: &RecordBatch, ranges: &[AcquiredRange]) -> bool {
-    let (Some(first), Some(next)) = (b.base_offset(), b.next_offset()) else {
-        return false;
-    };
+fn overlaps(b: &mk_log::StoredBatch, ranges: &[AcquiredRange]) -> bool {
+    let (first, next) = (b.base_offset(), b.next_offset());
     ranges.iter().any(|r| r.first < next && first <= r.last)
 }

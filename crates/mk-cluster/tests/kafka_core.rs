@@ -436,7 +436,7 @@ async fn batch_fetches_follow_kafkas_size_rules() {
         ))
         .await
         .unwrap();
-    assert_eq!(got[0].batches[0].base_offset(), put_many.base_offset);
+    assert_eq!(Some(got[0].batches[0].base_offset()), put_many.base_offset);
     // An error answers at once and is per partition.
     let got = c
         .data()
@@ -517,7 +517,7 @@ async fn read_committed_batches_skip_aborted_data_but_keep_markers_so_readers_ad
     let batches = &got[0].batches;
     assert_eq!(batches.len(), 1);
     assert_eq!(batches[0].control(), Some(ControlType::Abort));
-    let mut offset = batches[0].next_offset().unwrap();
+    let mut offset = batches[0].next_offset();
     let mut seen = Vec::new();
     while offset < c.data().visible_end(&p).unwrap() {
         let got = c
@@ -526,9 +526,10 @@ async fn read_committed_batches_skip_aborted_data_but_keep_markers_so_readers_ad
             .await
             .unwrap();
         let last = got[0].batches.last().expect("progress");
-        offset = last.next_offset().unwrap();
+        offset = last.next_offset();
         for batch in &got[0].batches {
-            seen.extend(batch.records().iter().map(|r| r.value.clone().unwrap()));
+            let records = batch.records().unwrap();
+            seen.extend(records.records().iter().map(|r| r.value.clone().unwrap()));
         }
     }
     assert_eq!(seen, vec![b("committed")]);
@@ -538,7 +539,11 @@ async fn read_committed_batches_skip_aborted_data_but_keep_markers_so_readers_ad
         .fetch_batches(&fetch_one(&p, 0, 1 << 20, Isolation::ReadUncommitted))
         .await
         .unwrap();
-    let data: usize = all[0].batches.iter().map(|b| b.records().len()).sum();
+    let data: usize = all[0]
+        .batches
+        .iter()
+        .map(|b| b.records().unwrap().records().len())
+        .sum();
     let markers = all[0].batches.iter().filter(|b| b.is_control()).count();
     assert_eq!((data, markers), (4, 2));
     c.lifecycle().close().await.unwrap();
@@ -973,6 +978,64 @@ async fn a_brokers_log_dir_lists_its_replicas_with_sizes_and_lag() {
     assert_eq!(
         c.views().log_dir(9, None).unwrap_err().code(),
         ErrorCode::InvalidRequest
+    );
+    c.lifecycle().close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_fetch_sends_a_producers_block_as_stored_without_decoding_a_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_000);
+    let c = open(dir.path(), &clock);
+    c.topics().create("pass", 1, 1).unwrap();
+    let p = tp("pass", 0);
+    put(&c, &p, &["built-by-the-broker"], 1).await;
+    // A block no record decoder accepts (its "zstd" bytes are not zstd):
+    // only a fetch that never decodes records can send it.
+    let opaque = bytes::Bytes::from_static(b"\x28\xb5\x2f\xfd not really zstd");
+    let block = block::BlockBatch::new(block::BlockParts {
+        base_offset: 0,
+        leader_epoch: 0,
+        producer: ProducerInfo::NONE,
+        transactional_id: None,
+        control: None,
+        last_offset_delta: 1,
+        record_count: 2,
+        codec: block::Codec::Zstd,
+        timestamp_type: block::TimestampType::CreateTime,
+        first_timestamp: 5,
+        max_timestamp: 6,
+        block: opaque.clone(),
+    })
+    .unwrap();
+    let batch = batch_at(&["a", "b"], 5).with_block(block.clone()).unwrap();
+    c.data()
+        .append_batch(&p, batch, AckMode::One)
+        .await
+        .unwrap();
+    let got = c
+        .data()
+        .fetch_batches(&fetch_one(&p, 0, 1 << 20, Isolation::ReadUncommitted))
+        .await
+        .unwrap();
+    let batches = &got[0].batches;
+    assert_eq!(batches.len(), 2, "{:?}", got[0].error);
+    // The broker's own batch (version 1) comes decoded ...
+    assert!(
+        matches!(&batches[0], FetchedBatch::Records { batch, .. } if batch.records().len() == 1)
+    );
+    // ... the producer's as its block, byte for byte, at its offset.
+    let FetchedBatch::Block(sent) = &batches[1] else {
+        panic!("the producer's batch comes as its block: {:?}", batches[1]);
+    };
+    assert_eq!(sent.block(), &opaque);
+    assert_eq!(sent.header().base_offset, 1);
+    assert_eq!(sent.kafka_crc(), block.kafka_crc());
+    assert_eq!(batches[1].data_records(), 2);
+    // Decoding it, which a fetch never does, finds the damage.
+    assert_eq!(
+        batches[1].records().unwrap_err().code(),
+        ErrorCode::CorruptBatch
     );
     c.lifecycle().close().await.unwrap();
 }

@@ -71,7 +71,9 @@ fn values(answer: &ShareFetchAnswer) -> Vec<String> {
     p.batches
         .iter()
         .flat_map(|b| {
-            b.records_with_offsets()
+            b.records()
+                .unwrap()
+                .records_with_offsets()
                 .map(|(o, r)| (o, r.value.clone()))
                 .collect::<Vec<_>>()
         })

@@ -67,6 +67,17 @@ impl StoredBatch {
     pub fn decode(&self) -> Result<RecordBatch> {
         codec::decode_verified(&self.frame, &self.header)
     }
+    /// The producer's block with its header fields when the frame is
+    /// version 2, without decompressing or decoding a record (what a Kafka
+    /// fetch sends); `None` for a version 1 frame, whose records the broker
+    /// encoded itself and must decode to send.
+    pub fn block(&self) -> Result<Option<BlockBatch>> {
+        if block::frame_version(&self.frame) == Some(block::BLOCK_VERSION) {
+            block::located(&self.frame).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
     pub fn size(&self) -> usize {
         self.frame.len()
     }

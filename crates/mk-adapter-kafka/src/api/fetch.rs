@@ -1,5 +1,9 @@
 //! Fetch: Kafka's long poll over whole batches (`cluster.data().
-//! fetch_batches`), answered as uncompressed v2 batches. read_committed
+//! fetch_batches`), answered as v2 batches: a producer's batch exactly as
+//! it was produced and stored (compressed or not, its records never
+//! decoded; only the base offset and leader epoch are the broker's), a
+//! batch the broker built itself (JSON-TCP produce, transaction markers,
+//! compaction survivors) encoded uncompressed. read_committed
 //! answers are already filtered by the core (aborted data never leaves the
 //! broker, markers do, so positions move past them), so their
 //! `aborted_transactions` list is always empty. Fetch sessions (KIP-227)
@@ -188,7 +192,7 @@ fn partition(
 ) -> PartitionData {
     let mut out = BytesMut::with_capacity(r.bytes + r.batches.len() * 64);
     for b in &r.batches {
-        records::encode_batch(b, &mut out);
+        records::encode_fetched(b, &mut out);
     }
     let error_code = r
         .error

@@ -311,7 +311,7 @@ fn fill(p: &mut PartitionData, part: ShareFetchPartition) {
     }
     let mut out = BytesMut::new();
     for b in &part.batches {
-        records::encode_batch(b, &mut out);
+        records::encode_fetched(b, &mut out);
     }
     p.records = Some(out.freeze());
     p.acquired_records = part
