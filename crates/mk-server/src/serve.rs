@@ -9,7 +9,6 @@
 use crate::listening::Listening;
 use crate::settings::Settings;
 use crate::supervise::{Verdict, until_unhealthy};
-use metrics_exporter_prometheus::PrometheusHandle;
 use mk_adapter_console::{ConsoleOptions, ConsoleServer};
 use mk_adapter_jsontcp::JsonTcpServer;
 use mk_adapter_kafka::{KafkaListener, KafkaServer, SecurityProtocol};
@@ -19,7 +18,7 @@ use std::fmt;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use tokio::net::{TcpListener, TcpSocket};
 
 /// The binary's serve command: raises the open-file limit, serves until
@@ -86,9 +85,14 @@ pub(crate) async fn serve(
     shutdown: impl Future<Output = &'static str>,
     ready: impl FnOnce(&Listening),
 ) -> Result<(), ServeError> {
-    let reserved = reserve(&settings, kafka_ports.as_deref()).await?;
+    let mut reserved = reserve(&settings, kafka_ports.as_deref()).await?;
+    // The probes answer (not ready) while the data directory recovers.
+    let metrics = match reserved.metrics.take() {
+        None => None,
+        Some(listener) => Some(crate::metrics::start(listener)?),
+    };
     let disk_full_exit_after = settings.disk_full_exit_after;
-    let running = Running::start(settings, reserved).await?;
+    let running = Running::start(settings, reserved, metrics).await?;
     ready(&running.listening);
     let unhealthy = tokio::select! {
         reason = shutdown => {
@@ -120,8 +124,8 @@ struct Reserved {
     json: TcpSocket,
     /// Per Kafka listener, one socket per hosted broker.
     kafka: Option<Vec<(SecurityProtocol, BrokerSockets)>>,
-    /// The metrics port is taken early too; it is only served once the
-    /// cluster is open.
+    /// The metrics port is taken early too, and served from before the
+    /// data directory is opened (its probes say "not ready" until then).
     metrics: Option<TcpListener>,
     /// The console's port, like the JSON-TCP one.
     console: Option<TcpSocket>,
@@ -217,11 +221,23 @@ impl Running {
     /// Opens the data directory (refused with STORAGE_ERROR when another
     /// process holds its lock or a metadata store is unreadable), then
     /// starts everything; a failure closes what was started.
-    async fn start(settings: Settings, reserved: Reserved) -> Result<Running, String> {
+    async fn start(
+        settings: Settings,
+        reserved: Reserved,
+        metrics: Option<crate::metrics::Endpoint>,
+    ) -> Result<Running, String> {
         let data_dir = settings.cluster.data_dir.clone();
-        let cluster = BrokerCluster::open(settings.cluster.clone())
+        let config = settings.cluster.clone();
+        // Recovery can take a while: off the reactor threads, so the
+        // metrics endpoint answers its probes meanwhile.
+        let cluster = tokio::task::spawn_blocking(move || BrokerCluster::open(config))
+            .await
+            .map_err(|e| format!("cannot start: opening the data directory panicked: {e}"))?
             .map_err(|e| format!("cannot start: cannot open {}: {e}", data_dir.display()))?;
-        let mut started = Started::default();
+        let mut started = Started {
+            metrics,
+            ..Started::default()
+        };
         match started.start(&cluster, &settings, reserved).await {
             Ok(listening) => Ok(Running {
                 cluster,
@@ -242,7 +258,9 @@ impl Running {
     /// Stops accepting, lets the connections finish within their grace
     /// period, then checkpoints and closes the data directory.
     async fn stop(self) -> mk_cluster::Result<()> {
-        drop(self.metrics);
+        if let Some(m) = &self.metrics {
+            m.not_ready();
+        }
         if let Some(c) = self.console {
             c.shutdown().await;
         }
@@ -250,7 +268,9 @@ impl Running {
             k.shutdown().await;
         }
         self.server.shutdown().await;
-        self.cluster.lifecycle().close().await
+        let closed = self.cluster.lifecycle().close().await;
+        drop(self.metrics);
+        closed
     }
 }
 
@@ -309,16 +329,10 @@ impl Started {
             None => None,
             Some(socket) => Some(self.start_console(cluster, socket)?),
         };
-        let mut metrics_addr = None;
-        if let Some(listener) = reserved.metrics {
-            metrics_addr = Some(
-                listener
-                    .local_addr()
-                    .map_err(|e| format!("cannot start: {e}"))?,
-            );
-            let handle = metrics_handle().map_err(|e| format!("cannot start: {e}"))?;
-            self.metrics = Some(crate::metrics::start(listener, handle, cluster.clone()));
-        }
+        let metrics_addr = self.metrics.as_ref().map(|m| {
+            m.ready(cluster.clone());
+            m.local_addr()
+        });
         Ok(Listening {
             kafka: self.kafka.as_ref().map_or_else(Vec::new, |k| {
                 k.endpoints()
@@ -373,20 +387,6 @@ impl Started {
             s.shutdown().await;
         }
     }
-}
-
-/// The process-wide Prometheus recorder, installed by the first broker
-/// that serves metrics: the `metrics` facade has one recorder per process,
-/// so a restarted (or second) embedded broker shares it.
-fn metrics_handle() -> Result<PrometheusHandle, String> {
-    static HANDLE: Mutex<Option<PrometheusHandle>> = Mutex::new(None);
-    let mut slot = HANDLE.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(h) = slot.as_ref() {
-        return Ok(h.clone());
-    }
-    let handle = crate::metrics::install()?;
-    *slot = Some(handle.clone());
-    Ok(handle)
 }
 
 /// Raises the soft limit on open files to the hard limit, as Kafka's

@@ -146,9 +146,8 @@ pub struct ServeArgs {
     /// (0 = never exit for a full disk) [default: 300000].
     #[arg(long, value_name = "MS")]
     pub disk_full_exit_after_ms: Option<u64>,
-    /// Serve Prometheus metrics on http://ADDR/metrics (request counts and
-    /// latencies per API, bytes in/out, partition sizes and offsets, ISR
-    /// sizes, group lag) [default: off].
+    /// Serve Prometheus metrics on http://ADDR/metrics (docs/metrics.md)
+    /// and the probes /healthz and /readyz [default: off].
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<String>,
     /// Serve the web console on http://ADDR/, or `off`. It has no

@@ -1474,8 +1474,8 @@ fn a_prometheus_scrape_parses_and_counts_what_was_produced() {
     );
     assert_eq!(
         value(
-            "mk_group_lag",
-            &[("group", "g"), ("topic", "m"), ("partition", "0")]
+            "kafka_consumergroup_lag",
+            &[("consumergroup", "g"), ("topic", "m"), ("partition", "0")]
         ),
         3.0
     );
@@ -1486,7 +1486,17 @@ fn a_prometheus_scrape_parses_and_counts_what_was_produced() {
         ) > 0.0
     );
     assert!(value("mk_received_bytes_total", &[("protocol", "kafka")]) > 0.0);
-    assert!(body.contains("mk_request_duration_seconds"), "{body}");
+    assert!(
+        body.contains("# TYPE mk_request_duration_seconds histogram\n"),
+        "{body}"
+    );
+    assert_eq!(
+        value(
+            "mk_request_duration_seconds_count",
+            &[("protocol", "json"), ("api", "produce")]
+        ),
+        7.0
+    );
     assert!(http_get(&metrics_addr, "/other").starts_with("HTTP/1.1 404"));
     drop(server);
 }
