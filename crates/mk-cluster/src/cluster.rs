@@ -20,7 +20,7 @@ use crate::error::{ClusterError, Result};
 use crate::health::{Access, DiskFull, Reach, reach};
 use crate::life::{DirLock, Life};
 use crate::metadata::{MetadataStore, PartitionMeta, TopicMeta};
-use crate::slot::{PartitionSlot, Topic};
+use crate::slot::{Offline, PartitionSlot, Topic, panic_text};
 use mk_core::{SharedClock, TopicPartition};
 use mk_group::GroupCoordinator;
 use mk_log::LogConfig;
@@ -91,11 +91,8 @@ impl BrokerCluster {
 
     /// The cluster's stable id (Kafka's cluster id), persisted in metadata.
     pub fn cluster_id(&self) -> String {
-        self.metadata
-            .lock()
-            .expect("metadata lock")
-            .cluster_id()
-            .to_string()
+        // Reading the id cannot be harmed by a half-done update elsewhere.
+        crate::locks::plain(&self.metadata).cluster_id().to_string()
     }
 
     /// The broker ids this process hosts.
@@ -185,7 +182,7 @@ impl BrokerCluster {
             tracing::warn!(error = %cause, "out of file descriptors; the operation failed and changed nothing");
             return;
         }
-        let mut full = self.disk_full.lock().expect("disk state");
+        let mut full = crate::locks::plain(&self.disk_full);
         if full.is_none() {
             tracing::error!(
                 path = %cause.path().display(),
@@ -206,7 +203,7 @@ impl BrokerCluster {
         if !self.disk_full_flag.load(Ordering::Relaxed) {
             return;
         }
-        let mut full = self.disk_full.lock().expect("disk state");
+        let mut full = crate::locks::plain(&self.disk_full);
         self.disk_full_flag.store(false, Ordering::SeqCst);
         if let Some(f) = full.take() {
             tracing::info!(
@@ -220,7 +217,7 @@ impl BrokerCluster {
     /// same damage seen again) and returns the error its callers get.
     pub(crate) fn mark_damaged(&self, slot: &PartitionSlot, cause: &ClusterError) -> ClusterError {
         let text = cause.to_string();
-        if slot.damaged.set(text.clone()).is_ok() {
+        if slot.damaged.set(Offline::Damaged(text.clone())).is_ok() {
             tracing::error!(
                 partition = %slot.tp,
                 cause = %text,
@@ -231,9 +228,7 @@ impl BrokerCluster {
     }
 
     pub(crate) fn topic(&self, name: &str) -> Result<Arc<Topic>> {
-        self.topics
-            .read()
-            .expect("topics lock")
+        crate::locks::plain_read(&self.topics)
             .get(name)
             .cloned()
             .ok_or_else(|| ClusterError::UnknownTopic {
@@ -255,9 +250,7 @@ impl BrokerCluster {
 
     /// Every partition slot, in topic and partition order.
     pub(crate) fn all_slots(&self) -> Vec<Arc<PartitionSlot>> {
-        self.topics
-            .read()
-            .expect("topics lock")
+        crate::locks::plain_read(&self.topics)
             .values()
             .flat_map(|t| t.partitions.iter().cloned())
             .collect()
@@ -292,13 +285,22 @@ impl BrokerCluster {
         if slot.damage().is_some() {
             return Err(slot.damaged_error());
         }
-        let mut guard = slot.set.write().expect("partition lock");
+        let mut guard = slot.write_set()?;
         let Some(set) = guard.as_mut() else {
             return Err(self.gone(slot));
         };
-        let r = f(set);
+        // A failed invariant (a panic) under the lock leaves the set in an
+        // unknown state: the partition goes offline as FAILED instead of
+        // taking its caller, or the lock, down with it.
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(set)));
         drop(guard);
-        self.settle(slot, Access::Write, r)
+        match r {
+            Ok(r) => self.settle(slot, Access::Write, r),
+            Err(panic) => Err(slot.mark_failed(&format!(
+                "an invariant failed under its lock: {}",
+                panic_text(panic.as_ref())
+            ))),
+        }
     }
 
     /// Like `with_slot` for read-only work: many readers of one partition
@@ -311,13 +313,19 @@ impl BrokerCluster {
         if slot.damage().is_some() {
             return Err(slot.damaged_error());
         }
-        let guard = slot.set.read().expect("partition lock");
+        let guard = slot.read_set()?;
         let Some(set) = guard.as_ref() else {
             return Err(self.gone(slot));
         };
-        let r = f(set);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(set)));
         drop(guard);
-        self.settle(slot, Access::Read, r)
+        match r {
+            Ok(r) => self.settle(slot, Access::Read, r),
+            Err(panic) => Err(slot.mark_failed(&format!(
+                "an invariant failed under its lock: {}",
+                panic_text(panic.as_ref())
+            ))),
+        }
     }
 
     /// Why a slot has no replica set: the cluster closed, or the topic was
@@ -343,9 +351,7 @@ impl BrokerCluster {
 
     /// Partition counts of the user topics (what the group coordinator sees).
     pub(crate) fn partition_counts(&self) -> BTreeMap<String, u32> {
-        self.topics
-            .read()
-            .expect("topics lock")
+        crate::locks::plain_read(&self.topics)
             .iter()
             .map(|(n, t)| (n.clone(), t.partitions.len() as u32))
             .collect()
@@ -353,12 +359,12 @@ impl BrokerCluster {
 
     pub(crate) fn group_coordinator(&self) -> Result<MutexGuard<'_, Option<GroupCoordinator>>> {
         self.check_running()?;
-        Ok(self.groups.lock().expect("groups lock"))
+        self.store(&self.groups, "group coordinator")
     }
 
     pub(crate) fn txn_coordinator(&self) -> Result<MutexGuard<'_, Option<TransactionCoordinator>>> {
         self.check_running()?;
-        Ok(self.txns.lock().expect("txns lock"))
+        self.store(&self.txns, "transaction coordinator")
     }
 
     pub(crate) fn next_member_number(&self) -> u64 {

@@ -366,11 +366,9 @@ impl DataPath<'_> {
         if policy.messages.is_none() && policy.interval_ms.is_none() {
             return Ok(());
         }
-        let due = slot.unflushed.lock().expect("flush state").note_appended(
-            records,
-            self.cluster.clock.now_ms(),
-            policy,
-        );
+        let due = slot
+            .unflushed()
+            .note_appended(records, self.cluster.clock.now_ms(), policy);
         if due {
             self.cluster.with_slot(slot, |set| Ok(set.flush()?))?;
         }

@@ -88,6 +88,14 @@ pub enum ClusterError {
     /// reading or opening them); every other partition keeps serving.
     #[error("storage error: partition {partition} is damaged and offline: {cause}")]
     PartitionDamaged { partition: String, cause: String },
+    /// The partition is offline because an invariant failed (a panic)
+    /// while its lock was held, or its lock was found poisoned; every other
+    /// partition keeps serving. The next open recovers it as after a crash.
+    #[error("storage error: partition {partition} is offline: {cause}")]
+    PartitionFailed {
+        partition: TopicPartition,
+        cause: String,
+    },
     #[error("the cluster is closed")]
     Closed,
     /// Terminal; the message of the failure that made the cluster FAILED.
@@ -313,9 +321,9 @@ impl ClusterError {
             }
             ClusterError::OffsetOutOfRange { .. } => ErrorCode::OffsetOutOfRange,
             ClusterError::OperationNotAttempted { .. } => ErrorCode::OperationNotAttempted,
-            ClusterError::Storage(_) | ClusterError::PartitionDamaged { .. } => {
-                ErrorCode::StorageError
-            }
+            ClusterError::Storage(_)
+            | ClusterError::PartitionDamaged { .. }
+            | ClusterError::PartitionFailed { .. } => ErrorCode::StorageError,
             ClusterError::Closed => ErrorCode::ClusterClosed,
             ClusterError::Failed(_) => ErrorCode::ClusterFailed,
             ClusterError::Replayed { code, .. } => *code,
@@ -348,6 +356,15 @@ impl ClusterError {
             ClusterError::Log(e) => e.record_errors(),
             _ => &[],
         }
+    }
+
+    /// True when the partition asked for is offline (damaged or failed)
+    /// while the rest of the broker serves.
+    pub fn is_partition_offline(&self) -> bool {
+        matches!(
+            self,
+            ClusterError::PartitionDamaged { .. } | ClusterError::PartitionFailed { .. }
+        )
     }
 
     /// True for failures of the disk (how far each reaches is decided by

@@ -360,7 +360,9 @@ impl Groups<'_> {
         group: &str,
         offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>,
     ) -> Result<()> {
-        let mut guard = self.cluster.groups.lock().expect("groups lock");
+        let mut guard = self
+            .cluster
+            .store(&self.cluster.groups, "group coordinator")?;
         let g = guard.as_mut().ok_or(ClusterError::Closed)?;
         let r = g.commit_transactional(group, offsets);
         drop(guard);

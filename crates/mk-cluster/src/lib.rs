@@ -23,6 +23,7 @@ mod health;
 mod inspect;
 mod life;
 mod lifecycle;
+mod locks;
 mod log_dirs;
 pub mod metadata;
 mod open;

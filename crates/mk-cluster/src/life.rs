@@ -47,12 +47,12 @@ impl Life {
     }
 
     pub fn get(&self) -> LifecycleState {
-        self.state.lock().expect("lifecycle lock").clone()
+        crate::locks::plain(&self.state).clone()
     }
 
     /// Ok only while Running.
     pub fn check(&self) -> Result<()> {
-        match &*self.state.lock().expect("lifecycle lock") {
+        match &*crate::locks::plain(&self.state) {
             LifecycleState::Running => Ok(()),
             LifecycleState::Closing | LifecycleState::Closed => Err(ClusterError::Closed),
             LifecycleState::Failed(cause) => Err(ClusterError::Failed(cause.clone())),
@@ -62,7 +62,7 @@ impl Life {
     /// Moves to Failed (unless already Failed or Closed); returns the error
     /// every later call will see.
     pub fn fail(&self, cause: String) -> ClusterError {
-        let mut s = self.state.lock().expect("lifecycle lock");
+        let mut s = crate::locks::plain(&self.state);
         match &*s {
             LifecycleState::Failed(first) => ClusterError::Failed(first.clone()),
             LifecycleState::Closed => ClusterError::Closed,
@@ -78,7 +78,7 @@ impl Life {
     /// Running -> Closing; false if the cluster is not running (a second
     /// close, or a failed cluster).
     pub fn begin_close(&self) -> bool {
-        let mut s = self.state.lock().expect("lifecycle lock");
+        let mut s = crate::locks::plain(&self.state);
         if *s == LifecycleState::Running {
             *s = LifecycleState::Closing;
             true
@@ -89,14 +89,14 @@ impl Life {
 
     /// Closing -> Failed when closing itself hit an I/O failure.
     pub fn fail_from_closing(&self, cause: String) -> ClusterError {
-        let mut s = self.state.lock().expect("lifecycle lock");
+        let mut s = crate::locks::plain(&self.state);
         *s = LifecycleState::Failed(cause.clone());
         self.failed.notify_waiters();
         ClusterError::Failed(cause)
     }
 
     pub fn set(&self, state: LifecycleState) {
-        *self.state.lock().expect("lifecycle lock") = state;
+        *crate::locks::plain(&self.state) = state;
     }
 }
 

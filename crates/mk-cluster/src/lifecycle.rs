@@ -8,6 +8,7 @@ use crate::cluster::BrokerCluster;
 use crate::error::{ClusterError, Result};
 use crate::health::ClusterHealth;
 use crate::life::LifecycleState;
+use crate::slot::PartitionSlot;
 use std::sync::Weak;
 
 /// The lifecycle of a cluster: `cluster.lifecycle().close().await`.
@@ -64,10 +65,7 @@ impl Lifecycle<'_> {
     /// Attaches an in-process producer: the cluster's close has it send
     /// what it queued, its crash drops the queue.
     pub fn attach_producer(self, client: Weak<dyn AttachedClient>) {
-        self.cluster
-            .clients
-            .lock()
-            .expect("clients lock")
+        crate::locks::plain(&self.cluster.clients)
             .producers
             .push(client);
     }
@@ -75,27 +73,20 @@ impl Lifecycle<'_> {
     /// Attaches an in-process consumer: the cluster's close has it leave
     /// its group (after every producer sent what it queued).
     pub fn attach_consumer(self, client: Weak<dyn AttachedClient>) {
-        self.cluster
-            .clients
-            .lock()
-            .expect("clients lock")
+        crate::locks::plain(&self.cluster.clients)
             .consumers
             .push(client);
     }
 
     /// What is wrong right now (also while the broker runs degraded).
     pub fn health(self) -> ClusterHealth {
-        let damaged = self
-            .cluster
-            .topics
-            .read()
-            .expect("topics lock")
+        let damaged = crate::locks::plain_read(&self.cluster.topics)
             .values()
             .flat_map(|t| t.partitions.iter())
             .filter_map(|s| s.damage().map(|c| (s.tp.clone(), c.to_string())))
             .collect();
         ClusterHealth {
-            disk_full: self.cluster.disk_full.lock().expect("disk state").clone(),
+            disk_full: crate::locks::plain(&self.cluster.disk_full).clone(),
             damaged,
         }
     }
@@ -105,7 +96,7 @@ impl Lifecycle<'_> {
     /// when no client writes. The storage-probe driver calls this; it
     /// returns whether the disk is still full.
     pub fn probe_disk_space(self) -> bool {
-        if self.cluster.disk_full.lock().expect("disk state").is_none() {
+        if crate::locks::plain(&self.cluster.disk_full).is_none() {
             return false;
         }
         let probe = self.cluster.config.data_dir.join(".space-probe");
@@ -129,12 +120,7 @@ impl Lifecycle<'_> {
     /// no task owned by the cluster is left running.
     pub async fn close(self) -> Result<()> {
         if self.cluster.life.get() == LifecycleState::Running {
-            let live = self
-                .cluster
-                .clients
-                .lock()
-                .expect("clients lock")
-                .take_live();
+            let live = crate::locks::plain(&self.cluster.clients).take_live();
             for client in live.producers.into_iter().chain(live.consumers) {
                 client.close_with_cluster();
             }
@@ -149,48 +135,29 @@ impl Lifecycle<'_> {
         // Closing the replica sets settles every acks=all waiter, so the
         // producer completion tasks finish on their own.
         for slot in self.cluster.all_slots() {
-            let set = slot.set.write().expect("partition lock").take();
-            match set {
-                None => {}
-                // A damaged partition is made durable but not checkpointed:
-                // no clean-shutdown checkpoint may vouch for its files.
-                Some(mut set) if slot.damage().is_some() => {
-                    if let Err(e) = set.flush() {
-                        tracing::warn!(partition = %slot.tp, error = %e, "cannot flush a damaged partition");
-                    }
-                    set.crash();
-                }
-                Some(set) => {
-                    if let Err(e) = set.close() {
-                        let e = ClusterError::from(e);
-                        if e.storage_cause()
-                            .is_some_and(mk_storage::StorageError::is_transient)
-                        {
-                            // Its logs were fsynced before the checkpoint that
-                            // failed; the next open recovers as after a crash.
-                            tracing::warn!(partition = %slot.tp, error = %e, "closed without its checkpoints");
-                        } else {
-                            first_error.get_or_insert(e);
-                        }
-                    }
-                }
+            if let Some(e) = close_slot(&slot) {
+                first_error.get_or_insert(e);
             }
             slot.hw_moved.notify_waiters();
         }
         self.cluster.shutdown.cancel();
         self.cluster.tasks.close();
         self.cluster.tasks.wait().await;
-        if let Some(g) = self.cluster.groups.lock().expect("groups lock").take()
+        if let Some(g) = self
+            .cluster
+            .take_store(&self.cluster.groups, "group coordinator")
             && let Err(e) = g.close()
         {
             first_error.get_or_insert(e.into());
         }
-        if let Some(t) = self.cluster.txns.lock().expect("txns lock").take()
+        if let Some(t) = self
+            .cluster
+            .take_store(&self.cluster.txns, "transaction coordinator")
             && let Err(e) = t.close()
         {
             first_error.get_or_insert(e.into());
         }
-        drop(self.cluster.dir_lock.lock().expect("lock slot").take());
+        drop(crate::locks::plain(&self.cluster.dir_lock).take());
         match first_error {
             None => {
                 self.cluster.life.set(LifecycleState::Closed);
@@ -209,27 +176,69 @@ impl Lifecycle<'_> {
     /// already written reached the OS and is recovered by the next open.
     pub fn crash(self) {
         self.cluster.life.set(LifecycleState::Closed);
-        let live = self
-            .cluster
-            .clients
-            .lock()
-            .expect("clients lock")
-            .take_live();
+        let live = crate::locks::plain(&self.cluster.clients).take_live();
         for client in live.producers.iter().chain(&live.consumers) {
             client.crash_with_cluster();
         }
         self.cluster.shutdown.cancel();
         self.cluster.tasks.close();
         for slot in self.cluster.all_slots() {
-            if let Some(set) = slot.set.write().expect("partition lock").take() {
+            if let Some(set) = slot.take_set() {
                 set.crash();
             }
             slot.hw_moved.notify_waiters();
         }
-        drop(self.cluster.groups.lock().expect("groups lock").take());
-        if let Some(t) = self.cluster.txns.lock().expect("txns lock").take() {
+        drop(
+            self.cluster
+                .take_store(&self.cluster.groups, "group coordinator"),
+        );
+        if let Some(t) = self
+            .cluster
+            .take_store(&self.cluster.txns, "transaction coordinator")
+        {
             t.crash();
         }
-        drop(self.cluster.dir_lock.lock().expect("lock slot").take());
+        drop(crate::locks::plain(&self.cluster.dir_lock).take());
     }
+}
+
+/// Closes one partition for `close`: a healthy one checkpoints (what a
+/// clean shutdown writes) and closes its logs; a damaged or failed one is
+/// made durable but not checkpointed, so that no clean-shutdown checkpoint
+/// vouches for its files and the next open recovers it as after a crash. A
+/// failed invariant while closing fails only this partition. Returns the
+/// error that makes the close fail, if any.
+fn close_slot(slot: &PartitionSlot) -> Option<ClusterError> {
+    let set = slot.take_set()?;
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+        if slot.damage().is_some() {
+            let mut set = set;
+            if let Err(e) = set.flush() {
+                tracing::warn!(partition = %slot.tp, error = %e, "cannot flush an offline partition");
+            }
+            set.crash();
+            return Ok(());
+        }
+        set.close()
+    }));
+    let e = match outcome {
+        Ok(Ok(())) => return None,
+        Ok(Err(e)) => ClusterError::from(e),
+        Err(panic) => {
+            slot.mark_failed(&format!(
+                "an invariant failed while it closed: {}",
+                crate::slot::panic_text(panic.as_ref())
+            ));
+            return None;
+        }
+    };
+    if e.storage_cause()
+        .is_some_and(mk_storage::StorageError::is_transient)
+    {
+        // Its logs were fsynced before the checkpoint that failed; the
+        // next open recovers as after a crash.
+        tracing::warn!(partition = %slot.tp, error = %e, "closed without its checkpoints");
+        return None;
+    }
+    Some(e)
 }

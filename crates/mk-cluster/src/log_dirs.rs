@@ -66,7 +66,12 @@ impl OperatorViews<'_> {
                     size_bytes: log.segments().iter().map(|s| s.log_bytes).sum(),
                     offset_lag: (set.high_watermark() - log.leo()).max(0),
                 }))
-            })?;
+            });
+            let found = match found {
+                // Found offline just now: left out like the others.
+                Err(e) if e.is_partition_offline() => None,
+                other => other?,
+            };
             if let Some(r) = found {
                 replicas.push((slot.tp.clone(), r));
             }

@@ -107,11 +107,9 @@ impl<'a> Security<'a> {
     }
 
     fn read(self) -> std::sync::RwLockReadGuard<'a, SecurityStore> {
-        self.cluster
-            .security
-            .store
-            .read()
-            .expect("security store lock")
+        // Changes are saved first and only then replace what the store
+        // holds (`change` below), so poison cannot have broken it.
+        crate::locks::plain_read(&self.cluster.security.store)
     }
 
     /// Whether the ACL authorizer is on (`--authorizer acl`).
@@ -312,12 +310,7 @@ impl<'a> Security<'a> {
     /// replaces the live data only once it is on disk.
     fn update<T>(self, change: impl FnOnce(&mut SecurityData) -> T) -> Result<T> {
         self.cluster.check_running()?;
-        let mut store = self
-            .cluster
-            .security
-            .store
-            .write()
-            .expect("security store lock");
+        let mut store = crate::locks::plain_write(&self.cluster.security.store);
         let mut data = store.data.clone();
         let out = change(&mut data);
         self.cluster.guard(store.save(data))?;

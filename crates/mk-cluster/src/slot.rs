@@ -2,6 +2,14 @@
 //! the signal long polls wait on, its flush-policy state, whether damage
 //! took it offline and its traffic counters) and one topic (its metadata
 //! and slots).
+//!
+//! A partition goes offline in one of two ways, and both are reported the
+//! same way (describe, stats, Metadata, health): damage found on its disk
+//! (`health.rs`), or a failure of the code itself — a failed invariant (a
+//! panic) while its lock was held, or a lock another thread poisoned that
+//! way. Its in-memory state is then unknown, so nothing reads or writes it
+//! again; the other partitions keep serving, and the next open recovers
+//! its files as after a crash.
 
 use crate::config::FlushPolicy;
 use crate::error::ClusterError;
@@ -9,7 +17,7 @@ use crate::metadata::TopicMeta;
 use crate::traffic::PartitionTraffic;
 use mk_core::TopicPartition;
 use mk_replication::PartitionReplicaSet;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use tokio::sync::Notify;
 
 /// One partition: its replica set and the signal fired when its high
@@ -33,8 +41,8 @@ pub(crate) struct PartitionSlot {
     /// the partition's directory takes it first, so no staged file lands in
     /// a directory being removed.
     pub flushing: Mutex<()>,
-    /// Set once when damage takes the partition offline (`health.rs`).
-    pub damaged: std::sync::OnceLock<String>,
+    /// Set once when damage or a failure takes the partition offline.
+    pub damaged: std::sync::OnceLock<Offline>,
     /// Records produced and fetched by clients (`traffic.rs`).
     pub traffic: PartitionTraffic,
 }
@@ -73,6 +81,26 @@ impl Unflushed {
     }
 }
 
+/// Why a partition is offline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Offline {
+    /// Its files are damaged (`health.rs`).
+    Damaged(String),
+    /// An invariant failed (a panic) while its lock was held, or its lock
+    /// was found poisoned: its state in memory cannot be trusted.
+    Failed(String),
+}
+
+impl Offline {
+    /// The cause as operators read it (describe, health): a failed
+    /// partition's says FAILED.
+    pub fn cause(&self) -> &str {
+        match self {
+            Offline::Damaged(c) | Offline::Failed(c) => c,
+        }
+    }
+}
+
 /// One topic: its metadata and partitions.
 #[derive(Debug)]
 pub(crate) struct Topic {
@@ -107,7 +135,7 @@ impl PartitionSlot {
             damaged: std::sync::OnceLock::new(),
             traffic: PartitionTraffic::default(),
         };
-        let _ = slot.damaged.set(cause);
+        let _ = slot.damaged.set(Offline::Damaged(cause));
         slot
     }
 }
@@ -115,15 +143,105 @@ impl PartitionSlot {
 impl PartitionSlot {
     /// Why this partition is offline, if it is.
     pub(crate) fn damage(&self) -> Option<&str> {
-        self.damaged.get().map(String::as_str)
+        self.damaged.get().map(Offline::cause)
     }
 
-    /// The error every operation on a damaged partition answers.
+    /// The error every operation on an offline partition answers.
     pub(crate) fn damaged_error(&self) -> ClusterError {
-        ClusterError::PartitionDamaged {
-            partition: self.tp.to_string(),
-            cause: self.damage().unwrap_or("unknown").to_string(),
+        match self.damaged.get() {
+            Some(Offline::Failed(cause)) => ClusterError::PartitionFailed {
+                partition: self.tp.clone(),
+                cause: cause.clone(),
+            },
+            other => ClusterError::PartitionDamaged {
+                partition: self.tp.to_string(),
+                cause: other.map_or("unknown", Offline::cause).to_string(),
+            },
         }
+    }
+
+    /// Takes the partition offline as FAILED because of `what` (once; a
+    /// partition already offline keeps its first cause) and returns the
+    /// error its callers get from now on. Long polls waiting on it wake.
+    pub(crate) fn mark_failed(&self, what: &str) -> ClusterError {
+        let cause = format!("partition FAILED: {what}");
+        if self.damaged.set(Offline::Failed(cause.clone())).is_ok() {
+            tracing::error!(
+                partition = %self.tp,
+                cause = %cause,
+                "partition failed: it answers STORAGE_ERROR from now on; every other partition keeps serving"
+            );
+        }
+        self.hw_moved.notify_waiters();
+        self.damaged_error()
+    }
+
+    /// The replica set for reading. A poisoned lock (a panic while another
+    /// caller held it) takes the partition offline as FAILED.
+    pub(crate) fn read_set(
+        &self,
+    ) -> Result<RwLockReadGuard<'_, Option<PartitionReplicaSet>>, ClusterError> {
+        self.set
+            .read()
+            .map_err(|_| self.mark_failed("its lock was poisoned by a panic under it"))
+    }
+
+    /// The replica set for writing; a poisoned lock as in `read_set`.
+    pub(crate) fn write_set(
+        &self,
+    ) -> Result<RwLockWriteGuard<'_, Option<PartitionReplicaSet>>, ClusterError> {
+        self.set
+            .write()
+            .map_err(|_| self.mark_failed("its lock was poisoned by a panic under it"))
+    }
+
+    /// Takes the replica set out (close, crash, deletion), poisoned or not:
+    /// the caller decides by `damage()` what it may still do with it.
+    pub(crate) fn take_set(&self) -> Option<PartitionReplicaSet> {
+        match self.set.write() {
+            Ok(mut guard) => guard.take(),
+            Err(poisoned) => {
+                let mut guard = poisoned.into_inner();
+                self.mark_failed("its lock was poisoned by a panic under it");
+                guard.take()
+            }
+        }
+    }
+
+    /// Whether the slot still holds its replica set (false once closed or
+    /// deleted); a poisoned lock counts as holding it.
+    pub(crate) fn has_set(&self) -> bool {
+        match self.set.read() {
+            Ok(guard) => guard.is_some(),
+            Err(poisoned) => poisoned.into_inner().is_some(),
+        }
+    }
+
+    /// Flush-policy state. Each update is one assignment, so a panic
+    /// elsewhere cannot have left it half-done: poison is ignored.
+    pub(crate) fn unflushed(&self) -> std::sync::MutexGuard<'_, Unflushed> {
+        self.unflushed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The flush cycle's hold on the partition's files (no data behind it:
+    /// poison is ignored).
+    pub(crate) fn hold_files(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.flushing
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The text of a panic's payload (what `panic!` or a failed `assert!` said).
+pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic without a message".to_string()
     }
 }
 

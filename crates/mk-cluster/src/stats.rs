@@ -44,7 +44,7 @@ pub struct ClusterStats {
     /// Bytes of every replica's logs and indexes.
     pub log_bytes: u64,
     pub owned_tasks: usize,
-    /// Partitions offline because of damage (see `health`).
+    /// Partitions offline because of damage or a failure (see `health`).
     pub damaged_partitions: usize,
     /// True while writes fail because the disk is full.
     pub disk_full: bool,
@@ -71,10 +71,16 @@ impl<'a> OperatorViews<'a> {
             if slot.damage().is_some() {
                 continue;
             }
-            self.cluster.read_slot(&slot, |set| {
+            let read = self.cluster.read_slot(&slot, |set| {
                 sizes.push((set.topic_partition().clone(), set.leader_log().size_bytes()));
                 Ok(())
-            })?;
+            });
+            // Found offline just now (damage, a poisoned lock): left out too.
+            if let Err(e) = read
+                && !e.is_partition_offline()
+            {
+                return Err(e);
+            }
         }
         sizes.sort();
         Ok(sizes)
@@ -106,13 +112,17 @@ impl<'a> OperatorViews<'a> {
                 damaged_partitions += 1;
                 continue;
             }
-            self.cluster.read_slot(&slot, |set| {
+            let read = self.cluster.read_slot(&slot, |set| {
                 records += set.log_end_offset();
                 for b in set.replicas().to_vec() {
                     log_bytes += set.replica_log(b).map(|l| l.size_bytes()).unwrap_or(0);
                 }
                 Ok(())
-            })?;
+            });
+            match read {
+                Err(e) if e.is_partition_offline() => damaged_partitions += 1,
+                other => other?,
+            }
         }
         Ok(ClusterStats {
             uptime_ms: self.cluster.uptime_ms(),

@@ -82,9 +82,7 @@ impl Steps<'_> {
             // Persisting under the partition lock keeps appends of the new
             // epoch from racing ahead of the metadata.
             self.cluster
-                .metadata
-                .lock()
-                .expect("metadata lock")
+                .store(&self.cluster.metadata, "metadata store")?
                 .set_leader(&tp.topic, tp.partition, le.leader_id, le.leader_epoch)?;
             Ok(le)
         });
@@ -126,11 +124,10 @@ impl Steps<'_> {
             let planned_at = self.cluster.clock.now_ms();
             match self.flush_slot(&slot) {
                 Ok(()) => {
-                    *slot.unflushed.lock().expect("flush state") = Unflushed::synced(planned_at);
+                    *slot.unflushed() = Unflushed::synced(planned_at);
                 }
                 // Deleted while the fsyncs ran: nothing left to flush.
-                Err(ClusterError::TopicDeleted { .. })
-                    if slot.set.read().expect("partition lock").is_none() => {}
+                Err(ClusterError::TopicDeleted { .. }) if !slot.has_set() => {}
                 Err(e) => {
                     self.cluster.check_running()?;
                     first_error.get_or_insert(e);
@@ -153,11 +150,19 @@ impl Steps<'_> {
     /// finished under it. Appends that land while the fsyncs run are synced
     /// by the next cycle.
     fn flush_slot(self, slot: &PartitionSlot) -> Result<()> {
-        let _files = slot.flushing.lock().expect("flush lock");
+        let _files = slot.hold_files();
         let plan = self
             .cluster
             .with_slot(slot, |set| Ok(set.plan_checkpoint()?))?;
-        let synced = plan.sync();
+        // The fsyncs run without the lock; a failed invariant there fails
+        // this partition only, like one under the lock.
+        let synced = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| plan.sync()))
+            .map_err(|panic| {
+                slot.mark_failed(&format!(
+                    "an invariant failed while it was flushed: {}",
+                    crate::slot::panic_text(panic.as_ref())
+                ))
+            })?;
         self.cluster
             .with_slot(slot, |set| Ok(set.finish_checkpoint(synced)?))
     }

@@ -94,7 +94,14 @@ pub(crate) fn partition_info(set: &PartitionReplicaSet) -> PartitionInfo {
 /// are open, else its placement from the metadata with unknown (-1)
 /// offsets.
 fn damaged_info(slot: &PartitionSlot, meta: &TopicMeta, cause: &str) -> PartitionInfo {
-    if let Some(set) = slot.set.read().expect("partition lock").as_ref() {
+    // A partition that failed (not merely damaged) has a state in memory
+    // nobody may trust, and maybe a poisoned lock: only its placement is
+    // told.
+    let failed = matches!(slot.damaged.get(), Some(crate::slot::Offline::Failed(_)));
+    if !failed
+        && let Ok(guard) = slot.set.read()
+        && let Some(set) = guard.as_ref()
+    {
         let mut info = partition_info(set);
         info.damaged = Some(cause.to_string());
         return info;
@@ -159,7 +166,9 @@ impl Topics<'_> {
         self.cluster.check_running()?;
         // The metadata lock serializes creations, so two creators of one
         // name cannot both pass the existence check.
-        let mut metadata = self.cluster.metadata.lock().expect("metadata lock");
+        let mut metadata = self
+            .cluster
+            .store(&self.cluster.metadata, "metadata store")?;
         self.validate_new(name, partitions, replication_factor, &config)?;
         let meta = self
             .cluster
@@ -168,7 +177,7 @@ impl Topics<'_> {
         if let Err(e) = metadata.finish_create(meta.clone()) {
             return Err(self.undo_create(&mut metadata, &meta, &meta.partitions, slots, e));
         }
-        self.cluster.topics.write().expect("topics lock").insert(
+        crate::locks::plain_write(&self.cluster.topics).insert(
             name.to_string(),
             Arc::new(Topic {
                 meta,
@@ -225,13 +234,7 @@ impl Topics<'_> {
         config
             .validate()
             .map_err(ClusterError::into_invalid_config)?;
-        if self
-            .cluster
-            .topics
-            .read()
-            .expect("topics lock")
-            .contains_key(name)
-        {
+        if crate::locks::plain_read(&self.cluster.topics).contains_key(name) {
             return Err(TopicError::AlreadyExists {
                 topic: name.to_string(),
             }
@@ -243,11 +246,7 @@ impl Topics<'_> {
     /// User topics, sorted by name (internal topics are never listed).
     pub fn list(self) -> Result<Vec<String>> {
         self.cluster.check_running()?;
-        Ok(self
-            .cluster
-            .topics
-            .read()
-            .expect("topics lock")
+        Ok(crate::locks::plain_read(&self.cluster.topics)
             .keys()
             .cloned()
             .collect())
@@ -288,9 +287,10 @@ impl Topics<'_> {
         match slot.damage() {
             Some(cause) => Ok(damaged_info(slot, meta, cause)),
             None => match self.cluster.read_slot(slot, |set| Ok(partition_info(set))) {
-                Err(ClusterError::PartitionDamaged { cause, .. }) => {
-                    Ok(damaged_info(slot, meta, &cause))
-                }
+                Err(
+                    ClusterError::PartitionDamaged { cause, .. }
+                    | ClusterError::PartitionFailed { cause, .. },
+                ) => Ok(damaged_info(slot, meta, &cause)),
                 other => other,
             },
         }
@@ -305,11 +305,7 @@ impl Topics<'_> {
     /// Every partition of every topic (for `describe_cluster`).
     pub fn describe_partitions(self) -> Result<Vec<PartitionInfo>> {
         self.cluster.check_running()?;
-        let topics: Vec<Arc<Topic>> = self
-            .cluster
-            .topics
-            .read()
-            .expect("topics lock")
+        let topics: Vec<Arc<Topic>> = crate::locks::plain_read(&self.cluster.topics)
             .values()
             .cloned()
             .collect();
@@ -366,9 +362,7 @@ impl Topics<'_> {
             .guard(metadata.begin_create(meta, partitions))?;
         let identities: Vec<_> = self
             .cluster
-            .identities
-            .lock()
-            .expect("identities lock")
+            .store(&self.cluster.identities, "producer identity store")?
             .identities()
             .map(|(_, i)| i)
             .collect();
@@ -415,7 +409,7 @@ impl Topics<'_> {
         cause: ClusterError,
     ) -> ClusterError {
         for slot in slots {
-            if let Some(set) = slot.set.write().expect("partition lock").take() {
+            if let Some(set) = slot.take_set() {
                 set.crash();
             }
         }
@@ -449,10 +443,7 @@ impl Topics<'_> {
     /// The topic with this id, if it exists.
     pub fn name_by_id(self, id: TopicId) -> Result<String> {
         self.cluster.check_running()?;
-        self.cluster
-            .topics
-            .read()
-            .expect("topics lock")
+        crate::locks::plain_read(&self.cluster.topics)
             .values()
             .find(|t| t.meta.topic_id == id)
             .map(|t| t.meta.name.clone())
@@ -513,21 +504,15 @@ impl Topics<'_> {
         // their locks (steps.rs): wait for it and keep it out while the
         // files go. Taken before the metadata lock, as the flush does.
         let flushed = self.cluster.topic(name)?;
-        let _flushes: Vec<_> = flushed
-            .partitions
-            .iter()
-            .map(|s| s.flushing.lock().expect("flush lock"))
-            .collect();
-        let mut metadata = self.cluster.metadata.lock().expect("metadata lock");
+        let _flushes: Vec<_> = flushed.partitions.iter().map(|s| s.hold_files()).collect();
+        let mut metadata = self
+            .cluster
+            .store(&self.cluster.metadata, "metadata store")?;
         let topic = self.cluster.topic(name)?;
         let pending = self.cluster.guard(metadata.begin_delete(name))?;
-        self.cluster
-            .topics
-            .write()
-            .expect("topics lock")
-            .remove(name);
+        crate::locks::plain_write(&self.cluster.topics).remove(name);
         for slot in &topic.partitions {
-            let set = slot.set.write().expect("partition lock").take();
+            let set = slot.take_set();
             // The files are about to be removed: nothing needs flushing.
             if let Some(set) = set {
                 set.crash();
@@ -535,7 +520,9 @@ impl Topics<'_> {
             slot.hw_moved.notify_waiters();
         }
         {
-            let mut groups = self.cluster.groups.lock().expect("groups lock");
+            let mut groups = self
+                .cluster
+                .store(&self.cluster.groups, "group coordinator")?;
             if let Some(g) = groups.as_mut() {
                 let r = g.delete_topic_offsets(name);
                 drop(groups);
@@ -556,7 +543,9 @@ impl Topics<'_> {
     /// 00. Keyed records may map to other partitions afterwards, as in
     /// Kafka.
     pub fn create_partitions(self, name: &str, total: u32) -> Result<()> {
-        let mut metadata = self.cluster.metadata.lock().expect("metadata lock");
+        let mut metadata = self
+            .cluster
+            .store(&self.cluster.metadata, "metadata store")?;
         self.validate_create_partitions(name, total)?;
         let topic = self.cluster.topic(name)?;
         let current = topic.partitions.len() as u32;
@@ -572,10 +561,7 @@ impl Topics<'_> {
         }
         let mut partitions = topic.partitions.clone();
         partitions.extend(slots);
-        self.cluster
-            .topics
-            .write()
-            .expect("topics lock")
+        crate::locks::plain_write(&self.cluster.topics)
             .insert(name.to_string(), Arc::new(Topic { meta, partitions }));
         tracing::info!(topic = name, from = current, to = total, "partitions added");
         Ok(())
@@ -615,7 +601,9 @@ impl Topics<'_> {
         validate_only: bool,
     ) -> Result<TopicConfig> {
         self.cluster.check_running()?;
-        let mut metadata = self.cluster.metadata.lock().expect("metadata lock");
+        let mut metadata = self
+            .cluster
+            .store(&self.cluster.metadata, "metadata store")?;
         let topic = self.cluster.topic(name)?;
         let config = topic
             .meta
@@ -634,7 +622,7 @@ impl Topics<'_> {
             self.cluster
                 .with_slot(slot, |set| Ok(set.set_segment_max_bytes(segment)?))?;
         }
-        self.cluster.topics.write().expect("topics lock").insert(
+        crate::locks::plain_write(&self.cluster.topics).insert(
             name.to_string(),
             Arc::new(Topic {
                 meta,

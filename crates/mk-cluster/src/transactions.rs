@@ -146,7 +146,9 @@ impl Transactions<'_> {
             ),
         };
         let identity = {
-            let mut store = self.cluster.identities.lock().expect("identities lock");
+            let mut store = self
+                .cluster
+                .store(&self.cluster.identities, "producer identity store")?;
             let r = store.allocate(&name);
             drop(store);
             self.cluster.guard(r)?
@@ -169,7 +171,9 @@ impl Transactions<'_> {
     /// A producer id from the identity store for a transactional id (whose
     /// epochs the transaction coordinator owns).
     fn allocate_producer_id(self) -> Result<i64> {
-        let mut store = self.cluster.identities.lock().expect("identities lock");
+        let mut store = self
+            .cluster
+            .store(&self.cluster.identities, "producer identity store")?;
         let r = store.allocate_id();
         drop(store);
         self.cluster.guard(r)
@@ -408,7 +412,9 @@ impl Transactions<'_> {
         producer: ProducerInfo,
         tp: &TopicPartition,
     ) -> Result<()> {
-        let guard = self.cluster.txns.lock().expect("txns lock");
+        let guard = self
+            .cluster
+            .store(&self.cluster.txns, "transaction coordinator")?;
         let t = guard.as_ref().ok_or(ClusterError::Closed)?;
         let r = t.verify_append(transactional_id, producer, tp);
         drop(guard);
@@ -710,7 +716,10 @@ impl Transactions<'_> {
                 match appended {
                     Ok(()) => {}
                     Err(e) if is_gone(&e) => {}
-                    Err(e @ ClusterError::PartitionDamaged { .. }) => {
+                    Err(
+                        e @ (ClusterError::PartitionDamaged { .. }
+                        | ClusterError::PartitionFailed { .. }),
+                    ) => {
                         // The transaction stays prepared; the expiry step
                         // tries its plan again, and the rest of the broker
                         // starts.

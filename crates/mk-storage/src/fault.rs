@@ -68,6 +68,11 @@ pub struct FaultInjector {
     fault: AtomicU8,
     /// Set once a `NoSpace` fault fired: every later write fails too.
     disk_full: AtomicBool,
+    /// A failed invariant planned at the next write under a path that
+    /// contains this text (`fail_invariant_at_write_under`).
+    invariant_under: std::sync::Mutex<Option<String>>,
+    /// Mirrors `invariant_under.is_some()`, so writes check it without a lock.
+    invariant_planned: AtomicBool,
 }
 
 impl Default for FaultInjector {
@@ -80,6 +85,8 @@ impl Default for FaultInjector {
             fail_site: AtomicI64::new(-1),
             fault: AtomicU8::new(0),
             disk_full: AtomicBool::new(false),
+            invariant_under: std::sync::Mutex::new(None),
+            invariant_planned: AtomicBool::new(false),
         }
     }
 }
@@ -93,6 +100,8 @@ pub(crate) static NEVER: FaultInjector = FaultInjector {
     fail_site: AtomicI64::new(-1),
     fault: AtomicU8::new(0),
     disk_full: AtomicBool::new(false),
+    invariant_under: std::sync::Mutex::new(None),
+    invariant_planned: AtomicBool::new(false),
 };
 
 impl FaultInjector {
@@ -138,6 +147,41 @@ impl FaultInjector {
         self.disk_full.store(on, Ordering::SeqCst);
     }
 
+    /// Makes the next write to a file whose path contains `path_part` fail
+    /// an invariant: it panics, as a failed `assert!` in the code that
+    /// wrote it would, once. Tests use it to check that a failure of the
+    /// code (not of the disk) stays with the partition or store it hit.
+    pub fn fail_invariant_at_write_under(&self, path_part: &str) {
+        *self
+            .invariant_under
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(path_part.to_string());
+        self.invariant_planned.store(true, Ordering::SeqCst);
+    }
+
+    /// Panics if a failed invariant is planned for a write to `path`.
+    fn check_invariant_at(&self, path: &Path) {
+        if !self.invariant_planned.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut planned = self
+            .invariant_under
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if planned
+            .as_deref()
+            .is_some_and(|part| path.to_string_lossy().contains(part))
+        {
+            *planned = None;
+            self.invariant_planned.store(false, Ordering::SeqCst);
+            drop(planned);
+            panic!(
+                "injected invariant failure at a write to {}",
+                path.display()
+            );
+        }
+    }
+
     /// Turns every fault off.
     pub fn clear(&self) {
         self.writes_before_failure.store(-1, Ordering::SeqCst);
@@ -145,6 +189,11 @@ impl FaultInjector {
         self.crash_at_step.store(-1, Ordering::SeqCst);
         self.fail_site.store(-1, Ordering::SeqCst);
         self.disk_full.store(false, Ordering::SeqCst);
+        *self
+            .invariant_under
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+        self.invariant_planned.store(false, Ordering::SeqCst);
     }
 
     /// Counts a site; the fault planned for it, if any.
@@ -194,6 +243,7 @@ impl FaultInjector {
     /// site (a small store, an index file, a new segment file, the
     /// journal): only `inject_at` and `disk_full` reach it.
     pub fn site_write_of(&self, path: &Path, len: usize) -> Result<WriteGate, StorageError> {
+        self.check_invariant_at(path);
         let planned = self.pass_site();
         if self.disk_full.load(Ordering::SeqCst) {
             return Err(no_space(path));

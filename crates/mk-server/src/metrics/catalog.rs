@@ -135,7 +135,7 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
     (
         "mk_partitions_damaged",
         Kind::Gauge,
-        "Partitions taken offline by damage (bad bytes or missing files); they answer STORAGE_ERROR.",
+        "Partitions taken offline by damage (bad bytes or missing files) or a failure (a failed invariant, a poisoned lock); they answer STORAGE_ERROR.",
     ),
     (
         "mk_partitions_offline",
