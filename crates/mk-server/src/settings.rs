@@ -54,6 +54,19 @@ pub struct ServeArgs {
     /// PLAIN login fails].
     #[arg(long, value_name = "FILE")]
     pub sasl_plain_users: Option<PathBuf>,
+    /// `acl` turns on Kafka's ACL authorizer on the Kafka listeners
+    /// (StandardAuthorizer semantics), `off` leaves every request allowed
+    /// [default: off].
+    #[arg(long, value_name = "acl|off")]
+    pub authorizer: Option<String>,
+    /// Principals the authorizer allows everything, `;` separated, e.g.
+    /// `User:admin;User:ops` [default: none].
+    #[arg(long, value_name = "PRINCIPALS")]
+    pub super_users: Option<String>,
+    /// With the authorizer on, allow a request on a resource no ACL names
+    /// at all (Kafka's allow.everyone.if.no.acl.found) [default: false].
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub allow_everyone_if_no_acl_found: Option<bool>,
     /// Host that Metadata advertises for every broker [default: the
     /// listener's IP].
     #[arg(long, value_name = "HOST")]
@@ -168,6 +181,9 @@ struct FileSettings {
     tls_client_ca: Option<PathBuf>,
     sasl_mechanisms: Option<String>,
     sasl_plain_users: Option<PathBuf>,
+    authorizer: Option<String>,
+    super_users: Option<String>,
+    allow_everyone_if_no_acl_found: Option<bool>,
     kafka_advertised_host: Option<String>,
     auto_create_topics: Option<bool>,
     num_partitions: Option<u32>,
@@ -282,6 +298,11 @@ impl ServeArgs {
         if let Some(ms) = pick!(delete_retention_ms) {
             topic.delete_retention_ms = ms;
         }
+        cluster.authorizer = authorizer(
+            pick!(authorizer).as_deref(),
+            pick!(super_users).as_deref(),
+            pick!(allow_everyone_if_no_acl_found),
+        )?;
         cluster.validate().map_err(|e| e.to_string())?;
         let defaults = ServerOptions::default();
         let server = ServerOptions {
@@ -351,13 +372,13 @@ impl ServeArgs {
             .iter()
             .flatten()
             .find(|l| l.protocol != SecurityProtocol::Plaintext);
-        if let Some(secured) = secured {
-            loopback_only(
-                &secured.to_string(),
-                &listen,
-                metrics_listen,
-                console_listen,
-            )?;
+        let because = match (secured, &cluster.authorizer) {
+            (Some(secured), _) => Some(format!("the {secured} listener")),
+            (None, Some(_)) => Some("--authorizer acl".to_string()),
+            (None, None) => None,
+        };
+        if let Some(because) = because {
+            loopback_only(&because, &listen, metrics_listen, console_listen)?;
         }
         Ok(Settings {
             metrics_listen,
@@ -373,6 +394,31 @@ impl ServeArgs {
                 ms => Some(Duration::from_millis(ms)),
             },
         })
+    }
+}
+
+/// `--authorizer`, `--super-users` and `--allow-everyone-if-no-acl-found`:
+/// the core's authorizer configuration, `None` when it is off. The other
+/// two flags without `--authorizer acl` are refused rather than ignored.
+fn authorizer(
+    kind: Option<&str>,
+    super_users: Option<&str>,
+    allow_everyone: Option<bool>,
+) -> Result<Option<mk_cluster::AuthorizerConfig>, String> {
+    match kind.unwrap_or("off") {
+        "acl" => Ok(Some(mk_cluster::AuthorizerConfig {
+            super_users: match super_users {
+                None => Default::default(),
+                Some(s) => mk_cluster::AuthorizerConfig::parse_super_users(s)
+                    .map_err(|e| format!("--super-users {s:?}: {e}"))?,
+            },
+            allow_everyone_if_no_acl_found: allow_everyone.unwrap_or(false),
+        })),
+        "off" if super_users.is_some() || allow_everyone.is_some() => Err(
+            "--super-users and --allow-everyone-if-no-acl-found need --authorizer acl".to_string(),
+        ),
+        "off" => Ok(None),
+        other => Err(format!("--authorizer must be acl or off, got {other:?}")),
     }
 }
 
@@ -518,6 +564,72 @@ mod tests {
         assert_eq!(s.server.max_frame_bytes, 4096);
         assert_eq!(s.cluster.data_dir, PathBuf::from("./data"));
         assert!(!s.server.lab);
+    }
+
+    #[test]
+    fn the_authorizer_flags_reach_the_core_config() {
+        assert_eq!(
+            ServeArgs::default().resolve().unwrap().cluster.authorizer,
+            None
+        );
+        let on = ServeArgs {
+            authorizer: Some("acl".into()),
+            super_users: Some("User:admin; User:ops".into()),
+            ..ServeArgs::default()
+        };
+        let config = on.resolve().unwrap().cluster.authorizer.unwrap();
+        assert!(
+            config.super_users.contains("User:admin") && config.super_users.contains("User:ops")
+        );
+        assert!(!config.allow_everyone_if_no_acl_found);
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("mk.toml");
+        std::fs::write(
+            &file,
+            "authorizer = \"acl\"\nallow_everyone_if_no_acl_found = true\n",
+        )
+        .unwrap();
+        let from_file = ServeArgs {
+            config: Some(file),
+            ..ServeArgs::default()
+        };
+        let config = from_file.resolve().unwrap().cluster.authorizer.unwrap();
+        assert!(config.allow_everyone_if_no_acl_found && config.super_users.is_empty());
+        for (bad, names) in [
+            (
+                ServeArgs {
+                    authorizer: Some("simple".into()),
+                    ..ServeArgs::default()
+                },
+                "--authorizer",
+            ),
+            (
+                ServeArgs {
+                    super_users: Some("User:a".into()),
+                    ..ServeArgs::default()
+                },
+                "--authorizer acl",
+            ),
+            (
+                ServeArgs {
+                    authorizer: Some("acl".into()),
+                    super_users: Some("admin".into()),
+                    ..ServeArgs::default()
+                },
+                "--super-users",
+            ),
+            (
+                ServeArgs {
+                    authorizer: Some("acl".into()),
+                    listen: Some("0.0.0.0:0".into()),
+                    ..ServeArgs::default()
+                },
+                "--authorizer acl",
+            ),
+        ] {
+            let err = bad.resolve().unwrap_err();
+            assert!(err.contains(names), "{err}");
+        }
     }
 
     #[test]
