@@ -741,11 +741,14 @@ async fn answer(
     if !conn.session.lock().expect("session").admits(peek.api_key) {
         return Err(ReadEnd::Unauthenticated(peek.api_key));
     }
-    let Some(spec) = api::spec(peek.api_key).filter(|s| s.supports(peek.api_version)) else {
+    let Some(spec) = api::spec(peek.api_key)
+        .filter(|s| s.supports(peek.api_version))
+        .filter(|s| api::authz::serves(&shared.cluster, s.key))
+    else {
         if peek.api_key == api::key::API_VERSIONS {
             // Clients start with their newest ApiVersions and retry with
             // the range this v0 answer carries.
-            let body = api::versions::unsupported_version_body();
+            let body = api::versions::unsupported_version_body(&shared.cluster);
             return Ok(enqueue(frame::response_frame(peek.correlation_id, false, body), q).await);
         }
         return Err(ReadEnd::Unsupported {

@@ -9,7 +9,11 @@ use super::table::const_name;
 use std::fmt::Write;
 
 /// One line of the list: `Produce 3-9 produce::handle_produce`, with an
-/// optional `read <path>` naming a hand-written reader of the request.
+/// optional `read <path>` naming a hand-written reader of the request and
+/// an optional `guard <path>` naming its authorization (api/authz/): a
+/// function of the context and the request that answers at once (denied)
+/// or passes the request, maybe narrowed, on to the handler with a patch
+/// adding the denied parts to its response.
 #[derive(Debug, Clone)]
 pub struct Served {
     pub api: String,
@@ -17,6 +21,7 @@ pub struct Served {
     pub hi: i16,
     pub handler: String,
     pub read: Option<String>,
+    pub guard: Option<String>,
 }
 
 /// Parses the list and checks it against the schemas: every API known,
@@ -30,11 +35,19 @@ pub fn parse(src: &str, apis: &[Api]) -> Result<Vec<Served>, String> {
         }
         let at = |e: String| format!("served.list line {}: {e}", i + 1);
         let w: Vec<&str> = line.split_whitespace().collect();
-        let (api, range, handler, read) = match w.as_slice() {
-            [a, r, h] => (*a, *r, *h, None),
-            [a, r, h, "read", f] => (*a, *r, *h, Some(f.to_string())),
-            _ => return Err(at("expected `<Api> <lo>-<hi> <handler> [read <fn>]`".into())),
+        let usage = "expected `<Api> <lo>-<hi> <handler> [read <fn>] [guard <fn>]`";
+        let (api, range, handler, options) = match w.as_slice() {
+            [a, r, h, options @ ..] => (*a, *r, *h, options),
+            _ => return Err(at(usage.into())),
         };
+        let (mut read, mut guard) = (None, None);
+        for pair in options.chunks(2) {
+            match pair {
+                ["read", f] if read.is_none() => read = Some(f.to_string()),
+                ["guard", f] if guard.is_none() => guard = Some(f.to_string()),
+                _ => return Err(at(usage.into())),
+            }
+        }
         let schema = apis
             .iter()
             .find(|a| a.name == api)
@@ -58,6 +71,7 @@ pub fn parse(src: &str, apis: &[Api]) -> Result<Vec<Served>, String> {
             hi,
             handler: handler.to_string(),
             read,
+            guard,
         });
     }
     let key = |s: &Served| apis.iter().find(|a| a.name == s.api).map_or(0, |a| a.key);
@@ -94,8 +108,16 @@ fn table(out: &mut String, apis: &[Api], served: &[Served]) {
          /// The served entry of an API key.\n\
          pub fn spec(key: i16) -> Option<&'static ApiSpec> {\n\
          APIS.iter().find(|a| a.key == key)\n\
-         }\n\n",
+         }\n\n\
+         /// The APIs with an authorization guard (served.list's `guard`):\n\
+         /// with the authorizer on, the others are neither advertised nor\n\
+         /// served, except those every client needs before it authenticates.\n\
+         pub const GUARDED: &[i16] = &[\n",
     );
+    for s in served.iter().filter(|s| s.guard.is_some()) {
+        let _ = writeln!(out, "key::{},", const_name(&api(apis, s).name));
+    }
+    out.push_str("];\n\n");
 }
 
 /// The expression decoding the request of `s` from `r` at `v`.
@@ -124,12 +146,21 @@ fn dispatch(out: &mut String, apis: &[Api], served: &[Served]) {
     );
     for s in served {
         let a = api(apis, s);
+        let serve = match &s.guard {
+            None => format!("api::{}(ctx, req).await.answer(w, v)", s.handler),
+            Some(g) => format!(
+                "match api::{g}(ctx, req) {{\n\
+                 api::authz::Gate::Serve(req, patch) => patch.apply(api::{}(ctx, req).await).answer(w, v),\n\
+                 api::authz::Gate::Answer(denied) => denied.answer(w, v),\n\
+                 }}",
+                s.handler
+            ),
+        };
         let _ = writeln!(
             out,
-            "key::{} => {{\nlet req = {};\nr.finish(\"request\")?;\napi::{}(ctx, req).await.answer(w, v)\n}}",
+            "key::{} => {{\nlet req = {};\nr.finish(\"request\")?;\n{serve}\n}}",
             const_name(&a.name),
             read_expr(apis, s),
-            s.handler
         );
     }
     out.push_str(

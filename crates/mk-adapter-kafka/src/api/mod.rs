@@ -25,6 +25,11 @@
 //!   AlterConfigs, IncrementalAlterConfigs
 //! - `log_admin`: DeleteRecords, DescribeLogDirs, DescribeProducers
 //! - `txn_admin`: ListTransactions, DescribeTransactions
+//! - `acls`: CreateAcls, DescribeAcls, DeleteAcls
+//!
+//! Every request passes its guard in `authz` first (served.list's `guard`
+//! column): the core decides, the guard maps the request's resources to
+//! (operation, resource) pairs and the denials to Kafka's codes.
 //!
 //! The messages are generated from the schemas (`crate::messages`), and
 //! so are the API table and the router (`messages/served.rs`, from
@@ -32,7 +37,9 @@
 //! its generated response. ApiVersions advertises exactly the table, and
 //! tests/oracle.rs checks every (API, version) pair in it against Kafka.
 
+pub mod acls;
 pub mod admin;
+pub mod authz;
 pub mod consumer_groups;
 pub mod fetch;
 pub mod group_configs;
@@ -80,7 +87,7 @@ impl Ctx<'_> {
 }
 
 pub use crate::codec::Message;
-pub use crate::messages::served::{APIS, decode_request, dispatch, spec};
+pub use crate::messages::served::{APIS, GUARDED, decode_request, dispatch, spec};
 pub use crate::messages::{ApiSpec, key};
 
 /// What a handler answers with: a response, or (Produce with acks=0)

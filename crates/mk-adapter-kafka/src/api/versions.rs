@@ -12,9 +12,20 @@ use crate::messages::api_versions::{
 };
 use bytes::Bytes;
 
-/// The advertised table.
+/// The table: every served API.
 pub fn table() -> Vec<ApiVersion> {
+    advertised(|_| true)
+}
+
+/// The table as advertised by a broker: with the authorizer on, only the
+/// APIs with an authorization guard (api/authz/).
+pub fn advertised_by(cluster: &mk_cluster::BrokerCluster) -> Vec<ApiVersion> {
+    advertised(|key| super::authz::serves(cluster, key))
+}
+
+fn advertised(serves: impl Fn(i16) -> bool) -> Vec<ApiVersion> {
     APIS.iter()
+        .filter(|a| serves(a.key))
         .map(|a| ApiVersion {
             api_key: a.key,
             min_version: a.min_version,
@@ -33,7 +44,7 @@ pub async fn handle_api_versions(ctx: &Ctx<'_>, req: ApiVersionsRequest) -> ApiV
         );
     }
     ApiVersionsResponse {
-        api_keys: table(),
+        api_keys: advertised_by(ctx.cluster),
         supported_features: FEATURES
             .iter()
             .map(|(name, level)| SupportedFeatureKey {
@@ -65,11 +76,11 @@ const FINALIZED_FEATURES_EPOCH: i64 = 1;
 
 /// The v0 answer to an ApiVersions request of a version above ours:
 /// UNSUPPORTED_VERSION with our table, so the client retries lower.
-pub fn unsupported_version_body() -> Bytes {
+pub fn unsupported_version_body(cluster: &mk_cluster::BrokerCluster) -> Bytes {
     let mut w = Writer::new(false);
     ApiVersionsResponse {
         error_code: KafkaCode::UNSUPPORTED_VERSION,
-        api_keys: table(),
+        api_keys: advertised_by(cluster),
         ..ApiVersionsResponse::default()
     }
     .write(&mut w, 0);

@@ -183,6 +183,27 @@ pub const APIS: &[ApiSpec] = &[
         flexible_from: 3,
     },
     ApiSpec {
+        key: key::DESCRIBE_ACLS,
+        name: "DescribeAcls",
+        min_version: 1,
+        max_version: 3,
+        flexible_from: 2,
+    },
+    ApiSpec {
+        key: key::CREATE_ACLS,
+        name: "CreateAcls",
+        min_version: 2,
+        max_version: 3,
+        flexible_from: 2,
+    },
+    ApiSpec {
+        key: key::DELETE_ACLS,
+        name: "DeleteAcls",
+        min_version: 2,
+        max_version: 3,
+        flexible_from: 2,
+    },
+    ApiSpec {
         key: key::DESCRIBE_CONFIGS,
         name: "DescribeConfigs",
         min_version: 1,
@@ -350,6 +371,62 @@ pub fn spec(key: i16) -> Option<&'static ApiSpec> {
     APIS.iter().find(|a| a.key == key)
 }
 
+/// The APIs with an authorization guard (served.list's `guard`):
+/// with the authorizer on, the others are neither advertised nor
+/// served, except those every client needs before it authenticates.
+pub const GUARDED: &[i16] = &[
+    key::PRODUCE,
+    key::FETCH,
+    key::LIST_OFFSETS,
+    key::METADATA,
+    key::OFFSET_COMMIT,
+    key::OFFSET_FETCH,
+    key::FIND_COORDINATOR,
+    key::JOIN_GROUP,
+    key::HEARTBEAT,
+    key::LEAVE_GROUP,
+    key::SYNC_GROUP,
+    key::DESCRIBE_GROUPS,
+    key::LIST_GROUPS,
+    key::SASL_HANDSHAKE,
+    key::API_VERSIONS,
+    key::CREATE_TOPICS,
+    key::DELETE_TOPICS,
+    key::DELETE_RECORDS,
+    key::INIT_PRODUCER_ID,
+    key::OFFSET_FOR_LEADER_EPOCH,
+    key::ADD_PARTITIONS_TO_TXN,
+    key::ADD_OFFSETS_TO_TXN,
+    key::END_TXN,
+    key::TXN_OFFSET_COMMIT,
+    key::DESCRIBE_ACLS,
+    key::CREATE_ACLS,
+    key::DELETE_ACLS,
+    key::DESCRIBE_CONFIGS,
+    key::ALTER_CONFIGS,
+    key::DESCRIBE_LOG_DIRS,
+    key::SASL_AUTHENTICATE,
+    key::CREATE_PARTITIONS,
+    key::DELETE_GROUPS,
+    key::INCREMENTAL_ALTER_CONFIGS,
+    key::OFFSET_DELETE,
+    key::DESCRIBE_USER_SCRAM_CREDENTIALS,
+    key::ALTER_USER_SCRAM_CREDENTIALS,
+    key::DESCRIBE_CLUSTER,
+    key::DESCRIBE_PRODUCERS,
+    key::DESCRIBE_TRANSACTIONS,
+    key::LIST_TRANSACTIONS,
+    key::CONSUMER_GROUP_HEARTBEAT,
+    key::CONSUMER_GROUP_DESCRIBE,
+    key::SHARE_GROUP_HEARTBEAT,
+    key::SHARE_GROUP_DESCRIBE,
+    key::SHARE_FETCH,
+    key::SHARE_ACKNOWLEDGE,
+    key::DESCRIBE_SHARE_GROUP_OFFSETS,
+    key::ALTER_SHARE_GROUP_OFFSETS,
+    key::DELETE_SHARE_GROUP_OFFSETS,
+];
+
 /// Decodes the body of a served request (every byte of it), runs its
 /// handler and encodes the answer into `w`. Returns false for a
 /// request that has no answer (Produce with acks=0). A body that
@@ -365,313 +442,502 @@ pub async fn dispatch(
         key::PRODUCE => {
             let req = produce::ProduceRequest::read(r, v)?;
             r.finish("request")?;
-            api::produce::handle_produce(ctx, req).await.answer(w, v)
+            match api::authz::topics::produce(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::produce::handle_produce(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::FETCH => {
             let req = fetch::FetchRequest::read(r, v)?;
             r.finish("request")?;
-            api::fetch::handle_fetch(ctx, req).await.answer(w, v)
+            match api::authz::topics::fetch(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::fetch::handle_fetch(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::LIST_OFFSETS => {
             let req = list_offsets::ListOffsetsRequest::read(r, v)?;
             r.finish("request")?;
-            api::offsets::handle_list_offsets(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::topics::list_offsets(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::offsets::handle_list_offsets(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::METADATA => {
             let req = api::metadata::read_metadata_request(r, v)?;
             r.finish("request")?;
-            api::metadata::handle_metadata(ctx, req).await.answer(w, v)
+            match api::authz::topics::metadata(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::metadata::handle_metadata(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::OFFSET_COMMIT => {
             let req = offset_commit::OffsetCommitRequest::read(r, v)?;
             r.finish("request")?;
-            api::groups::handle_offset_commit(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::groups::offset_commit(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::groups::handle_offset_commit(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::OFFSET_FETCH => {
             let req = offset_fetch::OffsetFetchRequest::read(r, v)?;
             r.finish("request")?;
-            api::groups::handle_offset_fetch(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::groups::offset_fetch(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::groups::handle_offset_fetch(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::FIND_COORDINATOR => {
             let req = find_coordinator::FindCoordinatorRequest::read(r, v)?;
             r.finish("request")?;
-            api::groups::handle_find_coordinator(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::groups::find_coordinator(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::groups::handle_find_coordinator(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::JOIN_GROUP => {
             let req = join_group::JoinGroupRequest::read(r, v)?;
             r.finish("request")?;
-            api::groups::handle_join_group(ctx, req).await.answer(w, v)
+            match api::authz::groups::join_group(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::groups::handle_join_group(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::HEARTBEAT => {
             let req = heartbeat::HeartbeatRequest::read(r, v)?;
             r.finish("request")?;
-            api::groups::handle_heartbeat(ctx, req).await.answer(w, v)
+            match api::authz::groups::heartbeat(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::groups::handle_heartbeat(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::LEAVE_GROUP => {
             let req = leave_group::LeaveGroupRequest::read(r, v)?;
             r.finish("request")?;
-            api::groups::handle_leave_group(ctx, req).await.answer(w, v)
+            match api::authz::groups::leave_group(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::groups::handle_leave_group(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::SYNC_GROUP => {
             let req = sync_group::SyncGroupRequest::read(r, v)?;
             r.finish("request")?;
-            api::groups::handle_sync_group(ctx, req).await.answer(w, v)
+            match api::authz::groups::sync_group(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::groups::handle_sync_group(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::DESCRIBE_GROUPS => {
             let req = describe_groups::DescribeGroupsRequest::read(r, v)?;
             r.finish("request")?;
-            api::groups::handle_describe_groups(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::groups::describe_groups(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::groups::handle_describe_groups(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::LIST_GROUPS => {
             let req = list_groups::ListGroupsRequest::read(r, v)?;
             r.finish("request")?;
-            api::groups::handle_list_groups(ctx, req).await.answer(w, v)
+            match api::authz::groups::list_groups(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::groups::handle_list_groups(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::SASL_HANDSHAKE => {
             let req = sasl_handshake::SaslHandshakeRequest::read(r, v)?;
             r.finish("request")?;
-            api::sasl::handle_sasl_handshake(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::open(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::sasl::handle_sasl_handshake(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::API_VERSIONS => {
             let req = api_versions::ApiVersionsRequest::read(r, v)?;
             r.finish("request")?;
-            api::versions::handle_api_versions(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::open(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::versions::handle_api_versions(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::CREATE_TOPICS => {
             let req = create_topics::CreateTopicsRequest::read(r, v)?;
             r.finish("request")?;
-            api::admin::handle_create_topics(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::topics::create_topics(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::admin::handle_create_topics(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::DELETE_TOPICS => {
             let req = delete_topics::DeleteTopicsRequest::read(r, v)?;
             r.finish("request")?;
-            api::admin::handle_delete_topics(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::topics::delete_topics(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::admin::handle_delete_topics(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::DELETE_RECORDS => {
             let req = delete_records::DeleteRecordsRequest::read(r, v)?;
             r.finish("request")?;
-            api::log_admin::handle_delete_records(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::topics::delete_records(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::log_admin::handle_delete_records(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::INIT_PRODUCER_ID => {
             let req = init_producer_id::InitProducerIdRequest::read(r, v)?;
             r.finish("request")?;
-            api::produce::handle_init_producer_id(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::groups::init_producer_id(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::produce::handle_init_producer_id(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::OFFSET_FOR_LEADER_EPOCH => {
             let req = offset_for_leader_epoch::OffsetForLeaderEpochRequest::read(r, v)?;
             r.finish("request")?;
-            api::offsets::handle_offset_for_leader_epoch(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::topics::offset_for_leader_epoch(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::offsets::handle_offset_for_leader_epoch(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::ADD_PARTITIONS_TO_TXN => {
             let req = add_partitions_to_txn::AddPartitionsToTxnRequest::read(r, v)?;
             r.finish("request")?;
-            api::txn::handle_add_partitions_to_txn(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::groups::add_partitions_to_txn(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::txn::handle_add_partitions_to_txn(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::ADD_OFFSETS_TO_TXN => {
             let req = add_offsets_to_txn::AddOffsetsToTxnRequest::read(r, v)?;
             r.finish("request")?;
-            api::txn::handle_add_offsets_to_txn(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::groups::add_offsets_to_txn(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::txn::handle_add_offsets_to_txn(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::END_TXN => {
             let req = end_txn::EndTxnRequest::read(r, v)?;
             r.finish("request")?;
-            api::txn::handle_end_txn(ctx, req).await.answer(w, v)
+            match api::authz::groups::end_txn(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::txn::handle_end_txn(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::TXN_OFFSET_COMMIT => {
             let req = txn_offset_commit::TxnOffsetCommitRequest::read(r, v)?;
             r.finish("request")?;
-            api::txn::handle_txn_offset_commit(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::groups::txn_offset_commit(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::txn::handle_txn_offset_commit(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
+        }
+        key::DESCRIBE_ACLS => {
+            let req = describe_acls::DescribeAclsRequest::read(r, v)?;
+            r.finish("request")?;
+            match api::authz::in_handler(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::acls::handle_describe_acls(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
+        }
+        key::CREATE_ACLS => {
+            let req = create_acls::CreateAclsRequest::read(r, v)?;
+            r.finish("request")?;
+            match api::authz::in_handler(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::acls::handle_create_acls(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
+        }
+        key::DELETE_ACLS => {
+            let req = delete_acls::DeleteAclsRequest::read(r, v)?;
+            r.finish("request")?;
+            match api::authz::in_handler(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::acls::handle_delete_acls(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::DESCRIBE_CONFIGS => {
             let req = describe_configs::DescribeConfigsRequest::read(r, v)?;
             r.finish("request")?;
-            api::admin::handle_describe_configs(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::topics::describe_configs(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::admin::handle_describe_configs(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::ALTER_CONFIGS => {
             let req = alter_configs::AlterConfigsRequest::read(r, v)?;
             r.finish("request")?;
-            api::admin::handle_alter_configs(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::topics::alter_configs(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::admin::handle_alter_configs(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::DESCRIBE_LOG_DIRS => {
             let req = describe_log_dirs::DescribeLogDirsRequest::read(r, v)?;
             r.finish("request")?;
-            api::log_admin::handle_describe_log_dirs(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::topics::describe_log_dirs(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::log_admin::handle_describe_log_dirs(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::SASL_AUTHENTICATE => {
             let req = sasl_authenticate::SaslAuthenticateRequest::read(r, v)?;
             r.finish("request")?;
-            api::sasl::handle_sasl_authenticate(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::open(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::sasl::handle_sasl_authenticate(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::CREATE_PARTITIONS => {
             let req = create_partitions::CreatePartitionsRequest::read(r, v)?;
             r.finish("request")?;
-            api::admin::handle_create_partitions(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::topics::create_partitions(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::admin::handle_create_partitions(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::DELETE_GROUPS => {
             let req = delete_groups::DeleteGroupsRequest::read(r, v)?;
             r.finish("request")?;
-            api::groups::handle_delete_groups(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::groups::delete_groups(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::groups::handle_delete_groups(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::INCREMENTAL_ALTER_CONFIGS => {
             let req = incremental_alter_configs::IncrementalAlterConfigsRequest::read(r, v)?;
             r.finish("request")?;
-            api::admin::handle_incremental_alter_configs(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::topics::incremental_alter_configs(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::admin::handle_incremental_alter_configs(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::OFFSET_DELETE => {
             let req = offset_delete::OffsetDeleteRequest::read(r, v)?;
             r.finish("request")?;
-            api::groups::handle_offset_delete(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::groups::offset_delete(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::groups::handle_offset_delete(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::DESCRIBE_USER_SCRAM_CREDENTIALS => {
             let req = api::scram_users::read_describe_user_scram_credentials_request(r, v)?;
             r.finish("request")?;
-            api::scram_users::handle_describe_user_scram_credentials(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::topics::describe_user_scram_credentials(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::scram_users::handle_describe_user_scram_credentials(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::ALTER_USER_SCRAM_CREDENTIALS => {
             let req = api::scram_users::read_alter_user_scram_credentials_request(r, v)?;
             r.finish("request")?;
-            api::scram_users::handle_alter_user_scram_credentials(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::topics::alter_user_scram_credentials(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::scram_users::handle_alter_user_scram_credentials(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::DESCRIBE_CLUSTER => {
             let req = describe_cluster::DescribeClusterRequest::read(r, v)?;
             r.finish("request")?;
-            api::metadata::handle_describe_cluster(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::topics::describe_cluster(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::metadata::handle_describe_cluster(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::DESCRIBE_PRODUCERS => {
             let req = describe_producers::DescribeProducersRequest::read(r, v)?;
             r.finish("request")?;
-            api::log_admin::handle_describe_producers(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::topics::describe_producers(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::log_admin::handle_describe_producers(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::DESCRIBE_TRANSACTIONS => {
             let req = describe_transactions::DescribeTransactionsRequest::read(r, v)?;
             r.finish("request")?;
-            api::txn_admin::handle_describe_transactions(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::groups::describe_transactions(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::txn_admin::handle_describe_transactions(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::LIST_TRANSACTIONS => {
             let req = list_transactions::ListTransactionsRequest::read(r, v)?;
             r.finish("request")?;
-            api::txn_admin::handle_list_transactions(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::groups::list_transactions(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::txn_admin::handle_list_transactions(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::CONSUMER_GROUP_HEARTBEAT => {
             let req = consumer_group_heartbeat::ConsumerGroupHeartbeatRequest::read(r, v)?;
             r.finish("request")?;
-            api::consumer_groups::handle_consumer_group_heartbeat(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::groups::consumer_group_heartbeat(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::consumer_groups::handle_consumer_group_heartbeat(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::CONSUMER_GROUP_DESCRIBE => {
             let req = consumer_group_describe::ConsumerGroupDescribeRequest::read(r, v)?;
             r.finish("request")?;
-            api::consumer_groups::handle_consumer_group_describe(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::groups::consumer_group_describe(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::consumer_groups::handle_consumer_group_describe(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::SHARE_GROUP_HEARTBEAT => {
             let req = share_group_heartbeat::ShareGroupHeartbeatRequest::read(r, v)?;
             r.finish("request")?;
-            api::share_groups::handle_share_group_heartbeat(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::groups::share_group_heartbeat(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::share_groups::handle_share_group_heartbeat(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::SHARE_GROUP_DESCRIBE => {
             let req = share_group_describe::ShareGroupDescribeRequest::read(r, v)?;
             r.finish("request")?;
-            api::share_groups::handle_share_group_describe(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::groups::share_group_describe(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::share_groups::handle_share_group_describe(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::SHARE_FETCH => {
             let req = share_fetch::ShareFetchRequest::read(r, v)?;
             r.finish("request")?;
-            api::share_groups::handle_share_fetch(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::groups::share_fetch(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::share_groups::handle_share_fetch(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::SHARE_ACKNOWLEDGE => {
             let req = share_acknowledge::ShareAcknowledgeRequest::read(r, v)?;
             r.finish("request")?;
-            api::share_groups::handle_share_acknowledge(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::groups::share_acknowledge(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::share_groups::handle_share_acknowledge(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::DESCRIBE_SHARE_GROUP_OFFSETS => {
             let req = describe_share_group_offsets::DescribeShareGroupOffsetsRequest::read(r, v)?;
             r.finish("request")?;
-            api::share_offsets::handle_describe_share_group_offsets(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::groups::describe_share_group_offsets(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::share_offsets::handle_describe_share_group_offsets(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::ALTER_SHARE_GROUP_OFFSETS => {
             let req = alter_share_group_offsets::AlterShareGroupOffsetsRequest::read(r, v)?;
             r.finish("request")?;
-            api::share_offsets::handle_alter_share_group_offsets(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::groups::alter_share_group_offsets(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::share_offsets::handle_alter_share_group_offsets(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         key::DELETE_SHARE_GROUP_OFFSETS => {
             let req = delete_share_group_offsets::DeleteShareGroupOffsetsRequest::read(r, v)?;
             r.finish("request")?;
-            api::share_offsets::handle_delete_share_group_offsets(ctx, req)
-                .await
-                .answer(w, v)
+            match api::authz::groups::delete_share_group_offsets(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::share_offsets::handle_delete_share_group_offsets(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
         }
         other => {
             return Err(DecodeError::Invalid(format!(
@@ -773,6 +1039,15 @@ pub fn decode_request(frame: &Bytes) -> DecodeResult<RequestHeader> {
         }
         key::TXN_OFFSET_COMMIT => {
             txn_offset_commit::TxnOffsetCommitRequest::read(r, v)?;
+        }
+        key::DESCRIBE_ACLS => {
+            describe_acls::DescribeAclsRequest::read(r, v)?;
+        }
+        key::CREATE_ACLS => {
+            create_acls::CreateAclsRequest::read(r, v)?;
+        }
+        key::DELETE_ACLS => {
+            delete_acls::DeleteAclsRequest::read(r, v)?;
         }
         key::DESCRIBE_CONFIGS => {
             describe_configs::DescribeConfigsRequest::read(r, v)?;

@@ -1,0 +1,314 @@
+//! CreateAcls, DescribeAcls and DeleteAcls: the ACLs the core's security
+//! role keeps (validation, matching, persistence and the decision are the
+//! core's and mk-auth's). This module only translates Kafka's numeric
+//! codes both ways and answers with Kafka's errors: SECURITY_DISABLED while
+//! the authorizer is off, INVALID_REQUEST for a binding or filter Kafka
+//! refuses, CLUSTER_AUTHORIZATION_FAILED without ALTER (create, delete) or
+//! DESCRIBE (describe) on the cluster.
+
+use crate::api::Ctx;
+use crate::errors::{KafkaCode, kafka_code};
+use crate::messages::create_acls::{AclCreationResult, CreateAclsRequest, CreateAclsResponse};
+use crate::messages::delete_acls::{
+    DeleteAclsFilterResult, DeleteAclsMatchingAcl, DeleteAclsRequest, DeleteAclsResponse,
+};
+use crate::messages::describe_acls::{
+    AclDescription, DescribeAclsRequest, DescribeAclsResource, DescribeAclsResponse,
+};
+use mk_cluster::{
+    AccessControlEntry, AclBinding, AclBindingFilter, Operation, PatternType, Permission,
+    ResourcePattern, ResourceType,
+};
+use std::collections::BTreeMap;
+
+const DISABLED: &str = "no authorizer is configured on the broker (--authorizer acl)";
+
+/// Why an ACL request is refused as a whole, if it is: no authorizer, or
+/// the principal may not `operation` the cluster.
+fn refusal(ctx: &Ctx<'_>, operation: Operation) -> Option<(KafkaCode, String)> {
+    let authz = ctx.authz();
+    if !authz.on() {
+        return Some((KafkaCode::SECURITY_DISABLED, DISABLED.to_string()));
+    }
+    (!authz.cluster(operation)).then(|| {
+        (
+            KafkaCode::CLUSTER_AUTHORIZATION_FAILED,
+            format!("{} on the cluster is not authorized", operation.name()),
+        )
+    })
+}
+
+/// One binding of CreateAcls in the core's terms; unknown codes are
+/// Kafka's INVALID_REQUEST (the core validates the rest).
+fn binding(
+    resource_type: i8,
+    name: &str,
+    pattern_type: i8,
+    principal: &str,
+    host: &str,
+    operation: i8,
+    permission: i8,
+) -> Result<AclBinding, String> {
+    Ok(AclBinding {
+        pattern: ResourcePattern {
+            resource_type: code(
+                ResourceType::from_code(resource_type),
+                "resource type",
+                resource_type,
+            )?,
+            name: name.to_string(),
+            pattern_type: code(
+                PatternType::from_code(pattern_type),
+                "pattern type",
+                pattern_type,
+            )?,
+        },
+        entry: AccessControlEntry {
+            principal: principal.to_string(),
+            host: host.to_string(),
+            operation: code(Operation::from_code(operation), "operation", operation)?,
+            permission: code(
+                Permission::from_code(permission),
+                "permission type",
+                permission,
+            )?,
+        },
+    })
+}
+
+fn code<T>(value: Option<T>, what: &str, raw: i8) -> Result<T, String> {
+    value.ok_or_else(|| format!("unknown {what} {raw}"))
+}
+
+/// A Describe/DeleteAcls filter in the core's terms.
+#[allow(clippy::too_many_arguments)]
+fn filter(
+    resource_type: i8,
+    name: Option<&String>,
+    pattern_type: i8,
+    principal: Option<&String>,
+    host: Option<&String>,
+    operation: i8,
+    permission: i8,
+) -> Result<AclBindingFilter, String> {
+    Ok(AclBindingFilter {
+        resource_type: code(
+            ResourceType::from_code(resource_type),
+            "resource type",
+            resource_type,
+        )?,
+        name: name.cloned(),
+        pattern_type: code(
+            PatternType::from_code(pattern_type),
+            "pattern type",
+            pattern_type,
+        )?,
+        principal: principal.cloned(),
+        host: host.cloned(),
+        operation: code(Operation::from_code(operation), "operation", operation)?,
+        permission: code(
+            Permission::from_code(permission),
+            "permission type",
+            permission,
+        )?,
+    })
+}
+
+/// Adds each valid binding; one result per creation, in order.
+pub async fn handle_create_acls(ctx: &Ctx<'_>, req: CreateAclsRequest) -> CreateAclsResponse {
+    let failed = |code: KafkaCode, message: String| AclCreationResult {
+        error_code: code,
+        error_message: Some(message),
+    };
+    if let Some((code, message)) = refusal(ctx, Operation::Alter) {
+        return CreateAclsResponse {
+            throttle_time_ms: 0,
+            results: req
+                .creations
+                .iter()
+                .map(|_| failed(code, message.clone()))
+                .collect(),
+        };
+    }
+    let parsed: Vec<Result<AclBinding, String>> = req
+        .creations
+        .iter()
+        .map(|c| {
+            binding(
+                c.resource_type,
+                &c.resource_name,
+                c.resource_pattern_type,
+                &c.principal,
+                &c.host,
+                c.operation,
+                c.permission_type,
+            )
+        })
+        .collect();
+    let valid: Vec<AclBinding> = parsed
+        .iter()
+        .filter_map(|p| p.as_ref().ok().cloned())
+        .collect();
+    let mut stored = match ctx.cluster.security().create_acls(valid) {
+        Ok(answers) => answers
+            .into_iter()
+            .map(|r| r.map_err(|e| (kafka_code(e.code()), e.to_string()))),
+        Err(e) => {
+            let (code, message) = (kafka_code(e.code()), e.to_string());
+            return CreateAclsResponse {
+                throttle_time_ms: 0,
+                results: parsed
+                    .iter()
+                    .map(|_| failed(code, message.clone()))
+                    .collect(),
+            };
+        }
+    };
+    let results = parsed
+        .into_iter()
+        .map(|p| match p {
+            Err(message) => failed(KafkaCode::INVALID_REQUEST, message),
+            Ok(_) => match stored.next() {
+                Some(Ok(())) => AclCreationResult {
+                    error_code: KafkaCode::NONE,
+                    error_message: None,
+                },
+                Some(Err((code, message))) => failed(code, message),
+                None => failed(KafkaCode::UNKNOWN_SERVER_ERROR, "no answer".into()),
+            },
+        })
+        .collect();
+    CreateAclsResponse {
+        throttle_time_ms: 0,
+        results,
+    }
+}
+
+/// The matching ACLs grouped by resource pattern, as Kafka answers.
+pub async fn handle_describe_acls(ctx: &Ctx<'_>, req: DescribeAclsRequest) -> DescribeAclsResponse {
+    let answer = |code: KafkaCode, message: Option<String>, resources| DescribeAclsResponse {
+        throttle_time_ms: 0,
+        error_code: code,
+        error_message: message,
+        resources,
+    };
+    if let Some((code, message)) = refusal(ctx, Operation::Describe) {
+        return answer(code, Some(message), Vec::new());
+    }
+    let f = match filter(
+        req.resource_type_filter,
+        req.resource_name_filter.as_ref(),
+        req.pattern_type_filter,
+        req.principal_filter.as_ref(),
+        req.host_filter.as_ref(),
+        req.operation,
+        req.permission_type,
+    ) {
+        Ok(f) => f,
+        Err(message) => return answer(KafkaCode::INVALID_REQUEST, Some(message), Vec::new()),
+    };
+    let mut by_pattern: BTreeMap<ResourcePattern, Vec<AclDescription>> = BTreeMap::new();
+    for acl in ctx.cluster.security().describe_acls(&f) {
+        by_pattern
+            .entry(acl.pattern)
+            .or_default()
+            .push(AclDescription {
+                principal: acl.entry.principal,
+                host: acl.entry.host,
+                operation: acl.entry.operation.code(),
+                permission_type: acl.entry.permission.code(),
+            });
+    }
+    let resources = by_pattern
+        .into_iter()
+        .map(|(p, acls)| DescribeAclsResource {
+            resource_type: p.resource_type.code(),
+            resource_name: p.name,
+            pattern_type: p.pattern_type.code(),
+            acls,
+        })
+        .collect();
+    answer(KafkaCode::NONE, None, resources)
+}
+
+/// Removes what each filter matches; one result per filter, listing the
+/// ACLs it removed.
+pub async fn handle_delete_acls(ctx: &Ctx<'_>, req: DeleteAclsRequest) -> DeleteAclsResponse {
+    let failed = |code: KafkaCode, message: String| DeleteAclsFilterResult {
+        error_code: code,
+        error_message: Some(message),
+        matching_acls: Vec::new(),
+    };
+    if let Some((code, message)) = refusal(ctx, Operation::Alter) {
+        return DeleteAclsResponse {
+            throttle_time_ms: 0,
+            filter_results: req
+                .filters
+                .iter()
+                .map(|_| failed(code, message.clone()))
+                .collect(),
+        };
+    }
+    let parsed: Vec<Result<AclBindingFilter, String>> = req
+        .filters
+        .iter()
+        .map(|f| {
+            filter(
+                f.resource_type_filter,
+                f.resource_name_filter.as_ref(),
+                f.pattern_type_filter,
+                f.principal_filter.as_ref(),
+                f.host_filter.as_ref(),
+                f.operation,
+                f.permission_type,
+            )
+        })
+        .collect();
+    let valid: Vec<AclBindingFilter> = parsed
+        .iter()
+        .filter_map(|p| p.as_ref().ok().cloned())
+        .collect();
+    let mut removed = match ctx.cluster.security().delete_acls(&valid) {
+        Ok(removed) => removed.into_iter(),
+        Err(e) => {
+            let (code, message) = (kafka_code(e.code()), e.to_string());
+            return DeleteAclsResponse {
+                throttle_time_ms: 0,
+                filter_results: parsed
+                    .iter()
+                    .map(|_| failed(code, message.clone()))
+                    .collect(),
+            };
+        }
+    };
+    let filter_results = parsed
+        .into_iter()
+        .map(|p| match p {
+            Err(message) => failed(KafkaCode::INVALID_REQUEST, message),
+            Ok(_) => DeleteAclsFilterResult {
+                error_code: KafkaCode::NONE,
+                error_message: None,
+                matching_acls: removed
+                    .next()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|acl| DeleteAclsMatchingAcl {
+                        error_code: KafkaCode::NONE,
+                        error_message: None,
+                        resource_type: acl.pattern.resource_type.code(),
+                        resource_name: acl.pattern.name,
+                        pattern_type: acl.pattern.pattern_type.code(),
+                        principal: acl.entry.principal,
+                        host: acl.entry.host,
+                        operation: acl.entry.operation.code(),
+                        permission_type: acl.entry.permission.code(),
+                    })
+                    .collect(),
+            },
+        })
+        .collect();
+    DeleteAclsResponse {
+        throttle_time_ms: 0,
+        filter_results,
+    }
+}

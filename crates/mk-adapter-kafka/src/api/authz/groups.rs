@@ -1,0 +1,944 @@
+//! The guards of the group, offset and transaction APIs.
+
+use super::{CLUSTER, GROUP, Gate, OPERATIONS_OMITTED, TOPIC, TXN, denied, split};
+use crate::api::Ctx;
+use crate::errors::KafkaCode;
+use mk_cluster::{Operation, ResourceType, TopicId};
+
+type Op = Operation;
+
+fn group_denied(operation: Operation, group: &str) -> String {
+    denied(operation, ResourceType::Group, group)
+}
+
+// ----- FindCoordinator -------------------------------------------------------
+
+use crate::messages::find_coordinator::{FindCoordinatorRequest, FindCoordinatorResponse};
+
+/// DESCRIBE on the group (key type 0) or transactional id (key type 1) of
+/// each key.
+pub fn find_coordinator(
+    ctx: &Ctx<'_>,
+    req: FindCoordinatorRequest,
+) -> Gate<FindCoordinatorRequest, FindCoordinatorResponse> {
+    let authz = ctx.authz();
+    if !authz.on() {
+        return Gate::pass(req);
+    }
+    let verdict = |key: &str| -> Option<(KafkaCode, String)> {
+        match req.key_type {
+            0 if !authz.group(Op::Describe, key) => Some((GROUP, group_denied(Op::Describe, key))),
+            1 if !authz.transactional_id(Op::Describe, key) => Some((
+                TXN,
+                denied(Op::Describe, ResourceType::TransactionalId, key),
+            )),
+            _ => None,
+        }
+    };
+    let batched = ctx.version() >= 4;
+    let single = (!batched).then(|| verdict(&req.key)).flatten();
+    let per_key: Vec<(String, (KafkaCode, String))> = if batched {
+        req.coordinator_keys
+            .iter()
+            .filter_map(|k| verdict(k).map(|v| (k.clone(), v)))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if single.is_none() && per_key.is_empty() {
+        return Gate::pass(req);
+    }
+    // The lookup has no effect, so the handler runs and the refused keys'
+    // answers are replaced.
+    Gate::patched(req, move |r: &mut FindCoordinatorResponse| {
+        if let Some((code, message)) = single {
+            r.error_code = code;
+            r.error_message = Some(message);
+            r.node_id = -1;
+            r.host = String::new();
+            r.port = -1;
+        }
+        for c in &mut r.coordinators {
+            if let Some((_, (code, message))) = per_key.iter().find(|(k, _)| *k == c.key) {
+                c.error_code = *code;
+                c.error_message = Some(message.clone());
+                c.node_id = -1;
+                c.host = String::new();
+                c.port = -1;
+            }
+        }
+    })
+}
+
+// ----- The classic group protocol ---------------------------------------------
+
+use crate::messages::heartbeat::{HeartbeatRequest, HeartbeatResponse};
+use crate::messages::join_group::{JoinGroupRequest, JoinGroupResponse};
+use crate::messages::leave_group::{LeaveGroupRequest, LeaveGroupResponse};
+use crate::messages::sync_group::{SyncGroupRequest, SyncGroupResponse};
+
+/// READ on the group.
+pub fn join_group(
+    ctx: &Ctx<'_>,
+    req: JoinGroupRequest,
+) -> Gate<JoinGroupRequest, JoinGroupResponse> {
+    if ctx.authz().group(Op::Read, &req.group_id) {
+        return Gate::pass(req);
+    }
+    Gate::Answer(JoinGroupResponse {
+        error_code: GROUP,
+        generation_id: -1,
+        member_id: req.member_id,
+        ..Default::default()
+    })
+}
+
+/// READ on the group.
+pub fn sync_group(
+    ctx: &Ctx<'_>,
+    req: SyncGroupRequest,
+) -> Gate<SyncGroupRequest, SyncGroupResponse> {
+    if ctx.authz().group(Op::Read, &req.group_id) {
+        return Gate::pass(req);
+    }
+    Gate::Answer(SyncGroupResponse {
+        error_code: GROUP,
+        ..Default::default()
+    })
+}
+
+/// READ on the group.
+pub fn heartbeat(
+    ctx: &Ctx<'_>,
+    req: HeartbeatRequest,
+) -> Gate<HeartbeatRequest, HeartbeatResponse> {
+    if ctx.authz().group(Op::Read, &req.group_id) {
+        return Gate::pass(req);
+    }
+    Gate::Answer(HeartbeatResponse {
+        throttle_time_ms: 0,
+        error_code: GROUP,
+    })
+}
+
+/// READ on the group.
+pub fn leave_group(
+    ctx: &Ctx<'_>,
+    req: LeaveGroupRequest,
+) -> Gate<LeaveGroupRequest, LeaveGroupResponse> {
+    if ctx.authz().group(Op::Read, &req.group_id) {
+        return Gate::pass(req);
+    }
+    Gate::Answer(LeaveGroupResponse {
+        error_code: GROUP,
+        ..Default::default()
+    })
+}
+
+// ----- Offsets ------------------------------------------------------------------
+
+use crate::messages::offset_commit::{
+    OffsetCommitRequest, OffsetCommitResponse, OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+};
+
+/// READ on the group (else every partition is GROUP_AUTHORIZATION_FAILED)
+/// and on each topic.
+pub fn offset_commit(
+    ctx: &Ctx<'_>,
+    mut req: OffsetCommitRequest,
+) -> Gate<OffsetCommitRequest, OffsetCommitResponse> {
+    let authz = ctx.authz();
+    if !authz.on() {
+        return Gate::pass(req);
+    }
+    let failed = |t: &crate::messages::offset_commit::OffsetCommitRequestTopic, code| {
+        OffsetCommitResponseTopic {
+            name: t.name.clone(),
+            partitions: t
+                .partitions
+                .iter()
+                .map(|p| OffsetCommitResponsePartition {
+                    partition_index: p.partition_index,
+                    error_code: code,
+                })
+                .collect(),
+        }
+    };
+    if !authz.group(Op::Read, &req.group_id) {
+        return Gate::Answer(OffsetCommitResponse {
+            throttle_time_ms: 0,
+            topics: req.topics.iter().map(|t| failed(t, GROUP)).collect(),
+        });
+    }
+    let (allowed, refused) = split(std::mem::take(&mut req.topics), |t| {
+        authz.topic(Op::Read, &t.name)
+    });
+    req.topics = allowed;
+    let refused: Vec<_> = refused.iter().map(|t| failed(t, TOPIC)).collect();
+    Gate::patched(req, move |r: &mut OffsetCommitResponse| {
+        r.topics.extend(refused)
+    })
+}
+
+use crate::messages::offset_fetch::{OffsetFetchRequest, OffsetFetchResponse};
+
+/// DESCRIBE on each group; DESCRIBE on each topic: named topics refused
+/// are TOPIC_AUTHORIZATION_FAILED, a listing of all leaves them out.
+pub fn offset_fetch(
+    ctx: &Ctx<'_>,
+    req: OffsetFetchRequest,
+) -> Gate<OffsetFetchRequest, OffsetFetchResponse> {
+    let authz = ctx.authz();
+    if !authz.on() {
+        return Gate::pass(req);
+    }
+    // The handler only reads, so it runs on the whole request and its
+    // answer is narrowed; the verdicts are taken now.
+    let mut groups: Vec<String> = req.groups.iter().map(|g| g.group_id.clone()).collect();
+    groups.push(req.group_id.clone());
+    let groups_denied: Vec<String> = groups
+        .into_iter()
+        .filter(|g| !authz.group(Op::Describe, g))
+        .collect();
+    let mut topics: std::collections::BTreeSet<String> = ctx
+        .cluster
+        .topics()
+        .list()
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+    for t in req.topics.iter().flatten() {
+        topics.insert(t.name.clone());
+    }
+    for g in &req.groups {
+        for t in g.topics.iter().flatten() {
+            topics.insert(t.name.clone());
+        }
+    }
+    let topics_denied: std::collections::BTreeSet<String> = topics
+        .into_iter()
+        .filter(|t| !authz.topic(Op::Describe, t))
+        .collect();
+    let listed_all = req.topics.is_none();
+    let groups_listing_all: Vec<String> = req
+        .groups
+        .iter()
+        .filter(|g| g.topics.is_none())
+        .map(|g| g.group_id.clone())
+        .collect();
+    let single_group = req.group_id.clone();
+    let batched = ctx.version() >= 8;
+    Gate::patched(req, move |r: &mut OffsetFetchResponse| {
+        if !batched {
+            if groups_denied.contains(&single_group) {
+                r.error_code = GROUP;
+                r.topics.clear();
+                return;
+            }
+            if listed_all {
+                r.topics.retain(|t| !topics_denied.contains(&t.name));
+            }
+            for t in &mut r.topics {
+                if topics_denied.contains(&t.name) {
+                    for p in &mut t.partitions {
+                        p.error_code = TOPIC;
+                        p.committed_offset = -1;
+                        p.metadata = None;
+                    }
+                }
+            }
+            return;
+        }
+        for g in &mut r.groups {
+            if groups_denied.contains(&g.group_id) {
+                g.error_code = GROUP;
+                g.topics.clear();
+                continue;
+            }
+            if groups_listing_all.contains(&g.group_id) {
+                g.topics.retain(|t| !topics_denied.contains(&t.name));
+            }
+            for t in &mut g.topics {
+                if topics_denied.contains(&t.name) {
+                    for p in &mut t.partitions {
+                        p.error_code = TOPIC;
+                        p.committed_offset = -1;
+                        p.metadata = None;
+                    }
+                }
+            }
+        }
+    })
+}
+
+use crate::messages::offset_delete::{
+    OffsetDeleteRequest, OffsetDeleteResponse, OffsetDeleteResponsePartition,
+    OffsetDeleteResponseTopic,
+};
+
+/// DELETE on the group, READ on each topic.
+pub fn offset_delete(
+    ctx: &Ctx<'_>,
+    mut req: OffsetDeleteRequest,
+) -> Gate<OffsetDeleteRequest, OffsetDeleteResponse> {
+    let authz = ctx.authz();
+    if !authz.on() {
+        return Gate::pass(req);
+    }
+    if !authz.group(Op::Delete, &req.group_id) {
+        return Gate::Answer(OffsetDeleteResponse {
+            error_code: GROUP,
+            ..Default::default()
+        });
+    }
+    let (allowed, refused) = split(std::mem::take(&mut req.topics), |t| {
+        authz.topic(Op::Read, &t.name)
+    });
+    req.topics = allowed;
+    let refused: Vec<OffsetDeleteResponseTopic> = refused
+        .into_iter()
+        .map(|t| OffsetDeleteResponseTopic {
+            partitions: t
+                .partitions
+                .iter()
+                .map(|p| OffsetDeleteResponsePartition {
+                    partition_index: p.partition_index,
+                    error_code: TOPIC,
+                })
+                .collect(),
+            name: t.name,
+        })
+        .collect();
+    Gate::patched(req, move |r: &mut OffsetDeleteResponse| {
+        r.topics.extend(refused)
+    })
+}
+
+// ----- Group administration -----------------------------------------------------
+
+use crate::messages::delete_groups::{
+    DeletableGroupResult, DeleteGroupsRequest, DeleteGroupsResponse,
+};
+use crate::messages::describe_groups::{DescribeGroupsRequest, DescribeGroupsResponse};
+use crate::messages::list_groups::{ListGroupsRequest, ListGroupsResponse};
+
+/// DESCRIBE on the cluster lists every group; otherwise only the groups
+/// the principal may DESCRIBE.
+pub fn list_groups(
+    ctx: &Ctx<'_>,
+    req: ListGroupsRequest,
+) -> Gate<ListGroupsRequest, ListGroupsResponse> {
+    let authz = ctx.authz();
+    if !authz.on() || authz.cluster(Op::Describe) {
+        return Gate::pass(req);
+    }
+    let visible: Vec<String> = ctx
+        .cluster
+        .groups()
+        .list()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|g| authz.group(Op::Describe, g))
+        .collect();
+    Gate::patched(req, move |r: &mut ListGroupsResponse| {
+        r.groups.retain(|g| visible.contains(&g.group_id))
+    })
+}
+
+/// DESCRIBE on each group; the authorized operations are the principal's.
+pub fn describe_groups(
+    ctx: &Ctx<'_>,
+    req: DescribeGroupsRequest,
+) -> Gate<DescribeGroupsRequest, DescribeGroupsResponse> {
+    let authz = ctx.authz();
+    if !authz.on() {
+        return Gate::pass(req);
+    }
+    let verdicts: Vec<(String, bool, i32)> = req
+        .groups
+        .iter()
+        .map(|g| {
+            let bits = if req.include_authorized_operations {
+                authz.operations(ResourceType::Group, g)
+            } else {
+                OPERATIONS_OMITTED
+            };
+            (g.clone(), authz.group(Op::Describe, g), bits)
+        })
+        .collect();
+    Gate::patched(req, move |r: &mut DescribeGroupsResponse| {
+        for g in &mut r.groups {
+            let Some((_, allowed, bits)) = verdicts.iter().find(|(n, ..)| *n == g.group_id) else {
+                continue;
+            };
+            if *allowed {
+                g.authorized_operations = *bits;
+            } else {
+                *g = crate::messages::describe_groups::DescribedGroup {
+                    error_code: GROUP,
+                    error_message: Some(group_denied(Op::Describe, &g.group_id)),
+                    group_id: std::mem::take(&mut g.group_id),
+                    authorized_operations: OPERATIONS_OMITTED,
+                    ..Default::default()
+                };
+            }
+        }
+    })
+}
+
+/// DELETE on each group.
+pub fn delete_groups(
+    ctx: &Ctx<'_>,
+    mut req: DeleteGroupsRequest,
+) -> Gate<DeleteGroupsRequest, DeleteGroupsResponse> {
+    let authz = ctx.authz();
+    if !authz.on() {
+        return Gate::pass(req);
+    }
+    let (allowed, refused) = split(std::mem::take(&mut req.groups_names), |g| {
+        authz.group(Op::Delete, g)
+    });
+    req.groups_names = allowed;
+    let refused: Vec<DeletableGroupResult> = refused
+        .into_iter()
+        .map(|group_id| DeletableGroupResult {
+            group_id,
+            error_code: GROUP,
+        })
+        .collect();
+    Gate::patched(req, move |r: &mut DeleteGroupsResponse| {
+        r.results.extend(refused)
+    })
+}
+
+// ----- KIP-848 consumer groups and KIP-932 share groups ----------------------------
+
+use crate::messages::consumer_group_describe as cg_describe;
+use crate::messages::consumer_group_heartbeat as cg_heartbeat;
+use crate::messages::share_group_describe as sg_describe;
+use crate::messages::share_group_heartbeat as sg_heartbeat;
+
+/// READ on the group, DESCRIBE on every subscribed topic.
+pub fn consumer_group_heartbeat(
+    ctx: &Ctx<'_>,
+    req: cg_heartbeat::ConsumerGroupHeartbeatRequest,
+) -> Gate<cg_heartbeat::ConsumerGroupHeartbeatRequest, cg_heartbeat::ConsumerGroupHeartbeatResponse>
+{
+    let authz = ctx.authz();
+    if !authz.on() {
+        return Gate::pass(req);
+    }
+    let refusal = if !authz.group(Op::Read, &req.group_id) {
+        Some((GROUP, group_denied(Op::Read, &req.group_id)))
+    } else {
+        req.subscribed_topic_names
+            .iter()
+            .flatten()
+            .find(|t| !authz.topic(Op::Describe, t))
+            .map(|t| (TOPIC, denied(Op::Describe, ResourceType::Topic, t)))
+    };
+    match refusal {
+        None => Gate::pass(req),
+        Some((code, message)) => Gate::Answer(cg_heartbeat::ConsumerGroupHeartbeatResponse {
+            error_code: code,
+            error_message: Some(message),
+            ..Default::default()
+        }),
+    }
+}
+
+/// READ on the group, DESCRIBE on every subscribed topic.
+pub fn share_group_heartbeat(
+    ctx: &Ctx<'_>,
+    req: sg_heartbeat::ShareGroupHeartbeatRequest,
+) -> Gate<sg_heartbeat::ShareGroupHeartbeatRequest, sg_heartbeat::ShareGroupHeartbeatResponse> {
+    let authz = ctx.authz();
+    if !authz.on() {
+        return Gate::pass(req);
+    }
+    let refusal = if !authz.group(Op::Read, &req.group_id) {
+        Some((GROUP, group_denied(Op::Read, &req.group_id)))
+    } else {
+        req.subscribed_topic_names
+            .iter()
+            .flatten()
+            .find(|t| !authz.topic(Op::Describe, t))
+            .map(|t| (TOPIC, denied(Op::Describe, ResourceType::Topic, t)))
+    };
+    match refusal {
+        None => Gate::pass(req),
+        Some((code, message)) => Gate::Answer(sg_heartbeat::ShareGroupHeartbeatResponse {
+            error_code: code,
+            error_message: Some(message),
+            ..Default::default()
+        }),
+    }
+}
+
+/// DESCRIBE on each group (ConsumerGroupDescribe).
+pub fn consumer_group_describe(
+    ctx: &Ctx<'_>,
+    req: cg_describe::ConsumerGroupDescribeRequest,
+) -> Gate<cg_describe::ConsumerGroupDescribeRequest, cg_describe::ConsumerGroupDescribeResponse> {
+    let authz = ctx.authz();
+    if !authz.on() {
+        return Gate::pass(req);
+    }
+    let verdicts = group_verdicts(&authz, &req.group_ids, req.include_authorized_operations);
+    Gate::patched(
+        req,
+        move |r: &mut cg_describe::ConsumerGroupDescribeResponse| {
+            for g in &mut r.groups {
+                match verdicts.iter().find(|(n, ..)| *n == g.group_id) {
+                    Some((_, true, bits)) => g.authorized_operations = *bits,
+                    Some((_, false, _)) => {
+                        *g = cg_describe::DescribedGroup {
+                            error_code: GROUP,
+                            error_message: Some(group_denied(Op::Describe, &g.group_id)),
+                            group_id: std::mem::take(&mut g.group_id),
+                            authorized_operations: OPERATIONS_OMITTED,
+                            ..Default::default()
+                        }
+                    }
+                    None => {}
+                }
+            }
+        },
+    )
+}
+
+/// DESCRIBE on each group (ShareGroupDescribe).
+pub fn share_group_describe(
+    ctx: &Ctx<'_>,
+    req: sg_describe::ShareGroupDescribeRequest,
+) -> Gate<sg_describe::ShareGroupDescribeRequest, sg_describe::ShareGroupDescribeResponse> {
+    let authz = ctx.authz();
+    if !authz.on() {
+        return Gate::pass(req);
+    }
+    let verdicts = group_verdicts(&authz, &req.group_ids, req.include_authorized_operations);
+    Gate::patched(
+        req,
+        move |r: &mut sg_describe::ShareGroupDescribeResponse| {
+            for g in &mut r.groups {
+                match verdicts.iter().find(|(n, ..)| *n == g.group_id) {
+                    Some((_, true, bits)) => g.authorized_operations = *bits,
+                    Some((_, false, _)) => {
+                        *g = sg_describe::DescribedGroup {
+                            error_code: GROUP,
+                            error_message: Some(group_denied(Op::Describe, &g.group_id)),
+                            group_id: std::mem::take(&mut g.group_id),
+                            authorized_operations: OPERATIONS_OMITTED,
+                            ..Default::default()
+                        }
+                    }
+                    None => {}
+                }
+            }
+        },
+    )
+}
+
+fn group_verdicts(
+    authz: &super::Authz<'_>,
+    groups: &[String],
+    with_operations: bool,
+) -> Vec<(String, bool, i32)> {
+    groups
+        .iter()
+        .map(|g| {
+            let bits = if with_operations {
+                authz.operations(ResourceType::Group, g)
+            } else {
+                OPERATIONS_OMITTED
+            };
+            (g.clone(), authz.group(Op::Describe, g), bits)
+        })
+        .collect()
+}
+
+use crate::messages::share_acknowledge::{ShareAcknowledgeRequest, ShareAcknowledgeResponse};
+use crate::messages::share_fetch::{ShareFetchRequest, ShareFetchResponse};
+
+/// READ on the group and on each topic: the whole request is refused when
+/// any topic is (share sessions keep their partitions between requests).
+pub fn share_fetch(
+    ctx: &Ctx<'_>,
+    req: ShareFetchRequest,
+) -> Gate<ShareFetchRequest, ShareFetchResponse> {
+    let ids: Vec<crate::codec::Uuid> = req.topics.iter().map(|t| t.topic_id).collect();
+    match share_refusal(ctx, req.group_id.as_deref(), &ids) {
+        None => Gate::pass(req),
+        Some((code, message)) => Gate::Answer(ShareFetchResponse {
+            error_code: code,
+            error_message: Some(message),
+            ..Default::default()
+        }),
+    }
+}
+
+/// READ on the group and on each topic, as ShareFetch.
+pub fn share_acknowledge(
+    ctx: &Ctx<'_>,
+    req: ShareAcknowledgeRequest,
+) -> Gate<ShareAcknowledgeRequest, ShareAcknowledgeResponse> {
+    let ids: Vec<crate::codec::Uuid> = req.topics.iter().map(|t| t.topic_id).collect();
+    match share_refusal(ctx, req.group_id.as_deref(), &ids) {
+        None => Gate::pass(req),
+        Some((code, message)) => Gate::Answer(ShareAcknowledgeResponse {
+            error_code: code,
+            error_message: Some(message),
+            ..Default::default()
+        }),
+    }
+}
+
+fn share_refusal(
+    ctx: &Ctx<'_>,
+    group: Option<&str>,
+    topic_ids: &[crate::codec::Uuid],
+) -> Option<(KafkaCode, String)> {
+    let authz = ctx.authz();
+    if !authz.on() {
+        return None;
+    }
+    let group = group.unwrap_or("");
+    if !authz.group(Op::Read, group) {
+        return Some((GROUP, group_denied(Op::Read, group)));
+    }
+    topic_ids.iter().find_map(|id| {
+        let name = ctx.cluster.topics().name_by_id(TopicId(id.0)).ok()?;
+        (!authz.topic(Op::Read, &name))
+            .then(|| (TOPIC, denied(Op::Read, ResourceType::Topic, &name)))
+    })
+}
+
+use crate::messages::alter_share_group_offsets as sg_alter;
+use crate::messages::delete_share_group_offsets as sg_delete;
+use crate::messages::describe_share_group_offsets as sg_offsets;
+
+/// DESCRIBE on each group; topics the principal may not DESCRIBE are left
+/// out.
+pub fn describe_share_group_offsets(
+    ctx: &Ctx<'_>,
+    req: sg_offsets::DescribeShareGroupOffsetsRequest,
+) -> Gate<sg_offsets::DescribeShareGroupOffsetsRequest, sg_offsets::DescribeShareGroupOffsetsResponse>
+{
+    let authz = ctx.authz();
+    if !authz.on() {
+        return Gate::pass(req);
+    }
+    let groups_denied: Vec<String> = req
+        .groups
+        .iter()
+        .map(|g| g.group_id.clone())
+        .filter(|g| !authz.group(Op::Describe, g))
+        .collect();
+    let topics_denied: Vec<String> = ctx
+        .cluster
+        .topics()
+        .list()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|t| !authz.topic(Op::Describe, t))
+        .collect();
+    Gate::patched(
+        req,
+        move |r: &mut sg_offsets::DescribeShareGroupOffsetsResponse| {
+            for g in &mut r.groups {
+                if groups_denied.contains(&g.group_id) {
+                    g.error_code = GROUP;
+                    g.error_message = Some(group_denied(Op::Describe, &g.group_id));
+                    g.topics.clear();
+                } else {
+                    g.topics.retain(|t| !topics_denied.contains(&t.topic_name));
+                }
+            }
+        },
+    )
+}
+
+/// READ on the group and on each topic; the whole request is refused when
+/// any is.
+pub fn alter_share_group_offsets(
+    ctx: &Ctx<'_>,
+    req: sg_alter::AlterShareGroupOffsetsRequest,
+) -> Gate<sg_alter::AlterShareGroupOffsetsRequest, sg_alter::AlterShareGroupOffsetsResponse> {
+    let authz = ctx.authz();
+    if !authz.on() {
+        return Gate::pass(req);
+    }
+    let refusal = if !authz.group(Op::Read, &req.group_id) {
+        Some((GROUP, group_denied(Op::Read, &req.group_id)))
+    } else {
+        req.topics
+            .iter()
+            .find(|t| !authz.topic(Op::Read, &t.topic_name))
+            .map(|t| (TOPIC, denied(Op::Read, ResourceType::Topic, &t.topic_name)))
+    };
+    match refusal {
+        None => Gate::pass(req),
+        Some((code, message)) => Gate::Answer(sg_alter::AlterShareGroupOffsetsResponse {
+            error_code: code,
+            error_message: Some(message),
+            ..Default::default()
+        }),
+    }
+}
+
+/// DELETE on the group, READ on each topic; the whole request is refused
+/// when any is.
+pub fn delete_share_group_offsets(
+    ctx: &Ctx<'_>,
+    req: sg_delete::DeleteShareGroupOffsetsRequest,
+) -> Gate<sg_delete::DeleteShareGroupOffsetsRequest, sg_delete::DeleteShareGroupOffsetsResponse> {
+    let authz = ctx.authz();
+    if !authz.on() {
+        return Gate::pass(req);
+    }
+    let refusal = if !authz.group(Op::Delete, &req.group_id) {
+        Some((GROUP, group_denied(Op::Delete, &req.group_id)))
+    } else {
+        req.topics
+            .iter()
+            .find(|t| !authz.topic(Op::Read, &t.topic_name))
+            .map(|t| (TOPIC, denied(Op::Read, ResourceType::Topic, &t.topic_name)))
+    };
+    match refusal {
+        None => Gate::pass(req),
+        Some((code, message)) => Gate::Answer(sg_delete::DeleteShareGroupOffsetsResponse {
+            error_code: code,
+            error_message: Some(message),
+            ..Default::default()
+        }),
+    }
+}
+
+// ----- Transactions ----------------------------------------------------------------
+
+use crate::messages::add_offsets_to_txn::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse};
+use crate::messages::add_partitions_to_txn::{
+    AddPartitionsToTxnPartitionResult, AddPartitionsToTxnRequest, AddPartitionsToTxnResponse,
+    AddPartitionsToTxnTopicResult,
+};
+use crate::messages::end_txn::{EndTxnRequest, EndTxnResponse};
+use crate::messages::init_producer_id::{InitProducerIdRequest, InitProducerIdResponse};
+use crate::messages::txn_offset_commit::{
+    TxnOffsetCommitRequest, TxnOffsetCommitResponse, TxnOffsetCommitResponsePartition,
+    TxnOffsetCommitResponseTopic,
+};
+
+/// WRITE on the transactional id; without one (an idempotent producer),
+/// IDEMPOTENT_WRITE on the cluster or WRITE on some topic.
+pub fn init_producer_id(
+    ctx: &Ctx<'_>,
+    req: InitProducerIdRequest,
+) -> Gate<InitProducerIdRequest, InitProducerIdResponse> {
+    let authz = ctx.authz();
+    if !authz.on() {
+        return Gate::pass(req);
+    }
+    let code = match req.transactional_id.as_deref() {
+        Some(id) if !authz.transactional_id(Op::Write, id) => TXN,
+        Some(_) => return Gate::pass(req),
+        None if authz.cluster(Op::IdempotentWrite) || authz.any(Op::Write, ResourceType::Topic) => {
+            return Gate::pass(req);
+        }
+        None => CLUSTER,
+    };
+    Gate::Answer(InitProducerIdResponse {
+        throttle_time_ms: 0,
+        error_code: code,
+        producer_id: -1,
+        producer_epoch: -1,
+    })
+}
+
+/// WRITE on the transactional id and on each topic; when any topic is
+/// refused nothing is added (the others are OPERATION_NOT_ATTEMPTED).
+pub fn add_partitions_to_txn(
+    ctx: &Ctx<'_>,
+    req: AddPartitionsToTxnRequest,
+) -> Gate<AddPartitionsToTxnRequest, AddPartitionsToTxnResponse> {
+    let authz = ctx.authz();
+    if !authz.on() {
+        return Gate::pass(req);
+    }
+    let id = &req.v3_and_below_transactional_id;
+    let txn_ok = authz.transactional_id(Op::Write, id);
+    let topic_ok = |t: &str| authz.topic(Op::Write, t);
+    if txn_ok && req.v3_and_below_topics.iter().all(|t| topic_ok(&t.name)) {
+        return Gate::pass(req);
+    }
+    let results = req
+        .v3_and_below_topics
+        .iter()
+        .map(|t| {
+            let code = if !txn_ok {
+                TXN
+            } else if !topic_ok(&t.name) {
+                TOPIC
+            } else {
+                KafkaCode::OPERATION_NOT_ATTEMPTED
+            };
+            AddPartitionsToTxnTopicResult {
+                name: t.name.clone(),
+                results_by_partition: t
+                    .partitions
+                    .iter()
+                    .map(|p| AddPartitionsToTxnPartitionResult {
+                        partition_index: *p,
+                        partition_error_code: code,
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    Gate::Answer(AddPartitionsToTxnResponse {
+        results_by_topic_v3_and_below: results,
+        ..Default::default()
+    })
+}
+
+/// WRITE on the transactional id, READ on the group.
+pub fn add_offsets_to_txn(
+    ctx: &Ctx<'_>,
+    req: AddOffsetsToTxnRequest,
+) -> Gate<AddOffsetsToTxnRequest, AddOffsetsToTxnResponse> {
+    let authz = ctx.authz();
+    if !authz.on() {
+        return Gate::pass(req);
+    }
+    let code = if !authz.transactional_id(Op::Write, &req.transactional_id) {
+        TXN
+    } else if !authz.group(Op::Read, &req.group_id) {
+        GROUP
+    } else {
+        return Gate::pass(req);
+    };
+    Gate::Answer(AddOffsetsToTxnResponse {
+        throttle_time_ms: 0,
+        error_code: code,
+    })
+}
+
+/// WRITE on the transactional id.
+pub fn end_txn(ctx: &Ctx<'_>, req: EndTxnRequest) -> Gate<EndTxnRequest, EndTxnResponse> {
+    if ctx
+        .authz()
+        .transactional_id(Op::Write, &req.transactional_id)
+    {
+        return Gate::pass(req);
+    }
+    Gate::Answer(EndTxnResponse {
+        error_code: TXN,
+        producer_id: -1,
+        producer_epoch: -1,
+        ..Default::default()
+    })
+}
+
+/// WRITE on the transactional id, READ on the group (both refuse every
+/// partition), READ on each topic.
+pub fn txn_offset_commit(
+    ctx: &Ctx<'_>,
+    mut req: TxnOffsetCommitRequest,
+) -> Gate<TxnOffsetCommitRequest, TxnOffsetCommitResponse> {
+    let authz = ctx.authz();
+    if !authz.on() {
+        return Gate::pass(req);
+    }
+    let failed = |t: &crate::messages::txn_offset_commit::TxnOffsetCommitRequestTopic, code| {
+        TxnOffsetCommitResponseTopic {
+            name: t.name.clone(),
+            partitions: t
+                .partitions
+                .iter()
+                .map(|p| TxnOffsetCommitResponsePartition {
+                    partition_index: p.partition_index,
+                    error_code: code,
+                })
+                .collect(),
+        }
+    };
+    let whole = if !authz.transactional_id(Op::Write, &req.transactional_id) {
+        Some(TXN)
+    } else if !authz.group(Op::Read, &req.group_id) {
+        Some(GROUP)
+    } else {
+        None
+    };
+    if let Some(code) = whole {
+        return Gate::Answer(TxnOffsetCommitResponse {
+            throttle_time_ms: 0,
+            topics: req.topics.iter().map(|t| failed(t, code)).collect(),
+        });
+    }
+    let (allowed, refused) = split(std::mem::take(&mut req.topics), |t| {
+        authz.topic(Op::Read, &t.name)
+    });
+    req.topics = allowed;
+    let refused: Vec<_> = refused.iter().map(|t| failed(t, TOPIC)).collect();
+    Gate::patched(req, move |r: &mut TxnOffsetCommitResponse| {
+        r.topics.extend(refused)
+    })
+}
+
+use crate::messages::describe_transactions::{
+    DescribeTransactionsRequest, DescribeTransactionsResponse, TransactionState,
+};
+use crate::messages::list_transactions::{ListTransactionsRequest, ListTransactionsResponse};
+
+/// DESCRIBE on each transactional id.
+pub fn describe_transactions(
+    ctx: &Ctx<'_>,
+    mut req: DescribeTransactionsRequest,
+) -> Gate<DescribeTransactionsRequest, DescribeTransactionsResponse> {
+    let authz = ctx.authz();
+    if !authz.on() {
+        return Gate::pass(req);
+    }
+    let (allowed, refused) = split(std::mem::take(&mut req.transactional_ids), |id| {
+        authz.transactional_id(Op::Describe, id)
+    });
+    req.transactional_ids = allowed;
+    let refused: Vec<TransactionState> = refused
+        .into_iter()
+        .map(|transactional_id| TransactionState {
+            error_code: TXN,
+            transactional_id,
+            producer_id: -1,
+            producer_epoch: -1,
+            ..Default::default()
+        })
+        .collect();
+    Gate::patched(req, move |r: &mut DescribeTransactionsResponse| {
+        r.transaction_states.extend(refused)
+    })
+}
+
+/// Lists only the transactional ids the principal may DESCRIBE.
+pub fn list_transactions(
+    ctx: &Ctx<'_>,
+    req: ListTransactionsRequest,
+) -> Gate<ListTransactionsRequest, ListTransactionsResponse> {
+    let authz = ctx.authz();
+    if !authz.on() {
+        return Gate::pass(req);
+    }
+    // The ids are judged after the handler listed them; the verdict needs
+    // the request's identity, captured here.
+    let who = ctx.identity();
+    let cluster = std::sync::Arc::clone(ctx.cluster);
+    Gate::patched(req, move |r: &mut ListTransactionsResponse| {
+        r.transaction_states.retain(|t| {
+            cluster.security().authorize(
+                &who,
+                Op::Describe,
+                ResourceType::TransactionalId,
+                &t.transactional_id,
+            )
+        })
+    })
+}

@@ -1,0 +1,761 @@
+//! The guards of the topic, cluster and configuration APIs.
+
+use super::{CLUSTER, Gate, OPERATIONS_OMITTED, TOPIC, TXN, denied, split};
+use crate::api::Ctx;
+use crate::codec::Uuid;
+use crate::errors::KafkaCode;
+use mk_cluster::{CLUSTER_NAME, Operation, ResourceType, TopicId};
+
+type Op = Operation;
+
+/// A topic id's name, if the cluster knows the id.
+fn name_of(ctx: &Ctx<'_>, id: Uuid) -> Option<String> {
+    ctx.cluster.topics().name_by_id(TopicId(id.0)).ok()
+}
+
+// ----- Produce, Fetch, ListOffsets, OffsetForLeaderEpoch ------------------
+
+use crate::messages::produce::{
+    PartitionProduceResponse, ProduceRequest, ProduceResponse, TopicProduceResponse,
+};
+
+/// WRITE on the transactional id (if any) and on each topic.
+pub fn produce(
+    ctx: &Ctx<'_>,
+    mut req: ProduceRequest,
+) -> Gate<ProduceRequest, Option<ProduceResponse>> {
+    let authz = ctx.authz();
+    if !authz.on() {
+        return Gate::pass(req);
+    }
+    let failed = |t: &crate::messages::produce::TopicProduceData, code: KafkaCode, m: &str| {
+        TopicProduceResponse {
+            name: t.name.clone(),
+            topic_id: t.topic_id,
+            partition_responses: t
+                .partition_data
+                .iter()
+                .map(|p| PartitionProduceResponse {
+                    index: p.index,
+                    error_code: code,
+                    base_offset: -1,
+                    error_message: Some(m.to_string()),
+                    ..Default::default()
+                })
+                .collect(),
+        }
+    };
+    if let Some(id) = req.transactional_id.as_deref()
+        && !authz.transactional_id(Op::Write, id)
+    {
+        let m = denied(Op::Write, ResourceType::TransactionalId, id);
+        return Gate::Answer((req.acks != 0).then(|| ProduceResponse {
+            responses: req.topic_data.iter().map(|t| failed(t, TXN, &m)).collect(),
+            ..Default::default()
+        }));
+    }
+    let by_id = ctx.version() >= 13;
+    let (allowed, refused) = split(std::mem::take(&mut req.topic_data), |t| {
+        let name = if by_id {
+            name_of(ctx, t.topic_id)
+        } else {
+            Some(t.name.clone())
+        };
+        // An unknown id is the handler's UNKNOWN_TOPIC_ID.
+        name.is_none_or(|n| authz.topic(Op::Write, &n))
+    });
+    req.topic_data = allowed;
+    if refused.is_empty() {
+        return Gate::pass(req);
+    }
+    let refused: Vec<TopicProduceResponse> = refused
+        .iter()
+        .map(|t| failed(t, TOPIC, &denied(Op::Write, ResourceType::Topic, &t.name)))
+        .collect();
+    Gate::patched(req, move |r: &mut Option<ProduceResponse>| {
+        if let Some(r) = r {
+            r.responses.extend(refused);
+        }
+    })
+}
+
+use crate::messages::fetch::{FetchRequest, FetchResponse, FetchableTopicResponse, PartitionData};
+
+/// READ on each topic (a consumer), CLUSTER_ACTION (a follower).
+pub fn fetch(ctx: &Ctx<'_>, mut req: FetchRequest) -> Gate<FetchRequest, FetchResponse> {
+    let authz = ctx.authz();
+    if !authz.on() {
+        return Gate::pass(req);
+    }
+    let follower = req.replica_id >= 0 || req.replica_state.replica_id >= 0;
+    let cluster_action = follower && authz.cluster(Op::ClusterAction);
+    let by_id = ctx.version() >= 13;
+    let (allowed, refused) = split(std::mem::take(&mut req.topics), |t| {
+        if follower {
+            return cluster_action;
+        }
+        let name = if by_id {
+            name_of(ctx, t.topic_id)
+        } else {
+            Some(t.topic.clone())
+        };
+        name.is_none_or(|n| authz.topic(Op::Read, &n))
+    });
+    req.topics = allowed;
+    if refused.is_empty() {
+        return Gate::pass(req);
+    }
+    let refused: Vec<FetchableTopicResponse> = refused
+        .into_iter()
+        .map(|t| FetchableTopicResponse {
+            topic: t.topic,
+            topic_id: t.topic_id,
+            partitions: t
+                .partitions
+                .iter()
+                .map(|p| PartitionData {
+                    partition_index: p.partition,
+                    error_code: TOPIC,
+                    high_watermark: -1,
+                    last_stable_offset: -1,
+                    log_start_offset: -1,
+                    records: Some(bytes::Bytes::new()),
+                    ..Default::default()
+                })
+                .collect(),
+        })
+        .collect();
+    Gate::patched(req, move |r: &mut FetchResponse| {
+        r.responses.extend(refused)
+    })
+}
+
+use crate::messages::list_offsets::{
+    ListOffsetsPartitionResponse, ListOffsetsRequest, ListOffsetsResponse, ListOffsetsTopicResponse,
+};
+
+/// DESCRIBE on each topic.
+pub fn list_offsets(
+    ctx: &Ctx<'_>,
+    mut req: ListOffsetsRequest,
+) -> Gate<ListOffsetsRequest, ListOffsetsResponse> {
+    let authz = ctx.authz();
+    if !authz.on() {
+        return Gate::pass(req);
+    }
+    let (allowed, refused) = split(std::mem::take(&mut req.topics), |t| {
+        authz.topic(Op::Describe, &t.name)
+    });
+    req.topics = allowed;
+    let refused: Vec<ListOffsetsTopicResponse> = refused
+        .into_iter()
+        .map(|t| ListOffsetsTopicResponse {
+            partitions: t
+                .partitions
+                .iter()
+                .map(|p| ListOffsetsPartitionResponse {
+                    partition_index: p.partition_index,
+                    error_code: TOPIC,
+                    timestamp: -1,
+                    offset: -1,
+                    leader_epoch: -1,
+                })
+                .collect(),
+            name: t.name,
+        })
+        .collect();
+    Gate::patched(req, move |r: &mut ListOffsetsResponse| {
+        r.topics.extend(refused)
+    })
+}
+
+use crate::messages::offset_for_leader_epoch::{
+    EpochEndOffset, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
+    OffsetForLeaderTopicResult,
+};
+
+/// DESCRIBE on each topic (a consumer), CLUSTER_ACTION (a follower).
+pub fn offset_for_leader_epoch(
+    ctx: &Ctx<'_>,
+    mut req: OffsetForLeaderEpochRequest,
+) -> Gate<OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse> {
+    let authz = ctx.authz();
+    if !authz.on() {
+        return Gate::pass(req);
+    }
+    let follower = req.replica_id >= 0;
+    let cluster_action = follower && authz.cluster(Op::ClusterAction);
+    let (allowed, refused) = split(std::mem::take(&mut req.topics), |t| {
+        if follower {
+            cluster_action
+        } else {
+            authz.topic(Op::Describe, &t.topic)
+        }
+    });
+    req.topics = allowed;
+    let refused: Vec<OffsetForLeaderTopicResult> = refused
+        .into_iter()
+        .map(|t| OffsetForLeaderTopicResult {
+            partitions: t
+                .partitions
+                .iter()
+                .map(|p| EpochEndOffset {
+                    error_code: TOPIC,
+                    partition: p.partition,
+                    leader_epoch: -1,
+                    end_offset: -1,
+                })
+                .collect(),
+            topic: t.topic,
+        })
+        .collect();
+    Gate::patched(req, move |r: &mut OffsetForLeaderEpochResponse| {
+        r.topics.extend(refused)
+    })
+}
+
+// ----- Metadata, DescribeCluster -------------------------------------------
+
+use crate::messages::metadata::{MetadataRequest, MetadataResponse, MetadataResponseTopic};
+
+/// DESCRIBE on each topic: a listing of every topic leaves out the others,
+/// a named one is TOPIC_AUTHORIZATION_FAILED; auto-creating a missing
+/// topic also needs CREATE on the cluster or the topic. The authorized
+/// operations are the principal's.
+pub fn metadata(
+    ctx: &Ctx<'_>,
+    mut req: MetadataRequest,
+) -> Gate<MetadataRequest, MetadataResponse> {
+    let authz = ctx.authz();
+    if !authz.on() {
+        return Gate::pass(req);
+    }
+    let cluster_ops = req
+        .include_cluster_authorized_operations
+        .then(|| authz.operations(ResourceType::Cluster, CLUSTER_NAME));
+    let topic_ops = req.include_topic_authorized_operations;
+    let all = match &req.topics {
+        None => true,
+        Some(t) => ctx.version() == 0 && t.is_empty(),
+    };
+    let mut refused = Vec::new();
+    if !all {
+        let create_any = authz.cluster(Op::Create);
+        let auto_create = req.allow_auto_topic_creation;
+        let topics = req.topics.take().unwrap_or_default();
+        let (allowed, denied_topics) = split(topics, |t| {
+            let name = match &t.name {
+                Some(n) if !n.is_empty() => Some(n.clone()),
+                _ => name_of(ctx, t.topic_id),
+            };
+            let Some(name) = name else { return true };
+            if !authz.topic(Op::Describe, &name) {
+                return false;
+            }
+            let missing = auto_create && ctx.cluster.topics().id(&name).is_err();
+            !missing || create_any || authz.topic(Op::Create, &name)
+        });
+        req.topics = Some(allowed);
+        refused = denied_topics
+            .into_iter()
+            .map(|t| MetadataResponseTopic {
+                error_code: TOPIC,
+                name: t.name,
+                topic_id: t.topic_id,
+                topic_authorized_operations: OPERATIONS_OMITTED,
+                ..Default::default()
+            })
+            .collect();
+    }
+    // The authorizer's verdicts are computed now, while the context is at
+    // hand; the patch only applies them.
+    let survivors = all.then(|| {
+        ctx.cluster
+            .topics()
+            .list()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|n| authz.topic(Op::Describe, n))
+            .collect::<std::collections::BTreeSet<String>>()
+    });
+    let ops: std::collections::BTreeMap<String, i32> = if topic_ops {
+        ctx.cluster
+            .topics()
+            .list()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|n| {
+                let bits = authz.operations(ResourceType::Topic, &n);
+                (n, bits)
+            })
+            .collect()
+    } else {
+        Default::default()
+    };
+    let topic_bits =
+        move |name: &str| -> i32 { ops.get(name).copied().unwrap_or(OPERATIONS_OMITTED) };
+    // Metadata v0 reads an empty list as "every topic": when every named
+    // topic was refused, the handler's listing is dropped.
+    let none_left = !all && req.topics.as_ref().is_some_and(|t| t.is_empty());
+    Gate::patched(req, move |r: &mut MetadataResponse| {
+        if none_left {
+            r.topics.clear();
+        }
+        if let Some(survivors) = survivors {
+            r.topics
+                .retain(|t| t.name.as_deref().is_some_and(|n| survivors.contains(n)));
+        }
+        r.topics.extend(refused);
+        if topic_ops {
+            for t in &mut r.topics {
+                if t.error_code == KafkaCode::NONE {
+                    t.topic_authorized_operations = topic_bits(t.name.as_deref().unwrap_or(""));
+                }
+            }
+        }
+        if let Some(bits) = cluster_ops {
+            r.cluster_authorized_operations = bits;
+        }
+    })
+}
+
+use crate::messages::describe_cluster::{DescribeClusterRequest, DescribeClusterResponse};
+
+/// DESCRIBE on the cluster.
+pub fn describe_cluster(
+    ctx: &Ctx<'_>,
+    req: DescribeClusterRequest,
+) -> Gate<DescribeClusterRequest, DescribeClusterResponse> {
+    let authz = ctx.authz();
+    if !authz.on() {
+        return Gate::pass(req);
+    }
+    if !authz.cluster(Op::Describe) {
+        return Gate::Answer(DescribeClusterResponse {
+            error_code: CLUSTER,
+            error_message: Some(denied(Op::Describe, ResourceType::Cluster, CLUSTER_NAME)),
+            cluster_authorized_operations: OPERATIONS_OMITTED,
+            ..Default::default()
+        });
+    }
+    let bits = req
+        .include_cluster_authorized_operations
+        .then(|| authz.operations(ResourceType::Cluster, CLUSTER_NAME));
+    Gate::patched(req, move |r: &mut DescribeClusterResponse| {
+        if let Some(bits) = bits {
+            r.cluster_authorized_operations = bits;
+        }
+    })
+}
+
+// ----- CreateTopics, DeleteTopics, CreatePartitions, DeleteRecords ---------
+
+use crate::messages::create_topics::{
+    CreatableTopicResult, CreateTopicsRequest, CreateTopicsResponse,
+};
+
+/// CREATE on the cluster, or else on each topic.
+pub fn create_topics(
+    ctx: &Ctx<'_>,
+    mut req: CreateTopicsRequest,
+) -> Gate<CreateTopicsRequest, CreateTopicsResponse> {
+    let authz = ctx.authz();
+    if !authz.on() || authz.cluster(Op::Create) {
+        return Gate::pass(req);
+    }
+    let (allowed, refused) = split(std::mem::take(&mut req.topics), |t| {
+        authz.topic(Op::Create, &t.name)
+    });
+    req.topics = allowed;
+    let refused: Vec<CreatableTopicResult> = refused
+        .into_iter()
+        .map(|t| CreatableTopicResult {
+            error_message: Some(denied(Op::Create, ResourceType::Topic, &t.name)),
+            name: t.name,
+            error_code: TOPIC,
+            topic_config_error_code: TOPIC,
+            num_partitions: -1,
+            replication_factor: -1,
+            configs: None,
+            ..Default::default()
+        })
+        .collect();
+    Gate::patched(req, move |r: &mut CreateTopicsResponse| {
+        r.topics.extend(refused)
+    })
+}
+
+use crate::messages::delete_topics::{
+    DeletableTopicResult, DeleteTopicsRequest, DeleteTopicsResponse,
+};
+
+/// DELETE on each topic (named, or by id from v6).
+pub fn delete_topics(
+    ctx: &Ctx<'_>,
+    mut req: DeleteTopicsRequest,
+) -> Gate<DeleteTopicsRequest, DeleteTopicsResponse> {
+    let authz = ctx.authz();
+    if !authz.on() {
+        return Gate::pass(req);
+    }
+    let mut refused = Vec::new();
+    let (allowed, names_refused) = split(std::mem::take(&mut req.topic_names), |n| {
+        authz.topic(Op::Delete, n)
+    });
+    req.topic_names = allowed;
+    refused.extend(names_refused.into_iter().map(|n| DeletableTopicResult {
+        error_message: Some(denied(Op::Delete, ResourceType::Topic, &n)),
+        name: Some(n),
+        error_code: TOPIC,
+        ..Default::default()
+    }));
+    let (allowed, states_refused) = split(std::mem::take(&mut req.topics), |t| {
+        let name = match &t.name {
+            Some(n) => Some(n.clone()),
+            None => name_of(ctx, t.topic_id),
+        };
+        name.is_none_or(|n| authz.topic(Op::Delete, &n))
+    });
+    req.topics = allowed;
+    refused.extend(states_refused.into_iter().map(|t| DeletableTopicResult {
+        error_message: Some(denied(
+            Op::Delete,
+            ResourceType::Topic,
+            t.name.as_deref().unwrap_or(""),
+        )),
+        name: t.name,
+        topic_id: t.topic_id,
+        error_code: TOPIC,
+    }));
+    Gate::patched(req, move |r: &mut DeleteTopicsResponse| {
+        r.responses.extend(refused)
+    })
+}
+
+use crate::messages::create_partitions::{
+    CreatePartitionsRequest, CreatePartitionsResponse, CreatePartitionsTopicResult,
+};
+
+/// ALTER on each topic.
+pub fn create_partitions(
+    ctx: &Ctx<'_>,
+    mut req: CreatePartitionsRequest,
+) -> Gate<CreatePartitionsRequest, CreatePartitionsResponse> {
+    let authz = ctx.authz();
+    if !authz.on() {
+        return Gate::pass(req);
+    }
+    let (allowed, refused) = split(std::mem::take(&mut req.topics), |t| {
+        authz.topic(Op::Alter, &t.name)
+    });
+    req.topics = allowed;
+    let refused: Vec<CreatePartitionsTopicResult> = refused
+        .into_iter()
+        .map(|t| CreatePartitionsTopicResult {
+            error_message: Some(denied(Op::Alter, ResourceType::Topic, &t.name)),
+            name: t.name,
+            error_code: TOPIC,
+        })
+        .collect();
+    Gate::patched(req, move |r: &mut CreatePartitionsResponse| {
+        r.results.extend(refused)
+    })
+}
+
+use crate::messages::delete_records::{
+    DeleteRecordsPartitionResult, DeleteRecordsRequest, DeleteRecordsResponse,
+    DeleteRecordsTopicResult,
+};
+
+/// DELETE on each topic.
+pub fn delete_records(
+    ctx: &Ctx<'_>,
+    mut req: DeleteRecordsRequest,
+) -> Gate<DeleteRecordsRequest, DeleteRecordsResponse> {
+    let authz = ctx.authz();
+    if !authz.on() {
+        return Gate::pass(req);
+    }
+    let (allowed, refused) = split(std::mem::take(&mut req.topics), |t| {
+        authz.topic(Op::Delete, &t.name)
+    });
+    req.topics = allowed;
+    let refused: Vec<DeleteRecordsTopicResult> = refused
+        .into_iter()
+        .map(|t| DeleteRecordsTopicResult {
+            partitions: t
+                .partitions
+                .iter()
+                .map(|p| DeleteRecordsPartitionResult {
+                    partition_index: p.partition_index,
+                    error_code: TOPIC,
+                    low_watermark: -1,
+                })
+                .collect(),
+            name: t.name,
+        })
+        .collect();
+    Gate::patched(req, move |r: &mut DeleteRecordsResponse| {
+        r.topics.extend(refused)
+    })
+}
+
+// ----- Configs ------------------------------------------------------------
+
+/// Kafka's config resource types.
+const CONFIG_TOPIC: i8 = 2;
+const CONFIG_BROKER: i8 = 4;
+const CONFIG_BROKER_LOGGER: i8 = 8;
+const CONFIG_GROUP: i8 = 32;
+
+/// Whether `operation` (DESCRIBE_CONFIGS or ALTER_CONFIGS) is allowed on a
+/// config resource, and the code of its denial.
+fn config_allowed(
+    authz: &super::Authz<'_>,
+    operation: Operation,
+    resource_type: i8,
+    name: &str,
+) -> Result<(), (KafkaCode, String)> {
+    let (allowed, code, rt, name) = match resource_type {
+        CONFIG_TOPIC => (
+            authz.topic(operation, name),
+            TOPIC,
+            ResourceType::Topic,
+            name,
+        ),
+        CONFIG_GROUP => (
+            authz.group(operation, name),
+            super::GROUP,
+            ResourceType::Group,
+            name,
+        ),
+        CONFIG_BROKER | CONFIG_BROKER_LOGGER => (
+            authz.cluster(operation),
+            CLUSTER,
+            ResourceType::Cluster,
+            CLUSTER_NAME,
+        ),
+        // Unknown types are the handler's INVALID_REQUEST.
+        _ => return Ok(()),
+    };
+    if allowed {
+        Ok(())
+    } else {
+        Err((code, denied(operation, rt, name)))
+    }
+}
+
+use crate::messages::describe_configs::{
+    DescribeConfigsRequest, DescribeConfigsResponse, DescribeConfigsResult,
+};
+
+/// DESCRIBE_CONFIGS on each resource.
+pub fn describe_configs(
+    ctx: &Ctx<'_>,
+    mut req: DescribeConfigsRequest,
+) -> Gate<DescribeConfigsRequest, DescribeConfigsResponse> {
+    let authz = ctx.authz();
+    if !authz.on() {
+        return Gate::pass(req);
+    }
+    let mut refused = Vec::new();
+    req.resources.retain(|r| {
+        match config_allowed(
+            &authz,
+            Op::DescribeConfigs,
+            r.resource_type,
+            &r.resource_name,
+        ) {
+            Ok(()) => true,
+            Err((code, message)) => {
+                refused.push(DescribeConfigsResult {
+                    error_code: code,
+                    error_message: Some(message),
+                    resource_type: r.resource_type,
+                    resource_name: r.resource_name.clone(),
+                    configs: Vec::new(),
+                });
+                false
+            }
+        }
+    });
+    Gate::patched(req, move |r: &mut DescribeConfigsResponse| {
+        r.results.extend(refused)
+    })
+}
+
+use crate::messages::alter_configs::{
+    AlterConfigsRequest, AlterConfigsResourceResponse, AlterConfigsResponse,
+};
+
+/// ALTER_CONFIGS on each resource.
+pub fn alter_configs(
+    ctx: &Ctx<'_>,
+    mut req: AlterConfigsRequest,
+) -> Gate<AlterConfigsRequest, AlterConfigsResponse> {
+    let authz = ctx.authz();
+    if !authz.on() {
+        return Gate::pass(req);
+    }
+    let mut refused = Vec::new();
+    req.resources.retain(|r| {
+        match config_allowed(&authz, Op::AlterConfigs, r.resource_type, &r.resource_name) {
+            Ok(()) => true,
+            Err((code, message)) => {
+                refused.push(AlterConfigsResourceResponse {
+                    error_code: code,
+                    error_message: Some(message),
+                    resource_type: r.resource_type,
+                    resource_name: r.resource_name.clone(),
+                });
+                false
+            }
+        }
+    });
+    Gate::patched(req, move |r: &mut AlterConfigsResponse| {
+        r.responses.extend(refused)
+    })
+}
+
+use crate::messages::incremental_alter_configs as incremental;
+
+/// ALTER_CONFIGS on each resource.
+pub fn incremental_alter_configs(
+    ctx: &Ctx<'_>,
+    mut req: incremental::IncrementalAlterConfigsRequest,
+) -> Gate<incremental::IncrementalAlterConfigsRequest, incremental::IncrementalAlterConfigsResponse>
+{
+    let authz = ctx.authz();
+    if !authz.on() {
+        return Gate::pass(req);
+    }
+    let mut refused = Vec::new();
+    req.resources.retain(|r| {
+        match config_allowed(&authz, Op::AlterConfigs, r.resource_type, &r.resource_name) {
+            Ok(()) => true,
+            Err((code, message)) => {
+                refused.push(incremental::AlterConfigsResourceResponse {
+                    error_code: code,
+                    error_message: Some(message),
+                    resource_type: r.resource_type,
+                    resource_name: r.resource_name.clone(),
+                });
+                false
+            }
+        }
+    });
+    Gate::patched(
+        req,
+        move |r: &mut incremental::IncrementalAlterConfigsResponse| r.responses.extend(refused),
+    )
+}
+
+// ----- Log and producer administration ------------------------------------
+
+use crate::messages::describe_log_dirs::{DescribeLogDirsRequest, DescribeLogDirsResponse};
+
+/// DESCRIBE on the cluster.
+pub fn describe_log_dirs(
+    ctx: &Ctx<'_>,
+    req: DescribeLogDirsRequest,
+) -> Gate<DescribeLogDirsRequest, DescribeLogDirsResponse> {
+    let authz = ctx.authz();
+    if !authz.on() || authz.cluster(Op::Describe) {
+        return Gate::pass(req);
+    }
+    Gate::Answer(DescribeLogDirsResponse {
+        error_code: CLUSTER,
+        ..Default::default()
+    })
+}
+
+use crate::messages::describe_producers::{
+    DescribeProducersRequest, DescribeProducersResponse, PartitionResponse, TopicResponse,
+};
+
+/// READ on each topic.
+pub fn describe_producers(
+    ctx: &Ctx<'_>,
+    mut req: DescribeProducersRequest,
+) -> Gate<DescribeProducersRequest, DescribeProducersResponse> {
+    let authz = ctx.authz();
+    if !authz.on() {
+        return Gate::pass(req);
+    }
+    let (allowed, refused) = split(std::mem::take(&mut req.topics), |t| {
+        authz.topic(Op::Read, &t.name)
+    });
+    req.topics = allowed;
+    let refused: Vec<TopicResponse> = refused
+        .into_iter()
+        .map(|t| TopicResponse {
+            partitions: t
+                .partition_indexes
+                .iter()
+                .map(|p| PartitionResponse {
+                    partition_index: *p,
+                    error_code: TOPIC,
+                    error_message: Some(denied(Op::Read, ResourceType::Topic, &t.name)),
+                    active_producers: Vec::new(),
+                })
+                .collect(),
+            name: t.name,
+        })
+        .collect();
+    Gate::patched(req, move |r: &mut DescribeProducersResponse| {
+        r.topics.extend(refused)
+    })
+}
+
+// ----- SCRAM credentials ----------------------------------------------------
+
+use crate::messages::alter_user_scram_credentials::{
+    AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse,
+    AlterUserScramCredentialsResult,
+};
+use crate::messages::describe_user_scram_credentials::{
+    DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse,
+};
+
+/// DESCRIBE on the cluster.
+pub fn describe_user_scram_credentials(
+    ctx: &Ctx<'_>,
+    req: DescribeUserScramCredentialsRequest,
+) -> Gate<DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse> {
+    let authz = ctx.authz();
+    if !authz.on() || authz.cluster(Op::Describe) {
+        return Gate::pass(req);
+    }
+    Gate::Answer(DescribeUserScramCredentialsResponse {
+        error_code: CLUSTER,
+        error_message: Some(denied(Op::Describe, ResourceType::Cluster, CLUSTER_NAME)),
+        ..Default::default()
+    })
+}
+
+/// ALTER on the cluster.
+pub fn alter_user_scram_credentials(
+    ctx: &Ctx<'_>,
+    req: AlterUserScramCredentialsRequest,
+) -> Gate<AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse> {
+    let authz = ctx.authz();
+    if !authz.on() || authz.cluster(Op::Alter) {
+        return Gate::pass(req);
+    }
+    let mut users: Vec<String> = req.deletions.iter().map(|d| d.name.clone()).collect();
+    users.extend(req.upsertions.iter().map(|u| u.name.clone()));
+    users.sort();
+    users.dedup();
+    let message = denied(Op::Alter, ResourceType::Cluster, CLUSTER_NAME);
+    Gate::Answer(AlterUserScramCredentialsResponse {
+        throttle_time_ms: 0,
+        results: users
+            .into_iter()
+            .map(|user| AlterUserScramCredentialsResult {
+                user,
+                error_code: CLUSTER,
+                error_message: Some(message.clone()),
+            })
+            .collect(),
+    })
+}

@@ -1,0 +1,586 @@
+//! ACLs on the real server: Create/Describe/DeleteAcls (SECURITY_DISABLED
+//! without the authorizer, INVALID_REQUEST, CLUSTER_AUTHORIZATION_FAILED
+//! for a principal without ALTER on the cluster), and the per-API checks
+//! over a SASL_PLAINTEXT listener with PLAIN users: topics, groups,
+//! transactional ids and the cluster, allowed and denied, LITERAL and
+//! PREFIXED patterns, DENY over ALLOW, super users, Metadata's filtering.
+
+mod common;
+
+use bytes::Bytes;
+use common::*;
+use mk_adapter_kafka::api::key;
+use mk_adapter_kafka::api::sasl::SaslOptions;
+use mk_adapter_kafka::errors::KafkaCode;
+use mk_adapter_kafka::messages::create_acls::{AclCreation, CreateAclsRequest, CreateAclsResponse};
+use mk_adapter_kafka::messages::delete_acls::{
+    DeleteAclsFilter, DeleteAclsRequest, DeleteAclsResponse,
+};
+use mk_adapter_kafka::messages::describe_acls::{DescribeAclsRequest, DescribeAclsResponse};
+use mk_adapter_kafka::messages::describe_cluster::{
+    DescribeClusterRequest, DescribeClusterResponse,
+};
+use mk_adapter_kafka::messages::fetch::{FetchPartition, FetchRequest, FetchResponse, FetchTopic};
+use mk_adapter_kafka::messages::init_producer_id::{InitProducerIdRequest, InitProducerIdResponse};
+use mk_adapter_kafka::messages::join_group::{
+    JoinGroupRequest, JoinGroupRequestProtocol, JoinGroupResponse,
+};
+use mk_adapter_kafka::messages::metadata::{
+    MetadataRequest, MetadataRequestTopic, MetadataResponse,
+};
+use mk_adapter_kafka::messages::produce::{
+    PartitionProduceData, ProduceRequest, ProduceResponse, TopicProduceData,
+};
+use mk_adapter_kafka::messages::sasl_authenticate::{
+    SaslAuthenticateRequest, SaslAuthenticateResponse,
+};
+use mk_adapter_kafka::messages::sasl_handshake::{SaslHandshakeRequest, SaslHandshakeResponse};
+use mk_adapter_kafka::mk_cluster::{
+    AuthorizerConfig, BrokerCluster, ManualClock, MiniKafkaConfig, PlainUsers, ProducerInfo,
+    SaslMechanism,
+};
+use mk_adapter_kafka::{KafkaListener, KafkaOptions, KafkaServer, SecurityProtocol};
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+// Kafka's codes.
+const TOPIC: i8 = 2;
+const GROUP: i8 = 3;
+const CLUSTER: i8 = 4;
+const LITERAL: i8 = 3;
+const PREFIXED: i8 = 4;
+const ALL: i8 = 2;
+const READ: i8 = 3;
+const WRITE: i8 = 4;
+const DESCRIBE: i8 = 8;
+const DENY: i8 = 2;
+const ALLOW: i8 = 3;
+const ANY: i8 = 1;
+
+struct Secured {
+    _dir: tempfile::TempDir,
+    cluster: Arc<BrokerCluster>,
+    server: KafkaServer,
+    addr: SocketAddr,
+}
+
+impl Secured {
+    /// One broker, a SASL_PLAINTEXT listener with PLAIN users admin (a
+    /// super user), alice and bob, and the given authorizer.
+    async fn start(authorizer: Option<AuthorizerConfig>) -> Secured {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = MiniKafkaConfig::new(dir.path().join("data"));
+        config.authorizer = authorizer;
+        let cluster =
+            BrokerCluster::open_with_clock(config, Arc::new(ManualClock::new(1_000))).unwrap();
+        for t in ["alice-orders", "alice-secret", "bob-orders"] {
+            cluster.topics().create(t, 1, 1).unwrap();
+        }
+        let options = KafkaOptions {
+            sasl: SaslOptions {
+                mechanisms: vec![SaslMechanism::Plain],
+                plain_users: Some(Arc::new(
+                    PlainUsers::parse("admin:a\nalice:a\nbob:b\n").unwrap(),
+                )),
+            },
+            ..KafkaOptions::default()
+        };
+        let sockets = mk_adapter_kafka::bind_consecutive("127.0.0.1:0".parse().unwrap(), &[1])
+            .await
+            .unwrap();
+        let listeners = vec![KafkaListener {
+            protocol: SecurityProtocol::SaslPlaintext,
+            sockets,
+        }];
+        let server = KafkaServer::start_listeners(cluster.clone(), listeners, options).unwrap();
+        let e = &server.listeners()[0].endpoints[0];
+        let addr = format!("{}:{}", e.host, e.port).parse().unwrap();
+        Secured {
+            _dir: dir,
+            cluster,
+            server,
+            addr,
+        }
+    }
+
+    /// A connection authenticated as `user`.
+    async fn login(&self, user: &str, password: &str) -> Conn {
+        let mut c = Conn::connect(self.addr).await;
+        let h: SaslHandshakeResponse = c
+            .call(
+                key::SASL_HANDSHAKE,
+                1,
+                &SaslHandshakeRequest {
+                    mechanism: "PLAIN".into(),
+                },
+            )
+            .await;
+        assert_eq!(h.error_code, KafkaCode::NONE);
+        let a: SaslAuthenticateResponse = c
+            .call(
+                key::SASL_AUTHENTICATE,
+                2,
+                &SaslAuthenticateRequest {
+                    auth_bytes: Bytes::from(format!("\0{user}\0{password}")),
+                },
+            )
+            .await;
+        assert_eq!(a.error_code, KafkaCode::NONE);
+        c
+    }
+
+    async fn stop(self) {
+        within(self.server.shutdown()).await;
+        self.cluster.lifecycle().close().await.unwrap();
+    }
+}
+
+fn acl(rt: i8, name: &str, pattern: i8, principal: &str, op: i8, permission: i8) -> AclCreation {
+    AclCreation {
+        resource_type: rt,
+        resource_name: name.into(),
+        resource_pattern_type: pattern,
+        principal: principal.into(),
+        host: "*".into(),
+        operation: op,
+        permission_type: permission,
+    }
+}
+
+async fn create(c: &mut Conn, creations: Vec<AclCreation>) -> Vec<KafkaCode> {
+    let r: CreateAclsResponse = c
+        .call(key::CREATE_ACLS, 3, &CreateAclsRequest { creations })
+        .await;
+    r.results.into_iter().map(|r| r.error_code).collect()
+}
+
+fn everything() -> DescribeAclsRequest {
+    DescribeAclsRequest {
+        resource_type_filter: ANY,
+        resource_name_filter: None,
+        pattern_type_filter: ANY,
+        principal_filter: None,
+        host_filter: None,
+        operation: ANY,
+        permission_type: ANY,
+    }
+}
+
+fn authorizer(super_users: &str) -> Option<AuthorizerConfig> {
+    Some(AuthorizerConfig {
+        super_users: AuthorizerConfig::parse_super_users(super_users).unwrap(),
+        allow_everyone_if_no_acl_found: false,
+    })
+}
+
+#[tokio::test]
+async fn without_the_authorizer_the_acl_apis_are_security_disabled() {
+    let s = Secured::start(None).await;
+    let mut c = s.login("alice", "a").await;
+    let codes = create(
+        &mut c,
+        vec![acl(TOPIC, "t", LITERAL, "User:bob", READ, ALLOW)],
+    )
+    .await;
+    assert_eq!(codes, [KafkaCode::SECURITY_DISABLED]);
+    let d: DescribeAclsResponse = c.call(key::DESCRIBE_ACLS, 3, &everything()).await;
+    assert_eq!(d.error_code, KafkaCode::SECURITY_DISABLED);
+    let del: DeleteAclsResponse = c
+        .call(
+            key::DELETE_ACLS,
+            3,
+            &DeleteAclsRequest {
+                filters: vec![DeleteAclsFilter::default()],
+            },
+        )
+        .await;
+    assert_eq!(
+        del.filter_results[0].error_code,
+        KafkaCode::SECURITY_DISABLED
+    );
+    // And every request is allowed, as before.
+    let m: MetadataResponse = c.call(key::METADATA, 12, &all_topics()).await;
+    assert_eq!(m.topics.len(), 3);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn acls_are_created_described_and_deleted_by_those_allowed_to() {
+    let s = Secured::start(authorizer("User:admin")).await;
+    let mut admin = s.login("admin", "a").await;
+    let codes = create(
+        &mut admin,
+        vec![
+            acl(TOPIC, "alice-", PREFIXED, "User:alice", READ, ALLOW),
+            acl(TOPIC, "alice-", PREFIXED, "User:alice", WRITE, ALLOW),
+            // Kafka refuses these: CLUSTER has one name, a principal is
+            // Type:name, a binding names one operation.
+            acl(CLUSTER, "other", LITERAL, "User:alice", ALL, ALLOW),
+            acl(TOPIC, "t", LITERAL, "alice", READ, ALLOW),
+            acl(TOPIC, "t", LITERAL, "User:alice", ANY, ALLOW),
+            acl(TOPIC, "t", 0, "User:alice", READ, ALLOW),
+        ],
+    )
+    .await;
+    assert_eq!(
+        codes,
+        [
+            KafkaCode::NONE,
+            KafkaCode::NONE,
+            KafkaCode::INVALID_REQUEST,
+            KafkaCode::INVALID_REQUEST,
+            KafkaCode::INVALID_REQUEST,
+            KafkaCode::INVALID_REQUEST
+        ]
+    );
+    let d: DescribeAclsResponse = admin.call(key::DESCRIBE_ACLS, 3, &everything()).await;
+    assert_eq!(d.error_code, KafkaCode::NONE);
+    assert_eq!(d.resources.len(), 1, "grouped by resource pattern");
+    assert_eq!(d.resources[0].resource_name, "alice-");
+    assert_eq!(d.resources[0].pattern_type, PREFIXED);
+    assert_eq!(d.resources[0].acls.len(), 2);
+    // A MATCH filter finds the prefixed ACL for a resource it covers.
+    let matching: DescribeAclsResponse = admin
+        .call(
+            key::DESCRIBE_ACLS,
+            3,
+            &DescribeAclsRequest {
+                resource_type_filter: TOPIC,
+                resource_name_filter: Some("alice-orders".into()),
+                pattern_type_filter: 2,
+                ..everything()
+            },
+        )
+        .await;
+    assert_eq!(matching.resources.len(), 1);
+    // alice may neither change nor see ACLs (no ALTER / DESCRIBE on the
+    // cluster); an unknown filter code is INVALID_REQUEST.
+    let mut alice = s.login("alice", "a").await;
+    let codes = create(
+        &mut alice,
+        vec![acl(TOPIC, "bob-", PREFIXED, "User:alice", ALL, ALLOW)],
+    )
+    .await;
+    assert_eq!(codes, [KafkaCode::CLUSTER_AUTHORIZATION_FAILED]);
+    let d: DescribeAclsResponse = alice.call(key::DESCRIBE_ACLS, 3, &everything()).await;
+    assert_eq!(d.error_code, KafkaCode::CLUSTER_AUTHORIZATION_FAILED);
+    let bad: DescribeAclsResponse = admin
+        .call(
+            key::DESCRIBE_ACLS,
+            3,
+            &DescribeAclsRequest {
+                operation: 0,
+                ..everything()
+            },
+        )
+        .await;
+    assert_eq!(bad.error_code, KafkaCode::INVALID_REQUEST);
+    // Deleting: the WRITE ACL goes, the answer names it.
+    let del: DeleteAclsResponse = admin
+        .call(
+            key::DELETE_ACLS,
+            3,
+            &DeleteAclsRequest {
+                filters: vec![DeleteAclsFilter {
+                    resource_type_filter: TOPIC,
+                    resource_name_filter: None,
+                    pattern_type_filter: ANY,
+                    principal_filter: Some("User:alice".into()),
+                    host_filter: None,
+                    operation: WRITE,
+                    permission_type: ANY,
+                }],
+            },
+        )
+        .await;
+    assert_eq!(del.filter_results[0].error_code, KafkaCode::NONE);
+    assert_eq!(del.filter_results[0].matching_acls.len(), 1);
+    assert_eq!(del.filter_results[0].matching_acls[0].operation, WRITE);
+    let d: DescribeAclsResponse = admin.call(key::DESCRIBE_ACLS, 3, &everything()).await;
+    assert_eq!(d.resources[0].acls.len(), 1);
+    s.stop().await;
+}
+
+fn all_topics() -> MetadataRequest {
+    MetadataRequest {
+        topics: None,
+        allow_auto_topic_creation: false,
+        include_cluster_authorized_operations: false,
+        include_topic_authorized_operations: true,
+    }
+}
+
+fn named(names: &[&str], auto_create: bool) -> MetadataRequest {
+    MetadataRequest {
+        topics: Some(
+            names
+                .iter()
+                .map(|n| MetadataRequestTopic {
+                    name: Some((*n).into()),
+                    ..Default::default()
+                })
+                .collect(),
+        ),
+        allow_auto_topic_creation: auto_create,
+        include_cluster_authorized_operations: true,
+        include_topic_authorized_operations: false,
+    }
+}
+
+fn produce(topic: &str, transactional_id: Option<&str>) -> ProduceRequest {
+    ProduceRequest {
+        transactional_id: transactional_id.map(str::to_string),
+        acks: -1,
+        timeout_ms: 5_000,
+        topic_data: vec![TopicProduceData {
+            name: topic.into(),
+            partition_data: vec![PartitionProduceData {
+                index: 0,
+                records: Some(batch_bytes(value_records(&["v"]), ProducerInfo::NONE)),
+            }],
+            ..Default::default()
+        }],
+    }
+}
+
+async fn produce_code(c: &mut Conn, topic: &str) -> KafkaCode {
+    let r: ProduceResponse = c.call(key::PRODUCE, 9, &produce(topic, None)).await;
+    r.responses[0].partition_responses[0].error_code
+}
+
+async fn fetch_code(c: &mut Conn, topic: &str) -> KafkaCode {
+    let req = FetchRequest {
+        replica_id: -1,
+        max_wait_ms: 0,
+        max_bytes: 1 << 20,
+        session_epoch: -1,
+        topics: vec![FetchTopic {
+            topic: topic.into(),
+            partitions: vec![FetchPartition {
+                partition: 0,
+                fetch_offset: 0,
+                partition_max_bytes: 1 << 20,
+                current_leader_epoch: -1,
+                log_start_offset: -1,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let r: FetchResponse = c.call(key::FETCH, 12, &req).await;
+    r.responses[0].partitions[0].error_code
+}
+
+async fn join_code(c: &mut Conn, group: &str) -> KafkaCode {
+    let req = JoinGroupRequest {
+        group_id: group.into(),
+        session_timeout_ms: 10_000,
+        rebalance_timeout_ms: 10_000,
+        member_id: String::new(),
+        group_instance_id: None,
+        protocol_type: "consumer".into(),
+        protocols: vec![JoinGroupRequestProtocol {
+            name: "range".into(),
+            metadata: Bytes::new(),
+        }],
+        reason: None,
+    };
+    let r: JoinGroupResponse = c.call(key::JOIN_GROUP, 5, &req).await;
+    r.error_code
+}
+
+#[tokio::test]
+async fn each_api_is_authorized_as_kafka_authorizes_it() {
+    let s = Secured::start(authorizer("User:admin")).await;
+    let mut admin = s.login("admin", "a").await;
+    let codes = create(
+        &mut admin,
+        vec![
+            // alice: everything on her prefix but one topic denied.
+            acl(TOPIC, "alice-", PREFIXED, "User:alice", ALL, ALLOW),
+            acl(TOPIC, "alice-secret", LITERAL, "User:alice", WRITE, DENY),
+            acl(GROUP, "alice-", PREFIXED, "User:alice", READ, ALLOW),
+            // bob: may read bob-orders only, and describe the cluster.
+            acl(TOPIC, "bob-orders", LITERAL, "User:bob", READ, ALLOW),
+            acl(
+                CLUSTER,
+                "kafka-cluster",
+                LITERAL,
+                "User:bob",
+                DESCRIBE,
+                ALLOW,
+            ),
+        ],
+    )
+    .await;
+    assert!(codes.iter().all(|c| *c == KafkaCode::NONE), "{codes:?}");
+    let mut alice = s.login("alice", "a").await;
+    let mut bob = s.login("bob", "b").await;
+
+    // Produce: WRITE on the topic; DENY wins over the prefixed ALLOW.
+    assert_eq!(
+        produce_code(&mut alice, "alice-orders").await,
+        KafkaCode::NONE
+    );
+    assert_eq!(
+        produce_code(&mut alice, "alice-secret").await,
+        KafkaCode::TOPIC_AUTHORIZATION_FAILED
+    );
+    assert_eq!(
+        produce_code(&mut alice, "bob-orders").await,
+        KafkaCode::TOPIC_AUTHORIZATION_FAILED
+    );
+    assert_eq!(
+        produce_code(&mut bob, "bob-orders").await,
+        KafkaCode::TOPIC_AUTHORIZATION_FAILED,
+        "READ does not grant WRITE"
+    );
+    // The super user needs no ACL.
+    assert_eq!(
+        produce_code(&mut admin, "bob-orders").await,
+        KafkaCode::NONE
+    );
+    // A transactional produce needs WRITE on the transactional id.
+    let r: ProduceResponse = alice
+        .call(key::PRODUCE, 9, &produce("alice-orders", Some("alice-tx")))
+        .await;
+    assert_eq!(
+        r.responses[0].partition_responses[0].error_code,
+        KafkaCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    );
+
+    // Fetch: READ on the topic.
+    assert_eq!(fetch_code(&mut bob, "bob-orders").await, KafkaCode::NONE);
+    assert_eq!(
+        fetch_code(&mut bob, "alice-orders").await,
+        KafkaCode::TOPIC_AUTHORIZATION_FAILED
+    );
+    assert_eq!(
+        fetch_code(&mut alice, "alice-secret").await,
+        KafkaCode::NONE
+    );
+
+    // Metadata: a listing shows only what the principal may DESCRIBE
+    // (READ and WRITE imply it), with its authorized operations; a named
+    // topic it may not see is TOPIC_AUTHORIZATION_FAILED.
+    let m: MetadataResponse = alice.call(key::METADATA, 12, &all_topics()).await;
+    let mut names: Vec<_> = m.topics.iter().filter_map(|t| t.name.clone()).collect();
+    names.sort();
+    assert_eq!(names, ["alice-orders", "alice-secret"]);
+    let bits = m.topics[0].topic_authorized_operations;
+    assert!(
+        bits & (1 << READ) != 0 && bits & (1 << DESCRIBE) != 0,
+        "{bits:b}"
+    );
+    let m: MetadataResponse = bob.call(key::METADATA, 12, &all_topics()).await;
+    assert_eq!(m.topics.len(), 1);
+    assert_eq!(m.topics[0].name.as_deref(), Some("bob-orders"));
+    let bits = m.topics[0].topic_authorized_operations;
+    assert!(
+        bits & (1 << READ) != 0 && bits & (1 << WRITE) == 0,
+        "{bits:b}"
+    );
+    let m: MetadataResponse = bob
+        .call(
+            key::METADATA,
+            12,
+            &named(&["bob-orders", "alice-orders"], false),
+        )
+        .await;
+    assert_eq!(m.topics.len(), 2);
+    let code_of = |name: &str| {
+        m.topics
+            .iter()
+            .find(|t| t.name.as_deref() == Some(name))
+            .unwrap()
+            .error_code
+    };
+    assert_eq!(code_of("bob-orders"), KafkaCode::NONE);
+    assert_eq!(
+        code_of("alice-orders"),
+        KafkaCode::TOPIC_AUTHORIZATION_FAILED
+    );
+    // DescribeCluster: DESCRIBE on the cluster, with its operations.
+    let dc = DescribeClusterRequest {
+        include_cluster_authorized_operations: true,
+        ..Default::default()
+    };
+    let r: DescribeClusterResponse = bob.call(key::DESCRIBE_CLUSTER, 1, &dc).await;
+    assert_eq!(r.error_code, KafkaCode::NONE);
+    assert_eq!(r.cluster_authorized_operations, 1 << DESCRIBE);
+    let r: DescribeClusterResponse = alice.call(key::DESCRIBE_CLUSTER, 1, &dc).await;
+    assert_eq!(r.error_code, KafkaCode::CLUSTER_AUTHORIZATION_FAILED);
+    // Auto-creation needs CREATE: alice may (ALL on her prefix), bob not.
+    let m: MetadataResponse = bob
+        .call(key::METADATA, 12, &named(&["bob-new"], true))
+        .await;
+    assert_eq!(
+        m.topics[0].error_code,
+        KafkaCode::TOPIC_AUTHORIZATION_FAILED
+    );
+    assert!(s.cluster.topics().describe("bob-new").is_err());
+    let m: MetadataResponse = alice
+        .call(key::METADATA, 12, &named(&["alice-new"], true))
+        .await;
+    assert_eq!(m.topics[0].error_code, KafkaCode::NONE);
+    assert!(s.cluster.topics().describe("alice-new").is_ok());
+
+    // Groups: READ on the group.
+    assert_eq!(
+        join_code(&mut bob, "alice-group").await,
+        KafkaCode::GROUP_AUTHORIZATION_FAILED
+    );
+    assert_ne!(
+        join_code(&mut alice, "alice-group").await,
+        KafkaCode::GROUP_AUTHORIZATION_FAILED
+    );
+
+    // An idempotent producer needs IDEMPOTENT_WRITE on the cluster or
+    // WRITE on some topic: alice has the latter, bob neither.
+    let idempotent = InitProducerIdRequest {
+        transactional_id: None,
+        transaction_timeout_ms: -1,
+        producer_id: -1,
+        producer_epoch: -1,
+    };
+    let r: InitProducerIdResponse = alice.call(key::INIT_PRODUCER_ID, 4, &idempotent).await;
+    assert_eq!(r.error_code, KafkaCode::NONE);
+    let r: InitProducerIdResponse = bob.call(key::INIT_PRODUCER_ID, 4, &idempotent).await;
+    assert_eq!(r.error_code, KafkaCode::CLUSTER_AUTHORIZATION_FAILED);
+    let r: InitProducerIdResponse = alice
+        .call(
+            key::INIT_PRODUCER_ID,
+            4,
+            &InitProducerIdRequest {
+                transactional_id: Some("alice-tx".into()),
+                transaction_timeout_ms: 60_000,
+                ..idempotent
+            },
+        )
+        .await;
+    assert_eq!(
+        r.error_code,
+        KafkaCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn everyone_is_allowed_where_no_acl_is_found_only_when_configured() {
+    for allow in [false, true] {
+        let s = Secured::start(Some(AuthorizerConfig {
+            super_users: Default::default(),
+            allow_everyone_if_no_acl_found: allow,
+        }))
+        .await;
+        let mut bob = s.login("bob", "b").await;
+        let expected = if allow {
+            KafkaCode::NONE
+        } else {
+            KafkaCode::TOPIC_AUTHORIZATION_FAILED
+        };
+        assert_eq!(produce_code(&mut bob, "bob-orders").await, expected);
+        s.stop().await;
+    }
+}
