@@ -85,6 +85,9 @@ def test_consumer_protocol_members_join_and_leave_mid_stream(broker, members, cl
     assert (view["group_type"], len(view["members"])) == ("consumer", 3), view
     owned = [p for m in view["members"] for p in m["assignment"] + m["revoking"]]
     assert len(owned) == len(set(owned)), f"a partition held twice: {view}"
+    text = broker.cli("group", "describe", group).stdout
+    assert text.startswith(f"group {group}: consumer group (KIP-848), state "), text
+    assert sum(line.startswith("  member ") for line in text.splitlines()) == 3, text
     listed = broker.cli("group", "list").stdout
     assert any(line.split()[0] == group and line.split()[-1] == "consumer" for line in listed.splitlines()), listed
     held = {m.name: set(m.assignment) for m in (m2, m3)}

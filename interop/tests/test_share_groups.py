@@ -96,6 +96,9 @@ def test_share_consumers_split_one_partition_with_implicit_acknowledgement(broke
     assert offsets == [[topic, 0, 600]], f"every record is done: the start offset is the end: {offsets}"
     view = broker.describe_group(group)
     assert view["partitions"] == [{"topic": topic, "partition": 0, "start_offset": 600, "end_offset": 600}], view
+    text = broker.cli("group", "describe", group).stdout
+    assert text.startswith(f"group {group}: share group (KIP-932), state "), text
+    assert f"  {topic}-0: share start offset 600, in flight up to 600" in text.splitlines(), text
 
 
 def test_explicit_acknowledgement_rejects_and_archives_a_poison_record(broker, members):
