@@ -166,6 +166,12 @@ impl<'a> Reader<'a> {
         Ok(((u >> 1) as i64) ^ -((u & 1) as i64))
     }
 
+    /// The next `n` bytes, borrowed (for walking records without keeping
+    /// them).
+    pub fn slice(&mut self, n: usize) -> DecodeResult<&'a [u8]> {
+        Ok(self.r.take(n)?)
+    }
+
     /// The next `n` bytes as a zero-copy slice.
     pub fn bytes_exact(&mut self, n: usize) -> DecodeResult<Bytes> {
         let s = self.r.take(n)?;

@@ -1,10 +1,15 @@
-//! Record conversion: Kafka's RecordBatch v2 (magic 2) in, MKB1 stored, v2
-//! out. The broker never stores the client's bytes; it validates them
-//! (CRC-32C, structure, counts), decompresses them, and builds the core's
-//! `RecordBatch`, keeping key/value nullness, headers (duplicate keys
-//! included), per-record timestamps, the producer id, epoch and base
-//! sequence, and the transactional flag. On fetch, stored batches are
-//! written back as uncompressed v2 batches with their own offsets, so a
+//! Record batches on the Kafka wire: RecordBatch v2 (magic 2) in, stored
+//! as produced, v2 out. A produced batch is validated once, in place: its
+//! CRC-32C (one pass), its header fields, and its records walked once
+//! (decompressed first, within a bound, when compressed) checking every
+//! length, the offset deltas and the headers, keeping nothing but the
+//! greatest timestamp. It goes to the core as the producer's block
+//! (`RecordBatch::from_block`): no record is built, and the log stores the
+//! block as an MKB1 version 2 frame with the offsets the leader assigns
+//! (which Kafka's CRC does not cover). On fetch a stored block goes out
+//! behind a header built from the stored fields; batches the broker built
+//! itself (JSON-TCP produce, transaction markers, compaction survivors)
+//! are encoded as uncompressed v2 batches with their own offsets, so a
 //! consumer's position always moves past what it must not see (markers,
 //! aborted data, compaction gaps): clients continue after the last offset
 //! of the last batch they received.
@@ -23,7 +28,7 @@ use crate::codec::{DecodeError, Reader, Writer};
 use crate::compression::{self, Codec};
 use crate::errors::KafkaCode;
 use bytes::{BufMut, Bytes, BytesMut};
-use mk_cluster::{ControlType, FetchedBatch, Header, ProducerInfo, Record, RecordBatch, block};
+use mk_cluster::{ControlType, FetchedBatch, Header, ProducerInfo, RecordBatch, block};
 
 /// Bytes of a v2 batch header before the records.
 pub const BATCH_HEADER_BYTES: usize = 61;
@@ -36,6 +41,9 @@ const ATTR_COMPRESSION_MASK: i16 = 0x07;
 const ATTR_LOG_APPEND_TIME: i16 = 0x08;
 const ATTR_TRANSACTIONAL: i16 = 0x10;
 const ATTR_CONTROL: i16 = 0x20;
+/// The attribute bits a stored batch keeps (codec, timestamp type,
+/// transactional, control).
+const ATTR_KEPT: i16 = 0x3f;
 
 /// Why a produced batch was refused: a Kafka code for the partition's
 /// response and a message.
@@ -136,7 +144,7 @@ pub fn decode_produced(
     let attributes = r.i16()?;
     let last_offset_delta = r.i32()?;
     let base_timestamp = r.i64()?;
-    let _max_timestamp = r.i64()?;
+    let producer_max_timestamp = r.i64()?;
     let producer_id = r.i64()?;
     let producer_epoch = r.i16()?;
     let base_sequence = r.i32()?;
@@ -165,41 +173,14 @@ pub fn decode_produced(
         }
     };
     let codec = Codec::from_attributes(attributes & ATTR_COMPRESSION_MASK)?;
-    let body = records.slice(BATCH_HEADER_BYTES..);
-    let body = compression::decompress(codec, &body, limits.max_uncompressed_bytes)?;
     let log_append_time = attributes & ATTR_LOG_APPEND_TIME != 0;
-    let mut rr = Reader::new(&body, false);
+    let block = records.slice(BATCH_HEADER_BYTES..);
+    // The records are walked once, in place (decompressed first, within
+    // the limit, when compressed): every field is checked, nothing is kept
+    // but the greatest timestamp.
+    let body = compression::decompress(codec, &block, limits.max_uncompressed_bytes)?;
     let count = record_count as usize;
-    // Each record takes at least 7 bytes, so the claimed count is checked
-    // against the bytes present before anything is allocated.
-    if count > rr.remaining() / 7 {
-        return Err(RecordError::corrupt(format!(
-            "record count {record_count} cannot fit in {} bytes",
-            rr.remaining()
-        )));
-    }
-    let mut out = Vec::with_capacity(count);
-    let mut deltas = Vec::with_capacity(count);
-    for i in 0..count {
-        let (record, delta) = decode_record(&mut rr, base_timestamp, now_ms, log_append_time)
-            .map_err(|e| RecordError::corrupt(format!("record {i}: {e}")))?;
-        if delta != i as i32 {
-            return Err(RecordError {
-                code: KafkaCode::INVALID_RECORD,
-                message: format!(
-                    "record {i} has offset delta {delta}; producers number records 0, 1, 2, ..."
-                ),
-            });
-        }
-        out.push(record);
-        deltas.push(delta);
-    }
-    if !rr.is_empty() {
-        return Err(RecordError::corrupt(format!(
-            "{} byte(s) after the last of {record_count} records",
-            rr.remaining()
-        )));
-    }
+    let walked_max = walk_records(&body, count, base_timestamp)?;
     if last_offset_delta != record_count - 1 {
         return Err(RecordError {
             code: KafkaCode::INVALID_RECORD,
@@ -208,27 +189,15 @@ pub fn decode_produced(
             ),
         });
     }
-    let max_timestamp = if log_append_time {
-        now_ms
-    } else {
-        out.iter()
-            .map(|r| r.timestamp_ms)
-            .max()
-            .unwrap_or(base_timestamp)
-    };
-    let mut batch = RecordBatch::new(out).map_err(invalid)?;
     let producer = ProducerInfo {
         producer_id,
         producer_epoch: i32::from(producer_epoch),
         base_sequence,
     };
-    batch = batch.with_producer(producer);
-    if let Some(id) = txn_id {
-        batch = batch.with_transactional_id(id);
-    }
-    // The block is kept as produced (MKB1 version 2); only the header
-    // fields the broker owns change when it is stored.
-    let block = block::BlockBatch::new(block::BlockParts {
+    // The block is kept as produced (MKB1 version 2): the CRC checked
+    // above is Kafka's CRC of these very fields and block, so it is taken
+    // as it is; only the fields the broker owns change when it is stored.
+    let parts = block::BlockParts {
         base_offset: 0,
         leader_epoch: 0,
         producer,
@@ -243,11 +212,26 @@ pub fn decode_produced(
             block::TimestampType::CreateTime
         },
         first_timestamp: base_timestamp,
-        max_timestamp,
-        block: records.slice(BATCH_HEADER_BYTES..),
-    })
+        max_timestamp: producer_max_timestamp,
+        block,
+    };
+    // Attribute bits the format does not keep (Kafka's reserved ones)
+    // change the CRC, so only then is it computed again.
+    let mut kept = if attributes & !ATTR_KEPT == 0 {
+        block::BlockBatch::with_verified_crc(parts, crc)
+    } else {
+        block::BlockBatch::new(parts)
+    }
     .map_err(invalid)?;
-    let batch = batch.with_block(block).map_err(invalid)?;
+    // As Kafka does: a LogAppendTime batch's max timestamp is the broker's
+    // clock, a CreateTime batch's the greatest of its records (corrected
+    // if the producer said otherwise); either rewrites Kafka's CRC once.
+    if log_append_time {
+        kept.set_log_append_time(now_ms);
+    } else {
+        kept.set_max_timestamp(walked_max.unwrap_or(base_timestamp));
+    }
+    let batch = RecordBatch::from_block(kept).map_err(invalid)?;
     Ok(ProducedBatch {
         batch,
         log_append_time,
@@ -255,19 +239,51 @@ pub fn decode_produced(
     })
 }
 
-fn invalid(e: impl std::fmt::Display) -> RecordError {
-    RecordError {
-        code: KafkaCode::INVALID_RECORD,
-        message: e.to_string(),
+/// Walks `count` records of a (decompressed) records section, checking
+/// each as Kafka does — lengths within the bytes present, offset deltas
+/// 0, 1, 2, ..., header keys present and UTF-8, each record's length
+/// exactly its fields, nothing after the last — without allocating for
+/// any of it. Returns the greatest record timestamp.
+fn walk_records(
+    body: &Bytes,
+    count: usize,
+    base_timestamp: i64,
+) -> Result<Option<i64>, RecordError> {
+    let mut rr = Reader::new(body, false);
+    // Each record takes at least 7 bytes, so a claimed count is checked
+    // against the bytes present before anything is walked.
+    if count > rr.remaining() / 7 {
+        return Err(RecordError::corrupt(format!(
+            "record count {count} cannot fit in {} bytes",
+            rr.remaining()
+        )));
     }
+    let mut max = None;
+    for i in 0..count {
+        let (delta, timestamp_delta) =
+            walk_record(&mut rr).map_err(|e| RecordError::corrupt(format!("record {i}: {e}")))?;
+        if delta != i as i32 {
+            return Err(RecordError {
+                code: KafkaCode::INVALID_RECORD,
+                message: format!(
+                    "record {i} has offset delta {delta}; producers number records 0, 1, 2, ..."
+                ),
+            });
+        }
+        let timestamp = base_timestamp.wrapping_add(timestamp_delta);
+        max = Some(max.map_or(timestamp, |m: i64| m.max(timestamp)));
+    }
+    if !rr.is_empty() {
+        return Err(RecordError::corrupt(format!(
+            "{} byte(s) after the last of {count} records",
+            rr.remaining()
+        )));
+    }
+    Ok(max)
 }
 
-fn decode_record(
-    r: &mut Reader<'_>,
-    base_timestamp: i64,
-    now_ms: i64,
-    log_append_time: bool,
-) -> Result<(Record, i32), DecodeError> {
+/// Checks one record in place: (offset delta, timestamp delta).
+fn walk_record(r: &mut Reader<'_>) -> Result<(i32, i64), DecodeError> {
     let length = r.varint()?;
     if length < 0 || length as usize > r.remaining() {
         return Err(DecodeError::Invalid(format!(
@@ -279,8 +295,8 @@ fn decode_record(
     let _attributes = r.i8()?;
     let timestamp_delta = r.varlong()?;
     let offset_delta = r.varint()?;
-    let key = varint_bytes(r)?;
-    let value = varint_bytes(r)?;
+    skip_varint_bytes(r)?;
+    skip_varint_bytes(r)?;
     let header_count = r.varint()?;
     if header_count < 0 || header_count as usize > r.remaining() / 2 {
         return Err(DecodeError::Invalid(format!(
@@ -288,18 +304,14 @@ fn decode_record(
             r.remaining()
         )));
     }
-    let mut headers = Vec::with_capacity(header_count as usize);
     for _ in 0..header_count {
         let key_len = r.varint()?;
         if key_len < 0 {
             return Err(DecodeError::Invalid("a header key is null".into()));
         }
-        let key = r.bytes_exact(key_len as usize)?;
-        let key = std::str::from_utf8(&key)
-            .map_err(|_| DecodeError::Invalid("a header key is not valid UTF-8".into()))?
-            .to_string();
-        let value = varint_bytes(r)?;
-        headers.push(Header::new(key, value));
+        std::str::from_utf8(r.slice(key_len as usize)?)
+            .map_err(|_| DecodeError::Invalid("a header key is not valid UTF-8".into()))?;
+        skip_varint_bytes(r)?;
     }
     if r.position() - start != length as usize {
         return Err(DecodeError::Invalid(format!(
@@ -307,22 +319,21 @@ fn decode_record(
             r.position() - start
         )));
     }
-    let timestamp_ms = if log_append_time {
-        now_ms
-    } else {
-        base_timestamp.wrapping_add(timestamp_delta)
-    };
-    Ok((
-        Record::new(key, value, timestamp_ms).with_headers(headers),
-        offset_delta,
-    ))
+    Ok((offset_delta, timestamp_delta))
 }
 
-fn varint_bytes(r: &mut Reader<'_>) -> Result<Option<Bytes>, DecodeError> {
+fn skip_varint_bytes(r: &mut Reader<'_>) -> Result<(), DecodeError> {
     match r.varint()? {
-        -1 => Ok(None),
+        -1 => Ok(()),
         n if n < 0 => Err(DecodeError::Invalid(format!("length {n} is negative"))),
-        n => r.bytes_exact(n as usize).map(Some),
+        n => r.slice(n as usize).map(|_| ()),
+    }
+}
+
+fn invalid(e: impl std::fmt::Display) -> RecordError {
+    RecordError {
+        code: KafkaCode::INVALID_RECORD,
+        message: e.to_string(),
     }
 }
 
@@ -491,6 +502,7 @@ fn varint_field(w: &mut Writer, b: Option<&[u8]>) {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use mk_cluster::Record;
 
     /// A v2 batch as a producer would send it, built with our own encoder
     /// from an unassigned-looking batch (offsets 0..n).
@@ -526,10 +538,46 @@ pub(crate) mod tests {
         };
         let bytes = produced_bytes(records.clone(), producer);
         let got = decode_produced(&bytes, limits(), 0, None).unwrap();
-        assert_eq!(got.batch.records(), &records[..]);
+        // Nothing was decoded on the way in: the batch is the block, and
+        // its records are the producer's.
+        assert!(got.batch.is_block_only());
+        assert_eq!(got.batch.decoded(1 << 20).unwrap().records(), &records[..]);
         assert_eq!(got.batch.producer(), producer);
         assert!(!got.batch.is_transactional());
         assert_eq!(got.record_count, 2);
+    }
+
+    #[test]
+    fn the_max_timestamp_is_the_records_or_the_append_time_with_a_valid_crc() {
+        let records = vec![
+            Record::new(None, b("a"), 1_000),
+            Record::new(None, b("b"), 1_700),
+            Record::new(None, b("c"), 1_200),
+        ];
+        let bytes = produced_bytes(records, ProducerInfo::NONE);
+        let kept = |v: &[u8], now: i64| {
+            let got = decode_produced(&Bytes::copy_from_slice(v), limits(), now, None).unwrap();
+            let block = got.batch.block().unwrap().clone();
+            let mut wire = block.kafka_batch_header().unwrap().to_vec();
+            wire.extend_from_slice(block.block());
+            let crc = u32::from_be_bytes(wire[17..21].try_into().unwrap());
+            assert_eq!(crc, crc32c::crc32c(&wire[CRC_START..]), "Kafka's CRC holds");
+            block
+        };
+        // As produced: the header's max timestamp is the records' (1_700).
+        assert_eq!(kept(&bytes, 0).max_timestamp(), 1_700);
+        // A producer whose header says otherwise is corrected.
+        let mut lying = bytes.to_vec();
+        lying[35..43].copy_from_slice(&9_999i64.to_be_bytes());
+        let crc = crc32c::crc32c(&lying[CRC_START..]);
+        lying[17..21].copy_from_slice(&crc.to_be_bytes());
+        assert_eq!(kept(&lying, 0).max_timestamp(), 1_700);
+        // LogAppendTime: the broker's clock.
+        let mut append_time = bytes.to_vec();
+        append_time[22] |= ATTR_LOG_APPEND_TIME as u8;
+        let crc = crc32c::crc32c(&append_time[CRC_START..]);
+        append_time[17..21].copy_from_slice(&crc.to_be_bytes());
+        assert_eq!(kept(&append_time, 50_000).max_timestamp(), 50_000);
     }
 
     #[test]

@@ -233,7 +233,7 @@ impl DataPath<'_> {
         check_user_topic(tp)?;
         let slot = self.cluster.slot(tp)?;
         self.check_against_topic(tp, &batch)?;
-        let records = batch.records().len() as u64;
+        let records = batch.record_count() as u64;
         let outcome = self.cluster.with_slot(&slot, |set| {
             if let Some((producer_id, producer_epoch)) = client_sequence {
                 batch = batch.with_producer(ProducerInfo {
@@ -307,7 +307,7 @@ impl DataPath<'_> {
         let (true, Ok(slot)) = (groupable, slot) else {
             return lone(batches);
         };
-        let counts: Vec<u64> = batches.iter().map(|b| b.records().len() as u64).collect();
+        let counts: Vec<u64> = batches.iter().map(|b| b.record_count() as u64).collect();
         let mut batches = Some(batches);
         let appended = self.cluster.with_slot(&slot, |set| {
             let batches = batches.take().expect("taken once");

@@ -1008,7 +1008,7 @@ async fn a_fetch_sends_a_producers_block_as_stored_without_decoding_a_record() {
         block: opaque.clone(),
     })
     .unwrap();
-    let batch = batch_at(&["a", "b"], 5).with_block(block.clone()).unwrap();
+    let batch = RecordBatch::from_block(block.clone()).unwrap();
     c.data()
         .append_batch(&p, batch, AckMode::One)
         .await

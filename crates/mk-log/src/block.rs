@@ -122,6 +122,13 @@ impl BlockBatch {
     /// Checks `parts` against the format's rules and computes Kafka's CRC.
     /// A violation is INVALID_RECORD (the writer's mistake, not damage).
     pub fn new(parts: BlockParts) -> Result<BlockBatch> {
+        let mut batch = Self::unchecked_crc(parts)?;
+        batch.kafka_crc = batch.compute_kafka_crc();
+        Ok(batch)
+    }
+
+    /// The checked batch of `parts`, its Kafka CRC still 0.
+    fn unchecked_crc(parts: BlockParts) -> Result<BlockBatch> {
         let transactional = parts.transactional_id.is_some();
         let mut attributes = parts.codec.id();
         if parts.timestamp_type == TimestampType::LogAppendTime {
@@ -142,7 +149,7 @@ impl BlockBatch {
             last_offset_delta: parts.last_offset_delta,
             record_count: parts.record_count,
         };
-        let mut batch = BlockBatch {
+        let batch = BlockBatch {
             header,
             attributes,
             first_timestamp: parts.first_timestamp,
@@ -162,8 +169,28 @@ impl BlockBatch {
                 ))
             })?;
         }
-        batch.kafka_crc = batch.compute_kafka_crc();
         Ok(batch)
+    }
+
+    /// Like [`BlockBatch::new`] for a produced batch whose Kafka CRC the
+    /// caller has just verified over exactly these fields and block (the
+    /// produce path checks the CRC the producer sent, one pass over the
+    /// block): `kafka_crc` is taken as it is instead of computed again.
+    pub fn with_verified_crc(parts: BlockParts, kafka_crc: u32) -> Result<BlockBatch> {
+        let mut batch = Self::unchecked_crc(parts)?;
+        batch.kafka_crc = kafka_crc;
+        debug_assert_eq!(kafka_crc, batch.compute_kafka_crc(), "a verified CRC");
+        Ok(batch)
+    }
+
+    /// Sets the max timestamp of a CreateTime batch to the one its records
+    /// carry when the producer's header said otherwise (Kafka corrects it
+    /// the same way); Kafka's CRC is recomputed, only if it changed.
+    pub fn set_max_timestamp(&mut self, max_timestamp: i64) {
+        if self.max_timestamp != max_timestamp {
+            self.max_timestamp = max_timestamp;
+            self.kafka_crc = self.compute_kafka_crc();
+        }
     }
 
     /// Sets the offsets and epoch the leader assigns at append. Kafka's CRC

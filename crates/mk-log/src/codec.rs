@@ -67,7 +67,7 @@ impl BatchHeader {
             transactional: batch.is_transactional(),
             control: batch.control(),
             last_offset_delta: batch.last_offset_delta(),
-            record_count: batch.records().len() as u32,
+            record_count: batch.record_count() as u32,
         }
     }
     /// The same batch after compaction kept `record_count` of its records:
@@ -125,6 +125,9 @@ pub fn encode_into(batch: &RecordBatch, out: &mut Vec<u8>) -> Result<()> {
         .base_offset()
         .ok_or_else(|| LogError::InvalidRecord("cannot encode an unassigned batch".into()))?;
     if let Some(block) = batch.block() {
+        if batch.is_block_only() {
+            batch.validate()?;
+        }
         let mut block = block.clone();
         block.assign(base_offset, batch.leader_epoch())?;
         return block.encode_into(out);

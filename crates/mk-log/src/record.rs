@@ -175,18 +175,77 @@ impl RecordBatch {
         Ok(self)
     }
 
-    /// Sets producer id, epoch and base sequence.
+    /// Sets producer id, epoch and base sequence. A batch with records
+    /// drops a kept block; a batch whose records are only in its block
+    /// ([`RecordBatch::from_block`]) keeps it, and then cannot be written
+    /// unless the block says the same ([`RecordBatch::validate`]).
     pub fn with_producer(mut self, producer: ProducerInfo) -> Self {
-        self.block = None;
+        if !self.is_block_only() {
+            self.block = None;
+        }
         self.producer = producer;
         self
     }
 
-    /// Marks the batch transactional.
+    /// Marks the batch transactional (see [`RecordBatch::with_producer`]
+    /// for a batch whose records are only in its block).
     pub fn with_transactional_id(mut self, transactional_id: impl Into<String>) -> Self {
-        self.block = None;
+        if !self.is_block_only() {
+            self.block = None;
+        }
         self.transactional_id = Some(transactional_id.into());
         self
+    }
+
+    /// A producer's batch whose records stay in its block, as produced: the
+    /// produce path's batch. The producer validated nothing the broker
+    /// trusts; the caller (the Kafka adapter) validated the block's records
+    /// once, and nothing on the way to the log decodes them again: the log
+    /// writes the block as an MKB1 version 2 frame. [`RecordBatch::records`]
+    /// is empty; [`RecordBatch::record_count`] is the block's count.
+    pub fn from_block(block: BlockBatch) -> Result<Self> {
+        let h = block.header();
+        if h.control.is_some() {
+            return Err(LogError::InvalidRecord(
+                "a producer's block cannot be a control batch".into(),
+            ));
+        }
+        Ok(Self {
+            records: Vec::new(),
+            offset_deltas: Vec::new(),
+            last_offset_delta: h.last_offset_delta,
+            base_offset: None,
+            leader_epoch: -1,
+            producer: h.producer,
+            transactional_id: block.transactional_id().map(str::to_string),
+            control: None,
+            block: Some(Box::new(block)),
+        })
+    }
+
+    /// Whether the batch's records are only in its block (see
+    /// [`RecordBatch::from_block`]).
+    pub fn is_block_only(&self) -> bool {
+        self.block.is_some() && self.records.is_empty() && self.control.is_none()
+    }
+
+    /// How many records the batch holds (0 for a marker), whether decoded
+    /// or only in its block.
+    pub fn record_count(&self) -> usize {
+        match &self.block {
+            Some(b) if self.is_block_only() => b.header().record_count as usize,
+            _ => self.records.len(),
+        }
+    }
+
+    /// The records, decoded from the block (bounded by `limit` bytes
+    /// decompressed) when they are only there: for the few checks that need
+    /// records before a batch is stored (keys on compacted topics).
+    pub fn decoded(&self, limit: usize) -> Result<std::borrow::Cow<'_, RecordBatch>> {
+        match &self.block {
+            Some(b) if self.is_block_only() => Ok(std::borrow::Cow::Owned(b.records(limit)?)),
+            _ => Ok(std::borrow::Cow::Borrowed(self)),
+        }
     }
 
     /// Assigns base offset and leader epoch. A batch is assigned once.
@@ -362,8 +421,12 @@ impl RecordBatch {
         last_sequence(self.producer.base_sequence, self.last_offset_delta)
     }
 
-    /// The greatest record timestamp, -1 for no records.
+    /// The greatest record timestamp (a kept block's max timestamp), -1
+    /// for no records.
     pub fn max_timestamp_ms(&self) -> i64 {
+        if let Some(b) = &self.block {
+            return b.max_timestamp();
+        }
         self.records
             .iter()
             .map(|r| r.timestamp_ms)
@@ -382,6 +445,21 @@ impl RecordBatch {
 
     /// Validates the invariants that the builders cannot check alone.
     pub fn validate(&self) -> Result<()> {
+        if let Some(b) = self.block.as_deref().filter(|_| self.is_block_only()) {
+            // The block's own rules hold by construction; the batch must
+            // still say what the block says.
+            let h = b.header();
+            if h.producer != self.producer
+                || b.transactional_id() != self.transactional_id.as_deref()
+                || h.last_offset_delta != self.last_offset_delta
+            {
+                return Err(LogError::InvalidRecord(
+                    "a batch kept as produced cannot change its producer or transactional id"
+                        .into(),
+                ));
+            }
+            return Ok(());
+        }
         if self.control.is_some() && self.transactional_id.is_none() {
             return Err(LogError::InvalidRecord(
                 "a control batch needs a transactional id".into(),

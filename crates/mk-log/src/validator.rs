@@ -20,6 +20,10 @@ pub fn check_keys_for_compaction(batch: &RecordBatch, partition: &TopicPartition
     if batch.is_control() {
         return Ok(());
     }
+    // A producer's batch kept as produced is decoded (decompressed within
+    // the read bound) for this check only, as Kafka's validator does for
+    // compacted topics.
+    let batch = batch.decoded(crate::codec::MAX_UNCOMPRESSED_READ_BYTES)?;
     let records: Vec<RecordError> = batch
         .records()
         .iter()

@@ -351,3 +351,44 @@ fn a_batch_that_kept_its_block_is_stored_as_that_block() {
         .unwrap_err();
     assert_eq!(err.code(), mk_core::ErrorCode::InvalidRecord);
 }
+
+#[test]
+fn a_batch_of_only_its_block_is_stored_as_produced_and_keeps_its_identity() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), &config());
+    let rs = records(0, 4);
+    let block = block_batch(&rs, Codec::Lz4, None);
+    let batch = mk_log::RecordBatch::from_block(block.clone()).unwrap();
+    // Nothing was decoded: the batch counts the block's records.
+    assert!(batch.is_block_only());
+    assert!(batch.records().is_empty());
+    assert_eq!(batch.record_count(), 4);
+    assert_eq!(batch.max_timestamp_ms(), block.max_timestamp());
+    let info = log.append(batch.clone()).unwrap();
+    assert_eq!(info.header.record_count, 4);
+    assert_eq!((info.base_offset, info.next_offset), (0, 4));
+    assert_eq!(info.max_timestamp_ms, block.max_timestamp());
+    // Stored as the block, read back with every record.
+    let stored = log.read_batches(0, usize::MAX, None).unwrap();
+    let back = mk_log::block::decode(&stored[0].frame, u32::MAX).unwrap();
+    assert_eq!(back.block(), block.block(), "the lz4 block as produced");
+    let fetched = log.fetch(0, 100, None).unwrap();
+    let values: Vec<_> = fetched.iter().map(|r| r.record.value.clone()).collect();
+    let expected: Vec<_> = rs.iter().map(|r| r.value.clone()).collect();
+    assert_eq!(values, expected);
+    // The records a check needs are decoded from the block on demand.
+    assert_eq!(batch.decoded(1 << 20).unwrap().records(), &rs[..]);
+    // Its producer lives in the block: changing it without the block is
+    // refused, not written.
+    let changed = batch.with_producer(ProducerInfo {
+        producer_id: 9,
+        producer_epoch: 0,
+        base_sequence: 0,
+    });
+    let err = log.append(changed).unwrap_err();
+    assert_eq!(err.code(), mk_core::ErrorCode::InvalidRecord);
+    assert_eq!(log.leo(), 4, "nothing written");
+    // A marker is never a producer's block.
+    let marker = block_marker(ControlType::Commit, "t", 1, 5);
+    assert!(mk_log::RecordBatch::from_block(marker).is_err());
+}
