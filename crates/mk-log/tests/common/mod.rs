@@ -1,6 +1,8 @@
 //! Helpers shared by the mk-log integration tests.
 #![allow(dead_code)]
 
+pub mod blocks;
+
 use bytes::Bytes;
 use mk_log::{LogConfig, PartitionLog, ProducerInfo, Record, RecordBatch};
 use std::path::Path;

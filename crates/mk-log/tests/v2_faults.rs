@@ -1,0 +1,327 @@
+//! Nothing lost on version 2 logs: the crash, fault-injection and recovery
+//! tests of version 1 (recovery.rs, cleanup.rs, group_commit.rs) again on
+//! logs of producers' blocks, compressed with every codec — a fault of
+//! every kind at every write and fsync site, torn version 2 tails, CRC
+//! damage inside a block, and a crash at every step of compacting
+//! compressed batches.
+
+mod common;
+
+use bytes::Bytes;
+use common::blocks::*;
+use common::*;
+use mk_core::ErrorCode;
+use mk_log::block::{self, Codec};
+use mk_log::{AppendInfo, Fault, LogConfig, PartitionLog, Record, RecordBatch};
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::Path;
+
+type Expected = Vec<(i64, Option<Bytes>, Option<Bytes>, i64)>;
+
+fn seg(dir: &Path, base: i64) -> std::path::PathBuf {
+    dir.join(format!("{base:020}.log"))
+}
+
+/// The `k`-th batch of a run: 1-3 records, the codecs in turn, as the
+/// produce path hands them to the log (records only in the block).
+fn produced(k: usize) -> (Vec<Record>, RecordBatch) {
+    let rs = records(k * 3, 1 + k % 3);
+    let block = block_batch(&rs, CODECS[k % CODECS.len()], None);
+    (rs, RecordBatch::from_block(block).unwrap())
+}
+
+/// What a reader must see of the appends that were acknowledged.
+fn expected(acked: &[(AppendInfo, Vec<Record>)]) -> Expected {
+    acked
+        .iter()
+        .flat_map(|(info, rs)| {
+            rs.iter().enumerate().map(move |(i, r)| {
+                (
+                    info.base_offset + i as i64,
+                    r.key.clone(),
+                    r.value.clone(),
+                    r.timestamp_ms,
+                )
+            })
+        })
+        .collect()
+}
+
+/// Appends `n` produced batches (a flush after every fourth), keeping
+/// those acknowledged.
+fn run(log: &mut PartitionLog, n: usize) -> Vec<(AppendInfo, Vec<Record>)> {
+    run_flushing(log, n, true)
+}
+
+fn run_flushing(log: &mut PartitionLog, n: usize, flush: bool) -> Vec<(AppendInfo, Vec<Record>)> {
+    let mut acked = Vec::new();
+    for k in 0..n {
+        let (rs, batch) = produced(k);
+        if let Ok(info) = log.append(batch) {
+            assert_eq!(block::frame_version(&frame_at(log, info)), Some(2));
+            acked.push((info, rs));
+        }
+        if flush && k % 4 == 3 {
+            let _ = log.flush();
+        }
+    }
+    acked
+}
+
+/// The stored frame an append wrote.
+fn frame_at(log: &PartitionLog, info: AppendInfo) -> Bytes {
+    log.read_batches(info.base_offset, 1, None).unwrap()[0]
+        .frame
+        .clone()
+}
+
+#[test]
+fn a_fault_of_every_kind_at_every_site_of_version_2_appends_loses_nothing_acknowledged() {
+    let cfg = small_config();
+    // A run without faults: how many write and fsync sites it passes.
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), &cfg);
+    let sites_before = cfg.faults.sites_passed();
+    let all = run(&mut log, 24);
+    let sites = cfg.faults.sites_passed() - sites_before;
+    assert!(log.segments().len() >= 3, "the run rolls segments");
+    assert!(sites >= 30, "only {sites} sites");
+    drop(log);
+    let (mut checked, mut refused) = (0, 0);
+    for fault in Fault::ALL {
+        for site in 0..sites {
+            let dir = tempfile::tempdir().unwrap();
+            let cfg = small_config();
+            let mut log = open(dir.path(), &cfg);
+            cfg.faults
+                .inject_at(cfg.faults.sites_passed() + site, fault);
+            let acked = run(&mut log, 24);
+            refused += u64::from(acked.len() < 24);
+            cfg.faults.clear();
+            drop(log); // the process dies: no clean shutdown
+            let mut log = PartitionLog::open(dir.path(), cfg.clone(), 0).unwrap_or_else(|e| {
+                panic!("{fault:?} at site {site}: the log does not reopen: {e}")
+            });
+            assert_eq!(
+                dump(&log),
+                expected(&acked),
+                "{fault:?} at site {site}: every acknowledged record, nothing else"
+            );
+            // And the log takes new version 2 writes where it ends.
+            let leo = log.leo();
+            let (rs, batch) = produced(99);
+            let info = log.append(batch).unwrap();
+            assert_eq!(info.base_offset, leo);
+            assert_eq!(dump(&log).len(), expected(&acked).len() + rs.len());
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 3 * sites);
+    assert!(refused >= sites, "faults refused appends in {refused} runs");
+    assert_eq!(
+        expected(&all).len(),
+        48,
+        "the fault-free run acknowledged all"
+    );
+}
+
+#[test]
+fn a_torn_version_2_tail_is_cut_and_every_codec_survives_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = LogConfig::default();
+    let mut log = open(dir.path(), &cfg);
+    let acked = run(&mut log, 10);
+    let want = expected(&acked);
+    drop(log); // crash without flush: the writes reached the OS
+    let path = seg(dir.path(), 0);
+    let good_len = std::fs::metadata(&path).unwrap().len();
+    // Half a compressed version 2 frame: valid magic and length, then the
+    // process died.
+    let mut torn = block_batch(&records(500, 3), Codec::Zstd, None);
+    torn.assign(want.len() as i64, 0).unwrap();
+    let mut frame = torn.encode().unwrap().to_vec();
+    frame.truncate(frame.len() - 5);
+    OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap()
+        .write_all(&frame)
+        .unwrap();
+    let mut log = open(dir.path(), &cfg);
+    assert_eq!(dump(&log), want);
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), good_len, "cut");
+    let (_, batch) = produced(7);
+    assert_eq!(log.append(batch).unwrap().base_offset, want.len() as i64);
+}
+
+#[test]
+fn crc_damage_in_a_version_2_block_refuses_to_open_unless_it_is_the_torn_last_frame() {
+    let cfg = LogConfig::default();
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), &cfg);
+    let acked = run(&mut log, 10);
+    drop(log);
+    // A flipped byte inside the compressed block of the 6th batch, intact
+    // batches after it: damage at rest, nothing may be cut.
+    let path = seg(dir.path(), 0);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let sixth = acked[5].0;
+    let at = sixth.position as usize + 12 + block::BLOCK_PAYLOAD_HEADER_BYTES + 2;
+    assert!(
+        at < (sixth.position + sixth.size) as usize,
+        "inside the block"
+    );
+    bytes[at] ^= 0xff;
+    std::fs::write(&path, &bytes).unwrap();
+    let err = PartitionLog::open(dir.path(), cfg.clone(), 0).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::StorageError, "{err}");
+    assert!(err.to_string().contains("not a torn write"), "{err}");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        bytes,
+        "the file is untouched"
+    );
+    // The way out the message names: cut there. Five batches remain.
+    OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(sixth.position)
+        .unwrap();
+    assert_eq!(dump(&open(dir.path(), &cfg)), expected(&acked[..5]));
+
+    // Damage in the last frame's block has nothing intact after it: a
+    // torn write, cut.
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), &cfg);
+    let acked = run(&mut log, 5);
+    drop(log);
+    let last = acked[4].0;
+    let path = seg(dir.path(), 0);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[(last.position + last.size) as usize - 3] ^= 0xff;
+    std::fs::write(&path, &bytes).unwrap();
+    let log = open(dir.path(), &cfg);
+    assert_eq!(dump(&log), expected(&acked[..4]));
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), last.position);
+}
+
+#[test]
+fn damage_in_a_closed_version_2_segment_refuses_to_open_and_repairs_nothing() {
+    let cfg = small_config();
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), &cfg);
+    // Never flushed, so a reopen after the crash reads every segment.
+    run_flushing(&mut log, 24, false);
+    drop(log);
+    let path = seg(dir.path(), 0);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x55;
+    std::fs::write(&path, &bytes).unwrap();
+    let err = PartitionLog::open(dir.path(), cfg.clone(), 0).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::StorageError, "{err}");
+    assert!(err.to_string().contains("corrupt closed segment"), "{err}");
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+}
+
+/// A log of compressed producer batches worth compacting: keys repeat
+/// across batches, some batches lose records, some lose none.
+fn compactable(dir: &Path, cfg: &LogConfig) -> PartitionLog {
+    let mut log = open(dir, cfg);
+    for k in 0..40 {
+        let rs: Vec<Record> = (0..1 + k % 3)
+            .map(|j| {
+                let i = k * 3 + j;
+                // Keys k0..k9 repeat; every fifth batch has keys of its own.
+                let key = if k % 5 == 0 {
+                    format!("own{i}")
+                } else {
+                    format!("k{}", i % 10)
+                };
+                Record::new(Some(b(&key)), Some(b(&format!("v{i}"))), 1_000 + i as i64)
+            })
+            .collect();
+        let codec = CODECS[k % CODECS.len()];
+        log.append(RecordBatch::from_block(block_batch(&rs, codec, None)).unwrap())
+            .unwrap();
+    }
+    log.roll().unwrap();
+    log
+}
+
+/// The versions and codecs of the stored frames.
+fn frames(log: &PartitionLog) -> Vec<(u8, Option<Codec>)> {
+    log.read_batches(log.log_start_offset(), usize::MAX, None)
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let v = block::frame_version(&s.frame).unwrap();
+            (v, s.block().unwrap().map(|b| b.codec()))
+        })
+        .collect()
+}
+
+#[test]
+fn a_crash_at_every_step_of_compacting_compressed_batches_reopens_to_old_or_new() {
+    let cfg = small_config();
+    let ref_dir = tempfile::tempdir().unwrap();
+    let mut reference = compactable(ref_dir.path(), &cfg);
+    let old = dump(&reference);
+    let result = reference.compact(1_500, 10_000).unwrap();
+    assert!(
+        result.segments.len() >= 2,
+        "the swap spans several segments"
+    );
+    let new = dump(&reference);
+    assert!(new.len() < old.len(), "compaction removed records");
+    // Batches that lost nothing stay as produced (version 2, their codec);
+    // those that lost records are rewritten as version 1.
+    let stored = frames(&reference);
+    assert!(
+        stored
+            .iter()
+            .any(|(v, c)| *v == 2 && !matches!(c, Some(Codec::None))),
+        "compressed blocks survive compaction as produced: {stored:?}"
+    );
+    assert!(stored.iter().any(|(v, _)| *v == 1), "{stored:?}");
+    drop(reference);
+    assert_eq!(dump(&open(ref_dir.path(), &cfg)), new, "and reopen as such");
+
+    let mut crashes = 0;
+    let (mut saw_old, mut saw_new) = (false, false);
+    for step in 0.. {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = compactable(dir.path(), &cfg);
+        cfg.faults.crash_at_step(step);
+        let outcome = log.compact(1_500, 10_000);
+        cfg.faults.clear();
+        drop(log); // the process dies here
+        let reopened = PartitionLog::open(dir.path(), cfg.clone(), 0)
+            .unwrap_or_else(|e| panic!("reopen after crash at step {step}: {e}"));
+        let got = dump(&reopened);
+        assert!(
+            got == old || got == new,
+            "crash at step {step} left a log that is neither old nor new"
+        );
+        saw_old |= got == old;
+        saw_new |= got == new;
+        assert!(
+            !files(dir.path())
+                .iter()
+                .any(|f| f.ends_with(".cleaned") || f.starts_with("cleaner-swap")),
+            "no swap debris after step {step}: {:?}",
+            files(dir.path())
+        );
+        match outcome {
+            Err(_) => crashes += 1,
+            Ok(_) => {
+                assert_eq!(got, new);
+                break;
+            }
+        }
+    }
+    assert!(crashes >= 8, "only {crashes} crash points exercised");
+    assert!(saw_old && saw_new, "both outcomes occur");
+}
