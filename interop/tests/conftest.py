@@ -153,6 +153,8 @@ def _client_of(item) -> str:
         return "failover (confluent-kafka -> kafka-python)"
     if module == "test_checks":
         return "suite self-checks"
+    if module == "test_security":
+        return "security: negative matrix and ACLs"
     return "environment"
 
 
@@ -168,6 +170,7 @@ SLOW_FIRST = (
     "static_member",
     "survive_broker_restart",
     "join_and_leave",
+    "stalled_tls_handshake",
 )
 
 
