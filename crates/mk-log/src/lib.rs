@@ -6,11 +6,24 @@
 //!
 //! Batches are kept as the producer built them where it can: a Kafka
 //! producer's compressed record block is stored behind an MKB1 version 2
-//! header and served back unchanged, so the broker never re-encodes records
-//! on the produce, fetch or replication path (Kafka's own design; chapter 2
-//! in docs/chapters.md). Version 1 frames, which encode every record in
-//! fixed-width fields, stay readable and are still written where records are
-//! built by the broker itself.
+//! header and served back unchanged, so the broker never touches records on
+//! the hot path (Kafka's own design; chapter 2 in docs/chapters.md). A
+//! produced batch reaches the log as its block alone
+//! ([`RecordBatch::from_block`], validated once by the caller), the log
+//! writes its offsets and epoch into the header (Kafka's CRC does not cover
+//! them), a fetch takes the header fields and the block of a stored frame
+//! without decoding a record ([`StoredBatch::block`]), and a follower copies
+//! frames byte for byte. Records are decoded only where an answer needs
+//! them: compaction, the key check of compacted topics, replay, JSON-TCP.
+//!
+//! Version 1 frames, which encode every record in fixed-width fields, stay
+//! readable and are still written where the broker builds the records
+//! itself (JSON-TCP produce, transaction markers, compaction survivors).
+//! What version 1 offered and version 2 gives up: a segment whose every
+//! byte the broker wrote, readable record by record in a hex dump, so that
+//! checking a frame's CRC checked its records. A version 2 block is the
+//! producer's varint encoding, usually compressed; the broker vouches for
+//! it because it walked it once on the way in.
 //!
 //! It owns the bytes of one replica of one partition on disk. It knows batch
 //! headers (producer ids, sequences, transaction markers) because they are
