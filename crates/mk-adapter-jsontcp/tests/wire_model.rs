@@ -200,6 +200,7 @@ fn exchanges() -> Vec<(Request, Response)> {
                     retention_bytes: None,
                     segment_bytes: Some(1 << 20),
                     delete_retention_ms: 5,
+                    others: Default::default(),
                 },
                 partitions: vec![partition_info("events", 0), {
                     // A damaged partition carries its cause.
@@ -677,6 +678,7 @@ fn exchanges() -> Vec<(Request, Response)> {
                 retention_bytes: None,
                 segment_bytes: Some(4096),
                 delete_retention_ms: 86_400_000,
+                others: Default::default(),
             }),
         ),
         (

@@ -49,6 +49,9 @@ pub struct BrokerCluster {
     pub(crate) life: Life,
     pub(crate) topics: RwLock<BTreeMap<String, Arc<Topic>>>,
     pub(crate) metadata: Mutex<MetadataStore>,
+    /// The broker layers of topic configs (`broker_configs.rs`), replaced
+    /// whole when a broker config is altered.
+    pub(crate) broker_defaults: RwLock<Arc<crate::topic_configs::BrokerDefaults>>,
     pub(crate) identities: Mutex<ProducerIdentityStore>,
     pub(crate) groups: Mutex<Option<GroupCoordinator>>,
     pub(crate) txns: Mutex<Option<TransactionCoordinator>>,

@@ -3,6 +3,10 @@
 //! construction.
 
 use crate::error::{ClusterError, Result};
+use crate::topic_configs::{
+    BrokerDefaults, ConfigSource, ConfigSynonym, DescribedConfig, topic_config_def,
+};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// Broker ids are non-negative integers.
@@ -34,6 +38,10 @@ pub struct MiniKafkaConfig {
     pub group_max_session_timeout_ms: i64,
     /// Most members of one group (Kafka's `group.max.size`).
     pub group_max_size: usize,
+    /// How long the classic coordinator waits for more members before the
+    /// first rebalance of a new group (Kafka's
+    /// `group.initial.rebalance.delay.ms`, default 3000).
+    pub group_initial_rebalance_delay_ms: i64,
     pub replica_lag_max_offsets: i64,
     pub replica_lag_time_ms: i64,
     pub replica_fetch_max_bytes: u64,
@@ -80,6 +88,7 @@ impl MiniKafkaConfig {
             group_min_session_timeout_ms: 6_000,
             group_max_session_timeout_ms: 1_800_000,
             group_max_size: 1_000,
+            group_initial_rebalance_delay_ms: 3_000,
             replica_lag_max_offsets: 10_000,
             replica_lag_time_ms: 10_000,
             replica_fetch_max_bytes: 1_048_576,
@@ -161,6 +170,12 @@ impl MiniKafkaConfig {
                 return bad(format!("{name} must be > 0, got {v}"));
             }
         }
+        if self.group_initial_rebalance_delay_ms < 0 {
+            return bad(format!(
+                "group_initial_rebalance_delay_ms must be >= 0, got {}",
+                self.group_initial_rebalance_delay_ms
+            ));
+        }
         if self.group_max_session_timeout_ms < self.group_min_session_timeout_ms {
             return bad(format!(
                 "group_max_session_timeout_ms ({}) must be >= group_min_session_timeout_ms ({})",
@@ -198,6 +213,8 @@ pub enum CleanupPolicy {
     #[default]
     Delete,
     Compact,
+    /// `compact,delete`: compacted, and old segments also go by retention.
+    CompactDelete,
 }
 
 impl CleanupPolicy {
@@ -205,21 +222,34 @@ impl CleanupPolicy {
         match self {
             CleanupPolicy::Delete => "delete",
             CleanupPolicy::Compact => "compact",
+            CleanupPolicy::CompactDelete => "compact,delete",
         }
     }
 
     /// True when the topic is compacted (Kafka: `cleanup.policy` contains
     /// `compact`): its records need keys.
     pub fn compacts(self) -> bool {
-        matches!(self, CleanupPolicy::Compact)
+        matches!(self, CleanupPolicy::Compact | CleanupPolicy::CompactDelete)
     }
 
+    /// True when retention deletes old segments (the policy contains
+    /// `delete`).
+    pub fn deletes(self) -> bool {
+        matches!(self, CleanupPolicy::Delete | CleanupPolicy::CompactDelete)
+    }
+
+    /// Parses Kafka's list spelling: `delete`, `compact`, or both in
+    /// either order.
     pub fn parse(s: &str) -> Result<Self> {
-        match s {
-            "delete" => Ok(CleanupPolicy::Delete),
-            "compact" => Ok(CleanupPolicy::Compact),
-            other => Err(ClusterError::InvalidRequest(format!(
-                "cleanup.policy must be \"delete\" or \"compact\", got {other:?}"
+        let items = crate::topic_configs::list_items(s);
+        let has = |w: &str| items.contains(&w);
+        let known = items.iter().all(|i| *i == "delete" || *i == "compact");
+        match (known, has("compact"), has("delete")) {
+            (true, true, true) => Ok(CleanupPolicy::CompactDelete),
+            (true, true, false) => Ok(CleanupPolicy::Compact),
+            (true, false, true) => Ok(CleanupPolicy::Delete),
+            _ => Err(ClusterError::InvalidRequest(format!(
+                "cleanup.policy must be delete, compact or compact,delete, got {s:?}"
             ))),
         }
     }
@@ -237,6 +267,10 @@ pub struct TopicConfig {
     pub segment_bytes: Option<u64>,
     /// `delete.retention.ms`: how long compaction keeps tombstones.
     pub delete_retention_ms: i64,
+    /// Every other catalog config the topic sets, normalized (see
+    /// `topic_configs::TOPIC_CONFIGS`); a config absent here takes its
+    /// broker default.
+    pub others: BTreeMap<String, String>,
 }
 
 impl Default for TopicConfig {
@@ -247,6 +281,7 @@ impl Default for TopicConfig {
             retention_bytes: None,
             segment_bytes: None,
             delete_retention_ms: 24 * 3_600_000,
+            others: BTreeMap::new(),
         }
     }
 }
@@ -272,8 +307,11 @@ pub struct TopicConfigEntry {
     pub is_default: bool,
 }
 
-/// The topic config keys a topic has (Kafka's names), in display order.
-pub const TOPIC_CONFIG_KEYS: [&str; 5] = [
+pub use crate::topic_configs::TOPIC_CONFIG_KEYS;
+
+/// The five configs `TopicConfig` keeps as typed fields; every other
+/// catalog config lives in `TopicConfig::others`.
+const TYPED_KEYS: [&str; 5] = [
     "cleanup.policy",
     "retention.ms",
     "retention.bytes",
@@ -310,6 +348,24 @@ impl ConfigChange {
     }
 }
 
+/// One operation of Kafka's IncrementalAlterConfigs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IncrementalOp {
+    Set(String),
+    Delete,
+    /// Add items to a list config.
+    Append(String),
+    /// Remove items from a list config.
+    Subtract(String),
+}
+
+/// An incremental change of one config key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IncrementalChange {
+    pub key: String,
+    pub op: IncrementalOp,
+}
+
 fn config_int(key: &str, value: &str) -> Result<i64> {
     value.trim().parse::<i64>().map_err(|_| {
         ClusterError::InvalidConfig(format!("{key} must be an integer, got {value:?}"))
@@ -319,7 +375,8 @@ fn config_int(key: &str, value: &str) -> Result<i64> {
 impl TopicConfig {
     /// The value of one key as Kafka reports it (`-1` for "no limit"), or
     /// `None` for a key topics do not have. `cluster_segment_bytes` is what
-    /// an unset `segment.bytes` means.
+    /// an unset `segment.bytes` means; another config the topic does not
+    /// set is Kafka's default (without the broker layers: see `effective`).
     pub fn get(&self, key: &str, cluster_segment_bytes: u64) -> Option<String> {
         Some(match key {
             "cleanup.policy" => self.cleanup_policy.as_str().to_string(),
@@ -330,18 +387,23 @@ impl TopicConfig {
                 .unwrap_or(cluster_segment_bytes)
                 .to_string(),
             "delete.retention.ms" => self.delete_retention_ms.to_string(),
-            _ => return None,
+            other => match self.others.get(other) {
+                Some(v) => v.clone(),
+                None => topic_config_def(other).ok()?.default.to_string(),
+            },
         })
     }
 
     /// Sets one key from its Kafka spelling; `-1` means "no limit" for the
-    /// retention settings. An unknown key or a malformed value is
-    /// INVALID_CONFIG; the resulting config is validated.
+    /// retention settings. An unknown key or a value the catalog refuses is
+    /// INVALID_CONFIG naming the key; the resulting config is validated.
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        let value = topic_config_def(key)?.normalize(value)?;
+        let value = value.as_str();
         match key {
             "cleanup.policy" => {
-                self.cleanup_policy = CleanupPolicy::parse(value.trim())
-                    .map_err(ClusterError::into_invalid_config)?;
+                self.cleanup_policy =
+                    CleanupPolicy::parse(value).map_err(ClusterError::into_invalid_config)?;
             }
             "retention.ms" => self.retention_ms = kafka_limit(config_int(key, value)?),
             "retention.bytes" => self.retention_bytes = kafka_limit(config_int(key, value)?),
@@ -353,18 +415,14 @@ impl TopicConfig {
             }
             "delete.retention.ms" => self.delete_retention_ms = config_int(key, value)?,
             other => {
-                return Err(ClusterError::InvalidConfig(format!(
-                    "unknown topic config {other:?}; topics have {}",
-                    TOPIC_CONFIG_KEYS.join(", ")
-                )));
+                self.others.insert(other.to_string(), value.to_string());
             }
         }
         self.validate().map_err(ClusterError::into_invalid_config)
     }
 
     /// Every setting with its value and whether it equals the default, in
-    /// `TOPIC_CONFIG_KEYS` order (what `topic describe` and Kafka's
-    /// DescribeConfigs show).
+    /// `TOPIC_CONFIG_KEYS` order (what `topic describe` shows).
     pub fn entries(
         &self,
         defaults: &TopicConfig,
@@ -374,7 +432,11 @@ impl TopicConfig {
             .iter()
             .filter_map(|key| {
                 let value = self.get(key, cluster_segment_bytes)?;
-                let is_default = defaults.get(key, cluster_segment_bytes).as_ref() == Some(&value);
+                let is_default = if TYPED_KEYS.contains(key) {
+                    defaults.get(key, cluster_segment_bytes).as_ref() == Some(&value)
+                } else {
+                    !self.others.contains_key(*key)
+                };
                 Some(TopicConfigEntry {
                     name: key.to_string(),
                     value,
@@ -384,21 +446,174 @@ impl TopicConfig {
             .collect()
     }
 
-    /// Resets one key to its value in `defaults`.
+    /// The effective value of `key` and where it comes from: the topic's
+    /// own value, else the most specific broker layer, else Kafka's
+    /// default. A typed key equal to its broker default counts as not set
+    /// (the typed fields keep no "explicit" bit).
+    pub fn effective(
+        &self,
+        key: &str,
+        broker: &BrokerDefaults,
+        cluster_segment_bytes: u64,
+    ) -> Result<(String, ConfigSource)> {
+        let def = topic_config_def(key)?;
+        let inherited = broker.topic_default(def);
+        if TYPED_KEYS.contains(&key) {
+            let own = self.get(key, cluster_segment_bytes).unwrap_or_default();
+            return Ok(if own == inherited.0 {
+                inherited
+            } else {
+                (own, ConfigSource::DynamicTopic)
+            });
+        }
+        Ok(match self.others.get(key) {
+            Some(v) => (v.clone(), ConfigSource::DynamicTopic),
+            None => inherited,
+        })
+    }
+
+    /// The effective value of an integer config (validated when set, so it
+    /// parses; Kafka's default otherwise).
+    pub fn effective_i64(&self, key: &str, broker: &BrokerDefaults) -> i64 {
+        let parsed = self
+            .effective(key, broker, 0)
+            .ok()
+            .and_then(|(v, _)| v.parse().ok());
+        parsed.unwrap_or_else(|| {
+            topic_config_def(key)
+                .ok()
+                .and_then(|d| d.default.parse().ok())
+                .unwrap_or(i64::MAX)
+        })
+    }
+
+    /// The effective value of a string or boolean config.
+    pub fn effective_str(&self, key: &str, broker: &BrokerDefaults) -> String {
+        self.effective(key, broker, 0)
+            .map(|(v, _)| v)
+            .unwrap_or_default()
+    }
+
+    /// Every config as Kafka's DescribeConfigs reports it, in catalog
+    /// order, with the chain of layers that have a value (synonyms).
+    pub fn described(
+        &self,
+        broker: &BrokerDefaults,
+        cluster_segment_bytes: u64,
+    ) -> Vec<DescribedConfig> {
+        crate::topic_configs::TOPIC_CONFIGS
+            .iter()
+            .filter_map(|def| {
+                let (value, source) = self
+                    .effective(def.name, broker, cluster_segment_bytes)
+                    .ok()?;
+                let mut synonyms = Vec::new();
+                if source == ConfigSource::DynamicTopic {
+                    synonyms.push(ConfigSynonym {
+                        name: def.name.to_string(),
+                        value: value.clone(),
+                        source,
+                    });
+                }
+                if let Some(b) = def.broker {
+                    synonyms.extend(broker.layers(b));
+                }
+                synonyms.push(ConfigSynonym {
+                    name: def.broker.unwrap_or(def.name).to_string(),
+                    value: def.default.to_string(),
+                    source: ConfigSource::Default,
+                });
+                Some(DescribedConfig {
+                    name: def.name.to_string(),
+                    value,
+                    source,
+                    ty: def.ty,
+                    read_only: false,
+                    synonyms,
+                    doc: def.doc,
+                })
+            })
+            .collect()
+    }
+
+    /// Resets one key to its value in `defaults` (another catalog config
+    /// goes back to its broker default).
     pub fn reset(&mut self, key: &str, defaults: &TopicConfig) -> Result<()> {
+        topic_config_def(key)?;
         match key {
             "cleanup.policy" => self.cleanup_policy = defaults.cleanup_policy,
             "retention.ms" => self.retention_ms = defaults.retention_ms,
             "retention.bytes" => self.retention_bytes = defaults.retention_bytes,
             "segment.bytes" => self.segment_bytes = defaults.segment_bytes,
             "delete.retention.ms" => self.delete_retention_ms = defaults.delete_retention_ms,
-            other => {
-                return Err(ClusterError::InvalidConfig(format!(
-                    "unknown topic config {other:?}"
-                )));
-            }
+            other => match defaults.others.get(other) {
+                Some(v) => {
+                    self.others.insert(other.to_string(), v.clone());
+                }
+                None => {
+                    self.others.remove(other);
+                }
+            },
         }
         Ok(())
+    }
+
+    /// Turns Kafka's incremental operations into plain changes against
+    /// this config: APPEND adds items missing from a list config's current
+    /// value (the topic's own, else Kafka's default), SUBTRACT removes
+    /// them; both are INVALID_CONFIG on a config that is not a list.
+    pub fn resolve_incremental(
+        &self,
+        changes: &[IncrementalChange],
+        cluster_segment_bytes: u64,
+    ) -> Result<Vec<ConfigChange>> {
+        let mut seen = std::collections::BTreeSet::new();
+        changes
+            .iter()
+            .map(|c| {
+                if !seen.insert(c.key.as_str()) {
+                    return Err(ClusterError::InvalidRequest(format!(
+                        "config {} appears twice in one request",
+                        c.key
+                    )));
+                }
+                let key = c.key.clone();
+                let (value, append) = match &c.op {
+                    IncrementalOp::Set(v) => {
+                        return Ok(ConfigChange::Set {
+                            key,
+                            value: v.clone(),
+                        });
+                    }
+                    IncrementalOp::Delete => return Ok(ConfigChange::Delete { key }),
+                    IncrementalOp::Append(v) => (v, true),
+                    IncrementalOp::Subtract(v) => (v, false),
+                };
+                let def = topic_config_def(&key)?;
+                if def.ty != crate::topic_configs::ConfigType::List {
+                    return Err(ClusterError::InvalidConfig(format!(
+                        "{} is not a list config: APPEND and SUBTRACT are only for lists",
+                        key
+                    )));
+                }
+                let current = self.get(&key, cluster_segment_bytes).unwrap_or_default();
+                let mut items: Vec<String> = crate::topic_configs::list_items(&current)
+                    .into_iter()
+                    .map(str::to_string)
+                    .collect();
+                for item in crate::topic_configs::list_items(value) {
+                    if append && !items.iter().any(|i| i == item) {
+                        items.push(item.to_string());
+                    } else if !append {
+                        items.retain(|i| i != item);
+                    }
+                }
+                Ok(ConfigChange::Set {
+                    key,
+                    value: items.join(","),
+                })
+            })
+            .collect()
     }
 
     /// This config with `changes` applied (deletes go back to `defaults`).
@@ -529,7 +744,7 @@ mod tests {
         c.set("cleanup.policy", "compact").unwrap();
         let e = c.set("retention.ms", "soon").unwrap_err();
         assert_eq!(e.code(), mk_core::ErrorCode::InvalidConfig);
-        let e = c.set("min.insync.replicas", "2").unwrap_err();
+        let e = c.set("retention.days", "2").unwrap_err();
         assert_eq!(e.code(), mk_core::ErrorCode::InvalidConfig);
         let e = c.set("retention.bytes", "0").unwrap_err();
         assert_eq!(e.code(), mk_core::ErrorCode::InvalidConfig);
@@ -554,7 +769,7 @@ mod tests {
         let mut c = defaults.clone();
         let e = c.set("segment.bytes", "10").unwrap_err();
         assert_eq!(e.code(), mk_core::ErrorCode::InvalidConfig);
-        assert!(e.to_string().contains(">= 1024, got 10"), "{e}");
+        assert!(e.to_string().contains("at least 1024, got 10"), "{e}");
         c.set("segment.bytes", &MIN_SEGMENT_BYTES.to_string())
             .unwrap();
         c.set("retention.ms", "-1").unwrap();
@@ -572,12 +787,115 @@ mod tests {
         assert_eq!(find("retention.ms").value, "-1");
         assert!(find("cleanup.policy").is_default);
         let unset = defaults.entries(&defaults, 1 << 20);
+        let segment = unset.iter().find(|e| e.name == "segment.bytes").unwrap();
         assert_eq!(
-            unset[3].value, "1048576",
+            segment.value, "1048576",
             "the cluster's size, not \"default\""
         );
         assert_eq!(kafka_limit(-1), None);
         assert_eq!(kafka_limit(5), Some(5));
+    }
+
+    #[test]
+    fn every_catalog_config_is_stored_described_and_reset() {
+        let defaults = TopicConfig::default();
+        let mut c = defaults.clone();
+        c.set("max.message.bytes", " 2048 ").unwrap();
+        c.set("cleanup.policy", "delete,compact").unwrap();
+        assert_eq!(c.cleanup_policy, CleanupPolicy::CompactDelete);
+        assert!(c.cleanup_policy.compacts() && c.cleanup_policy.deletes());
+        assert_eq!(c.get("max.message.bytes", 0).as_deref(), Some("2048"));
+        assert_eq!(c.get("flush.ms", 0).as_deref(), Some("9223372036854775807"));
+        let mut broker = BrokerDefaults::default();
+        broker
+            .dynamic_default
+            .insert("compression.type".into(), "zstd".into());
+        let described = c.described(&broker, 1 << 20);
+        assert_eq!(described.len(), TOPIC_CONFIG_KEYS.len());
+        let find = |n: &str| described.iter().find(|d| d.name == n).unwrap().clone();
+        let mmb = find("max.message.bytes");
+        assert_eq!(
+            (mmb.value.as_str(), mmb.source),
+            ("2048", ConfigSource::DynamicTopic)
+        );
+        assert_eq!(mmb.synonyms[0].source, ConfigSource::DynamicTopic);
+        assert_eq!(mmb.synonyms.last().unwrap().name, "message.max.bytes");
+        let ct = find("compression.type");
+        assert_eq!(
+            (ct.value.as_str(), ct.source),
+            ("zstd", ConfigSource::DynamicDefaultBroker)
+        );
+        assert_eq!(find("retention.ms").source, ConfigSource::Default);
+        assert_eq!(c.effective_i64("max.message.bytes", &broker), 2048);
+        let back = c
+            .with_changes(
+                &[ConfigChange::Delete {
+                    key: "max.message.bytes".into(),
+                }],
+                &defaults,
+            )
+            .unwrap();
+        assert!(back.others.is_empty());
+        assert_eq!(back.effective_i64("max.message.bytes", &broker), 1_048_588);
+    }
+
+    #[test]
+    fn append_and_subtract_work_on_lists_only() {
+        let c = TopicConfig::default();
+        let inc = |key: &str, op: IncrementalOp| IncrementalChange {
+            key: key.into(),
+            op,
+        };
+        let plain = c
+            .resolve_incremental(
+                &[inc(
+                    "cleanup.policy",
+                    IncrementalOp::Append("compact".into()),
+                )],
+                0,
+            )
+            .unwrap();
+        let appended = c.with_changes(&plain, &c).unwrap();
+        assert_eq!(appended.cleanup_policy, CleanupPolicy::CompactDelete);
+        let plain = appended
+            .resolve_incremental(
+                &[inc(
+                    "cleanup.policy",
+                    IncrementalOp::Subtract("delete".into()),
+                )],
+                0,
+            )
+            .unwrap();
+        assert_eq!(
+            appended.with_changes(&plain, &c).unwrap().cleanup_policy,
+            CleanupPolicy::Compact
+        );
+        let e = c
+            .resolve_incremental(&[inc("retention.ms", IncrementalOp::Append("5".into()))], 0)
+            .unwrap_err();
+        assert_eq!(e.code(), mk_core::ErrorCode::InvalidConfig);
+        let emptied = c
+            .resolve_incremental(
+                &[inc(
+                    "cleanup.policy",
+                    IncrementalOp::Subtract("delete".into()),
+                )],
+                0,
+            )
+            .unwrap();
+        let e = c.with_changes(&emptied, &c).unwrap_err();
+        assert_eq!(e.code(), mk_core::ErrorCode::InvalidConfig);
+        let twice = c.resolve_incremental(
+            &[
+                inc("retention.ms", IncrementalOp::Delete),
+                inc("retention.ms", IncrementalOp::Set("1".into())),
+            ],
+            0,
+        );
+        assert_eq!(
+            twice.unwrap_err().code(),
+            mk_core::ErrorCode::InvalidRequest
+        );
     }
 
     #[test]
@@ -607,6 +925,10 @@ mod tests {
             CleanupPolicy::Delete
         );
         assert!(CleanupPolicy::parse("both").is_err());
+        assert_eq!(
+            CleanupPolicy::parse("compact, delete").unwrap(),
+            CleanupPolicy::CompactDelete
+        );
     }
 
     #[test]

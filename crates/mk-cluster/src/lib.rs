@@ -10,6 +10,7 @@
 //! only, so it re-exports the domain types they need.
 
 mod attached;
+mod broker_configs;
 mod brokers;
 mod cluster;
 pub mod config;
@@ -36,6 +37,7 @@ mod share_groups;
 mod slot;
 mod stats;
 mod steps;
+pub mod topic_configs;
 mod topic_id;
 mod topics;
 mod traffic;
@@ -49,8 +51,9 @@ pub use brokers::{
 };
 pub use cluster::{BrokerCluster, INTERNAL_TOPICS, OFFSETS_TOPIC};
 pub use config::{
-    BrokerId, CleanupPolicy, ConfigChange, FlushPolicy, MIN_SEGMENT_BYTES, MiniKafkaConfig,
-    TOPIC_CONFIG_KEYS, TopicConfig, TopicConfigEntry, TopicConfigOverrides, kafka_limit,
+    BrokerId, CleanupPolicy, ConfigChange, FlushPolicy, IncrementalChange, IncrementalOp,
+    MIN_SEGMENT_BYTES, MiniKafkaConfig, TOPIC_CONFIG_KEYS, TopicConfig, TopicConfigEntry,
+    TopicConfigOverrides, kafka_limit,
 };
 pub use connection_stats::{ConnectionStats, Counted, Protocol, ProtocolStats};
 pub use data::{
@@ -74,6 +77,10 @@ pub use security::{Identity, ScramDeletion, ScramUpsertion, ScramUserInfo, Secur
 pub use share_groups::{ShareFetchAnswer, ShareFetchLimits, ShareFetchPartition};
 pub use stats::{ClusterDescription, ClusterStats, OperatorViews};
 pub use steps::{CompactionSummary, Steps};
+pub use topic_configs::{
+    BrokerDefaults, ConfigSource, ConfigSynonym, ConfigType, DescribedConfig, TOPIC_CONFIGS,
+    TopicConfigDef,
+};
 pub use topics::{MAX_PARTITIONS, PartitionInfo, TopicDescription, Topics};
 pub use traffic::Traffic;
 pub use transactions::{Transactions, TxnHandle, TxnOffsetCommit};

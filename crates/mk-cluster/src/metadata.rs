@@ -74,6 +74,10 @@ struct FileV1 {
     topics: BTreeMap<String, TopicV1>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     deleting: Vec<DeletingV2>,
+    /// Broker configs altered at run time: key "" for every broker,
+    /// else a broker id.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    broker_configs: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -118,6 +122,10 @@ struct ConfigV1 {
     segment_bytes: Option<u64>,
     #[serde(rename = "delete.retention.ms")]
     delete_retention_ms: i64,
+    /// The topic's other catalog configs (absent in files written before
+    /// they existed).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    others: BTreeMap<String, String>,
 }
 
 /// The persisted set of topics.
@@ -129,6 +137,8 @@ pub struct MetadataStore {
     cluster_id: String,
     topics: BTreeMap<String, TopicMeta>,
     deleting: Vec<PendingDeletion>,
+    /// Broker configs altered at run time ("" = every broker).
+    broker_configs: BTreeMap<String, BTreeMap<String, String>>,
     /// Ids were generated while reading an older file: persist them.
     upgraded: bool,
 }
@@ -179,6 +189,7 @@ impl MetadataStore {
         let mut topics = BTreeMap::new();
         let mut deleting = Vec::new();
         let mut cluster_id = None;
+        let mut broker_configs = BTreeMap::new();
         let mut upgraded = false;
         if let Some(bytes) = mk_storage::fsutil::read_optional(&path)? {
             let unusable =
@@ -190,6 +201,7 @@ impl MetadataStore {
             }
             upgraded = file.version != FORMAT_VERSION;
             cluster_id = file.cluster_id;
+            broker_configs = file.broker_configs;
             for d in file.deleting {
                 deleting.push(PendingDeletion {
                     topic_id: parse_id(&path, &d.name, &d.topic_id)?,
@@ -212,7 +224,18 @@ impl MetadataStore {
                     retention_bytes: t.config.retention_bytes,
                     segment_bytes: t.config.segment_bytes,
                     delete_retention_ms: t.config.delete_retention_ms,
+                    others: t.config.others,
                 };
+                for (key, value) in &config.others {
+                    let stored = crate::topic_configs::topic_config_def(key)
+                        .and_then(|d| d.normalize(value))
+                        .map_err(|e| unusable(format!("topic {name}: {e}")))?;
+                    if &stored != value {
+                        return Err(unusable(format!(
+                            "topic {name}: config {key} is stored as {value:?}, expected {stored:?}"
+                        )));
+                    }
+                }
                 let partitions = partitions_of(t.partitions);
                 let consistent = partitions.iter().enumerate().all(|(i, p)| {
                     p.partition as usize == i
@@ -245,6 +268,7 @@ impl MetadataStore {
             cluster_id,
             topics,
             deleting,
+            broker_configs,
             upgraded,
         })
     }
@@ -356,6 +380,34 @@ impl MetadataStore {
         self.topics.get(topic)
     }
 
+    /// Broker configs altered at run time, by scope ("" = every broker,
+    /// else a broker id).
+    pub fn broker_configs(&self) -> &BTreeMap<String, BTreeMap<String, String>> {
+        &self.broker_configs
+    }
+
+    /// Replaces the run-time configs of one broker scope and persists the
+    /// store. On failure the in-memory store is unchanged.
+    pub fn put_broker_configs(
+        &mut self,
+        scope: &str,
+        configs: BTreeMap<String, String>,
+    ) -> Result<()> {
+        let previous = if configs.is_empty() {
+            self.broker_configs.remove(scope)
+        } else {
+            self.broker_configs.insert(scope.to_string(), configs)
+        };
+        if let Err(e) = self.save() {
+            match previous {
+                Some(p) => self.broker_configs.insert(scope.to_string(), p),
+                None => self.broker_configs.remove(scope),
+            };
+            return Err(e);
+        }
+        Ok(())
+    }
+
     /// Adds or replaces a topic and persists the whole store atomically. On
     /// failure the in-memory store is unchanged.
     pub fn put(&mut self, topic: TopicMeta) -> Result<()> {
@@ -400,6 +452,7 @@ impl MetadataStore {
     fn save(&self) -> Result<()> {
         let file = FileV1 {
             version: FORMAT_VERSION,
+            broker_configs: self.broker_configs.clone(),
             cluster_id: Some(self.cluster_id.clone()),
             deleting: self
                 .deleting
@@ -425,6 +478,7 @@ impl MetadataStore {
                                 retention_bytes: t.config.retention_bytes,
                                 segment_bytes: t.config.segment_bytes,
                                 delete_retention_ms: t.config.delete_retention_ms,
+                                others: t.config.others.clone(),
                             },
                         },
                     )

@@ -191,7 +191,10 @@ impl BrokerCluster {
         let security =
             crate::security_store::SecurityStore::load(&config.data_dir, faults.clone())?;
         let started_ms = clock.now_ms();
+        let broker_defaults =
+            crate::broker_configs::broker_defaults(&config, metadata.broker_configs());
         let cluster = Arc::new(Self {
+            broker_defaults: RwLock::new(Arc::new(broker_defaults)),
             config,
             clock,
             faults,

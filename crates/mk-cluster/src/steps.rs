@@ -4,7 +4,7 @@
 //! in a background loop.
 
 use crate::cluster::BrokerCluster;
-use crate::config::{BrokerId, CleanupPolicy};
+use crate::config::BrokerId;
 use crate::error::{ClusterError, Result};
 use crate::slot::{PartitionSlot, Unflushed};
 use mk_core::TopicPartition;
@@ -180,7 +180,7 @@ impl Steps<'_> {
         let t = self.cluster.topic(topic)?;
         let policy = match overrides {
             Some(p) => p,
-            None if t.meta.config.cleanup_policy == CleanupPolicy::Delete => RetentionPolicy {
+            None if t.meta.config.cleanup_policy.deletes() => RetentionPolicy {
                 retention_ms: t.meta.config.retention_ms,
                 retention_bytes: t.meta.config.retention_bytes,
             },
@@ -247,7 +247,14 @@ impl Steps<'_> {
     pub fn compact_all(self) -> Result<BTreeMap<String, CompactionSummary>> {
         let mut out = BTreeMap::new();
         for topic in self.cluster.topics().list()? {
-            if self.cluster.topic(&topic)?.meta.config.cleanup_policy == CleanupPolicy::Compact {
+            if self
+                .cluster
+                .topic(&topic)?
+                .meta
+                .config
+                .cleanup_policy
+                .compacts()
+            {
                 out.insert(topic.clone(), self.compact(&topic, None)?);
             }
         }

@@ -488,6 +488,38 @@ impl Topics<'_> {
         ))
     }
 
+    /// A topic's configs as Kafka's DescribeConfigs reports them: every
+    /// catalog config with its effective value, source and layers.
+    pub fn described_configs(self, name: &str) -> Result<Vec<crate::DescribedConfig>> {
+        let config = self.describe(name)?.config;
+        Ok(config.described(
+            &self.cluster.broker_defaults(),
+            self.cluster.config.segment_max_bytes,
+        ))
+    }
+
+    /// Kafka's IncrementalAlterConfigs of one topic: SET, DELETE, APPEND
+    /// and SUBTRACT, resolved against the topic's config under the
+    /// metadata lock, then applied as `alter_config` does (all or nothing,
+    /// validated, persisted).
+    pub fn alter_config_incremental(
+        self,
+        name: &str,
+        changes: &[crate::IncrementalChange],
+        validate_only: bool,
+    ) -> Result<TopicConfig> {
+        self.cluster.check_running()?;
+        let metadata = self
+            .cluster
+            .store(&self.cluster.metadata, "metadata store")?;
+        let topic = self.cluster.topic(name)?;
+        let plain = topic
+            .meta
+            .config
+            .resolve_incremental(changes, self.cluster.config.segment_max_bytes)?;
+        self.alter_locked(metadata, &topic, &plain, validate_only)
+    }
+
     /// Deletes a topic for real: it disappears from listings and metadata
     /// at once, its replica logs are closed and their directories removed,
     /// and every group's committed offsets for it are deleted. A name can
@@ -601,10 +633,21 @@ impl Topics<'_> {
         validate_only: bool,
     ) -> Result<TopicConfig> {
         self.cluster.check_running()?;
-        let mut metadata = self
+        let metadata = self
             .cluster
             .store(&self.cluster.metadata, "metadata store")?;
         let topic = self.cluster.topic(name)?;
+        self.alter_locked(metadata, &topic, changes, validate_only)
+    }
+
+    fn alter_locked(
+        self,
+        mut metadata: std::sync::MutexGuard<'_, crate::metadata::MetadataStore>,
+        topic: &Arc<Topic>,
+        changes: &[ConfigChange],
+        validate_only: bool,
+    ) -> Result<TopicConfig> {
+        let name = topic.meta.name.as_str();
         let config = topic
             .meta
             .config

@@ -255,6 +255,101 @@ async fn altered_configs_are_validated_all_or_nothing_persisted_and_in_force() {
 }
 
 #[tokio::test]
+async fn every_kafka_topic_config_and_dynamic_broker_config_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_000);
+    let c = open(dir.path(), &clock);
+    c.topics().create("kc", 1, 1).unwrap();
+    let inc = |k: &str, op: IncrementalOp| IncrementalChange { key: k.into(), op };
+    c.topics()
+        .alter_config_incremental(
+            "kc",
+            &[
+                inc("max.message.bytes", IncrementalOp::Set("4096".into())),
+                inc("cleanup.policy", IncrementalOp::Append("compact".into())),
+                inc(
+                    "leader.replication.throttled.replicas",
+                    IncrementalOp::Set("0:1".into()),
+                ),
+            ],
+            false,
+        )
+        .unwrap();
+    let preview = c
+        .topics()
+        .alter_config_incremental(
+            "kc",
+            &[inc("min.insync.replicas", IncrementalOp::Set("2".into()))],
+            true,
+        )
+        .unwrap();
+    assert_eq!(
+        preview
+            .others
+            .get("min.insync.replicas")
+            .map(String::as_str),
+        Some("2")
+    );
+    let e = c
+        .alter_broker_configs(
+            None,
+            &[inc("log.retention.ms", IncrementalOp::Set("5".into()))],
+            false,
+            false,
+        )
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidRequest, "read only here: {e}");
+    let e = c
+        .alter_broker_configs(
+            None,
+            &[inc("compression.type", IncrementalOp::Set("brotli".into()))],
+            false,
+            false,
+        )
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidConfig);
+    c.alter_broker_configs(
+        None,
+        &[inc("compression.type", IncrementalOp::Set("zstd".into()))],
+        false,
+        false,
+    )
+    .unwrap();
+    c.lifecycle().close().await.unwrap();
+    drop(c);
+
+    let c = open(dir.path(), &clock);
+    let described = c.topics().described_configs("kc").unwrap();
+    let find = |n: &str| described.iter().find(|d| d.name == n).unwrap().clone();
+    assert_eq!(described.len(), TOPIC_CONFIGS.len());
+    let mmb = find("max.message.bytes");
+    assert_eq!(
+        (mmb.value.as_str(), mmb.source),
+        ("4096", ConfigSource::DynamicTopic)
+    );
+    assert_eq!(find("cleanup.policy").value, "compact,delete");
+    assert_eq!(
+        find("min.insync.replicas").source,
+        ConfigSource::Default,
+        "validate_only kept nothing"
+    );
+    let ct = find("compression.type");
+    assert_eq!(
+        (ct.value.as_str(), ct.source),
+        ("zstd", ConfigSource::DynamicDefaultBroker)
+    );
+    let broker = c.describe_broker_configs(Some(1)).unwrap();
+    let ct = broker
+        .iter()
+        .find(|d| d.name == "compression.type")
+        .unwrap();
+    assert_eq!((ct.value.as_str(), ct.read_only), ("zstd", false));
+    let np = broker.iter().find(|d| d.name == "num.partitions").unwrap();
+    assert!(np.read_only);
+    c.lifecycle().close().await.unwrap();
+}
+
+#[tokio::test]
 async fn metadata_auto_creates_only_when_allowed_and_enabled() {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(1_000);

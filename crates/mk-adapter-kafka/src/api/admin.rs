@@ -1,8 +1,10 @@
 //! Topic administration as Kafka's admin clients drive it: CreateTopics
 //! (with configs and validate_only), DeleteTopics (by name, or by topic id
-//! from v6), CreatePartitions, DescribeConfigs and IncrementalAlterConfigs
-//! for the topic configs the core has (and the broker's settings, read
-//! only). Each is a translation of one core operation per topic.
+//! from v6), CreatePartitions, DescribeConfigs, AlterConfigs and
+//! IncrementalAlterConfigs of topic and broker configs (the core's catalog
+//! in mk-cluster's `topic_configs.rs` and `broker_configs.rs` decides
+//! names, validation, sources and synonyms). Each is a translation of one
+//! core operation per resource.
 
 use super::Ctx;
 use crate::codec::Uuid;
@@ -23,29 +25,22 @@ use crate::messages::delete_topics::{
 };
 use crate::messages::describe_configs::{
     DescribeConfigsRequest, DescribeConfigsResource, DescribeConfigsResourceResult,
-    DescribeConfigsResponse, DescribeConfigsResult,
+    DescribeConfigsResponse, DescribeConfigsResult, DescribeConfigsSynonym,
 };
 use crate::messages::incremental_alter_configs::{
     AlterConfigsResource, AlterConfigsResourceResponse as AlteredResource,
     IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
 };
-use mk_cluster::{ClusterError, ConfigChange, TopicConfig, TopicError, TopicId};
+use mk_cluster::{
+    ClusterError, ConfigChange, DescribedConfig, IncrementalChange, IncrementalOp, TopicConfig,
+    TopicError, TopicId,
+};
 
 /// Kafka's config resource types.
 pub const RESOURCE_TOPIC: i8 = 2;
 pub const RESOURCE_BROKER: i8 = 4;
 /// Kafka's GROUP resource (KIP-848 and KIP-932 group configs).
 pub const RESOURCE_GROUP: i8 = 32;
-
-/// Kafka's config sources.
-const SOURCE_DYNAMIC_TOPIC: i8 = 1;
-const SOURCE_STATIC_BROKER: i8 = 4;
-const SOURCE_DEFAULT: i8 = 5;
-
-/// Kafka's config types (DescribeConfigs v3+).
-const TYPE_STRING: i8 = 2;
-const TYPE_LONG: i8 = 5;
-const TYPE_LIST: i8 = 7;
 
 /// One configuration entry as admin clients show it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,67 +50,46 @@ pub struct ConfigEntry {
     pub read_only: bool,
     pub config_source: i8,
     pub is_sensitive: bool,
+    /// Kafka's type number (DescribeConfigs v3+); 0 is unknown.
+    pub config_type: i8,
+    /// Every layer with a value, most specific first: (name, value, source).
+    pub synonyms: Vec<(String, String, i8)>,
+    pub documentation: Option<String>,
 }
 
-fn config_type(key: &str) -> i8 {
-    match key {
-        "cleanup.policy" => TYPE_LIST,
-        "retention.ms" | "retention.bytes" | "delete.retention.ms" => TYPE_LONG,
-        "segment.bytes" => 3, // INT
-        _ => TYPE_STRING,
+impl ConfigEntry {
+    /// An entry without type, synonyms or documentation.
+    pub fn plain(name: String, value: String, config_source: i8) -> Self {
+        Self {
+            name,
+            value: Some(value),
+            read_only: false,
+            config_source,
+            is_sensitive: false,
+            config_type: 0,
+            synonyms: Vec::new(),
+            documentation: None,
+        }
     }
 }
 
-/// The entries of a topic config: keys equal to the cluster default are
-/// DEFAULT_CONFIG, the others DYNAMIC_TOPIC_CONFIG (which is which is the
-/// core's `TopicConfig::entries`).
-fn topic_entries(ctx: &Ctx<'_>, config: &TopicConfig) -> Vec<ConfigEntry> {
-    let cluster = ctx.cluster.config();
-    config
-        .entries(&cluster.default_topic_config, cluster.segment_max_bytes)
-        .into_iter()
-        .map(|e| ConfigEntry {
-            name: e.name,
-            config_source: if e.is_default {
-                SOURCE_DEFAULT
-            } else {
-                SOURCE_DYNAMIC_TOPIC
-            },
-            value: Some(e.value),
-            read_only: false,
+impl From<DescribedConfig> for ConfigEntry {
+    fn from(d: DescribedConfig) -> Self {
+        Self {
+            name: d.name,
+            value: Some(d.value),
+            read_only: d.read_only,
+            config_source: d.source.kafka_code(),
             is_sensitive: false,
-        })
-        .collect()
-}
-
-/// The broker settings clients commonly ask for, read only.
-fn broker_entries(ctx: &Ctx<'_>) -> Vec<ConfigEntry> {
-    let c = ctx.cluster.config();
-    let pairs: [(&str, String); 7] = [
-        (
-            "auto.create.topics.enable",
-            c.auto_create_topics.to_string(),
-        ),
-        ("num.partitions", c.auto_create_partitions.to_string()),
-        (
-            "default.replication.factor",
-            c.auto_create_replication_factor.to_string(),
-        ),
-        ("min.insync.replicas", c.min_insync_replicas.to_string()),
-        ("log.segment.bytes", c.segment_max_bytes.to_string()),
-        ("message.max.bytes", c.max_batch_bytes.to_string()),
-        ("fetch.max.bytes", c.fetch_max_bytes.to_string()),
-    ];
-    pairs
-        .into_iter()
-        .map(|(name, value)| ConfigEntry {
-            name: name.to_string(),
-            value: Some(value),
-            read_only: true,
-            config_source: SOURCE_STATIC_BROKER,
-            is_sensitive: false,
-        })
-        .collect()
+            config_type: d.ty.kafka_code(),
+            synonyms: d
+                .synonyms
+                .into_iter()
+                .map(|s| (s.name, s.value, s.source.kafka_code()))
+                .collect(),
+            documentation: (!d.doc.is_empty()).then(|| d.doc.to_string()),
+        }
+    }
 }
 
 impl ConfigEntry {
@@ -129,16 +103,27 @@ impl ConfigEntry {
         }
     }
 
-    fn into_described(self) -> DescribeConfigsResourceResult {
+    fn into_described(self, synonyms: bool, documentation: bool) -> DescribeConfigsResourceResult {
         DescribeConfigsResourceResult {
-            config_type: config_type(&self.name),
+            config_type: self.config_type,
             name: self.name,
             value: self.value,
             read_only: self.read_only,
             config_source: self.config_source,
             is_sensitive: self.is_sensitive,
-            synonyms: Vec::new(),
-            documentation: None,
+            synonyms: if synonyms {
+                self.synonyms
+                    .into_iter()
+                    .map(|(name, value, source)| DescribeConfigsSynonym {
+                        name,
+                        value: Some(value),
+                        source,
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            documentation: self.documentation.filter(|_| documentation),
         }
     }
 }
@@ -212,9 +197,10 @@ fn create_one(
         num_partitions: partitions as i32,
         replication_factor: rf as i16,
         configs: Some(
-            topic_entries(ctx, &config)
+            config
+                .described(&c.broker_defaults(), c.config().segment_max_bytes)
                 .into_iter()
-                .map(ConfigEntry::into_created)
+                .map(|d| ConfigEntry::from(d).into_created())
                 .collect(),
         ),
         ..CreatableTopicResult::default()
@@ -351,29 +337,35 @@ pub async fn handle_create_partitions(
 
 // ----- DescribeConfigs -------------------------------------------------------
 
+/// The broker a BROKER resource names: "" is every broker (Kafka's
+/// cluster-wide default), else a broker id.
+fn broker_scope(name: &str) -> Result<Option<i32>, ClusterError> {
+    if name.is_empty() {
+        return Ok(None);
+    }
+    name.parse::<i32>().map(Some).map_err(|_| {
+        ClusterError::InvalidRequest(format!("broker resource name must be an id, got {name:?}"))
+    })
+}
+
 fn describe_one(
     ctx: &Ctx<'_>,
     res: &DescribeConfigsResource,
 ) -> Result<Vec<ConfigEntry>, ClusterError> {
     match res.resource_type {
-        RESOURCE_TOPIC => {
-            let d = ctx.cluster.topics().describe(&res.resource_name)?;
-            Ok(topic_entries(ctx, &d.config))
-        }
-        RESOURCE_BROKER => {
-            let id_ok = res.resource_name.is_empty()
-                || res
-                    .resource_name
-                    .parse::<i32>()
-                    .is_ok_and(|id| ctx.cluster.broker_ids().contains(&id));
-            if !id_ok {
-                return Err(ClusterError::InvalidRequest(format!(
-                    "unknown broker {:?}",
-                    res.resource_name
-                )));
-            }
-            Ok(broker_entries(ctx))
-        }
+        RESOURCE_TOPIC => Ok(ctx
+            .cluster
+            .topics()
+            .described_configs(&res.resource_name)?
+            .into_iter()
+            .map(ConfigEntry::from)
+            .collect()),
+        RESOURCE_BROKER => Ok(ctx
+            .cluster
+            .describe_broker_configs(broker_scope(&res.resource_name)?)?
+            .into_iter()
+            .map(ConfigEntry::from)
+            .collect()),
         RESOURCE_GROUP => super::group_configs::entries(ctx, &res.resource_name),
         other => Err(ClusterError::InvalidRequest(format!(
             "config resource type {other} is not supported (topics are 2, brokers 4, groups 32)"
@@ -401,7 +393,7 @@ pub async fn handle_describe_configs(
                             .as_ref()
                             .is_none_or(|keys| keys.contains(&e.name))
                     })
-                    .map(ConfigEntry::into_described)
+                    .map(|e| e.into_described(req.include_synonyms, req.include_documentation))
                     .collect(),
             },
             Err(e) => DescribeConfigsResult {
@@ -428,9 +420,28 @@ fn replace_one(
     res: &ReplacedResource,
     validate_only: bool,
 ) -> Result<(), ClusterError> {
+    if res.resource_type == RESOURCE_BROKER {
+        let changes: Vec<IncrementalChange> = res
+            .configs
+            .iter()
+            .map(|c| IncrementalChange {
+                key: c.name.clone(),
+                op: c
+                    .value
+                    .clone()
+                    .map_or(IncrementalOp::Delete, IncrementalOp::Set),
+            })
+            .collect();
+        return ctx.cluster.alter_broker_configs(
+            broker_scope(&res.resource_name)?,
+            &changes,
+            true,
+            validate_only,
+        );
+    }
     if res.resource_type != RESOURCE_TOPIC {
         return Err(ClusterError::InvalidRequest(format!(
-            "only topic configs (resource type 2) can be altered, got type {}",
+            "only topic and broker configs (resource types 2 and 4) can be altered, got type {}",
             res.resource_type
         )));
     }
@@ -474,6 +485,8 @@ pub async fn handle_alter_configs(ctx: &Ctx<'_>, req: AlterConfigsRequest) -> Al
 /// Kafka's incremental config operations.
 const OP_SET: i8 = 0;
 const OP_DELETE: i8 = 1;
+const OP_APPEND: i8 = 2;
+const OP_SUBTRACT: i8 = 3;
 
 fn alter_one(
     ctx: &Ctx<'_>,
@@ -483,37 +496,50 @@ fn alter_one(
     if res.resource_type == RESOURCE_GROUP {
         return super::group_configs::alter(ctx, res, validate_only);
     }
-    if res.resource_type != RESOURCE_TOPIC {
-        return Err(ClusterError::InvalidRequest(format!(
-            "only topic configs (resource type 2) can be altered, got type {}",
-            res.resource_type
-        )));
-    }
     let changes = res
         .configs
         .iter()
-        .map(|c| match (c.config_operation, &c.value) {
-            (OP_SET, Some(value)) => Ok(ConfigChange::Set {
+        .map(|c| {
+            let value = || {
+                c.value.clone().ok_or_else(|| {
+                    ClusterError::InvalidConfig(format!("operation on {} needs a value", c.name))
+                })
+            };
+            let op = match c.config_operation {
+                OP_SET => IncrementalOp::Set(value()?),
+                OP_DELETE => IncrementalOp::Delete,
+                OP_APPEND => IncrementalOp::Append(value()?),
+                OP_SUBTRACT => IncrementalOp::Subtract(value()?),
+                op => {
+                    return Err(ClusterError::InvalidRequest(format!(
+                        "unknown config operation {op} for {}",
+                        c.name
+                    )));
+                }
+            };
+            Ok(IncrementalChange {
                 key: c.name.clone(),
-                value: value.clone(),
-            }),
-            (OP_SET, None) => Err(ClusterError::InvalidConfig(format!(
-                "SET of {} needs a value",
-                c.name
-            ))),
-            (OP_DELETE, _) => Ok(ConfigChange::Delete {
-                key: c.name.clone(),
-            }),
-            (op, _) => Err(ClusterError::InvalidConfig(format!(
-                "operation {op} (APPEND/SUBTRACT) is not supported for {}; use SET",
-                c.name
-            ))),
+                op,
+            })
         })
         .collect::<Result<Vec<_>, _>>()?;
-    ctx.cluster
-        .topics()
-        .alter_config(&res.resource_name, &changes, validate_only)
-        .map(|_| ())
+    match res.resource_type {
+        RESOURCE_TOPIC => ctx
+            .cluster
+            .topics()
+            .alter_config_incremental(&res.resource_name, &changes, validate_only)
+            .map(|_| ()),
+        RESOURCE_BROKER => ctx.cluster.alter_broker_configs(
+            broker_scope(&res.resource_name)?,
+            &changes,
+            false,
+            validate_only,
+        ),
+        other => Err(ClusterError::InvalidRequest(format!(
+            "only topic, broker and group configs (resource types 2, 4, 32) can be altered, \
+             got type {other}"
+        ))),
+    }
 }
 
 pub async fn handle_incremental_alter_configs(

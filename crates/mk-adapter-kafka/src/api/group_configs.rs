@@ -25,16 +25,13 @@ pub(crate) fn entries(ctx: &Ctx<'_>, group: &str) -> Result<Vec<ConfigEntry>, Cl
         .groups()
         .describe_configs(group)?
         .into_iter()
-        .map(|e| ConfigEntry {
-            name: e.name.to_string(),
-            value: Some(e.value),
-            read_only: false,
-            config_source: if e.is_default {
+        .map(|e| {
+            let source = if e.is_default {
                 SOURCE_DEFAULT
             } else {
                 SOURCE_GROUP
-            },
-            is_sensitive: false,
+            };
+            ConfigEntry::plain(e.name.to_string(), e.value, source)
         })
         .collect())
 }
