@@ -56,6 +56,7 @@ pub use config::{
     TopicConfigOverrides, kafka_limit,
 };
 pub use connection_stats::{ConnectionStats, Counted, Protocol, ProtocolStats};
+pub use consumer_groups::{FetchedPartition, FetchedTopic, PartitionAnswers};
 pub use data::{
     BatchFetch, ConsumerRecord, DataPath, FetchRequest, FetchResult, FetchedBatch, Isolation,
     ListedOffset, OffsetSpec, PartitionBatches, PartitionFetch, PendingAppend, ProduceEntry,

@@ -126,6 +126,115 @@ async fn an_offset_fetch_answers_every_commit_or_the_partitions_asked_for() {
     c.lifecycle().close().await.unwrap();
 }
 
+fn codes(answers: &[Result<()>]) -> Vec<Option<ErrorCode>> {
+    answers
+        .iter()
+        .map(|r| r.as_ref().err().map(ClusterError::code))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_commit_answers_each_partition_as_named_and_commits_the_ones_that_exist() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = open(dir.path());
+    c.topics().create("t", 2, 1).unwrap();
+    let simple = CommitRequest {
+        group: "g",
+        generation: -1,
+        member: "",
+        instance: None,
+        version: Some(8),
+    };
+    let o = |n| OffsetAndMetadata::new(n);
+    let named = [
+        ("t", 1, o(10)),
+        ("t", 2, o(11)),
+        ("t", -1, o(12)),
+        ("nope", 0, o(13)),
+        ("t", 0, o(14)),
+    ];
+    let answers = c.groups().commit_each(&simple, &named);
+    assert!(answers.request.is_ok());
+    use ErrorCode::{UnknownPartition, UnknownTopic};
+    assert_eq!(
+        codes(&answers.partitions),
+        vec![
+            None,
+            Some(UnknownPartition),
+            Some(UnknownPartition),
+            Some(UnknownTopic),
+            None
+        ]
+    );
+    let tp = |p| TopicPartition::new("t", p);
+    assert_eq!(
+        c.groups().committed_for("g", None).unwrap(),
+        vec![(tp(0), Some(o(14))), (tp(1), Some(o(10)))]
+    );
+    // Refused whole (a stale generation of a group that has members): the
+    // refusal on each existing partition, the others still on their own.
+    let member = c.groups().join("live", "m1", &["t".to_string()]).unwrap();
+    let stale = CommitRequest {
+        group: "live",
+        generation: member.generation + 7,
+        member: "m1",
+        instance: None,
+        version: Some(8),
+    };
+    let refused = c.groups().commit_each(&stale, &named);
+    let code = refused.request.as_ref().unwrap_err().code();
+    assert_eq!(
+        codes(&refused.partitions),
+        vec![
+            Some(code),
+            Some(UnknownPartition),
+            Some(UnknownPartition),
+            Some(UnknownTopic),
+            Some(code)
+        ]
+    );
+    // Nothing that exists named: nothing asked of the group, nothing stored.
+    let none = c.groups().commit_each(&stale, &named[1..4]);
+    assert!(none.request.is_ok());
+    assert_eq!(c.groups().committed_for("live", None).unwrap(), vec![]);
+    // OffsetDelete answers the same way.
+    let deleted = c
+        .groups()
+        .delete_offsets_each("g", &[("t", 0), ("t", 9), ("nope", 0)]);
+    assert!(deleted.request.is_ok());
+    assert_eq!(
+        codes(&deleted.partitions),
+        vec![None, Some(UnknownPartition), Some(UnknownTopic)]
+    );
+    assert_eq!(
+        c.groups().committed_for("g", None).unwrap(),
+        vec![(tp(1), Some(o(10)))]
+    );
+    // A fetch names partitions by index, in the order asked.
+    let asked: [(&str, &[i32]); 2] = [("t", &[1, -3, 0]), ("nope", &[0])];
+    let fetched = c.groups().fetch_offsets("g", None, Some(&asked)).unwrap();
+    assert_eq!(fetched.len(), 2);
+    assert_eq!(fetched[0].name, "t");
+    let t: Vec<_> = fetched[0]
+        .partitions
+        .iter()
+        .map(|(i, r)| (*i, r.as_ref().map_err(ClusterError::code).cloned()))
+        .collect();
+    assert_eq!(
+        t,
+        vec![
+            (1, Ok(Some(o(10)))),
+            (-3, Err(UnknownPartition)),
+            (0, Ok(None))
+        ]
+    );
+    assert!(matches!(fetched[1].partitions[..], [(0, Ok(None))]));
+    let all = c.groups().fetch_offsets("g", None, None).unwrap();
+    assert_eq!(all.len(), 1);
+    assert!(matches!(&all[0].partitions[..], [(1, Ok(Some(x)))] if x.offset == 10));
+    c.lifecycle().close().await.unwrap();
+}
+
 #[tokio::test]
 async fn a_produce_without_a_partition_goes_where_its_keys_map() {
     let dir = tempfile::tempdir().unwrap();

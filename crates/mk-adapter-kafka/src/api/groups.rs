@@ -391,62 +391,45 @@ pub async fn handle_leave_group(ctx: &Ctx<'_>, req: LeaveGroupRequest) -> LeaveG
     }
 }
 
-/// The partitions of a request that can be committed or deleted: real
-/// topic partitions; others are answered UNKNOWN_TOPIC_OR_PARTITION.
-fn known_partition(ctx: &Ctx<'_>, topic: &str, partition: i32) -> Option<TopicPartition> {
-    let p = u32::try_from(partition).ok()?;
-    let count = ctx.cluster.topics().partition_count(topic).ok()?;
-    (p < count).then(|| TopicPartition::new(topic, p))
-}
-
 pub async fn handle_offset_commit(ctx: &Ctx<'_>, req: OffsetCommitRequest) -> OffsetCommitResponse {
-    let mut offsets = BTreeMap::new();
-    for t in &req.topics {
-        for p in &t.partitions {
-            if let Some(tp) = known_partition(ctx, &t.name, p.partition_index) {
+    // The core answers each partition as named (one that does not exist on
+    // its own); at a broker that does not coordinate the group, every
+    // partition is answered NOT_COORDINATOR.
+    let named: Vec<(&str, i32, OffsetAndMetadata)> = req
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions.iter().map(|p| {
                 let committed = OffsetAndMetadata::from_wire(
                     p.committed_offset,
                     p.committed_leader_epoch,
                     p.committed_metadata.clone(),
                 );
-                offsets.insert(tp, committed);
-            }
+                (t.name.as_str(), p.partition_index, committed)
+            })
+        })
+        .collect();
+    let codes: Vec<KafkaCode> = match not_coordinator(ctx, CoordinatorKey::Group(&req.group_id)) {
+        Some(code) => vec![code; named.len()],
+        None => {
+            // The version decides two answers (see `commit_request`): v9+
+            // is what KIP-848 members must send.
+            let request = CommitRequest {
+                group: &req.group_id,
+                generation: req.generation_id_or_member_epoch,
+                member: &req.member_id,
+                instance: req.group_instance_id.as_deref(),
+                version: Some(ctx.version()),
+            };
+            let answers = ctx.cluster.groups().commit_each(&request, &named);
+            answers
+                .partitions
+                .iter()
+                .map(|r| r.as_ref().err().map_or(KafkaCode::NONE, code_of))
+                .collect()
         }
-    }
-    // At a broker that does not coordinate the group, every partition is
-    // answered NOT_COORDINATOR.
-    let misdirected = not_coordinator(ctx, CoordinatorKey::Group(&req.group_id));
-    let result = if let Some(code) = misdirected {
-        Err(code)
-    } else if offsets.is_empty() {
-        Ok(Vec::new())
-    } else {
-        // The version decides two answers (see `commit_request`): v9+ is
-        // what KIP-848 members must send.
-        let request = CommitRequest {
-            group: &req.group_id,
-            generation: req.generation_id_or_member_epoch,
-            member: &req.member_id,
-            instance: req.group_instance_id.as_deref(),
-            version: Some(ctx.version()),
-        };
-        ctx.cluster
-            .groups()
-            .commit_request(&request, &offsets)
-            .map_err(|e| code_of(&e))
     };
-    let (request_code, per_partition): (KafkaCode, BTreeMap<TopicPartition, KafkaCode>) =
-        match result {
-            Ok(answers) => (
-                KafkaCode::NONE,
-                answers
-                    .into_iter()
-                    .map(|(tp, r)| (tp, r.err().map_or(KafkaCode::NONE, |e| code_of(&e))))
-                    .collect(),
-            ),
-            Err(code) => (code, BTreeMap::new()),
-        };
-    let code = |tp: &TopicPartition| per_partition.get(tp).copied().unwrap_or(request_code);
+    let mut codes = codes.into_iter();
     OffsetCommitResponse {
         throttle_time_ms: 0,
         topics: req
@@ -459,11 +442,7 @@ pub async fn handle_offset_commit(ctx: &Ctx<'_>, req: OffsetCommitRequest) -> Of
                     .iter()
                     .map(|p| OffsetCommitResponsePartition {
                         partition_index: p.partition_index,
-                        error_code: match known_partition(ctx, &t.name, p.partition_index) {
-                            _ if misdirected.is_some() => request_code,
-                            Some(tp) => code(&tp),
-                            None => KafkaCode::UNKNOWN_TOPIC_OR_PARTITION,
-                        },
+                        error_code: codes.next().unwrap_or(KafkaCode::NONE),
                     })
                     .collect(),
             })
@@ -521,90 +500,34 @@ fn fetched(
 }
 
 fn fetch_group(ctx: &Ctx<'_>, g: &FetchGroup<'_>) -> OffsetFetchResponseGroup {
-    let group_id = g.group_id.to_string();
     if let Some(code) = not_coordinator(ctx, CoordinatorKey::Group(g.group_id)) {
         return fetch_group_failed(g, code);
     }
-    if let Some((member, epoch)) = g.member
-        && let Err(e) = ctx
-            .cluster
-            .groups()
-            .validate_offset_fetch(g.group_id, member, epoch)
-    {
-        return OffsetFetchResponseGroup {
-            group_id,
-            topics: Vec::new(),
-            error_code: code_of(&e),
-        };
-    }
-    // Partition indexes that cannot name a partition are answered on their
-    // own; the core answers the rest in the order asked.
-    let asked: Option<Vec<TopicPartition>> = g.topics.as_ref().map(|topics| {
-        topics
-            .iter()
-            .flat_map(|(name, partitions)| {
-                partitions
-                    .iter()
-                    .filter_map(|p| u32::try_from(*p).ok())
-                    .map(|p| TopicPartition::new(*name, p))
-            })
-            .collect()
-    });
-    let answers = match ctx
+    let answer = ctx
         .cluster
         .groups()
-        .committed_for(g.group_id, asked.as_deref())
-    {
-        Ok(answers) => answers,
+        .fetch_offsets(g.group_id, g.member, g.topics.as_deref());
+    let topics = match answer {
+        Ok(topics) => topics,
         Err(e) => return fetch_group_failed(g, code_of(&e)),
     };
     OffsetFetchResponseGroup {
-        group_id,
-        topics: fetched_topics(g, answers),
+        group_id: g.group_id.to_string(),
+        topics: topics
+            .into_iter()
+            .map(|t| OffsetFetchResponseTopics {
+                name: t.name,
+                partitions: t
+                    .partitions
+                    .into_iter()
+                    .map(|(index, answer)| match answer {
+                        Ok(committed) => fetched(index, committed, KafkaCode::NONE),
+                        Err(e) => fetched(index, None, code_of(&e)),
+                    })
+                    .collect(),
+            })
+            .collect(),
         error_code: KafkaCode::NONE,
-    }
-}
-
-/// The committed offsets in the response's shape: every group's topic when
-/// none were named, otherwise the partitions asked, in the order asked.
-fn fetched_topics(
-    g: &FetchGroup<'_>,
-    answers: Vec<(TopicPartition, Option<OffsetAndMetadata>)>,
-) -> Vec<OffsetFetchResponseTopics> {
-    match &g.topics {
-        None => {
-            let mut by_topic: BTreeMap<String, Vec<_>> = BTreeMap::new();
-            for (tp, o) in answers {
-                let index = i32::try_from(tp.partition).unwrap_or(i32::MAX);
-                let answer = fetched(index, o, KafkaCode::NONE);
-                by_topic.entry(tp.topic).or_default().push(answer);
-            }
-            by_topic
-                .into_iter()
-                .map(|(name, partitions)| OffsetFetchResponseTopics { name, partitions })
-                .collect()
-        }
-        Some(topics) => {
-            let mut answers: BTreeMap<TopicPartition, Option<OffsetAndMetadata>> =
-                answers.into_iter().collect();
-            topics
-                .iter()
-                .map(|(name, partitions)| OffsetFetchResponseTopics {
-                    name: name.to_string(),
-                    partitions: partitions
-                        .iter()
-                        .map(|p| match u32::try_from(*p) {
-                            Err(_) => fetched(*p, None, KafkaCode::UNKNOWN_TOPIC_OR_PARTITION),
-                            Ok(index) => {
-                                let tp = TopicPartition::new(*name, index);
-                                let o = answers.get_mut(&tp).and_then(Option::take);
-                                fetched(*p, o, KafkaCode::NONE)
-                            }
-                        })
-                        .collect(),
-                })
-                .collect()
-        }
     }
 }
 
@@ -799,31 +722,37 @@ pub async fn handle_delete_groups(ctx: &Ctx<'_>, req: DeleteGroupsRequest) -> De
 }
 
 pub async fn handle_offset_delete(ctx: &Ctx<'_>, req: OffsetDeleteRequest) -> OffsetDeleteResponse {
-    let mut partitions = Vec::new();
-    for t in &req.topics {
-        for p in &t.partitions {
-            if let Some(tp) = known_partition(ctx, &t.name, p.partition_index) {
-                partitions.push(tp);
-            }
+    let named: Vec<(&str, i32)> = req
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions
+                .iter()
+                .map(|p| (t.name.as_str(), p.partition_index))
+        })
+        .collect();
+    let (error_code, codes) = match not_coordinator(ctx, CoordinatorKey::Group(&req.group_id)) {
+        Some(code) => (code, vec![code; named.len()]),
+        None => {
+            let answers = ctx
+                .cluster
+                .groups()
+                .delete_offsets_each(&req.group_id, &named);
+            let codes = answers
+                .partitions
+                .iter()
+                .map(|r| r.as_ref().err().map_or(KafkaCode::NONE, code_of))
+                .collect();
+            (
+                answers
+                    .request
+                    .err()
+                    .map_or(KafkaCode::NONE, |e| code_of(&e)),
+                codes,
+            )
         }
-    }
-    let results = match not_coordinator(ctx, CoordinatorKey::Group(&req.group_id)) {
-        Some(code) => Err(code),
-        None => ctx
-            .cluster
-            .groups()
-            .delete_offsets(&req.group_id, &partitions)
-            .map_err(|e| code_of(&e)),
     };
-    let (error_code, by_tp): (KafkaCode, BTreeMap<TopicPartition, KafkaCode>) = match results {
-        Err(code) => (code, BTreeMap::new()),
-        Ok(r) => (
-            KafkaCode::NONE,
-            r.into_iter()
-                .map(|(tp, r)| (tp, r.err().map_or(KafkaCode::NONE, |e| code_of(&e))))
-                .collect(),
-        ),
-    };
+    let mut codes = codes.into_iter();
     OffsetDeleteResponse {
         error_code,
         throttle_time_ms: 0,
@@ -837,10 +766,7 @@ pub async fn handle_offset_delete(ctx: &Ctx<'_>, req: OffsetDeleteRequest) -> Of
                     .iter()
                     .map(|p| OffsetDeleteResponsePartition {
                         partition_index: p.partition_index,
-                        error_code: known_partition(ctx, &t.name, p.partition_index)
-                            .map_or(KafkaCode::UNKNOWN_TOPIC_OR_PARTITION, |tp| {
-                                by_tp.get(&tp).copied().unwrap_or(error_code)
-                            }),
+                        error_code: codes.next().unwrap_or(error_code),
                     })
                     .collect(),
             })
