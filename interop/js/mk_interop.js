@@ -28,8 +28,21 @@ CompressionCodecs[CompressionTypes.Snappy] = SnappyCodec
 const DEBUG = process.env.MK_INTEROP_DEBUG === '1'
 const TIMEOUT_MS = 60000
 
+// A command's `security` argument ({ca, mechanism, username, password}):
+// TLS trusting the CA file, SASL with the mechanism, for every client the
+// command makes.
+let SECURITY = {}
+
+function securityOf(s) {
+  const out = {}
+  if (s.ca) out.ssl = { ca: [require('fs').readFileSync(s.ca, 'utf8')] }
+  if (s.mechanism) out.sasl = { mechanism: s.mechanism.toLowerCase(), username: s.username, password: s.password }
+  return out
+}
+
 function client(bootstrap) {
   return new Kafka({
+    ...SECURITY,
     clientId: 'mk-interop-kafkajs',
     brokers: bootstrap.split(','),
     logLevel: DEBUG ? logLevel.DEBUG : logLevel.WARN,
@@ -469,6 +482,7 @@ async function main() {
     for await (const c of process.stdin) chunks.push(c)
     args = JSON.parse(Buffer.concat(chunks).toString() || '{}')
   }
+  if (args.security) SECURITY = securityOf(args.security)
   const result = await command(args)
   if (result !== null) process.stdout.write(JSON.stringify(result) + '\n')
 }

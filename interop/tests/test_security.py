@@ -1,6 +1,6 @@
 """Security on the Kafka listeners, live: the pinned clients (confluent-kafka,
-kafka-python, kcat, the Java client) over SASL_SSL with SCRAM-SHA-512 and
-with PLAIN, and over mutual TLS, against an mk-server with the ACL
+kafka-python, kcat, the Java client, aiokafka, kafkajs) over SASL_SSL with
+SCRAM-SHA-512 and with PLAIN, and (the first four) over mutual TLS, against an mk-server with the ACL
 authorizer on; then the negative matrix: wrong password and unknown user
 answered alike, a plaintext client on a TLS port and a TLS client on a
 plaintext port closed promptly with the broker unharmed, a stalled TLS
@@ -357,10 +357,77 @@ def kafka_python_sasl(s: Secured, user: tuple[str, str], mechanism: str) -> dict
     }
 
 
+def aiokafka_roundtrip(s: Secured, mechanism: str) -> None:
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from aiokafka.helpers import create_ssl_context
+
+    topic = _topic("aiokafka")
+    security = {
+        "security_protocol": "SASL_SSL",
+        "sasl_mechanism": mechanism,
+        "sasl_plain_username": ALICE[0],
+        "sasl_plain_password": ALICE[1],
+    }
+
+    async def run():
+        ssl_context = create_ssl_context(cafile=str(s.pki.ca))
+        producer = AIOKafkaProducer(bootstrap_servers=s.addr("SASL_SSL"), ssl_context=ssl_context, **security)
+        await producer.start()
+        try:
+            for i in range(3):
+                await producer.send_and_wait(topic, f"v{i}".encode())
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(
+            topic, bootstrap_servers=s.addr("SASL_SSL"), ssl_context=ssl_context,
+            group_id=f"sec-g-{uuid.uuid4().hex[:8]}", auto_offset_reset="earliest", **security,
+        )
+        await consumer.start()
+        got = []
+        try:
+            async with asyncio.timeout(TIMEOUT_S):
+                async for m in consumer:
+                    got.append(m.value)
+                    if len(got) == 3:
+                        break
+            await consumer.commit()
+        finally:
+            await consumer.stop()
+        return got
+
+    assert asyncio.run(run()) == [b"v0", b"v1", b"v2"]
+
+
+def kafkajs_roundtrip(s: Secured, mechanism: str) -> None:
+    from mkinterop.drivers import KafkaJs
+
+    js = KafkaJs()
+    security = {"ca": str(s.pki.ca), "mechanism": mechanism, "username": ALICE[0], "password": ALICE[1]}
+    topic = _topic("kafkajs")
+    bootstrap = s.addr("SASL_SSL")
+    js._run("create-topic", {"bootstrap": bootstrap, "topic": topic, "partitions": 1, "replicationFactor": 1, "security": security})
+    records = [
+        {"key": None, "value": f"v{i}", "timestamp": None, "partition": 0, "headers": []} for i in range(3)
+    ]
+    acks = js._run("produce", {"bootstrap": bootstrap, "topic": topic, "records": records, "security": security})["acks"]
+    assert len(acks) == 3
+    got = js._run(
+        "read-all",
+        {"bootstrap": bootstrap, "topic": topic, "maxBytes": None, "isolation": "read_committed", "security": security},
+    )["records"]
+    assert [g["value"] for g in got] == ["v0", "v1", "v2"]
+
+
 @pytest.mark.parametrize("mechanism", ["SCRAM-SHA-512", "PLAIN"])
-@pytest.mark.parametrize("client", ["confluent-kafka", "kafka-python", "kcat", "java"])
+@pytest.mark.parametrize("client", ["confluent-kafka", "kafka-python", "kcat", "java", "aiokafka", "kafkajs"])
 def test_sasl_ssl_clients_produce_and_consume(secured, client, mechanism):
-    if client == "confluent-kafka":
+    if client == "aiokafka":
+        aiokafka_roundtrip(secured, mechanism)
+    elif client == "kafkajs":
+        kafkajs_roundtrip(secured, mechanism)
+    elif client == "confluent-kafka":
         confluent_roundtrip(sasl_conf(secured, ALICE, mechanism))
     elif client == "kafka-python":
         kafka_python_roundtrip(secured, kafka_python_sasl(secured, ALICE, mechanism))
