@@ -269,7 +269,9 @@ impl Running {
         }
         self.server.shutdown().await;
         let closed = self.cluster.lifecycle().close().await;
-        drop(self.metrics);
+        if let Some(m) = self.metrics {
+            m.stop().await;
+        }
         closed
     }
 }
@@ -376,7 +378,9 @@ impl Started {
     }
 
     async fn stop(&mut self) {
-        self.metrics = None;
+        if let Some(m) = self.metrics.take() {
+            m.stop().await;
+        }
         if let Some(c) = self.console.take() {
             c.shutdown().await;
         }

@@ -176,3 +176,22 @@ fn every_family_of_a_live_scrape_is_documented_and_every_documented_family_is_se
     assert_eq!(series(body), series(body_of(&second)));
     drop(server);
 }
+
+#[test]
+fn an_embedded_broker_keeps_its_metrics_address_across_a_restart_and_is_ready_again() {
+    let mut broker = BrokerBuilder::new()
+        .args(["--metrics-listen", "127.0.0.1:0"])
+        .start()
+        .unwrap();
+    let addr = broker.listening().metrics.expect("metrics on");
+    broker.create_topic("t", 2, 1).unwrap();
+    let before = http_get(&addr.to_string(), "/metrics");
+    assert!(body_of(&before).contains("\nmk_partitions 2\n"), "{before}");
+
+    broker.restart().unwrap();
+    assert_eq!(broker.listening().metrics, Some(addr));
+    assert!(http_get(&addr.to_string(), "/readyz").starts_with("HTTP/1.1 200"));
+    let after = http_get(&addr.to_string(), "/metrics");
+    assert!(body_of(&after).contains("\nmk_partitions 2\n"), "{after}");
+    assert!(body_of(&after).contains("\nmk_ready 1\n"), "{after}");
+}

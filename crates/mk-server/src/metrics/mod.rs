@@ -100,6 +100,13 @@ impl Endpoint {
             .unwrap_or_else(PoisonError::into_inner) = Some(cluster);
     }
 
+    /// Stops accepting and waits until the listener is closed, so a
+    /// restart can bind the same address at once.
+    pub async fn stop(mut self) {
+        self.task.abort();
+        let _ = (&mut self.task).await;
+    }
+
     /// Shutdown began: `/readyz` answers 503 from now on.
     pub fn not_ready(&self) {
         *self
