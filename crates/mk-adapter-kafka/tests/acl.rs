@@ -584,3 +584,125 @@ async fn everyone_is_allowed_where_no_acl_is_found_only_when_configured() {
         s.stop().await;
     }
 }
+
+#[tokio::test]
+async fn describe_topic_partitions_and_client_quotas_are_authorized_as_kafka_does() {
+    use mk_adapter_kafka::messages::alter_client_quotas::{
+        AlterClientQuotasRequest, AlterClientQuotasResponse, EntityData, EntryData, OpData,
+    };
+    use mk_adapter_kafka::messages::describe_client_quotas::{
+        DescribeClientQuotasRequest, DescribeClientQuotasResponse,
+    };
+    use mk_adapter_kafka::messages::describe_topic_partitions::{
+        DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, TopicRequest,
+    };
+    let s = Secured::start(authorizer("User:admin")).await;
+    let mut admin = s.login("admin", "a").await;
+    let codes = create(
+        &mut admin,
+        vec![acl(
+            TOPIC,
+            "alice-",
+            PREFIXED,
+            "User:alice",
+            DESCRIBE,
+            ALLOW,
+        )],
+    )
+    .await;
+    assert!(codes.iter().all(|c| *c == KafkaCode::NONE), "{codes:?}");
+    let mut alice = s.login("alice", "a").await;
+    let ask = |names: &[&str]| DescribeTopicPartitionsRequest {
+        topics: names
+            .iter()
+            .map(|n| TopicRequest {
+                name: n.to_string(),
+            })
+            .collect(),
+        ..Default::default()
+    };
+    let answered = |r: &DescribeTopicPartitionsResponse| -> Vec<(String, KafkaCode, bool)> {
+        let mut v: Vec<_> = r
+            .topics
+            .iter()
+            .map(|t| {
+                (
+                    t.name.clone().unwrap_or_default(),
+                    t.error_code,
+                    t.topic_authorized_operations > 0,
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    // All topics: only those alice may describe, with their operations.
+    let r: DescribeTopicPartitionsResponse = alice
+        .call(key::DESCRIBE_TOPIC_PARTITIONS, 0, &ask(&[]))
+        .await;
+    assert_eq!(
+        answered(&r),
+        vec![
+            ("alice-orders".into(), KafkaCode::NONE, true),
+            ("alice-secret".into(), KafkaCode::NONE, true),
+        ]
+    );
+    // By name: a denied topic is TOPIC_AUTHORIZATION_FAILED, existing or not.
+    let r: DescribeTopicPartitionsResponse = alice
+        .call(
+            key::DESCRIBE_TOPIC_PARTITIONS,
+            0,
+            &ask(&["bob-orders", "alice-orders", "nobody"]),
+        )
+        .await;
+    assert_eq!(
+        answered(&r),
+        vec![
+            ("alice-orders".into(), KafkaCode::NONE, true),
+            (
+                "bob-orders".into(),
+                KafkaCode::TOPIC_AUTHORIZATION_FAILED,
+                false
+            ),
+            (
+                "nobody".into(),
+                KafkaCode::TOPIC_AUTHORIZATION_FAILED,
+                false
+            ),
+        ]
+    );
+    // Quotas: DESCRIBE_CONFIGS / ALTER_CONFIGS on the cluster.
+    let alter = AlterClientQuotasRequest {
+        entries: vec![EntryData {
+            entity: vec![EntityData {
+                entity_type: "user".into(),
+                entity_name: Some("alice".into()),
+            }],
+            ops: vec![OpData {
+                key: "producer_byte_rate".into(),
+                value: 10.0,
+                remove: false,
+            }],
+        }],
+        validate_only: false,
+    };
+    let describe = DescribeClientQuotasRequest {
+        components: vec![],
+        strict: false,
+    };
+    let r: AlterClientQuotasResponse = alice.call(key::ALTER_CLIENT_QUOTAS, 1, &alter).await;
+    assert_eq!(
+        r.entries[0].error_code,
+        KafkaCode::CLUSTER_AUTHORIZATION_FAILED
+    );
+    let r: DescribeClientQuotasResponse =
+        alice.call(key::DESCRIBE_CLIENT_QUOTAS, 1, &describe).await;
+    assert_eq!(r.error_code, KafkaCode::CLUSTER_AUTHORIZATION_FAILED);
+    assert!(r.entries.is_none());
+    let r: AlterClientQuotasResponse = admin.call(key::ALTER_CLIENT_QUOTAS, 1, &alter).await;
+    assert_eq!(r.entries[0].error_code, KafkaCode::NONE);
+    let r: DescribeClientQuotasResponse =
+        admin.call(key::DESCRIBE_CLIENT_QUOTAS, 1, &describe).await;
+    assert_eq!(r.entries.map(|e| e.len()), Some(1));
+    s.stop().await;
+}

@@ -1083,3 +1083,370 @@ mod txn_admin {
         h.stop().await;
     }
 }
+
+mod telemetry {
+    use super::*;
+    use mk_adapter_kafka::codec::Uuid;
+    use mk_adapter_kafka::messages::get_telemetry_subscriptions::{
+        GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse,
+    };
+    use mk_adapter_kafka::messages::push_telemetry::{PushTelemetryRequest, PushTelemetryResponse};
+
+    fn push(
+        id: Uuid,
+        subscription_id: i32,
+        compression_type: i8,
+        len: usize,
+    ) -> PushTelemetryRequest {
+        PushTelemetryRequest {
+            client_instance_id: id,
+            subscription_id,
+            terminating: false,
+            compression_type,
+            metrics: Bytes::from(vec![1u8; len]),
+        }
+    }
+
+    #[tokio::test]
+    async fn clients_get_an_instance_id_and_no_metrics_to_push() {
+        let h = Harness::one().await;
+        let mut c = h.conn(1).await;
+        let fresh: GetTelemetrySubscriptionsResponse = c
+            .call(
+                key::GET_TELEMETRY_SUBSCRIPTIONS,
+                0,
+                &GetTelemetrySubscriptionsRequest {
+                    client_instance_id: Uuid::ZERO,
+                },
+            )
+            .await;
+        assert_eq!(fresh.error_code, KafkaCode::NONE);
+        assert_ne!(fresh.client_instance_id, Uuid::ZERO);
+        assert!(fresh.requested_metrics.is_empty());
+        assert!(fresh.push_interval_ms > 0 && fresh.telemetry_max_bytes > 0);
+        let id = fresh.client_instance_id;
+        let again: GetTelemetrySubscriptionsResponse = c
+            .call(
+                key::GET_TELEMETRY_SUBSCRIPTIONS,
+                0,
+                &GetTelemetrySubscriptionsRequest {
+                    client_instance_id: id,
+                },
+            )
+            .await;
+        assert_eq!(again.client_instance_id, id);
+        let sub = again.subscription_id;
+        for (req, code) in [
+            (push(id, sub, 0, 100), KafkaCode::NONE),
+            (push(Uuid::ZERO, sub, 0, 100), KafkaCode::INVALID_REQUEST),
+            (push(id, sub.wrapping_add(1), 0, 100), KafkaCode(117)),
+            (
+                push(id, sub, 3, 100),
+                KafkaCode::UNSUPPORTED_COMPRESSION_TYPE,
+            ),
+            (push(id, sub, 0, 1024 * 1024 + 1), KafkaCode(118)),
+        ] {
+            let r: PushTelemetryResponse = c.call(key::PUSH_TELEMETRY, 0, &req).await;
+            assert_eq!(r.error_code, code, "{:?}", req.subscription_id);
+        }
+        h.stop().await;
+    }
+}
+
+mod topic_pages {
+    use super::*;
+    use mk_adapter_kafka::codec::Uuid;
+    use mk_adapter_kafka::messages::describe_topic_partitions::{
+        Cursor, DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, TopicRequest,
+    };
+
+    fn ask(
+        names: &[&str],
+        limit: i32,
+        cursor: Option<(&str, i32)>,
+    ) -> DescribeTopicPartitionsRequest {
+        DescribeTopicPartitionsRequest {
+            topics: names
+                .iter()
+                .map(|n| TopicRequest {
+                    name: n.to_string(),
+                })
+                .collect(),
+            response_partition_limit: limit,
+            cursor: cursor.map(|(t, p)| Cursor {
+                topic_name: t.into(),
+                partition_index: p,
+            }),
+        }
+    }
+
+    /// (topic, error, partitions) and the next cursor.
+    type Shape = (Vec<(String, KafkaCode, Vec<i32>)>, Option<(String, i32)>);
+
+    fn shape(r: &DescribeTopicPartitionsResponse) -> Shape {
+        (
+            r.topics
+                .iter()
+                .map(|t| {
+                    (
+                        t.name.clone().unwrap_or_default(),
+                        t.error_code,
+                        t.partitions.iter().map(|p| p.partition_index).collect(),
+                    )
+                })
+                .collect(),
+            r.next_cursor
+                .as_ref()
+                .map(|c| (c.topic_name.clone(), c.partition_index)),
+        )
+    }
+
+    fn row(t: &str, code: KafkaCode, ps: &[i32]) -> (String, KafkaCode, Vec<i32>) {
+        (t.to_string(), code, ps.to_vec())
+    }
+
+    #[tokio::test]
+    async fn topics_come_a_page_at_a_time_with_leaders_and_ids() {
+        let h = Harness::start(vec![1, 2, 3], Default::default()).await;
+        h.cluster.topics().create("a", 3, 2).unwrap();
+        h.cluster.topics().create("b", 2, 3).unwrap();
+        let mut c = h.conn(2).await;
+        let mut call = async |req| -> DescribeTopicPartitionsResponse {
+            c.call(key::DESCRIBE_TOPIC_PARTITIONS, 0, &req).await
+        };
+        let none = KafkaCode::NONE;
+        let first = call(ask(&[], 2, None)).await;
+        assert_eq!(
+            shape(&first),
+            (vec![row("a", none, &[0, 1])], Some(("a".into(), 2)))
+        );
+        let t = &first.topics[0];
+        assert_eq!(t.topic_id, Uuid(h.cluster.topics().id("a").unwrap().0));
+        let p1 = &t.partitions[1];
+        assert_eq!((p1.leader_id, p1.leader_epoch), (2, 0));
+        assert_eq!(
+            (p1.replica_nodes.clone(), p1.isr_nodes.clone()),
+            (vec![2, 3], vec![2, 3])
+        );
+        assert_eq!(p1.eligible_leader_replicas, Some(vec![]));
+        let next = call(ask(&[], 2, Some(("a", 2)))).await;
+        assert_eq!(
+            shape(&next),
+            (
+                vec![row("a", none, &[2]), row("b", none, &[0])],
+                Some(("b".into(), 1))
+            )
+        );
+        let last = call(ask(&[], 2, Some(("b", 1)))).await;
+        assert_eq!(shape(&last), (vec![row("b", none, &[1])], None));
+        // By name: an unknown and an invalid name answered with their codes.
+        let named = call(ask(&["nope", "b", "bad/name"], 2000, None)).await;
+        assert_eq!(
+            shape(&named),
+            (
+                vec![
+                    row("b", none, &[0, 1]),
+                    row("bad/name", KafkaCode::INVALID_TOPIC_EXCEPTION, &[]),
+                    row("nope", KafkaCode::UNKNOWN_TOPIC_OR_PARTITION, &[]),
+                ],
+                None
+            )
+        );
+        // A cursor outside the names, or with a negative partition: every
+        // topic asked for answers INVALID_REQUEST.
+        for cursor in [("a", 0), ("b", -1)] {
+            let refused = call(ask(&["b"], 10, Some(cursor))).await;
+            assert_eq!(
+                shape(&refused),
+                (vec![row("b", KafkaCode::INVALID_REQUEST, &[])], None),
+                "{cursor:?}"
+            );
+        }
+        // A broker offline: its partitions have no leader, it is offline.
+        h.cluster.brokers().take_offline(1).unwrap();
+        let r = call(ask(&["b"], 10, None)).await;
+        let p0 = &r.topics[0].partitions[0];
+        assert_eq!(p0.offline_replicas, vec![1]);
+        assert_ne!(p0.leader_id, 1);
+        h.stop().await;
+    }
+}
+
+mod quotas {
+    use super::*;
+    use mk_adapter_kafka::messages::alter_client_quotas::{
+        AlterClientQuotasRequest, AlterClientQuotasResponse, EntityData, EntryData, OpData,
+    };
+    use mk_adapter_kafka::messages::describe_client_quotas::{
+        ComponentData, DescribeClientQuotasRequest, DescribeClientQuotasResponse,
+    };
+
+    fn entity(parts: &[(&str, Option<&str>)]) -> Vec<EntityData> {
+        parts
+            .iter()
+            .map(|(t, n)| EntityData {
+                entity_type: t.to_string(),
+                entity_name: n.map(str::to_string),
+            })
+            .collect()
+    }
+
+    fn op(key: &str, value: f64, remove: bool) -> OpData {
+        OpData {
+            key: key.into(),
+            value,
+            remove,
+        }
+    }
+
+    fn component(t: &str, match_type: i8, name: Option<&str>) -> ComponentData {
+        ComponentData {
+            entity_type: t.into(),
+            match_type,
+            r#match: name.map(str::to_string),
+        }
+    }
+
+    /// Every described entity as "type=name,..." with its values.
+    fn listed(r: &DescribeClientQuotasResponse) -> Vec<(String, Vec<(String, f64)>)> {
+        let mut out: Vec<_> = r
+            .entries
+            .iter()
+            .flatten()
+            .map(|e| {
+                let name = e
+                    .entity
+                    .iter()
+                    .map(|d| {
+                        format!(
+                            "{}={}",
+                            d.entity_type,
+                            d.entity_name.as_deref().unwrap_or("<default>")
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join(",");
+                (
+                    name,
+                    e.values.iter().map(|v| (v.key.clone(), v.value)).collect(),
+                )
+            })
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    #[tokio::test]
+    async fn quotas_are_altered_per_entry_and_described_by_filter() {
+        let h = Harness::one().await;
+        let mut c = h.conn(1).await;
+        let alter = AlterClientQuotasRequest {
+            entries: vec![
+                EntryData {
+                    entity: entity(&[("user", Some("alice"))]),
+                    ops: vec![op("producer_byte_rate", 1024.0, false)],
+                },
+                EntryData {
+                    entity: entity(&[("user", None), ("client-id", Some("app"))]),
+                    ops: vec![op("request_percentage", 50.5, false)],
+                },
+                EntryData {
+                    entity: entity(&[("user", Some("bob"))]),
+                    ops: vec![op("producer_byte_rate", 1.5, false)],
+                },
+                EntryData {
+                    entity: entity(&[("ip", Some("nope"))]),
+                    ops: vec![op("connection_creation_rate", 3.0, false)],
+                },
+            ],
+            validate_only: false,
+        };
+        for v in [0, 1] {
+            let r: AlterClientQuotasResponse = c.call(key::ALTER_CLIENT_QUOTAS, v, &alter).await;
+            let codes: Vec<KafkaCode> = r.entries.iter().map(|e| e.error_code).collect();
+            assert_eq!(
+                codes,
+                vec![
+                    KafkaCode::NONE,
+                    KafkaCode::NONE,
+                    KafkaCode::INVALID_REQUEST,
+                    KafkaCode::INVALID_REQUEST
+                ],
+                "v{v}"
+            );
+            assert_eq!(r.entries[1].entity, alter.entries[1].entity);
+            assert!(r.entries[2].error_message.is_some());
+        }
+        let describe = |components, strict| DescribeClientQuotasRequest { components, strict };
+        let all: DescribeClientQuotasResponse = c
+            .call(key::DESCRIBE_CLIENT_QUOTAS, 1, &describe(vec![], false))
+            .await;
+        assert_eq!(all.error_code, KafkaCode::NONE);
+        assert_eq!(
+            listed(&all),
+            vec![
+                (
+                    "client-id=app,user=<default>".to_string(),
+                    vec![("request_percentage".to_string(), 50.5)]
+                ),
+                (
+                    "user=alice".to_string(),
+                    vec![("producer_byte_rate".to_string(), 1024.0)]
+                ),
+            ]
+        );
+        let default_users: DescribeClientQuotasResponse = c
+            .call(
+                key::DESCRIBE_CLIENT_QUOTAS,
+                0,
+                &describe(vec![component("user", 1, None)], false),
+            )
+            .await;
+        assert_eq!(listed(&default_users).len(), 1);
+        assert_eq!(listed(&default_users)[0].0, "client-id=app,user=<default>");
+        let strict: DescribeClientQuotasResponse = c
+            .call(
+                key::DESCRIBE_CLIENT_QUOTAS,
+                1,
+                &describe(vec![component("user", 2, None)], true),
+            )
+            .await;
+        assert_eq!(listed(&strict).len(), 1);
+        assert_eq!(listed(&strict)[0].0, "user=alice");
+        for (components, code) in [
+            (vec![component("user", 0, None)], KafkaCode::INVALID_REQUEST),
+            (
+                vec![component("user", 1, Some("x"))],
+                KafkaCode::INVALID_REQUEST,
+            ),
+            (
+                vec![component("user", 7, None)],
+                KafkaCode::UNSUPPORTED_VERSION,
+            ),
+            (
+                vec![component("ip", 2, None), component("user", 2, None)],
+                KafkaCode::INVALID_REQUEST,
+            ),
+        ] {
+            let r: DescribeClientQuotasResponse = c
+                .call(key::DESCRIBE_CLIENT_QUOTAS, 1, &describe(components, false))
+                .await;
+            assert_eq!((r.error_code, r.entries.is_none()), (code, true));
+        }
+        // Removing the last key removes the entity.
+        let remove = AlterClientQuotasRequest {
+            entries: vec![EntryData {
+                entity: entity(&[("user", Some("alice"))]),
+                ops: vec![op("producer_byte_rate", 0.0, true)],
+            }],
+            validate_only: false,
+        };
+        let r: AlterClientQuotasResponse = c.call(key::ALTER_CLIENT_QUOTAS, 1, &remove).await;
+        assert_eq!(r.entries[0].error_code, KafkaCode::NONE);
+        let all: DescribeClientQuotasResponse = c
+            .call(key::DESCRIBE_CLIENT_QUOTAS, 1, &describe(vec![], false))
+            .await;
+        assert_eq!(listed(&all).len(), 1);
+        h.stop().await;
+    }
+}

@@ -74,6 +74,8 @@ pub struct BrokerCluster {
     pub(crate) disk_full_flag: std::sync::atomic::AtomicBool,
     /// ACLs and SCRAM credentials (`security.rs`).
     pub(crate) security: crate::security::SecurityState,
+    /// Client quotas (`quotas.rs`).
+    pub(crate) quotas: Mutex<crate::quotas::QuotaStore>,
     /// What the listeners report about their clients (`connection_stats.rs`).
     pub(crate) connection_stats: Arc<crate::connection_stats::ConnectionStats>,
 }

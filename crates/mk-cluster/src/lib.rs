@@ -17,6 +17,7 @@ pub mod config;
 mod connection_stats;
 mod consumer_groups;
 mod data;
+mod elections;
 mod error;
 mod group_offsets;
 mod groups;
@@ -29,6 +30,7 @@ mod log_dirs;
 pub mod metadata;
 mod open;
 pub mod partitioner;
+mod quotas;
 mod resources;
 mod security;
 mod security_scram;
@@ -37,8 +39,10 @@ mod share_groups;
 mod slot;
 mod stats;
 mod steps;
+mod telemetry;
 pub mod topic_configs;
 mod topic_id;
+mod topic_pages;
 mod topics;
 mod traffic;
 mod transactions;
@@ -62,6 +66,7 @@ pub use data::{
     ListedOffset, OffsetSpec, PartitionBatches, PartitionFetch, PendingAppend, ProduceEntry,
     ProduceRequest, ProduceResponse,
 };
+pub use elections::{ElectionRefusal, ElectionType};
 pub use error::{Cancelled, ClientError, ClusterError, LeaderError, Result, TopicError};
 pub use group_offsets::{PartitionLag, PlannedReset, ResetTarget};
 pub use groups::Groups;
@@ -74,14 +79,23 @@ pub use life::LifecycleState;
 pub use lifecycle::Lifecycle;
 pub use log_dirs::{LogDir, LogDirReplica};
 pub use metadata::TopicId;
+pub use quotas::{
+    QUOTA_CLIENT_ID, QUOTA_IP, QUOTA_USER, QuotaEntity, QuotaEntry, QuotaFilter, QuotaMatch,
+    QuotaOp, Quotas,
+};
 pub use security::{Identity, ScramDeletion, ScramUpsertion, ScramUserInfo, Security};
 pub use share_groups::{ShareFetchAnswer, ShareFetchLimits, ShareFetchPartition};
 pub use stats::{ClusterDescription, ClusterStats, OperatorViews};
 pub use steps::{CompactionSummary, Steps};
+pub use telemetry::{
+    EMPTY_SUBSCRIPTION_ID, TELEMETRY_MAX_BYTES, TELEMETRY_PUSH_INTERVAL_MS, Telemetry,
+    TelemetryPush, TelemetryRefusal, TelemetrySubscription,
+};
 pub use topic_configs::{
     BrokerDefaults, ConfigSource, ConfigSynonym, ConfigType, DescribedConfig, TOPIC_CONFIGS,
     TopicConfigDef,
 };
+pub use topic_pages::{MAX_PAGE_PARTITIONS, PagedTopic, TopicCursor, TopicPage};
 pub use topics::{MAX_PARTITIONS, PartitionInfo, TopicDescription, Topics};
 pub use traffic::Traffic;
 pub use transactions::{Transactions, TxnHandle, TxnOffsetCommit};

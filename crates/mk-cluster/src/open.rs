@@ -190,6 +190,7 @@ impl BrokerCluster {
         identities.respect_seen(&seen_producers)?;
         let security =
             crate::security_store::SecurityStore::load(&config.data_dir, faults.clone())?;
+        let quotas = crate::quotas::QuotaStore::load(&config.data_dir, faults.clone())?;
         let started_ms = clock.now_ms();
         let broker_defaults =
             crate::broker_configs::broker_defaults(&config, metadata.broker_configs());
@@ -215,6 +216,7 @@ impl BrokerCluster {
             disk_full: Mutex::new(None),
             disk_full_flag: std::sync::atomic::AtomicBool::new(false),
             security: crate::security::SecurityState::new(security),
+            quotas: Mutex::new(quotas),
             connection_stats: Arc::default(),
         });
         cluster

@@ -3,7 +3,7 @@
 //! response:
 //!
 //! - `versions`: ApiVersions
-//! - `metadata`: Metadata, DescribeCluster
+//! - `metadata`: Metadata, DescribeTopicPartitions, DescribeCluster
 //! - `produce`: Produce, InitProducerId
 //! - `fetch`: Fetch
 //! - `offsets`: ListOffsets, OffsetForLeaderEpoch
@@ -25,6 +25,8 @@
 //!   AlterConfigs, IncrementalAlterConfigs
 //! - `log_admin`: DeleteRecords, DescribeLogDirs, DescribeProducers
 //! - `txn_admin`: ListTransactions, DescribeTransactions
+//! - `quotas`: DescribeClientQuotas, AlterClientQuotas
+//! - `telemetry`: GetTelemetrySubscriptions, PushTelemetry (KIP-714)
 //! - `acls`: CreateAcls, DescribeAcls, DeleteAcls
 //!
 //! Every request passes its guard in `authz` first (served.list's `guard`
@@ -48,10 +50,12 @@ pub mod log_admin;
 pub mod metadata;
 pub mod offsets;
 pub mod produce;
+pub mod quotas;
 pub mod sasl;
 pub mod scram_users;
 pub mod share_groups;
 pub mod share_offsets;
+pub mod telemetry;
 pub mod txn;
 pub mod txn_admin;
 pub mod versions;

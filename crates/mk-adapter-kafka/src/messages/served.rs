@@ -260,6 +260,20 @@ pub const APIS: &[ApiSpec] = &[
         flexible_from: i16::MAX,
     },
     ApiSpec {
+        key: key::DESCRIBE_CLIENT_QUOTAS,
+        name: "DescribeClientQuotas",
+        min_version: 0,
+        max_version: 1,
+        flexible_from: 1,
+    },
+    ApiSpec {
+        key: key::ALTER_CLIENT_QUOTAS,
+        name: "AlterClientQuotas",
+        min_version: 0,
+        max_version: 1,
+        flexible_from: 1,
+    },
+    ApiSpec {
         key: key::DESCRIBE_USER_SCRAM_CREDENTIALS,
         name: "DescribeUserScramCredentials",
         min_version: 0,
@@ -313,6 +327,27 @@ pub const APIS: &[ApiSpec] = &[
         name: "ConsumerGroupDescribe",
         min_version: 0,
         max_version: 1,
+        flexible_from: 0,
+    },
+    ApiSpec {
+        key: key::GET_TELEMETRY_SUBSCRIPTIONS,
+        name: "GetTelemetrySubscriptions",
+        min_version: 0,
+        max_version: 0,
+        flexible_from: 0,
+    },
+    ApiSpec {
+        key: key::PUSH_TELEMETRY,
+        name: "PushTelemetry",
+        min_version: 0,
+        max_version: 0,
+        flexible_from: 0,
+    },
+    ApiSpec {
+        key: key::DESCRIBE_TOPIC_PARTITIONS,
+        name: "DescribeTopicPartitions",
+        min_version: 0,
+        max_version: 0,
         flexible_from: 0,
     },
     ApiSpec {
@@ -410,6 +445,8 @@ pub const GUARDED: &[i16] = &[
     key::DELETE_GROUPS,
     key::INCREMENTAL_ALTER_CONFIGS,
     key::OFFSET_DELETE,
+    key::DESCRIBE_CLIENT_QUOTAS,
+    key::ALTER_CLIENT_QUOTAS,
     key::DESCRIBE_USER_SCRAM_CREDENTIALS,
     key::ALTER_USER_SCRAM_CREDENTIALS,
     key::DESCRIBE_CLUSTER,
@@ -418,6 +455,9 @@ pub const GUARDED: &[i16] = &[
     key::LIST_TRANSACTIONS,
     key::CONSUMER_GROUP_HEARTBEAT,
     key::CONSUMER_GROUP_DESCRIBE,
+    key::GET_TELEMETRY_SUBSCRIPTIONS,
+    key::PUSH_TELEMETRY,
+    key::DESCRIBE_TOPIC_PARTITIONS,
     key::SHARE_GROUP_HEARTBEAT,
     key::SHARE_GROUP_DESCRIBE,
     key::SHARE_FETCH,
@@ -789,6 +829,26 @@ pub async fn dispatch(
                 api::authz::Gate::Answer(denied) => denied.answer(w, v),
             }
         }
+        key::DESCRIBE_CLIENT_QUOTAS => {
+            let req = describe_client_quotas::DescribeClientQuotasRequest::read(r, v)?;
+            r.finish("request")?;
+            match api::authz::surface::describe_client_quotas(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::quotas::handle_describe_client_quotas(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
+        }
+        key::ALTER_CLIENT_QUOTAS => {
+            let req = alter_client_quotas::AlterClientQuotasRequest::read(r, v)?;
+            r.finish("request")?;
+            match api::authz::surface::alter_client_quotas(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::quotas::handle_alter_client_quotas(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
+        }
         key::DESCRIBE_USER_SCRAM_CREDENTIALS => {
             let req = api::scram_users::read_describe_user_scram_credentials_request(r, v)?;
             r.finish("request")?;
@@ -865,6 +925,36 @@ pub async fn dispatch(
             match api::authz::groups::consumer_group_describe(ctx, req) {
                 api::authz::Gate::Serve(req, patch) => patch
                     .apply(api::consumer_groups::handle_consumer_group_describe(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
+        }
+        key::GET_TELEMETRY_SUBSCRIPTIONS => {
+            let req = get_telemetry_subscriptions::GetTelemetrySubscriptionsRequest::read(r, v)?;
+            r.finish("request")?;
+            match api::authz::open(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::telemetry::handle_get_telemetry_subscriptions(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
+        }
+        key::PUSH_TELEMETRY => {
+            let req = push_telemetry::PushTelemetryRequest::read(r, v)?;
+            r.finish("request")?;
+            match api::authz::open(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::telemetry::handle_push_telemetry(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
+        }
+        key::DESCRIBE_TOPIC_PARTITIONS => {
+            let req = describe_topic_partitions::DescribeTopicPartitionsRequest::read(r, v)?;
+            r.finish("request")?;
+            match api::authz::surface::describe_topic_partitions(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::metadata::handle_describe_topic_partitions(ctx, req).await)
                     .answer(w, v),
                 api::authz::Gate::Answer(denied) => denied.answer(w, v),
             }
@@ -1073,6 +1163,12 @@ pub fn decode_request(frame: &Bytes) -> DecodeResult<RequestHeader> {
         key::OFFSET_DELETE => {
             offset_delete::OffsetDeleteRequest::read(r, v)?;
         }
+        key::DESCRIBE_CLIENT_QUOTAS => {
+            describe_client_quotas::DescribeClientQuotasRequest::read(r, v)?;
+        }
+        key::ALTER_CLIENT_QUOTAS => {
+            alter_client_quotas::AlterClientQuotasRequest::read(r, v)?;
+        }
         key::DESCRIBE_USER_SCRAM_CREDENTIALS => {
             api::scram_users::read_describe_user_scram_credentials_request(r, v)?;
         }
@@ -1096,6 +1192,15 @@ pub fn decode_request(frame: &Bytes) -> DecodeResult<RequestHeader> {
         }
         key::CONSUMER_GROUP_DESCRIBE => {
             consumer_group_describe::ConsumerGroupDescribeRequest::read(r, v)?;
+        }
+        key::GET_TELEMETRY_SUBSCRIPTIONS => {
+            get_telemetry_subscriptions::GetTelemetrySubscriptionsRequest::read(r, v)?;
+        }
+        key::PUSH_TELEMETRY => {
+            push_telemetry::PushTelemetryRequest::read(r, v)?;
+        }
+        key::DESCRIBE_TOPIC_PARTITIONS => {
+            describe_topic_partitions::DescribeTopicPartitionsRequest::read(r, v)?;
         }
         key::SHARE_GROUP_HEARTBEAT => {
             share_group_heartbeat::ShareGroupHeartbeatRequest::read(r, v)?;

@@ -16,6 +16,7 @@ import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.CreateTopicsOptions;
 import org.apache.kafka.clients.admin.CreateTopicsResult;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
+import org.apache.kafka.clients.admin.DescribeTopicsOptions;
 import org.apache.kafka.clients.admin.ListOffsetsOptions;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.ListTopicsOptions;
@@ -128,7 +129,10 @@ final class AdminScenarios {
         }
     }
 
-    /** `topics` by name (or `ids`): per topic its id, internal flag and partitions with leader, replicas, ISR. */
+    /**
+     * `topics` by name (or `ids`): per topic its id, internal flag and partitions with leader, replicas, ISR.
+     * `page_size`: the partitions per DescribeTopicPartitions answer (the client follows the cursor).
+     */
     private static JsonNode describeTopics(Ctx ctx) {
         try (Admin admin = admin(ctx.args)) {
             if (ctx.args.has("ids")) {
@@ -137,7 +141,11 @@ final class AdminScenarios {
                 return Outcomes.each(admin.describeTopics(TopicCollection.ofTopicIds(ids)).topicIdValues(),
                         Uuid::toString, AdminScenarios::topicFields);
             }
-            return Outcomes.each(admin.describeTopics(ctx.args.strings("topics")).topicNameValues(),
+            DescribeTopicsOptions options = new DescribeTopicsOptions();
+            if (ctx.args.has("page_size")) {
+                options.partitionSizeLimitPerResponse(ctx.args.get("page_size").asInt());
+            }
+            return Outcomes.each(admin.describeTopics(ctx.args.strings("topics"), options).topicNameValues(),
                     name -> name, AdminScenarios::topicFields);
         }
     }

@@ -13,6 +13,7 @@ final class Scenarios {
         AdminScenarios.register(all);
         TxnScenarios.register(all);
         ShareAdminScenarios.register(all);
+        SurfaceScenarios.register(all);
         all.put("member", GroupMember::run);
         all.put("share-member", ShareMember::run);
         all.put("eos-processor", EosProcessor::run);

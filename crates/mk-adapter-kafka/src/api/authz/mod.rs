@@ -20,6 +20,7 @@
 //! ACLs once its line names a guard.
 
 pub mod groups;
+pub mod surface;
 pub mod topics;
 
 use crate::api::Ctx;

@@ -1,0 +1,124 @@
+//! The guards of the newer client APIs: DescribeTopicPartitions (DESCRIBE
+//! on each topic, as Metadata), Describe/AlterClientQuotas
+//! (DESCRIBE_CONFIGS / ALTER_CONFIGS on the cluster).
+
+use super::{CLUSTER, Gate, TOPIC, denied, split};
+use crate::api::Ctx;
+use crate::messages::alter_client_quotas::{
+    AlterClientQuotasRequest, AlterClientQuotasResponse, EntryResult,
+};
+use crate::messages::describe_client_quotas::{
+    DescribeClientQuotasRequest, DescribeClientQuotasResponse,
+};
+use crate::messages::describe_topic_partitions::{
+    DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse,
+    DescribeTopicPartitionsResponseTopic,
+};
+use mk_cluster::{CLUSTER_NAME, Operation, ResourceType};
+use std::collections::BTreeMap;
+
+type Op = Operation;
+
+/// DESCRIBE on each topic: a named topic denied is
+/// TOPIC_AUTHORIZATION_FAILED (whether it exists or not), a denied one is
+/// left out of an all-topics page (which may then hold fewer partitions
+/// than the limit); each answered topic carries its authorized
+/// operations.
+pub fn describe_topic_partitions(
+    ctx: &Ctx<'_>,
+    mut req: DescribeTopicPartitionsRequest,
+) -> Gate<DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse> {
+    let authz = ctx.authz();
+    if !authz.on() {
+        return Gate::pass(req);
+    }
+    let (allowed, refused) = split(std::mem::take(&mut req.topics), |t| {
+        authz.topic(Op::Describe, &t.name)
+    });
+    let asked_all = allowed.is_empty() && refused.is_empty();
+    if !asked_all && allowed.is_empty() {
+        // Only denied topics: nothing for the handler to do.
+        return Gate::Answer(DescribeTopicPartitionsResponse {
+            topics: refused.into_iter().map(|t| denied_topic(t.name)).collect(),
+            ..Default::default()
+        });
+    }
+    req.topics = allowed;
+    let names: Vec<String> = if asked_all {
+        ctx.cluster.topics().list().unwrap_or_default()
+    } else {
+        req.topics.iter().map(|t| t.name.clone()).collect()
+    };
+    let operations: BTreeMap<String, i32> = names
+        .into_iter()
+        .filter(|n| authz.topic(Op::Describe, n))
+        .map(|n| {
+            let bits = authz.operations(ResourceType::Topic, &n);
+            (n, bits)
+        })
+        .collect();
+    Gate::patched(req, move |r: &mut DescribeTopicPartitionsResponse| {
+        r.topics
+            .retain(|t| t.name.as_ref().is_some_and(|n| operations.contains_key(n)));
+        for t in &mut r.topics {
+            if let Some(bits) = t.name.as_ref().and_then(|n| operations.get(n)) {
+                t.topic_authorized_operations = *bits;
+            }
+        }
+        r.topics
+            .extend(refused.into_iter().map(|t| denied_topic(t.name)));
+    })
+}
+
+fn denied_topic(name: String) -> DescribeTopicPartitionsResponseTopic {
+    DescribeTopicPartitionsResponseTopic {
+        error_code: TOPIC,
+        name: Some(name),
+        ..Default::default()
+    }
+}
+
+/// DESCRIBE_CONFIGS on the cluster.
+pub fn describe_client_quotas(
+    ctx: &Ctx<'_>,
+    req: DescribeClientQuotasRequest,
+) -> Gate<DescribeClientQuotasRequest, DescribeClientQuotasResponse> {
+    let authz = ctx.authz();
+    if !authz.on() || authz.cluster(Op::DescribeConfigs) {
+        return Gate::pass(req);
+    }
+    Gate::Answer(DescribeClientQuotasResponse {
+        error_code: CLUSTER,
+        error_message: Some(denied(
+            Op::DescribeConfigs,
+            ResourceType::Cluster,
+            CLUSTER_NAME,
+        )),
+        entries: None,
+        ..Default::default()
+    })
+}
+
+/// ALTER_CONFIGS on the cluster: every entry denied otherwise.
+pub fn alter_client_quotas(
+    ctx: &Ctx<'_>,
+    req: AlterClientQuotasRequest,
+) -> Gate<AlterClientQuotasRequest, AlterClientQuotasResponse> {
+    let authz = ctx.authz();
+    if !authz.on() || authz.cluster(Op::AlterConfigs) {
+        return Gate::pass(req);
+    }
+    let m = denied(Op::AlterConfigs, ResourceType::Cluster, CLUSTER_NAME);
+    Gate::Answer(AlterClientQuotasResponse {
+        throttle_time_ms: 0,
+        entries: req
+            .entries
+            .into_iter()
+            .map(|e| EntryResult {
+                error_code: CLUSTER,
+                error_message: Some(m.clone()),
+                entity: e.entity,
+            })
+            .collect(),
+    })
+}

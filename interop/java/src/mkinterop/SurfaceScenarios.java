@@ -1,0 +1,129 @@
+package mkinterop;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.stream.Collectors;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AlterClientQuotasOptions;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.quota.ClientQuotaAlteration;
+import org.apache.kafka.common.quota.ClientQuotaEntity;
+import org.apache.kafka.common.quota.ClientQuotaFilter;
+import org.apache.kafka.common.quota.ClientQuotaFilterComponent;
+
+/**
+ * The newer client-facing APIs of issue 21 (tests/test_client_surface.py): client telemetry
+ * (GetTelemetrySubscriptions, which every 4.x client calls by default) and client quotas.
+ */
+final class SurfaceScenarios {
+    private SurfaceScenarios() {}
+
+    static void register(Map<String, Scenario> all) {
+        all.put("client-instance-ids", SurfaceScenarios::clientInstanceIds);
+        all.put("alter-client-quotas", SurfaceScenarios::alterClientQuotas);
+        all.put("describe-client-quotas", SurfaceScenarios::describeClientQuotas);
+    }
+
+    private static final Duration ASK = Duration.ofSeconds(30);
+
+    /**
+     * An Admin (telemetry on), a producer (which then writes `topic`) and a consumer (telemetry on by
+     * default): the instance id each got from the broker, and the produced record's offset.
+     */
+    private static JsonNode clientInstanceIds(Ctx ctx) throws Exception {
+        ObjectNode out = Json.obj();
+        // The Admin client is the one whose default is off.
+        try (Admin admin = Admin.create(ctx.args.props(Map.of("enable.metrics.push", "true")))) {
+            out.put("admin", admin.clientInstanceId(ASK).toString());
+        }
+        try (KafkaProducer<byte[], byte[]> producer = ClientScenarios.producer(ctx.args.props())) {
+            out.put("producer", producer.clientInstanceId(ASK).toString());
+            ProducerRecord<byte[], byte[]> record = new ProducerRecord<>(ctx.args.str("topic"), "v".getBytes());
+            out.put("offset", producer.send(record).get().offset());
+        }
+        // A consumer talks to brokers only while it polls: it reads the record first.
+        try (KafkaConsumer<byte[], byte[]> consumer = ClientScenarios.consumer(ctx.args.props())) {
+            TopicPartition tp = new TopicPartition(ctx.args.str("topic"), 0);
+            consumer.assign(List.of(tp));
+            consumer.seekToBeginning(List.of(tp));
+            long deadline = System.nanoTime() + ASK.toNanos();
+            int read = 0;
+            while (read == 0 && System.nanoTime() < deadline) {
+                read = consumer.poll(Duration.ofMillis(200)).count();
+            }
+            out.put("read", read);
+            Uuid id = consumer.clientInstanceId(ASK);
+            out.put("consumer", id == null ? null : id.toString());
+        }
+        return out;
+    }
+
+    /** An entity as "type=name,..." in type order, the default entity's name `<default>`. */
+    private static String entityName(ClientQuotaEntity entity) {
+        return new TreeMap<>(entity.entries()).entrySet().stream()
+                .map(e -> e.getKey() + "=" + (e.getValue() == null ? "<default>" : e.getValue()))
+                .collect(Collectors.joining(","));
+    }
+
+    private static ClientQuotaEntity entity(JsonNode node) {
+        Map<String, String> parts = new HashMap<>();
+        node.properties().forEach(e -> parts.put(e.getKey(), e.getValue().isNull() ? null : e.getValue().asText()));
+        return new ClientQuotaEntity(parts);
+    }
+
+    /**
+     * `entries`: [{entity: {type: name or null}, ops: {key: value, or null to remove}}], `validate_only`.
+     * Per entity (as {@link #entityName}): its outcome.
+     */
+    private static JsonNode alterClientQuotas(Ctx ctx) {
+        List<ClientQuotaAlteration> entries = new ArrayList<>();
+        for (JsonNode e : ctx.args.get("entries")) {
+            List<ClientQuotaAlteration.Op> ops = new ArrayList<>();
+            e.get("ops").properties().forEach(op -> ops.add(new ClientQuotaAlteration.Op(
+                    op.getKey(), op.getValue().isNull() ? null : op.getValue().asDouble())));
+            entries.add(new ClientQuotaAlteration(entity(e.get("entity")), ops));
+        }
+        AlterClientQuotasOptions options = new AlterClientQuotasOptions().validateOnly(ctx.args.bool("validate_only", false));
+        try (Admin admin = AdminScenarios.admin(ctx.args)) {
+            return Outcomes.each(admin.alterClientQuotas(entries, options).values(), SurfaceScenarios::entityName,
+                    (node, none) -> {});
+        }
+    }
+
+    /**
+     * `components`: [[type, "exact" | "default" | "specified", name]], `strict`. {entities: {name: {key: value}}}
+     * or the call's error.
+     */
+    private static JsonNode describeClientQuotas(Ctx ctx) {
+        List<ClientQuotaFilterComponent> components = new ArrayList<>();
+        for (JsonNode c : ctx.args.get("components")) {
+            String type = c.get(0).asText();
+            components.add(switch (c.get(1).asText()) {
+                case "exact" -> ClientQuotaFilterComponent.ofEntity(type, c.get(2).asText());
+                case "default" -> ClientQuotaFilterComponent.ofDefaultEntity(type);
+                default -> ClientQuotaFilterComponent.ofEntityType(type);
+            });
+        }
+        ClientQuotaFilter filter = ctx.args.bool("strict", false)
+                ? ClientQuotaFilter.containsOnly(components) : ClientQuotaFilter.contains(components);
+        try (Admin admin = AdminScenarios.admin(ctx.args)) {
+            return Outcomes.of(admin.describeClientQuotas(filter).entities(), (node, entities) -> {
+                ObjectNode out = node.putObject("entities");
+                entities.forEach((entity, values) -> {
+                    ObjectNode v = out.putObject(entityName(entity));
+                    values.forEach(v::put);
+                });
+            });
+        }
+    }
+}

@@ -1,0 +1,99 @@
+"""The newer client-facing APIs of issue 21 through unmodified clients:
+client telemetry (KIP-714) with the Java client's defaults, and topics
+described a page at a time (DescribeTopicPartitions, which the Java Admin
+client's describeTopics uses), and client quotas (stored and described).
+"""
+
+from __future__ import annotations
+
+from conftest import unique_topic
+
+from mkinterop import java_client
+from mkinterop.drivers import DRIVERS
+
+
+def java(scenario: str, server, **args):
+    return java_client.call(scenario, bootstrap=server.bootstrap, **args)
+
+
+def test_java_clients_get_their_telemetry_instance_ids(broker):
+    """Java 4.x producers and consumers (and an Admin client that enables
+    it) ask GetTelemetrySubscriptions first: each gets its own instance id,
+    no metrics to push, and then works as usual."""
+    t = unique_topic("telemetry")
+    DRIVERS["confluent-kafka"].create_topic(broker.bootstrap, t, 1)
+    answer = java("client-instance-ids", broker, topic=t)
+    ids = [answer[c] for c in ("admin", "producer", "consumer")]
+    # Kafka's Uuid prints as 22 characters of URL-safe base64.
+    assert all(len(i) == 22 for i in ids), answer
+    assert len(set(ids)) == 3 and "AAAAAAAAAAAAAAAAAAAAAA" not in ids, answer
+    assert answer["offset"] == 0 and answer["read"] == 1, answer
+
+
+def test_java_describe_topics_follows_the_cursor_across_pages(three_broker_cluster):
+    """describeTopics with two partitions per DescribeTopicPartitions answer:
+    the Java client follows the cursor through both topics and gets every
+    partition with its leader, replicas and ISR; a missing topic is
+    UNKNOWN_TOPIC_OR_PARTITION."""
+    server = three_broker_cluster
+    a, b = unique_topic("pages-a"), unique_topic("pages-b")
+    confluent = DRIVERS["confluent-kafka"]
+    confluent.create_topic(server.bootstrap, a, 5, replication_factor=2)
+    confluent.create_topic(server.bootstrap, b, 3, replication_factor=3)
+    missing = unique_topic("pages-missing")
+    answer = java("describe-topics", server, topics=[b, a, missing], page_size=2)
+    assert answer[missing]["code"] == "UNKNOWN_TOPIC_OR_PARTITION", answer
+    for t, n, rf in ((a, 5, 2), (b, 3, 3)):
+        d = answer[t]
+        assert d["error"] is None and [p["partition"] for p in d["partitions"]] == list(range(n)), d
+        for p in d["partitions"]:
+            assert len(p["replicas"]) == rf and p["leader"] == p["replicas"][0], d
+            assert sorted(p["isr"]) == sorted(p["replicas"]), d
+
+
+def test_java_alters_and_describes_client_quotas_and_they_survive_a_restart(three_brokers):
+    """alterClientQuotas per entity (Kafka's refusals per entity, validate
+    only changing nothing), describeClientQuotas with contains and
+    containsOnly filters, removal of a key, and the quotas after a restart.
+    Stored and described only: nothing is throttled."""
+    server = three_brokers
+    alice = {"user": "alice"}
+    answer = java("alter-client-quotas", server, entries=[
+        {"entity": alice, "ops": {"producer_byte_rate": 1048576, "request_percentage": 25.5}},
+        {"entity": {"user": None, "client-id": "app"}, "ops": {"consumer_byte_rate": 2048}},
+        {"entity": {"ip": "127.0.0.1"}, "ops": {"connection_creation_rate": 5}},
+        {"entity": {"user": "bob"}, "ops": {"producer_byte_rate": 1.5}},
+        {"entity": {"ip": "not-an-address"}, "ops": {"connection_creation_rate": 5}},
+    ])
+    assert {k: v["error"] for k, v in answer.items()} == {
+        "user=alice": None,
+        "client-id=app,user=<default>": None,
+        "ip=127.0.0.1": None,
+        "user=bob": "InvalidRequestException",
+        "ip=not-an-address": "InvalidRequestException",
+    }, answer
+    checked = java("alter-client-quotas", server, validate_only=True,
+                   entries=[{"entity": {"user": "carol"}, "ops": {"producer_byte_rate": 1}}])
+    assert checked["user=carol"]["error"] is None, checked
+
+    def entities(components, strict=False):
+        got = java("describe-client-quotas", server, components=components, strict=strict)
+        assert got["error"] is None, got
+        return got["entities"]
+
+    assert entities([]) == {
+        "user=alice": {"producer_byte_rate": 1048576.0, "request_percentage": 25.5},
+        "client-id=app,user=<default>": {"consumer_byte_rate": 2048.0},
+        "ip=127.0.0.1": {"connection_creation_rate": 5.0},
+    }
+    assert set(entities([["user", "specified", None]])) == {"user=alice", "client-id=app,user=<default>"}
+    assert set(entities([["user", "specified", None]], strict=True)) == {"user=alice"}
+    assert set(entities([["user", "default", None]])) == {"client-id=app,user=<default>"}
+    assert set(entities([["user", "exact", "alice"]])) == {"user=alice"}
+
+    removed = java("alter-client-quotas", server,
+                   entries=[{"entity": alice, "ops": {"request_percentage": None}}])
+    assert removed["user=alice"]["error"] is None, removed
+    server.restart()
+    assert entities([["user", "exact", "alice"]]) == {"user=alice": {"producer_byte_rate": 1048576.0}}
+    assert len(entities([])) == 3
