@@ -31,7 +31,9 @@ use mk_cluster::{Identity, Operation, ResourceType, Security};
 /// connection's principal and address.
 pub struct Authz<'a> {
     security: Security<'a>,
-    who: Identity,
+    /// `None` while the authorizer is off: everything is allowed, and the
+    /// hot path neither locks the session nor copies its principal.
+    who: Option<Identity>,
 }
 
 impl Ctx<'_> {
@@ -45,9 +47,10 @@ impl Ctx<'_> {
 
     /// The authorizer for this request.
     pub fn authz(&self) -> Authz<'_> {
+        let security = self.cluster.security();
         Authz {
-            security: self.cluster.security(),
-            who: self.identity(),
+            security,
+            who: security.authorizer_enabled().then(|| self.identity()),
         }
     }
 }
@@ -55,12 +58,14 @@ impl Ctx<'_> {
 impl Authz<'_> {
     /// Whether the authorizer is on (`--authorizer acl`).
     pub fn on(&self) -> bool {
-        self.security.authorizer_enabled()
+        self.who.is_some()
     }
 
     pub fn allows(&self, operation: Operation, resource_type: ResourceType, name: &str) -> bool {
-        self.security
-            .authorize(&self.who, operation, resource_type, name)
+        match &self.who {
+            None => true,
+            Some(who) => self.security.authorize(who, operation, resource_type, name),
+        }
     }
 
     pub fn topic(&self, operation: Operation, name: &str) -> bool {
@@ -76,19 +81,31 @@ impl Authz<'_> {
     }
 
     pub fn cluster(&self, operation: Operation) -> bool {
-        self.security.authorize_cluster(&self.who, operation)
+        self.allows(operation, ResourceType::Cluster, mk_cluster::CLUSTER_NAME)
     }
 
     /// Whether `operation` is allowed on at least one resource of the type.
     pub fn any(&self, operation: Operation, resource_type: ResourceType) -> bool {
-        self.security
-            .authorize_by_resource_type(&self.who, operation, resource_type)
+        match &self.who {
+            None => true,
+            Some(who) => self
+                .security
+                .authorize_by_resource_type(who, operation, resource_type),
+        }
     }
 
     /// KIP-430's authorized-operations bit set of a resource.
     pub fn operations(&self, resource_type: ResourceType, name: &str) -> i32 {
+        let anonymous;
+        let who = match &self.who {
+            Some(who) => who,
+            None => {
+                anonymous = Identity::anonymous(None);
+                &anonymous
+            }
+        };
         self.security
-            .authorized_operations(&self.who, resource_type, name)
+            .authorized_operations(who, resource_type, name)
     }
 }
 
