@@ -706,3 +706,237 @@ async fn describe_topic_partitions_and_client_quotas_are_authorized_as_kafka_doe
     assert_eq!(r.entries.map(|e| e.len()), Some(1));
     s.stop().await;
 }
+
+#[tokio::test]
+async fn group_admin_and_config_requests_are_narrowed_to_what_is_allowed() {
+    use mk_adapter_kafka::messages::alter_user_scram_credentials::{
+        AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse,
+        ScramCredentialDeletion,
+    };
+    use mk_adapter_kafka::messages::create_topics::{
+        CreatableTopic, CreateTopicsRequest, CreateTopicsResponse,
+    };
+    use mk_adapter_kafka::messages::delete_topics::{DeleteTopicsRequest, DeleteTopicsResponse};
+    use mk_adapter_kafka::messages::describe_configs::{
+        DescribeConfigsRequest, DescribeConfigsResource, DescribeConfigsResponse,
+    };
+    use mk_adapter_kafka::messages::list_groups::{ListGroupsRequest, ListGroupsResponse};
+    use mk_adapter_kafka::messages::list_offsets::{
+        ListOffsetsPartition, ListOffsetsRequest, ListOffsetsResponse, ListOffsetsTopic,
+    };
+    use mk_adapter_kafka::messages::offset_commit::{
+        OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+        OffsetCommitResponse,
+    };
+    use mk_adapter_kafka::messages::offset_fetch::{OffsetFetchRequest, OffsetFetchResponse};
+
+    let s = Secured::start(authorizer("User:admin")).await;
+    let mut admin = s.login("admin", "a").await;
+    let codes = create(
+        &mut admin,
+        vec![
+            acl(TOPIC, "alice-", PREFIXED, "User:alice", ALL, ALLOW),
+            acl(GROUP, "alice-", PREFIXED, "User:alice", ALL, ALLOW),
+        ],
+    )
+    .await;
+    assert!(codes.iter().all(|c| *c == KafkaCode::NONE), "{codes:?}");
+    let mut alice = s.login("alice", "a").await;
+
+    // OffsetCommit: the allowed topic is committed, the other refused.
+    let commit = |group: &str| OffsetCommitRequest {
+        group_id: group.into(),
+        generation_id_or_member_epoch: -1,
+        member_id: String::new(),
+        group_instance_id: None,
+        retention_time_ms: -1,
+        topics: ["alice-orders", "bob-orders"]
+            .iter()
+            .map(|t| OffsetCommitRequestTopic {
+                name: (*t).into(),
+                partitions: vec![OffsetCommitRequestPartition {
+                    partition_index: 0,
+                    committed_offset: 0,
+                    committed_leader_epoch: -1,
+                    committed_metadata: None,
+                }],
+            })
+            .collect(),
+    };
+    let r: OffsetCommitResponse = alice
+        .call(key::OFFSET_COMMIT, 8, &commit("alice-group"))
+        .await;
+    let code =
+        |name: &str| r.topics.iter().find(|t| t.name == name).unwrap().partitions[0].error_code;
+    assert_eq!(code("alice-orders"), KafkaCode::NONE);
+    assert_eq!(code("bob-orders"), KafkaCode::TOPIC_AUTHORIZATION_FAILED);
+    let r: OffsetCommitResponse = alice
+        .call(key::OFFSET_COMMIT, 8, &commit("bob-group"))
+        .await;
+    assert!(
+        r.topics
+            .iter()
+            .all(|t| t.partitions[0].error_code == KafkaCode::GROUP_AUTHORIZATION_FAILED)
+    );
+    // The super user commits to bob's group, so there is one to list.
+    let r: OffsetCommitResponse = admin
+        .call(key::OFFSET_COMMIT, 8, &commit("bob-group"))
+        .await;
+    assert!(
+        r.topics
+            .iter()
+            .all(|t| t.partitions[0].error_code == KafkaCode::NONE)
+    );
+
+    // OffsetFetch of all topics leaves out the ones alice may not see; of
+    // bob's group it is GROUP_AUTHORIZATION_FAILED.
+    let fetch = |group: &str| OffsetFetchRequest {
+        group_id: group.into(),
+        topics: None,
+        ..Default::default()
+    };
+    let r: OffsetFetchResponse = alice
+        .call(key::OFFSET_FETCH, 7, &fetch("alice-group"))
+        .await;
+    assert_eq!(r.error_code, KafkaCode::NONE);
+    let names: Vec<_> = r.topics.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["alice-orders"]);
+    let r: OffsetFetchResponse = alice.call(key::OFFSET_FETCH, 7, &fetch("bob-group")).await;
+    assert_eq!(r.error_code, KafkaCode::GROUP_AUTHORIZATION_FAILED);
+    assert!(r.topics.is_empty());
+
+    // ListGroups: only the groups alice may describe.
+    let r: ListGroupsResponse = alice
+        .call(key::LIST_GROUPS, 4, &ListGroupsRequest::default())
+        .await;
+    let groups: Vec<_> = r.groups.iter().map(|g| g.group_id.as_str()).collect();
+    assert_eq!(groups, ["alice-group"]);
+    let r: ListGroupsResponse = admin
+        .call(key::LIST_GROUPS, 4, &ListGroupsRequest::default())
+        .await;
+    assert_eq!(r.groups.len(), 2);
+
+    // ListOffsets: DESCRIBE on the topic.
+    let lo = ListOffsetsRequest {
+        replica_id: -1,
+        topics: ["alice-orders", "bob-orders"]
+            .iter()
+            .map(|t| ListOffsetsTopic {
+                name: (*t).into(),
+                partitions: vec![ListOffsetsPartition {
+                    partition_index: 0,
+                    current_leader_epoch: -1,
+                    timestamp: -1,
+                    ..Default::default()
+                }],
+            })
+            .collect(),
+        ..Default::default()
+    };
+    let r: ListOffsetsResponse = alice.call(key::LIST_OFFSETS, 7, &lo).await;
+    for t in &r.topics {
+        let expected = if t.name == "alice-orders" {
+            KafkaCode::NONE
+        } else {
+            KafkaCode::TOPIC_AUTHORIZATION_FAILED
+        };
+        assert_eq!(t.partitions[0].error_code, expected, "{}", t.name);
+    }
+    assert_eq!(r.topics.len(), 2);
+
+    // CreateTopics: CREATE on the topic (her prefix) is enough; bob's is refused.
+    let ct = CreateTopicsRequest {
+        topics: ["alice-new", "bob-new"]
+            .iter()
+            .map(|t| CreatableTopic {
+                name: (*t).into(),
+                num_partitions: 1,
+                replication_factor: 1,
+                ..Default::default()
+            })
+            .collect(),
+        timeout_ms: 5_000,
+        validate_only: false,
+    };
+    let r: CreateTopicsResponse = alice.call(key::CREATE_TOPICS, 5, &ct).await;
+    for t in &r.topics {
+        let expected = if t.name == "alice-new" {
+            KafkaCode::NONE
+        } else {
+            KafkaCode::TOPIC_AUTHORIZATION_FAILED
+        };
+        assert_eq!(t.error_code, expected, "{}", t.name);
+    }
+    assert!(s.cluster.topics().describe("bob-new").is_err());
+
+    // DeleteTopics: DELETE on each topic.
+    let dt = DeleteTopicsRequest {
+        topic_names: vec!["alice-new".into(), "bob-orders".into()],
+        timeout_ms: 5_000,
+        ..Default::default()
+    };
+    let r: DeleteTopicsResponse = alice.call(key::DELETE_TOPICS, 4, &dt).await;
+    for t in &r.responses {
+        let expected = if t.name.as_deref() == Some("alice-new") {
+            KafkaCode::NONE
+        } else {
+            KafkaCode::TOPIC_AUTHORIZATION_FAILED
+        };
+        assert_eq!(t.error_code, expected, "{:?}", t.name);
+    }
+    assert!(s.cluster.topics().describe("bob-orders").is_ok());
+
+    // DescribeConfigs: DESCRIBE_CONFIGS on the topic, on the cluster for a broker.
+    let dc = DescribeConfigsRequest {
+        resources: vec![
+            DescribeConfigsResource {
+                resource_type: 2,
+                resource_name: "alice-orders".into(),
+                configuration_keys: None,
+            },
+            DescribeConfigsResource {
+                resource_type: 2,
+                resource_name: "bob-orders".into(),
+                configuration_keys: None,
+            },
+            DescribeConfigsResource {
+                resource_type: 4,
+                resource_name: "1".into(),
+                configuration_keys: None,
+            },
+        ],
+        ..Default::default()
+    };
+    let r: DescribeConfigsResponse = alice.call(key::DESCRIBE_CONFIGS, 4, &dc).await;
+    let code = |name: &str| {
+        r.results
+            .iter()
+            .find(|x| x.resource_name == name)
+            .unwrap()
+            .error_code
+    };
+    assert_eq!(code("alice-orders"), KafkaCode::NONE);
+    assert_eq!(code("bob-orders"), KafkaCode::TOPIC_AUTHORIZATION_FAILED);
+    assert_eq!(code("1"), KafkaCode::CLUSTER_AUTHORIZATION_FAILED);
+
+    // SCRAM credentials: ALTER on the cluster.
+    let r: AlterUserScramCredentialsResponse = alice
+        .call(
+            key::ALTER_USER_SCRAM_CREDENTIALS,
+            0,
+            &AlterUserScramCredentialsRequest {
+                deletions: vec![ScramCredentialDeletion {
+                    name: "bob".into(),
+                    mechanism: 2,
+                }],
+                upsertions: Vec::new(),
+            },
+        )
+        .await;
+    assert_eq!(r.results.len(), 1);
+    assert_eq!(
+        r.results[0].error_code,
+        KafkaCode::CLUSTER_AUTHORIZATION_FAILED
+    );
+    s.stop().await;
+}
