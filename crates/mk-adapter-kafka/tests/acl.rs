@@ -827,7 +827,6 @@ async fn group_admin_and_config_requests_are_narrowed_to_what_is_allowed() {
                     partition_index: 0,
                     current_leader_epoch: -1,
                     timestamp: -1,
-                    ..Default::default()
                 }],
             })
             .collect(),
