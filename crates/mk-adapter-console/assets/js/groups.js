@@ -147,8 +147,12 @@ function memberTable(g) {
   if (g.group_type !== "classic") columns.push(["Epoch", (m) => fmtNum(m.member_epoch), { class: "num" }]);
   columns.push(["Assigned", (m) => chips(m.assignment)]);
   // KIP-848 reconciles incrementally: a member gives up partitions before
-  // it gets its target.
-  if (g.group_type === "consumer") {
+  // it gets its target. Both columns show while some member is on its
+  // way; a settled group needs neither.
+  const key = (tps) => (tps || []).map((tp) => `${tp.topic}-${tp.partition}`).join(",");
+  const reconciling = g.group_type === "consumer"
+    && g.members.some((m) => (m.revoking || []).length > 0 || key(m.target) !== key(m.assignment));
+  if (reconciling) {
     columns.push(["Revoking", (m) => chips(m.revoking)]);
     columns.push(["Target", (m) => chips(m.target)]);
   }
