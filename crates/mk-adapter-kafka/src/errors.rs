@@ -20,6 +20,7 @@ impl KafkaCode {
     pub const REQUEST_TIMED_OUT: KafkaCode = KafkaCode(7);
     pub const BROKER_NOT_AVAILABLE: KafkaCode = KafkaCode(8);
     pub const MESSAGE_TOO_LARGE: KafkaCode = KafkaCode(10);
+    pub const INVALID_TIMESTAMP: KafkaCode = KafkaCode(32);
     pub const OFFSET_METADATA_TOO_LARGE: KafkaCode = KafkaCode(12);
     pub const COORDINATOR_NOT_AVAILABLE: KafkaCode = KafkaCode(15);
     pub const NOT_COORDINATOR: KafkaCode = KafkaCode(16);
@@ -162,6 +163,8 @@ pub fn kafka_code(code: ErrorCode) -> KafkaCode {
         ErrorCode::ResourceNotFound => KafkaCode::RESOURCE_NOT_FOUND,
         ErrorCode::DuplicateResource => KafkaCode::DUPLICATE_RESOURCE,
         ErrorCode::SecurityDisabled => KafkaCode::SECURITY_DISABLED,
+        ErrorCode::MessageTooLarge => KafkaCode::MESSAGE_TOO_LARGE,
+        ErrorCode::InvalidTimestamp => KafkaCode::INVALID_TIMESTAMP,
         ErrorCode::ClusterFailed => KafkaCode::KAFKA_STORAGE_ERROR,
     }
 }
@@ -225,6 +228,8 @@ mod tests {
             (ErrorCode::ResourceNotFound, 91),
             (ErrorCode::DuplicateResource, 92),
             (ErrorCode::SecurityDisabled, 54),
+            (ErrorCode::MessageTooLarge, 10),
+            (ErrorCode::InvalidTimestamp, 32),
         ];
         for (core, kafka) in pairs {
             assert_eq!(kafka_code(core), KafkaCode(kafka), "{core:?}");

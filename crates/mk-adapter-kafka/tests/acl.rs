@@ -72,7 +72,8 @@ impl Secured {
         let mut config = MiniKafkaConfig::new(dir.path().join("data"));
         config.authorizer = authorizer;
         let cluster =
-            BrokerCluster::open_with_clock(config, Arc::new(ManualClock::new(1_000))).unwrap();
+            BrokerCluster::open_with_clock(config, Arc::new(ManualClock::new(1_700_000_000_000)))
+                .unwrap();
         for t in ["alice-orders", "alice-secret", "bob-orders"] {
             cluster.topics().create(t, 1, 1).unwrap();
         }

@@ -232,7 +232,7 @@ impl DataPath<'_> {
         self.cluster.check_running()?;
         check_user_topic(tp)?;
         let slot = self.cluster.slot(tp)?;
-        self.check_against_topic(tp, &batch)?;
+        self.check_against_topic(tp, &mut batch)?;
         let records = batch.record_count() as u64;
         let outcome = self.cluster.with_slot(&slot, |set| {
             if let Some((producer_id, producer_epoch)) = client_sequence {
@@ -259,14 +259,55 @@ impl DataPath<'_> {
         Ok(PendingAppend { outcome })
     }
 
-    /// What the topic's settings refuse before anything is written (the
-    /// checks of Kafka's `LogValidator` that depend on the topic): a
-    /// compacted topic refuses a batch with records without a key, with
-    /// INVALID_RECORD naming each of them (mk-log's validator).
-    fn check_against_topic(self, tp: &TopicPartition, batch: &RecordBatch) -> Result<()> {
+    /// What the topic's settings refuse or change before anything is
+    /// written (the checks of Kafka's `LogValidator` that depend on the
+    /// topic): a batch over `max.message.bytes` as stored is
+    /// MESSAGE_TOO_LARGE; a compacted topic refuses a batch with records
+    /// without a key, with INVALID_RECORD naming each of them (mk-log's
+    /// validator); a LogAppendTime topic stamps the broker's clock into the
+    /// batch; a CreateTime topic refuses timestamps outside
+    /// `message.timestamp.before.max.ms` / `after.max.ms` of now
+    /// (INVALID_TIMESTAMP; a kept block is judged by its first and max
+    /// timestamps). Markers are the coordinator's and pass.
+    fn check_against_topic(self, tp: &TopicPartition, batch: &mut RecordBatch) -> Result<()> {
+        if batch.control().is_some() {
+            return Ok(());
+        }
         let topic = self.cluster.topic(&tp.topic)?;
-        if topic.meta.config.cleanup_policy.compacts() {
+        let config = &topic.meta.config;
+        let broker = self.cluster.broker_defaults();
+        let max_bytes = config.effective_i64("max.message.bytes", &broker);
+        let size = batch.kafka_size_bytes();
+        if i64::try_from(size).unwrap_or(i64::MAX) > max_bytes {
+            return Err(ClusterError::MessageTooLarge(format!(
+                "a batch of {size} bytes to {tp} is over the topic's max.message.bytes ({max_bytes})"
+            )));
+        }
+        if config.cleanup_policy.compacts() {
             mk_log::validator::check_keys_for_compaction(batch, tp)?;
+        }
+        let now = self.cluster.clock.now_ms();
+        if config.effective_str("message.timestamp.type", &broker) == "LogAppendTime" {
+            batch.stamp_log_append_time(now);
+            return Ok(());
+        }
+        if batch.record_count() == 0 {
+            return Ok(());
+        }
+        let before = config.effective_i64("message.timestamp.before.max.ms", &broker);
+        let after = config.effective_i64("message.timestamp.after.max.ms", &broker);
+        let (lo, hi) = (batch.min_timestamp_ms(), batch.max_timestamp_ms());
+        if now.saturating_sub(lo) > before {
+            return Err(ClusterError::InvalidTimestamp(format!(
+                "timestamp {lo} of a record to {tp} is more than message.timestamp.before.max.ms \
+                 ({before}) before the broker's time {now}"
+            )));
+        }
+        if hi.saturating_sub(now) > after {
+            return Err(ClusterError::InvalidTimestamp(format!(
+                "timestamp {hi} of a record to {tp} is more than message.timestamp.after.max.ms \
+                 ({after}) after the broker's time {now}"
+            )));
         }
         Ok(())
     }
@@ -280,7 +321,7 @@ impl DataPath<'_> {
     pub fn submit_append_group(
         self,
         tp: &TopicPartition,
-        batches: Vec<RecordBatch>,
+        mut batches: Vec<RecordBatch>,
         acks: AckMode,
     ) -> Vec<Result<PendingAppend>> {
         let lone = |batches: Vec<RecordBatch>| -> Vec<Result<PendingAppend>> {
@@ -291,7 +332,7 @@ impl DataPath<'_> {
         };
         // A batch the topic refuses is refused alone, on the lone path.
         let groupable = batches.len() > 1
-            && batches.iter().all(|b| {
+            && batches.iter_mut().all(|b| {
                 b.transactional_id().is_none()
                     && b.control().is_none()
                     && self.check_against_topic(tp, b).is_ok()

@@ -29,6 +29,13 @@ pub enum ClusterError {
     Topic(#[from] TopicError),
     #[error("invalid request: {0}")]
     InvalidConfig(String),
+    /// A batch larger than its topic's `max.message.bytes`.
+    #[error("message too large: {0}")]
+    MessageTooLarge(String),
+    /// A CreateTime timestamp outside the topic's
+    /// `message.timestamp.before.max.ms` / `after.max.ms` window.
+    #[error("invalid timestamp: {0}")]
+    InvalidTimestamp(String),
     /// Who may serve a partition, and under which leader epoch.
     #[error(transparent)]
     Leader(#[from] LeaderError),
@@ -306,6 +313,8 @@ impl ClusterError {
             ClusterError::InvalidRequest(_) => ErrorCode::InvalidRequest,
             ClusterError::Topic(e) => e.code(),
             ClusterError::InvalidConfig(_) => ErrorCode::InvalidConfig,
+            ClusterError::MessageTooLarge(_) => ErrorCode::MessageTooLarge,
+            ClusterError::InvalidTimestamp(_) => ErrorCode::InvalidTimestamp,
             ClusterError::Leader(e) => e.code(),
             ClusterError::Client(e) => e.code(),
             ClusterError::UnknownTopicId { .. } => ErrorCode::UnknownTopicId,

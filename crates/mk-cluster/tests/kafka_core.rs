@@ -1134,3 +1134,128 @@ async fn a_fetch_sends_a_producers_block_as_stored_without_decoding_a_record() {
     );
     c.lifecycle().close().await.unwrap();
 }
+
+/// An opaque kept block (records never decoded) with these timestamps.
+fn opaque_block(first_timestamp: i64, max_timestamp: i64, len: usize) -> block::BlockBatch {
+    block::BlockBatch::new(block::BlockParts {
+        base_offset: 0,
+        leader_epoch: 0,
+        producer: ProducerInfo::NONE,
+        transactional_id: None,
+        control: None,
+        last_offset_delta: 0,
+        record_count: 1,
+        codec: block::Codec::Zstd,
+        timestamp_type: block::TimestampType::CreateTime,
+        first_timestamp,
+        max_timestamp,
+        block: bytes::Bytes::from(vec![7u8; len]),
+    })
+    .unwrap()
+}
+
+#[tokio::test]
+async fn topic_configs_refuse_large_batches_and_bad_timestamps_and_stamp_log_append_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(10_000_000);
+    let c = open(dir.path(), &clock);
+    let set = |k: &str, v: &str| ConfigChange::Set {
+        key: k.into(),
+        value: v.into(),
+    };
+    c.topics().create("limits", 1, 1).unwrap();
+    c.topics()
+        .alter_config(
+            "limits",
+            &[
+                set("max.message.bytes", "200"),
+                set("message.timestamp.before.max.ms", "1000"),
+            ],
+            false,
+        )
+        .unwrap();
+    let p = tp("limits", 0);
+    let now = 10_000_000;
+    let append = |b: block::BlockBatch| {
+        let c = c.clone();
+        let p = p.clone();
+        async move {
+            c.data()
+                .append_batch(&p, RecordBatch::from_block(b).unwrap(), AckMode::One)
+                .await
+        }
+    };
+    // 61 header bytes + 139 of records is exactly the limit; one more is not.
+    append(opaque_block(now, now, 139)).await.unwrap();
+    let e = append(opaque_block(now, now, 140)).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::MessageTooLarge, "{e}");
+    assert!(e.to_string().contains("201 bytes"), "{e}");
+    // Decoded records are measured too.
+    let big = RecordBatch::new(vec![Record::new(None, Some(b(&"x".repeat(300))), now)]).unwrap();
+    let e = c
+        .data()
+        .append_batch(&p, big, AckMode::One)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::MessageTooLarge);
+    // CreateTime bounds: 1 s in the past at most here, 1 h in the future
+    // (Kafka's default).
+    let e = append(opaque_block(now - 1_001, now, 10))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidTimestamp, "{e}");
+    let e = append(opaque_block(now, now + 3_600_001, 10))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidTimestamp, "{e}");
+    append(opaque_block(now - 1_000, now + 3_600_000, 10))
+        .await
+        .unwrap();
+
+    // LogAppendTime: the kept block gets the broker's time and the
+    // attribute, its records section stays byte for byte, the CRC follows.
+    c.topics().create("stamped", 1, 1).unwrap();
+    c.topics()
+        .alter_config(
+            "stamped",
+            &[set("message.timestamp.type", "LogAppendTime")],
+            false,
+        )
+        .unwrap();
+    let s = tp("stamped", 0);
+    let sent = opaque_block(5, 6, 10);
+    c.data()
+        .append_batch(
+            &s,
+            RecordBatch::from_block(sent.clone()).unwrap(),
+            AckMode::One,
+        )
+        .await
+        .unwrap();
+    c.data()
+        .append_batch(
+            &s,
+            RecordBatch::new(vec![Record::new(None, Some(b("v")), 7)]).unwrap(),
+            AckMode::One,
+        )
+        .await
+        .unwrap();
+    let got = c
+        .data()
+        .fetch_batches(&fetch_one(&s, 0, 1 << 20, Isolation::ReadUncommitted))
+        .await
+        .unwrap();
+    let FetchedBatch::Block(kept) = &got[0].batches[0] else {
+        panic!("a kept block: {:?}", got[0].batches[0]);
+    };
+    assert_eq!(kept.timestamp_type(), block::TimestampType::LogAppendTime);
+    assert_eq!(kept.max_timestamp(), now);
+    assert_eq!(kept.block(), sent.block());
+    assert_ne!(kept.kafka_crc(), sent.kafka_crc());
+    let fetched = c
+        .data()
+        .fetch(&FetchRequest::new(s.clone(), 1, 10))
+        .unwrap();
+    assert_eq!(fetched.records[0].timestamp_ms, now, "decoded records too");
+    c.lifecycle().close().await.unwrap();
+}

@@ -76,11 +76,13 @@ pub enum ErrorCode {
     ResourceNotFound,
     DuplicateResource,
     SecurityDisabled,
+    MessageTooLarge,
+    InvalidTimestamp,
 }
 
 impl ErrorCode {
     /// Every code, in the order of the specification's table.
-    pub const ALL: [ErrorCode; 70] = [
+    pub const ALL: [ErrorCode; 72] = [
         ErrorCode::OffsetOutOfRange,
         ErrorCode::InvalidRecord,
         ErrorCode::CorruptBatch,
@@ -151,6 +153,8 @@ impl ErrorCode {
         ErrorCode::ResourceNotFound,
         ErrorCode::DuplicateResource,
         ErrorCode::SecurityDisabled,
+        ErrorCode::MessageTooLarge,
+        ErrorCode::InvalidTimestamp,
     ];
 
     /// The wire spelling of the code, e.g. `"OFFSET_OUT_OF_RANGE"`.
@@ -228,6 +232,8 @@ impl ErrorCode {
             ErrorCode::ResourceNotFound => "RESOURCE_NOT_FOUND",
             ErrorCode::DuplicateResource => "DUPLICATE_RESOURCE",
             ErrorCode::SecurityDisabled => "SECURITY_DISABLED",
+            ErrorCode::MessageTooLarge => "MESSAGE_TOO_LARGE",
+            ErrorCode::InvalidTimestamp => "INVALID_TIMESTAMP",
         }
     }
 

@@ -434,6 +434,48 @@ impl RecordBatch {
             .unwrap_or(-1)
     }
 
+    /// The smallest record timestamp (a kept block's first timestamp, the
+    /// base its records' deltas start from), -1 for no records.
+    pub fn min_timestamp_ms(&self) -> i64 {
+        if let Some(b) = &self.block {
+            return b.first_timestamp();
+        }
+        self.records
+            .iter()
+            .map(|r| r.timestamp_ms)
+            .min()
+            .unwrap_or(-1)
+    }
+
+    /// The batch's size as a Kafka broker measures it against
+    /// `max.message.bytes`: a kept block's v2 batch (61 header bytes and
+    /// its records section, as produced); for decoded records, the header
+    /// and every record's key, value and headers.
+    pub fn kafka_size_bytes(&self) -> usize {
+        let records = match &self.block {
+            Some(b) if self.is_block_only() => b.block().len(),
+            _ => self.records.iter().map(Record::payload_bytes).sum(),
+        };
+        crate::block::KAFKA_BATCH_HEADER_BYTES + records
+    }
+
+    /// Stamps a LogAppendTime topic's append time, as Kafka does: a kept
+    /// block gets the time as its max timestamp and the timestamp-type
+    /// attribute (its records are not touched; Kafka's CRC is recomputed);
+    /// decoded records get it as their timestamp.
+    pub fn stamp_log_append_time(&mut self, now_ms: i64) {
+        if self.is_block_only() {
+            if let Some(b) = self.block.as_mut() {
+                b.set_log_append_time(now_ms);
+            }
+            return;
+        }
+        self.block = None;
+        for r in &mut self.records {
+            r.timestamp_ms = now_ms;
+        }
+    }
+
     /// Records with their absolute offsets (the batch must be assigned).
     pub fn records_with_offsets(&self) -> impl Iterator<Item = (i64, &Record)> {
         let base = self.base_offset.unwrap_or(0);
