@@ -131,7 +131,11 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
         Kind::Gauge,
         "Bytes of a partition leader's log and indexes.",
     ),
-    ("mk_partitions", Kind::Gauge, "Partitions of every topic."),
+    (
+        "mk_partitions",
+        Kind::Gauge,
+        "Partitions of every user topic.",
+    ),
     (
         "mk_partitions_damaged",
         Kind::Gauge,
@@ -182,7 +186,11 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
         Kind::Counter,
         "Response bytes sent, per protocol.",
     ),
-    ("mk_topics", Kind::Gauge, "Topics, internal ones included."),
+    (
+        "mk_topics",
+        Kind::Gauge,
+        "User topics (the internal ones are not counted).",
+    ),
     (
         "mk_transactional_ids",
         Kind::Gauge,
