@@ -8,7 +8,7 @@
 //! reading, executing and writing overlap and the writer batches whatever
 //! responses are ready into one syscall.
 //!
-//! The reader hands answers to the writer through a [`Pipe`] that wakes
+//! The reader hands answers to the writer through mk-listener's `Pipe`, which wakes
 //! nobody: both halves are branches of one `biased` select, polled reader
 //! first, so the writer looks at the pipe right after every step of the
 //! reader. A channel would wake the task from inside its own poll, and
@@ -28,20 +28,16 @@ use crate::dispatch::{DispatchContext, execute, execute_produces};
 use crate::protocol::{
     DecodedLine, ErrorResponse, Operation, ProduceSpec, Request, Response, decode_request_line,
 };
-use futures::FutureExt;
 use mk_cluster::{BrokerCluster, ClusterError, ErrorCode, Protocol as Listener};
 use serde_json::Value;
-use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
-use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::AsyncReadExt;
+use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -236,6 +232,41 @@ impl JsonTcpServer {
     }
 }
 
+/// What the JSON-TCP listener does with an accepted connection (the accept
+/// loop, limits, guard and panic containment are mk-listener's).
+struct Accepted<R> {
+    shared: Arc<Shared>,
+    responder: Arc<R>,
+}
+
+impl<R: Respond> mk_listener::Accept for Accepted<R> {
+    type Held = mk_cluster::Counted;
+
+    fn name(&self) -> &'static str {
+        "json"
+    }
+
+    fn open_connections(&self) -> &AtomicU64 {
+        &self.shared.counters.connections
+    }
+
+    fn max_connections(&self) -> usize {
+        self.shared.options.max_connections
+    }
+
+    fn hold(&self) -> mk_cluster::Counted {
+        self.shared
+            .cluster
+            .views()
+            .connection_stats()
+            .connection(Listener::JsonTcp)
+    }
+
+    async fn serve(self: Arc<Self>, stream: TcpStream, _peer: SocketAddr) {
+        serve_connection(stream, self.shared.clone(), &*self.responder).await;
+    }
+}
+
 async fn accept_loop<R: Respond>(
     listener: TcpListener,
     shared: Arc<Shared>,
@@ -247,135 +278,41 @@ async fn accept_loop<R: Respond>(
         .views()
         .connection_stats()
         .listening(Listener::JsonTcp);
-    loop {
-        let accepted = tokio::select! {
-            _ = shared.stop.cancelled() => return,
-            r = listener.accept() => r,
-        };
-        let (stream, peer) = match accepted {
-            Ok(x) => x,
-            Err(e) => {
-                // Running out of file descriptors must not spin the loop:
-                // back off briefly and try again.
-                tracing::warn!(error = %e, "accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        let open = shared.counters.connections.fetch_add(1, Ordering::AcqRel);
-        let guard = ConnectionGuard {
-            shared: shared.clone(),
-            _counted: shared
-                .cluster
-                .views()
-                .connection_stats()
-                .connection(Listener::JsonTcp),
-        };
-        if open as usize >= shared.options.max_connections {
-            tracing::warn!(%peer, max = shared.options.max_connections, "too many connections; closing the new one");
-            drop((stream, guard));
-            continue;
-        }
-        let shared = shared.clone();
-        let responder = responder.clone();
-        tasks.spawn(async move {
-            let _guard = guard;
-            let served = AssertUnwindSafe(serve_connection(stream, shared, &*responder))
-                .catch_unwind()
-                .await;
-            if served.is_err() {
-                tracing::error!(%peer, "a connection task panicked; the connection was dropped");
-            }
-        });
-    }
+    let stop = shared.stop.clone();
+    let accepted = Arc::new(Accepted { shared, responder });
+    mk_listener::accept_loop(listener, accepted, stop, tasks).await;
 }
 
-/// Decrements the open-connection counts however the connection ends.
-struct ConnectionGuard {
-    shared: Arc<Shared>,
-    _counted: mk_cluster::Counted,
-}
-
-impl Drop for ConnectionGuard {
-    fn drop(&mut self) {
-        self.shared
-            .counters
-            .connections
-            .fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-/// One response waiting to be written, holding its share of the
-/// connection's write budget until it is written.
-struct Outgoing {
-    bytes: Vec<u8>,
-    _budget: OwnedSemaphorePermit,
-    _slot: OwnedSemaphorePermit,
-}
-
-/// Answers on their way from the reader to the writer of one connection
-/// (see the module docs: pushing wakes nobody).
-#[derive(Default)]
-struct Pipe {
-    queue: Mutex<VecDeque<Outgoing>>,
-    /// The reader has stopped: the writer drains and closes.
-    closed: AtomicBool,
-}
-
-impl Pipe {
-    fn push(&self, o: Outgoing) {
-        self.queue.lock().expect("pipe").push_back(o);
-    }
-
-    /// Moves every queued answer into the empty `into`, which the pipe
-    /// keeps as its next queue: neither side gives up its capacity.
-    fn take_all(&self, into: &mut VecDeque<Outgoing>) {
-        std::mem::swap(&mut *self.queue.lock().expect("pipe"), into);
-    }
-}
+/// The answers of one connection on their way to its writer.
+type Pipe = mk_listener::Pipe<Vec<u8>>;
+/// The reader's side of them, bounded (see mk-listener).
+type Queue<'a> = mk_listener::Queue<'a, Vec<u8>>;
 
 async fn serve_connection(stream: TcpStream, shared: Arc<Shared>, responder: &impl Respond) {
     // Small responses must leave at once; the writer batches them itself.
     let _ = stream.set_nodelay(true);
     let peer = stream.peer_addr().ok();
     let (rd, wr) = stream.into_split();
-    let budget_bytes = shared
-        .options
-        .write_queue_bytes
-        .clamp(1, Semaphore::MAX_PERMITS.min(u32::MAX as usize));
     let pipe = Pipe::default();
-    let queue = Queue {
-        pipe: &pipe,
-        budget: Arc::new(Semaphore::new(budget_bytes)),
-        budget_bytes,
-        slots: Arc::new(Semaphore::new(shared.options.max_in_flight)),
-    };
+    let queue = Queue::new(
+        &pipe,
+        shared.options.write_queue_bytes,
+        shared.options.max_in_flight,
+    );
     let reader = async {
         let end = read_loop(rd, &queue, &shared, responder).await;
-        pipe.closed.store(true, Ordering::Release);
+        pipe.close();
         end
     };
-    let writer = write_loop(wr, &pipe, shared.options.write_timeout);
-    tokio::pin!(reader, writer);
-    tokio::select! {
-        biased;
-        _ = shared.kill.cancelled() => {}
-        end = &mut reader => {
-            tracing::debug!(?peer, ?end, "connection stops reading");
-            // The writer drains what is queued and closes.
-            tokio::select! {
-                _ = shared.kill.cancelled() => {}
-                r = &mut writer => if let Err(e) = r {
-                    tracing::debug!(?peer, error = %e, "connection write failed");
-                }
-            }
-        }
-        r = &mut writer => {
-            if let Err(e) = r {
-                tracing::debug!(?peer, error = %e, "dropping a connection that does not read");
-            }
-        }
-    }
+    mk_listener::drive(
+        reader,
+        &pipe,
+        wr,
+        shared.options.write_timeout,
+        &shared.kill,
+        peer,
+    )
+    .await;
 }
 
 /// Why a connection stopped reading (logged at debug level).
@@ -388,26 +325,6 @@ enum ReadEnd {
     Shutdown,
     WriterGone,
     Io(io::Error),
-}
-
-/// The reader's side of a connection's responses: the pipe, its byte
-/// budget and its count of answers not yet written (`max_in_flight`).
-struct Queue<'a> {
-    pipe: &'a Pipe,
-    budget: Arc<Semaphore>,
-    budget_bytes: usize,
-    slots: Arc<Semaphore>,
-}
-
-impl Queue<'_> {
-    /// Waits until the write budget is not used up. A client that does not
-    /// read makes one large answer hold the whole budget; its next request
-    /// then waits here instead of building a second large answer beside
-    /// it, so such a connection holds one answer, not two. False when the
-    /// budget is gone (the connection is closing).
-    async fn room(&self) -> bool {
-        self.budget.acquire().await.is_ok()
-    }
 }
 
 async fn read_loop(
@@ -509,7 +426,7 @@ async fn too_large(rd: &mut OwnedReadHalf, q: &Queue<'_>, shared: &Shared) -> Re
         shared.options.max_frame_bytes
     );
     let bytes = ErrorResponse::new(ErrorCode::FrameTooLarge, msg).encode(None);
-    let _ = enqueue(bytes, q).await;
+    let _ = q.enqueue(bytes).await;
     let mut chunk = vec![0u8; READ_CHUNK];
     let mut dropped = 0usize;
     let drain = async {
@@ -551,7 +468,7 @@ async fn answer(line: &[u8], q: &Queue<'_>, shared: &Shared, responder: &impl Re
         .views()
         .connection_stats()
         .answered(Listener::JsonTcp, 1);
-    enqueue(bytes, q).await
+    q.enqueue(bytes).await
 }
 
 /// Answers the lines of `run` (ranges of `buf`) together and empties it.
@@ -585,7 +502,7 @@ async fn answer_run(
         .connection_stats()
         .answered(Listener::JsonTcp, lines.len() as u64);
     for bytes in answers {
-        if !enqueue(bytes, q).await {
+        if !q.enqueue(bytes).await {
             return false;
         }
     }
@@ -660,29 +577,6 @@ impl Respond for Protocol {
     ) -> impl Future<Output = Vec<Vec<u8>>> + Send {
         respond_group(lines, shared)
     }
-}
-
-async fn enqueue(bytes: Vec<u8>, q: &Queue<'_>) -> bool {
-    // A response larger than the whole budget takes all of it, so one huge
-    // response still goes out, alone.
-    let want = bytes.len().clamp(1, q.budget_bytes);
-    let Ok(budget) = q
-        .budget
-        .clone()
-        .acquire_many_owned(u32::try_from(want).unwrap_or(u32::MAX))
-        .await
-    else {
-        return false;
-    };
-    let Ok(slot) = q.slots.clone().acquire_owned().await else {
-        return false;
-    };
-    q.pipe.push(Outgoing {
-        bytes,
-        _budget: budget,
-        _slot: slot,
-    });
-    true
 }
 
 /// The response line for one request line, counted in the metrics: bytes
@@ -827,64 +721,11 @@ pub fn json_code(code: ErrorCode) -> ErrorCode {
     }
 }
 
-/// Writes what the reader queued, all of it in one flush, until the reader
-/// has stopped and everything is written. With nothing queued it waits
-/// for the next poll of the connection's task without registering a
-/// waker: the reader is polled first in every pass, so whatever it queues
-/// is seen in the same pass (module docs).
-async fn write_loop(wr: OwnedWriteHalf, pipe: &Pipe, write_timeout: Duration) -> io::Result<()> {
-    let mut w = BufWriter::with_capacity(64 * 1024, wr);
-    let mut batch = VecDeque::new();
-    loop {
-        // Read before taking: an answer queued before the reader stopped
-        // is in this batch, or in none taken after it.
-        let closed = pipe.closed.load(Ordering::Acquire);
-        pipe.take_all(&mut batch);
-        if batch.is_empty() {
-            if closed {
-                return timed(write_timeout, w.shutdown()).await;
-            }
-            until_polled_again().await;
-            continue;
-        }
-        for o in batch.drain(..) {
-            timed(write_timeout, w.write_all(&o.bytes)).await?;
-        }
-        timed(write_timeout, w.flush()).await?;
-    }
-}
-
-/// Pending once, without registering a waker; ready on the next poll.
-async fn until_polled_again() {
-    let mut first = true;
-    std::future::poll_fn(|_| {
-        if std::mem::take(&mut first) {
-            std::task::Poll::Pending
-        } else {
-            std::task::Poll::Ready(())
-        }
-    })
-    .await;
-}
-
-async fn timed<T>(
-    limit: Duration,
-    fut: impl std::future::Future<Output = io::Result<T>>,
-) -> io::Result<T> {
-    match tokio::time::timeout(limit, fut).await {
-        Ok(r) => r,
-        Err(_) => Err(io::Error::new(
-            io::ErrorKind::TimedOut,
-            format!("the client accepted no response bytes for {limit:?}"),
-        )),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use mk_cluster::{ManualClock, MiniKafkaConfig};
-    use tokio::io::{AsyncBufReadExt, BufReader};
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
     /// A request line that makes [`PanicsOnMarker`] panic.
     const MARKER: &[u8] = b"{\"operation\":\"panic_for_tests\"}";

@@ -33,18 +33,15 @@ use crate::codec::{DecodeError, Reader, Writer};
 use crate::frame::{self, RequestHeader};
 use crate::listener::SecurityProtocol;
 use bytes::{Buf, Bytes, BytesMut};
-use futures::FutureExt;
 use mk_cluster::Principal;
 use mk_cluster::{BrokerCluster, BrokerId};
 use std::io;
 use std::net::SocketAddr;
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -411,101 +408,68 @@ pub(crate) struct Origin {
     pub protocol: SecurityProtocol,
 }
 
+/// What one Kafka listener socket does with an accepted connection (the
+/// accept loop, limits, guard and panic containment are mk-listener's).
+struct Accepted {
+    at: Origin,
+    shared: Arc<Shared>,
+}
+
+impl mk_listener::Accept for Accepted {
+    type Held = mk_cluster::Counted;
+
+    fn name(&self) -> &'static str {
+        "kafka"
+    }
+
+    fn open_connections(&self) -> &std::sync::atomic::AtomicU64 {
+        &self.shared.counters.connections
+    }
+
+    fn max_connections(&self) -> usize {
+        self.shared.options.max_connections
+    }
+
+    fn admit(&self, peer: SocketAddr) -> bool {
+        let online = self.shared.cluster.brokers().is_online(self.at.broker);
+        if !online {
+            tracing::debug!(%peer, broker = self.at.broker, "broker is offline; refusing the connection");
+        }
+        online
+    }
+
+    fn hold(&self) -> mk_cluster::Counted {
+        self.shared
+            .cluster
+            .views()
+            .connection_stats()
+            .connection(mk_cluster::Protocol::Kafka)
+    }
+
+    fn serve(
+        self: Arc<Self>,
+        stream: TcpStream,
+        peer: SocketAddr,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        serve_stream(stream, peer, self.at, self.shared.clone())
+    }
+}
+
 async fn accept_loop(listener: TcpListener, at: Origin, shared: Arc<Shared>, tasks: TaskTracker) {
-    let broker = at.broker;
     // Counted in the core beside the JSON-TCP listener, for `stats`.
     let _listening = shared
         .cluster
         .views()
         .connection_stats()
         .listening(mk_cluster::Protocol::Kafka);
-    loop {
-        let accepted = tokio::select! {
-            _ = shared.stop.cancelled() => return,
-            r = listener.accept() => r,
-        };
-        let (stream, peer) = match accepted {
-            Ok(x) => x,
-            Err(e) => {
-                // Out of file descriptors must not spin the loop.
-                tracing::warn!(error = %e, "accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        if !shared.cluster.brokers().is_online(broker) {
-            tracing::debug!(%peer, broker, "broker is offline; refusing the connection");
-            drop(stream);
-            continue;
-        }
-        let open = shared.counters.connections.fetch_add(1, Ordering::AcqRel);
-        let guard = ConnectionGuard {
-            shared: shared.clone(),
-            _counted: shared
-                .cluster
-                .views()
-                .connection_stats()
-                .connection(mk_cluster::Protocol::Kafka),
-        };
-        if open as usize >= shared.options.max_connections {
-            tracing::warn!(%peer, "too many Kafka connections; closing the new one");
-            drop((stream, guard));
-            continue;
-        }
-        let shared = shared.clone();
-        tasks.spawn(async move {
-            let _guard = guard;
-            let served = AssertUnwindSafe(serve_stream(stream, peer, at, shared))
-                .catch_unwind()
-                .await;
-            if served.is_err() {
-                tracing::error!(%peer, "a Kafka connection task panicked; the connection was dropped");
-            }
-        });
-    }
+    let stop = shared.stop.clone();
+    mk_listener::accept_loop(listener, Arc::new(Accepted { at, shared }), stop, tasks).await;
 }
 
-/// Decrements the open-connection counts however the connection ends.
-struct ConnectionGuard {
-    shared: Arc<Shared>,
-    _counted: mk_cluster::Counted,
-}
-
-impl Drop for ConnectionGuard {
-    fn drop(&mut self) {
-        self.shared
-            .counters
-            .connections
-            .fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-struct Outgoing {
-    bytes: Bytes,
-    _budget: OwnedSemaphorePermit,
-    _slot: OwnedSemaphorePermit,
-}
-
-/// Responses on their way from the reader to the writer of one connection.
-/// Pushing wakes nobody: reader and writer are branches of one `biased`
-/// select, reader first, so the writer looks at the pipe after every step
-/// of the reader. (A channel woke the running task from inside its own
-/// poll, which tokio answers by waking an idle worker that then steals the
-/// connection; the JSON-TCP server has the same pipe, measured there.)
-#[derive(Default)]
-struct Pipe {
-    queue: std::sync::Mutex<std::collections::VecDeque<Outgoing>>,
-    /// The reader has stopped: the writer drains and closes.
-    closed: std::sync::atomic::AtomicBool,
-}
-
-struct Queue<'a> {
-    pipe: &'a Pipe,
-    budget: Arc<Semaphore>,
-    budget_bytes: usize,
-    /// Responses not yet written, at most `max_in_flight`.
-    slots: Arc<Semaphore>,
-}
+/// The answers of one connection on their way to its writer.
+type Pipe = mk_listener::Pipe<Bytes>;
+/// The reader's side of them, bounded (see mk-listener).
+type Queue<'a> = mk_listener::Queue<'a, Bytes>;
 
 /// Serves one accepted connection: plaintext on its owned halves (no lock
 /// between reader and writer), TLS after a handshake bounded by
@@ -554,17 +518,12 @@ async fn serve_connection<R, W>(
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    let budget_bytes = shared
-        .options
-        .write_queue_bytes
-        .clamp(1, Semaphore::MAX_PERMITS.min(u32::MAX as usize));
     let pipe = Pipe::default();
-    let queue = Queue {
-        pipe: &pipe,
-        budget: Arc::new(Semaphore::new(budget_bytes)),
-        budget_bytes,
-        slots: Arc::new(Semaphore::new(shared.options.max_in_flight)),
-    };
+    let queue = Queue::new(
+        &pipe,
+        shared.options.write_queue_bytes,
+        shared.options.max_in_flight,
+    );
     let reader = async {
         let conn = Connection {
             at,
@@ -572,27 +531,18 @@ async fn serve_connection<R, W>(
             session: std::sync::Mutex::new(session),
         };
         let end = read_loop(rd, &queue, &conn, &shared).await;
-        pipe.closed.store(true, Ordering::Release);
+        pipe.close();
         end
     };
-    let writer = write_loop(wr, &pipe, shared.options.write_timeout);
-    tokio::pin!(reader, writer);
-    tokio::select! {
-        biased;
-        _ = shared.kill.cancelled() => {}
-        end = &mut reader => {
-            tracing::debug!(?peer, ?end, "Kafka connection stops reading");
-            tokio::select! {
-                _ = shared.kill.cancelled() => {}
-                r = &mut writer => if let Err(e) = r {
-                    tracing::debug!(?peer, error = %e, "Kafka connection write failed");
-                }
-            }
-        }
-        r = &mut writer => if let Err(e) = r {
-            tracing::debug!(?peer, error = %e, "dropping a Kafka connection that does not read");
-        },
-    }
+    mk_listener::drive(
+        reader,
+        &pipe,
+        wr,
+        shared.options.write_timeout,
+        &shared.kill,
+        peer,
+    )
+    .await;
 }
 
 /// Why a connection stopped reading (logged at debug level).
@@ -725,7 +675,7 @@ async fn answer(
     // With the write budget used up (a client that does not read), the
     // next answer is only built once part of the last one is written, so
     // such a connection holds one large answer, not two.
-    if q.budget.acquire().await.is_err() {
+    if !q.room().await {
         return Ok(false);
     }
     shared.counters.requests.fetch_add(1, Ordering::Relaxed);
@@ -749,7 +699,9 @@ async fn answer(
             // Clients start with their newest ApiVersions and retry with
             // the range this v0 answer carries.
             let body = api::versions::unsupported_version_body(&shared.cluster);
-            return Ok(enqueue(frame::response_frame(peek.correlation_id, false, body), q).await);
+            return Ok(q
+                .enqueue(frame::response_frame(peek.correlation_id, false, body))
+                .await);
         }
         return Err(ReadEnd::Unsupported {
             api_key: peek.api_key,
@@ -792,7 +744,7 @@ async fn answer(
     let tagged = flexible && header.api_key != api::key::API_VERSIONS;
     let bytes = frame::finish_response(w.buf, header.correlation_id, tagged);
     metrics::counter!("mk_sent_bytes_total", "protocol" => "kafka").increment(bytes.len() as u64);
-    let queued = enqueue(bytes, q).await;
+    let queued = q.enqueue(bytes).await;
     if conn.session.lock().expect("session").failed {
         return Err(ReadEnd::AuthenticationFailed);
     }
@@ -821,76 +773,5 @@ async fn raw_sasl_token(
     let mut out = BytesMut::with_capacity(4 + reply.len());
     out.extend_from_slice(&len.to_be_bytes());
     out.extend_from_slice(&reply);
-    Ok(enqueue(out.freeze(), q).await)
-}
-
-async fn enqueue(bytes: Bytes, q: &Queue<'_>) -> bool {
-    let want = bytes.len().clamp(1, q.budget_bytes);
-    let Ok(budget) = q
-        .budget
-        .clone()
-        .acquire_many_owned(u32::try_from(want).unwrap_or(u32::MAX))
-        .await
-    else {
-        return false;
-    };
-    let Ok(slot) = q.slots.clone().acquire_owned().await else {
-        return false;
-    };
-    q.pipe.queue.lock().expect("pipe").push_back(Outgoing {
-        bytes,
-        _budget: budget,
-        _slot: slot,
-    });
-    true
-}
-
-/// Writes what the reader queued, all of it in one flush, until the reader
-/// has stopped and everything is written. With nothing queued it waits for
-/// the next poll of the connection's task without registering a waker (the
-/// reader, polled first in every pass, is what queues).
-async fn write_loop<W: AsyncWrite + Unpin>(
-    wr: W,
-    pipe: &Pipe,
-    write_timeout: Duration,
-) -> io::Result<()> {
-    let mut w = BufWriter::with_capacity(64 * 1024, wr);
-    // Swapped with the pipe's queue, so both keep their capacity.
-    let mut batch = std::collections::VecDeque::new();
-    loop {
-        let closed = pipe.closed.load(Ordering::Acquire);
-        std::mem::swap(&mut *pipe.queue.lock().expect("pipe"), &mut batch);
-        if batch.is_empty() {
-            if closed {
-                return timed(write_timeout, w.shutdown()).await;
-            }
-            let mut first = true;
-            std::future::poll_fn(|_| {
-                if std::mem::take(&mut first) {
-                    std::task::Poll::Pending
-                } else {
-                    std::task::Poll::Ready(())
-                }
-            })
-            .await;
-            continue;
-        }
-        for o in batch.drain(..) {
-            timed(write_timeout, w.write_all(&o.bytes)).await?;
-        }
-        timed(write_timeout, w.flush()).await?;
-    }
-}
-
-async fn timed<T>(
-    limit: Duration,
-    fut: impl std::future::Future<Output = io::Result<T>>,
-) -> io::Result<T> {
-    match tokio::time::timeout(limit, fut).await {
-        Ok(r) => r,
-        Err(_) => Err(io::Error::new(
-            io::ErrorKind::TimedOut,
-            format!("the client accepted no response bytes for {limit:?}"),
-        )),
-    }
+    Ok(q.enqueue(out.freeze()).await)
 }
