@@ -1,15 +1,19 @@
 """The newer client-facing APIs of issue 21 through unmodified clients:
 client telemetry (KIP-714) with the Java client's defaults, and topics
 described a page at a time (DescribeTopicPartitions, which the Java Admin
-client's describeTopics uses), and client quotas (stored and described).
+client's describeTopics uses), client quotas (stored and described), and
+preferred leader election on three hosted brokers.
 """
 
 from __future__ import annotations
+
+import time
 
 from conftest import unique_topic
 
 from mkinterop import java_client
 from mkinterop.drivers import DRIVERS
+from mkinterop.model import Rec
 
 
 def java(scenario: str, server, **args):
@@ -97,3 +101,65 @@ def test_java_alters_and_describes_client_quotas_and_they_survive_a_restart(thre
     server.restart()
     assert entities([["user", "exact", "alice"]]) == {"user=alice": {"producer_byte_rate": 1048576.0}}
     assert len(entities([])) == 3
+
+
+def everywhere(scenario: str, server, **args):
+    """A Java call bootstrapped from every broker (one may be offline)."""
+    return java_client.call(scenario, bootstrap=",".join(server.kafka_addrs), **args)
+
+
+def _leaders(server, t: str) -> dict[int, tuple[int, list[int], list[int]]]:
+    described = everywhere("describe-topics", server, topics=[t])[t]
+    assert described["error"] is None, described
+    return {p["partition"]: (p["leader"], p["replicas"], sorted(p["isr"])) for p in described["partitions"]}
+
+
+def _wait_for(condition, what: str, timeout_s: float = 60.0):
+    deadline = time.monotonic() + timeout_s
+    last = None
+    while time.monotonic() < deadline:
+        ok, last = condition()
+        if ok:
+            return last
+        time.sleep(0.2)
+    raise AssertionError(f"{what} within {timeout_s}s; last seen: {last}")
+
+
+def test_java_preferred_election_brings_leadership_back_after_a_broker_returns(three_brokers):
+    """Broker 1 goes offline (its partition's leadership moves), comes back
+    and catches up; Java's electLeaders(PREFERRED) moves leadership back to
+    it, a second election is ELECTION_NOT_NEEDED, UNCLEAN elects nothing
+    while every leader is online, and the records are all still there."""
+    server = three_brokers
+    t = unique_topic("elect")
+    confluent = DRIVERS["confluent-kafka"]
+    confluent.create_topic(server.bootstrap, t, 3, replication_factor=3)
+    records = [Rec(None, f"v{i}".encode(), partition=i % 3) for i in range(9)]
+    confluent.produce(server.bootstrap, t, records)
+    before = _leaders(server, t)
+    assert all(leader == replicas[0] for leader, replicas, _ in before.values()), before
+    led_by_1 = [p for p, (leader, _, _) in before.items() if leader == 1]
+    assert led_by_1, before
+
+    off = server.cli("broker", "offline", "1")
+    assert off.returncode == 0, off.stdout + off.stderr
+    moved = _wait_for(lambda: (all(_leaders(server, t)[p][0] != 1 for p in led_by_1), _leaders(server, t)),
+                      "leadership to leave broker 1")
+    tps = [[t, p] for p in led_by_1]
+    refused = everywhere("elect-leaders", server, type="preferred", partitions=tps)
+    assert all(refused[f"{t}:{p}"]["code"] == "PREFERRED_LEADER_NOT_AVAILABLE" for p in led_by_1), (refused, moved)
+
+    on = server.cli("broker", "online", "1")
+    assert on.returncode == 0, on.stdout + on.stderr
+    _wait_for(lambda: (all(1 in isr for _, _, isr in _leaders(server, t).values()), _leaders(server, t)),
+              "broker 1 to rejoin every ISR")
+    unclean = everywhere("elect-leaders", server, type="unclean", partitions=tps)
+    assert all(unclean[f"{t}:{p}"]["code"] == "ELECTION_NOT_NEEDED" for p in led_by_1), unclean
+    elected = everywhere("elect-leaders", server, type="preferred", partitions=tps)
+    assert all(elected[f"{t}:{p}"]["error"] is None for p in led_by_1), elected
+    after = _leaders(server, t)
+    assert all(after[p][0] == 1 for p in led_by_1), after
+    again = everywhere("elect-leaders", server, type="preferred", partitions=tps)
+    assert all(again[f"{t}:{p}"]["code"] == "ELECTION_NOT_NEEDED" for p in led_by_1), again
+    got = DRIVERS["kafka-python"].read_all(",".join(server.kafka_addrs), t)
+    assert sorted(g.value for g in got) == sorted(r.value for r in records), got

@@ -587,7 +587,7 @@ async fn everyone_is_allowed_where_no_acl_is_found_only_when_configured() {
 }
 
 #[tokio::test]
-async fn describe_topic_partitions_and_client_quotas_are_authorized_as_kafka_does() {
+async fn describe_topic_partitions_client_quotas_and_elections_are_authorized_as_kafka_does() {
     use mk_adapter_kafka::messages::alter_client_quotas::{
         AlterClientQuotasRequest, AlterClientQuotasResponse, EntityData, EntryData, OpData,
     };
@@ -596,6 +596,9 @@ async fn describe_topic_partitions_and_client_quotas_are_authorized_as_kafka_doe
     };
     use mk_adapter_kafka::messages::describe_topic_partitions::{
         DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, TopicRequest,
+    };
+    use mk_adapter_kafka::messages::elect_leaders::{
+        ElectLeadersRequest, ElectLeadersResponse, TopicPartitions,
     };
     let s = Secured::start(authorizer("User:admin")).await;
     let mut admin = s.login("admin", "a").await;
@@ -700,6 +703,27 @@ async fn describe_topic_partitions_and_client_quotas_are_authorized_as_kafka_doe
         alice.call(key::DESCRIBE_CLIENT_QUOTAS, 1, &describe).await;
     assert_eq!(r.error_code, KafkaCode::CLUSTER_AUTHORIZATION_FAILED);
     assert!(r.entries.is_none());
+    // ElectLeaders: ALTER on the cluster.
+    let elect = ElectLeadersRequest {
+        election_type: 0,
+        topic_partitions: Some(vec![TopicPartitions {
+            topic: "alice-orders".into(),
+            partitions: vec![0],
+        }]),
+        timeout_ms: 1000,
+    };
+    let r: ElectLeadersResponse = alice.call(key::ELECT_LEADERS, 2, &elect).await;
+    assert_eq!(r.error_code, KafkaCode::CLUSTER_AUTHORIZATION_FAILED);
+    assert_eq!(
+        r.replica_election_results[0].partition_result[0].error_code,
+        KafkaCode::CLUSTER_AUTHORIZATION_FAILED
+    );
+    let r: ElectLeadersResponse = admin.call(key::ELECT_LEADERS, 2, &elect).await;
+    assert_eq!(
+        r.replica_election_results[0].partition_result[0].error_code,
+        KafkaCode(84),
+        "the one broker already leads: no election needed"
+    );
     let r: AlterClientQuotasResponse = admin.call(key::ALTER_CLIENT_QUOTAS, 1, &alter).await;
     assert_eq!(r.entries[0].error_code, KafkaCode::NONE);
     let r: DescribeClientQuotasResponse =

@@ -1450,3 +1450,102 @@ mod quotas {
         h.stop().await;
     }
 }
+
+mod elections {
+    use super::*;
+    use mk_adapter_kafka::messages::elect_leaders::{
+        ElectLeadersRequest, ElectLeadersResponse, TopicPartitions,
+    };
+    use mk_adapter_kafka::mk_cluster::{AckMode, RecordBatch, TopicPartition};
+
+    fn elect(kind: i8, partitions: Option<&[(&str, i32)]>) -> ElectLeadersRequest {
+        ElectLeadersRequest {
+            election_type: kind,
+            topic_partitions: partitions.map(|ps| {
+                ps.iter()
+                    .map(|(t, p)| TopicPartitions {
+                        topic: t.to_string(),
+                        partitions: vec![*p],
+                    })
+                    .collect()
+            }),
+            timeout_ms: 30_000,
+        }
+    }
+
+    fn results(r: &ElectLeadersResponse) -> Vec<(String, i32, KafkaCode)> {
+        r.replica_election_results
+            .iter()
+            .flat_map(|t| {
+                t.partition_result
+                    .iter()
+                    .map(|p| (t.topic.clone(), p.partition_id, p.error_code))
+            })
+            .collect()
+    }
+
+    fn leader(h: &Harness, p: u32) -> (i32, Vec<i32>) {
+        let d = h.cluster.topics().describe("t").unwrap();
+        let p = &d.partitions[p as usize];
+        (p.leader_id, p.isr.clone())
+    }
+
+    #[tokio::test]
+    async fn preferred_leaders_come_back_once_in_sync() {
+        let h = Harness::start(vec![1, 2, 3], Default::default()).await;
+        h.cluster.topics().create("t", 2, 3).unwrap();
+        let p0 = TopicPartition::new("t", 0);
+        let batch = RecordBatch::new(common::value_records(&["a", "b"])).unwrap();
+        h.cluster
+            .data()
+            .append_batch(&p0, batch, AckMode::One)
+            .await
+            .unwrap();
+        h.cluster.steps().replicate_all_once().unwrap();
+        let mut c = h.conn(3).await;
+        let not_needed = KafkaCode(84);
+        for v in [0, 1, 2] {
+            let r: ElectLeadersResponse = c
+                .call(
+                    key::ELECT_LEADERS,
+                    v,
+                    &elect(0, Some(&[("t", 0), ("t", 7), ("t", -1)])),
+                )
+                .await;
+            assert_eq!(
+                results(&r),
+                vec![
+                    ("t".into(), 0, not_needed),
+                    ("t".into(), 7, KafkaCode::UNKNOWN_TOPIC_OR_PARTITION),
+                    ("t".into(), -1, KafkaCode::UNKNOWN_TOPIC_OR_PARTITION),
+                ],
+                "v{v}"
+            );
+        }
+        h.cluster.brokers().take_offline(1).unwrap();
+        assert_eq!(leader(&h, 0).0, 2);
+        let r: ElectLeadersResponse = c.call(key::ELECT_LEADERS, 2, &elect(0, None)).await;
+        assert_eq!(results(&r), vec![("t".into(), 0, KafkaCode(80))]);
+        h.cluster.brokers().bring_online(1).unwrap();
+        for _ in 0..3 {
+            h.cluster.steps().replicate_all_once().unwrap();
+        }
+        // Unclean: both partitions have an online leader.
+        let r: ElectLeadersResponse = c.call(key::ELECT_LEADERS, 2, &elect(1, None)).await;
+        assert_eq!(results(&r), vec![]);
+        // All partitions: only the one that moved is answered.
+        let r: ElectLeadersResponse = c.call(key::ELECT_LEADERS, 2, &elect(0, None)).await;
+        assert_eq!(
+            (r.error_code, results(&r)),
+            (KafkaCode::NONE, vec![("t".into(), 0, KafkaCode::NONE)])
+        );
+        assert_eq!(leader(&h, 0).0, 1);
+        for _ in 0..3 {
+            h.cluster.steps().replicate_all_once().unwrap();
+        }
+        assert_eq!(leader(&h, 0).1, vec![1, 2, 3]);
+        let r: ElectLeadersResponse = c.call(key::ELECT_LEADERS, 2, &elect(5, None)).await;
+        assert_eq!(r.error_code, KafkaCode::INVALID_REQUEST);
+        h.stop().await;
+    }
+}

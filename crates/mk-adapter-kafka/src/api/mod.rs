@@ -26,6 +26,7 @@
 //! - `log_admin`: DeleteRecords, DescribeLogDirs, DescribeProducers
 //! - `txn_admin`: ListTransactions, DescribeTransactions
 //! - `quotas`: DescribeClientQuotas, AlterClientQuotas
+//! - `elections`: ElectLeaders
 //! - `telemetry`: GetTelemetrySubscriptions, PushTelemetry (KIP-714)
 //! - `acls`: CreateAcls, DescribeAcls, DeleteAcls
 //!
@@ -43,6 +44,7 @@ pub mod acls;
 pub mod admin;
 pub mod authz;
 pub mod consumer_groups;
+pub mod elections;
 pub mod fetch;
 pub mod group_configs;
 pub mod groups;

@@ -246,6 +246,13 @@ pub const APIS: &[ApiSpec] = &[
         flexible_from: 2,
     },
     ApiSpec {
+        key: key::ELECT_LEADERS,
+        name: "ElectLeaders",
+        min_version: 0,
+        max_version: 2,
+        flexible_from: 2,
+    },
+    ApiSpec {
         key: key::INCREMENTAL_ALTER_CONFIGS,
         name: "IncrementalAlterConfigs",
         min_version: 0,
@@ -443,6 +450,7 @@ pub const GUARDED: &[i16] = &[
     key::SASL_AUTHENTICATE,
     key::CREATE_PARTITIONS,
     key::DELETE_GROUPS,
+    key::ELECT_LEADERS,
     key::INCREMENTAL_ALTER_CONFIGS,
     key::OFFSET_DELETE,
     key::DESCRIBE_CLIENT_QUOTAS,
@@ -809,6 +817,16 @@ pub async fn dispatch(
                 api::authz::Gate::Answer(denied) => denied.answer(w, v),
             }
         }
+        key::ELECT_LEADERS => {
+            let req = elect_leaders::ElectLeadersRequest::read(r, v)?;
+            r.finish("request")?;
+            match api::authz::surface::elect_leaders(ctx, req) {
+                api::authz::Gate::Serve(req, patch) => patch
+                    .apply(api::elections::handle_elect_leaders(ctx, req).await)
+                    .answer(w, v),
+                api::authz::Gate::Answer(denied) => denied.answer(w, v),
+            }
+        }
         key::INCREMENTAL_ALTER_CONFIGS => {
             let req = incremental_alter_configs::IncrementalAlterConfigsRequest::read(r, v)?;
             r.finish("request")?;
@@ -1156,6 +1174,9 @@ pub fn decode_request(frame: &Bytes) -> DecodeResult<RequestHeader> {
         }
         key::DELETE_GROUPS => {
             delete_groups::DeleteGroupsRequest::read(r, v)?;
+        }
+        key::ELECT_LEADERS => {
+            elect_leaders::ElectLeadersRequest::read(r, v)?;
         }
         key::INCREMENTAL_ALTER_CONFIGS => {
             incremental_alter_configs::IncrementalAlterConfigsRequest::read(r, v)?;

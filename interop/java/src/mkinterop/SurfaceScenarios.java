@@ -5,8 +5,11 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.stream.Collectors;
 import org.apache.kafka.clients.admin.Admin;
@@ -14,6 +17,7 @@ import org.apache.kafka.clients.admin.AlterClientQuotasOptions;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.ElectionType;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.quota.ClientQuotaAlteration;
@@ -23,7 +27,7 @@ import org.apache.kafka.common.quota.ClientQuotaFilterComponent;
 
 /**
  * The newer client-facing APIs of issue 21 (tests/test_client_surface.py): client telemetry
- * (GetTelemetrySubscriptions, which every 4.x client calls by default) and client quotas.
+ * (GetTelemetrySubscriptions, which every 4.x client calls by default), client quotas and leader elections.
  */
 final class SurfaceScenarios {
     private SurfaceScenarios() {}
@@ -32,6 +36,7 @@ final class SurfaceScenarios {
         all.put("client-instance-ids", SurfaceScenarios::clientInstanceIds);
         all.put("alter-client-quotas", SurfaceScenarios::alterClientQuotas);
         all.put("describe-client-quotas", SurfaceScenarios::describeClientQuotas);
+        all.put("elect-leaders", SurfaceScenarios::electLeaders);
     }
 
     private static final Duration ASK = Duration.ofSeconds(30);
@@ -124,6 +129,28 @@ final class SurfaceScenarios {
                     values.forEach(v::put);
                 });
             });
+        }
+    }
+
+    /**
+     * `type`: "preferred" or "unclean"; `partitions`: [[topic, partition]] or absent (all). Per partition the
+     * outcome (the client reports ELECTION_NOT_NEEDED as an error of the partition).
+     */
+    private static JsonNode electLeaders(Ctx ctx) throws Exception {
+        ElectionType type = "unclean".equals(ctx.args.str("type")) ? ElectionType.UNCLEAN : ElectionType.PREFERRED;
+        Set<TopicPartition> partitions = null;
+        if (ctx.args.has("partitions")) {
+            partitions = new HashSet<>();
+            for (JsonNode pair : ctx.args.get("partitions")) {
+                partitions.add(new TopicPartition(pair.get(0).asText(), pair.get(1).asInt()));
+            }
+        }
+        try (Admin admin = AdminScenarios.admin(ctx.args)) {
+            Map<TopicPartition, Optional<Throwable>> outcomes = AdminScenarios.get(admin.electLeaders(type, partitions).partitions());
+            ObjectNode out = Json.obj();
+            outcomes.forEach((tp, failure) -> out.set(tp.topic() + ":" + tp.partition(),
+                    failure.map(Outcomes::failure).orElseGet(() -> Json.obj().putNull("error"))));
+            return out;
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The guards of the newer client APIs: DescribeTopicPartitions (DESCRIBE
 //! on each topic, as Metadata), Describe/AlterClientQuotas
-//! (DESCRIBE_CONFIGS / ALTER_CONFIGS on the cluster).
+//! (DESCRIBE_CONFIGS / ALTER_CONFIGS on the cluster), ElectLeaders (ALTER
+//! on the cluster).
 
 use super::{CLUSTER, Gate, TOPIC, denied, split};
 use crate::api::Ctx;
@@ -13,6 +14,9 @@ use crate::messages::describe_client_quotas::{
 use crate::messages::describe_topic_partitions::{
     DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse,
     DescribeTopicPartitionsResponseTopic,
+};
+use crate::messages::elect_leaders::{
+    ElectLeadersRequest, ElectLeadersResponse, PartitionResult, ReplicaElectionResult,
 };
 use mk_cluster::{CLUSTER_NAME, Operation, ResourceType};
 use std::collections::BTreeMap;
@@ -118,6 +122,40 @@ pub fn alter_client_quotas(
                 error_code: CLUSTER,
                 error_message: Some(m.clone()),
                 entity: e.entity,
+            })
+            .collect(),
+    })
+}
+
+/// ALTER on the cluster: every named partition denied otherwise (and the
+/// whole request, v1+).
+pub fn elect_leaders(
+    ctx: &Ctx<'_>,
+    req: ElectLeadersRequest,
+) -> Gate<ElectLeadersRequest, ElectLeadersResponse> {
+    let authz = ctx.authz();
+    if !authz.on() || authz.cluster(Op::Alter) {
+        return Gate::pass(req);
+    }
+    let m = denied(Op::Alter, ResourceType::Cluster, CLUSTER_NAME);
+    Gate::Answer(ElectLeadersResponse {
+        throttle_time_ms: 0,
+        error_code: CLUSTER,
+        replica_election_results: req
+            .topic_partitions
+            .unwrap_or_default()
+            .into_iter()
+            .map(|t| ReplicaElectionResult {
+                topic: t.topic,
+                partition_result: t
+                    .partitions
+                    .into_iter()
+                    .map(|partition_id| PartitionResult {
+                        partition_id,
+                        error_code: CLUSTER,
+                        error_message: Some(m.clone()),
+                    })
+                    .collect(),
             })
             .collect(),
     })
