@@ -418,3 +418,27 @@ async fn unclean_election_elects_only_an_in_sync_replica() {
         Err(ElectionRefusal::NoEligibleLeader(_))
     ));
 }
+
+#[tokio::test]
+async fn an_unreadable_quota_store_is_a_storage_error_at_open_never_a_reset() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_000);
+    let c = open(dir.path(), &clock);
+    c.quotas()
+        .alter(
+            &entity(&[("user", Some("a"))]),
+            &[set("producer_byte_rate", 1.0)],
+            false,
+        )
+        .unwrap();
+    c.lifecycle().close().await.unwrap();
+    drop(c);
+    std::fs::write(dir.path().join("quotas.json"), b"{ not json").unwrap();
+    let e = BrokerCluster::open_with_clock(
+        MiniKafkaConfig::new(dir.path()),
+        std::sync::Arc::new(clock),
+    )
+    .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::StorageError, "{e}");
+    assert!(e.to_string().contains("quotas.json"), "{e}");
+}
