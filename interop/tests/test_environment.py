@@ -42,7 +42,15 @@ def test_python_codecs_are_importable():
 
     assert kcodec.has_snappy() and kcodec.has_lz4() and kcodec.has_zstd() and kcodec.has_gzip()
     assert aiocodec.has_snappy() and aiocodec.has_lz4() and aiocodec.has_zstd() and aiocodec.has_gzip()
-    assert lz4.frame and snappy and zstandard and cramjam
+    from importlib.metadata import version
+
+    for dist in ["lz4", "python-snappy", "zstandard", "cramjam"]:
+        assert version(dist) == pinned(dist), f"{dist} {version(dist)} installed, {pinned(dist)} pinned"
+    data = b"the same bytes, compressed and back" * 8
+    assert lz4.frame.decompress(lz4.frame.compress(data)) == data
+    assert snappy.decompress(snappy.compress(data)) == data
+    assert zstandard.ZstdDecompressor().decompress(zstandard.ZstdCompressor().compress(data)) == data
+    assert bytes(cramjam.snappy.decompress_raw(cramjam.snappy.compress_raw(data))) == data
 
 
 def test_kafkajs_is_the_locked_version():

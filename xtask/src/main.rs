@@ -14,6 +14,7 @@ mod bench;
 mod codegen;
 mod console_test;
 mod dist;
+mod fuzz;
 mod interop;
 mod layers;
 mod sans_io;
@@ -39,6 +40,7 @@ fn main() -> ExitCode {
         Some("dist") => dist::run(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
         Some("codegen") => codegen::run(&args[1..]),
+        Some("fuzz") => fuzz::run(&args[1..]),
         _ => {
             eprintln!(
                 "usage: cargo xtask <command>\n\n\
@@ -51,7 +53,8 @@ fn main() -> ExitCode {
                  console-test    the web console in headless Chromium (selenium), screenshots in target/console-screenshots\n  \
                  dist            release build: target/dist/mk-server-<version>-<target>.tar.gz, its .sha256, the Python\n                  wheel; --test also runs the checks `test` runs on them\n  \
                  bench           release-build benchmarks; prints JSON lines, writes docs/benchmarks.md\n  \
-                 codegen         the Kafka messages from crates/mk-adapter-kafka/schema/ (--check: fail if stale)"
+                 codegen         the Kafka messages from crates/mk-adapter-kafka/schema/ (--check: fail if stale)\n  \
+                 fuzz            every cargo-fuzz target for a bounded time (--seconds N, default 20; needs nightly)"
             );
             Err("no command given".to_string())
         }
@@ -101,6 +104,7 @@ fn test_all() -> Result<(), String> {
     ])?;
     layers::check_workspace()?;
     cargo(&["test", "--workspace", "--locked"])?;
+    fuzz::run(&[])?;
     // The release build (minutes) runs in the background, at a lower
     // priority, while the interop suite mostly waits on its clients; it
     // starts once the debug binary the suite runs is built, since the two

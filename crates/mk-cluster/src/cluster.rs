@@ -297,7 +297,12 @@ impl BrokerCluster {
         // A failed invariant (a panic) under the lock leaves the set in an
         // unknown state: the partition goes offline as FAILED instead of
         // taking its caller, or the lock, down with it.
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(set)));
+        let epoch_before = set.leader_epoch();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let r = f(set);
+            check_partition_invariants(set, epoch_before);
+            r
+        }));
         drop(guard);
         match r {
             Ok(r) => self.settle(slot, Access::Write, r),
@@ -417,6 +422,26 @@ impl BrokerCluster {
             config,
         }
     }
+}
+
+/// The invariants every change of a partition keeps, checked after each
+/// one in release builds too: the high watermark never passes the leader's
+/// log end, and the leader epoch never goes back. A violation is a failed
+/// invariant: it panics under the partition's lock, and `with_slot` takes
+/// the partition offline as FAILED before anyone reads the broken state.
+fn check_partition_invariants(set: &PartitionReplicaSet, epoch_before: i32) {
+    let (hw, leo) = (set.high_watermark(), set.log_end_offset());
+    assert!(
+        hw <= leo,
+        "{}: high watermark {hw} is past the leader's log end {leo}",
+        set.topic_partition()
+    );
+    let epoch = set.leader_epoch();
+    assert!(
+        epoch >= epoch_before,
+        "{}: the leader epoch went back from {epoch_before} to {epoch}",
+        set.topic_partition()
+    );
 }
 
 /// The log settings of one topic's replicas.
