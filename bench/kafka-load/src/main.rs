@@ -10,7 +10,9 @@
 //! Prints one JSON object: {"records": N, "secs": S}. The topic's partition
 //! 0 is written and read. Trailing `KEY=VALUE` pairs are librdkafka
 //! settings applied after the defaults here (the request-rate benchmark
-//! uses them to send one record per request).
+//! uses them to send one record per request, the codec figures to set
+//! `compression.type`); `mk.values=json` makes the producer send small
+//! JSON events, different in every record, instead of SIZE-byte values.
 
 use rdkafka::ClientConfig;
 use rdkafka::Offset;
@@ -39,15 +41,34 @@ impl rdkafka::producer::ProducerContext for Counting {
     }
 }
 
-/// The librdkafka settings given as trailing `KEY=VALUE` arguments.
+/// The librdkafka settings given as trailing `KEY=VALUE` arguments; keys
+/// starting with `mk.` are this tool's own and are left out.
 fn overrides(config: &mut ClientConfig, pairs: &[String]) -> Result<(), String> {
     for pair in pairs {
         let (key, value) = pair
             .split_once('=')
             .ok_or_else(|| format!("{pair:?} is not KEY=VALUE"))?;
-        config.set(key, value);
+        if !key.starts_with("mk.") {
+            config.set(key, value);
+        }
     }
     Ok(())
+}
+
+/// Record `i` of the `mk.values=json` workload: a small JSON event (about
+/// 130 B) whose fields repeat across records the way application events
+/// do, so it compresses as such data does (SIZE is then ignored).
+fn json_value(i: u64) -> Vec<u8> {
+    const EVENTS: [&str; 4] = ["click", "view", "add_to_cart", "purchase"];
+    let session = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 16;
+    format!(
+        r#"{{"id":{i},"user":"user-{:05}","event":"{}","page":"/products/{}","ts":{},"session":"{session:012x}"}}"#,
+        i.wrapping_mul(7919) % 5000,
+        EVENTS[(i % 4) as usize],
+        i.wrapping_mul(31) % 997,
+        1_700_000_000_000u64 + i * 13,
+    )
+    .into_bytes()
 }
 
 fn produce(
@@ -78,10 +99,18 @@ fn produce(
         })
         .map_err(|e| format!("producer: {e}"))?;
     let value: Vec<u8> = (0..size).map(|i| b'a' + (i % 26) as u8).collect();
+    let json = extra.iter().any(|p| p == "mk.values=json");
     let start = Instant::now();
-    for _ in 0..records {
+    for i in 0..records {
+        let event;
+        let payload: &[u8] = if json {
+            event = json_value(i);
+            &event
+        } else {
+            &value
+        };
         let mut record = BaseRecord::<(), [u8]>::to(topic)
-            .payload(&value)
+            .payload(payload)
             .partition(0);
         loop {
             match producer.send(record) {

@@ -16,7 +16,11 @@
 //! Produce requests of one 100 B record each and 200k Fetch requests of one
 //! batch each, counted by the server's `mk_requests_total`, so the cost of
 //! the protocol layer (frame, header, request and response messages) is
-//! what dominates rather than the records.
+//! what dominates rather than the records. Then batches as produced: 200k
+//! JSON events produced with compression.type none, lz4 and zstd and read
+//! back, reporting the bytes the producer sent, the bytes on disk and the
+//! bytes fetched side by side (a broker that keeps batches as produced
+//! stores and serves about what the producer sent).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -102,21 +106,138 @@ fn cpu_secs(pid: u32) -> f64 {
     (ticks(11) + ticks(12)) / 100.0
 }
 
-/// How many requests of `api` the broker behind `metrics` has served (its
-/// `mk_requests_total` counter).
-fn requests_served(metrics: std::net::SocketAddr, api: &str) -> f64 {
+/// The value of the Kafka-protocol sample of counter `name` whose labels
+/// include `label` (any, when empty) on the broker behind `metrics`.
+fn kafka_counter(metrics: std::net::SocketAddr, name: &str, label: &str) -> f64 {
     use std::io::Read;
     let mut conn = std::net::TcpStream::connect(metrics).expect("connect to /metrics");
     conn.write_all(b"GET /metrics HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n")
         .expect("ask /metrics");
     let mut text = String::new();
     conn.read_to_string(&mut text).expect("read /metrics");
-    let label = format!("api=\"{api}\"");
+    let prefix = format!("{name}{{");
     text.lines()
-        .filter(|l| l.starts_with("mk_requests_total{") && l.contains(&label))
+        .filter(|l| l.starts_with(&prefix) && l.contains(label))
         .filter(|l| l.contains("protocol=\"kafka\""))
         .find_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .unwrap_or(0.0)
+}
+
+/// How many requests of `api` the broker behind `metrics` has served (its
+/// `mk_requests_total` counter).
+fn requests_served(metrics: std::net::SocketAddr, api: &str) -> f64 {
+    kafka_counter(metrics, "mk_requests_total", &format!("api=\"{api}\""))
+}
+
+/// Bytes of the segment files (`*.log`) of partition 0 of `topic` under
+/// the data directory `data`.
+fn log_bytes(data: &Path, topic: &str) -> u64 {
+    let want = format!("{topic}-0");
+    let mut total = 0;
+    let mut dirs = vec![data.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = e.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|x| x == "log")
+                && d.file_name().is_some_and(|n| n.to_string_lossy() == want)
+            {
+                total += e.metadata().map_or(0, |m| m.len());
+            }
+        }
+    }
+    total
+}
+
+/// Batches as produced: the same 200k JSON events produced with
+/// `compression.type` none, lz4 and zstd, each topic read back; the bytes
+/// the producer sent (Produce request bytes the broker received), the
+/// bytes on disk and the bytes fetched (Fetch response bytes), side by side
+/// in one run, and their ratios.
+fn codecs(dir: &Path) {
+    const N: usize = 200_000;
+    let data = dir.join("data-codecs");
+    let (server, metrics) = Server::start_counted(&data);
+    let k = server.kafka.clone();
+    let pid = server.broker.pid();
+    let n = N.to_string();
+    for codec in ["none", "lz4", "zstd"] {
+        let topic = format!("json-{codec}");
+        let compression = format!("compression.type={codec}");
+        let received = kafka_counter(metrics, "mk_received_bytes_total", "");
+        let cpu = cpu_secs(pid);
+        load(&[
+            "produce",
+            &k,
+            &topic,
+            &n,
+            "0",
+            "1",
+            &compression,
+            "mk.values=json",
+        ]);
+        let produce_cpu = cpu_secs(pid) - cpu;
+        let sent_by_producer = kafka_counter(metrics, "mk_received_bytes_total", "") - received;
+        let on_disk = log_bytes(&data, &topic) as f64;
+        let sent = kafka_counter(metrics, "mk_sent_bytes_total", "");
+        let cpu = cpu_secs(pid);
+        load(&["consume", &k, &topic, &n]);
+        let consume_cpu = cpu_secs(pid) - cpu;
+        let fetched = kafka_counter(metrics, "mk_sent_bytes_total", "") - sent;
+        let workload = format!(
+            "librdkafka 2.12, {N} JSON events of about 130 B (mk.values=json), compression.type={codec}, acks=1, produced then consumed, 1 broker"
+        );
+        let name = format!("kafka.codec.{codec}");
+        figure(
+            &format!("{name}.producer_mb"),
+            sent_by_producer / 1e6,
+            "MB",
+            &format!("{workload}: Produce request bytes the broker received"),
+        );
+        figure(
+            &format!("{name}.disk_mb"),
+            on_disk / 1e6,
+            "MB",
+            &format!("{workload}: segment bytes on disk"),
+        );
+        figure(
+            &format!("{name}.fetched_mb"),
+            fetched / 1e6,
+            "MB",
+            &format!("{workload}: Fetch response bytes the consumer received"),
+        );
+        figure(
+            &format!("{name}.disk_to_producer"),
+            on_disk / sent_by_producer,
+            "ratio",
+            "bytes on disk / bytes the producer sent (goal <= 1.05)",
+        );
+        figure(
+            &format!("{name}.fetched_to_producer"),
+            fetched / sent_by_producer,
+            "ratio",
+            "bytes fetched / bytes the producer sent (goal <= 1.05)",
+        );
+        figure(
+            &format!("{name}.produce.server_cpu_us_per_record"),
+            produce_cpu * 1e6 / N as f64,
+            "µs/record",
+            &format!("{workload}: server CPU per record produced"),
+        );
+        figure(
+            &format!("{name}.consume.server_cpu_us_per_record"),
+            consume_cpu * 1e6 / N as f64,
+            "µs/record",
+            &format!("{workload}: server CPU per record consumed"),
+        );
+    }
+    figure(
+        "kafka.codec.rss.peak_mib",
+        server.peak_rss_mib(),
+        "MiB",
+        "VmHWM of a fresh server after the codec loads above",
+    );
 }
 
 /// One run of the load generator; returns (seconds, load generator CPU
@@ -355,6 +476,7 @@ fn main() {
         "VmHWM of the server after the Kafka produce and consume loads above",
     );
     drop(server);
+    codecs(dir.path());
     request_rates(dir.path());
     // What the segment size costs: the same 100 B produce with 1 MiB
     // segments (the library default; 64x the rolls, each creating three
