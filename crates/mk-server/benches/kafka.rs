@@ -410,6 +410,11 @@ fn main() {
         }
         None => tempfile::tempdir().unwrap(),
     };
+    // `MK_KAFKA_BENCH=codecs` measures the codec figures alone.
+    if std::env::var("MK_KAFKA_BENCH").is_ok_and(|v| v == "codecs") {
+        codecs(dir.path());
+        return;
+    }
     let small = values_file(dir.path(), 100, 2_000_000);
     let server = Server::start(&dir.path().join("data"), &[]);
     let k = server.kafka.clone();
