@@ -236,7 +236,12 @@ def start_server(
         ]
         if min_insync_replicas is not None:
             args += ["--min-insync-replicas", str(min_insync_replicas)]
-        args += extra_args or []
+        extra = list(extra_args or [])
+        # Kafka's initial rebalance delay (3 s) would only slow the suite's
+        # many short-lived groups; a test that wants it passes the flag.
+        if "--group-initial-rebalance-delay-ms" not in extra:
+            extra += ["--group-initial-rebalance-delay-ms", "0"]
+        args += extra
         env = dict(os.environ)
         env.setdefault("RUST_LOG", "info")
         with open(log_path, "wb") as log:

@@ -97,6 +97,11 @@ fn server_settings(c: &MiniKafkaConfig) -> Vec<(&'static str, String, ConfigType
             ConfigType::Int,
         ),
         (
+            "group.initial.rebalance.delay.ms",
+            c.group_initial_rebalance_delay_ms.to_string(),
+            ConfigType::Int,
+        ),
+        (
             "group.min.session.timeout.ms",
             c.group_min_session_timeout_ms.to_string(),
             ConfigType::Int,

@@ -40,7 +40,8 @@ pub struct MiniKafkaConfig {
     pub group_max_size: usize,
     /// How long the classic coordinator waits for more members before the
     /// first rebalance of a new group (Kafka's
-    /// `group.initial.rebalance.delay.ms`, default 3000).
+    /// `group.initial.rebalance.delay.ms`). 0 here, so embedded clusters and
+    /// tests form groups at once; mk-server's default is Kafka's 3000.
     pub group_initial_rebalance_delay_ms: i64,
     pub replica_lag_max_offsets: i64,
     pub replica_lag_time_ms: i64,
@@ -88,7 +89,7 @@ impl MiniKafkaConfig {
             group_min_session_timeout_ms: 6_000,
             group_max_session_timeout_ms: 1_800_000,
             group_max_size: 1_000,
-            group_initial_rebalance_delay_ms: 3_000,
+            group_initial_rebalance_delay_ms: 0,
             replica_lag_max_offsets: 10_000,
             replica_lag_time_ms: 10_000,
             replica_fetch_max_bytes: 1_048_576,

@@ -233,6 +233,25 @@ impl Group {
     }
 
     /// A join that names a member id.
+    /// Kafka's initial delayed join: the rebalance an empty group's first
+    /// member starts waits `delay_ms` for more members, and each member
+    /// that joins meanwhile extends the wait by `delay_ms`, never past the
+    /// rebalance timeout from its start.
+    fn delay_initial_rebalance(&mut self, was_empty: bool, delay_ms: i64, now_ms: i64) {
+        if delay_ms <= 0 || self.state != GroupState::PreparingRebalance {
+            return;
+        }
+        let started = match self.initial_delay {
+            Some((started, _)) => started,
+            None if was_empty => now_ms,
+            None => return,
+        };
+        let cap = started.saturating_add(self.rebalance_timeout_ms());
+        let until = now_ms.saturating_add(delay_ms).min(cap);
+        self.initial_delay = Some((started, until));
+        self.rebalance_deadline_ms = Some(until);
+    }
+
     fn join_known(
         &mut self,
         group_id: &str,
@@ -338,16 +357,19 @@ impl GroupCoordinator {
         let now = self.now_ms();
         let max_size = self.max_group_size;
         let (waiter, handle) = Waiter::new();
+        let delay = self.initial_rebalance_delay_ms;
         let g = self
             .groups
             .entry(group_id.clone())
             .or_insert_with(|| Group::new(AssignorKind::default()));
+        let was_empty = g.state == GroupState::Empty;
         if let Err(e) = g.join(&group_id, &join, fresh_id, waiter, now, max_size) {
             if created && g.members.is_empty() && g.pending.is_empty() {
                 self.groups.remove(&group_id);
             }
             return Err(e);
         }
+        g.delay_initial_rebalance(was_empty, delay, now);
         self.try_complete_join(&group_id, &mut Vec::new())?;
         Ok(handle)
     }

@@ -281,6 +281,10 @@ pub(crate) struct Group {
     pub(crate) statics: BTreeMap<String, String>,
     /// While PreparingRebalance: when the barrier stops waiting.
     pub(crate) rebalance_deadline_ms: Option<i64>,
+    /// The first rebalance of an empty group waits for more members
+    /// (Kafka's `group.initial.rebalance.delay.ms`): when it started and
+    /// until when it waits, however complete the join phase looks.
+    pub(crate) initial_delay: Option<(i64, i64)>,
     /// Members of the generation that have not sent their SyncGroup yet,
     /// and when they are removed for it.
     pub(crate) pending_sync: BTreeSet<String>,
@@ -309,6 +313,7 @@ impl Group {
             pending: BTreeMap::new(),
             statics: BTreeMap::new(),
             rebalance_deadline_ms: None,
+            initial_delay: None,
             pending_sync: BTreeSet::new(),
             sync_deadline_ms: None,
             join_waiters: BTreeMap::new(),

@@ -82,6 +82,7 @@ impl Group {
     /// answered; the leader's answer carries every member's metadata.
     fn publish_generation(&mut self, generation: i32, now_ms: i64) {
         self.generation = generation;
+        self.initial_delay = None;
         self.rebalance_deadline_ms = None;
         self.pending_sync.clear();
         self.sync_deadline_ms = None;
@@ -137,6 +138,11 @@ impl GroupCoordinator {
         };
         if g.state != GroupState::PreparingRebalance {
             return Ok(());
+        }
+        match g.initial_delay {
+            Some((_, until)) if now < until => return Ok(()),
+            Some(_) => g.initial_delay = None,
+            None => {}
         }
         let timed_out = g.rebalance_deadline_ms.is_none_or(|d| now >= d);
         if !timed_out && !g.everyone_joined() {

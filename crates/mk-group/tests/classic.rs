@@ -1296,3 +1296,35 @@ fn a_lost_member_id_round_blocks_a_new_group_no_longer_than_kafka_would() {
         assert_eq!(answer.members.len(), 1);
     }
 }
+
+#[test]
+fn the_first_rebalance_of_a_new_group_waits_the_initial_delay_for_more_members() {
+    let mut f = Fixture::with_config(GroupConfig {
+        initial_rebalance_delay_ms: 3_000,
+        ..GroupConfig::default()
+    });
+    let mut first = f.c().join_member(kafka_join("g", "")).unwrap();
+    // Alone and complete, the join phase still waits for company.
+    waiting(&mut first);
+    f.clock.advance(2_000);
+    f.expire();
+    waiting(&mut first);
+    // A second member joins and extends the wait by the delay from now.
+    let mut second = f.c().join_member(kafka_join("g", "")).unwrap();
+    f.clock.advance(2_000);
+    f.expire();
+    waiting(&mut first);
+    waiting(&mut second);
+    f.clock.advance(1_000);
+    f.expire();
+    let (a, b) = (ready(&mut first), ready(&mut second));
+    assert_eq!((a.generation_id, b.generation_id), (1, 1));
+    assert_eq!(a.members.len() + b.members.len(), 2, "both in generation 1");
+}
+
+#[test]
+fn without_an_initial_delay_the_first_member_forms_generation_one_at_once() {
+    let mut f = Fixture::new();
+    let mut h = f.c().join_member(kafka_join("g", "")).unwrap();
+    assert_eq!(ready(&mut h).generation_id, 1);
+}

@@ -11,6 +11,10 @@ use serde::Deserialize;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// Kafka's `group.initial.rebalance.delay.ms`: the product waits as Kafka
+/// does (the library's `MiniKafkaConfig::new` forms groups at once).
+const DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS: i64 = 3_000;
+
 /// The broker's default `segment.bytes`: 64 MiB. The library's default
 /// (1 MiB, spec 00) keeps the chapters' rolls, retention and compaction
 /// visible with little data; a broker rolls 64x less often, so the roll and
@@ -130,6 +134,9 @@ pub struct ServeArgs {
     /// Consumer group session timeout [default: 10000].
     #[arg(long, value_name = "MS")]
     pub group_session_timeout_ms: Option<i64>,
+    /// How long the first rebalance of a new classic group waits for more members; each member joining meanwhile extends it, up to the rebalance timeout (Kafka's group.initial.rebalance.delay.ms) [default: 3000].
+    #[arg(long, value_name = "MS")]
+    pub group_initial_rebalance_delay_ms: Option<i64>,
     /// Ongoing transactions older than this are aborted [default: 60000].
     #[arg(long, value_name = "MS")]
     pub transaction_timeout_ms: Option<i64>,
@@ -201,6 +208,7 @@ struct FileSettings {
     flush_messages: Option<u64>,
     flush_interval_ms: Option<i64>,
     group_session_timeout_ms: Option<i64>,
+    group_initial_rebalance_delay_ms: Option<i64>,
     transaction_timeout_ms: Option<i64>,
     max_frame_bytes: Option<usize>,
     max_connections: Option<usize>,
@@ -278,6 +286,8 @@ impl ServeArgs {
         if let Some(ms) = pick!(group_session_timeout_ms) {
             cluster.group_session_timeout_ms = ms;
         }
+        cluster.group_initial_rebalance_delay_ms = pick!(group_initial_rebalance_delay_ms)
+            .unwrap_or(DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS);
         if let Some(ms) = pick!(transaction_timeout_ms) {
             cluster.transaction_timeout_ms = ms;
         }
