@@ -35,19 +35,26 @@ def admin(server) -> AdminClient:
     return AdminClient({"bootstrap.servers": server.bootstrap})
 
 
+# Each helper keeps its AdminClient alive until the answer is in: a client
+# dropped early destroys its handle and fails its futures.
+
+
 def create(server, topic: str, config: dict[str, str]) -> None:
-    futures = admin(server).create_topics([NewTopic(topic, 1, 1, config=config)], request_timeout=30)
+    client = admin(server)
+    futures = client.create_topics([NewTopic(topic, 1, 1, config=config)], request_timeout=30)
     futures[topic].result(timeout=60)
 
 
 def described(server, kind, name: str) -> dict[str, ConfigEntry]:
     resource = ConfigResource(kind, name)
-    return admin(server).describe_configs([resource], request_timeout=30)[resource].result(timeout=60)
+    client = admin(server)
+    return client.describe_configs([resource], request_timeout=30)[resource].result(timeout=60)
 
 
 def incremental(server, topic: str, entries: list[ConfigEntry]) -> None:
     resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=entries)
-    admin(server).incremental_alter_configs([resource])[resource].result(timeout=60)
+    client = admin(server)
+    client.incremental_alter_configs([resource])[resource].result(timeout=60)
 
 
 def produce_one(server, topic: str, value: bytes, timestamp: int = 0) -> KafkaError | None:
