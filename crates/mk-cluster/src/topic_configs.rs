@@ -414,7 +414,7 @@ pub const TOPIC_CONFIGS: [TopicConfigDef; 35] = [
         V::Any,
         Stored,
         Some("unclean.leader.election.enable"),
-        "Whether a replica outside the ISR may become leader.",
+        "Whether a replica outside the ISR may become leader (the core never elects one, so this has no effect).",
     ),
     def(
         "message.timestamp.difference.max.ms",
