@@ -123,7 +123,7 @@ pub const TOPIC_CONFIGS: [TopicConfigDef; 35] = [
         V::OneOf(&["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"]),
         Stored,
         Some("compression.type"),
-        "The codec batches are kept in; `producer` keeps the producer's.",
+        "The codec batches are kept in. mk keeps every batch as the producer compressed it (no recompression), whatever the value.",
     ),
     def(
         "compression.gzip.level",
@@ -252,7 +252,7 @@ pub const TOPIC_CONFIGS: [TopicConfigDef; 35] = [
         V::AtLeast(1),
         Stored,
         Some("log.cleaner.max.compaction.lag.ms"),
-        "Longest a record may stay uncompacted.",
+        "Longest a record may stay uncompacted (mk compacts on its cleaner cycle regardless).",
     ),
     def(
         "max.message.bytes",
@@ -297,7 +297,7 @@ pub const TOPIC_CONFIGS: [TopicConfigDef; 35] = [
         V::Ratio,
         Stored,
         Some("log.cleaner.min.cleanable.ratio"),
-        "Share of uncompacted log that triggers compaction.",
+        "Share of uncompacted log that triggers compaction (mk compacts on its cleaner cycle regardless).",
     ),
     def(
         "min.compaction.lag.ms",
@@ -306,7 +306,7 @@ pub const TOPIC_CONFIGS: [TopicConfigDef; 35] = [
         V::AtLeast(0),
         Stored,
         Some("log.cleaner.min.compaction.lag.ms"),
-        "Shortest time a record stays uncompacted.",
+        "Shortest time a record stays uncompacted (not yet honoured by mk's compaction).",
     ),
     def(
         "min.insync.replicas",
@@ -315,7 +315,7 @@ pub const TOPIC_CONFIGS: [TopicConfigDef; 35] = [
         V::AtLeast(1),
         Stored,
         Some("min.insync.replicas"),
-        "In-sync replicas an acks=all produce needs (NOT_ENOUGH_REPLICAS below).",
+        "In-sync replicas an acks=all produce needs. Per topic it is stored only: the broker-wide --min-insync-replicas is what acks=all enforces (NOT_ENOUGH_REPLICAS).",
     ),
     def(
         "preallocate",
@@ -396,7 +396,7 @@ pub const TOPIC_CONFIGS: [TopicConfigDef; 35] = [
         V::AtLeast(0),
         Stored,
         Some("log.roll.jitter.ms"),
-        "Random jitter subtracted from segment.ms.",
+        "Random jitter subtracted from segment.ms (no time-based rolls in mk).",
     ),
     def(
         "segment.ms",
@@ -405,7 +405,7 @@ pub const TOPIC_CONFIGS: [TopicConfigDef; 35] = [
         V::AtLeast(1),
         Stored,
         Some("log.roll.ms"),
-        "Age at which a segment rolls even if not full.",
+        "Age at which a segment rolls even if not full (mk rolls by size only).",
     ),
     def(
         "unclean.leader.election.enable",
