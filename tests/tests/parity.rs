@@ -265,6 +265,37 @@ async fn direct(admin: &DirectAdmin, client: &DirectClient, request: &Request) -
             Request::BrokerOnline { broker_id } => Response::BrokerOnline {
                 was_offline: admin.broker_online(broker_id)?,
             },
+            Request::UpsertScramCredential {
+                user,
+                mechanism,
+                password,
+                iterations,
+            } => Response::UpsertScramCredential {
+                iterations: admin.upsert_scram_credential(
+                    &user,
+                    mechanism,
+                    password.expose(),
+                    iterations,
+                )?,
+                user,
+                mechanism,
+            },
+            Request::DeleteScramCredential { user, mechanism } => {
+                Response::DeleteScramCredential {
+                    deleted: admin.delete_scram_credential(&user, mechanism)?,
+                    user,
+                }
+            }
+            Request::DescribeScramCredentials { user } => {
+                let named = user.map(|u| vec![u]);
+                Response::DescribeScramCredentials(
+                    admin
+                        .describe_scram_credentials(named.as_deref())
+                        .into_iter()
+                        .map(|(u, info)| info.map(|info| (u, info)))
+                        .collect::<Result<Vec<_>, ClusterError>>()?,
+                )
+            }
             Request::Promote { tp, broker_id } => Response::Promote(admin.promote(&tp, broker_id)?),
             Request::Rejoin { tp, broker_id } => {
                 admin.rejoin(&tp, broker_id)?;

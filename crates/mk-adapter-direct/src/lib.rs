@@ -10,8 +10,9 @@ use mk_cluster::{
     AnyGroupDescription, AssignorKind, BrokerCluster, BrokerId, ClusterDescription, ClusterStats,
     CompactionSummary, ConfigChange, FetchRequest, FetchResult, GroupDescription, GroupListing,
     LeaderAndEpoch, MemberAssignment, OffsetAndMetadata, OffsetSpec, ProduceEntry, ProduceRequest,
-    ProduceResponse, ProducerIdentity, Result, RetentionPolicy, TopicConfig, TopicConfigEntry,
-    TopicConfigOverrides, TopicDescription, TopicPartition, TxnHandle,
+    ProduceResponse, ProducerIdentity, Result, RetentionPolicy, ScramMechanism, ScramUserInfo,
+    TopicConfig, TopicConfigEntry, TopicConfigOverrides, TopicDescription, TopicPartition,
+    TxnHandle,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -105,6 +106,39 @@ impl DirectAdmin {
     /// Whether the broker was offline.
     pub fn broker_online(&self, broker: BrokerId) -> Result<bool> {
         self.cluster.brokers().bring_online(broker)
+    }
+
+    /// Sets a user's SCRAM credential from a password (the core salts
+    /// and hashes it); returns the iteration count stored.
+    pub fn upsert_scram_credential(
+        &self,
+        user: &str,
+        mechanism: ScramMechanism,
+        password: &str,
+        iterations: Option<u32>,
+    ) -> Result<u32> {
+        self.cluster
+            .security()
+            .upsert_scram_password(user, mechanism, password, iterations)
+    }
+
+    /// Removes a user's credential for one mechanism, or all of them.
+    pub fn delete_scram_credential(
+        &self,
+        user: &str,
+        mechanism: Option<ScramMechanism>,
+    ) -> Result<Vec<ScramMechanism>> {
+        self.cluster
+            .security()
+            .delete_scram_credentials(user, mechanism)
+    }
+
+    /// Every SCRAM user or the named ones, each with its answer.
+    pub fn describe_scram_credentials(
+        &self,
+        users: Option<&[String]>,
+    ) -> Vec<(String, Result<ScramUserInfo>)> {
+        self.cluster.security().describe_scram(users)
     }
 
     pub fn promote(&self, tp: &TopicPartition, broker: BrokerId) -> Result<LeaderAndEpoch> {

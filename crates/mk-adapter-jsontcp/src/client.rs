@@ -4,7 +4,7 @@
 //! optional request timeout bounds every call.
 
 use crate::protocol::{
-    ErrorResponse, ProduceRecords, ProduceSpec, Request, Response, ServerStats,
+    ErrorResponse, Password, ProduceRecords, ProduceSpec, Request, Response, ServerStats,
     TopicConfigOverrides, TxnRef,
 };
 use crate::wire::type_name;
@@ -12,8 +12,8 @@ use mk_cluster::{
     AckMode, AnyGroupDescription, AssignorKind, BrokerId, Bytes, ClusterDescription,
     CompactionSummary, ConfigChange, ErrorCode, FetchRequest, FetchResult, GroupListing,
     LeaderAndEpoch, MemberAssignment, OffsetAndMetadata, OffsetSpec, ProduceResponse,
-    ProducerIdentity, RetentionPolicy, TopicConfig, TopicConfigEntry, TopicDescription,
-    TopicPartition, TxnHandle,
+    ProducerIdentity, RetentionPolicy, ScramMechanism, ScramUserInfo, TopicConfig,
+    TopicConfigEntry, TopicDescription, TopicPartition, TxnHandle,
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -598,6 +598,56 @@ impl JsonTcpClient {
     pub async fn broker_online(&mut self, broker_id: BrokerId) -> ClientResult<bool> {
         let r = self.call(&Request::BrokerOnline { broker_id }).await?;
         expect!(r, Response::BrokerOnline { was_offline } => was_offline)
+    }
+
+    /// Sets a user's SCRAM credential from a password (the broker salts
+    /// and hashes it); returns the iteration count stored.
+    pub async fn upsert_scram_credential(
+        &mut self,
+        user: &str,
+        mechanism: ScramMechanism,
+        password: Password,
+        iterations: Option<u32>,
+    ) -> ClientResult<u32> {
+        let r = self
+            .call(&Request::UpsertScramCredential {
+                user: user.into(),
+                mechanism,
+                password,
+                iterations,
+            })
+            .await?;
+        expect!(r, Response::UpsertScramCredential { iterations, .. } => iterations)
+    }
+
+    /// Removes a user's credential for one mechanism, or all of them;
+    /// returns the mechanisms removed.
+    pub async fn delete_scram_credential(
+        &mut self,
+        user: &str,
+        mechanism: Option<ScramMechanism>,
+    ) -> ClientResult<Vec<ScramMechanism>> {
+        let r = self
+            .call(&Request::DeleteScramCredential {
+                user: user.into(),
+                mechanism,
+            })
+            .await?;
+        expect!(r, Response::DeleteScramCredential { deleted, .. } => deleted)
+    }
+
+    /// Every SCRAM user (or the one named) with its mechanisms and
+    /// iteration counts; never a salt or a key.
+    pub async fn describe_scram_credentials(
+        &mut self,
+        user: Option<&str>,
+    ) -> ClientResult<Vec<(String, ScramUserInfo)>> {
+        let r = self
+            .call(&Request::DescribeScramCredentials {
+                user: user.map(str::to_string),
+            })
+            .await?;
+        expect!(r, Response::DescribeScramCredentials(users) => users)
     }
 
     pub async fn stats(&mut self) -> ClientResult<ServerStats> {

@@ -226,6 +226,31 @@ pub(crate) async fn execute(
         Request::BrokerOnline { broker_id } => Response::BrokerOnline {
             was_offline: c.brokers().bring_online(broker_id)?,
         },
+        Request::UpsertScramCredential {
+            user,
+            mechanism,
+            password,
+            iterations,
+        } => {
+            let iterations = c.security().upsert_scram_password(
+                &user,
+                mechanism,
+                password.expose(),
+                iterations,
+            )?;
+            Response::UpsertScramCredential {
+                user,
+                mechanism,
+                iterations,
+            }
+        }
+        Request::DeleteScramCredential { user, mechanism } => Response::DeleteScramCredential {
+            deleted: c.security().delete_scram_credentials(&user, mechanism)?,
+            user,
+        },
+        Request::DescribeScramCredentials { user } => {
+            Response::DescribeScramCredentials(describe_scram_users(c, user)?)
+        }
         Request::Stats => Response::Stats(ServerStats {
             cluster: c.views().stats()?,
             in_flight: ctx.in_flight,
@@ -263,4 +288,18 @@ pub(crate) async fn execute(
             Response::FlushCycle
         }
     })
+}
+
+/// Every user with a credential, or the one named (RESOURCE_NOT_FOUND when
+/// it has none).
+fn describe_scram_users(
+    c: &BrokerCluster,
+    user: Option<String>,
+) -> Result<Vec<(String, mk_cluster::ScramUserInfo)>, ClusterError> {
+    let named = user.map(|u| vec![u]);
+    c.security()
+        .describe_scram(named.as_deref())
+        .into_iter()
+        .map(|(user, info)| info.map(|info| (user, info)))
+        .collect()
 }

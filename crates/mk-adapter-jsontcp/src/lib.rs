@@ -22,8 +22,8 @@ mod wire;
 pub use client::{ClientError, ClientResult, JsonTcpClient, MAX_RESPONSE_BYTES, decode_answer};
 pub use mk_cluster;
 pub use protocol::{
-    DecodedLine, ErrorResponse, Operation, ProduceRecords, ProduceSpec, Request, Response,
-    ServerStats, TopicConfigOverrides, TxnRef, decode_request_line,
+    DecodedLine, ErrorResponse, Operation, Password, ProduceRecords, ProduceSpec, Request,
+    Response, ServerStats, TopicConfigOverrides, TxnRef, decode_request_line,
 };
 pub use server::{JsonTcpServer, ServerOptions, json_code};
 pub use wire::DecodeError;

@@ -12,12 +12,12 @@ use mk_adapter_jsontcp::mk_cluster::{
     GroupListing, GroupState, GroupType, Header, Isolation, LeaderAndEpoch, MemberAssignment,
     MemberDescription, MemberState, OffsetAndMetadata, OffsetSpec, PartitionInfo, ProduceEntry,
     ProduceResponse, ProducerIdentity, ProducerInfo, Protocol, ProtocolStats, RetentionPolicy,
-    ServerAssignor, ShareGroupDescription, ShareMemberDescription, TopicConfig, TopicConfigEntry,
-    TopicDescription, TopicPartition,
+    ScramMechanism, ServerAssignor, ShareGroupDescription, ShareMemberDescription, TopicConfig,
+    TopicConfigEntry, TopicDescription, TopicPartition,
 };
 use mk_adapter_jsontcp::{
-    Operation, ProduceRecords, ProduceSpec, Request, Response, ServerStats, TopicConfigOverrides,
-    TxnRef, decode_request_line,
+    Operation, Password, ProduceRecords, ProduceSpec, Request, Response, ServerStats,
+    TopicConfigOverrides, TxnRef, decode_request_line,
 };
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -748,7 +748,91 @@ fn exchanges() -> Vec<(Request, Response)> {
             },
             Response::AlterGroupOffsets,
         ),
+        // Added by issue 25 (`mk-server user`).
+        (
+            Request::UpsertScramCredential {
+                user: "alice".into(),
+                mechanism: ScramMechanism::Sha512,
+                password: Password::new("pa\"ss,=word"),
+                iterations: Some(8192),
+            },
+            Response::UpsertScramCredential {
+                user: "alice".into(),
+                mechanism: ScramMechanism::Sha512,
+                iterations: 8192,
+            },
+        ),
+        (
+            Request::UpsertScramCredential {
+                user: "bob".into(),
+                mechanism: ScramMechanism::Sha256,
+                password: Password::new("p"),
+                iterations: None,
+            },
+            Response::UpsertScramCredential {
+                user: "bob".into(),
+                mechanism: ScramMechanism::Sha256,
+                iterations: 4096,
+            },
+        ),
+        (
+            Request::DeleteScramCredential {
+                user: "alice".into(),
+                mechanism: Some(ScramMechanism::Sha256),
+            },
+            Response::DeleteScramCredential {
+                user: "alice".into(),
+                deleted: vec![ScramMechanism::Sha256],
+            },
+        ),
+        (
+            Request::DeleteScramCredential {
+                user: "alice".into(),
+                mechanism: None,
+            },
+            Response::DeleteScramCredential {
+                user: "alice".into(),
+                deleted: vec![ScramMechanism::Sha256, ScramMechanism::Sha512],
+            },
+        ),
+        (
+            Request::DescribeScramCredentials { user: None },
+            Response::DescribeScramCredentials(vec![
+                (
+                    "alice".into(),
+                    vec![
+                        (ScramMechanism::Sha256, 4096),
+                        (ScramMechanism::Sha512, 8192),
+                    ],
+                ),
+                ("bob".into(), vec![(ScramMechanism::Sha512, 16384)]),
+            ]),
+        ),
+        (
+            Request::DescribeScramCredentials {
+                user: Some("bob".into()),
+            },
+            Response::DescribeScramCredentials(vec![(
+                "bob".into(),
+                vec![(ScramMechanism::Sha512, 16384)],
+            )]),
+        ),
     ]
+}
+
+/// A password never shows in a request's `Debug` (what a log line or a
+/// failed assertion would print).
+#[test]
+fn a_password_is_not_in_the_debug_form_of_a_request() {
+    let r = Request::UpsertScramCredential {
+        user: "alice".into(),
+        mechanism: ScramMechanism::Sha512,
+        password: Password::new("hunter2-secret"),
+        iterations: None,
+    };
+    let debug = format!("{r:?}");
+    assert!(debug.contains("alice"), "{debug}");
+    assert!(!debug.contains("hunter2-secret"), "{debug}");
 }
 
 #[test]

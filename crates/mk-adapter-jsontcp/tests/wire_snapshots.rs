@@ -306,6 +306,34 @@ async fn snapshot_broker_operations() {
     h.stop().await;
 }
 
+/// The SCRAM users of `mk-server user` (issue 25): no response carries a
+/// password, a salt or a key.
+#[tokio::test]
+async fn snapshot_scram_user_operations() {
+    let h = Harness::single(ServerOptions::default()).await;
+    let mut c = h.client().await;
+    let t = transcript(
+        &h,
+        &mut c,
+        &[
+            r#"{"operation":"upsert_scram_credential","user":"alice","mechanism":"SCRAM-SHA-512","password":"alice-secret"}"#,
+            r#"{"operation":"upsert_scram_credential","user":"alice","mechanism":"SCRAM-SHA-256","password":"alice-secret","iterations":8192}"#,
+            r#"{"operation":"upsert_scram_credential","user":"bob","mechanism":"SCRAM-SHA-512","password":"bob-secret","iterations":1000}"#,
+            r#"{"operation":"upsert_scram_credential","user":"bob","mechanism":"SCRAM-SHA-1","password":"bob-secret"}"#,
+            r#"{"operation":"describe_scram_credentials"}"#,
+            r#"{"operation":"describe_scram_credentials","user":"bob"}"#,
+            r#"{"operation":"delete_scram_credential","user":"alice","mechanism":"SCRAM-SHA-256"}"#,
+            r#"{"operation":"delete_scram_credential","user":"alice","mechanism":"SCRAM-SHA-256"}"#,
+            r#"{"operation":"delete_scram_credential","user":"alice"}"#,
+            r#"{"operation":"describe_scram_credentials"}"#,
+        ],
+    )
+    .await;
+    assert!(!t.contains("\"salt") && !t.contains("key"), "{t}");
+    insta::assert_snapshot!(t);
+    h.stop().await;
+}
+
 #[tokio::test]
 async fn snapshot_lab_operations() {
     let h = Harness::lab().await;

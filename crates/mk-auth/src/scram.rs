@@ -186,7 +186,10 @@ impl ScramCredential {
     }
 }
 
-fn check_bounds(salt: &[u8], iterations: u32) -> Result<(), AuthError> {
+/// Whether a salt and an iteration count make an acceptable credential
+/// (a salt, and Kafka's iteration bounds). Checked before PBKDF2 runs, so
+/// an oversized count costs nothing.
+pub fn check_bounds(salt: &[u8], iterations: u32) -> Result<(), AuthError> {
     if salt.is_empty() {
         return Err(AuthError::UnacceptableCredential(
             "the salt must not be empty".into(),

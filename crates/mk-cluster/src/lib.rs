@@ -83,7 +83,9 @@ pub use quotas::{
     QUOTA_CLIENT_ID, QUOTA_IP, QUOTA_USER, QuotaEntity, QuotaEntry, QuotaFilter, QuotaMatch,
     QuotaOp, Quotas,
 };
-pub use security::{Identity, ScramDeletion, ScramUpsertion, ScramUserInfo, Security};
+pub use security::{
+    DEFAULT_SCRAM_ITERATIONS, Identity, ScramDeletion, ScramUpsertion, ScramUserInfo, Security,
+};
 pub use share_groups::{ShareFetchAnswer, ShareFetchLimits, ShareFetchPartition};
 pub use stats::{ClusterDescription, ClusterStats, OperatorViews};
 pub use steps::{CompactionSummary, Steps};

@@ -85,6 +85,15 @@ impl std::fmt::Debug for ScramUpsertion {
     }
 }
 
+/// The iteration count of a credential set from a password when none is
+/// given: Kafka's (`kafka-configs.sh` uses the same default).
+pub const DEFAULT_SCRAM_ITERATIONS: u32 = 4096;
+
+/// The answer of a change that named one user.
+fn only_answer(answers: Vec<(String, std::result::Result<(), ClusterError>)>) -> Result<()> {
+    answers.into_iter().try_for_each(|(_, answer)| answer)
+}
+
 /// The mechanisms and iteration counts a user has credentials for.
 pub type ScramUserInfo = Vec<(ScramMechanism, u32)>;
 
@@ -286,6 +295,73 @@ impl<'a> Security<'a> {
         self.update(|data| crate::security_scram::alter(data, deletions, upsertions))
     }
 
+    /// Sets `user`'s credential for `mechanism` from a password (JSON-TCP's
+    /// `upsert_scram_credential`, `mk-server user add`): a fresh random
+    /// salt, PBKDF2 here in the core, then AlterUserScramCredentials' own
+    /// rules. The password is used once; it is neither stored nor logged.
+    /// Returns the iteration count stored.
+    pub fn upsert_scram_password(
+        self,
+        user: &str,
+        mechanism: ScramMechanism,
+        password: &str,
+        iterations: Option<u32>,
+    ) -> Result<u32> {
+        let iterations = iterations.unwrap_or(DEFAULT_SCRAM_ITERATIONS);
+        let salt = self.new_salt();
+        // Bounds first: PBKDF2 must not run an oversized iteration count.
+        mk_auth::scram::check_bounds(&salt, iterations)?;
+        if password.is_empty() {
+            return Err(AuthError::UnacceptableCredential("the password is empty".into()).into());
+        }
+        let upsertion = ScramUpsertion {
+            user: user.to_string(),
+            mechanism: mechanism.code(),
+            // Within MAX_ITERATIONS, checked above.
+            iterations: i32::try_from(iterations).unwrap_or(i32::MAX),
+            salted_password: mechanism.salted_password(password.as_bytes(), &salt, iterations),
+            salt,
+        };
+        self.try_update(|data| only_answer(crate::security_scram::alter(data, &[], &[upsertion])))?;
+        Ok(iterations)
+    }
+
+    /// Removes `user`'s credential for `mechanism`, or every credential
+    /// of the user (JSON-TCP's `delete_scram_credential`, `mk-server user
+    /// delete`), with AlterUserScramCredentials' rules: RESOURCE_NOT_FOUND
+    /// when there is nothing to delete. Returns the mechanisms removed.
+    pub fn delete_scram_credentials(
+        self,
+        user: &str,
+        mechanism: Option<ScramMechanism>,
+    ) -> Result<Vec<ScramMechanism>> {
+        self.try_update(|data| {
+            let mechanisms: Vec<ScramMechanism> = match mechanism {
+                Some(m) => vec![m],
+                None => data
+                    .scram
+                    .keys()
+                    .filter(|(u, _)| u == user)
+                    .map(|(_, m)| *m)
+                    .collect(),
+            };
+            if mechanisms.is_empty() {
+                return Err(ClusterError::ResourceNotFound(format!(
+                    "attempt to delete a user credential that does not exist: {user:?} has none"
+                )));
+            }
+            let deletions: Vec<ScramDeletion> = mechanisms
+                .iter()
+                .map(|m| ScramDeletion {
+                    user: user.to_string(),
+                    mechanism: m.code(),
+                })
+                .collect();
+            only_answer(crate::security_scram::alter(data, &deletions, &[]))?;
+            Ok(mechanisms)
+        })
+    }
+
     /// A fresh server nonce for a SCRAM exchange (24 random bytes, base64:
     /// printable and without commas).
     pub fn new_nonce(self) -> String {
@@ -306,14 +382,20 @@ impl<'a> Security<'a> {
         &self.cluster.security.decoy_secret
     }
 
-    /// Applies `change` to a copy of the data and persists it; the copy
-    /// replaces the live data only once it is on disk.
-    fn update<T>(self, change: impl FnOnce(&mut SecurityData) -> T) -> Result<T> {
+    /// Like `update`, for a change that may be refused as a whole: a
+    /// refused change leaves the store as it was and writes nothing.
+    fn try_update<T>(self, change: impl FnOnce(&mut SecurityData) -> Result<T>) -> Result<T> {
         self.cluster.check_running()?;
         let mut store = crate::locks::plain_write(&self.cluster.security.store);
         let mut data = store.data.clone();
-        let out = change(&mut data);
+        let out = change(&mut data)?;
         self.cluster.guard(store.save(data))?;
         Ok(out)
+    }
+
+    /// Applies `change` to a copy of the data and persists it; the copy
+    /// replaces the live data only once it is on disk.
+    fn update<T>(self, change: impl FnOnce(&mut SecurityData) -> T) -> Result<T> {
+        self.try_update(|data| Ok(change(data)))
     }
 }

@@ -235,3 +235,88 @@ async fn alter_scram_applies_per_user_all_or_nothing() {
     assert_eq!(kept.iterations, 4096);
     c.lifecycle().close().await.unwrap();
 }
+
+/// `mk-server user add|delete` (JSON-TCP's upsert/delete_scram_credential):
+/// the core salts and hashes the password itself, under the same rules as
+/// AlterUserScramCredentials, and a refused change writes nothing.
+#[tokio::test]
+async fn scram_credentials_from_a_password_are_salted_in_the_core() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = open(dir.path(), None);
+    let s = c.security();
+    assert_eq!(
+        s.upsert_scram_password("alice", ScramMechanism::Sha512, "pw-alice-512", None)
+            .unwrap(),
+        DEFAULT_SCRAM_ITERATIONS
+    );
+    assert_eq!(
+        s.upsert_scram_password("alice", ScramMechanism::Sha256, "pw-alice-256", Some(8192))
+            .unwrap(),
+        8192
+    );
+    let stored = s.scram_credential("alice", ScramMechanism::Sha512).unwrap();
+    let expected = ScramCredential::from_password(
+        ScramMechanism::Sha512,
+        "pw-alice-512",
+        &stored.salt,
+        DEFAULT_SCRAM_ITERATIONS,
+    )
+    .unwrap();
+    assert_eq!(stored, expected, "the stored keys are the password's");
+    let wrong = ScramCredential::from_password(
+        ScramMechanism::Sha512,
+        "pw-alice-256",
+        &stored.salt,
+        DEFAULT_SCRAM_ITERATIONS,
+    )
+    .unwrap();
+    assert_ne!(stored, wrong);
+
+    let before = std::fs::read(dir.path().join("security.json")).unwrap();
+    let refused = [
+        s.upsert_scram_password("bob", ScramMechanism::Sha512, "pw", Some(4095)),
+        s.upsert_scram_password("bob", ScramMechanism::Sha512, "pw", Some(u32::MAX)),
+        s.upsert_scram_password("bob", ScramMechanism::Sha512, "", None),
+        s.upsert_scram_password("", ScramMechanism::Sha512, "pw", None),
+    ];
+    for r in refused {
+        assert_eq!(r.unwrap_err().code(), ErrorCode::UnacceptableCredential);
+    }
+    assert_eq!(
+        s.delete_scram_credentials("bob", None).unwrap_err().code(),
+        ErrorCode::ResourceNotFound
+    );
+    assert_eq!(
+        s.delete_scram_credentials("alice", Some(ScramMechanism::Sha256))
+            .unwrap(),
+        [ScramMechanism::Sha256]
+    );
+    assert_eq!(
+        s.delete_scram_credentials("alice", Some(ScramMechanism::Sha256))
+            .unwrap_err()
+            .code(),
+        ErrorCode::ResourceNotFound
+    );
+    let after = std::fs::read(dir.path().join("security.json")).unwrap();
+    assert_ne!(before, after, "the deletion was written");
+    c.lifecycle().close().await.unwrap();
+
+    let c = open(dir.path(), None);
+    let text = std::fs::read_to_string(dir.path().join("security.json")).unwrap();
+    assert!(!text.contains("pw-alice"));
+    let all = c.security().describe_scram(None);
+    assert_eq!(all.len(), 1);
+    assert_eq!(all[0].0, "alice");
+    assert_eq!(
+        all[0].1.as_ref().unwrap(),
+        &vec![(ScramMechanism::Sha512, DEFAULT_SCRAM_ITERATIONS)]
+    );
+    assert_eq!(
+        c.security()
+            .delete_scram_credentials("alice", None)
+            .unwrap(),
+        [ScramMechanism::Sha512]
+    );
+    assert!(c.security().describe_scram(None).is_empty());
+    c.lifecycle().close().await.unwrap();
+}

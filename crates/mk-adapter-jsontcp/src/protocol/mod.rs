@@ -9,7 +9,8 @@
 //! family modules. There every operation is a small module with its four
 //! directions side by side: `topics`, `data`, `groups` (with
 //! `modern_groups` for the KIP-848 and share halves of `describe_group`),
-//! `transactions`, `admin` and `lab`; `common` holds the pieces several
+//! `transactions`, `admin`, `users` (SCRAM credentials) and `lab`;
+//! `common` holds the pieces several
 //! families share.
 //! Adding an operation means a variant in `Operation`, `Request` and
 //! `Response`, one arm per dispatcher (the compiler lists them) and one
@@ -26,19 +27,22 @@ mod lab;
 mod modern_groups;
 mod topics;
 mod transactions;
+mod users;
 
 pub use admin::ServerStats;
 pub use data::{ProduceRecords, ProduceSpec};
 /// Topic settings of `create_topic`; the core merges them with its defaults.
 pub use mk_cluster::TopicConfigOverrides;
 pub use transactions::TxnRef;
+pub use users::Password;
 
 use crate::wire::{DecodeError, Fields, ObjWriter, bad, type_name};
 use mk_cluster::{
     AnyGroupDescription, AssignorKind, BrokerId, Bytes, ClusterDescription, CompactionSummary,
     ConfigChange, ErrorCode, FetchRequest, FetchResult, GroupListing, LeaderAndEpoch,
     MemberAssignment, OffsetAndMetadata, OffsetSpec, ProduceResponse, ProducerIdentity,
-    RetentionPolicy, TopicConfig, TopicConfigEntry, TopicDescription, TopicPartition,
+    RetentionPolicy, ScramMechanism, ScramUserInfo, TopicConfig, TopicConfigEntry,
+    TopicDescription, TopicPartition,
 };
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -48,7 +52,9 @@ use std::collections::BTreeMap;
 /// administration the CLI's `topic` and `group` commands need (issue 14):
 /// `delete_topic`, `create_partitions`, `alter_topic_config`,
 /// `describe_topic_config`, `list_groups`, `delete_group` and
-/// `alter_group_offsets`. docs/json-protocol.md describes every one.
+/// `alter_group_offsets`; and the SCRAM users of `mk-server user` (issue
+/// 25): `upsert_scram_credential`, `delete_scram_credential` and
+/// `describe_scram_credentials`. docs/json-protocol.md describes every one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Operation {
     CreateTopic,
@@ -80,6 +86,9 @@ pub enum Operation {
     Stats,
     BrokerOffline,
     BrokerOnline,
+    UpsertScramCredential,
+    DeleteScramCredential,
+    DescribeScramCredentials,
     Promote,
     Rejoin,
     RemoveFromIsr,
@@ -93,7 +102,7 @@ pub enum Operation {
 }
 
 impl Operation {
-    pub const ALL: [Operation; 39] = [
+    pub const ALL: [Operation; 42] = [
         Operation::CreateTopic,
         Operation::Metadata,
         Operation::Produce,
@@ -123,6 +132,9 @@ impl Operation {
         Operation::Stats,
         Operation::BrokerOffline,
         Operation::BrokerOnline,
+        Operation::UpsertScramCredential,
+        Operation::DeleteScramCredential,
+        Operation::DescribeScramCredentials,
         Operation::Promote,
         Operation::Rejoin,
         Operation::RemoveFromIsr,
@@ -167,6 +179,9 @@ impl Operation {
             Operation::Stats => "stats",
             Operation::BrokerOffline => "broker_offline",
             Operation::BrokerOnline => "broker_online",
+            Operation::UpsertScramCredential => "upsert_scram_credential",
+            Operation::DeleteScramCredential => "delete_scram_credential",
+            Operation::DescribeScramCredentials => "describe_scram_credentials",
             Operation::Promote => "promote",
             Operation::Rejoin => "rejoin",
             Operation::RemoveFromIsr => "remove_from_isr",
@@ -312,6 +327,22 @@ pub enum Request {
     BrokerOnline {
         broker_id: BrokerId,
     },
+    UpsertScramCredential {
+        user: String,
+        mechanism: ScramMechanism,
+        password: Password,
+        /// The core's default (Kafka's 4096) when absent.
+        iterations: Option<u32>,
+    },
+    DeleteScramCredential {
+        user: String,
+        /// Every mechanism the user has when absent.
+        mechanism: Option<ScramMechanism>,
+    },
+    DescribeScramCredentials {
+        /// Every user with a credential when absent.
+        user: Option<String>,
+    },
     Promote {
         tp: TopicPartition,
         broker_id: BrokerId,
@@ -431,6 +462,9 @@ impl Request {
             Request::BrokerOffline { .. } => Operation::BrokerOffline,
             Request::BrokerOnline { .. } => Operation::BrokerOnline,
             Request::Stats => Operation::Stats,
+            Request::UpsertScramCredential { .. } => Operation::UpsertScramCredential,
+            Request::DeleteScramCredential { .. } => Operation::DeleteScramCredential,
+            Request::DescribeScramCredentials { .. } => Operation::DescribeScramCredentials,
             Request::Promote { .. } => Operation::Promote,
             Request::Rejoin { .. } => Operation::Rejoin,
             Request::RemoveFromIsr { .. } => Operation::RemoveFromIsr,
@@ -494,6 +528,9 @@ impl Request {
             Operation::BrokerOnline => {
                 admin::broker::decode(&f).map(|broker_id| Request::BrokerOnline { broker_id })
             }
+            Operation::UpsertScramCredential => users::upsert_scram_credential::decode(&f),
+            Operation::DeleteScramCredential => users::delete_scram_credential::decode(&f),
+            Operation::DescribeScramCredentials => users::describe_scram_credentials::decode(&f),
             Operation::Promote | Operation::Rejoin | Operation::RemoveFromIsr => {
                 let (tp, broker_id) = lab::replica::decode(&f)?;
                 Ok(match op {
@@ -618,6 +655,18 @@ impl Request {
             Request::BrokerOffline { broker_id } | Request::BrokerOnline { broker_id } => {
                 admin::broker::encode(w, *broker_id)
             }
+            Request::UpsertScramCredential {
+                user,
+                mechanism,
+                password,
+                iterations,
+            } => users::upsert_scram_credential::encode(w, user, *mechanism, password, *iterations),
+            Request::DeleteScramCredential { user, mechanism } => {
+                users::delete_scram_credential::encode(w, user, *mechanism)
+            }
+            Request::DescribeScramCredentials { user } => {
+                users::describe_scram_credentials::encode(w, user.as_deref())
+            }
             Request::Promote { tp, broker_id }
             | Request::Rejoin { tp, broker_id }
             | Request::RemoveFromIsr { tp, broker_id } => lab::replica::encode(w, tp, *broker_id),
@@ -693,6 +742,19 @@ pub enum Response {
         /// False when the broker was online already.
         was_offline: bool,
     },
+    UpsertScramCredential {
+        user: String,
+        mechanism: ScramMechanism,
+        /// The iteration count stored.
+        iterations: u32,
+    },
+    DeleteScramCredential {
+        user: String,
+        /// The mechanisms whose credentials were removed.
+        deleted: Vec<ScramMechanism>,
+    },
+    /// Each user with the mechanisms and iteration counts it has, by name.
+    DescribeScramCredentials(Vec<(String, ScramUserInfo)>),
     Promote(LeaderAndEpoch),
     Rejoin,
     RemoveFromIsr,
@@ -781,6 +843,17 @@ impl Response {
             Response::BrokerOnline { was_offline } => {
                 admin::broker::encode_online_response(w, *was_offline);
             }
+            Response::UpsertScramCredential {
+                user,
+                mechanism,
+                iterations,
+            } => users::upsert_scram_credential::encode_response(w, user, *mechanism, *iterations),
+            Response::DeleteScramCredential { user, deleted } => {
+                users::delete_scram_credential::encode_response(w, user, deleted)
+            }
+            Response::DescribeScramCredentials(all) => {
+                users::describe_scram_credentials::encode_response(w, all)
+            }
             Response::Promote(le) => lab::promote::encode_response(w, le),
             Response::ExpireGroupMembers(expired) => {
                 lab::expire_group_members::encode_response(w, expired)
@@ -854,6 +927,15 @@ impl Response {
             Request::Stats => admin::stats::decode_response(f),
             Request::BrokerOffline { .. } => admin::broker::decode_response(f),
             Request::BrokerOnline { .. } => admin::broker::decode_online_response(f),
+            Request::UpsertScramCredential { .. } => {
+                users::upsert_scram_credential::decode_response(f)
+            }
+            Request::DeleteScramCredential { .. } => {
+                users::delete_scram_credential::decode_response(f)
+            }
+            Request::DescribeScramCredentials { .. } => {
+                users::describe_scram_credentials::decode_response(f)
+            }
             Request::Promote { .. } => lab::promote::decode_response(f),
             Request::Rejoin { .. } => Ok(Response::Rejoin),
             Request::RemoveFromIsr { .. } => Ok(Response::RemoveFromIsr),
