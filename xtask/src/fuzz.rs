@@ -1,11 +1,19 @@
 //! `cargo xtask fuzz [--seconds N]`: every cargo-fuzz target of the
 //! workspace, each for a bounded time (default 20 s, or `MK_FUZZ_SECONDS`),
-//! from the corpus it has grown so far. `cargo xtask test` runs it after the
-//! workspace tests. cargo-fuzz needs a nightly toolchain (`rustup toolchain
-//! install nightly`, `cargo install cargo-fuzz`); without one this fails and
-//! says so rather than skipping the targets. The builds share
+//! from the corpus it has grown so far. `cargo xtask test` runs them for
+//! [`TEST_SECONDS`] each after the workspace tests.
+//!
+//! The targets build with the pinned stable toolchain: cargo-fuzz needs a
+//! nightly compiler only for its sanitizers, and `--sanitizer none` keeps
+//! libFuzzer's coverage-guided mutation (the sanitizer-coverage passes are
+//! stable codegen options) while the fuzzed crates keep their overflow
+//! checks and debug assertions. What a sanitizer would add — finding memory
+//! errors — matters little for crates without `unsafe`. cargo-fuzz itself is
+//! installed from crates.io at a pinned version into `target/tools` the
+//! first time, like the other tools the checks need. The builds share
 //! `target/fuzz`.
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Every fuzz target: the crate whose `fuzz/` holds it, and its name.
@@ -14,6 +22,12 @@ pub const TARGETS: &[(&str, &str)] = &[
     ("crates/mk-adapter-kafka", "decode_request"),
     ("crates/mk-adapter-kafka", "decode_records"),
 ];
+
+/// How long `cargo xtask test` fuzzes each target.
+pub const TEST_SECONDS: u32 = 15;
+
+/// The cargo-fuzz release that is installed when the machine has none.
+const CARGO_FUZZ_VERSION: &str = "0.13.2";
 
 pub fn run(args: &[String]) -> Result<(), String> {
     let seconds = match args {
@@ -26,21 +40,20 @@ pub fn run(args: &[String]) -> Result<(), String> {
             .unwrap_or(20),
         _ => return Err("usage: cargo xtask fuzz [--seconds N]".into()),
     };
-    let probe = Command::new("cargo")
-        .args(["+nightly", "fuzz", "--version"])
-        .output();
-    if !probe.is_ok_and(|o| o.status.success()) {
-        return Err("the fuzz targets need cargo-fuzz on a nightly toolchain: \
-             `rustup toolchain install nightly` and `cargo install cargo-fuzz`"
-            .into());
-    }
+    fuzz_all(seconds)
+}
+
+/// Runs every target for `seconds`; the first crash fails the run and
+/// names where libFuzzer left the input.
+pub fn fuzz_all(seconds: u32) -> Result<(), String> {
     let root = crate::workspace_root();
+    let cargo_fuzz = cargo_fuzz(&root)?;
     let target_dir = root.join("target").join("fuzz");
     for (krate, target) in TARGETS {
         println!("xtask: fuzzing {krate} {target} for {seconds} s");
-        let status = Command::new("cargo")
+        let status = Command::new(&cargo_fuzz)
             .current_dir(root.join(krate))
-            .args(["+nightly", "fuzz", "run", target, "--target-dir"])
+            .args(["fuzz", "run", target, "--sanitizer", "none", "--target-dir"])
             .arg(&target_dir)
             .args(["--", &format!("-max_total_time={seconds}")])
             .env_remove("CARGO")
@@ -54,6 +67,44 @@ pub fn run(args: &[String]) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The cargo-fuzz binary: one already on the machine, else the pinned
+/// release installed once into `target/tools`.
+fn cargo_fuzz(root: &Path) -> Result<PathBuf, String> {
+    let on_path = Command::new("cargo-fuzz").arg("--version").output();
+    if on_path.is_ok_and(|o| {
+        o.status.success() && String::from_utf8_lossy(&o.stdout).contains(CARGO_FUZZ_VERSION)
+    }) {
+        return Ok(PathBuf::from("cargo-fuzz"));
+    }
+    let tools = root.join("target").join("tools");
+    let installed = tools.join("bin").join("cargo-fuzz");
+    if !installed.exists() {
+        println!(
+            "xtask: installing cargo-fuzz {CARGO_FUZZ_VERSION} into {}",
+            tools.display()
+        );
+        let status = Command::new("cargo")
+            .args([
+                "install",
+                "cargo-fuzz",
+                "--locked",
+                "--version",
+                CARGO_FUZZ_VERSION,
+                "--root",
+            ])
+            .arg(&tools)
+            .env_remove("CARGO_TARGET_DIR")
+            .status()
+            .map_err(|e| format!("cannot run cargo install: {e}"))?;
+        if !status.success() {
+            return Err(format!(
+                "cargo install cargo-fuzz {CARGO_FUZZ_VERSION} failed ({status})"
+            ));
+        }
+    }
+    Ok(installed)
 }
 
 #[cfg(test)]

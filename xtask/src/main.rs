@@ -54,7 +54,7 @@ fn main() -> ExitCode {
                  dist            release build: target/dist/mk-server-<version>-<target>.tar.gz, its .sha256, the Python\n                  wheel; --test also runs the checks `test` runs on them\n  \
                  bench           release-build benchmarks; prints JSON lines, writes docs/benchmarks.md\n  \
                  codegen         the Kafka messages from crates/mk-adapter-kafka/schema/ (--check: fail if stale)\n  \
-                 fuzz            every cargo-fuzz target for a bounded time (--seconds N, default 20; needs nightly)"
+                 fuzz            every cargo-fuzz target for a bounded time (--seconds N, default 20)"
             );
             Err("no command given".to_string())
         }
@@ -104,9 +104,8 @@ fn test_all() -> Result<(), String> {
     ])?;
     layers::check_workspace()?;
     cargo(&["test", "--workspace", "--locked"])?;
-    // The cargo-fuzz targets need a nightly toolchain, which CI's clean
-    // machine does not have (only the pinned stable one can be installed
-    // there), so they run as `cargo xtask fuzz`, not here.
+    // Request and batch decoding under libFuzzer, for a bounded time.
+    fuzz::fuzz_all(fuzz::TEST_SECONDS)?;
     // The release build (minutes) runs in the background, at a lower
     // priority, while the interop suite mostly waits on its clients; it
     // starts once the debug binary the suite runs is built, since the two
