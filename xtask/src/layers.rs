@@ -33,7 +33,13 @@ pub fn allowed_edges() -> BTreeMap<&'static str, &'static [&'static str]> {
         ("mk-adapter-direct", &["mk-cluster"][..]),
         ("mk-listener", &[][..]),
         ("mk-adapter-jsontcp", &["mk-cluster", "mk-listener"][..]),
-        ("mk-adapter-kafka", &["mk-cluster", "mk-listener"][..]),
+        // mk-protocol-gen is mk-adapter-kafka's build-time generator (a
+        // build dependency): it depends on nothing in the workspace.
+        ("mk-protocol-gen", &[][..]),
+        (
+            "mk-adapter-kafka",
+            &["mk-cluster", "mk-listener", "mk-protocol-gen"][..],
+        ),
         ("mk-adapter-console", &["mk-cluster"][..]),
         ("mk-runtime", &["mk-cluster"][..]),
         ("mk-client", &["mk-cluster"][..]),
@@ -54,6 +60,9 @@ pub fn allowed_edges() -> BTreeMap<&'static str, &'static [&'static str]> {
 }
 
 use crate::sans_io::SANS_IO;
+
+/// Crates that run in build scripts only: never linked into a crate.
+const BUILD_ONLY: &[&str] = &["mk-protocol-gen"];
 
 const RUNTIMES: &[&str] = &["tokio", "async-std", "smol", "futures-executor"];
 
@@ -85,6 +94,12 @@ pub fn violations(members: &BTreeSet<String>, edges: &[Edge]) -> Vec<String> {
         }
         if !members.contains(&edge.to) || edge.from == edge.to {
             continue;
+        }
+        if BUILD_ONLY.contains(&edge.to.as_str()) && edge.kind != "build" {
+            out.push(format!(
+                "{} -> {} ({} dependency): {} runs at build time only, so it may only be a build dependency",
+                edge.from, edge.to, edge.kind, edge.to
+            ));
         }
         if !from_rules.contains(&edge.to.as_str()) {
             let may = if from_rules.is_empty() {
@@ -225,6 +240,21 @@ mod tests {
             "{}",
             bad[1]
         );
+    }
+
+    #[test]
+    fn the_generator_is_a_build_dependency_only() {
+        let build = Edge {
+            kind: "build".into(),
+            ..edge("mk-adapter-kafka", "mk-protocol-gen")
+        };
+        assert!(violations(&all_members(), &[build]).is_empty());
+        let linked = edge("mk-adapter-kafka", "mk-protocol-gen");
+        let bad = violations(&all_members(), &[linked]);
+        assert_eq!(bad.len(), 1, "{bad:?}");
+        assert!(bad[0].contains("only be a build dependency"), "{}", bad[0]);
+        let bad = violations(&all_members(), &[edge("mk-server", "mk-protocol-gen")]);
+        assert_eq!(bad.len(), 2, "{bad:?}");
     }
 
     #[test]
