@@ -32,9 +32,9 @@ pub struct Generated {
 
 impl Generated {
     /// The leading inner doc comments and inner attributes (`//!`,
-    /// `#![...]`) as outer ones (`///`, `#[...]`), for the declaration of a
-    /// module whose body is `include!`d (an included file cannot hold inner
-    /// attributes), and the body after them.
+    /// `#![...]`) as outer ones (`///`, `#[...]`), blank lines left out, for
+    /// the declaration of a module whose body is `include!`d (an included
+    /// file cannot hold inner attributes), and the body after them.
     pub fn split(&self) -> (String, String) {
         let mut head = String::new();
         let mut depth = 0i32;
@@ -55,8 +55,11 @@ impl Generated {
             if depth > 0 || t.starts_with("#![") {
                 depth += bracket_balance(t);
             }
-            head.push_str(&outer);
-            head.push('\n');
+            // A blank line between a doc comment and its item is a lint.
+            if !outer.is_empty() {
+                head.push_str(&outer);
+                head.push('\n');
+            }
             lines.next();
         }
         let body: Vec<&str> = lines.collect();
@@ -175,7 +178,7 @@ mod tests {
                 .into(),
         };
         let (head, body) = g.split();
-        assert_eq!(head, "/// Doc.\n///\n\n// Why.\n#[allow(\na,\nb\n)]\n\n");
+        assert_eq!(head, "/// Doc.\n///\n// Why.\n#[allow(\na,\nb\n)]\n");
         assert_eq!(body, "use y;\n/// Item.\nfn f() {}\n");
     }
 
