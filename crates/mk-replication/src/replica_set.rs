@@ -8,9 +8,11 @@
 
 mod flush;
 mod log_start;
+mod reassign;
 
 pub use flush::{CheckpointPlan, SyncedCheckpoint};
 pub use log_start::DELETE_TO_HIGH_WATERMARK;
+pub use reassign::{Reassignment, SettledPlacement, check_target, remove_replica_dirs};
 
 use crate::ack::{AckHandle, AppendOutcome, ProduceResult, Waiter};
 use crate::config::{AckMode, ReplicationConfig};
@@ -89,6 +91,8 @@ pub struct PartitionReplicaSet {
     registrations: Registrations,
     /// Pending `acks=all` completions, in append order.
     waiters: Vec<Waiter>,
+    /// A move of the replicas in progress (`reassign.rs`).
+    reassignment: Option<reassign::Reassignment>,
 }
 
 impl PartitionReplicaSet {
@@ -181,6 +185,7 @@ impl PartitionReplicaSet {
             high_watermark,
             registrations,
             waiters: Vec::new(),
+            reassignment: None,
         };
         set.check_invariants();
         Ok(set)

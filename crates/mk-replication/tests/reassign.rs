@@ -1,0 +1,243 @@
+//! Moving replicas between brokers (Kafka's partition reassignment): the
+//! adding replicas catch up as followers, the move completes once they are
+//! in sync, a removed leader hands over, cancelling goes back, and a crash
+//! in the middle loses nothing committed.
+
+mod common;
+
+use common::*;
+use mk_core::ErrorCode;
+use mk_replication::{AckMode, PartitionReplicaSet, Reassignment, remove_replica_dirs};
+use std::collections::BTreeSet;
+
+fn replicate_until_ready(set: &mut PartitionReplicaSet) -> usize {
+    for round in 1..=20 {
+        set.replicate_all_once().unwrap();
+        if set.reassignment_ready() {
+            return round;
+        }
+    }
+    panic!("the move never became ready: ISR {:?}", set.isr());
+}
+
+fn begin(set: &mut PartitionReplicaSet, target: &[i32]) -> Vec<i32> {
+    let plan = set.plan_reassignment(target).unwrap();
+    set.begin_reassignment(plan, &BTreeSet::new()).unwrap()
+}
+
+#[test]
+fn a_move_adds_followers_that_catch_up_then_the_removed_leader_hands_over() {
+    let h = Harness::with(|c| c.replica_fetch_max_bytes = 1);
+    let mut set = h.create(&[1, 2]);
+    for i in 0..3 {
+        put(&mut set, &[&format!("v{i}")]);
+    }
+    for _ in 0..3 {
+        set.replicate_all_once().unwrap();
+    }
+    assert_eq!(set.high_watermark(), 3);
+
+    assert!(begin(&mut set, &[2, 3]).is_empty());
+    let r = set.reassignment().unwrap().clone();
+    assert_eq!((r.adding(), r.removing()), (vec![3], vec![1]));
+    assert_eq!(
+        set.replicas(),
+        &[2, 3, 1],
+        "target first, then the removing replicas"
+    );
+    assert!(!set.isr().contains(&3), "a new replica starts out of sync");
+    assert!(!set.reassignment_ready());
+    assert_eq!(set.try_complete_reassignment().unwrap(), None);
+
+    // One batch per fetch: the new replica needs several rounds.
+    let rounds = replicate_until_ready(&mut set);
+    assert!(rounds >= 3, "caught up in {rounds} round(s)");
+    let done = set.try_complete_reassignment().unwrap().expect("ready");
+    assert_eq!(done.replicas, vec![2, 3]);
+    assert_eq!(done.removed, vec![1]);
+    assert!(done.leader_moved);
+    assert_eq!((done.leader.leader_id, done.leader.leader_epoch), (2, 1));
+    assert_eq!(set.replicas(), &[2, 3]);
+    assert_eq!(set.reassignment(), None);
+    assert_eq!(set.leader_id(), 2);
+    assert_eq!(
+        code(set.replica_log_end_offset(1)),
+        ErrorCode::UnknownPartition
+    );
+    assert_eq!(visible(&set), vals(&[(0, "v0"), (1, "v1"), (2, "v2")]));
+
+    // The caller removes the directory once it persisted the new set.
+    let dir = mk_replication::replica_dir(h.dir.path(), 1, &h.tp);
+    assert!(dir.is_dir());
+    remove_replica_dirs(h.dir.path(), &h.tp, &done.removed).unwrap();
+    assert!(!dir.exists());
+    remove_replica_dirs(h.dir.path(), &h.tp, &done.removed).unwrap();
+
+    // The new set replicates and commits as any other.
+    set.replicate_all_once().unwrap();
+    assert_eq!(set.isr(), vec![2, 3]);
+    let mut ack = pending(set.append(batch(&["after"]), AckMode::All, None).unwrap());
+    set.replicate_all_once().unwrap();
+    assert_eq!(ack.try_result().unwrap().unwrap().base_offset, Some(3));
+    assert_eq!(
+        values(set.replica_log(3).unwrap()),
+        vals(&[(0, "v0"), (1, "v1"), (2, "v2"), (3, "after")])
+    );
+}
+
+#[test]
+fn shrinking_and_reordering_complete_at_once() {
+    let h = Harness::new();
+    let mut set = h.create(&[1, 2, 3]);
+    put(&mut set, &["a"]);
+    set.replicate_all_once().unwrap();
+    begin(&mut set, &[1, 3]);
+    assert!(set.reassignment_ready(), "nothing to add: ready at once");
+    let done = set.try_complete_reassignment().unwrap().unwrap();
+    assert_eq!((done.replicas, done.removed), (vec![1, 3], vec![2]));
+    assert!(!done.leader_moved);
+    assert_eq!(set.leader_epoch(), 0);
+
+    let plan = set.plan_reassignment(&[3, 1]).unwrap();
+    assert!(plan.is_reorder());
+    begin(&mut set, &[3, 1]);
+    let done = set.try_complete_reassignment().unwrap().unwrap();
+    assert_eq!((done.replicas, done.removed), (vec![3, 1], vec![]));
+    assert_eq!(set.leader_id(), 1, "a reorder moves no leadership");
+    assert_eq!(set.isr(), vec![1, 3]);
+}
+
+#[test]
+fn cancelling_goes_back_to_the_original_replicas_and_drops_the_adding_ones() {
+    let h = Harness::new();
+    let mut set = h.create(&[1, 2]);
+    put(&mut set, &["a"]);
+    set.replicate_all_once().unwrap();
+    begin(&mut set, &[3, 4]);
+    assert_eq!(set.replicas(), &[3, 4, 1, 2]);
+    set.replicate_all_once().unwrap();
+    let done = set.cancel_reassignment().unwrap();
+    assert_eq!(done.replicas, vec![1, 2]);
+    assert_eq!(done.removed, vec![3, 4]);
+    assert!(!done.leader_moved);
+    assert_eq!(set.replicas(), &[1, 2]);
+    assert_eq!(set.reassignment(), None);
+    assert_eq!(set.isr(), vec![1, 2]);
+    assert_eq!(code(set.cancel_reassignment()), ErrorCode::InvalidRequest);
+}
+
+#[test]
+fn a_new_target_replaces_a_pending_move_from_the_same_original() {
+    let h = Harness::new();
+    let mut set = h.create(&[1]);
+    put(&mut set, &["a"]);
+    begin(&mut set, &[1, 2]);
+    let dropped = begin(&mut set, &[1, 3]);
+    assert_eq!(dropped, vec![2], "the first move's adding replica leaves");
+    let r = set.reassignment().unwrap();
+    assert_eq!((r.original(), r.target()), (&[1][..], &[1, 3][..]));
+    replicate_until_ready(&mut set);
+    let done = set.try_complete_reassignment().unwrap().unwrap();
+    assert_eq!(done.replicas, vec![1, 3]);
+}
+
+#[test]
+fn cancelling_refuses_when_no_original_replica_is_in_sync() {
+    let h = Harness::new();
+    let mut set = h.create(&[1]);
+    put(&mut set, &["a"]);
+    begin(&mut set, &[2, 1]);
+    replicate_until_ready(&mut set);
+    // A preferred election during the move makes the adding replica lead;
+    // the former leader is out of sync until it rejoins and catches up.
+    set.promote(2).unwrap();
+    assert_eq!(code(set.cancel_reassignment()), ErrorCode::NotInSyncReplica);
+    assert_eq!(set.replicas(), &[2, 1], "a refused cancel changes nothing");
+    set.rejoin(1).unwrap();
+    set.replicate_all_once().unwrap();
+    let done = set.cancel_reassignment().unwrap();
+    assert_eq!((done.replicas, done.removed), (vec![1], vec![2]));
+    assert!(done.leader_moved);
+    assert_eq!((set.leader_id(), set.leader_epoch()), (1, 2));
+    assert_eq!(visible(&set), vals(&[(0, "a")]));
+}
+
+#[test]
+fn bad_targets_are_refused_before_anything_changes() {
+    let h = Harness::new();
+    let mut set = h.create(&[1, 2]);
+    for target in [&[][..], &[1, 1][..], &[-1, 2][..]] {
+        assert_eq!(
+            code(set.plan_reassignment(target)),
+            ErrorCode::InvalidRequest,
+            "{target:?}"
+        );
+    }
+    // A leader that is neither original nor target (it was elected from a
+    // replaced move's adding replicas) must not be dropped.
+    begin(&mut set, &[3]);
+    replicate_until_ready(&mut set);
+    set.promote(3).unwrap();
+    assert_eq!(code(set.plan_reassignment(&[4])), ErrorCode::InvalidRequest);
+    assert_eq!(set.replicas(), &[3, 1, 2]);
+}
+
+#[test]
+fn a_crash_in_the_middle_of_a_move_resumes_it_without_losing_committed_data() {
+    let h = Harness::with(|c| c.replica_fetch_max_bytes = 1);
+    let mut set = h.create(&[1, 2]);
+    for i in 0..4 {
+        put(&mut set, &[&format!("v{i}")]);
+    }
+    for _ in 0..4 {
+        set.replicate_all_once().unwrap();
+    }
+    assert_eq!(set.high_watermark(), 4);
+    begin(&mut set, &[3, 2]);
+    set.replicate_all_once().unwrap();
+    assert!(!set.reassignment_ready(), "broker 3 is only part way");
+    let (replicas, adding, removing) = {
+        let r = set.reassignment().unwrap();
+        (r.replicas(), r.adding(), r.removing())
+    };
+    let mut set = h.crash_reopen(set);
+    assert_eq!(set.replicas(), &[3, 2, 1]);
+    set.restore_reassignment(Reassignment::from_parts(&replicas, &adding, &removing).unwrap())
+        .unwrap();
+    assert_eq!(
+        visible(&set),
+        vals(&[(0, "v0"), (1, "v1"), (2, "v2"), (3, "v3")])
+    );
+    replicate_until_ready(&mut set);
+    let done = set.try_complete_reassignment().unwrap().unwrap();
+    assert_eq!(done.replicas, vec![3, 2]);
+    assert_eq!(done.leader.leader_id, 3);
+    assert_eq!(
+        visible(&set),
+        vals(&[(0, "v0"), (1, "v1"), (2, "v2"), (3, "v3")])
+    );
+    assert_isr_identical_below_hw(&set);
+
+    // A recorded move that does not match the replicas is refused.
+    let bogus = Reassignment::new(vec![7], vec![8]);
+    assert_eq!(
+        code(set.restore_reassignment(bogus)),
+        ErrorCode::InvalidRequest
+    );
+}
+
+#[test]
+fn the_recorded_form_round_trips() {
+    let r = Reassignment::new(vec![1, 2, 3], vec![4, 2, 5]);
+    assert_eq!(r.replicas(), vec![4, 2, 5, 1, 3]);
+    assert_eq!(
+        r.original(),
+        &[2, 1, 3],
+        "in the order of the set during the move"
+    );
+    assert_eq!((r.adding(), r.removing()), (vec![4, 5], vec![1, 3]));
+    let back = Reassignment::from_parts(&r.replicas(), &r.adding(), &r.removing()).unwrap();
+    assert_eq!(back.target(), r.target());
+    assert_eq!(back, r);
+    assert_eq!(Reassignment::from_parts(&[1, 2], &[], &[]), None);
+}
