@@ -399,7 +399,7 @@ impl DataPath<'_> {
     /// flush policy.
     fn after_append(self, slot: &PartitionSlot, records: u64) -> Result<()> {
         slot.traffic.produced(records);
-        if slot.replicated {
+        if slot.is_replicated() {
             self.cluster.appended.notify_one();
         }
         slot.hw_moved.notify_waiters();

@@ -31,6 +31,7 @@ pub mod metadata;
 mod open;
 pub mod partitioner;
 mod quotas;
+mod reassignments;
 mod resources;
 mod security;
 mod security_scram;
@@ -83,6 +84,7 @@ pub use quotas::{
     QUOTA_CLIENT_ID, QUOTA_IP, QUOTA_USER, QuotaEntity, QuotaEntry, QuotaFilter, QuotaMatch,
     QuotaOp, Quotas,
 };
+pub use reassignments::{OngoingReassignment, ReassignmentRefusal, Reassignments};
 pub use security::{
     DEFAULT_SCRAM_ITERATIONS, Identity, ScramDeletion, ScramUpsertion, ScramUserInfo, Security,
 };

@@ -1,7 +1,9 @@
 //! The metadata store, `<data_dir>/metadata.json`: the cluster id, topics
 //! (each with its stable topic id) -> partitions -> replicas, leader and
-//! leader epoch, plus per-topic configs, and the topics whose deletion has
-//! been decided but whose files may not all be gone yet. Written atomically
+//! leader epoch (and a pending reassignment's adding and removing replicas,
+//! and the replicas that left whose directories may remain), plus
+//! per-topic configs, and the topics whose deletion has been decided but
+//! whose files may not all be gone yet. Written atomically
 //! (temp file, fsync, rename, directory fsync); a file that cannot be parsed
 //! is STORAGE_ERROR at open, never silently reset.
 //!
@@ -22,9 +24,17 @@ pub use crate::topic_id::TopicId;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartitionMeta {
     pub partition: u32,
+    /// During a reassignment: the target, then the replicas it removes.
     pub replicas: Vec<BrokerId>,
     pub leader_id: BrokerId,
     pub leader_epoch: i32,
+    /// A pending reassignment's new replicas (Kafka's `addingReplicas`).
+    pub adding_replicas: Vec<BrokerId>,
+    /// A pending reassignment's leaving replicas (`removingReplicas`).
+    pub removing_replicas: Vec<BrokerId>,
+    /// Replicas that left the partition whose directories may still
+    /// exist: open removes them before it checks the data directory.
+    pub deleting_replicas: Vec<BrokerId>,
 }
 
 /// One topic.
@@ -60,6 +70,9 @@ pub fn place_replicas(
         leader_id: replicas[0],
         replicas,
         leader_epoch: 0,
+        adding_replicas: Vec::new(),
+        removing_replicas: Vec::new(),
+        deleting_replicas: Vec::new(),
     }
 }
 
@@ -107,6 +120,12 @@ struct PartitionV1 {
     replicas: Vec<BrokerId>,
     leader_id: BrokerId,
     leader_epoch: i32,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    adding_replicas: Vec<BrokerId>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    removing_replicas: Vec<BrokerId>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    deleting_replicas: Vec<BrokerId>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -167,6 +186,9 @@ fn partitions_of(ps: Vec<PartitionV1>) -> Vec<PartitionMeta> {
             replicas: p.replicas,
             leader_id: p.leader_id,
             leader_epoch: p.leader_epoch,
+            adding_replicas: p.adding_replicas,
+            removing_replicas: p.removing_replicas,
+            deleting_replicas: p.deleting_replicas,
         })
         .collect()
 }
@@ -178,6 +200,9 @@ fn partitions_v1(ps: &[PartitionMeta]) -> Vec<PartitionV1> {
             replicas: p.replicas.clone(),
             leader_id: p.leader_id,
             leader_epoch: p.leader_epoch,
+            adding_replicas: p.adding_replicas.clone(),
+            removing_replicas: p.removing_replicas.clone(),
+            deleting_replicas: p.deleting_replicas.clone(),
         })
         .collect()
 }
@@ -241,6 +266,12 @@ impl MetadataStore {
                     p.partition as usize == i
                         && !p.replicas.is_empty()
                         && p.replicas.contains(&p.leader_id)
+                        && p.adding_replicas.iter().all(|b| p.replicas.contains(b))
+                        && p.removing_replicas.iter().all(|b| p.replicas.contains(b))
+                        && !p
+                            .adding_replicas
+                            .iter()
+                            .any(|b| p.removing_replicas.contains(b))
                 });
                 if !consistent {
                     return Err(unusable(format!(
@@ -309,10 +340,27 @@ impl MetadataStore {
             .ok_or_else(|| ClusterError::UnknownTopic {
                 topic: topic.to_string(),
             })?;
+        // Directories of replicas that left a partition but were not yet
+        // removed go with the topic's.
+        let partitions = t
+            .partitions
+            .iter()
+            .map(|p| {
+                let mut p = p.clone();
+                let leftovers = std::mem::take(&mut p.deleting_replicas);
+                p.replicas.extend(
+                    leftovers
+                        .into_iter()
+                        .filter(|b| !p.replicas.contains(b))
+                        .collect::<Vec<_>>(),
+                );
+                p
+            })
+            .collect();
         let pending = PendingDeletion {
             name: t.name.clone(),
             topic_id: t.topic_id,
-            partitions: t.partitions.clone(),
+            partitions,
         };
         self.deleting.push(pending.clone());
         if let Err(e) = self.save() {
@@ -430,6 +478,20 @@ impl MetadataStore {
         leader_id: BrokerId,
         leader_epoch: i32,
     ) -> Result<()> {
+        self.update_partition(topic, partition, |p| {
+            p.leader_id = leader_id;
+            p.leader_epoch = leader_epoch;
+        })
+    }
+
+    /// Changes one partition's record with `change` and persists the
+    /// store. On failure the in-memory store is unchanged.
+    pub fn update_partition(
+        &mut self,
+        topic: &str,
+        partition: u32,
+        change: impl FnOnce(&mut PartitionMeta),
+    ) -> Result<()> {
         let mut t = self
             .topics
             .get(topic)
@@ -444,8 +506,7 @@ impl MetadataStore {
                 partitions,
             }
         })?;
-        p.leader_id = leader_id;
-        p.leader_epoch = leader_epoch;
+        change(p);
         self.put(t)
     }
 

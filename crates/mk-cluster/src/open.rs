@@ -55,6 +55,7 @@ impl BrokerCluster {
         let metadata_existed = config.data_dir.join("metadata.json").exists();
         let mut metadata = MetadataStore::load(&config.data_dir)?.with_faults(faults.clone());
         finish_pending_deletions(&config.data_dir, &mut metadata)?;
+        crate::reassignments::finish_replica_removals(&config.data_dir, &mut metadata)?;
         check_no_unknown_partitions(&config.data_dir, &metadata, metadata_existed)?;
         metadata.persist_upgrade()?;
         let replicas: u64 = metadata
@@ -77,10 +78,14 @@ impl BrokerCluster {
                 let tp = TopicPartition::new(&meta.name, p.partition);
                 // Every replica directory exists from the partition's
                 // creation on: a missing one lost its data, and opening it
-                // would silently start an empty log in its place.
+                // would silently start an empty log in its place. The one
+                // exception is an adding replica of a pending move, which
+                // a crash may have left uncreated: it starts empty and
+                // catches up as it would have anyway.
                 let missing: Vec<String> = p
                     .replicas
                     .iter()
+                    .filter(|b| !p.adding_replicas.contains(b))
                     .map(|b| mk_replication::replica_dir(&config.data_dir, *b, &tp))
                     .filter(|d| !d.exists())
                     .map(|d| d.display().to_string())
@@ -109,7 +114,13 @@ impl BrokerCluster {
                     },
                     replication_config(&config, &meta.config, &faults),
                     clock.clone(),
-                );
+                )
+                .and_then(|mut set| {
+                    if let Some(r) = crate::reassignments::recorded_reassignment(p) {
+                        set.restore_reassignment(r)?;
+                    }
+                    Ok(set)
+                });
                 let mut set = match opened.map_err(ClusterError::from) {
                     Ok(set) => set,
                     // Damage stays with its partition: the broker starts

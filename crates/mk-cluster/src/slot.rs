@@ -32,8 +32,8 @@ pub(crate) struct PartitionSlot {
     /// More than one replica: only such a partition has followers to copy
     /// to, so only its appends wake the replication driver, and the driver
     /// visits only such partitions (a single-replica partition's high
-    /// watermark moves with the append itself).
-    pub replicated: bool,
+    /// watermark moves with the append itself). A reassignment changes it.
+    pub replicated: std::sync::atomic::AtomicBool,
     /// What the flush policy needs to know since the last fsync.
     pub unflushed: Mutex<Unflushed>,
     /// Held by the flush cycle while it works on the partition's files
@@ -112,7 +112,7 @@ impl PartitionSlot {
     pub(crate) fn new(tp: TopicPartition, set: PartitionReplicaSet, now_ms: i64) -> Self {
         Self {
             tp,
-            replicated: set.replicas().len() > 1,
+            replicated: std::sync::atomic::AtomicBool::new(set.replicas().len() > 1),
             set: RwLock::new(Some(set)),
             hw_moved: Notify::new(),
             unflushed: Mutex::new(Unflushed::synced(now_ms)),
@@ -129,7 +129,7 @@ impl PartitionSlot {
             tp,
             set: RwLock::new(None),
             hw_moved: Notify::new(),
-            replicated: false,
+            replicated: std::sync::atomic::AtomicBool::new(false),
             unflushed: Mutex::new(Unflushed::synced(now_ms)),
             flushing: Mutex::new(()),
             damaged: std::sync::OnceLock::new(),
@@ -141,6 +141,17 @@ impl PartitionSlot {
 }
 
 impl PartitionSlot {
+    /// Whether the partition has followers (see `replicated`).
+    pub(crate) fn is_replicated(&self) -> bool {
+        self.replicated.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Records the replica count after a reassignment changed it.
+    pub(crate) fn note_replicas(&self, count: usize) {
+        self.replicated
+            .store(count > 1, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Why this partition is offline, if it is.
     pub(crate) fn damage(&self) -> Option<&str> {
         self.damaged.get().map(Offline::cause)

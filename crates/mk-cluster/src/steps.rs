@@ -42,14 +42,19 @@ impl Steps<'_> {
         // others; the first error is reported after all were tried.
         let mut first_error = None;
         for slot in self.cluster.healthy_slots() {
-            if !slot.replicated {
+            if !slot.is_replicated() {
                 continue;
             }
             let r = self.cluster.with_slot(&slot, |set| {
                 set.replicate_all_once()?;
-                Ok(())
+                Ok(set.reassignment_ready())
             });
             slot.hw_moved.notify_waiters();
+            // A move whose adding replicas just got in sync completes now.
+            let r = match r {
+                Ok(true) => self.cluster.reassignments().complete_if_ready(&slot),
+                other => other.map(|_| ()),
+            };
             if let Err(e) = r {
                 self.cluster.check_running()?;
                 first_error.get_or_insert(e);
@@ -63,11 +68,14 @@ impl Steps<'_> {
     pub fn refresh_isr(self) -> Result<()> {
         self.cluster.check_running()?;
         for slot in self.cluster.healthy_slots() {
-            self.cluster.with_slot(&slot, |set| {
+            let ready = self.cluster.with_slot(&slot, |set| {
                 set.refresh_isr();
-                Ok(())
+                Ok(set.reassignment_ready())
             })?;
             slot.hw_moved.notify_waiters();
+            if ready {
+                self.cluster.reassignments().complete_if_ready(&slot)?;
+            }
         }
         Ok(())
     }

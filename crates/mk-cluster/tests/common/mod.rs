@@ -76,6 +76,16 @@ impl Node {
         self.open();
     }
 
+    /// Kills the process, runs `meddle` (a change to the files a crash
+    /// could leave), and starts it again.
+    pub fn crash_and_reopen_with(&mut self, meddle: impl FnOnce()) {
+        let c = self.cluster.take().expect("the broker is open");
+        c.lifecycle().crash();
+        drop(c);
+        meddle();
+        self.open();
+    }
+
     pub async fn close_and_reopen(&mut self) {
         let c = self.cluster.take().expect("the broker is open");
         c.lifecycle().close().await.unwrap();
