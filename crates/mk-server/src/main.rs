@@ -1,7 +1,7 @@
 //! The MiniKafka broker binary. With no subcommand it serves the Kafka and
 //! JSON-TCP protocols over a `BrokerCluster` with the background drivers
 //! running; its subcommands are clients of a running broker (topic,
-//! produce, consume, group, broker, stats), print shell completions, or run
+//! produce, consume, group, user, broker, stats), print shell completions, or run
 //! a narrated lab in-process.
 //!
 //! It must never implement broker semantics itself: serving is
@@ -16,6 +16,7 @@ mod format;
 mod group;
 mod produce;
 mod topic;
+mod user;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use commands::{CmdError, CmdResult, usage};
@@ -165,6 +166,14 @@ enum Command {
         #[command(flatten)]
         client: ClientArgs,
     },
+    /// Add, delete or list the SCRAM users of SASL listeners (their
+    /// credentials live in the broker; see docs/security.md).
+    User {
+        #[command(subcommand)]
+        command: UserCommand,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
     /// Take a broker out of service or bring it back (works outside lab
     /// mode): its partitions' leadership moves to in-sync replicas, its
     /// Kafka listener stops serving; back online, its replicas catch up.
@@ -236,6 +245,39 @@ enum TopicCommand {
     },
     /// Delete a topic, its records and every group's offsets for it.
     Delete { name: String },
+}
+
+#[derive(Debug, Subcommand)]
+enum UserCommand {
+    /// Set a user's SCRAM credential from a password, replacing one it
+    /// had. The password is the first line of --password-file or of
+    /// stdin (typed twice, unseen, on a terminal); it is never taken from
+    /// the command line, where `ps` and the shell history would show it.
+    /// The broker salts and hashes it and keeps neither it nor a copy.
+    Add {
+        name: String,
+        /// SCRAM-SHA-256 or SCRAM-SHA-512; repeatable for both.
+        #[arg(long, value_name = "MECHANISM", default_value = "SCRAM-SHA-512",
+              value_parser = user::parse_mechanism)]
+        mechanism: Vec<mk_cluster::ScramMechanism>,
+        /// PBKDF2 iterations, 4096 to 16384 [default: 4096, Kafka's].
+        #[arg(long, value_name = "N")]
+        iterations: Option<u32>,
+        /// Read the password from the first line of this file (keep it
+        /// readable by you only) instead of stdin.
+        #[arg(long, value_name = "FILE")]
+        password_file: Option<std::path::PathBuf>,
+    },
+    /// Delete a user's credential for one mechanism, or all of them.
+    Delete {
+        name: String,
+        /// Only this mechanism [default: every credential of the user].
+        #[arg(long, value_name = "MECHANISM", value_parser = user::parse_mechanism)]
+        mechanism: Option<mk_cluster::ScramMechanism>,
+    },
+    /// List the SCRAM users with their mechanisms and iteration counts
+    /// (never a salt or a key).
+    List,
 }
 
 #[derive(Debug, Subcommand)]
@@ -321,6 +363,7 @@ async fn main() -> ExitCode {
                 | Command::Produce { client, .. }
                 | Command::Consume { client, .. }
                 | Command::Group { client, .. }
+                | Command::User { client, .. }
                 | Command::Broker { client, .. }
                 | Command::Stats { client } => client.json,
                 Command::Lab { json, .. } => *json,
@@ -486,6 +529,7 @@ async fn run_client(command: Command) -> CmdResult {
             };
             consume::consume(&mut c, options).await
         }
+        Command::User { command, client } => run_user(command, &client).await,
         Command::Broker { command, client } => {
             let mut c = connect(&client).await?;
             match command {
@@ -545,6 +589,36 @@ async fn run_client(command: Command) -> CmdResult {
                     group::group_reset_offsets(&mut c, &group, to, &topic, !execute, json).await
                 }
             }
+        }
+    }
+}
+
+async fn run_user(command: UserCommand, client: &ClientArgs) -> CmdResult {
+    let json = client.json;
+    match command {
+        UserCommand::Add {
+            name,
+            mechanism,
+            iterations,
+            password_file,
+        } => {
+            // The password first: nothing is sent, and no connection is
+            // held open, while someone types it.
+            let source = match &password_file {
+                Some(path) => user::PasswordSource::File(path),
+                None => user::PasswordSource::Stdin,
+            };
+            let password = user::read_password(source)?;
+            let mut c = connect(client).await?;
+            user::user_add(&mut c, &name, &mechanism, password, iterations, json).await
+        }
+        UserCommand::Delete { name, mechanism } => {
+            let mut c = connect(client).await?;
+            user::user_delete(&mut c, &name, mechanism, json).await
+        }
+        UserCommand::List => {
+            let mut c = connect(client).await?;
+            user::user_list(&mut c, json).await
         }
     }
 }

@@ -2,7 +2,9 @@
 //! listener beside PLAINTEXT (both served, the startup line names both), a
 //! SASL_PLAINTEXT listener with PLAIN users from --sasl-plain-users, and
 //! the loopback rule: with a secured Kafka listener, JSON-TCP, metrics
-//! and the console may not listen beyond loopback (exit 1, the flag named).
+//! and the console may not listen beyond loopback (exit 1, the flag named);
+//! and `mk-server user add|delete|list` managing the SCRAM users a Kafka
+//! client then logs in as.
 
 use mk_server::Listening;
 use rcgen::{CertificateParams, KeyPair};
@@ -13,7 +15,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-const BIN: &str = env!("CARGO_BIN_EXE_mk-server");
+mod common;
+use common::{BIN, fails_at, ok_at};
 
 struct Killed(Child);
 
@@ -245,4 +248,176 @@ fn api_versions_correlation(s: &mut (impl Read + Write)) -> i32 {
     let mut head = [0u8; 8];
     s.read_exact(&mut head).unwrap();
     i32::from_be_bytes(head[4..8].try_into().unwrap())
+}
+
+/// A Kafka client (rskafka) logged in with SCRAM as `user`: Ok when the
+/// broker accepted the login and answered Metadata.
+async fn scram_login(
+    bootstrap: &str,
+    mechanism: &str,
+    user: &str,
+    password: &str,
+) -> Result<Vec<String>, String> {
+    use rskafka::BackoffConfig;
+    use rskafka::client::{ClientBuilder, Credentials, SaslConfig};
+    let credentials = Credentials::new(user.into(), password.into());
+    let sasl = match mechanism {
+        "SCRAM-SHA-256" => SaslConfig::ScramSha256(credentials),
+        _ => SaslConfig::ScramSha512(credentials),
+    };
+    let login = ClientBuilder::new(vec![bootstrap.to_string()])
+        .sasl_config(sasl)
+        .backoff_config(BackoffConfig {
+            deadline: Some(Duration::from_secs(2)),
+            ..BackoffConfig::default()
+        })
+        .build();
+    let client = tokio::time::timeout(Duration::from_secs(30), login)
+        .await
+        .map_err(|_| "the login did not finish".to_string())?
+        .map_err(|e| e.to_string())?;
+    let topics = client.list_topics().await.map_err(|e| e.to_string())?;
+    Ok(topics.into_iter().map(|t| t.name).collect())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn user_commands_manage_the_scram_users_a_kafka_client_logs_in_as() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut child = Command::new(BIN)
+        .args(["--kafka-listen", "SASL_PLAINTEXT://127.0.0.1:0"])
+        .args(["--listen", "127.0.0.1:0", "--console-listen", "off"])
+        .arg("--data-dir")
+        .arg(&data)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let _child = Killed(child);
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).unwrap();
+    let listening = Listening::parse(&line).unwrap_or_else(|| panic!("{line}"));
+    let (json, kafka) = (listening.json.to_string(), listening.kafka[0].to_string());
+
+    assert_eq!(
+        ok_at(&json, &["user", "list", "--json"], b""),
+        "{\"users\":[]}\n"
+    );
+    let added = ok_at(&json, &["user", "add", "alice"], b"alice-secret\n");
+    assert_eq!(
+        added,
+        "user alice: SCRAM-SHA-512 credential set (4096 iterations)\n"
+    );
+    let file = dir.path().join("bob.password");
+    std::fs::write(&file, "bob, \"the\" = secret\r\n").unwrap();
+    let file = file.to_str().unwrap();
+    let added = ok_at(
+        &json,
+        &[
+            "user",
+            "add",
+            "bob",
+            "--mechanism",
+            "SCRAM-SHA-256",
+            "--mechanism",
+            "SCRAM-SHA-512",
+            "--iterations",
+            "8192",
+            "--password-file",
+            file,
+            "--json",
+        ],
+        b"",
+    );
+    assert_eq!(
+        added,
+        "{\"iterations\":8192,\"mechanism\":\"SCRAM-SHA-256\",\"user\":\"bob\"}\n\
+         {\"iterations\":8192,\"mechanism\":\"SCRAM-SHA-512\",\"user\":\"bob\"}\n"
+    );
+    let listed = ok_at(&json, &["user", "list"], b"");
+    assert_eq!(
+        listed,
+        "alice  SCRAM-SHA-512 (4096 iterations)\n\
+         bob  SCRAM-SHA-256 (8192 iterations), SCRAM-SHA-512 (8192 iterations)\n"
+    );
+    let listed = ok_at(&json, &["user", "list", "--json"], b"");
+    let v: serde_json::Value = serde_json::from_str(&listed).unwrap();
+    assert_eq!(v["users"][1]["credentials"][0]["iterations"], 8192, "{v}");
+    for secret in ["secret", "salt", "key"] {
+        assert!(!listed.contains(secret), "{listed}");
+    }
+
+    // Refusals: an empty password, a mechanism SCRAM does not have and a
+    // password on the command line are usage errors (exit 2); the
+    // broker's own refusals exit 1 with their code.
+    let (code, _, err) = fails_at(&json, &["user", "add", "carol"], b"");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("the password is empty"), "{err}");
+    let (code, _, err) = fails_at(
+        &json,
+        &["user", "add", "carol", "--mechanism", "PLAIN"],
+        b"x\n",
+    );
+    assert_eq!(code, Some(2), "{err}");
+    let (code, _, err) = fails_at(&json, &["user", "add", "carol", "--password", "x"], b"");
+    assert_eq!(code, Some(2), "{err}");
+    let (code, _, err) = fails_at(
+        &json,
+        &["user", "add", "carol", "--iterations", "100"],
+        b"x\n",
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("UNACCEPTABLE_CREDENTIAL"), "{err}");
+    let (code, _, err) = fails_at(&json, &["user", "delete", "carol"], b"");
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("RESOURCE_NOT_FOUND"), "{err}");
+    let help = ok_at(&json, &["user", "add", "--help"], b"");
+    assert!(help.contains("never taken from the command line"), "{help}");
+
+    // The users log in over SCRAM, with the right password only.
+    scram_login(&kafka, "SCRAM-SHA-512", "alice", "alice-secret")
+        .await
+        .unwrap();
+    scram_login(&kafka, "SCRAM-SHA-256", "bob", "bob, \"the\" = secret")
+        .await
+        .unwrap();
+    assert!(
+        scram_login(&kafka, "SCRAM-SHA-512", "alice", "wrong")
+            .await
+            .is_err()
+    );
+    assert!(
+        scram_login(&kafka, "SCRAM-SHA-256", "alice", "alice-secret")
+            .await
+            .is_err()
+    );
+
+    let deleted = ok_at(
+        &json,
+        &["user", "delete", "bob", "--mechanism", "SCRAM-SHA-256"],
+        b"",
+    );
+    assert_eq!(deleted, "user bob: deleted SCRAM-SHA-256\n");
+    assert!(
+        scram_login(&kafka, "SCRAM-SHA-256", "bob", "bob, \"the\" = secret")
+            .await
+            .is_err()
+    );
+    scram_login(&kafka, "SCRAM-SHA-512", "bob", "bob, \"the\" = secret")
+        .await
+        .unwrap();
+    let deleted = ok_at(&json, &["user", "delete", "alice", "--json"], b"");
+    assert_eq!(
+        deleted,
+        "{\"deleted\":[\"SCRAM-SHA-512\"],\"user\":\"alice\"}\n"
+    );
+    assert!(
+        scram_login(&kafka, "SCRAM-SHA-512", "alice", "alice-secret")
+            .await
+            .is_err()
+    );
+
+    let stored = std::fs::read_to_string(data.join("security.json")).unwrap();
+    assert!(!stored.contains("secret"), "{stored}");
 }
