@@ -8,8 +8,9 @@ handshake timed out, and ACLs allowed and denied per resource type with
 prefixed patterns, DENY over ALLOW and super users.
 
 The certificates (a CA, the broker's, clients') are made by the tests with
-openssl; the SCRAM credential is stored through AlterUserScramCredentials
-by the super user, the ACLs through CreateAcls.
+openssl; alice's SCRAM credential is stored through AlterUserScramCredentials
+by the super user, carol's with `mk-server user add`, the ACLs through
+CreateAcls.
 """
 
 from __future__ import annotations
@@ -518,6 +519,48 @@ def test_wrong_password_and_unknown_user_fail_alike(secured, mechanism):
 
     assert tail(wrong) == tail(unknown), (wrong, unknown)
     assert "mallory" not in unknown
+
+
+def _user_cli(s: Secured, *args: str, password: str | None = None) -> str:
+    """Runs `mk-server user ...` against the broker (the password, if any,
+    on stdin); it must succeed. Returns its stdout."""
+    cmd = [str(server_binary()), "user", *args, "--server", s.server.json_addr]
+    proc = subprocess.run(
+        cmd, input=None if password is None else f"{password}\n", capture_output=True, text=True,
+        timeout=60, check=False,
+    )
+    assert proc.returncode == 0, f"{' '.join(cmd)}: {proc.stdout}{proc.stderr}"
+    return proc.stdout
+
+
+def test_a_user_added_with_the_cli_logs_in_with_scram(secured):
+    """`mk-server user add` stores a SCRAM-SHA-512 credential that
+    confluent-kafka and kafka-python then log in with; `user list` sees the
+    credential alice got through AlterUserScramCredentials too (one store);
+    after `user delete` the login fails."""
+    carol = ("carol", f"carol-{uuid.uuid4().hex[:8]}")
+    out = _user_cli(secured, "add", carol[0], "--mechanism", "SCRAM-SHA-512", "--iterations", "8192", password=carol[1])
+    assert out == "user carol: SCRAM-SHA-512 credential set (8192 iterations)\n", out
+    grant(
+        sasl_conf(secured, ADMIN, "PLAIN"),
+        acl("TOPIC", "sec-", "PREFIXED", "User:carol", "ALL"),
+        acl("GROUP", "sec-", "PREFIXED", "User:carol", "ALL"),
+    )
+    import json
+
+    users = {u["user"]: u["credentials"] for u in json.loads(_user_cli(secured, "list", "--json"))["users"]}
+    assert users["carol"] == [{"mechanism": "SCRAM-SHA-512", "iterations": 8192}], users
+    assert users["alice"] == [{"mechanism": "SCRAM-SHA-512", "iterations": 8192}], users
+
+    confluent_roundtrip(sasl_conf(secured, carol, "SCRAM-SHA-512"))
+    kafka_python_roundtrip(secured, kafka_python_sasl(secured, carol, "SCRAM-SHA-512"))
+
+    # Nothing the broker logged carries the password.
+    assert carol[1] not in secured.server.log_path.read_text(errors="replace")
+
+    assert _user_cli(secured, "delete", carol[0]) == "user carol: deleted SCRAM-SHA-512\n"
+    failure = _auth_failure(sasl_conf(secured, carol, "SCRAM-SHA-512"))
+    assert "Authentication failed" in failure or "SASL_AUTHENTICATION_FAILED" in failure, failure
 
 
 def _closed_within(sock: socket.socket, seconds: float) -> float:
