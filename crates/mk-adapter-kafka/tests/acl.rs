@@ -964,3 +964,58 @@ async fn group_admin_and_config_requests_are_narrowed_to_what_is_allowed() {
     );
     s.stop().await;
 }
+
+#[tokio::test]
+async fn partition_reassignments_need_alter_and_describe_on_the_cluster() {
+    use mk_adapter_kafka::messages::alter_partition_reassignments::{
+        AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse,
+        ReassignablePartition, ReassignableTopic,
+    };
+    use mk_adapter_kafka::messages::list_partition_reassignments::{
+        ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
+    };
+    let s = Secured::start(authorizer("User:admin")).await;
+    let mut admin = s.login("admin", "a").await;
+    let mut alice = s.login("alice", "a").await;
+    let cancel = AlterPartitionReassignmentsRequest {
+        timeout_ms: 1000,
+        allow_replication_factor_change: true,
+        topics: vec![ReassignableTopic {
+            name: "alice-orders".into(),
+            partitions: vec![ReassignablePartition {
+                partition_index: 0,
+                replicas: None,
+            }],
+        }],
+    };
+    let list = ListPartitionReassignmentsRequest {
+        timeout_ms: 1000,
+        topics: None,
+    };
+    let r: AlterPartitionReassignmentsResponse = alice
+        .call(key::ALTER_PARTITION_REASSIGNMENTS, 1, &cancel)
+        .await;
+    assert_eq!(r.error_code, KafkaCode::CLUSTER_AUTHORIZATION_FAILED);
+    assert_eq!(
+        r.responses[0].partitions[0].error_code,
+        KafkaCode::CLUSTER_AUTHORIZATION_FAILED
+    );
+    let r: ListPartitionReassignmentsResponse = alice
+        .call(key::LIST_PARTITION_REASSIGNMENTS, 0, &list)
+        .await;
+    assert_eq!(r.error_code, KafkaCode::CLUSTER_AUTHORIZATION_FAILED);
+    let r: AlterPartitionReassignmentsResponse = admin
+        .call(key::ALTER_PARTITION_REASSIGNMENTS, 1, &cancel)
+        .await;
+    assert_eq!(r.error_code, KafkaCode::NONE);
+    assert_eq!(
+        r.responses[0].partitions[0].error_code,
+        KafkaCode(85),
+        "allowed, and nothing to cancel"
+    );
+    let r: ListPartitionReassignmentsResponse = admin
+        .call(key::LIST_PARTITION_REASSIGNMENTS, 0, &list)
+        .await;
+    assert_eq!((r.error_code, r.topics.len()), (KafkaCode::NONE, 0));
+    s.stop().await;
+}

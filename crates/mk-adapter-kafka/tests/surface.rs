@@ -1549,3 +1549,169 @@ mod elections {
         h.stop().await;
     }
 }
+
+mod reassignments {
+    use super::*;
+    use mk_adapter_kafka::messages::alter_partition_reassignments::{
+        AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse,
+        ReassignablePartition, ReassignableTopic,
+    };
+    use mk_adapter_kafka::messages::list_partition_reassignments::{
+        ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
+        ListPartitionReassignmentsTopics,
+    };
+    use mk_adapter_kafka::mk_cluster::{AckMode, RecordBatch, TopicPartition};
+
+    type Target<'a> = (&'a str, i32, Option<&'a [i32]>);
+
+    fn alter(allow: bool, targets: &[Target<'_>]) -> AlterPartitionReassignmentsRequest {
+        AlterPartitionReassignmentsRequest {
+            timeout_ms: 30_000,
+            allow_replication_factor_change: allow,
+            topics: targets
+                .iter()
+                .map(|(t, p, r)| ReassignableTopic {
+                    name: t.to_string(),
+                    partitions: vec![ReassignablePartition {
+                        partition_index: *p,
+                        replicas: r.map(<[i32]>::to_vec),
+                    }],
+                })
+                .collect(),
+        }
+    }
+
+    fn codes(r: &AlterPartitionReassignmentsResponse) -> Vec<(String, i32, KafkaCode)> {
+        r.responses
+            .iter()
+            .flat_map(|t| {
+                t.partitions
+                    .iter()
+                    .map(|p| (t.name.clone(), p.partition_index, p.error_code))
+            })
+            .collect()
+    }
+
+    fn list(topics: Option<&[(&str, &[i32])]>) -> ListPartitionReassignmentsRequest {
+        ListPartitionReassignmentsRequest {
+            timeout_ms: 30_000,
+            topics: topics.map(|ts| {
+                ts.iter()
+                    .map(|(name, ps)| ListPartitionReassignmentsTopics {
+                        name: name.to_string(),
+                        partition_indexes: ps.to_vec(),
+                    })
+                    .collect()
+            }),
+        }
+    }
+
+    type Ongoing = (String, i32, Vec<i32>, Vec<i32>, Vec<i32>);
+
+    fn ongoing(r: &ListPartitionReassignmentsResponse) -> Vec<Ongoing> {
+        r.topics
+            .iter()
+            .flat_map(|t| {
+                t.partitions.iter().map(|p| {
+                    (
+                        t.name.clone(),
+                        p.partition_index,
+                        p.replicas.clone(),
+                        p.adding_replicas.clone(),
+                        p.removing_replicas.clone(),
+                    )
+                })
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_move_is_listed_until_the_new_replica_caught_up_and_refusals_are_kafkas() {
+        let h = Harness::start(vec![1, 2, 3], Default::default()).await;
+        h.cluster.topics().create("t", 2, 2).unwrap();
+        let p0 = TopicPartition::new("t", 0);
+        let batch = RecordBatch::new(common::value_records(&["a", "b"])).unwrap();
+        h.cluster
+            .data()
+            .append_batch(&p0, batch, AckMode::One)
+            .await
+            .unwrap();
+        h.cluster.steps().replicate_all_once().unwrap();
+        // Broker 3 offline: its new replica waits, so the move stays listed.
+        h.cluster.brokers().take_offline(3).unwrap();
+        let mut c = h.conn(1).await;
+        let r: AlterPartitionReassignmentsResponse = c
+            .call(
+                key::ALTER_PARTITION_REASSIGNMENTS,
+                0,
+                &alter(
+                    true,
+                    &[
+                        ("t", 0, Some(&[3, 2])),
+                        ("t", 1, Some(&[2, 9])),
+                        ("t", 1, Some(&[2, 2])),
+                        ("t", 1, Some(&[])),
+                        ("t", 1, None),
+                        ("t", 7, Some(&[1])),
+                        ("nope", 0, Some(&[1])),
+                    ],
+                ),
+            )
+            .await;
+        assert_eq!(r.error_code, KafkaCode::NONE);
+        let invalid = KafkaCode(39);
+        assert_eq!(
+            codes(&r),
+            vec![
+                ("t".into(), 0, KafkaCode::NONE),
+                ("t".into(), 1, invalid),
+                ("t".into(), 1, invalid),
+                ("t".into(), 1, invalid),
+                ("t".into(), 1, KafkaCode(85)),
+                ("t".into(), 7, KafkaCode::UNKNOWN_TOPIC_OR_PARTITION),
+                ("nope".into(), 0, KafkaCode::UNKNOWN_TOPIC_OR_PARTITION),
+            ]
+        );
+        let moving: Ongoing = ("t".into(), 0, vec![3, 2, 1], vec![3], vec![1]);
+        for asked in [None, Some(&[("t", &[1, 0][..]), ("nope", &[0][..])][..])] {
+            let r: ListPartitionReassignmentsResponse = c
+                .call(key::LIST_PARTITION_REASSIGNMENTS, 0, &list(asked))
+                .await;
+            assert_eq!(r.error_code, KafkaCode::NONE);
+            assert_eq!(ongoing(&r), vec![moving.clone()], "{asked:?}");
+        }
+        let d = h.cluster.topics().describe_partition(&p0).unwrap();
+        assert_eq!(
+            d.replicas,
+            vec![3, 2, 1],
+            "Metadata shows the set during the move"
+        );
+
+        // v1: a replication factor change can be forbidden.
+        let r: AlterPartitionReassignmentsResponse = c
+            .call(
+                key::ALTER_PARTITION_REASSIGNMENTS,
+                1,
+                &alter(false, &[("t", 1, Some(&[1, 2, 3]))]),
+            )
+            .await;
+        assert!(!r.allow_replication_factor_change);
+        assert_eq!(
+            codes(&r),
+            vec![("t".into(), 1, KafkaCode::INVALID_REPLICATION_FACTOR)]
+        );
+
+        // Back online, broker 3 catches up and the move completes.
+        h.cluster.brokers().bring_online(3).unwrap();
+        for _ in 0..3 {
+            h.cluster.steps().replicate_all_once().unwrap();
+        }
+        let r: ListPartitionReassignmentsResponse = c
+            .call(key::LIST_PARTITION_REASSIGNMENTS, 0, &list(None))
+            .await;
+        assert!(ongoing(&r).is_empty(), "{r:?}");
+        let d = h.cluster.topics().describe_partition(&p0).unwrap();
+        assert_eq!((d.replicas, d.leader_id), (vec![3, 2], 3));
+        h.stop().await;
+    }
+}

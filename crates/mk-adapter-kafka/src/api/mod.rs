@@ -27,6 +27,7 @@
 //! - `txn_admin`: ListTransactions, DescribeTransactions
 //! - `quotas`: DescribeClientQuotas, AlterClientQuotas
 //! - `elections`: ElectLeaders
+//! - `reassignments`: AlterPartitionReassignments, ListPartitionReassignments
 //! - `telemetry`: GetTelemetrySubscriptions, PushTelemetry (KIP-714)
 //! - `acls`: CreateAcls, DescribeAcls, DeleteAcls
 //!
@@ -53,6 +54,7 @@ pub mod metadata;
 pub mod offsets;
 pub mod produce;
 pub mod quotas;
+pub mod reassignments;
 pub mod sasl;
 pub mod scram_users;
 pub mod share_groups;

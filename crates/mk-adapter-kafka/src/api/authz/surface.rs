@@ -1,12 +1,17 @@
 //! The guards of the newer client APIs: DescribeTopicPartitions (DESCRIBE
 //! on each topic, as Metadata), Describe/AlterClientQuotas
-//! (DESCRIBE_CONFIGS / ALTER_CONFIGS on the cluster), ElectLeaders (ALTER
-//! on the cluster).
+//! (DESCRIBE_CONFIGS / ALTER_CONFIGS on the cluster), ElectLeaders and
+//! AlterPartitionReassignments (ALTER on the cluster),
+//! ListPartitionReassignments (DESCRIBE on the cluster).
 
 use super::{CLUSTER, Gate, TOPIC, denied, split};
 use crate::api::Ctx;
 use crate::messages::alter_client_quotas::{
     AlterClientQuotasRequest, AlterClientQuotasResponse, EntryResult,
+};
+use crate::messages::alter_partition_reassignments::{
+    AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse,
+    ReassignablePartitionResponse, ReassignableTopicResponse,
 };
 use crate::messages::describe_client_quotas::{
     DescribeClientQuotasRequest, DescribeClientQuotasResponse,
@@ -17,6 +22,9 @@ use crate::messages::describe_topic_partitions::{
 };
 use crate::messages::elect_leaders::{
     ElectLeadersRequest, ElectLeadersResponse, PartitionResult, ReplicaElectionResult,
+};
+use crate::messages::list_partition_reassignments::{
+    ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
 };
 use mk_cluster::{CLUSTER_NAME, Operation, ResourceType};
 use std::collections::BTreeMap;
@@ -158,5 +166,58 @@ pub fn elect_leaders(
                     .collect(),
             })
             .collect(),
+    })
+}
+
+/// ALTER on the cluster: otherwise the whole request and every named
+/// partition answer CLUSTER_AUTHORIZATION_FAILED (Kafka's error response).
+pub fn alter_partition_reassignments(
+    ctx: &Ctx<'_>,
+    req: AlterPartitionReassignmentsRequest,
+) -> Gate<AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse> {
+    let authz = ctx.authz();
+    if !authz.on() || authz.cluster(Op::Alter) {
+        return Gate::pass(req);
+    }
+    let m = denied(Op::Alter, ResourceType::Cluster, CLUSTER_NAME);
+    Gate::Answer(AlterPartitionReassignmentsResponse {
+        throttle_time_ms: 0,
+        allow_replication_factor_change: req.allow_replication_factor_change,
+        error_code: CLUSTER,
+        error_message: Some(m.clone()),
+        responses: req
+            .topics
+            .into_iter()
+            .map(|t| ReassignableTopicResponse {
+                name: t.name,
+                partitions: t
+                    .partitions
+                    .into_iter()
+                    .map(|p| ReassignablePartitionResponse {
+                        partition_index: p.partition_index,
+                        error_code: CLUSTER,
+                        error_message: Some(m.clone()),
+                    })
+                    .collect(),
+            })
+            .collect(),
+    })
+}
+
+/// DESCRIBE on the cluster: otherwise CLUSTER_AUTHORIZATION_FAILED for the
+/// whole request.
+pub fn list_partition_reassignments(
+    ctx: &Ctx<'_>,
+    req: ListPartitionReassignmentsRequest,
+) -> Gate<ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse> {
+    let authz = ctx.authz();
+    if !authz.on() || authz.cluster(Op::Describe) {
+        return Gate::pass(req);
+    }
+    Gate::Answer(ListPartitionReassignmentsResponse {
+        throttle_time_ms: 0,
+        error_code: CLUSTER,
+        error_message: Some(denied(Op::Describe, ResourceType::Cluster, CLUSTER_NAME)),
+        topics: Vec::new(),
     })
 }
