@@ -1,8 +1,9 @@
 """The newer client-facing APIs of issue 21 through unmodified clients:
 client telemetry (KIP-714) with the Java client's defaults, and topics
 described a page at a time (DescribeTopicPartitions, which the Java Admin
-client's describeTopics uses), client quotas (stored and described), and
-preferred leader election on three hosted brokers.
+client's describeTopics uses), client quotas (stored and described),
+preferred leader election and partition reassignments (Java and
+kafka-python) on three hosted brokers.
 """
 
 from __future__ import annotations
@@ -161,5 +162,75 @@ def test_java_preferred_election_brings_leadership_back_after_a_broker_returns(t
     assert all(after[p][0] == 1 for p in led_by_1), after
     again = everywhere("elect-leaders", server, type="preferred", partitions=tps)
     assert all(again[f"{t}:{p}"]["code"] == "ELECTION_NOT_NEEDED" for p in led_by_1), again
+    got = DRIVERS["kafka-python"].read_all(",".join(server.kafka_addrs), t)
+    assert sorted(g.value for g in got) == sorted(r.value for r in records), got
+
+
+def _moves(server, **args) -> dict:
+    listed = everywhere("list-partition-reassignments", server, **args)
+    assert listed["error"] is None, listed
+    return listed["reassignments"]
+
+
+def test_java_and_kafka_python_move_replicas_between_brokers(three_brokers):
+    """Java's alterPartitionReassignments moves partition 0 from brokers
+    [1, 2] to [3, 2] while broker 3 is offline: both clients list the move
+    (the set during the move [3, 2, 1], adding 3, removing 1) until broker 3
+    is back and caught up; then the replicas are [3, 2], the removed leader
+    handed over to 3 and broker 1's copy is deleted. kafka-python moves
+    partition 1 and cancels nothing (NO_REASSIGNMENT_IN_PROGRESS); Kafka's
+    refusals per partition; every record is still there."""
+    from kafka import KafkaAdminClient, TopicPartition
+    from kafka.errors import NoReassignmentInProgressError
+
+    server = three_brokers
+    t = unique_topic("reassign")
+    confluent = DRIVERS["confluent-kafka"]
+    confluent.create_topic(server.bootstrap, t, 2, replication_factor=2)
+    records = [Rec(None, f"v{i}".encode(), partition=i % 2) for i in range(10)]
+    confluent.produce(server.bootstrap, t, records)
+    before = _leaders(server, t)
+    assert before[0][:2] == (1, [1, 2]) and before[1][:2] == (2, [2, 3]), before
+
+    off = server.cli("broker", "offline", "3")
+    assert off.returncode == 0, off.stdout + off.stderr
+    answer = everywhere("alter-partition-reassignments", server, moves=[
+        [t, 0, [3, 2]],
+        [t, 1, [2, 9]],
+        [t, 5, [1, 2]],
+    ])
+    assert answer[f"{t}:0"]["error"] is None, answer
+    assert answer[f"{t}:1"]["code"] == "INVALID_REPLICA_ASSIGNMENT", answer
+    assert answer[f"{t}:5"]["code"] == "UNKNOWN_TOPIC_OR_PARTITION", answer
+    refused = everywhere("alter-partition-reassignments", server, allow_rf_change=False,
+                         moves=[[t, 1, [1, 2, 3]]])
+    assert refused[f"{t}:1"]["code"] == "INVALID_REPLICATION_FACTOR", refused
+    moving = {"replicas": [3, 2, 1], "adding": [3], "removing": [1]}
+    assert _moves(server) == {f"{t}:0": moving}
+    assert _moves(server, partitions=[[t, 0], [t, 1]]) == {f"{t}:0": moving}
+    admin = KafkaAdminClient(bootstrap_servers=[a for a in server.kafka_addrs if a != server.kafka_addr_of(3)])
+    try:
+        listed = admin.list_partition_reassignments()
+        assert listed == {TopicPartition(t, 0): {"replicas": [3, 2, 1], "adding_replicas": [3],
+                                                 "removing_replicas": [1]}}, listed
+        assert _leaders(server, t)[0][:2] == (1, [3, 2, 1]), "Metadata shows the set during the move"
+
+        on = server.cli("broker", "online", "3")
+        assert on.returncode == 0, on.stdout + on.stderr
+        _wait_for(lambda: (not _moves(server), _moves(server)), "the move to complete")
+        after = _leaders(server, t)
+        assert after[0][:2] == (3, [3, 2]), after
+        assert not (server.data_dir / "broker-1" / f"{t}-0").exists()
+
+        # kafka-python: partition 1 from [2, 3] to [3, 1], then a cancel of nothing.
+        moved = admin.alter_partition_reassignments({TopicPartition(t, 1): [3, 1]})
+        assert moved == {TopicPartition(t, 1): None}, moved
+        _wait_for(lambda: (not admin.list_partition_reassignments(), admin.list_partition_reassignments()),
+                  "kafka-python's move to complete")
+        cancelled = admin.alter_partition_reassignments({TopicPartition(t, 1): None})
+        assert cancelled == {TopicPartition(t, 1): NoReassignmentInProgressError}, cancelled
+    finally:
+        admin.close()
+    assert _leaders(server, t)[1][:2] == (3, [3, 1])
     got = DRIVERS["kafka-python"].read_all(",".join(server.kafka_addrs), t)
     assert sorted(g.value for g in got) == sorted(r.value for r in records), got

@@ -1,6 +1,7 @@
 package mkinterop;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -14,10 +15,14 @@ import java.util.TreeMap;
 import java.util.stream.Collectors;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AlterClientQuotasOptions;
+import org.apache.kafka.clients.admin.AlterPartitionReassignmentsOptions;
+import org.apache.kafka.clients.admin.NewPartitionReassignment;
+import org.apache.kafka.clients.admin.PartitionReassignment;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.ElectionType;
+import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.quota.ClientQuotaAlteration;
@@ -27,7 +32,8 @@ import org.apache.kafka.common.quota.ClientQuotaFilterComponent;
 
 /**
  * The newer client-facing APIs of issue 21 (tests/test_client_surface.py): client telemetry
- * (GetTelemetrySubscriptions, which every 4.x client calls by default), client quotas and leader elections.
+ * (GetTelemetrySubscriptions, which every 4.x client calls by default), client quotas, leader elections and
+ * partition reassignments.
  */
 final class SurfaceScenarios {
     private SurfaceScenarios() {}
@@ -37,6 +43,8 @@ final class SurfaceScenarios {
         all.put("alter-client-quotas", SurfaceScenarios::alterClientQuotas);
         all.put("describe-client-quotas", SurfaceScenarios::describeClientQuotas);
         all.put("elect-leaders", SurfaceScenarios::electLeaders);
+        all.put("alter-partition-reassignments", SurfaceScenarios::alterPartitionReassignments);
+        all.put("list-partition-reassignments", SurfaceScenarios::listPartitionReassignments);
     }
 
     private static final Duration ASK = Duration.ofSeconds(30);
@@ -151,6 +159,68 @@ final class SurfaceScenarios {
             outcomes.forEach((tp, failure) -> out.set(tp.topic() + ":" + tp.partition(),
                     failure.map(Outcomes::failure).orElseGet(() -> Json.obj().putNull("error"))));
             return out;
+        }
+    }
+
+    private static String partitionName(TopicPartition tp) {
+        return tp.topic() + ":" + tp.partition();
+    }
+
+    private static ArrayNode ints(List<Integer> values) {
+        ArrayNode out = Json.arr();
+        values.forEach(out::add);
+        return out;
+    }
+
+    /**
+     * `moves`: [[topic, partition, [broker, ...] or null to cancel]], `allow_rf_change` (default true). Per
+     * partition (as "topic:partition") its outcome.
+     */
+    private static JsonNode alterPartitionReassignments(Ctx ctx) {
+        Map<TopicPartition, Optional<NewPartitionReassignment>> moves = new HashMap<>();
+        for (JsonNode m : ctx.args.get("moves")) {
+            TopicPartition tp = new TopicPartition(m.get(0).asText(), m.get(1).asInt());
+            if (m.get(2).isNull()) {
+                moves.put(tp, Optional.empty());
+            } else {
+                List<Integer> replicas = new ArrayList<>();
+                m.get(2).forEach(b -> replicas.add(b.asInt()));
+                moves.put(tp, Optional.of(new NewPartitionReassignment(replicas)));
+            }
+        }
+        AlterPartitionReassignmentsOptions options = new AlterPartitionReassignmentsOptions()
+                .allowReplicationFactorChange(ctx.args.bool("allow_rf_change", true));
+        try (Admin admin = AdminScenarios.admin(ctx.args)) {
+            return Outcomes.each(admin.alterPartitionReassignments(moves, options).values(),
+                    SurfaceScenarios::partitionName, (node, none) -> {});
+        }
+    }
+
+    /**
+     * `partitions`: [[topic, partition]] or absent (all). {reassignments: {"topic:partition": {replicas, adding,
+     * removing}}} or the call's error.
+     */
+    private static JsonNode listPartitionReassignments(Ctx ctx) {
+        try (Admin admin = AdminScenarios.admin(ctx.args)) {
+            KafkaFuture<Map<TopicPartition, PartitionReassignment>> listed;
+            if (ctx.args.has("partitions")) {
+                Set<TopicPartition> partitions = new HashSet<>();
+                for (JsonNode pair : ctx.args.get("partitions")) {
+                    partitions.add(new TopicPartition(pair.get(0).asText(), pair.get(1).asInt()));
+                }
+                listed = admin.listPartitionReassignments(partitions).reassignments();
+            } else {
+                listed = admin.listPartitionReassignments().reassignments();
+            }
+            return Outcomes.of(listed, (node, reassignments) -> {
+                ObjectNode out = node.putObject("reassignments");
+                reassignments.forEach((tp, r) -> {
+                    ObjectNode one = out.putObject(partitionName(tp));
+                    one.set("replicas", ints(r.replicas()));
+                    one.set("adding", ints(r.addingReplicas()));
+                    one.set("removing", ints(r.removingReplicas()));
+                });
+            });
         }
     }
 }
