@@ -35,6 +35,7 @@
 mod common;
 
 use bytes::Bytes;
+use common::model::{self, tally};
 use common::{Fixture, tp};
 use mk_core::{Clock, ErrorCode, TopicPartition};
 use mk_group::{
@@ -44,7 +45,6 @@ use mk_group::{
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, BTreeSet};
-use std::panic::{AssertUnwindSafe, catch_unwind};
 
 const DEFAULT_SEEDS: u64 = 30;
 const DEFAULT_STEPS: usize = 400;
@@ -56,84 +56,29 @@ const MAX_REBALANCE_MS: i64 = 15_000;
 
 #[test]
 fn random_classic_protocol_runs_keep_the_group_guarantees() {
-    let env = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
-    let steps = env("MK_STEPS").map_or(DEFAULT_STEPS, |s| s as usize);
-    let seeds: Vec<u64> = match env("MK_SEED") {
-        Some(seed) => vec![seed],
-        None => (0..env("MK_SEEDS").unwrap_or(DEFAULT_SEEDS)).collect(),
-    };
-    let single = seeds.len() == 1;
-    let mut total = Stats::default();
-    for seed in seeds {
-        match catch_unwind(AssertUnwindSafe(|| Model::new(seed).run(steps))) {
-            Ok(stats) => total.add(&stats),
-            Err(panic) => {
-                let msg = panic
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_default();
-                panic!("model test failed for seed {seed} (replay with MK_SEED={seed}): {msg}");
-            }
-        }
-    }
-    assert!(
-        single || total.all_happened(),
-        "the generator no longer reaches every transition: {total:?}"
-    );
+    model::run_seeds(DEFAULT_SEEDS, DEFAULT_STEPS, |seed, steps| {
+        Model::new(seed).run(steps)
+    });
 }
 
-/// How often the interesting transitions happened, so a generator that
-/// stopped producing them makes the test fail instead of passing vacuously.
-#[derive(Debug, Default, Clone)]
-struct Stats {
-    generations_formed: u64,
-    stable_generations: u64,
-    member_ids_required: u64,
-    static_takeovers_without_rebalance: u64,
-    fenced_instances: u64,
-    stragglers_removed: u64,
-    sessions_expired: u64,
-    accepted_commits: u64,
-    refused_stale_commits: u64,
-    static_rounds_postponed: u64,
-    coordinator_restarts: u64,
-}
-
-impl Stats {
-    fn add(&mut self, o: &Stats) {
-        self.generations_formed += o.generations_formed;
-        self.stable_generations += o.stable_generations;
-        self.member_ids_required += o.member_ids_required;
-        self.static_takeovers_without_rebalance += o.static_takeovers_without_rebalance;
-        self.fenced_instances += o.fenced_instances;
-        self.stragglers_removed += o.stragglers_removed;
-        self.sessions_expired += o.sessions_expired;
-        self.accepted_commits += o.accepted_commits;
-        self.refused_stale_commits += o.refused_stale_commits;
-        self.static_rounds_postponed += o.static_rounds_postponed;
-        self.coordinator_restarts += o.coordinator_restarts;
-    }
-
-    fn all_happened(&self) -> bool {
-        // Postponed static rounds are rare by nature; they are counted but
-        // not required.
-        [
-            self.generations_formed,
-            self.stable_generations,
-            self.member_ids_required,
-            self.static_takeovers_without_rebalance,
-            self.fenced_instances,
-            self.stragglers_removed,
-            self.sessions_expired,
-            self.accepted_commits,
-            self.refused_stale_commits,
-            self.coordinator_restarts,
-        ]
-        .iter()
-        .all(|n| *n > 0)
-    }
-}
+tally!(
+    /// How often the interesting transitions happened. Postponed static
+    /// rounds are rare by nature; they are counted but not required.
+    Stats {
+    required: [
+        generations_formed,
+        stable_generations,
+        member_ids_required,
+        static_takeovers_without_rebalance,
+        fenced_instances,
+        stragglers_removed,
+        sessions_expired,
+        accepted_commits,
+        refused_stale_commits,
+        coordinator_restarts,
+    ],
+    optional: [static_rounds_postponed],
+});
 
 /// Where a simulated consumer is.
 enum Phase {

@@ -29,13 +29,13 @@
 
 mod common;
 
+use common::model::{self, tally};
 use common::{Fixture, code, plain, tp};
 use mk_core::{ErrorCode, TopicPartition};
 use mk_group::{CommitRequest, ConsumerGroupDescription, ConsumerHeartbeat, GroupState};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, BTreeSet};
-use std::panic::{AssertUnwindSafe, catch_unwind};
 
 const DEFAULT_SEEDS: u64 = 30;
 const DEFAULT_STEPS: usize = 300;
@@ -45,77 +45,25 @@ const TOPICS: [&str; 3] = ["orders", "payments", "audit"];
 
 #[test]
 fn random_consumer_protocol_runs_keep_the_group_guarantees() {
-    let env = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
-    let steps = env("MK_STEPS").map_or(DEFAULT_STEPS, |s| {
-        usize::try_from(s).unwrap_or(DEFAULT_STEPS)
+    model::run_seeds(DEFAULT_SEEDS, DEFAULT_STEPS, |seed, steps| {
+        Model::new(seed).run(steps)
     });
-    let seeds: Vec<u64> = match env("MK_SEED") {
-        Some(seed) => vec![seed],
-        None => (0..env("MK_SEEDS").unwrap_or(DEFAULT_SEEDS)).collect(),
-    };
-    let single = seeds.len() == 1;
-    let mut total = Stats::default();
-    for seed in seeds {
-        match catch_unwind(AssertUnwindSafe(|| Model::new(seed).run(steps))) {
-            Ok(stats) => total.add(&stats),
-            Err(panic) => {
-                let msg = panic
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_default();
-                panic!("model test failed for seed {seed} (replay with MK_SEED={seed}): {msg}");
-            }
-        }
-    }
-    assert!(
-        single || total.all_happened(),
-        "the generator no longer reaches every transition: {total:?}"
-    );
 }
 
-#[derive(Debug, Default, Clone)]
-struct Stats {
-    revocations_waited: u64,
-    fenced: u64,
-    expired: u64,
-    static_returns: u64,
-    accepted_commits: u64,
-    refused_commits: u64,
-    stale_commits: u64,
-    settled: u64,
-    restarts: u64,
-}
-
-impl Stats {
-    fn add(&mut self, o: &Stats) {
-        self.revocations_waited += o.revocations_waited;
-        self.fenced += o.fenced;
-        self.expired += o.expired;
-        self.static_returns += o.static_returns;
-        self.accepted_commits += o.accepted_commits;
-        self.refused_commits += o.refused_commits;
-        self.stale_commits += o.stale_commits;
-        self.settled += o.settled;
-        self.restarts += o.restarts;
-    }
-
-    fn all_happened(&self) -> bool {
-        [
-            self.revocations_waited,
-            self.fenced,
-            self.expired,
-            self.static_returns,
-            self.accepted_commits,
-            self.refused_commits,
-            self.stale_commits,
-            self.settled,
-            self.restarts,
-        ]
-        .iter()
-        .all(|n| *n > 0)
-    }
-}
+tally!(Stats {
+    required: [
+        revocations_waited,
+        fenced,
+        expired,
+        static_returns,
+        accepted_commits,
+        refused_commits,
+        stale_commits,
+        settled,
+        restarts,
+    ],
+    optional: [],
+});
 
 #[derive(Debug, Clone)]
 enum Phase {

@@ -26,6 +26,7 @@
 
 mod common;
 
+use common::model::{self, tally};
 use common::share::{FakeLog, ShareClient};
 use common::{Fixture, tp};
 use mk_core::{ErrorCode, TopicPartition};
@@ -34,7 +35,6 @@ use mk_group::{GroupSettings, ShareAutoOffsetReset, ShareHeartbeat};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, BTreeSet};
-use std::panic::{AssertUnwindSafe, catch_unwind};
 
 const DEFAULT_SEEDS: u64 = 30;
 const DEFAULT_STEPS: usize = 300;
@@ -43,71 +43,23 @@ const LIMIT: u16 = 4;
 
 #[test]
 fn random_share_group_runs_end_every_record_exactly_once() {
-    let env = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
-    let steps = env("MK_STEPS").map_or(DEFAULT_STEPS, |s| {
-        usize::try_from(s).unwrap_or(DEFAULT_STEPS)
+    model::run_seeds(DEFAULT_SEEDS, DEFAULT_STEPS, |seed, steps| {
+        Model::new(seed).run(steps)
     });
-    let seeds: Vec<u64> = match env("MK_SEED") {
-        Some(seed) => vec![seed],
-        None => (0..env("MK_SEEDS").unwrap_or(DEFAULT_SEEDS)).collect(),
-    };
-    let single = seeds.len() == 1;
-    let mut total = Stats::default();
-    for seed in seeds {
-        match catch_unwind(AssertUnwindSafe(|| Model::new(seed).run(steps))) {
-            Ok(stats) => total.add(&stats),
-            Err(panic) => {
-                let msg = panic
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_default();
-                panic!("model test failed for seed {seed} (replay with MK_SEED={seed}): {msg}");
-            }
-        }
-    }
-    assert!(
-        single || total.all_happened(),
-        "the generator no longer reaches every transition: {total:?}"
-    );
 }
 
-#[derive(Debug, Default, Clone)]
-struct Stats {
-    redeliveries: u64,
-    archived_at_limit: u64,
-    rejected: u64,
-    lock_expiries: u64,
-    refused_acks: u64,
-    restarts: u64,
-    drained_records: u64,
-}
-
-impl Stats {
-    fn add(&mut self, o: &Stats) {
-        self.redeliveries += o.redeliveries;
-        self.archived_at_limit += o.archived_at_limit;
-        self.rejected += o.rejected;
-        self.lock_expiries += o.lock_expiries;
-        self.refused_acks += o.refused_acks;
-        self.restarts += o.restarts;
-        self.drained_records += o.drained_records;
-    }
-
-    fn all_happened(&self) -> bool {
-        [
-            self.redeliveries,
-            self.archived_at_limit,
-            self.rejected,
-            self.lock_expiries,
-            self.refused_acks,
-            self.restarts,
-            self.drained_records,
-        ]
-        .iter()
-        .all(|n| *n > 0)
-    }
-}
+tally!(Stats {
+    required: [
+        redeliveries,
+        archived_at_limit,
+        rejected,
+        lock_expiries,
+        refused_acks,
+        restarts,
+        drained_records,
+    ],
+    optional: [],
+});
 
 #[derive(Debug, PartialEq, Eq, Clone, Copy)]
 enum Phase {

@@ -305,57 +305,10 @@ fn compactable(dir: &std::path::Path, cfg: &LogConfig) -> PartitionLog {
 #[test]
 fn crash_at_every_step_of_the_compaction_swap_reopens_to_old_or_new() {
     let cfg = small_config();
-    // The reference outcome of a compaction that completes.
-    let ref_dir = tempfile::tempdir().unwrap();
-    let mut reference = compactable(ref_dir.path(), &cfg);
-    let old = dump(&reference);
-    let result = reference.compact(1_500, 10_000).unwrap();
-    assert!(
-        result.segments.len() >= 2,
-        "the swap must span several segments"
-    );
-    let new = dump(&reference);
+    let (_dir, _reference, old, new) = reference_compaction(&cfg, compactable);
     assert_ne!(old, new);
 
-    let mut crashes = 0;
-    let mut saw_old = false;
-    let mut saw_new = false;
-    for step in 0.. {
-        let dir = tempfile::tempdir().unwrap();
-        let mut log = compactable(dir.path(), &cfg);
-        cfg.faults.crash_at_step(step);
-        let outcome = log.compact(1_500, 10_000);
-        cfg.faults.clear();
-        drop(log); // the process dies here
-        let reopened = PartitionLog::open(dir.path(), cfg.clone(), 0)
-            .unwrap_or_else(|e| panic!("reopen after crash at step {step}: {e}"));
-        let got = dump(&reopened);
-        assert!(
-            got == old || got == new,
-            "crash at step {step} left a log that is neither old nor new"
-        );
-        saw_old |= got == old;
-        saw_new |= got == new;
-        assert!(
-            !files(dir.path())
-                .iter()
-                .any(|f| f.ends_with(".cleaned") || f.starts_with("cleaner-swap")),
-            "recovery leaves no swap debris after step {step}: {:?}",
-            files(dir.path())
-        );
-        match outcome {
-            Err(_) => crashes += 1,
-            Ok(_) => {
-                assert_eq!(got, new);
-                break;
-            }
-        }
-    }
-    assert!(crashes >= 8, "only {crashes} crash points exercised");
-    assert!(
-        saw_old && saw_new,
-        "both outcomes occur across the crash points"
-    );
+    compact_crashing_at_every_step(&cfg, compactable, &old, &new);
 }
 
 /// DeleteRecords' part in the log: the start moves inside a segment, the

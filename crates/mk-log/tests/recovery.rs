@@ -100,19 +100,10 @@ fn damage_inside_the_active_segment_refuses_to_open_but_a_damaged_last_frame_is_
                 && msg.contains(&format!("truncate -s {}", infos[5].position)),
             "{msg}"
         );
-        assert_eq!(
-            std::fs::read(&path).unwrap(),
-            bytes,
-            "the file is untouched"
-        );
+        assert_untouched(&path, &bytes);
     }
     // The operator's way out that the message names: cut the file there.
-    OpenOptions::new()
-        .write(true)
-        .open(&path)
-        .unwrap()
-        .set_len(infos[5].position)
-        .unwrap();
+    cut_file(&path, infos[5].position);
     assert_eq!(open(dir.path(), &cfg).leo(), 5);
     // Damage in the last frame has nothing intact after it: a torn write,
     // cut as before.
@@ -189,12 +180,7 @@ fn truncated_closed_segment_refuses_to_open() {
     fill(dir.path(), &cfg, 30);
     let path = seg(dir.path(), 0, "log");
     let len = std::fs::metadata(&path).unwrap().len();
-    OpenOptions::new()
-        .write(true)
-        .open(&path)
-        .unwrap()
-        .set_len(len - 3)
-        .unwrap();
+    cut_file(&path, len - 3);
     assert_eq!(
         PartitionLog::open(dir.path(), cfg, 0).unwrap_err().code(),
         ErrorCode::StorageError

@@ -177,18 +177,9 @@ fn crc_damage_in_a_version_2_block_refuses_to_open_unless_it_is_the_torn_last_fr
     let err = PartitionLog::open(dir.path(), cfg.clone(), 0).unwrap_err();
     assert_eq!(err.code(), ErrorCode::StorageError, "{err}");
     assert!(err.to_string().contains("not a torn write"), "{err}");
-    assert_eq!(
-        std::fs::read(&path).unwrap(),
-        bytes,
-        "the file is untouched"
-    );
+    assert_untouched(&path, &bytes);
     // The way out the message names: cut there. Five batches remain.
-    OpenOptions::new()
-        .write(true)
-        .open(&path)
-        .unwrap()
-        .set_len(sixth.position)
-        .unwrap();
+    cut_file(&path, sixth.position);
     assert_eq!(dump(&open(dir.path(), &cfg)), expected(&acked[..5]));
 
     // Damage in the last frame's block has nothing intact after it: a
@@ -266,15 +257,7 @@ fn frames(log: &PartitionLog) -> Vec<(u8, Option<Codec>)> {
 #[test]
 fn a_crash_at_every_step_of_compacting_compressed_batches_reopens_to_old_or_new() {
     let cfg = small_config();
-    let ref_dir = tempfile::tempdir().unwrap();
-    let mut reference = compactable(ref_dir.path(), &cfg);
-    let old = dump(&reference);
-    let result = reference.compact(1_500, 10_000).unwrap();
-    assert!(
-        result.segments.len() >= 2,
-        "the swap spans several segments"
-    );
-    let new = dump(&reference);
+    let (ref_dir, reference, old, new) = reference_compaction(&cfg, compactable);
     assert!(new.len() < old.len(), "compaction removed records");
     // Batches that lost nothing stay as produced (version 2, their codec);
     // those that lost records are rewritten as version 1.
@@ -289,39 +272,5 @@ fn a_crash_at_every_step_of_compacting_compressed_batches_reopens_to_old_or_new(
     drop(reference);
     assert_eq!(dump(&open(ref_dir.path(), &cfg)), new, "and reopen as such");
 
-    let mut crashes = 0;
-    let (mut saw_old, mut saw_new) = (false, false);
-    for step in 0.. {
-        let dir = tempfile::tempdir().unwrap();
-        let mut log = compactable(dir.path(), &cfg);
-        cfg.faults.crash_at_step(step);
-        let outcome = log.compact(1_500, 10_000);
-        cfg.faults.clear();
-        drop(log); // the process dies here
-        let reopened = PartitionLog::open(dir.path(), cfg.clone(), 0)
-            .unwrap_or_else(|e| panic!("reopen after crash at step {step}: {e}"));
-        let got = dump(&reopened);
-        assert!(
-            got == old || got == new,
-            "crash at step {step} left a log that is neither old nor new"
-        );
-        saw_old |= got == old;
-        saw_new |= got == new;
-        assert!(
-            !files(dir.path())
-                .iter()
-                .any(|f| f.ends_with(".cleaned") || f.starts_with("cleaner-swap")),
-            "no swap debris after step {step}: {:?}",
-            files(dir.path())
-        );
-        match outcome {
-            Err(_) => crashes += 1,
-            Ok(_) => {
-                assert_eq!(got, new);
-                break;
-            }
-        }
-    }
-    assert!(crashes >= 8, "only {crashes} crash points exercised");
-    assert!(saw_old && saw_new, "both outcomes occur");
+    compact_crashing_at_every_step(&cfg, compactable, &old, &new);
 }

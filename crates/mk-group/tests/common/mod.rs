@@ -3,6 +3,7 @@
 // Each test file uses a different subset of these helpers.
 #![allow(dead_code)]
 
+pub mod model;
 pub mod share;
 use bytes::Bytes;
 use mk_core::{ErrorCode, ManualClock, TopicPartition};
