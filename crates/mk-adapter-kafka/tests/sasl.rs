@@ -17,7 +17,7 @@ use mk_adapter_kafka::api::key;
 use mk_adapter_kafka::api::sasl::SaslOptions;
 use mk_adapter_kafka::errors::KafkaCode;
 use mk_adapter_kafka::messages::api_versions::{ApiVersionsRequest, ApiVersionsResponse};
-use mk_adapter_kafka::messages::metadata::{MetadataRequest, MetadataResponse};
+use mk_adapter_kafka::messages::metadata::MetadataResponse;
 use mk_adapter_kafka::messages::sasl_authenticate::{
     SaslAuthenticateRequest, SaslAuthenticateResponse,
 };
@@ -26,16 +26,14 @@ use mk_adapter_kafka::mk_cluster::{
     BrokerCluster, ManualClock, MiniKafkaConfig, PlainUsers, SaslMechanism, ScramMechanism,
     ScramUpsertion,
 };
-use mk_adapter_kafka::{KafkaListener, KafkaOptions, KafkaServer, SecurityProtocol};
+use mk_adapter_kafka::{KafkaOptions, SecurityProtocol};
 use sha2::Digest;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 struct Sasl {
-    _dir: tempfile::TempDir,
+    net: Listeners,
     pki: Pki,
-    cluster: Arc<BrokerCluster>,
-    server: KafkaServer,
 }
 
 impl Sasl {
@@ -73,32 +71,13 @@ impl Sasl {
             ..KafkaOptions::default()
         };
         tune(&mut options);
-        let mut listeners = Vec::new();
-        for protocol in [SecurityProtocol::SaslPlaintext, SecurityProtocol::SaslSsl] {
-            let sockets = mk_adapter_kafka::bind_consecutive("127.0.0.1:0".parse().unwrap(), &[1])
-                .await
-                .unwrap();
-            listeners.push(KafkaListener { protocol, sockets });
-        }
-        let server = KafkaServer::start_listeners(cluster.clone(), listeners, options).unwrap();
-        Sasl {
-            _dir: dir,
-            pki,
-            cluster,
-            server,
-        }
+        let protocols = [SecurityProtocol::SaslPlaintext, SecurityProtocol::SaslSsl];
+        let net = Listeners::start(dir, cluster, &protocols, &[1], options).await;
+        Sasl { net, pki }
     }
 
     fn addr(&self, protocol: SecurityProtocol) -> SocketAddr {
-        let l = self
-            .server
-            .listeners()
-            .iter()
-            .find(|l| l.protocol == protocol)
-            .unwrap();
-        format!("{}:{}", l.endpoints[0].host, l.endpoints[0].port)
-            .parse()
-            .unwrap()
+        self.net.addr(protocol, 1)
     }
 
     async fn plain(&self) -> Conn {
@@ -115,22 +94,12 @@ impl Sasl {
     }
 
     async fn stop(self) {
-        within(self.server.shutdown()).await;
-        self.cluster.lifecycle().close().await.unwrap();
-    }
-}
-
-fn metadata() -> MetadataRequest {
-    MetadataRequest {
-        topics: Some(Vec::new()),
-        allow_auto_topic_creation: false,
-        include_cluster_authorized_operations: false,
-        include_topic_authorized_operations: false,
+        self.net.stop().await;
     }
 }
 
 async fn served(conn: &mut Conn) -> bool {
-    let id = conn.send(key::METADATA, 9, &metadata()).await;
+    let id = conn.send(key::METADATA, 9, &brokers_metadata()).await;
     match conn.read_frame().await {
         None => false,
         Some(_) => {
@@ -240,7 +209,7 @@ async fn plain_and_scram_authenticate_then_requests_are_served() {
             scram(&mut bob, m, "bob", "bob-secret").await,
             (KafkaCode::NONE, true)
         );
-        let md: MetadataResponse = bob.call(key::METADATA, 9, &metadata()).await;
+        let md: MetadataResponse = bob.call(key::METADATA, 9, &brokers_metadata()).await;
         assert_eq!(
             md.brokers[0].port,
             i32::from(s.addr(SecurityProtocol::SaslSsl).port())

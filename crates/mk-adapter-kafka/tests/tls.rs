@@ -9,9 +9,9 @@ mod common;
 use common::certs::{Pki, tls_connect};
 use common::*;
 use mk_adapter_kafka::api::key;
-use mk_adapter_kafka::messages::metadata::{MetadataRequest, MetadataResponse};
+use mk_adapter_kafka::messages::metadata::MetadataResponse;
 use mk_adapter_kafka::mk_cluster::{BrokerCluster, ManualClock, MiniKafkaConfig};
-use mk_adapter_kafka::{KafkaListener, KafkaOptions, KafkaServer, SecurityProtocol};
+use mk_adapter_kafka::{KafkaOptions, SecurityProtocol};
 use rcgen::DnType;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -19,10 +19,8 @@ use std::time::Duration;
 use tokio::io::AsyncReadExt;
 
 struct Tls {
-    _dir: tempfile::TempDir,
+    net: Listeners,
     pki: Pki,
-    cluster: Arc<BrokerCluster>,
-    server: KafkaServer,
 }
 
 impl Tls {
@@ -38,51 +36,22 @@ impl Tls {
             ..KafkaOptions::default()
         };
         tune(&mut options);
-        let mut listeners = Vec::new();
-        for protocol in [SecurityProtocol::Plaintext, SecurityProtocol::Ssl] {
-            let sockets =
-                mk_adapter_kafka::bind_consecutive("127.0.0.1:0".parse().unwrap(), &[1, 2])
-                    .await
-                    .unwrap();
-            listeners.push(KafkaListener { protocol, sockets });
-        }
-        let server = KafkaServer::start_listeners(cluster.clone(), listeners, options).unwrap();
-        Tls {
-            _dir: dir,
-            pki,
-            cluster,
-            server,
-        }
+        let protocols = [SecurityProtocol::Plaintext, SecurityProtocol::Ssl];
+        let net = Listeners::start(dir, cluster, &protocols, &[1, 2], options).await;
+        Tls { net, pki }
     }
 
     fn addr(&self, protocol: SecurityProtocol, broker: i32) -> SocketAddr {
-        let l = self
-            .server
-            .listeners()
-            .iter()
-            .find(|l| l.protocol == protocol)
-            .unwrap();
-        let e = l.endpoints.iter().find(|e| e.broker_id == broker).unwrap();
-        format!("{}:{}", e.host, e.port).parse().unwrap()
+        self.net.addr(protocol, broker)
     }
 
     async fn stop(self) {
-        within(self.server.shutdown()).await;
-        self.cluster.lifecycle().close().await.unwrap();
-    }
-}
-
-fn metadata() -> MetadataRequest {
-    MetadataRequest {
-        topics: Some(Vec::new()),
-        allow_auto_topic_creation: false,
-        include_cluster_authorized_operations: false,
-        include_topic_authorized_operations: false,
+        self.net.stop().await;
     }
 }
 
 async fn advertised_ports(conn: &mut Conn) -> Vec<(i32, u16)> {
-    let m: MetadataResponse = conn.call(key::METADATA, 9, &metadata()).await;
+    let m: MetadataResponse = conn.call(key::METADATA, 9, &brokers_metadata()).await;
     m.brokers
         .iter()
         .map(|b| (b.node_id, u16::try_from(b.port).unwrap()))
@@ -131,7 +100,7 @@ async fn wrong_protocol_clients_are_closed_and_the_broker_is_unharmed() {
     let t = Tls::start(false, |_| {}).await;
     // A Kafka request in the clear on the TLS port: not a ClientHello.
     let mut plain_on_tls = Conn::connect(t.addr(SecurityProtocol::Ssl, 1)).await;
-    let (_, bytes) = plain_on_tls.frame(key::METADATA, 9, &metadata());
+    let (_, bytes) = plain_on_tls.frame(key::METADATA, 9, &brokers_metadata());
     plain_on_tls.write_raw(&bytes).await;
     assert!(closed_by_peer(&mut plain_on_tls.stream).await);
     // A ClientHello on the plaintext port reads as an oversized request.
@@ -166,7 +135,7 @@ async fn a_stalled_handshake_is_timed_out_and_counts_against_the_connection_limi
     // connection is closed on accept.
     let config = t.pki.client_config(&[&rustls::version::TLS13], None);
     let wait_for = |n: u64| {
-        let server = &t.server;
+        let server = &t.net.server;
         async move {
             while server.connections() != n {
                 tokio::task::yield_now().await;
@@ -183,6 +152,18 @@ async fn a_stalled_handshake_is_timed_out_and_counts_against_the_connection_limi
     t.stop().await;
 }
 
+/// The server refuses the TLS session: the handshake fails, or (with TLS
+/// 1.3, where the client learns it on its first read) the first request
+/// finds the connection closed.
+async fn refused(addr: SocketAddr, config: Arc<rustls::ClientConfig>) {
+    if let Ok(stream) = within(tls_connect(addr, config)).await {
+        let mut conn = Conn::over(stream);
+        let (_, bytes) = conn.frame(key::METADATA, 9, &brokers_metadata());
+        conn.write_raw(&bytes).await;
+        assert!(conn.is_closed().await);
+    }
+}
+
 #[tokio::test]
 async fn with_a_client_ca_only_clients_with_a_certificate_it_signed_are_served() {
     let t = Tls::start(true, |_| {}).await;
@@ -190,30 +171,14 @@ async fn with_a_client_ca_only_clients_with_a_certificate_it_signed_are_served()
     // Without a certificate the server refuses the handshake (with TLS 1.3
     // the client learns it on its first read).
     let anonymous = t.pki.client_config(&[&rustls::version::TLS13], None);
-    match within(tls_connect(ssl, anonymous)).await {
-        Err(_) => {}
-        Ok(stream) => {
-            let mut conn = Conn::over(stream);
-            let (_, bytes) = conn.frame(key::METADATA, 9, &metadata());
-            conn.write_raw(&bytes).await;
-            assert!(conn.is_closed().await);
-        }
-    }
+    refused(ssl, anonymous).await;
     // A certificate from another CA is refused too.
     let other = Pki::new(tempfile::tempdir().unwrap().path(), true);
     let foreign = other.client(&[(DnType::CommonName, "mallory")]);
     let config = t
         .pki
         .client_config(&[&rustls::version::TLS13], Some(foreign));
-    match within(tls_connect(ssl, config)).await {
-        Err(_) => {}
-        Ok(stream) => {
-            let mut conn = Conn::over(stream);
-            let (_, bytes) = conn.frame(key::METADATA, 9, &metadata());
-            conn.write_raw(&bytes).await;
-            assert!(conn.is_closed().await);
-        }
-    }
+    refused(ssl, config).await;
     let alice = t.pki.client(&[
         (DnType::CommonName, "alice"),
         (DnType::OrganizationName, "Acme"),

@@ -29,6 +29,31 @@ impl Drop for Killed {
 
 /// A self-signed certificate for 127.0.0.1, as PEM files; returns the
 /// certificate's DER for a client to trust.
+/// Starts `cmd` (its listener flags set) with JSON-TCP on an ephemeral
+/// loopback port, no console and its data under `dir`: the running broker,
+/// killed on drop, and what its startup line says.
+fn serve(mut cmd: Command, dir: &Path) -> (Killed, Listening, String) {
+    let mut child = cmd
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--console-listen",
+            "off",
+            "--data-dir",
+        ])
+        .arg(dir.join("data"))
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let child = Killed(child);
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).unwrap();
+    let listening = Listening::parse(&line).unwrap_or_else(|| panic!("{line}"));
+    (child, listening, line)
+}
+
 fn certificate(dir: &Path) -> (PathBuf, PathBuf, Vec<u8>) {
     let key = KeyPair::generate().unwrap();
     let cert = CertificateParams::new(vec!["127.0.0.1".to_string()])
@@ -113,27 +138,11 @@ fn a_sasl_plaintext_listener_admits_plain_users_from_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let users = dir.path().join("users");
     std::fs::write(&users, "alice:alice-secret\n").unwrap();
-    let mut child = Command::new(BIN)
-        .args(["--kafka-listen", "SASL_PLAINTEXT://127.0.0.1:0"])
+    let mut cmd = Command::new(BIN);
+    cmd.args(["--kafka-listen", "SASL_PLAINTEXT://127.0.0.1:0"])
         .arg("--sasl-plain-users")
-        .arg(&users)
-        .args([
-            "--listen",
-            "127.0.0.1:0",
-            "--console-listen",
-            "off",
-            "--data-dir",
-        ])
-        .arg(dir.path().join("data"))
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let _child = Killed(child);
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).unwrap();
-    let listening = Listening::parse(&line).unwrap_or_else(|| panic!("{line}"));
+        .arg(&users);
+    let (_child, listening, _line) = serve(cmd, dir.path());
     for (password, ok) in [("alice-secret", true), ("wrong", false)] {
         let mut s = std::net::TcpStream::connect(&listening.kafka[0]).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
@@ -181,32 +190,16 @@ fn receive(s: &mut impl Read) -> Vec<u8> {
 fn an_ssl_listener_serves_beside_plaintext() {
     let dir = tempfile::tempdir().unwrap();
     let (cert, key, der) = certificate(dir.path());
-    let mut child = Command::new(BIN)
-        .args([
-            "--kafka-listen",
-            "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
-        ])
-        .arg("--tls-cert")
-        .arg(&cert)
-        .arg("--tls-key")
-        .arg(&key)
-        .args([
-            "--listen",
-            "127.0.0.1:0",
-            "--console-listen",
-            "off",
-            "--data-dir",
-        ])
-        .arg(dir.path().join("data"))
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let _child = Killed(child);
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).unwrap();
-    let listening = Listening::parse(&line).unwrap_or_else(|| panic!("{line}"));
+    let mut cmd = Command::new(BIN);
+    cmd.args([
+        "--kafka-listen",
+        "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+    ])
+    .arg("--tls-cert")
+    .arg(&cert)
+    .arg("--tls-key")
+    .arg(&key);
+    let (_child, listening, line) = serve(cmd, dir.path());
     assert_eq!(listening.kafka.len(), 1);
     let ssl = listening.other_listeners[0]
         .strip_prefix("SSL://")

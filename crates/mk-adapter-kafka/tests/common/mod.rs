@@ -11,8 +11,11 @@ use bytes::{Buf, Bytes, BytesMut};
 use mk_adapter_kafka::api::{self, Message};
 use mk_adapter_kafka::codec::{Reader, Writer};
 use mk_adapter_kafka::frame::{RequestHeader, split_response};
+use mk_adapter_kafka::messages::metadata::MetadataRequest;
 use mk_adapter_kafka::mk_cluster::{BrokerCluster, ManualClock, MiniKafkaConfig};
-use mk_adapter_kafka::{KafkaOptions, KafkaServer};
+use mk_adapter_kafka::{
+    BrokerEndpoint, KafkaListener, KafkaOptions, KafkaServer, SecurityProtocol,
+};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -76,13 +79,7 @@ impl Harness {
 
     /// The listener address of a broker.
     pub fn addr(&self, broker: i32) -> SocketAddr {
-        let e = self
-            .server
-            .endpoints()
-            .iter()
-            .find(|e| e.broker_id == broker)
-            .unwrap();
-        format!("{}:{}", e.host, e.port).parse().unwrap()
+        endpoint_addr(self.server.endpoints(), broker)
     }
 
     pub async fn conn(&self, broker: i32) -> Conn {
@@ -224,4 +221,70 @@ pub fn value_records(values: &[&str]) -> Vec<mk_adapter_kafka::mk_cluster::Recor
             )
         })
         .collect()
+}
+
+/// A cluster served on listeners of given security protocols (the TLS,
+/// SASL and ACL tests), with the directory it lives in.
+pub struct Listeners {
+    pub dir: tempfile::TempDir,
+    pub cluster: Arc<BrokerCluster>,
+    pub server: KafkaServer,
+}
+
+impl Listeners {
+    /// Serves `cluster` (living in `dir`) on one listener per protocol,
+    /// each with a loopback socket per broker.
+    pub async fn start(
+        dir: tempfile::TempDir,
+        cluster: Arc<BrokerCluster>,
+        protocols: &[SecurityProtocol],
+        brokers: &[i32],
+        options: KafkaOptions,
+    ) -> Listeners {
+        let mut listeners = Vec::new();
+        for &protocol in protocols {
+            let sockets =
+                mk_adapter_kafka::bind_consecutive("127.0.0.1:0".parse().unwrap(), brokers)
+                    .await
+                    .unwrap();
+            listeners.push(KafkaListener { protocol, sockets });
+        }
+        let server = KafkaServer::start_listeners(cluster.clone(), listeners, options).unwrap();
+        Listeners {
+            dir,
+            cluster,
+            server,
+        }
+    }
+
+    /// The address of `broker` on the listener of `protocol`.
+    pub fn addr(&self, protocol: SecurityProtocol, broker: i32) -> SocketAddr {
+        let l = self
+            .server
+            .listeners()
+            .iter()
+            .find(|l| l.protocol == protocol);
+        endpoint_addr(&l.unwrap().endpoints, broker)
+    }
+
+    pub async fn stop(self) {
+        within(self.server.shutdown()).await;
+        self.cluster.lifecycle().close().await.unwrap();
+    }
+}
+
+/// A Metadata request for no topic: the brokers only.
+pub fn brokers_metadata() -> MetadataRequest {
+    MetadataRequest {
+        topics: Some(Vec::new()),
+        allow_auto_topic_creation: false,
+        include_cluster_authorized_operations: false,
+        include_topic_authorized_operations: false,
+    }
+}
+
+/// The address `broker` has among `endpoints`.
+fn endpoint_addr(endpoints: &[BrokerEndpoint], broker: i32) -> SocketAddr {
+    let e = endpoints.iter().find(|e| e.broker_id == broker).unwrap();
+    format!("{}:{}", e.host, e.port).parse().unwrap()
 }
