@@ -1,7 +1,10 @@
 """A few Kafka requests encoded by hand, for what no client library sends on
 purpose: an OffsetCommit v9 with a member epoch of our choosing (a stale
-one, to see the broker refuse it as Kafka does). Flexible-version framing
-(KIP-482): compact strings and arrays, empty tagged-field sections.
+one, to see the broker refuse it as Kafka does), and a Fetch v4 whose
+record batches are read header by header, to see the codec each batch is
+served in (what no consumer library reports). Flexible-version framing
+(KIP-482): compact strings and arrays, empty tagged-field sections; Fetch
+v4 is classic framing.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import socket
 import struct
 
 OFFSET_COMMIT = 8
+FETCH = 1
 
 
 def _uvarint(n: int) -> bytes:
@@ -74,9 +78,16 @@ class _Reader:
         return self.take(self.uvarint() - 1).decode()
 
 
-def _call(bootstrap: str, api_key: int, version: int, body: bytes) -> bytes:
+def _header_v1(api_key: int, version: int, correlation_id: int, client_id: str) -> bytes:
+    raw = client_id.encode()
+    # Request header v1 (non-flexible requests): no tagged fields.
+    return struct.pack(">hhih", api_key, version, correlation_id, len(raw)) + raw
+
+
+def _call(bootstrap: str, api_key: int, version: int, body: bytes, flexible: bool = True) -> bytes:
     host, port = bootstrap.split(",")[0].rsplit(":", 1)
-    frame = _header(api_key, version, 7, "mkinterop-raw") + body
+    header = _header if flexible else _header_v1
+    frame = header(api_key, version, 7, "mkinterop-raw") + body
     with socket.create_connection((host, int(port)), timeout=30) as s:
         s.sendall(struct.pack(">i", len(frame)) + frame)
         size = struct.unpack(">i", _recv(s, 4))[0]
@@ -113,3 +124,46 @@ def commit_with_epoch(bootstrap: str, group: str, member: str, epoch: int, topic
     if len(codes) != 1:
         raise ValueError(f"expected one partition's answer, got {codes}")
     return codes[0]
+
+
+def _str(s: str) -> bytes:
+    raw = s.encode()
+    return struct.pack(">h", len(raw)) + raw
+
+
+def fetched_batch_codecs(bootstrap: str, topic: str, partition: int = 0, offset: int = 0) -> list[int]:
+    """The codec (attributes bits 0-2: 0 none, 1 gzip, 2 snappy, 3 lz4, 4
+    zstd) of every complete record batch one Fetch v4 of `topic`'s
+    `partition` from `offset` returns (up to 8 MiB)."""
+    max_bytes = 8 << 20
+    body = struct.pack(">iiiib", -1, 1000, 1, max_bytes, 0)
+    body += struct.pack(">i", 1) + _str(topic) + struct.pack(">i", 1)
+    body += struct.pack(">iqi", partition, offset, max_bytes)
+    r = _Reader(_call(bootstrap, FETCH, 4, body, flexible=False))
+    r.take(4)  # throttle_time_ms
+    (topics,) = struct.unpack(">i", r.take(4))
+    codecs: list[int] = []
+    for _ in range(topics):
+        (name_len,) = struct.unpack(">h", r.take(2))
+        r.take(name_len)
+        (partitions,) = struct.unpack(">i", r.take(4))
+        for _ in range(partitions):
+            _, code, _, _ = struct.unpack(">ihqq", r.take(22))
+            if code != 0:
+                raise ValueError(f"fetch answered error {code}")
+            (aborted,) = struct.unpack(">i", r.take(4))
+            r.take(16 * max(aborted, 0))
+            (size,) = struct.unpack(">i", r.take(4))
+            records = r.take(max(size, 0))
+            pos = 0
+            # Each batch: baseOffset i64, batchLength i32, epoch i32,
+            # magic i8, crc u32, attributes i16; a partial last batch is
+            # left out, as clients leave it.
+            while pos + 23 <= len(records):
+                (length,) = struct.unpack(">i", records[pos + 8 : pos + 12])
+                if pos + 12 + length > len(records):
+                    break
+                (attributes,) = struct.unpack(">h", records[pos + 21 : pos + 23])
+                codecs.append(attributes & 0x07)
+                pos += 12 + length
+    return codecs

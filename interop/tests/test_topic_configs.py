@@ -1,8 +1,9 @@
 """Topic and broker configs through confluent-kafka's AdminClient, Producer
 and Consumer: topics created with ordinary Kafka configs, described with
 their sources, altered with APPEND/SUBTRACT, bad values refused with
-INVALID_CONFIG, max.message.bytes refusing a large batch, and
-LogAppendTime timestamps as consumers see them.
+INVALID_CONFIG, max.message.bytes refusing a large batch,
+LogAppendTime timestamps as consumers see them, and compression.type
+recompressing what producers send.
 """
 
 from __future__ import annotations
@@ -10,7 +11,10 @@ from __future__ import annotations
 import time
 
 import pytest
-from conftest import unique_topic
+from conftest import compressible, unique_topic
+from mkinterop.checks import check_in_order
+from mkinterop.drivers import DRIVERS
+from mkinterop.raw_kafka import fetched_batch_codecs
 
 pytest.importorskip("confluent_kafka")
 
@@ -148,3 +152,25 @@ def test_log_append_time_is_what_consumers_see(broker):
         assert before - 1_000 <= ts <= after + 1_000, (before, ts, after)
     finally:
         consumer.close()
+
+
+CODEC_IDS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
+
+@pytest.mark.parametrize("topic_codec,sent_as", [("zstd", "none"), ("uncompressed", "gzip"), ("lz4", "snappy")])
+def test_a_topics_compression_type_recompresses_what_producers_send(broker, topic_codec, sent_as):
+    """A topic with compression.type set stores and serves every batch in
+    its codec, whatever the producer chose, as Kafka does: confluent-kafka
+    produces with another codec (or none), a raw Fetch shows the codec of
+    each batch served, and confluent-kafka and kafka-python read every
+    record back."""
+    t = unique_topic("recompress", topic_codec)
+    create(broker, t, {"compression.type": topic_codec})
+    sent = compressible(f"rc-{topic_codec}", 300)
+    acks = DRIVERS["confluent-kafka"].produce(broker.bootstrap, t, sent, compression=sent_as)
+    assert [a.offset for a in acks] == list(range(len(sent)))
+    codecs = fetched_batch_codecs(broker.bootstrap, t)
+    assert codecs, "the fetch returned batches"
+    assert set(codecs) == {CODEC_IDS[topic_codec]}, codecs
+    for reader in ("confluent-kafka", "kafka-python"):
+        check_in_order(sent, DRIVERS[reader].read_all(broker.bootstrap, t))

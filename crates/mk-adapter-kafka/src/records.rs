@@ -8,8 +8,9 @@
 //! block as an MKB1 version 2 frame with the offsets the leader assigns
 //! (which Kafka's CRC does not cover). On fetch a stored block goes out
 //! behind a header built from the stored fields; batches the broker built
-//! itself (JSON-TCP produce, transaction markers, compaction survivors)
-//! are encoded as uncompressed v2 batches with their own offsets, so a
+//! itself (JSON-TCP produce, transaction markers, survivors of compacted
+//! version 1 batches) are encoded as uncompressed v2 batches with their
+//! own offsets, so a
 //! consumer's position always moves past what it must not see (markers,
 //! aborted data, compaction gaps): clients continue after the last offset
 //! of the last batch they received.

@@ -495,6 +495,30 @@ impl TopicConfig {
             .unwrap_or_default()
     }
 
+    /// What the broker compresses this topic's batches with
+    /// (`compression.type`, with `compression.gzip.level` or
+    /// `compression.zstd.level`), or `None` for `producer`: batches are then
+    /// kept in whatever codec their producer chose. `uncompressed` is
+    /// `Codec::None`. `compression.lz4.level` has no effect: lz4 is
+    /// compressed in LZ4's one fast mode.
+    pub fn compression(&self, broker: &BrokerDefaults) -> Option<mk_log::block::Compression> {
+        use mk_log::block::{Codec, Compression};
+        let (codec, level_key) = match self.effective_str("compression.type", broker).as_str() {
+            "uncompressed" => (Codec::None, None),
+            "gzip" => (Codec::Gzip, Some("compression.gzip.level")),
+            "snappy" => (Codec::Snappy, None),
+            "lz4" => (Codec::Lz4, None),
+            "zstd" => (Codec::Zstd, Some("compression.zstd.level")),
+            _ => return None,
+        };
+        // Kafka's -1 is gzip's default level; the catalog bounds the rest.
+        let level = level_key
+            .map(|k| self.effective_i64(k, broker))
+            .filter(|l| *l != -1)
+            .and_then(|l| i32::try_from(l).ok());
+        Some(Compression { codec, level })
+    }
+
     /// Every config as Kafka's DescribeConfigs reports it, in catalog
     /// order, with the chain of layers that have a value (synonyms).
     pub fn described(
@@ -795,6 +819,38 @@ mod tests {
         );
         assert_eq!(kafka_limit(-1), None);
         assert_eq!(kafka_limit(5), Some(5));
+    }
+
+    #[test]
+    fn compression_type_names_the_codec_and_its_level_producer_none() {
+        use mk_log::block::{Codec, Compression};
+        let broker = BrokerDefaults::default();
+        let mut c = TopicConfig::default();
+        assert_eq!(c.compression(&broker), None, "producer is Kafka's default");
+        c.set("compression.type", "gzip").unwrap();
+        assert_eq!(c.compression(&broker), Some(Compression::of(Codec::Gzip)));
+        c.set("compression.gzip.level", "9").unwrap();
+        assert_eq!(c.compression(&broker).unwrap().level, Some(9));
+        c.set("compression.type", "zstd").unwrap();
+        assert_eq!(
+            c.compression(&broker),
+            Some(Compression {
+                codec: Codec::Zstd,
+                level: Some(3)
+            })
+        );
+        c.set("compression.type", "uncompressed").unwrap();
+        assert_eq!(c.compression(&broker), Some(Compression::of(Codec::None)));
+        let mut broker = BrokerDefaults::default();
+        broker
+            .dynamic_default
+            .insert("compression.type".into(), "lz4".into());
+        let inherits = TopicConfig::default();
+        assert_eq!(
+            inherits.compression(&broker),
+            Some(Compression::of(Codec::Lz4)),
+            "the broker's compression.type"
+        );
     }
 
     #[test]

@@ -268,7 +268,11 @@ impl DataPath<'_> {
     /// batch; a CreateTime topic refuses timestamps outside
     /// `message.timestamp.before.max.ms` / `after.max.ms` of now
     /// (INVALID_TIMESTAMP; a kept block is judged by its first and max
-    /// timestamps). Markers are the coordinator's and pass.
+    /// timestamps). A topic whose `compression.type` is a codec
+    /// recompresses a producer's block of another codec (mk-log, bounded
+    /// as every decompression), and the recompressed batch must fit
+    /// `max.message.bytes` too, as in Kafka. This runs before the
+    /// partition lock is taken. Markers are the coordinator's and pass.
     fn check_against_topic(self, tp: &TopicPartition, batch: &mut RecordBatch) -> Result<()> {
         if batch.control().is_some() {
             return Ok(());
@@ -277,14 +281,14 @@ impl DataPath<'_> {
         let config = &topic.meta.config;
         let broker = self.cluster.broker_defaults();
         let max_bytes = config.effective_i64("max.message.bytes", &broker);
-        let size = batch.kafka_size_bytes();
-        if i64::try_from(size).unwrap_or(i64::MAX) > max_bytes {
-            return Err(ClusterError::MessageTooLarge(format!(
-                "a batch of {size} bytes to {tp} is over the topic's max.message.bytes ({max_bytes})"
-            )));
-        }
+        check_batch_size(tp, batch, max_bytes)?;
         if config.cleanup_policy.compacts() {
             mk_log::validator::check_keys_for_compaction(batch, tp)?;
+        }
+        if let Some(to) = config.compression(&broker)
+            && batch.recompress(to, mk_log::codec::MAX_UNCOMPRESSED_READ_BYTES)?
+        {
+            check_batch_size(tp, batch, max_bytes)?;
         }
         let now = self.cluster.clock.now_ms();
         if config.effective_str("message.timestamp.type", &broker) == "LogAppendTime" {
@@ -1209,4 +1213,16 @@ fn epoch_of(set: &mk_replication::PartitionReplicaSet, offset: i64) -> i32 {
                 .map(|e| e.epoch)
         })
         .unwrap_or_else(|| set.leader_epoch())
+}
+
+/// MESSAGE_TOO_LARGE for a batch over the topic's `max.message.bytes`, as
+/// Kafka measures it (`RecordBatch::kafka_size_bytes`).
+fn check_batch_size(tp: &TopicPartition, batch: &RecordBatch, max_bytes: i64) -> Result<()> {
+    let size = batch.kafka_size_bytes();
+    if i64::try_from(size).unwrap_or(i64::MAX) > max_bytes {
+        return Err(ClusterError::MessageTooLarge(format!(
+            "a batch of {size} bytes to {tp} is over the topic's max.message.bytes ({max_bytes})"
+        )));
+    }
+    Ok(())
 }

@@ -121,9 +121,11 @@ pub const TOPIC_CONFIGS: [TopicConfigDef; 35] = [
         T::String,
         "producer",
         V::OneOf(&["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"]),
-        Stored,
+        Enforced,
         Some("compression.type"),
-        "The codec batches are kept in. mk keeps every batch as the producer compressed it (no recompression), whatever the value.",
+        "The codec batches are kept in: producer keeps each batch as its producer compressed it; \
+         uncompressed, gzip, snappy, lz4 or zstd make the broker recompress a produced batch of \
+         another codec.",
     ),
     def(
         "compression.gzip.level",
@@ -134,7 +136,7 @@ pub const TOPIC_CONFIGS: [TopicConfigDef; 35] = [
             max: 9,
             or: Some(-1),
         },
-        Stored,
+        Enforced,
         Some("compression.gzip.level"),
         "Level used when the broker compresses with gzip.",
     ),
@@ -149,7 +151,8 @@ pub const TOPIC_CONFIGS: [TopicConfigDef; 35] = [
         },
         Stored,
         Some("compression.lz4.level"),
-        "Level used when the broker compresses with lz4.",
+        "Level used when the broker compresses with lz4. mk compresses lz4 in its one fast \
+         mode, whatever the value.",
     ),
     def(
         "compression.zstd.level",
@@ -160,7 +163,7 @@ pub const TOPIC_CONFIGS: [TopicConfigDef; 35] = [
             max: 22,
             or: None,
         },
-        Stored,
+        Enforced,
         Some("compression.zstd.level"),
         "Level used when the broker compresses with zstd.",
     ),

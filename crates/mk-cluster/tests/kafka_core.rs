@@ -1259,3 +1259,112 @@ async fn topic_configs_refuse_large_batches_and_bad_timestamps_and_stamp_log_app
     assert_eq!(fetched.records[0].timestamp_ms, now, "decoded records too");
     c.lifecycle().close().await.unwrap();
 }
+
+/// A producer's block of `records` compressed with `codec`.
+fn produced_block(records: &[Record], codec: block::Codec) -> block::BlockBatch {
+    let deltas: Vec<i32> = (0..i32::try_from(records.len()).unwrap()).collect();
+    let first = records[0].timestamp_ms;
+    let body = mk_log::block_records::encode_records(records, &deltas, first);
+    block::BlockBatch::new(block::BlockParts {
+        base_offset: 0,
+        leader_epoch: 0,
+        producer: ProducerInfo::NONE,
+        transactional_id: None,
+        control: None,
+        last_offset_delta: deltas.len() as i32 - 1,
+        record_count: records.len() as u32,
+        codec,
+        timestamp_type: block::TimestampType::CreateTime,
+        first_timestamp: first,
+        max_timestamp: records.iter().map(|r| r.timestamp_ms).max().unwrap(),
+        block: mk_log::block_records::compress(block::Compression::of(codec), &body).unwrap(),
+    })
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_topics_compression_type_recompresses_produced_batches_of_another_codec() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_000);
+    let c = open(dir.path(), &clock);
+    let records: Vec<Record> = (0..50)
+        .map(|i| {
+            Record::new(
+                Some(b(&format!("k{i}"))),
+                Some(b(&"v".repeat(100))),
+                900 + i,
+            )
+        })
+        .collect();
+    let mut stored = Vec::new();
+    for (topic, setting, sent) in [
+        ("as-produced", None, block::Codec::Lz4),
+        ("to-zstd", Some("zstd"), block::Codec::None),
+        ("to-gzip", Some("gzip"), block::Codec::Snappy),
+        ("to-none", Some("uncompressed"), block::Codec::Gzip),
+    ] {
+        c.topics().create(topic, 1, 1).unwrap();
+        if let Some(v) = setting {
+            let set = ConfigChange::Set {
+                key: "compression.type".into(),
+                value: v.into(),
+            };
+            c.topics().alter_config(topic, &[set], false).unwrap();
+        }
+        let p = tp(topic, 0);
+        let produced = produced_block(&records, sent);
+        c.data()
+            .append_batch(
+                &p,
+                RecordBatch::from_block(produced.clone()).unwrap(),
+                AckMode::One,
+            )
+            .await
+            .unwrap();
+        let got = c
+            .data()
+            .fetch_batches(&fetch_one(&p, 0, 1 << 20, Isolation::ReadUncommitted))
+            .await
+            .unwrap();
+        let FetchedBatch::Block(kept) = &got[0].batches[0] else {
+            panic!("a kept block: {:?}", got[0].batches[0]);
+        };
+        let decoded = kept.records(1 << 20).unwrap();
+        assert_eq!(decoded.records(), &records[..], "{topic}");
+        assert_eq!(kept.max_timestamp(), 949, "{topic}");
+        if setting.is_none() {
+            assert_eq!(kept.block(), produced.block(), "producer: byte for byte");
+        }
+        stored.push(kept.codec());
+    }
+    let want = [
+        block::Codec::Lz4,
+        block::Codec::Zstd,
+        block::Codec::Gzip,
+        block::Codec::None,
+    ];
+    assert_eq!(stored, want);
+
+    // The batch as stored must fit max.message.bytes: compressed it does,
+    // recompressed to nothing it does not (Kafka checks both).
+    let set = |k: &str, v: &str| ConfigChange::Set {
+        key: k.into(),
+        value: v.into(),
+    };
+    c.topics()
+        .alter_config("to-none", &[set("max.message.bytes", "2000")], false)
+        .unwrap();
+    let small = produced_block(&records, block::Codec::Zstd);
+    assert!(small.block().len() + 61 < 2000);
+    let e = c
+        .data()
+        .append_batch(
+            &tp("to-none", 0),
+            RecordBatch::from_block(small).unwrap(),
+            AckMode::One,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::MessageTooLarge, "{e}");
+    c.lifecycle().close().await.unwrap();
+}

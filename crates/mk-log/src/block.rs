@@ -21,6 +21,7 @@ use crate::codec::{
     FRAME_HEADER_BYTES, MAGIC, PAYLOAD_HEADER_BYTES, checked_payload, corrupt, read_common_header,
     truncated, utf8,
 };
+use crate::crc;
 use crate::error::{LogError, Result};
 use crate::record::{ControlType, ProducerInfo};
 use bytes::Bytes;
@@ -76,6 +77,24 @@ impl Codec {
             4 => Codec::Zstd,
             _ => return None,
         })
+    }
+}
+
+/// What the broker compresses a block with when it builds or recompresses
+/// one: a codec and its level (`None`: the codec's default, Kafka's `-1`
+/// or unset level). gzip takes levels 1-9 and zstd Kafka's range; snappy
+/// and lz4 have one level here (lz4 is LZ4's fast mode, whatever Kafka's
+/// `compression.lz4.level` says).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Compression {
+    pub codec: Codec,
+    pub level: Option<i32>,
+}
+
+impl Compression {
+    /// `codec` at its default level.
+    pub fn of(codec: Codec) -> Compression {
+        Compression { codec, level: None }
     }
 }
 
@@ -183,13 +202,43 @@ impl BlockBatch {
         Ok(batch)
     }
 
+    /// The fields this batch was built from (offsets as assigned so far),
+    /// for building a batch like it around another block.
+    pub fn to_parts(&self) -> BlockParts {
+        let h = &self.header;
+        BlockParts {
+            base_offset: h.base_offset,
+            leader_epoch: h.leader_epoch,
+            producer: h.producer,
+            transactional_id: self.transactional_id.clone(),
+            control: h.control,
+            last_offset_delta: h.last_offset_delta,
+            record_count: h.record_count,
+            codec: self.codec(),
+            timestamp_type: self.timestamp_type(),
+            first_timestamp: self.first_timestamp,
+            max_timestamp: self.max_timestamp,
+            block: self.block.clone(),
+        }
+    }
+
+    /// The same batch with its records compressed by `to` instead (a
+    /// topic's `compression.type`, as Kafka's validator recompresses):
+    /// decompressed within `limit` bytes and compressed again; every
+    /// other field stays, Kafka's CRC is computed for the new block. A
+    /// batch already in `to`'s codec is returned as it is.
+    pub fn recompressed(&self, to: Compression, limit: usize) -> Result<BlockBatch> {
+        crate::block_records::recompress(self, to, limit)
+    }
+
     /// Sets the max timestamp of a CreateTime batch to the one its records
     /// carry when the producer's header said otherwise (Kafka corrects it
     /// the same way); Kafka's CRC is recomputed, only if it changed.
     pub fn set_max_timestamp(&mut self, max_timestamp: i64) {
         if self.max_timestamp != max_timestamp {
+            let block_crc = self.large_block_crc();
             self.max_timestamp = max_timestamp;
-            self.kafka_crc = self.compute_kafka_crc();
+            self.refresh_kafka_crc(block_crc);
         }
     }
 
@@ -207,9 +256,10 @@ impl BlockBatch {
     /// Stamps a LogAppendTime topic's append time: the max timestamp and the
     /// timestamp-type attribute change, and Kafka's CRC is recomputed once.
     pub fn set_log_append_time(&mut self, now_ms: i64) {
+        let block_crc = self.large_block_crc();
         self.attributes |= ATTR_LOG_APPEND_TIME;
         self.max_timestamp = now_ms;
-        self.kafka_crc = self.compute_kafka_crc();
+        self.refresh_kafka_crc(block_crc);
     }
 
     /// The fields every version shares (offsets, producer, markers).
@@ -301,9 +351,16 @@ impl BlockBatch {
         out.extend_from_slice(&self.max_timestamp.to_be_bytes());
         out.extend_from_slice(&self.kafka_crc.to_be_bytes());
         out.extend_from_slice(txn_id);
+        // The frame CRC covers the header just written and the block; the
+        // block's part follows from Kafka's CRC when the block is large, so
+        // appending a produced batch reads its bytes only to copy them.
+        let head = crc32c::crc32c(&out[start + FRAME_HEADER_BYTES..]);
         out.extend_from_slice(&self.block);
         debug_assert_eq!(out.len() - start, total);
-        let crc = crc32c::crc32c(&out[start + FRAME_HEADER_BYTES..]);
+        let crc = match self.large_block_crc() {
+            Some(block_crc) => crc::combine(head, block_crc, self.block.len()),
+            None => crc32c::crc32c_append(head, &self.block),
+        };
         out[start + 8..start + 12].copy_from_slice(&crc.to_be_bytes());
         Ok(())
     }
@@ -353,6 +410,34 @@ impl BlockBatch {
 
     fn compute_kafka_crc(&self) -> u32 {
         crc32c::crc32c_append(crc32c::crc32c(&self.kafka_crc_fields()), &self.block)
+    }
+
+    /// The CRC-32C of a large block, from Kafka's CRC (which always
+    /// matches the fields and the block) without reading the block; `None`
+    /// for a small block, which is cheaper to read again.
+    fn large_block_crc(&self) -> Option<u32> {
+        let len = self.block.len();
+        (len >= crc::COMBINE_MIN_BYTES).then(|| {
+            crc::suffix(
+                self.kafka_crc,
+                crc32c::crc32c(&self.kafka_crc_fields()),
+                len,
+            )
+        })
+    }
+
+    /// Recomputes Kafka's CRC after a header field changed, from the
+    /// block's CRC taken before the change when the block is large.
+    fn refresh_kafka_crc(&mut self, block_crc: Option<u32>) {
+        self.kafka_crc = match block_crc {
+            Some(b) => crc::combine(
+                crc32c::crc32c(&self.kafka_crc_fields()),
+                b,
+                self.block.len(),
+            ),
+            None => self.compute_kafka_crc(),
+        };
+        debug_assert_eq!(self.kafka_crc, self.compute_kafka_crc());
     }
 
     /// The rules of docs/mkb1.md beyond the common header's, as a message.
@@ -597,6 +682,35 @@ mod tests {
         assert_eq!(decode(&batch.encode().unwrap(), MAX).unwrap(), batch);
         let err = batch.assign(-1, 0).unwrap_err();
         assert_eq!(err.code(), ErrorCode::InvalidRecord);
+    }
+
+    #[test]
+    fn a_large_blocks_crcs_follow_from_kafkas_without_reading_it_again() {
+        let mut x = 7u32;
+        let block: Vec<u8> = (0..100_000)
+            .map(|_| {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                x.to_be_bytes()[1]
+            })
+            .collect();
+        let mut p = parts();
+        p.block = Bytes::from(block);
+        let sent = BlockBatch::new(p).unwrap();
+        let mut batch = BlockBatch::with_verified_crc(sent.to_parts(), sent.kafka_crc()).unwrap();
+        batch.set_max_timestamp(1_700_000_000_009);
+        batch.assign(9_000, 3).unwrap();
+        let frame = batch.encode().unwrap();
+        let payload = &frame[FRAME_HEADER_BYTES..];
+        assert_eq!(&frame[8..12], &crc32c::crc32c(payload).to_be_bytes());
+        assert_eq!(
+            decode(&frame, MAX).unwrap(),
+            batch,
+            "Kafka's CRC checks out"
+        );
+        batch.set_log_append_time(1_800_000_000_000);
+        let frame = batch.encode().unwrap();
+        assert_eq!(decode(&frame, MAX).unwrap(), batch);
+        assert_ne!(batch.kafka_crc(), sent.kafka_crc());
     }
 
     #[test]

@@ -2,10 +2,13 @@
 //! encoding, decompressed within a bound by the block's codec (gzip, snappy
 //! raw or xerial-framed, LZ4 frames, zstd), decoded into the core's
 //! `RecordBatch` where an answer needs records (compaction, replay, the
-//! JSON protocol). Fetch and replication never come here: they move the
-//! block as stored.
+//! JSON protocol). The broker compresses here too: a topic whose
+//! `compression.type` is a codec recompresses produced blocks of another
+//! codec, and compaction encodes the records it keeps of a block as a new
+//! block in the block's codec (as Kafka's cleaner does). Fetch and
+//! replication never come here: they move the block as stored.
 
-use crate::block::{BlockBatch, Codec, TimestampType};
+use crate::block::{BlockBatch, BlockParts, Codec, Compression, TimestampType};
 use crate::codec::{corrupt, truncated, utf8};
 use crate::error::Result;
 use crate::record::{Header, Record, RecordBatch};
@@ -15,6 +18,9 @@ use std::io::Read;
 
 /// The xerial snappy-java stream header ("\x82SNAPPY\0").
 const XERIAL_MAGIC: [u8; 8] = [0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0];
+/// The uncompressed size of one xerial block the broker writes (snappy-java's
+/// default, which Kafka's producer uses).
+const XERIAL_BLOCK_BYTES: usize = 32 * 1024;
 /// The zstd window a block may ask for (16 MiB): larger windows would let a
 /// tiny frame make the decoder allocate a large buffer.
 const ZSTD_WINDOW_LOG_MAX: u32 = 24;
@@ -37,6 +43,154 @@ pub fn decompress(codec: Codec, data: &Bytes, limit: usize) -> Result<Bytes> {
             read_bounded(codec, d, limit)
         }
         Codec::Snappy => snappy(data, limit),
+    }
+}
+
+/// Compresses a records section with `to`, framed as Kafka's own clients
+/// frame it: a gzip member, xerial-framed snappy, an LZ4 frame of
+/// independent 64 KiB blocks, a zstd frame.
+pub fn compress(to: Compression, data: &[u8]) -> Result<Bytes> {
+    use std::io::Write;
+    let codec = to.codec;
+    let fail = |e: std::io::Error| {
+        crate::LogError::InvalidRecord(format!("cannot {codec:?}-compress records: {e}"))
+    };
+    let out = match codec {
+        Codec::None => data.to_vec(),
+        Codec::Gzip => {
+            let level = to
+                .level
+                .and_then(|l| u32::try_from(l).ok())
+                .map_or_else(flate2::Compression::default, |l| {
+                    flate2::Compression::new(l.min(9))
+                });
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), level);
+            e.write_all(data).map_err(fail)?;
+            e.finish().map_err(fail)?
+        }
+        Codec::Snappy => xerial_snappy(data)?,
+        Codec::Lz4 => {
+            let mut e = lz4_flex::frame::FrameEncoder::new(Vec::new());
+            e.write_all(data).map_err(fail)?;
+            e.finish().map_err(|e| fail(std::io::Error::other(e)))?
+        }
+        Codec::Zstd => zstd::bulk::compress(data, to.level.unwrap_or(3)).map_err(fail)?,
+    };
+    Ok(Bytes::from(out))
+}
+
+/// snappy-java's stream format, which Kafka's producer writes: the xerial
+/// header (magic, version 1, compatible version 1), then blocks of
+/// (length i32, raw snappy) of at most 32 KiB uncompressed each.
+fn xerial_snappy(data: &[u8]) -> Result<Vec<u8>> {
+    let mut out = XERIAL_MAGIC.to_vec();
+    out.extend_from_slice(&1i32.to_be_bytes());
+    out.extend_from_slice(&1i32.to_be_bytes());
+    let mut encoder = snap::raw::Encoder::new();
+    let mut scratch = Vec::new();
+    for chunk in data.chunks(XERIAL_BLOCK_BYTES) {
+        scratch.resize(snap::raw::max_compress_len(chunk.len()), 0);
+        let n = encoder
+            .compress(chunk, &mut scratch)
+            .map_err(|e| crate::LogError::InvalidRecord(format!("cannot snappy-compress: {e}")))?;
+        // A block of at most 32 KiB compresses to far less than 2 GiB.
+        let len = i32::try_from(n).unwrap_or(i32::MAX);
+        out.extend_from_slice(&len.to_be_bytes());
+        out.extend_from_slice(&scratch[..n]);
+    }
+    Ok(out)
+}
+
+/// `batch` with its records section compressed by `to` (see
+/// [`BlockBatch::recompressed`]): the records are the same bytes, only
+/// their compression changes.
+pub(crate) fn recompress(batch: &BlockBatch, to: Compression, limit: usize) -> Result<BlockBatch> {
+    if batch.codec() == to.codec {
+        return Ok(batch.clone());
+    }
+    let body = decompress(batch.codec(), batch.block(), limit)?;
+    let block = compress(to, &body)?;
+    BlockBatch::new(BlockParts {
+        codec: to.codec,
+        block,
+        ..batch.to_parts()
+    })
+}
+
+/// The block batch of the records compaction kept of `original`'s:
+/// `kept` (assigned, its records a subset of `original`'s, offsets and
+/// deltas as they were) encoded as Kafka's records section and compressed
+/// with `original`'s codec, as Kafka's cleaner rebuilds a batch. Offsets,
+/// epoch, producer, transactional id and timestamp type stay; the base
+/// timestamp becomes the first kept record's, and a CreateTime batch's max
+/// timestamp the greatest kept one (a LogAppendTime batch keeps its
+/// append time).
+pub(crate) fn rebuild(original: &BlockBatch, kept: &RecordBatch) -> Result<BlockBatch> {
+    let first = kept
+        .records()
+        .first()
+        .map_or(original.first_timestamp(), |r| r.timestamp_ms);
+    let max_timestamp = match original.timestamp_type() {
+        TimestampType::LogAppendTime => original.max_timestamp(),
+        TimestampType::CreateTime => kept.max_timestamp_ms(),
+    };
+    let body = encode_records(kept.records(), kept.offset_deltas(), first);
+    let block = compress(Compression::of(original.codec()), &body)?;
+    let record_count = u32::try_from(kept.records().len())
+        .map_err(|_| crate::LogError::InvalidRecord("too many records for a batch".into()))?;
+    BlockBatch::new(BlockParts {
+        record_count,
+        first_timestamp: first,
+        max_timestamp,
+        block,
+        ..original.to_parts()
+    })
+}
+
+/// Kafka's records section (uncompressed) for `records` with their offset
+/// `deltas`, timestamps as deltas from `first_timestamp`.
+pub fn encode_records(records: &[Record], deltas: &[i32], first_timestamp: i64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(records.iter().map(|r| r.payload_bytes() + 16).sum());
+    let mut body = Vec::new();
+    for (r, delta) in records.iter().zip(deltas) {
+        body.clear();
+        body.push(0); // record attributes: unused by Kafka
+        put_varlong(&mut body, r.timestamp_ms.wrapping_sub(first_timestamp));
+        put_varlong(&mut body, i64::from(*delta));
+        put_varint_bytes(&mut body, r.key.as_deref());
+        put_varint_bytes(&mut body, r.value.as_deref());
+        put_varlong(&mut body, r.headers.len() as i64);
+        for h in &r.headers {
+            put_varint_bytes(&mut body, Some(h.key.as_bytes()));
+            put_varint_bytes(&mut body, h.value.as_deref());
+        }
+        put_varlong(&mut out, body.len() as i64);
+        out.extend_from_slice(&body);
+    }
+    out
+}
+
+/// A zigzag varint (Kafka's `varint`/`varlong` share the encoding).
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "each byte takes the low seven bits on purpose"
+)]
+fn put_varlong(out: &mut Vec<u8>, n: i64) {
+    let mut u = ((n << 1) ^ (n >> 63)) as u64;
+    while u >= 0x80 {
+        out.push((u & 0x7f) as u8 | 0x80);
+        u >>= 7;
+    }
+    out.push(u as u8);
+}
+
+fn put_varint_bytes(out: &mut Vec<u8>, b: Option<&[u8]>) {
+    match b {
+        None => put_varlong(out, -1),
+        Some(b) => {
+            put_varlong(out, b.len() as i64);
+            out.extend_from_slice(b);
+        }
     }
 }
 
@@ -253,6 +407,144 @@ mod tests {
             let err = decompress(codec, &Bytes::from(data), 4096).unwrap_err();
             assert_eq!(err.code(), ErrorCode::CorruptBatch, "{codec:?}");
             assert!(err.to_string().contains("more than 4096"), "{err}");
+        }
+    }
+
+    const CODECS: [Codec; 5] = [
+        Codec::None,
+        Codec::Gzip,
+        Codec::Snappy,
+        Codec::Lz4,
+        Codec::Zstd,
+    ];
+    const LIMIT: usize = 1 << 20;
+
+    fn sample() -> Vec<Record> {
+        (0..40)
+            .map(|i| {
+                let key = (i % 4 != 0).then(|| Bytes::from(format!("key-{}", i % 7)));
+                let value = (i % 9 != 8).then(|| Bytes::from(format!("{{\"n\":{i}}}").repeat(i)));
+                Record::new(key, value, 1_000 + i as i64 * 3)
+                    .with_headers(vec![Header::new("h", Some(Bytes::from(i.to_string())))])
+            })
+            .collect()
+    }
+
+    fn produced(records: &[Record], codec: Codec) -> BlockBatch {
+        let deltas: Vec<i32> = (0..records.len() as i32).collect();
+        let body = encode_records(records, &deltas, records[0].timestamp_ms);
+        BlockBatch::new(BlockParts {
+            base_offset: 500,
+            leader_epoch: 2,
+            producer: crate::ProducerInfo {
+                producer_id: 9,
+                producer_epoch: 1,
+                base_sequence: 30,
+            },
+            transactional_id: None,
+            control: None,
+            last_offset_delta: deltas.len() as i32 - 1,
+            record_count: records.len() as u32,
+            codec,
+            timestamp_type: TimestampType::CreateTime,
+            first_timestamp: records[0].timestamp_ms,
+            max_timestamp: records.iter().map(|r| r.timestamp_ms).max().unwrap(),
+            block: compress(Compression::of(codec), &body).unwrap(),
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn every_codec_recompresses_to_every_codec_keeping_records_and_fields() {
+        let records = sample();
+        for from in CODECS {
+            let batch = produced(&records, from);
+            assert_eq!(
+                batch.records(LIMIT).unwrap().records(),
+                &records[..],
+                "{from:?}"
+            );
+            for to in CODECS {
+                let again = batch.recompressed(Compression::of(to), LIMIT).unwrap();
+                assert_eq!(again.codec(), to, "{from:?} -> {to:?}");
+                if from == to {
+                    assert_eq!(again, batch, "the same codec passes the batch through");
+                    continue;
+                }
+                assert_ne!(again.block(), batch.block(), "{from:?} -> {to:?}");
+                assert_eq!(again.header(), batch.header(), "{from:?} -> {to:?}");
+                assert_eq!(again.max_timestamp(), batch.max_timestamp());
+                // Kafka's CRC covers the new block: a stored frame decodes.
+                let frame = again.encode().unwrap();
+                let back = crate::block::decode(&frame, LIMIT as u32).unwrap();
+                assert_eq!(back.records(LIMIT).unwrap().records(), &records[..]);
+            }
+        }
+    }
+
+    #[test]
+    fn recompression_stays_within_the_decompression_bound() {
+        let batch = produced(&sample(), Codec::Zstd);
+        let err = batch
+            .recompressed(Compression::of(Codec::Gzip), 100)
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::CorruptBatch);
+    }
+
+    #[test]
+    fn levels_change_the_bytes_not_the_records() {
+        let records = sample();
+        let body = encode_records(&records, &(0..40).collect::<Vec<_>>(), 1_000);
+        for codec in [Codec::Gzip, Codec::Zstd] {
+            let fast = compress(
+                Compression {
+                    codec,
+                    level: Some(1),
+                },
+                &body,
+            )
+            .unwrap();
+            let best = compress(
+                Compression {
+                    codec,
+                    level: Some(9),
+                },
+                &body,
+            )
+            .unwrap();
+            assert_ne!(fast, best, "{codec:?}");
+            for c in [fast, best] {
+                assert_eq!(decompress(codec, &c, LIMIT).unwrap(), &body[..]);
+            }
+        }
+        // Snappy is written as Kafka's producer writes it: xerial-framed.
+        let snappy = compress(Compression::of(Codec::Snappy), &body).unwrap();
+        assert!(snappy.starts_with(&XERIAL_MAGIC));
+        let big = vec![7u8; 3 * XERIAL_BLOCK_BYTES + 5];
+        let framed = compress(Compression::of(Codec::Snappy), &big).unwrap();
+        assert_eq!(decompress(Codec::Snappy, &framed, LIMIT).unwrap(), &big[..]);
+    }
+
+    #[test]
+    fn a_rebuilt_block_keeps_offsets_producer_and_codec_of_the_original() {
+        let records = sample();
+        for codec in CODECS {
+            let original = produced(&records, codec);
+            let mut kept = original.records(LIMIT).unwrap();
+            kept.retain_records(|offset, _| offset % 3 == 1);
+            let rebuilt = rebuild(&original, &kept).unwrap();
+            assert_eq!(rebuilt.codec(), codec);
+            let h = rebuilt.header();
+            assert_eq!(h.base_offset, 500);
+            assert_eq!(h.last_offset_delta, 39, "the last offset stays");
+            assert_eq!(h.producer, original.header().producer);
+            assert_eq!(h.record_count as usize, kept.records().len());
+            assert_eq!(rebuilt.first_timestamp(), 1_006, "offset 502");
+            let back = crate::block::decode(&rebuilt.encode().unwrap(), LIMIT as u32).unwrap();
+            let decoded = back.records(LIMIT).unwrap();
+            assert_eq!(decoded.records(), kept.records());
+            assert_eq!(decoded.offset_deltas(), kept.offset_deltas());
+            assert_eq!(back.max_timestamp(), kept.max_timestamp_ms());
         }
     }
 

@@ -4,7 +4,13 @@
 //! for every key, only its latest record in the whole log; null-key records
 //! and control batches are kept; tombstones are kept until they are older
 //! than `delete_retention_ms`; records of aborted transactions are dropped
-//! (like Kafka's cleaner). Offsets of kept records never change.
+//! (like Kafka's cleaner). Offsets of kept records never change. A batch
+//! that keeps all its records is copied byte for byte; one that loses some
+//! is rebuilt: a producer's block (version 2) as a new block of the kept
+//! records, compressed with the block's codec, with its base and last
+//! offset, producer id, epoch, base sequence, transactional and timestamp
+//! type attributes kept (what Kafka's cleaner keeps, so a producer's last
+//! sequence survives); a batch the broker encoded (version 1) as version 1.
 //!
 //! The swap is crash-safe at every instant:
 //! 1. cleaned copies `<base>.{log,index,timeindex}.cleaned` are written and
@@ -21,7 +27,7 @@ use crate::log::PartitionLog;
 use crate::segment::{INDEX_EXT, LOG_EXT, Segment, TIME_INDEX_EXT, segment_path, write_file};
 use crate::swap::{EXTS, SWAP_MARKER, cleaned_path, encode_bases, remove_cleaned_files};
 use crate::txn_index::AbortedTxn;
-use crate::{codec, codec::BatchHeader};
+use crate::{block_records, codec, codec::BatchHeader};
 use bytes::Bytes;
 use mk_storage::fsutil;
 use std::collections::HashMap;
@@ -236,6 +242,7 @@ impl PartitionLog {
                 return Ok(());
             }
             let mut batch = b.decode()?;
+            let produced = batch.block().cloned();
             let n = batch.records().len();
             batch.retain_records(|o, r| keep(&b.header, o, r));
             let kept = batch.records().len();
@@ -251,7 +258,13 @@ impl PartitionLog {
                 shadow.note_batch(position, &b.header, b.size() as u64, max_ts, interval);
             } else {
                 buf.clear();
-                codec::encode_into(&batch, &mut buf)?;
+                // A producer's block loses records as Kafka's cleaner
+                // rebuilds one: the kept records in a new version 2 block
+                // of the same codec, offsets, producer and markers kept.
+                match &produced {
+                    Some(p) => block_records::rebuild(p, &batch)?.encode_into(&mut buf)?,
+                    None => codec::encode_into(&batch, &mut buf)?,
+                }
                 out.write_all(&buf).map_err(|e| LogError::io(&path, e))?;
                 let header = b.header.with_record_count(kept as u32);
                 shadow.note_batch(position, &header, buf.len() as u64, max_ts, interval);

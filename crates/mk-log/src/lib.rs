@@ -15,10 +15,15 @@
 //! without decoding a record ([`StoredBatch::block`]), and a follower copies
 //! frames byte for byte. Records are decoded only where an answer needs
 //! them: compaction, the key check of compacted topics, replay, JSON-TCP.
+//! A block is rewritten only as Kafka rewrites one: recompressed for a
+//! topic whose `compression.type` is another codec
+//! ([`block::BlockBatch::recompressed`], before the partition lock), and
+//! rebuilt from the records compaction keeps, in its own codec.
 //!
 //! Version 1 frames, which encode every record in fixed-width fields, stay
 //! readable and are still written where the broker builds the records
-//! itself (JSON-TCP produce, transaction markers, compaction survivors).
+//! itself (JSON-TCP produce, transaction markers, and the survivors of a
+//! compacted version 1 batch).
 //! What version 1 offered and version 2 gives up: a segment whose every
 //! byte the broker wrote, readable record by record in a hex dump, so that
 //! checking a frame's CRC checked its records. A version 2 block is the
@@ -37,6 +42,7 @@ mod checkpoint;
 pub mod codec;
 mod compaction;
 mod config;
+mod crc;
 mod error;
 mod flush;
 pub mod index;

@@ -248,6 +248,24 @@ impl RecordBatch {
         }
     }
 
+    /// Recompresses a batch kept as produced whose codec is not `to`'s (a
+    /// topic's `compression.type`, as Kafka's validator recompresses),
+    /// decompressing within `limit` bytes; returns whether it changed.
+    /// Decoded batches (the broker's own) and markers are left as they are.
+    pub fn recompress(&mut self, to: crate::block::Compression, limit: usize) -> Result<bool> {
+        if !self.is_block_only() {
+            return Ok(false);
+        }
+        match self.block.as_deref() {
+            Some(b) if b.codec() != to.codec => {
+                let recompressed = b.recompressed(to, limit)?;
+                self.block = Some(Box::new(recompressed));
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
     /// Assigns base offset and leader epoch. A batch is assigned once.
     pub fn assign(&mut self, base_offset: i64, leader_epoch: i32) -> Result<()> {
         if let Some(existing) = self.base_offset {
@@ -540,8 +558,8 @@ impl RecordBatch {
             }
         }
         if records.len() != before {
-            // The block holds records that are gone: compaction writes the
-            // survivors as a version 1 frame.
+            // The block holds records that are gone: compaction rebuilds
+            // one from the survivors (`block_records::rebuild`).
             self.block = None;
         }
         self.offset_deltas = deltas;
