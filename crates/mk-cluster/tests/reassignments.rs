@@ -7,6 +7,7 @@ mod common;
 
 use common::*;
 use mk_cluster::*;
+use std::sync::Arc;
 
 async fn produce(c: &BrokerCluster, p: &TopicPartition, values: &[&str]) {
     for v in values {
@@ -228,4 +229,142 @@ async fn a_crash_during_a_move_resumes_it_and_a_crash_after_it_finishes_the_remo
             .get("deleting_replicas")
             .is_none()
     );
+}
+
+#[tokio::test]
+async fn a_crash_before_the_new_replica_was_created_opens_it_empty_and_it_catches_up() {
+    let mut node = Node::new(|c| c.broker_ids = vec![1, 2, 3]);
+    let c = node.c().clone();
+    c.topics().create("t", 1, 1).unwrap();
+    let p0 = tp("t", 0);
+    produce(&c, &p0, &["a", "b"]).await;
+    c.brokers().take_offline(2).unwrap();
+    c.reassignments().alter(&p0, Some(&[1, 2]), true).unwrap();
+    drop(c);
+    // The move was recorded; the crash came before broker 2's directory
+    // was made.
+    let new_dir = replica_dir(&node, 2, &p0);
+    node.crash_and_reopen_with(|| std::fs::remove_dir_all(&new_dir).unwrap());
+    let c = node.c().clone();
+    assert_eq!(c.reassignments().list(None).unwrap()[0].adding, vec![2]);
+    assert!(
+        c.topics()
+            .describe_partition(&p0)
+            .unwrap()
+            .damaged
+            .is_none()
+    );
+    for _ in 0..2 {
+        c.steps().replicate_all_once().unwrap();
+    }
+    assert!(c.reassignments().list(None).unwrap().is_empty());
+    // Epoch 1: after an unclean shutdown the leader takes a new epoch.
+    assert_eq!(placement(&c, &p0), (vec![1, 2], 1, 1));
+    let d = c.topics().describe_partition(&p0).unwrap();
+    assert_eq!(d.log_end_offsets.get(&2), Some(&2));
+}
+
+#[tokio::test]
+async fn deleting_a_topic_in_the_middle_of_a_move_removes_every_replica() {
+    let mut node = Node::new(|c| c.broker_ids = vec![1, 2, 3]);
+    let c = node.c().clone();
+    c.topics().create("t", 1, 1).unwrap();
+    let p0 = tp("t", 0);
+    produce(&c, &p0, &["a"]).await;
+    c.brokers().take_offline(3).unwrap();
+    c.reassignments().alter(&p0, Some(&[3]), true).unwrap();
+    c.topics().delete("t").unwrap();
+    drop(c);
+    for b in [1, 3] {
+        assert!(!replica_dir(&node, b, &p0).exists(), "broker {b}");
+    }
+    // Nothing is left that the next open would refuse as unknown.
+    node.crash_and_reopen();
+    assert!(node.c().topics().list().unwrap().is_empty());
+}
+
+/// One move under a fault at `site` (counted from the request on; `None`:
+/// no fault), then a crash and a clean reopen: the broker opens, the move
+/// ends either undone or done (never half), no directory is left of a
+/// replica outside the set, and every record is there. Returns the write
+/// sites the move passed.
+fn move_under_fault(site: Option<(u64, Fault)>) -> u64 {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_000_000);
+    let faults = Arc::new(FaultInjector::new());
+    let mut config = MiniKafkaConfig::new(dir.path());
+    config.broker_ids = vec![1, 2, 3];
+    let open = || {
+        BrokerCluster::open_with_faults(config.clone(), Arc::new(clock.clone()), faults.clone())
+            .unwrap()
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let p0 = tp("t", 0);
+    let c = open();
+    c.topics().create("t", 1, 2).unwrap();
+    rt.block_on(produce(&c, &p0, &["a", "b", "c"]));
+    c.steps().replicate_all_once().unwrap();
+    let start = faults.sites_passed();
+    if let Some((s, f)) = site {
+        faults.inject_at(start + s, f);
+    }
+    let what = format!("{site:?}");
+    // Under a fault any step may fail (typed); the broker must not lie.
+    let _ = c.reassignments().alter(&p0, Some(&[3, 2]), true);
+    for _ in 0..3 {
+        let _ = c.steps().replicate_all_once();
+    }
+    let used = faults.sites_passed() - start;
+    c.lifecycle().crash();
+    drop(c);
+    faults.clear();
+
+    let c = open();
+    for _ in 0..3 {
+        c.steps().replicate_all_once().unwrap();
+    }
+    let replicas = placement(&c, &p0).0;
+    let pending = c.reassignments().list(None).unwrap();
+    assert!(
+        (replicas == [1, 2] && pending.is_empty())
+            || (replicas == [3, 2] && pending.is_empty())
+            || (replicas == [3, 2, 1] && pending.len() == 1),
+        "{what}: replicas {replicas:?}, pending {pending:?}"
+    );
+    if !pending.is_empty() {
+        // A move left pending by the fault completes now.
+        for _ in 0..3 {
+            c.steps().replicate_all_once().unwrap();
+        }
+        assert_eq!(placement(&c, &p0).0, vec![3, 2], "{what}");
+    }
+    let replicas = placement(&c, &p0).0;
+    for b in [1, 2, 3] {
+        let held = dir
+            .path()
+            .join(format!("broker-{b}"))
+            .join(p0.dir_name())
+            .exists();
+        assert_eq!(
+            held,
+            replicas.contains(&b),
+            "{what}: broker {b}'s directory"
+        );
+    }
+    assert_eq!(read_uncommitted(&c, &p0), vec!["a", "b", "c"], "{what}");
+    c.lifecycle().crash();
+    used
+}
+
+#[test]
+fn a_fault_at_any_write_of_a_move_leaves_it_undone_or_done_after_a_restart() {
+    let sites = move_under_fault(None);
+    assert!(sites > 5, "the move passed {sites} write sites");
+    for s in 0..sites {
+        for f in [Fault::Io, Fault::Torn] {
+            move_under_fault(Some((s, f)));
+        }
+    }
 }
