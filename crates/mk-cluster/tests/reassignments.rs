@@ -368,3 +368,35 @@ fn a_fault_at_any_write_of_a_move_leaves_it_undone_or_done_after_a_restart() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_preferred_election_picks_the_first_replica_of_the_new_assignment() {
+    let node = Node::new(|c| c.broker_ids = vec![1, 2, 3]);
+    let c = node.c();
+    c.topics().create("t", 1, 2).unwrap();
+    let p0 = tp("t", 0);
+    produce(c, &p0, &["a"]).await;
+    c.steps().replicate_all_once().unwrap();
+    // Broker 3 offline keeps the move pending; its target starts with 2.
+    c.brokers().take_offline(3).unwrap();
+    c.reassignments()
+        .alter(&p0, Some(&[2, 1, 3]), true)
+        .unwrap();
+    assert_eq!(placement(c, &p0), (vec![2, 1, 3], 1, 0));
+    let elected = c
+        .brokers()
+        .elect_leader(&p0, ElectionType::Preferred)
+        .unwrap();
+    assert_eq!((elected.leader_id, elected.leader_epoch), (2, 1));
+    c.brokers().bring_online(3).unwrap();
+    for _ in 0..3 {
+        c.steps().replicate_all_once().unwrap();
+    }
+    assert!(c.reassignments().list(None).unwrap().is_empty());
+    assert_eq!(placement(c, &p0), (vec![2, 1, 3], 2, 1));
+    assert!(matches!(
+        c.brokers().elect_leader(&p0, ElectionType::Preferred),
+        Err(ElectionRefusal::NotNeeded)
+    ));
+    assert_eq!(read_uncommitted(c, &p0), vec!["a"]);
+}
