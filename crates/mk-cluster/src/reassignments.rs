@@ -106,10 +106,11 @@ impl Reassignments<'_> {
                 target.len()
             )));
         }
+        let files = slot.hold_files();
         let dropped = self
             .cluster
             .with_slot(&slot, |set| self.begin(&slot, set, target))?;
-        self.remove_dirs(&slot, &dropped);
+        self.remove_dirs(&slot, &dropped, files);
         self.complete_if_ready(&slot)?;
         Ok(())
     }
@@ -153,6 +154,7 @@ impl Reassignments<'_> {
     /// Completes `slot`'s pending move if its adding replicas are in sync
     /// (the replication steps call it after each round).
     pub(crate) fn complete_if_ready(self, slot: &PartitionSlot) -> Result<()> {
+        let files = slot.hold_files();
         let removed =
             self.cluster
                 .with_slot(slot, |set| match set.try_complete_reassignment()? {
@@ -160,7 +162,7 @@ impl Reassignments<'_> {
                     None => Ok(Vec::new()),
                 })?;
         slot.hw_moved.notify_waiters();
-        self.remove_dirs(slot, &removed);
+        self.remove_dirs(slot, &removed, files);
         Ok(())
     }
 
@@ -246,6 +248,7 @@ impl Reassignments<'_> {
     /// Cancels the move in progress of `slot`.
     fn cancel(self, slot: &PartitionSlot) -> std::result::Result<(), ReassignmentRefusal> {
         let tp = &slot.tp;
+        let files = slot.hold_files();
         let removed = self.cluster.with_slot(slot, |set| {
             if set.reassignment().is_none() {
                 return Ok(None);
@@ -259,7 +262,7 @@ impl Reassignments<'_> {
             )));
         };
         slot.hw_moved.notify_waiters();
-        self.remove_dirs(slot, &removed);
+        self.remove_dirs(slot, &removed, files);
         tracing::info!(partition = %tp, "partition reassignment cancelled");
         Ok(())
     }
@@ -296,16 +299,25 @@ impl Reassignments<'_> {
     }
 
     /// Removes the directories of replicas that left, outside the
-    /// partition lock but holding the partition's files (so the flush
-    /// cycle stages nothing into them meanwhile), then drops their record.
-    /// A failure is logged and the record stays: the next open removes
-    /// them.
-    fn remove_dirs(self, slot: &PartitionSlot, removed: &[BrokerId]) {
+    /// partition lock but still holding the partition's files (`files`:
+    /// so the flush cycle stages nothing into them meanwhile), then drops
+    /// their record. A failure is logged and the record stays: the next
+    /// open removes them.
+    ///
+    /// Every change of a move takes the partition's files first, then its
+    /// lock, then the metadata store: the order of the flush cycle (files,
+    /// lock) and of topic deletion (files, metadata), so neither can wait
+    /// on a move that waits on it.
+    fn remove_dirs(
+        self,
+        slot: &PartitionSlot,
+        removed: &[BrokerId],
+        files: std::sync::MutexGuard<'_, ()>,
+    ) {
         if removed.is_empty() {
             return;
         }
         let tp = &slot.tp;
-        let files = slot.hold_files();
         let gone = remove_replica_dirs(&self.cluster.config.data_dir, tp, removed);
         drop(files);
         let forgotten = gone.map_err(ClusterError::from).and_then(|()| {
