@@ -2,6 +2,10 @@
 //! with two brokers and min ISR 2, consume in a group, commit, member
 //! expiry, a new member, promotion, close, reopen — committed offsets and
 //! leadership survive.
+#![allow(
+    clippy::too_many_lines,
+    reason = "a test scenario reads top to bottom as one story; split, its steps would scatter"
+)]
 
 mod common;
 

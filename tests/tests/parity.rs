@@ -11,6 +11,10 @@
 //! <subset of the wire response>}`, `{"request": .., "expect_error": CODE}`
 //! or `{"advance_ms": N}` (moves both manual clocks). Both sides run in lab
 //! mode with the background drivers paused, so every step is explicit.
+#![allow(
+    clippy::too_many_lines,
+    reason = "a test scenario reads top to bottom as one story; split, its steps would scatter"
+)]
 
 use mk_adapter_direct::{DirectAdmin, DirectClient};
 use mk_adapter_jsontcp::json_code;
@@ -58,9 +62,13 @@ fn scenarios() -> Vec<(String, Value)> {
 fn open(dir: &Path, scenario: &Value, clock: &ManualClock) -> Arc<BrokerCluster> {
     let brokers: Vec<i32> = scenario["brokers"]
         .as_array()
-        .map(|a| a.iter().map(|b| b.as_i64().unwrap() as i32).collect())
+        .map(|a| {
+            a.iter()
+                .map(|b| i32::try_from(b.as_i64().unwrap()).unwrap())
+                .collect()
+        })
         .unwrap_or_else(|| vec![1]);
-    let min_isr = scenario["min_insync_replicas"].as_u64().unwrap_or(1) as usize;
+    let min_isr = usize::try_from(scenario["min_insync_replicas"].as_u64().unwrap_or(1)).unwrap();
     let config = MiniKafkaConfig::new(dir)
         .with_brokers(brokers)
         .with_min_insync_replicas(min_isr);

@@ -49,6 +49,7 @@ pub(crate) async fn execute_produces(
         .collect()
 }
 
+#[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
 pub(crate) async fn execute(
     ctx: &DispatchContext<'_>,
     request: Request,

@@ -327,6 +327,7 @@ enum ReadEnd {
     Io(io::Error),
 }
 
+#[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
 async fn read_loop(
     mut rd: OwnedReadHalf,
     q: &Queue<'_>,

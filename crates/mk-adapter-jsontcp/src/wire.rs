@@ -210,18 +210,35 @@ impl<'a> Fields<'a> {
         }
     }
 
+    /// An integer in `[min, max]` as the type the request holds it in; a
+    /// value that does not fit `T` is refused like one out of range.
+    pub fn int_as<T: TryFrom<i64>>(&self, name: &str, min: i64, max: i64) -> Decoded<T> {
+        let v = self.require(name)?;
+        typed_int(v, min, max).map_err(|why| DecodeError(format!("{} {why}", self.path(name))))
+    }
+
+    pub fn opt_int_as<T: TryFrom<i64>>(
+        &self,
+        name: &str,
+        min: i64,
+        max: i64,
+    ) -> Decoded<Option<T>> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(_) => self.int_as(name, min, max).map(Some),
+        }
+    }
+
     pub fn u32(&self, name: &str) -> Decoded<u32> {
-        self.int(name, 0, i64::from(u32::MAX)).map(|n| n as u32)
+        self.int_as(name, 0, i64::from(u32::MAX))
     }
 
     pub fn opt_u32(&self, name: &str) -> Decoded<Option<u32>> {
-        self.opt_int(name, 0, i64::from(u32::MAX))
-            .map(|n| n.map(|n| n as u32))
+        self.opt_int_as(name, 0, i64::from(u32::MAX))
     }
 
     pub fn i32(&self, name: &str) -> Decoded<i32> {
-        self.int(name, i64::from(i32::MIN), i64::from(i32::MAX))
-            .map(|n| n as i32)
+        self.int_as(name, i64::from(i32::MIN), i64::from(i32::MAX))
     }
 
     pub fn i64(&self, name: &str) -> Decoded<i64> {
@@ -315,6 +332,13 @@ impl<'a> Fields<'a> {
 
 /// Checks that `v` is a JSON integer in `[min, max]`; the error completes
 /// the sentence "field X ...".
+/// [`int_value`] converted to `T`: `[min, max]` should lie within `T`, and a
+/// value that still does not fit (a usize on a 32-bit target) is refused.
+pub(crate) fn typed_int<T: TryFrom<i64>>(v: &Value, min: i64, max: i64) -> Result<T, String> {
+    let i = int_value(v, min, max)?;
+    T::try_from(i).map_err(|_| format!("does not fit this platform, got {i}"))
+}
+
 pub(crate) fn int_value(v: &Value, min: i64, max: i64) -> Result<i64, String> {
     let Value::Number(n) = v else {
         return Err(format!("must be an integer, got {}", type_name(v)));

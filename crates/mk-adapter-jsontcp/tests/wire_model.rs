@@ -4,6 +4,10 @@
 //! back unchanged, and the exact bytes of every line are frozen in one insta
 //! snapshot, so a refactoring of the protocol modules that changes a single
 //! byte of any direction fails here.
+#![allow(
+    clippy::too_many_lines,
+    reason = "a test scenario reads top to bottom as one story; split, its steps would scatter"
+)]
 
 use mk_adapter_jsontcp::mk_cluster::{
     AckMode, AnyGroupDescription, AssignorKind, Bytes, CleanupPolicy, ClusterDescription,

@@ -191,7 +191,9 @@ impl<'a> Reader<'a> {
         match n {
             -1 => Ok(None),
             n if n < 0 => invalid(format!("{what} length {n} is negative")),
-            n => Ok(Some(n as usize)),
+            n => usize::try_from(n)
+                .map(Some)
+                .or_else(|_| invalid(format!("{what} length {n} does not fit this platform"))),
         }
     }
 
@@ -393,20 +395,18 @@ impl Writer {
         self.buf.put_slice(&v.0);
     }
 
-    pub fn uvarint(&mut self, mut v: u32) {
-        while v >= 0x80 {
-            self.buf.put_u8((v as u8) | 0x80);
-            v >>= 7;
-        }
-        self.buf.put_u8(v as u8);
+    pub fn uvarint(&mut self, v: u32) {
+        self.uvarlong(u64::from(v));
     }
 
     pub fn uvarlong(&mut self, mut v: u64) {
+        // Seven bits per byte, low bits first: the low byte of `v` carries
+        // them, with the top bit saying more follow.
         while v >= 0x80 {
-            self.buf.put_u8((v as u8) | 0x80);
+            self.buf.put_u8(v.to_le_bytes()[0] | 0x80);
             v >>= 7;
         }
-        self.buf.put_u8(v as u8);
+        self.buf.put_u8(v.to_le_bytes()[0]);
     }
 
     pub fn varint(&mut self, v: i32) {
@@ -419,11 +419,11 @@ impl Writer {
 
     fn length(&mut self, len: Option<usize>, classic_i16: bool) {
         if self.flexible {
-            self.uvarint(len.map_or(0, |n| n as u32 + 1));
+            self.uvarint(len.map_or(0, |n| length_as::<u32>(n) + 1));
         } else if classic_i16 {
-            self.i16(len.map_or(-1, |n| n as i16));
+            self.i16(len.map_or(-1, length_as::<i16>));
         } else {
-            self.i32(len.map_or(-1, |n| n as i32));
+            self.i32(len.map_or(-1, length_as::<i32>));
         }
     }
 
@@ -488,10 +488,10 @@ impl Writer {
         if !self.flexible {
             return;
         }
-        self.uvarint(fields.len() as u32);
+        self.uvarint(length_as::<u32>(fields.len()));
         for (tag, body) in fields {
             self.uvarint(*tag);
-            self.uvarint(body.len() as u32);
+            self.uvarint(length_as::<u32>(body.len()));
             self.buf.put_slice(body);
         }
     }
@@ -523,6 +523,14 @@ impl Writer {
     pub fn into_bytes(self) -> Bytes {
         self.buf.freeze()
     }
+}
+
+/// A length the writer puts on the wire, in the protocol's type. What the
+/// broker sends is either read from a request of the same width or built
+/// within the protocol's limits, so a length that does not fit is a bug,
+/// and a frame with a wrapped length would be worse than a failed one.
+fn length_as<T: TryFrom<usize>>(n: usize) -> T {
+    T::try_from(n).unwrap_or_else(|_| panic!("length {n} does not fit the protocol's field"))
 }
 
 fn cut_to_char_boundary(s: &str, max: usize) -> &str {

@@ -194,7 +194,7 @@ mod tests {
         framed.extend_from_slice(&1i32.to_be_bytes());
         for chunk in data.chunks(3000) {
             let block = snap::raw::Encoder::new().compress_vec(chunk).unwrap();
-            framed.extend_from_slice(&(block.len() as i32).to_be_bytes());
+            framed.extend_from_slice(&i32::try_from(block.len()).unwrap().to_be_bytes());
             framed.extend_from_slice(&block);
         }
         assert_eq!(

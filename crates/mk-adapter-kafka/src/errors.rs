@@ -90,6 +90,10 @@ impl KafkaCode {
 /// The Kafka code for each core code. Every core code has exactly one;
 /// codes that only the JSON protocol or the in-process clients can produce
 /// map to the closest Kafka meaning.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one arm per error code: the table reads best whole"
+)]
 pub fn kafka_code(code: ErrorCode) -> KafkaCode {
     match code {
         ErrorCode::OffsetOutOfRange => KafkaCode::OFFSET_OUT_OF_RANGE,

@@ -76,12 +76,18 @@ impl RequestHeader {
 /// to be copied behind a header.
 pub const RESPONSE_HEADER_ROOM: usize = 9;
 
+/// A response's size prefix. Responses are bounded by what requests may ask
+/// (fetch sizes are i32), so a size that does not fit is a broken invariant.
+fn frame_size(n: usize) -> i32 {
+    i32::try_from(n).expect("a response frame is smaller than 2 GiB")
+}
+
 /// Turns a writer started with [`RESPONSE_HEADER_ROOM`] placeholder bytes
 /// into the whole frame, in place.
 pub fn finish_response(mut buf: BytesMut, correlation_id: i32, tagged: bool) -> Bytes {
     let header = 4 + usize::from(tagged);
     let start = RESPONSE_HEADER_ROOM - 4 - header;
-    let size = (buf.len() - RESPONSE_HEADER_ROOM + header) as i32;
+    let size = frame_size(buf.len() - RESPONSE_HEADER_ROOM + header);
     buf[start..start + 4].copy_from_slice(&size.to_be_bytes());
     buf[start + 4..start + 8].copy_from_slice(&correlation_id.to_be_bytes());
     if tagged {
@@ -96,7 +102,7 @@ pub fn finish_response(mut buf: BytesMut, correlation_id: i32, tagged: bool) -> 
 pub fn response_frame(correlation_id: i32, tagged: bool, body: Bytes) -> Bytes {
     let header = 4 + usize::from(tagged);
     let mut out = BytesMut::with_capacity(4 + header + body.len());
-    out.put_i32((header + body.len()) as i32);
+    out.put_i32(frame_size(header + body.len()));
     out.put_i32(correlation_id);
     if tagged {
         out.put_u8(0);

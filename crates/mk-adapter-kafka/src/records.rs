@@ -89,6 +89,7 @@ pub struct ProducedBatch {
 /// must hold exactly one v2 batch (what every client of magic 2 sends).
 /// `now_ms` stamps batches that ask for LogAppendTime; `transactional_id`
 /// comes from the request (batches carry only the flag).
+#[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
 pub fn decode_produced(
     records: &Bytes,
     limits: DecodeLimits,
@@ -260,10 +261,12 @@ fn walk_records(
         )));
     }
     let mut max = None;
-    for i in 0..count {
+    // `count` records of at least 7 bytes each fit in an i32-sized frame, so
+    // pairing them with i32 deltas never runs out.
+    for (i, expected) in (0..count).zip(0i32..) {
         let (delta, timestamp_delta) =
             walk_record(&mut rr).map_err(|e| RecordError::corrupt(format!("record {i}: {e}")))?;
-        if delta != i as i32 {
+        if delta != expected {
             return Err(RecordError {
                 code: KafkaCode::INVALID_RECORD,
                 message: format!(
@@ -385,7 +388,7 @@ pub fn encode_batch(batch: &RecordBatch, out: &mut BytesMut) {
     let record_count = if control.is_some() {
         1
     } else {
-        batch.records().len() as i32
+        len_i32(batch.records().len())
     };
     out.put_i64(base_offset);
     out.put_i32(0); // batchLength, patched below
@@ -397,7 +400,8 @@ pub fn encode_batch(batch: &RecordBatch, out: &mut BytesMut) {
     out.put_i64(base_timestamp);
     out.put_i64(max_timestamp);
     out.put_i64(producer.producer_id);
-    out.put_i16(producer.producer_epoch as i16);
+    // As the stored-header path does: an epoch Kafka cannot carry is "none".
+    out.put_i16(i16::try_from(producer.producer_epoch).unwrap_or(-1));
     out.put_i32(producer.base_sequence);
     out.put_i32(record_count);
     let mut w = Writer::with_buf(std::mem::take(out), false);
@@ -430,7 +434,7 @@ pub fn encode_batch(batch: &RecordBatch, out: &mut BytesMut) {
         }
     }
     *out = w.buf;
-    let batch_length = (out.len() - start - LOG_OVERHEAD) as i32;
+    let batch_length = len_i32(out.len() - start - LOG_OVERHEAD);
     out[start + 8..start + 12].copy_from_slice(&batch_length.to_be_bytes());
     let crc = crc32c::crc32c(&out[start + CRC_START..]);
     out[start + 17..start + 21].copy_from_slice(&crc.to_be_bytes());
@@ -447,29 +451,35 @@ fn encode_record(
     // The length prefix comes first, so the body's size is computed from
     // the field sizes (no scratch buffer per record on the fetch path).
     let field =
-        |b: Option<&[u8]>| b.map_or(varint_len(-1), |b| varint_len(b.len() as i32) + b.len());
+        |b: Option<&[u8]>| b.map_or(varint_len(-1), |b| varint_len(len_i32(b.len())) + b.len());
     let mut len = 1
         + varlong_len(timestamp_delta)
         + varint_len(offset_delta)
         + field(key)
         + field(value)
-        + varint_len(headers.len() as i32);
+        + varint_len(len_i32(headers.len()));
     for h in headers {
-        len += varint_len(h.key.len() as i32) + h.key.len() + field(h.value.as_deref());
+        len += varint_len(len_i32(h.key.len())) + h.key.len() + field(h.value.as_deref());
     }
     w.buf.reserve(len + 5);
-    w.varint(len as i32);
+    w.varint(len_i32(len));
     w.i8(0);
     w.varlong(timestamp_delta);
     w.varint(offset_delta);
     varint_field(w, key);
     varint_field(w, value);
-    w.varint(headers.len() as i32);
+    w.varint(len_i32(headers.len()));
     for h in headers {
-        w.varint(h.key.len() as i32);
+        w.varint(len_i32(h.key.len()));
         w.buf.put_slice(h.key.as_bytes());
         varint_field(w, h.value.as_deref());
     }
+}
+
+/// A length inside a stored batch as Kafka's i32: a batch is at most
+/// `max.message.bytes` (an i32), so every part of it fits.
+fn len_i32(n: usize) -> i32 {
+    i32::try_from(n).expect("a stored batch is smaller than 2 GiB")
 }
 
 /// Bytes of the zigzag varint encoding of `v`.
@@ -494,7 +504,7 @@ fn varint_field(w: &mut Writer, b: Option<&[u8]>) {
     match b {
         None => w.varint(-1),
         Some(b) => {
-            w.varint(b.len() as i32);
+            w.varint(len_i32(b.len()));
             w.buf.put_slice(b);
         }
     }
@@ -575,7 +585,7 @@ pub(crate) mod tests {
         assert_eq!(kept(&lying, 0).max_timestamp(), 1_700);
         // LogAppendTime: the broker's clock.
         let mut append_time = bytes.to_vec();
-        append_time[22] |= ATTR_LOG_APPEND_TIME as u8;
+        append_time[22] |= ATTR_LOG_APPEND_TIME.to_be_bytes()[1];
         let crc = crc32c::crc32c(&append_time[CRC_START..]);
         append_time[17..21].copy_from_slice(&crc.to_be_bytes());
         assert_eq!(kept(&append_time, 50_000).max_timestamp(), 50_000);

@@ -4,6 +4,10 @@
 //! over a SASL_PLAINTEXT listener with PLAIN users: topics, groups,
 //! transactional ids and the cluster, allowed and denied, LITERAL and
 //! PREFIXED patterns, DENY over ALLOW, super users, Metadata's filtering.
+#![allow(
+    clippy::too_many_lines,
+    reason = "a test scenario reads top to bottom as one story; split, its steps would scatter"
+)]
 
 mod common;
 

@@ -35,7 +35,7 @@ fn oracle_records(n: i64, producer_id: i64, base_sequence: i32) -> Vec<KRecord> 
                 timestamp_type: TimestampType::Creation,
                 offset: i,
                 sequence: if producer_id >= 0 {
-                    base_sequence + i as i32
+                    base_sequence + i32::try_from(i).unwrap()
                 } else {
                     -1
                 },
@@ -48,7 +48,7 @@ fn oracle_records(n: i64, producer_id: i64, base_sequence: i32) -> Vec<KRecord> 
                 value: if i % 5 == 4 {
                     None
                 } else {
-                    Some(Bytes::from(vec![b'v'; (i * 7) as usize]))
+                    Some(Bytes::from(vec![b'v'; usize::try_from(i * 7).unwrap()]))
                 },
                 headers,
             }

@@ -360,7 +360,7 @@ async fn a_frame_claiming_more_than_it_sends_only_holds_what_arrived() {
 fn metadata_frame(body: &[u8]) -> Vec<u8> {
     let mut payload = vec![0, 3, 0, 12, 0, 0, 0, 7, 0xff, 0xff, 0];
     payload.extend_from_slice(body);
-    let mut out = (payload.len() as i32).to_be_bytes().to_vec();
+    let mut out = i32::try_from(payload.len()).unwrap().to_be_bytes().to_vec();
     out.extend_from_slice(&payload);
     out
 }
@@ -391,7 +391,7 @@ async fn counts_of_two_billion_truncated_bodies_and_garbage_close_the_connection
     let mut c = h.conn(1).await;
     let mut payload = vec![0, 3, 0, 8, 0, 0, 0, 7, 0xff, 0xff, 0x7f, 0xff, 0xff, 0xff];
     payload.extend_from_slice(&[0; 16]);
-    let mut frame = (payload.len() as i32).to_be_bytes().to_vec();
+    let mut frame = i32::try_from(payload.len()).unwrap().to_be_bytes().to_vec();
     frame.extend_from_slice(&payload);
     c.write_raw(&frame).await;
     assert!(c.is_closed().await);
@@ -414,7 +414,7 @@ async fn librdkafkas_all_topics_metadata_with_a_stray_count_pad_is_answered() {
         .step_by(2)
         .map(|i| u8::from_str_radix(&captured[i..i + 2], 16).unwrap())
         .collect();
-    let mut frame = (payload.len() as i32).to_be_bytes().to_vec();
+    let mut frame = i32::try_from(payload.len()).unwrap().to_be_bytes().to_vec();
     frame.extend_from_slice(&payload);
     c.write_raw(&frame).await;
     let r: MetadataResponse = c.recv(key::METADATA, 12, 3).await;

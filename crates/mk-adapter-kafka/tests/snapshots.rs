@@ -2,6 +2,10 @@
 //! a live broker with fixed ids and a manual clock: any change to what
 //! clients receive shows up as a diff to review (`cargo xtask
 //! test-snapshots`; accept with `cargo insta review`).
+#![allow(
+    clippy::too_many_lines,
+    reason = "a test scenario reads top to bottom as one story; split, its steps would scatter"
+)]
 
 mod common;
 

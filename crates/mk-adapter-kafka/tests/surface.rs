@@ -2,6 +2,10 @@
 //! metadata and leader epochs answered back by OffsetFetch, keyless records
 //! refused by compacted topics with per-record errors, each request
 //! encoded as a Kafka client encodes it.
+#![allow(
+    clippy::too_many_lines,
+    reason = "a test scenario reads top to bottom as one story; split, its steps would scatter"
+)]
 
 mod common;
 

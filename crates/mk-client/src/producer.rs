@@ -343,6 +343,7 @@ impl ProducerShared {
     /// Takes one partition's queue and appends it as one batch. The append
     /// happens under the producer lock, so two senders cannot reorder
     /// batches of one partition.
+    #[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
     fn send_partition(self: &Arc<Self>, tp: &TopicPartition) -> Result<()> {
         let mut st = self.state.lock().expect("producer lock");
         let Some(q) = st.queues.remove(tp) else {
@@ -362,7 +363,8 @@ impl ProducerShared {
             let s = st.sticky.entry(count).or_insert(0);
             *s = (*s + 1) % count;
         }
-        let n = q.records.len() as i32;
+        // A queue is bounded by the batch size in bytes, far below 2^31 records.
+        let n = i32::try_from(q.records.len()).expect("a batch holds fewer than 2^31 records");
         let timestamps: Vec<i64> = q.records.iter().map(|r| r.timestamp_ms).collect();
         let mut batch = match RecordBatch::new(q.records) {
             Ok(b) => b,

@@ -363,7 +363,7 @@ impl BrokerCluster {
     pub(crate) fn partition_counts(&self) -> BTreeMap<String, u32> {
         crate::locks::plain_read(&self.topics)
             .iter()
-            .map(|(n, t)| (n.clone(), t.partitions.len() as u32))
+            .map(|(n, t)| (n.clone(), t.partition_count()))
             .collect()
     }
 
@@ -468,7 +468,8 @@ pub(crate) fn replication_config(
     ReplicationConfig {
         replica_lag_max_offsets: config.replica_lag_max_offsets,
         replica_lag_time_ms: config.replica_lag_time_ms,
-        replica_fetch_max_bytes: config.replica_fetch_max_bytes as usize,
+        replica_fetch_max_bytes: usize::try_from(config.replica_fetch_max_bytes)
+            .unwrap_or(usize::MAX),
         min_insync_replicas: config.min_insync_replicas,
         log: log_config(config, Some(topic), faults),
     }

@@ -118,6 +118,7 @@ impl MiniKafkaConfig {
     }
 
     /// Checks every rule of the configuration table.
+    #[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
     pub fn validate(&self) -> Result<()> {
         let bad = |msg: String| Err(ClusterError::InvalidRequest(msg));
         if self.broker_ids.is_empty() {

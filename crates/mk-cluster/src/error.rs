@@ -450,6 +450,10 @@ mod tests {
     /// clients saw when the cause was a string (the wire snapshots hold
     /// the JSON side of the same messages).
     #[test]
+    #[allow(
+        clippy::too_many_lines,
+        reason = "a test scenario reads top to bottom as one story; split, its steps would scatter"
+    )]
     fn typed_causes_keep_their_codes_and_messages() {
         let tp = TopicPartition::new("t", 3);
         let cases: Vec<(ClusterError, ErrorCode, &str)> = vec![

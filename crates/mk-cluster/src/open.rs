@@ -43,6 +43,7 @@ impl BrokerCluster {
     /// Opens with an injected clock and the fault seam every write and
     /// fsync of every store will pass (the fault-injection suite passes one
     /// so that it can also fail the writes of opening itself).
+    #[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
     pub fn open_with_faults(
         config: MiniKafkaConfig,
         clock: SharedClock,

@@ -6,6 +6,10 @@
 
 /// Kafka's `Utils.murmur2`: 32-bit MurmurHash2 with Kafka's seed, computed in
 /// Java `int` arithmetic (wrapping, unsigned shifts).
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "the hash mixes in the length as a Java int, wrapping as Java would"
+)]
 pub fn murmur2(data: &[u8]) -> i32 {
     const SEED: u32 = 0x9747_b28c;
     const M: u32 = 0x5bd1_e995;

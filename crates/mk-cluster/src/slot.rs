@@ -108,6 +108,14 @@ pub(crate) struct Topic {
     pub partitions: Vec<Arc<PartitionSlot>>,
 }
 
+impl Topic {
+    /// How many partitions the topic has: created and grown from a u32
+    /// count, so the length always fits one.
+    pub(crate) fn partition_count(&self) -> u32 {
+        u32::try_from(self.partitions.len()).expect("partition counts are u32")
+    }
+}
+
 impl PartitionSlot {
     pub(crate) fn new(tp: TopicPartition, set: PartitionReplicaSet, now_ms: i64) -> Self {
         Self {

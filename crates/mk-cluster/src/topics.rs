@@ -299,7 +299,7 @@ impl Topics<'_> {
     /// How many partitions a topic has.
     pub fn partition_count(self, topic: &str) -> Result<u32> {
         self.cluster.check_running()?;
-        Ok(self.cluster.topic(topic)?.partitions.len() as u32)
+        Ok(self.cluster.topic(topic)?.partition_count())
     }
 
     /// Every partition of every topic (for `describe_cluster`).
@@ -580,7 +580,7 @@ impl Topics<'_> {
             .store(&self.cluster.metadata, "metadata store")?;
         self.validate_create_partitions(name, total)?;
         let topic = self.cluster.topic(name)?;
-        let current = topic.partitions.len() as u32;
+        let current = topic.partition_count();
         let rf = topic.meta.partitions[0].replicas.len();
         let added: Vec<_> = (current..total)
             .map(|p| place_replicas(&self.cluster.config.broker_ids, p, rf))
@@ -602,7 +602,7 @@ impl Topics<'_> {
     /// The checks of `create_partitions` without changing anything.
     pub fn validate_create_partitions(self, name: &str, total: u32) -> Result<()> {
         self.cluster.check_running()?;
-        let current = self.cluster.topic(name)?.partitions.len() as u32;
+        let current = self.cluster.topic(name)?.partition_count();
         if total <= current {
             return Err(TopicError::CannotShrink {
                 topic: name.to_string(),

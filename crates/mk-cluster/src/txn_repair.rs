@@ -29,6 +29,7 @@ impl Transactions<'_> {
     /// Writes the missing marker of every hanging transaction (on the
     /// leader, acks=1, like the recovery of prepared transactions; the
     /// markers replicate like any batch afterwards). Returns how many.
+    #[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
     pub(crate) fn repair_hanging_transactions(self) -> Result<usize> {
         let txns = self.list()?;
         let mut hanging = Vec::new();

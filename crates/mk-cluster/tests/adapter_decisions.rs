@@ -3,6 +3,10 @@
 //! configuration is when only some settings are given, and what an offset
 //! fetch answers. They live in the core so the Direct and JSON-TCP adapters
 //! (and the parity suite that compares them) cannot disagree.
+#![allow(
+    clippy::too_many_lines,
+    reason = "a test scenario reads top to bottom as one story; split, its steps would scatter"
+)]
 
 use mk_cluster::*;
 use std::collections::BTreeMap;

@@ -1,6 +1,10 @@
 //! The core operations behind the newer Kafka client APIs: client
 //! telemetry subscriptions (KIP-714) and topics described a page at a
 //! time (KIP-966), client quotas (stored and described), and leader elections.
+#![allow(
+    clippy::too_many_lines,
+    reason = "a test scenario reads top to bottom as one story; split, its steps would scatter"
+)]
 
 mod common;
 

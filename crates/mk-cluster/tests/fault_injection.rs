@@ -14,6 +14,10 @@
 //!
 //! `MK_FAULT_SITE=<site>:<NoSpace|Io|Torn>` runs that one case only, to
 //! look at a failure.
+#![allow(
+    clippy::too_many_lines,
+    reason = "a test scenario reads top to bottom as one story; split, its steps would scatter"
+)]
 
 use bytes::Bytes;
 use mk_cluster::*;

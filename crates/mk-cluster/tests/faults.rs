@@ -3,6 +3,10 @@
 //! partition, a full disk fails writes typed while reads go on, lost or
 //! damaged stores are refused or rebuilt safely, and nothing of a topic is
 //! left half-created.
+#![allow(
+    clippy::too_many_lines,
+    reason = "a test scenario reads top to bottom as one story; split, its steps would scatter"
+)]
 
 use bytes::Bytes;
 mod common;

@@ -3,6 +3,10 @@
 //! tested in the core: waiting joins resolved by other members and by the
 //! time step (mk-runtime's tests hold the drivers to it); closing and storage
 //! failures; and Kafka members next to coordinator-assigned ones.
+#![allow(
+    clippy::too_many_lines,
+    reason = "a test scenario reads top to bottom as one story; split, its steps would scatter"
+)]
 
 use bytes::Bytes;
 use mk_cluster::*;

@@ -3,6 +3,10 @@
 //! growing partitions, altering configs, auto-creation, brokers going
 //! offline and back, batch fetches with Kafka's rules, offsets by time and
 //! epoch.
+#![allow(
+    clippy::too_many_lines,
+    reason = "a test scenario reads top to bottom as one story; split, its steps would scatter"
+)]
 
 use mk_cluster::metadata::MetadataStore;
 mod common;

@@ -18,6 +18,10 @@
 //! `MK_SEED=<seed> cargo test -p mk-cluster --test txn_model`; `MK_SEEDS`
 //! and `MK_STEPS` change how many seeds and steps run (as in
 //! mk-replication's model test).
+#![allow(
+    clippy::too_many_lines,
+    reason = "a test scenario reads top to bottom as one story; split, its steps would scatter"
+)]
 
 mod common;
 
@@ -66,8 +70,8 @@ enum Op {
 }
 
 fn pick(rng: &mut Rng) -> Op {
-    let i = rng.below(2) as usize;
-    let p = rng.below(u64::from(PARTITIONS)) as u32;
+    let i = usize::try_from(rng.below(2)).unwrap();
+    let p = u32::try_from(rng.below(u64::from(PARTITIONS))).unwrap();
     match rng.below(22) {
         0..=2 => Op::Init(i),
         3..=9 => Op::Produce(i, p),
@@ -88,7 +92,7 @@ fn out(p: u32) -> TopicPartition {
 }
 
 fn input(i: usize) -> TopicPartition {
-    tp("in", i as u32)
+    tp("in", u32::try_from(i).unwrap())
 }
 
 #[derive(Default)]
@@ -378,7 +382,7 @@ async fn seeded_transactions_with_crashes_and_timeouts_keep_their_guarantees() {
         Some(seed) => vec![seed],
         None => (0..env("MK_SEEDS").unwrap_or(DEFAULT_SEEDS)).collect(),
     };
-    let steps = env("MK_STEPS").map_or(DEFAULT_STEPS, |s| s as usize);
+    let steps = env("MK_STEPS").map_or(DEFAULT_STEPS, |s| usize::try_from(s).unwrap());
     for seed in seeds {
         // A run is a task of its own, so a panic anywhere in it (also in a
         // helper that knows no seed) is reported with the seed.

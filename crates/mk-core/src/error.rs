@@ -158,6 +158,10 @@ impl ErrorCode {
     ];
 
     /// The wire spelling of the code, e.g. `"OFFSET_OUT_OF_RANGE"`.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one arm per error code: the table reads best whole"
+    )]
     pub const fn as_str(self) -> &'static str {
         match self {
             ErrorCode::OffsetOutOfRange => "OFFSET_OUT_OF_RANGE",

@@ -39,8 +39,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let start = Instant::now();
     for i in 0..SINGLE_COMMITS {
-        let (group, generation) = &members[(i as usize) % GROUPS];
-        let partition = (i / GROUPS as u64 % u64::from(PARTITIONS)) as u32;
+        let (group, generation) = &members[usize::try_from(i).unwrap() % GROUPS];
+        let partition = u32::try_from(i / GROUPS as u64 % u64::from(PARTITIONS)).unwrap();
         let offsets = BTreeMap::from([(TopicPartition::new(TOPIC, partition), i as i64)]);
         coordinator.commit_offsets(group, *generation, "member-0", None, &offsets, &meta)?;
     }
@@ -54,7 +54,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let start = Instant::now();
     for i in 0..BATCHED_COMMITS {
-        let (group, generation) = &members[(i as usize) % GROUPS];
+        let (group, generation) = &members[usize::try_from(i).unwrap() % GROUPS];
         let offsets: BTreeMap<TopicPartition, i64> = (0..PARTITIONS)
             .map(|p| (TopicPartition::new(TOPIC, p), i as i64))
             .collect();

@@ -138,7 +138,7 @@ fn range(subscriptions: &Subscriptions, partition_counts: &BTreeMap<String, u32>
     let mut out = empty_assignment(subscriptions);
     for (topic, eligible) in topics_with_eligible(subscriptions) {
         let n = count(partition_counts, topic);
-        let members = eligible.len() as u32;
+        let members = u32::try_from(eligible.len()).expect("a group has fewer than 2^32 members");
         let (per_member, extra) = (n / members, n % members);
         for (i, member) in (0u32..).zip(&eligible) {
             let start = i * per_member + i.min(extra);

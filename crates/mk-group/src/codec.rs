@@ -115,9 +115,9 @@ impl GroupMetadata {
 
 fn put_str(buf: &mut BytesMut, s: &str) {
     // Callers validate lengths before encoding (ids and topic names are far
-    // shorter than 64 KiB), so the cast cannot truncate.
-    debug_assert!(s.len() <= usize::from(u16::MAX));
-    buf.put_u16(s.len() as u16);
+    // shorter than 64 KiB): a longer string is a broken invariant.
+    let len = u16::try_from(s.len()).expect("callers keep stored strings under 64 KiB");
+    buf.put_u16(len);
     buf.put_slice(s.as_bytes());
 }
 

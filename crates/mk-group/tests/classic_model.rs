@@ -247,7 +247,8 @@ impl Model {
                 } else {
                     [6_000, 8_000, 10_000][i % 4 % 3]
                 },
-                rebalance_ms: [5_000, 10_000, MAX_REBALANCE_MS as i32][(i / 3) % 3],
+                rebalance_ms: [5_000, 10_000, i32::try_from(MAX_REBALANCE_MS).unwrap()]
+                    [(i / 3) % 3],
                 require_id: i % 2 == 1,
                 topics: random_topics(&mut rng),
                 member_id: String::new(),

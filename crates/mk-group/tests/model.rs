@@ -5,6 +5,10 @@
 //! the code the commit rule's order predicts, and hold exactly the committed
 //! offsets of a plain in-test model. (The classic protocol's model test is
 //! `classic_model.rs`.)
+#![allow(
+    clippy::too_many_lines,
+    reason = "a test scenario reads top to bottom as one story; split, its steps would scatter"
+)]
 
 mod common;
 

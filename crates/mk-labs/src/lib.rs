@@ -114,6 +114,7 @@ fn describe(c: &BrokerCluster, tp: &TopicPartition) -> Result<String> {
 
 /// acks=1 loses an acknowledged write when the leader fails before
 /// replication; acks=all with min ISR 2 does not.
+#[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
 async fn leader_failure(dir: &Path) -> Result<LabReport> {
     let mut lab = LabReport::new("leader_failure");
     let clock = ManualClock::new(1_000);
@@ -190,6 +191,7 @@ async fn leader_failure(dir: &Path) -> Result<LabReport> {
 
 /// Two members join, the generation bumps, a stale view persists until
 /// refresh, then no partition has two owners; leaving hands everything back.
+#[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
 async fn rebalance(dir: &Path) -> Result<LabReport> {
     let mut lab = LabReport::new("rebalance");
     let clock = ManualClock::new(1_000);
@@ -271,6 +273,7 @@ fn names(tps: &[TopicPartition]) -> String {
 
 /// Epoch reconciliation step by step: a former leader's divergent tail is
 /// replaced by the new leader's records at the same offsets.
+#[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
 async fn divergent_tail(dir: &Path) -> Result<LabReport> {
     let mut lab = LabReport::new("divergent_tail");
     let clock = ManualClock::new(1_000);
@@ -345,6 +348,7 @@ async fn divergent_tail(dir: &Path) -> Result<LabReport> {
 
 /// Read-process-write with a transaction; a crash mid-transaction; recovery
 /// leaves every input processed exactly once in the committed output.
+#[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
 async fn exactly_once(dir: &Path) -> Result<LabReport> {
     let mut lab = LabReport::new("exactly_once");
     let clock = ManualClock::new(1_000);

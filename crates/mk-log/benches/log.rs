@@ -2,6 +2,10 @@
 //! read throughput and reopen time of a ~1 GiB log. Prints one JSON line per
 //! figure; it measures and reports, it never asserts a time.
 #![allow(clippy::print_stdout)]
+#![allow(
+    clippy::too_many_lines,
+    reason = "a benchmark runs its phases in order in one function"
+)]
 
 use bytes::Bytes;
 use mk_log::{LogConfig, PartitionLog, Record, RecordBatch};
@@ -44,7 +48,7 @@ fn build_log(dir: &Path, total_bytes: usize) -> i64 {
     let mut log = PartitionLog::open(dir, LogConfig::default(), 0).expect("open");
     let value = Bytes::from(vec![0x42; 1024]);
     let template = batch(&value, 100);
-    while (log.size_bytes() as usize) < total_bytes {
+    while usize::try_from(log.size_bytes()).unwrap() < total_bytes {
         log.append(template.clone()).expect("append");
     }
     let leo = log.leo();

@@ -102,7 +102,8 @@ pub(crate) enum CheckpointError {
 impl Checkpoint {
     pub fn encode(&self) -> Vec<u8> {
         let mut body = Vec::with_capacity(16 + self.segments.len() * SEGMENT_BYTES);
-        body.extend_from_slice(&(self.segments.len() as u32).to_be_bytes());
+        let count = u32::try_from(self.segments.len()).expect("a log has fewer than 2^32 segments");
+        body.extend_from_slice(&count.to_be_bytes());
         for s in &self.segments {
             body.extend_from_slice(&s.base_offset.to_be_bytes());
             body.extend_from_slice(&s.next_offset.to_be_bytes());
@@ -244,7 +245,7 @@ mod tests {
         for (base, len) in [(0i64, 5u64), (10, 7)] {
             std::fs::write(
                 segment_path(dir.path(), base, LOG_EXT),
-                vec![0; len as usize],
+                vec![0; usize::try_from(len).unwrap()],
             )
             .unwrap();
         }

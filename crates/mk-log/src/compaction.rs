@@ -266,7 +266,9 @@ impl PartitionLog {
                     None => codec::encode_into(&batch, &mut buf)?,
                 }
                 out.write_all(&buf).map_err(|e| LogError::io(&path, e))?;
-                let header = b.header.with_record_count(kept as u32);
+                let header = b.header.with_record_count(
+                    u32::try_from(kept).expect("kept records are at most the batch's u32 count"),
+                );
                 shadow.note_batch(position, &header, buf.len() as u64, max_ts, interval);
             }
             Ok(())

@@ -573,8 +573,9 @@ pub fn last_sequence(base_sequence: i32, last_offset_delta: i32) -> i32 {
         -1
     } else {
         // Sequences wrap like Kafka's: after i32::MAX comes 0.
-        ((i64::from(base_sequence) + i64::from(last_offset_delta)) % (i64::from(i32::MAX) + 1))
-            as i32
+        let wrapped =
+            (i64::from(base_sequence) + i64::from(last_offset_delta)) % (i64::from(i32::MAX) + 1);
+        i32::try_from(wrapped).expect("a remainder modulo 2^31 fits i32")
     }
 }
 

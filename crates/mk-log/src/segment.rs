@@ -172,9 +172,8 @@ impl Segment {
 
     /// The byte position from which to scan for `offset`.
     pub fn scan_start(&self, dir: &Path, offset: i64, cfg: &LogConfig) -> Result<u64> {
-        let rel = offset
-            .saturating_sub(self.base_offset)
-            .clamp(0, i64::from(u32::MAX)) as u32;
+        let rel = offset.saturating_sub(self.base_offset);
+        let rel = u32::try_from(rel.max(0)).unwrap_or(u32::MAX);
         Ok(self
             .indexes(dir, cfg)?
             .offsets
@@ -301,14 +300,22 @@ impl<'a> FrameReader<'a> {
         self
     }
 
+    /// Where `pos` falls in `buf`: at most the buffer's length, so it fits a
+    /// usize.
+    fn buffered_offset(&self) -> usize {
+        usize::try_from(self.pos - self.buf_start).expect("the read position lies in the buffer")
+    }
+
     fn available(&self) -> &[u8] {
-        let off = (self.pos - self.buf_start) as usize;
+        let off = self.buffered_offset();
         self.buf.get(off..).unwrap_or(&[])
     }
 
     fn fill(&mut self, min_len: usize) -> Result<(), FrameError> {
         let left = self.limit - self.pos;
-        let want = (min_len.max(self.chunk) as u64).min(left) as usize;
+        // Never more than the chunk or `min_len`, both usize, so it fits.
+        let want =
+            usize::try_from((min_len.max(self.chunk) as u64).min(left)).unwrap_or(usize::MAX);
         let mut v = vec![0u8; want];
         let mut read = 0;
         while read < want {
@@ -368,7 +375,7 @@ impl<'a> FrameReader<'a> {
                 });
             }
         }
-        let off = (self.pos - self.buf_start) as usize;
+        let off = self.buffered_offset();
         let frame = self.buf.slice(off..off + len);
         self.pos += len as u64;
         Ok(Some((position, frame)))

@@ -25,7 +25,8 @@ pub(crate) fn cleaned_path(dir: &Path, base: i64, ext: &str) -> PathBuf {
 
 pub(crate) fn encode_bases(bases: &[i64]) -> Vec<u8> {
     let mut body = Vec::with_capacity(4 + bases.len() * 8);
-    body.extend_from_slice(&(bases.len() as u32).to_be_bytes());
+    let count = u32::try_from(bases.len()).expect("a log has fewer than 2^32 segments");
+    body.extend_from_slice(&count.to_be_bytes());
     for b in bases {
         body.extend_from_slice(&b.to_be_bytes());
     }

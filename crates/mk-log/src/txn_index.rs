@@ -112,12 +112,12 @@ impl TxnIndex {
     }
 
     pub fn encode_into(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&(self.open.len() as u32).to_be_bytes());
+        out.extend_from_slice(&count_u32(self.open.len()).to_be_bytes());
         for (pid, first) in &self.open {
             out.extend_from_slice(&pid.to_be_bytes());
             out.extend_from_slice(&first.to_be_bytes());
         }
-        out.extend_from_slice(&(self.completed.len() as u32).to_be_bytes());
+        out.extend_from_slice(&count_u32(self.completed.len()).to_be_bytes());
         for c in &self.completed {
             out.extend_from_slice(&c.producer_id.to_be_bytes());
             out.extend_from_slice(&c.first_offset.to_be_bytes());
@@ -148,6 +148,12 @@ impl TxnIndex {
         }
         Ok(idx)
     }
+}
+
+/// A list length as the index's u32 count: one entry per producer or per
+/// transaction kept in memory, far fewer than 2^32.
+fn count_u32(n: usize) -> u32 {
+    u32::try_from(n).expect("fewer than 2^32 transaction index entries")
 }
 
 #[cfg(test)]

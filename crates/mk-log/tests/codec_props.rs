@@ -108,7 +108,7 @@ proptest! {
     fn valid_envelope_with_random_payload_never_panics(payload in prop::collection::vec(any::<u8>(), 0..300)) {
         // A correct magic, length and CRC around garbage reaches the deep checks.
         let mut f = b"MKB1".to_vec();
-        f.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+        f.extend_from_slice(&u32::try_from(payload.len()).unwrap().to_be_bytes());
         f.extend_from_slice(&crc32c::crc32c(&payload).to_be_bytes());
         f.extend_from_slice(&payload);
         if let Err(e) = codec::decode(&Bytes::from(f), MAX) {

@@ -146,14 +146,14 @@ fn sparse_index_has_entries_only_at_interval_boundaries_and_floor_lookup_works()
     let mut last: Option<u64> = None;
     for info in &infos {
         if last.is_none_or(|l| info.position - l >= 300) {
-            expected.push((info.base_offset as u32, info.position));
+            expected.push((u32::try_from(info.base_offset).unwrap(), info.position));
             last = Some(info.position);
         }
     }
     assert_eq!(index.entries(), expected.as_slice());
     assert!(index.len() < infos.len() / 2, "index is sparse");
     for (i, info) in infos.iter().enumerate() {
-        let (rel, pos) = index.floor(i as u32).unwrap();
+        let (rel, pos) = index.floor(u32::try_from(i).unwrap()).unwrap();
         assert!(rel as usize <= i && pos <= info.position);
         // Every offset is found by scanning forward from the floor entry.
         assert_eq!(
@@ -179,8 +179,9 @@ fn replay_across_segments_from_any_offset_gives_the_same_records() {
     assert_eq!(all.len() as i64, log.leo());
     for start in 0..log.leo() {
         let part = log.fetch(start, usize::MAX, None).unwrap();
-        assert_eq!(part.len(), all.len() - start as usize, "from {start}");
-        for (r, a) in part.iter().zip(&all[start as usize..]) {
+        let start_index = usize::try_from(start).unwrap();
+        assert_eq!(part.len(), all.len() - start_index, "from {start}");
+        for (r, a) in part.iter().zip(&all[start_index..]) {
             assert_eq!((r.offset, &r.record.value), (a.0, &a.2));
         }
     }
@@ -201,7 +202,9 @@ fn read_batches_returns_whole_batches_bounded_by_bytes_and_end() {
     let mut log = open(dir.path(), &LogConfig::default());
     let mut sizes = Vec::new();
     for i in 0..5 {
-        sizes.push(log.append(value_batch(&["a", "b", "c"], i)).unwrap().size as usize);
+        sizes.push(
+            usize::try_from(log.append(value_batch(&["a", "b", "c"], i)).unwrap().size).unwrap(),
+        );
     }
     // Offset 4 lies inside the second batch (3..6): it starts the result.
     let got = log.read_batches(4, usize::MAX, None).unwrap();

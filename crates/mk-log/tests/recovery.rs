@@ -87,7 +87,7 @@ fn damage_inside_the_active_segment_refuses_to_open_but_a_damaged_last_frame_is_
     // damage at rest, not a torn write. Nothing may be cut.
     let path = seg(dir.path(), 0, "log");
     let mut bytes = std::fs::read(&path).unwrap();
-    let at = infos[5].position as usize + 20;
+    let at = usize::try_from(infos[5].position).unwrap() + 20;
     bytes[at] ^= 0xff;
     std::fs::write(&path, &bytes).unwrap();
     for _ in 0..2 {
@@ -117,7 +117,7 @@ fn damage_inside_the_active_segment_refuses_to_open_but_a_damaged_last_frame_is_
     let last = last.unwrap();
     let path = seg(dir.path(), 0, "log");
     let mut bytes = std::fs::read(&path).unwrap();
-    bytes[last.position as usize + 20] ^= 0xff;
+    bytes[usize::try_from(last.position).unwrap() + 20] ^= 0xff;
     std::fs::write(&path, &bytes).unwrap();
     let log = open(dir.path(), &cfg);
     assert_eq!(log.leo(), 3);
@@ -465,7 +465,7 @@ fn crash_reopen_after_a_flush_scans_only_what_was_not_flushed() {
     );
     assert_eq!(
         log.fetch(flushed[1], 1000, None).unwrap().len(),
-        all.len() - flushed[1] as usize
+        all.len() - usize::try_from(flushed[1]).unwrap()
     );
     bytes[30] ^= 0x01;
     std::fs::write(&below, &bytes).unwrap();

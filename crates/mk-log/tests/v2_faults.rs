@@ -167,9 +167,9 @@ fn crc_damage_in_a_version_2_block_refuses_to_open_unless_it_is_the_torn_last_fr
     let path = seg(dir.path(), 0);
     let mut bytes = std::fs::read(&path).unwrap();
     let sixth = acked[5].0;
-    let at = sixth.position as usize + 12 + block::BLOCK_PAYLOAD_HEADER_BYTES + 2;
+    let at = usize::try_from(sixth.position).unwrap() + 12 + block::BLOCK_PAYLOAD_HEADER_BYTES + 2;
     assert!(
-        at < (sixth.position + sixth.size) as usize,
+        at < usize::try_from(sixth.position + sixth.size).unwrap(),
         "inside the block"
     );
     bytes[at] ^= 0xff;
@@ -191,7 +191,7 @@ fn crc_damage_in_a_version_2_block_refuses_to_open_unless_it_is_the_torn_last_fr
     let last = acked[4].0;
     let path = seg(dir.path(), 0);
     let mut bytes = std::fs::read(&path).unwrap();
-    bytes[(last.position + last.size) as usize - 3] ^= 0xff;
+    bytes[usize::try_from(last.position + last.size).unwrap() - 3] ^= 0xff;
     std::fs::write(&path, &bytes).unwrap();
     let log = open(dir.path(), &cfg);
     assert_eq!(dump(&log), expected(&acked[..4]));

@@ -120,6 +120,10 @@ mod tests {
     use super::*;
 
     #[test]
+    #[allow(
+        clippy::too_many_lines,
+        reason = "a test scenario reads top to bottom as one story; split, its steps would scatter"
+    )]
     fn every_variant_has_its_code_and_storage_failures_stay_visible() {
         let io = ReplicationError::from(LogError::from(StorageError::io(
             "x",

@@ -237,11 +237,12 @@ impl Snapshot {
         out.extend_from_slice(MAGIC);
         out.push(VERSION);
         out.extend_from_slice(&self.offset.to_be_bytes());
-        out.extend_from_slice(&(self.state.producers.len() as u32).to_be_bytes());
+        out.extend_from_slice(&count_u32(self.state.producers.len()).to_be_bytes());
         for (pid, entry) in &self.state.producers {
             out.extend_from_slice(&pid.to_be_bytes());
             out.extend_from_slice(&entry.epoch.to_be_bytes());
-            out.push(entry.batches.len() as u8);
+            // Kafka keeps the last five batches per producer.
+            out.push(u8::try_from(entry.batches.len()).expect("at most five batches per producer"));
             for b in &entry.batches {
                 out.extend_from_slice(&b.base_sequence.to_be_bytes());
                 out.extend_from_slice(&b.last_sequence.to_be_bytes());
@@ -249,7 +250,7 @@ impl Snapshot {
                 out.extend_from_slice(&b.next_offset.to_be_bytes());
             }
         }
-        out.extend_from_slice(&(self.registrations.len() as u32).to_be_bytes());
+        out.extend_from_slice(&count_u32(self.registrations.len()).to_be_bytes());
         for (pid, epoch) in &self.registrations {
             out.extend_from_slice(&pid.to_be_bytes());
             out.extend_from_slice(&epoch.to_be_bytes());
@@ -447,6 +448,12 @@ fn discard(path: &Path, reason: &str) -> Result<()> {
     );
     fsutil::remove_if_exists(path)?;
     Ok(())
+}
+
+/// A map's length as the snapshot's u32 count: one entry per producer held
+/// in memory, far fewer than 2^32.
+fn count_u32(n: usize) -> u32 {
+    u32::try_from(n).expect("fewer than 2^32 producers")
 }
 
 #[cfg(test)]

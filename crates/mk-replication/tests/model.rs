@@ -34,6 +34,10 @@
 //!
 //! Replay one seed with `MK_SEED=<seed>`; `MK_SEEDS` and `MK_STEPS` change
 //! how many seeds and steps run.
+#![allow(
+    clippy::too_many_lines,
+    reason = "a test scenario reads top to bottom as one story; split, its steps would scatter"
+)]
 
 mod common;
 
@@ -54,7 +58,7 @@ const BROKERS: [BrokerId; 3] = [1, 2, 3];
 #[test]
 fn random_interleavings_keep_the_replication_guarantees() {
     let env = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
-    let steps = env("MK_STEPS").map_or(DEFAULT_STEPS, |s| s as usize);
+    let steps = env("MK_STEPS").map_or(DEFAULT_STEPS, |s| usize::try_from(s).unwrap());
     let seeds: Vec<u64> = match env("MK_SEED") {
         Some(seed) => vec![seed],
         None => (0..env("MK_SEEDS").unwrap_or(DEFAULT_SEEDS)).collect(),
@@ -525,7 +529,7 @@ impl Model {
                         if prod.acked.len() > 4 {
                             prod.acked.pop_front();
                         }
-                        prod.next_seq += p.values.len() as i32;
+                        prod.next_seq += i32::try_from(p.values.len()).unwrap();
                         prod.in_flight = None;
                         prod.waiting = false;
                     }

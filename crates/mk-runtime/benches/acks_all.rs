@@ -49,6 +49,10 @@ async fn main() {
         latencies.push(t.elapsed().as_secs_f64() * 1e6);
     }
     latencies.sort_by(f64::total_cmp);
+    #[allow(
+        clippy::cast_possible_truncation,
+        reason = "a rank from a fraction in [0, 1] of the sample count, clamped to the last sample"
+    )]
     let pct = |p: f64| latencies[((latencies.len() as f64 * p) as usize).min(latencies.len() - 1)];
     let workload = "one 100 B record per append, sequential, 3 brokers, min ISR 2, replication driver woken by the append";
     emit("direct.acks_all.p50_us", pct(0.50), "µs", workload);

@@ -45,6 +45,7 @@ impl Default for DriverConfig {
 }
 
 /// Starts every background driver on `cluster` (needs a tokio runtime).
+#[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
 pub fn start_drivers(cluster: &Arc<BrokerCluster>, config: DriverConfig) -> Result<()> {
     let owner = cluster.lifecycle();
     let c = cluster.clone();

@@ -21,7 +21,10 @@
 //! back, reporting the bytes the producer sent, the bytes on disk and the
 //! bytes fetched side by side (a broker that keeps batches as produced
 //! stores and serves about what the producer sent).
-
+#![allow(
+    clippy::too_many_lines,
+    reason = "a benchmark runs its phases in order in one function"
+)]
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use mk_server::embedded::{BrokerBuilder, BrokerProcess};
@@ -86,7 +89,7 @@ fn values_file(dir: &Path, size: usize, n: usize) -> PathBuf {
     let mut out = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
     for i in 0..n {
         let line: Vec<u8> = (0..size)
-            .map(|j| b'a' + ((i * 31 + j * 7) % 26) as u8)
+            .map(|j| b'a' + u8::try_from((i * 31 + j * 7) % 26).unwrap())
             .collect();
         out.write_all(&line).unwrap();
         out.write_all(b"\n").unwrap();

@@ -18,7 +18,10 @@
 //! keeps `window` requests in flight (it sends a new one for each answer),
 //! for a fixed time. Prints one JSON line per figure; it reports and never
 //! asserts a time.
-
+#![allow(
+    clippy::too_many_lines,
+    reason = "a benchmark runs its phases in order in one function"
+)]
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -353,6 +356,10 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "a rank from a fraction in [0, 1] of the sample count, clamped to the last sample"
+)]
 fn percentile(v: &mut [f64], p: f64) -> f64 {
     v.sort_by(f64::total_cmp);
     if v.is_empty() {
@@ -477,7 +484,9 @@ fn unit_key(unit: &str) -> &'static str {
 }
 
 fn value_100b(i: usize) -> String {
-    let v: Vec<u8> = (0..100).map(|j| ((i * 31 + j * 7) % 251) as u8).collect();
+    let v: Vec<u8> = (0..100)
+        .map(|j| u8::try_from((i * 31 + j * 7) % 251).unwrap())
+        .collect();
     base64::Engine::encode(&base64::engine::general_purpose::STANDARD, v)
 }
 

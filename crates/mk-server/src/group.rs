@@ -253,6 +253,7 @@ fn print_share(d: &ShareGroupDescription) -> CmdResult {
 /// `reset-offsets`: every partition of `topics`, or without topics every
 /// partition the group has an offset for, moves to `to`; `dry_run` only
 /// shows the plan.
+#[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
 pub async fn group_reset_offsets(
     c: &mut JsonTcpClient,
     group: &str,

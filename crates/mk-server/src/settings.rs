@@ -243,6 +243,7 @@ pub struct Settings {
 impl ServeArgs {
     /// Merges flags over the config file over the defaults and validates
     /// the result.
+    #[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
     pub fn resolve(&self) -> Result<Settings, String> {
         let file = match &self.config {
             None => FileSettings::default(),

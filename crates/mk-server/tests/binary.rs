@@ -3,6 +3,10 @@
 //! port is taken, the data directory is locked or metadata is unreadable,
 //! shuts down gracefully on SIGTERM, keeps every acknowledged record across
 //! a SIGKILL, and its client subcommands work against it.
+#![allow(
+    clippy::too_many_lines,
+    reason = "a test scenario reads top to bottom as one story; split, its steps would scatter"
+)]
 
 use mk_adapter_jsontcp::JsonTcpClient;
 use mk_adapter_jsontcp::mk_cluster::{AckMode, Bytes, ErrorCode, FetchRequest, TopicPartition};
@@ -71,7 +75,7 @@ async fn every_acknowledged_record_survives_a_sigkill() {
     let stored = fetch_all(&server.addr, "crash").await;
     for (offset, value) in &acked {
         assert_eq!(
-            stored.get(*offset as usize),
+            stored.get(usize::try_from(*offset).unwrap()),
             Some(&(*offset, value.clone())),
             "acknowledged record at offset {offset} is there"
         );
@@ -1413,7 +1417,9 @@ fn a_prometheus_scrape_parses_and_counts_what_was_produced() {
         b"mk",
     ]
     .concat();
-    kafka.write_all(&(body.len() as i32).to_be_bytes()).unwrap();
+    kafka
+        .write_all(&i32::try_from(body.len()).unwrap().to_be_bytes())
+        .unwrap();
     kafka.write_all(&body).unwrap();
     let mut size = [0u8; 4];
     std::io::Read::read_exact(&mut kafka, &mut size).unwrap();

@@ -8,6 +8,10 @@
 //! record gets FRAME_TOO_LARGE; produce creates a missing topic as a Kafka
 //! producer does; the version is real; broker online says when nothing
 //! changed.
+#![allow(
+    clippy::too_many_lines,
+    reason = "a test scenario reads top to bottom as one story; split, its steps would scatter"
+)]
 
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
@@ -163,7 +167,9 @@ fn api_versions(kafka: &mut std::net::TcpStream) {
         b"mk",
     ]
     .concat();
-    kafka.write_all(&(body.len() as i32).to_be_bytes()).unwrap();
+    kafka
+        .write_all(&i32::try_from(body.len()).unwrap().to_be_bytes())
+        .unwrap();
     kafka.write_all(&body).unwrap();
     let mut size = [0u8; 4];
     kafka.read_exact(&mut size).unwrap();
@@ -501,11 +507,11 @@ fn join_classic_group(
     assignor: &str,
 ) -> std::net::TcpStream {
     fn string(out: &mut Vec<u8>, s: &str) {
-        out.extend_from_slice(&(s.len() as i16).to_be_bytes());
+        out.extend_from_slice(&i16::try_from(s.len()).unwrap().to_be_bytes());
         out.extend_from_slice(s.as_bytes());
     }
     fn bytes(out: &mut Vec<u8>, b: &[u8]) {
-        out.extend_from_slice(&(b.len() as i32).to_be_bytes());
+        out.extend_from_slice(&i32::try_from(b.len()).unwrap().to_be_bytes());
         out.extend_from_slice(b);
     }
     fn call(s: &mut std::net::TcpStream, api_key: i16, body: &[u8]) -> Vec<u8> {
@@ -515,7 +521,8 @@ fn join_classic_group(
         frame.extend_from_slice(&1i32.to_be_bytes());
         string(&mut frame, "test");
         frame.extend_from_slice(body);
-        s.write_all(&(frame.len() as i32).to_be_bytes()).unwrap();
+        s.write_all(&i32::try_from(frame.len()).unwrap().to_be_bytes())
+            .unwrap();
         s.write_all(&frame).unwrap();
         let mut size = [0u8; 4];
         s.read_exact(&mut size).unwrap();

@@ -3,6 +3,10 @@
 //! scrape (name and type) must be exactly the page's table. Also: HELP for
 //! every family, a stable order between scrapes, histograms for latency,
 //! process metrics with values, the health probes.
+#![allow(
+    clippy::too_many_lines,
+    reason = "a test scenario reads top to bottom as one story; split, its steps would scatter"
+)]
 
 use mk_server::embedded::BrokerBuilder;
 use std::collections::BTreeMap;

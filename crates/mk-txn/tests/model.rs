@@ -9,6 +9,10 @@
 //! records and offsets are visible. proptest prints the failing operation
 //! list, which replays the case exactly (the cluster-level model in
 //! mk-cluster prints a seed instead).
+#![allow(
+    clippy::too_many_lines,
+    reason = "a test scenario reads top to bottom as one story; split, its steps would scatter"
+)]
 
 mod common;
 
@@ -68,7 +72,7 @@ struct Model {
 }
 
 fn input(i: usize) -> TopicPartition {
-    tp("in", i as u32)
+    tp("in", u32::try_from(i).unwrap())
 }
 
 impl Model {

@@ -141,17 +141,18 @@ pub(super) mod stats {
 
     pub fn decode_response(f: &Fields<'_>) -> Decoded<Response> {
         let n = |name: &str| f.int(name, 0, i64::MAX);
+        let count = |name: &str| f.int_as::<usize>(name, 0, i64::MAX);
         Ok(Response::Stats(ServerStats {
             cluster: ClusterStats {
                 uptime_ms: f.i64("uptime_ms")?,
-                topics: n("topics")? as usize,
-                partitions: n("partitions")? as usize,
-                groups: n("groups")? as usize,
-                transactions: n("transactions")? as usize,
+                topics: count("topics")?,
+                partitions: count("partitions")?,
+                groups: count("groups")?,
+                transactions: count("transactions")?,
                 records: f.i64("records")?,
                 log_bytes: n("log_bytes")? as u64,
-                owned_tasks: n("owned_tasks")? as usize,
-                damaged_partitions: n("damaged_partitions")? as usize,
+                owned_tasks: count("owned_tasks")?,
+                damaged_partitions: count("damaged_partitions")?,
                 disk_full: f.bool("disk_full")?,
                 protocols: protocols_of(f)?,
             },

@@ -5,7 +5,7 @@
 
 use crate::wire::{
     DecodeError, Decoded, Fields, ObjWriter, bad, int_value, push_array, push_int, push_str,
-    type_name,
+    type_name, typed_int,
 };
 use mk_cluster::{BrokerId, Header, OffsetAndMetadata, PartitionInfo, TopicPartition};
 use serde_json::{Map, Value};
@@ -192,11 +192,7 @@ pub(super) fn write_strings(out: &mut Vec<u8>, strings: &[String]) {
 pub(super) fn ids_of(items: &[Value]) -> Decoded<Vec<BrokerId>> {
     items
         .iter()
-        .map(|v| {
-            int_value(v, i64::from(i32::MIN), i64::from(i32::MAX))
-                .map(|n| n as i32)
-                .map_err(DecodeError)
-        })
+        .map(|v| typed_int::<i32>(v, i64::from(i32::MIN), i64::from(i32::MAX)).map_err(DecodeError))
         .collect()
 }
 

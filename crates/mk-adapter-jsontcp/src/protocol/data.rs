@@ -167,7 +167,7 @@ pub(super) mod produce {
                 partition: f.u32("partition")?,
                 base_offset: f.opt_i64("offset")?,
                 count: if batch {
-                    f.int("count", 0, i64::MAX)? as usize
+                    f.int_as::<usize>("count", 0, i64::MAX)?
                 } else {
                     1
                 },
@@ -251,9 +251,7 @@ pub(super) mod fetch {
                     .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
                 isolation,
             },
-            max_wait_ms: f
-                .opt_int("max_wait_ms", 0, i64::from(i32::MAX))?
-                .map(|n| n as u32),
+            max_wait_ms: f.opt_int_as("max_wait_ms", 0, i64::from(i32::MAX))?,
         })
     }
 

@@ -22,7 +22,7 @@ pub(super) mod create_topic {
         Ok(Request::CreateTopic {
             topic: f.string("topic")?,
             partitions: f.u32("partitions")?,
-            replication_factor: f.int("replication_factor", 0, i64::from(i32::MAX))? as usize,
+            replication_factor: f.int_as("replication_factor", 0, i64::from(i32::MAX))?,
             config: match f.get("config") {
                 None => None,
                 Some(_) => Some(overrides_of(f.object("config")?)?),

@@ -195,7 +195,8 @@ fn create_one(
         error_code: KafkaCode::NONE,
         error_message: None,
         num_partitions: partitions as i32,
-        replication_factor: rf as i16,
+        // Asked as an i16 or capped by the broker count.
+        replication_factor: i16::try_from(rf).unwrap_or(i16::MAX),
         configs: Some(
             config
                 .described(&c.broker_defaults(), c.config().segment_max_bytes)

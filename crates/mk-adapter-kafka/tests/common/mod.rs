@@ -133,7 +133,7 @@ impl Conn {
         w.flexible = flexible;
         body.write(&mut w, version);
         let payload = w.into_bytes();
-        let mut out = (payload.len() as i32).to_be_bytes().to_vec();
+        let mut out = i32::try_from(payload.len()).unwrap().to_be_bytes().to_vec();
         out.extend_from_slice(&payload);
         (correlation_id, out)
     }

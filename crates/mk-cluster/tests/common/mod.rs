@@ -165,7 +165,7 @@ impl Client {
             .wait()
             .await?;
         if !r.duplicate {
-            *self.seqs.entry(tp.clone()).or_insert(0) += values.len() as i32;
+            *self.seqs.entry(tp.clone()).or_insert(0) += i32::try_from(values.len()).unwrap();
         }
         Ok(r)
     }

@@ -22,10 +22,10 @@ pub fn zigzag(n: i64) -> u64 {
 pub fn put_varint(out: &mut Vec<u8>, n: i64) {
     let mut u = zigzag(n);
     while u >= 0x80 {
-        out.push((u as u8) | 0x80);
+        out.push(u.to_le_bytes()[0] | 0x80);
         u >>= 7;
     }
-    out.push(u as u8);
+    out.push(u.to_le_bytes()[0]);
 }
 
 pub fn put_bytes(out: &mut Vec<u8>, b: Option<&Bytes>) {
