@@ -18,7 +18,7 @@ mod produce;
 mod topic;
 mod user;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 use commands::{CmdError, CmdResult, usage};
 use format::{Encoding, Format, Input, Output};
 use mk_cluster::{AckMode, Isolation};
@@ -81,84 +81,10 @@ enum Command {
         client: ClientArgs,
     },
     /// Produce every line of stdin as one record.
-    Produce {
-        topic: String,
-        /// Partition to write to [default: by key (murmur2, as Kafka's
-        /// default partitioner), partition 0 for lines without a key].
-        #[arg(long)]
-        partition: Option<u32>,
-        /// Lines are `key<TAB>value` (see --key-delimiter).
-        #[arg(long)]
-        keyed: bool,
-        /// What separates key and value with --keyed.
-        #[arg(long, value_name = "STR", default_value = "\t")]
-        key_delimiter: String,
-        /// Acknowledgement: 0, 1, all or -1.
-        #[arg(long, default_value = "1")]
-        acks: String,
-        /// How keys and values are written in the input lines.
-        #[arg(long, value_enum, default_value_t = Encoding::Text)]
-        encoding: Encoding,
-        /// A key or value equal to this is null: a value is a tombstone.
-        #[arg(long, value_name = "STR")]
-        null_value: Option<String>,
-        /// Report a bad input line (by number) and go on, instead of
-        /// stopping at it.
-        #[arg(long)]
-        skip_bad_lines: bool,
-        /// Print a progress line on stderr (always done when stderr is a
-        /// terminal).
-        #[arg(long)]
-        progress: bool,
-        #[command(flatten)]
-        client: ClientArgs,
-    },
+    Produce(ProduceArgs),
     /// Print the records of every partition of one or more topics;
     /// --follow keeps waiting for new ones.
-    Consume {
-        #[arg(required = true, value_name = "TOPIC")]
-        topics: Vec<String>,
-        /// Read only this partition (of a single topic).
-        #[arg(long, conflicts_with = "group")]
-        partition: Option<u32>,
-        /// Where to start without a committed offset: earliest, latest, an
-        /// offset (past the end: the end) or -N for the last N records of
-        /// each partition, as kcat's -o. Also the reset policy for a
-        /// position outside the log (Kafka's auto.offset.reset): latest
-        /// resets to the end, anything else to the log start.
-        #[arg(long, default_value = "earliest", allow_negative_numbers = true)]
-        from: String,
-        /// Start at the first record at or after this time: milliseconds
-        /// since the epoch or a date-time like 2024-05-01T12:00:00Z.
-        #[arg(long, value_name = "TIME", conflicts_with = "from")]
-        from_time: Option<String>,
-        /// Consume as a member of this group, committing as it goes.
-        #[arg(long)]
-        group: Option<String>,
-        /// Keep long-polling for new records until Ctrl-C.
-        #[arg(long)]
-        follow: bool,
-        /// Stop after this many records.
-        #[arg(long, value_name = "N")]
-        max_records: Option<u64>,
-        /// read_uncommitted or read_committed.
-        #[arg(long, default_value = "read_uncommitted")]
-        isolation: String,
-        /// kcat-like output format: %t topic, %p partition, %o offset, %k
-        /// key, %K key length, %s value, %S value length, %T timestamp, %h
-        /// headers, \n \t escapes (nothing is added at the end).
-        #[arg(long, value_name = "FMT")]
-        format: Option<String>,
-        /// How keys, values and header values are printed.
-        #[arg(long, value_enum, default_value_t = Encoding::Text)]
-        encoding: Encoding,
-        /// What a null key or value prints as [default: the word tombstone
-        /// for a value in the default layout, nothing with --format].
-        #[arg(long, value_name = "STR")]
-        null_value: Option<String>,
-        #[command(flatten)]
-        client: ClientArgs,
-    },
+    Consume(ConsumeArgs),
     /// List, describe, delete consumer groups or reset their offsets.
     Group {
         #[command(subcommand)]
@@ -202,6 +128,88 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// The flags of `produce`.
+#[derive(Debug, Args)]
+struct ProduceArgs {
+    topic: String,
+    /// Partition to write to [default: by key (murmur2, as Kafka's
+    /// default partitioner), partition 0 for lines without a key].
+    #[arg(long)]
+    partition: Option<u32>,
+    /// Lines are `key<TAB>value` (see --key-delimiter).
+    #[arg(long)]
+    keyed: bool,
+    /// What separates key and value with --keyed.
+    #[arg(long, value_name = "STR", default_value = "\t")]
+    key_delimiter: String,
+    /// Acknowledgement: 0, 1, all or -1.
+    #[arg(long, default_value = "1")]
+    acks: String,
+    /// How keys and values are written in the input lines.
+    #[arg(long, value_enum, default_value_t = Encoding::Text)]
+    encoding: Encoding,
+    /// A key or value equal to this is null: a value is a tombstone.
+    #[arg(long, value_name = "STR")]
+    null_value: Option<String>,
+    /// Report a bad input line (by number) and go on, instead of
+    /// stopping at it.
+    #[arg(long)]
+    skip_bad_lines: bool,
+    /// Print a progress line on stderr (always done when stderr is a
+    /// terminal).
+    #[arg(long)]
+    progress: bool,
+    #[command(flatten)]
+    client: ClientArgs,
+}
+
+/// The flags of `consume`.
+#[derive(Debug, Args)]
+struct ConsumeArgs {
+    #[arg(required = true, value_name = "TOPIC")]
+    topics: Vec<String>,
+    /// Read only this partition (of a single topic).
+    #[arg(long, conflicts_with = "group")]
+    partition: Option<u32>,
+    /// Where to start without a committed offset: earliest, latest, an
+    /// offset (past the end: the end) or -N for the last N records of
+    /// each partition, as kcat's -o. Also the reset policy for a
+    /// position outside the log (Kafka's auto.offset.reset): latest
+    /// resets to the end, anything else to the log start.
+    #[arg(long, default_value = "earliest", allow_negative_numbers = true)]
+    from: String,
+    /// Start at the first record at or after this time: milliseconds
+    /// since the epoch or a date-time like 2024-05-01T12:00:00Z.
+    #[arg(long, value_name = "TIME", conflicts_with = "from")]
+    from_time: Option<String>,
+    /// Consume as a member of this group, committing as it goes.
+    #[arg(long)]
+    group: Option<String>,
+    /// Keep long-polling for new records until Ctrl-C.
+    #[arg(long)]
+    follow: bool,
+    /// Stop after this many records.
+    #[arg(long, value_name = "N")]
+    max_records: Option<u64>,
+    /// read_uncommitted or read_committed.
+    #[arg(long, default_value = "read_uncommitted")]
+    isolation: String,
+    /// kcat-like output format: %t topic, %p partition, %o offset, %k
+    /// key, %K key length, %s value, %S value length, %T timestamp, %h
+    /// headers, \n \t escapes (nothing is added at the end).
+    #[arg(long, value_name = "FMT")]
+    format: Option<String>,
+    /// How keys, values and header values are printed.
+    #[arg(long, value_enum, default_value_t = Encoding::Text)]
+    encoding: Encoding,
+    /// What a null key or value prints as [default: the word tombstone
+    /// for a value in the default layout, nothing with --format].
+    #[arg(long, value_name = "STR")]
+    null_value: Option<String>,
+    #[command(flatten)]
+    client: ClientArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -360,8 +368,8 @@ async fn main() -> ExitCode {
             init_tracing("warn");
             let as_json = match &other {
                 Command::Topic { client, .. }
-                | Command::Produce { client, .. }
-                | Command::Consume { client, .. }
+                | Command::Produce(ProduceArgs { client, .. })
+                | Command::Consume(ConsumeArgs { client, .. })
                 | Command::Group { client, .. }
                 | Command::User { client, .. }
                 | Command::Broker { client, .. }
@@ -403,133 +411,15 @@ async fn connect(client: &ClientArgs) -> Result<mk_adapter_jsontcp::JsonTcpClien
     commands::connect(&client.server, client.timeout_ms).await
 }
 
-#[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
 async fn run_client(command: Command) -> CmdResult {
     match command {
         Command::Serve(_) | Command::Completions { .. } => {
             unreachable!("handled by main")
         }
         Command::Lab { name, json } => commands::lab(&name, json).await,
-        Command::Topic { command, client } => {
-            let mut c = connect(&client).await?;
-            let json = client.json;
-            match command {
-                TopicCommand::Create {
-                    name,
-                    partitions,
-                    replication_factor,
-                    config,
-                } => {
-                    topic::topic_create(
-                        &mut c,
-                        &name,
-                        partitions,
-                        replication_factor,
-                        &config,
-                        json,
-                    )
-                    .await
-                }
-                TopicCommand::List => topic::topic_list(&mut c, json).await,
-                TopicCommand::Describe { name } => {
-                    topic::topic_describe(&mut c, name.as_deref(), json).await
-                }
-                TopicCommand::Delete { name } => topic::topic_delete(&mut c, &name, json).await,
-                TopicCommand::Alter {
-                    name,
-                    partitions,
-                    config,
-                    delete_config,
-                    validate_only,
-                } => {
-                    let alter = topic::TopicAlter {
-                        name: &name,
-                        partitions,
-                        set: &config,
-                        delete: &delete_config,
-                        validate_only,
-                    };
-                    topic::topic_alter(&mut c, alter, json).await
-                }
-            }
-        }
-        Command::Produce {
-            topic,
-            partition,
-            keyed,
-            key_delimiter,
-            acks,
-            encoding,
-            null_value,
-            skip_bad_lines,
-            progress,
-            client,
-        } => {
-            let acks = parse_acks(&acks)?;
-            if keyed && key_delimiter.is_empty() {
-                return usage("--key-delimiter must not be empty");
-            }
-            let mut c = connect(&client).await?;
-            let options = produce::ProduceOptions {
-                topic,
-                partition,
-                acks,
-                input: Input {
-                    key_delimiter: keyed.then(|| key_delimiter.into_bytes()),
-                    encoding,
-                    null_value: null_value.map(String::into_bytes),
-                },
-                skip_bad_lines,
-                progress,
-                as_json: client.json,
-            };
-            produce::produce(&mut c, options).await
-        }
-        Command::Consume {
-            topics,
-            partition,
-            from,
-            from_time,
-            group,
-            follow,
-            max_records,
-            isolation,
-            format,
-            encoding,
-            null_value,
-            client,
-        } => {
-            let isolation = parse_isolation(&isolation)?;
-            let start = match from_time {
-                Some(t) => consume::Start::Time(
-                    format::parse_time(&t).or_else(|e| usage(format!("--from-time: {e}")))?,
-                ),
-                None => from
-                    .parse::<consume::Start>()
-                    .or_else(|e| usage(format!("--from: {e}")))?,
-            };
-            let format = match format {
-                None => None,
-                Some(f) => Some(f.parse::<Format>().or_else(usage)?),
-            };
-            let mut c = connect(&client).await?;
-            let options = consume::ConsumeOptions {
-                topics,
-                partition,
-                start,
-                group,
-                follow,
-                max_records,
-                isolation,
-                output: Output {
-                    format,
-                    encoding,
-                    null_value,
-                    json: client.json,
-                },
-            };
-            consume::consume(&mut c, options).await
-        }
+        Command::Topic { command, client } => run_topic(command, &client).await,
+        Command::Produce(args) => run_produce(args).await,
+        Command::Consume(args) => run_consume(args).await,
         Command::User { command, client } => run_user(command, &client).await,
         Command::Broker { command, client } => {
             let mut c = connect(&client).await?;
@@ -546,50 +436,142 @@ async fn run_client(command: Command) -> CmdResult {
             let mut c = connect(&client).await?;
             commands::stats(&mut c, client.json).await
         }
-        Command::Group { command, client } => {
-            let json = client.json;
-            if let GroupCommand::ResetOffsets {
-                to_earliest,
-                to_latest,
-                to_offset,
-                to_datetime,
-                ..
-            } = &command
-            {
-                // Usage errors before connecting.
-                let time = match to_datetime {
-                    None => None,
-                    Some(t) => Some(
-                        format::parse_time(t).or_else(|e| usage(format!("--to-datetime: {e}")))?,
-                    ),
-                };
-                group::ResetTo::from_flags(*to_earliest, *to_latest, *to_offset, time)?;
+        Command::Group { command, client } => run_group(command, &client).await,
+    }
+}
+
+async fn run_topic(command: TopicCommand, client: &ClientArgs) -> CmdResult {
+    let mut c = connect(client).await?;
+    let json = client.json;
+    match command {
+        TopicCommand::Create {
+            name,
+            partitions,
+            replication_factor,
+            config,
+        } => {
+            topic::topic_create(&mut c, &name, partitions, replication_factor, &config, json).await
+        }
+        TopicCommand::List => topic::topic_list(&mut c, json).await,
+        TopicCommand::Describe { name } => {
+            topic::topic_describe(&mut c, name.as_deref(), json).await
+        }
+        TopicCommand::Delete { name } => topic::topic_delete(&mut c, &name, json).await,
+        TopicCommand::Alter {
+            name,
+            partitions,
+            config,
+            delete_config,
+            validate_only,
+        } => {
+            let alter = topic::TopicAlter {
+                name: &name,
+                partitions,
+                set: &config,
+                delete: &delete_config,
+                validate_only,
+            };
+            topic::topic_alter(&mut c, alter, json).await
+        }
+    }
+}
+
+async fn run_produce(args: ProduceArgs) -> CmdResult {
+    let acks = parse_acks(&args.acks)?;
+    if args.keyed && args.key_delimiter.is_empty() {
+        return usage("--key-delimiter must not be empty");
+    }
+    let mut c = connect(&args.client).await?;
+    let options = produce::ProduceOptions {
+        topic: args.topic,
+        partition: args.partition,
+        acks,
+        input: Input {
+            key_delimiter: args.keyed.then(|| args.key_delimiter.into_bytes()),
+            encoding: args.encoding,
+            null_value: args.null_value.map(String::into_bytes),
+        },
+        skip_bad_lines: args.skip_bad_lines,
+        progress: args.progress,
+        as_json: args.client.json,
+    };
+    produce::produce(&mut c, options).await
+}
+
+async fn run_consume(args: ConsumeArgs) -> CmdResult {
+    let isolation = parse_isolation(&args.isolation)?;
+    let start = match args.from_time {
+        Some(t) => consume::Start::Time(
+            format::parse_time(&t).or_else(|e| usage(format!("--from-time: {e}")))?,
+        ),
+        None => args
+            .from
+            .parse::<consume::Start>()
+            .or_else(|e| usage(format!("--from: {e}")))?,
+    };
+    let format = match args.format {
+        None => None,
+        Some(f) => Some(f.parse::<Format>().or_else(usage)?),
+    };
+    let mut c = connect(&args.client).await?;
+    let options = consume::ConsumeOptions {
+        topics: args.topics,
+        partition: args.partition,
+        start,
+        group: args.group,
+        follow: args.follow,
+        max_records: args.max_records,
+        isolation,
+        output: Output {
+            format,
+            encoding: args.encoding,
+            null_value: args.null_value,
+            json: args.client.json,
+        },
+    };
+    consume::consume(&mut c, options).await
+}
+
+async fn run_group(command: GroupCommand, client: &ClientArgs) -> CmdResult {
+    let json = client.json;
+    if let GroupCommand::ResetOffsets {
+        to_earliest,
+        to_latest,
+        to_offset,
+        to_datetime,
+        ..
+    } = &command
+    {
+        // Usage errors before connecting.
+        let time = match to_datetime {
+            None => None,
+            Some(t) => {
+                Some(format::parse_time(t).or_else(|e| usage(format!("--to-datetime: {e}")))?)
             }
-            let mut c = connect(&client).await?;
-            match command {
-                GroupCommand::List => group::group_list(&mut c, json).await,
-                GroupCommand::Describe { group } => {
-                    group::group_describe(&mut c, &group, json).await
-                }
-                GroupCommand::Delete { group } => group::group_delete(&mut c, &group, json).await,
-                GroupCommand::ResetOffsets {
-                    group,
-                    to_earliest,
-                    to_latest,
-                    to_offset,
-                    to_datetime,
-                    topic,
-                    execute,
-                    dry_run: _,
-                } => {
-                    let time = to_datetime
-                        .map(|t| format::parse_time(&t))
-                        .transpose()
-                        .or_else(usage)?;
-                    let to = group::ResetTo::from_flags(to_earliest, to_latest, to_offset, time)?;
-                    group::group_reset_offsets(&mut c, &group, to, &topic, !execute, json).await
-                }
-            }
+        };
+        group::ResetTo::from_flags(*to_earliest, *to_latest, *to_offset, time)?;
+    }
+    let mut c = connect(client).await?;
+    match command {
+        GroupCommand::List => group::group_list(&mut c, json).await,
+        GroupCommand::Describe { group } => group::group_describe(&mut c, &group, json).await,
+        GroupCommand::Delete { group } => group::group_delete(&mut c, &group, json).await,
+        GroupCommand::ResetOffsets {
+            group,
+            to_earliest,
+            to_latest,
+            to_offset,
+            to_datetime,
+            topic,
+            execute,
+            dry_run: _,
+        } => {
+            let time = to_datetime
+                .map(|t| format::parse_time(&t))
+                .transpose()
+                .or_else(usage)?;
+            let to = group::ResetTo::from_flags(to_earliest, to_latest, to_offset, time)?;
+            group::group_reset_offsets(&mut c, &group, to, &topic, !execute, json).await
         }
     }
 }

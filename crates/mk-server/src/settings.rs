@@ -240,145 +240,31 @@ pub struct Settings {
     pub console_listen: Option<std::net::SocketAddr>,
 }
 
+/// A flag when given, else the config file's value.
+macro_rules! pick {
+    ($args:expr, $file:expr, $field:ident) => {
+        $args.$field.clone().or($file.$field.clone())
+    };
+}
+
 impl ServeArgs {
     /// Merges flags over the config file over the defaults and validates
     /// the result.
-    #[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
     pub fn resolve(&self) -> Result<Settings, String> {
-        let file = match &self.config {
-            None => FileSettings::default(),
-            Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
-                toml::from_str(&text)
-                    .map_err(|e| format!("invalid config file {}: {e}", path.display()))?
-            }
-        };
-        macro_rules! pick {
-            ($field:ident) => {
-                self.$field.clone().or(file.$field.clone())
-            };
-        }
-        let data_dir = pick!(data_dir).unwrap_or_else(|| PathBuf::from("./data"));
-        let mut cluster = MiniKafkaConfig::new(data_dir);
-        if let Some(b) = pick!(brokers) {
-            cluster.broker_ids = b;
-        }
-        if let Some(n) = pick!(min_insync_replicas) {
-            cluster.min_insync_replicas = n;
-        }
-        let segment_bytes = pick!(segment_bytes).unwrap_or(DEFAULT_SEGMENT_BYTES);
-        if segment_bytes < mk_cluster::MIN_SEGMENT_BYTES {
-            return Err(format!(
-                "segment_bytes must be >= {}, got {segment_bytes}",
-                mk_cluster::MIN_SEGMENT_BYTES
-            ));
-        }
-        cluster.segment_max_bytes = segment_bytes;
-        if let Some(b) = pick!(auto_create_topics) {
-            cluster.auto_create_topics = b;
-        }
-        if let Some(n) = pick!(num_partitions) {
-            cluster.auto_create_partitions = n;
-        }
-        if let Some(n) = pick!(fetch_max_bytes) {
-            cluster.fetch_max_bytes = n;
-        }
-        if let Some(ms) = pick!(group_session_timeout_ms) {
-            cluster.group_session_timeout_ms = ms;
-        }
-        cluster.group_initial_rebalance_delay_ms = pick!(group_initial_rebalance_delay_ms)
-            .unwrap_or(DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS);
-        if let Some(ms) = pick!(transaction_timeout_ms) {
-            cluster.transaction_timeout_ms = ms;
-        }
-        cluster.flush = FlushPolicy {
-            messages: pick!(flush_messages),
-            interval_ms: pick!(flush_interval_ms),
-        };
-        let topic = &mut cluster.default_topic_config;
-        if let Some(ms) = pick!(retention_ms) {
-            topic.retention_ms = Some(ms);
-        }
-        if let Some(b) = pick!(retention_bytes) {
-            topic.retention_bytes = Some(b);
-        }
-        if let Some(p) = pick!(cleanup_policy) {
-            topic.cleanup_policy = CleanupPolicy::parse(&p).map_err(|e| e.to_string())?;
-        }
-        if let Some(ms) = pick!(delete_retention_ms) {
-            topic.delete_retention_ms = ms;
-        }
-        cluster.authorizer = authorizer(
-            pick!(authorizer).as_deref(),
-            pick!(super_users).as_deref(),
-            pick!(allow_everyone_if_no_acl_found),
-        )?;
-        cluster.validate().map_err(|e| e.to_string())?;
-        let defaults = ServerOptions::default();
-        let server = ServerOptions {
-            lab: self.lab || file.lab.unwrap_or(false),
-            max_frame_bytes: pick!(max_frame_bytes).unwrap_or(defaults.max_frame_bytes),
-            max_connections: pick!(max_connections).unwrap_or(defaults.max_connections),
-            idle_timeout: pick!(idle_timeout_ms)
-                .map_or(defaults.idle_timeout, Duration::from_millis),
-            max_in_flight: pick!(max_in_flight).unwrap_or(defaults.max_in_flight),
-            write_timeout: pick!(write_timeout_ms)
-                .map_or(defaults.write_timeout, Duration::from_millis),
-            ..defaults
-        };
-        if server.max_frame_bytes == 0 || server.max_in_flight == 0 || server.max_connections == 0 {
-            return Err(
-                "max_frame_bytes, max_in_flight and max_connections must be > 0".to_string(),
-            );
-        }
-        let kafka_listen = match pick!(kafka_listen).as_deref() {
-            Some("off") => None,
-            Some(a) => Some(
-                mk_adapter_kafka::parse_listeners(a).map_err(|e| format!("--kafka-listen: {e}"))?,
-            ),
-            None => Some(vec![ListenerSpec {
-                protocol: SecurityProtocol::Plaintext,
-                addr: std::net::SocketAddr::from(([127, 0, 0, 1], 9092)),
-            }]),
-        };
-        let tls_files = tls_files(
-            pick!(tls_cert),
-            pick!(tls_key),
-            pick!(tls_client_ca),
-            kafka_listen.as_deref().unwrap_or_default(),
-        )?;
-        let sasl = sasl_options(pick!(sasl_mechanisms), pick!(sasl_plain_users))?;
-        let kafka_defaults = KafkaOptions::default();
-        let kafka = KafkaOptions {
-            sasl,
-            tls: match &tls_files {
-                None => None,
-                Some(files) => Some(mk_adapter_kafka::tls::server_config(files)?),
-            },
-            max_request_bytes: pick!(kafka_max_request_bytes)
-                .unwrap_or(kafka_defaults.max_request_bytes),
-            advertised_host: pick!(kafka_advertised_host),
-            max_connections: server.max_connections,
-            idle_timeout: server.idle_timeout,
-            write_timeout: server.write_timeout,
-            ..kafka_defaults
-        };
-        if kafka.max_request_bytes < 1024 {
-            return Err(format!(
-                "kafka_max_request_bytes must be >= 1024, got {}",
-                kafka.max_request_bytes
-            ));
-        }
-        let metrics_listen = match pick!(metrics_listen) {
+        let file = self.file_settings()?;
+        let cluster = self.cluster_config(&file)?;
+        let server = self.server_options(&file)?;
+        let kafka_listen = self.kafka_listeners(&file)?;
+        let kafka = self.kafka_options(&file, &server, kafka_listen.as_deref())?;
+        let metrics_listen = match pick!(self, file, metrics_listen) {
             None => None,
             Some(a) => Some(
                 a.parse()
                     .map_err(|e| format!("--metrics-listen must be IP:PORT, got {a:?}: {e}"))?,
             ),
         };
-        let console_listen = console_listen(pick!(console_listen).as_deref())?;
-        let listen = pick!(listen).unwrap_or_else(|| "127.0.0.1:9192".to_string());
+        let console_listen = console_listen(pick!(self, file, console_listen).as_deref())?;
+        let listen = pick!(self, file, listen).unwrap_or_else(|| "127.0.0.1:9192".to_string());
         let secured = kafka_listen
             .iter()
             .flatten()
@@ -399,12 +285,178 @@ impl ServeArgs {
             kafka,
             cluster,
             server,
-            log_level: pick!(log_level).unwrap_or_else(|| "info".to_string()),
-            disk_full_exit_after: match pick!(disk_full_exit_after_ms).unwrap_or(300_000) {
+            log_level: pick!(self, file, log_level).unwrap_or_else(|| "info".to_string()),
+            disk_full_exit_after: match pick!(self, file, disk_full_exit_after_ms)
+                .unwrap_or(300_000)
+            {
                 0 => None,
                 ms => Some(Duration::from_millis(ms)),
             },
         })
+    }
+
+    /// The `--config` file, or every setting unset without one.
+    fn file_settings(&self) -> Result<FileSettings, String> {
+        match &self.config {
+            None => Ok(FileSettings::default()),
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
+                toml::from_str(&text)
+                    .map_err(|e| format!("invalid config file {}: {e}", path.display()))
+            }
+        }
+    }
+
+    /// The core's configuration: storage, groups, transactions, topic
+    /// defaults and the authorizer, validated by the core.
+    fn cluster_config(&self, file: &FileSettings) -> Result<MiniKafkaConfig, String> {
+        let data_dir = pick!(self, file, data_dir).unwrap_or_else(|| PathBuf::from("./data"));
+        let mut cluster = MiniKafkaConfig::new(data_dir);
+        if let Some(b) = pick!(self, file, brokers) {
+            cluster.broker_ids = b;
+        }
+        if let Some(n) = pick!(self, file, min_insync_replicas) {
+            cluster.min_insync_replicas = n;
+        }
+        let segment_bytes = pick!(self, file, segment_bytes).unwrap_or(DEFAULT_SEGMENT_BYTES);
+        if segment_bytes < mk_cluster::MIN_SEGMENT_BYTES {
+            return Err(format!(
+                "segment_bytes must be >= {}, got {segment_bytes}",
+                mk_cluster::MIN_SEGMENT_BYTES
+            ));
+        }
+        cluster.segment_max_bytes = segment_bytes;
+        if let Some(b) = pick!(self, file, auto_create_topics) {
+            cluster.auto_create_topics = b;
+        }
+        if let Some(n) = pick!(self, file, num_partitions) {
+            cluster.auto_create_partitions = n;
+        }
+        if let Some(n) = pick!(self, file, fetch_max_bytes) {
+            cluster.fetch_max_bytes = n;
+        }
+        if let Some(ms) = pick!(self, file, group_session_timeout_ms) {
+            cluster.group_session_timeout_ms = ms;
+        }
+        cluster.group_initial_rebalance_delay_ms =
+            pick!(self, file, group_initial_rebalance_delay_ms)
+                .unwrap_or(DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS);
+        if let Some(ms) = pick!(self, file, transaction_timeout_ms) {
+            cluster.transaction_timeout_ms = ms;
+        }
+        cluster.flush = FlushPolicy {
+            messages: pick!(self, file, flush_messages),
+            interval_ms: pick!(self, file, flush_interval_ms),
+        };
+        self.topic_defaults(file, &mut cluster)?;
+        cluster.authorizer = authorizer(
+            pick!(self, file, authorizer).as_deref(),
+            pick!(self, file, super_users).as_deref(),
+            pick!(self, file, allow_everyone_if_no_acl_found),
+        )?;
+        cluster.validate().map_err(|e| e.to_string())?;
+        Ok(cluster)
+    }
+
+    /// The broker-wide defaults of the topic configs.
+    fn topic_defaults(
+        &self,
+        file: &FileSettings,
+        cluster: &mut MiniKafkaConfig,
+    ) -> Result<(), String> {
+        let topic = &mut cluster.default_topic_config;
+        if let Some(ms) = pick!(self, file, retention_ms) {
+            topic.retention_ms = Some(ms);
+        }
+        if let Some(b) = pick!(self, file, retention_bytes) {
+            topic.retention_bytes = Some(b);
+        }
+        if let Some(p) = pick!(self, file, cleanup_policy) {
+            topic.cleanup_policy = CleanupPolicy::parse(&p).map_err(|e| e.to_string())?;
+        }
+        if let Some(ms) = pick!(self, file, delete_retention_ms) {
+            topic.delete_retention_ms = ms;
+        }
+        Ok(())
+    }
+
+    /// The JSON-TCP listener's limits (the Kafka listeners share some).
+    fn server_options(&self, file: &FileSettings) -> Result<ServerOptions, String> {
+        let defaults = ServerOptions::default();
+        let server = ServerOptions {
+            lab: self.lab || file.lab.unwrap_or(false),
+            max_frame_bytes: pick!(self, file, max_frame_bytes).unwrap_or(defaults.max_frame_bytes),
+            max_connections: pick!(self, file, max_connections).unwrap_or(defaults.max_connections),
+            idle_timeout: pick!(self, file, idle_timeout_ms)
+                .map_or(defaults.idle_timeout, Duration::from_millis),
+            max_in_flight: pick!(self, file, max_in_flight).unwrap_or(defaults.max_in_flight),
+            write_timeout: pick!(self, file, write_timeout_ms)
+                .map_or(defaults.write_timeout, Duration::from_millis),
+            ..defaults
+        };
+        if server.max_frame_bytes == 0 || server.max_in_flight == 0 || server.max_connections == 0 {
+            return Err(
+                "max_frame_bytes, max_in_flight and max_connections must be > 0".to_string(),
+            );
+        }
+        Ok(server)
+    }
+
+    /// `--kafka-listen`: `None` for "off", one PLAINTEXT listener on
+    /// 127.0.0.1:9092 by default.
+    fn kafka_listeners(&self, file: &FileSettings) -> Result<Option<Vec<ListenerSpec>>, String> {
+        Ok(match pick!(self, file, kafka_listen).as_deref() {
+            Some("off") => None,
+            Some(a) => Some(
+                mk_adapter_kafka::parse_listeners(a).map_err(|e| format!("--kafka-listen: {e}"))?,
+            ),
+            None => Some(vec![ListenerSpec {
+                protocol: SecurityProtocol::Plaintext,
+                addr: std::net::SocketAddr::from(([127, 0, 0, 1], 9092)),
+            }]),
+        })
+    }
+
+    /// The Kafka listeners' options: TLS, SASL and request limits.
+    fn kafka_options(
+        &self,
+        file: &FileSettings,
+        server: &ServerOptions,
+        kafka_listen: Option<&[ListenerSpec]>,
+    ) -> Result<KafkaOptions, String> {
+        let tls_files = tls_files(
+            pick!(self, file, tls_cert),
+            pick!(self, file, tls_key),
+            pick!(self, file, tls_client_ca),
+            kafka_listen.unwrap_or_default(),
+        )?;
+        let sasl = sasl_options(
+            pick!(self, file, sasl_mechanisms),
+            pick!(self, file, sasl_plain_users),
+        )?;
+        let kafka_defaults = KafkaOptions::default();
+        let kafka = KafkaOptions {
+            sasl,
+            tls: match &tls_files {
+                None => None,
+                Some(files) => Some(mk_adapter_kafka::tls::server_config(files)?),
+            },
+            max_request_bytes: pick!(self, file, kafka_max_request_bytes)
+                .unwrap_or(kafka_defaults.max_request_bytes),
+            advertised_host: pick!(self, file, kafka_advertised_host),
+            max_connections: server.max_connections,
+            idle_timeout: server.idle_timeout,
+            write_timeout: server.write_timeout,
+            ..kafka_defaults
+        };
+        if kafka.max_request_bytes < 1024 {
+            return Err(format!(
+                "kafka_max_request_bytes must be >= 1024, got {}",
+                kafka.max_request_bytes
+            ));
+        }
+        Ok(kafka)
     }
 }
 
