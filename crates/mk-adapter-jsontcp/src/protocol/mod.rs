@@ -810,7 +810,16 @@ impl Response {
 
     pub fn encode_into(&self, out: &mut Vec<u8>, id: Option<&Value>) {
         let mut w = ObjWriter::ok(out);
-        let w = &mut w;
+        self.encode_fields(&mut w);
+        if let Some(id) = id {
+            w.value("id", id);
+        }
+        w.end();
+        out.push(b'\n');
+    }
+
+    /// The fields after `"ok":true`, by the operation's family module.
+    fn encode_fields(&self, w: &mut ObjWriter<'_>) {
         match self {
             Response::CreateTopic { topic } => topics::create_topic::encode_response(w, topic),
             Response::Metadata(d) => topics::metadata::encode_response(w, d),
@@ -879,11 +888,6 @@ impl Response {
             | Response::Roll
             | Response::FlushCycle => {}
         }
-        if let Some(id) = id {
-            w.value("id", id);
-        }
-        w.end();
-        out.push(b'\n');
     }
 
     /// Decodes a success response to `request` (the client side). Fails
