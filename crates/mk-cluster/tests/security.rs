@@ -2,7 +2,10 @@
 //! persisted in `security.json` (never a password), survive a reopen, follow
 //! Kafka's AlterUserScramCredentials rules, and the authorizer decides only
 //! when it is on.
-#![allow(clippy::too_many_lines, reason = "a test scenario reads top to bottom as one story; split, its steps would scatter")]
+#![allow(
+    clippy::too_many_lines,
+    reason = "a test scenario reads top to bottom as one story; split, its steps would scatter"
+)]
 
 use mk_cluster::*;
 use std::sync::Arc;

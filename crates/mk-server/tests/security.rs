@@ -5,6 +5,10 @@
 //! and the console may not listen beyond loopback (exit 1, the flag named);
 //! and `mk-server user add|delete|list` managing the SCRAM users a Kafka
 //! client then logs in as.
+#![allow(
+    clippy::too_many_lines,
+    reason = "a test scenario reads top to bottom as one story; split, its steps would scatter"
+)]
 
 use mk_server::Listening;
 use rcgen::{CertificateParams, KeyPair};
