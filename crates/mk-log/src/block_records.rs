@@ -431,7 +431,7 @@ mod tests {
     }
 
     fn produced(records: &[Record], codec: Codec) -> BlockBatch {
-        let deltas: Vec<i32> = (0..records.len() as i32).collect();
+        let deltas: Vec<i32> = (0..i32::try_from(records.len()).unwrap()).collect();
         let body = encode_records(records, &deltas, records[0].timestamp_ms);
         BlockBatch::new(BlockParts {
             base_offset: 500,
@@ -443,8 +443,8 @@ mod tests {
             },
             transactional_id: None,
             control: None,
-            last_offset_delta: deltas.len() as i32 - 1,
-            record_count: records.len() as u32,
+            last_offset_delta: i32::try_from(deltas.len()).unwrap() - 1,
+            record_count: u32::try_from(records.len()).unwrap(),
             codec,
             timestamp_type: TimestampType::CreateTime,
             first_timestamp: records[0].timestamp_ms,
@@ -476,7 +476,7 @@ mod tests {
                 assert_eq!(again.max_timestamp(), batch.max_timestamp());
                 // Kafka's CRC covers the new block: a stored frame decodes.
                 let frame = again.encode().unwrap();
-                let back = crate::block::decode(&frame, LIMIT as u32).unwrap();
+                let back = crate::block::decode(&frame, u32::try_from(LIMIT).unwrap()).unwrap();
                 assert_eq!(back.records(LIMIT).unwrap().records(), &records[..]);
             }
         }
@@ -540,7 +540,9 @@ mod tests {
             assert_eq!(h.producer, original.header().producer);
             assert_eq!(h.record_count as usize, kept.records().len());
             assert_eq!(rebuilt.first_timestamp(), 1_006, "offset 502");
-            let back = crate::block::decode(&rebuilt.encode().unwrap(), LIMIT as u32).unwrap();
+            let back =
+                crate::block::decode(&rebuilt.encode().unwrap(), u32::try_from(LIMIT).unwrap())
+                    .unwrap();
             let decoded = back.records(LIMIT).unwrap();
             assert_eq!(decoded.records(), kept.records());
             assert_eq!(decoded.offset_deltas(), kept.offset_deltas());
