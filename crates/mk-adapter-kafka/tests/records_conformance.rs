@@ -62,15 +62,18 @@ fn limits() -> DecodeLimits {
     }
 }
 
+/// Every compression a producer may use.
+const EVERY_CODEC: [Compression; 5] = [
+    Compression::None,
+    Compression::Gzip,
+    Compression::Snappy,
+    Compression::Lz4,
+    Compression::Zstd,
+];
+
 #[test]
 fn batches_the_oracle_produces_are_accepted_intact_with_every_codec() {
-    for compression in [
-        Compression::None,
-        Compression::Gzip,
-        Compression::Snappy,
-        Compression::Lz4,
-        Compression::Zstd,
-    ] {
+    for compression in EVERY_CODEC {
         let records = oracle_records(50, 12, 100);
         let mut buf = BytesMut::new();
         RecordBatchEncoder::encode(
@@ -183,13 +186,7 @@ fn batches_we_write_are_read_back_by_the_oracle() {
 #[test]
 fn a_produced_batch_is_stored_and_fetched_as_produced_with_every_codec() {
     use mk_cluster::block;
-    for compression in [
-        Compression::None,
-        Compression::Gzip,
-        Compression::Snappy,
-        Compression::Lz4,
-        Compression::Zstd,
-    ] {
+    for compression in EVERY_CODEC {
         let mut buf = BytesMut::new();
         RecordBatchEncoder::encode(
             &mut buf,

@@ -100,6 +100,20 @@ const fn def(
     }
 }
 
+/// A tiered-storage switch of Kafka's (default false): stored, never in
+/// force, since mk has no tiered storage.
+const fn tiered_storage_flag(name: &'static str) -> TopicConfigDef {
+    def(
+        name,
+        ConfigType::Boolean,
+        "false",
+        Validator::Any,
+        Effect::Stored,
+        None,
+        "Tiered storage (not available in mk).",
+    )
+}
+
 use ConfigType as T;
 use Effect::{Enforced, Stored};
 use Validator as V;
@@ -329,24 +343,8 @@ pub const TOPIC_CONFIGS: [TopicConfigDef; 35] = [
         Some("log.preallocate"),
         "Preallocate segment files (mk never does).",
     ),
-    def(
-        "remote.log.copy.disable",
-        T::Boolean,
-        "false",
-        V::Any,
-        Stored,
-        None,
-        "Tiered storage (not available in mk).",
-    ),
-    def(
-        "remote.log.delete.on.disable",
-        T::Boolean,
-        "false",
-        V::Any,
-        Stored,
-        None,
-        "Tiered storage (not available in mk).",
-    ),
+    tiered_storage_flag("remote.log.copy.disable"),
+    tiered_storage_flag("remote.log.delete.on.disable"),
     def(
         "remote.storage.enable",
         T::Boolean,

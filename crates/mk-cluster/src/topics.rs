@@ -508,16 +508,13 @@ impl Topics<'_> {
         changes: &[crate::IncrementalChange],
         validate_only: bool,
     ) -> Result<TopicConfig> {
-        self.cluster.check_running()?;
-        let metadata = self
-            .cluster
-            .store(&self.cluster.metadata, "metadata store")?;
-        let topic = self.cluster.topic(name)?;
-        let plain = topic
-            .meta
-            .config
-            .resolve_incremental(changes, self.cluster.config.segment_max_bytes)?;
-        self.alter_locked(metadata, &topic, &plain, validate_only)
+        let segment_bytes = self.cluster.config.segment_max_bytes;
+        self.alter_resolved(name, validate_only, |topic| {
+            topic
+                .meta
+                .config
+                .resolve_incremental(changes, segment_bytes)
+        })
     }
 
     /// Deletes a topic for real: it disappears from listings and metadata
@@ -632,12 +629,24 @@ impl Topics<'_> {
         changes: &[ConfigChange],
         validate_only: bool,
     ) -> Result<TopicConfig> {
+        self.alter_resolved(name, validate_only, |_| Ok(changes.to_vec()))
+    }
+
+    /// Alters the topic's config by the changes `resolve` makes of the
+    /// topic, all under the metadata lock.
+    fn alter_resolved(
+        self,
+        name: &str,
+        validate_only: bool,
+        resolve: impl FnOnce(&Topic) -> Result<Vec<ConfigChange>>,
+    ) -> Result<TopicConfig> {
         self.cluster.check_running()?;
         let metadata = self
             .cluster
             .store(&self.cluster.metadata, "metadata store")?;
         let topic = self.cluster.topic(name)?;
-        self.alter_locked(metadata, &topic, changes, validate_only)
+        let changes = resolve(&topic)?;
+        self.alter_locked(metadata, &topic, &changes, validate_only)
     }
 
     fn alter_locked(

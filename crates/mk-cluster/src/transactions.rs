@@ -65,6 +65,33 @@ pub struct TxnOffsetCommit {
     pub offsets: BTreeMap<TopicPartition, OffsetAndMetadata>,
 }
 
+impl TxnOffsetCommit {
+    /// A commit of plain `offsets` for `group` by the producer
+    /// `(id, epoch)` of `transactional_id`, from outside the group's
+    /// membership (generation -1, no member id): what a producer that is
+    /// not a group member sends.
+    pub fn without_membership(
+        transactional_id: &str,
+        group: &str,
+        (producer_id, producer_epoch): (i64, i32),
+        offsets: &BTreeMap<TopicPartition, i64>,
+    ) -> TxnOffsetCommit {
+        TxnOffsetCommit {
+            transactional_id: transactional_id.to_string(),
+            group_id: group.to_string(),
+            producer_id,
+            producer_epoch,
+            generation_id: -1,
+            member_id: String::new(),
+            group_instance_id: None,
+            offsets: offsets
+                .iter()
+                .map(|(tp, o)| (tp.clone(), OffsetAndMetadata::new(*o)))
+                .collect(),
+        }
+    }
+}
+
 /// Errors after which a plan cannot be retried by this process: the cluster
 /// is closed or failed. Any other failure to execute a plan (too few
 /// in-sync replicas, a leader offline, a timeout) leaves the decided
@@ -561,19 +588,12 @@ impl Transactions<'_> {
             handle.producer_epoch,
             group,
         )?;
-        self.commit_offsets(&TxnOffsetCommit {
-            transactional_id: handle.transactional_id.clone(),
-            group_id: group.to_string(),
-            producer_id: handle.producer_id,
-            producer_epoch: handle.producer_epoch,
-            generation_id: -1,
-            member_id: String::new(),
-            group_instance_id: None,
-            offsets: offsets
-                .iter()
-                .map(|(tp, o)| (tp.clone(), OffsetAndMetadata::new(*o)))
-                .collect(),
-        })
+        self.commit_offsets(&TxnOffsetCommit::without_membership(
+            &handle.transactional_id,
+            group,
+            (handle.producer_id, handle.producer_epoch),
+            offsets,
+        ))
         .map(|_| ())
     }
 

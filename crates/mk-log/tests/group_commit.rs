@@ -193,21 +193,16 @@ fn a_full_disk_fails_the_whole_group_and_keeps_nothing_of_it() {
 
 #[test]
 fn a_torn_group_write_is_gone_after_reopening() {
-    let FailedGroup {
-        dir,
-        faults,
-        config,
-        mut log,
-        answers,
-    } = failed_group(Fault::Torn, 50);
+    let mut torn = failed_group(Fault::Torn, 50);
+    let answers = &torn.answers;
     assert!(answers.iter().all(Result::is_err), "{answers:?}");
     assert!(
-        log.append(batch(9, &[1])).is_err(),
+        torn.log.append(batch(9, &[1])).is_err(),
         "a torn write latches the log"
     );
-    drop(log);
-    faults.clear();
-    let mut log = PartitionLog::open(dir.path(), config, 0).unwrap();
+    drop(torn.log);
+    torn.faults.clear();
+    let mut log = PartitionLog::open(torn.dir.path(), torn.config, 0).unwrap();
     // Whole frames of the first half may survive, as after any failed
     // write (its outcome was an error, not an acknowledgement); the torn
     // frame does not.

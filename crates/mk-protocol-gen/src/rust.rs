@@ -378,11 +378,11 @@ fn emit_struct_def(out: &mut String, api: &Api, s: &Struct) {
     let _ = writeln!(out, "        }}\n    }}\n}}\n");
 }
 
-/// The body of `read`, one statement per field, then the tagged fields.
-fn read_body(api: &Api, s: &Struct, within: Versions) -> String {
-    let mut out = String::from("let mut m = Self::default();\n");
+/// One statement per untagged field of `s`, in wire order, each under the
+/// condition on the version its field needs within `within` (if any).
+fn untagged(out: &mut String, s: &Struct, within: Versions, stmt: impl Fn(&Field) -> String) {
     for f in s.fields.iter().filter(|f| f.tag.is_none()) {
-        let stmt = format!("m.{} = {};", ident(&f.name), read_expr(f));
+        let stmt = stmt(f);
         match guard(f).and_then(|g| cond(g, within)) {
             Some(c) => {
                 let _ = writeln!(out, "if {c} {{ {stmt} }}");
@@ -392,6 +392,14 @@ fn read_body(api: &Api, s: &Struct, within: Versions) -> String {
             }
         }
     }
+}
+
+/// The body of `read`, one statement per field, then the tagged fields.
+fn read_body(api: &Api, s: &Struct, within: Versions) -> String {
+    let mut out = String::from("let mut m = Self::default();\n");
+    untagged(&mut out, s, within, |f| {
+        format!("m.{} = {};", ident(&f.name), read_expr(f))
+    });
     let tagged: Vec<&Field> = s.fields.iter().filter(|f| f.tag.is_some()).collect();
     if tagged.is_empty() {
         out.push_str("r.skip_tagged_fields()?;\n");
@@ -415,17 +423,7 @@ fn read_body(api: &Api, s: &Struct, within: Versions) -> String {
 /// that differ from their defaults.
 fn write_body(api: &Api, s: &Struct, within: Versions) -> String {
     let mut out = String::new();
-    for f in s.fields.iter().filter(|f| f.tag.is_none()) {
-        let stmt = write_stmt(f);
-        match guard(f).and_then(|g| cond(g, within)) {
-            Some(c) => {
-                let _ = writeln!(out, "if {c} {{ {stmt} }}");
-            }
-            None => {
-                let _ = writeln!(out, "{stmt}");
-            }
-        }
-    }
+    untagged(&mut out, s, within, write_stmt);
     let tagged: Vec<&Field> = s.fields.iter().filter(|f| f.tag.is_some()).collect();
     if tagged.is_empty() {
         out.push_str("w.no_tagged_fields();\n");

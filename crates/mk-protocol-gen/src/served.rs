@@ -5,7 +5,7 @@
 //! handler of each served API.
 
 use crate::schema::Api;
-use crate::table::const_name;
+use crate::table::{const_name, spec_entry};
 use std::fmt::Write;
 
 /// One line of the list: `Produce 3-9 produce::handle_produce`, with an
@@ -92,16 +92,7 @@ fn table(out: &mut String, apis: &[Api], served: &[Served]) {
          pub const APIS: &[ApiSpec] = &[\n",
     );
     for s in served {
-        let a = api(apis, s);
-        let _ = writeln!(
-            out,
-            "ApiSpec {{ key: key::{}, name: {:?}, min_version: {}, max_version: {}, flexible_from: {} }},",
-            const_name(&a.name),
-            a.name,
-            s.lo,
-            s.hi,
-            a.flexible.map_or("i16::MAX".to_string(), |f| f.to_string())
-        );
+        spec_entry(out, api(apis, s), s.lo, s.hi);
     }
     out.push_str(
         "];\n\n\

@@ -18,6 +18,20 @@ pub fn const_name(name: &str) -> String {
     out
 }
 
+/// One `ApiSpec` of a table: `api` at versions `lo`-`hi`, its first
+/// flexible version from its schema.
+pub fn spec_entry(out: &mut String, api: &Api, lo: i16, hi: i16) {
+    let flexible = api
+        .flexible
+        .map_or("i16::MAX".to_string(), |f| f.to_string());
+    let _ = writeln!(
+        out,
+        "ApiSpec {{ key: key::{}, name: {:?}, min_version: {lo}, max_version: {hi}, flexible_from: {flexible} }},",
+        const_name(&api.name),
+        api.name,
+    );
+}
+
 fn schemas(out: &mut String, apis: &[Api]) {
     out.push_str(
         "/// One API with a range of versions and the first flexible one\n\
@@ -43,15 +57,7 @@ fn schemas(out: &mut String, apis: &[Api]) {
          pub const SCHEMAS: &[ApiSpec] = &[\n",
     );
     for a in apis {
-        let _ = writeln!(
-            out,
-            "ApiSpec {{ key: key::{}, name: {:?}, min_version: {}, max_version: {}, flexible_from: {} }},",
-            const_name(&a.name),
-            a.name,
-            a.versions.lo,
-            a.versions.hi,
-            a.flexible.map_or("i16::MAX".to_string(), |f| f.to_string())
-        );
+        spec_entry(out, a, a.versions.lo, a.versions.hi);
     }
     out.push_str(
         "];\n\n\

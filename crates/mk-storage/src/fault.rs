@@ -75,9 +75,10 @@ pub struct FaultInjector {
     invariant_planned: AtomicBool,
 }
 
-impl Default for FaultInjector {
-    fn default() -> Self {
-        Self {
+impl FaultInjector {
+    /// An injector with nothing planned.
+    const fn idle() -> FaultInjector {
+        FaultInjector {
             writes_before_failure: AtomicI64::new(-1),
             fail_syncs: AtomicBool::new(false),
             crash_at_step: AtomicI64::new(-1),
@@ -91,18 +92,14 @@ impl Default for FaultInjector {
     }
 }
 
+impl Default for FaultInjector {
+    fn default() -> Self {
+        Self::idle()
+    }
+}
+
 /// An injector that never fires, for callers that have none of their own.
-pub(crate) static NEVER: FaultInjector = FaultInjector {
-    writes_before_failure: AtomicI64::new(-1),
-    fail_syncs: AtomicBool::new(false),
-    crash_at_step: AtomicI64::new(-1),
-    sites: AtomicU64::new(0),
-    fail_site: AtomicI64::new(-1),
-    fault: AtomicU8::new(0),
-    disk_full: AtomicBool::new(false),
-    invariant_under: std::sync::Mutex::new(None),
-    invariant_planned: AtomicBool::new(false),
-};
+pub(crate) static NEVER: FaultInjector = FaultInjector::idle();
 
 impl FaultInjector {
     pub fn new() -> Self {

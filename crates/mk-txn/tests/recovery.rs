@@ -7,8 +7,8 @@
 mod common;
 
 use common::{Harness, Session, tp};
-use mk_core::{ErrorCode, SharedClock};
-use mk_txn::{Outcome, TransactionCoordinator, TxnConfig, TxnState};
+use mk_core::{ErrorCode, SharedClock, TopicPartition};
+use mk_txn::{JournalFaults, Outcome, TransactionCoordinator, TxnConfig, TxnState};
 use std::io::Write;
 use std::sync::Arc;
 
@@ -423,14 +423,21 @@ fn a_journal_of_the_first_format_opens_and_its_transactions_go_on() {
     assert!(!h.journal_text().contains("\"sequences\""));
 }
 
-#[test]
-fn a_journal_write_failure_changes_nothing_and_fails_the_coordinator() {
+/// A harness whose journal faults the test injects, and transaction `tx`
+/// ongoing with one record on `out-0`.
+fn ongoing_with_faults() -> (Harness, Arc<JournalFaults>, Session, TopicPartition) {
     let config = TxnConfig::default();
     let faults = config.faults.clone();
     let mut h = Harness::with_config(config);
     let out = tp("out", 0);
     let s = h.init("tx");
     h.send(&s, &out, "x");
+    (h, faults, s, out)
+}
+
+#[test]
+fn a_journal_write_failure_changes_nothing_and_fails_the_coordinator() {
+    let (mut h, faults, s, out) = ongoing_with_faults();
 
     faults.fail_writes_after(0);
     let err = h
@@ -464,12 +471,7 @@ fn a_journal_write_failure_changes_nothing_and_fails_the_coordinator() {
 
 #[test]
 fn a_write_torn_by_a_crash_loses_only_that_state_change() {
-    let config = TxnConfig::default();
-    let faults = config.faults.clone();
-    let mut h = Harness::with_config(config);
-    let out = tp("out", 0);
-    let s = h.init("tx");
-    h.send(&s, &out, "x");
+    let (mut h, faults, s, out) = ongoing_with_faults();
     faults.tear_write_after(0);
     assert_eq!(
         h.coord()

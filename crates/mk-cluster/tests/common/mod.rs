@@ -198,19 +198,8 @@ impl Client {
     }
 
     pub fn offset_commit(&self, group: &str, offsets: &[(TopicPartition, i64)]) -> TxnOffsetCommit {
-        TxnOffsetCommit {
-            transactional_id: self.id.clone(),
-            group_id: group.to_string(),
-            producer_id: self.pid,
-            producer_epoch: self.epoch,
-            generation_id: -1,
-            member_id: String::new(),
-            group_instance_id: None,
-            offsets: offsets
-                .iter()
-                .map(|(tp, o)| (tp.clone(), OffsetAndMetadata::new(*o)))
-                .collect(),
-        }
+        let offsets = offsets.iter().cloned().collect();
+        TxnOffsetCommit::without_membership(&self.id, group, (self.pid, self.epoch), &offsets)
     }
 
     pub async fn end(&self, c: &BrokerCluster, commit: bool) -> Result<()> {

@@ -268,24 +268,14 @@ impl GroupCoordinator {
             return Ok(());
         }
         let Some(m) = g.members.get(member) else {
-            return Err(GroupError::UnknownMember(format!(
-                "member {member:?} is not a member of consumer group {group:?}"
-            )));
+            return Err(unknown_member(group, member));
         };
         if version.is_some_and(|v| v < 9) {
             return Err(GroupError::UnsupportedVersion(
                 "OffsetCommit version 9 or above must be used by members using the consumer group protocol".into(),
             ));
         }
-        if epoch != m.epoch {
-            return Err(GroupError::StaleMemberEpoch {
-                group: group.to_string(),
-                member: member.to_string(),
-                given: epoch,
-                current: m.epoch,
-            });
-        }
-        Ok(())
+        at_epoch(group, member, epoch, m.epoch)
     }
 
     /// OffsetFetch v9+'s membership check: a request with a member id (or
@@ -308,19 +298,9 @@ impl GroupCoordinator {
         }
         let member = member.unwrap_or_default();
         let Some(m) = g.members.get(member) else {
-            return Err(GroupError::UnknownMember(format!(
-                "member {member:?} is not a member of consumer group {group:?}"
-            )));
+            return Err(unknown_member(group, member));
         };
-        if epoch != m.epoch {
-            return Err(GroupError::StaleMemberEpoch {
-                group: group.to_string(),
-                member: member.to_string(),
-                given: epoch,
-                current: m.epoch,
-            });
-        }
-        Ok(())
+        at_epoch(group, member, epoch, m.epoch)
     }
 
     /// The group's subscription metadata and every member's resolved
@@ -351,4 +331,23 @@ impl GroupCoordinator {
             .collect();
         Ok((counts, resolved))
     }
+}
+
+fn unknown_member(group: &str, member: &str) -> GroupError {
+    GroupError::UnknownMember(format!(
+        "member {member:?} is not a member of consumer group {group:?}"
+    ))
+}
+
+/// STALE_MEMBER_EPOCH unless the `given` epoch is the member's `current`.
+fn at_epoch(group: &str, member: &str, given: i32, current: i32) -> Result<()> {
+    if given == current {
+        return Ok(());
+    }
+    Err(GroupError::StaleMemberEpoch {
+        group: group.to_string(),
+        member: member.to_string(),
+        given,
+        current,
+    })
 }

@@ -352,23 +352,27 @@ impl GroupCoordinator {
 
     /// Releases what `member` holds in every partition of `group`.
     pub(crate) fn release_share_member(&mut self, group: &str, member: &str) -> Result<()> {
-        let limit = self.share_delivery_limit(group);
-        let Some(g) = self.share_groups.get(group) else {
-            return Ok(());
-        };
-        let changes: Changes = g
-            .partitions
-            .iter()
-            .filter_map(|(tp, p)| {
-                let mut p = p.clone();
-                p.release_member(member, limit).then(|| (tp.clone(), p))
-            })
-            .collect();
-        self.commit_share_changes(group, changes)
+        self.change_share_partitions(group, |_| true, |p, limit| p.release_member(member, limit))
     }
 
     /// Releases every lock of `group` that ran out.
     pub(crate) fn expire_share_locks(&mut self, group: &str, now: i64) -> Result<()> {
+        self.change_share_partitions(
+            group,
+            |p| p.next_lock_deadline().is_some_and(|d| now > d),
+            |p, limit| p.expire_locks(now, limit),
+        )
+    }
+
+    /// Applies `change` (given the group's delivery limit) to a copy of
+    /// each partition of `group` that `select` picks, and commits the
+    /// copies it changed.
+    fn change_share_partitions(
+        &mut self,
+        group: &str,
+        select: impl Fn(&SharePartition) -> bool,
+        change: impl Fn(&mut SharePartition, u16) -> bool,
+    ) -> Result<()> {
         let limit = self.share_delivery_limit(group);
         let Some(g) = self.share_groups.get(group) else {
             return Ok(());
@@ -376,10 +380,10 @@ impl GroupCoordinator {
         let changes: Changes = g
             .partitions
             .iter()
-            .filter(|(_, p)| p.next_lock_deadline().is_some_and(|d| now > d))
+            .filter(|(_, p)| select(p))
             .filter_map(|(tp, p)| {
                 let mut p = p.clone();
-                p.expire_locks(now, limit).then(|| (tp.clone(), p))
+                change(&mut p, limit).then(|| (tp.clone(), p))
             })
             .collect();
         self.commit_share_changes(group, changes)
