@@ -21,11 +21,19 @@
 //! back, reporting the bytes the producer sent, the bytes on disk and the
 //! bytes fetched side by side (a broker that keeps batches as produced
 //! stores and serves about what the producer sent).
+//!
+//! `MK_KAFKA_BENCH=codecs` runs the codec figures alone;
+//! `MK_KAFKA_BENCH=security` runs only the cost of SASL_SSL
+//! (`kafka/security.rs`): the same load over PLAINTEXT and SASL_SSL side
+//! by side.
 #![allow(
     clippy::too_many_lines,
     reason = "a benchmark runs its phases in order in one function"
 )]
 #![allow(clippy::print_stdout, clippy::print_stderr)]
+
+#[path = "kafka/security.rs"]
+mod security;
 
 use mk_server::embedded::{BrokerBuilder, BrokerProcess};
 use std::io::Write;
@@ -413,10 +421,11 @@ fn main() {
         }
         None => tempfile::tempdir().unwrap(),
     };
-    // `MK_KAFKA_BENCH=codecs` measures the codec figures alone.
-    if std::env::var("MK_KAFKA_BENCH").is_ok_and(|v| v == "codecs") {
-        codecs(dir.path());
-        return;
+    // `MK_KAFKA_BENCH=codecs` or `security` measures that set alone.
+    match std::env::var("MK_KAFKA_BENCH").as_deref() {
+        Ok("codecs") => return codecs(dir.path()),
+        Ok("security") => return security::security(dir.path()),
+        _ => {}
     }
     let small = values_file(dir.path(), 100, 2_000_000);
     let server = Server::start(&dir.path().join("data"), &[]);
