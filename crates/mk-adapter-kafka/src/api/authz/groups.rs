@@ -1,6 +1,8 @@
 //! The guards of the group, offset and transaction APIs.
 
-use super::{CLUSTER, GROUP, Gate, OPERATIONS_OMITTED, TOPIC, TXN, denied, split};
+use super::{
+    CLUSTER, GROUP, Gate, OPERATIONS_OMITTED, TOPIC, TXN, denied, narrow, split, unless_refused,
+};
 use crate::api::Ctx;
 use crate::errors::KafkaCode;
 use mk_cluster::{Operation, ResourceType, TopicId};
@@ -146,7 +148,7 @@ use crate::messages::offset_commit::{
 /// and on each topic.
 pub fn offset_commit(
     ctx: &Ctx<'_>,
-    mut req: OffsetCommitRequest,
+    req: OffsetCommitRequest,
 ) -> Gate<OffsetCommitRequest, OffsetCommitResponse> {
     let authz = ctx.authz();
     if !authz.on() {
@@ -171,14 +173,12 @@ pub fn offset_commit(
             topics: req.topics.iter().map(|t| failed(t, GROUP)).collect(),
         });
     }
-    let (allowed, refused) = split(std::mem::take(&mut req.topics), |t| {
-        authz.topic(Op::Read, &t.name)
-    });
-    req.topics = allowed;
-    let refused: Vec<_> = refused.iter().map(|t| failed(t, TOPIC)).collect();
-    Gate::patched(req, move |r: &mut OffsetCommitResponse| {
-        r.topics.extend(refused)
-    })
+    narrow(
+        req,
+        |q| &mut q.topics,
+        |t| (!authz.topic(Op::Read, &t.name)).then(|| failed(t, TOPIC)),
+        |r: &mut OffsetCommitResponse| &mut r.topics,
+    )
 }
 
 use crate::messages::offset_fetch::{OffsetFetchRequest, OffsetFetchResponse};
@@ -281,7 +281,7 @@ use crate::messages::offset_delete::{
 /// DELETE on the group, READ on each topic.
 pub fn offset_delete(
     ctx: &Ctx<'_>,
-    mut req: OffsetDeleteRequest,
+    req: OffsetDeleteRequest,
 ) -> Gate<OffsetDeleteRequest, OffsetDeleteResponse> {
     let authz = ctx.authz();
     if !authz.on() {
@@ -293,27 +293,24 @@ pub fn offset_delete(
             ..Default::default()
         });
     }
-    let (allowed, refused) = split(std::mem::take(&mut req.topics), |t| {
-        authz.topic(Op::Read, &t.name)
-    });
-    req.topics = allowed;
-    let refused: Vec<OffsetDeleteResponseTopic> = refused
-        .into_iter()
-        .map(|t| OffsetDeleteResponseTopic {
-            partitions: t
-                .partitions
-                .iter()
-                .map(|p| OffsetDeleteResponsePartition {
-                    partition_index: p.partition_index,
-                    error_code: TOPIC,
-                })
-                .collect(),
-            name: t.name,
-        })
-        .collect();
-    Gate::patched(req, move |r: &mut OffsetDeleteResponse| {
-        r.topics.extend(refused)
-    })
+    narrow(
+        req,
+        |q| &mut q.topics,
+        |t| {
+            (!authz.topic(Op::Read, &t.name)).then(|| OffsetDeleteResponseTopic {
+                partitions: t
+                    .partitions
+                    .iter()
+                    .map(|p| OffsetDeleteResponsePartition {
+                        partition_index: p.partition_index,
+                        error_code: TOPIC,
+                    })
+                    .collect(),
+                name: t.name.clone(),
+            })
+        },
+        |r: &mut OffsetDeleteResponse| &mut r.topics,
+    )
 }
 
 // ----- Group administration -----------------------------------------------------
@@ -355,61 +352,32 @@ pub fn describe_groups(
     if !authz.on() {
         return Gate::pass(req);
     }
-    let verdicts: Vec<(String, bool, i32)> = req
-        .groups
-        .iter()
-        .map(|g| {
-            let bits = if req.include_authorized_operations {
-                authz.operations(ResourceType::Group, g)
-            } else {
-                OPERATIONS_OMITTED
-            };
-            (g.clone(), authz.group(Op::Describe, g), bits)
-        })
-        .collect();
+    let verdicts = group_verdicts(&authz, &req.groups, req.include_authorized_operations);
     Gate::patched(req, move |r: &mut DescribeGroupsResponse| {
-        for g in &mut r.groups {
-            let Some((_, allowed, bits)) = verdicts.iter().find(|(n, ..)| *n == g.group_id) else {
-                continue;
-            };
-            if *allowed {
-                g.authorized_operations = *bits;
-            } else {
-                *g = crate::messages::describe_groups::DescribedGroup {
-                    error_code: GROUP,
-                    error_message: Some(group_denied(Op::Describe, &g.group_id)),
-                    group_id: std::mem::take(&mut g.group_id),
-                    authorized_operations: OPERATIONS_OMITTED,
-                    ..Default::default()
-                };
-            }
-        }
+        apply_verdicts(&mut r.groups, &verdicts)
     })
 }
 
 /// DELETE on each group.
 pub fn delete_groups(
     ctx: &Ctx<'_>,
-    mut req: DeleteGroupsRequest,
+    req: DeleteGroupsRequest,
 ) -> Gate<DeleteGroupsRequest, DeleteGroupsResponse> {
     let authz = ctx.authz();
     if !authz.on() {
         return Gate::pass(req);
     }
-    let (allowed, refused) = split(std::mem::take(&mut req.groups_names), |g| {
-        authz.group(Op::Delete, g)
-    });
-    req.groups_names = allowed;
-    let refused: Vec<DeletableGroupResult> = refused
-        .into_iter()
-        .map(|group_id| DeletableGroupResult {
-            group_id,
-            error_code: GROUP,
-        })
-        .collect();
-    Gate::patched(req, move |r: &mut DeleteGroupsResponse| {
-        r.results.extend(refused)
-    })
+    narrow(
+        req,
+        |q| &mut q.groups_names,
+        |g| {
+            (!authz.group(Op::Delete, g)).then(|| DeletableGroupResult {
+                group_id: g.clone(),
+                error_code: GROUP,
+            })
+        },
+        |r: &mut DeleteGroupsResponse| &mut r.results,
+    )
 }
 
 // ----- KIP-848 consumer groups and KIP-932 share groups ----------------------------
@@ -429,23 +397,8 @@ pub fn consumer_group_heartbeat(
     if !authz.on() {
         return Gate::pass(req);
     }
-    let refusal = if !authz.group(Op::Read, &req.group_id) {
-        Some((GROUP, group_denied(Op::Read, &req.group_id)))
-    } else {
-        req.subscribed_topic_names
-            .iter()
-            .flatten()
-            .find(|t| !authz.topic(Op::Describe, t))
-            .map(|t| (TOPIC, denied(Op::Describe, ResourceType::Topic, t)))
-    };
-    match refusal {
-        None => Gate::pass(req),
-        Some((code, message)) => Gate::Answer(cg_heartbeat::ConsumerGroupHeartbeatResponse {
-            error_code: code,
-            error_message: Some(message),
-            ..Default::default()
-        }),
-    }
+    let refusal = heartbeat_refusal(&authz, &req.group_id, req.subscribed_topic_names.as_deref());
+    unless_refused!(req, refusal, cg_heartbeat::ConsumerGroupHeartbeatResponse)
 }
 
 /// READ on the group, DESCRIBE on every subscribed topic.
@@ -457,23 +410,25 @@ pub fn share_group_heartbeat(
     if !authz.on() {
         return Gate::pass(req);
     }
-    let refusal = if !authz.group(Op::Read, &req.group_id) {
-        Some((GROUP, group_denied(Op::Read, &req.group_id)))
-    } else {
-        req.subscribed_topic_names
-            .iter()
-            .flatten()
-            .find(|t| !authz.topic(Op::Describe, t))
-            .map(|t| (TOPIC, denied(Op::Describe, ResourceType::Topic, t)))
-    };
-    match refusal {
-        None => Gate::pass(req),
-        Some((code, message)) => Gate::Answer(sg_heartbeat::ShareGroupHeartbeatResponse {
-            error_code: code,
-            error_message: Some(message),
-            ..Default::default()
-        }),
+    let refusal = heartbeat_refusal(&authz, &req.group_id, req.subscribed_topic_names.as_deref());
+    unless_refused!(req, refusal, sg_heartbeat::ShareGroupHeartbeatResponse)
+}
+
+/// READ on the group, then DESCRIBE on each subscribed topic: the first
+/// denial, if any (both heartbeats).
+fn heartbeat_refusal(
+    authz: &super::Authz<'_>,
+    group: &str,
+    topics: Option<&[String]>,
+) -> Option<(KafkaCode, String)> {
+    if !authz.group(Op::Read, group) {
+        return Some((GROUP, group_denied(Op::Read, group)));
     }
+    topics
+        .into_iter()
+        .flatten()
+        .find(|t| !authz.topic(Op::Describe, t))
+        .map(|t| (TOPIC, denied(Op::Describe, ResourceType::Topic, t)))
 }
 
 /// DESCRIBE on each group (ConsumerGroupDescribe).
@@ -489,21 +444,7 @@ pub fn consumer_group_describe(
     Gate::patched(
         req,
         move |r: &mut cg_describe::ConsumerGroupDescribeResponse| {
-            for g in &mut r.groups {
-                match verdicts.iter().find(|(n, ..)| *n == g.group_id) {
-                    Some((_, true, bits)) => g.authorized_operations = *bits,
-                    Some((_, false, _)) => {
-                        *g = cg_describe::DescribedGroup {
-                            error_code: GROUP,
-                            error_message: Some(group_denied(Op::Describe, &g.group_id)),
-                            group_id: std::mem::take(&mut g.group_id),
-                            authorized_operations: OPERATIONS_OMITTED,
-                            ..Default::default()
-                        }
-                    }
-                    None => {}
-                }
-            }
+            apply_verdicts(&mut r.groups, &verdicts)
         },
     )
 }
@@ -521,25 +462,61 @@ pub fn share_group_describe(
     Gate::patched(
         req,
         move |r: &mut sg_describe::ShareGroupDescribeResponse| {
-            for g in &mut r.groups {
-                match verdicts.iter().find(|(n, ..)| *n == g.group_id) {
-                    Some((_, true, bits)) => g.authorized_operations = *bits,
-                    Some((_, false, _)) => {
-                        *g = sg_describe::DescribedGroup {
-                            error_code: GROUP,
-                            error_message: Some(group_denied(Op::Describe, &g.group_id)),
-                            group_id: std::mem::take(&mut g.group_id),
-                            authorized_operations: OPERATIONS_OMITTED,
-                            ..Default::default()
-                        }
-                    }
-                    None => {}
-                }
-            }
+            apply_verdicts(&mut r.groups, &verdicts)
         },
     )
 }
 
+/// A described group of one of the three describe APIs (classic,
+/// KIP-848, share): the fields a denial sets, the rest its default.
+trait DescribedGroup: Default {
+    fn group_id(&mut self) -> &mut String;
+    fn authorized_operations(&mut self) -> &mut i32;
+    fn denied(group_id: String) -> Self;
+}
+
+macro_rules! described_group {
+    ($($t:ty),*) => {$(
+        impl DescribedGroup for $t {
+            fn group_id(&mut self) -> &mut String {
+                &mut self.group_id
+            }
+            fn authorized_operations(&mut self) -> &mut i32 {
+                &mut self.authorized_operations
+            }
+            fn denied(group_id: String) -> Self {
+                Self {
+                    error_code: GROUP,
+                    error_message: Some(group_denied(Op::Describe, &group_id)),
+                    group_id,
+                    authorized_operations: OPERATIONS_OMITTED,
+                    ..Default::default()
+                }
+            }
+        }
+    )*};
+}
+
+described_group!(
+    crate::messages::describe_groups::DescribedGroup,
+    cg_describe::DescribedGroup,
+    sg_describe::DescribedGroup
+);
+
+/// Each described group the principal may DESCRIBE gets its authorized
+/// operations; each other one only GROUP_AUTHORIZATION_FAILED.
+fn apply_verdicts<G: DescribedGroup>(groups: &mut [G], verdicts: &[(String, bool, i32)]) {
+    for g in groups {
+        match verdicts.iter().find(|(n, ..)| n == g.group_id()) {
+            Some((_, true, bits)) => *g.authorized_operations() = *bits,
+            Some((_, false, _)) => *g = G::denied(std::mem::take(g.group_id())),
+            None => {}
+        }
+    }
+}
+
+/// Per group asked for: its name, whether the principal may DESCRIBE it
+/// and its authorized operations (when asked for).
 fn group_verdicts(
     authz: &super::Authz<'_>,
     groups: &[String],
@@ -568,14 +545,8 @@ pub fn share_fetch(
     req: ShareFetchRequest,
 ) -> Gate<ShareFetchRequest, ShareFetchResponse> {
     let ids: Vec<crate::codec::Uuid> = req.topics.iter().map(|t| t.topic_id).collect();
-    match share_refusal(ctx, req.group_id.as_deref(), &ids) {
-        None => Gate::pass(req),
-        Some((code, message)) => Gate::Answer(ShareFetchResponse {
-            error_code: code,
-            error_message: Some(message),
-            ..Default::default()
-        }),
-    }
+    let refusal = share_refusal(ctx, req.group_id.as_deref(), &ids);
+    unless_refused!(req, refusal, ShareFetchResponse)
 }
 
 /// READ on the group and on each topic, as ShareFetch.
@@ -584,14 +555,8 @@ pub fn share_acknowledge(
     req: ShareAcknowledgeRequest,
 ) -> Gate<ShareAcknowledgeRequest, ShareAcknowledgeResponse> {
     let ids: Vec<crate::codec::Uuid> = req.topics.iter().map(|t| t.topic_id).collect();
-    match share_refusal(ctx, req.group_id.as_deref(), &ids) {
-        None => Gate::pass(req),
-        Some((code, message)) => Gate::Answer(ShareAcknowledgeResponse {
-            error_code: code,
-            error_message: Some(message),
-            ..Default::default()
-        }),
-    }
+    let refusal = share_refusal(ctx, req.group_id.as_deref(), &ids);
+    unless_refused!(req, refusal, ShareAcknowledgeResponse)
 }
 
 fn share_refusal(

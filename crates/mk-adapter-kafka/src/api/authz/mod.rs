@@ -176,6 +176,51 @@ pub(crate) fn split<T>(items: Vec<T>, mut allowed: impl FnMut(&T) -> bool) -> (V
     items.into_iter().partition(|t| allowed(t))
 }
 
+/// The shape of most guards: a request judged item by item (topics,
+/// groups, config resources). An item `refuse` answers leaves the request
+/// (the handler never sees it) and its answer joins the list `answers` of
+/// the handler's response.
+pub(crate) fn narrow<Req, R, T, A>(
+    mut req: Req,
+    items: impl FnOnce(&mut Req) -> &mut Vec<T>,
+    mut refuse: impl FnMut(&T) -> Option<A>,
+    answers: fn(&mut R) -> &mut Vec<A>,
+) -> Gate<Req, R>
+where
+    R: 'static,
+    A: Send + 'static,
+{
+    let mut refused = Vec::new();
+    items(&mut req).retain(|t| match refuse(t) {
+        None => true,
+        Some(answer) => {
+            refused.push(answer);
+            false
+        }
+    });
+    if refused.is_empty() {
+        return Gate::pass(req);
+    }
+    Gate::patched(req, move |r: &mut R| answers(r).extend(refused))
+}
+
+/// Serves `$req` when `$refusal` (an `Option<(KafkaCode, String)>`) is
+/// `None`; otherwise answers with a `$response` carrying the code and the
+/// message, every other field its default.
+macro_rules! unless_refused {
+    ($req:expr, $refusal:expr, $($response:ident)::+) => {
+        match $refusal {
+            None => Gate::pass($req),
+            Some((code, message)) => Gate::Answer($($response)::+ {
+                error_code: code,
+                error_message: Some(message),
+                ..Default::default()
+            }),
+        }
+    };
+}
+pub(crate) use unless_refused;
+
 /// Whether an API is served to this connection: with the authorizer on,
 /// only the guarded ones.
 pub fn serves(ctx_cluster: &mk_cluster::BrokerCluster, api_key: i16) -> bool {

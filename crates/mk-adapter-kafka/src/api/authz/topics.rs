@@ -1,6 +1,6 @@
 //! The guards of the topic, cluster and configuration APIs.
 
-use super::{CLUSTER, Gate, OPERATIONS_OMITTED, TOPIC, TXN, denied, split};
+use super::{CLUSTER, Gate, OPERATIONS_OMITTED, TOPIC, TXN, denied, narrow, split};
 use crate::api::Ctx;
 use crate::codec::Uuid;
 use crate::errors::KafkaCode;
@@ -82,7 +82,7 @@ pub fn produce(
 use crate::messages::fetch::{FetchRequest, FetchResponse, FetchableTopicResponse, PartitionData};
 
 /// READ on each topic (a consumer), CLUSTER_ACTION (a follower).
-pub fn fetch(ctx: &Ctx<'_>, mut req: FetchRequest) -> Gate<FetchRequest, FetchResponse> {
+pub fn fetch(ctx: &Ctx<'_>, req: FetchRequest) -> Gate<FetchRequest, FetchResponse> {
     let authz = ctx.authz();
     if !authz.on() {
         return Gate::pass(req);
@@ -90,7 +90,7 @@ pub fn fetch(ctx: &Ctx<'_>, mut req: FetchRequest) -> Gate<FetchRequest, FetchRe
     let follower = req.replica_id >= 0 || req.replica_state.replica_id >= 0;
     let cluster_action = follower && authz.cluster(Op::ClusterAction);
     let by_id = ctx.version() >= 13;
-    let (allowed, refused) = split(std::mem::take(&mut req.topics), |t| {
+    let allowed = |t: &crate::messages::fetch::FetchTopic| {
         if follower {
             return cluster_action;
         }
@@ -100,34 +100,31 @@ pub fn fetch(ctx: &Ctx<'_>, mut req: FetchRequest) -> Gate<FetchRequest, FetchRe
             Some(t.topic.clone())
         };
         name.is_none_or(|n| authz.topic(Op::Read, &n))
-    });
-    req.topics = allowed;
-    if refused.is_empty() {
-        return Gate::pass(req);
-    }
-    let refused: Vec<FetchableTopicResponse> = refused
-        .into_iter()
-        .map(|t| FetchableTopicResponse {
-            topic: t.topic,
-            topic_id: t.topic_id,
-            partitions: t
-                .partitions
-                .iter()
-                .map(|p| PartitionData {
-                    partition_index: p.partition,
-                    error_code: TOPIC,
-                    high_watermark: -1,
-                    last_stable_offset: -1,
-                    log_start_offset: -1,
-                    records: Some(bytes::Bytes::new()),
-                    ..Default::default()
-                })
-                .collect(),
-        })
-        .collect();
-    Gate::patched(req, move |r: &mut FetchResponse| {
-        r.responses.extend(refused)
-    })
+    };
+    narrow(
+        req,
+        |q| &mut q.topics,
+        |t| {
+            (!allowed(t)).then(|| FetchableTopicResponse {
+                topic: t.topic.clone(),
+                topic_id: t.topic_id,
+                partitions: t
+                    .partitions
+                    .iter()
+                    .map(|p| PartitionData {
+                        partition_index: p.partition,
+                        error_code: TOPIC,
+                        high_watermark: -1,
+                        last_stable_offset: -1,
+                        log_start_offset: -1,
+                        records: Some(bytes::Bytes::new()),
+                        ..Default::default()
+                    })
+                    .collect(),
+            })
+        },
+        |r: &mut FetchResponse| &mut r.responses,
+    )
 }
 
 use crate::messages::list_offsets::{
@@ -137,36 +134,33 @@ use crate::messages::list_offsets::{
 /// DESCRIBE on each topic.
 pub fn list_offsets(
     ctx: &Ctx<'_>,
-    mut req: ListOffsetsRequest,
+    req: ListOffsetsRequest,
 ) -> Gate<ListOffsetsRequest, ListOffsetsResponse> {
     let authz = ctx.authz();
     if !authz.on() {
         return Gate::pass(req);
     }
-    let (allowed, refused) = split(std::mem::take(&mut req.topics), |t| {
-        authz.topic(Op::Describe, &t.name)
-    });
-    req.topics = allowed;
-    let refused: Vec<ListOffsetsTopicResponse> = refused
-        .into_iter()
-        .map(|t| ListOffsetsTopicResponse {
-            partitions: t
-                .partitions
-                .iter()
-                .map(|p| ListOffsetsPartitionResponse {
-                    partition_index: p.partition_index,
-                    error_code: TOPIC,
-                    timestamp: -1,
-                    offset: -1,
-                    leader_epoch: -1,
-                })
-                .collect(),
-            name: t.name,
-        })
-        .collect();
-    Gate::patched(req, move |r: &mut ListOffsetsResponse| {
-        r.topics.extend(refused)
-    })
+    narrow(
+        req,
+        |q| &mut q.topics,
+        |t| {
+            (!authz.topic(Op::Describe, &t.name)).then(|| ListOffsetsTopicResponse {
+                partitions: t
+                    .partitions
+                    .iter()
+                    .map(|p| ListOffsetsPartitionResponse {
+                        partition_index: p.partition_index,
+                        error_code: TOPIC,
+                        timestamp: -1,
+                        offset: -1,
+                        leader_epoch: -1,
+                    })
+                    .collect(),
+                name: t.name.clone(),
+            })
+        },
+        |r: &mut ListOffsetsResponse| &mut r.topics,
+    )
 }
 
 use crate::messages::offset_for_leader_epoch::{
@@ -177,7 +171,7 @@ use crate::messages::offset_for_leader_epoch::{
 /// DESCRIBE on each topic (a consumer), CLUSTER_ACTION (a follower).
 pub fn offset_for_leader_epoch(
     ctx: &Ctx<'_>,
-    mut req: OffsetForLeaderEpochRequest,
+    req: OffsetForLeaderEpochRequest,
 ) -> Gate<OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse> {
     let authz = ctx.authz();
     if !authz.on() {
@@ -185,33 +179,31 @@ pub fn offset_for_leader_epoch(
     }
     let follower = req.replica_id >= 0;
     let cluster_action = follower && authz.cluster(Op::ClusterAction);
-    let (allowed, refused) = split(std::mem::take(&mut req.topics), |t| {
-        if follower {
-            cluster_action
-        } else {
-            authz.topic(Op::Describe, &t.topic)
-        }
-    });
-    req.topics = allowed;
-    let refused: Vec<OffsetForLeaderTopicResult> = refused
-        .into_iter()
-        .map(|t| OffsetForLeaderTopicResult {
-            partitions: t
-                .partitions
-                .iter()
-                .map(|p| EpochEndOffset {
-                    error_code: TOPIC,
-                    partition: p.partition,
-                    leader_epoch: -1,
-                    end_offset: -1,
-                })
-                .collect(),
-            topic: t.topic,
-        })
-        .collect();
-    Gate::patched(req, move |r: &mut OffsetForLeaderEpochResponse| {
-        r.topics.extend(refused)
-    })
+    narrow(
+        req,
+        |q| &mut q.topics,
+        |t| {
+            let allowed = if follower {
+                cluster_action
+            } else {
+                authz.topic(Op::Describe, &t.topic)
+            };
+            (!allowed).then(|| OffsetForLeaderTopicResult {
+                partitions: t
+                    .partitions
+                    .iter()
+                    .map(|p| EpochEndOffset {
+                        error_code: TOPIC,
+                        partition: p.partition,
+                        leader_epoch: -1,
+                        end_offset: -1,
+                    })
+                    .collect(),
+                topic: t.topic.clone(),
+            })
+        },
+        |r: &mut OffsetForLeaderEpochResponse| &mut r.topics,
+    )
 }
 
 // ----- Metadata, DescribeCluster -------------------------------------------
@@ -358,32 +350,29 @@ use crate::messages::create_topics::{
 /// CREATE on the cluster, or else on each topic.
 pub fn create_topics(
     ctx: &Ctx<'_>,
-    mut req: CreateTopicsRequest,
+    req: CreateTopicsRequest,
 ) -> Gate<CreateTopicsRequest, CreateTopicsResponse> {
     let authz = ctx.authz();
     if !authz.on() || authz.cluster(Op::Create) {
         return Gate::pass(req);
     }
-    let (allowed, refused) = split(std::mem::take(&mut req.topics), |t| {
-        authz.topic(Op::Create, &t.name)
-    });
-    req.topics = allowed;
-    let refused: Vec<CreatableTopicResult> = refused
-        .into_iter()
-        .map(|t| CreatableTopicResult {
-            error_message: Some(denied(Op::Create, ResourceType::Topic, &t.name)),
-            name: t.name,
-            error_code: TOPIC,
-            topic_config_error_code: TOPIC,
-            num_partitions: -1,
-            replication_factor: -1,
-            configs: None,
-            ..Default::default()
-        })
-        .collect();
-    Gate::patched(req, move |r: &mut CreateTopicsResponse| {
-        r.topics.extend(refused)
-    })
+    narrow(
+        req,
+        |q| &mut q.topics,
+        |t| {
+            (!authz.topic(Op::Create, &t.name)).then(|| CreatableTopicResult {
+                error_message: Some(denied(Op::Create, ResourceType::Topic, &t.name)),
+                name: t.name.clone(),
+                error_code: TOPIC,
+                topic_config_error_code: TOPIC,
+                num_partitions: -1,
+                replication_factor: -1,
+                configs: None,
+                ..Default::default()
+            })
+        },
+        |r: &mut CreateTopicsResponse| &mut r.topics,
+    )
 }
 
 use crate::messages::delete_topics::{
@@ -440,27 +429,24 @@ use crate::messages::create_partitions::{
 /// ALTER on each topic.
 pub fn create_partitions(
     ctx: &Ctx<'_>,
-    mut req: CreatePartitionsRequest,
+    req: CreatePartitionsRequest,
 ) -> Gate<CreatePartitionsRequest, CreatePartitionsResponse> {
     let authz = ctx.authz();
     if !authz.on() {
         return Gate::pass(req);
     }
-    let (allowed, refused) = split(std::mem::take(&mut req.topics), |t| {
-        authz.topic(Op::Alter, &t.name)
-    });
-    req.topics = allowed;
-    let refused: Vec<CreatePartitionsTopicResult> = refused
-        .into_iter()
-        .map(|t| CreatePartitionsTopicResult {
-            error_message: Some(denied(Op::Alter, ResourceType::Topic, &t.name)),
-            name: t.name,
-            error_code: TOPIC,
-        })
-        .collect();
-    Gate::patched(req, move |r: &mut CreatePartitionsResponse| {
-        r.results.extend(refused)
-    })
+    narrow(
+        req,
+        |q| &mut q.topics,
+        |t| {
+            (!authz.topic(Op::Alter, &t.name)).then(|| CreatePartitionsTopicResult {
+                error_message: Some(denied(Op::Alter, ResourceType::Topic, &t.name)),
+                name: t.name.clone(),
+                error_code: TOPIC,
+            })
+        },
+        |r: &mut CreatePartitionsResponse| &mut r.results,
+    )
 }
 
 use crate::messages::delete_records::{
@@ -471,34 +457,31 @@ use crate::messages::delete_records::{
 /// DELETE on each topic.
 pub fn delete_records(
     ctx: &Ctx<'_>,
-    mut req: DeleteRecordsRequest,
+    req: DeleteRecordsRequest,
 ) -> Gate<DeleteRecordsRequest, DeleteRecordsResponse> {
     let authz = ctx.authz();
     if !authz.on() {
         return Gate::pass(req);
     }
-    let (allowed, refused) = split(std::mem::take(&mut req.topics), |t| {
-        authz.topic(Op::Delete, &t.name)
-    });
-    req.topics = allowed;
-    let refused: Vec<DeleteRecordsTopicResult> = refused
-        .into_iter()
-        .map(|t| DeleteRecordsTopicResult {
-            partitions: t
-                .partitions
-                .iter()
-                .map(|p| DeleteRecordsPartitionResult {
-                    partition_index: p.partition_index,
-                    error_code: TOPIC,
-                    low_watermark: -1,
-                })
-                .collect(),
-            name: t.name,
-        })
-        .collect();
-    Gate::patched(req, move |r: &mut DeleteRecordsResponse| {
-        r.topics.extend(refused)
-    })
+    narrow(
+        req,
+        |q| &mut q.topics,
+        |t| {
+            (!authz.topic(Op::Delete, &t.name)).then(|| DeleteRecordsTopicResult {
+                partitions: t
+                    .partitions
+                    .iter()
+                    .map(|p| DeleteRecordsPartitionResult {
+                        partition_index: p.partition_index,
+                        error_code: TOPIC,
+                        low_watermark: -1,
+                    })
+                    .collect(),
+                name: t.name.clone(),
+            })
+        },
+        |r: &mut DeleteRecordsResponse| &mut r.topics,
+    )
 }
 
 // ----- Configs ------------------------------------------------------------
@@ -509,14 +492,14 @@ const CONFIG_BROKER: i8 = 4;
 const CONFIG_BROKER_LOGGER: i8 = 8;
 const CONFIG_GROUP: i8 = 32;
 
-/// Whether `operation` (DESCRIBE_CONFIGS or ALTER_CONFIGS) is allowed on a
-/// config resource, and the code of its denial.
-fn config_allowed(
+/// The denial (code and message) of `operation` (DESCRIBE_CONFIGS or
+/// ALTER_CONFIGS) on a config resource; `None` when it is allowed.
+fn config_refusal(
     authz: &super::Authz<'_>,
     operation: Operation,
     resource_type: i8,
     name: &str,
-) -> Result<(), (KafkaCode, String)> {
+) -> Option<(KafkaCode, String)> {
     let (allowed, code, rt, name) = match resource_type {
         CONFIG_TOPIC => (
             authz.topic(operation, name),
@@ -537,13 +520,9 @@ fn config_allowed(
             CLUSTER_NAME,
         ),
         // Unknown types are the handler's INVALID_REQUEST.
-        _ => return Ok(()),
+        _ => return None,
     };
-    if allowed {
-        Ok(())
-    } else {
-        Err((code, denied(operation, rt, name)))
-    }
+    (!allowed).then(|| (code, denied(operation, rt, name)))
 }
 
 use crate::messages::describe_configs::{
@@ -553,36 +532,32 @@ use crate::messages::describe_configs::{
 /// DESCRIBE_CONFIGS on each resource.
 pub fn describe_configs(
     ctx: &Ctx<'_>,
-    mut req: DescribeConfigsRequest,
+    req: DescribeConfigsRequest,
 ) -> Gate<DescribeConfigsRequest, DescribeConfigsResponse> {
     let authz = ctx.authz();
     if !authz.on() {
         return Gate::pass(req);
     }
-    let mut refused = Vec::new();
-    req.resources.retain(|r| {
-        match config_allowed(
-            &authz,
-            Op::DescribeConfigs,
-            r.resource_type,
-            &r.resource_name,
-        ) {
-            Ok(()) => true,
-            Err((code, message)) => {
-                refused.push(DescribeConfigsResult {
-                    error_code: code,
-                    error_message: Some(message),
-                    resource_type: r.resource_type,
-                    resource_name: r.resource_name.clone(),
-                    configs: Vec::new(),
-                });
-                false
-            }
-        }
-    });
-    Gate::patched(req, move |r: &mut DescribeConfigsResponse| {
-        r.results.extend(refused)
-    })
+    narrow(
+        req,
+        |q| &mut q.resources,
+        |r| {
+            let (code, message) = config_refusal(
+                &authz,
+                Op::DescribeConfigs,
+                r.resource_type,
+                &r.resource_name,
+            )?;
+            Some(DescribeConfigsResult {
+                error_code: code,
+                error_message: Some(message),
+                resource_type: r.resource_type,
+                resource_name: r.resource_name.clone(),
+                configs: Vec::new(),
+            })
+        },
+        |r: &mut DescribeConfigsResponse| &mut r.results,
+    )
 }
 
 use crate::messages::alter_configs::{
@@ -592,30 +567,27 @@ use crate::messages::alter_configs::{
 /// ALTER_CONFIGS on each resource.
 pub fn alter_configs(
     ctx: &Ctx<'_>,
-    mut req: AlterConfigsRequest,
+    req: AlterConfigsRequest,
 ) -> Gate<AlterConfigsRequest, AlterConfigsResponse> {
     let authz = ctx.authz();
     if !authz.on() {
         return Gate::pass(req);
     }
-    let mut refused = Vec::new();
-    req.resources.retain(|r| {
-        match config_allowed(&authz, Op::AlterConfigs, r.resource_type, &r.resource_name) {
-            Ok(()) => true,
-            Err((code, message)) => {
-                refused.push(AlterConfigsResourceResponse {
-                    error_code: code,
-                    error_message: Some(message),
-                    resource_type: r.resource_type,
-                    resource_name: r.resource_name.clone(),
-                });
-                false
-            }
-        }
-    });
-    Gate::patched(req, move |r: &mut AlterConfigsResponse| {
-        r.responses.extend(refused)
-    })
+    narrow(
+        req,
+        |q| &mut q.resources,
+        |r| {
+            let (code, message) =
+                config_refusal(&authz, Op::AlterConfigs, r.resource_type, &r.resource_name)?;
+            Some(AlterConfigsResourceResponse {
+                error_code: code,
+                error_message: Some(message),
+                resource_type: r.resource_type,
+                resource_name: r.resource_name.clone(),
+            })
+        },
+        |r: &mut AlterConfigsResponse| &mut r.responses,
+    )
 }
 
 use crate::messages::incremental_alter_configs as incremental;
@@ -623,31 +595,27 @@ use crate::messages::incremental_alter_configs as incremental;
 /// ALTER_CONFIGS on each resource.
 pub fn incremental_alter_configs(
     ctx: &Ctx<'_>,
-    mut req: incremental::IncrementalAlterConfigsRequest,
+    req: incremental::IncrementalAlterConfigsRequest,
 ) -> Gate<incremental::IncrementalAlterConfigsRequest, incremental::IncrementalAlterConfigsResponse>
 {
     let authz = ctx.authz();
     if !authz.on() {
         return Gate::pass(req);
     }
-    let mut refused = Vec::new();
-    req.resources.retain(|r| {
-        match config_allowed(&authz, Op::AlterConfigs, r.resource_type, &r.resource_name) {
-            Ok(()) => true,
-            Err((code, message)) => {
-                refused.push(incremental::AlterConfigsResourceResponse {
-                    error_code: code,
-                    error_message: Some(message),
-                    resource_type: r.resource_type,
-                    resource_name: r.resource_name.clone(),
-                });
-                false
-            }
-        }
-    });
-    Gate::patched(
+    narrow(
         req,
-        move |r: &mut incremental::IncrementalAlterConfigsResponse| r.responses.extend(refused),
+        |q| &mut q.resources,
+        |r| {
+            let (code, message) =
+                config_refusal(&authz, Op::AlterConfigs, r.resource_type, &r.resource_name)?;
+            Some(incremental::AlterConfigsResourceResponse {
+                error_code: code,
+                error_message: Some(message),
+                resource_type: r.resource_type,
+                resource_name: r.resource_name.clone(),
+            })
+        },
+        |r: &mut incremental::IncrementalAlterConfigsResponse| &mut r.responses,
     )
 }
 
@@ -677,35 +645,32 @@ use crate::messages::describe_producers::{
 /// READ on each topic.
 pub fn describe_producers(
     ctx: &Ctx<'_>,
-    mut req: DescribeProducersRequest,
+    req: DescribeProducersRequest,
 ) -> Gate<DescribeProducersRequest, DescribeProducersResponse> {
     let authz = ctx.authz();
     if !authz.on() {
         return Gate::pass(req);
     }
-    let (allowed, refused) = split(std::mem::take(&mut req.topics), |t| {
-        authz.topic(Op::Read, &t.name)
-    });
-    req.topics = allowed;
-    let refused: Vec<TopicResponse> = refused
-        .into_iter()
-        .map(|t| TopicResponse {
-            partitions: t
-                .partition_indexes
-                .iter()
-                .map(|p| PartitionResponse {
-                    partition_index: *p,
-                    error_code: TOPIC,
-                    error_message: Some(denied(Op::Read, ResourceType::Topic, &t.name)),
-                    active_producers: Vec::new(),
-                })
-                .collect(),
-            name: t.name,
-        })
-        .collect();
-    Gate::patched(req, move |r: &mut DescribeProducersResponse| {
-        r.topics.extend(refused)
-    })
+    narrow(
+        req,
+        |q| &mut q.topics,
+        |t| {
+            (!authz.topic(Op::Read, &t.name)).then(|| TopicResponse {
+                partitions: t
+                    .partition_indexes
+                    .iter()
+                    .map(|p| PartitionResponse {
+                        partition_index: *p,
+                        error_code: TOPIC,
+                        error_message: Some(denied(Op::Read, ResourceType::Topic, &t.name)),
+                        active_producers: Vec::new(),
+                    })
+                    .collect(),
+                name: t.name.clone(),
+            })
+        },
+        |r: &mut DescribeProducersResponse| &mut r.topics,
+    )
 }
 
 // ----- SCRAM credentials ----------------------------------------------------
