@@ -241,3 +241,49 @@ fn the_recorded_form_round_trips() {
     assert_eq!(back, r);
     assert_eq!(Reassignment::from_parts(&[1, 2], &[], &[]), None);
 }
+
+#[test]
+fn a_new_replica_that_cannot_be_opened_leaves_the_set_as_it_was() {
+    let h = Harness::new();
+    let mut set = h.create(&[1]);
+    put(&mut set, &["a"]);
+    let faults = h.config.log.faults.clone();
+    let start = faults.sites_passed();
+    let plan = set.plan_reassignment(&[1, 2, 3]).unwrap();
+    set.begin_reassignment(plan, &BTreeSet::new()).unwrap();
+    let sites = faults.sites_passed() - start;
+    assert!(
+        sites >= 2,
+        "opening two replicas passed {sites} write sites"
+    );
+    set.cancel_reassignment().unwrap();
+    remove_replica_dirs(h.dir.path(), &h.tp, &[2, 3]).unwrap();
+    let mut refused = 0;
+    for site in 0..sites {
+        faults.inject_at(faults.sites_passed() + site, mk_log::Fault::Io);
+        let plan = set.plan_reassignment(&[1, 2, 3]).unwrap();
+        match set.begin_reassignment(plan, &BTreeSet::new()) {
+            Err(_) => {
+                refused += 1;
+                assert_eq!(set.replicas(), &[1], "site {site}");
+                assert_eq!(set.reassignment(), None, "site {site}");
+                assert_eq!(
+                    code(set.replica_log_end_offset(2)),
+                    ErrorCode::UnknownPartition
+                );
+                assert_eq!(
+                    code(set.replica_log_end_offset(3)),
+                    ErrorCode::UnknownPartition
+                );
+            }
+            Ok(_) => {
+                set.cancel_reassignment().unwrap();
+            }
+        }
+        faults.clear();
+        remove_replica_dirs(h.dir.path(), &h.tp, &[2, 3]).unwrap();
+        assert_eq!(set.replicas(), &[1]);
+    }
+    assert_eq!(refused, sites, "every site's fault refused the move");
+    assert_eq!(visible(&set), vals(&[(0, "a")]));
+}

@@ -173,7 +173,8 @@ impl PartitionReplicaSet {
     /// the replicas of a replaced move that are no longer wanted (returned:
     /// their directories are for the caller to remove). A move that only
     /// reorders is not kept pending: the caller completes it at once with
-    /// [`Self::try_complete_reassignment`].
+    /// [`Self::try_complete_reassignment`]. If a new replica cannot be
+    /// opened, the set is left as it was.
     pub fn begin_reassignment(
         &mut self,
         plan: Reassignment,
@@ -181,6 +182,9 @@ impl PartitionReplicaSet {
     ) -> Result<Vec<BrokerId>> {
         let replicas = plan.replicas();
         let now = self.clock.now_ms();
+        // Every new replica opens before the set changes, so a failure
+        // leaves the set as it was (the new ones are dropped unused).
+        let mut opened = Vec::new();
         for &broker in &replicas {
             if self.replicas.contains_key(&broker) {
                 continue;
@@ -189,10 +193,13 @@ impl PartitionReplicaSet {
             let (mut replica, regs) =
                 Replica::open(dir, &self.tp, &self.config.log, self.leader_epoch, now)?;
             replica.log.set_leader_epoch(self.leader_epoch)?;
-            super::merge_registrations(&mut self.registrations, &regs);
             if offline.contains(&broker) {
                 replica.role = ReplicaRole::Offline;
             }
+            opened.push((broker, replica, regs));
+        }
+        for (broker, replica, regs) in opened {
+            super::merge_registrations(&mut self.registrations, &regs);
             self.replicas.insert(broker, replica);
         }
         let dropped = self.drop_replicas_outside(&replicas);
