@@ -1021,14 +1021,21 @@ impl DataPath<'_> {
         }
         let slot = self.cluster.slot(&p.tp)?;
         // Under the partition lock the stored frames are only located and
-        // copied. Outside it a producer's batch (version 2) is only sliced
-        // into header fields and block: no record is decompressed or
-        // decoded. Version 1 frames, whose records the broker encoded, are
-        // decoded there.
+        // copied, their headers read. Outside it each frame's CRC is
+        // checked (damage takes the partition offline as a read under the
+        // lock would), a producer's batch (version 2) is only sliced into
+        // header fields and block: no record is decompressed or decoded.
+        // Version 1 frames, whose records the broker encoded, are decoded
+        // there.
         let located = self.cluster.read_slot(&slot, |set| {
             check_epoch(set, p.current_leader_epoch)?;
             locate_batches(set, p, isolation, budget, first)
         })?;
+        for b in &located.stored {
+            let checked = b.check().map_err(ClusterError::from);
+            self.cluster
+                .settle(&slot, crate::health::Access::Read, checked)?;
+        }
         let batches = located
             .stored
             .iter()
@@ -1092,7 +1099,7 @@ fn locate_batches(
     // in front of a large aborted transaction. Every round moves `next`
     // forward, so the loop ends at the bound.
     while next < bound {
-        let stored = log.read_batches(next, limit.saturating_sub(bytes).max(1), Some(bound))?;
+        let stored = log.locate_batches(next, limit.saturating_sub(bytes).max(1), Some(bound))?;
         let Some(last) = stored.last() else { break };
         next = last.next_offset();
         let aborted = match isolation {

@@ -755,3 +755,56 @@ async fn a_deleted_partition_directory_is_reported_not_silently_recreated_empty(
     );
     c.lifecycle().close().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_kafka_fetch_checks_frame_crcs_after_the_lock_and_damage_takes_the_partition_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_000);
+    let c = open_with(dir.path(), &clock, small_segments);
+    c.topics().create("k", 1, 1).unwrap();
+    c.topics().create("l", 1, 1).unwrap();
+    for i in 0..60 {
+        put(&c, &tp("k", 0), &format!("k-value-{i:04}")).await;
+    }
+    put(&c, &tp("l", 0), "l-value").await;
+    c.lifecycle().close().await.unwrap();
+    drop(c);
+    flip_byte_in_first_segment(dir.path(), &tp("k", 0));
+    let c = open_with(dir.path(), &clock, small_segments);
+    let fetch = |t: TopicPartition| BatchFetch {
+        partitions: vec![PartitionFetch {
+            tp: t,
+            offset: 0,
+            max_bytes: 1 << 20,
+            current_leader_epoch: None,
+        }],
+        isolation: Isolation::ReadUncommitted,
+        max_bytes: 1 << 20,
+        min_bytes: 1,
+        max_wait: std::time::Duration::ZERO,
+        broker: None,
+    };
+    // The frames are located under the lock without their CRCs; the check
+    // after it finds the flipped byte and reports it as any read would.
+    let got = c.data().fetch_batches(&fetch(tp("k", 0))).await.unwrap();
+    let e = got[0].error.as_ref().expect("the damaged partition fails");
+    assert_eq!(e.code(), ErrorCode::StorageError, "{e}");
+    assert!(got[0].batches.is_empty());
+    let described = c.topics().describe("k").unwrap();
+    assert!(described.partitions[0].damaged.is_some(), "{described:?}");
+    let again = c.data().fetch_batches(&fetch(tp("k", 0))).await.unwrap();
+    assert!(
+        again[0]
+            .error
+            .as_ref()
+            .is_some_and(|e| e.to_string().contains("k-0 is damaged")),
+        "{:?}",
+        again[0].error
+    );
+    // The other partition serves its batch, checked.
+    let ok = c.data().fetch_batches(&fetch(tp("l", 0))).await.unwrap();
+    assert!(ok[0].error.is_none(), "{:?}", ok[0].error);
+    assert_eq!(ok[0].batches.len(), 1);
+    assert_eq!(c.lifecycle().state(), LifecycleState::Running);
+    c.lifecycle().close().await.unwrap();
+}

@@ -263,6 +263,53 @@ pub fn decode_header(frame: &[u8], max_batch_bytes: u32) -> Result<BatchHeader> 
     read_batch_header(&mut ByteReader::new(payload)).map(|(h, _)| h)
 }
 
+/// [`decode_header`] without the frame CRC check: magic, exact length
+/// and the header's own rules only (the CRC is checked later, with
+/// [`check_frame_crc`]).
+pub fn decode_header_unchecked(frame: &[u8], max_batch_bytes: u32) -> Result<BatchHeader> {
+    let payload = sized_payload(frame, max_batch_bytes)?;
+    if payload.first() == Some(&crate::block::BLOCK_VERSION) {
+        return crate::block::payload_header(payload);
+    }
+    read_batch_header(&mut ByteReader::new(payload)).map(|(h, _)| h)
+}
+
+/// Checks the CRC-32C of a frame whose envelope was already sized.
+pub(crate) fn check_frame_crc(frame: &[u8]) -> Result<()> {
+    let (Some(stored), Some(payload)) = (frame.get(8..12), frame.get(FRAME_HEADER_BYTES..)) else {
+        return Err(corrupt(format!(
+            "frame of {} bytes has no CRC",
+            frame.len()
+        )));
+    };
+    let expected = u32::from_be_bytes([stored[0], stored[1], stored[2], stored[3]]);
+    let actual = crc32c::crc32c(payload);
+    if expected != actual {
+        return Err(corrupt(format!(
+            "CRC mismatch: stored {expected:08x}, computed {actual:08x}"
+        )));
+    }
+    Ok(())
+}
+
+/// The payload of exactly one frame (magic and exact length checked, not
+/// the CRC).
+fn sized_payload(frame: &[u8], max_batch_bytes: u32) -> Result<&[u8]> {
+    let len = peek_frame_len(frame, max_batch_bytes)?.ok_or_else(|| {
+        corrupt(format!(
+            "frame of {} bytes is shorter than its header",
+            frame.len()
+        ))
+    })?;
+    if len != frame.len() {
+        return Err(corrupt(format!(
+            "frame length mismatch: header says {len} bytes, got {}",
+            frame.len()
+        )));
+    }
+    Ok(&frame[FRAME_HEADER_BYTES..])
+}
+
 /// Checks the envelope of exactly one frame of either version (magic,
 /// exact length, CRC-32C) and returns its payload.
 pub(crate) fn checked_payload(frame: &[u8], max_batch_bytes: u32) -> Result<&[u8]> {

@@ -61,7 +61,9 @@ pub use compaction::CompactionResult;
 pub use config::LogConfig;
 pub use error::{LogError, RecordError, Result};
 pub use flush::{FlushPlan, SyncedFlush};
-pub use log::{AppendInfo, Fetched, LogRecord, PartitionLog, SegmentInfo, StoredBatch};
+pub use log::{
+    AppendInfo, Fetched, FrameOrigin, LogRecord, PartitionLog, SegmentInfo, StoredBatch,
+};
 pub use log_start::LOG_START_FILE;
 /// The storage seam the log writes through, re-exported because its types
 /// are part of the log's API (`LogError::Storage`, `LogConfig::faults`).

@@ -26,6 +26,7 @@ use std::fs::{self, File, OpenOptions};
 use std::ops::ControlFlow;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Where an appended batch landed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,9 +61,33 @@ struct Frame {
 pub struct StoredBatch {
     pub header: BatchHeader,
     pub frame: Bytes,
+    /// Where the frame was read from when it was read with its frame CRC
+    /// not yet checked ([`PartitionLog::locate_batches`]); `None` once
+    /// checked (every other read).
+    pub unchecked: Option<FrameOrigin>,
+}
+
+/// The segment file and position of a frame read without its CRC checked,
+/// so that the check made later names the damage as a checked read does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FrameOrigin {
+    pub path: Arc<Path>,
+    pub position: u64,
 }
 
 impl StoredBatch {
+    /// Checks the frame CRC of a batch read by
+    /// [`PartitionLog::locate_batches`] (the caller does it after releasing
+    /// the partition lock): a mismatch is the storage error a checked read
+    /// of the same frame gives. A checked batch passes at once.
+    pub fn check(&self) -> Result<()> {
+        let Some(origin) = &self.unchecked else {
+            return Ok(());
+        };
+        codec::check_frame_crc(&self.frame)
+            .map_err(|e| stored_corruption(&origin.path, origin.position, &e))
+    }
+
     /// Decodes the records (the CRC was checked when the batch was read).
     pub fn decode(&self) -> Result<RecordBatch> {
         codec::decode_verified(&self.frame, &self.header)
@@ -953,6 +978,19 @@ impl PartitionLog {
         &self,
         i: usize,
         start: u64,
+        f: impl FnMut(u64, StoredBatch) -> Result<ControlFlow<()>>,
+    ) -> Result<ControlFlow<()>> {
+        self.scan_segment_with(i, start, true, f)
+    }
+
+    /// [`Self::scan_segment`]; with `checked` false the frames' CRCs are
+    /// left to the caller ([`StoredBatch::check`]): magic, length and
+    /// header are still checked.
+    fn scan_segment_with(
+        &self,
+        i: usize,
+        start: u64,
+        checked: bool,
         mut f: impl FnMut(u64, StoredBatch) -> Result<ControlFlow<()>>,
     ) -> Result<ControlFlow<()>> {
         let seg = &self.segments[i];
@@ -968,11 +1006,25 @@ impl PartitionLog {
             &owned
         };
         let max = self.config.max_batch_bytes;
+        let origin: Option<Arc<Path>> = (!checked).then(|| Arc::from(path.as_path()));
         let mut frames = FrameReader::new(file, &path, start, seg.size, max);
         while let Some((pos, frame)) = frames.next_frame().map_err(|e| e.into_storage(&path))? {
-            let header =
-                codec::decode_header(&frame, max).map_err(|e| stored_corruption(&path, pos, &e))?;
-            if f(pos, StoredBatch { header, frame })?.is_break() {
+            let header = if checked {
+                codec::decode_header(&frame, max)
+            } else {
+                codec::decode_header_unchecked(&frame, max)
+            }
+            .map_err(|e| stored_corruption(&path, pos, &e))?;
+            let unchecked = origin.as_ref().map(|path| FrameOrigin {
+                path: Arc::clone(path),
+                position: pos,
+            });
+            let batch = StoredBatch {
+                header,
+                frame,
+                unchecked,
+            };
+            if f(pos, batch)?.is_break() {
                 return Ok(ControlFlow::Break(()));
             }
         }
@@ -985,6 +1037,17 @@ impl PartitionLog {
         &self,
         offset: i64,
         end: i64,
+        f: impl FnMut(StoredBatch) -> Result<ControlFlow<()>>,
+    ) -> Result<()> {
+        self.scan_with(offset, end, true, f)
+    }
+
+    /// [`Self::scan`], the frame CRCs checked or left to the caller.
+    fn scan_with(
+        &self,
+        offset: i64,
+        end: i64,
+        checked: bool,
         mut f: impl FnMut(StoredBatch) -> Result<ControlFlow<()>>,
     ) -> Result<()> {
         let first = self.segment_index_for(offset);
@@ -998,7 +1061,7 @@ impl PartitionLog {
             } else {
                 0
             };
-            let flow = self.scan_segment(i, start, |_, b| {
+            let flow = self.scan_segment_with(i, start, checked, |_, b| {
                 if b.header.next_offset() <= offset {
                     return Ok(ControlFlow::Continue(()));
                 }
@@ -1093,6 +1156,29 @@ impl PartitionLog {
         max_bytes: usize,
         end_offset: Option<i64>,
     ) -> Result<Vec<StoredBatch>> {
+        self.read_batches_with(offset, max_bytes, end_offset, true)
+    }
+
+    /// [`Self::read_batches`] for a fetch that holds the partition lock:
+    /// the frames are read and their headers checked, but their CRCs are
+    /// left to [`StoredBatch::check`], which the caller runs after letting
+    /// the lock go, so no pass over record bytes happens under it.
+    pub fn locate_batches(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        end_offset: Option<i64>,
+    ) -> Result<Vec<StoredBatch>> {
+        self.read_batches_with(offset, max_bytes, end_offset, false)
+    }
+
+    fn read_batches_with(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        end_offset: Option<i64>,
+        checked: bool,
+    ) -> Result<Vec<StoredBatch>> {
         self.check_in_range(offset)?;
         let end = self.visible_end(end_offset);
         let mut out: Vec<StoredBatch> = Vec::new();
@@ -1100,7 +1186,7 @@ impl PartitionLog {
             return Ok(out);
         }
         let mut total = 0usize;
-        self.scan(offset, end, |b| {
+        self.scan_with(offset, end, checked, |b| {
             if !out.is_empty() && total + b.size() > max_bytes {
                 return Ok(ControlFlow::Break(()));
             }
