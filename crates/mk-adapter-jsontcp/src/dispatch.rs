@@ -2,15 +2,14 @@
 //! request, its result wrapped in the matching `Response`. This is the only
 //! place the server touches the core.
 
-use crate::protocol::{ProduceSpec, Request, Response, ServerStats};
+use crate::protocol::{ProduceSpec, Request, Response, ServerStats, TxnRef};
 use mk_cluster::{BrokerCluster, ClusterError};
-use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// What the dispatcher needs besides the cluster.
 pub(crate) struct DispatchContext<'a> {
-    pub cluster: &'a Arc<BrokerCluster>,
+    pub cluster: &'a BrokerCluster,
     /// Cancelled when the server shuts down: a waiting long poll then
     /// answers at once with what is visible.
     pub shutdown: &'a CancellationToken,
@@ -49,8 +48,29 @@ pub(crate) async fn execute_produces(
         .collect()
 }
 
-#[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
-pub(crate) async fn execute(
+/// Executes one operation of the wire model in process, against `cluster`:
+/// what the server's dispatch runs for each request, and what the parity
+/// suite runs on its in-process side, so the mapping from an operation to
+/// its core call exists once. No shutdown cancels a long poll here, and
+/// `stats` reports no requests in flight.
+pub async fn execute(cluster: &BrokerCluster, request: Request) -> Result<Response, ClusterError> {
+    let never = CancellationToken::new();
+    let ctx = DispatchContext {
+        cluster,
+        shutdown: &never,
+        in_flight: 0,
+    };
+    execute_in(&ctx, request).await
+}
+
+/// The table from an operation to its one core call. Arms that take more
+/// than a call and a wrap have a function of their own below.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one arm per operation: the table reads best whole, and split by family it would \
+              need a second match per family that cannot be exhaustive"
+)]
+pub(crate) async fn execute_in(
     ctx: &DispatchContext<'_>,
     request: Request,
 ) -> Result<Response, ClusterError> {
@@ -81,29 +101,16 @@ pub(crate) async fn execute(
         Request::Fetch {
             request,
             max_wait_ms,
-        } => {
-            let result = match max_wait_ms {
-                None | Some(0) => c.data().fetch(&request)?,
-                Some(ms) => {
-                    tokio::select! {
-                        r = c.data().fetch_wait(&request, Duration::from_millis(u64::from(ms))) => r?,
-                        _ = ctx.shutdown.cancelled() => c.data().fetch(&request)?,
-                    }
-                }
-            };
-            Response::Fetch(result)
-        }
+        } => Response::Fetch(fetch(ctx, &request, max_wait_ms).await?),
         Request::JoinGroup {
             group_id,
             member_id,
             topics,
             assignor,
-        } => Response::JoinGroup(match assignor {
-            None => c.groups().join(&group_id, &member_id, &topics)?,
-            Some(a) => c
-                .groups()
-                .join_with_assignor(&group_id, &member_id, &topics, Some(a))?,
-        }),
+        } => Response::JoinGroup(
+            c.groups()
+                .join_with_assignor(&group_id, &member_id, &topics, assignor)?,
+        ),
         Request::Heartbeat {
             group_id,
             member_id,
@@ -186,9 +193,7 @@ pub(crate) async fn execute(
             key,
             value,
         } => {
-            let h = c
-                .transactions()
-                .handle_at(&txn.transactional_id, txn.producer_epoch)?;
+            let h = handle(c, &txn)?;
             let (partition, offset) = c
                 .transactions()
                 .send(&h, &topic, key, value, partition)
@@ -200,24 +205,16 @@ pub(crate) async fn execute(
             group_id,
             offsets,
         } => {
-            let h = c
-                .transactions()
-                .handle_at(&txn.transactional_id, txn.producer_epoch)?;
-            c.transactions().send_offsets(&h, &group_id, &offsets)?;
+            c.transactions()
+                .send_offsets(&handle(c, &txn)?, &group_id, &offsets)?;
             Response::TxnSendOffsets
         }
         Request::CommitTxn { txn } => {
-            let h = c
-                .transactions()
-                .handle_at(&txn.transactional_id, txn.producer_epoch)?;
-            c.transactions().commit(&h).await?;
+            c.transactions().commit(&handle(c, &txn)?).await?;
             Response::CommitTxn
         }
         Request::AbortTxn { txn } => {
-            let h = c
-                .transactions()
-                .handle_at(&txn.transactional_id, txn.producer_epoch)?;
-            c.transactions().abort(&h).await?;
+            c.transactions().abort(&handle(c, &txn)?).await?;
             Response::AbortTxn
         }
         Request::DescribeCluster => Response::DescribeCluster(c.views().describe_cluster()?),
@@ -232,19 +229,16 @@ pub(crate) async fn execute(
             mechanism,
             password,
             iterations,
-        } => {
-            let iterations = c.security().upsert_scram_password(
+        } => Response::UpsertScramCredential {
+            iterations: c.security().upsert_scram_password(
                 &user,
                 mechanism,
                 password.expose(),
                 iterations,
-            )?;
-            Response::UpsertScramCredential {
-                user,
-                mechanism,
-                iterations,
-            }
-        }
+            )?,
+            user,
+            mechanism,
+        },
         Request::DeleteScramCredential { user, mechanism } => Response::DeleteScramCredential {
             deleted: c.security().delete_scram_credentials(&user, mechanism)?,
             user,
@@ -289,6 +283,32 @@ pub(crate) async fn execute(
             Response::FlushCycle
         }
     })
+}
+
+/// A fetch, long-polling up to `max_wait_ms` for new records; shutdown
+/// answers a waiting poll at once with what is visible.
+async fn fetch(
+    ctx: &DispatchContext<'_>,
+    request: &mk_cluster::FetchRequest,
+    max_wait_ms: Option<u32>,
+) -> Result<mk_cluster::FetchResult, ClusterError> {
+    let data = ctx.cluster.data();
+    match max_wait_ms {
+        None | Some(0) => data.fetch(request),
+        Some(ms) => {
+            tokio::select! {
+                r = data.fetch_wait(request, Duration::from_millis(u64::from(ms))) => r,
+                _ = ctx.shutdown.cancelled() => data.fetch(request),
+            }
+        }
+    }
+}
+
+/// The transaction a request names, at the epoch it names (fenced when
+/// the producer has moved on).
+fn handle(c: &BrokerCluster, txn: &TxnRef) -> Result<mk_cluster::TxnHandle, ClusterError> {
+    c.transactions()
+        .handle_at(&txn.transactional_id, txn.producer_epoch)
 }
 
 /// Every user with a credential, or the one named (RESOURCE_NOT_FOUND when

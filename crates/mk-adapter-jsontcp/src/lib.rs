@@ -20,6 +20,7 @@ mod server;
 mod wire;
 
 pub use client::{ClientError, ClientResult, JsonTcpClient, MAX_RESPONSE_BYTES, decode_answer};
+pub use dispatch::execute;
 pub use mk_cluster;
 pub use protocol::{
     DecodedLine, ErrorResponse, Operation, Password, ProduceRecords, ProduceSpec, Request,

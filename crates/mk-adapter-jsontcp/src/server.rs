@@ -24,7 +24,7 @@
 //! a client that sends no complete request for `idle_timeout` is dropped;
 //! at most `max_connections` connections are served at once.
 
-use crate::dispatch::{DispatchContext, execute, execute_produces};
+use crate::dispatch::{DispatchContext, execute_in, execute_produces};
 use crate::protocol::{
     DecodedLine, ErrorResponse, Operation, ProduceSpec, Request, Response, decode_request_line,
 };
@@ -685,7 +685,7 @@ async fn respond_decoded(decoded: DecodedLine, shared: &Shared) -> (&'static str
         shutdown: &shared.stop,
         in_flight: shared.counters.in_flight.load(Ordering::Relaxed),
     };
-    (op.name(), encode(execute(&ctx, request).await, id))
+    (op.name(), encode(execute_in(&ctx, request).await, id))
 }
 
 fn encode(r: Result<Response, ClusterError>, id: Option<&Value>) -> Vec<u8> {

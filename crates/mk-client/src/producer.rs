@@ -10,7 +10,7 @@ use bytes::Bytes;
 use mk_cluster::partitioner::partition_for_key;
 use mk_cluster::{
     AckMode, AttachedClient, BrokerCluster, Cancelled, ClientError, ClusterError, Header,
-    ProducerIdentity, ProducerInfo, Record, RecordBatch, Result, TopicPartition,
+    PendingAppend, ProducerIdentity, ProducerInfo, Record, RecordBatch, Result, TopicPartition,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -343,7 +343,6 @@ impl ProducerShared {
     /// Takes one partition's queue and appends it as one batch. The append
     /// happens under the producer lock, so two senders cannot reorder
     /// batches of one partition.
-    #[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
     fn send_partition(self: &Arc<Self>, tp: &TopicPartition) -> Result<()> {
         let mut st = self.state.lock().expect("producer lock");
         let Some(q) = st.queues.remove(tp) else {
@@ -375,13 +374,7 @@ impl ProducerShared {
             }
         };
         if let Some(id) = self.identity {
-            if st.registered.insert(tp.clone())
-                && let Err(e) =
-                    self.cluster
-                        .transactions()
-                        .register_producer(tp, id.producer_id, id.epoch)
-            {
-                st.registered.remove(tp);
+            if let Err(e) = self.register(&mut st, tp, id) {
                 fail_all(q.waiters, &e);
                 return Err(e);
             }
@@ -412,10 +405,35 @@ impl ProducerShared {
             *seq = seq.wrapping_add(n) & i32::MAX;
         }
         drop(st);
+        self.finish(tp.clone(), q.waiters, timestamps, pending)
+    }
+
+    /// Registers the producer's identity for `tp` the first time it writes
+    /// there (the core's transaction coordinator checks appends against it).
+    fn register(&self, st: &mut State, tp: &TopicPartition, id: ProducerIdentity) -> Result<()> {
+        if st.registered.insert(tp.clone())
+            && let Err(e) =
+                self.cluster
+                    .transactions()
+                    .register_producer(tp, id.producer_id, id.epoch)
+        {
+            st.registered.remove(tp);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Answers the batch's waiters once the append completes: in a task of
+    /// the cluster's for acks=all, at once for acks 0/1.
+    fn finish(
+        self: &Arc<Self>,
+        tp: TopicPartition,
+        waiters: Vec<Waiter>,
+        timestamps: Vec<i64>,
+        pending: PendingAppend,
+    ) -> Result<()> {
         self.in_flight.fetch_add(1, Ordering::SeqCst);
         let this = self.clone();
-        let tp = tp.clone();
-        let waiters = q.waiters;
         let finish = async move {
             let result = pending.wait().await;
             resolve(&tp, waiters, &timestamps, result);

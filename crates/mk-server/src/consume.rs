@@ -233,7 +233,6 @@ async fn consume_in_group(
 
 /// Fetches every assigned partition in turn; in a group, commits each
 /// round before printing it.
-#[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
 async fn consume_loop(
     c: &mut JsonTcpClient,
     o: &ConsumeOptions,
@@ -255,51 +254,14 @@ async fn consume_loop(
             if budget == Some(0) {
                 break;
             }
-            let mut request = FetchRequest::new(tp.clone(), *pos, 500);
-            request.isolation = o.isolation;
-            let fetched = tokio::select! {
-                r = c.fetch(&request, wait_ms) => r,
-                _ = tokio::signal::ctrl_c() => return Ok(LoopEnd::Done),
-            };
-            let f = match fetched {
-                Ok(f) => f,
-                Err(e) if e.code() == Some(ErrorCode::OffsetOutOfRange) => {
-                    let to = c.list_offsets(tp, o.start.reset_spec()).await?.unwrap_or(0);
-                    if !o.output.json {
-                        eprintln!(
-                            "{tp}: position {pos} is outside the log ({}); reset to {to} by the reset policy",
-                            short(&e)
-                        );
-                    }
-                    *pos = to;
-                    caught_up = false;
-                    continue;
-                }
-                Err(e) => return Err(e.into()),
-            };
-            let mut records = f.records;
-            if let Some(left) = budget.as_mut() {
-                records.truncate(usize::try_from(*left).unwrap_or(usize::MAX));
-                *left -= records.len() as u64;
-            }
-            match (records.last(), budget) {
-                // The budget ended inside this fetch: resume after the last
-                // record taken.
-                (Some(last), Some(0)) => *pos = last.offset + 1,
-                _ => {
-                    if f.next_offset > *pos {
-                        *pos = f.next_offset;
-                    }
+            match fetch_partition(c, o, tp, pos, wait_ms, &mut budget).await? {
+                Fetched::Interrupted => return Ok(LoopEnd::Done),
+                Fetched::Reset => caught_up = false,
+                Fetched::Records { records, at_end } => {
+                    caught_up &= at_end;
+                    round.extend(records.into_iter().map(|r| (tp.clone(), r)));
                 }
             }
-            let end = match o.isolation {
-                Isolation::ReadCommitted => f.last_stable_offset,
-                Isolation::ReadUncommitted => f.high_watermark,
-            };
-            if *pos < end {
-                caught_up = false;
-            }
-            round.extend(records.into_iter().map(|r| (tp.clone(), r)));
         }
         if let Some(m) = membership
             && let Err(e) = commit(c, m, &next).await?
@@ -324,6 +286,76 @@ async fn consume_loop(
             }
         }
     }
+}
+
+/// What one partition's fetch gave.
+enum Fetched {
+    /// Ctrl-C during the fetch.
+    Interrupted,
+    /// The position was outside the log and the reset policy moved it.
+    Reset,
+    /// The records within the budget, and whether the position reached
+    /// the end a consumer may read to.
+    Records {
+        records: Vec<ConsumerRecord>,
+        at_end: bool,
+    },
+}
+
+/// Fetches one partition from `pos` and moves `pos` past what it returns
+/// (at most what is left of `budget`).
+async fn fetch_partition(
+    c: &mut JsonTcpClient,
+    o: &ConsumeOptions,
+    tp: &TopicPartition,
+    pos: &mut i64,
+    wait_ms: Option<u32>,
+    budget: &mut Option<u64>,
+) -> Result<Fetched, CmdError> {
+    let mut request = FetchRequest::new(tp.clone(), *pos, 500);
+    request.isolation = o.isolation;
+    let fetched = tokio::select! {
+        r = c.fetch(&request, wait_ms) => r,
+        _ = tokio::signal::ctrl_c() => return Ok(Fetched::Interrupted),
+    };
+    let f = match fetched {
+        Ok(f) => f,
+        Err(e) if e.code() == Some(ErrorCode::OffsetOutOfRange) => {
+            let to = c.list_offsets(tp, o.start.reset_spec()).await?.unwrap_or(0);
+            if !o.output.json {
+                eprintln!(
+                    "{tp}: position {pos} is outside the log ({}); reset to {to} by the reset policy",
+                    short(&e)
+                );
+            }
+            *pos = to;
+            return Ok(Fetched::Reset);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let mut records = f.records;
+    if let Some(left) = budget.as_mut() {
+        records.truncate(usize::try_from(*left).unwrap_or(usize::MAX));
+        *left -= records.len() as u64;
+    }
+    match (records.last(), *budget) {
+        // The budget ended inside this fetch: resume after the last
+        // record taken.
+        (Some(last), Some(0)) => *pos = last.offset + 1,
+        _ => {
+            if f.next_offset > *pos {
+                *pos = f.next_offset;
+            }
+        }
+    }
+    let end = match o.isolation {
+        Isolation::ReadCommitted => f.last_stable_offset,
+        Isolation::ReadUncommitted => f.high_watermark,
+    };
+    Ok(Fetched::Records {
+        records,
+        at_end: *pos >= end,
+    })
 }
 
 /// The message of a server error without its code.

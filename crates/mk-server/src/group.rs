@@ -250,10 +250,33 @@ fn print_share(d: &ShareGroupDescription) -> CmdResult {
     Ok(())
 }
 
+/// Where each partition moves: `to` within the partition's log.
+async fn reset_plan(
+    c: &mut JsonTcpClient,
+    partitions: &[TopicPartition],
+    to: ResetTo,
+) -> Result<BTreeMap<TopicPartition, i64>, CmdError> {
+    let mut plan = BTreeMap::new();
+    for tp in partitions {
+        let earliest = c.list_offsets(tp, OffsetSpec::Earliest).await?.unwrap_or(0);
+        let latest = c.list_offsets(tp, OffsetSpec::Latest).await?.unwrap_or(0);
+        let target = match to {
+            ResetTo::Earliest => earliest,
+            ResetTo::Latest => latest,
+            ResetTo::Offset(n) => n.clamp(earliest, latest.max(earliest)),
+            ResetTo::Time(ts) => c
+                .list_offsets(tp, OffsetSpec::Timestamp(ts))
+                .await?
+                .unwrap_or(latest),
+        };
+        plan.insert(tp.clone(), target);
+    }
+    Ok(plan)
+}
+
 /// `reset-offsets`: every partition of `topics`, or without topics every
 /// partition the group has an offset for, moves to `to`; `dry_run` only
 /// shows the plan.
-#[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
 pub async fn group_reset_offsets(
     c: &mut JsonTcpClient,
     group: &str,
@@ -287,21 +310,7 @@ pub async fn group_reset_offsets(
             "group {group:?} has no committed offsets; name the partitions to set with --topic"
         ));
     }
-    let mut plan = BTreeMap::new();
-    for tp in &partitions {
-        let earliest = c.list_offsets(tp, OffsetSpec::Earliest).await?.unwrap_or(0);
-        let latest = c.list_offsets(tp, OffsetSpec::Latest).await?.unwrap_or(0);
-        let target = match to {
-            ResetTo::Earliest => earliest,
-            ResetTo::Latest => latest,
-            ResetTo::Offset(n) => n.clamp(earliest, latest.max(earliest)),
-            ResetTo::Time(ts) => c
-                .list_offsets(tp, OffsetSpec::Timestamp(ts))
-                .await?
-                .unwrap_or(latest),
-        };
-        plan.insert(tp.clone(), target);
-    }
+    let plan = reset_plan(c, &partitions, to).await?;
     if !dry_run {
         c.alter_group_offsets(group, &plan).await?;
     }

@@ -52,7 +52,6 @@ struct Pending {
     entry: ProduceEntry,
 }
 
-#[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
 pub async fn produce(c: &mut JsonTcpClient, o: ProduceOptions) -> CmdResult {
     // Routing needs the partition count; asking first also creates a
     // missing topic (when the broker auto-creates topics) or reports it
@@ -60,12 +59,15 @@ pub async fn produce(c: &mut JsonTcpClient, o: ProduceOptions) -> CmdResult {
     let d = c.metadata_with(&o.topic, true).await?;
     let partitions = u32::try_from(d.partitions.len())
         .map_err(|_| CmdError::Failed("more partitions than a u32 counts".into()))?;
-    let mut sticky = StickyPartitioner::new(StickyPartitioner::DEFAULT_BATCH_BYTES, random_start());
+    let mut router = Router {
+        sticky: StickyPartitioner::new(StickyPartitioner::DEFAULT_BATCH_BYTES, random_start()),
+        partitions,
+        skipped: 0,
+    };
     let mut printing = true;
     let mut rx = spawn_reader();
     let mut progress = Progress::new(o.progress || std::io::stderr().is_terminal());
     let mut produced = 0u64;
-    let mut skipped = 0u64;
     while let Some(first) = rx.recv().await {
         let mut lines = vec![first];
         while lines.len() < ROUND_LINES {
@@ -74,42 +76,7 @@ pub async fn produce(c: &mut JsonTcpClient, o: ProduceOptions) -> CmdResult {
                 Err(_) => break,
             }
         }
-        let mut round = Vec::with_capacity(lines.len());
-        let mut stop = None;
-        for line in lines {
-            let (number, bytes) = match line {
-                Line::Data { number, bytes } => (number, bytes),
-                Line::ReadError(e) => {
-                    stop = Some(CmdError::Failed(format!("cannot read stdin: {e}")));
-                    break;
-                }
-            };
-            match o.input.parse(&bytes) {
-                Ok((key, value)) => round.push(Pending {
-                    partition: sticky.partition(
-                        o.partition,
-                        key.as_deref(),
-                        key.as_ref().map_or(0, Bytes::len) + value.as_ref().map_or(0, Bytes::len),
-                        partitions,
-                    ),
-                    entry: ProduceEntry {
-                        key,
-                        value,
-                        ..ProduceEntry::default()
-                    },
-                }),
-                Err(why) if o.skip_bad_lines => {
-                    skipped += 1;
-                    eprintln!("mk-server: line {number}: {why} (skipped)");
-                }
-                Err(why) => {
-                    stop = Some(CmdError::Failed(format!(
-                        "line {number}: {why}; stopped there (--skip-bad-lines goes on)"
-                    )));
-                    break;
-                }
-            }
-        }
+        let (round, stop) = router.parse_round(&o, lines);
         let sent = send_round(c, &o, round, &mut printing).await;
         produced += sent.as_ref().map_or(0, |n| *n);
         progress.tick(produced);
@@ -125,13 +92,72 @@ pub async fn produce(c: &mut JsonTcpClient, o: ProduceOptions) -> CmdResult {
     }
     progress.end();
     if !o.as_json {
-        if skipped > 0 {
+        if router.skipped > 0 {
+            let skipped = router.skipped;
             eprintln!("produced {produced} record(s), skipped {skipped} bad line(s)");
         } else {
             eprintln!("produced {produced} record(s)");
         }
     }
     Ok(())
+}
+
+/// Turns input lines into records with their partitions.
+struct Router {
+    sticky: StickyPartitioner,
+    partitions: u32,
+    /// Bad lines skipped so far (with --skip-bad-lines).
+    skipped: u64,
+}
+
+impl Router {
+    /// The records of one round of lines, and the error that ends the run
+    /// after them (an unreadable stdin, or a bad line without
+    /// --skip-bad-lines).
+    fn parse_round(
+        &mut self,
+        o: &ProduceOptions,
+        lines: Vec<Line>,
+    ) -> (Vec<Pending>, Option<CmdError>) {
+        let mut round = Vec::with_capacity(lines.len());
+        for line in lines {
+            let (number, bytes) = match line {
+                Line::Data { number, bytes } => (number, bytes),
+                Line::ReadError(e) => {
+                    return (
+                        round,
+                        Some(CmdError::Failed(format!("cannot read stdin: {e}"))),
+                    );
+                }
+            };
+            match o.input.parse(&bytes) {
+                Ok((key, value)) => round.push(Pending {
+                    partition: self.sticky.partition(
+                        o.partition,
+                        key.as_deref(),
+                        key.as_ref().map_or(0, Bytes::len) + value.as_ref().map_or(0, Bytes::len),
+                        self.partitions,
+                    ),
+                    entry: ProduceEntry {
+                        key,
+                        value,
+                        ..ProduceEntry::default()
+                    },
+                }),
+                Err(why) if o.skip_bad_lines => {
+                    self.skipped += 1;
+                    eprintln!("mk-server: line {number}: {why} (skipped)");
+                }
+                Err(why) => {
+                    let stop = CmdError::Failed(format!(
+                        "line {number}: {why}; stopped there (--skip-bad-lines goes on)"
+                    ));
+                    return (round, Some(stop));
+                }
+            }
+        }
+        (round, None)
+    }
 }
 
 /// Reads stdin as bytes (no UTF-8 requirement) on a thread, one message
@@ -184,39 +210,13 @@ fn random_start() -> u32 {
 /// all pipelined, then prints each record's offset while `printing` (it
 /// turns false for good once nobody reads stdout). Returns how many
 /// records were acknowledged; the first failed request ends the run.
-#[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
 async fn send_round(
     c: &mut JsonTcpClient,
     o: &ProduceOptions,
     round: Vec<Pending>,
     printing: &mut bool,
 ) -> Result<u64, CmdError> {
-    // Each record's place: which batch, which position in it, so the
-    // offsets print in input order whatever the batching.
-    let mut batches: Vec<(u32, Vec<ProduceEntry>, usize)> = Vec::new();
-    let mut places = Vec::with_capacity(round.len());
-    for p in round {
-        let size = p.entry.key.as_ref().map_or(0, Bytes::len)
-            + p.entry.value.as_ref().map_or(0, Bytes::len);
-        let open = batches
-            .iter()
-            .rposition(|(partition, _, _)| *partition == p.partition)
-            .filter(|i| {
-                let (_, entries, bytes) = &batches[*i];
-                entries.len() < BATCH_RECORDS && *bytes + size <= BATCH_BYTES
-            });
-        let batch = match open {
-            Some(i) => i,
-            None => {
-                batches.push((p.partition, Vec::new(), 0));
-                batches.len() - 1
-            }
-        };
-        let (_, entries, bytes) = &mut batches[batch];
-        places.push((batch, entries.len()));
-        entries.push(p.entry);
-        *bytes += size;
-    }
+    let (batches, places) = into_batches(round);
     let requests: Vec<Request> = batches
         .into_iter()
         .map(|(partition, entries, _)| {
@@ -248,35 +248,70 @@ async fn send_round(
             // Everything before the first failed record was printed.
             Err(_) => return Err(answers.swap_remove(batch).unwrap_err().into()),
         };
-        let offset = r.base_offset.map(|b| b + index as i64);
         acknowledged += 1;
-        if !*printing {
-            continue;
-        }
-        let line = match (o.as_json, offset) {
-            (true, _) => {
-                json!({"topic": o.topic, "partition": r.partition, "offset": offset}).to_string()
-            }
-            (false, Some(off)) => format!("{}-{} offset {off}", o.topic, r.partition),
-            (false, None) => format!("{}-{} (acks=0, no offset)", o.topic, r.partition),
-        };
-        // A reader that went away stops the printing, not the producing:
-        // the input is what the user asked to send.
-        match writeln!(std::io::stdout(), "{line}").map_err(stdout_failed) {
-            Ok(()) => {}
-            Err(CmdError::Closed) => *printing = false,
-            Err(CmdError::Failed(why)) => {
-                return Err(CmdError::Failed(format!(
-                    "{why}; the record at {}-{} offset {} was produced",
-                    o.topic,
-                    r.partition,
-                    offset.map_or("-".to_string(), |o| o.to_string())
-                )));
-            }
-            Err(other) => return Err(other),
+        if *printing {
+            let offset = r.base_offset.map(|b| b + index as i64);
+            *printing = print_offset(o, r.partition, offset)?;
         }
     }
     Ok(acknowledged)
+}
+
+/// A produce batch: its partition, its records and their bytes.
+type Batch = (u32, Vec<ProduceEntry>, usize);
+
+/// One batch per partition (split at the batch bounds), and each record's
+/// place (which batch, which position in it), so the offsets print in
+/// input order whatever the batching.
+fn into_batches(round: Vec<Pending>) -> (Vec<Batch>, Vec<(usize, usize)>) {
+    let mut batches: Vec<Batch> = Vec::new();
+    let mut places = Vec::with_capacity(round.len());
+    for p in round {
+        let size = p.entry.key.as_ref().map_or(0, Bytes::len)
+            + p.entry.value.as_ref().map_or(0, Bytes::len);
+        let open = batches
+            .iter()
+            .rposition(|(partition, _, _)| *partition == p.partition)
+            .filter(|i| {
+                let (_, entries, bytes) = &batches[*i];
+                entries.len() < BATCH_RECORDS && *bytes + size <= BATCH_BYTES
+            });
+        let batch = match open {
+            Some(i) => i,
+            None => {
+                batches.push((p.partition, Vec::new(), 0));
+                batches.len() - 1
+            }
+        };
+        let (_, entries, bytes) = &mut batches[batch];
+        places.push((batch, entries.len()));
+        entries.push(p.entry);
+        *bytes += size;
+    }
+    (batches, places)
+}
+
+/// Prints where one record went. Returns whether to go on printing: a
+/// reader that went away stops the printing, not the producing (the input
+/// is what the user asked to send).
+fn print_offset(o: &ProduceOptions, partition: u32, offset: Option<i64>) -> Result<bool, CmdError> {
+    let line = match (o.as_json, offset) {
+        (true, _) => {
+            json!({"topic": o.topic, "partition": partition, "offset": offset}).to_string()
+        }
+        (false, Some(off)) => format!("{}-{partition} offset {off}", o.topic),
+        (false, None) => format!("{}-{partition} (acks=0, no offset)", o.topic),
+    };
+    match writeln!(std::io::stdout(), "{line}").map_err(stdout_failed) {
+        Ok(()) => Ok(true),
+        Err(CmdError::Closed) => Ok(false),
+        Err(CmdError::Failed(why)) => Err(CmdError::Failed(format!(
+            "{why}; the record at {}-{partition} offset {} was produced",
+            o.topic,
+            offset.map_or("-".to_string(), |o| o.to_string())
+        ))),
+        Err(other) => Err(other),
+    }
 }
 
 /// The progress line of a long run: at most once a second, overwritten in
