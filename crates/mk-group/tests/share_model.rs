@@ -92,6 +92,15 @@ fn partitions() -> [TopicPartition; 2] {
 }
 
 impl Model {
+    /// Consumer `c` no longer holds the batch starting at `first` of `tp`.
+    fn forget_held(&mut self, c: usize, tp: &TopicPartition, first: i64) {
+        self.consumers[c]
+            .held
+            .entry(tp.clone())
+            .or_default()
+            .remove(&first);
+    }
+
     fn new(seed: u64) -> Self {
         let mut f = Fixture::new();
         f.meta.insert("queue2".into(), 2);
@@ -339,20 +348,12 @@ impl Model {
                 self.stats.refused_acks += 1;
                 // It held something it no longer does (its lock ran out).
                 for b in batches {
-                    self.consumers[c]
-                        .held
-                        .entry(tp.clone())
-                        .or_default()
-                        .remove(&b.first);
+                    self.forget_held(c, tp, b.first);
                 }
                 continue;
             }
             for b in batches {
-                self.consumers[c]
-                    .held
-                    .entry(tp.clone())
-                    .or_default()
-                    .remove(&b.first);
+                self.forget_held(c, tp, b.first);
                 let after = self.f.c().share_partition("s", tp).cloned();
                 let done = after.as_ref().is_none_or(|p| {
                     b.first < p.start_offset()

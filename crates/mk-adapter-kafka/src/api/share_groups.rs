@@ -178,17 +178,34 @@ fn partitions_of(
     by_name(c, &[(id, ps.as_slice())])
 }
 
-/// The core's ShareFetch request, or INVALID_REQUEST's message.
-fn core_fetch(c: &BrokerCluster, req: &ShareFetchRequest) -> Result<CoreFetch, String> {
-    let (Some(group_id), Some(member_id)) = (req.group_id.clone(), req.member_id.clone()) else {
-        return Err("ShareFetch needs a group id and a member id".into());
+/// The core's request of a share session (nothing to fetch or acknowledge
+/// yet), or INVALID_REQUEST's message when `api`'s request names no group
+/// or member.
+fn session(
+    api: &str,
+    group_id: &Option<String>,
+    member_id: &Option<String>,
+    session_epoch: i32,
+) -> Result<CoreFetch, String> {
+    let (Some(group_id), Some(member_id)) = (group_id.clone(), member_id.clone()) else {
+        return Err(format!("{api} needs a group id and a member id"));
     };
-    let mut fetch = CoreFetch {
+    Ok(CoreFetch {
         group_id,
         member_id,
-        session_epoch: req.share_session_epoch,
+        session_epoch,
         ..CoreFetch::default()
-    };
+    })
+}
+
+/// The core's ShareFetch request, or INVALID_REQUEST's message.
+fn core_fetch(c: &BrokerCluster, req: &ShareFetchRequest) -> Result<CoreFetch, String> {
+    let mut fetch = session(
+        "ShareFetch",
+        &req.group_id,
+        &req.member_id,
+        req.share_session_epoch,
+    )?;
     for t in &req.topics {
         for p in &t.partitions {
             let tp = partitions_of(c, t.topic_id, std::iter::once(p.partition_index));
@@ -354,17 +371,15 @@ pub async fn handle_share_acknowledge(
         error_message: Some(message),
         ..ShareAcknowledgeResponse::default()
     };
-    let (Some(group_id), Some(member_id)) = (req.group_id.clone(), req.member_id.clone()) else {
-        return error(
-            KafkaCode::INVALID_REQUEST,
-            "ShareAcknowledge needs a group id and a member id".into(),
-        );
-    };
-    let mut core = CoreFetch {
-        group_id,
-        member_id,
-        session_epoch: req.share_session_epoch,
-        ..CoreFetch::default()
+    let session = session(
+        "ShareAcknowledge",
+        &req.group_id,
+        &req.member_id,
+        req.share_session_epoch,
+    );
+    let mut core = match session {
+        Ok(core) => core,
+        Err(message) => return error(KafkaCode::INVALID_REQUEST, message),
     };
     for t in &req.topics {
         for p in &t.partitions {
