@@ -327,7 +327,21 @@ enum ReadEnd {
     Io(io::Error),
 }
 
-#[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
+/// Grows the read buffer when less than 4 KiB is free: doubling, by at
+/// least one read, never beyond one frame and one read.
+fn make_room(buf: &mut Vec<u8>, max_frame: usize, shared: &Shared) {
+    if buf.capacity() - buf.len() < 4096 {
+        let target = (buf.capacity() * 2)
+            .max(buf.len() + READ_CHUNK)
+            .min(max_frame + READ_CHUNK);
+        buf.reserve_exact(target - buf.len());
+        shared
+            .counters
+            .peak_read_buffer
+            .fetch_max(buf.capacity() as u64, Ordering::Relaxed);
+    }
+}
+
 async fn read_loop(
     mut rd: OwnedReadHalf,
     q: &Queue<'_>,
@@ -379,16 +393,7 @@ async fn read_loop(
             // Even if the newline came next, the line would exceed the limit.
             return too_large(&mut rd, q, shared).await;
         }
-        if buf.capacity() - buf.len() < 4096 {
-            let target = (buf.capacity() * 2)
-                .max(buf.len() + READ_CHUNK)
-                .min(max_frame + READ_CHUNK);
-            buf.reserve_exact(target - buf.len());
-            shared
-                .counters
-                .peak_read_buffer
-                .fetch_max(buf.capacity() as u64, Ordering::Relaxed);
-        }
+        make_room(&mut buf, max_frame, shared);
         let read = tokio::select! {
             _ = &mut stop => return ReadEnd::Shutdown,
             () = &mut idle_timer => {

@@ -575,7 +575,24 @@ struct Connection {
     session: std::sync::Mutex<Session>,
 }
 
-#[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
+/// Room for the rest of the current request, at most one chunk at a time:
+/// a claimed size never allocates by itself.
+fn make_room(buf: &mut BytesMut, shared: &Shared) {
+    let wanted = if buf.len() >= 4 {
+        let size = i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
+        (4 + size - buf.len()).min(READ_CHUNK)
+    } else {
+        READ_CHUNK
+    };
+    if buf.capacity() - buf.len() < wanted.min(4096) {
+        buf.reserve(wanted);
+        shared
+            .counters
+            .peak_request_buffer
+            .fetch_max(buf.capacity() as u64, Ordering::Relaxed);
+    }
+}
+
 async fn read_loop<R: AsyncRead + Unpin>(
     mut rd: R,
     q: &Queue<'_>,
@@ -623,21 +640,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
             }
             last_request = Instant::now();
         }
-        // Room for the rest of the current request, at most one chunk at a
-        // time: a claimed size never allocates by itself.
-        let wanted = if buf.len() >= 4 {
-            let size = i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
-            (4 + size - buf.len()).min(READ_CHUNK)
-        } else {
-            READ_CHUNK
-        };
-        if buf.capacity() - buf.len() < wanted.min(4096) {
-            buf.reserve(wanted);
-            shared
-                .counters
-                .peak_request_buffer
-                .fetch_max(buf.capacity() as u64, Ordering::Relaxed);
-        }
+        make_room(&mut buf, shared);
         let read = tokio::select! {
             _ = &mut stop => return ReadEnd::Shutdown,
             () = &mut idle_timer => {
@@ -664,10 +667,20 @@ async fn read_loop<R: AsyncRead + Unpin>(
     }
 }
 
+/// Counts one request, for the server's counters and the cluster's
+/// connection statistics.
+fn count_request(shared: &Shared) {
+    shared.counters.requests.fetch_add(1, Ordering::Relaxed);
+    shared
+        .cluster
+        .views()
+        .connection_stats()
+        .answered(mk_cluster::Protocol::Kafka, 1);
+}
+
 /// Decodes and executes one request and queues its response (if it has
 /// one). `Ok(false)` when the writer is gone, `Err` when the connection
 /// must close.
-#[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
 async fn answer(
     frame: Bytes,
     conn: &Connection,
@@ -680,12 +693,7 @@ async fn answer(
     if !q.room().await {
         return Ok(false);
     }
-    shared.counters.requests.fetch_add(1, Ordering::Relaxed);
-    shared
-        .cluster
-        .views()
-        .connection_stats()
-        .answered(mk_cluster::Protocol::Kafka, 1);
+    count_request(shared);
     if conn.session.lock().expect("session").expects_raw_token() {
         return raw_sasl_token(&frame, conn, q, shared).await;
     }

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use mk_client::{ClusterClients, ConsumerOptions};
 use mk_cluster::{
     AckMode, BrokerCluster, ClusterError, FetchRequest, Isolation, ManualClock, MiniKafkaConfig,
-    Record, RecordBatch, Result, TopicPartition,
+    Record, RecordBatch, Result, TopicPartition, TxnHandle,
 };
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -104,6 +104,16 @@ fn values(c: &BrokerCluster, tp: &TopicPartition) -> Result<Vec<(i64, String)>> 
         .collect())
 }
 
+/// Appends each value as its own batch with acks=1.
+async fn append_each(c: &BrokerCluster, tp: &TopicPartition, values: &[&str]) -> Result<()> {
+    for v in values {
+        c.data()
+            .append_batch(tp, one(v, 1_000), AckMode::One)
+            .await?;
+    }
+    Ok(())
+}
+
 fn describe(c: &BrokerCluster, tp: &TopicPartition) -> Result<String> {
     let p = c.topics().describe_partition(tp)?;
     Ok(format!(
@@ -114,58 +124,77 @@ fn describe(c: &BrokerCluster, tp: &TopicPartition) -> Result<String> {
 
 /// acks=1 loses an acknowledged write when the leader fails before
 /// replication; acks=all with min ISR 2 does not.
-#[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
 async fn leader_failure(dir: &Path) -> Result<LabReport> {
     let mut lab = LabReport::new("leader_failure");
     let clock = ManualClock::new(1_000);
-    let c = open(&dir.join("acks1"), vec![1, 2], 1, &clock)?;
-    c.topics().create("payments", 1, 2)?;
     let tp = TopicPartition::new("payments", 0);
+    leader_failure_acks_one(&mut lab, &dir.join("acks1"), &clock, &tp).await?;
+    leader_failure_acks_all(&mut lab, &dir.join("acksall"), &clock, &tp).await?;
+    Ok(lab)
+}
+
+/// The first act: an acknowledged acks=1 write is lost with its leader.
+async fn leader_failure_acks_one(
+    lab: &mut LabReport,
+    dir: &Path,
+    clock: &ManualClock,
+    tp: &TopicPartition,
+) -> Result<()> {
+    let c = open(dir, vec![1, 2], 1, clock)?;
+    c.topics().create("payments", 1, 2)?;
     lab.step(format!(
         "Two brokers, topic payments with replication factor 2: {}",
-        describe(&c, &tp)?
+        describe(&c, tp)?
     ));
     let r = c
         .data()
-        .append_batch(&tp, one("pay-1", 1_000), AckMode::One)
+        .append_batch(tp, one("pay-1", 1_000), AckMode::One)
         .await?;
     let acked = r.base_offset.unwrap_or(-1);
     lab.step(format!(
         "Produce pay-1 with acks=1: acknowledged at offset {acked} by the leader alone; {}",
-        describe(&c, &tp)?
+        describe(&c, tp)?
     ));
-    let le = c.steps().promote(&tp, 2)?;
+    let le = c.steps().promote(tp, 2)?;
     lab.step(format!(
         "Broker 1 fails before broker 2 fetched: broker 2 (still in the ISR) is promoted, epoch {}; {}",
         le.leader_epoch,
-        describe(&c, &tp)?
+        describe(&c, tp)?
     ));
-    let after = values(&c, &tp)?;
+    let after = values(&c, tp)?;
     let lost = !after.iter().any(|(_, v)| v == "pay-1");
     lab.step(format!(
         "The new leader's log holds {after:?}: the acknowledged write is {}",
         if lost { "GONE" } else { "still there" }
     ));
-    c.steps().rejoin(&tp, 1)?;
+    c.steps().rejoin(tp, 1)?;
     c.steps().replicate_all_once()?;
     lab.step(format!(
         "Broker 1 rejoins as a follower and reconciles by leader epoch: it drops its tail; {}",
-        describe(&c, &tp)?
+        describe(&c, tp)?
     ));
     lab.fact("acks1_acknowledged_offset", acked);
     lab.fact("acks1_write_lost", i64::from(lost));
-    c.lifecycle().close().await?;
+    c.lifecycle().close().await
+}
 
-    let c = open(&dir.join("acksall"), vec![1, 2], 2, &clock)?;
+/// The second act: with acks=all and min ISR 2 the same failure keeps it.
+async fn leader_failure_acks_all(
+    lab: &mut LabReport,
+    dir: &Path,
+    clock: &ManualClock,
+    tp: &TopicPartition,
+) -> Result<()> {
+    let c = open(dir, vec![1, 2], 2, clock)?;
     c.topics().create("payments", 1, 2)?;
     lab.step("Again with acks=all and min.insync.replicas=2".to_string());
     let pending = c
         .data()
-        .submit_append(&tp, one("pay-2", 1_000), AckMode::All, None)?;
+        .submit_append(tp, one("pay-2", 1_000), AckMode::All, None)?;
     let wait = tokio::spawn(pending.wait());
     lab.step(format!(
         "Produce pay-2 with acks=all: appended on the leader, not yet acknowledged; {}",
-        describe(&c, &tp)?
+        describe(&c, tp)?
     ));
     c.steps().replicate_all_once()?;
     let r = wait
@@ -174,10 +203,10 @@ async fn leader_failure(dir: &Path) -> Result<LabReport> {
     let acked = r.base_offset.unwrap_or(-1);
     lab.step(format!(
         "Broker 2 fetches; the HW passes the batch and the producer hears back: offset {acked}; {}",
-        describe(&c, &tp)?
+        describe(&c, tp)?
     ));
-    c.steps().promote(&tp, 2)?;
-    let after = values(&c, &tp)?;
+    c.steps().promote(tp, 2)?;
+    let after = values(&c, tp)?;
     let survived = after.iter().any(|(o, v)| *o == acked && v == "pay-2");
     lab.step(format!(
         "Broker 1 fails, broker 2 is promoted: its log holds {after:?}: the write {}",
@@ -185,32 +214,30 @@ async fn leader_failure(dir: &Path) -> Result<LabReport> {
     ));
     lab.fact("acks_all_acknowledged_offset", acked);
     lab.fact("acks_all_write_survived", i64::from(survived));
-    c.lifecycle().close().await?;
-    Ok(lab)
+    c.lifecycle().close().await
+}
+
+/// A member of the rebalance lab's group, with a fixed member id so the
+/// narration can name it.
+fn analytics_member(c: &Arc<BrokerCluster>, id: &str) -> Result<mk_client::Consumer> {
+    c.consumer(
+        "analytics",
+        ConsumerOptions {
+            member_id: Some(id.into()),
+            ..ConsumerOptions::default()
+        },
+    )
 }
 
 /// Two members join, the generation bumps, a stale view persists until
 /// refresh, then no partition has two owners; leaving hands everything back.
-#[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
 async fn rebalance(dir: &Path) -> Result<LabReport> {
     let mut lab = LabReport::new("rebalance");
     let clock = ManualClock::new(1_000);
     let c = open(dir, vec![1], 1, &clock)?;
     c.topics().create("clicks", 4, 1)?;
-    let a = c.consumer(
-        "analytics",
-        ConsumerOptions {
-            member_id: Some("a".into()),
-            ..ConsumerOptions::default()
-        },
-    )?;
-    let b = c.consumer(
-        "analytics",
-        ConsumerOptions {
-            member_id: Some("b".into()),
-            ..ConsumerOptions::default()
-        },
-    )?;
+    let a = analytics_member(&c, "a")?;
+    let b = analytics_member(&c, "b")?;
     let got_a = a.subscribe(&["clicks"])?;
     lab.step(format!(
         "Member a joins: generation {}, owns {}",
@@ -273,29 +300,20 @@ fn names(tps: &[TopicPartition]) -> String {
 
 /// Epoch reconciliation step by step: a former leader's divergent tail is
 /// replaced by the new leader's records at the same offsets.
-#[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
 async fn divergent_tail(dir: &Path) -> Result<LabReport> {
     let mut lab = LabReport::new("divergent_tail");
     let clock = ManualClock::new(1_000);
     let c = open(dir, vec![1, 2], 1, &clock)?;
     c.topics().create("ledger", 1, 2)?;
     let tp = TopicPartition::new("ledger", 0);
-    for v in ["a", "b"] {
-        c.data()
-            .append_batch(&tp, one(v, 1_000), AckMode::One)
-            .await?;
-    }
+    append_each(&c, &tp, &["a", "b"]).await?;
     c.steps().replicate_all_once()?;
     c.steps().replicate_all_once()?;
     lab.step(format!(
         "a, b written in epoch 0 and replicated: {}",
         describe(&c, &tp)?
     ));
-    for v in ["x1", "x2"] {
-        c.data()
-            .append_batch(&tp, one(v, 1_000), AckMode::One)
-            .await?;
-    }
+    append_each(&c, &tp, &["x1", "x2"]).await?;
     lab.step(format!(
         "x1, x2 written by broker 1 only (acks=1): {}",
         describe(&c, &tp)?
@@ -306,11 +324,7 @@ async fn divergent_tail(dir: &Path) -> Result<LabReport> {
         le.leader_epoch,
         describe(&c, &tp)?
     ));
-    for v in ["y1", "y2"] {
-        c.data()
-            .append_batch(&tp, one(v, 1_000), AckMode::One)
-            .await?;
-    }
+    append_each(&c, &tp, &["y1", "y2"]).await?;
     lab.step(format!(
         "The new leader writes y1, y2 at offsets 2 and 3: {}",
         describe(&c, &tp)?
@@ -346,9 +360,48 @@ async fn divergent_tail(dir: &Path) -> Result<LabReport> {
     Ok(lab)
 }
 
+/// The processing step of the exactly-once lab: up to `max` input records
+/// from `from`, each written to `output` enriched, in transaction `h`.
+async fn enrich(
+    c: &BrokerCluster,
+    h: &TxnHandle,
+    input: &TopicPartition,
+    from: i64,
+    max: i64,
+) -> Result<()> {
+    for r in c
+        .data()
+        .fetch(&FetchRequest::new(input.clone(), from, max))?
+        .records
+    {
+        let v = format!(
+            "{}-enriched",
+            String::from_utf8_lossy(&r.value.unwrap_or_default())
+        );
+        c.transactions()
+            .send(h, "output", None, Some(Bytes::from(v)), None)
+            .await?;
+    }
+    Ok(())
+}
+
+/// Commits transaction `h` with the group's input position `offset`.
+async fn commit_with_input_offset(
+    c: &BrokerCluster,
+    h: &TxnHandle,
+    input: &TopicPartition,
+    offset: i64,
+) -> Result<()> {
+    c.transactions().send_offsets(
+        h,
+        "enricher-group",
+        &BTreeMap::from([(input.clone(), offset)]),
+    )?;
+    c.transactions().commit(h).await
+}
+
 /// Read-process-write with a transaction; a crash mid-transaction; recovery
 /// leaves every input processed exactly once in the committed output.
-#[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
 async fn exactly_once(dir: &Path) -> Result<LabReport> {
     let mut lab = LabReport::new("exactly_once");
     let clock = ManualClock::new(1_000);
@@ -365,41 +418,15 @@ async fn exactly_once(dir: &Path) -> Result<LabReport> {
     lab.step("input holds order-0..order-3".to_string());
     // One read-process-write cycle over the first two inputs.
     let h = c.transactions().begin("enricher").await?;
-    for r in c
-        .data()
-        .fetch(&FetchRequest::new(input.clone(), 0, 2))?
-        .records
-    {
-        let v = format!(
-            "{}-enriched",
-            String::from_utf8_lossy(&r.value.unwrap_or_default())
-        );
-        c.transactions()
-            .send(&h, "output", None, Some(Bytes::from(v)), None)
-            .await?;
-    }
-    c.transactions()
-        .send_offsets(&h, "enricher-group", &BTreeMap::from([(input.clone(), 2)]))?;
-    c.transactions().commit(&h).await?;
+    enrich(&c, &h, &input, 0, 2).await?;
+    commit_with_input_offset(&c, &h, &input, 2).await?;
     lab.step(format!(
         "Transaction 1 enriches order-0, order-1 and commits the input offset 2 with them: committed offset {:?}",
         c.groups().fetch_committed("enricher-group", &input)?
     ));
     // Transaction 2 processes the rest, then the process dies before commit.
     let h = c.transactions().begin("enricher").await?;
-    for r in c
-        .data()
-        .fetch(&FetchRequest::new(input.clone(), 2, 2))?
-        .records
-    {
-        let v = format!(
-            "{}-enriched",
-            String::from_utf8_lossy(&r.value.unwrap_or_default())
-        );
-        c.transactions()
-            .send(&h, "output", None, Some(Bytes::from(v)), None)
-            .await?;
-    }
+    enrich(&c, &h, &input, 2, 2).await?;
     lab.step("Transaction 2 writes order-2, order-3 output records... and the process crashes before commit".to_string());
     c.lifecycle().crash();
     drop(c);
@@ -417,22 +444,8 @@ async fn exactly_once(dir: &Path) -> Result<LabReport> {
         "A new instance begins with epoch {}: the old transaction is aborted with markers",
         h.producer_epoch
     ));
-    for r in c
-        .data()
-        .fetch(&FetchRequest::new(input.clone(), committed, 10))?
-        .records
-    {
-        let v = format!(
-            "{}-enriched",
-            String::from_utf8_lossy(&r.value.unwrap_or_default())
-        );
-        c.transactions()
-            .send(&h, "output", None, Some(Bytes::from(v)), None)
-            .await?;
-    }
-    c.transactions()
-        .send_offsets(&h, "enricher-group", &BTreeMap::from([(input.clone(), 4)]))?;
-    c.transactions().commit(&h).await?;
+    enrich(&c, &h, &input, committed, 10).await?;
+    commit_with_input_offset(&c, &h, &input, 4).await?;
     let rc = c.data().fetch(
         &FetchRequest::new(output.clone(), 0, 100).with_isolation(Isolation::ReadCommitted),
     )?;

@@ -45,7 +45,6 @@ impl Default for DriverConfig {
 }
 
 /// Starts every background driver on `cluster` (needs a tokio runtime).
-#[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
 pub fn start_drivers(cluster: &Arc<BrokerCluster>, config: DriverConfig) -> Result<()> {
     let owner = cluster.lifecycle();
     let c = cluster.clone();
@@ -83,28 +82,7 @@ pub fn start_drivers(cluster: &Arc<BrokerCluster>, config: DriverConfig) -> Resu
         }
     })?;
     if let Some(every) = config.flush_interval {
-        let c = cluster.clone();
-        owner.spawn_owned(async move {
-            let mut tick = interval(every);
-            loop {
-                tick.tick().await;
-                // fsync blocks: it runs on the blocking pool, never on
-                // a runtime thread that serves connections.
-                let cycle = c.clone();
-                let flushed = match tokio::task::spawn_blocking(move || {
-                    cycle.steps().run_flush_cycle()
-                })
-                .await
-                {
-                    Ok(r) => r,
-                    Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-                    Err(_) => break, // the runtime is shutting down
-                };
-                if !step_ok("flush cycle", flushed) {
-                    break;
-                }
-            }
-        })?;
+        start_flush_driver(cluster, every)?;
     }
     let c = cluster.clone();
     let every = config.storage_probe_interval;
@@ -127,6 +105,30 @@ pub fn start_drivers(cluster: &Arc<BrokerCluster>, config: DriverConfig) -> Resu
             if !step_ok("retention", c.steps().apply_retention_all())
                 || !step_ok("compaction", c.steps().compact_all())
             {
+                break;
+            }
+        }
+    })?;
+    Ok(())
+}
+
+/// The flush driver: a flush cycle every `every`.
+fn start_flush_driver(cluster: &Arc<BrokerCluster>, every: Duration) -> Result<()> {
+    let c = cluster.clone();
+    cluster.lifecycle().spawn_owned(async move {
+        let mut tick = interval(every);
+        loop {
+            tick.tick().await;
+            // fsync blocks: it runs on the blocking pool, never on
+            // a runtime thread that serves connections.
+            let cycle = c.clone();
+            let flushed =
+                match tokio::task::spawn_blocking(move || cycle.steps().run_flush_cycle()).await {
+                    Ok(r) => r,
+                    Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                    Err(_) => break, // the runtime is shutting down
+                };
+            if !step_ok("flush cycle", flushed) {
                 break;
             }
         }
