@@ -49,6 +49,10 @@ pub struct BrokerCluster {
     pub(crate) life: Life,
     pub(crate) topics: RwLock<BTreeMap<String, Arc<Topic>>>,
     pub(crate) metadata: Mutex<MetadataStore>,
+    /// Serializes topic config changes, which persist under the metadata
+    /// lock and then apply to the partitions under their own locks (the
+    /// lock order is partition, then metadata: `locks.rs`).
+    pub(crate) topic_alters: Mutex<()>,
     /// The broker layers of topic configs (`broker_configs.rs`), replaced
     /// whole when a broker config is altered.
     pub(crate) broker_defaults: RwLock<Arc<crate::topic_configs::BrokerDefaults>>,

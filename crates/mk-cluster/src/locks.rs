@@ -11,6 +11,15 @@
 //!   assignment, one insert or removal: the topic table, the disk-full
 //!   state, the attached clients, the lifecycle state): poison cannot have
 //!   broken it, so it is ignored (`plain`, `plain_read`, `plain_write`).
+//!
+//! Where one operation needs several, they are taken in one order, so no
+//! two operations wait on each other in a circle: a partition's files
+//! (`hold_files`), then the partition, then the metadata store.
+//! Promotion and replica moves persist under the
+//! partition's lock; topic deletion takes every partition's lock before
+//! the metadata lock; a topic config change persists under the metadata
+//! lock and applies to the partitions after releasing it, serialized by
+//! `topic_alters` (tests/lock_order.rs).
 
 use crate::cluster::BrokerCluster;
 use crate::error::Result;

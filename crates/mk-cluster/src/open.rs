@@ -215,6 +215,7 @@ impl BrokerCluster {
             life: Life::new(),
             topics: RwLock::new(topics),
             metadata: Mutex::new(metadata),
+            topic_alters: Mutex::new(()),
             identities: Mutex::new(identities),
             groups: Mutex::new(Some(groups)),
             txns: Mutex::new(Some(recovered.coordinator)),

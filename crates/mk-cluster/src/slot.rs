@@ -217,14 +217,16 @@ impl PartitionSlot {
     /// Takes the replica set out (close, crash, deletion), poisoned or not:
     /// the caller decides by `damage()` what it may still do with it.
     pub(crate) fn take_set(&self) -> Option<PartitionReplicaSet> {
-        match self.set.write() {
-            Ok(mut guard) => guard.take(),
-            Err(poisoned) => {
-                let mut guard = poisoned.into_inner();
-                self.mark_failed("its lock was poisoned by a panic under it");
-                guard.take()
-            }
-        }
+        self.lock_for_removal().take()
+    }
+
+    /// The replica set's lock for taking it out later (deletion holds
+    /// every partition's before the metadata lock), poisoned or not.
+    pub(crate) fn lock_for_removal(&self) -> RwLockWriteGuard<'_, Option<PartitionReplicaSet>> {
+        self.set.write().unwrap_or_else(|poisoned| {
+            self.mark_failed("its lock was poisoned by a panic under it");
+            poisoned.into_inner()
+        })
     }
 
     /// Whether the slot still holds its replica set (false once closed or

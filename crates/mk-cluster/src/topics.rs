@@ -532,22 +532,36 @@ impl Topics<'_> {
         // A flush cycle may be working on the partitions' files without
         // their locks (steps.rs): wait for it and keep it out while the
         // files go. Taken before the metadata lock, as the flush does.
-        let flushed = self.cluster.topic(name)?;
-        let _flushes: Vec<_> = flushed.partitions.iter().map(|s| s.hold_files()).collect();
-        let mut metadata = self
-            .cluster
-            .store(&self.cluster.metadata, "metadata store")?;
-        let topic = self.cluster.topic(name)?;
+        // Then the partitions' own locks, still before the metadata lock
+        // (promotion and moves persist under a partition's lock). Partitions
+        // added meanwhile (CreatePartitions) send it round again.
+        let mut topic: Arc<Topic>;
+        let (_files, mut sets, mut metadata) = loop {
+            topic = self.cluster.topic(name)?;
+            let files: Vec<_> = topic.partitions.iter().map(|s| s.hold_files()).collect();
+            let sets: Vec<_> = topic
+                .partitions
+                .iter()
+                .map(|s| s.lock_for_removal())
+                .collect();
+            let metadata = self
+                .cluster
+                .store(&self.cluster.metadata, "metadata store")?;
+            let now = self.cluster.topic(name)?;
+            if now.partitions.len() == topic.partitions.len() {
+                break (files, sets, metadata);
+            }
+        };
         let pending = self.cluster.guard(metadata.begin_delete(name))?;
         crate::locks::plain_write(&self.cluster.topics).remove(name);
-        for slot in &topic.partitions {
-            let set = slot.take_set();
+        for (slot, set) in topic.partitions.iter().zip(sets.iter_mut()) {
             // The files are about to be removed: nothing needs flushing.
-            if let Some(set) = set {
+            if let Some(set) = set.take() {
                 set.crash();
             }
             slot.hw_moved.notify_waiters();
         }
+        drop(sets);
         {
             let mut groups = self
                 .cluster
@@ -641,6 +655,7 @@ impl Topics<'_> {
         resolve: impl FnOnce(&Topic) -> Result<Vec<ConfigChange>>,
     ) -> Result<TopicConfig> {
         self.cluster.check_running()?;
+        let _alter = crate::locks::plain(&self.cluster.topic_alters);
         let metadata = self
             .cluster
             .store(&self.cluster.metadata, "metadata store")?;
@@ -667,13 +682,6 @@ impl Topics<'_> {
         let mut meta = topic.meta.clone();
         meta.config = config.clone();
         self.cluster.guard(metadata.put(meta.clone()))?;
-        let segment = config
-            .segment_bytes
-            .unwrap_or(self.cluster.config.segment_max_bytes);
-        for slot in &topic.partitions {
-            self.cluster
-                .with_slot(slot, |set| Ok(set.set_segment_max_bytes(segment)?))?;
-        }
         crate::locks::plain_write(&self.cluster.topics).insert(
             name.to_string(),
             Arc::new(Topic {
@@ -681,6 +689,20 @@ impl Topics<'_> {
                 partitions: topic.partitions.clone(),
             }),
         );
+        // The partitions' locks come before the metadata lock (promotion
+        // and moves persist under a partition's lock), so the new segment
+        // size is applied after it is released; `topic_alters`, still held
+        // by the caller, keeps another change from applying in between.
+        drop(metadata);
+        let segment = config
+            .segment_bytes
+            .unwrap_or(self.cluster.config.segment_max_bytes);
+        // A damaged partition gets the size from the metadata when it is
+        // opened again.
+        for slot in topic.partitions.iter().filter(|s| s.damage().is_none()) {
+            self.cluster
+                .with_slot(slot, |set| Ok(set.set_segment_max_bytes(segment)?))?;
+        }
         tracing::info!(topic = name, ?changes, "topic config altered");
         Ok(config)
     }
