@@ -43,19 +43,13 @@ pub struct TopicPage {
 }
 
 impl Topics<'_> {
-    /// One page: the topics `names` (all existing ones when `None`, the
-    /// missing ones then silently left out), in name order, from `cursor`
-    /// on (topics before its topic are skipped; its topic starts at its
-    /// partition), holding at most `limit` partitions (clamped to
-    /// 1..=`MAX_PAGE_PARTITIONS`). A cursor whose topic is not among
-    /// `names` is INVALID_REQUEST.
-    #[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
-    pub fn describe_page(
+    /// The names a page may hold, sorted and once each: `names` (or every
+    /// topic) from the cursor's topic on.
+    fn page_topics(
         self,
         names: Option<&[String]>,
         cursor: Option<&TopicCursor>,
-        limit: i64,
-    ) -> Result<TopicPage> {
+    ) -> Result<Vec<String>> {
         let from = cursor.map_or("", |c| c.topic.as_str());
         let mut wanted: Vec<String> = match names {
             None => self.list()?,
@@ -74,6 +68,22 @@ impl Topics<'_> {
         wanted.retain(|n| n.as_str() >= from);
         wanted.sort();
         wanted.dedup();
+        Ok(wanted)
+    }
+
+    /// One page: the topics `names` (all existing ones when `None`, the
+    /// missing ones then silently left out), in name order, from `cursor`
+    /// on (topics before its topic are skipped; its topic starts at its
+    /// partition), holding at most `limit` partitions (clamped to
+    /// 1..=`MAX_PAGE_PARTITIONS`). A cursor whose topic is not among
+    /// `names` is INVALID_REQUEST.
+    pub fn describe_page(
+        self,
+        names: Option<&[String]>,
+        cursor: Option<&TopicCursor>,
+        limit: i64,
+    ) -> Result<TopicPage> {
+        let wanted = self.page_topics(names, cursor)?;
         let mut remaining = usize::try_from(limit)
             .unwrap_or(1)
             .clamp(1, MAX_PAGE_PARTITIONS);

@@ -15,7 +15,7 @@ use crate::transactions::Transactions;
 use mk_core::TopicPartition;
 use mk_log::{ControlType, ProducerInfo, RecordBatch};
 use mk_replication::AckMode;
-use mk_txn::TxnState;
+use mk_txn::{TxnDescription, TxnState};
 
 /// One open transaction of a partition that the coordinator does not have
 /// in progress there.
@@ -26,12 +26,9 @@ struct Hanging {
 }
 
 impl Transactions<'_> {
-    /// Writes the missing marker of every hanging transaction (on the
-    /// leader, acks=1, like the recovery of prepared transactions; the
-    /// markers replicate like any batch afterwards). Returns how many.
-    #[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
-    pub(crate) fn repair_hanging_transactions(self) -> Result<usize> {
-        let txns = self.list()?;
+    /// The open transactions of partition logs that no transaction in
+    /// progress at the coordinator accounts for.
+    fn hanging(self, txns: &[TxnDescription]) -> Result<Vec<Hanging>> {
         let mut hanging = Vec::new();
         for slot in self.cluster.healthy_slots() {
             self.cluster.read_slot(&slot, |set| {
@@ -55,6 +52,15 @@ impl Transactions<'_> {
                 Ok(())
             })?;
         }
+        Ok(hanging)
+    }
+
+    /// Writes the missing marker of every hanging transaction (on the
+    /// leader, acks=1, like the recovery of prepared transactions; the
+    /// markers replicate like any batch afterwards). Returns how many.
+    pub(crate) fn repair_hanging_transactions(self) -> Result<usize> {
+        let txns = self.list()?;
+        let hanging = self.hanging(&txns)?;
         for h in &hanging {
             // The coordinator keeps a completed transaction's partitions
             // until the id's next transaction begins, and a later

@@ -231,9 +231,23 @@ pub async fn handle_describe_acls(ctx: &Ctx<'_>, req: DescribeAclsRequest) -> De
     answer(KafkaCode::NONE, None, resources)
 }
 
+/// One ACL a filter removed, as DeleteAcls lists it.
+fn removed_acl(acl: AclBinding) -> DeleteAclsMatchingAcl {
+    DeleteAclsMatchingAcl {
+        error_code: KafkaCode::NONE,
+        error_message: None,
+        resource_type: acl.pattern.resource_type.code(),
+        resource_name: acl.pattern.name,
+        pattern_type: acl.pattern.pattern_type.code(),
+        principal: acl.entry.principal,
+        host: acl.entry.host,
+        operation: acl.entry.operation.code(),
+        permission_type: acl.entry.permission.code(),
+    }
+}
+
 /// Removes what each filter matches; one result per filter, listing the
 /// ACLs it removed.
-#[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
 pub async fn handle_delete_acls(ctx: &Ctx<'_>, req: DeleteAclsRequest) -> DeleteAclsResponse {
     let failed = |code: KafkaCode, message: String| DeleteAclsFilterResult {
         error_code: code,
@@ -293,17 +307,7 @@ pub async fn handle_delete_acls(ctx: &Ctx<'_>, req: DeleteAclsRequest) -> Delete
                     .next()
                     .unwrap_or_default()
                     .into_iter()
-                    .map(|acl| DeleteAclsMatchingAcl {
-                        error_code: KafkaCode::NONE,
-                        error_message: None,
-                        resource_type: acl.pattern.resource_type.code(),
-                        resource_name: acl.pattern.name,
-                        pattern_type: acl.pattern.pattern_type.code(),
-                        principal: acl.entry.principal,
-                        host: acl.entry.host,
-                        operation: acl.entry.operation.code(),
-                        permission_type: acl.entry.permission.code(),
-                    })
+                    .map(removed_acl)
                     .collect(),
             },
         })
