@@ -44,3 +44,47 @@ def test_java_lists_and_describes_an_open_then_committed_transaction(three_broke
     after = java("describe-transactions", server, ids=[tid])[tid]
     assert after["state"] == "COMPLETE_COMMIT" and after["partitions"] == [], after
     assert java("list-transactions", server)[tid]["state"] == "COMPLETE_COMMIT"
+
+
+def test_java_transactions_use_v2_so_every_end_bumps_the_epoch(three_broker_cluster):
+    """ApiVersions finalizes `transaction.version` 2, so kafka-clients 4.3
+    speaks transactions v2 (KIP-890 part 2): Produce v12 and EndTxn v5,
+    without AddPartitionsToTxn. Only EndTxn v5 bumps the epoch at every
+    end, so describeTransactions' epoch going up by one per commit and per
+    abort shows the broker saw v5; the first protocol keeps one epoch per
+    producer session. A Java read_committed consumer then reads exactly the
+    committed records, and a second producer session of the id fences the
+    first."""
+    server = three_broker_cluster
+    t = unique_topic("txnv2")
+    DRIVERS["confluent-kafka"].create_topic(server.bootstrap, t, 2, replication_factor=3)
+    tid = unique_topic("tid-txnv2")
+
+    def described() -> dict:
+        return java("describe-transactions", server, ids=[tid])[tid]
+
+    producer = JavaTxnProducer(server.bootstrap, tid)
+    try:
+        producer.init()
+        epochs = [described()["epoch"]]
+        for i, commit in enumerate([True, False, True]):
+            producer.begin()
+            producer.send(t, f"v{i}".encode(), i % 2)
+            producer.flush()
+            d = described()
+            assert d["state"] == "ONGOING" and d["epoch"] == epochs[-1], d
+            assert d["partitions"] == [f"{t}:{i % 2}"], d
+            if commit:
+                producer.commit()
+            else:
+                producer.abort()
+            d = described()
+            assert d["state"] == ("COMPLETE_COMMIT" if commit else "COMPLETE_ABORT"), d
+            epochs.append(d["epoch"])
+        assert epochs == [epochs[0] + n for n in range(4)], epochs
+    finally:
+        producer.close()
+    got = DRIVERS["java"].read_isolated(server.bootstrap, t, "read_committed")
+    assert sorted(g.value for g in got) == [b"v0", b"v2"], got
+    everything = DRIVERS["java"].read_isolated(server.bootstrap, t, "read_uncommitted")
+    assert sorted(g.value for g in everything) == [b"v0", b"v1", b"v2"], everything

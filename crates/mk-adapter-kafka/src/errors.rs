@@ -66,6 +66,7 @@ impl KafkaCode {
     pub const UNRELEASED_INSTANCE_ID: KafkaCode = KafkaCode(111);
     pub const UNSUPPORTED_ASSIGNOR: KafkaCode = KafkaCode(112);
     pub const STALE_MEMBER_EPOCH: KafkaCode = KafkaCode(113);
+    pub const TRANSACTION_ABORTABLE: KafkaCode = KafkaCode(120);
     pub const INVALID_RECORD_STATE: KafkaCode = KafkaCode(121);
     pub const SHARE_SESSION_NOT_FOUND: KafkaCode = KafkaCode(122);
     pub const INVALID_SHARE_SESSION_EPOCH: KafkaCode = KafkaCode(123);

@@ -288,7 +288,11 @@ async fn api_versions_reports_the_group_and_share_features() {
         .collect();
     assert_eq!(
         features,
-        vec![("group.version".into(), 1), ("share.version".into(), 1)]
+        vec![
+            ("group.version".into(), 1),
+            ("share.version".into(), 1),
+            ("transaction.version".into(), 2)
+        ]
     );
     h.stop().await;
 }

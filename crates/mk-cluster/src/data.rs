@@ -9,6 +9,7 @@ use bytes::Bytes;
 use mk_core::TopicPartition;
 use mk_log::{Header, LogRecord, ProducerInfo, RecordBatch};
 use mk_replication::{AckMode, AppendOutcome, ProduceResult};
+use mk_txn::TxnVersion;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -159,6 +160,27 @@ impl PendingAppend {
     }
 }
 
+/// How `append_on_leader` appends, beyond the batch and the ack mode.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Append {
+    /// The leader epoch the client expects (FENCED_LEADER_EPOCH if stale).
+    pub expected_leader_epoch: Option<i32>,
+    /// `(producer id, epoch)` when the core acts as the producer and picks
+    /// the sequence (the teaching model's sends).
+    pub client_sequence: Option<(i64, i32)>,
+    /// The producer's transaction protocol (V2 adds partitions implicitly).
+    pub txn_version: TxnVersion,
+}
+
+impl Append {
+    /// A coordinator's marker, or a plain append on the leader.
+    pub(crate) const PLAIN: Append = Append {
+        expected_leader_epoch: None,
+        client_sequence: None,
+        txn_version: TxnVersion::V1,
+    };
+}
+
 /// The batch of a produce request's records; a record without a timestamp
 /// gets `now`.
 fn batch_of(
@@ -207,13 +229,35 @@ impl DataPath<'_> {
         acks: AckMode,
         expected_leader_epoch: Option<i32>,
     ) -> Result<PendingAppend> {
+        self.submit_append_as(tp, batch, acks, expected_leader_epoch, TxnVersion::V1)
+    }
+
+    /// `submit_append` for a producer of transactions v2 (Produce v12+,
+    /// KIP-890 part 2) when `txn_version` is V2: a transactional batch for
+    /// a partition not yet in its producer's transaction adds it (and
+    /// begins the transaction if none is open) instead of being refused;
+    /// a transaction being decided is CONCURRENT_TRANSACTIONS. Fencing is
+    /// the same.
+    pub fn submit_append_as(
+        self,
+        tp: &TopicPartition,
+        batch: RecordBatch,
+        acks: AckMode,
+        expected_leader_epoch: Option<i32>,
+        txn_version: TxnVersion,
+    ) -> Result<PendingAppend> {
         if batch.control().is_some() {
             return Err(mk_log::LogError::InvalidRecord(
                 "clients may not produce control batches; markers are written by EndTxn".into(),
             )
             .into());
         }
-        self.append_on_leader(tp, batch, acks, expected_leader_epoch, None)
+        let how = Append {
+            expected_leader_epoch,
+            client_sequence: None,
+            txn_version,
+        };
+        self.append_on_leader(tp, batch, acks, how)
     }
 
     /// The append behind `submit_append` and the coordinator's markers.
@@ -226,9 +270,13 @@ impl DataPath<'_> {
         tp: &TopicPartition,
         mut batch: RecordBatch,
         acks: AckMode,
-        expected_leader_epoch: Option<i32>,
-        client_sequence: Option<(i64, i32)>,
+        how: Append,
     ) -> Result<PendingAppend> {
+        let Append {
+            expected_leader_epoch,
+            client_sequence,
+            txn_version,
+        } = how;
         self.cluster.check_running()?;
         check_user_topic(tp)?;
         let slot = self.cluster.slot(tp)?;
@@ -248,9 +296,12 @@ impl DataPath<'_> {
             if batch.control().is_none()
                 && let Some(txn_id) = batch.transactional_id()
             {
-                self.cluster
-                    .transactions()
-                    .verify_txn_append(txn_id, batch.producer(), tp)?;
+                self.cluster.transactions().verify_txn_append(
+                    txn_id,
+                    batch.producer(),
+                    tp,
+                    txn_version,
+                )?;
             }
             Ok(set.append(batch, acks, expected_leader_epoch)?)
         })?;

@@ -141,4 +141,6 @@ pub use mk_replication::{
     ProducerIdentity,
 };
 pub use mk_storage::{Fault, FaultInjector, StorageError};
-pub use mk_txn::{CompletedTransaction, TxnDescription, TxnFilter, TxnListing, TxnState};
+pub use mk_txn::{
+    CompletedTransaction, TxnDescription, TxnFilter, TxnListing, TxnState, TxnVersion,
+};

@@ -9,6 +9,7 @@
 //! the same flow.
 
 use crate::cluster::BrokerCluster;
+use crate::data::Append;
 use crate::error::{ClusterError, Result};
 use bytes::Bytes;
 use mk_core::{ErrorCode, TopicPartition};
@@ -16,8 +17,8 @@ use mk_group::OffsetAndMetadata;
 use mk_log::{ProducerInfo, Record, RecordBatch};
 use mk_replication::{AckMode, ProducerIdentity};
 use mk_txn::{
-    CompletionPlan, EndTxn, InitProducer, Outcome, StagedCommit, TransactionCoordinator,
-    TxnDescription, TxnError,
+    CompletionPlan, EndTxn, EndTxnV2, InitProducer, Outcome, StagedCommit, TransactionCoordinator,
+    TxnDescription, TxnError, TxnVersion,
 };
 use std::collections::BTreeMap;
 
@@ -319,6 +320,23 @@ impl Transactions<'_> {
         Ok(results)
     }
 
+    /// AddPartitionsToTxn's verify-only form (v4+): for each partition,
+    /// whether it is in the producer's open transaction; nothing changes.
+    /// Whole-request errors: INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED,
+    /// CONCURRENT_TRANSACTIONS.
+    pub fn verify_partitions(
+        self,
+        transactional_id: &str,
+        producer_id: i64,
+        producer_epoch: i32,
+        partitions: &[TopicPartition],
+    ) -> Result<Vec<bool>> {
+        self.cluster.check_running()?;
+        self.with_txns(|t| {
+            t.partitions_in_transaction(transactional_id, producer_id, producer_epoch, partitions)
+        })
+    }
+
     /// AddOffsetsToTxn: lets `group_id` stage offsets in the producer's
     /// transaction, beginning it if none is open. The errors of
     /// `add_partitions`; an empty group id is INVALID_REQUEST.
@@ -349,6 +367,18 @@ impl Transactions<'_> {
         self,
         req: &TxnOffsetCommit,
     ) -> Result<Vec<(TopicPartition, Result<()>)>> {
+        self.commit_offsets_as(req, TxnVersion::V1)
+    }
+
+    /// `commit_offsets` for a producer of transactions v2 (TxnOffsetCommit
+    /// v5+, KIP-890 part 2) when `txn_version` is V2: the group joins the
+    /// transaction implicitly (beginning it if none is open), after the
+    /// group's own checks, instead of needing AddOffsetsToTxn.
+    pub fn commit_offsets_as(
+        self,
+        req: &TxnOffsetCommit,
+        txn_version: TxnVersion,
+    ) -> Result<Vec<(TopicPartition, Result<()>)>> {
         self.cluster.check_running()?;
         for tp in req.offsets.keys() {
             self.cluster.slot(tp)?;
@@ -374,6 +404,14 @@ impl Transactions<'_> {
                 (tp.clone(), staged)
             });
         self.with_txns(|t| {
+            if txn_version == TxnVersion::V2 {
+                t.add_offsets(
+                    &req.transactional_id,
+                    req.producer_id,
+                    req.producer_epoch,
+                    &req.group_id,
+                )?;
+            }
             t.stage_offsets(
                 &req.transactional_id,
                 req.producer_id,
@@ -431,21 +469,95 @@ impl Transactions<'_> {
         }
     }
 
+    /// EndTxn of transactions v2 (EndTxn v5+, KIP-890 part 2): like `end`,
+    /// but the decision is journaled under the next epoch, the markers
+    /// carry it, and the answer is the producer id and epoch the producer
+    /// goes on with (a fresh producer id at epoch 0 once the epochs are
+    /// exhausted). A retry with the epoch before the bump gets the same
+    /// answer; an abort with no open transaction just bumps the epoch.
+    pub async fn end_v2(
+        self,
+        transactional_id: &str,
+        producer_id: i64,
+        producer_epoch: i32,
+        commit: bool,
+    ) -> Result<(i64, i32)> {
+        self.cluster.check_running()?;
+        let outcome = if commit {
+            Outcome::Commit
+        } else {
+            Outcome::Abort
+        };
+        let mut fresh = None;
+        let plan = loop {
+            let decided = self.with_txns(|t| {
+                t.end_txn_v2(
+                    transactional_id,
+                    producer_id,
+                    producer_epoch,
+                    outcome,
+                    fresh,
+                )
+            })?;
+            match decided {
+                EndTxnV2::Execute(plan) => break plan,
+                EndTxnV2::AlreadyComplete {
+                    producer_id,
+                    producer_epoch,
+                } => return Ok((producer_id, producer_epoch)),
+                EndTxnV2::NeedsProducerId if fresh.is_none() => {
+                    fresh = Some(self.allocate_producer_id()?);
+                }
+                EndTxnV2::NeedsProducerId => {
+                    return Err(ClusterError::InvalidRequest(format!(
+                        "transaction {transactional_id:?} refused a fresh producer id"
+                    )));
+                }
+            }
+        };
+        let identity = plan.continue_as();
+        match self.execute_plan(plan).await {
+            Err(e) if is_fatal(&e) => Err(e),
+            Err(e) => {
+                tracing::warn!(
+                    transactional_id,
+                    error = %e,
+                    "a decided transaction could not be completed yet; it is retried"
+                );
+                Ok(identity)
+            }
+            Ok(()) => Ok(identity),
+        }
+    }
+
     /// The check every transactional data batch passes before it is
     /// appended (called under the partition's lock, see `data.rs`).
+    /// For transactions v2 the check adds the partition to the
+    /// transaction (journaled), so a journal failure fails the broker as
+    /// for any coordinator write.
     pub(crate) fn verify_txn_append(
         self,
         transactional_id: &str,
         producer: ProducerInfo,
         tp: &TopicPartition,
+        txn_version: TxnVersion,
     ) -> Result<()> {
-        let guard = self
+        let mut guard = self
             .cluster
             .store(&self.cluster.txns, "transaction coordinator")?;
-        let t = guard.as_ref().ok_or(ClusterError::Closed)?;
-        let r = t.verify_append(transactional_id, producer, tp);
-        drop(guard);
-        self.cluster.guard(r)
+        let t = guard.as_mut().ok_or(ClusterError::Closed)?;
+        match txn_version {
+            TxnVersion::V1 => {
+                let r = t.verify_append(transactional_id, producer, tp);
+                drop(guard);
+                self.cluster.guard(r)
+            }
+            TxnVersion::V2 => {
+                let r = t.add_partition_on_append(transactional_id, producer, tp);
+                drop(guard);
+                self.cluster.guard_strict(r)
+            }
+        }
     }
 
     // ----- the teaching model's operations ---------------------------------
@@ -539,15 +651,18 @@ impl Transactions<'_> {
         let record = Record::new(key, value, self.cluster.clock.now_ms());
         let batch = RecordBatch::new(vec![record])?.with_transactional_id(txn_id);
         let client = (handle.producer_id, handle.producer_epoch);
-        let sent =
-            match self
-                .cluster
-                .data()
-                .append_on_leader(&tp, batch, AckMode::All, None, Some(client))
-            {
-                Ok(pending) => pending.wait().await,
-                Err(e) => Err(e),
-            };
+        let sent = match self.cluster.data().append_on_leader(
+            &tp,
+            batch,
+            AckMode::All,
+            Append {
+                client_sequence: Some(client),
+                ..Append::PLAIN
+            },
+        ) {
+            Ok(pending) => pending.wait().await,
+            Err(e) => Err(e),
+        };
         match sent {
             Ok(result) => {
                 let base = result.base_offset.ok_or_else(|| {
@@ -680,7 +795,7 @@ impl Transactions<'_> {
                 match self
                     .cluster
                     .data()
-                    .append_on_leader(&tp, batch, AckMode::All, None, None)
+                    .append_on_leader(&tp, batch, AckMode::All, Append::PLAIN)
                 {
                     Ok(pending) => pending.wait().await.map(drop),
                     Err(e) => Err(e),

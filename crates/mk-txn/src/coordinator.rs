@@ -8,6 +8,10 @@
 //! before it takes effect; side effects on partitions and groups leave as
 //! `CompletionPlan`s.
 
+mod tv2;
+
+pub use tv2::{EndTxnV2, TxnVersion};
+
 use crate::error::{Result, TxnError};
 use crate::journal::{Journal, JournalFaults};
 use crate::plan::CompletionPlan;
@@ -717,14 +721,22 @@ impl TransactionCoordinator {
         }
         let mut next = entry.meta.clone();
         next.state = plan.outcome().complete_state();
+        let marked = next.clone();
+        if let Some(fresh) = next.next_producer_id.take() {
+            // A transactions-v2 end that exhausted the epochs: the markers
+            // closed the old producer id, the producer goes on with the new.
+            next.producer_id = fresh;
+            next.producer_epoch = 0;
+            next.last_producer_epoch = NO_EPOCH;
+        }
         let completed = CompletedTransaction {
-            transactional_id: next.id.clone(),
-            producer_id: next.producer_id,
-            producer_epoch: next.producer_epoch,
-            state: next.state,
-            partitions: next.partitions.iter().cloned().collect(),
-            groups: next.groups.iter().cloned().collect(),
-            start_ms: next.start_ms,
+            transactional_id: marked.id,
+            producer_id: marked.producer_id,
+            producer_epoch: marked.producer_epoch,
+            state: marked.state,
+            partitions: marked.partitions.into_iter().collect(),
+            groups: marked.groups.into_iter().collect(),
+            start_ms: marked.start_ms,
             completed_ms: self.clock.now_ms(),
         };
         self.store(next)?;
@@ -957,6 +969,7 @@ fn idle_txn(
         partitions: BTreeSet::new(),
         groups: BTreeSet::new(),
         offsets: BTreeMap::new(),
+        next_producer_id: None,
     }
 }
 
@@ -965,6 +978,9 @@ fn begun(meta: &TxnMetadata, now_ms: i64) -> TxnMetadata {
     TxnMetadata {
         state: TxnState::Ongoing,
         start_ms: now_ms,
+        // The answer an InitProducerId or EndTxn retry would get is
+        // superseded by the new transaction.
+        last_producer_epoch: NO_EPOCH,
         partitions: BTreeSet::new(),
         groups: BTreeSet::new(),
         offsets: BTreeMap::new(),

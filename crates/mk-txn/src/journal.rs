@@ -34,6 +34,11 @@ struct Payload {
     partitions: Vec<PartitionEntry>,
     groups: Vec<String>,
     offsets: Vec<OffsetEntry>,
+    /// The producer id a transactions-v2 end moves the id to once its
+    /// markers are written (its epochs were exhausted); written only while
+    /// such an end is Prepare*, absent in lines of earlier builds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    next_producer_id: Option<i64>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -124,6 +129,7 @@ impl LegacyPayload {
                 .collect(),
             groups,
             offsets: self.offsets,
+            next_producer_id: None,
         }
     }
 }
@@ -159,6 +165,7 @@ pub(crate) fn encode_line(meta: &TxnMetadata) -> String {
                 metadata: staged.metadata.clone(),
             })
             .collect(),
+        next_producer_id: meta.next_producer_id,
     };
     // Serializing plain structs of strings and integers cannot fail.
     let json = serde_json::to_string(&payload).unwrap_or_default();
@@ -198,6 +205,8 @@ fn into_metadata(p: Payload) -> Option<TxnMetadata> {
         || p.producer_epoch < 0
         || p.last_producer_epoch < NO_EPOCH
         || p.timeout_ms <= 0
+        || p.next_producer_id
+            .is_some_and(|n| n < 0 || n == p.producer_id)
     {
         return None;
     }
@@ -239,6 +248,7 @@ fn into_metadata(p: Payload) -> Option<TxnMetadata> {
         partitions,
         groups,
         offsets,
+        next_producer_id: p.next_producer_id,
     })
 }
 
@@ -557,6 +567,7 @@ mod tests {
             partitions: BTreeSet::from([TopicPartition::new("out", 1)]),
             groups: BTreeSet::from(["g".to_string()]),
             offsets: BTreeMap::from([(("g".to_string(), TopicPartition::new("in", 0)), 5.into())]),
+            next_producer_id: None,
         }
     }
 
@@ -713,6 +724,8 @@ mod tests {
                         partitions,
                         groups,
                         offsets,
+                        // Both shapes: with and without a pending rollover.
+                        next_producer_id: (pid % 2 == 0).then_some(pid + 100),
                     }
                 },
             )

@@ -106,9 +106,9 @@ mod state;
 pub mod visibility;
 
 pub use coordinator::{
-    CompletedTransaction, DEFAULT_MAX_TRANSACTION_TIMEOUT_MS, EndTxn, InitProducer,
+    CompletedTransaction, DEFAULT_MAX_TRANSACTION_TIMEOUT_MS, EndTxn, EndTxnV2, InitProducer,
     MAX_PRODUCER_EPOCH, RECENT_COMPLETIONS, Recovered, TransactionCoordinator, TxnConfig,
-    TxnDescription,
+    TxnDescription, TxnVersion,
 };
 pub use error::{Result, TxnError};
 pub use journal::JournalFaults;

@@ -56,6 +56,9 @@ pub struct CompletionPlan {
     markers: Vec<MarkerWrite>,
     offsets: Vec<StagedOffset>,
     offsets_stored: bool,
+    /// The producer id and epoch the producer goes on with once the plan
+    /// completes (transactions v2 hands them back in EndTxn).
+    continue_as: (i64, i32),
     /// Shared with the coordinator's entry: the completion is in progress
     /// while this plan lives.
     _in_progress: Arc<()>,
@@ -85,10 +88,15 @@ impl CompletionPlan {
             Outcome::Commit => meta.staged_offsets(),
             Outcome::Abort => Vec::new(),
         };
+        let continue_as = match meta.next_producer_id {
+            Some(fresh) => (fresh, 0),
+            None => (meta.producer_id, meta.producer_epoch),
+        };
         Self {
             txn_id: meta.id.clone(),
             outcome,
             producer,
+            continue_as,
             markers,
             offsets_stored: offsets.is_empty(),
             offsets,
@@ -107,6 +115,13 @@ impl CompletionPlan {
     /// Producer id and epoch stamped on the markers (sequence -1).
     pub fn producer(&self) -> ProducerInfo {
         self.producer
+    }
+
+    /// The producer id and epoch the id has once this plan completes: the
+    /// markers' own, or a fresh producer id at epoch 0 when a
+    /// transactions-v2 end exhausted the epochs. EndTxn v5 answers them.
+    pub fn continue_as(&self) -> (i64, i32) {
+        self.continue_as
     }
 
     /// The markers to append, one per touched partition, in partition order.

@@ -175,6 +175,10 @@ pub(crate) struct TxnMetadata {
     pub groups: BTreeSet<String>,
     /// Staged offsets keyed by (group, partition).
     pub offsets: BTreeMap<(String, TopicPartition), StagedCommit>,
+    /// Set while a transactions-v2 end that exhausted the epochs is
+    /// Prepare*: its markers carry `producer_id` at the last epoch, and
+    /// completing it moves the id to this producer id at epoch 0.
+    pub next_producer_id: Option<i64>,
 }
 
 impl TxnMetadata {

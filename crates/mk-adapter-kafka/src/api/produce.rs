@@ -3,8 +3,9 @@
 //! in request order; the answers are then awaited together, bounded by the
 //! request's `timeout_ms`. Produce with acks=0 has no answer at all. From
 //! v10 a NOT_LEADER_OR_FOLLOWER answer carries the current leader and its
-//! endpoint (KIP-951). v12 (KIP-890's implicit AddPartitionsToTxn) and v13
-//! (topic ids) are not served.
+//! endpoint (KIP-951). From v12 a transactional batch adds its partition
+//! to its producer's transaction (KIP-890 part 2, transactions v2); v13
+//! (topic ids) is not served.
 
 use super::Ctx;
 use super::metadata::leader_hint;
@@ -15,7 +16,9 @@ use crate::messages::produce::{
     PartitionProduceResponse, ProduceRequest, ProduceResponse, TopicProduceResponse,
 };
 use crate::records::{DecodeLimits, decode_produced};
-use mk_cluster::{AckMode, ClusterError, ErrorCode, PendingAppend, ProduceResult, TopicPartition};
+use mk_cluster::{
+    AckMode, ClusterError, ErrorCode, PendingAppend, ProduceResult, TopicPartition, TxnVersion,
+};
 use std::time::Duration;
 
 // ----- Produce -------------------------------------------------------------
@@ -23,9 +26,14 @@ use std::time::Duration;
 /// The Kafka code of a produce error: a fenced producer epoch is
 /// INVALID_PRODUCER_EPOCH on Produce (PRODUCER_FENCED is for the
 /// coordinator APIs), as Kafka brokers answer it.
+///
+/// A transaction being decided when a v12 batch would join it is
+/// NOT_ENOUGH_REPLICAS, as Kafka answers it: retriable, and without a
+/// metadata refresh.
 fn produce_error_code(code: ErrorCode) -> KafkaCode {
     match code {
         ErrorCode::ProducerFenced => KafkaCode::INVALID_PRODUCER_EPOCH,
+        ErrorCode::ConcurrentTransactions => KafkaCode::NOT_ENOUGH_REPLICAS,
         other => errors::kafka_code(other),
     }
 }
@@ -118,7 +126,17 @@ fn submit(
             });
         }
     };
-    match c.data().submit_append(&tp, produced.batch, acks, None) {
+    // v12+: a producer of transactions v2, whose batches add their
+    // partition to its transaction (KIP-890 part 2).
+    let txn_version = if ctx.version() >= 12 {
+        TxnVersion::V2
+    } else {
+        TxnVersion::V1
+    };
+    match c
+        .data()
+        .submit_append_as(&tp, produced.batch, acks, None, txn_version)
+    {
         Ok(append) => Step::Pending {
             tp,
             append,

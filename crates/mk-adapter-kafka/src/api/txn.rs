@@ -1,6 +1,9 @@
 //! Transactions as Kafka clients drive them: AddPartitionsToTxn,
 //! AddOffsetsToTxn, EndTxn and TxnOffsetCommit (InitProducerId with a
-//! transactional id lives with the idempotent producer in `produce`) —
+//! transactional id lives with the idempotent producer in `produce`), in
+//! both protocols: v1 and, from EndTxn v5 / TxnOffsetCommit v5 / Produce
+//! v12, transactions v2 (KIP-890 part 2: an epoch bump per end, partitions
+//! and groups joining implicitly) —
 //! the handlers that translate them onto Kafka's transaction flow in
 //! mk-txn (through mk-cluster, which executes its plans). The
 //! transactional records themselves arrive as Produce requests carrying
@@ -12,7 +15,7 @@ use crate::errors::{self, KafkaCode};
 use crate::messages::add_offsets_to_txn::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse};
 use crate::messages::add_partitions_to_txn::{
     AddPartitionsToTxnPartitionResult, AddPartitionsToTxnRequest, AddPartitionsToTxnResponse,
-    AddPartitionsToTxnTopicResult,
+    AddPartitionsToTxnResult, AddPartitionsToTxnTopic, AddPartitionsToTxnTopicResult,
 };
 use crate::messages::end_txn::{EndTxnRequest, EndTxnResponse};
 use crate::messages::txn_offset_commit::{
@@ -21,6 +24,7 @@ use crate::messages::txn_offset_commit::{
 };
 use mk_cluster::{
     ClusterError, CoordinatorKey, ErrorCode, OffsetAndMetadata, TopicPartition, TxnOffsetCommit,
+    TxnVersion,
 };
 use std::collections::BTreeMap;
 
@@ -34,79 +38,137 @@ pub(crate) fn txn_code(e: &ClusterError, version: i16, fenced_from: i16) -> Kafk
     }
 }
 
+/// One transaction of an AddPartitionsToTxn request: the partitions of
+/// v0-3's single transaction, or one of v4+'s batch.
+struct TxnPartitions<'r> {
+    transactional_id: &'r str,
+    producer_id: i64,
+    producer_epoch: i16,
+    verify_only: bool,
+    topics: &'r [AddPartitionsToTxnTopic],
+}
+
 pub async fn handle_add_partitions_to_txn(
     ctx: &Ctx<'_>,
     req: AddPartitionsToTxnRequest,
 ) -> AddPartitionsToTxnResponse {
-    // v0-v3, what clients send (v4+ batches transactions for brokers).
+    if ctx.version() < 4 {
+        let one = TxnPartitions {
+            transactional_id: &req.v3_and_below_transactional_id,
+            producer_id: req.v3_and_below_producer_id,
+            producer_epoch: req.v3_and_below_producer_epoch,
+            verify_only: false,
+            topics: &req.v3_and_below_topics,
+        };
+        return AddPartitionsToTxnResponse {
+            results_by_topic_v3_and_below: add_partitions(ctx, &one).await,
+            ..AddPartitionsToTxnResponse::default()
+        };
+    }
+    // v4+: a batch of transactions, each added or (verify_only) checked on
+    // its own, as brokers ask it of their coordinator (KIP-890).
+    let mut results_by_transaction = Vec::with_capacity(req.transactions.len());
+    for t in &req.transactions {
+        let one = TxnPartitions {
+            transactional_id: &t.transactional_id,
+            producer_id: t.producer_id,
+            producer_epoch: t.producer_epoch,
+            verify_only: t.verify_only,
+            topics: &t.topics,
+        };
+        results_by_transaction.push(AddPartitionsToTxnResult {
+            transactional_id: t.transactional_id.clone(),
+            topic_results: add_partitions(ctx, &one).await,
+        });
+    }
+    AddPartitionsToTxnResponse {
+        results_by_transaction,
+        ..AddPartitionsToTxnResponse::default()
+    }
+}
+
+/// Adds (or verifies) the partitions of one transaction; one answer per
+/// partition named, in request order.
+async fn add_partitions(
+    ctx: &Ctx<'_>,
+    txn: &TxnPartitions<'_>,
+) -> Vec<AddPartitionsToTxnTopicResult> {
     let v = ctx.version();
     let mut partitions = Vec::new();
-    for t in &req.v3_and_below_topics {
+    for t in txn.topics {
         for index in &t.partitions {
             if let Ok(index) = u32::try_from(*index) {
                 partitions.push(TopicPartition::new(&t.name, index));
             }
         }
     }
-    let txn_id = CoordinatorKey::Transaction(&req.v3_and_below_transactional_id);
-    let misdirected = not_coordinator(ctx, txn_id);
-    let outcome = match misdirected {
+    let (id, pid, epoch) = (
+        txn.transactional_id,
+        txn.producer_id,
+        i32::from(txn.producer_epoch),
+    );
+    let misdirected = not_coordinator(ctx, CoordinatorKey::Transaction(id));
+    let transactions = ctx.cluster.transactions();
+    let outcome: Result<Vec<(TopicPartition, KafkaCode)>, ClusterError> = match misdirected {
         Some(_) => Ok(Vec::new()),
-        None => {
-            ctx.cluster
-                .transactions()
-                .add_partitions(
-                    &req.v3_and_below_transactional_id,
-                    req.v3_and_below_producer_id,
-                    i32::from(req.v3_and_below_producer_epoch),
-                    &partitions,
-                )
-                .await
-        }
+        None if txn.verify_only => transactions
+            .verify_partitions(id, pid, epoch, &partitions)
+            .map(|added| {
+                let code = |added: bool| {
+                    if added {
+                        KafkaCode::NONE
+                    } else {
+                        KafkaCode::TRANSACTION_ABORTABLE
+                    }
+                };
+                partitions
+                    .iter()
+                    .cloned()
+                    .zip(added.into_iter().map(code))
+                    .collect()
+            }),
+        None => transactions
+            .add_partitions(id, pid, epoch, &partitions)
+            .await
+            .map(|results| {
+                results
+                    .into_iter()
+                    .map(|(tp, r)| {
+                        let code = r.err().map_or(KafkaCode::NONE, |e| txn_code(&e, v, 2));
+                        (tp, code)
+                    })
+                    .collect()
+            }),
     };
     let by_tp: BTreeMap<TopicPartition, KafkaCode> = match &outcome {
-        Ok(results) => results
-            .iter()
-            .map(|(tp, r)| {
-                (
-                    tp.clone(),
-                    r.as_ref()
-                        .err()
-                        .map_or(KafkaCode::NONE, |e| txn_code(e, v, 2)),
-                )
-            })
-            .collect(),
+        Ok(codes) => codes.iter().cloned().collect(),
         Err(_) => BTreeMap::new(),
     };
     let whole = misdirected.or_else(|| outcome.as_ref().err().map(|e| txn_code(e, v, 2)));
-    AddPartitionsToTxnResponse {
-        results_by_topic_v3_and_below: req
-            .v3_and_below_topics
-            .iter()
-            .map(|t| AddPartitionsToTxnTopicResult {
-                name: t.name.clone(),
-                results_by_partition: t
-                    .partitions
-                    .iter()
-                    .map(|index| {
-                        let code = match (whole, u32::try_from(*index)) {
-                            (Some(code), _) => code,
-                            (None, Err(_)) => KafkaCode::UNKNOWN_TOPIC_OR_PARTITION,
-                            (None, Ok(i)) => by_tp
-                                .get(&TopicPartition::new(&t.name, i))
-                                .copied()
-                                .unwrap_or(KafkaCode::UNKNOWN_TOPIC_OR_PARTITION),
-                        };
-                        AddPartitionsToTxnPartitionResult {
-                            partition_index: *index,
-                            partition_error_code: code,
-                        }
-                    })
-                    .collect(),
-            })
-            .collect(),
-        ..AddPartitionsToTxnResponse::default()
-    }
+    txn.topics
+        .iter()
+        .map(|t| AddPartitionsToTxnTopicResult {
+            name: t.name.clone(),
+            results_by_partition: t
+                .partitions
+                .iter()
+                .map(|index| {
+                    let code = match (whole, u32::try_from(*index)) {
+                        (Some(code), _) => code,
+                        (None, Err(_)) => KafkaCode::UNKNOWN_TOPIC_OR_PARTITION,
+                        (None, Ok(i)) => by_tp
+                            .get(&TopicPartition::new(&t.name, i))
+                            .copied()
+                            .unwrap_or(KafkaCode::UNKNOWN_TOPIC_OR_PARTITION),
+                    };
+                    AddPartitionsToTxnPartitionResult {
+                        partition_index: *index,
+                        partition_error_code: code,
+                    }
+                })
+                .collect(),
+        })
+        .collect()
 }
 
 pub async fn handle_add_offsets_to_txn(
@@ -133,6 +195,9 @@ pub async fn handle_add_offsets_to_txn(
     }
 }
 
+/// EndTxn. From v5 (transactions v2, KIP-890 part 2) every end bumps the
+/// producer epoch and the answer carries the producer id and epoch the
+/// producer goes on with; v0-4 keep one epoch per producer session.
 pub async fn handle_end_txn(ctx: &Ctx<'_>, req: EndTxnRequest) -> EndTxnResponse {
     if let Some(code) = not_coordinator(ctx, CoordinatorKey::Transaction(&req.transactional_id)) {
         return EndTxnResponse {
@@ -140,20 +205,46 @@ pub async fn handle_end_txn(ctx: &Ctx<'_>, req: EndTxnRequest) -> EndTxnResponse
             ..EndTxnResponse::default()
         };
     }
+    let transactions = ctx.cluster.transactions();
+    let (id, pid, epoch) = (
+        req.transactional_id.as_str(),
+        req.producer_id,
+        i32::from(req.producer_epoch),
+    );
+    let ending = async {
+        if ctx.version() >= 5 {
+            transactions
+                .end_v2(id, pid, epoch, req.committed)
+                .await
+                .map(Some)
+        } else {
+            transactions
+                .end(id, pid, epoch, req.committed)
+                .await
+                .map(|()| None)
+        }
+    };
     let ended = tokio::select! {
-        r = ctx.cluster.transactions().end(
-            &req.transactional_id,
-            req.producer_id,
-            i32::from(req.producer_epoch),
-            req.committed,
-        ) => r,
+        r = ending => r,
         _ = ctx.shutdown.cancelled() => Err(ClusterError::Closed),
     };
-    EndTxnResponse {
-        error_code: ended
-            .err()
-            .map_or(KafkaCode::NONE, |e| txn_code(&e, ctx.version(), 2)),
-        ..EndTxnResponse::default()
+    match ended {
+        Ok(None) => EndTxnResponse::default(),
+        Ok(Some((producer_id, epoch))) => match i16::try_from(epoch) {
+            Ok(producer_epoch) => EndTxnResponse {
+                producer_id,
+                producer_epoch,
+                ..EndTxnResponse::default()
+            },
+            Err(_) => EndTxnResponse {
+                error_code: KafkaCode::INVALID_REQUEST,
+                ..EndTxnResponse::default()
+            },
+        },
+        Err(e) => EndTxnResponse {
+            error_code: txn_code(&e, ctx.version(), 2),
+            ..EndTxnResponse::default()
+        },
     }
 }
 
@@ -186,12 +277,18 @@ pub async fn handle_txn_offset_commit(
     };
     let code_of = |e: &ClusterError| txn_code(e, ctx.version(), 3);
     // TxnOffsetCommit goes to the group's coordinator, as in Kafka.
+    // v5+ (transactions v2): the group joins the transaction by itself.
+    let txn_version = if ctx.version() >= 5 {
+        TxnVersion::V2
+    } else {
+        TxnVersion::V1
+    };
     let committed = match not_coordinator(ctx, CoordinatorKey::Group(&req.group_id)) {
         Some(code) => Err(code),
         None => ctx
             .cluster
             .transactions()
-            .commit_offsets(&commit)
+            .commit_offsets_as(&commit, txn_version)
             .map_err(|e| code_of(&e)),
     };
     let (request_code, per_partition): (KafkaCode, BTreeMap<TopicPartition, KafkaCode>) =

@@ -1,8 +1,9 @@
 //! ApiVersions: the first request of every client. The answer is the API
 //! table (`APIS`, generated from schema/served.list), exactly, and (v3+)
 //! the features Kafka 4.1 reports for what this broker serves:
-//! `group.version` 1 (KIP-848 consumer groups) and `share.version` 1
-//! (KIP-932 share groups), supported and finalized.
+//! `group.version` 1 (KIP-848 consumer groups), `share.version` 1
+//! (KIP-932 share groups) and `transaction.version` 2 (KIP-890
+//! transactions v2), supported and finalized.
 
 use super::{APIS, Ctx, Message};
 use crate::codec::Writer;
@@ -67,8 +68,15 @@ pub async fn handle_api_versions(ctx: &Ctx<'_>, req: ApiVersionsRequest) -> ApiV
 }
 
 /// The features this broker has, at the level it runs them: the KIP-848
-/// consumer group protocol and KIP-932 share groups.
-pub const FEATURES: [(&str, i16); 2] = [("group.version", 1), ("share.version", 1)];
+/// consumer group protocol, KIP-932 share groups and KIP-890 transactions
+/// v2 (`transaction.version` 2: the Java client then sends EndTxn v5,
+/// Produce v12 and TxnOffsetCommit v5 without AddPartitionsToTxn or
+/// AddOffsetsToTxn). Each is supported from level 0 up to its level.
+pub const FEATURES: [(&str, i16); 3] = [
+    ("group.version", 1),
+    ("share.version", 1),
+    ("transaction.version", 2),
+];
 
 /// The epoch of the finalized features: they never change while the
 /// broker runs.

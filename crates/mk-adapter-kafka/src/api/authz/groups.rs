@@ -722,6 +722,8 @@ pub fn init_producer_id(
 
 /// WRITE on the transactional id and on each topic; when any topic is
 /// refused nothing is added (the others are OPERATION_NOT_ATTEMPTED).
+/// v4+ (the batched form brokers send each other) needs CLUSTER_ACTION on
+/// the cluster instead, as in Kafka.
 pub fn add_partitions_to_txn(
     ctx: &Ctx<'_>,
     req: AddPartitionsToTxnRequest,
@@ -729,6 +731,15 @@ pub fn add_partitions_to_txn(
     let authz = ctx.authz();
     if !authz.on() {
         return Gate::pass(req);
+    }
+    if ctx.version() >= 4 {
+        if authz.cluster(Op::ClusterAction) {
+            return Gate::pass(req);
+        }
+        return Gate::Answer(AddPartitionsToTxnResponse {
+            error_code: CLUSTER,
+            ..Default::default()
+        });
     }
     let id = &req.v3_and_below_transactional_id;
     let txn_ok = authz.transactional_id(Op::Write, id);

@@ -1,0 +1,280 @@
+//! Transactions v2 (KIP-890 part 2) over the wire, as the Java client 4.x
+//! speaks them once ApiVersions finalizes `transaction.version` 2:
+//! InitProducerId v5, Produce v12 without AddPartitionsToTxn,
+//! TxnOffsetCommit v5 without AddOffsetsToTxn, EndTxn v5 answering the
+//! bumped epoch; the old epoch fenced; AddPartitionsToTxn v4's batched and
+//! verify-only forms; and the first protocol (v3 and below) unchanged.
+
+mod common;
+
+use bytes::{Bytes, BytesMut};
+use common::*;
+use mk_adapter_kafka::api::key;
+use mk_adapter_kafka::errors::KafkaCode;
+use mk_adapter_kafka::messages::add_partitions_to_txn::{
+    AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, AddPartitionsToTxnTopic,
+    AddPartitionsToTxnTransaction,
+};
+use mk_adapter_kafka::messages::api_versions::{ApiVersionsRequest, ApiVersionsResponse};
+use mk_adapter_kafka::messages::end_txn::{EndTxnRequest, EndTxnResponse};
+use mk_adapter_kafka::messages::init_producer_id::{InitProducerIdRequest, InitProducerIdResponse};
+use mk_adapter_kafka::messages::produce::{
+    PartitionProduceData, ProduceRequest, ProduceResponse, TopicProduceData,
+};
+use mk_adapter_kafka::messages::txn_offset_commit::{
+    TxnOffsetCommitRequest, TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
+    TxnOffsetCommitResponse,
+};
+use mk_adapter_kafka::mk_cluster::{
+    FetchRequest, Isolation, ProducerInfo, RecordBatch, TopicPartition,
+};
+
+const TXN: &str = "tx-v2";
+
+fn txn_batch(pid: i64, epoch: i16, seq: i32, value: &str) -> Bytes {
+    let mut batch = RecordBatch::new(value_records(&[value]))
+        .unwrap()
+        .with_producer(ProducerInfo {
+            producer_id: pid,
+            producer_epoch: i32::from(epoch),
+            base_sequence: seq,
+        })
+        .with_transactional_id(TXN);
+    batch.assign(0, 0).unwrap();
+    let mut out = BytesMut::new();
+    mk_adapter_kafka::records::encode_batch(&batch, &mut out);
+    out.freeze()
+}
+
+fn produce(pid: i64, epoch: i16, seq: i32, partition: i32, value: &str) -> ProduceRequest {
+    ProduceRequest {
+        transactional_id: Some(TXN.into()),
+        acks: -1,
+        timeout_ms: 5_000,
+        topic_data: vec![TopicProduceData {
+            name: "out".into(),
+            partition_data: vec![PartitionProduceData {
+                index: partition,
+                records: Some(txn_batch(pid, epoch, seq, value)),
+            }],
+            ..TopicProduceData::default()
+        }],
+    }
+}
+
+fn produced_code(r: &ProduceResponse) -> KafkaCode {
+    r.responses[0].partition_responses[0].error_code
+}
+
+fn end(pid: i64, epoch: i16, committed: bool) -> EndTxnRequest {
+    EndTxnRequest {
+        transactional_id: TXN.into(),
+        producer_id: pid,
+        producer_epoch: epoch,
+        committed,
+    }
+}
+
+fn read_committed(h: &Harness, partition: u32) -> Vec<String> {
+    let req = FetchRequest::new(TopicPartition::new("out", partition), 0, i64::MAX)
+        .with_isolation(Isolation::ReadCommitted);
+    h.cluster
+        .data()
+        .fetch(&req)
+        .unwrap()
+        .records
+        .into_iter()
+        .map(|r| String::from_utf8(r.value.unwrap().to_vec()).unwrap())
+        .collect()
+}
+
+async fn init(c: &mut Conn) -> (i64, i16) {
+    let init = InitProducerIdRequest {
+        transactional_id: Some(TXN.into()),
+        transaction_timeout_ms: 60_000,
+        ..InitProducerIdRequest::default()
+    };
+    let r: InitProducerIdResponse = c.call(key::INIT_PRODUCER_ID, 5, &init).await;
+    assert_eq!(r.error_code, KafkaCode::NONE);
+    (r.producer_id, r.producer_epoch)
+}
+
+#[tokio::test]
+async fn api_versions_finalizes_transaction_version_2() {
+    let h = Harness::one().await;
+    let mut c = h.conn(1).await;
+    let r: ApiVersionsResponse = c
+        .call(key::API_VERSIONS, 3, &ApiVersionsRequest::default())
+        .await;
+    let supported = r
+        .supported_features
+        .iter()
+        .find(|f| f.name == "transaction.version")
+        .expect("transaction.version is supported");
+    assert_eq!((supported.min_version, supported.max_version), (0, 2));
+    let finalized = r
+        .finalized_features
+        .iter()
+        .find(|f| f.name == "transaction.version")
+        .expect("transaction.version is finalized");
+    assert_eq!(finalized.max_version_level, 2);
+}
+
+#[tokio::test]
+async fn a_v2_producer_commits_and_aborts_without_add_requests_and_every_end_bumps_the_epoch() {
+    let h = Harness::one().await;
+    h.cluster.topics().create("out", 2, 1).unwrap();
+    h.cluster.topics().create("in", 1, 1).unwrap();
+    let mut c = h.conn(1).await;
+    let (pid, epoch) = init(&mut c).await;
+    // The first protocol still needs AddPartitionsToTxn.
+    let r: ProduceResponse = c
+        .call(key::PRODUCE, 11, &produce(pid, epoch, 0, 0, "v1"))
+        .await;
+    assert_eq!(produced_code(&r), KafkaCode::INVALID_TXN_STATE);
+    // Produce v12 adds the partition; TxnOffsetCommit v5 adds the group.
+    let r: ProduceResponse = c
+        .call(key::PRODUCE, 12, &produce(pid, epoch, 0, 0, "a"))
+        .await;
+    assert_eq!(produced_code(&r), KafkaCode::NONE);
+    let r: ProduceResponse = c
+        .call(key::PRODUCE, 12, &produce(pid, epoch, 0, 1, "b"))
+        .await;
+    assert_eq!(produced_code(&r), KafkaCode::NONE);
+    let offsets = TxnOffsetCommitRequest {
+        transactional_id: TXN.into(),
+        group_id: "g".into(),
+        producer_id: pid,
+        producer_epoch: epoch,
+        topics: vec![TxnOffsetCommitRequestTopic {
+            name: "in".into(),
+            partitions: vec![TxnOffsetCommitRequestPartition {
+                partition_index: 0,
+                committed_offset: 7,
+                ..TxnOffsetCommitRequestPartition::default()
+            }],
+        }],
+        ..TxnOffsetCommitRequest::default()
+    };
+    let r: TxnOffsetCommitResponse = c.call(key::TXN_OFFSET_COMMIT, 5, &offsets).await;
+    assert_eq!(r.topics[0].partitions[0].error_code, KafkaCode::NONE);
+    // The broker-side verify-only form sees both partitions in the
+    // transaction, and a third not.
+    let verify = AddPartitionsToTxnRequest {
+        transactions: vec![AddPartitionsToTxnTransaction {
+            transactional_id: TXN.into(),
+            producer_id: pid,
+            producer_epoch: epoch,
+            verify_only: true,
+            topics: vec![AddPartitionsToTxnTopic {
+                name: "out".into(),
+                partitions: vec![0, 1, 5],
+            }],
+        }],
+        ..AddPartitionsToTxnRequest::default()
+    };
+    let r: AddPartitionsToTxnResponse = c.call(key::ADD_PARTITIONS_TO_TXN, 5, &verify).await;
+    let codes: Vec<KafkaCode> = r.results_by_transaction[0].topic_results[0]
+        .results_by_partition
+        .iter()
+        .map(|p| p.partition_error_code)
+        .collect();
+    assert_eq!(
+        codes,
+        vec![
+            KafkaCode::NONE,
+            KafkaCode::NONE,
+            KafkaCode::TRANSACTION_ABORTABLE
+        ]
+    );
+    assert!(read_committed(&h, 0).is_empty());
+
+    let r: EndTxnResponse = c.call(key::END_TXN, 5, &end(pid, epoch, true)).await;
+    assert_eq!(r.error_code, KafkaCode::NONE);
+    assert_eq!((r.producer_id, r.producer_epoch), (pid, epoch + 1));
+    assert_eq!(read_committed(&h, 0), vec!["a"]);
+    assert_eq!(read_committed(&h, 1), vec!["b"]);
+    let committed = h
+        .cluster
+        .groups()
+        .fetch_committed("g", &TopicPartition::new("in", 0))
+        .unwrap();
+    assert_eq!(committed, Some(7));
+    // A lost answer: the retry with the old epoch gets the same one.
+    let r: EndTxnResponse = c.call(key::END_TXN, 5, &end(pid, epoch, true)).await;
+    assert_eq!(
+        (r.error_code, r.producer_id, r.producer_epoch),
+        (KafkaCode::NONE, pid, epoch + 1)
+    );
+    // A late batch of the old epoch is fenced.
+    let r: ProduceResponse = c
+        .call(key::PRODUCE, 12, &produce(pid, epoch, 1, 0, "late"))
+        .await;
+    assert_eq!(produced_code(&r), KafkaCode::INVALID_PRODUCER_EPOCH);
+    // The next transaction, sequences from 0 under the new epoch, aborted.
+    let next = epoch + 1;
+    let r: ProduceResponse = c
+        .call(key::PRODUCE, 12, &produce(pid, next, 0, 0, "c"))
+        .await;
+    assert_eq!(produced_code(&r), KafkaCode::NONE);
+    let r: EndTxnResponse = c.call(key::END_TXN, 5, &end(pid, next, false)).await;
+    assert_eq!(
+        (r.error_code, r.producer_id, r.producer_epoch),
+        (KafkaCode::NONE, pid, next + 1)
+    );
+    assert_eq!(read_committed(&h, 0), vec!["a"]);
+    // EndTxn v4 (first protocol) answers no identity and bumps nothing: an
+    // abort of the completed abort is a retry of it.
+    let r: EndTxnResponse = c.call(key::END_TXN, 4, &end(pid, next + 1, false)).await;
+    assert_eq!(r.error_code, KafkaCode::NONE);
+    assert_eq!((r.producer_id, r.producer_epoch), (-1, -1));
+    let d = h.cluster.transactions().describe(TXN).unwrap().unwrap();
+    assert_eq!(d.producer_epoch, i32::from(next + 1));
+}
+
+#[tokio::test]
+async fn add_partitions_v4_adds_each_transaction_of_a_batch_on_its_own() {
+    let h = Harness::one().await;
+    h.cluster.topics().create("out", 2, 1).unwrap();
+    let mut c = h.conn(1).await;
+    let (pid, epoch) = init(&mut c).await;
+    let add = AddPartitionsToTxnRequest {
+        transactions: vec![
+            AddPartitionsToTxnTransaction {
+                transactional_id: TXN.into(),
+                producer_id: pid,
+                producer_epoch: epoch,
+                verify_only: false,
+                topics: vec![AddPartitionsToTxnTopic {
+                    name: "out".into(),
+                    partitions: vec![1],
+                }],
+            },
+            AddPartitionsToTxnTransaction {
+                transactional_id: "never-initialized".into(),
+                producer_id: 99,
+                producer_epoch: 0,
+                verify_only: false,
+                topics: vec![AddPartitionsToTxnTopic {
+                    name: "out".into(),
+                    partitions: vec![0],
+                }],
+            },
+        ],
+        ..AddPartitionsToTxnRequest::default()
+    };
+    let r: AddPartitionsToTxnResponse = c.call(key::ADD_PARTITIONS_TO_TXN, 4, &add).await;
+    assert_eq!(r.error_code, KafkaCode::NONE);
+    let code = |i: usize| {
+        r.results_by_transaction[i].topic_results[0].results_by_partition[0].partition_error_code
+    };
+    assert_eq!(code(0), KafkaCode::NONE);
+    assert_eq!(code(1), KafkaCode::INVALID_PRODUCER_ID_MAPPING);
+    let d = h.cluster.transactions().describe(TXN).unwrap().unwrap();
+    assert_eq!(d.partitions, vec![TopicPartition::new("out", 1)]);
+    // A Produce v11 to the added partition is accepted.
+    let r: ProduceResponse = c
+        .call(key::PRODUCE, 11, &produce(pid, epoch, 0, 1, "x"))
+        .await;
+    assert_eq!(produced_code(&r), KafkaCode::NONE);
+}

@@ -1,0 +1,326 @@
+//! Transactions v2 (KIP-890 part 2) in the coordinator: the epoch bump at
+//! every end (markers under the new epoch, the old one fenced), retries of
+//! a lost EndTxn answer, implicit partitions on append, the abort with
+//! nothing open, and the move to a fresh producer id when the epochs run
+//! out — across a crash too.
+
+mod common;
+
+use common::{Harness, Session, TIMEOUT_MS, tp};
+use mk_core::ErrorCode;
+use mk_txn::{EndTxnV2, MAX_PRODUCER_EPOCH, Outcome, TxnError, TxnState};
+
+fn code<T: std::fmt::Debug>(r: Result<T, TxnError>) -> ErrorCode {
+    r.unwrap_err().code()
+}
+
+/// A Produce v12 batch: the coordinator adds the partition if needed, then
+/// the batch is appended.
+fn produce_v2(
+    h: &mut Harness,
+    s: &Session,
+    out: &mk_core::TopicPartition,
+    value: &str,
+) -> Result<i64, TxnError> {
+    let batch = h.batch(s, out, value);
+    h.coord()
+        .add_partition_on_append(&s.id, batch.producer(), out)?;
+    Ok(h.log(out).append(batch).unwrap().base_offset)
+}
+
+/// EndTxn v5 executed to the end; returns the session the producer goes on
+/// with.
+fn end_v2(h: &mut Harness, s: &Session, outcome: Outcome) -> Session {
+    let (pid, epoch) = match h
+        .coord()
+        .end_txn_v2(&s.id, s.pid, s.epoch, outcome, None)
+        .unwrap()
+    {
+        EndTxnV2::Execute(plan) => {
+            let next = plan.continue_as();
+            h.finish(plan);
+            next
+        }
+        EndTxnV2::AlreadyComplete {
+            producer_id,
+            producer_epoch,
+        } => (producer_id, producer_epoch),
+        EndTxnV2::NeedsProducerId => panic!("epochs exhausted"),
+    };
+    Session {
+        id: s.id.clone(),
+        pid,
+        epoch,
+    }
+}
+
+#[test]
+fn every_end_bumps_the_epoch_the_markers_carry_it_and_the_old_epoch_is_fenced() {
+    let mut h = Harness::new();
+    let (a, b) = (tp("out", 0), tp("out", 1));
+    let s = h.init("tx");
+    // No AddPartitionsToTxn: the first batch begins the transaction.
+    produce_v2(&mut h, &s, &a, "a1").unwrap();
+    produce_v2(&mut h, &s, &b, "b1").unwrap();
+    let d = h.coord_ref().describe("tx").unwrap();
+    assert_eq!(d.state, TxnState::Ongoing);
+    assert_eq!(d.partitions, vec![a.clone(), b.clone()]);
+    let EndTxnV2::Execute(plan) = h
+        .coord()
+        .end_txn_v2(&s.id, s.pid, s.epoch, Outcome::Commit, None)
+        .unwrap()
+    else {
+        panic!("an Ongoing transaction ends with a plan");
+    };
+    assert_eq!(plan.producer().producer_epoch, s.epoch + 1);
+    assert_eq!(plan.continue_as(), (s.pid, s.epoch + 1));
+    assert_eq!(plan.markers().len(), 2);
+    for m in plan.markers() {
+        assert_eq!(m.batch().producer().producer_epoch, s.epoch + 1);
+    }
+    assert_eq!(h.finish(plan), TxnState::CompleteCommit);
+    assert_eq!(h.epoch("tx"), s.epoch + 1);
+    assert_eq!(h.read_committed(&a), vec!["a1"]);
+    // A late batch of the ended transaction's epoch is refused, and cannot
+    // begin a transaction.
+    assert_eq!(
+        code(produce_v2(&mut h, &s, &a, "late")),
+        ErrorCode::InvalidProducerEpoch
+    );
+    assert_eq!(h.state("tx"), TxnState::CompleteCommit);
+    // The producer goes on with the bumped epoch; the next end bumps again.
+    let s2 = Session {
+        epoch: s.epoch + 1,
+        ..s.clone()
+    };
+    produce_v2(&mut h, &s2, &a, "a2").unwrap();
+    assert_eq!(
+        h.coord_ref().describe("tx").unwrap().partitions,
+        vec![a.clone()]
+    );
+    // The old epoch is not a retry of anything now: fenced.
+    assert_eq!(
+        code(
+            h.coord()
+                .end_txn_v2(&s.id, s.pid, s.epoch, Outcome::Abort, None)
+        ),
+        ErrorCode::ProducerFenced
+    );
+    let s3 = end_v2(&mut h, &s2, Outcome::Abort);
+    assert_eq!(s3.epoch, s.epoch + 2);
+    assert_eq!(h.read_committed(&a), vec!["a1"]);
+    assert_eq!(h.read_uncommitted(&a), vec!["a1", "a2"]);
+}
+
+#[test]
+fn a_retry_of_a_lost_end_answer_gets_the_same_answer() {
+    let mut h = Harness::new();
+    let out = tp("out", 0);
+    let s = h.init("tx");
+    produce_v2(&mut h, &s, &out, "x").unwrap();
+    let EndTxnV2::Execute(plan) = h
+        .coord()
+        .end_txn_v2(&s.id, s.pid, s.epoch, Outcome::Commit, None)
+        .unwrap()
+    else {
+        panic!("a plan");
+    };
+    // While the plan executes: the retry waits, the new epoch too.
+    assert_eq!(
+        code(
+            h.coord()
+                .end_txn_v2(&s.id, s.pid, s.epoch, Outcome::Commit, None)
+        ),
+        ErrorCode::ConcurrentTransactions
+    );
+    assert_eq!(
+        code(
+            h.coord()
+                .end_txn_v2(&s.id, s.pid, s.epoch + 1, Outcome::Commit, None)
+        ),
+        ErrorCode::ConcurrentTransactions
+    );
+    // The plan is lost: the retry gets it again, with the same identity.
+    drop(plan);
+    let EndTxnV2::Execute(again) = h
+        .coord()
+        .end_txn_v2(&s.id, s.pid, s.epoch, Outcome::Commit, None)
+        .unwrap()
+    else {
+        panic!("a retry re-issues the unfinished plan");
+    };
+    assert_eq!(again.continue_as(), (s.pid, s.epoch + 1));
+    h.finish(again);
+    // Complete: the same outcome answers the bumped identity again, the
+    // other outcome is INVALID_TXN_STATE, an older epoch is fenced.
+    let r = h
+        .coord()
+        .end_txn_v2(&s.id, s.pid, s.epoch, Outcome::Commit, None)
+        .unwrap();
+    assert!(
+        matches!(r, EndTxnV2::AlreadyComplete { producer_id, producer_epoch }
+            if producer_id == s.pid && producer_epoch == s.epoch + 1),
+        "{r:?}"
+    );
+    assert_eq!(
+        code(
+            h.coord()
+                .end_txn_v2(&s.id, s.pid, s.epoch, Outcome::Abort, None)
+        ),
+        ErrorCode::InvalidTxnState
+    );
+    assert_eq!(
+        code(
+            h.coord()
+                .end_txn_v2(&s.id, s.pid, s.epoch + 7, Outcome::Abort, None)
+        ),
+        ErrorCode::ProducerFenced
+    );
+    assert_eq!(
+        code(
+            h.coord()
+                .end_txn_v2(&s.id, s.pid + 1, s.epoch, Outcome::Commit, None)
+        ),
+        ErrorCode::InvalidProducerIdMapping
+    );
+    assert_eq!(h.read_committed(&out), vec!["x"]);
+}
+
+#[test]
+fn an_abort_with_nothing_open_bumps_the_epoch_and_marks_nothing() {
+    let mut h = Harness::new();
+    let out = tp("out", 0);
+    let s = h.init("tx");
+    // A commit needs a transaction.
+    assert_eq!(
+        code(
+            h.coord()
+                .end_txn_v2(&s.id, s.pid, s.epoch, Outcome::Commit, None)
+        ),
+        ErrorCode::InvalidTxnState
+    );
+    produce_v2(&mut h, &s, &out, "x").unwrap();
+    let s2 = end_v2(&mut h, &s, Outcome::Commit);
+    // Complete, nothing open: an abort bumps the epoch without re-marking
+    // the previous transaction's partitions.
+    let EndTxnV2::Execute(plan) = h
+        .coord()
+        .end_txn_v2(&s2.id, s2.pid, s2.epoch, Outcome::Abort, None)
+        .unwrap()
+    else {
+        panic!("a plan");
+    };
+    assert!(plan.markers().is_empty());
+    assert_eq!(plan.continue_as(), (s.pid, s2.epoch + 1));
+    assert_eq!(h.finish(plan), TxnState::CompleteAbort);
+    assert_eq!(h.read_uncommitted(&out), vec!["x"]);
+    assert_eq!(h.read_committed(&out), vec!["x"]);
+}
+
+#[test]
+fn implicit_partitions_follow_the_transactions_rules() {
+    let mut h = Harness::new();
+    let (a, b) = (tp("out", 0), tp("out", 1));
+    let s = h.init("tx");
+    let stranger = Session {
+        id: "nobody".into(),
+        ..s.clone()
+    };
+    assert_eq!(
+        code(produce_v2(&mut h, &stranger, &a, "x")),
+        ErrorCode::InvalidProducerIdMapping
+    );
+    produce_v2(&mut h, &s, &a, "x").unwrap();
+    // Abort-only: nothing more joins.
+    h.coord().mark_abort_only("tx", s.epoch, "a send failed");
+    assert_eq!(
+        code(produce_v2(&mut h, &s, &b, "y")),
+        ErrorCode::InvalidTxnState
+    );
+    // While the end is being decided, a batch of the new epoch waits.
+    let EndTxnV2::Execute(plan) = h
+        .coord()
+        .end_txn_v2(&s.id, s.pid, s.epoch, Outcome::Abort, None)
+        .unwrap()
+    else {
+        panic!("a plan");
+    };
+    let next = Session {
+        epoch: s.epoch + 1,
+        ..s.clone()
+    };
+    assert_eq!(
+        code(produce_v2(&mut h, &next, &b, "z")),
+        ErrorCode::ConcurrentTransactions
+    );
+    h.finish(plan);
+    produce_v2(&mut h, &next, &b, "z").unwrap();
+    let d = h.coord_ref().describe("tx").unwrap();
+    assert_eq!((d.state, d.partitions), (TxnState::Ongoing, vec![b]));
+    // The timeout counts from the implicit begin.
+    h.clock.advance(TIMEOUT_MS + 1);
+    let expired = h.coord().expire_transactions().unwrap();
+    assert_eq!(expired.len(), 1);
+    assert_eq!(expired[0].markers()[0].tp(), &tp("out", 1));
+}
+
+#[test]
+fn exhausted_epochs_move_the_id_to_a_fresh_producer_id_at_the_end_also_across_a_crash() {
+    let mut h = Harness::new();
+    h.crash_coordinator();
+    let json = format!(
+        r#"{{"id":"tx","state":"CompleteCommit","producer_id":1,"producer_epoch":{},"last_producer_epoch":-1,"timeout_ms":60000,"start_ms":0,"partitions":[],"groups":[],"offsets":[]}}"#,
+        MAX_PRODUCER_EPOCH - 2
+    );
+    let line = format!("{:08x} {json}\n", crc32c::crc32c(json.as_bytes()));
+    std::fs::write(h.journal_path(), line).unwrap();
+    assert!(h.open_coordinator().is_empty());
+    let s = h.init("tx");
+    assert_eq!(s.epoch, MAX_PRODUCER_EPOCH - 1);
+    let out = tp("out", 0);
+    produce_v2(&mut h, &s, &out, "last").unwrap();
+    let r = h
+        .coord()
+        .end_txn_v2(&s.id, s.pid, s.epoch, Outcome::Commit, None)
+        .unwrap();
+    assert!(matches!(r, EndTxnV2::NeedsProducerId), "{r:?}");
+    // The same producer id is no fresh one.
+    let r = h
+        .coord()
+        .end_txn_v2(&s.id, s.pid, s.epoch, Outcome::Commit, Some(s.pid))
+        .unwrap();
+    assert!(matches!(r, EndTxnV2::NeedsProducerId), "{r:?}");
+    let EndTxnV2::Execute(plan) = h
+        .coord()
+        .end_txn_v2(&s.id, s.pid, s.epoch, Outcome::Commit, Some(9))
+        .unwrap()
+    else {
+        panic!("a plan");
+    };
+    // The markers close the old producer id at the last epoch.
+    assert_eq!(plan.producer().producer_id, s.pid);
+    assert_eq!(plan.producer().producer_epoch, MAX_PRODUCER_EPOCH);
+    assert_eq!(plan.continue_as(), (9, 0));
+    // A crash before the markers: recovery completes the end and moves on.
+    drop(plan);
+    let plans = h.crash_and_reopen();
+    assert_eq!(plans.len(), 1);
+    assert_eq!(plans[0].continue_as(), (9, 0));
+    for plan in plans {
+        h.finish(plan);
+    }
+    let d = h.coord_ref().describe("tx").unwrap();
+    assert_eq!(
+        (d.state, d.producer_id, d.producer_epoch),
+        (TxnState::CompleteCommit, 9, 0)
+    );
+    assert_eq!(h.read_committed(&out), vec!["last"]);
+    let next = Session {
+        id: "tx".into(),
+        pid: 9,
+        epoch: 0,
+    };
+    produce_v2(&mut h, &next, &out, "fresh").unwrap();
+    assert_eq!(end_v2(&mut h, &next, Outcome::Commit).epoch, 1);
+    assert_eq!(h.read_committed(&out), vec!["last", "fresh"]);
+}
