@@ -130,9 +130,17 @@ pub struct FetchResult {
 #[derive(Debug)]
 pub struct PendingAppend {
     outcome: AppendOutcome,
+    log_append_time_ms: Option<i64>,
 }
 
 impl PendingAppend {
+    /// The broker time stamped into the batch when its topic's
+    /// `message.timestamp.type` is LogAppendTime (Produce answers it as
+    /// `log_append_time_ms`); `None` for CreateTime topics.
+    pub fn log_append_time_ms(&self) -> Option<i64> {
+        self.log_append_time_ms
+    }
+
     /// The offsets, if already known (acks=1, or acks=all before commit).
     pub fn base_offset(&self) -> Option<i64> {
         match &self.outcome {
@@ -158,6 +166,15 @@ impl PendingAppend {
             }),
         }
     }
+}
+
+/// What a topic's settings decided about one append.
+#[derive(Debug, Clone, Copy)]
+struct TopicAppend {
+    /// The topic's `min.insync.replicas` (its own, else the broker's).
+    min_insync_replicas: usize,
+    /// The broker time stamped into the batch of a LogAppendTime topic.
+    log_append_time_ms: Option<i64>,
 }
 
 /// How `append_on_leader` appends, beyond the batch and the ack mode.
@@ -280,9 +297,10 @@ impl DataPath<'_> {
         self.cluster.check_running()?;
         check_user_topic(tp)?;
         let slot = self.cluster.slot(tp)?;
-        self.check_against_topic(tp, &mut batch)?;
+        let topic = self.check_against_topic(tp, &mut batch)?;
         let records = batch.record_count() as u64;
         let outcome = self.cluster.with_slot(&slot, |set| {
+            set.set_min_insync_replicas(topic.min_insync_replicas);
             if let Some((producer_id, producer_epoch)) = client_sequence {
                 batch = batch.with_producer(ProducerInfo {
                     producer_id,
@@ -307,7 +325,10 @@ impl DataPath<'_> {
         })?;
         self.cluster.note_write_succeeded();
         self.after_append(&slot, records)?;
-        Ok(PendingAppend { outcome })
+        Ok(PendingAppend {
+            outcome,
+            log_append_time_ms: topic.log_append_time_ms,
+        })
     }
 
     /// What the topic's settings refuse or change before anything is
@@ -324,13 +345,24 @@ impl DataPath<'_> {
     /// as every decompression), and the recompressed batch must fit
     /// `max.message.bytes` too, as in Kafka. This runs before the
     /// partition lock is taken. Markers are the coordinator's and pass.
-    fn check_against_topic(self, tp: &TopicPartition, batch: &mut RecordBatch) -> Result<()> {
-        if batch.control().is_some() {
-            return Ok(());
-        }
+    /// Every append, markers too, needs the topic's `min.insync.replicas`
+    /// for acks=all.
+    fn check_against_topic(
+        self,
+        tp: &TopicPartition,
+        batch: &mut RecordBatch,
+    ) -> Result<TopicAppend> {
         let topic = self.cluster.topic(&tp.topic)?;
         let config = &topic.meta.config;
         let broker = self.cluster.broker_defaults();
+        let min_isr = config.effective_i64("min.insync.replicas", &broker);
+        let mut checked = TopicAppend {
+            min_insync_replicas: usize::try_from(min_isr).unwrap_or(1).max(1),
+            log_append_time_ms: None,
+        };
+        if batch.control().is_some() {
+            return Ok(checked);
+        }
         let max_bytes = config.effective_i64("max.message.bytes", &broker);
         check_batch_size(tp, batch, max_bytes)?;
         if config.cleanup_policy.compacts() {
@@ -344,10 +376,11 @@ impl DataPath<'_> {
         let now = self.cluster.clock.now_ms();
         if config.effective_str("message.timestamp.type", &broker) == "LogAppendTime" {
             batch.stamp_log_append_time(now);
-            return Ok(());
+            checked.log_append_time_ms = Some(now);
+            return Ok(checked);
         }
         if batch.record_count() == 0 {
-            return Ok(());
+            return Ok(checked);
         }
         let before = config.effective_i64("message.timestamp.before.max.ms", &broker);
         let after = config.effective_i64("message.timestamp.after.max.ms", &broker);
@@ -364,7 +397,7 @@ impl DataPath<'_> {
                  ({after}) after the broker's time {now}"
             )));
         }
-        Ok(())
+        Ok(checked)
     }
 
     /// `submit_append` for consecutive batches to one partition with one
@@ -386,11 +419,19 @@ impl DataPath<'_> {
                 .collect()
         };
         // A batch the topic refuses is refused alone, on the lone path.
+        let mut checked = Vec::with_capacity(batches.len());
         let groupable = batches.len() > 1
             && batches.iter_mut().all(|b| {
-                b.transactional_id().is_none()
-                    && b.control().is_none()
-                    && self.check_against_topic(tp, b).is_ok()
+                if b.transactional_id().is_some() || b.control().is_some() {
+                    return false;
+                }
+                match self.check_against_topic(tp, b) {
+                    Ok(c) => {
+                        checked.push(c);
+                        true
+                    }
+                    Err(_) => false,
+                }
             });
         // What refuses a whole group (a stopped broker, an internal topic,
         // an unknown or offline partition) each lone append finds again,
@@ -407,6 +448,9 @@ impl DataPath<'_> {
         let mut batches = Some(batches);
         let appended = self.cluster.with_slot(&slot, |set| {
             let batches = batches.take().expect("taken once");
+            if let Some(c) = checked.first() {
+                set.set_min_insync_replicas(c.min_insync_replicas);
+            }
             Ok(set.append_group(batches, acks, None))
         });
         let Ok(appended) = appended else {
@@ -414,12 +458,16 @@ impl DataPath<'_> {
         };
         let mut answers: Vec<Result<PendingAppend>> = appended
             .into_iter()
-            .map(|r| {
+            .zip(checked)
+            .map(|(r, c)| {
                 let r = r.map_err(ClusterError::from);
                 let outcome = self
                     .cluster
                     .settle(&slot, crate::health::Access::Write, r)?;
-                Ok(PendingAppend { outcome })
+                Ok(PendingAppend {
+                    outcome,
+                    log_append_time_ms: c.log_append_time_ms,
+                })
             })
             .collect();
         let records = answers

@@ -330,9 +330,9 @@ pub const TOPIC_CONFIGS: [TopicConfigDef; 35] = [
         T::Int,
         "1",
         V::AtLeast(1),
-        Stored,
+        Enforced,
         Some("min.insync.replicas"),
-        "In-sync replicas an acks=all produce needs. Per topic it is stored only: the broker-wide --min-insync-replicas is what acks=all enforces (NOT_ENOUGH_REPLICAS).",
+        "In-sync replicas an acks=all produce needs (the topic's own value, else the broker's --min-insync-replicas): fewer is NOT_ENOUGH_REPLICAS before the append, and an ISR that shrinks below it while an append waits is NOT_ENOUGH_REPLICAS_AFTER_APPEND.",
     ),
     def(
         "preallocate",

@@ -205,6 +205,17 @@ impl PartitionReplicaSet {
         &self.config
     }
 
+    /// Sets the in-sync replicas an acks=all append needs from now on (the
+    /// topic's `min.insync.replicas`, which may change at run time): below
+    /// it a new acks=all append is NOT_ENOUGH_REPLICAS, and a waiting one
+    /// whose ISR shrank under it NOT_ENOUGH_REPLICAS_AFTER_APPEND. Zero is
+    /// ignored (the config refuses it).
+    pub fn set_min_insync_replicas(&mut self, n: usize) {
+        if n > 0 {
+            self.config.min_insync_replicas = n;
+        }
+    }
+
     /// Changes the segment size of every replica's log for future rolls.
     pub fn set_segment_max_bytes(&mut self, bytes: u64) -> Result<()> {
         for r in self.replicas.values_mut() {

@@ -139,8 +139,12 @@ fn submit(
     {
         Ok(append) => Step::Pending {
             tp,
+            // A LogAppendTime topic's broker time (the core stamped it),
+            // or a batch that asked for LogAppendTime itself; -1 otherwise.
+            log_append_time: append
+                .log_append_time_ms()
+                .or(produced.log_append_time.then_some(now)),
             append,
-            log_append_time: produced.log_append_time.then_some(now),
         },
         Err(e) => Step::Done(from_error(p.index, &e)),
     }
