@@ -4,6 +4,10 @@
 //! TxnOffsetCommit v5 without AddOffsetsToTxn, EndTxn v5 answering the
 //! bumped epoch; the old epoch fenced; AddPartitionsToTxn v4's batched and
 //! verify-only forms; and the first protocol (v3 and below) unchanged.
+#![allow(
+    clippy::too_many_lines,
+    reason = "a test scenario reads top to bottom as one story; split, its steps would scatter"
+)]
 
 mod common;
 

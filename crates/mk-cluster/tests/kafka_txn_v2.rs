@@ -35,7 +35,7 @@ async fn produce_v2(
         .submit_append_as(tp, batch, AckMode::All, None, TxnVersion::V2)?
         .wait()
         .await?;
-    *client.seqs.entry(tp.clone()).or_insert(0) += values.len() as i32;
+    *client.seqs.entry(tp.clone()).or_insert(0) += i32::try_from(values.len()).unwrap();
     Ok(r)
 }
 

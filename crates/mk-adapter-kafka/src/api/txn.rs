@@ -145,7 +145,18 @@ async fn add_partitions(
         Err(_) => BTreeMap::new(),
     };
     let whole = misdirected.or_else(|| outcome.as_ref().err().map(|e| txn_code(e, v, 2)));
-    txn.topics
+    answer_partitions(txn.topics, whole, &by_tp)
+}
+
+/// One answer per partition named: the whole request's error if any, else
+/// the partition's own (a partition the core did not answer, such as a
+/// negative index, is UNKNOWN_TOPIC_OR_PARTITION).
+fn answer_partitions(
+    topics: &[AddPartitionsToTxnTopic],
+    whole: Option<KafkaCode>,
+    by_tp: &BTreeMap<TopicPartition, KafkaCode>,
+) -> Vec<AddPartitionsToTxnTopicResult> {
+    topics
         .iter()
         .map(|t| AddPartitionsToTxnTopicResult {
             name: t.name.clone(),
@@ -248,10 +259,9 @@ pub async fn handle_end_txn(ctx: &Ctx<'_>, req: EndTxnRequest) -> EndTxnResponse
     }
 }
 
-pub async fn handle_txn_offset_commit(
-    ctx: &Ctx<'_>,
-    req: TxnOffsetCommitRequest,
-) -> TxnOffsetCommitResponse {
+/// The core's view of a TxnOffsetCommit request (partitions with a
+/// negative index are answered UNKNOWN_TOPIC_OR_PARTITION by the caller).
+fn txn_offset_commit_of(req: &TxnOffsetCommitRequest) -> TxnOffsetCommit {
     let mut offsets = BTreeMap::new();
     for t in &req.topics {
         for p in &t.partitions {
@@ -265,7 +275,7 @@ pub async fn handle_txn_offset_commit(
             }
         }
     }
-    let commit = TxnOffsetCommit {
+    TxnOffsetCommit {
         transactional_id: req.transactional_id.clone(),
         group_id: req.group_id.clone(),
         producer_id: req.producer_id,
@@ -274,7 +284,14 @@ pub async fn handle_txn_offset_commit(
         member_id: req.member_id.clone(),
         group_instance_id: req.group_instance_id.clone(),
         offsets,
-    };
+    }
+}
+
+pub async fn handle_txn_offset_commit(
+    ctx: &Ctx<'_>,
+    req: TxnOffsetCommitRequest,
+) -> TxnOffsetCommitResponse {
+    let commit = txn_offset_commit_of(&req);
     let code_of = |e: &ClusterError| txn_code(e, ctx.version(), 3);
     // TxnOffsetCommit goes to the group's coordinator, as in Kafka.
     // v5+ (transactions v2): the group joins the transaction by itself.
