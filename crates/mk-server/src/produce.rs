@@ -200,8 +200,10 @@ fn random_start() -> u32 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u32(std::process::id());
-    // Keeping the low 32 bits of a random hash is the point.
-    #[allow(clippy::cast_possible_truncation)]
+    #[allow(
+        clippy::cast_possible_truncation,
+        reason = "keeping the low 32 bits of a random hash is the point"
+    )]
     let start = h.finish() as u32;
     start
 }
