@@ -6,11 +6,10 @@
 //! Reported per listener: records/s, MB/s and the broker's CPU per record
 //! (user + system, from /proc), then SASL_SSL over PLAINTEXT for each.
 //! The certificates (a CA and the broker's, for 127.0.0.1) are made here
-//! with rcgen; the SCRAM user is added with `mk-server user add`.
+//! with openssl; the SCRAM user is added with `mk-server user add`.
 
 use super::{BIN, cpu_secs, figure, load, report};
 use mk_server::Listening;
-use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -31,27 +30,77 @@ impl Drop for Broker {
     }
 }
 
-/// A CA, and a certificate for 127.0.0.1 it signed; returns the CA's PEM
-/// file and the broker's certificate and key files.
+/// A CA, and a certificate for 127.0.0.1 it signed (openssl, as the
+/// interop suite makes them: librdkafka's OpenSSL verifies the chain and
+/// the address); returns the CA's PEM file and the broker's certificate
+/// and key files.
 fn certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca = ca.self_signed(&ca_key).unwrap();
-    let key = KeyPair::generate().unwrap();
-    let cert = CertificateParams::new(vec!["127.0.0.1".to_string()])
-        .unwrap()
-        .signed_by(&key, &ca, &ca_key)
-        .unwrap();
-    let paths = (
+    let openssl = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("openssl runs");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+    ];
+    let mut ca = vec![
+        "req",
+        "-x509",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-subj",
+        "/CN=mk-bench-ca",
+    ];
+    ca.extend(ec);
+    ca.extend(["-days", "1", "-addext", "basicConstraints=critical,CA:TRUE"]);
+    openssl(&ca);
+    let mut csr = vec![
+        "req",
+        "-keyout",
+        "broker.key",
+        "-out",
+        "broker.csr",
+        "-subj",
+        "/CN=localhost",
+    ];
+    csr.extend(ec);
+    openssl(&csr);
+    std::fs::write(dir.join("broker.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "broker.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "1",
+        "-extfile",
+        "broker.ext",
+        "-out",
+        "broker.pem",
+    ]);
+    (
         dir.join("ca.pem"),
         dir.join("broker.pem"),
         dir.join("broker.key"),
-    );
-    std::fs::write(&paths.0, ca.pem()).unwrap();
-    std::fs::write(&paths.1, cert.pem()).unwrap();
-    std::fs::write(&paths.2, key.serialize_pem()).unwrap();
-    paths
+    )
 }
 
 fn start(dir: &Path, cert: &Path, key: &Path) -> Broker {
