@@ -336,3 +336,37 @@ def test_java_fence_producers_fences_an_open_transaction(broker):
     assert [g.value for g in DRIVERS["confluent-kafka"].read_isolated(broker.bootstrap, t, "read_uncommitted")] == [
         f"fenced-{i}".encode() for i in range(5)
     ]
+
+
+def test_java_configs_with_kafkas_names_list_operations_and_a_dynamic_broker_config(three_brokers):
+    """createTopics with ordinary Kafka configs (compression.type,
+    max.message.bytes, segment.ms, min.compaction.lag.ms) succeeds and
+    describeConfigs reports them as DYNAMIC_TOPIC_CONFIG; APPEND and
+    SUBTRACT edit the list config cleanup.policy; a dynamic broker config
+    altered on broker 1 is described with its new value there."""
+    server = three_brokers
+    t = unique_topic("jadmin-kconfigs")
+    given = {"compression.type": "zstd", "max.message.bytes": "2097152", "segment.ms": "3600000",
+             "min.compaction.lag.ms": "1000"}
+    checked(create(server, {"name": t, "partitions": 1, "configs": given}), "createTopics")
+
+    def configs(kind="topic", name=t):
+        return checked(java("describe-configs", server, resources=[{"type": kind, "name": name}]),
+                       "describeConfigs")[name]["configs"]
+
+    c = configs()
+    for k, v in given.items():
+        assert (c[k]["value"], c[k]["source"]) == (v, "DYNAMIC_TOPIC_CONFIG"), (k, c[k])
+
+    def alter(kind, name, *ops):
+        resources = [{"type": kind, "name": name, "ops": [list(op) for op in ops]}]
+        return checked(java("alter-configs", server, resources=resources), "incrementalAlterConfigs")
+
+    alter("topic", t, ("APPEND", "cleanup.policy", "compact"))
+    assert set(configs()["cleanup.policy"]["value"].split(",")) == {"delete", "compact"}
+    alter("topic", t, ("SUBTRACT", "cleanup.policy", "delete"))
+    assert configs()["cleanup.policy"]["value"] == "compact"
+
+    alter("broker", "1", ("SET", "log.message.timestamp.after.max.ms", "7200000"))
+    b = configs("broker", "1")["log.message.timestamp.after.max.ms"]
+    assert (b["value"], b["source"]) == ("7200000", "DYNAMIC_BROKER_CONFIG"), b
