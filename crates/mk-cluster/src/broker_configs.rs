@@ -346,6 +346,11 @@ impl BrokerCluster {
         let next = broker_defaults(&self.config, metadata.broker_configs());
         *crate::locks::plain_write(&self.broker_defaults) = Arc::new(next);
         tracing::info!(scope, ?changes, "broker configs altered");
+        // A promotion persists under its partition's lock, which comes
+        // before the metadata lock: release it first. Turning the broker
+        // default of unclean elections on elects leaderless partitions.
+        drop(metadata);
+        self.brokers().elect_offline_uncleanly(None)?;
         Ok(())
     }
 }

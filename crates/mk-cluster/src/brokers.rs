@@ -226,11 +226,7 @@ impl Brokers<'_> {
                     Some(next) => {
                         moved.push((tp.clone(), self.cluster.steps().promote(&tp, next)?))
                     }
-                    None => tracing::warn!(
-                        %tp,
-                        broker,
-                        "no in-sync replica can take over; the partition has no leader while the broker is offline"
-                    ),
+                    None => moved.extend(self.elect_unclean_if_allowed(&tp, &replicas)?),
                 }
             } else {
                 self.cluster.steps().remove_from_isr(&tp, broker)?;
@@ -261,9 +257,74 @@ impl Brokers<'_> {
         self.cluster.offline_brokers.send_modify(|s| {
             s.remove(&broker);
         });
+        // A partition left without a leader may now elect this broker's
+        // out-of-sync replica, if its topic allows unclean elections.
+        self.elect_offline_uncleanly(None)?;
         self.cluster.appended.notify_one();
         tracing::info!(broker, "broker back online");
         Ok(true)
+    }
+
+    /// Whether `tp`'s topic allows an unclean election: its own
+    /// `unclean.leader.election.enable`, else the broker default (false).
+    pub fn unclean_allowed(self, tp: &TopicPartition) -> Result<bool> {
+        let topic = self.cluster.topic(&tp.topic)?;
+        let broker = self.cluster.broker_defaults();
+        Ok(topic
+            .meta
+            .config
+            .effective_str("unclean.leader.election.enable", &broker)
+            == "true")
+    }
+
+    /// Every partition (of `topic`, or all) whose leader is offline gets
+    /// an unclean leader where its topic allows it: run when a broker
+    /// returns and when `unclean.leader.election.enable` is turned on.
+    /// Returns the partitions that got a leader.
+    pub fn elect_offline_uncleanly(
+        self,
+        topic: Option<&str>,
+    ) -> Result<Vec<(TopicPartition, LeaderAndEpoch)>> {
+        let mut elected = Vec::new();
+        for slot in self.cluster.healthy_slots() {
+            if topic.is_some_and(|t| t != slot.tp.topic) {
+                continue;
+            }
+            let (leader, replicas) = self
+                .cluster
+                .read_slot(&slot, |set| Ok((set.leader_id(), set.replicas().to_vec())))?;
+            if !self.is_online(leader) {
+                elected.extend(self.elect_unclean_if_allowed(&slot.tp, &replicas)?);
+            }
+        }
+        Ok(elected)
+    }
+
+    /// The leader of `tp` is offline and no in-sync replica is online:
+    /// when the topic allows it, the first online replica of the replica
+    /// list leads (epoch + 1, records above its LEO lost — Kafka's
+    /// trade-off); otherwise the partition stays without a leader until
+    /// an in-sync replica returns.
+    fn elect_unclean_if_allowed(
+        self,
+        tp: &TopicPartition,
+        replicas: &[BrokerId],
+    ) -> Result<Option<(TopicPartition, LeaderAndEpoch)>> {
+        let next = if self.unclean_allowed(tp)? {
+            replicas.iter().copied().find(|b| self.is_online(*b))
+        } else {
+            None
+        };
+        let Some(next) = next else {
+            tracing::warn!(
+                %tp,
+                "no in-sync replica can take over and unclean election is off or impossible; the partition has no leader"
+            );
+            return Ok(None);
+        };
+        let le = self.cluster.steps().promote_unclean(tp, next)?;
+        tracing::warn!(%tp, leader = next, epoch = le.leader_epoch, "unclean leader election: records above the new leader's LEO are lost");
+        Ok(Some((tp.clone(), le)))
     }
 
     fn check_hosted(self, broker: BrokerId) -> Result<()> {

@@ -1,14 +1,16 @@
 //! Leader elections an operator asks for (Kafka's ElectLeaders):
 //! preferred — leadership goes back to the first replica of the replica
-//! list when it is online and in sync — and unclean, which here elects
-//! only in-sync replicas: the core never makes a replica that may lack
-//! committed records a leader, so a partition whose in-sync replicas are
-//! all offline stays without a leader until one returns.
+//! list when it is online and in sync — and unclean, which acts only when
+//! the leader is offline: an online in-sync replica if there is one, else
+//! (as Kafka, KIP-460, whatever `unclean.leader.election.enable` says) the
+//! first online replica of the replica list even though it is out of
+//! sync; records above its log end are then lost.
 //!
-//! An election is the core's promotion (`steps().promote`): epoch + 1,
-//! persisted before it is used; the new leader's ISR starts as itself and
-//! the other replicas re-enter as they catch up. The former leader, when
-//! online, becomes a follower again at once.
+//! An election is the core's promotion (`steps().promote`, or
+//! `promote_unclean`): epoch + 1, persisted before it is used; the new
+//! leader's ISR starts as itself and the other replicas re-enter as they
+//! catch up (truncating to the new leader's log first). The former leader,
+//! when online, becomes a follower again at once.
 
 use crate::brokers::Brokers;
 use crate::error::ClusterError;
@@ -82,11 +84,11 @@ impl Brokers<'_> {
                 if online.contains(&leader) {
                     return Err(ElectionRefusal::NotNeeded);
                 }
-                replicas.iter().copied().find(eligible).ok_or_else(|| {
-                    ElectionRefusal::NoEligibleLeader(format!(
-                        "no in-sync replica of {tp} is online (the core elects no replica that may lack committed records)"
-                    ))
-                })?
+                if let Some(b) = replicas.iter().copied().find(eligible) {
+                    b
+                } else {
+                    return self.elect_out_of_sync(tp, &replicas, &online);
+                }
             }
         };
         let elected = self.cluster.steps().promote(tp, chosen)?;
@@ -95,6 +97,26 @@ impl Brokers<'_> {
             self.cluster.appended.notify_one();
         }
         tracing::info!(%tp, leader = chosen, epoch = elected.leader_epoch, ?kind, "leader elected");
+        Ok(elected)
+    }
+
+    /// ElectLeaders UNCLEAN with no online in-sync replica: the first
+    /// online replica leads though out of sync (data above its LEO lost).
+    fn elect_out_of_sync(
+        self,
+        tp: &TopicPartition,
+        replicas: &[i32],
+        online: &[i32],
+    ) -> std::result::Result<LeaderAndEpoch, ElectionRefusal> {
+        let chosen = replicas
+            .iter()
+            .copied()
+            .find(|b| online.contains(b))
+            .ok_or_else(|| {
+                ElectionRefusal::NoEligibleLeader(format!("no replica of {tp} is online"))
+            })?;
+        let elected = self.cluster.steps().promote_unclean(tp, chosen)?;
+        tracing::warn!(%tp, leader = chosen, epoch = elected.leader_epoch, "unclean leader elected on request: records above its LEO are lost");
         Ok(elected)
     }
 }

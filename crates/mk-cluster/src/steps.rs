@@ -83,10 +83,26 @@ impl Steps<'_> {
     /// Promotes an in-sync replica to leader (epoch + 1, persisted in the
     /// metadata before the new leadership is used).
     pub fn promote(self, tp: &TopicPartition, broker: BrokerId) -> Result<LeaderAndEpoch> {
+        self.elect(tp, broker, false)
+    }
+
+    /// Unclean election: `broker` leads in epoch + 1 though it may be out
+    /// of the ISR; records above its LEO are lost (mk-replication's
+    /// `promote_unclean`). Persisted as `promote` is. The caller checks
+    /// that the topic (or an ElectLeaders UNCLEAN request) allows it.
+    pub fn promote_unclean(self, tp: &TopicPartition, broker: BrokerId) -> Result<LeaderAndEpoch> {
+        self.elect(tp, broker, true)
+    }
+
+    fn elect(self, tp: &TopicPartition, broker: BrokerId, unclean: bool) -> Result<LeaderAndEpoch> {
         self.cluster.check_running()?;
         let slot = self.cluster.slot(tp)?;
         let result = self.cluster.with_slot(&slot, |set| {
-            let le = set.promote(broker)?;
+            let le = if unclean {
+                set.promote_unclean(broker)?
+            } else {
+                set.promote(broker)?
+            };
             // Persisting under the partition lock keeps appends of the new
             // epoch from racing ahead of the metadata.
             self.cluster

@@ -413,9 +413,9 @@ pub const TOPIC_CONFIGS: [TopicConfigDef; 35] = [
         T::Boolean,
         "false",
         V::Any,
-        Stored,
+        Enforced,
         Some("unclean.leader.election.enable"),
-        "Whether a replica outside the ISR may become leader (the core never elects one, so this has no effect).",
+        "Whether a replica outside the ISR may lead when the leader is lost and no in-sync replica is online (the topic's value, else the broker's): true elects the first online replica in a new epoch, and records above its log end are lost (the other replicas truncate to it); false (the default) leaves the partition without a leader (LEADER_NOT_AVAILABLE) until an in-sync replica returns. Turning it on elects at once; ElectLeaders UNCLEAN elects whatever it says.",
     ),
     def(
         "message.timestamp.difference.max.ms",

@@ -704,6 +704,9 @@ impl Topics<'_> {
                 .with_slot(slot, |set| Ok(set.set_segment_max_bytes(segment)?))?;
         }
         tracing::info!(topic = name, ?changes, "topic config altered");
+        // Turning unclean elections on gives the topic's leaderless
+        // partitions a leader at once, as Kafka's controller does.
+        self.cluster.brokers().elect_offline_uncleanly(Some(name))?;
         Ok(config)
     }
 }

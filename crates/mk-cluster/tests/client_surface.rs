@@ -408,18 +408,35 @@ async fn preferred_election_moves_leadership_back_once_the_replica_is_in_sync() 
 }
 
 #[tokio::test]
-async fn unclean_election_elects_only_an_in_sync_replica() {
-    let node = Node::new(|c| c.broker_ids = vec![1, 2]);
+async fn unclean_election_on_request_elects_an_out_of_sync_replica_whatever_the_config() {
+    let node = Node::new(|c| c.broker_ids = vec![1, 2, 3]);
     let c = node.c();
-    c.topics().create("t", 1, 2).unwrap();
+    c.topics().create("t", 1, 3).unwrap();
     let p0 = tp("t", 0);
-    // Broker 2 falls out of sync, then the leader goes offline: nobody may lead.
+    let batch = RecordBatch::new(vec![Record::new(None, Some(b("a")), 1_000)]).unwrap();
+    c.data()
+        .append_batch(&p0, batch, AckMode::One)
+        .await
+        .unwrap();
+    // Brokers 2 and 3 fall out of sync before copying "a", then the
+    // leader goes offline: no in-sync replica is left, and the topic keeps
+    // unclean.leader.election.enable=false, so nobody took over.
     c.steps().remove_from_isr(&p0, 2).unwrap();
-    c.brokers().take_offline(1).unwrap();
+    c.steps().remove_from_isr(&p0, 3).unwrap();
+    assert!(c.brokers().take_offline(1).unwrap().is_empty());
     assert_eq!(leader(c, "t", 0).0, 1);
+    // ElectLeaders UNCLEAN elects anyway (as Kafka, KIP-460): the first
+    // online replica of the list, out of sync, in a new epoch; "a" is lost.
+    let elected = c
+        .brokers()
+        .elect_leader(&p0, ElectionType::Unclean)
+        .unwrap();
+    assert_eq!((elected.leader_id, elected.leader_epoch), (2, 1));
+    assert_eq!(leader(c, "t", 0), (2, 1, vec![2]));
+    assert_eq!(c.data().log_end_offset(&p0).unwrap(), 0);
     assert!(matches!(
         c.brokers().elect_leader(&p0, ElectionType::Unclean),
-        Err(ElectionRefusal::NoEligibleLeader(_))
+        Err(ElectionRefusal::NotNeeded)
     ));
 }
 

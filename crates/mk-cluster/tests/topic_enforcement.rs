@@ -2,7 +2,9 @@
 //! `min.insync.replicas` for acks=all (NOT_ENOUGH_REPLICAS before the
 //! append, NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrinks under a
 //! waiting one), altered at run time, and the broker time a LogAppendTime
-//! topic reports for an append.
+//! topic reports for an append; `unclean.leader.election.enable` (the
+//! topic's, else the broker default) deciding whether an out-of-sync
+//! replica leads when no in-sync one is left.
 
 mod common;
 
@@ -125,4 +127,122 @@ async fn a_log_append_time_topic_reports_the_time_it_stamped() {
     for g in grouped {
         assert_eq!(g.unwrap().log_append_time_ms(), Some(now));
     }
+}
+
+/// Two brokers; every topic named gets "a" on both replicas, then "b" on
+/// broker 1 alone (broker 2 was offline and is back, out of sync), then
+/// broker 1, the leader, goes offline: no in-sync replica is left.
+async fn leader_lost_with_only_an_out_of_sync_replica(
+    c: &BrokerCluster,
+    topics: &[&str],
+) -> Vec<(TopicPartition, LeaderAndEpoch)> {
+    for t in topics {
+        let p = tp(t, 0);
+        c.data()
+            .append_batch(&p, batch("a"), AckMode::One)
+            .await
+            .unwrap();
+    }
+    for _ in 0..3 {
+        c.steps().replicate_all_once().unwrap();
+    }
+    c.brokers().take_offline(2).unwrap();
+    for t in topics {
+        let p = tp(t, 0);
+        c.data()
+            .append_batch(&p, batch("b"), AckMode::One)
+            .await
+            .unwrap();
+        assert_eq!(c.topics().describe(t).unwrap().partitions[0].isr, vec![1]);
+    }
+    assert!(c.brokers().bring_online(2).unwrap());
+    c.brokers().take_offline(1).unwrap()
+}
+
+fn leader_of(c: &BrokerCluster, t: &str) -> (i32, i32) {
+    let d = c.topics().describe(t).unwrap();
+    (d.partitions[0].leader_id, d.partitions[0].leader_epoch)
+}
+
+#[tokio::test]
+async fn unclean_election_follows_the_topics_config_and_its_alteration() {
+    let node = Node::new(|c| c.broker_ids = vec![1, 2]);
+    let c = node.c();
+    for t in ["u", "k"] {
+        c.topics().create(t, 1, 2).unwrap();
+    }
+    let moved = leader_lost_with_only_an_out_of_sync_replica(c, &["u", "k"]).await;
+    // The default (false): both partitions stay offline.
+    assert!(moved.is_empty(), "{moved:?}");
+    for t in ["u", "k"] {
+        assert_eq!(c.brokers().available_leader(&tp(t, 0)).unwrap(), None);
+        let e = c.brokers().check_leader(&tp(t, 0), 2).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::LeaderNotAvailable, "{e}");
+    }
+    // Turning it on elects the out-of-sync replica at once; "b" is lost.
+    c.topics()
+        .alter_config("u", &[set("unclean.leader.election.enable", "true")], false)
+        .unwrap();
+    assert_eq!(leader_of(c, "u"), (2, 1));
+    assert_eq!(c.brokers().available_leader(&tp("u", 0)).unwrap(), Some(2));
+    assert_eq!(read_uncommitted(c, &tp("u", 0)), vec!["a"]);
+    let r = c
+        .data()
+        .append_batch(&tp("u", 0), batch("c"), AckMode::One)
+        .await
+        .unwrap();
+    assert_eq!(r.base_offset, Some(1), "the new leader writes at its LEO");
+    // The other topic kept false: no leader until broker 1 returns.
+    assert_eq!(c.brokers().available_leader(&tp("k", 0)).unwrap(), None);
+    assert!(c.brokers().bring_online(1).unwrap());
+    for _ in 0..3 {
+        c.steps().replicate_all_once().unwrap();
+    }
+    // Broker 1 truncated its "b" and follows the new leader.
+    let d = c.topics().describe("u").unwrap();
+    assert_eq!(
+        (d.partitions[0].leader_id, d.partitions[0].isr.clone()),
+        (2, vec![1, 2])
+    );
+    assert_eq!(read_uncommitted(c, &tp("u", 0)), vec!["a", "c"]);
+    assert_eq!(leader_of(c, "k"), (1, 0));
+    assert_eq!(read_uncommitted(c, &tp("k", 0)), vec!["a", "b"]);
+}
+
+#[tokio::test]
+async fn the_broker_default_allows_unclean_election_unless_the_topic_refuses_it() {
+    let node = Node::new(|c| c.broker_ids = vec![1, 2]);
+    let c = node.c();
+    let on = IncrementalChange {
+        key: "unclean.leader.election.enable".into(),
+        op: IncrementalOp::Set("true".into()),
+    };
+    c.alter_broker_configs(None, &[on], false, false).unwrap();
+    for t in ["open", "strict"] {
+        c.topics().create(t, 1, 2).unwrap();
+    }
+    c.topics()
+        .alter_config(
+            "strict",
+            &[set("unclean.leader.election.enable", "false")],
+            false,
+        )
+        .unwrap();
+    let moved = leader_lost_with_only_an_out_of_sync_replica(c, &["open", "strict"]).await;
+    assert_eq!(
+        moved,
+        vec![(
+            tp("open", 0),
+            LeaderAndEpoch {
+                leader_id: 2,
+                leader_epoch: 1
+            }
+        )]
+    );
+    assert_eq!(read_uncommitted(c, &tp("open", 0)), vec!["a"]);
+    assert_eq!(
+        c.brokers().available_leader(&tp("strict", 0)).unwrap(),
+        None
+    );
+    assert_eq!(leader_of(c, "strict"), (1, 0));
 }

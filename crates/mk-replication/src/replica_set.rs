@@ -848,6 +848,31 @@ impl PartitionReplicaSet {
                 isr: self.isr(),
             });
         }
+        self.take_leadership(broker)
+    }
+
+    /// Unclean election (Kafka's `unclean.leader.election.enable`, and
+    /// ElectLeaders UNCLEAN): makes `broker` the leader in epoch + 1 even
+    /// though it is not in the ISR. The trade-off is data loss: the new
+    /// leader keeps its log as it is, so records above its LEO — committed
+    /// or not — are gone; the HW falls back to that LEO when it was above
+    /// it, and every other replica truncates to the new leader's log when
+    /// it reconciles (its epoch cache names the divergence). Otherwise as
+    /// `promote`. The caller decides that an unclean election is allowed;
+    /// an in-sync `broker` is promoted cleanly.
+    pub fn promote_unclean(&mut self, broker: BrokerId) -> Result<LeaderAndEpoch> {
+        self.replica(broker)?;
+        if broker == self.leader_id {
+            return Err(ReplicationError::InvalidRequest(format!(
+                "broker {broker} already leads {}",
+                self.tp
+            )));
+        }
+        self.take_leadership(broker)
+    }
+
+    /// `broker` leads in epoch + 1 (both promotions).
+    fn take_leadership(&mut self, broker: BrokerId) -> Result<LeaderAndEpoch> {
         let new_epoch = self.leader_epoch.checked_add(1).ok_or_else(|| {
             ReplicationError::InvalidRequest(format!(
                 "leader epoch {} of {} cannot grow",
@@ -885,12 +910,18 @@ impl PartitionReplicaSet {
                 self.high_watermark
             )));
         }
-        assert!(
-            leo >= self.high_watermark,
-            "{}: promoted in-sync replica {broker} ends at {leo}, below the HW {}",
-            self.tp,
-            self.high_watermark
-        );
+        if leo < self.high_watermark {
+            // Only an unclean election gets here: an ISR member holds
+            // every record below the HW.
+            tracing::warn!(
+                tp = %self.tp,
+                broker,
+                lost_from = leo,
+                high_watermark = self.high_watermark,
+                "unclean election: records from the new leader's LEO up to the HW are lost"
+            );
+            self.high_watermark = leo;
+        }
         self.advance_high_watermark();
         self.check_invariants();
         Ok(self.leader_and_epoch())

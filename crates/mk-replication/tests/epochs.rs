@@ -139,6 +139,52 @@ fn promotion_requires_an_in_sync_replica() {
 }
 
 #[test]
+fn unclean_promotion_elects_an_out_of_sync_replica_and_loses_the_tail_above_its_leo() {
+    let h = Harness::new();
+    let mut set = h.create(&[1, 2, 3]);
+    put(&mut set, &["a"]);
+    set.replicate_all_once().unwrap();
+    set.remove_from_isr(3).unwrap();
+    put(&mut set, &["b", "c"]);
+    set.replicate_all_once().unwrap();
+    assert_eq!((set.isr(), set.high_watermark()), (vec![1, 2], 3));
+    // The clean rule refuses broker 3; the unclean one takes it.
+    assert_eq!(
+        set.promote(3).unwrap_err().code(),
+        ErrorCode::NotInSyncReplica
+    );
+    let le = set.promote_unclean(3).unwrap();
+    assert_eq!((le.leader_id, le.leader_epoch), (3, 1));
+    assert_eq!(set.isr(), vec![3]);
+    assert_eq!(
+        set.high_watermark(),
+        1,
+        "the HW falls back to the new leader's LEO"
+    );
+    assert_eq!(
+        visible(&set),
+        vals(&[(0, "a")]),
+        "committed b and c are lost"
+    );
+    assert_eq!(put(&mut set, &["d"]), 1, "the new leader writes at its LEO");
+    // A surviving replica truncates to the new leader's log as it follows.
+    set.rejoin(2).unwrap();
+    let fetch = set.replicate_all_once().unwrap();
+    assert_eq!(fetch[0].truncated_to, Some(1), "{fetch:?}");
+    assert_eq!(
+        values(set.replica_log(2).unwrap()),
+        vals(&[(0, "a"), (1, "d")])
+    );
+    assert_eq!((set.isr(), set.high_watermark()), (vec![2, 3], 2));
+    assert_isr_identical_below_hw(&set);
+    assert_eq!(
+        set.promote_unclean(3).unwrap_err().code(),
+        ErrorCode::InvalidRequest,
+        "the leader is not elected again"
+    );
+}
+
+#[test]
 fn data_above_old_hw_on_promoted_follower_is_kept() {
     let h = Harness::new();
     let mut set = h.create(&[1, 2, 3]);

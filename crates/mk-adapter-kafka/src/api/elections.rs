@@ -1,6 +1,6 @@
 //! ElectLeaders: each partition's election is the core's
-//! (`brokers().elect_leader`: preferred, or unclean among in-sync replicas
-//! only); this maps its refusals to Kafka's codes. Every broker answers it
+//! (`brokers().elect_leader`: preferred, or unclean — an out-of-sync
+//! replica when no in-sync one is online); this maps its refusals to Kafka's codes. Every broker answers it
 //! (Kafka's controller does; admin clients send it to the one Metadata
 //! names).
 
