@@ -1552,6 +1552,34 @@ mod elections {
         assert_eq!(r.error_code, KafkaCode::INVALID_REQUEST);
         h.stop().await;
     }
+
+    #[tokio::test]
+    async fn unclean_election_elects_an_out_of_sync_replica_when_no_in_sync_one_is_online() {
+        let h = Harness::start(vec![1, 2], Default::default()).await;
+        h.cluster.topics().create("t", 1, 2).unwrap();
+        let p0 = TopicPartition::new("t", 0);
+        h.cluster.steps().remove_from_isr(&p0, 2).unwrap();
+        let batch = RecordBatch::new(common::value_records(&["a"])).unwrap();
+        h.cluster
+            .data()
+            .append_batch(&p0, batch, AckMode::One)
+            .await
+            .unwrap();
+        // unclean.leader.election.enable stays false: nobody took over.
+        assert!(h.cluster.brokers().take_offline(1).unwrap().is_empty());
+        let mut c = h.conn(2).await;
+        let r: ElectLeadersResponse = c
+            .call(key::ELECT_LEADERS, 2, &elect(1, Some(&[("t", 0)])))
+            .await;
+        assert_eq!(results(&r), vec![("t".into(), 0, KafkaCode::NONE)]);
+        assert_eq!(leader(&h, 0), (2, vec![2]));
+        assert_eq!(
+            h.cluster.data().log_end_offset(&p0).unwrap(),
+            0,
+            "\"a\" is lost"
+        );
+        h.stop().await;
+    }
 }
 
 mod reassignments {
