@@ -461,6 +461,9 @@ pub(crate) fn log_config(
         index_interval_bytes: config.index_interval_bytes,
         max_batch_bytes: config.max_batch_bytes,
         faults: faults.clone(),
+        segment_ms: topic.and_then(TopicConfig::segment_ms),
+        // The replica set gives its logs its injected clock.
+        clock: None,
     }
 }
 

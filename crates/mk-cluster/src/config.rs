@@ -396,6 +396,12 @@ impl TopicConfig {
         })
     }
 
+    /// `segment.ms`: the topic's own value or Kafka's default (the catalog
+    /// validated it as a long >= 1).
+    pub fn segment_ms(&self) -> Option<i64> {
+        self.get("segment.ms", 0)?.parse().ok()
+    }
+
     /// Sets one key from its Kafka spelling; `-1` means "no limit" for the
     /// retention settings. An unknown key or a value the catalog refuses is
     /// INVALID_CONFIG naming the key; the resulting config is validated.

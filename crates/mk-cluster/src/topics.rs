@@ -691,8 +691,9 @@ impl Topics<'_> {
         );
         // The partitions' locks come before the metadata lock (promotion
         // and moves persist under a partition's lock), so the new segment
-        // size is applied after it is released; `topic_alters`, still held
-        // by the caller, keeps another change from applying in between.
+        // size and age are applied after it is released; `topic_alters`,
+        // still held by the caller, keeps another change from applying in
+        // between.
         drop(metadata);
         let segment = config
             .segment_bytes
@@ -700,8 +701,10 @@ impl Topics<'_> {
         // A damaged partition gets the size from the metadata when it is
         // opened again.
         for slot in topic.partitions.iter().filter(|s| s.damage().is_none()) {
-            self.cluster
-                .with_slot(slot, |set| Ok(set.set_segment_max_bytes(segment)?))?;
+            self.cluster.with_slot(slot, |set| {
+                set.set_segment_max_bytes(segment)?;
+                Ok(set.set_segment_ms(config.segment_ms())?)
+            })?;
         }
         tracing::info!(topic = name, ?changes, "topic config altered");
         // Turning unclean elections on gives the topic's leaderless

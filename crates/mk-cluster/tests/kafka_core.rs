@@ -258,6 +258,55 @@ async fn altered_configs_are_validated_all_or_nothing_persisted_and_in_force() {
     c.lifecycle().close().await.unwrap();
 }
 
+/// The `.log` files of broker 1's replica of `dir_name`.
+fn log_files(data: &std::path::Path, dir_name: &str) -> usize {
+    std::fs::read_dir(data.join("broker-1").join(dir_name))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "log")
+        })
+        .count()
+}
+
+#[tokio::test]
+async fn segment_ms_rolls_by_the_injected_clock_and_alter_config_changes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_000);
+    let c = open(dir.path(), &clock);
+    c.topics().create("aged", 1, 1).unwrap();
+    let t = tp("aged", 0);
+    put(&c, &t, &["a"], 1).await;
+    clock.advance(3_600_000);
+    put(&c, &t, &["b"], 1).await;
+    assert_eq!(log_files(dir.path(), "aged-0"), 1, "default is 7 days");
+    let set = ConfigChange::Set {
+        key: "segment.ms".into(),
+        value: "1000".into(),
+    };
+    c.topics().alter_config("aged", &[set], false).unwrap();
+    // The active segment has held data for an hour: the next append rolls.
+    put(&c, &t, &["c"], 1).await;
+    assert_eq!(log_files(dir.path(), "aged-0"), 2);
+    clock.advance(1_000);
+    put(&c, &t, &["d"], 1).await;
+    assert_eq!(log_files(dir.path(), "aged-0"), 2, "not older than 1000 ms");
+    clock.advance(1);
+    put(&c, &t, &["e"], 1).await;
+    assert_eq!(log_files(dir.path(), "aged-0"), 3);
+    let delete = ConfigChange::Delete {
+        key: "segment.ms".into(),
+    };
+    c.topics().alter_config("aged", &[delete], false).unwrap();
+    clock.advance(60_000);
+    put(&c, &t, &["f"], 1).await;
+    assert_eq!(log_files(dir.path(), "aged-0"), 3, "back to 7 days");
+    c.lifecycle().close().await.unwrap();
+}
+
 #[tokio::test]
 async fn every_kafka_topic_config_and_dynamic_broker_config_survives_a_restart() {
     let dir = tempfile::tempdir().unwrap();

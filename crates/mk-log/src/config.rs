@@ -3,6 +3,7 @@
 //! that segments and recovery can read them without the log itself.
 
 use crate::error::{LogError, Result};
+use mk_core::SharedClock;
 use mk_storage::FaultInjector;
 use std::sync::Arc;
 
@@ -18,6 +19,12 @@ pub struct LogConfig {
     pub max_batch_bytes: u32,
     /// Fault-injection switches (never fire unless a test turns them on).
     pub faults: Arc<FaultInjector>,
+    /// `segment.ms`: an append rolls the active segment first when it has
+    /// held data for longer than this, by `clock`. `None` rolls by size only.
+    pub segment_ms: Option<i64>,
+    /// The injected clock that ages the active segment; `None` (no clock)
+    /// never rolls by age.
+    pub clock: Option<SharedClock>,
 }
 
 impl Default for LogConfig {
@@ -27,6 +34,8 @@ impl Default for LogConfig {
             index_interval_bytes: 4_096,
             max_batch_bytes: 16_777_216,
             faults: Arc::new(FaultInjector::new()),
+            segment_ms: None,
+            clock: None,
         }
     }
 }
@@ -48,6 +57,13 @@ impl LogConfig {
             return Err(LogError::InvalidRequest(
                 "max_batch_bytes must be > 0".into(),
             ));
+        }
+        if let Some(ms) = self.segment_ms
+            && ms < 1
+        {
+            return Err(LogError::InvalidRequest(format!(
+                "segment_ms must be >= 1, got {ms}"
+            )));
         }
         Ok(())
     }

@@ -158,6 +158,10 @@ pub struct PartitionLog {
     active_path: PathBuf,
     pub(crate) txns: TxnIndex,
     scratch: Vec<u8>,
+    /// Clock time of the first append into the active segment since it was
+    /// started or the log opened (`None` while none, or without a clock):
+    /// what `segment_ms` ages.
+    active_since_ms: Option<i64>,
     /// Set by the first I/O failure; every later write is refused.
     failed: Option<String>,
     /// Files were created or removed since the directory was last fsynced.
@@ -237,6 +241,7 @@ impl PartitionLog {
             active_path,
             txns,
             scratch: Vec::new(),
+            active_since_ms: None,
             failed: None,
             dir_dirty,
             rolls: 0,
@@ -269,6 +274,36 @@ impl PartitionLog {
         }
         self.config.segment_max_bytes = bytes;
         Ok(())
+    }
+
+    /// Changes `segment.ms` (a topic config altered at runtime); the next
+    /// append applies it to the active segment. `None` rolls by size only.
+    pub fn set_segment_ms(&mut self, segment_ms: Option<i64>) -> Result<()> {
+        if let Some(ms) = segment_ms
+            && ms < 1
+        {
+            return Err(LogError::InvalidRequest(format!(
+                "segment_ms must be >= 1, got {ms}"
+            )));
+        }
+        self.config.segment_ms = segment_ms;
+        Ok(())
+    }
+
+    /// Whether the active segment has held data for longer than
+    /// `segment_ms` by the injected clock (Kafka's time-based roll, checked
+    /// at append).
+    fn segment_aged(&self) -> bool {
+        match (
+            &self.config.clock,
+            self.config.segment_ms,
+            self.active_since_ms,
+        ) {
+            (Some(clock), Some(max_age), Some(since)) => {
+                clock.now_ms().saturating_sub(since) > max_age
+            }
+            _ => false,
+        }
     }
 
     /// The epoch stamped on batches appended from now on.
@@ -578,6 +613,7 @@ impl PartitionLog {
         let bytes = &buf[first.range.start..last.range.end];
         let active = self.active_segment();
         let fits = frames.len() > 1
+            && !(active.size > 0 && self.segment_aged())
             && active.size + bytes.len() as u64 <= self.config.segment_max_bytes
             && last.header.next_offset() - active.base_offset <= i64::from(u32::MAX);
         let mut failed = false;
@@ -635,7 +671,8 @@ impl PartitionLog {
         let relative_end = header.next_offset() - active.base_offset;
         if active.size > 0
             && (active.size + len > self.config.segment_max_bytes
-                || relative_end > i64::from(u32::MAX))
+                || relative_end > i64::from(u32::MAX)
+                || self.segment_aged())
         {
             self.roll_active()?;
         }
@@ -706,6 +743,9 @@ impl PartitionLog {
         let active = self.segments.last_mut().expect("active");
         active.note_batch(position, header, len, max_ts, interval);
         active.unsynced = true;
+        if self.active_since_ms.is_none() {
+            self.active_since_ms = self.config.clock.as_ref().map(|c| c.now_ms());
+        }
         self.txns.observe(header);
         AppendInfo {
             header: *header,
@@ -762,6 +802,7 @@ impl PartitionLog {
         self.segments.push(Segment::empty(leo));
         self.active_file = file;
         self.active_path = path;
+        self.active_since_ms = None;
         self.dir_dirty = true;
         self.rolls += 1;
         Ok(())
@@ -889,6 +930,7 @@ impl PartitionLog {
         seg.unsynced = false;
         self.active_file = file;
         self.active_path = path;
+        self.active_since_ms = None;
         self.sync_dir()
     }
 

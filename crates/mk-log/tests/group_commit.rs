@@ -17,6 +17,7 @@ fn config_with(segment_max_bytes: u64, faults: &Arc<FaultInjector>) -> LogConfig
         index_interval_bytes: 128,
         max_batch_bytes: 600,
         faults: faults.clone(),
+        ..LogConfig::default()
     }
 }
 

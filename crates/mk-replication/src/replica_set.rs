@@ -144,10 +144,15 @@ impl PartitionReplicaSet {
         data_dir: &Path,
         tp: TopicPartition,
         assignment: PartitionAssignment,
-        config: ReplicationConfig,
+        mut config: ReplicationConfig,
         clock: SharedClock,
     ) -> Result<Self> {
         config.validate()?;
+        // The logs age their active segments (`segment_ms`) by the set's
+        // injected clock unless the caller gave them one.
+        if config.log.clock.is_none() {
+            config.log.clock = Some(clock.clone());
+        }
         check_assignment(&tp, &assignment)?;
         let now = clock.now_ms();
         let mut replicas = BTreeMap::new();
@@ -222,6 +227,16 @@ impl PartitionReplicaSet {
             r.log.set_segment_max_bytes(bytes)?;
         }
         self.config.log.segment_max_bytes = bytes;
+        Ok(())
+    }
+
+    /// Changes `segment.ms` of every replica (see
+    /// [`PartitionLog::set_segment_ms`](mk_log::PartitionLog::set_segment_ms)).
+    pub fn set_segment_ms(&mut self, segment_ms: Option<i64>) -> Result<()> {
+        for r in self.replicas.values_mut() {
+            r.log.set_segment_ms(segment_ms)?;
+        }
+        self.config.log.segment_ms = segment_ms;
         Ok(())
     }
 
