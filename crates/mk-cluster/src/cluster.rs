@@ -462,6 +462,7 @@ pub(crate) fn log_config(
         max_batch_bytes: config.max_batch_bytes,
         faults: faults.clone(),
         segment_ms: topic.and_then(TopicConfig::segment_ms),
+        min_compaction_lag_ms: topic.map_or(0, TopicConfig::min_compaction_lag_ms),
         // The replica set gives its logs its injected clock.
         clock: None,
     }

@@ -402,6 +402,13 @@ impl TopicConfig {
         self.get("segment.ms", 0)?.parse().ok()
     }
 
+    /// `min.compaction.lag.ms`: the topic's own value or Kafka's default, 0.
+    pub fn min_compaction_lag_ms(&self) -> i64 {
+        self.get("min.compaction.lag.ms", 0)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+
     /// Sets one key from its Kafka spelling; `-1` means "no limit" for the
     /// retention settings. An unknown key or a value the catalog refuses is
     /// INVALID_CONFIG naming the key; the resulting config is validated.

@@ -321,9 +321,9 @@ pub const TOPIC_CONFIGS: [TopicConfigDef; 35] = [
         T::Long,
         "0",
         V::AtLeast(0),
-        Stored,
+        Enforced,
         Some("log.cleaner.min.compaction.lag.ms"),
-        "Shortest time a record stays uncompacted (not yet honoured by mk's compaction).",
+        "Records newer than now minus this are not compacted: cleaning stops at the first closed segment holding one, and their keys do not clean older records yet.",
     ),
     def(
         "min.insync.replicas",

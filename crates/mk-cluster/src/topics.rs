@@ -703,7 +703,8 @@ impl Topics<'_> {
         for slot in topic.partitions.iter().filter(|s| s.damage().is_none()) {
             self.cluster.with_slot(slot, |set| {
                 set.set_segment_max_bytes(segment)?;
-                Ok(set.set_segment_ms(config.segment_ms())?)
+                set.set_segment_ms(config.segment_ms())?;
+                Ok(set.set_min_compaction_lag_ms(config.min_compaction_lag_ms())?)
             })?;
         }
         tracing::info!(topic = name, ?changes, "topic config altered");

@@ -107,19 +107,37 @@ impl PartitionLog {
         }
     }
 
+    /// The cleanable section: the first unstable offset (or LEO), how many
+    /// closed segments below it may be cleaned, and where the keys that
+    /// clean them end. Under a compaction lag, cleaning stops at the first
+    /// segment holding a record newer than `now_ms - lag`, and records past
+    /// it neither go nor make older records of their key go (Kafka's
+    /// cleanable section).
+    fn cleanable(&self, now_ms: i64) -> (i64, usize, i64) {
+        let leo = self.leo();
+        let limit = self.first_unstable_offset().map_or(leo, |u| u.min(leo));
+        let closed = self.segments.len() - 1;
+        let lag = self.config.min_compaction_lag_ms;
+        let newest_cleanable = now_ms.saturating_sub(lag);
+        let eligible = self.segments[..closed]
+            .iter()
+            .take_while(|s| s.next_offset <= limit)
+            .take_while(|s| lag == 0 || s.max_timestamp_ms <= newest_cleanable)
+            .count();
+        let map_limit = match eligible.checked_sub(1) {
+            Some(last) if lag > 0 => self.segments[last].next_offset,
+            _ => limit,
+        };
+        (limit, eligible, map_limit)
+    }
+
     fn compact_inner(
         &mut self,
         now_ms: i64,
         delete_retention_ms: i64,
         swapping: &mut bool,
     ) -> Result<CompactionResult> {
-        let leo = self.leo();
-        let limit = self.first_unstable_offset().map_or(leo, |u| u.min(leo));
-        let closed = self.segments.len() - 1;
-        let eligible = self.segments[..closed]
-            .iter()
-            .take_while(|s| s.next_offset <= limit)
-            .count();
+        let (limit, eligible, map_limit) = self.cleanable(now_ms);
         let mut result = CompactionResult::default();
         if eligible == 0 {
             return Ok(result);
@@ -128,7 +146,7 @@ impl PartitionLog {
             self.txns
                 .aborted_overlapping(self.log_start_offset(), limit),
         );
-        let latest = self.latest_offsets(limit, &aborted)?;
+        let latest = self.latest_offsets(map_limit, &aborted)?;
         let keep = |h: &BatchHeader, offset: i64, r: &crate::Record| {
             if aborted.contains(h, offset) {
                 return false;

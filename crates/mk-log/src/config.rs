@@ -25,6 +25,10 @@ pub struct LogConfig {
     /// The injected clock that ages the active segment; `None` (no clock)
     /// never rolls by age.
     pub clock: Option<SharedClock>,
+    /// `min.compaction.lag.ms`: compaction stops at the first closed segment
+    /// holding a record newer than `now - this`, and keys newer than that
+    /// do not clean older records yet (0: every closed segment).
+    pub min_compaction_lag_ms: i64,
 }
 
 impl Default for LogConfig {
@@ -36,6 +40,7 @@ impl Default for LogConfig {
             faults: Arc::new(FaultInjector::new()),
             segment_ms: None,
             clock: None,
+            min_compaction_lag_ms: 0,
         }
     }
 }
@@ -57,6 +62,12 @@ impl LogConfig {
             return Err(LogError::InvalidRequest(
                 "max_batch_bytes must be > 0".into(),
             ));
+        }
+        if self.min_compaction_lag_ms < 0 {
+            return Err(LogError::InvalidRequest(format!(
+                "min_compaction_lag_ms must be >= 0, got {}",
+                self.min_compaction_lag_ms
+            )));
         }
         if let Some(ms) = self.segment_ms
             && ms < 1

@@ -290,6 +290,17 @@ impl PartitionLog {
         Ok(())
     }
 
+    /// Changes `min.compaction.lag.ms` for the next compaction.
+    pub fn set_min_compaction_lag_ms(&mut self, lag_ms: i64) -> Result<()> {
+        if lag_ms < 0 {
+            return Err(LogError::InvalidRequest(format!(
+                "min_compaction_lag_ms must be >= 0, got {lag_ms}"
+            )));
+        }
+        self.config.min_compaction_lag_ms = lag_ms;
+        Ok(())
+    }
+
     /// Whether the active segment has held data for longer than
     /// `segment_ms` by the injected clock (Kafka's time-based roll, checked
     /// at append).

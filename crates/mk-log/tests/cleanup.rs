@@ -370,3 +370,37 @@ fn a_damaged_log_start_file_is_a_storage_error() {
     assert_eq!(e.code(), ErrorCode::StorageError);
     assert!(e.to_string().contains("log start file is damaged"), "{e}");
 }
+
+#[test]
+fn min_compaction_lag_keeps_newer_records_and_their_older_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = LogConfig {
+        min_compaction_lag_ms: 5_000,
+        ..small_config()
+    };
+    let mut log = open(dir.path(), &cfg);
+    for i in 0..40 {
+        log.append(keyed(i, 4, 100)).unwrap();
+    }
+    for i in 40..60 {
+        log.append(keyed(i, 4, 10_000)).unwrap();
+    }
+    log.roll().unwrap();
+    // now - lag = 7_000: only segments of records at 100 are cleanable.
+    let result = log.compact(12_000, 1_000).unwrap();
+    assert!(result.records_after < result.records_before);
+    let offsets: Vec<i64> = dump(&log).iter().map(|r| r.0).collect();
+    for o in 36..60 {
+        assert!(
+            offsets.contains(&o),
+            "offset {o} is within the lag or latest before it"
+        );
+    }
+    assert!(offsets.len() < 60);
+    // Without the lag the newer versions clean the older ones.
+    log.set_min_compaction_lag_ms(0).unwrap();
+    assert!(log.set_min_compaction_lag_ms(-1).is_err());
+    log.compact(12_000, 1_000).unwrap();
+    let offsets: Vec<i64> = dump(&log).iter().map(|r| r.0).collect();
+    assert_eq!(offsets, vec![56, 57, 58, 59]);
+}

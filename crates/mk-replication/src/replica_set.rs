@@ -240,6 +240,15 @@ impl PartitionReplicaSet {
         Ok(())
     }
 
+    /// Changes `min.compaction.lag.ms` of every replica.
+    pub fn set_min_compaction_lag_ms(&mut self, lag_ms: i64) -> Result<()> {
+        for r in self.replicas.values_mut() {
+            r.log.set_min_compaction_lag_ms(lag_ms)?;
+        }
+        self.config.log.min_compaction_lag_ms = lag_ms;
+        Ok(())
+    }
+
     pub fn leader_id(&self) -> BrokerId {
         self.leader_id
     }
