@@ -1421,3 +1421,34 @@ async fn a_topics_compression_type_recompresses_produced_batches_of_another_code
     assert_eq!(e.code(), ErrorCode::MessageTooLarge, "{e}");
     c.lifecycle().close().await.unwrap();
 }
+
+#[tokio::test]
+async fn min_compaction_lag_ms_altered_decides_what_compaction_cleans() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(10_000_000);
+    let c = open(dir.path(), &clock);
+    c.topics().create("lagged", 1, 1).unwrap();
+    let set = |k: &str, v: &str| ConfigChange::Set {
+        key: k.into(),
+        value: v.into(),
+    };
+    let changes = [
+        set("segment.bytes", "1024"),
+        set("min.compaction.lag.ms", "3600000"),
+    ];
+    c.topics().alter_config("lagged", &changes, false).unwrap();
+    let t = tp("lagged", 0);
+    // Records an hour minus a second old: within the lag.
+    let ts = clock.now_ms() - 3_599_000;
+    for _ in 0..40 {
+        put(&c, &t, &[&format!("same-key-{:0200}", 0)], ts).await;
+    }
+    let r = c.steps().compact("lagged", Some(0)).unwrap();
+    assert_eq!(r.records_before, r.records_after, "nothing is past the lag");
+    c.topics()
+        .alter_config("lagged", &[set("min.compaction.lag.ms", "0")], false)
+        .unwrap();
+    let r = c.steps().compact("lagged", Some(0)).unwrap();
+    assert!(r.records_after < r.records_before, "{r:?}");
+    c.lifecycle().close().await.unwrap();
+}
