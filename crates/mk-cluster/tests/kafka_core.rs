@@ -1293,14 +1293,7 @@ async fn topic_configs_refuse_large_batches_and_bad_timestamps_and_stamp_log_app
         )
         .await
         .unwrap();
-    let got = c
-        .data()
-        .fetch_batches(&fetch_one(&s, 0, 1 << 20, Isolation::ReadUncommitted))
-        .await
-        .unwrap();
-    let FetchedBatch::Block(kept) = &got[0].batches[0] else {
-        panic!("a kept block: {:?}", got[0].batches[0]);
-    };
+    let kept = first_fetched_block(&c, &s).await;
     assert_eq!(kept.timestamp_type(), block::TimestampType::LogAppendTime);
     assert_eq!(kept.max_timestamp(), now);
     assert_eq!(kept.block(), sent.block());
@@ -1311,6 +1304,20 @@ async fn topic_configs_refuse_large_batches_and_bad_timestamps_and_stamp_log_app
         .unwrap();
     assert_eq!(fetched.records[0].timestamp_ms, now, "decoded records too");
     c.lifecycle().close().await.unwrap();
+}
+
+/// The first batch a fetch from offset 0 of `p` returns, which must be a
+/// producer's block kept as produced.
+async fn first_fetched_block(c: &BrokerCluster, p: &TopicPartition) -> block::BlockBatch {
+    let got = c
+        .data()
+        .fetch_batches(&fetch_one(p, 0, 1 << 20, Isolation::ReadUncommitted))
+        .await
+        .unwrap();
+    match &got[0].batches[0] {
+        FetchedBatch::Block(kept) => kept.clone(),
+        other => panic!("a kept block: {other:?}"),
+    }
 }
 
 /// A producer's block of `records` compressed with `codec`.
@@ -1374,14 +1381,7 @@ async fn a_topics_compression_type_recompresses_produced_batches_of_another_code
             )
             .await
             .unwrap();
-        let got = c
-            .data()
-            .fetch_batches(&fetch_one(&p, 0, 1 << 20, Isolation::ReadUncommitted))
-            .await
-            .unwrap();
-        let FetchedBatch::Block(kept) = &got[0].batches[0] else {
-            panic!("a kept block: {:?}", got[0].batches[0]);
-        };
+        let kept = first_fetched_block(&c, &p).await;
         let decoded = kept.records(1 << 20).unwrap();
         assert_eq!(decoded.records(), &records[..], "{topic}");
         assert_eq!(kept.max_timestamp(), 949, "{topic}");
