@@ -343,17 +343,8 @@ fn leader(c: &BrokerCluster, t: &str, p: u32) -> (i32, i32, Vec<i32>) {
 
 #[tokio::test]
 async fn preferred_election_moves_leadership_back_once_the_replica_is_in_sync() {
-    let node = Node::new(|c| c.broker_ids = vec![1, 2, 3]);
+    let (node, p0) = three_brokers(2, 3, &["a", "b", "c"]).await;
     let c = node.c();
-    c.topics().create("t", 2, 3).unwrap();
-    let p0 = tp("t", 0);
-    for v in ["a", "b", "c"] {
-        let batch = RecordBatch::new(vec![Record::new(None, Some(b(v)), 1_000)]).unwrap();
-        c.data()
-            .append_batch(&p0, batch, AckMode::One)
-            .await
-            .unwrap();
-    }
     for _ in 0..3 {
         c.steps().replicate_all_once().unwrap();
     }
@@ -409,15 +400,8 @@ async fn preferred_election_moves_leadership_back_once_the_replica_is_in_sync() 
 
 #[tokio::test]
 async fn unclean_election_on_request_elects_an_out_of_sync_replica_whatever_the_config() {
-    let node = Node::new(|c| c.broker_ids = vec![1, 2, 3]);
+    let (node, p0) = three_brokers(1, 3, &["a"]).await;
     let c = node.c();
-    c.topics().create("t", 1, 3).unwrap();
-    let p0 = tp("t", 0);
-    let batch = RecordBatch::new(vec![Record::new(None, Some(b("a")), 1_000)]).unwrap();
-    c.data()
-        .append_batch(&p0, batch, AckMode::One)
-        .await
-        .unwrap();
     // Brokers 2 and 3 fall out of sync before copying "a", then the
     // leader goes offline: no in-sync replica is left, and the topic keeps
     // unclean.leader.election.enable=false, so nobody took over.

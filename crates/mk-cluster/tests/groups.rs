@@ -16,11 +16,16 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-fn open(dir: &std::path::Path, clock: &ManualClock) -> Arc<BrokerCluster> {
+/// A cluster with topic `orders` (3 partitions) on a temporary directory
+/// (kept as long as the cluster is used) and a manual clock.
+fn open_orders() -> (tempfile::TempDir, ManualClock, Arc<BrokerCluster>) {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_000);
     let c =
-        BrokerCluster::open_with_clock(MiniKafkaConfig::new(dir), Arc::new(clock.clone())).unwrap();
+        BrokerCluster::open_with_clock(MiniKafkaConfig::new(dir.path()), Arc::new(clock.clone()))
+            .unwrap();
     c.topics().create("orders", 3, 1).unwrap();
-    c
+    (dir, clock, c)
 }
 
 fn tp(t: &str, p: u32) -> TopicPartition {
@@ -110,11 +115,17 @@ async fn join_new(c: &BrokerCluster) -> (String, Sent<'_, GroupJoined>) {
     (id, second)
 }
 
+/// The first member of `g`, joined and synced in generation 1.
+async fn first_member_synced(c: &BrokerCluster) -> String {
+    let (a, task) = join_new(c).await;
+    task.answer().await.unwrap();
+    c.groups().sync_member(sync(&a, 1, vec![])).await.unwrap();
+    a
+}
+
 #[tokio::test]
 async fn kafka_members_join_sync_heartbeat_commit_and_leave_through_the_cluster() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
-    let c = open(dir.path(), &clock);
+    let (_dir, _, c) = open_orders();
     let (a, task) = join_new(&c).await;
     let ja = task.answer().await.unwrap();
     assert_eq!((ja.generation_id, ja.leader_id.as_str()), (1, a.as_str()));
@@ -186,12 +197,8 @@ async fn kafka_members_join_sync_heartbeat_commit_and_leave_through_the_cluster(
 
 #[tokio::test]
 async fn a_waiting_join_is_completed_by_the_time_step() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
-    let c = open(dir.path(), &clock);
-    let (a, task) = join_new(&c).await;
-    task.answer().await.unwrap();
-    c.groups().sync_member(sync(&a, 1, vec![])).await.unwrap();
+    let (_dir, clock, c) = open_orders();
+    let a = first_member_synced(&c).await;
     let (_b, mut task_b) = join_new(&c).await;
     clock.advance(29_999);
     c.groups().heartbeat_member("g", &a, 1, None).unwrap_err();
@@ -209,12 +216,8 @@ async fn a_waiting_join_is_completed_by_the_time_step() {
 
 #[tokio::test]
 async fn closing_the_cluster_answers_a_waiting_join_cluster_closed() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
-    let c = open(dir.path(), &clock);
-    let (a, task) = join_new(&c).await;
-    task.answer().await.unwrap();
-    c.groups().sync_member(sync(&a, 1, vec![])).await.unwrap();
+    let (_dir, _, c) = open_orders();
+    first_member_synced(&c).await;
     let (_b, task_b) = join_new(&c).await;
     c.lifecycle().close().await.unwrap();
     let e = task_b.answer().await.unwrap_err();
@@ -223,9 +226,7 @@ async fn closing_the_cluster_answers_a_waiting_join_cluster_closed() {
 
 #[tokio::test]
 async fn a_storage_failure_while_forming_a_generation_fails_the_cluster() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
-    let c = open(dir.path(), &clock);
+    let (_dir, _, c) = open_orders();
     c.failure_injector().fail_writes_after(0);
     let mut first = join("");
     first.require_known_member_id = false;
@@ -243,9 +244,7 @@ async fn a_storage_failure_while_forming_a_generation_fails_the_cluster() {
 
 #[tokio::test]
 async fn listings_descriptions_and_deletions_through_the_cluster() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
-    let c = open(dir.path(), &clock);
+    let (_dir, _, c) = open_orders();
     let (a, task) = join_new(&c).await;
     task.answer().await.unwrap();
     let mut s = sync(&a, 1, vec![(a.clone(), Bytes::from_static(b"A"))]);
@@ -334,9 +333,7 @@ async fn listings_descriptions_and_deletions_through_the_cluster() {
 
 #[tokio::test]
 async fn kafka_members_and_json_members_take_turns_in_one_group() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
-    let c = open(dir.path(), &clock);
+    let (_dir, _, c) = open_orders();
     let json = c
         .groups()
         .join("g", "cli", &["orders".to_string()])

@@ -16,20 +16,6 @@ use common::*;
 use mk_cluster::*;
 use std::collections::BTreeMap;
 
-const TIMEOUT_MS: i32 = 60_000;
-
-fn code<T: std::fmt::Debug>(r: Result<T>) -> ErrorCode {
-    r.unwrap_err().code()
-}
-
-/// One broker with `out` (3 partitions) and `in` (1 partition).
-fn single() -> Node {
-    let node = Node::new(|_| {});
-    node.c().topics().create("out", 3, 1).unwrap();
-    node.c().topics().create("in", 1, 1).unwrap();
-    node
-}
-
 /// Two brokers, min.insync.replicas 2, `out` with 3 partitions of RF 2.
 fn replicated() -> Node {
     let node = Node::new(|c| {

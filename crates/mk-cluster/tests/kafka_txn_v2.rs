@@ -9,19 +9,6 @@ mod common;
 use common::*;
 use mk_cluster::*;
 
-const TIMEOUT_MS: i32 = 60_000;
-
-fn code<T: std::fmt::Debug>(r: Result<T>) -> ErrorCode {
-    r.unwrap_err().code()
-}
-
-fn single() -> Node {
-    let node = Node::new(|_| {});
-    node.c().topics().create("out", 3, 1).unwrap();
-    node.c().topics().create("in", 1, 1).unwrap();
-    node
-}
-
 /// A Produce v12 of `values` to `tp` (acks=all).
 async fn produce_v2(
     client: &mut Client,
@@ -29,14 +16,7 @@ async fn produce_v2(
     tp: &TopicPartition,
     values: &[&str],
 ) -> Result<ProduceResult> {
-    let batch = client.batch(tp, values);
-    let r = c
-        .data()
-        .submit_append_as(tp, batch, AckMode::All, None, TxnVersion::V2)?
-        .wait()
-        .await?;
-    *client.seqs.entry(tp.clone()).or_insert(0) += i32::try_from(values.len()).unwrap();
-    Ok(r)
+    client.produce_as(c, tp, values, TxnVersion::V2).await
 }
 
 /// EndTxn v5; the client goes on with the answer, its sequences from 0.

@@ -264,8 +264,9 @@ async fn the_overview_counts_partition_health_brokers_and_traffic() {
     assert_eq!(c.views().health_of(&solo_info), PartitionHealth::Offline);
 }
 
-#[tokio::test]
-async fn group_lag_and_offset_resets_planned_then_executed() {
+/// Topic `t`: 10 values in `t-0` (timestamps from 1000), 4 in `t-1` (from
+/// 2000); group `g` has committed offset 3 of `t-0` only, which is returned.
+async fn group_g_committed_3_of_10() -> (Node, TopicPartition) {
     let node = Node::new(|_| {});
     let c = node.c();
     c.topics().create("t", 2, 1).unwrap();
@@ -275,6 +276,13 @@ async fn group_lag_and_offset_resets_planned_then_executed() {
     c.groups()
         .alter_offsets("g", &BTreeMap::from([(p0.clone(), 3)]))
         .unwrap();
+    (node, p0)
+}
+
+#[tokio::test]
+async fn group_lag_and_offset_resets_planned_then_executed() {
+    let (node, p0) = group_g_committed_3_of_10().await;
+    let c = node.c();
     let lag = c.groups().lag_of("g").unwrap();
     assert_eq!(lag.len(), 1);
     assert_eq!(
@@ -327,15 +335,9 @@ async fn a_group_with_members_shows_its_assignment_and_refuses_a_reset_from_outs
 
 #[tokio::test]
 async fn offset_resets_shift_from_commits_and_are_executed_as_planned() {
-    let node = Node::new(|_| {});
+    let (node, p0) = group_g_committed_3_of_10().await;
     let c = node.c();
-    c.topics().create("t", 2, 1).unwrap();
-    let (p0, p1) = (tp("t", 0), tp("t", 1));
-    values(c, &p0, 10, 1_000).await;
-    values(c, &p1, 4, 2_000).await;
-    c.groups()
-        .alter_offsets("g", &BTreeMap::from([(p0.clone(), 3)]))
-        .unwrap();
+    let p1 = tp("t", 1);
 
     // Without topics: the committed partitions; shifting needs a commit.
     let shifted = c

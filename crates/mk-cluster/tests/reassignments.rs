@@ -9,13 +9,6 @@ use common::*;
 use mk_cluster::*;
 use std::sync::Arc;
 
-async fn produce(c: &BrokerCluster, p: &TopicPartition, values: &[&str]) {
-    for v in values {
-        let batch = RecordBatch::new(vec![Record::new(None, Some(b(v)), 1_000)]).unwrap();
-        c.data().append_batch(p, batch, AckMode::One).await.unwrap();
-    }
-}
-
 fn placement(c: &BrokerCluster, p: &TopicPartition) -> (Vec<i32>, i32, i32) {
     let d = c.topics().describe_partition(p).unwrap();
     (d.replicas, d.leader_id, d.leader_epoch)
@@ -32,6 +25,26 @@ fn refusal(r: Result<(), ReassignmentRefusal>) -> ReassignmentRefusal {
     r.expect_err("expected a refusal")
 }
 
+/// Three brokers and topic `t` (one partition of `rf` replicas) holding
+/// `values`, every follower in sync; then broker `offline` is taken offline
+/// and a move of `t-0` to `target` is requested, so a move to the offline
+/// broker stays pending.
+async fn pending_move(
+    rf: usize,
+    values: &[&str],
+    offline: i32,
+    target: &[i32],
+) -> (Node, TopicPartition) {
+    let (node, p0) = three_brokers(1, rf, values).await;
+    let c = node.c();
+    if rf > 1 {
+        c.steps().replicate_all_once().unwrap();
+    }
+    c.brokers().take_offline(offline).unwrap();
+    c.reassignments().alter(&p0, Some(target), true).unwrap();
+    (node, p0)
+}
+
 #[tokio::test]
 async fn a_move_completes_once_the_new_replicas_caught_up_and_the_old_leader_hands_over() {
     let mut node = Node::new(|c| {
@@ -41,7 +54,7 @@ async fn a_move_completes_once_the_new_replicas_caught_up_and_the_old_leader_han
     let c = node.c().clone();
     c.topics().create("t", 1, 1).unwrap();
     let p0 = tp("t", 0);
-    produce(&c, &p0, &["a", "b", "c"]).await;
+    append_each(&c, &p0, &["a", "b", "c"]).await;
     assert_eq!(placement(&c, &p0), (vec![1], 1, 0));
 
     c.reassignments().alter(&p0, Some(&[2, 3]), true).unwrap();
@@ -98,10 +111,8 @@ async fn a_move_completes_once_the_new_replicas_caught_up_and_the_old_leader_han
 
 #[tokio::test]
 async fn requests_are_refused_with_kafkas_reasons() {
-    let node = Node::new(|c| c.broker_ids = vec![1, 2, 3]);
+    let (node, p0) = three_brokers(1, 2, &[]).await;
     let c = node.c();
-    c.topics().create("t", 1, 2).unwrap();
-    let p0 = tp("t", 0);
     for target in [&[][..], &[1, 1][..], &[1, 9][..], &[-1][..]] {
         assert!(
             matches!(
@@ -150,15 +161,9 @@ async fn requests_are_refused_with_kafkas_reasons() {
 
 #[tokio::test]
 async fn cancelling_returns_to_the_original_replicas_and_removes_the_new_ones() {
-    let node = Node::new(|c| c.broker_ids = vec![1, 2, 3]);
-    let c = node.c();
-    c.topics().create("t", 1, 2).unwrap();
-    let p0 = tp("t", 0);
-    produce(c, &p0, &["a"]).await;
-    c.steps().replicate_all_once().unwrap();
     // Broker 3 is offline: its new replica cannot catch up.
-    c.brokers().take_offline(3).unwrap();
-    c.reassignments().alter(&p0, Some(&[3, 2]), true).unwrap();
+    let (node, p0) = pending_move(2, &["a"], 3, &[3, 2]).await;
+    let c = node.c();
     for _ in 0..3 {
         c.steps().replicate_all_once().unwrap();
     }
@@ -185,14 +190,8 @@ async fn cancelling_returns_to_the_original_replicas_and_removes_the_new_ones() 
 
 #[tokio::test]
 async fn a_crash_during_a_move_resumes_it_and_a_crash_after_it_finishes_the_removal() {
-    let mut node = Node::new(|c| c.broker_ids = vec![1, 2, 3]);
+    let (mut node, p0) = pending_move(2, &["a", "b"], 3, &[2, 3]).await;
     let c = node.c().clone();
-    c.topics().create("t", 1, 2).unwrap();
-    let p0 = tp("t", 0);
-    produce(&c, &p0, &["a", "b"]).await;
-    c.steps().replicate_all_once().unwrap();
-    c.brokers().take_offline(3).unwrap();
-    c.reassignments().alter(&p0, Some(&[2, 3]), true).unwrap();
     c.steps().replicate_all_once().unwrap();
     drop(c);
 
@@ -233,13 +232,8 @@ async fn a_crash_during_a_move_resumes_it_and_a_crash_after_it_finishes_the_remo
 
 #[tokio::test]
 async fn a_crash_before_the_new_replica_was_created_opens_it_empty_and_it_catches_up() {
-    let mut node = Node::new(|c| c.broker_ids = vec![1, 2, 3]);
+    let (mut node, p0) = pending_move(1, &["a", "b"], 2, &[1, 2]).await;
     let c = node.c().clone();
-    c.topics().create("t", 1, 1).unwrap();
-    let p0 = tp("t", 0);
-    produce(&c, &p0, &["a", "b"]).await;
-    c.brokers().take_offline(2).unwrap();
-    c.reassignments().alter(&p0, Some(&[1, 2]), true).unwrap();
     drop(c);
     // The move was recorded; the crash came before broker 2's directory
     // was made.
@@ -266,13 +260,8 @@ async fn a_crash_before_the_new_replica_was_created_opens_it_empty_and_it_catche
 
 #[tokio::test]
 async fn deleting_a_topic_in_the_middle_of_a_move_removes_every_replica() {
-    let mut node = Node::new(|c| c.broker_ids = vec![1, 2, 3]);
+    let (mut node, p0) = pending_move(1, &["a"], 3, &[3]).await;
     let c = node.c().clone();
-    c.topics().create("t", 1, 1).unwrap();
-    let p0 = tp("t", 0);
-    produce(&c, &p0, &["a"]).await;
-    c.brokers().take_offline(3).unwrap();
-    c.reassignments().alter(&p0, Some(&[3]), true).unwrap();
     c.topics().delete("t").unwrap();
     drop(c);
     for b in [1, 3] {
@@ -304,7 +293,7 @@ fn move_under_fault(site: Option<(u64, Fault)>) -> u64 {
     let p0 = tp("t", 0);
     let c = open();
     c.topics().create("t", 1, 2).unwrap();
-    rt.block_on(produce(&c, &p0, &["a", "b", "c"]));
+    rt.block_on(append_each(&c, &p0, &["a", "b", "c"]));
     c.steps().replicate_all_once().unwrap();
     let start = faults.sites_passed();
     if let Some((s, f)) = site {
@@ -371,17 +360,9 @@ fn a_fault_at_any_write_of_a_move_leaves_it_undone_or_done_after_a_restart() {
 
 #[tokio::test]
 async fn a_preferred_election_picks_the_first_replica_of_the_new_assignment() {
-    let node = Node::new(|c| c.broker_ids = vec![1, 2, 3]);
-    let c = node.c();
-    c.topics().create("t", 1, 2).unwrap();
-    let p0 = tp("t", 0);
-    produce(c, &p0, &["a"]).await;
-    c.steps().replicate_all_once().unwrap();
     // Broker 3 offline keeps the move pending; its target starts with 2.
-    c.brokers().take_offline(3).unwrap();
-    c.reassignments()
-        .alter(&p0, Some(&[2, 1, 3]), true)
-        .unwrap();
+    let (node, p0) = pending_move(2, &["a"], 3, &[2, 1, 3]).await;
+    let c = node.c();
     assert_eq!(placement(c, &p0), (vec![2, 1, 3], 1, 0));
     let elected = c
         .brokers()

@@ -12,6 +12,13 @@ use mk_cluster::share::{AckBatch, AckType, ShareFetchRequest};
 use mk_cluster::*;
 use std::time::Duration;
 
+/// One broker with the share topic `q` (one partition).
+fn with_q() -> Node {
+    let node = Node::new(|_| {});
+    node.c().topics().create("q", 1, 1).unwrap();
+    node
+}
+
 fn limits(max_wait_ms: u64) -> ShareFetchLimits {
     ShareFetchLimits {
         max_wait: Duration::from_millis(max_wait_ms),
@@ -22,10 +29,16 @@ fn limits(max_wait_ms: u64) -> ShareFetchLimits {
 }
 
 async fn produce(c: &BrokerCluster, values: &[&str]) {
+    let records: Vec<(&str, i64)> = values.iter().map(|v| (*v, 1_000)).collect();
+    produce_at(c, &records).await;
+}
+
+/// One batch (acks=all) to `q-0` of the values with their timestamps.
+async fn produce_at(c: &BrokerCluster, records: &[(&str, i64)]) {
     let batch = RecordBatch::new(
-        values
+        records
             .iter()
-            .map(|v| Record::new(None, Some(b(v)), 1_000))
+            .map(|(v, ts)| Record::new(None, Some(b(v)), *ts))
             .collect(),
     )
     .unwrap();
@@ -61,6 +74,19 @@ fn request(
         forgotten: vec![],
         acks,
     }
+}
+
+/// A ShareFetch of `req` that must succeed.
+async fn fetch(c: &BrokerCluster, req: &ShareFetchRequest, max_wait_ms: u64) -> ShareFetchAnswer {
+    c.groups()
+        .share_fetch(req, limits(max_wait_ms))
+        .await
+        .unwrap()
+}
+
+/// Acknowledgements of `q-0`: one batch from `first` to `last`.
+fn acks_of(first: i64, last: i64, types: Vec<AckType>) -> Vec<(TopicPartition, Vec<AckBatch>)> {
+    vec![(tp("q", 0), vec![AckBatch { first, last, types }])]
 }
 
 fn values(answer: &ShareFetchAnswer) -> Vec<String> {
@@ -109,82 +135,45 @@ async fn a_by_duration_reset_starts_at_the_first_record_that_recent() {
         ),
         (&[("old", 1_000), ("older", 500)][..], vec![]),
     ] {
-        let node = Node::new(|_| {});
+        let node = with_q();
         let c = node.c();
-        c.topics().create("q", 1, 1).unwrap();
-        let batch = RecordBatch::new(
-            records
-                .iter()
-                .map(|(v, ts)| Record::new(None, Some(b(v)), *ts))
-                .collect(),
-        )
-        .unwrap();
-        c.data()
-            .submit_append(&tp("q", 0), batch, AckMode::All, None)
-            .unwrap()
-            .wait()
-            .await
-            .unwrap();
+        produce_at(c, records).await;
         let settings = GroupSettings {
             share_auto_offset_reset: ShareAutoOffsetReset::parse("by_duration:PT1M"),
             ..GroupSettings::default()
         };
         c.groups().set_settings("g", settings).unwrap();
         join(c, "m1");
-        let got = c
-            .groups()
-            .share_fetch(&request("m1", 0, vec![]), limits(0))
-            .await
-            .unwrap();
+        let got = fetch(c, &request("m1", 0, vec![]), 0).await;
         assert_eq!(values(&got), want);
         produce(c, &["later"]).await;
-        let got = c
-            .groups()
-            .share_fetch(&request("m1", 1, vec![]), limits(0))
-            .await
-            .unwrap();
+        let got = fetch(c, &request("m1", 1, vec![]), 0).await;
         assert_eq!(values(&got), vec!["later"]);
     }
 }
 
 #[tokio::test]
 async fn a_share_fetch_hands_out_records_once_and_again_after_a_release() {
-    let node = Node::new(|_| {});
+    let node = with_q();
     let c = node.c();
-    c.topics().create("q", 1, 1).unwrap();
     earliest(c, ShareIsolation::ReadUncommitted);
     produce(c, &["a", "b", "c"]).await;
     join(c, "m1");
     join(c, "m2");
-    let got = c
-        .groups()
-        .share_fetch(&request("m1", 0, vec![]), limits(0))
-        .await
-        .unwrap();
+    let got = fetch(c, &request("m1", 0, vec![]), 0).await;
     assert_eq!(values(&got), vec!["a", "b", "c"]);
     assert_eq!(got.lock_duration_ms, 30_000);
-    let other = c
-        .groups()
-        .share_fetch(&request("m2", 0, vec![]), limits(0))
-        .await
-        .unwrap();
+    let other = fetch(c, &request("m2", 0, vec![]), 0).await;
     assert!(
         other.partitions.iter().all(|p| p.acquired.is_empty()),
         "m1 holds them all"
     );
-    let acks = vec![(
-        tp("q", 0),
-        vec![AckBatch {
-            first: 0,
-            last: 2,
-            types: vec![AckType::Accept, AckType::Release, AckType::Reject],
-        }],
-    )];
-    let got = c
-        .groups()
-        .share_fetch(&request("m1", 1, acks), limits(0))
-        .await
-        .unwrap();
+    let acks = acks_of(
+        0,
+        2,
+        vec![AckType::Accept, AckType::Release, AckType::Reject],
+    );
+    let got = fetch(c, &request("m1", 1, acks), 0).await;
     assert!(got.acks.iter().all(|(_, r)| r.is_ok()), "{:?}", got.acks);
     assert_eq!(
         values(&got),
@@ -196,9 +185,8 @@ async fn a_share_fetch_hands_out_records_once_and_again_after_a_release() {
 
 #[tokio::test]
 async fn read_committed_shares_only_committed_records() {
-    let node = Node::new(|_| {});
+    let node = with_q();
     let c = node.c();
-    c.topics().create("q", 1, 1).unwrap();
     earliest(c, ShareIsolation::ReadCommitted);
     let q = tp("q", 0);
     let mut t = Client::init(c, "tx", 60_000).await.unwrap();
@@ -210,19 +198,11 @@ async fn read_committed_shares_only_committed_records() {
     t.produce(c, &q, &["committed"]).await.unwrap();
     // Open transaction: nothing past the LSO is shared yet.
     join(c, "m1");
-    let got = c
-        .groups()
-        .share_fetch(&request("m1", 0, vec![]), limits(0))
-        .await
-        .unwrap();
+    let got = fetch(c, &request("m1", 0, vec![]), 0).await;
     assert!(values(&got).is_empty(), "{got:?}");
     t.end(c, true).await.unwrap();
     produce(c, &["plain"]).await;
-    let got = c
-        .groups()
-        .share_fetch(&request("m1", 1, vec![]), limits(0))
-        .await
-        .unwrap();
+    let got = fetch(c, &request("m1", 1, vec![]), 0).await;
     assert_eq!(values(&got), vec!["committed", "plain"]);
     let p = c.groups().describe_share("g").unwrap().unwrap();
     assert_eq!(p.partitions.len(), 1);
@@ -230,15 +210,10 @@ async fn read_committed_shares_only_committed_records() {
 
 #[tokio::test]
 async fn a_fetch_with_nothing_to_hand_out_waits_for_records() {
-    let node = Node::new(|_| {});
+    let node = with_q();
     let c = node.c().clone();
-    c.topics().create("q", 1, 1).unwrap();
     join(&c, "m1");
-    let first = c
-        .groups()
-        .share_fetch(&request("m1", 0, vec![]), limits(0))
-        .await
-        .unwrap();
+    let first = fetch(&c, &request("m1", 0, vec![]), 0).await;
     assert!(values(&first).is_empty(), "latest: nothing yet");
     let waiting = {
         let c = c.clone();
@@ -260,24 +235,12 @@ async fn a_fetch_with_nothing_to_hand_out_waits_for_records() {
 
 #[tokio::test]
 async fn acknowledgements_survive_a_crash() {
-    let mut node = Node::new(|_| {});
-    node.c().topics().create("q", 1, 1).unwrap();
+    let mut node = with_q();
     earliest(node.c(), ShareIsolation::ReadUncommitted);
     produce(node.c(), &["a", "b"]).await;
     join(node.c(), "m1");
-    node.c()
-        .groups()
-        .share_fetch(&request("m1", 0, vec![]), limits(0))
-        .await
-        .unwrap();
-    let acks = vec![(
-        tp("q", 0),
-        vec![AckBatch {
-            first: 0,
-            last: 0,
-            types: vec![AckType::Accept],
-        }],
-    )];
+    fetch(node.c(), &request("m1", 0, vec![]), 0).await;
+    let acks = acks_of(0, 0, vec![AckType::Accept]);
     let answers = node
         .c()
         .groups()
@@ -291,12 +254,7 @@ async fn acknowledgements_survive_a_crash() {
         vec![(tp("q", 0), Some(1))]
     );
     join(node.c(), "m1");
-    let got = node
-        .c()
-        .groups()
-        .share_fetch(&request("m1", 0, vec![]), limits(0))
-        .await
-        .unwrap();
+    let got = fetch(node.c(), &request("m1", 0, vec![]), 0).await;
     assert_eq!(
         values(&got),
         vec!["b"],

@@ -20,6 +20,40 @@ pub fn tp(t: &str, p: u32) -> TopicPartition {
     TopicPartition::new(t, p)
 }
 
+/// The transaction timeout the transaction tests' producers ask for.
+pub const TIMEOUT_MS: i32 = 60_000;
+
+/// The code of the error `r` must be.
+pub fn code<T: std::fmt::Debug>(r: Result<T>) -> ErrorCode {
+    r.unwrap_err().code()
+}
+
+/// Appends each of `values` to `p` as a batch of its own (acks=1).
+pub async fn append_each(c: &BrokerCluster, p: &TopicPartition, values: &[&str]) {
+    for v in values {
+        let batch = RecordBatch::new(vec![Record::new(None, Some(b(v)), 1_000)]).unwrap();
+        c.data().append_batch(p, batch, AckMode::One).await.unwrap();
+    }
+}
+
+/// Brokers 1, 2 and 3 and topic `t` (`partitions` of `rf` replicas), with
+/// `values` appended one by one to `t-0`, which is returned.
+pub async fn three_brokers(partitions: u32, rf: usize, values: &[&str]) -> (Node, TopicPartition) {
+    let node = Node::new(|c| c.broker_ids = vec![1, 2, 3]);
+    let p0 = tp("t", 0);
+    node.c().topics().create("t", partitions, rf).unwrap();
+    append_each(node.c(), &p0, values).await;
+    (node, p0)
+}
+
+/// One broker with `out` (3 partitions) and `in` (1 partition).
+pub fn single() -> Node {
+    let node = Node::new(|_| {});
+    node.c().topics().create("out", 3, 1).unwrap();
+    node.c().topics().create("in", 1, 1).unwrap();
+    node
+}
+
 /// A cluster on `dir` with `clock`, its configuration changed by `f`.
 pub fn open_with(
     dir: &std::path::Path,
@@ -158,10 +192,22 @@ impl Client {
         tp: &TopicPartition,
         values: &[&str],
     ) -> Result<ProduceResult> {
+        self.produce_as(c, tp, values, TxnVersion::V1).await
+    }
+
+    /// `produce` as a client of the transaction protocol `version` sends it
+    /// (V2: Produce v12, the batch joins the transaction by itself).
+    pub async fn produce_as(
+        &mut self,
+        c: &BrokerCluster,
+        tp: &TopicPartition,
+        values: &[&str],
+        version: TxnVersion,
+    ) -> Result<ProduceResult> {
         let batch = self.batch(tp, values);
         let r = c
             .data()
-            .submit_append(tp, batch, AckMode::All, None)?
+            .submit_append_as(tp, batch, AckMode::All, None, version)?
             .wait()
             .await?;
         if !r.duplicate {
