@@ -231,7 +231,7 @@ struct Model {
     highest_generation: i32,
     episode: Option<Episode>,
     stats: Stats,
-    trace: Vec<String>,
+    trace: model::Trace,
 }
 
 impl Model {
@@ -264,20 +264,12 @@ impl Model {
             highest_generation: 0,
             episode: None,
             stats: Stats::default(),
-            trace: Vec::new(),
+            trace: model::Trace::default(),
         }
     }
 
     fn fail(&self, msg: String) -> ! {
-        let recent: Vec<&String> = self.trace.iter().rev().take(25).collect();
-        panic!(
-            "seed {}: {msg}\nrecent steps (newest first):\n{recent:#?}",
-            self.seed
-        )
-    }
-
-    fn note(&mut self, s: String) {
-        self.trace.push(s);
+        self.trace.fail(self.seed, &msg)
     }
 
     fn describe(&mut self) -> Option<GroupDescription> {
@@ -312,7 +304,7 @@ impl Model {
         if !matches!(self.clients[c].phase, Phase::Offline) {
             return self.react(c);
         }
-        self.note(format!("start {c}"));
+        self.trace.note(format!("start {c}"));
         self.clients[c].member_id.clear();
         self.clients[c].phase = Phase::Idle { generation: None };
         self.join(c);
@@ -342,7 +334,7 @@ impl Model {
                         .any(|m| m.group_instance_id.as_ref() == Some(i))
                 })
             });
-        self.note(format!(
+        self.trace.note(format!(
             "join {c} as {:?} (instance {:?}, topics {:?})",
             request.member_id, request.group_instance_id, self.clients[c].topics
         ));
@@ -378,7 +370,7 @@ impl Model {
 
     /// A consumer's reaction to an error answer, as Kafka clients react.
     fn on_error(&mut self, c: usize, code: ErrorCode, generation: Option<i32>, what: &str) {
-        self.note(format!("client {c} got {code} ({what})"));
+        self.trace.note(format!("client {c} got {code} ({what})"));
         match code {
             ErrorCode::RebalanceInProgress | ErrorCode::IllegalGeneration => {
                 self.clients[c].phase = Phase::Idle { generation };
@@ -419,7 +411,8 @@ impl Model {
                 ..
             } => match answer {
                 Ok(s) => {
-                    self.note(format!("client {c} synced in generation {generation}"));
+                    self.trace
+                        .note(format!("client {c} synced in generation {generation}"));
                     self.clients[c].phase = Phase::Stable {
                         generation,
                         assignment: decode(&s.assignment),
@@ -449,7 +442,7 @@ impl Model {
     }
 
     fn on_joined(&mut self, c: usize, j: GroupJoined) {
-        self.note(format!(
+        self.trace.note(format!(
             "client {c} joined generation {} as {} (leader {}, {} members)",
             j.generation_id,
             j.member_id,
@@ -563,7 +556,7 @@ impl Model {
             return;
         }
         let z = self.zombies[self.rng.gen_range(0..self.zombies.len())].clone();
-        self.note(format!("zombie commit {z:?}"));
+        self.trace.note(format!("zombie commit {z:?}"));
         let current = self.describe().map_or(0, |d| d.generation);
         let code = self.commit_as(
             &z.member_id,
@@ -646,7 +639,7 @@ impl Model {
             Some(d) => (!d.members.iter().any(|m| m.member_id == member))
                 .then_some(ErrorCode::UnknownMember),
         };
-        self.note(format!("leave {c} ({who:?})"));
+        self.trace.note(format!("leave {c} ({who:?})"));
         let (coordinator, meta) = self.f.parts();
         let answers = coordinator
             .leave_members(GROUP, &[who], meta)
@@ -672,7 +665,7 @@ impl Model {
         if matches!(self.clients[c].phase, Phase::Offline) {
             return;
         }
-        self.note(format!("crash {c}"));
+        self.trace.note(format!("crash {c}"));
         if let (Some(generation), false) = (
             self.clients[c].generation(),
             self.clients[c].member_id.is_empty(),
@@ -719,7 +712,8 @@ impl Model {
         self.f.clock.advance(ms);
         let before = self.describe();
         let removed = self.f.expire();
-        self.note(format!("advance {ms} ms, expire -> {removed:?}"));
+        self.trace
+            .note(format!("advance {ms} ms, expire -> {removed:?}"));
         if let Some(d) = &before {
             for (_, m) in &removed {
                 if d.state == GroupState::PreparingRebalance
@@ -736,7 +730,7 @@ impl Model {
     }
 
     fn restart_coordinator(&mut self) {
-        self.note("coordinator restart".into());
+        self.trace.note("coordinator restart".into());
         self.stats.coordinator_restarts += 1;
         self.f.crash();
     }

@@ -19,13 +19,7 @@ fn assert_nothing_stored(f: &mut Fixture, group: &str, leo_before: i64) {
 #[test]
 fn owner_commits_and_fetch_committed_returns_the_offset() {
     let mut f = Fixture::new();
-    let a = f.join("g", "a", &["payments"]);
-    f.commit_ok(
-        "g",
-        "a",
-        a.generation,
-        &[("payments", 0, 5), ("payments", 1, 7)],
-    );
+    let a = f.join_and_commit("g", "a", "payments", &[(0, 5), (1, 7)]);
     assert_eq!(f.c().fetch_committed("g", &tp("payments", 0)), Some(5));
     assert_eq!(f.c().fetch_committed("g", &tp("payments", 1)), Some(7));
     assert_eq!(f.c().fetch_committed("g", &tp("orders", 0)), None);
@@ -59,8 +53,7 @@ fn a_commit_of_several_partitions_is_one_append() {
 #[test]
 fn new_member_bumps_the_generation_and_the_old_members_commit_is_illegal_generation() {
     let mut f = Fixture::new();
-    let old = f.join("g", "a", &["payments"]);
-    f.commit_ok("g", "a", old.generation, &[("payments", 1, 3)]);
+    let old = f.join_and_commit("g", "a", "payments", &[(1, 3)]);
     let new = f.join("g", "b", &["payments"]);
     assert_eq!(new.generation, old.generation + 1);
     assert_eq!(new.partitions, vec![tp("payments", 1)]);
@@ -338,8 +331,7 @@ fn delete_offsets_writes_tombstones_and_refuses_subscribed_topics_per_partition(
 #[test]
 fn delete_groups_needs_empty_known_groups_and_removes_everything() {
     let mut f = Fixture::new();
-    let a = f.join("g", "a", &["orders"]);
-    f.commit_ok("g", "a", a.generation, &[("orders", 2, 9)]);
+    f.join_and_commit("g", "a", "orders", &[(2, 9)]);
     let answers = f
         .c()
         .delete_groups(&["nope".to_string(), "g".to_string()])

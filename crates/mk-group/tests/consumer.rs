@@ -10,7 +10,6 @@ mod common;
 
 use common::{Fixture, code, kafka_join, offsets, plain, ready, tp};
 use mk_core::{ErrorCode, TopicPartition};
-use mk_group::CommitRequest;
 use mk_group::{ConsumerHeartbeat, ConsumerHeartbeatAnswer, GroupState, GroupType, MemberState};
 
 fn join(member: &str, topics: &[&str]) -> ConsumerHeartbeat {
@@ -385,15 +384,8 @@ fn commits_and_fetches_check_the_member_epoch() {
     hb(&mut f, join("a", &["orders"]));
     let o = plain(&[("orders", 0, 5)]);
     let commit = |f: &mut Fixture, member: &str, epoch: i32, version: i16| {
-        let (c, meta) = f.parts();
-        let r = CommitRequest {
-            group: "g",
-            generation: epoch,
-            member,
-            instance: None,
-            version: Some(version),
-        };
-        c.commit_request(&r, &o, meta).map(|_| ())
+        f.commit_request("g", member, epoch, version, &o)
+            .map(|_| ())
     };
     commit(&mut f, "a", 1, 9).expect("the member's epoch");
     assert_eq!(f.c().fetch_committed("g", &tp("orders", 0)), Some(5));
@@ -423,17 +415,8 @@ fn commits_and_fetches_check_the_member_epoch() {
     f.c().validate_offset_fetch("g", Some("a"), 1).unwrap();
     f.c().validate_offset_fetch("g", None, -1).unwrap();
     // An unknown group: GROUP_ID_NOT_FOUND from v9, ILLEGAL_GENERATION before.
-    let unknown = |f: &mut Fixture, version: i16| {
-        let (c, meta) = f.parts();
-        let r = CommitRequest {
-            group: "nope",
-            generation: 3,
-            member: "m",
-            instance: None,
-            version: Some(version),
-        };
-        code(c.commit_request(&r, &o, meta)).0
-    };
+    let unknown =
+        |f: &mut Fixture, version: i16| code(f.commit_request("nope", "m", 3, version, &o)).0;
     assert_eq!(unknown(&mut f, 9), ErrorCode::GroupIdNotFound);
     assert_eq!(unknown(&mut f, 8), ErrorCode::IllegalGeneration);
     // Once the group is empty a plain commit is accepted.

@@ -30,9 +30,9 @@
 mod common;
 
 use common::model::{self, tally};
-use common::{Fixture, code, plain, tp};
+use common::{Fixture, code, consumer_join, plain, tp};
 use mk_core::{ErrorCode, TopicPartition};
-use mk_group::{CommitRequest, ConsumerGroupDescription, ConsumerHeartbeat, GroupState};
+use mk_group::{ConsumerGroupDescription, ConsumerHeartbeat, GroupState};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, BTreeSet};
@@ -98,7 +98,7 @@ struct Model {
     zombies: Vec<(String, i32)>,
     highest_epoch: i32,
     stats: Stats,
-    log: Vec<String>,
+    trace: model::Trace,
 }
 
 impl Model {
@@ -124,20 +124,12 @@ impl Model {
             zombies: Vec::new(),
             highest_epoch: 0,
             stats: Stats::default(),
-            log: Vec::new(),
+            trace: model::Trace::default(),
         }
     }
 
     fn fail(&self, msg: String) -> ! {
-        let tail: Vec<&String> = self.log.iter().rev().take(25).collect();
-        panic!(
-            "seed {}: {msg}\nlast actions (newest first):\n{tail:#?}",
-            self.seed
-        );
-    }
-
-    fn note(&mut self, s: String) {
-        self.log.push(s);
+        self.trace.fail(self.seed, &msg)
     }
 
     fn run(mut self, steps: usize) -> Stats {
@@ -199,7 +191,7 @@ impl Model {
         cl.owned.clear();
         cl.pending = None;
         let req = self.request(c, 0);
-        self.note(format!("join {c} as {}", req.member_id));
+        self.trace.note(format!("join {c} as {}", req.member_id));
         self.send(c, req);
     }
 
@@ -295,7 +287,7 @@ impl Model {
         let away = self.clients[c].instance.is_some() && self.rng.gen_bool(0.8);
         let epoch = if away { -2 } else { -1 };
         let req = self.request(c, epoch);
-        self.note(format!("leave {c} ({epoch})"));
+        self.trace.note(format!("leave {c} ({epoch})"));
         let (co, meta) = self.f.parts();
         match co.consumer_heartbeat(req, meta) {
             Ok(a) if a.member_epoch == epoch => {}
@@ -315,7 +307,7 @@ impl Model {
 
     fn crash(&mut self, c: usize) {
         if matches!(self.clients[c].phase, Phase::Member) {
-            self.note(format!("crash {c}"));
+            self.trace.note(format!("crash {c}"));
             let cl = &mut self.clients[c];
             self.zombies.push((cl.member_id.clone(), cl.epoch));
             cl.owned.clear();
@@ -367,15 +359,7 @@ impl Model {
                 .any(|m| m.member_id == member && m.member_epoch == epoch)
         });
         let offsets = plain(&[("orders", 0, i64::from(epoch.max(0)))]);
-        let (co, meta) = self.f.parts();
-        let request = CommitRequest {
-            group: "g",
-            generation: epoch,
-            member,
-            instance: None,
-            version: Some(9),
-        };
-        let r = co.commit_request(&request, &offsets, meta);
+        let r = self.f.commit_request("g", member, epoch, 9, &offsets);
         match (expected_ok, r) {
             (true, Ok(_)) => self.stats.accepted_commits += 1,
             (false, Err(e)) if e.code() == ErrorCode::StaleMemberEpoch => {
@@ -393,7 +377,7 @@ impl Model {
     fn new_topic(&mut self) {
         let n = self.f.meta.get("orders").copied().unwrap_or(4);
         if n < 8 {
-            self.note("orders grows a partition".into());
+            self.trace.note("orders grows a partition".into());
             self.f.meta.insert("orders".into(), n + 1);
         }
     }
@@ -409,11 +393,12 @@ impl Model {
         }
         let removed = self.f.expire();
         self.stats.expired += u64::try_from(removed.len()).unwrap_or(0);
-        self.note(format!("tick {ms} ms, removed {removed:?}"));
+        self.trace
+            .note(format!("tick {ms} ms, removed {removed:?}"));
     }
 
     fn restart(&mut self) {
-        self.note("coordinator restart".into());
+        self.trace.note("coordinator restart".into());
         self.stats.restarts += 1;
         self.f.restart();
     }
@@ -559,28 +544,12 @@ fn a_commit_of_an_unknown_member_is_told_apart_from_a_stale_one() {
     // A small fixed scenario next to the random runs: both refusals the
     // model expects, with their codes.
     let mut f = Fixture::new();
-    let join = ConsumerHeartbeat {
-        group_id: "g".into(),
-        member_id: "a".into(),
-        rebalance_timeout_ms: 1000,
-        subscribed_topic_names: Some(vec!["orders".into()]),
-        owned_partitions: Some(vec![]),
-        ..ConsumerHeartbeat::default()
-    };
     let (c, meta) = f.parts();
-    c.consumer_heartbeat(join, meta).unwrap();
+    c.consumer_heartbeat(consumer_join("g", "a", "orders"), meta)
+        .unwrap();
     let offsets = plain(&[("orders", 0, 1)]);
-    let mut commit = |member: &str, epoch: i32| {
-        let (c, meta) = f.parts();
-        let r = CommitRequest {
-            group: "g",
-            generation: epoch,
-            member,
-            instance: None,
-            version: Some(9),
-        };
-        code(c.commit_request(&r, &offsets, meta)).0
-    };
+    let mut commit =
+        |member: &str, epoch: i32| code(f.commit_request("g", member, epoch, 9, &offsets)).0;
     assert_eq!(commit("a", 7), ErrorCode::StaleMemberEpoch);
     assert_eq!(commit("b", 1), ErrorCode::UnknownMember);
 }

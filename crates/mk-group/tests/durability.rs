@@ -79,13 +79,7 @@ fn committed_offsets_survive_a_crash_without_close() {
 #[test]
 fn a_restarted_consumer_resumes_from_its_committed_offset() {
     let mut f = Fixture::new();
-    let a = f.join("g", "a", &["payments"]);
-    f.commit_ok(
-        "g",
-        "a",
-        a.generation,
-        &[("payments", 0, 42), ("payments", 1, 7)],
-    );
+    f.join_and_commit("g", "a", "payments", &[(0, 42), (1, 7)]);
     f.crash();
     // The consumer re-joins; its starting positions are the committed offsets.
     let again = f.join("g", "a", &["payments"]);
@@ -273,8 +267,7 @@ fn write_failure_is_a_storage_failure_and_changes_nothing() {
         ..GroupConfig::default()
     };
     let mut f = Fixture::with_config(config);
-    let a = f.join("g", "a", &["payments"]);
-    f.commit_ok("g", "a", a.generation, &[("payments", 0, 1)]);
+    let a = f.join_and_commit("g", "a", "payments", &[(0, 1)]);
     faults.fail_writes_after(0);
     let e = f
         .commit("g", "a", a.generation, &offsets(&[("payments", 0, 2)]))

@@ -6,7 +6,7 @@
 mod common;
 
 use common::share::{FakeLog, ShareClient, share_join};
-use common::{Fixture, code, tp};
+use common::{Fixture, code, consumer_join, tp};
 use mk_core::ErrorCode;
 use mk_group::share::RecordState;
 
@@ -221,14 +221,7 @@ fn a_consumer_group_heartbeats_at_its_configured_interval() {
             false,
         )
         .unwrap();
-    let hb = mk_group::ConsumerHeartbeat {
-        group_id: "g".into(),
-        member_id: "m".into(),
-        rebalance_timeout_ms: 1000,
-        subscribed_topic_names: Some(vec!["orders".into()]),
-        owned_partitions: Some(vec![]),
-        ..mk_group::ConsumerHeartbeat::default()
-    };
+    let hb = consumer_join("g", "m", "orders");
     let (c, meta) = f.parts();
     assert_eq!(
         c.consumer_heartbeat(hb, meta)

@@ -9,7 +9,7 @@
 mod common;
 
 use common::share::{FakeLog, ShareClient, ack, share_join};
-use common::{Fixture, code, tp};
+use common::{Fixture, code, consumer_join, tp};
 use mk_core::{ErrorCode, TopicPartition};
 use mk_group::share::{AckBatch, AckType, AcquiredRange, RecordState};
 use mk_group::{GroupSettings, GroupState, ShareAutoOffsetReset, ShareHeartbeat};
@@ -331,14 +331,7 @@ fn heartbeats_follow_kafkas_rules() {
     // a at its previous epoch (a lost answer) is accepted and moved on.
     assert_eq!(send(hb("a", 1, None)).unwrap().member_epoch, 2);
     // A share group is not a consumer group, and the other way round.
-    let consumer = mk_group::ConsumerHeartbeat {
-        group_id: "q".into(),
-        member_id: "c".into(),
-        rebalance_timeout_ms: 1000,
-        subscribed_topic_names: Some(vec!["queue".into()]),
-        owned_partitions: Some(vec![]),
-        ..mk_group::ConsumerHeartbeat::default()
-    };
+    let consumer = consumer_join("q", "c", "queue");
     let (c, meta) = f.parts();
     assert_eq!(
         code(c.consumer_heartbeat(consumer, meta)).0,

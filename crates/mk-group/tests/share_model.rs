@@ -84,7 +84,7 @@ struct Model {
     /// Offsets seen done; they must stay done.
     ended: BTreeSet<(TopicPartition, i64)>,
     stats: Stats,
-    trace: Vec<String>,
+    trace: model::Trace,
 }
 
 fn partitions() -> [TopicPartition; 2] {
@@ -118,7 +118,7 @@ impl Model {
                 .collect(),
             ended: BTreeSet::new(),
             stats: Stats::default(),
-            trace: Vec::new(),
+            trace: model::Trace::default(),
         };
         m.log.batches_per_read = 3;
         m.apply_settings();
@@ -140,11 +140,7 @@ impl Model {
     }
 
     fn fail(&self, msg: String) -> ! {
-        let tail: Vec<&String> = self.trace.iter().rev().take(25).collect();
-        panic!(
-            "seed {}: {msg}\nlast actions (newest first):\n{tail:#?}",
-            self.seed
-        );
+        self.trace.fail(self.seed, &msg)
     }
 
     fn run(mut self, steps: usize) -> Stats {
@@ -185,7 +181,7 @@ impl Model {
         cons.client = ShareClient::new("s", &id);
         cons.phase = Phase::Member;
         cons.held.clear();
-        self.trace.push(format!("join {c} as {id}"));
+        self.trace.note(format!("join {c} as {id}"));
     }
 
     /// Random acknowledgements of some of what `c` holds.
@@ -418,7 +414,7 @@ impl Model {
         }
         self.consumers[c].phase = Phase::Offline;
         self.consumers[c].held.clear();
-        self.trace.push(format!("leave {c}"));
+        self.trace.note(format!("leave {c}"));
     }
 
     fn close(&mut self, c: usize) {
@@ -438,7 +434,7 @@ impl Model {
         if self.consumers[c].phase == Phase::Member {
             self.consumers[c].phase = Phase::Crashed;
             self.consumers[c].held.clear();
-            self.trace.push(format!("crash {c}"));
+            self.trace.note(format!("crash {c}"));
         }
     }
 
@@ -486,7 +482,7 @@ impl Model {
             self.stats.lock_expiries += 1;
         }
         self.trace
-            .push(format!("tick {ms} ms, removed {removed:?}"));
+            .note(format!("tick {ms} ms, removed {removed:?}"));
     }
 
     fn restart(&mut self) {
@@ -504,7 +500,7 @@ impl Model {
             cons.client.epoch = 0;
             cons.held.clear();
         }
-        self.trace.push("coordinator restart".into());
+        self.trace.note("coordinator restart".into());
     }
 
     fn check(&mut self, step: usize) {

@@ -8,7 +8,8 @@ pub mod share;
 use bytes::Bytes;
 use mk_core::{ErrorCode, ManualClock, TopicPartition};
 use mk_group::{
-    GroupConfig, GroupCoordinator, GroupError, GroupHandle, GroupJoin, GroupSync, OffsetAndMetadata,
+    CommitRequest, GroupConfig, GroupCoordinator, GroupError, GroupHandle, GroupJoin, GroupSync,
+    OffsetAndMetadata,
 };
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -83,6 +84,22 @@ impl Fixture {
             .unwrap();
     }
 
+    /// `member` joins `group` subscribing to `topic` and commits `list`
+    /// (partition, offset) of it in the generation it joined; returns its
+    /// assignment.
+    pub fn join_and_commit(
+        &mut self,
+        group: &str,
+        member: &str,
+        topic: &str,
+        list: &[(u32, i64)],
+    ) -> mk_group::MemberAssignment {
+        let joined = self.join(group, member, &[topic]);
+        let list: Vec<(&str, u32, i64)> = list.iter().map(|&(p, o)| (topic, p, o)).collect();
+        self.commit_ok(group, member, joined.generation, &list);
+        joined
+    }
+
     /// Splits the borrow: the coordinator and the metadata at once.
     pub fn parts(&mut self) -> (&mut GroupCoordinator, &BTreeMap<String, u32>) {
         (
@@ -145,8 +162,7 @@ impl Fixture {
         generation: i32,
         offsets: &BTreeMap<TopicPartition, i64>,
     ) -> mk_group::Result<()> {
-        let (c, meta) = self.parts();
-        c.commit_offsets(group, generation, member, None, offsets, meta)
+        self.commit_member(group, member, generation, None, offsets)
     }
 
     /// A commit through the one commit rule, with an optional instance id.
@@ -162,6 +178,27 @@ impl Fixture {
         c.commit_offsets(group, generation, member, instance, offsets, meta)
     }
 
+    /// An OffsetCommit of `version` (no instance id) through the request
+    /// path of the coordinator, with its answer per partition.
+    pub fn commit_request(
+        &mut self,
+        group: &str,
+        member: &str,
+        generation: i32,
+        version: i16,
+        offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>,
+    ) -> mk_group::Result<Vec<(TopicPartition, mk_group::Result<()>)>> {
+        let (c, meta) = self.parts();
+        let request = CommitRequest {
+            group,
+            generation,
+            member,
+            instance: None,
+            version: Some(version),
+        };
+        c.commit_request(&request, offsets, meta)
+    }
+
     /// A static member's (empty) commit, naming its instance id.
     pub fn commit_static(
         &mut self,
@@ -170,15 +207,7 @@ impl Fixture {
         generation: i32,
         instance: &str,
     ) -> mk_group::Result<()> {
-        let (c, meta) = self.parts();
-        c.commit_offsets(
-            group,
-            generation,
-            member,
-            Some(instance),
-            &BTreeMap::new(),
-            meta,
-        )
+        self.commit_member(group, member, generation, Some(instance), &BTreeMap::new())
     }
 
     pub fn generation(&mut self, group: &str) -> i32 {
@@ -187,6 +216,19 @@ impl Fixture {
 
     pub fn leo(&mut self) -> i64 {
         self.c().offsets_log().leo()
+    }
+}
+
+/// A new member's first consumer-protocol heartbeat (KIP-848): `member`
+/// of `group` subscribing to `topic`, owning nothing yet.
+pub fn consumer_join(group: &str, member: &str, topic: &str) -> mk_group::ConsumerHeartbeat {
+    mk_group::ConsumerHeartbeat {
+        group_id: group.into(),
+        member_id: member.into(),
+        rebalance_timeout_ms: 1000,
+        subscribed_topic_names: Some(vec![topic.into()]),
+        owned_partitions: Some(vec![]),
+        ..mk_group::ConsumerHeartbeat::default()
     }
 }
 

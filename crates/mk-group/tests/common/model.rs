@@ -7,6 +7,22 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+/// The steps a model run took, newest last, for the failure message.
+#[derive(Debug, Default)]
+pub struct Trace(Vec<String>);
+
+impl Trace {
+    pub fn note(&mut self, step: String) {
+        self.0.push(step);
+    }
+
+    /// Fails the run of `seed` with `msg` and its 25 latest steps.
+    pub fn fail(&self, seed: u64, msg: &str) -> ! {
+        let recent: Vec<&String> = self.0.iter().rev().take(25).collect();
+        panic!("seed {seed}: {msg}\nrecent steps (newest first):\n{recent:#?}")
+    }
+}
+
 /// How often the interesting transitions of a model happened.
 pub trait Tally: Default + std::fmt::Debug {
     fn add(&mut self, other: &Self);
