@@ -199,7 +199,6 @@ fn load_trusted(cp: Checkpoint) -> (Vec<Segment>, TxnIndex) {
 /// Full recovery scan: decodes every batch of every segment, rebuilds the
 /// indexes and the transaction index, cuts a torn tail off the active
 /// segment and refuses a corrupt closed segment or a gap.
-#[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
 fn recover_segments(
     dir: &Path,
     config: &LogConfig,
@@ -211,104 +210,153 @@ fn recover_segments(
     for (i, &base) in bases.iter().enumerate() {
         let active = i + 1 == bases.len();
         let path = segment_path(dir, base, LOG_EXT);
-        if let Some(prev) = segments.last()
-            && base < prev.next_offset
-        {
-            return Err(LogError::storage(
-                &path,
-                format!(
-                    "segments are not contiguous: segment {base} starts below the end {} of segment {}",
-                    prev.next_offset, prev.base_offset
-                ),
-            ));
-        }
+        check_follows(segments.last(), base, &path)?;
         let file = File::open(&path).map_err(|e| LogError::io(&path, e))?;
         let len = file.metadata().map_err(|e| LogError::io(&path, e))?.len();
-        let mut seg = Segment::empty(base);
-        let mut frames = FrameReader::new(&file, &path, 0, len, config.max_batch_bytes)
-            .with_chunk_hint(usize::try_from(len).unwrap_or(usize::MAX));
-        let bad = loop {
-            let (pos, frame) = match frames.next_frame() {
-                Ok(Some(f)) => f,
-                Ok(None) => break None,
-                Err(FrameError::Io(e)) => return Err(e),
-                Err(FrameError::Bad { position, reason }) => break Some((position, reason)),
-            };
-            let header = match codec::decode_header(&frame, config.max_batch_bytes) {
-                Ok(h) => h,
-                Err(e) => break Some((pos, e.to_string())),
-            };
-            let batch = match codec::decode_verified(&frame, &header) {
-                Ok(b) => b,
-                Err(e) => break Some((pos, e.to_string())),
-            };
-            if header.base_offset < seg.next_offset {
-                break Some((
-                    pos,
-                    format!(
-                        "batch at offset {} overlaps or moves backwards (expected >= {})",
-                        header.base_offset, seg.next_offset
-                    ),
-                ));
-            }
-            seg.note_batch(
-                pos,
-                &header,
-                frame.len() as u64,
-                batch.max_timestamp_ms(),
-                config.index_interval_bytes,
-            );
-            txns.observe(&header);
-        };
-        let clean = bad.is_none();
-        if let Some((pos, reason)) = bad {
-            if !active {
-                return Err(LogError::storage(
-                    &path,
-                    format!("corrupt closed segment at position {pos}: {reason}"),
-                ));
-            }
-            // A write torn by a crash is the end of what was written; an
-            // intact batch after the bad bytes means the bytes were damaged
-            // at rest, and cutting there would drop data that was stored.
-            if let Some((at, offset)) =
-                intact_frame_after(&file, &path, pos, len, seg.next_offset, config)?
-            {
+        let (mut seg, bad) = scan_segment(&file, &path, base, len, config, &mut txns)?;
+        match bad {
+            None => debug_assert_eq!(seg.size, len),
+            Some(bad) if !active => {
                 return Err(LogError::storage(
                     &path,
                     format!(
-                        "damaged bytes in the active segment at position {pos} ({reason}), \
-                         followed by an intact batch at offset {offset} (position {at}): this is \
-                         not a torn write, so nothing is cut. Restore the file, or to give up \
-                         everything from position {pos} on, truncate it to {pos} bytes \
-                         (truncate -s {pos} {})",
-                        path.display()
+                        "corrupt closed segment at position {}: {}",
+                        bad.position, bad.reason
                     ),
                 ));
             }
-            tracing::warn!(
-                path = %path.display(),
-                position = pos,
-                bytes = len - pos,
-                reason,
-                "cutting a torn write off the end of the active segment"
-            );
-            // Torn write repair: cut the active segment at the first bad frame.
-            let f = OpenOptions::new()
-                .write(true)
-                .open(&path)
-                .map_err(|e| LogError::io(&path, e))?;
-            f.set_len(pos).map_err(|e| LogError::io(&path, e))?;
-            config.faults.site_sync(&path)?;
-            f.sync_all().map_err(|e| LogError::io(&path, e))?;
+            Some(bad) => cut_torn_tail(&file, &path, len, seg.next_offset, &bad, config)?,
         }
-        debug_assert!(!clean || seg.size == len);
         seg.unsynced = false;
         segments.push(seg);
     }
     Ok((segments, txns))
 }
 
+/// Where a segment scan stopped before the end of the file, and why.
+struct BadFrame {
+    position: u64,
+    reason: String,
+}
+
+/// Refuses a segment that starts below the end of the one before it.
+/// Gaps are legal (compaction leaves them); an overlap is not.
+fn check_follows(prev: Option<&Segment>, base: i64, path: &Path) -> Result<()> {
+    match prev {
+        Some(prev) if base < prev.next_offset => Err(LogError::storage(
+            path,
+            format!(
+                "segments are not contiguous: segment {base} starts below the end {} of segment {}",
+                prev.next_offset, prev.base_offset
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Reads the segment file frame by frame, verifying each batch and noting
+/// it in the rebuilt segment (indexes, size, timestamps) and in `txns`.
+/// Stops at the first frame that is not an intact batch following the one
+/// before it, and returns the segment as far as it is good and that frame.
+fn scan_segment(
+    file: &File,
+    path: &Path,
+    base: i64,
+    len: u64,
+    config: &LogConfig,
+    txns: &mut TxnIndex,
+) -> Result<(Segment, Option<BadFrame>)> {
+    let mut seg = Segment::empty(base);
+    let mut frames = FrameReader::new(file, path, 0, len, config.max_batch_bytes)
+        .with_chunk_hint(usize::try_from(len).unwrap_or(usize::MAX));
+    loop {
+        let (position, frame) = match frames.next_frame() {
+            Ok(Some(f)) => f,
+            Ok(None) => return Ok((seg, None)),
+            Err(FrameError::Io(e)) => return Err(e),
+            Err(FrameError::Bad { position, reason }) => {
+                return Ok((seg, Some(BadFrame { position, reason })));
+            }
+        };
+        let (header, max_timestamp_ms) = match verify_batch(&frame, seg.next_offset, config) {
+            Ok(verified) => verified,
+            Err(reason) => return Ok((seg, Some(BadFrame { position, reason }))),
+        };
+        seg.note_batch(
+            position,
+            &header,
+            frame.len() as u64,
+            max_timestamp_ms,
+            config.index_interval_bytes,
+        );
+        txns.observe(&header);
+    }
+}
+
+/// Checks that `frame` holds an intact batch (header, CRC, records) that
+/// starts at or after `expected_offset`: its header and largest timestamp,
+/// or why not.
+fn verify_batch(
+    frame: &bytes::Bytes,
+    expected_offset: i64,
+    config: &LogConfig,
+) -> std::result::Result<(codec::BatchHeader, i64), String> {
+    let header = codec::decode_header(frame, config.max_batch_bytes).map_err(|e| e.to_string())?;
+    let batch = codec::decode_verified(frame, &header).map_err(|e| e.to_string())?;
+    if header.base_offset < expected_offset {
+        return Err(format!(
+            "batch at offset {} overlaps or moves backwards (expected >= {expected_offset})",
+            header.base_offset
+        ));
+    }
+    Ok((header, batch.max_timestamp_ms()))
+}
+
+/// Repairs the active segment after a crash tore its last write: cuts the
+/// file at the bad frame and fsyncs it. A write torn by a crash is the end
+/// of what was written; an intact batch after the bad bytes means the
+/// bytes were damaged at rest, and cutting there would drop data that was
+/// stored, so that is refused instead.
+fn cut_torn_tail(
+    file: &File,
+    path: &Path,
+    len: u64,
+    next_offset: i64,
+    bad: &BadFrame,
+    config: &LogConfig,
+) -> Result<()> {
+    let BadFrame {
+        position: pos,
+        reason,
+    } = bad;
+    if let Some((at, offset)) = intact_frame_after(file, path, *pos, len, next_offset, config)? {
+        return Err(LogError::storage(
+            path,
+            format!(
+                "damaged bytes in the active segment at position {pos} ({reason}), \
+                 followed by an intact batch at offset {offset} (position {at}): this is \
+                 not a torn write, so nothing is cut. Restore the file, or to give up \
+                 everything from position {pos} on, truncate it to {pos} bytes \
+                 (truncate -s {pos} {})",
+                path.display()
+            ),
+        ));
+    }
+    tracing::warn!(
+        path = %path.display(),
+        position = pos,
+        bytes = len - pos,
+        reason,
+        "cutting a torn write off the end of the active segment"
+    );
+    let f = OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|e| LogError::io(path, e))?;
+    f.set_len(*pos).map_err(|e| LogError::io(path, e))?;
+    config.faults.site_sync(path)?;
+    f.sync_all().map_err(|e| LogError::io(path, e))
+}
 /// The first intact frame (envelope, CRC and structure valid, starting at
 /// or after `expected_offset`) that starts after position `bad` in
 /// `[bad, len)` of a segment file: its position and base offset. Only
@@ -355,12 +403,8 @@ fn intact_frame_after(
                 continue;
             }
             let frame = bytes::Bytes::from(read(at, frame_len as u64)?);
-            let intact = codec::decode_header(&frame, config.max_batch_bytes)
-                .ok()
-                .filter(|h| h.base_offset >= expected_offset)
-                .filter(|h| codec::decode_verified(&frame, h).is_ok());
-            if let Some(h) = intact {
-                return Ok(Some((at, h.base_offset)));
+            if let Ok((header, _)) = verify_batch(&frame, expected_offset, config) {
+                return Ok(Some((at, header.base_offset)));
             }
         }
         if start + WINDOW >= len {
