@@ -118,9 +118,16 @@ impl MiniKafkaConfig {
     }
 
     /// Checks every rule of the configuration table.
-    #[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
     pub fn validate(&self) -> Result<()> {
-        let bad = |msg: String| Err(ClusterError::InvalidRequest(msg));
+        self.check_broker_ids()?;
+        self.check_positive()?;
+        self.check_relations()?;
+        self.check_flush()?;
+        self.default_topic_config.validate()
+    }
+
+    /// Broker ids: at least one, none negative, none twice.
+    fn check_broker_ids(&self) -> Result<()> {
         if self.broker_ids.is_empty() {
             return bad("broker_ids must not be empty".into());
         }
@@ -133,6 +140,11 @@ impl MiniKafkaConfig {
                 return bad(format!("broker id {id} appears twice"));
             }
         }
+        Ok(())
+    }
+
+    /// The sizes, counts and timeouts that must be above zero.
+    fn check_positive(&self) -> Result<()> {
         let positive: [(&str, i64); 14] = [
             (
                 "auto_create_partitions",
@@ -172,6 +184,12 @@ impl MiniKafkaConfig {
                 return bad(format!("{name} must be > 0, got {v}"));
             }
         }
+        Ok(())
+    }
+
+    /// The non-negative settings and the pairs that bound each other
+    /// (session timeouts, transaction timeouts).
+    fn check_relations(&self) -> Result<()> {
         if self.group_initial_rebalance_delay_ms < 0 {
             return bad(format!(
                 "group_initial_rebalance_delay_ms must be >= 0, got {}",
@@ -199,14 +217,24 @@ impl MiniKafkaConfig {
                 self.transaction_timeout_ms, self.max_transaction_timeout_ms
             ));
         }
+        Ok(())
+    }
+
+    /// The flush policy: a set bound must be above zero.
+    fn check_flush(&self) -> Result<()> {
         if self.flush.messages == Some(0) {
             return bad("flush messages must be > 0 when set".into());
         }
         if self.flush.interval_ms.is_some_and(|ms| ms <= 0) {
             return bad("flush interval_ms must be > 0 when set".into());
         }
-        self.default_topic_config.validate()
+        Ok(())
     }
+}
+
+/// A configuration refused with `msg` (INVALID_REQUEST).
+fn bad(msg: String) -> Result<()> {
+    Err(ClusterError::InvalidRequest(msg))
 }
 
 /// `cleanup.policy`.

@@ -207,102 +207,128 @@ fn partitions_v1(ps: &[PartitionMeta]) -> Vec<PartitionV1> {
         .collect()
 }
 
+/// A metadata file refused at open (STORAGE_ERROR, never reset).
+fn unusable(path: &Path, reason: String) -> ClusterError {
+    StorageError::unusable(path, reason).into()
+}
+
+/// Reads and parses the file at `path` if it exists, in a version this
+/// code knows.
+fn read_file(path: &Path) -> Result<Option<FileV1>> {
+    let Some(bytes) = mk_storage::fsutil::read_optional(path)? else {
+        return Ok(None);
+    };
+    let file: FileV1 = serde_json::from_slice(&bytes)
+        .map_err(|e| unusable(path, format!("cannot be parsed: {e}")))?;
+    if file.version != 1 && file.version != FORMAT_VERSION {
+        return Err(unusable(path, format!("unknown version {}", file.version)));
+    }
+    Ok(Some(file))
+}
+
+/// One stored topic, checked: its id (generated when a version 1 file has
+/// none, which the returned flag says), its config and its partitions.
+fn topic_of(path: &Path, name: String, t: TopicV1) -> Result<(TopicMeta, bool)> {
+    let (topic_id, id_generated) = match &t.topic_id {
+        Some(id) => (parse_id(path, &name, id)?, false),
+        None => (TopicId::random(), true),
+    };
+    let config = config_of(path, &name, t.config)?;
+    let partitions = partitions_of(t.partitions);
+    if !partitions_consistent(&partitions) {
+        return Err(unusable(
+            path,
+            format!("topic {name} has inconsistent partitions"),
+        ));
+    }
+    let topic = TopicMeta {
+        name,
+        topic_id,
+        partitions,
+        config,
+    };
+    Ok((topic, id_generated))
+}
+
+/// A stored topic config. Its other configs must be stored as the
+/// catalog normalizes them: anything else was not written by this code.
+fn config_of(path: &Path, name: &str, c: ConfigV1) -> Result<TopicConfig> {
+    let config = TopicConfig {
+        cleanup_policy: CleanupPolicy::parse(&c.cleanup_policy)
+            .map_err(|e| unusable(path, e.to_string()))?,
+        retention_ms: c.retention_ms,
+        retention_bytes: c.retention_bytes,
+        segment_bytes: c.segment_bytes,
+        delete_retention_ms: c.delete_retention_ms,
+        others: c.others,
+    };
+    for (key, value) in &config.others {
+        let stored = crate::topic_configs::topic_config_def(key)
+            .and_then(|d| d.normalize(value))
+            .map_err(|e| unusable(path, format!("topic {name}: {e}")))?;
+        if &stored != value {
+            return Err(unusable(
+                path,
+                format!("topic {name}: config {key} is stored as {value:?}, expected {stored:?}"),
+            ));
+        }
+    }
+    Ok(config)
+}
+
+/// Partitions numbered 0.., each with replicas that include its leader,
+/// and a pending reassignment's adding and removing replicas among them
+/// and apart from each other.
+fn partitions_consistent(partitions: &[PartitionMeta]) -> bool {
+    partitions.iter().enumerate().all(|(i, p)| {
+        p.partition as usize == i
+            && !p.replicas.is_empty()
+            && p.replicas.contains(&p.leader_id)
+            && p.adding_replicas.iter().all(|b| p.replicas.contains(b))
+            && p.removing_replicas.iter().all(|b| p.replicas.contains(b))
+            && !p
+                .adding_replicas
+                .iter()
+                .any(|b| p.removing_replicas.contains(b))
+    })
+}
+
 impl MetadataStore {
     /// Loads `<data_dir>/metadata.json`; a missing file is an empty cluster.
-    #[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
     pub fn load(data_dir: &Path) -> Result<Self> {
         let path = data_dir.join("metadata.json");
-        let mut topics = BTreeMap::new();
-        let mut deleting = Vec::new();
+        let mut store = Self {
+            faults: std::sync::Arc::new(mk_storage::FaultInjector::new()),
+            cluster_id: String::new(),
+            topics: BTreeMap::new(),
+            deleting: Vec::new(),
+            broker_configs: BTreeMap::new(),
+            upgraded: false,
+            path,
+        };
         let mut cluster_id = None;
-        let mut broker_configs = BTreeMap::new();
-        let mut upgraded = false;
-        if let Some(bytes) = mk_storage::fsutil::read_optional(&path)? {
-            let unusable =
-                |reason: String| ClusterError::from(StorageError::unusable(&path, reason));
-            let file: FileV1 = serde_json::from_slice(&bytes)
-                .map_err(|e| unusable(format!("cannot be parsed: {e}")))?;
-            if file.version != 1 && file.version != FORMAT_VERSION {
-                return Err(unusable(format!("unknown version {}", file.version)));
-            }
-            upgraded = file.version != FORMAT_VERSION;
+        if let Some(file) = read_file(&store.path)? {
+            store.upgraded = file.version != FORMAT_VERSION;
             cluster_id = file.cluster_id;
-            broker_configs = file.broker_configs;
+            store.broker_configs = file.broker_configs;
             for d in file.deleting {
-                deleting.push(PendingDeletion {
-                    topic_id: parse_id(&path, &d.name, &d.topic_id)?,
+                store.deleting.push(PendingDeletion {
+                    topic_id: parse_id(&store.path, &d.name, &d.topic_id)?,
                     name: d.name,
                     partitions: partitions_of(d.partitions),
                 });
             }
             for (name, t) in file.topics {
-                let topic_id = match &t.topic_id {
-                    Some(id) => parse_id(&path, &name, id)?,
-                    None => {
-                        upgraded = true;
-                        TopicId::random()
-                    }
-                };
-                let config = TopicConfig {
-                    cleanup_policy: CleanupPolicy::parse(&t.config.cleanup_policy)
-                        .map_err(|e| unusable(e.to_string()))?,
-                    retention_ms: t.config.retention_ms,
-                    retention_bytes: t.config.retention_bytes,
-                    segment_bytes: t.config.segment_bytes,
-                    delete_retention_ms: t.config.delete_retention_ms,
-                    others: t.config.others,
-                };
-                for (key, value) in &config.others {
-                    let stored = crate::topic_configs::topic_config_def(key)
-                        .and_then(|d| d.normalize(value))
-                        .map_err(|e| unusable(format!("topic {name}: {e}")))?;
-                    if &stored != value {
-                        return Err(unusable(format!(
-                            "topic {name}: config {key} is stored as {value:?}, expected {stored:?}"
-                        )));
-                    }
-                }
-                let partitions = partitions_of(t.partitions);
-                let consistent = partitions.iter().enumerate().all(|(i, p)| {
-                    p.partition as usize == i
-                        && !p.replicas.is_empty()
-                        && p.replicas.contains(&p.leader_id)
-                        && p.adding_replicas.iter().all(|b| p.replicas.contains(b))
-                        && p.removing_replicas.iter().all(|b| p.replicas.contains(b))
-                        && !p
-                            .adding_replicas
-                            .iter()
-                            .any(|b| p.removing_replicas.contains(b))
-                });
-                if !consistent {
-                    return Err(unusable(format!(
-                        "topic {name} has inconsistent partitions"
-                    )));
-                }
-                topics.insert(
-                    name.clone(),
-                    TopicMeta {
-                        name,
-                        topic_id,
-                        partitions,
-                        config,
-                    },
-                );
+                let (topic, id_generated) = topic_of(&store.path, name, t)?;
+                store.upgraded |= id_generated;
+                store.topics.insert(topic.name.clone(), topic);
             }
         }
-        let cluster_id = cluster_id.unwrap_or_else(|| {
-            upgraded = true;
+        store.cluster_id = cluster_id.unwrap_or_else(|| {
+            store.upgraded = true;
             new_cluster_id()
         });
-        Ok(Self {
-            path,
-            faults: std::sync::Arc::new(mk_storage::FaultInjector::new()),
-            cluster_id,
-            topics,
-            deleting,
-            broker_configs,
-            upgraded,
-        })
+        Ok(store)
     }
 
     /// Makes every save pass `faults` (the broker's one fault seam).

@@ -6,11 +6,11 @@
 
 use crate::attached::ClientRegistry;
 use crate::cluster::{BrokerCluster, OFFSETS_TOPIC, log_config, replication_config};
-use crate::config::MiniKafkaConfig;
-use crate::error::{ClusterError, Result};
+use crate::config::{BrokerId, MiniKafkaConfig, TopicConfig};
+use crate::error::Result;
 use crate::health::{Access, Reach, reach};
 use crate::life::{DirLock, Life};
-use crate::metadata::MetadataStore;
+use crate::metadata::{MetadataStore, PartitionMeta, TopicMeta};
 use crate::slot::{PartitionSlot, Topic};
 use crate::topics::{check_no_unknown_partitions, finish_pending_deletions};
 use mk_core::{SharedClock, SystemClock, TopicPartition};
@@ -43,157 +43,28 @@ impl BrokerCluster {
     /// Opens with an injected clock and the fault seam every write and
     /// fsync of every store will pass (the fault-injection suite passes one
     /// so that it can also fail the writes of opening itself).
-    #[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
+    ///
+    /// The steps run in this order, and every write of opening happens in
+    /// it: the directory and its metadata, the replica sets, the groups'
+    /// offsets log, the transaction journal, the producer ids they show,
+    /// the security and quota stores; then transactions a crash left
+    /// unfinished are completed.
     pub fn open_with_faults(
         config: MiniKafkaConfig,
         clock: SharedClock,
         faults: Arc<FaultInjector>,
     ) -> Result<Arc<Self>> {
         config.validate()?;
-        std::fs::create_dir_all(&config.data_dir)
-            .map_err(|e| StorageError::io(&config.data_dir, e))?;
-        let lock = DirLock::acquire(&config.data_dir)?;
-        let metadata_existed = config.data_dir.join("metadata.json").exists();
-        let mut metadata = MetadataStore::load(&config.data_dir)?.with_faults(faults.clone());
-        finish_pending_deletions(&config.data_dir, &mut metadata)?;
-        crate::reassignments::finish_replica_removals(&config.data_dir, &mut metadata)?;
-        check_no_unknown_partitions(&config.data_dir, &metadata, metadata_existed)?;
-        metadata.persist_upgrade()?;
-        let replicas: u64 = metadata
-            .topics()
-            .flat_map(|t| t.partitions.iter())
-            .map(|p| p.replicas.len() as u64)
-            .sum();
-        crate::resources::check_room_for_replicas(
-            replicas,
-            &format!("opening {replicas} replica(s) of the metadata's partitions"),
-        )?;
+        let (lock, mut metadata) = open_metadata(&config, &faults)?;
         let mut identities =
             ProducerIdentityStore::open(&config.data_dir)?.with_faults(faults.clone());
-        let mut seen_producers: BTreeMap<i64, i32> = BTreeMap::new();
-        let mut topics = BTreeMap::new();
-        let mut epoch_changes = Vec::new();
-        for meta in metadata.topics() {
-            let mut partitions = Vec::with_capacity(meta.partitions.len());
-            for p in &meta.partitions {
-                let tp = TopicPartition::new(&meta.name, p.partition);
-                // Every replica directory exists from the partition's
-                // creation on: a missing one lost its data, and opening it
-                // would silently start an empty log in its place. The one
-                // exception is an adding replica of a pending move, which
-                // a crash may have left uncreated: it starts empty and
-                // catches up as it would have anyway.
-                let missing: Vec<String> = p
-                    .replicas
-                    .iter()
-                    .filter(|b| !p.adding_replicas.contains(b))
-                    .map(|b| mk_replication::replica_dir(&config.data_dir, *b, &tp))
-                    .filter(|d| !d.exists())
-                    .map(|d| d.display().to_string())
-                    .collect();
-                if !missing.is_empty() {
-                    let cause = format!(
-                        "replica directories are missing ({}): their data is gone; restore them \
-                         from a backup, or delete the topic to start it again empty",
-                        missing.join(", ")
-                    );
-                    tracing::error!(partition = %tp, cause, "partition damaged: opened offline");
-                    partitions.push(Arc::new(PartitionSlot::damaged_at_open(
-                        tp,
-                        cause,
-                        clock.now_ms(),
-                    )));
-                    continue;
-                }
-                let opened = PartitionReplicaSet::open(
-                    &config.data_dir,
-                    tp.clone(),
-                    PartitionAssignment {
-                        replicas: p.replicas.clone(),
-                        leader_id: p.leader_id,
-                        leader_epoch: p.leader_epoch,
-                    },
-                    replication_config(&config, &meta.config, &faults),
-                    clock.clone(),
-                )
-                .and_then(|mut set| {
-                    if let Some(r) = crate::reassignments::recorded_reassignment(p) {
-                        set.restore_reassignment(r)?;
-                    }
-                    Ok(set)
-                });
-                let mut set = match opened.map_err(ClusterError::from) {
-                    Ok(set) => set,
-                    // Damage stays with its partition: the broker starts
-                    // without it. A transient failure (no space, no file
-                    // descriptor) refuses the start instead, since retrying
-                    // with the resource back opens the partition fine.
-                    Err(e) if reach(&e, Access::Read) == Some(Reach::Partition) => {
-                        tracing::error!(
-                            partition = %tp,
-                            cause = %e,
-                            "partition damaged: opened offline; every other partition serves"
-                        );
-                        partitions.push(Arc::new(PartitionSlot::damaged_at_open(
-                            tp,
-                            e.to_string(),
-                            clock.now_ms(),
-                        )));
-                        continue;
-                    }
-                    Err(e) => return Err(e),
-                };
-                for (id, epoch) in set.producer_epochs() {
-                    note_producer(&mut seen_producers, id, epoch);
-                }
-                if (set.leader_id(), set.leader_epoch()) != (p.leader_id, p.leader_epoch) {
-                    epoch_changes.push((tp.clone(), set.leader_id(), set.leader_epoch()));
-                }
-                for (_, identity) in identities.identities() {
-                    // Re-register every known producer epoch so zombies stay
-                    // fenced after a restart.
-                    let _ = set.register_producer(identity.producer_id, identity.epoch);
-                }
-                partitions.push(Arc::new(PartitionSlot::new(tp, set, clock.now_ms())));
-            }
-            topics.insert(
-                meta.name.clone(),
-                Arc::new(Topic {
-                    meta: meta.clone(),
-                    partitions,
-                }),
-            );
-        }
-        for (tp, leader, epoch) in epoch_changes {
+        let opened = open_topics(&config, &metadata, &identities, &clock, &faults)?;
+        let mut seen_producers = opened.seen_producers;
+        for (tp, leader, epoch) in opened.epoch_changes {
             metadata.set_leader(&tp.topic, tp.partition, leader, epoch)?;
         }
-        let groups = GroupCoordinator::open(
-            &config.data_dir.join(format!("{OFFSETS_TOPIC}-0")),
-            GroupConfig {
-                session_timeout_ms: config.group_session_timeout_ms,
-                min_session_timeout_ms: config.group_min_session_timeout_ms,
-                max_session_timeout_ms: config.group_max_session_timeout_ms,
-                max_group_size: config.group_max_size,
-                initial_rebalance_delay_ms: config.group_initial_rebalance_delay_ms,
-                // Member ids made after a restart must never equal ids of
-                // before: a client that still holds an old id would take
-                // over a newcomer's place.
-                member_id_salt: uuid::Uuid::new_v4().simple().to_string(),
-                offsets_log: log_config(&config, None, &faults),
-                ..GroupConfig::default()
-            },
-            clock.clone(),
-        )?;
-        let recovered = TransactionCoordinator::open(
-            &config.data_dir.join(mk_txn::JOURNAL_FILE_NAME),
-            TxnConfig {
-                transaction_timeout_ms: config.transaction_timeout_ms,
-                faults: Arc::new(mk_txn::JournalFaults::with_storage(faults.clone())),
-                max_transaction_timeout_ms: config.max_transaction_timeout_ms,
-                ..TxnConfig::default()
-            },
-            clock.clone(),
-        )?;
+        let groups = open_groups(&config, &clock, &faults)?;
+        let recovered = open_transactions(&config, &clock, &faults)?;
         for t in recovered.coordinator.list() {
             note_producer(&mut seen_producers, t.producer_id, t.producer_epoch);
         }
@@ -201,44 +72,289 @@ impl BrokerCluster {
         // which producer ids are taken: a lost or stale store must never
         // hand one out again.
         identities.respect_seen(&seen_producers)?;
-        let security =
-            crate::security_store::SecurityStore::load(&config.data_dir, faults.clone())?;
-        let quotas = crate::quotas::QuotaStore::load(&config.data_dir, faults.clone())?;
-        let started_ms = clock.now_ms();
-        let broker_defaults =
-            crate::broker_configs::broker_defaults(&config, metadata.broker_configs());
-        let cluster = Arc::new(Self {
-            broker_defaults: RwLock::new(Arc::new(broker_defaults)),
-            config,
-            clock,
-            faults,
-            life: Life::new(),
-            topics: RwLock::new(topics),
-            metadata: Mutex::new(metadata),
-            topic_alters: Mutex::new(()),
-            identities: Mutex::new(identities),
-            groups: Mutex::new(Some(groups)),
-            txns: Mutex::new(Some(recovered.coordinator)),
-            appended: Notify::new(),
-            tasks: TaskTracker::new(),
-            shutdown: CancellationToken::new(),
-            started_ms,
-            member_counter: AtomicU64::new(0),
-            clients: Mutex::new(ClientRegistry::default()),
-            dir_lock: Mutex::new(Some(lock)),
-            offline_brokers: tokio::sync::watch::Sender::new(Default::default()),
-            disk_full: Mutex::new(None),
-            disk_full_flag: std::sync::atomic::AtomicBool::new(false),
-            security: crate::security::SecurityState::new(security),
-            quotas: Mutex::new(quotas),
-            connection_stats: Arc::default(),
-        });
+        let stores = Stores {
+            security: crate::security_store::SecurityStore::load(&config.data_dir, faults.clone())?,
+            quotas: crate::quotas::QuotaStore::load(&config.data_dir, faults.clone())?,
+            lock,
+            metadata,
+            topics: opened.topics,
+            identities,
+            groups,
+            txns: recovered.coordinator,
+        };
+        let cluster = Arc::new(Self::assemble(config, clock, faults, stores));
         cluster
             .transactions()
             .recover_transactions(recovered.plans)?;
         cluster.transactions().repair_hanging_transactions()?;
         Ok(cluster)
     }
+
+    /// The cluster over its opened stores, with fresh run-time state.
+    fn assemble(
+        config: MiniKafkaConfig,
+        clock: SharedClock,
+        faults: Arc<FaultInjector>,
+        stores: Stores,
+    ) -> Self {
+        let started_ms = clock.now_ms();
+        let broker_defaults =
+            crate::broker_configs::broker_defaults(&config, stores.metadata.broker_configs());
+        Self {
+            broker_defaults: RwLock::new(Arc::new(broker_defaults)),
+            config,
+            clock,
+            faults,
+            life: Life::new(),
+            topics: RwLock::new(stores.topics),
+            metadata: Mutex::new(stores.metadata),
+            topic_alters: Mutex::new(()),
+            identities: Mutex::new(stores.identities),
+            groups: Mutex::new(Some(stores.groups)),
+            txns: Mutex::new(Some(stores.txns)),
+            appended: Notify::new(),
+            tasks: TaskTracker::new(),
+            shutdown: CancellationToken::new(),
+            started_ms,
+            member_counter: AtomicU64::new(0),
+            clients: Mutex::new(ClientRegistry::default()),
+            dir_lock: Mutex::new(Some(stores.lock)),
+            offline_brokers: tokio::sync::watch::Sender::new(Default::default()),
+            disk_full: Mutex::new(None),
+            disk_full_flag: std::sync::atomic::AtomicBool::new(false),
+            security: crate::security::SecurityState::new(stores.security),
+            quotas: Mutex::new(stores.quotas),
+            connection_stats: Arc::default(),
+        }
+    }
+}
+
+/// Everything opening reads from the data directory, ready to serve.
+struct Stores {
+    lock: DirLock,
+    metadata: MetadataStore,
+    topics: BTreeMap<String, Arc<Topic>>,
+    identities: ProducerIdentityStore,
+    groups: GroupCoordinator,
+    txns: TransactionCoordinator,
+    security: crate::security_store::SecurityStore,
+    quotas: crate::quotas::QuotaStore,
+}
+
+/// Takes the data directory (creating it) and its lock, loads the metadata
+/// and brings the directory in line with it: finishes deletions and
+/// replica removals a crash interrupted, refuses partition directories the
+/// metadata does not know, persists ids an older file lacked, and checks
+/// that the process may open every replica.
+fn open_metadata(
+    config: &MiniKafkaConfig,
+    faults: &Arc<FaultInjector>,
+) -> Result<(DirLock, MetadataStore)> {
+    std::fs::create_dir_all(&config.data_dir).map_err(|e| StorageError::io(&config.data_dir, e))?;
+    let lock = DirLock::acquire(&config.data_dir)?;
+    let metadata_existed = config.data_dir.join("metadata.json").exists();
+    let mut metadata = MetadataStore::load(&config.data_dir)?.with_faults(faults.clone());
+    finish_pending_deletions(&config.data_dir, &mut metadata)?;
+    crate::reassignments::finish_replica_removals(&config.data_dir, &mut metadata)?;
+    check_no_unknown_partitions(&config.data_dir, &metadata, metadata_existed)?;
+    metadata.persist_upgrade()?;
+    let replicas: u64 = metadata
+        .topics()
+        .flat_map(|t| t.partitions.iter())
+        .map(|p| p.replicas.len() as u64)
+        .sum();
+    crate::resources::check_room_for_replicas(
+        replicas,
+        &format!("opening {replicas} replica(s) of the metadata's partitions"),
+    )?;
+    Ok((lock, metadata))
+}
+
+/// What opening the replica sets found.
+#[derive(Default)]
+struct OpenedTopics {
+    /// Every topic with its partitions, a damaged one offline.
+    topics: BTreeMap<String, Arc<Topic>>,
+    /// The highest epoch of every producer id the logs show.
+    seen_producers: BTreeMap<i64, i32>,
+    /// Partitions whose leader or epoch the logs moved past the metadata.
+    epoch_changes: Vec<(TopicPartition, BrokerId, i32)>,
+}
+
+/// Opens the replica set of every partition the metadata lists.
+fn open_topics(
+    config: &MiniKafkaConfig,
+    metadata: &MetadataStore,
+    identities: &ProducerIdentityStore,
+    clock: &SharedClock,
+    faults: &Arc<FaultInjector>,
+) -> Result<OpenedTopics> {
+    let mut opened = OpenedTopics::default();
+    for meta in metadata.topics() {
+        let mut partitions = Vec::with_capacity(meta.partitions.len());
+        for p in &meta.partitions {
+            partitions.push(opened.open_partition(config, meta, p, identities, clock, faults)?);
+        }
+        opened.topics.insert(
+            meta.name.clone(),
+            Arc::new(Topic {
+                meta: meta.clone(),
+                partitions,
+            }),
+        );
+    }
+    Ok(opened)
+}
+
+impl OpenedTopics {
+    /// Opens partition `p` of `topic`, noting the producers its logs show
+    /// and a leadership its logs moved on. A partition whose data is gone
+    /// or damaged opens offline (the broker starts without it); a
+    /// transient failure (no space, no file descriptor) refuses the start
+    /// instead, since retrying with the resource back opens it fine.
+    fn open_partition(
+        &mut self,
+        config: &MiniKafkaConfig,
+        topic: &TopicMeta,
+        p: &PartitionMeta,
+        identities: &ProducerIdentityStore,
+        clock: &SharedClock,
+        faults: &Arc<FaultInjector>,
+    ) -> Result<Arc<PartitionSlot>> {
+        let tp = TopicPartition::new(&topic.name, p.partition);
+        if let Some(cause) = missing_replica_dirs(config, &tp, p) {
+            tracing::error!(partition = %tp, cause, "partition damaged: opened offline");
+            let slot = PartitionSlot::damaged_at_open(tp, cause, clock.now_ms());
+            return Ok(Arc::new(slot));
+        }
+        let mut set = match open_replica_set(config, &topic.config, &tp, p, clock, faults) {
+            Ok(set) => set,
+            Err(e) if reach(&e, Access::Read) == Some(Reach::Partition) => {
+                tracing::error!(
+                    partition = %tp,
+                    cause = %e,
+                    "partition damaged: opened offline; every other partition serves"
+                );
+                let slot = PartitionSlot::damaged_at_open(tp, e.to_string(), clock.now_ms());
+                return Ok(Arc::new(slot));
+            }
+            Err(e) => return Err(e),
+        };
+        for (id, epoch) in set.producer_epochs() {
+            note_producer(&mut self.seen_producers, id, epoch);
+        }
+        if (set.leader_id(), set.leader_epoch()) != (p.leader_id, p.leader_epoch) {
+            self.epoch_changes
+                .push((tp.clone(), set.leader_id(), set.leader_epoch()));
+        }
+        for (_, identity) in identities.identities() {
+            // Re-register every known producer epoch so zombies stay
+            // fenced after a restart.
+            let _ = set.register_producer(identity.producer_id, identity.epoch);
+        }
+        Ok(Arc::new(PartitionSlot::new(tp, set, clock.now_ms())))
+    }
+}
+
+/// Why partition `p` cannot open, if a replica directory is missing.
+/// Every replica directory exists from the partition's creation on: a
+/// missing one lost its data, and opening it would silently start an empty
+/// log in its place. The one exception is an adding replica of a pending
+/// move, which a crash may have left uncreated: it starts empty and
+/// catches up as it would have anyway.
+fn missing_replica_dirs(
+    config: &MiniKafkaConfig,
+    tp: &TopicPartition,
+    p: &PartitionMeta,
+) -> Option<String> {
+    let missing: Vec<String> = p
+        .replicas
+        .iter()
+        .filter(|b| !p.adding_replicas.contains(b))
+        .map(|b| mk_replication::replica_dir(&config.data_dir, *b, tp))
+        .filter(|d| !d.exists())
+        .map(|d| d.display().to_string())
+        .collect();
+    (!missing.is_empty()).then(|| {
+        format!(
+            "replica directories are missing ({}): their data is gone; restore them \
+             from a backup, or delete the topic to start it again empty",
+            missing.join(", ")
+        )
+    })
+}
+
+/// Opens the replica set of partition `p` as the metadata places it,
+/// resuming a reassignment it records.
+fn open_replica_set(
+    config: &MiniKafkaConfig,
+    topic_config: &TopicConfig,
+    tp: &TopicPartition,
+    p: &PartitionMeta,
+    clock: &SharedClock,
+    faults: &Arc<FaultInjector>,
+) -> Result<PartitionReplicaSet> {
+    let mut set = PartitionReplicaSet::open(
+        &config.data_dir,
+        tp.clone(),
+        PartitionAssignment {
+            replicas: p.replicas.clone(),
+            leader_id: p.leader_id,
+            leader_epoch: p.leader_epoch,
+        },
+        replication_config(config, topic_config, faults),
+        clock.clone(),
+    )?;
+    if let Some(r) = crate::reassignments::recorded_reassignment(p) {
+        set.restore_reassignment(r)?;
+    }
+    Ok(set)
+}
+
+/// Opens the group coordinator over the offsets log.
+fn open_groups(
+    config: &MiniKafkaConfig,
+    clock: &SharedClock,
+    faults: &Arc<FaultInjector>,
+) -> Result<GroupCoordinator> {
+    let groups = GroupCoordinator::open(
+        &config.data_dir.join(format!("{OFFSETS_TOPIC}-0")),
+        GroupConfig {
+            session_timeout_ms: config.group_session_timeout_ms,
+            min_session_timeout_ms: config.group_min_session_timeout_ms,
+            max_session_timeout_ms: config.group_max_session_timeout_ms,
+            max_group_size: config.group_max_size,
+            initial_rebalance_delay_ms: config.group_initial_rebalance_delay_ms,
+            // Member ids made after a restart must never equal ids of
+            // before: a client that still holds an old id would take
+            // over a newcomer's place.
+            member_id_salt: uuid::Uuid::new_v4().simple().to_string(),
+            offsets_log: log_config(config, None, faults),
+            ..GroupConfig::default()
+        },
+        clock.clone(),
+    )?;
+    Ok(groups)
+}
+
+/// Opens the transaction coordinator over its journal: the coordinator
+/// and the plans that complete what a crash left in a Prepare state.
+fn open_transactions(
+    config: &MiniKafkaConfig,
+    clock: &SharedClock,
+    faults: &Arc<FaultInjector>,
+) -> Result<mk_txn::Recovered> {
+    let recovered = TransactionCoordinator::open(
+        &config.data_dir.join(mk_txn::JOURNAL_FILE_NAME),
+        TxnConfig {
+            transaction_timeout_ms: config.transaction_timeout_ms,
+            faults: Arc::new(mk_txn::JournalFaults::with_storage(faults.clone())),
+            max_transaction_timeout_ms: config.max_transaction_timeout_ms,
+            ..TxnConfig::default()
+        },
+        clock.clone(),
+    )?;
+    Ok(recovered)
 }
 
 /// Records that producer `id` is known at `epoch` (keeping the highest).
