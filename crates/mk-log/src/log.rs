@@ -621,6 +621,9 @@ impl PartitionLog {
             return Vec::new();
         };
         self.assert_at_end(&first.header);
+        for f in &frames {
+            self.assert_whole_frame(&buf[f.range.clone()]);
+        }
         let bytes = &buf[first.range.start..last.range.end];
         let active = self.active_segment();
         let fits = frames.len() > 1
@@ -677,6 +680,7 @@ impl PartitionLog {
         max_ts: i64,
     ) -> Result<AppendInfo> {
         self.assert_at_end(header);
+        self.assert_whole_frame(frame);
         let len = frame.len() as u64;
         let active = self.active_segment();
         let relative_end = header.next_offset() - active.base_offset;
@@ -700,6 +704,24 @@ impl PartitionLog {
             self.leo(),
             "{}: an append must start at the log end offset",
             self.dir.display()
+        );
+    }
+
+    /// Every frame that reaches the disk is one whole frame whose length
+    /// prefix names exactly its bytes, within `max_batch_bytes`: every
+    /// caller built it with the encoder and bounded it, or verified it, so
+    /// a mismatch is a bug, and writing it would make the next recovery
+    /// cut the log at this frame. Checking costs a read of its 12-byte
+    /// header.
+    fn assert_whole_frame(&self, frame: &[u8]) {
+        let named = codec::peek_frame_len(frame, self.config.max_batch_bytes);
+        assert!(
+            matches!(named, Ok(Some(len)) if len == frame.len()),
+            "{}: a frame of {} bytes about to be written is not one whole frame \
+             within max_batch_bytes {}: its header names {named:?}",
+            self.dir.display(),
+            frame.len(),
+            self.config.max_batch_bytes
         );
     }
 
@@ -1356,5 +1378,33 @@ impl PartitionLog {
             fsutil::sync_dir_with(&self.config.faults, &self.dir)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Record, RecordBatch};
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+
+    /// A frame whose length prefix does not name its bytes fails the
+    /// invariant before a byte of it reaches the segment (in release builds
+    /// too), so the log on disk stays whole.
+    #[test]
+    fn a_frame_that_is_not_whole_fails_the_invariant_before_it_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = PartitionLog::open(dir.path(), LogConfig::default(), 0).unwrap();
+        let value = bytes::Bytes::from_static(b"v");
+        let mut batch = RecordBatch::new(vec![Record::new(None, Some(value), 1)]).unwrap();
+        batch.assign(0, 0).unwrap();
+        let header = batch.header().unwrap();
+        let mut frame = Vec::new();
+        codec::encode_into(&batch, &mut frame).unwrap();
+        let torn = &frame[..frame.len() - 1];
+        let written = catch_unwind(AssertUnwindSafe(|| log.write_frame(torn, &header, 1)));
+        assert!(written.is_err(), "a torn frame must not be written");
+        assert_eq!((log.leo(), log.size_bytes()), (0, 0));
+        let info = log.write_frame(&frame, &header, 1).unwrap();
+        assert_eq!((info.next_offset, info.size), (1, frame.len() as u64));
     }
 }
