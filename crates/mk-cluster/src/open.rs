@@ -55,16 +55,21 @@ impl BrokerCluster {
         faults: Arc<FaultInjector>,
     ) -> Result<Arc<Self>> {
         config.validate()?;
-        let (lock, mut metadata) = open_metadata(&config, &faults)?;
+        let opening = Opening {
+            config: &config,
+            clock: &clock,
+            faults: &faults,
+        };
+        let (lock, mut metadata) = opening.metadata()?;
         let mut identities =
             ProducerIdentityStore::open(&config.data_dir)?.with_faults(faults.clone());
-        let opened = open_topics(&config, &metadata, &identities, &clock, &faults)?;
+        let opened = opening.topics(&metadata, &identities)?;
         let mut seen_producers = opened.seen_producers;
         for (tp, leader, epoch) in opened.epoch_changes {
             metadata.set_leader(&tp.topic, tp.partition, leader, epoch)?;
         }
-        let groups = open_groups(&config, &clock, &faults)?;
-        let recovered = open_transactions(&config, &clock, &faults)?;
+        let groups = opening.groups()?;
+        let recovered = opening.transactions()?;
         for t in recovered.coordinator.list() {
             note_producer(&mut seen_producers, t.producer_id, t.producer_epoch);
         }
@@ -141,33 +146,12 @@ struct Stores {
     quotas: crate::quotas::QuotaStore,
 }
 
-/// Takes the data directory (creating it) and its lock, loads the metadata
-/// and brings the directory in line with it: finishes deletions and
-/// replica removals a crash interrupted, refuses partition directories the
-/// metadata does not know, persists ids an older file lacked, and checks
-/// that the process may open every replica.
-fn open_metadata(
-    config: &MiniKafkaConfig,
-    faults: &Arc<FaultInjector>,
-) -> Result<(DirLock, MetadataStore)> {
-    std::fs::create_dir_all(&config.data_dir).map_err(|e| StorageError::io(&config.data_dir, e))?;
-    let lock = DirLock::acquire(&config.data_dir)?;
-    let metadata_existed = config.data_dir.join("metadata.json").exists();
-    let mut metadata = MetadataStore::load(&config.data_dir)?.with_faults(faults.clone());
-    finish_pending_deletions(&config.data_dir, &mut metadata)?;
-    crate::reassignments::finish_replica_removals(&config.data_dir, &mut metadata)?;
-    check_no_unknown_partitions(&config.data_dir, &metadata, metadata_existed)?;
-    metadata.persist_upgrade()?;
-    let replicas: u64 = metadata
-        .topics()
-        .flat_map(|t| t.partitions.iter())
-        .map(|p| p.replicas.len() as u64)
-        .sum();
-    crate::resources::check_room_for_replicas(
-        replicas,
-        &format!("opening {replicas} replica(s) of the metadata's partitions"),
-    )?;
-    Ok((lock, metadata))
+/// What every step of opening reads: the configuration, the clock and the
+/// fault seam every store passes.
+struct Opening<'a> {
+    config: &'a MiniKafkaConfig,
+    clock: &'a SharedClock,
+    faults: &'a Arc<FaultInjector>,
 }
 
 /// What opening the replica sets found.
@@ -181,53 +165,81 @@ struct OpenedTopics {
     epoch_changes: Vec<(TopicPartition, BrokerId, i32)>,
 }
 
-/// Opens the replica set of every partition the metadata lists.
-fn open_topics(
-    config: &MiniKafkaConfig,
-    metadata: &MetadataStore,
-    identities: &ProducerIdentityStore,
-    clock: &SharedClock,
-    faults: &Arc<FaultInjector>,
-) -> Result<OpenedTopics> {
-    let mut opened = OpenedTopics::default();
-    for meta in metadata.topics() {
-        let mut partitions = Vec::with_capacity(meta.partitions.len());
-        for p in &meta.partitions {
-            partitions.push(opened.open_partition(config, meta, p, identities, clock, faults)?);
-        }
-        opened.topics.insert(
-            meta.name.clone(),
-            Arc::new(Topic {
-                meta: meta.clone(),
-                partitions,
-            }),
-        );
+impl Opening<'_> {
+    /// Takes the data directory (creating it) and its lock, loads the
+    /// metadata and brings the directory in line with it: finishes
+    /// deletions and replica removals a crash interrupted, refuses
+    /// partition directories the metadata does not know, persists ids an
+    /// older file lacked, and checks that the process may open every
+    /// replica.
+    fn metadata(&self) -> Result<(DirLock, MetadataStore)> {
+        let data_dir = &self.config.data_dir;
+        std::fs::create_dir_all(data_dir).map_err(|e| StorageError::io(data_dir, e))?;
+        let lock = DirLock::acquire(data_dir)?;
+        let metadata_existed = data_dir.join("metadata.json").exists();
+        let mut metadata = MetadataStore::load(data_dir)?.with_faults(self.faults.clone());
+        finish_pending_deletions(data_dir, &mut metadata)?;
+        crate::reassignments::finish_replica_removals(data_dir, &mut metadata)?;
+        check_no_unknown_partitions(data_dir, &metadata, metadata_existed)?;
+        metadata.persist_upgrade()?;
+        let replicas: u64 = metadata
+            .topics()
+            .flat_map(|t| t.partitions.iter())
+            .map(|p| p.replicas.len() as u64)
+            .sum();
+        crate::resources::check_room_for_replicas(
+            replicas,
+            &format!("opening {replicas} replica(s) of the metadata's partitions"),
+        )?;
+        Ok((lock, metadata))
     }
-    Ok(opened)
-}
 
-impl OpenedTopics {
-    /// Opens partition `p` of `topic`, noting the producers its logs show
-    /// and a leadership its logs moved on. A partition whose data is gone
-    /// or damaged opens offline (the broker starts without it); a
-    /// transient failure (no space, no file descriptor) refuses the start
-    /// instead, since retrying with the resource back opens it fine.
-    fn open_partition(
-        &mut self,
-        config: &MiniKafkaConfig,
+    /// Opens the replica set of every partition the metadata lists.
+    fn topics(
+        &self,
+        metadata: &MetadataStore,
+        identities: &ProducerIdentityStore,
+    ) -> Result<OpenedTopics> {
+        let mut opened = OpenedTopics::default();
+        for meta in metadata.topics() {
+            let mut partitions = Vec::with_capacity(meta.partitions.len());
+            for p in &meta.partitions {
+                partitions.push(self.partition(&mut opened, meta, p, identities)?);
+            }
+            opened.topics.insert(
+                meta.name.clone(),
+                Arc::new(Topic {
+                    meta: meta.clone(),
+                    partitions,
+                }),
+            );
+        }
+        Ok(opened)
+    }
+
+    /// Opens partition `p` of `topic`, noting in `opened` the producers
+    /// its logs show and a leadership its logs moved on. A partition whose
+    /// data is gone or damaged opens offline (the broker starts without
+    /// it); a transient failure (no space, no file descriptor) refuses the
+    /// start instead, since retrying with the resource back opens it fine.
+    fn partition(
+        &self,
+        opened: &mut OpenedTopics,
         topic: &TopicMeta,
         p: &PartitionMeta,
         identities: &ProducerIdentityStore,
-        clock: &SharedClock,
-        faults: &Arc<FaultInjector>,
     ) -> Result<Arc<PartitionSlot>> {
         let tp = TopicPartition::new(&topic.name, p.partition);
-        if let Some(cause) = missing_replica_dirs(config, &tp, p) {
+        let now_ms = || self.clock.now_ms();
+        if let Some(cause) = missing_replica_dirs(&self.config.data_dir, &tp, p) {
             tracing::error!(partition = %tp, cause, "partition damaged: opened offline");
-            let slot = PartitionSlot::damaged_at_open(tp, cause, clock.now_ms());
-            return Ok(Arc::new(slot));
+            return Ok(Arc::new(PartitionSlot::damaged_at_open(
+                tp,
+                cause,
+                now_ms(),
+            )));
         }
-        let mut set = match open_replica_set(config, &topic.config, &tp, p, clock, faults) {
+        let mut set = match self.replica_set(&topic.config, &tp, p) {
             Ok(set) => set,
             Err(e) if reach(&e, Access::Read) == Some(Reach::Partition) => {
                 tracing::error!(
@@ -235,16 +247,21 @@ impl OpenedTopics {
                     cause = %e,
                     "partition damaged: opened offline; every other partition serves"
                 );
-                let slot = PartitionSlot::damaged_at_open(tp, e.to_string(), clock.now_ms());
-                return Ok(Arc::new(slot));
+                let cause = e.to_string();
+                return Ok(Arc::new(PartitionSlot::damaged_at_open(
+                    tp,
+                    cause,
+                    now_ms(),
+                )));
             }
             Err(e) => return Err(e),
         };
         for (id, epoch) in set.producer_epochs() {
-            note_producer(&mut self.seen_producers, id, epoch);
+            note_producer(&mut opened.seen_producers, id, epoch);
         }
         if (set.leader_id(), set.leader_epoch()) != (p.leader_id, p.leader_epoch) {
-            self.epoch_changes
+            opened
+                .epoch_changes
                 .push((tp.clone(), set.leader_id(), set.leader_epoch()));
         }
         for (_, identity) in identities.identities() {
@@ -252,7 +269,74 @@ impl OpenedTopics {
             // fenced after a restart.
             let _ = set.register_producer(identity.producer_id, identity.epoch);
         }
-        Ok(Arc::new(PartitionSlot::new(tp, set, clock.now_ms())))
+        Ok(Arc::new(PartitionSlot::new(tp, set, now_ms())))
+    }
+
+    /// Opens the replica set of partition `p` as the metadata places it,
+    /// resuming a reassignment it records.
+    fn replica_set(
+        &self,
+        topic_config: &TopicConfig,
+        tp: &TopicPartition,
+        p: &PartitionMeta,
+    ) -> Result<PartitionReplicaSet> {
+        let assignment = PartitionAssignment {
+            replicas: p.replicas.clone(),
+            leader_id: p.leader_id,
+            leader_epoch: p.leader_epoch,
+        };
+        let mut set = PartitionReplicaSet::open(
+            &self.config.data_dir,
+            tp.clone(),
+            assignment,
+            replication_config(self.config, topic_config, self.faults),
+            self.clock.clone(),
+        )?;
+        if let Some(r) = crate::reassignments::recorded_reassignment(p) {
+            set.restore_reassignment(r)?;
+        }
+        Ok(set)
+    }
+
+    /// Opens the group coordinator over the offsets log.
+    fn groups(&self) -> Result<GroupCoordinator> {
+        let config = self.config;
+        let group_config = GroupConfig {
+            session_timeout_ms: config.group_session_timeout_ms,
+            min_session_timeout_ms: config.group_min_session_timeout_ms,
+            max_session_timeout_ms: config.group_max_session_timeout_ms,
+            max_group_size: config.group_max_size,
+            initial_rebalance_delay_ms: config.group_initial_rebalance_delay_ms,
+            // Member ids made after a restart must never equal ids of
+            // before: a client that still holds an old id would take
+            // over a newcomer's place.
+            member_id_salt: uuid::Uuid::new_v4().simple().to_string(),
+            offsets_log: log_config(config, None, self.faults),
+            ..GroupConfig::default()
+        };
+        let offsets_dir = config.data_dir.join(format!("{OFFSETS_TOPIC}-0"));
+        Ok(GroupCoordinator::open(
+            &offsets_dir,
+            group_config,
+            self.clock.clone(),
+        )?)
+    }
+
+    /// Opens the transaction coordinator over its journal: the coordinator
+    /// and the plans that complete what a crash left in a Prepare state.
+    fn transactions(&self) -> Result<mk_txn::Recovered> {
+        let txn_config = TxnConfig {
+            transaction_timeout_ms: self.config.transaction_timeout_ms,
+            faults: Arc::new(mk_txn::JournalFaults::with_storage(self.faults.clone())),
+            max_transaction_timeout_ms: self.config.max_transaction_timeout_ms,
+            ..TxnConfig::default()
+        };
+        let journal = self.config.data_dir.join(mk_txn::JOURNAL_FILE_NAME);
+        Ok(TransactionCoordinator::open(
+            &journal,
+            txn_config,
+            self.clock.clone(),
+        )?)
     }
 }
 
@@ -263,7 +347,7 @@ impl OpenedTopics {
 /// move, which a crash may have left uncreated: it starts empty and
 /// catches up as it would have anyway.
 fn missing_replica_dirs(
-    config: &MiniKafkaConfig,
+    data_dir: &std::path::Path,
     tp: &TopicPartition,
     p: &PartitionMeta,
 ) -> Option<String> {
@@ -271,7 +355,7 @@ fn missing_replica_dirs(
         .replicas
         .iter()
         .filter(|b| !p.adding_replicas.contains(b))
-        .map(|b| mk_replication::replica_dir(&config.data_dir, *b, tp))
+        .map(|b| mk_replication::replica_dir(data_dir, *b, tp))
         .filter(|d| !d.exists())
         .map(|d| d.display().to_string())
         .collect();
@@ -282,79 +366,6 @@ fn missing_replica_dirs(
             missing.join(", ")
         )
     })
-}
-
-/// Opens the replica set of partition `p` as the metadata places it,
-/// resuming a reassignment it records.
-fn open_replica_set(
-    config: &MiniKafkaConfig,
-    topic_config: &TopicConfig,
-    tp: &TopicPartition,
-    p: &PartitionMeta,
-    clock: &SharedClock,
-    faults: &Arc<FaultInjector>,
-) -> Result<PartitionReplicaSet> {
-    let mut set = PartitionReplicaSet::open(
-        &config.data_dir,
-        tp.clone(),
-        PartitionAssignment {
-            replicas: p.replicas.clone(),
-            leader_id: p.leader_id,
-            leader_epoch: p.leader_epoch,
-        },
-        replication_config(config, topic_config, faults),
-        clock.clone(),
-    )?;
-    if let Some(r) = crate::reassignments::recorded_reassignment(p) {
-        set.restore_reassignment(r)?;
-    }
-    Ok(set)
-}
-
-/// Opens the group coordinator over the offsets log.
-fn open_groups(
-    config: &MiniKafkaConfig,
-    clock: &SharedClock,
-    faults: &Arc<FaultInjector>,
-) -> Result<GroupCoordinator> {
-    let groups = GroupCoordinator::open(
-        &config.data_dir.join(format!("{OFFSETS_TOPIC}-0")),
-        GroupConfig {
-            session_timeout_ms: config.group_session_timeout_ms,
-            min_session_timeout_ms: config.group_min_session_timeout_ms,
-            max_session_timeout_ms: config.group_max_session_timeout_ms,
-            max_group_size: config.group_max_size,
-            initial_rebalance_delay_ms: config.group_initial_rebalance_delay_ms,
-            // Member ids made after a restart must never equal ids of
-            // before: a client that still holds an old id would take
-            // over a newcomer's place.
-            member_id_salt: uuid::Uuid::new_v4().simple().to_string(),
-            offsets_log: log_config(config, None, faults),
-            ..GroupConfig::default()
-        },
-        clock.clone(),
-    )?;
-    Ok(groups)
-}
-
-/// Opens the transaction coordinator over its journal: the coordinator
-/// and the plans that complete what a crash left in a Prepare state.
-fn open_transactions(
-    config: &MiniKafkaConfig,
-    clock: &SharedClock,
-    faults: &Arc<FaultInjector>,
-) -> Result<mk_txn::Recovered> {
-    let recovered = TransactionCoordinator::open(
-        &config.data_dir.join(mk_txn::JOURNAL_FILE_NAME),
-        TxnConfig {
-            transaction_timeout_ms: config.transaction_timeout_ms,
-            faults: Arc::new(mk_txn::JournalFaults::with_storage(faults.clone())),
-            max_transaction_timeout_ms: config.max_transaction_timeout_ms,
-            ..TxnConfig::default()
-        },
-        clock.clone(),
-    )?;
-    Ok(recovered)
 }
 
 /// Records that producer `id` is known at `epoch` (keeping the highest).
