@@ -112,6 +112,7 @@ fn partition_info(topic: &str, partition: u32) -> PartitionInfo {
         leader_id: 2,
         leader_epoch: 4,
         replicas: vec![2, 3, 1],
+        adding_replicas: vec![1],
         isr: vec![2, 3],
         high_watermark: 10,
         last_stable_offset: 9,

@@ -104,9 +104,20 @@ impl PartitionHealth {
 }
 
 impl PartitionInfo {
-    /// Fewer replicas in sync than assigned.
+    /// The replica count the partition is meant to have: during a move,
+    /// the replica set without the replicas the move adds (Kafka's
+    /// replication factor of a partition under reassignment).
+    pub fn replication_factor(&self) -> usize {
+        self.replicas
+            .iter()
+            .filter(|b| !self.adding_replicas.contains(b))
+            .count()
+    }
+
+    /// Fewer replicas in sync than the replication factor (so the adding
+    /// replicas of a move, still catching up, do not count; Kafka's rule).
     pub fn is_under_replicated(&self) -> bool {
-        self.damaged.is_none() && self.isr.len() < self.replicas.len()
+        self.damaged.is_none() && self.isr.len() < self.replication_factor()
     }
 }
 

@@ -43,6 +43,10 @@ pub struct PartitionInfo {
     pub leader_id: BrokerId,
     pub leader_epoch: i32,
     pub replicas: Vec<BrokerId>,
+    /// The replicas a move in progress adds (a subset of `replicas`;
+    /// empty when no move is pending). They do not count towards the
+    /// replication factor until the move completes.
+    pub adding_replicas: Vec<BrokerId>,
     pub isr: Vec<BrokerId>,
     pub high_watermark: i64,
     pub last_stable_offset: i64,
@@ -77,6 +81,10 @@ pub(crate) fn partition_info(set: &PartitionReplicaSet) -> PartitionInfo {
         leader_id: set.leader_id(),
         leader_epoch: set.leader_epoch(),
         replicas: set.replicas().to_vec(),
+        adding_replicas: set
+            .reassignment()
+            .map(mk_replication::Reassignment::adding)
+            .unwrap_or_default(),
         isr: set.isr(),
         high_watermark: hw,
         last_stable_offset: mk_txn::last_stable_offset(
@@ -115,6 +123,7 @@ fn damaged_info(slot: &PartitionSlot, meta: &TopicMeta, cause: &str) -> Partitio
         leader_epoch: p.map_or(-1, |p| p.leader_epoch),
         log_end_offsets: replicas.iter().map(|b| (*b, -1)).collect(),
         replicas,
+        adding_replicas: p.map(|p| p.adding_replicas.clone()).unwrap_or_default(),
         isr: Vec::new(),
         high_watermark: -1,
         last_stable_offset: -1,

@@ -189,6 +189,47 @@ async fn cancelling_returns_to_the_original_replicas_and_removes_the_new_ones() 
 }
 
 #[tokio::test]
+async fn the_replicas_a_move_adds_do_not_make_a_partition_under_replicated() {
+    let node = Node::new(|c| c.broker_ids = vec![1, 2, 3]);
+    let c = node.c();
+    c.topics().create("t", 1, 2).unwrap();
+    let p0 = tp("t", 0);
+    produce(c, &p0, &["a"]).await;
+    c.steps().replicate_all_once().unwrap();
+    // Broker 3 offline keeps its new replica out of the ISR.
+    c.brokers().take_offline(3).unwrap();
+    c.reassignments().alter(&p0, Some(&[3, 2]), true).unwrap();
+    let urp = || c.views().overview().unwrap().partitions.under_replicated;
+    let d = c.topics().describe_partition(&p0).unwrap();
+    assert_eq!(
+        (d.replicas.clone(), d.adding_replicas.clone(), d.isr.clone()),
+        (vec![3, 2, 1], vec![3], vec![1, 2])
+    );
+    assert_eq!(d.replication_factor(), 2);
+    assert!(
+        !d.is_under_replicated(),
+        "both original replicas are in sync: Kafka does not count the adding one"
+    );
+    assert_eq!(urp(), 0);
+    // An original replica falling out of sync does make it under-replicated.
+    c.brokers().take_offline(2).unwrap();
+    let d = c.topics().describe_partition(&p0).unwrap();
+    assert_eq!(d.isr, vec![1]);
+    assert!(d.is_under_replicated());
+    assert_eq!(urp(), 1);
+    // Once the move completes, the target's size is the replication factor.
+    c.brokers().bring_online(2).unwrap();
+    c.brokers().bring_online(3).unwrap();
+    for _ in 0..3 {
+        c.steps().replicate_all_once().unwrap();
+    }
+    let d = c.topics().describe_partition(&p0).unwrap();
+    assert_eq!((d.replicas.clone(), d.adding_replicas.clone()), (vec![3, 2], vec![]));
+    assert!(!d.is_under_replicated());
+    assert_eq!(urp(), 0);
+}
+
+#[tokio::test]
 async fn a_crash_during_a_move_resumes_it_and_a_crash_after_it_finishes_the_removal() {
     let (mut node, p0) = pending_move(2, &["a", "b"], 3, &[2, 3]).await;
     let c = node.c().clone();

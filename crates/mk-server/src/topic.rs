@@ -170,7 +170,8 @@ fn config_text(entries: &[mk_cluster::TopicConfigEntry]) -> String {
 enum Status {
     /// Its leader serves and every replica is in sync.
     Ok,
-    /// Served, but fewer in-sync replicas than replicas.
+    /// Served, but fewer in-sync replicas than the replication factor
+    /// (the replicas a move adds do not count).
     UnderReplicated,
     /// Nobody can serve it; the reason says why.
     Offline(String),
@@ -189,7 +190,7 @@ impl Status {
                 p.leader_id
             ));
         }
-        if p.isr.len() < p.replicas.len() {
+        if p.is_under_replicated() {
             return Status::UnderReplicated;
         }
         Status::Ok

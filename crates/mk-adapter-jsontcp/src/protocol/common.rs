@@ -227,6 +227,10 @@ pub(super) fn partition_info_of(
         leader_id: p.i32("leader_id")?,
         leader_epoch: p.i32("leader_epoch")?,
         replicas: ids_of(p.array("replicas")?)?,
+        adding_replicas: match p.opt_array("adding_replicas")? {
+            Some(ids) => ids_of(ids)?,
+            None => Vec::new(),
+        },
         isr: ids_of(p.array("isr")?)?,
         high_watermark: p.i64("high_watermark")?,
         last_stable_offset: p.i64("last_stable_offset")?,
@@ -272,8 +276,11 @@ pub(super) fn write_partition_info(out: &mut Vec<u8>, p: &PartitionInfo, with_to
             m.end();
         })
         .int("log_end_offset", p.log_end_offset);
-    // Only present for a partition that damage took offline, after the
-    // fields spec 06 lists.
+    // Only present during a move, and for a partition that damage took
+    // offline, after the fields spec 06 lists.
+    if !p.adding_replicas.is_empty() {
+        w.with("adding_replicas", |o| write_ids(o, &p.adding_replicas));
+    }
     if let Some(cause) = &p.damaged {
         w.str("damaged", cause);
     }
