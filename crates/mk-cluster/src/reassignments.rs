@@ -49,6 +49,16 @@ impl From<ClusterError> for ReassignmentRefusal {
     }
 }
 
+/// What cancelling found, under the partition lock.
+enum Cancel {
+    /// Cancelled: the replicas that left (their directories go next).
+    Done(Vec<BrokerId>),
+    NoneInProgress,
+    /// No original replica is in sync and the topic does not allow an
+    /// unclean election: the original replicas.
+    NeedsUnclean(Vec<BrokerId>),
+}
+
 /// One move in progress, as ListPartitionReassignments tells it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OngoingReassignment {
@@ -245,24 +255,58 @@ impl Reassignments<'_> {
         Ok(dropped)
     }
 
-    /// Cancels the move in progress of `slot`.
+    /// Cancels the move in progress of `slot`. When no original replica
+    /// is in sync (the leader is an adding replica), Kafka's controller
+    /// reverts only where the topic allows unclean elections, and so does
+    /// this: the first original replica leads if its broker is online,
+    /// else the first online original replica, else the first original
+    /// replica on its offline broker (no leader serves until it returns);
+    /// records above the new leader's log end are lost. Otherwise the
+    /// refusal is INVALID_REPLICA_ASSIGNMENT, as Kafka's.
     fn cancel(self, slot: &PartitionSlot) -> std::result::Result<(), ReassignmentRefusal> {
         let tp = &slot.tp;
+        let unclean_allowed = self.cluster.brokers().unclean_allowed(tp)?;
+        let online = self.cluster.brokers().online();
         let files = slot.hold_files();
-        let removed = self.cluster.with_slot(slot, |set| {
-            if set.reassignment().is_none() {
-                return Ok(None);
-            }
-            let settled = set.cancel_reassignment()?;
-            self.record_settled(slot, &settled).map(Some)
+        let outcome = self.cluster.with_slot(slot, |set| {
+            let Some(r) = set.reassignment() else {
+                return Ok(Cancel::NoneInProgress);
+            };
+            let settled = if !set.cancel_needs_unclean_election() {
+                set.cancel_reassignment()?
+            } else if unclean_allowed {
+                let original = r.original();
+                let leader = original
+                    .iter()
+                    .copied()
+                    .find(|b| online.contains(b))
+                    .or_else(|| original.first().copied())
+                    .unwrap_or(-1);
+                let settled = set.cancel_reassignment_unclean(leader)?;
+                tracing::warn!(partition = %tp, leader, "reassignment cancelled with an unclean election: records above the new leader's log end are lost");
+                settled
+            } else {
+                return Ok(Cancel::NeedsUnclean(r.original().to_vec()));
+            };
+            self.record_settled(slot, &settled).map(Cancel::Done)
         })?;
-        let Some(removed) = removed else {
-            return Err(ReassignmentRefusal::NoneInProgress(format!(
-                "{tp} has no reassignment in progress"
-            )));
+        let removed = match outcome {
+            Cancel::Done(removed) => removed,
+            Cancel::NoneInProgress => {
+                return Err(ReassignmentRefusal::NoneInProgress(format!(
+                    "{tp} has no reassignment in progress"
+                )));
+            }
+            Cancel::NeedsUnclean(original) => {
+                return Err(ReassignmentRefusal::InvalidAssignment(format!(
+                    "{tp}: cannot revert to the original replicas {original:?}: none is in sync, so it would take an unclean leader election, and unclean.leader.election.enable is false for topic {:?}",
+                    tp.topic
+                )));
+            }
         };
         slot.hw_moved.notify_waiters();
         self.remove_dirs(slot, &removed, files);
+        self.cluster.appended.notify_one();
         tracing::info!(partition = %tp, "partition reassignment cancelled");
         Ok(())
     }

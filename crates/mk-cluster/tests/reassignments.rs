@@ -224,9 +224,109 @@ async fn the_replicas_a_move_adds_do_not_make_a_partition_under_replicated() {
         c.steps().replicate_all_once().unwrap();
     }
     let d = c.topics().describe_partition(&p0).unwrap();
-    assert_eq!((d.replicas.clone(), d.adding_replicas.clone()), (vec![3, 2], vec![]));
+    assert_eq!(
+        (d.replicas.clone(), d.adding_replicas.clone()),
+        (vec![3, 2], vec![])
+    );
     assert!(!d.is_under_replicated());
     assert_eq!(urp(), 0);
+}
+
+/// A move of `t`-0 from [1] to [2, 3] (broker 3 offline keeps it
+/// pending) whose adding replica 2 was elected and then took "b" alone:
+/// broker 1 went offline, so no original replica is in sync.
+async fn a_move_led_by_its_adding_replica(node: &Node) -> TopicPartition {
+    let c = node.c();
+    c.topics().create("t", 1, 1).unwrap();
+    let p0 = tp("t", 0);
+    produce(c, &p0, &["a"]).await;
+    c.brokers().take_offline(3).unwrap();
+    c.reassignments().alter(&p0, Some(&[2, 3]), true).unwrap();
+    for _ in 0..2 {
+        c.steps().replicate_all_once().unwrap();
+    }
+    c.brokers()
+        .elect_leader(&p0, ElectionType::Preferred)
+        .unwrap();
+    c.brokers().take_offline(1).unwrap();
+    produce(c, &p0, &["b"]).await;
+    assert_eq!(placement(c, &p0), (vec![2, 3, 1], 2, 1));
+    assert_eq!(c.topics().describe_partition(&p0).unwrap().isr, vec![2]);
+    p0
+}
+
+fn allow_unclean(c: &BrokerCluster) {
+    let on = ConfigChange::Set {
+        key: "unclean.leader.election.enable".into(),
+        value: "true".into(),
+    };
+    c.topics().alter_config("t", &[on], false).unwrap();
+}
+
+#[tokio::test]
+async fn a_cancel_that_needs_an_unclean_election_is_refused_unless_the_topic_allows_it() {
+    let mut node = Node::new(|c| c.broker_ids = vec![1, 2, 3]);
+    let p0 = a_move_led_by_its_adding_replica(&node).await;
+    let c = node.c().clone();
+    let ReassignmentRefusal::InvalidAssignment(why) =
+        refusal(c.reassignments().alter(&p0, None, true))
+    else {
+        panic!("expected INVALID_REPLICA_ASSIGNMENT")
+    };
+    assert!(why.contains("unclean.leader.election.enable"), "{why}");
+    assert_eq!(placement(&c, &p0), (vec![2, 3, 1], 2, 1), "nothing changed");
+    assert_eq!(c.reassignments().list(None).unwrap().len(), 1);
+
+    // Allowed: no original replica is online, so broker 1 leads from its
+    // offline broker and nothing serves until it returns (Kafka: leader -1).
+    allow_unclean(&c);
+    assert_eq!(
+        placement(&c, &p0).1,
+        2,
+        "turning it on changes no served leader"
+    );
+    c.reassignments().alter(&p0, None, true).unwrap();
+    assert!(c.reassignments().list(None).unwrap().is_empty());
+    assert_eq!(placement(&c, &p0), (vec![1], 1, 2));
+    assert_eq!(c.brokers().available_leader(&p0).unwrap(), None);
+    assert_eq!(c.views().overview().unwrap().partitions.offline, 1);
+    for b in [2, 3] {
+        assert!(!replica_dir(&node, b, &p0).exists(), "broker {b}");
+    }
+    drop(c);
+
+    // The revert was recorded before use.
+    node.crash_and_reopen();
+    let c = node.c().clone();
+    let (replicas, leader, epoch) = placement(&c, &p0);
+    assert_eq!((replicas, leader), (vec![1], 1));
+    assert!(epoch >= 2, "epoch {epoch}");
+    assert!(c.reassignments().list(None).unwrap().is_empty());
+    assert_eq!(c.brokers().available_leader(&p0).unwrap(), Some(1));
+    assert_eq!(
+        read_uncommitted(&c, &p0),
+        vec!["a"],
+        "b was only on broker 2"
+    );
+    produce(&c, &p0, &["c"]).await;
+    assert_eq!(read_uncommitted(&c, &p0), vec!["a", "c"]);
+}
+
+#[tokio::test]
+async fn an_unclean_cancel_elects_an_online_original_replica_at_once() {
+    let node = Node::new(|c| c.broker_ids = vec![1, 2, 3]);
+    let p0 = a_move_led_by_its_adding_replica(&node).await;
+    let c = node.c();
+    // Back online but not caught up: still out of the ISR.
+    c.brokers().bring_online(1).unwrap();
+    assert_eq!(c.topics().describe_partition(&p0).unwrap().isr, vec![2]);
+    allow_unclean(c);
+    c.reassignments().alter(&p0, None, true).unwrap();
+    assert_eq!(placement(c, &p0), (vec![1], 1, 2));
+    assert_eq!(c.brokers().available_leader(&p0).unwrap(), Some(1));
+    assert_eq!(read_uncommitted(c, &p0), vec!["a"]);
+    produce(c, &p0, &["c"]).await;
+    assert_eq!(read_uncommitted(c, &p0), vec!["a", "c"]);
 }
 
 #[tokio::test]

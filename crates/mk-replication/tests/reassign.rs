@@ -163,6 +163,51 @@ fn cancelling_refuses_when_no_original_replica_is_in_sync() {
 }
 
 #[test]
+fn an_unclean_cancel_elects_an_original_replica_and_loses_what_it_lacks() {
+    let h = Harness::new();
+    let mut set = h.create(&[1]);
+    put(&mut set, &["a"]);
+    begin(&mut set, &[2, 1]);
+    assert!(
+        !set.cancel_needs_unclean_election(),
+        "1 leads and is in sync"
+    );
+    replicate_until_ready(&mut set);
+    set.promote(2).unwrap();
+    // Committed on the adding replica alone.
+    put(&mut set, &["b"]);
+    set.replicate_all_once().unwrap();
+    assert_eq!(set.high_watermark(), 2);
+    assert!(set.cancel_needs_unclean_election());
+    assert_eq!(
+        code(set.cancel_reassignment_unclean(2)),
+        ErrorCode::InvalidRequest,
+        "only an original replica may lead after a cancel"
+    );
+    assert_eq!(set.replicas(), &[2, 1], "a refused cancel changes nothing");
+
+    let done = set.cancel_reassignment_unclean(1).unwrap();
+    assert_eq!((done.replicas, done.removed), (vec![1], vec![2]));
+    assert!(done.leader_moved);
+    assert_eq!((done.leader.leader_id, done.leader.leader_epoch), (1, 2));
+    assert_eq!(set.reassignment(), None);
+    assert_eq!(set.isr(), vec![1]);
+    assert_eq!(
+        set.high_watermark(),
+        1,
+        "the HW falls to the new leader's log end"
+    );
+    assert_eq!(
+        visible(&set),
+        vals(&[(0, "a")]),
+        "b is lost, as Kafka loses it"
+    );
+    put(&mut set, &["c"]);
+    assert_eq!(visible(&set), vals(&[(0, "a"), (1, "c")]));
+    assert!(!set.cancel_needs_unclean_election());
+}
+
+#[test]
 fn bad_targets_are_refused_before_anything_changes() {
     let h = Harness::new();
     let mut set = h.create(&[1, 2]);

@@ -253,17 +253,57 @@ impl PartitionReplicaSet {
     /// Cancels the pending move: the set goes back to the original
     /// replicas; a leader among the adding replicas hands over to the
     /// first in-sync original replica. Refused when no move is pending, or
-    /// when no original replica is in sync (the core never elects a
-    /// replica that may lack committed records).
+    /// when no original replica is in sync (see
+    /// [`Self::cancel_needs_unclean_election`]: this never elects a replica
+    /// that may lack committed records).
     pub fn cancel_reassignment(&mut self) -> Result<SettledPlacement> {
-        let Some(r) = &self.reassignment else {
+        let original = self.pending_original()?;
+        self.settle_placement(original)
+    }
+
+    /// Whether cancelling the pending move would need an unclean
+    /// election: no original replica is in the ISR (so the leader is one
+    /// of the adding replicas, which leave). False when no move is pending.
+    pub fn cancel_needs_unclean_election(&self) -> bool {
+        self.reassignment
+            .as_ref()
+            .is_some_and(|r| !r.original.iter().any(|b| self.isr.contains(b)))
+    }
+
+    /// Cancels the pending move when no original replica is in sync, as
+    /// Kafka's controller reverts one where unclean elections are allowed:
+    /// `leader`, an original replica the caller chose (the first online
+    /// one; an offline one leaves the partition without a serving leader
+    /// until its broker returns), leads in epoch + 1 as in
+    /// [`Self::promote_unclean`] — records above its log end are lost —
+    /// then the set goes back to the original replicas. When an original
+    /// replica is in sync after all, this is [`Self::cancel_reassignment`].
+    pub fn cancel_reassignment_unclean(&mut self, leader: BrokerId) -> Result<SettledPlacement> {
+        let original = self.pending_original()?;
+        if !self.cancel_needs_unclean_election() {
+            return self.settle_placement(original);
+        }
+        if !original.contains(&leader) {
             return Err(ReplicationError::InvalidRequest(format!(
-                "{}: no reassignment is in progress",
+                "{}: broker {leader} is not one of the original replicas {original:?}",
                 self.tp
             )));
-        };
-        let original = r.original.clone();
-        self.settle_placement(original)
+        }
+        self.take_leadership(leader)?;
+        let mut settled = self.settle_placement(original)?;
+        settled.leader_moved = true;
+        Ok(settled)
+    }
+
+    /// The original replicas of the pending move.
+    fn pending_original(&self) -> Result<Vec<BrokerId>> {
+        match &self.reassignment {
+            Some(r) => Ok(r.original.clone()),
+            None => Err(ReplicationError::InvalidRequest(format!(
+                "{}: no reassignment is in progress",
+                self.tp
+            ))),
+        }
     }
 
     /// Makes `replicas` (a subset of the held ones holding an in-sync
