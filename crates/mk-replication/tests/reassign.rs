@@ -25,6 +25,15 @@ fn begin(set: &mut PartitionReplicaSet, target: &[i32]) -> Vec<i32> {
     set.begin_reassignment(plan, &BTreeSet::new()).unwrap()
 }
 
+/// A partition on broker 1 holding "a", moving to `target`.
+fn a_moving_from_1_to(target: &[i32]) -> (Harness, PartitionReplicaSet) {
+    let h = Harness::new();
+    let mut set = h.create(&[1]);
+    put(&mut set, &["a"]);
+    begin(&mut set, target);
+    (h, set)
+}
+
 #[test]
 fn a_move_adds_followers_that_catch_up_then_the_removed_leader_hands_over() {
     let h = Harness::with(|c| c.replica_fetch_max_bytes = 1);
@@ -128,10 +137,7 @@ fn cancelling_goes_back_to_the_original_replicas_and_drops_the_adding_ones() {
 
 #[test]
 fn a_new_target_replaces_a_pending_move_from_the_same_original() {
-    let h = Harness::new();
-    let mut set = h.create(&[1]);
-    put(&mut set, &["a"]);
-    begin(&mut set, &[1, 2]);
+    let (_h, mut set) = a_moving_from_1_to(&[1, 2]);
     let dropped = begin(&mut set, &[1, 3]);
     assert_eq!(dropped, vec![2], "the first move's adding replica leaves");
     let r = set.reassignment().unwrap();
@@ -143,10 +149,7 @@ fn a_new_target_replaces_a_pending_move_from_the_same_original() {
 
 #[test]
 fn cancelling_refuses_when_no_original_replica_is_in_sync() {
-    let h = Harness::new();
-    let mut set = h.create(&[1]);
-    put(&mut set, &["a"]);
-    begin(&mut set, &[2, 1]);
+    let (_h, mut set) = a_moving_from_1_to(&[2, 1]);
     replicate_until_ready(&mut set);
     // A preferred election during the move makes the adding replica lead;
     // the former leader is out of sync until it rejoins and catches up.
@@ -164,10 +167,7 @@ fn cancelling_refuses_when_no_original_replica_is_in_sync() {
 
 #[test]
 fn an_unclean_cancel_elects_an_original_replica_and_loses_what_it_lacks() {
-    let h = Harness::new();
-    let mut set = h.create(&[1]);
-    put(&mut set, &["a"]);
-    begin(&mut set, &[2, 1]);
+    let (_h, mut set) = a_moving_from_1_to(&[2, 1]);
     assert!(
         !set.cancel_needs_unclean_election(),
         "1 leads and is in sync"
