@@ -190,15 +190,9 @@ async fn cancelling_returns_to_the_original_replicas_and_removes_the_new_ones() 
 
 #[tokio::test]
 async fn the_replicas_a_move_adds_do_not_make_a_partition_under_replicated() {
-    let node = Node::new(|c| c.broker_ids = vec![1, 2, 3]);
-    let c = node.c();
-    c.topics().create("t", 1, 2).unwrap();
-    let p0 = tp("t", 0);
-    produce(c, &p0, &["a"]).await;
-    c.steps().replicate_all_once().unwrap();
     // Broker 3 offline keeps its new replica out of the ISR.
-    c.brokers().take_offline(3).unwrap();
-    c.reassignments().alter(&p0, Some(&[3, 2]), true).unwrap();
+    let (node, p0) = pending_move(2, &["a"], 3, &[3, 2]).await;
+    let c = node.c();
     let urp = || c.views().overview().unwrap().partitions.under_replicated;
     let d = c.topics().describe_partition(&p0).unwrap();
     assert_eq!(
@@ -235,13 +229,9 @@ async fn the_replicas_a_move_adds_do_not_make_a_partition_under_replicated() {
 /// A move of `t`-0 from [1] to [2, 3] (broker 3 offline keeps it
 /// pending) whose adding replica 2 was elected and then took "b" alone:
 /// broker 1 went offline, so no original replica is in sync.
-async fn a_move_led_by_its_adding_replica(node: &Node) -> TopicPartition {
+async fn a_move_led_by_its_adding_replica() -> (Node, TopicPartition) {
+    let (node, p0) = pending_move(1, &["a"], 3, &[2, 3]).await;
     let c = node.c();
-    c.topics().create("t", 1, 1).unwrap();
-    let p0 = tp("t", 0);
-    produce(c, &p0, &["a"]).await;
-    c.brokers().take_offline(3).unwrap();
-    c.reassignments().alter(&p0, Some(&[2, 3]), true).unwrap();
     for _ in 0..2 {
         c.steps().replicate_all_once().unwrap();
     }
@@ -249,10 +239,10 @@ async fn a_move_led_by_its_adding_replica(node: &Node) -> TopicPartition {
         .elect_leader(&p0, ElectionType::Preferred)
         .unwrap();
     c.brokers().take_offline(1).unwrap();
-    produce(c, &p0, &["b"]).await;
+    append_each(c, &p0, &["b"]).await;
     assert_eq!(placement(c, &p0), (vec![2, 3, 1], 2, 1));
     assert_eq!(c.topics().describe_partition(&p0).unwrap().isr, vec![2]);
-    p0
+    (node, p0)
 }
 
 fn allow_unclean(c: &BrokerCluster) {
@@ -265,8 +255,7 @@ fn allow_unclean(c: &BrokerCluster) {
 
 #[tokio::test]
 async fn a_cancel_that_needs_an_unclean_election_is_refused_unless_the_topic_allows_it() {
-    let mut node = Node::new(|c| c.broker_ids = vec![1, 2, 3]);
-    let p0 = a_move_led_by_its_adding_replica(&node).await;
+    let (mut node, p0) = a_move_led_by_its_adding_replica().await;
     let c = node.c().clone();
     let ReassignmentRefusal::InvalidAssignment(why) =
         refusal(c.reassignments().alter(&p0, None, true))
@@ -308,14 +297,13 @@ async fn a_cancel_that_needs_an_unclean_election_is_refused_unless_the_topic_all
         vec!["a"],
         "b was only on broker 2"
     );
-    produce(&c, &p0, &["c"]).await;
+    append_each(&c, &p0, &["c"]).await;
     assert_eq!(read_uncommitted(&c, &p0), vec!["a", "c"]);
 }
 
 #[tokio::test]
 async fn an_unclean_cancel_elects_an_online_original_replica_at_once() {
-    let node = Node::new(|c| c.broker_ids = vec![1, 2, 3]);
-    let p0 = a_move_led_by_its_adding_replica(&node).await;
+    let (node, p0) = a_move_led_by_its_adding_replica().await;
     let c = node.c();
     // Back online but not caught up: still out of the ISR.
     c.brokers().bring_online(1).unwrap();
@@ -325,7 +313,7 @@ async fn an_unclean_cancel_elects_an_online_original_replica_at_once() {
     assert_eq!(placement(c, &p0), (vec![1], 1, 2));
     assert_eq!(c.brokers().available_leader(&p0).unwrap(), Some(1));
     assert_eq!(read_uncommitted(c, &p0), vec!["a"]);
-    produce(c, &p0, &["c"]).await;
+    append_each(c, &p0, &["c"]).await;
     assert_eq!(read_uncommitted(c, &p0), vec!["a", "c"]);
 }
 
