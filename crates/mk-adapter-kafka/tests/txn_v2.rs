@@ -282,3 +282,99 @@ async fn add_partitions_v4_adds_each_transaction_of_a_batch_on_its_own() {
         .await;
     assert_eq!(produced_code(&r), KafkaCode::NONE);
 }
+
+/// One producer session over EndTxn v5: the identity it speaks for.
+struct V2Producer {
+    pid: i64,
+    epoch: i16,
+}
+
+impl V2Producer {
+    async fn produce(&self, c: &mut Conn, seq: i32, value: &str) -> KafkaCode {
+        let req = produce(self.pid, self.epoch, seq, 0, value);
+        let r: ProduceResponse = c.call(key::PRODUCE, 12, &req).await;
+        produced_code(&r)
+    }
+
+    /// EndTxn v5 with this identity: the error and the identity answered.
+    async fn end(&self, c: &mut Conn, committed: bool) -> (KafkaCode, i64, i16) {
+        let r: EndTxnResponse = c
+            .call(key::END_TXN, 5, &end(self.pid, self.epoch, committed))
+            .await;
+        (r.error_code, r.producer_id, r.producer_epoch)
+    }
+}
+
+#[tokio::test]
+async fn a_retried_end_txn_v5_after_the_move_to_a_fresh_producer_id_gets_the_same_answer() {
+    // The id's journal leaves it one epoch: its next end moves it on.
+    let dir = tempfile::tempdir().unwrap();
+    let last = i16::MAX - 1;
+    let json = format!(
+        r#"{{"id":"{TXN}","state":"CompleteCommit","producer_id":1000,"producer_epoch":{},"last_producer_epoch":-1,"timeout_ms":60000,"start_ms":0,"partitions":[],"groups":[],"offsets":[]}}"#,
+        last - 1
+    );
+    let line = format!("{:08x} {json}\n", crc32c::crc32c(json.as_bytes()));
+    std::fs::write(dir.path().join("transactions.journal"), line).unwrap();
+    let h = Harness::open(dir, vec![1], Default::default(), |c| c).await;
+    h.cluster.topics().create("out", 1, 1).unwrap();
+    let mut c = h.conn(1).await;
+    assert_eq!(init(&mut c).await, (1000, last));
+    let old = V2Producer {
+        pid: 1000,
+        epoch: last,
+    };
+    assert_eq!(old.produce(&mut c, 0, "last").await, KafkaCode::NONE);
+    let (code, fresh, epoch) = old.end(&mut c, true).await;
+    assert_eq!((code, epoch), (KafkaCode::NONE, 0));
+    assert_ne!(fresh, 1000);
+    // The answer was lost: the retry with the previous identity gets it.
+    assert_eq!(old.end(&mut c, true).await, (KafkaCode::NONE, fresh, 0));
+    let r: EndTxnResponse = c.call(key::END_TXN, 5, &end(1000, last - 1, true)).await;
+    assert_eq!(r.error_code, KafkaCode::INVALID_PRODUCER_ID_MAPPING);
+    assert_eq!(read_committed(&h, 0), vec!["last"]);
+    let new = V2Producer {
+        pid: fresh,
+        epoch: 0,
+    };
+    assert_eq!(new.produce(&mut c, 0, "fresh").await, KafkaCode::NONE);
+    assert_eq!(new.end(&mut c, true).await, (KafkaCode::NONE, fresh, 1));
+    assert_eq!(read_committed(&h, 0), vec!["last", "fresh"]);
+}
+
+#[tokio::test]
+async fn a_v2_producer_whose_transaction_timed_out_aborts_with_its_old_epoch_and_goes_on() {
+    let h = Harness::one().await;
+    h.cluster.topics().create("out", 1, 1).unwrap();
+    let mut c = h.conn(1).await;
+    let (pid, epoch) = init(&mut c).await;
+    let slow = V2Producer { pid, epoch };
+    assert_eq!(slow.produce(&mut c, 0, "slow").await, KafkaCode::NONE);
+    h.clock.advance(60_001);
+    let aborted = h.cluster.transactions().expire().await.unwrap();
+    assert_eq!(aborted, vec![TXN.to_string()]);
+    // Its batches are fenced; its abort (not its commit) is answered as a
+    // retry of the timeout's, with the epoch to go on with; EndTxn v4 of
+    // the old epoch stays fenced.
+    assert_eq!(
+        slow.produce(&mut c, 1, "late").await,
+        KafkaCode::INVALID_PRODUCER_EPOCH
+    );
+    assert_eq!(slow.end(&mut c, true).await.0, KafkaCode::INVALID_TXN_STATE);
+    let r: EndTxnResponse = c.call(key::END_TXN, 4, &end(pid, epoch, false)).await;
+    assert_eq!(r.error_code, KafkaCode::PRODUCER_FENCED);
+    assert_eq!(
+        slow.end(&mut c, false).await,
+        (KafkaCode::NONE, pid, epoch + 1)
+    );
+    let next = V2Producer {
+        pid,
+        epoch: epoch + 1,
+    };
+    assert_eq!(next.produce(&mut c, 0, "again").await, KafkaCode::NONE);
+    assert_eq!(
+        next.end(&mut c, true).await,
+        (KafkaCode::NONE, pid, epoch + 2)
+    );
+    assert_eq!(read_committed(&h, 0), vec!["again"]);
+}

@@ -316,7 +316,6 @@ impl TransactionCoordinator {
     /// - Empty or Complete*: the epoch is bumped once and the id is Empty;
     ///   with the epochs exhausted, the id moves to `fresh_producer_id` at
     ///   epoch 0 (`NeedsProducerId` until given).
-    #[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
     pub fn init_producer(
         &mut self,
         txn_id: &str,
@@ -325,20 +324,7 @@ impl TransactionCoordinator {
         fresh_producer_id: Option<i64>,
     ) -> Result<InitProducer> {
         self.check_running()?;
-        validate_id(txn_id)?;
-        self.validate_timeout(timeout_ms)?;
-        if let Some((pid, epoch)) = current
-            && (pid < 0 || epoch < 0)
-        {
-            return Err(TxnError::InvalidRequest(format!(
-                "the current producer id and epoch must be >= 0 when given, got {pid} / {epoch}"
-            )));
-        }
-        if fresh_producer_id.is_some_and(|p| p < 0) {
-            return Err(TxnError::InvalidRequest(
-                "a fresh producer id must be >= 0".into(),
-            ));
-        }
+        self.validate_init(txn_id, timeout_ms, current, fresh_producer_id)?;
         let now_ms = self.clock.now_ms();
         let Some(entry) = self.txns.get(txn_id) else {
             // A producer that names an identity the coordinator never gave
@@ -353,81 +339,26 @@ impl TransactionCoordinator {
                 producer_epoch: 0,
             });
         };
-        let meta = &entry.meta;
-        if let Some((pid, epoch)) = current {
-            if pid != meta.producer_id {
-                return Err(TxnError::fenced(
-                    txn_id,
-                    format!(
-                        "producer id {pid} is not the id's current producer id {}",
-                        meta.producer_id
-                    ),
-                ));
-            }
-            if meta.state == TxnState::Empty
-                && meta.last_producer_epoch != NO_EPOCH
-                && epoch == meta.last_producer_epoch
-            {
-                // The answer to the bump this producer asked for was lost;
-                // it gets the same answer, not a second bump.
-                return Ok(InitProducer::Ready {
-                    producer_id: meta.producer_id,
-                    producer_epoch: meta.producer_epoch,
-                });
-            }
-            if epoch != meta.producer_epoch {
-                return Err(epoch_mismatch(txn_id, epoch, meta.producer_epoch));
-            }
-        }
-        if let Some(outcome) = meta.state.prepared() {
-            if entry.is_completing() {
-                return Err(completing(txn_id, meta.state));
-            }
-            return Ok(InitProducer::CompletePriorFirst(entry.plan(outcome)));
-        }
-        if meta.state == TxnState::Ongoing {
-            let fenced = fenced_abort(meta);
-            // The fence's epoch becomes the new session's only if a later
-            // timeout fence still fits.
-            let session_epoch = Some(fenced.producer_epoch)
-                .filter(|e| *e < MAX_PRODUCER_EPOCH && *e > meta.producer_epoch);
-            self.store(fenced)?;
-            let entry = self.entry_mut(txn_id)?;
-            entry.abort_only = None;
-            entry.session_epoch = session_epoch;
-            return Ok(InitProducer::CompletePriorFirst(entry.plan(Outcome::Abort)));
-        }
-        let session_epoch = entry.session_epoch;
-        self.entry_mut(txn_id)?.session_epoch = None;
-        let meta = &self.entry(txn_id)?.meta;
-        let next = if meta.state == TxnState::CompleteAbort
-            && session_epoch == Some(meta.producer_epoch)
+        if let Some((pid, epoch)) = current
+            && let Some(same) = bump_retry(&entry.meta, pid, epoch)?
         {
-            // The abort this call's first round fenced is complete: its
-            // epoch is the session's.
-            idle_txn(
-                txn_id,
-                meta.producer_id,
-                meta.producer_epoch,
-                NO_EPOCH,
-                timeout_ms,
-                now_ms,
-            )
-        } else if meta.producer_epoch + 1 >= MAX_PRODUCER_EPOCH {
-            match fresh_producer_id.filter(|p| *p != meta.producer_id) {
-                None => return Ok(InitProducer::NeedsProducerId),
-                Some(pid) => idle_txn(txn_id, pid, 0, NO_EPOCH, timeout_ms, now_ms),
-            }
-        } else {
-            let asked = current.map_or(NO_EPOCH, |(_, e)| e);
-            idle_txn(
-                txn_id,
-                meta.producer_id,
-                meta.producer_epoch + 1,
-                asked,
-                timeout_ms,
-                now_ms,
-            )
+            return Ok(same);
+        }
+        if let Some(prior) = self.finish_prior_first(txn_id)? {
+            return Ok(prior);
+        }
+        let entry = self.entry_mut(txn_id)?;
+        let session_epoch = entry.session_epoch.take();
+        let asked = current.map_or(NO_EPOCH, |(_, e)| e);
+        let Some(next) = next_session(
+            &entry.meta,
+            session_epoch,
+            asked,
+            fresh_producer_id,
+            timeout_ms,
+            now_ms,
+        ) else {
+            return Ok(InitProducer::NeedsProducerId);
         };
         let (producer_id, producer_epoch) = (next.producer_id, next.producer_epoch);
         self.store(next)?;
@@ -436,6 +367,62 @@ impl TransactionCoordinator {
             producer_id,
             producer_epoch,
         })
+    }
+
+    /// The argument rules of `init_producer`.
+    fn validate_init(
+        &self,
+        txn_id: &str,
+        timeout_ms: i64,
+        current: Option<(i64, i32)>,
+        fresh_producer_id: Option<i64>,
+    ) -> Result<()> {
+        validate_id(txn_id)?;
+        self.validate_timeout(timeout_ms)?;
+        if let Some((pid, epoch)) = current
+            && (pid < 0 || epoch < 0)
+        {
+            return Err(TxnError::InvalidRequest(format!(
+                "the current producer id and epoch must be >= 0 when given, got {pid} / {epoch}"
+            )));
+        }
+        if fresh_producer_id.is_some_and(|p| p < 0) {
+            return Err(TxnError::InvalidRequest(
+                "a fresh producer id must be >= 0".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// What the previous epoch left unfinished must end before a new
+    /// session: a Prepare* transaction's plan (CONCURRENT_TRANSACTIONS while
+    /// it executes), or an Ongoing one fenced into PrepareAbort under the
+    /// next epoch (whose plan comes back; its epoch becomes the new
+    /// session's once the abort is complete). `None` when the id is idle.
+    fn finish_prior_first(&mut self, txn_id: &str) -> Result<Option<InitProducer>> {
+        let entry = self.entry(txn_id)?;
+        let meta = &entry.meta;
+        if let Some(outcome) = meta.state.prepared() {
+            if entry.is_completing() {
+                return Err(completing(txn_id, meta.state));
+            }
+            return Ok(Some(InitProducer::CompletePriorFirst(entry.plan(outcome))));
+        }
+        if meta.state != TxnState::Ongoing {
+            return Ok(None);
+        }
+        let fenced = fenced_abort(meta);
+        // The fence's epoch becomes the new session's only if a later
+        // timeout fence still fits.
+        let session_epoch = Some(fenced.producer_epoch)
+            .filter(|e| *e < MAX_PRODUCER_EPOCH && *e > meta.producer_epoch);
+        self.store(fenced)?;
+        let entry = self.entry_mut(txn_id)?;
+        entry.abort_only = None;
+        entry.session_epoch = session_epoch;
+        Ok(Some(InitProducer::CompletePriorFirst(
+            entry.plan(Outcome::Abort),
+        )))
     }
 
     // ----- the transaction -------------------------------------------------
@@ -725,9 +712,12 @@ impl TransactionCoordinator {
         if let Some(fresh) = next.next_producer_id.take() {
             // A transactions-v2 end that exhausted the epochs: the markers
             // closed the old producer id, the producer goes on with the new.
+            // The old id and the epoch the end came with stay as the
+            // identity a retry of the end names (Kafka's previous producer
+            // id), until the next transaction begins.
+            next.previous_producer_id = Some(next.producer_id);
             next.producer_id = fresh;
             next.producer_epoch = 0;
-            next.last_producer_epoch = NO_EPOCH;
         }
         let completed = CompletedTransaction {
             transactional_id: marked.id,
@@ -769,8 +759,9 @@ impl TransactionCoordinator {
     /// timeout ago moves to PrepareAbort under a bumped epoch (Kafka's
     /// epoch fence), so its producer's later requests are PRODUCER_FENCED
     /// at the coordinator and INVALID_PRODUCER_EPOCH on the partitions,
-    /// whose ABORT markers carry the new epoch. The plans are returned for
-    /// execution.
+    /// whose ABORT markers carry the new epoch — except a transactions-v2
+    /// EndTxn(abort) with the timed-out epoch, which is answered as a retry
+    /// of this abort (`end_txn_v2`). The plans are returned for execution.
     pub fn expire_transactions(&mut self) -> Result<Vec<CompletionPlan>> {
         self.check_running()?;
         let now_ms = self.clock.now_ms();
@@ -785,7 +776,18 @@ impl TransactionCoordinator {
             .collect();
         let mut plans = Vec::with_capacity(expired.len());
         for id in expired {
-            let fenced = fenced_abort(&self.entry(&id)?.meta);
+            let meta = &self.entry(&id)?.meta;
+            let mut fenced = fenced_abort(meta);
+            if fenced.producer_epoch < MAX_PRODUCER_EPOCH {
+                // As Kafka's abort of a timed-out transaction under
+                // transactions v2: the producer's own EndTxn(abort) with the
+                // timed-out epoch counts as a retry of this end and learns
+                // the fence's epoch, so it goes on without a new session.
+                // Never at the last epoch: a producer holding it could not be
+                // fenced by the next timeout. First-protocol requests of the
+                // old epoch stay PRODUCER_FENCED.
+                fenced.last_producer_epoch = meta.producer_epoch;
+            }
             self.store(fenced)?;
             let entry = self.entry_mut(&id)?;
             entry.abort_only = None;
@@ -970,7 +972,68 @@ fn idle_txn(
         groups: BTreeSet::new(),
         offsets: BTreeMap::new(),
         next_producer_id: None,
+        previous_producer_id: None,
     }
+}
+
+/// KIP-360: InitProducerId naming the producer's `(pid, epoch)`. Another
+/// producer id or epoch is PRODUCER_FENCED, except the epoch before the
+/// bump this producer asked for (its answer was lost), which gets the same
+/// answer again (`Some`). `None`: the current identity, go on.
+fn bump_retry(meta: &TxnMetadata, pid: i64, epoch: i32) -> Result<Option<InitProducer>> {
+    if pid != meta.producer_id {
+        return Err(TxnError::fenced(
+            &meta.id,
+            format!(
+                "producer id {pid} is not the id's current producer id {}",
+                meta.producer_id
+            ),
+        ));
+    }
+    if meta.state == TxnState::Empty
+        && meta.last_producer_epoch != NO_EPOCH
+        && epoch == meta.last_producer_epoch
+    {
+        return Ok(Some(InitProducer::Ready {
+            producer_id: meta.producer_id,
+            producer_epoch: meta.producer_epoch,
+        }));
+    }
+    if epoch != meta.producer_epoch {
+        return Err(epoch_mismatch(&meta.id, epoch, meta.producer_epoch));
+    }
+    Ok(None)
+}
+
+/// The identity of a new session of an idle id: the epoch its first round
+/// fenced an Ongoing transaction with (`session_epoch`, once that abort is
+/// complete), else the next epoch, remembering the epoch the producer
+/// `asked` from for a retry; with the epochs exhausted, `fresh_producer_id`
+/// at epoch 0 (`None` until one is given).
+fn next_session(
+    meta: &TxnMetadata,
+    session_epoch: Option<i32>,
+    asked: i32,
+    fresh_producer_id: Option<i64>,
+    timeout_ms: i64,
+    now_ms: i64,
+) -> Option<TxnMetadata> {
+    let (pid, epoch) = (meta.producer_id, meta.producer_epoch);
+    if meta.state == TxnState::CompleteAbort && session_epoch == Some(epoch) {
+        return Some(idle_txn(&meta.id, pid, epoch, NO_EPOCH, timeout_ms, now_ms));
+    }
+    if epoch + 1 >= MAX_PRODUCER_EPOCH {
+        let fresh = fresh_producer_id.filter(|p| *p != pid)?;
+        return Some(idle_txn(&meta.id, fresh, 0, NO_EPOCH, timeout_ms, now_ms));
+    }
+    Some(idle_txn(
+        &meta.id,
+        pid,
+        epoch + 1,
+        asked,
+        timeout_ms,
+        now_ms,
+    ))
 }
 
 /// The next transaction of an idle id: Ongoing from `now_ms`, nothing added.
@@ -981,6 +1044,7 @@ fn begun(meta: &TxnMetadata, now_ms: i64) -> TxnMetadata {
         // The answer an InitProducerId or EndTxn retry would get is
         // superseded by the new transaction.
         last_producer_epoch: NO_EPOCH,
+        previous_producer_id: None,
         partitions: BTreeSet::new(),
         groups: BTreeSet::new(),
         offsets: BTreeMap::new(),

@@ -39,6 +39,11 @@ struct Payload {
     /// such an end is Prepare*, absent in lines of earlier builds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     next_producer_id: Option<i64>,
+    /// The producer id such an end moved the id away from, kept (with
+    /// `last_producer_epoch`) so a retry of that end gets the same answer;
+    /// written only until the next transaction begins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    previous_producer_id: Option<i64>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -130,6 +135,7 @@ impl LegacyPayload {
             groups,
             offsets: self.offsets,
             next_producer_id: None,
+            previous_producer_id: None,
         }
     }
 }
@@ -166,6 +172,7 @@ pub(crate) fn encode_line(meta: &TxnMetadata) -> String {
             })
             .collect(),
         next_producer_id: meta.next_producer_id,
+        previous_producer_id: meta.previous_producer_id,
     };
     // Serializing plain structs of strings and integers cannot fail.
     let json = serde_json::to_string(&payload).unwrap_or_default();
@@ -206,6 +213,8 @@ fn into_metadata(p: Payload) -> Option<TxnMetadata> {
         || p.last_producer_epoch < NO_EPOCH
         || p.timeout_ms <= 0
         || p.next_producer_id
+            .is_some_and(|n| n < 0 || n == p.producer_id)
+        || p.previous_producer_id
             .is_some_and(|n| n < 0 || n == p.producer_id)
     {
         return None;
@@ -249,6 +258,7 @@ fn into_metadata(p: Payload) -> Option<TxnMetadata> {
         groups,
         offsets,
         next_producer_id: p.next_producer_id,
+        previous_producer_id: p.previous_producer_id,
     })
 }
 
@@ -568,6 +578,7 @@ mod tests {
             groups: BTreeSet::from(["g".to_string()]),
             offsets: BTreeMap::from([(("g".to_string(), TopicPartition::new("in", 0)), 5.into())]),
             next_producer_id: None,
+            previous_producer_id: None,
         }
     }
 
@@ -726,6 +737,8 @@ mod tests {
                         offsets,
                         // Both shapes: with and without a pending rollover.
                         next_producer_id: (pid % 2 == 0).then_some(pid + 100),
+                        // And with and without a remembered previous id.
+                        previous_producer_id: (epoch % 2 == 0).then_some(pid + 200),
                     }
                 },
             )

@@ -78,8 +78,11 @@
 //! from, -1 if none), `timeout_ms`, `start_ms`, `partitions`
 //! (`[{topic, partition}]`), `groups` (added by AddOffsetsToTxn) and
 //! `offsets` (staged: `[{group, topic, partition, offset}]`, plus
-//! `leader_epoch` and `metadata` when the committer sent them). Every field
-//! is required except those two, and no other is allowed; a line without
+//! `leader_epoch` and `metadata` when the committer sent them), then, only
+//! when set, `next_producer_id` (a transactions-v2 end that exhausted the
+//! epochs, while Prepare*) and `previous_producer_id` (the producer id such
+//! an end moved away from, remembered for its retry). Every field is
+//! required except those four, and no other is allowed; a line without
 //! them (all lines written before they existed) stages no epoch and empty
 //! metadata. Lines of the first format (with
 //! `first_offset`, `sequences` and `clean`, written before Kafka's flow)

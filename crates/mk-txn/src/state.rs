@@ -179,9 +179,27 @@ pub(crate) struct TxnMetadata {
     /// Prepare*: its markers carry `producer_id` at the last epoch, and
     /// completing it moves the id to this producer id at epoch 0.
     pub next_producer_id: Option<i64>,
+    /// Set when that end completed: the producer id the id moved away
+    /// from. A retry of the end names it with `last_producer_epoch`, and
+    /// gets the same answer (the fresh producer id at epoch 0) until the
+    /// next transaction begins.
+    pub previous_producer_id: Option<i64>,
 }
 
 impl TxnMetadata {
+    /// The `(producer id, epoch)` a retry of the latest epoch bump names:
+    /// the epoch before the bump, under the producer id before it (the
+    /// previous one after a move to a fresh producer id). `None` when no
+    /// retry is remembered.
+    pub fn retry_identity(&self) -> Option<(i64, i32)> {
+        (self.last_producer_epoch != NO_EPOCH).then(|| {
+            (
+                self.previous_producer_id.unwrap_or(self.producer_id),
+                self.last_producer_epoch,
+            )
+        })
+    }
+
     pub fn staged_offsets(&self) -> Vec<StagedOffset> {
         self.offsets
             .iter()

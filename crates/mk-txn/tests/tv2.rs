@@ -112,12 +112,18 @@ fn every_end_bumps_the_epoch_the_markers_carry_it_and_the_old_epoch_is_fenced() 
     assert_eq!(h.read_uncommitted(&a), vec!["a1", "a2"]);
 }
 
-#[test]
-fn a_retry_of_a_lost_end_answer_gets_the_same_answer() {
+/// A harness whose id "tx" has a transaction open on out-0 with `value`.
+fn one_open_transaction(value: &str) -> (Harness, Session, mk_core::TopicPartition) {
     let mut h = Harness::new();
     let out = tp("out", 0);
     let s = h.init("tx");
-    produce_v2(&mut h, &s, &out, "x").unwrap();
+    produce_v2(&mut h, &s, &out, value).unwrap();
+    (h, s, out)
+}
+
+#[test]
+fn a_retry_of_a_lost_end_answer_gets_the_same_answer() {
+    let (mut h, s, out) = one_open_transaction("x");
     let EndTxnV2::Execute(plan) = h
         .coord()
         .end_txn_v2(&s.id, s.pid, s.epoch, Outcome::Commit, None)
@@ -264,8 +270,9 @@ fn implicit_partitions_follow_the_transactions_rules() {
     assert_eq!(expired[0].markers()[0].tp(), &tp("out", 1));
 }
 
-#[test]
-fn exhausted_epochs_move_the_id_to_a_fresh_producer_id_at_the_end_also_across_a_crash() {
+/// A harness whose id "tx" (producer id 1) has one epoch left: its
+/// session holds `MAX_PRODUCER_EPOCH - 1`, so its next end exhausts them.
+fn last_epoch_session() -> (Harness, Session) {
     let mut h = Harness::new();
     h.crash_coordinator();
     let json = format!(
@@ -277,6 +284,40 @@ fn exhausted_epochs_move_the_id_to_a_fresh_producer_id_at_the_end_also_across_a_
     assert!(h.open_coordinator().is_empty());
     let s = h.init("tx");
     assert_eq!(s.epoch, MAX_PRODUCER_EPOCH - 1);
+    (h, s)
+}
+
+/// EndTxn v5 of `s` that decides its transaction: the plan to execute.
+fn decided_end(
+    h: &mut Harness,
+    s: &Session,
+    outcome: Outcome,
+    fresh: Option<i64>,
+) -> mk_txn::CompletionPlan {
+    match h.coord().end_txn_v2(&s.id, s.pid, s.epoch, outcome, fresh) {
+        Ok(EndTxnV2::Execute(plan)) => plan,
+        other => panic!("expected a plan, got {other:?}"),
+    }
+}
+
+/// EndTxn v5 of `s`, as its retry would send it.
+fn end_again(h: &mut Harness, s: &Session, outcome: Outcome) -> Result<EndTxnV2, TxnError> {
+    h.coord().end_txn_v2(&s.id, s.pid, s.epoch, outcome, None)
+}
+
+fn answered(r: Result<EndTxnV2, TxnError>) -> (i64, i32) {
+    match r.unwrap() {
+        EndTxnV2::AlreadyComplete {
+            producer_id,
+            producer_epoch,
+        } => (producer_id, producer_epoch),
+        other => panic!("expected the answer of a complete end, got {other:?}"),
+    }
+}
+
+#[test]
+fn exhausted_epochs_move_the_id_to_a_fresh_producer_id_at_the_end_also_across_a_crash() {
+    let (mut h, s) = last_epoch_session();
     let out = tp("out", 0);
     produce_v2(&mut h, &s, &out, "last").unwrap();
     let r = h
@@ -290,13 +331,7 @@ fn exhausted_epochs_move_the_id_to_a_fresh_producer_id_at_the_end_also_across_a_
         .end_txn_v2(&s.id, s.pid, s.epoch, Outcome::Commit, Some(s.pid))
         .unwrap();
     assert!(matches!(r, EndTxnV2::NeedsProducerId), "{r:?}");
-    let EndTxnV2::Execute(plan) = h
-        .coord()
-        .end_txn_v2(&s.id, s.pid, s.epoch, Outcome::Commit, Some(9))
-        .unwrap()
-    else {
-        panic!("a plan");
-    };
+    let plan = decided_end(&mut h, &s, Outcome::Commit, Some(9));
     // The markers close the old producer id at the last epoch.
     assert_eq!(plan.producer().producer_id, s.pid);
     assert_eq!(plan.producer().producer_epoch, MAX_PRODUCER_EPOCH);
@@ -323,4 +358,133 @@ fn exhausted_epochs_move_the_id_to_a_fresh_producer_id_at_the_end_also_across_a_
     produce_v2(&mut h, &next, &out, "fresh").unwrap();
     assert_eq!(end_v2(&mut h, &next, Outcome::Commit).epoch, 1);
     assert_eq!(h.read_committed(&out), vec!["last", "fresh"]);
+}
+
+#[test]
+fn a_retried_end_after_the_move_to_a_fresh_producer_id_gets_the_same_answer_also_after_a_crash() {
+    let (mut h, s) = last_epoch_session();
+    let out = tp("out", 0);
+    produce_v2(&mut h, &s, &out, "last").unwrap();
+    let plan = decided_end(&mut h, &s, Outcome::Commit, Some(9));
+    h.finish(plan);
+    // The answer was lost: the retry names the previous producer id and
+    // its last epoch, and learns the fresh identity again.
+    assert_eq!(answered(end_again(&mut h, &s, Outcome::Commit)), (9, 0));
+    assert_eq!(
+        code(end_again(&mut h, &s, Outcome::Abort)),
+        ErrorCode::InvalidTxnState
+    );
+    // Only that identity is a retry: another epoch of the old id is not.
+    let other = Session {
+        epoch: s.epoch - 1,
+        ..s.clone()
+    };
+    assert_eq!(
+        code(end_again(&mut h, &other, Outcome::Commit)),
+        ErrorCode::InvalidProducerIdMapping
+    );
+    // The memory is journaled: after a crash, and after a clean close.
+    assert!(h.crash_and_reopen().is_empty());
+    assert_eq!(answered(end_again(&mut h, &s, Outcome::Commit)), (9, 0));
+    assert!(h.close_and_reopen().is_empty());
+    assert_eq!(answered(end_again(&mut h, &s, Outcome::Commit)), (9, 0));
+    assert!(
+        h.journal_text().contains(r#""previous_producer_id":1"#),
+        "{}",
+        h.journal_text()
+    );
+    // Once the fresh identity begins its next transaction the old one is
+    // forgotten, as in Kafka.
+    let next = Session {
+        id: "tx".into(),
+        pid: 9,
+        epoch: 0,
+    };
+    produce_v2(&mut h, &next, &out, "fresh").unwrap();
+    assert_eq!(
+        code(end_again(&mut h, &s, Outcome::Commit)),
+        ErrorCode::InvalidProducerIdMapping
+    );
+    assert!(
+        !h.journal_text()
+            .lines()
+            .last()
+            .unwrap()
+            .contains("previous_producer_id")
+    );
+    assert_eq!(end_v2(&mut h, &next, Outcome::Commit).epoch, 1);
+    assert_eq!(h.read_committed(&out), vec!["last", "fresh"]);
+}
+
+#[test]
+fn a_producer_whose_transaction_timed_out_aborts_with_its_old_epoch_and_goes_on() {
+    let (mut h, s, out) = one_open_transaction("slow");
+    h.clock.advance(TIMEOUT_MS + 1);
+    let mut expired = h.coord().expire_transactions().unwrap();
+    assert_eq!(expired.len(), 1);
+    let fence = expired.pop().unwrap();
+    assert_eq!(fence.continue_as(), (s.pid, s.epoch + 1));
+    // While the timeout's abort is written: the producer's abort waits.
+    assert_eq!(
+        code(end_again(&mut h, &s, Outcome::Abort)),
+        ErrorCode::ConcurrentTransactions
+    );
+    drop(fence);
+    // A crash before its markers: recovery finishes the abort, and the
+    // producer's abort is still the same retry.
+    let plans = h.crash_and_reopen();
+    assert_eq!(plans.len(), 1);
+    for plan in plans {
+        h.finish(plan);
+    }
+    assert_eq!(h.state("tx"), TxnState::CompleteAbort);
+    // The zombie's data and its commit are refused; so is the first
+    // protocol's EndTxn with the old epoch.
+    assert_eq!(
+        code(produce_v2(&mut h, &s, &out, "late")),
+        ErrorCode::InvalidProducerEpoch
+    );
+    assert_eq!(
+        code(end_again(&mut h, &s, Outcome::Commit)),
+        ErrorCode::InvalidTxnState
+    );
+    assert_eq!(
+        code(h.coord().end_txn(&s.id, s.pid, s.epoch, Outcome::Abort)),
+        ErrorCode::ProducerFenced
+    );
+    // Its abort is answered with the fence's epoch, and it goes on.
+    assert_eq!(
+        answered(end_again(&mut h, &s, Outcome::Abort)),
+        (s.pid, s.epoch + 1)
+    );
+    let next = Session {
+        epoch: s.epoch + 1,
+        ..s.clone()
+    };
+    produce_v2(&mut h, &next, &out, "again").unwrap();
+    assert_eq!(end_v2(&mut h, &next, Outcome::Commit).epoch, s.epoch + 2);
+    assert_eq!(h.read_committed(&out), vec!["again"]);
+    // A new session fences it for good.
+    let fresh = h.init("tx");
+    assert_eq!(fresh.epoch, s.epoch + 3);
+    assert_eq!(
+        code(end_again(&mut h, &next, Outcome::Abort)),
+        ErrorCode::ProducerFenced
+    );
+}
+
+#[test]
+fn a_timeout_that_takes_the_last_epoch_fences_its_producer_for_good() {
+    let (mut h, s) = last_epoch_session();
+    produce_v2(&mut h, &s, &tp("out", 0), "slow").unwrap();
+    h.clock.advance(TIMEOUT_MS + 1);
+    for plan in h.coord().expire_transactions().unwrap() {
+        h.finish(plan);
+    }
+    assert_eq!(h.epoch("tx"), MAX_PRODUCER_EPOCH);
+    // Handing out the last epoch would leave nothing to fence it with.
+    assert_eq!(
+        code(end_again(&mut h, &s, Outcome::Abort)),
+        ErrorCode::ProducerFenced
+    );
 }

@@ -24,7 +24,7 @@ use super::{Entry, TransactionCoordinator, begun, check_not_abort_only, completi
 use super::{MAX_PRODUCER_EPOCH, epoch_mismatch, epoch_mismatch_reason};
 use crate::error::{Result, TxnError};
 use crate::plan::CompletionPlan;
-use crate::state::{NO_EPOCH, Outcome, TxnState};
+use crate::state::{Outcome, TxnMetadata, TxnState};
 use mk_core::TopicPartition;
 use mk_log::ProducerInfo;
 
@@ -62,10 +62,13 @@ impl TransactionCoordinator {
     ///   transaction) journals Prepare* under the next epoch and returns
     ///   the plan; commit of an abort-only transaction or of no transaction
     ///   -> INVALID_TXN_STATE; Prepare* -> CONCURRENT_TRANSACTIONS;
-    /// - the epoch before the bump of a Prepare* or Complete* end (a
-    ///   retry): the same outcome gets the plan again (or
-    ///   CONCURRENT_TRANSACTIONS while it executes) or `AlreadyComplete`;
-    ///   the other outcome is INVALID_TXN_STATE;
+    /// - the identity before the bump of a Prepare* or Complete* end (a
+    ///   retry; after a move to a fresh producer id, the previous producer
+    ///   id with its last epoch; after a timeout's abort, the timed-out
+    ///   epoch): the same outcome gets the plan again (or
+    ///   CONCURRENT_TRANSACTIONS while it executes) or `AlreadyComplete`
+    ///   with the identity to go on with; the other outcome is
+    ///   INVALID_TXN_STATE;
     /// - any other epoch -> PRODUCER_FENCED.
     pub fn end_txn_v2(
         &mut self,
@@ -76,10 +79,15 @@ impl TransactionCoordinator {
         fresh_producer_id: Option<i64>,
     ) -> Result<EndTxnV2> {
         self.check_running()?;
+        if let Some(entry) = self.txns.get(txn_id)
+            && is_end_retry(&entry.meta, producer_id, producer_epoch)
+        {
+            return retried_end(entry, outcome);
+        }
         let entry = self.known(txn_id, producer_id)?;
         let meta = &entry.meta;
         if producer_epoch != meta.producer_epoch {
-            return retried_end(entry, producer_epoch, outcome);
+            return Err(epoch_mismatch(txn_id, producer_epoch, meta.producer_epoch));
         }
         match meta.state {
             TxnState::Ongoing if outcome == Outcome::Commit => check_not_abort_only(entry)?,
@@ -184,18 +192,21 @@ impl TransactionCoordinator {
     }
 }
 
-/// An EndTxn of the second protocol whose epoch is not the id's current
-/// one: a retry of the end that bumped it, or a fenced producer.
-fn retried_end(entry: &Entry, producer_epoch: i32, outcome: Outcome) -> Result<EndTxnV2> {
+/// True when `(producer_id, producer_epoch)` is the identity an end of the
+/// second protocol came with before its bump (the producer id before a move
+/// to a fresh one included), and that end is decided: a retry whose answer
+/// was lost.
+fn is_end_retry(meta: &TxnMetadata, producer_id: i64, producer_epoch: i32) -> bool {
+    (meta.state.prepared().is_some() || meta.state.is_complete())
+        && meta.retry_identity() == Some((producer_id, producer_epoch))
+}
+
+/// A retry of the end that bumped the epoch: the same outcome gets the
+/// plan again (CONCURRENT_TRANSACTIONS while it executes) or the identity
+/// the producer goes on with; the other outcome is INVALID_TXN_STATE.
+fn retried_end(entry: &Entry, outcome: Outcome) -> Result<EndTxnV2> {
     let meta = &entry.meta;
     let txn_id = meta.id.as_str();
-    let decided = meta.state.prepared().is_some() || meta.state.is_complete();
-    if !decided
-        || meta.last_producer_epoch == NO_EPOCH
-        || producer_epoch != meta.last_producer_epoch
-    {
-        return Err(epoch_mismatch(txn_id, producer_epoch, meta.producer_epoch));
-    }
     if meta.state == outcome.prepare_state() {
         if entry.is_completing() {
             return Err(completing(txn_id, meta.state));
