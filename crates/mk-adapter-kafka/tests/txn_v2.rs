@@ -103,6 +103,16 @@ async fn init(c: &mut Conn) -> (i64, i16) {
     (r.producer_id, r.producer_epoch)
 }
 
+/// One broker with topic "out" of `partitions`, a connection, and the
+/// transactional id initialized on it.
+async fn started(partitions: u32) -> (Harness, Conn, (i64, i16)) {
+    let h = Harness::one().await;
+    h.cluster.topics().create("out", partitions, 1).unwrap();
+    let mut c = h.conn(1).await;
+    let identity = init(&mut c).await;
+    (h, c, identity)
+}
+
 #[tokio::test]
 async fn api_versions_finalizes_transaction_version_2() {
     let h = Harness::one().await;
@@ -238,10 +248,7 @@ async fn a_v2_producer_commits_and_aborts_without_add_requests_and_every_end_bum
 
 #[tokio::test]
 async fn add_partitions_v4_adds_each_transaction_of_a_batch_on_its_own() {
-    let h = Harness::one().await;
-    h.cluster.topics().create("out", 2, 1).unwrap();
-    let mut c = h.conn(1).await;
-    let (pid, epoch) = init(&mut c).await;
+    let (h, mut c, (pid, epoch)) = started(2).await;
     let add = AddPartitionsToTxnRequest {
         transactions: vec![
             AddPartitionsToTxnTransaction {
@@ -344,10 +351,7 @@ async fn a_retried_end_txn_v5_after_the_move_to_a_fresh_producer_id_gets_the_sam
 
 #[tokio::test]
 async fn a_v2_producer_whose_transaction_timed_out_aborts_with_its_old_epoch_and_goes_on() {
-    let h = Harness::one().await;
-    h.cluster.topics().create("out", 1, 1).unwrap();
-    let mut c = h.conn(1).await;
-    let (pid, epoch) = init(&mut c).await;
+    let (h, mut c, (pid, epoch)) = started(1).await;
     let slow = V2Producer { pid, epoch };
     assert_eq!(slow.produce(&mut c, 0, "slow").await, KafkaCode::NONE);
     h.clock.advance(60_001);
