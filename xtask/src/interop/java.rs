@@ -271,6 +271,9 @@ fn compile(lib: &Path, classes: &Path, sources: &[PathBuf]) -> Result<(), String
                 "17",
                 "-Xlint:all",
                 "-Werror",
+                // No annotation processing: log4j-core on the classpath carries a
+                // processor that has nothing to do with the driver's own annotations.
+                "-proc:none",
                 "-encoding",
                 "UTF-8",
             ])

@@ -41,20 +41,6 @@ import org.apache.kafka.common.config.ConfigResource;
 final class AdminScenarios {
     private AdminScenarios() {}
 
-    static void register(Map<String, Scenario> all) {
-        all.put("create-topics", AdminScenarios::createTopics);
-        all.put("list-topics", AdminScenarios::listTopics);
-        all.put("describe-topics", AdminScenarios::describeTopics);
-        all.put("describe-cluster", AdminScenarios::describeCluster);
-        all.put("describe-configs", AdminScenarios::describeConfigs);
-        all.put("alter-configs", AdminScenarios::alterConfigs);
-        all.put("create-partitions", AdminScenarios::createPartitions);
-        all.put("delete-topics", AdminScenarios::deleteTopics);
-        all.put("list-offsets", AdminScenarios::listOffsets);
-        GroupAdminScenarios.register(all);
-        PendingAdminScenarios.register(all);
-    }
-
     static Admin admin(Args args) {
         return Admin.create(args.props());
     }
@@ -67,6 +53,7 @@ final class AdminScenarios {
      * `topics`: [{name, partitions, replication_factor, configs: {k: v}}], `validate_only`. Per topic: the
      * error, or the partitions, replication factor, topic id and configs the broker answered.
      */
+    @Scenario.Named("create-topics")
     private static JsonNode createTopics(Ctx ctx) {
         List<NewTopic> topics = new ArrayList<>();
         for (JsonNode t : ctx.args.get("topics")) {
@@ -114,6 +101,7 @@ final class AdminScenarios {
     }
 
     /** Lists topics: {names: [...], listings: {name: {topic_id, internal}}}; `internal` lists those too. */
+    @Scenario.Named("list-topics")
     private static JsonNode listTopics(Ctx ctx) throws Exception {
         ListTopicsOptions options = new ListTopicsOptions().listInternal(ctx.args.bool("internal", false));
         try (Admin admin = admin(ctx.args)) {
@@ -133,12 +121,11 @@ final class AdminScenarios {
      * `topics` by name (or `ids`): per topic its id, internal flag and partitions with leader, replicas, ISR.
      * `page_size`: the partitions per DescribeTopicPartitions answer (the client follows the cursor).
      */
+    @Scenario.Named("describe-topics")
     private static JsonNode describeTopics(Ctx ctx) {
         try (Admin admin = admin(ctx.args)) {
             if (ctx.args.has("ids")) {
-                List<Uuid> ids = new ArrayList<>();
-                ctx.args.strings("ids").forEach(id -> ids.add(Uuid.fromString(id)));
-                return Outcomes.each(admin.describeTopics(TopicCollection.ofTopicIds(ids)).topicIdValues(),
+                return Outcomes.each(admin.describeTopics(topicIds(ctx.args)).topicIdValues(),
                         Uuid::toString, AdminScenarios::topicFields);
             }
             DescribeTopicsOptions options = new DescribeTopicsOptions();
@@ -164,6 +151,13 @@ final class AdminScenarios {
         }
     }
 
+    /** The topics named by id in `ids`. */
+    private static TopicCollection topicIds(Args args) {
+        List<Uuid> ids = new ArrayList<>();
+        args.strings("ids").forEach(id -> ids.add(Uuid.fromString(id)));
+        return TopicCollection.ofTopicIds(ids);
+    }
+
     private static ArrayNode ids(List<Node> nodes) {
         ArrayNode out = Json.arr();
         nodes.forEach(n -> out.add(n.id()));
@@ -171,6 +165,7 @@ final class AdminScenarios {
     }
 
     /** {cluster_id, controller, nodes: [{id, host, port, rack}]}. */
+    @Scenario.Named("describe-cluster")
     private static JsonNode describeCluster(Ctx ctx) throws Exception {
         try (Admin admin = admin(ctx.args)) {
             DescribeClusterResult result = admin.describeCluster();
@@ -195,6 +190,7 @@ final class AdminScenarios {
      * `resources`: [{type: topic|broker, name}]. Per resource name: {configs: {key: {value, source,
      * default, read_only, sensitive}}} or its error.
      */
+    @Scenario.Named("describe-configs")
     private static JsonNode describeConfigs(Ctx ctx) {
         List<ConfigResource> resources = new ArrayList<>();
         ctx.args.get("resources").forEach(r -> resources.add(resource(r)));
@@ -217,6 +213,7 @@ final class AdminScenarios {
      * IncrementalAlterConfigs. `resources`: [{type, name, ops: [[SET|DELETE|APPEND|SUBTRACT, key, value]]}],
      * `validate_only`. Per resource name: null error or the refusal.
      */
+    @Scenario.Named("alter-configs")
     private static JsonNode alterConfigs(Ctx ctx) {
         Map<ConfigResource, Collection<AlterConfigOp>> changes = new HashMap<>();
         for (JsonNode r : ctx.args.get("resources")) {
@@ -236,6 +233,7 @@ final class AdminScenarios {
     }
 
     /** `partitions`: {topic: new total}. Per topic: null error or the refusal. */
+    @Scenario.Named("create-partitions")
     private static JsonNode createPartitions(Ctx ctx) {
         Map<String, NewPartitions> totals = new HashMap<>();
         ctx.args.get("partitions").properties().forEach(
@@ -246,12 +244,11 @@ final class AdminScenarios {
     }
 
     /** `topics` by name, or `ids` by topic id. Per topic: null error or the refusal. */
+    @Scenario.Named("delete-topics")
     private static JsonNode deleteTopics(Ctx ctx) {
         try (Admin admin = admin(ctx.args)) {
             if (ctx.args.has("ids")) {
-                List<Uuid> ids = new ArrayList<>();
-                ctx.args.strings("ids").forEach(id -> ids.add(Uuid.fromString(id)));
-                return Outcomes.each(admin.deleteTopics(TopicCollection.ofTopicIds(ids)).topicIdValues(),
+                return Outcomes.each(admin.deleteTopics(topicIds(ctx.args)).topicIdValues(),
                         Uuid::toString, (node, done) -> {});
             }
             return Outcomes.each(admin.deleteTopics(ctx.args.strings("topics")).topicNameValues(),
@@ -264,6 +261,7 @@ final class AdminScenarios {
      * timestamp in ms; `isolation` read_uncommitted (default) or read_committed. Per partition: {offset,
      * timestamp, leader_epoch} or its error.
      */
+    @Scenario.Named("list-offsets")
     private static JsonNode listOffsets(Ctx ctx) {
         String topic = ctx.args.str("topic");
         String spec = ctx.args.str("spec");

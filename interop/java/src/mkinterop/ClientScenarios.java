@@ -33,20 +33,12 @@ final class ClientScenarios {
 
     private ClientScenarios() {}
 
-    static void register(Map<String, Scenario> all) {
-        all.put("version", ClientScenarios::version);
-        all.put("produce", ClientScenarios::produce);
-        all.put("read", ClientScenarios::read);
-        all.put("offsets-for-times", ClientScenarios::offsetsForTimes);
-        all.put("seek", ClientScenarios::seek);
-        all.put("warmup", ClientScenarios::warmup);
-    }
-
     /**
      * Loads what a scenario's JVM loads, without a broker: an Admin, a producer and a group consumer pointed at
      * a port nothing listens on, each making one attempt and closed. xtask runs it once to record the class
      * data sharing archive that makes every later driver JVM start faster.
      */
+    @Scenario.Named("warmup")
     private static JsonNode warmup(Ctx ctx) {
         Map<String, Object> quick = new HashMap<>();
         quick.put("bootstrap.servers", "127.0.0.1:9");
@@ -87,6 +79,7 @@ final class ClientScenarios {
         return consumer(args.props(defaults));
     }
 
+    @Scenario.Named("version")
     private static JsonNode version(Ctx ctx) {
         ObjectNode out = Json.obj();
         out.put("kafka_clients", AppInfoParser.getVersion());
@@ -100,6 +93,7 @@ final class ClientScenarios {
      * acknowledged ([partition, offset, timestamp] in send order) and the producer's effective acks,
      * idempotence and compression settings.
      */
+    @Scenario.Named("produce")
     private static JsonNode produce(Ctx ctx) throws Exception {
         Args args = ctx.args;
         Map<String, Object> defaults = new HashMap<>();
@@ -138,6 +132,7 @@ final class ClientScenarios {
      * read_committed, the last stable offsets), with `isolation` (default read_uncommitted) and optional
      * `max_fetch_bytes` limits. Answers {records: [...], ends: {partition: offset}}.
      */
+    @Scenario.Named("read")
     private static JsonNode read(Ctx ctx) throws Exception {
         Args args = ctx.args;
         Map<String, Object> extra = new HashMap<>();
@@ -199,6 +194,7 @@ final class ClientScenarios {
     }
 
     /** ListOffsets by `timestamp` for partitions 0..`partitions`-1: {partition: offset or null}. */
+    @Scenario.Named("offsets-for-times")
     private static JsonNode offsetsForTimes(Ctx ctx) {
         Args args = ctx.args;
         String topic = args.str("topic");
@@ -225,6 +221,7 @@ final class ClientScenarios {
      * found for `timestamp` and the record read there, and where a position past the end goes with
      * auto.offset.reset=earliest (reset) and none (the error).
      */
+    @Scenario.Named("seek")
     private static JsonNode seek(Ctx ctx) throws Exception {
         Args args = ctx.args;
         TopicPartition tp = new TopicPartition(args.str("topic"), args.integer("partition", 0));

@@ -28,6 +28,7 @@ import org.apache.kafka.common.TopicPartition;
 final class EosProcessor {
     private EosProcessor() {}
 
+    @Scenario.Named("eos-processor")
     static JsonNode run(Ctx ctx) throws Exception {
         Args args = ctx.args;
         Map<String, Object> pd = new HashMap<>();

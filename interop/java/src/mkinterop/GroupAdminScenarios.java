@@ -10,6 +10,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.function.BiConsumer;
+import java.util.function.BiFunction;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.DeleteConsumerGroupOffsetsResult;
@@ -28,21 +30,12 @@ import org.apache.kafka.common.TopicPartition;
 final class GroupAdminScenarios {
     private GroupAdminScenarios() {}
 
-    static void register(Map<String, Scenario> all) {
-        all.put("list-groups", GroupAdminScenarios::listGroups);
-        all.put("list-consumer-groups", GroupAdminScenarios::listConsumerGroups);
-        all.put("describe-groups", GroupAdminScenarios::describeGroups);
-        all.put("group-offsets", GroupAdminScenarios::groupOffsets);
-        all.put("alter-group-offsets", GroupAdminScenarios::alterGroupOffsets);
-        all.put("delete-group-offsets", GroupAdminScenarios::deleteGroupOffsets);
-        all.put("delete-groups", GroupAdminScenarios::deleteGroups);
-    }
-
     private static TopicPartition tp(JsonNode pair) {
         return new TopicPartition(pair.get(0).asText(), pair.get(1).asInt());
     }
 
     /** Admin.listGroups (KIP-1043), every type unless `consumer_only`: {group: {type, state, protocol}}. */
+    @Scenario.Named("list-groups")
     private static JsonNode listGroups(Ctx ctx) throws Exception {
         ListGroupsOptions options = ctx.args.bool("consumer_only", false)
                 ? ListGroupsOptions.forConsumerGroups() : new ListGroupsOptions();
@@ -53,6 +46,7 @@ final class GroupAdminScenarios {
 
     /** The older Admin.listConsumerGroups (deprecated since 4.1, still what most tools call). */
     @SuppressWarnings({"deprecation", "removal"})
+    @Scenario.Named("list-consumer-groups")
     private static JsonNode listConsumerGroups(Ctx ctx) throws Exception {
         try (Admin admin = AdminScenarios.admin(ctx.args)) {
             ObjectNode out = Json.obj();
@@ -83,10 +77,17 @@ final class GroupAdminScenarios {
      * [{member_id, instance_id, client_id, host, member_epoch, assignment: {topic: [partitions]}}], and for a
      * KIP-848 group group_epoch and assignment_epoch (-1 for a classic group)} or its error.
      */
+    @Scenario.Named("describe-groups")
     private static JsonNode describeGroups(Ctx ctx) {
+        return perGroup(ctx, (admin, groups) -> admin.describeConsumerGroups(groups).describedGroups(),
+                GroupAdminScenarios::groupFields);
+    }
+
+    /** `ask` a fresh Admin about the `groups` argument: each group's outcome under its id, `fill` adds the fields. */
+    static <V> JsonNode perGroup(
+            Ctx ctx, BiFunction<Admin, List<String>, Map<String, KafkaFuture<V>>> ask, BiConsumer<ObjectNode, V> fill) {
         try (Admin admin = AdminScenarios.admin(ctx.args)) {
-            return Outcomes.each(admin.describeConsumerGroups(ctx.args.strings("groups")).describedGroups(),
-                    g -> g, GroupAdminScenarios::groupFields);
+            return Outcomes.each(ask.apply(admin, ctx.args.strings("groups")), g -> g, fill);
         }
     }
 
@@ -124,6 +125,7 @@ final class GroupAdminScenarios {
      * listConsumerGroupOffsets for every group of `groups` (one request, as the Admin batches them): per
      * group the list of [topic, partition, offset, metadata, leader epoch] it committed, or its error.
      */
+    @Scenario.Named("group-offsets")
     private static JsonNode groupOffsets(Ctx ctx) {
         Map<String, ListConsumerGroupOffsetsSpec> specs = new HashMap<>();
         ctx.args.strings("groups").forEach(g -> specs.put(g, new ListConsumerGroupOffsetsSpec()));
@@ -150,6 +152,7 @@ final class GroupAdminScenarios {
     }
 
     /** alterConsumerGroupOffsets of `group`: `offsets` [[topic, partition, offset, metadata?]]. Per partition. */
+    @Scenario.Named("alter-group-offsets")
     private static JsonNode alterGroupOffsets(Ctx ctx) {
         Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
         for (JsonNode row : ctx.args.get("offsets")) {
@@ -164,6 +167,7 @@ final class GroupAdminScenarios {
     }
 
     /** deleteConsumerGroupOffsets of `group` for `partitions` [[topic, partition]]: the call and per partition. */
+    @Scenario.Named("delete-group-offsets")
     private static JsonNode deleteGroupOffsets(Ctx ctx) {
         Set<TopicPartition> partitions = new HashSet<>();
         ctx.args.get("partitions").forEach(pair -> partitions.add(tp(pair)));
@@ -180,10 +184,8 @@ final class GroupAdminScenarios {
     }
 
     /** deleteConsumerGroups for `groups`: per group null error or the refusal. */
+    @Scenario.Named("delete-groups")
     private static JsonNode deleteGroups(Ctx ctx) {
-        try (Admin admin = AdminScenarios.admin(ctx.args)) {
-            return Outcomes.each(admin.deleteConsumerGroups(ctx.args.strings("groups")).deletedGroups(),
-                    g -> g, (node, done) -> {});
-        }
+        return perGroup(ctx, (admin, groups) -> admin.deleteConsumerGroups(groups).deletedGroups(), (node, done) -> {});
     }
 }

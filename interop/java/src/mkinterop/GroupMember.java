@@ -100,6 +100,7 @@ final class GroupMember implements ConsumerRebalanceListener {
         return d;
     }
 
+    @Scenario.Named("member")
     static JsonNode run(Ctx ctx) {
         Args args = ctx.args;
         List<String> topics = args.strings("topics");

@@ -24,15 +24,6 @@ import org.apache.kafka.common.TopicPartition;
 final class PendingAdminScenarios {
     private PendingAdminScenarios() {}
 
-    static void register(Map<String, Scenario> all) {
-        all.put("delete-records", PendingAdminScenarios::deleteRecords);
-        all.put("describe-log-dirs", PendingAdminScenarios::describeLogDirs);
-        all.put("describe-producers", PendingAdminScenarios::describeProducers);
-        all.put("list-transactions", PendingAdminScenarios::listTransactions);
-        all.put("describe-transactions", PendingAdminScenarios::describeTransactions);
-        all.put("fence-producers", PendingAdminScenarios::fenceProducers);
-    }
-
     private static TopicPartition tp(JsonNode pair) {
         return new TopicPartition(pair.get(0).asText(), pair.get(1).asInt());
     }
@@ -42,6 +33,7 @@ final class PendingAdminScenarios {
     }
 
     /** `before`: [[topic, partition, offset]]. Per partition: {low_watermark} or its error. */
+    @Scenario.Named("delete-records")
     private static JsonNode deleteRecords(Ctx ctx) {
         Map<TopicPartition, RecordsToDelete> before = new HashMap<>();
         ctx.args.get("before").forEach(row -> before.put(tp(row), RecordsToDelete.beforeOffset(row.get(2).asLong())));
@@ -52,6 +44,7 @@ final class PendingAdminScenarios {
     }
 
     /** `brokers`: ids. Per broker: {dirs: {path: {error, partitions: {topic:partition: size}}}} or its error. */
+    @Scenario.Named("describe-log-dirs")
     private static JsonNode describeLogDirs(Ctx ctx) {
         try (Admin admin = AdminScenarios.admin(ctx.args)) {
             return Outcomes.each(admin.describeLogDirs(ctx.args.ints("brokers")).descriptions(), String::valueOf,
@@ -68,6 +61,7 @@ final class PendingAdminScenarios {
     }
 
     /** `partitions`: [[topic, partition]]. Per partition: {producers: [{id, epoch, last_sequence, txn_start}]}. */
+    @Scenario.Named("describe-producers")
     private static JsonNode describeProducers(Ctx ctx) {
         List<TopicPartition> partitions = new ArrayList<>();
         ctx.args.get("partitions").forEach(pair -> partitions.add(tp(pair)));
@@ -90,6 +84,7 @@ final class PendingAdminScenarios {
     }
 
     /** {transactional id: {producer_id, state}}. */
+    @Scenario.Named("list-transactions")
     private static JsonNode listTransactions(Ctx ctx) throws Exception {
         try (Admin admin = AdminScenarios.admin(ctx.args)) {
             ObjectNode out = Json.obj();
@@ -101,6 +96,7 @@ final class PendingAdminScenarios {
     }
 
     /** `ids`: transactional ids. Per id: {state, producer_id, epoch, timeout_ms, partitions} or its error. */
+    @Scenario.Named("describe-transactions")
     private static JsonNode describeTransactions(Ctx ctx) {
         try (Admin admin = AdminScenarios.admin(ctx.args)) {
             var result = admin.describeTransactions(ctx.args.strings("ids"));
@@ -119,6 +115,7 @@ final class PendingAdminScenarios {
     }
 
     /** Admin.fenceProducers for `ids` (InitProducerId through each id's coordinator). Per id. */
+    @Scenario.Named("fence-producers")
     private static JsonNode fenceProducers(Ctx ctx) {
         try (Admin admin = AdminScenarios.admin(ctx.args)) {
             return Outcomes.each(admin.fenceProducers(ctx.args.strings("ids")).fencedProducers(), id -> id,

@@ -22,19 +22,11 @@ import org.apache.kafka.common.TopicPartition;
 final class ShareAdminScenarios {
     private ShareAdminScenarios() {}
 
-    static void register(Map<String, Scenario> all) {
-        all.put("describe-share-groups", ShareAdminScenarios::describe);
-        all.put("share-group-offsets", ShareAdminScenarios::offsets);
-        all.put("alter-share-group-offsets", ShareAdminScenarios::alterOffsets);
-        all.put("delete-share-group-offsets", ShareAdminScenarios::deleteOffsets);
-    }
-
     /** describeShareGroups for `groups`: per group {state, group_epoch, members: [{member_id, epoch, assignment}]}. */
+    @Scenario.Named("describe-share-groups")
     private static JsonNode describe(Ctx ctx) {
-        try (Admin admin = AdminScenarios.admin(ctx.args)) {
-            return Outcomes.each(admin.describeShareGroups(ctx.args.strings("groups")).describedGroups(),
-                    g -> g, ShareAdminScenarios::fields);
-        }
+        return GroupAdminScenarios.perGroup(
+                ctx, (admin, groups) -> admin.describeShareGroups(groups).describedGroups(), ShareAdminScenarios::fields);
     }
 
     private static void fields(ObjectNode node, ShareGroupDescription d) {
@@ -53,6 +45,7 @@ final class ShareAdminScenarios {
     }
 
     /** listShareGroupOffsets of `group`: {offsets: [[topic, partition, start offset], ...]}. */
+    @Scenario.Named("share-group-offsets")
     private static JsonNode offsets(Ctx ctx) throws Exception {
         String group = ctx.args.str("group");
         try (Admin admin = AdminScenarios.admin(ctx.args)) {
@@ -71,6 +64,7 @@ final class ShareAdminScenarios {
     }
 
     /** alterShareGroupOffsets of `group` to `offsets` [[topic, partition, offset], ...]. */
+    @Scenario.Named("alter-share-group-offsets")
     private static JsonNode alterOffsets(Ctx ctx) {
         Map<TopicPartition, Long> offsets = new HashMap<>();
         for (JsonNode row : ctx.args.get("offsets")) {
@@ -82,6 +76,7 @@ final class ShareAdminScenarios {
     }
 
     /** deleteShareGroupOffsets of `group` for `topics`. */
+    @Scenario.Named("delete-share-group-offsets")
     private static JsonNode deleteOffsets(Ctx ctx) {
         Set<String> topics = new HashSet<>(ctx.args.strings("topics"));
         try (Admin admin = AdminScenarios.admin(ctx.args)) {

@@ -33,6 +33,7 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 final class ShareMember {
     private ShareMember() {}
 
+    @Scenario.Named("share-member")
     static JsonNode run(Ctx ctx) {
         Args args = ctx.args;
         Map<String, Object> d = new HashMap<>();

@@ -38,21 +38,13 @@ import org.apache.kafka.common.quota.ClientQuotaFilterComponent;
 final class SurfaceScenarios {
     private SurfaceScenarios() {}
 
-    static void register(Map<String, Scenario> all) {
-        all.put("client-instance-ids", SurfaceScenarios::clientInstanceIds);
-        all.put("alter-client-quotas", SurfaceScenarios::alterClientQuotas);
-        all.put("describe-client-quotas", SurfaceScenarios::describeClientQuotas);
-        all.put("elect-leaders", SurfaceScenarios::electLeaders);
-        all.put("alter-partition-reassignments", SurfaceScenarios::alterPartitionReassignments);
-        all.put("list-partition-reassignments", SurfaceScenarios::listPartitionReassignments);
-    }
-
     private static final Duration ASK = Duration.ofSeconds(30);
 
     /**
      * An Admin (telemetry on), a producer (which then writes `topic`) and a consumer (telemetry on by
      * default): the instance id each got from the broker, and the produced record's offset.
      */
+    @Scenario.Named("client-instance-ids")
     private static JsonNode clientInstanceIds(Ctx ctx) throws Exception {
         ObjectNode out = Json.obj();
         // The Admin client is the one whose default is off.
@@ -98,6 +90,7 @@ final class SurfaceScenarios {
      * `entries`: [{entity: {type: name or null}, ops: {key: value, or null to remove}}], `validate_only`.
      * Per entity (as {@link #entityName}): its outcome.
      */
+    @Scenario.Named("alter-client-quotas")
     private static JsonNode alterClientQuotas(Ctx ctx) {
         List<ClientQuotaAlteration> entries = new ArrayList<>();
         for (JsonNode e : ctx.args.get("entries")) {
@@ -117,6 +110,7 @@ final class SurfaceScenarios {
      * `components`: [[type, "exact" | "default" | "specified", name]], `strict`. {entities: {name: {key: value}}}
      * or the call's error.
      */
+    @Scenario.Named("describe-client-quotas")
     private static JsonNode describeClientQuotas(Ctx ctx) {
         List<ClientQuotaFilterComponent> components = new ArrayList<>();
         for (JsonNode c : ctx.args.get("components")) {
@@ -144,6 +138,7 @@ final class SurfaceScenarios {
      * `type`: "preferred" or "unclean"; `partitions`: [[topic, partition]] or absent (all). Per partition the
      * outcome (the client reports ELECTION_NOT_NEEDED as an error of the partition).
      */
+    @Scenario.Named("elect-leaders")
     private static JsonNode electLeaders(Ctx ctx) throws Exception {
         ElectionType type = "unclean".equals(ctx.args.str("type")) ? ElectionType.UNCLEAN : ElectionType.PREFERRED;
         Set<TopicPartition> partitions = null;
@@ -176,6 +171,7 @@ final class SurfaceScenarios {
      * `moves`: [[topic, partition, [broker, ...] or null to cancel]], `allow_rf_change` (default true). Per
      * partition (as "topic:partition") its outcome.
      */
+    @Scenario.Named("alter-partition-reassignments")
     private static JsonNode alterPartitionReassignments(Ctx ctx) {
         Map<TopicPartition, Optional<NewPartitionReassignment>> moves = new HashMap<>();
         for (JsonNode m : ctx.args.get("moves")) {
@@ -200,6 +196,7 @@ final class SurfaceScenarios {
      * `partitions`: [[topic, partition]] or absent (all). {reassignments: {"topic:partition": {replicas, adding,
      * removing}}} or the call's error.
      */
+    @Scenario.Named("list-partition-reassignments")
     private static JsonNode listPartitionReassignments(Ctx ctx) {
         try (Admin admin = AdminScenarios.admin(ctx.args)) {
             KafkaFuture<Map<TopicPartition, PartitionReassignment>> listed;

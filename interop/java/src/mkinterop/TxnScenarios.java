@@ -22,15 +22,14 @@ import org.apache.kafka.clients.producer.RecordMetadata;
 final class TxnScenarios {
     private TxnScenarios() {}
 
-    static void register(Map<String, Scenario> all) {
-        all.put("txn-open", TxnScenarios::open);
+    /** The steps that are one call on the named producer each. */
+    static Map<String, Scenario> steps() {
+        Map<String, Scenario> all = new HashMap<>();
         all.put("txn-init", ctx -> step(ctx, p -> p.producer.initTransactions()));
         all.put("txn-begin", ctx -> step(ctx, p -> p.producer.beginTransaction()));
-        all.put("txn-send", TxnScenarios::send);
-        all.put("txn-flush", TxnScenarios::flush);
         all.put("txn-commit", ctx -> step(ctx, p -> p.producer.commitTransaction()));
         all.put("txn-abort", ctx -> step(ctx, p -> p.producer.abortTransaction()));
-        all.put("txn-close", TxnScenarios::close);
+        return all;
     }
 
     /** An open transactional producer and the sends not yet flushed. */
@@ -58,6 +57,7 @@ final class TxnScenarios {
     }
 
     /** `name`, `transactional_id`, optional `transaction_timeout_ms` and `props`. */
+    @Scenario.Named("txn-open")
     private static JsonNode open(Ctx ctx) {
         String name = ctx.args.str("name");
         if (ctx.state.containsKey(name)) {
@@ -75,6 +75,7 @@ final class TxnScenarios {
     }
 
     /** `records` to `topic` (each with value, partition and optional key), not waited for. */
+    @Scenario.Named("txn-send")
     private static JsonNode send(Ctx ctx) {
         TxnProducer p = ctx.held(ctx.args.str("name"), TxnProducer.class);
         String topic = ctx.args.str("topic");
@@ -86,6 +87,7 @@ final class TxnScenarios {
     }
 
     /** flush(), then every send since the last flush must be acknowledged: {acks: [[partition, offset]]}. */
+    @Scenario.Named("txn-flush")
     private static JsonNode flush(Ctx ctx) throws Exception {
         TxnProducer p = ctx.held(ctx.args.str("name"), TxnProducer.class);
         p.producer.flush();
@@ -103,6 +105,7 @@ final class TxnScenarios {
         return out;
     }
 
+    @Scenario.Named("txn-close")
     private static JsonNode close(Ctx ctx) throws Exception {
         AutoCloseable held = ctx.state.remove(ctx.args.str("name"));
         if (held != null) {
