@@ -321,6 +321,18 @@ mod tests {
         }
     }
 
+    /// A log of `n` appended records in a new directory.
+    fn log_of(n: usize) -> (tempfile::TempDir, PartitionLog) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = PartitionLog::open(dir.path(), small_segments(), 0).unwrap();
+        append(&mut log, n);
+        (dir, log)
+    }
+
+    fn recovery_point_written(dir: &std::path::Path) -> bool {
+        dir.join(CheckpointKind::RecoveryPoint.file_name()).exists()
+    }
+
     fn staged_left(dir: &std::path::Path) -> bool {
         std::fs::read_dir(dir).unwrap().any(|e| {
             e.unwrap()
@@ -340,9 +352,7 @@ mod tests {
 
     #[test]
     fn appends_between_plan_and_finish_stay_unsynced() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut log = PartitionLog::open(dir.path(), small_segments(), 0).unwrap();
-        append(&mut log, 12);
+        let (dir, mut log) = log_of(12);
         // A fresh active segment with room for the append below.
         log.roll().unwrap();
         append(&mut log, 1);
@@ -376,11 +386,7 @@ mod tests {
                 assert!(p.exists(), "the flush wrote {}", p.display());
             }
         }
-        assert!(
-            dir.path()
-                .join(CheckpointKind::RecoveryPoint.file_name())
-                .exists()
-        );
+        assert!(recovery_point_written(dir.path()));
         assert!(
             !staged_left(dir.path()),
             "the staged checkpoint was renamed into place"
@@ -389,9 +395,7 @@ mod tests {
 
     #[test]
     fn a_truncation_between_plan_and_finish_discards_the_flush() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut log = PartitionLog::open(dir.path(), small_segments(), 0).unwrap();
-        append(&mut log, 12);
+        let (dir, mut log) = log_of(12);
         let plan = log.plan_flush().unwrap();
         log.truncate_to(1).unwrap();
         let synced = plan.sync();
@@ -401,11 +405,7 @@ mod tests {
             log.recovery_bases.is_empty(),
             "no summary of the old segments"
         );
-        assert!(
-            !dir.path()
-                .join(CheckpointKind::RecoveryPoint.file_name())
-                .exists()
-        );
+        assert!(!recovery_point_written(dir.path()));
         assert!(
             !staged_left(dir.path()),
             "the staged checkpoint was removed"
@@ -417,9 +417,7 @@ mod tests {
 
     #[test]
     fn a_flush_under_the_lock_while_a_plan_is_out_keeps_both_valid() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut log = PartitionLog::open(dir.path(), small_segments(), 0).unwrap();
-        append(&mut log, 12);
+        let (dir, mut log) = log_of(12);
         let plan = log.plan_flush().unwrap();
         // A flush policy's flush (under the lock) between the cycle's steps:
         // both stage the recovery checkpoint, each in its own file.
@@ -435,9 +433,7 @@ mod tests {
 
     #[test]
     fn staged_files_a_crash_left_are_removed_at_open() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut log = PartitionLog::open(dir.path(), small_segments(), 0).unwrap();
-        append(&mut log, 12);
+        let (dir, mut log) = log_of(12);
         let synced = log.plan_flush().unwrap().sync();
         // The process dies between staging and renaming.
         std::mem::forget(synced);
@@ -450,9 +446,7 @@ mod tests {
 
     #[test]
     fn a_failed_fsync_outside_the_lock_latches_the_log() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut log = PartitionLog::open(dir.path(), small_segments(), 0).unwrap();
-        append(&mut log, 3);
+        let (_dir, mut log) = log_of(3);
         let plan = log.plan_flush().unwrap();
         log.config.faults.fail_syncs(true);
         let synced = plan.sync();

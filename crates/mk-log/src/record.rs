@@ -442,27 +442,23 @@ impl RecordBatch {
     /// The greatest record timestamp (a kept block's max timestamp), -1
     /// for no records.
     pub fn max_timestamp_ms(&self) -> i64 {
-        if let Some(b) = &self.block {
-            return b.max_timestamp();
+        match &self.block {
+            Some(b) => b.max_timestamp(),
+            None => self.record_timestamps().max().unwrap_or(-1),
         }
-        self.records
-            .iter()
-            .map(|r| r.timestamp_ms)
-            .max()
-            .unwrap_or(-1)
     }
 
     /// The smallest record timestamp (a kept block's first timestamp, the
     /// base its records' deltas start from), -1 for no records.
     pub fn min_timestamp_ms(&self) -> i64 {
-        if let Some(b) = &self.block {
-            return b.first_timestamp();
+        match &self.block {
+            Some(b) => b.first_timestamp(),
+            None => self.record_timestamps().min().unwrap_or(-1),
         }
-        self.records
-            .iter()
-            .map(|r| r.timestamp_ms)
-            .min()
-            .unwrap_or(-1)
+    }
+
+    fn record_timestamps(&self) -> impl Iterator<Item = i64> + '_ {
+        self.records.iter().map(|r| r.timestamp_ms)
     }
 
     /// The batch's size as a Kafka broker measures it against

@@ -191,18 +191,12 @@ impl Segment {
         let Some(idx) = self.indexes.get() else {
             return Ok(()); // never loaded: the files on disk are current.
         };
-        write_file(
-            faults,
-            &self.path(dir, INDEX_EXT),
-            &idx.offsets.to_bytes(),
-            sync,
-        )?;
-        write_file(
-            faults,
-            &self.path(dir, TIME_INDEX_EXT),
-            &idx.times.to_bytes(),
-            sync,
-        )?;
+        for (ext, bytes) in [
+            (INDEX_EXT, idx.offsets.to_bytes()),
+            (TIME_INDEX_EXT, idx.times.to_bytes()),
+        ] {
+            write_file(faults, &self.path(dir, ext), &bytes, sync)?;
+        }
         if let Some(i) = self.indexes.get_mut() {
             i.rebuilt = false;
         }

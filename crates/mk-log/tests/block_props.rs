@@ -1,7 +1,10 @@
 //! Property tests and the byte-layout snapshot of MKB1 version 2 (block
 //! frames, docs/mkb1.md).
 
+mod common;
+
 use bytes::Bytes;
+use common::enveloped;
 use mk_core::ErrorCode;
 use mk_log::block::{self, BlockBatch, BlockParts, Codec, TimestampType};
 use mk_log::{ControlType, ProducerInfo};
@@ -150,11 +153,7 @@ proptest! {
     ) {
         // A correct magic, length, CRC and version byte reach the deep checks.
         payload[0] = 2;
-        let mut f = b"MKB1".to_vec();
-        f.extend_from_slice(&u32::try_from(payload.len()).unwrap().to_be_bytes());
-        f.extend_from_slice(&crc32c::crc32c(&payload).to_be_bytes());
-        f.extend_from_slice(&payload);
-        if let Err(e) = block::decode(&Bytes::from(f), MAX) {
+        if let Err(e) = block::decode(&enveloped(&payload), MAX) {
             prop_assert_eq!(e.code(), ErrorCode::CorruptBatch);
         }
     }

@@ -26,8 +26,7 @@ fn by_size(bytes: i64) -> RetentionPolicy {
 
 #[test]
 fn retention_by_time_deletes_only_an_expired_prefix() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut log = open(dir.path(), &small_config());
+    let (_dir, mut log) = temp_log(&small_config());
     // Old, then new, then old again: the old tail segment must survive
     // because deletion stops at the first segment that is not expired.
     for i in 0..90 {
@@ -65,11 +64,8 @@ fn retention_by_time_deletes_only_an_expired_prefix() {
 
 #[test]
 fn retention_by_size_deletes_oldest_until_under_the_limit() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut log = open(dir.path(), &small_config());
-    for i in 0..80 {
-        log.append(keyed(i, 1000, 1)).unwrap();
-    }
+    let (_dir, mut log) = temp_log(&small_config());
+    append_keyed(&mut log, 0..80, 1000, 1);
     let total = log.size_bytes();
     let limit = (total / 2) as i64;
     let deleted = log.apply_retention(0, by_size(limit)).unwrap();
@@ -89,8 +85,7 @@ fn retention_by_size_deletes_oldest_until_under_the_limit() {
 
 #[test]
 fn retention_rejects_invalid_limits() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut log = open(dir.path(), &small_config());
+    let (_dir, mut log) = temp_log(&small_config());
     assert_eq!(
         log.apply_retention(0, by_time(-1)).unwrap_err().code(),
         ErrorCode::InvalidRequest
@@ -112,16 +107,11 @@ fn rec(key: Option<&str>, value: Option<&str>, ts: i64) -> RecordBatch {
 
 #[test]
 fn compaction_keeps_latest_per_key_null_keys_and_offsets() {
-    let dir = tempfile::tempdir().unwrap();
     let cfg = small_config();
-    let mut log = open(dir.path(), &cfg);
-    for i in 0..40 {
-        log.append(keyed(i, 4, 100)).unwrap(); // keys k0..k3, many versions
-    }
+    let (dir, mut log) = temp_log(&cfg);
+    append_keyed(&mut log, 0..40, 4, 100); // keys k0..k3, many versions
     log.append(rec(None, Some("no-key"), 100)).unwrap(); // offset 40
-    for i in 41..60 {
-        log.append(keyed(i, 4, 100)).unwrap();
-    }
+    append_keyed(&mut log, 41..60, 4, 100);
     log.roll().unwrap();
     let result = log.compact(200, 1_000).unwrap();
     assert!(!result.segments.is_empty());
@@ -158,11 +148,8 @@ fn compaction_keeps_latest_per_key_null_keys_and_offsets() {
 
 #[test]
 fn compaction_leaves_the_active_segment_alone_but_counts_its_keys() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut log = open(dir.path(), &small_config());
-    for i in 0..30 {
-        log.append(keyed(i, 1000, 1)).unwrap(); // unique keys k0..k29
-    }
+    let (dir, mut log) = temp_log(&small_config());
+    append_keyed(&mut log, 0..30, 1000, 1); // unique keys k0..k29
     let active_base = log.active().base_offset;
     // Newer versions of k0 and k1 land in the active segment.
     log.append(rec(Some("k0"), Some("new0"), 1)).unwrap();
@@ -184,13 +171,10 @@ fn compaction_leaves_the_active_segment_alone_but_counts_its_keys() {
 
 #[test]
 fn tombstones_are_kept_within_grace_then_dropped() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut log = open(dir.path(), &small_config());
+    let (_dir, mut log) = temp_log(&small_config());
     log.append(rec(Some("a"), Some("1"), 1_000)).unwrap();
     log.append(rec(Some("a"), None, 1_000)).unwrap(); // tombstone at offset 1
-    for i in 0..30 {
-        log.append(keyed(i, 1000, 1_000)).unwrap();
-    }
+    append_keyed(&mut log, 0..30, 1000, 1_000);
     log.roll().unwrap();
     log.compact(1_500, 1_000).unwrap();
     let got = dump(&log);
@@ -208,8 +192,7 @@ fn tombstones_are_kept_within_grace_then_dropped() {
 
 #[test]
 fn compaction_keeps_control_batches_and_drops_aborted_records() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut log = open(dir.path(), &small_config());
+    let (_dir, mut log) = temp_log(&small_config());
     let p = ProducerInfo {
         producer_id: 9,
         producer_epoch: 0,
@@ -224,9 +207,7 @@ fn compaction_keeps_control_batches_and_drops_aborted_records() {
     .unwrap(); // 1
     log.append(RecordBatch::marker(ControlType::Abort, "t", p))
         .unwrap(); // 2
-    for i in 0..30 {
-        log.append(keyed(i, 1000, 1)).unwrap();
-    }
+    append_keyed(&mut log, 0..30, 1000, 1);
     log.roll().unwrap();
     log.compact(1, 1000).unwrap();
     let got = dump(&log);
@@ -243,8 +224,7 @@ fn compaction_keeps_control_batches_and_drops_aborted_records() {
 
 #[test]
 fn compaction_does_not_touch_segments_at_or_above_an_open_transaction() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut log = open(dir.path(), &small_config());
+    let (_dir, mut log) = temp_log(&small_config());
     let p = ProducerInfo {
         producer_id: 9,
         producer_epoch: 0,
@@ -257,9 +237,7 @@ fn compaction_does_not_touch_segments_at_or_above_an_open_transaction() {
             .with_transactional_id("t"),
     )
     .unwrap();
-    for i in 0..30 {
-        log.append(keyed(i, 1000, 1)).unwrap();
-    }
+    append_keyed(&mut log, 0..30, 1000, 1);
     log.roll().unwrap();
     let before = dump(&log);
     let result = log.compact(1, 1000).unwrap();
@@ -273,8 +251,7 @@ fn compaction_does_not_touch_segments_at_or_above_an_open_transaction() {
 
 #[test]
 fn compaction_rejects_negative_grace() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut log = open(dir.path(), &small_config());
+    let (_dir, mut log) = temp_log(&small_config());
     assert_eq!(
         log.compact(0, -1).unwrap_err().code(),
         ErrorCode::InvalidRequest
@@ -316,12 +293,9 @@ fn crash_at_every_step_of_the_compaction_swap_reopens_to_old_or_new() {
 /// crash (drop without close).
 #[test]
 fn the_log_start_moves_inside_a_segment_and_survives_reopening() {
-    let dir = tempfile::tempdir().unwrap();
     let config = small_config();
-    let mut log = open(dir.path(), &config);
-    for i in 0..60 {
-        log.append(keyed(i, 1000, 1)).unwrap();
-    }
+    let (dir, mut log) = temp_log(&config);
+    append_keyed(&mut log, 0..60, 1000, 1);
     let closed = log.closed_segments();
     assert!(closed.len() >= 3, "{closed:?}");
     // One past the second segment's base: inside it, not at a boundary.
@@ -354,21 +328,14 @@ fn the_log_start_moves_inside_a_segment_and_survives_reopening() {
 
 #[test]
 fn a_damaged_log_start_file_is_a_storage_error() {
-    let dir = tempfile::tempdir().unwrap();
     let config = small_config();
-    let mut log = open(dir.path(), &config);
-    for i in 0..5 {
-        log.append(keyed(i, 1000, 1)).unwrap();
-    }
+    let (dir, mut log) = temp_log(&config);
+    append_keyed(&mut log, 0..5, 1000, 1);
     log.advance_log_start(2).unwrap();
     log.close().unwrap();
     let path = dir.path().join(mk_log::LOG_START_FILE);
-    let mut bytes = std::fs::read(&path).unwrap();
-    bytes[7] ^= 1;
-    std::fs::write(&path, bytes).unwrap();
-    let e = PartitionLog::open(dir.path(), config, 0).unwrap_err();
-    assert_eq!(e.code(), ErrorCode::StorageError);
-    assert!(e.to_string().contains("log start file is damaged"), "{e}");
+    flip_byte(&path, 7, 1);
+    assert_open_refused(dir.path(), &config, "log start file is damaged");
 }
 
 #[test]
@@ -379,12 +346,8 @@ fn min_compaction_lag_keeps_newer_records_and_their_older_keys() {
         ..small_config()
     };
     let mut log = open(dir.path(), &cfg);
-    for i in 0..40 {
-        log.append(keyed(i, 4, 100)).unwrap();
-    }
-    for i in 40..60 {
-        log.append(keyed(i, 4, 10_000)).unwrap();
-    }
+    append_keyed(&mut log, 0..40, 4, 100);
+    append_keyed(&mut log, 40..60, 4, 10_000);
     log.roll().unwrap();
     // now - lag = 7_000: only segments of records at 100 are cleanable.
     let result = log.compact(12_000, 1_000).unwrap();

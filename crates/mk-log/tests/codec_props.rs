@@ -1,6 +1,9 @@
 //! Property tests and the byte-layout snapshot of the MKB1 codec.
 
+mod common;
+
 use bytes::Bytes;
+use common::enveloped;
 use mk_core::ErrorCode;
 use mk_log::codec;
 use mk_log::{ControlType, Header, ProducerInfo, Record, RecordBatch};
@@ -107,11 +110,7 @@ proptest! {
     #[test]
     fn valid_envelope_with_random_payload_never_panics(payload in prop::collection::vec(any::<u8>(), 0..300)) {
         // A correct magic, length and CRC around garbage reaches the deep checks.
-        let mut f = b"MKB1".to_vec();
-        f.extend_from_slice(&u32::try_from(payload.len()).unwrap().to_be_bytes());
-        f.extend_from_slice(&crc32c::crc32c(&payload).to_be_bytes());
-        f.extend_from_slice(&payload);
-        if let Err(e) = codec::decode(&Bytes::from(f), MAX) {
+        if let Err(e) = codec::decode(&enveloped(&payload), MAX) {
             prop_assert_eq!(e.code(), ErrorCode::CorruptBatch);
         }
     }

@@ -83,12 +83,9 @@ fn none_and_empty_bytes_survive_the_log() {
 
 #[test]
 fn segments_roll_by_size_with_twenty_digit_names() {
-    let dir = tempfile::tempdir().unwrap();
     let cfg = small_config();
-    let mut log = open(dir.path(), &cfg);
-    for i in 0..40 {
-        log.append(keyed(i, 1000, 1)).unwrap();
-    }
+    let (dir, mut log) = temp_log(&cfg);
+    append_keyed(&mut log, 0..40, 1000, 1);
     let segs = log.segments();
     assert!(segs.len() > 2, "{segs:?}");
     for w in segs.windows(2) {
@@ -165,9 +162,8 @@ fn sparse_index_has_entries_only_at_interval_boundaries_and_floor_lookup_works()
 
 #[test]
 fn replay_across_segments_from_any_offset_gives_the_same_records() {
-    let dir = tempfile::tempdir().unwrap();
     let cfg = small_config();
-    let mut log = open(dir.path(), &cfg);
+    let (dir, mut log) = temp_log(&cfg);
     for i in 0..30 {
         let n = 1 + i % 3;
         let vals: Vec<String> = (0..n).map(|j| format!("r{i}-{j}")).collect();
@@ -322,12 +318,9 @@ fn truncate_to_works_only_at_batch_boundaries() {
 
 #[test]
 fn truncation_removes_later_segments_and_keeps_earlier_ones_untouched() {
-    let dir = tempfile::tempdir().unwrap();
     let cfg = small_config();
-    let mut log = open(dir.path(), &cfg);
-    for i in 0..60 {
-        log.append(keyed(i, 1000, 1)).unwrap();
-    }
+    let (dir, mut log) = temp_log(&cfg);
+    append_keyed(&mut log, 0..60, 1000, 1);
     let segs = log.segments();
     assert!(segs.len() >= 4);
     let first = dir.path().join("00000000000000000000.log");
@@ -364,11 +357,8 @@ fn truncation_removes_later_segments_and_keeps_earlier_ones_untouched() {
 
 #[test]
 fn delete_closed_segments_accepts_only_a_prefix() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut log = open(dir.path(), &small_config());
-    for i in 0..40 {
-        log.append(keyed(i, 1000, 1)).unwrap();
-    }
+    let (_dir, mut log) = temp_log(&small_config());
+    append_keyed(&mut log, 0..40, 1000, 1);
     let closed: Vec<i64> = log
         .closed_segments()
         .iter()

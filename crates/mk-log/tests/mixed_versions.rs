@@ -57,8 +57,7 @@ fn remove_checkpoints_and_indexes(dir: &Path) {
 
 #[test]
 fn a_log_of_both_versions_serves_every_record_across_reopen_and_a_full_scan() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut log = open(dir.path(), &config());
+    let (dir, mut log) = temp_log(&config());
     let want = fill(&mut log);
     assert!(log.segments().len() > 2, "several segments");
     assert_eq!(dump(&log), want);
@@ -111,8 +110,7 @@ fn a_follower_copies_version_2_frames_byte_for_byte() {
 
 #[test]
 fn time_lookups_read_version_2_timestamps() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut log = open(dir.path(), &config());
+    let (_dir, mut log) = temp_log(&config());
     let want = fill(&mut log);
     for (offset, _, _, ts) in want.iter().step_by(3) {
         assert_eq!(log.offset_for_timestamp(*ts).unwrap(), Some(*offset));
@@ -123,8 +121,7 @@ fn time_lookups_read_version_2_timestamps() {
 
 #[test]
 fn transactions_in_version_2_frames_are_indexed_and_survive_a_crash() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut log = open(dir.path(), &config());
+    let (dir, mut log) = temp_log(&config());
     let first = log
         .append_block(block_batch(&records(0, 2), Codec::Lz4, Some(("tx", 7))))
         .unwrap()
@@ -175,8 +172,7 @@ fn a_torn_version_2_tail_is_cut_on_open() {
 
 #[test]
 fn compaction_over_both_versions_keeps_the_latest_value_per_key() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut log = open(dir.path(), &config());
+    let (_dir, mut log) = temp_log(&config());
     let want = fill(&mut log);
     log.roll().unwrap();
     log.compact(1_000_000, 0).unwrap();
@@ -202,8 +198,7 @@ fn compaction_over_both_versions_keeps_the_latest_value_per_key() {
 
 #[test]
 fn a_batch_that_kept_its_block_is_stored_as_that_block() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut log = open(dir.path(), &config());
+    let (_dir, mut log) = temp_log(&config());
     let rs = records(0, 3);
     let block = block_batch(&rs, Codec::Zstd, None);
     let batch = mk_log::RecordBatch::new(rs.clone())
@@ -231,8 +226,7 @@ fn a_batch_that_kept_its_block_is_stored_as_that_block() {
 
 #[test]
 fn a_batch_of_only_its_block_is_stored_as_produced_and_keeps_its_identity() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut log = open(dir.path(), &config());
+    let (_dir, mut log) = temp_log(&config());
     let rs = records(0, 4);
     let block = block_batch(&rs, Codec::Lz4, None);
     let batch = mk_log::RecordBatch::from_block(block.clone()).unwrap();

@@ -10,10 +10,6 @@ use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::Path;
 
-fn seg(dir: &Path, base: i64, ext: &str) -> std::path::PathBuf {
-    dir.join(format!("{base:020}.{ext}"))
-}
-
 fn fill(
     dir: &Path,
     cfg: &LogConfig,
@@ -45,7 +41,7 @@ fn torn_tail_of_the_active_segment_is_repaired_on_open() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = LogConfig::default();
     let all = fill(dir.path(), &cfg, 10);
-    let path = seg(dir.path(), 0, "log");
+    let path = seg_file(dir.path(), 0, "log");
     let good_len = std::fs::metadata(&path).unwrap().len();
     // A half-written frame: valid magic and length, then the process died.
     let mut frame = mk_log::codec::encode(&{
@@ -75,9 +71,8 @@ fn torn_tail_of_the_active_segment_is_repaired_on_open() {
 
 #[test]
 fn damage_inside_the_active_segment_refuses_to_open_but_a_damaged_last_frame_is_cut() {
-    let dir = tempfile::tempdir().unwrap();
     let cfg = LogConfig::default();
-    let mut log = open(dir.path(), &cfg);
+    let (dir, mut log) = temp_log(&cfg);
     let mut infos = Vec::new();
     for i in 0..10 {
         infos.push(log.append(keyed(i, 1000, 0)).unwrap());
@@ -85,11 +80,9 @@ fn damage_inside_the_active_segment_refuses_to_open_but_a_damaged_last_frame_is_
     drop(log);
     // A flipped byte inside the 6th batch, with intact batches after it:
     // damage at rest, not a torn write. Nothing may be cut.
-    let path = seg(dir.path(), 0, "log");
-    let mut bytes = std::fs::read(&path).unwrap();
+    let path = seg_file(dir.path(), 0, "log");
     let at = usize::try_from(infos[5].position).unwrap() + 20;
-    bytes[at] ^= 0xff;
-    std::fs::write(&path, &bytes).unwrap();
+    let bytes = flip_byte(&path, at, 0xff);
     for _ in 0..2 {
         let err = PartitionLog::open(dir.path(), cfg.clone(), 0).unwrap_err();
         assert_eq!(err.code(), ErrorCode::StorageError, "{err}");
@@ -115,10 +108,8 @@ fn damage_inside_the_active_segment_refuses_to_open_but_a_damaged_last_frame_is_
     }
     drop(log);
     let last = last.unwrap();
-    let path = seg(dir.path(), 0, "log");
-    let mut bytes = std::fs::read(&path).unwrap();
-    bytes[usize::try_from(last.position).unwrap() + 20] ^= 0xff;
-    std::fs::write(&path, &bytes).unwrap();
+    let path = seg_file(dir.path(), 0, "log");
+    flip_byte(&path, usize::try_from(last.position).unwrap() + 20, 0xff);
     let log = open(dir.path(), &cfg);
     assert_eq!(log.leo(), 3);
     assert_eq!(std::fs::metadata(&path).unwrap().len(), last.position);
@@ -127,12 +118,9 @@ fn damage_inside_the_active_segment_refuses_to_open_but_a_damaged_last_frame_is_
 #[test]
 fn a_segment_deleted_from_the_middle_refuses_to_open() {
     for clean in [true, false] {
-        let dir = tempfile::tempdir().unwrap();
         let cfg = small_config();
-        let mut log = open(dir.path(), &cfg);
-        for i in 0..30 {
-            log.append(keyed(i, 100, 0)).unwrap();
-        }
+        let (dir, mut log) = temp_log(&cfg);
+        append_keyed(&mut log, 0..30, 100, 0);
         let bases: Vec<i64> = log.segments().iter().map(|s| s.base_offset).collect();
         assert!(bases.len() >= 3, "{bases:?}");
         if clean {
@@ -143,7 +131,7 @@ fn a_segment_deleted_from_the_middle_refuses_to_open() {
             drop(log);
         }
         let middle = bases[1];
-        std::fs::remove_file(seg(dir.path(), middle, "log")).unwrap();
+        std::fs::remove_file(seg_file(dir.path(), middle, "log")).unwrap();
         for _ in 0..2 {
             let err = PartitionLog::open(dir.path(), cfg.clone(), 0).unwrap_err();
             assert_eq!(err.code(), ErrorCode::StorageError, "{err}");
@@ -161,14 +149,9 @@ fn corrupt_closed_segment_refuses_to_open_with_storage_error() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = small_config();
     fill(dir.path(), &cfg, 30);
-    let path = seg(dir.path(), 0, "log");
-    let mut bytes = std::fs::read(&path).unwrap();
-    let mid = bytes.len() / 2;
-    bytes[mid] ^= 0x55;
-    std::fs::write(&path, &bytes).unwrap();
-    let err = PartitionLog::open(dir.path(), cfg.clone(), 0).unwrap_err();
-    assert_eq!(err.code(), ErrorCode::StorageError, "{err}");
-    assert!(err.to_string().contains("corrupt closed segment"), "{err}");
+    let path = seg_file(dir.path(), 0, "log");
+    let bytes = flip_byte(&path, file_len(&path) / 2, 0x55);
+    assert_open_refused(dir.path(), &cfg, "corrupt closed segment");
     // Nothing was repaired or deleted behind the user's back.
     assert_eq!(std::fs::read(&path).unwrap(), bytes);
 }
@@ -178,7 +161,7 @@ fn truncated_closed_segment_refuses_to_open() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = small_config();
     fill(dir.path(), &cfg, 30);
-    let path = seg(dir.path(), 0, "log");
+    let path = seg_file(dir.path(), 0, "log");
     let len = std::fs::metadata(&path).unwrap().len();
     cut_file(&path, len - 3);
     assert_eq!(
@@ -198,13 +181,15 @@ fn non_contiguous_segments_refuse_to_open() {
     // Rename the second segment's log below the first one's end: overlap.
     // Without the checkpoints, which would already name the renamed file as
     // missing, the scan itself must find the overlap.
-    std::fs::rename(seg(dir.path(), second, "log"), seg(dir.path(), 1, "log")).unwrap();
+    std::fs::rename(
+        seg_file(dir.path(), second, "log"),
+        seg_file(dir.path(), 1, "log"),
+    )
+    .unwrap();
     for checkpoint in ["clean-shutdown", "recovery-checkpoint"] {
         let _ = std::fs::remove_file(dir.path().join(checkpoint));
     }
-    let err = PartitionLog::open(dir.path(), cfg, 0).unwrap_err();
-    assert_eq!(err.code(), ErrorCode::StorageError);
-    assert!(err.to_string().contains("not contiguous"), "{err}");
+    assert_open_refused(dir.path(), &cfg, "not contiguous");
 }
 
 #[test]
@@ -228,13 +213,13 @@ fn damaged_index_files_are_rebuilt_from_the_log() {
     let log = open(dir.path(), &cfg);
     log.close().unwrap();
     // Clean shutdown: indexes are trusted... unless they are malformed.
-    std::fs::write(seg(dir.path(), 0, "index"), [1u8; 13]).unwrap();
-    std::fs::remove_file(seg(dir.path(), 0, "timeindex")).unwrap();
+    std::fs::write(seg_file(dir.path(), 0, "index"), [1u8; 13]).unwrap();
+    std::fs::remove_file(seg_file(dir.path(), 0, "timeindex")).unwrap();
     let log = open(dir.path(), &cfg);
     assert_eq!(dump(&log), all);
     assert_eq!(log.offset_for_timestamp(3).unwrap(), Some(3));
     log.close().unwrap();
-    let rewritten = std::fs::read(seg(dir.path(), 0, "index")).unwrap();
+    let rewritten = std::fs::read(seg_file(dir.path(), 0, "index")).unwrap();
     assert!(
         mk_log::index::OffsetIndex::from_bytes(&rewritten).is_ok(),
         "rewritten on close"
@@ -250,10 +235,8 @@ fn clean_reopen_trusts_closed_segments_without_reading_them() {
     assert!(dir.path().join("clean-shutdown").exists());
     // Corrupt a closed segment without changing its size. A clean open does
     // not read it (that is what makes reopening O(active segment))...
-    let path = seg(dir.path(), 0, "log");
-    let mut bytes = std::fs::read(&path).unwrap();
-    bytes[30] ^= 0x01;
-    std::fs::write(&path, &bytes).unwrap();
+    let path = seg_file(dir.path(), 0, "log");
+    flip_byte(&path, 30, 0x01);
     let log = open(dir.path(), &cfg);
     assert!(
         !dir.path().join("clean-shutdown").exists(),
@@ -276,9 +259,7 @@ fn stale_clean_shutdown_checkpoint_is_ignored() {
     open(dir.path(), &cfg).close().unwrap();
     let cp = std::fs::read(dir.path().join("clean-shutdown")).unwrap();
     let mut log = open(dir.path(), &cfg);
-    for i in 10..20 {
-        log.append(keyed(i, 1000, 0)).unwrap();
-    }
+    append_keyed(&mut log, 10..20, 1000, 0);
     let all = dump(&log);
     drop(log);
     // An old checkpoint reappearing (e.g. restored by hand) must not be
@@ -289,10 +270,9 @@ fn stale_clean_shutdown_checkpoint_is_ignored() {
 
 #[test]
 fn transaction_index_survives_clean_and_crash_reopen() {
-    let dir = tempfile::tempdir().unwrap();
     let cfg = small_config();
     let p = producer;
-    let mut log = open(dir.path(), &cfg);
+    let (dir, mut log) = temp_log(&cfg);
     log.append(txn_record(0, 1, "a")).unwrap();
     log.append(keyed(1, 10, 0)).unwrap();
     log.append(RecordBatch::marker(ControlType::Abort, "a", p(1)))
@@ -321,9 +301,8 @@ fn transaction_index_survives_clean_and_crash_reopen() {
 
 #[test]
 fn failed_write_makes_the_log_refuse_further_writes() {
-    let dir = tempfile::tempdir().unwrap();
     let cfg = LogConfig::default();
-    let mut log = open(dir.path(), &cfg);
+    let (_dir, mut log) = temp_log(&cfg);
     log.append(keyed(0, 10, 0)).unwrap();
     cfg.faults.fail_writes_after(0);
     let err = log.append(keyed(1, 10, 0)).unwrap_err();
@@ -339,12 +318,9 @@ fn failed_write_makes_the_log_refuse_further_writes() {
 
 #[test]
 fn a_full_disk_fails_writes_without_poisoning_the_log_and_loses_nothing() {
-    let dir = tempfile::tempdir().unwrap();
     let cfg = small_config();
-    let mut log = open(dir.path(), &cfg);
-    for i in 0..3 {
-        log.append(keyed(i, 10, 0)).unwrap();
-    }
+    let (dir, mut log) = temp_log(&cfg);
+    append_keyed(&mut log, 0..3, 10, 0);
     let end = log.active().log_bytes;
     cfg.faults.disk_full(true);
     for i in 3..30 {
@@ -378,9 +354,8 @@ fn a_full_disk_fails_writes_without_poisoning_the_log_and_loses_nothing() {
 
 #[test]
 fn failed_fsync_fails_flush_loudly() {
-    let dir = tempfile::tempdir().unwrap();
     let cfg = LogConfig::default();
-    let mut log = open(dir.path(), &cfg);
+    let (_dir, mut log) = temp_log(&cfg);
     log.append(keyed(0, 10, 0)).unwrap();
     cfg.faults.fail_syncs(true);
     assert_eq!(log.flush().unwrap_err().code(), ErrorCode::StorageError);
@@ -416,9 +391,8 @@ fn invalid_configuration_is_rejected() {
 
 #[test]
 fn crash_reopen_after_a_flush_scans_only_what_was_not_flushed() {
-    let dir = tempfile::tempdir().unwrap();
     let cfg = small_config();
-    let mut log = open(dir.path(), &cfg);
+    let (dir, mut log) = temp_log(&cfg);
     for i in 0..40 {
         log.append(keyed(i, 1000, i as i64)).unwrap();
     }
@@ -453,10 +427,8 @@ fn crash_reopen_after_a_flush_scans_only_what_was_not_flushed() {
         .unwrap();
     // ...and a segment below the recovery point is trusted without being
     // read: damage to it (same size) is found only when it is read.
-    let below = seg(dir.path(), flushed[0], "log");
-    let mut bytes = std::fs::read(&below).unwrap();
-    bytes[30] ^= 0x01;
-    std::fs::write(&below, &bytes).unwrap();
+    let below = seg_file(dir.path(), flushed[0], "log");
+    flip_byte(&below, 30, 0x01);
     let log = open(dir.path(), &cfg);
     assert_eq!(log.leo(), all.len() as i64, "torn tail cut, nothing lost");
     assert_eq!(
@@ -467,15 +439,12 @@ fn crash_reopen_after_a_flush_scans_only_what_was_not_flushed() {
         log.fetch(flushed[1], 1000, None).unwrap().len(),
         all.len() - usize::try_from(flushed[1]).unwrap()
     );
-    bytes[30] ^= 0x01;
-    std::fs::write(&below, &bytes).unwrap();
+    flip_byte(&below, 30, 0x01); // repaired
     drop(log);
     // A closed segment rolled after the flush is scanned: damage there
     // refuses to open.
-    let above = seg(dir.path(), after_flush[0], "log");
-    let mut bytes = std::fs::read(&above).unwrap();
-    bytes[30] ^= 0x01;
-    std::fs::write(&above, &bytes).unwrap();
+    let above = seg_file(dir.path(), after_flush[0], "log");
+    flip_byte(&above, 30, 0x01);
     assert_eq!(
         PartitionLog::open(dir.path(), cfg, 0).unwrap_err().code(),
         ErrorCode::StorageError
@@ -493,12 +462,9 @@ fn log_bases(dir: &Path) -> Vec<i64> {
 
 #[test]
 fn truncation_below_the_recovery_point_is_never_trusted_after_a_crash() {
-    let dir = tempfile::tempdir().unwrap();
     let cfg = small_config();
-    let mut log = open(dir.path(), &cfg);
-    for i in 0..40 {
-        log.append(keyed(i, 1000, 0)).unwrap();
-    }
+    let (dir, mut log) = temp_log(&cfg);
+    append_keyed(&mut log, 0..40, 1000, 0);
     log.flush().unwrap();
     let cut = log.closed_segments()[1].base_offset + 1;
     log.truncate_to(cut).unwrap();
@@ -520,19 +486,14 @@ fn truncation_below_the_recovery_point_is_never_trusted_after_a_crash() {
 
 #[test]
 fn transactions_spanning_the_recovery_point_are_restored_exactly() {
-    let dir = tempfile::tempdir().unwrap();
     let cfg = small_config();
     let p = producer;
-    let mut log = open(dir.path(), &cfg);
+    let (dir, mut log) = temp_log(&cfg);
     log.append(txn_record(0, 1, "a")).unwrap();
     log.append(txn_record(1, 2, "b")).unwrap();
-    for i in 0..30 {
-        log.append(keyed(i, 1000, 0)).unwrap();
-    }
+    append_keyed(&mut log, 0..30, 1000, 0);
     log.flush().unwrap(); // both transactions are open at the recovery point
-    for i in 0..20 {
-        log.append(keyed(i, 1000, 0)).unwrap();
-    }
+    append_keyed(&mut log, 0..20, 1000, 0);
     log.append(RecordBatch::marker(ControlType::Abort, "a", p(1)))
         .unwrap();
     let aborted = log.aborted_transactions(0, log.leo());

@@ -3,9 +3,9 @@
 
 mod common;
 
-use common::{keyed, open, small_config};
+use common::{keyed, small_config, temp_log};
 use mk_core::{Clock, ManualClock, SharedClock};
-use mk_log::LogConfig;
+use mk_log::{LogConfig, PartitionLog};
 use std::sync::Arc;
 
 fn aged_config(clock: &Arc<ManualClock>, segment_ms: i64) -> LogConfig {
@@ -18,11 +18,16 @@ fn aged_config(clock: &Arc<ManualClock>, segment_ms: i64) -> LogConfig {
     }
 }
 
+/// A log rolling by `segment_ms` on a manual clock started at `now_ms`.
+fn aged_log(now_ms: i64, segment_ms: i64) -> (tempfile::TempDir, Arc<ManualClock>, PartitionLog) {
+    let clock = Arc::new(ManualClock::new(now_ms));
+    let (dir, log) = temp_log(&aged_config(&clock, segment_ms));
+    (dir, clock, log)
+}
+
 #[test]
 fn an_append_after_segment_ms_rolls_the_active_segment() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = Arc::new(ManualClock::new(1_000));
-    let mut log = open(dir.path(), &aged_config(&clock, 100));
+    let (_dir, clock, mut log) = aged_log(1_000, 100);
     log.append(keyed(0, 4, clock.now_ms())).unwrap();
     clock.advance(100);
     // Exactly the limit is not older than it.
@@ -40,9 +45,7 @@ fn an_append_after_segment_ms_rolls_the_active_segment() {
 
 #[test]
 fn an_idle_log_does_not_roll_an_empty_segment() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = Arc::new(ManualClock::new(0));
-    let mut log = open(dir.path(), &aged_config(&clock, 10));
+    let (_dir, clock, mut log) = aged_log(0, 10);
     clock.advance(1_000);
     let info = log.append(keyed(0, 4, 0)).unwrap();
     assert_eq!(info.segment_base_offset, 0);
@@ -51,9 +54,7 @@ fn an_idle_log_does_not_roll_an_empty_segment() {
 
 #[test]
 fn a_group_append_rolls_an_aged_segment_first() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = Arc::new(ManualClock::new(0));
-    let mut log = open(dir.path(), &aged_config(&clock, 50));
+    let (_dir, clock, mut log) = aged_log(0, 50);
     log.append(keyed(0, 4, 0)).unwrap();
     clock.advance(51);
     let answers = log.append_group(vec![keyed(1, 4, 51), keyed(2, 4, 51)]);
@@ -65,9 +66,7 @@ fn a_group_append_rolls_an_aged_segment_first() {
 
 #[test]
 fn segment_ms_altered_at_runtime_applies_to_the_next_append() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = Arc::new(ManualClock::new(0));
-    let mut log = open(dir.path(), &aged_config(&clock, 1_000));
+    let (_dir, clock, mut log) = aged_log(0, 1_000);
     log.append(keyed(0, 4, 0)).unwrap();
     clock.advance(500);
     log.append(keyed(1, 4, 500)).unwrap();

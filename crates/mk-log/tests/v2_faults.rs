@@ -10,7 +10,6 @@ mod common;
 use bytes::Bytes;
 use common::blocks::*;
 use common::*;
-use mk_core::ErrorCode;
 use mk_log::block::{self, Codec};
 use mk_log::{AppendInfo, Fault, LogConfig, PartitionLog, Record, RecordBatch};
 use std::fs::OpenOptions;
@@ -18,10 +17,6 @@ use std::io::Write;
 use std::path::Path;
 
 type Expected = Vec<(i64, Option<Bytes>, Option<Bytes>, i64)>;
-
-fn seg(dir: &Path, base: i64) -> std::path::PathBuf {
-    dir.join(format!("{base:020}.log"))
-}
 
 /// The `k`-th batch of a run: 1-3 records, the codecs in turn, as the
 /// produce path hands them to the log (records only in the block).
@@ -91,9 +86,8 @@ fn a_fault_of_every_kind_at_every_site_of_version_2_appends_loses_nothing_acknow
     let (mut checked, mut refused) = (0, 0);
     for fault in Fault::ALL {
         for site in 0..sites {
-            let dir = tempfile::tempdir().unwrap();
             let cfg = small_config();
-            let mut log = open(dir.path(), &cfg);
+            let (dir, mut log) = temp_log(&cfg);
             cfg.faults
                 .inject_at(cfg.faults.sites_passed() + site, fault);
             let acked = run(&mut log, 24);
@@ -128,13 +122,12 @@ fn a_fault_of_every_kind_at_every_site_of_version_2_appends_loses_nothing_acknow
 
 #[test]
 fn a_torn_version_2_tail_is_cut_and_every_codec_survives_a_crash() {
-    let dir = tempfile::tempdir().unwrap();
     let cfg = LogConfig::default();
-    let mut log = open(dir.path(), &cfg);
+    let (dir, mut log) = temp_log(&cfg);
     let acked = run(&mut log, 10);
     let want = expected(&acked);
     drop(log); // crash without flush: the writes reached the OS
-    let path = seg(dir.path(), 0);
+    let path = seg_file(dir.path(), 0, "log");
     let good_len = std::fs::metadata(&path).unwrap().len();
     // Half a compressed version 2 frame: valid magic and length, then the
     // process died.
@@ -164,19 +157,15 @@ fn crc_damage_in_a_version_2_block_refuses_to_open_unless_it_is_the_torn_last_fr
     drop(log);
     // A flipped byte inside the compressed block of the 6th batch, intact
     // batches after it: damage at rest, nothing may be cut.
-    let path = seg(dir.path(), 0);
-    let mut bytes = std::fs::read(&path).unwrap();
+    let path = seg_file(dir.path(), 0, "log");
     let sixth = acked[5].0;
     let at = usize::try_from(sixth.position).unwrap() + 12 + block::BLOCK_PAYLOAD_HEADER_BYTES + 2;
     assert!(
         at < usize::try_from(sixth.position + sixth.size).unwrap(),
         "inside the block"
     );
-    bytes[at] ^= 0xff;
-    std::fs::write(&path, &bytes).unwrap();
-    let err = PartitionLog::open(dir.path(), cfg.clone(), 0).unwrap_err();
-    assert_eq!(err.code(), ErrorCode::StorageError, "{err}");
-    assert!(err.to_string().contains("not a torn write"), "{err}");
+    let bytes = flip_byte(&path, at, 0xff);
+    assert_open_refused(dir.path(), &cfg, "not a torn write");
     assert_untouched(&path, &bytes);
     // The way out the message names: cut there. Five batches remain.
     cut_file(&path, sixth.position);
@@ -189,10 +178,12 @@ fn crc_damage_in_a_version_2_block_refuses_to_open_unless_it_is_the_torn_last_fr
     let acked = run(&mut log, 5);
     drop(log);
     let last = acked[4].0;
-    let path = seg(dir.path(), 0);
-    let mut bytes = std::fs::read(&path).unwrap();
-    bytes[usize::try_from(last.position + last.size).unwrap() - 3] ^= 0xff;
-    std::fs::write(&path, &bytes).unwrap();
+    let path = seg_file(dir.path(), 0, "log");
+    flip_byte(
+        &path,
+        usize::try_from(last.position + last.size).unwrap() - 3,
+        0xff,
+    );
     let log = open(dir.path(), &cfg);
     assert_eq!(dump(&log), expected(&acked[..4]));
     assert_eq!(std::fs::metadata(&path).unwrap().len(), last.position);
@@ -206,14 +197,9 @@ fn damage_in_a_closed_version_2_segment_refuses_to_open_and_repairs_nothing() {
     // Never flushed, so a reopen after the crash reads every segment.
     run_flushing(&mut log, 24, false);
     drop(log);
-    let path = seg(dir.path(), 0);
-    let mut bytes = std::fs::read(&path).unwrap();
-    let mid = bytes.len() / 2;
-    bytes[mid] ^= 0x55;
-    std::fs::write(&path, &bytes).unwrap();
-    let err = PartitionLog::open(dir.path(), cfg.clone(), 0).unwrap_err();
-    assert_eq!(err.code(), ErrorCode::StorageError, "{err}");
-    assert!(err.to_string().contains("corrupt closed segment"), "{err}");
+    let path = seg_file(dir.path(), 0, "log");
+    let bytes = flip_byte(&path, file_len(&path) / 2, 0x55);
+    assert_open_refused(dir.path(), &cfg, "corrupt closed segment");
     assert_eq!(std::fs::read(&path).unwrap(), bytes);
 }
 

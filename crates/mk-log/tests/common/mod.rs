@@ -5,7 +5,8 @@ pub mod blocks;
 
 use bytes::Bytes;
 use mk_log::{LogConfig, PartitionLog, ProducerInfo, Record, RecordBatch};
-use std::path::Path;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
 
 pub fn b(s: &str) -> Bytes {
     Bytes::copy_from_slice(s.as_bytes())
@@ -21,6 +22,48 @@ pub fn small_config() -> LogConfig {
 
 pub fn open(dir: &Path, config: &LogConfig) -> PartitionLog {
     PartitionLog::open(dir, config.clone(), 0).expect("open log")
+}
+
+/// A new temporary directory (removed when the guard drops) with a log
+/// opened in it.
+pub fn temp_log(config: &LogConfig) -> (tempfile::TempDir, PartitionLog) {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path(), config);
+    (dir, log)
+}
+
+/// Appends `keyed(i, keys, ts)` for every `i` of `range`.
+pub fn append_keyed(log: &mut PartitionLog, range: Range<usize>, keys: usize, ts: i64) {
+    for i in range {
+        log.append(keyed(i, keys, ts)).unwrap();
+    }
+}
+
+/// The file of the segment at `base` with extension `ext` ("log", "index"...).
+pub fn seg_file(dir: &Path, base: i64, ext: &str) -> PathBuf {
+    dir.join(format!("{base:020}.{ext}"))
+}
+
+/// Flips the bits of `mask` in the byte at `at` of the file at `path`;
+/// returns the file's damaged bytes.
+pub fn flip_byte(path: &Path, at: usize, mask: u8) -> Vec<u8> {
+    let mut bytes = std::fs::read(path).unwrap();
+    bytes[at] ^= mask;
+    std::fs::write(path, &bytes).unwrap();
+    bytes
+}
+
+/// The length of the file at `path`.
+pub fn file_len(path: &Path) -> usize {
+    usize::try_from(std::fs::metadata(path).unwrap().len()).unwrap()
+}
+
+/// Opening the log in `dir` fails with a storage error whose message
+/// contains `what`.
+pub fn assert_open_refused(dir: &Path, config: &LogConfig, what: &str) {
+    let err = PartitionLog::open(dir, config.clone(), 0).unwrap_err();
+    assert_eq!(err.code(), mk_core::ErrorCode::StorageError, "{err}");
+    assert!(err.to_string().contains(what), "{err}");
 }
 
 /// A one-record batch with value `v{i}` and key `k{i % keys}`.
@@ -165,6 +208,16 @@ pub fn cut_file(path: &Path, len: u64) {
         .unwrap()
         .set_len(len)
         .unwrap();
+}
+
+/// `payload` in a frame envelope with a correct magic, length and CRC: what
+/// reaches the checks behind the envelope.
+pub fn enveloped(payload: &[u8]) -> Bytes {
+    let mut f = b"MKB1".to_vec();
+    f.extend_from_slice(&u32::try_from(payload.len()).unwrap().to_be_bytes());
+    f.extend_from_slice(&crc32c::crc32c(payload).to_be_bytes());
+    f.extend_from_slice(payload);
+    Bytes::from(f)
 }
 
 /// Fails unless the file at `path` still holds exactly `bytes`.
