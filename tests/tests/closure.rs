@@ -49,28 +49,16 @@ async fn send_all(env: &Env, p: &Producer, from: usize, to: usize) -> Vec<Record
 async fn e2e_closure_idempotent_acks_all_group_expiry_promotion_restart() {
     let mut env = Env::new(vec![1, 2], 2);
     env.admin.create_topic("orders", 2, 2).unwrap();
-    let p = env
-        .cluster
-        .producer(ProducerOptions {
-            acks: AckMode::All,
-            idempotent: true,
-            name: Some("orders-app".into()),
-            ..ProducerOptions::default()
-        })
-        .unwrap();
+    let p = env.producer(ProducerOptions {
+        acks: AckMode::All,
+        idempotent: true,
+        name: Some("orders-app".into()),
+        ..ProducerOptions::default()
+    });
     let first = send_all(&env, &p, 0, 20).await;
     assert!(first.iter().all(|m| m.offset.is_some()));
 
-    let a = env
-        .cluster
-        .consumer(
-            "billing",
-            ConsumerOptions {
-                member_id: Some("a".into()),
-                ..Default::default()
-            },
-        )
-        .unwrap();
+    let a = env.member("billing", "a");
     a.subscribe(&["orders"]).unwrap();
     assert_eq!(a.poll(100).unwrap().len(), 20);
     a.commit().unwrap();
@@ -82,16 +70,7 @@ async fn e2e_closure_idempotent_acks_all_group_expiry_promotion_restart() {
         vec![("billing".to_string(), "a".to_string())]
     );
 
-    let bb = env
-        .cluster
-        .consumer(
-            "billing",
-            ConsumerOptions {
-                member_id: Some("b".into()),
-                ..Default::default()
-            },
-        )
-        .unwrap();
+    let bb = env.member("billing", "b");
     assert_eq!(bb.subscribe(&["orders"]).unwrap().len(), 2);
     let second = bb.poll(100).unwrap();
     assert_eq!(
@@ -120,11 +99,7 @@ async fn e2e_closure_idempotent_acks_all_group_expiry_promotion_restart() {
         committed,
         "committed offsets survive"
     );
-    let info = env
-        .cluster
-        .topics()
-        .describe_partition(&tp("orders", 0))
-        .unwrap();
+    let info = env.partition("orders", 0);
     assert_eq!(
         (info.leader_id, info.leader_epoch),
         (2, 1),

@@ -52,11 +52,7 @@ async fn e2e_graceful_close_checkpoints_and_refuses_later_calls() {
     }
     env.cluster.lifecycle().close().await.unwrap(); // idempotent
     env.crash_restart();
-    let info = env
-        .cluster
-        .topics()
-        .describe_partition(&tp("c", 0))
-        .unwrap();
+    let info = env.partition("c", 0);
     assert_eq!(
         info.high_watermark, 3,
         "the HW checkpoint survives a restart"
@@ -72,13 +68,8 @@ async fn e2e_graceful_close_checkpoints_and_refuses_later_calls() {
 
 #[tokio::test]
 async fn e2e_crash_drops_queued_work_and_reopen_recovers_acknowledged_writes() {
-    let mut env = Env::new(vec![1], 1);
-    env.admin.create_topic("c", 1, 1).unwrap();
-    for i in 0..20 {
-        env.produce("c", 0, &[&format!("v{i}")], AckMode::One)
-            .await
-            .unwrap();
-    }
+    let mut env = Env::with_topic("c", 1);
+    env.produce_each("c", 0, "v", 0..20).await;
     let p = env.lingering_producer();
     let queued = p
         .send(ProducerRecord::new("c", None, Some(b("never"))))
@@ -96,8 +87,7 @@ async fn e2e_crash_drops_queued_work_and_reopen_recovers_acknowledged_writes() {
 
 #[tokio::test]
 async fn e2e_io_failure_is_terminal_and_keeps_its_cause() {
-    let env = Env::new(vec![1], 1);
-    env.admin.create_topic("f", 1, 1).unwrap();
+    let env = Env::with_topic("f", 1);
     env.produce("f", 0, &["ok"], AckMode::One).await.unwrap();
     env.cluster.failure_injector().fail_syncs(true);
     let err = env.admin.flush_cycle().unwrap_err();
@@ -125,8 +115,7 @@ async fn e2e_io_failure_is_terminal_and_keeps_its_cause() {
 
 #[tokio::test]
 async fn e2e_failed_append_write_makes_the_cluster_failed() {
-    let env = Env::new(vec![1], 1);
-    env.admin.create_topic("f", 1, 1).unwrap();
+    let env = Env::with_topic("f", 1);
     env.cluster.failure_injector().fail_writes_after(0);
     let err = env.produce("f", 0, &["x"], AckMode::One).await.unwrap_err();
     assert_eq!(err.code(), ErrorCode::ClusterFailed);
@@ -152,8 +141,7 @@ async fn e2e_a_second_opener_of_the_data_dir_fails_fast() {
 
 #[tokio::test]
 async fn e2e_unparsable_metadata_is_storage_error_never_reset() {
-    let env = Env::new(vec![1], 1);
-    env.admin.create_topic("m", 1, 1).unwrap();
+    let env = Env::with_topic("m", 1);
     env.cluster.lifecycle().close().await.unwrap();
     std::fs::write(
         env.dir.path().join("metadata.json"),
@@ -261,14 +249,9 @@ async fn e2e_flush_policy_fsyncs_after_every_n_messages() {
 
 #[tokio::test]
 async fn e2e_without_a_flush_policy_appends_do_not_fsync() {
-    let env = Env::new(vec![1], 1);
-    env.admin.create_topic("fp", 1, 1).unwrap();
+    let env = Env::with_topic("fp", 1);
     env.cluster.failure_injector().fail_syncs(true);
-    for i in 0..10 {
-        env.produce("fp", 0, &[&format!("v{i}")], AckMode::One)
-            .await
-            .unwrap();
-    }
+    env.produce_each("fp", 0, "v", 0..10).await;
     assert_eq!(
         env.admin.flush_cycle().unwrap_err().code(),
         ErrorCode::ClusterFailed,

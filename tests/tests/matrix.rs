@@ -18,8 +18,7 @@ use std::io::Write;
 
 #[tokio::test]
 async fn e2e_batches_are_binary_safe() {
-    let env = Env::new(vec![1], 1);
-    env.admin.create_topic("bin", 1, 1).unwrap();
+    let env = Env::with_topic("bin", 1);
     let binary = Bytes::from((0u8..=255).collect::<Vec<u8>>());
     let r = env
         .client
@@ -85,11 +84,7 @@ fn small_segments(c: &mut MiniKafkaConfig) {
 async fn e2e_sparse_offset_lookup_and_replay_across_segments() {
     let mut env = Env::with(small_segments);
     env.admin.create_topic("r", 1, 1).unwrap();
-    for i in 0..60 {
-        env.produce("r", 0, &[&format!("v{i}")], AckMode::One)
-            .await
-            .unwrap();
-    }
+    env.produce_each("r", 0, "v", 0..60).await;
     let dir = env.replica_dir(1, "r", 0);
     let segments = std::fs::read_dir(&dir)
         .unwrap()
@@ -126,11 +121,7 @@ async fn e2e_sparse_offset_lookup_and_replay_across_segments() {
 async fn e2e_torn_tail_is_repaired_and_closed_segment_corruption_takes_the_partition_offline() {
     let env = Env::with(small_segments);
     env.admin.create_topic("t", 1, 1).unwrap();
-    for i in 0..40 {
-        env.produce("t", 0, &[&format!("v{i}")], AckMode::One)
-            .await
-            .unwrap();
-    }
+    env.produce_each("t", 0, "v", 0..40).await;
     let before = env.values("t", 0);
     env.cluster.lifecycle().crash();
     // A torn write at the end of the active segment.
@@ -192,9 +183,8 @@ async fn e2e_torn_tail_is_repaired_and_closed_segment_corruption_takes_the_parti
 
 #[tokio::test]
 async fn e2e_keyed_records_land_on_the_murmur2_partition() {
-    let env = Env::new(vec![1], 1);
-    env.admin.create_topic("k", 5, 1).unwrap();
-    let p = env.cluster.producer(ProducerOptions::default()).unwrap();
+    let env = Env::with_topic("k", 5);
+    let p = env.producer(ProducerOptions::default());
     let mut futs = Vec::new();
     for key in ["21", "foobar", "abc", "a-little-bit-long-string"] {
         futs.push((
@@ -218,15 +208,11 @@ async fn e2e_keyed_records_land_on_the_murmur2_partition() {
 
 #[tokio::test]
 async fn e2e_keyless_records_stick_to_one_partition_per_batch_then_move() {
-    let env = Env::new(vec![1], 1);
-    env.admin.create_topic("s", 3, 1).unwrap();
-    let p = env
-        .cluster
-        .producer(ProducerOptions {
-            linger_ms: 100,
-            ..ProducerOptions::default()
-        })
-        .unwrap();
+    let env = Env::with_topic("s", 3);
+    let p = env.producer(ProducerOptions {
+        linger_ms: 100,
+        ..ProducerOptions::default()
+    });
     let first: Vec<_> = (0..5)
         .map(|_| {
             p.send(ProducerRecord::new("s", None, Some(b("x"))))
@@ -279,17 +265,13 @@ async fn e2e_keyless_records_stick_to_one_partition_per_batch_then_move() {
 
 #[tokio::test]
 async fn e2e_batching_by_size_and_buffer_budget() {
-    let env = Env::new(vec![1], 1);
-    env.admin.create_topic("b", 1, 1).unwrap();
-    let p = env
-        .cluster
-        .producer(ProducerOptions {
-            batch_size: 200,
-            linger_ms: 1_000_000,
-            max_buffer_bytes: 400,
-            ..ProducerOptions::default()
-        })
-        .unwrap();
+    let env = Env::with_topic("b", 1);
+    let p = env.producer(ProducerOptions {
+        batch_size: 200,
+        linger_ms: 1_000_000,
+        max_buffer_bytes: 400,
+        ..ProducerOptions::default()
+    });
     // 39 + 61 = 100 bytes each: the second record fills the batch (200).
     let v = "x".repeat(61);
     let mut f1 = p
@@ -334,15 +316,26 @@ async fn e2e_batching_by_size_and_buffer_budget() {
 
 // ----- consumers: positions, commits, groups ------------------------------
 
+/// A consumer of `group` that resets by `reset`, assigned partition p-0.
+fn assigned_p0(env: &Env, group: &str, reset: OffsetReset) -> Consumer {
+    let c = env
+        .cluster
+        .consumer(
+            group,
+            ConsumerOptions {
+                auto_offset_reset: reset,
+                ..ConsumerOptions::default()
+            },
+        )
+        .unwrap();
+    c.assign(&[tp("p", 0)]).unwrap();
+    c
+}
+
 #[tokio::test]
 async fn e2e_position_commit_rewind_and_restart() {
-    let mut env = Env::new(vec![1], 1);
-    env.admin.create_topic("p", 1, 1).unwrap();
-    for i in 0..10 {
-        env.produce("p", 0, &[&format!("m{i}")], AckMode::One)
-            .await
-            .unwrap();
-    }
+    let mut env = Env::with_topic("p", 1);
+    env.produce_each("p", 0, "m", 0..10).await;
     let c = env
         .cluster
         .consumer("g", ConsumerOptions::default())
@@ -375,30 +368,10 @@ async fn e2e_position_commit_rewind_and_restart() {
         "a restarted consumer resumes from its commit"
     );
     // Reset policies.
-    let latest = env
-        .cluster
-        .consumer(
-            "other",
-            ConsumerOptions {
-                auto_offset_reset: OffsetReset::Latest,
-                ..ConsumerOptions::default()
-            },
-        )
-        .unwrap();
-    latest.assign(&[tp("p", 0)]).unwrap();
+    let latest = assigned_p0(&env, "other", OffsetReset::Latest);
     assert!(latest.poll(10).unwrap().is_empty());
     assert_eq!(latest.position(&tp("p", 0)).unwrap(), 10);
-    let strict = env
-        .cluster
-        .consumer(
-            "strict",
-            ConsumerOptions {
-                auto_offset_reset: OffsetReset::Error,
-                ..ConsumerOptions::default()
-            },
-        )
-        .unwrap();
-    strict.assign(&[tp("p", 0)]).unwrap();
+    let strict = assigned_p0(&env, "strict", OffsetReset::Error);
     assert_eq!(
         strict.poll(10).unwrap_err().code(),
         ErrorCode::OffsetOutOfRange
@@ -407,28 +380,9 @@ async fn e2e_position_commit_rewind_and_restart() {
 
 #[tokio::test]
 async fn e2e_single_owner_and_generation_fencing() {
-    let env = Env::new(vec![1], 1);
-    env.admin.create_topic("g", 4, 1).unwrap();
-    let a = env
-        .cluster
-        .consumer(
-            "grp",
-            ConsumerOptions {
-                member_id: Some("a".into()),
-                ..Default::default()
-            },
-        )
-        .unwrap();
-    let bb = env
-        .cluster
-        .consumer(
-            "grp",
-            ConsumerOptions {
-                member_id: Some("b".into()),
-                ..Default::default()
-            },
-        )
-        .unwrap();
+    let env = Env::with_topic("g", 4);
+    let a = env.member("grp", "a");
+    let bb = env.member("grp", "b");
     assert_eq!(a.subscribe(&["g"]).unwrap().len(), 4);
     let owned_b = bb.subscribe(&["g"]).unwrap();
     a.poll(10).unwrap();
@@ -484,17 +438,9 @@ async fn e2e_retention_deletes_a_prefix_and_fetch_below_start_is_out_of_range() 
             },
         )
         .unwrap();
-    for i in 0..30 {
-        env.produce("logs", 0, &[&format!("old{i}")], AckMode::One)
-            .await
-            .unwrap();
-    }
+    env.produce_each("logs", 0, "old", 0..30).await;
     env.clock.advance(60_000);
-    for i in 0..5 {
-        env.produce("logs", 0, &[&format!("new{i}")], AckMode::One)
-            .await
-            .unwrap();
-    }
+    env.produce_each("logs", 0, "new", 0..5).await;
     let deleted = env.admin.apply_retention("logs", None).unwrap();
     assert!(!deleted[&0].is_empty());
     let start = env.cluster.data().log_start_offset(&tp("logs", 0)).unwrap();
@@ -579,11 +525,7 @@ async fn e2e_follower_fetch_isr_and_high_watermark() {
     env.produce("r", 0, &["a", "b"], AckMode::One)
         .await
         .unwrap();
-    let info = env
-        .cluster
-        .topics()
-        .describe_partition(&tp("r", 0))
-        .unwrap();
+    let info = env.partition("r", 0);
     assert_eq!(
         (info.high_watermark, info.log_end_offset),
         (0, 2),
@@ -594,11 +536,7 @@ async fn e2e_follower_fetch_isr_and_high_watermark() {
         "consumers never see offsets >= HW"
     );
     env.admin.replicate_once().unwrap();
-    let info = env
-        .cluster
-        .topics()
-        .describe_partition(&tp("r", 0))
-        .unwrap();
+    let info = env.partition("r", 0);
     assert_eq!(info.high_watermark, 2);
     assert_eq!(
         info.log_end_offsets,
@@ -606,21 +544,10 @@ async fn e2e_follower_fetch_isr_and_high_watermark() {
     );
     // A failed follower leaves the ISR; the HW then moves with the others.
     env.admin.remove_from_isr(&tp("r", 0), 3).unwrap();
-    assert_eq!(
-        env.cluster
-            .topics()
-            .describe_partition(&tp("r", 0))
-            .unwrap()
-            .isr,
-        vec![1, 2]
-    );
+    assert_eq!(env.partition("r", 0).isr, vec![1, 2]);
     env.produce("r", 0, &["c"], AckMode::One).await.unwrap();
     env.admin.replicate_once().unwrap();
-    let info = env
-        .cluster
-        .topics()
-        .describe_partition(&tp("r", 0))
-        .unwrap();
+    let info = env.partition("r", 0);
     assert_eq!(info.high_watermark, 3);
     assert_eq!(
         info.log_end_offsets[&3], 2,
@@ -629,11 +556,7 @@ async fn e2e_follower_fetch_isr_and_high_watermark() {
     // When it comes back it catches up and re-enters the ISR.
     env.admin.rejoin(&tp("r", 0), 3).unwrap();
     env.admin.replicate_once().unwrap();
-    let info = env
-        .cluster
-        .topics()
-        .describe_partition(&tp("r", 0))
-        .unwrap();
+    let info = env.partition("r", 0);
     assert!(
         info.isr.contains(&3),
         "a caught-up follower re-enters the ISR: {:?}",
@@ -642,14 +565,7 @@ async fn e2e_follower_fetch_isr_and_high_watermark() {
     // A follower that stops fetching leaves the ISR by time.
     env.clock.advance(env.config.replica_lag_time_ms + 1);
     env.cluster.steps().refresh_isr().unwrap();
-    assert_eq!(
-        env.cluster
-            .topics()
-            .describe_partition(&tp("r", 0))
-            .unwrap()
-            .isr,
-        vec![1]
-    );
+    assert_eq!(env.partition("r", 0).isr, vec![1]);
 }
 
 #[tokio::test]
@@ -661,16 +577,7 @@ async fn e2e_ack_modes_and_acknowledged_write_loss() {
     let r1 = env.produce("a", 0, &["one"], AckMode::One).await.unwrap();
     assert_eq!(r1.base_offset, Some(1), "acks=1: immediate");
     // acks=all waits for the ISR...
-    let pending = env
-        .cluster
-        .data()
-        .submit_append(
-            &tp("a", 0),
-            RecordBatch::new(vec![Record::new(None, Some(b("all")), 1)]).unwrap(),
-            AckMode::All,
-            None,
-        )
-        .unwrap();
+    let pending = env.submit("a", "all", AckMode::All, None).unwrap();
     let waiter = tokio::spawn(pending.wait());
     env.admin.replicate_once().unwrap();
     assert_eq!(waiter.await.unwrap().unwrap().base_offset, Some(2));
@@ -697,16 +604,7 @@ async fn e2e_ack_modes_and_acknowledged_write_loss() {
 async fn e2e_acks_all_fails_after_append_when_the_isr_shrinks() {
     let env = Env::new(vec![1, 2], 2);
     env.admin.create_topic("a", 1, 2).unwrap();
-    let pending = env
-        .cluster
-        .data()
-        .submit_append(
-            &tp("a", 0),
-            RecordBatch::new(vec![Record::new(None, Some(b("x")), 1)]).unwrap(),
-            AckMode::All,
-            None,
-        )
-        .unwrap();
+    let pending = env.submit("a", "x", AckMode::All, None).unwrap();
     let waiter = tokio::spawn(pending.wait());
     env.admin.remove_from_isr(&tp("a", 0), 2).unwrap();
     let err = waiter.await.unwrap().unwrap_err();
@@ -726,12 +624,7 @@ async fn e2e_promotion_fences_the_old_epoch_and_replaces_the_divergent_tail() {
         .unwrap();
     let le = env.admin.promote(&tp("d", 0), 2).unwrap();
     assert_eq!((le.leader_id, le.leader_epoch), (2, 1));
-    let stale = env.cluster.data().submit_append(
-        &tp("d", 0),
-        RecordBatch::new(vec![Record::new(None, Some(b("z")), 1)]).unwrap(),
-        AckMode::One,
-        Some(0),
-    );
+    let stale = env.submit("d", "z", AckMode::One, Some(0));
     assert_eq!(stale.unwrap_err().code(), ErrorCode::FencedLeaderEpoch);
     assert_eq!(
         env.admin.promote(&tp("d", 0), 1).unwrap_err().code(),
@@ -743,11 +636,7 @@ async fn e2e_promotion_fences_the_old_epoch_and_replaces_the_divergent_tail() {
     env.admin.rejoin(&tp("d", 0), 1).unwrap();
     env.admin.replicate_once().unwrap();
     env.admin.replicate_once().unwrap();
-    let info = env
-        .cluster
-        .topics()
-        .describe_partition(&tp("d", 0))
-        .unwrap();
+    let info = env.partition("d", 0);
     assert_eq!(info.log_end_offsets[&1], info.log_end_offsets[&2]);
     assert_eq!(env.values("d", 0).last().unwrap().1, "new-tail");
     // Byte-identical replicas below the HW, checked on the files after a
@@ -777,8 +666,7 @@ async fn e2e_promotion_fences_the_old_epoch_and_replaces_the_divergent_tail() {
 
 #[tokio::test]
 async fn e2e_idempotent_retry_returns_original_offsets_and_survives_restart() {
-    let mut env = Env::new(vec![1], 1);
-    env.admin.create_topic("i", 1, 1).unwrap();
+    let mut env = Env::with_topic("i", 1);
     let id = env.client.init_producer(Some("app")).unwrap();
     let send = |seq: i32| ProduceRequest {
         tp: tp("i", 0),
@@ -826,8 +714,7 @@ async fn e2e_idempotent_retry_returns_original_offsets_and_survives_restart() {
 
 #[tokio::test]
 async fn e2e_transaction_isolation_and_abort() {
-    let env = Env::new(vec![1], 1);
-    env.admin.create_topic("t", 1, 1).unwrap();
+    let env = Env::with_topic("t", 1);
     let h = env.client.begin_txn("tx").await.unwrap();
     env.client
         .txn_produce(&h, "t", None, Some(b("in-txn")), None)
@@ -862,8 +749,7 @@ async fn e2e_transaction_isolation_and_abort() {
 
 #[tokio::test]
 async fn e2e_atomic_output_and_input_offsets() {
-    let env = Env::new(vec![1], 1);
-    env.admin.create_topic("out", 1, 1).unwrap();
+    let env = Env::with_topic("out", 1);
     env.admin.create_topic("in", 1, 1).unwrap();
     let h = env.client.begin_txn("rpw").await.unwrap();
     env.client

@@ -34,6 +34,13 @@ impl Env {
         })
     }
 
+    /// One broker (min ISR 1) with `topic` of `partitions` partitions.
+    pub fn with_topic(topic: &str, partitions: u32) -> Self {
+        let env = Self::new(vec![1], 1);
+        env.admin.create_topic(topic, partitions, 1).unwrap();
+        env
+    }
+
     pub fn with(tweak: impl FnOnce(&mut MiniKafkaConfig)) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let clock = ManualClock::new(1_000_000);
@@ -104,18 +111,75 @@ impl Env {
             .await
     }
 
-    /// Every visible value of a partition from its log start.
-    /// A producer whose batches wait (practically) forever for their
-    /// linger, so records stay queued until close, crash or flush.
-    pub fn lingering_producer(&self) -> Producer {
+    /// Produces `{prefix}{i}` for every `i` of `range`, one acks=1 batch
+    /// each.
+    pub async fn produce_each(
+        &self,
+        topic: &str,
+        partition: u32,
+        prefix: &str,
+        range: std::ops::Range<usize>,
+    ) {
+        for i in range {
+            self.produce(topic, partition, &[&format!("{prefix}{i}")], AckMode::One)
+                .await
+                .unwrap();
+        }
+    }
+
+    /// Submits a one-record batch of `value` to partition 0 of `topic`
+    /// (the write path under the produce API), expecting `leader_epoch`
+    /// when given.
+    pub fn submit(
+        &self,
+        topic: &str,
+        value: &str,
+        acks: AckMode,
+        leader_epoch: Option<i32>,
+    ) -> Result<PendingAppend> {
+        self.cluster.data().submit_append(
+            &tp(topic, 0),
+            RecordBatch::new(vec![Record::new(None, Some(b(value)), 1)]).unwrap(),
+            acks,
+            leader_epoch,
+        )
+    }
+
+    /// A consumer in `group` with the member id `member`.
+    pub fn member(&self, group: &str, member: &str) -> Consumer {
         self.cluster
-            .producer(ProducerOptions {
-                linger_ms: 1_000_000,
-                ..ProducerOptions::default()
-            })
+            .consumer(
+                group,
+                ConsumerOptions {
+                    member_id: Some(member.into()),
+                    ..Default::default()
+                },
+            )
             .unwrap()
     }
 
+    /// The partition as `describe_partition` reports it.
+    pub fn partition(&self, topic: &str, partition: u32) -> PartitionInfo {
+        self.cluster
+            .topics()
+            .describe_partition(&tp(topic, partition))
+            .unwrap()
+    }
+
+    pub fn producer(&self, options: ProducerOptions) -> Producer {
+        self.cluster.producer(options).unwrap()
+    }
+
+    /// A producer whose batches wait (practically) forever for their
+    /// linger, so records stay queued until close, crash or flush.
+    pub fn lingering_producer(&self) -> Producer {
+        self.producer(ProducerOptions {
+            linger_ms: 1_000_000,
+            ..ProducerOptions::default()
+        })
+    }
+
+    /// Every visible value of a partition from its log start.
     pub fn values(&self, topic: &str, partition: u32) -> Vec<(i64, String)> {
         let t = tp(topic, partition);
         let start = self.cluster.data().log_start_offset(&t).unwrap();
