@@ -32,9 +32,7 @@ use mk_adapter_kafka::messages::join_group::{
 use mk_adapter_kafka::messages::metadata::{
     MetadataRequest, MetadataRequestTopic, MetadataResponse,
 };
-use mk_adapter_kafka::messages::produce::{
-    PartitionProduceData, ProduceRequest, ProduceResponse, TopicProduceData,
-};
+use mk_adapter_kafka::messages::produce::{ProduceRequest, ProduceResponse};
 use mk_adapter_kafka::messages::sasl_authenticate::{
     SaslAuthenticateRequest, SaslAuthenticateResponse,
 };
@@ -333,18 +331,10 @@ fn named(names: &[&str], auto_create: bool) -> MetadataRequest {
 }
 
 fn produce(topic: &str, transactional_id: Option<&str>) -> ProduceRequest {
+    let records = batch_bytes(value_records(&["v"]), ProducerInfo::NONE);
     ProduceRequest {
         transactional_id: transactional_id.map(str::to_string),
-        acks: -1,
-        timeout_ms: 5_000,
-        topic_data: vec![TopicProduceData {
-            name: topic.into(),
-            partition_data: vec![PartitionProduceData {
-                index: 0,
-                records: Some(batch_bytes(value_records(&["v"]), ProducerInfo::NONE)),
-            }],
-            ..Default::default()
-        }],
+        ..produce_request(topic, 0, -1, records)
     }
 }
 

@@ -9,25 +9,13 @@ use common::*;
 use mk_adapter_kafka::api::key;
 use mk_adapter_kafka::errors::KafkaCode;
 use mk_adapter_kafka::messages::produce::{
-    PartitionProduceData, PartitionProduceResponse, ProduceRequest, ProduceResponse,
-    TopicProduceData,
+    PartitionProduceResponse, ProduceRequest, ProduceResponse,
 };
 use mk_adapter_kafka::mk_cluster::{ConfigChange, ProducerInfo};
 
 fn produce(topic: &str, acks: i16) -> ProduceRequest {
-    ProduceRequest {
-        acks,
-        timeout_ms: 5_000,
-        topic_data: vec![TopicProduceData {
-            name: topic.into(),
-            partition_data: vec![PartitionProduceData {
-                index: 0,
-                records: Some(batch_bytes(value_records(&["x"]), ProducerInfo::NONE)),
-            }],
-            ..TopicProduceData::default()
-        }],
-        ..ProduceRequest::default()
-    }
+    let records = batch_bytes(value_records(&["x"]), ProducerInfo::NONE);
+    produce_request(topic, 0, acks, records)
 }
 
 fn answer(r: &ProduceResponse) -> &PartitionProduceResponse {

@@ -16,9 +16,7 @@ use mk_adapter_kafka::messages::list_offsets::{
     ListOffsetsPartition, ListOffsetsRequest, ListOffsetsResponse, ListOffsetsTopic,
 };
 use mk_adapter_kafka::messages::metadata::{MetadataRequest, MetadataResponse};
-use mk_adapter_kafka::messages::produce::{
-    PartitionProduceData, ProduceRequest, ProduceResponse, TopicProduceData,
-};
+use mk_adapter_kafka::messages::produce::ProduceResponse;
 use mk_adapter_kafka::mk_cluster::{ProducerInfo, TopicPartition};
 
 fn metadata_all() -> MetadataRequest {
@@ -27,22 +25,6 @@ fn metadata_all() -> MetadataRequest {
         allow_auto_topic_creation: true,
         include_cluster_authorized_operations: false,
         include_topic_authorized_operations: false,
-    }
-}
-
-fn produce_req(topic: &str, partition: i32, acks: i16, records: Bytes) -> ProduceRequest {
-    ProduceRequest {
-        transactional_id: None,
-        acks,
-        timeout_ms: 5_000,
-        topic_data: vec![TopicProduceData {
-            name: topic.into(),
-            partition_data: vec![PartitionProduceData {
-                index: partition,
-                records: Some(records),
-            }],
-            ..TopicProduceData::default()
-        }],
     }
 }
 
@@ -119,7 +101,7 @@ async fn pipelined_requests_are_answered_in_order() {
     let mut bytes = Vec::new();
     for i in 0..40 {
         let (id, frame) = if i % 2 == 0 {
-            let req = produce_req(
+            let req = produce_request(
                 "p",
                 0,
                 1,
@@ -158,7 +140,7 @@ async fn acks_zero_gets_no_answer_but_is_written() {
     let h = Harness::one().await;
     h.cluster.topics().create("z", 1, 1).unwrap();
     let mut c = h.conn(1).await;
-    let req = produce_req(
+    let req = produce_request(
         "z",
         0,
         0,
@@ -184,7 +166,7 @@ async fn a_broker_that_does_not_lead_answers_not_leader_and_metadata_routes_clie
     // Partition 1 of a three-broker topic is led by broker 2.
     h.cluster.topics().create("r", 3, 3).unwrap();
     let mut c = h.conn(1).await;
-    let req = produce_req(
+    let req = produce_request(
         "r",
         1,
         1,
@@ -256,7 +238,7 @@ async fn a_long_poll_is_woken_by_the_append_that_makes_data_visible() {
         .send(key::FETCH, 12, &fetch_req("w", 0, 0, 15_000))
         .await;
     let mut writer = h.conn(1).await;
-    let req = produce_req(
+    let req = produce_request(
         "w",
         0,
         1,
@@ -448,7 +430,7 @@ async fn a_corrupt_or_lying_record_batch_is_a_partition_error_and_the_connection
         (vec![0u8; 70], KafkaCode::UNSUPPORTED_VERSION),
         (good[..30].to_vec(), KafkaCode::CORRUPT_MESSAGE),
     ] {
-        let req = produce_req("c", 0, 1, Bytes::from(bad));
+        let req = produce_request("c", 0, 1, Bytes::from(bad));
         let r: ProduceResponse = c.call(key::PRODUCE, 9, &req).await;
         let p = &r.responses[0].partition_responses[0];
         assert_eq!(p.error_code, want, "{:?}", p.error_message);
@@ -461,7 +443,9 @@ async fn a_corrupt_or_lying_record_batch_is_a_partition_error_and_the_connection
             .unwrap(),
         0
     );
-    let r: ProduceResponse = c.call(key::PRODUCE, 9, &produce_req("c", 0, 1, good)).await;
+    let r: ProduceResponse = c
+        .call(key::PRODUCE, 9, &produce_request("c", 0, 1, good))
+        .await;
     assert_eq!(r.responses[0].partition_responses[0].base_offset, 0);
     h.stop().await;
 }

@@ -20,9 +20,7 @@ use mk_adapter_kafka::messages::offset_fetch::{
     OffsetFetchRequest, OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
     OffsetFetchResponse,
 };
-use mk_adapter_kafka::messages::produce::{
-    PartitionProduceData, ProduceRequest, ProduceResponse, TopicProduceData,
-};
+use mk_adapter_kafka::messages::produce::{ProduceRequest, ProduceResponse};
 use mk_adapter_kafka::mk_cluster::{
     Bytes, CleanupPolicy, ProducerInfo, Record, TopicConfigOverrides,
 };
@@ -214,19 +212,7 @@ async fn offset_commit_metadata_and_leader_epochs_are_answered_by_offset_fetch()
 }
 
 fn produce(topic: &str, records: Bytes) -> ProduceRequest {
-    ProduceRequest {
-        transactional_id: None,
-        acks: -1,
-        timeout_ms: 5_000,
-        topic_data: vec![TopicProduceData {
-            name: topic.into(),
-            partition_data: vec![PartitionProduceData {
-                index: 0,
-                records: Some(records),
-            }],
-            ..TopicProduceData::default()
-        }],
-    }
+    common::produce_request(topic, 0, -1, records)
 }
 
 fn records(keys: &[Option<&'static str>]) -> Bytes {

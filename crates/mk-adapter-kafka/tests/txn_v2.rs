@@ -22,9 +22,7 @@ use mk_adapter_kafka::messages::add_partitions_to_txn::{
 use mk_adapter_kafka::messages::api_versions::{ApiVersionsRequest, ApiVersionsResponse};
 use mk_adapter_kafka::messages::end_txn::{EndTxnRequest, EndTxnResponse};
 use mk_adapter_kafka::messages::init_producer_id::{InitProducerIdRequest, InitProducerIdResponse};
-use mk_adapter_kafka::messages::produce::{
-    PartitionProduceData, ProduceRequest, ProduceResponse, TopicProduceData,
-};
+use mk_adapter_kafka::messages::produce::{ProduceRequest, ProduceResponse};
 use mk_adapter_kafka::messages::txn_offset_commit::{
     TxnOffsetCommitRequest, TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
     TxnOffsetCommitResponse,
@@ -53,16 +51,7 @@ fn txn_batch(pid: i64, epoch: i16, seq: i32, value: &str) -> Bytes {
 fn produce(pid: i64, epoch: i16, seq: i32, partition: i32, value: &str) -> ProduceRequest {
     ProduceRequest {
         transactional_id: Some(TXN.into()),
-        acks: -1,
-        timeout_ms: 5_000,
-        topic_data: vec![TopicProduceData {
-            name: "out".into(),
-            partition_data: vec![PartitionProduceData {
-                index: partition,
-                records: Some(txn_batch(pid, epoch, seq, value)),
-            }],
-            ..TopicProduceData::default()
-        }],
+        ..produce_request("out", partition, -1, txn_batch(pid, epoch, seq, value))
     }
 }
 

@@ -29,9 +29,7 @@ use mk_adapter_kafka::messages::list_offsets::{
     ListOffsetsPartition, ListOffsetsRequest, ListOffsetsResponse, ListOffsetsTopic,
 };
 use mk_adapter_kafka::messages::metadata::{MetadataRequest, MetadataResponse};
-use mk_adapter_kafka::messages::produce::{
-    PartitionProduceData, ProduceRequest, ProduceResponse, TopicProduceData,
-};
+use mk_adapter_kafka::messages::produce::{ProduceRequest, ProduceResponse};
 use mk_adapter_kafka::mk_cluster::ProducerInfo;
 use samples::Sample;
 
@@ -85,19 +83,8 @@ fn all_topics() -> MetadataRequest {
 }
 
 fn produce_req(topic: &str, partition: i32) -> ProduceRequest {
-    ProduceRequest {
-        acks: 1,
-        timeout_ms: 5_000,
-        topic_data: vec![TopicProduceData {
-            name: topic.into(),
-            partition_data: vec![PartitionProduceData {
-                index: partition,
-                records: Some(batch_bytes(value_records(&["x"]), ProducerInfo::NONE)),
-            }],
-            ..TopicProduceData::default()
-        }],
-        ..ProduceRequest::default()
-    }
+    let records = batch_bytes(value_records(&["x"]), ProducerInfo::NONE);
+    common::produce_request(topic, partition, 1, records)
 }
 
 fn fetch_req(topic: &str, id: Uuid, partition: i32) -> FetchRequest {

@@ -140,7 +140,7 @@ fn dispatch(out: &mut String, apis: &[Api], served: &[Served]) {
         let serve = match &s.guard {
             None => format!("api::{}(ctx, req).await.answer(w, v)", s.handler),
             Some(g) => format!(
-                "match api::{g}(ctx, req) {{\n\
+                "match api::authz::judge(ctx, req, api::{g}) {{\n\
                  api::authz::Gate::Serve(req, patch) => patch.apply(api::{}(ctx, req).await).answer(w, v),\n\
                  api::authz::Gate::Answer(denied) => denied.answer(w, v),\n\
                  }}",

@@ -11,7 +11,7 @@ use crate::messages::consumer_group_describe::{
     self as describe, ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, DescribedGroup,
 };
 use crate::messages::consumer_group_heartbeat::{
-    Assignment, ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, TopicPartitions,
+    ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse,
 };
 use mk_cluster::{
     BrokerCluster, ConsumerGroupDescription, ConsumerHeartbeat, CoordinatorKey, GroupType, TopicId,
@@ -89,32 +89,47 @@ pub async fn handle_consumer_group_heartbeat(
     };
     let answer = coordinated_here(ctx, CoordinatorKey::Group(&hb.group_id))
         .and_then(|()| ctx.cluster.groups().consumer_heartbeat(hb));
-    match answer {
-        Ok(a) => ConsumerGroupHeartbeatResponse {
-            member_id: Some(a.member_id),
-            member_epoch: a.member_epoch,
-            heartbeat_interval_ms: a.heartbeat_interval_ms,
-            assignment: a.assignment.map(|ps| Assignment {
-                topic_partitions: by_id(ctx.cluster, &ps)
-                    .into_iter()
-                    .map(|(topic_id, _, partitions)| TopicPartitions {
-                        topic_id,
-                        partitions,
-                    })
-                    .collect(),
-            }),
-            ..ConsumerGroupHeartbeatResponse::default()
-        },
-        Err(e) => {
-            let (error_code, message) = errors::from_cluster(&e);
-            ConsumerGroupHeartbeatResponse {
-                error_code,
-                error_message: Some(message),
-                ..ConsumerGroupHeartbeatResponse::default()
+    heartbeat_response!(
+        ctx,
+        answer,
+        consumer_group_heartbeat::ConsumerGroupHeartbeatResponse
+    )
+}
+
+/// A heartbeat's answer (KIP-848's and KIP-932's have the same fields) as
+/// the response `$response` of message module `$m`: the member's epoch and
+/// its assignment by topic id, or the error's code and message.
+macro_rules! heartbeat_response {
+    ($ctx:expr, $answer:expr, $m:ident :: $response:ident) => {{
+        use crate::messages::$m::{Assignment, TopicPartitions, $response};
+        match $answer {
+            Ok(a) => $response {
+                member_id: Some(a.member_id),
+                member_epoch: a.member_epoch,
+                heartbeat_interval_ms: a.heartbeat_interval_ms,
+                assignment: a.assignment.map(|ps| Assignment {
+                    topic_partitions: $crate::api::consumer_groups::by_id($ctx.cluster, &ps)
+                        .into_iter()
+                        .map(|(topic_id, _, partitions)| TopicPartitions {
+                            topic_id,
+                            partitions,
+                        })
+                        .collect(),
+                }),
+                ..$response::default()
+            },
+            Err(e) => {
+                let (error_code, message) = $crate::errors::from_cluster(&e);
+                $response {
+                    error_code,
+                    error_message: Some(message),
+                    ..$response::default()
+                }
             }
         }
-    }
+    }};
 }
+pub(crate) use heartbeat_response;
 
 fn described_assignment(c: &BrokerCluster, partitions: &[TopicPartition]) -> describe::Assignment {
     describe::Assignment {

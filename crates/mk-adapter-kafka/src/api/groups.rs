@@ -24,8 +24,8 @@ use crate::messages::join_group::{
 use crate::messages::leave_group::{LeaveGroupRequest, LeaveGroupResponse, MemberResponse};
 use crate::messages::list_groups::{ListGroupsRequest, ListGroupsResponse, ListedGroup};
 use crate::messages::offset_commit::{
-    OffsetCommitRequest, OffsetCommitResponse, OffsetCommitResponsePartition,
-    OffsetCommitResponseTopic,
+    OffsetCommitRequest, OffsetCommitRequestTopic, OffsetCommitResponse,
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
 };
 use crate::messages::offset_delete::{
     OffsetDeleteRequest, OffsetDeleteResponse, OffsetDeleteResponsePartition,
@@ -435,16 +435,24 @@ pub async fn handle_offset_commit(ctx: &Ctx<'_>, req: OffsetCommitRequest) -> Of
         topics: req
             .topics
             .iter()
-            .map(|t| OffsetCommitResponseTopic {
-                name: t.name.clone(),
-                partitions: t
-                    .partitions
-                    .iter()
-                    .map(|p| OffsetCommitResponsePartition {
-                        partition_index: p.partition_index,
-                        error_code: codes.next().unwrap_or(KafkaCode::NONE),
-                    })
-                    .collect(),
+            .map(|t| commit_answer(t, || codes.next().unwrap_or(KafkaCode::NONE)))
+            .collect(),
+    }
+}
+
+/// A committed topic's answer: each partition's code, in order.
+pub(crate) fn commit_answer(
+    t: &OffsetCommitRequestTopic,
+    mut code: impl FnMut() -> KafkaCode,
+) -> OffsetCommitResponseTopic {
+    OffsetCommitResponseTopic {
+        name: t.name.clone(),
+        partitions: t
+            .partitions
+            .iter()
+            .map(|p| OffsetCommitResponsePartition {
+                partition_index: p.partition_index,
+                error_code: code(),
             })
             .collect(),
     }

@@ -5,7 +5,7 @@
 //! records are translated; every decision is the core's.
 
 use super::Ctx;
-use super::consumer_groups::{by_id, by_name, not_found};
+use super::consumer_groups::{by_id, by_name, heartbeat_response, not_found};
 use super::groups::{client_host, coordinated_here};
 use crate::codec::Uuid;
 use crate::errors::{self, KafkaCode};
@@ -20,7 +20,7 @@ use crate::messages::share_group_describe::{
     self as describe, DescribedGroup, ShareGroupDescribeRequest, ShareGroupDescribeResponse,
 };
 use crate::messages::share_group_heartbeat::{
-    Assignment, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, TopicPartitions,
+    ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse,
 };
 use crate::records;
 use bytes::BytesMut;
@@ -53,31 +53,11 @@ pub async fn handle_share_group_heartbeat(
     };
     let answer = coordinated_here(ctx, CoordinatorKey::Group(&hb.group_id))
         .and_then(|()| ctx.cluster.groups().share_heartbeat(hb));
-    match answer {
-        Ok(a) => ShareGroupHeartbeatResponse {
-            member_id: Some(a.member_id),
-            member_epoch: a.member_epoch,
-            heartbeat_interval_ms: a.heartbeat_interval_ms,
-            assignment: a.assignment.map(|ps| Assignment {
-                topic_partitions: by_id(ctx.cluster, &ps)
-                    .into_iter()
-                    .map(|(topic_id, _, partitions)| TopicPartitions {
-                        topic_id,
-                        partitions,
-                    })
-                    .collect(),
-            }),
-            ..ShareGroupHeartbeatResponse::default()
-        },
-        Err(e) => {
-            let (error_code, message) = errors::from_cluster(&e);
-            ShareGroupHeartbeatResponse {
-                error_code,
-                error_message: Some(message),
-                ..ShareGroupHeartbeatResponse::default()
-            }
-        }
-    }
+    heartbeat_response!(
+        ctx,
+        answer,
+        share_group_heartbeat::ShareGroupHeartbeatResponse
+    )
 }
 
 pub async fn handle_share_group_describe(

@@ -12,6 +12,7 @@ use mk_adapter_kafka::api::{self, Message};
 use mk_adapter_kafka::codec::{Reader, Writer};
 use mk_adapter_kafka::frame::{RequestHeader, split_response};
 use mk_adapter_kafka::messages::metadata::MetadataRequest;
+use mk_adapter_kafka::messages::produce::{PartitionProduceData, ProduceRequest, TopicProduceData};
 use mk_adapter_kafka::mk_cluster::{BrokerCluster, ManualClock, MiniKafkaConfig};
 use mk_adapter_kafka::{
     BrokerEndpoint, KafkaListener, KafkaOptions, KafkaServer, SecurityProtocol,
@@ -221,6 +222,23 @@ pub fn value_records(values: &[&str]) -> Vec<mk_adapter_kafka::mk_cluster::Recor
             )
         })
         .collect()
+}
+
+/// A Produce of `records` to one partition (no transactional id).
+pub fn produce_request(topic: &str, partition: i32, acks: i16, records: Bytes) -> ProduceRequest {
+    ProduceRequest {
+        transactional_id: None,
+        acks,
+        timeout_ms: 5_000,
+        topic_data: vec![TopicProduceData {
+            name: topic.into(),
+            partition_data: vec![PartitionProduceData {
+                index: partition,
+                records: Some(records),
+            }],
+            ..TopicProduceData::default()
+        }],
+    }
 }
 
 /// A cluster served on listeners of given security protocols (the TLS,

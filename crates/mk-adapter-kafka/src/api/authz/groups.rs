@@ -1,11 +1,11 @@
 //! The guards of the group, offset and transaction APIs.
 
 use super::{
-    CLUSTER, GROUP, Gate, OPERATIONS_OMITTED, TOPIC, TXN, denied, narrow, split, unless_refused,
+    Authz, CLUSTER, GROUP, Gate, OPERATIONS_OMITTED, TOPIC, TXN, denied, narrow, split,
+    unless_refused,
 };
-use crate::api::Ctx;
 use crate::errors::KafkaCode;
-use mk_cluster::{Operation, ResourceType, TopicId};
+use mk_cluster::{Operation, ResourceType};
 
 type Op = Operation;
 
@@ -20,13 +20,9 @@ use crate::messages::find_coordinator::{FindCoordinatorRequest, FindCoordinatorR
 /// DESCRIBE on the group (key type 0) or transactional id (key type 1) of
 /// each key.
 pub fn find_coordinator(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: FindCoordinatorRequest,
 ) -> Gate<FindCoordinatorRequest, FindCoordinatorResponse> {
-    let authz = ctx.authz();
-    if !authz.on() {
-        return Gate::pass(req);
-    }
     let verdict = |key: &str| -> Option<(KafkaCode, String)> {
         match req.key_type {
             0 if !authz.group(Op::Describe, key) => Some((GROUP, group_denied(Op::Describe, key))),
@@ -37,7 +33,7 @@ pub fn find_coordinator(
             _ => None,
         }
     };
-    let batched = ctx.version() >= 4;
+    let batched = authz.ctx.version() >= 4;
     let single = (!batched).then(|| verdict(&req.key)).flatten();
     let per_key: Vec<(String, (KafkaCode, String))> = if batched {
         req.coordinator_keys
@@ -81,10 +77,10 @@ use crate::messages::sync_group::{SyncGroupRequest, SyncGroupResponse};
 
 /// READ on the group.
 pub fn join_group(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: JoinGroupRequest,
 ) -> Gate<JoinGroupRequest, JoinGroupResponse> {
-    if ctx.authz().group(Op::Read, &req.group_id) {
+    if authz.group(Op::Read, &req.group_id) {
         return Gate::pass(req);
     }
     Gate::Answer(JoinGroupResponse {
@@ -97,10 +93,10 @@ pub fn join_group(
 
 /// READ on the group.
 pub fn sync_group(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: SyncGroupRequest,
 ) -> Gate<SyncGroupRequest, SyncGroupResponse> {
-    if ctx.authz().group(Op::Read, &req.group_id) {
+    if authz.group(Op::Read, &req.group_id) {
         return Gate::pass(req);
     }
     Gate::Answer(SyncGroupResponse {
@@ -111,10 +107,10 @@ pub fn sync_group(
 
 /// READ on the group.
 pub fn heartbeat(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: HeartbeatRequest,
 ) -> Gate<HeartbeatRequest, HeartbeatResponse> {
-    if ctx.authz().group(Op::Read, &req.group_id) {
+    if authz.group(Op::Read, &req.group_id) {
         return Gate::pass(req);
     }
     Gate::Answer(HeartbeatResponse {
@@ -125,10 +121,10 @@ pub fn heartbeat(
 
 /// READ on the group.
 pub fn leave_group(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: LeaveGroupRequest,
 ) -> Gate<LeaveGroupRequest, LeaveGroupResponse> {
-    if ctx.authz().group(Op::Read, &req.group_id) {
+    if authz.group(Op::Read, &req.group_id) {
         return Gate::pass(req);
     }
     Gate::Answer(LeaveGroupResponse {
@@ -139,34 +135,16 @@ pub fn leave_group(
 
 // ----- Offsets ------------------------------------------------------------------
 
-use crate::messages::offset_commit::{
-    OffsetCommitRequest, OffsetCommitResponse, OffsetCommitResponsePartition,
-    OffsetCommitResponseTopic,
-};
+use crate::api::groups::commit_answer;
+use crate::messages::offset_commit::{OffsetCommitRequest, OffsetCommitResponse};
 
 /// READ on the group (else every partition is GROUP_AUTHORIZATION_FAILED)
 /// and on each topic.
 pub fn offset_commit(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: OffsetCommitRequest,
 ) -> Gate<OffsetCommitRequest, OffsetCommitResponse> {
-    let authz = ctx.authz();
-    if !authz.on() {
-        return Gate::pass(req);
-    }
-    let failed = |t: &crate::messages::offset_commit::OffsetCommitRequestTopic, code| {
-        OffsetCommitResponseTopic {
-            name: t.name.clone(),
-            partitions: t
-                .partitions
-                .iter()
-                .map(|p| OffsetCommitResponsePartition {
-                    partition_index: p.partition_index,
-                    error_code: code,
-                })
-                .collect(),
-        }
-    };
+    let failed = |t: &_, code| commit_answer(t, || code);
     if !authz.group(Op::Read, &req.group_id) {
         return Gate::Answer(OffsetCommitResponse {
             throttle_time_ms: 0,
@@ -181,96 +159,104 @@ pub fn offset_commit(
     )
 }
 
-use crate::messages::offset_fetch::{OffsetFetchRequest, OffsetFetchResponse};
+use crate::messages::offset_fetch::{
+    OffsetFetchRequest, OffsetFetchResponse, OffsetFetchResponseTopic, OffsetFetchResponseTopics,
+};
+use std::collections::BTreeSet;
 
 /// DESCRIBE on each group; DESCRIBE on each topic: named topics refused
 /// are TOPIC_AUTHORIZATION_FAILED, a listing of all leaves them out.
-#[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
 pub fn offset_fetch(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: OffsetFetchRequest,
 ) -> Gate<OffsetFetchRequest, OffsetFetchResponse> {
-    let authz = ctx.authz();
-    if !authz.on() {
-        return Gate::pass(req);
-    }
     // The handler only reads, so it runs on the whole request and its
     // answer is narrowed; the verdicts are taken now.
+    let topics_denied = fetched_topics_denied(authz, &req);
+    if authz.ctx.version() < 8 {
+        let group_refused = !authz.group(Op::Describe, &req.group_id);
+        let listed_all = req.topics.is_none();
+        return Gate::patched(req, move |r: &mut OffsetFetchResponse| {
+            if group_refused {
+                r.error_code = GROUP;
+                r.topics.clear();
+            } else {
+                hide_offsets(&mut r.topics, listed_all, &topics_denied);
+            }
+        });
+    }
     let mut groups: Vec<String> = req.groups.iter().map(|g| g.group_id.clone()).collect();
     groups.push(req.group_id.clone());
-    let groups_denied: Vec<String> = groups
-        .into_iter()
-        .filter(|g| !authz.group(Op::Describe, g))
-        .collect();
-    let mut topics: std::collections::BTreeSet<String> = ctx
-        .cluster
-        .topics()
-        .list()
-        .unwrap_or_default()
-        .into_iter()
-        .collect();
-    for t in req.topics.iter().flatten() {
-        topics.insert(t.name.clone());
-    }
-    for g in &req.groups {
-        for t in g.topics.iter().flatten() {
-            topics.insert(t.name.clone());
-        }
-    }
-    let topics_denied: std::collections::BTreeSet<String> = topics
-        .into_iter()
-        .filter(|t| !authz.topic(Op::Describe, t))
-        .collect();
-    let listed_all = req.topics.is_none();
+    groups.retain(|g| !authz.group(Op::Describe, g));
     let groups_listing_all: Vec<String> = req
         .groups
         .iter()
         .filter(|g| g.topics.is_none())
         .map(|g| g.group_id.clone())
         .collect();
-    let single_group = req.group_id.clone();
-    let batched = ctx.version() >= 8;
     Gate::patched(req, move |r: &mut OffsetFetchResponse| {
-        if !batched {
-            if groups_denied.contains(&single_group) {
-                r.error_code = GROUP;
-                r.topics.clear();
-                return;
-            }
-            if listed_all {
-                r.topics.retain(|t| !topics_denied.contains(&t.name));
-            }
-            for t in &mut r.topics {
-                if topics_denied.contains(&t.name) {
-                    for p in &mut t.partitions {
-                        p.error_code = TOPIC;
-                        p.committed_offset = -1;
-                        p.metadata = None;
-                    }
-                }
-            }
-            return;
-        }
         for g in &mut r.groups {
-            if groups_denied.contains(&g.group_id) {
+            if groups.contains(&g.group_id) {
                 g.error_code = GROUP;
                 g.topics.clear();
-                continue;
-            }
-            if groups_listing_all.contains(&g.group_id) {
-                g.topics.retain(|t| !topics_denied.contains(&t.name));
-            }
-            for t in &mut g.topics {
-                if topics_denied.contains(&t.name) {
-                    for p in &mut t.partitions {
-                        p.error_code = TOPIC;
-                        p.committed_offset = -1;
-                        p.metadata = None;
-                    }
-                }
+            } else {
+                let listed_all = groups_listing_all.contains(&g.group_id);
+                hide_offsets(&mut g.topics, listed_all, &topics_denied);
             }
         }
     })
+}
+
+/// The topics an OffsetFetch may touch (every topic of the cluster and
+/// each one named) that the principal may not DESCRIBE.
+fn fetched_topics_denied(authz: &Authz<'_>, req: &OffsetFetchRequest) -> BTreeSet<String> {
+    let mut topics: BTreeSet<String> = authz.all_topics().into_iter().collect();
+    let named = req.groups.iter().flat_map(|g| g.topics.iter().flatten());
+    for t in named {
+        topics.insert(t.name.clone());
+    }
+    for t in req.topics.iter().flatten() {
+        topics.insert(t.name.clone());
+    }
+    topics.retain(|t| !authz.topic(Op::Describe, t));
+    topics
+}
+
+/// A topic of an OffsetFetch answer (v0-7 and v8+ spell it apart).
+trait FetchedTopic {
+    fn name(&self) -> &str;
+    /// Every partition TOPIC_AUTHORIZATION_FAILED, its offset unknown.
+    fn deny(&mut self);
+}
+
+macro_rules! fetched_topic {
+    ($($t:ty),*) => {$(
+        impl FetchedTopic for $t {
+            fn name(&self) -> &str {
+                &self.name
+            }
+            fn deny(&mut self) {
+                for p in &mut self.partitions {
+                    p.error_code = TOPIC;
+                    p.committed_offset = -1;
+                    p.metadata = None;
+                }
+            }
+        }
+    )*};
+}
+
+fetched_topic!(OffsetFetchResponseTopic, OffsetFetchResponseTopics);
+
+/// A listing of every topic leaves the denied ones out; a denied named
+/// topic has its partitions refused.
+fn hide_offsets<T: FetchedTopic>(topics: &mut Vec<T>, listed_all: bool, denied: &BTreeSet<String>) {
+    if listed_all {
+        topics.retain(|t| !denied.contains(t.name()));
+    }
+    for t in topics.iter_mut().filter(|t| denied.contains(t.name())) {
+        t.deny();
+    }
 }
 
 use crate::messages::offset_delete::{
@@ -280,13 +266,9 @@ use crate::messages::offset_delete::{
 
 /// DELETE on the group, READ on each topic.
 pub fn offset_delete(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: OffsetDeleteRequest,
 ) -> Gate<OffsetDeleteRequest, OffsetDeleteResponse> {
-    let authz = ctx.authz();
-    if !authz.on() {
-        return Gate::pass(req);
-    }
     if !authz.group(Op::Delete, &req.group_id) {
         return Gate::Answer(OffsetDeleteResponse {
             error_code: GROUP,
@@ -324,16 +306,15 @@ use crate::messages::list_groups::{ListGroupsRequest, ListGroupsResponse};
 /// DESCRIBE on the cluster lists every group; otherwise only the groups
 /// the principal may DESCRIBE.
 pub fn list_groups(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: ListGroupsRequest,
 ) -> Gate<ListGroupsRequest, ListGroupsResponse> {
-    let authz = ctx.authz();
-    if !authz.on() || authz.cluster(Op::Describe) {
+    if authz.cluster(Op::Describe) {
         return Gate::pass(req);
     }
     // The groups are judged as the handler lists them (every type).
-    let who = ctx.identity();
-    let cluster = std::sync::Arc::clone(ctx.cluster);
+    let who = authz.ctx.identity();
+    let cluster = std::sync::Arc::clone(authz.ctx.cluster);
     Gate::patched(req, move |r: &mut ListGroupsResponse| {
         r.groups.retain(|g| {
             cluster
@@ -345,14 +326,10 @@ pub fn list_groups(
 
 /// DESCRIBE on each group; the authorized operations are the principal's.
 pub fn describe_groups(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: DescribeGroupsRequest,
 ) -> Gate<DescribeGroupsRequest, DescribeGroupsResponse> {
-    let authz = ctx.authz();
-    if !authz.on() {
-        return Gate::pass(req);
-    }
-    let verdicts = group_verdicts(&authz, &req.groups, req.include_authorized_operations);
+    let verdicts = group_verdicts(authz, &req.groups, req.include_authorized_operations);
     Gate::patched(req, move |r: &mut DescribeGroupsResponse| {
         apply_verdicts(&mut r.groups, &verdicts)
     })
@@ -360,13 +337,9 @@ pub fn describe_groups(
 
 /// DELETE on each group.
 pub fn delete_groups(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: DeleteGroupsRequest,
 ) -> Gate<DeleteGroupsRequest, DeleteGroupsResponse> {
-    let authz = ctx.authz();
-    if !authz.on() {
-        return Gate::pass(req);
-    }
     narrow(
         req,
         |q| &mut q.groups_names,
@@ -389,35 +362,27 @@ use crate::messages::share_group_heartbeat as sg_heartbeat;
 
 /// READ on the group, DESCRIBE on every subscribed topic.
 pub fn consumer_group_heartbeat(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: cg_heartbeat::ConsumerGroupHeartbeatRequest,
 ) -> Gate<cg_heartbeat::ConsumerGroupHeartbeatRequest, cg_heartbeat::ConsumerGroupHeartbeatResponse>
 {
-    let authz = ctx.authz();
-    if !authz.on() {
-        return Gate::pass(req);
-    }
-    let refusal = heartbeat_refusal(&authz, &req.group_id, req.subscribed_topic_names.as_deref());
+    let refusal = heartbeat_refusal(authz, &req.group_id, req.subscribed_topic_names.as_deref());
     unless_refused!(req, refusal, cg_heartbeat::ConsumerGroupHeartbeatResponse)
 }
 
 /// READ on the group, DESCRIBE on every subscribed topic.
 pub fn share_group_heartbeat(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: sg_heartbeat::ShareGroupHeartbeatRequest,
 ) -> Gate<sg_heartbeat::ShareGroupHeartbeatRequest, sg_heartbeat::ShareGroupHeartbeatResponse> {
-    let authz = ctx.authz();
-    if !authz.on() {
-        return Gate::pass(req);
-    }
-    let refusal = heartbeat_refusal(&authz, &req.group_id, req.subscribed_topic_names.as_deref());
+    let refusal = heartbeat_refusal(authz, &req.group_id, req.subscribed_topic_names.as_deref());
     unless_refused!(req, refusal, sg_heartbeat::ShareGroupHeartbeatResponse)
 }
 
 /// READ on the group, then DESCRIBE on each subscribed topic: the first
 /// denial, if any (both heartbeats).
 fn heartbeat_refusal(
-    authz: &super::Authz<'_>,
+    authz: &Authz<'_>,
     group: &str,
     topics: Option<&[String]>,
 ) -> Option<(KafkaCode, String)> {
@@ -433,14 +398,10 @@ fn heartbeat_refusal(
 
 /// DESCRIBE on each group (ConsumerGroupDescribe).
 pub fn consumer_group_describe(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: cg_describe::ConsumerGroupDescribeRequest,
 ) -> Gate<cg_describe::ConsumerGroupDescribeRequest, cg_describe::ConsumerGroupDescribeResponse> {
-    let authz = ctx.authz();
-    if !authz.on() {
-        return Gate::pass(req);
-    }
-    let verdicts = group_verdicts(&authz, &req.group_ids, req.include_authorized_operations);
+    let verdicts = group_verdicts(authz, &req.group_ids, req.include_authorized_operations);
     Gate::patched(
         req,
         move |r: &mut cg_describe::ConsumerGroupDescribeResponse| {
@@ -451,14 +412,10 @@ pub fn consumer_group_describe(
 
 /// DESCRIBE on each group (ShareGroupDescribe).
 pub fn share_group_describe(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: sg_describe::ShareGroupDescribeRequest,
 ) -> Gate<sg_describe::ShareGroupDescribeRequest, sg_describe::ShareGroupDescribeResponse> {
-    let authz = ctx.authz();
-    if !authz.on() {
-        return Gate::pass(req);
-    }
-    let verdicts = group_verdicts(&authz, &req.group_ids, req.include_authorized_operations);
+    let verdicts = group_verdicts(authz, &req.group_ids, req.include_authorized_operations);
     Gate::patched(
         req,
         move |r: &mut sg_describe::ShareGroupDescribeResponse| {
@@ -518,7 +475,7 @@ fn apply_verdicts<G: DescribedGroup>(groups: &mut [G], verdicts: &[(String, bool
 /// Per group asked for: its name, whether the principal may DESCRIBE it
 /// and its authorized operations (when asked for).
 fn group_verdicts(
-    authz: &super::Authz<'_>,
+    authz: &Authz<'_>,
     groups: &[String],
     with_operations: bool,
 ) -> Vec<(String, bool, i32)> {
@@ -541,39 +498,35 @@ use crate::messages::share_fetch::{ShareFetchRequest, ShareFetchResponse};
 /// READ on the group and on each topic: the whole request is refused when
 /// any topic is (share sessions keep their partitions between requests).
 pub fn share_fetch(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: ShareFetchRequest,
 ) -> Gate<ShareFetchRequest, ShareFetchResponse> {
     let ids: Vec<crate::codec::Uuid> = req.topics.iter().map(|t| t.topic_id).collect();
-    let refusal = share_refusal(ctx, req.group_id.as_deref(), &ids);
+    let refusal = share_refusal(authz, req.group_id.as_deref(), &ids);
     unless_refused!(req, refusal, ShareFetchResponse)
 }
 
 /// READ on the group and on each topic, as ShareFetch.
 pub fn share_acknowledge(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: ShareAcknowledgeRequest,
 ) -> Gate<ShareAcknowledgeRequest, ShareAcknowledgeResponse> {
     let ids: Vec<crate::codec::Uuid> = req.topics.iter().map(|t| t.topic_id).collect();
-    let refusal = share_refusal(ctx, req.group_id.as_deref(), &ids);
+    let refusal = share_refusal(authz, req.group_id.as_deref(), &ids);
     unless_refused!(req, refusal, ShareAcknowledgeResponse)
 }
 
 fn share_refusal(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     group: Option<&str>,
     topic_ids: &[crate::codec::Uuid],
 ) -> Option<(KafkaCode, String)> {
-    let authz = ctx.authz();
-    if !authz.on() {
-        return None;
-    }
     let group = group.unwrap_or("");
     if !authz.group(Op::Read, group) {
         return Some((GROUP, group_denied(Op::Read, group)));
     }
     topic_ids.iter().find_map(|id| {
-        let name = ctx.cluster.topics().name_by_id(TopicId(id.0)).ok()?;
+        let name = authz.topic_name(*id)?;
         (!authz.topic(Op::Read, &name))
             .then(|| (TOPIC, denied(Op::Read, ResourceType::Topic, &name)))
     })
@@ -586,28 +539,18 @@ use crate::messages::describe_share_group_offsets as sg_offsets;
 /// DESCRIBE on each group; topics the principal may not DESCRIBE are left
 /// out.
 pub fn describe_share_group_offsets(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: sg_offsets::DescribeShareGroupOffsetsRequest,
 ) -> Gate<sg_offsets::DescribeShareGroupOffsetsRequest, sg_offsets::DescribeShareGroupOffsetsResponse>
 {
-    let authz = ctx.authz();
-    if !authz.on() {
-        return Gate::pass(req);
-    }
     let groups_denied: Vec<String> = req
         .groups
         .iter()
         .map(|g| g.group_id.clone())
         .filter(|g| !authz.group(Op::Describe, g))
         .collect();
-    let topics_denied: Vec<String> = ctx
-        .cluster
-        .topics()
-        .list()
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|t| !authz.topic(Op::Describe, t))
-        .collect();
+    let mut topics_denied = authz.all_topics();
+    topics_denied.retain(|t| !authz.topic(Op::Describe, t));
     Gate::patched(
         req,
         move |r: &mut sg_offsets::DescribeShareGroupOffsetsResponse| {
@@ -627,13 +570,9 @@ pub fn describe_share_group_offsets(
 /// READ on the group and on each topic; the whole request is refused when
 /// any is.
 pub fn alter_share_group_offsets(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: sg_alter::AlterShareGroupOffsetsRequest,
 ) -> Gate<sg_alter::AlterShareGroupOffsetsRequest, sg_alter::AlterShareGroupOffsetsResponse> {
-    let authz = ctx.authz();
-    if !authz.on() {
-        return Gate::pass(req);
-    }
     let refusal = if !authz.group(Op::Read, &req.group_id) {
         Some((GROUP, group_denied(Op::Read, &req.group_id)))
     } else {
@@ -655,13 +594,9 @@ pub fn alter_share_group_offsets(
 /// DELETE on the group, READ on each topic; the whole request is refused
 /// when any is.
 pub fn delete_share_group_offsets(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: sg_delete::DeleteShareGroupOffsetsRequest,
 ) -> Gate<sg_delete::DeleteShareGroupOffsetsRequest, sg_delete::DeleteShareGroupOffsetsResponse> {
-    let authz = ctx.authz();
-    if !authz.on() {
-        return Gate::pass(req);
-    }
     let refusal = if !authz.group(Op::Delete, &req.group_id) {
         Some((GROUP, group_denied(Op::Delete, &req.group_id)))
     } else {
@@ -697,13 +632,9 @@ use crate::messages::txn_offset_commit::{
 /// WRITE on the transactional id; without one (an idempotent producer),
 /// IDEMPOTENT_WRITE on the cluster or WRITE on some topic.
 pub fn init_producer_id(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: InitProducerIdRequest,
 ) -> Gate<InitProducerIdRequest, InitProducerIdResponse> {
-    let authz = ctx.authz();
-    if !authz.on() {
-        return Gate::pass(req);
-    }
     let code = match req.transactional_id.as_deref() {
         Some(id) if !authz.transactional_id(Op::Write, id) => TXN,
         Some(_) => return Gate::pass(req),
@@ -725,14 +656,10 @@ pub fn init_producer_id(
 /// v4+ (the batched form brokers send each other) needs CLUSTER_ACTION on
 /// the cluster instead, as in Kafka.
 pub fn add_partitions_to_txn(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: AddPartitionsToTxnRequest,
 ) -> Gate<AddPartitionsToTxnRequest, AddPartitionsToTxnResponse> {
-    let authz = ctx.authz();
-    if !authz.on() {
-        return Gate::pass(req);
-    }
-    if ctx.version() >= 4 {
+    if authz.ctx.version() >= 4 {
         if authz.cluster(Op::ClusterAction) {
             return Gate::pass(req);
         }
@@ -779,13 +706,9 @@ pub fn add_partitions_to_txn(
 
 /// WRITE on the transactional id, READ on the group.
 pub fn add_offsets_to_txn(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: AddOffsetsToTxnRequest,
 ) -> Gate<AddOffsetsToTxnRequest, AddOffsetsToTxnResponse> {
-    let authz = ctx.authz();
-    if !authz.on() {
-        return Gate::pass(req);
-    }
     let code = if !authz.transactional_id(Op::Write, &req.transactional_id) {
         TXN
     } else if !authz.group(Op::Read, &req.group_id) {
@@ -800,11 +723,8 @@ pub fn add_offsets_to_txn(
 }
 
 /// WRITE on the transactional id.
-pub fn end_txn(ctx: &Ctx<'_>, req: EndTxnRequest) -> Gate<EndTxnRequest, EndTxnResponse> {
-    if ctx
-        .authz()
-        .transactional_id(Op::Write, &req.transactional_id)
-    {
+pub fn end_txn(authz: &Authz<'_>, req: EndTxnRequest) -> Gate<EndTxnRequest, EndTxnResponse> {
+    if authz.transactional_id(Op::Write, &req.transactional_id) {
         return Gate::pass(req);
     }
     Gate::Answer(EndTxnResponse {
@@ -818,13 +738,9 @@ pub fn end_txn(ctx: &Ctx<'_>, req: EndTxnRequest) -> Gate<EndTxnRequest, EndTxnR
 /// WRITE on the transactional id, READ on the group (both refuse every
 /// partition), READ on each topic.
 pub fn txn_offset_commit(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     mut req: TxnOffsetCommitRequest,
 ) -> Gate<TxnOffsetCommitRequest, TxnOffsetCommitResponse> {
-    let authz = ctx.authz();
-    if !authz.on() {
-        return Gate::pass(req);
-    }
     let failed = |t: &crate::messages::txn_offset_commit::TxnOffsetCommitRequestTopic, code| {
         TxnOffsetCommitResponseTopic {
             name: t.name.clone(),
@@ -868,13 +784,9 @@ use crate::messages::list_transactions::{ListTransactionsRequest, ListTransactio
 
 /// DESCRIBE on each transactional id.
 pub fn describe_transactions(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     mut req: DescribeTransactionsRequest,
 ) -> Gate<DescribeTransactionsRequest, DescribeTransactionsResponse> {
-    let authz = ctx.authz();
-    if !authz.on() {
-        return Gate::pass(req);
-    }
     let (allowed, refused) = split(std::mem::take(&mut req.transactional_ids), |id| {
         authz.transactional_id(Op::Describe, id)
     });
@@ -896,17 +808,13 @@ pub fn describe_transactions(
 
 /// Lists only the transactional ids the principal may DESCRIBE.
 pub fn list_transactions(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: ListTransactionsRequest,
 ) -> Gate<ListTransactionsRequest, ListTransactionsResponse> {
-    let authz = ctx.authz();
-    if !authz.on() {
-        return Gate::pass(req);
-    }
     // The ids are judged after the handler listed them; the verdict needs
     // the request's identity, captured here.
-    let who = ctx.identity();
-    let cluster = std::sync::Arc::clone(ctx.cluster);
+    let who = authz.ctx.identity();
+    let cluster = std::sync::Arc::clone(authz.ctx.cluster);
     Gate::patched(req, move |r: &mut ListTransactionsResponse| {
         r.transaction_states.retain(|t| {
             cluster.security().authorize(

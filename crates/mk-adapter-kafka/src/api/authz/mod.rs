@@ -10,8 +10,10 @@
 //! of listings).
 //!
 //! The table is schema/served.list: an API's `guard <fn>` names its
-//! function here. A guard takes the decoded request and either answers at
-//! once ([`Gate::Answer`], the whole request denied) or passes the
+//! function here. The router runs a guard through [`judge`], only while the
+//! authorizer is on (with it off every request is served as it came). A
+//! guard takes the decoded request and the request's [`Authz`] and either
+//! answers at once ([`Gate::Answer`], the whole request denied) or passes the
 //! request, narrowed to what is allowed, to the handler with a [`Patch`]
 //! that adds the denied parts to the handler's response. Handlers never
 //! check permissions themselves (the ACL APIs excepted: SECURITY_DISABLED
@@ -30,6 +32,8 @@ use mk_cluster::{Identity, Operation, ResourceType, Security};
 /// The authorizer as one request sees it: the core's decision for this
 /// connection's principal and address.
 pub struct Authz<'a> {
+    /// The request being judged.
+    pub ctx: &'a Ctx<'a>,
     security: Security<'a>,
     /// `None` while the authorizer is off: everything is allowed, and the
     /// hot path neither locks the session nor copies its principal.
@@ -49,6 +53,7 @@ impl Ctx<'_> {
     pub fn authz(&self) -> Authz<'_> {
         let security = self.cluster.security();
         Authz {
+            ctx: self,
             security,
             who: security.authorizer_enabled().then(|| self.identity()),
         }
@@ -84,6 +89,18 @@ impl Authz<'_> {
         self.allows(operation, ResourceType::Cluster, mk_cluster::CLUSTER_NAME)
     }
 
+    /// A topic id's name, if the cluster knows the id.
+    pub fn topic_name(&self, id: crate::codec::Uuid) -> Option<String> {
+        let topics = self.ctx.cluster.topics();
+        topics.name_by_id(mk_cluster::TopicId(id.0)).ok()
+    }
+
+    /// Every topic's name (none when the catalog cannot be read: nothing
+    /// then is judged).
+    pub fn all_topics(&self) -> Vec<String> {
+        self.ctx.cluster.topics().list().unwrap_or_default()
+    }
+
     /// Whether `operation` is allowed on at least one resource of the type.
     pub fn any(&self, operation: Operation, resource_type: ResourceType) -> bool {
         match &self.who {
@@ -92,6 +109,20 @@ impl Authz<'_> {
                 .security
                 .authorize_by_resource_type(who, operation, resource_type),
         }
+    }
+
+    /// Each topic's authorized-operations bit set, by name.
+    pub fn topic_operations(
+        &self,
+        names: impl IntoIterator<Item = String>,
+    ) -> std::collections::BTreeMap<String, i32> {
+        names
+            .into_iter()
+            .map(|n| {
+                let bits = self.operations(ResourceType::Topic, &n);
+                (n, bits)
+            })
+            .collect()
     }
 
     /// KIP-430's authorized-operations bit set of a resource.
@@ -160,15 +191,29 @@ impl<Req, R> Gate<Req, R> {
 
 /// The guard of the APIs every client may use, authenticated or not
 /// (ApiVersions, SaslHandshake, SaslAuthenticate).
-pub fn open<Req, R>(_ctx: &Ctx<'_>, req: Req) -> Gate<Req, R> {
+pub fn open<Req, R>(_authz: &Authz<'_>, req: Req) -> Gate<Req, R> {
     Gate::pass(req)
 }
 
 /// The guard of APIs whose handler answers a denial itself because the
 /// answer depends on more than the decision (Create/Describe/DeleteAcls:
 /// SECURITY_DISABLED with the authorizer off).
-pub fn in_handler<Req, R>(_ctx: &Ctx<'_>, req: Req) -> Gate<Req, R> {
+pub fn in_handler<Req, R>(_authz: &Authz<'_>, req: Req) -> Gate<Req, R> {
     Gate::pass(req)
+}
+
+/// Runs the API's `guard` when the authorizer is on; with it off every
+/// request is served as it came (the router calls this).
+pub fn judge<Req, R>(
+    ctx: &Ctx<'_>,
+    req: Req,
+    guard: impl FnOnce(&Authz<'_>, Req) -> Gate<Req, R>,
+) -> Gate<Req, R> {
+    let authz = ctx.authz();
+    if !authz.on() {
+        return Gate::pass(req);
+    }
+    guard(&authz, req)
 }
 
 /// Splits `items` into the allowed and the denied ones.

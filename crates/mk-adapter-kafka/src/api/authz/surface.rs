@@ -4,8 +4,7 @@
 //! AlterPartitionReassignments (ALTER on the cluster),
 //! ListPartitionReassignments (DESCRIBE on the cluster).
 
-use super::{CLUSTER, Gate, TOPIC, denied, split};
-use crate::api::Ctx;
+use super::{Authz, CLUSTER, Gate, TOPIC, denied, split};
 use crate::messages::alter_client_quotas::{
     AlterClientQuotasRequest, AlterClientQuotasResponse, EntryResult,
 };
@@ -27,7 +26,6 @@ use crate::messages::list_partition_reassignments::{
     ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
 };
 use mk_cluster::{CLUSTER_NAME, Operation, ResourceType};
-use std::collections::BTreeMap;
 
 type Op = Operation;
 
@@ -37,13 +35,9 @@ type Op = Operation;
 /// than the limit); each answered topic carries its authorized
 /// operations.
 pub fn describe_topic_partitions(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     mut req: DescribeTopicPartitionsRequest,
 ) -> Gate<DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse> {
-    let authz = ctx.authz();
-    if !authz.on() {
-        return Gate::pass(req);
-    }
     let (allowed, refused) = split(std::mem::take(&mut req.topics), |t| {
         authz.topic(Op::Describe, &t.name)
     });
@@ -57,18 +51,12 @@ pub fn describe_topic_partitions(
     }
     req.topics = allowed;
     let names: Vec<String> = if asked_all {
-        ctx.cluster.topics().list().unwrap_or_default()
+        authz.all_topics()
     } else {
         req.topics.iter().map(|t| t.name.clone()).collect()
     };
-    let operations: BTreeMap<String, i32> = names
-        .into_iter()
-        .filter(|n| authz.topic(Op::Describe, n))
-        .map(|n| {
-            let bits = authz.operations(ResourceType::Topic, &n);
-            (n, bits)
-        })
-        .collect();
+    let operations =
+        authz.topic_operations(names.into_iter().filter(|n| authz.topic(Op::Describe, n)));
     Gate::patched(req, move |r: &mut DescribeTopicPartitionsResponse| {
         r.topics
             .retain(|t| t.name.as_ref().is_some_and(|n| operations.contains_key(n)));
@@ -92,11 +80,10 @@ fn denied_topic(name: String) -> DescribeTopicPartitionsResponseTopic {
 
 /// DESCRIBE_CONFIGS on the cluster.
 pub fn describe_client_quotas(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: DescribeClientQuotasRequest,
 ) -> Gate<DescribeClientQuotasRequest, DescribeClientQuotasResponse> {
-    let authz = ctx.authz();
-    if !authz.on() || authz.cluster(Op::DescribeConfigs) {
+    if authz.cluster(Op::DescribeConfigs) {
         return Gate::pass(req);
     }
     Gate::Answer(DescribeClientQuotasResponse {
@@ -113,11 +100,10 @@ pub fn describe_client_quotas(
 
 /// ALTER_CONFIGS on the cluster: every entry denied otherwise.
 pub fn alter_client_quotas(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: AlterClientQuotasRequest,
 ) -> Gate<AlterClientQuotasRequest, AlterClientQuotasResponse> {
-    let authz = ctx.authz();
-    if !authz.on() || authz.cluster(Op::AlterConfigs) {
+    if authz.cluster(Op::AlterConfigs) {
         return Gate::pass(req);
     }
     let m = denied(Op::AlterConfigs, ResourceType::Cluster, CLUSTER_NAME);
@@ -138,11 +124,10 @@ pub fn alter_client_quotas(
 /// ALTER on the cluster: every named partition denied otherwise (and the
 /// whole request, v1+).
 pub fn elect_leaders(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: ElectLeadersRequest,
 ) -> Gate<ElectLeadersRequest, ElectLeadersResponse> {
-    let authz = ctx.authz();
-    if !authz.on() || authz.cluster(Op::Alter) {
+    if authz.cluster(Op::Alter) {
         return Gate::pass(req);
     }
     let m = denied(Op::Alter, ResourceType::Cluster, CLUSTER_NAME);
@@ -172,11 +157,10 @@ pub fn elect_leaders(
 /// ALTER on the cluster: otherwise the whole request and every named
 /// partition answer CLUSTER_AUTHORIZATION_FAILED (Kafka's error response).
 pub fn alter_partition_reassignments(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: AlterPartitionReassignmentsRequest,
 ) -> Gate<AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse> {
-    let authz = ctx.authz();
-    if !authz.on() || authz.cluster(Op::Alter) {
+    if authz.cluster(Op::Alter) {
         return Gate::pass(req);
     }
     let m = denied(Op::Alter, ResourceType::Cluster, CLUSTER_NAME);
@@ -207,11 +191,10 @@ pub fn alter_partition_reassignments(
 /// DESCRIBE on the cluster: otherwise CLUSTER_AUTHORIZATION_FAILED for the
 /// whole request.
 pub fn list_partition_reassignments(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: ListPartitionReassignmentsRequest,
 ) -> Gate<ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse> {
-    let authz = ctx.authz();
-    if !authz.on() || authz.cluster(Op::Describe) {
+    if authz.cluster(Op::Describe) {
         return Gate::pass(req);
     }
     Gate::Answer(ListPartitionReassignmentsResponse {

@@ -1,17 +1,11 @@
 //! The guards of the topic, cluster and configuration APIs.
 
-use super::{CLUSTER, Gate, OPERATIONS_OMITTED, TOPIC, TXN, denied, narrow, split};
-use crate::api::Ctx;
-use crate::codec::Uuid;
+use super::{Authz, CLUSTER, Gate, OPERATIONS_OMITTED, TOPIC, TXN, denied, narrow, split};
 use crate::errors::KafkaCode;
-use mk_cluster::{CLUSTER_NAME, Operation, ResourceType, TopicId};
+use mk_cluster::{CLUSTER_NAME, Operation, ResourceType};
+use std::collections::BTreeSet;
 
 type Op = Operation;
-
-/// A topic id's name, if the cluster knows the id.
-fn name_of(ctx: &Ctx<'_>, id: Uuid) -> Option<String> {
-    ctx.cluster.topics().name_by_id(TopicId(id.0)).ok()
-}
 
 // ----- Produce, Fetch, ListOffsets, OffsetForLeaderEpoch ------------------
 
@@ -21,13 +15,9 @@ use crate::messages::produce::{
 
 /// WRITE on the transactional id (if any) and on each topic.
 pub fn produce(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     mut req: ProduceRequest,
 ) -> Gate<ProduceRequest, Option<ProduceResponse>> {
-    let authz = ctx.authz();
-    if !authz.on() {
-        return Gate::pass(req);
-    }
     let failed = |t: &crate::messages::produce::TopicProduceData, code: KafkaCode, m: &str| {
         TopicProduceResponse {
             name: t.name.clone(),
@@ -54,10 +44,10 @@ pub fn produce(
             ..Default::default()
         }));
     }
-    let by_id = ctx.version() >= 13;
+    let by_id = authz.ctx.version() >= 13;
     let (allowed, refused) = split(std::mem::take(&mut req.topic_data), |t| {
         let name = if by_id {
-            name_of(ctx, t.topic_id)
+            authz.topic_name(t.topic_id)
         } else {
             Some(t.name.clone())
         };
@@ -82,20 +72,16 @@ pub fn produce(
 use crate::messages::fetch::{FetchRequest, FetchResponse, FetchableTopicResponse, PartitionData};
 
 /// READ on each topic (a consumer), CLUSTER_ACTION (a follower).
-pub fn fetch(ctx: &Ctx<'_>, req: FetchRequest) -> Gate<FetchRequest, FetchResponse> {
-    let authz = ctx.authz();
-    if !authz.on() {
-        return Gate::pass(req);
-    }
+pub fn fetch(authz: &Authz<'_>, req: FetchRequest) -> Gate<FetchRequest, FetchResponse> {
     let follower = req.replica_id >= 0 || req.replica_state.replica_id >= 0;
     let cluster_action = follower && authz.cluster(Op::ClusterAction);
-    let by_id = ctx.version() >= 13;
+    let by_id = authz.ctx.version() >= 13;
     let allowed = |t: &crate::messages::fetch::FetchTopic| {
         if follower {
             return cluster_action;
         }
         let name = if by_id {
-            name_of(ctx, t.topic_id)
+            authz.topic_name(t.topic_id)
         } else {
             Some(t.topic.clone())
         };
@@ -133,13 +119,9 @@ use crate::messages::list_offsets::{
 
 /// DESCRIBE on each topic.
 pub fn list_offsets(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: ListOffsetsRequest,
 ) -> Gate<ListOffsetsRequest, ListOffsetsResponse> {
-    let authz = ctx.authz();
-    if !authz.on() {
-        return Gate::pass(req);
-    }
     narrow(
         req,
         |q| &mut q.topics,
@@ -170,13 +152,9 @@ use crate::messages::offset_for_leader_epoch::{
 
 /// DESCRIBE on each topic (a consumer), CLUSTER_ACTION (a follower).
 pub fn offset_for_leader_epoch(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: OffsetForLeaderEpochRequest,
 ) -> Gate<OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse> {
-    let authz = ctx.authz();
-    if !authz.on() {
-        return Gate::pass(req);
-    }
     let follower = req.replica_id >= 0;
     let cluster_action = follower && authz.cluster(Op::ClusterAction);
     narrow(
@@ -214,79 +192,32 @@ use crate::messages::metadata::{MetadataRequest, MetadataResponse, MetadataRespo
 /// a named one is TOPIC_AUTHORIZATION_FAILED; auto-creating a missing
 /// topic also needs CREATE on the cluster or the topic. The authorized
 /// operations are the principal's.
-#[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
 pub fn metadata(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     mut req: MetadataRequest,
 ) -> Gate<MetadataRequest, MetadataResponse> {
-    let authz = ctx.authz();
-    if !authz.on() {
-        return Gate::pass(req);
-    }
     let cluster_ops = req
         .include_cluster_authorized_operations
         .then(|| authz.operations(ResourceType::Cluster, CLUSTER_NAME));
-    let topic_ops = req.include_topic_authorized_operations;
     let all = match &req.topics {
         None => true,
-        Some(t) => ctx.version() == 0 && t.is_empty(),
+        Some(t) => authz.ctx.version() == 0 && t.is_empty(),
     };
-    let mut refused = Vec::new();
-    if !all {
-        let create_any = authz.cluster(Op::Create);
-        let auto_create = req.allow_auto_topic_creation;
-        let topics = req.topics.take().unwrap_or_default();
-        let (allowed, denied_topics) = split(topics, |t| {
-            let name = match &t.name {
-                Some(n) if !n.is_empty() => Some(n.clone()),
-                _ => name_of(ctx, t.topic_id),
-            };
-            let Some(name) = name else { return true };
-            if !authz.topic(Op::Describe, &name) {
-                return false;
-            }
-            let missing = auto_create && ctx.cluster.topics().id(&name).is_err();
-            !missing || create_any || authz.topic(Op::Create, &name)
-        });
-        req.topics = Some(allowed);
-        refused = denied_topics
-            .into_iter()
-            .map(|t| MetadataResponseTopic {
-                error_code: TOPIC,
-                name: t.name,
-                topic_id: t.topic_id,
-                topic_authorized_operations: OPERATIONS_OMITTED,
-                ..Default::default()
-            })
-            .collect();
-    }
+    let refused = if all {
+        Vec::new()
+    } else {
+        refuse_metadata_topics(authz, &mut req)
+    };
     // The authorizer's verdicts are computed now, while the context is at
     // hand; the patch only applies them.
     let survivors = all.then(|| {
-        ctx.cluster
-            .topics()
-            .list()
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|n| authz.topic(Op::Describe, n))
-            .collect::<std::collections::BTreeSet<String>>()
+        let mut names = authz.all_topics();
+        names.retain(|n| authz.topic(Op::Describe, n));
+        names.into_iter().collect::<BTreeSet<String>>()
     });
-    let ops: std::collections::BTreeMap<String, i32> = if topic_ops {
-        ctx.cluster
-            .topics()
-            .list()
-            .unwrap_or_default()
-            .into_iter()
-            .map(|n| {
-                let bits = authz.operations(ResourceType::Topic, &n);
-                (n, bits)
-            })
-            .collect()
-    } else {
-        Default::default()
-    };
-    let topic_bits =
-        move |name: &str| -> i32 { ops.get(name).copied().unwrap_or(OPERATIONS_OMITTED) };
+    let ops = req
+        .include_topic_authorized_operations
+        .then(|| authz.topic_operations(authz.all_topics()));
     // Metadata v0 reads an empty list as "every topic": when every named
     // topic was refused, the handler's listing is dropped.
     let none_left = !all && req.topics.as_ref().is_some_and(|t| t.is_empty());
@@ -299,10 +230,12 @@ pub fn metadata(
                 .retain(|t| t.name.as_deref().is_some_and(|n| survivors.contains(n)));
         }
         r.topics.extend(refused);
-        if topic_ops {
+        if let Some(ops) = ops {
             for t in &mut r.topics {
                 if t.error_code == KafkaCode::NONE {
-                    t.topic_authorized_operations = topic_bits(t.name.as_deref().unwrap_or(""));
+                    let name = t.name.as_deref().unwrap_or("");
+                    t.topic_authorized_operations =
+                        ops.get(name).copied().unwrap_or(OPERATIONS_OMITTED);
                 }
             }
         }
@@ -312,17 +245,47 @@ pub fn metadata(
     })
 }
 
+/// Takes the named topics the principal may not DESCRIBE (or may not
+/// auto-create when missing) out of a Metadata request: their answers.
+fn refuse_metadata_topics(
+    authz: &Authz<'_>,
+    req: &mut MetadataRequest,
+) -> Vec<MetadataResponseTopic> {
+    let create_any = authz.cluster(Op::Create);
+    let auto_create = req.allow_auto_topic_creation;
+    let topics = req.topics.take().unwrap_or_default();
+    let (allowed, refused) = split(topics, |t| {
+        let name = match &t.name {
+            Some(n) if !n.is_empty() => Some(n.clone()),
+            _ => authz.topic_name(t.topic_id),
+        };
+        let Some(name) = name else { return true };
+        if !authz.topic(Op::Describe, &name) {
+            return false;
+        }
+        let missing = auto_create && authz.ctx.cluster.topics().id(&name).is_err();
+        !missing || create_any || authz.topic(Op::Create, &name)
+    });
+    req.topics = Some(allowed);
+    refused
+        .into_iter()
+        .map(|t| MetadataResponseTopic {
+            error_code: TOPIC,
+            name: t.name,
+            topic_id: t.topic_id,
+            topic_authorized_operations: OPERATIONS_OMITTED,
+            ..Default::default()
+        })
+        .collect()
+}
+
 use crate::messages::describe_cluster::{DescribeClusterRequest, DescribeClusterResponse};
 
 /// DESCRIBE on the cluster.
 pub fn describe_cluster(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: DescribeClusterRequest,
 ) -> Gate<DescribeClusterRequest, DescribeClusterResponse> {
-    let authz = ctx.authz();
-    if !authz.on() {
-        return Gate::pass(req);
-    }
     if !authz.cluster(Op::Describe) {
         return Gate::Answer(DescribeClusterResponse {
             error_code: CLUSTER,
@@ -349,11 +312,10 @@ use crate::messages::create_topics::{
 
 /// CREATE on the cluster, or else on each topic.
 pub fn create_topics(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: CreateTopicsRequest,
 ) -> Gate<CreateTopicsRequest, CreateTopicsResponse> {
-    let authz = ctx.authz();
-    if !authz.on() || authz.cluster(Op::Create) {
+    if authz.cluster(Op::Create) {
         return Gate::pass(req);
     }
     narrow(
@@ -381,13 +343,9 @@ use crate::messages::delete_topics::{
 
 /// DELETE on each topic (named, or by id from v6).
 pub fn delete_topics(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     mut req: DeleteTopicsRequest,
 ) -> Gate<DeleteTopicsRequest, DeleteTopicsResponse> {
-    let authz = ctx.authz();
-    if !authz.on() {
-        return Gate::pass(req);
-    }
     let mut refused = Vec::new();
     let (allowed, names_refused) = split(std::mem::take(&mut req.topic_names), |n| {
         authz.topic(Op::Delete, n)
@@ -402,7 +360,7 @@ pub fn delete_topics(
     let (allowed, states_refused) = split(std::mem::take(&mut req.topics), |t| {
         let name = match &t.name {
             Some(n) => Some(n.clone()),
-            None => name_of(ctx, t.topic_id),
+            None => authz.topic_name(t.topic_id),
         };
         name.is_none_or(|n| authz.topic(Op::Delete, &n))
     });
@@ -428,13 +386,9 @@ use crate::messages::create_partitions::{
 
 /// ALTER on each topic.
 pub fn create_partitions(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: CreatePartitionsRequest,
 ) -> Gate<CreatePartitionsRequest, CreatePartitionsResponse> {
-    let authz = ctx.authz();
-    if !authz.on() {
-        return Gate::pass(req);
-    }
     narrow(
         req,
         |q| &mut q.topics,
@@ -456,13 +410,9 @@ use crate::messages::delete_records::{
 
 /// DELETE on each topic.
 pub fn delete_records(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: DeleteRecordsRequest,
 ) -> Gate<DeleteRecordsRequest, DeleteRecordsResponse> {
-    let authz = ctx.authz();
-    if !authz.on() {
-        return Gate::pass(req);
-    }
     narrow(
         req,
         |q| &mut q.topics,
@@ -495,7 +445,7 @@ const CONFIG_GROUP: i8 = 32;
 /// The denial (code and message) of `operation` (DESCRIBE_CONFIGS or
 /// ALTER_CONFIGS) on a config resource; `None` when it is allowed.
 fn config_refusal(
-    authz: &super::Authz<'_>,
+    authz: &Authz<'_>,
     operation: Operation,
     resource_type: i8,
     name: &str,
@@ -531,19 +481,15 @@ use crate::messages::describe_configs::{
 
 /// DESCRIBE_CONFIGS on each resource.
 pub fn describe_configs(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: DescribeConfigsRequest,
 ) -> Gate<DescribeConfigsRequest, DescribeConfigsResponse> {
-    let authz = ctx.authz();
-    if !authz.on() {
-        return Gate::pass(req);
-    }
     narrow(
         req,
         |q| &mut q.resources,
         |r| {
             let (code, message) = config_refusal(
-                &authz,
+                authz,
                 Op::DescribeConfigs,
                 r.resource_type,
                 &r.resource_name,
@@ -566,19 +512,15 @@ use crate::messages::alter_configs::{
 
 /// ALTER_CONFIGS on each resource.
 pub fn alter_configs(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: AlterConfigsRequest,
 ) -> Gate<AlterConfigsRequest, AlterConfigsResponse> {
-    let authz = ctx.authz();
-    if !authz.on() {
-        return Gate::pass(req);
-    }
     narrow(
         req,
         |q| &mut q.resources,
         |r| {
             let (code, message) =
-                config_refusal(&authz, Op::AlterConfigs, r.resource_type, &r.resource_name)?;
+                config_refusal(authz, Op::AlterConfigs, r.resource_type, &r.resource_name)?;
             Some(AlterConfigsResourceResponse {
                 error_code: code,
                 error_message: Some(message),
@@ -594,20 +536,16 @@ use crate::messages::incremental_alter_configs as incremental;
 
 /// ALTER_CONFIGS on each resource.
 pub fn incremental_alter_configs(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: incremental::IncrementalAlterConfigsRequest,
 ) -> Gate<incremental::IncrementalAlterConfigsRequest, incremental::IncrementalAlterConfigsResponse>
 {
-    let authz = ctx.authz();
-    if !authz.on() {
-        return Gate::pass(req);
-    }
     narrow(
         req,
         |q| &mut q.resources,
         |r| {
             let (code, message) =
-                config_refusal(&authz, Op::AlterConfigs, r.resource_type, &r.resource_name)?;
+                config_refusal(authz, Op::AlterConfigs, r.resource_type, &r.resource_name)?;
             Some(incremental::AlterConfigsResourceResponse {
                 error_code: code,
                 error_message: Some(message),
@@ -625,11 +563,10 @@ use crate::messages::describe_log_dirs::{DescribeLogDirsRequest, DescribeLogDirs
 
 /// DESCRIBE on the cluster.
 pub fn describe_log_dirs(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: DescribeLogDirsRequest,
 ) -> Gate<DescribeLogDirsRequest, DescribeLogDirsResponse> {
-    let authz = ctx.authz();
-    if !authz.on() || authz.cluster(Op::Describe) {
+    if authz.cluster(Op::Describe) {
         return Gate::pass(req);
     }
     Gate::Answer(DescribeLogDirsResponse {
@@ -644,13 +581,9 @@ use crate::messages::describe_producers::{
 
 /// READ on each topic.
 pub fn describe_producers(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: DescribeProducersRequest,
 ) -> Gate<DescribeProducersRequest, DescribeProducersResponse> {
-    let authz = ctx.authz();
-    if !authz.on() {
-        return Gate::pass(req);
-    }
     narrow(
         req,
         |q| &mut q.topics,
@@ -685,11 +618,10 @@ use crate::messages::describe_user_scram_credentials::{
 
 /// DESCRIBE on the cluster.
 pub fn describe_user_scram_credentials(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: DescribeUserScramCredentialsRequest,
 ) -> Gate<DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse> {
-    let authz = ctx.authz();
-    if !authz.on() || authz.cluster(Op::Describe) {
+    if authz.cluster(Op::Describe) {
         return Gate::pass(req);
     }
     Gate::Answer(DescribeUserScramCredentialsResponse {
@@ -701,11 +633,10 @@ pub fn describe_user_scram_credentials(
 
 /// ALTER on the cluster.
 pub fn alter_user_scram_credentials(
-    ctx: &Ctx<'_>,
+    authz: &Authz<'_>,
     req: AlterUserScramCredentialsRequest,
 ) -> Gate<AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse> {
-    let authz = ctx.authz();
-    if !authz.on() || authz.cluster(Op::Alter) {
+    if authz.cluster(Op::Alter) {
         return Gate::pass(req);
     }
     let mut users: Vec<String> = req.deletions.iter().map(|d| d.name.clone()).collect();
