@@ -7,14 +7,10 @@
 
 mod common;
 
-use common::{Harness, Session, TIMEOUT_MS, producer, tp};
+use common::{Harness, Session, TIMEOUT_MS, code, producer, tp, tx_on_out0};
 use mk_core::{Clock, ErrorCode};
 use mk_log::ControlType;
 use mk_txn::{EndTxn, InitProducer, MAX_PRODUCER_EPOCH, Outcome, TxnConfig, TxnError, TxnState};
-
-fn code<T: std::fmt::Debug>(r: Result<T, TxnError>) -> ErrorCode {
-    r.unwrap_err().code()
-}
 
 #[test]
 fn init_gives_one_producer_id_per_transactional_id_and_bumps_the_epoch_once_per_session() {
@@ -220,17 +216,8 @@ fn init_completes_a_prepared_commit_of_the_previous_session() {
 
 #[test]
 fn exhausted_epochs_move_the_id_to_a_fresh_producer_id() {
-    let mut h = Harness::new();
-    // An id two bumps below the end (a journal line as the coordinator
-    // writes it, instead of 32 765 sessions).
-    h.crash_coordinator();
-    let json = format!(
-        r#"{{"id":"tx","state":"CompleteCommit","producer_id":1,"producer_epoch":{},"last_producer_epoch":-1,"timeout_ms":60000,"start_ms":0,"partitions":[],"groups":[],"offsets":[]}}"#,
-        MAX_PRODUCER_EPOCH - 2
-    );
-    let line = format!("{:08x} {json}\n", crc32c::crc32c(json.as_bytes()));
-    std::fs::write(h.journal_path(), line).unwrap();
-    assert!(h.open_coordinator().is_empty());
+    // An id two bumps below the end.
+    let mut h = Harness::with_idle_tx_at(MAX_PRODUCER_EPOCH - 2);
     h.next_pid = 2;
     // The last epoch InitProducerId hands out.
     let s = h.init("tx");
@@ -428,9 +415,7 @@ fn staged_offsets_need_their_group_added_and_are_stored_exactly_on_commit() {
 
 #[test]
 fn end_txn_retries_of_the_completed_outcome_succeed_and_mismatches_are_invalid() {
-    let mut h = Harness::new();
-    let out = tp("out", 0);
-    let s = h.init("tx");
+    let (mut h, out, s) = tx_on_out0();
     // Empty: there is nothing to end.
     assert_eq!(
         code(h.coord().end_txn(&s.id, s.pid, s.epoch, Outcome::Commit)),
@@ -559,9 +544,7 @@ fn timeout_aborts_an_abandoned_transaction_and_fences_its_producer() {
 
 #[test]
 fn timeout_counts_from_the_start_of_the_transaction_across_a_restart() {
-    let mut h = Harness::new();
-    let out = tp("out", 0);
-    let s = h.init("tx");
+    let (mut h, out, s) = tx_on_out0();
     h.clock.advance(50_000);
     h.send(&s, &out, "x");
     h.clock.advance(59_000);
@@ -645,9 +628,7 @@ fn explicit_begin_opens_an_empty_transaction_only_from_an_idle_id() {
 
 #[test]
 fn complete_accepts_only_an_executed_plan_and_plans_are_issued_one_at_a_time() {
-    let mut h = Harness::new();
-    let out = tp("out", 0);
-    let s = h.init("tx");
+    let (mut h, out, s) = tx_on_out0();
     h.send(&s, &out, "x");
     let mut plan = h.end_plan(&s, Outcome::Commit);
     // Unacknowledged pieces are refused and change nothing.

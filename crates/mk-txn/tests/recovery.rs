@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{Harness, Session, tp};
+use common::{Harness, Session, tp, tx_on_out0};
 use mk_core::{ErrorCode, SharedClock, TopicPartition};
 use mk_txn::{JournalFaults, Outcome, TransactionCoordinator, TxnConfig, TxnState};
 use std::io::Write;
@@ -84,9 +84,7 @@ fn a_partly_executed_plan_is_rerun_after_a_crash_and_duplicate_markers_are_harml
 
 #[test]
 fn crash_after_prepare_abort_recovers_to_an_aborted_transaction() {
-    let mut h = Harness::new();
-    let out = tp("out", 0);
-    let s = h.init("tx");
+    let (mut h, out, s) = tx_on_out0();
     h.send(&s, &out, "x");
     h.stage(&s, "g", &[(tp("in", 0), 1)]);
     drop(h.end_plan(&s, Outcome::Abort));
@@ -219,9 +217,7 @@ fn a_crash_at_any_step_recovers_all_or_nothing() {
 
 #[test]
 fn an_ongoing_transaction_stays_ongoing_after_a_crash_and_its_producer_goes_on() {
-    let mut h = Harness::new();
-    let out = tp("out", 0);
-    let s = h.init("tx");
+    let (mut h, out, s) = tx_on_out0();
     h.send(&s, &out, "before-crash");
     h.stage(&s, "g", &[(tp("in", 0), 3)]);
     assert!(h.crash_and_reopen().is_empty());

@@ -6,13 +6,9 @@
 
 mod common;
 
-use common::{Harness, Session, TIMEOUT_MS, tp};
+use common::{Harness, Session, TIMEOUT_MS, code, tp, tx_on_out0};
 use mk_core::ErrorCode;
-use mk_txn::{EndTxnV2, MAX_PRODUCER_EPOCH, Outcome, TxnError, TxnState};
-
-fn code<T: std::fmt::Debug>(r: Result<T, TxnError>) -> ErrorCode {
-    r.unwrap_err().code()
-}
+use mk_txn::{EndTxnV2, MAX_PRODUCER_EPOCH, Outcome, TxnError, TxnState, TxnVersion};
 
 /// A Produce v12 batch: the coordinator adds the partition if needed, then
 /// the batch is appended.
@@ -22,10 +18,7 @@ fn produce_v2(
     out: &mk_core::TopicPartition,
     value: &str,
 ) -> Result<i64, TxnError> {
-    let batch = h.batch(s, out, value);
-    h.coord()
-        .add_partition_on_append(&s.id, batch.producer(), out)?;
-    Ok(h.log(out).append(batch).unwrap().base_offset)
+    h.produce_as(s, out, value, TxnVersion::V2)
 }
 
 /// EndTxn v5 executed to the end; returns the session the producer goes on
@@ -114,9 +107,7 @@ fn every_end_bumps_the_epoch_the_markers_carry_it_and_the_old_epoch_is_fenced() 
 
 /// A harness whose id "tx" has a transaction open on out-0 with `value`.
 fn one_open_transaction(value: &str) -> (Harness, Session, mk_core::TopicPartition) {
-    let mut h = Harness::new();
-    let out = tp("out", 0);
-    let s = h.init("tx");
+    let (mut h, out, s) = tx_on_out0();
     produce_v2(&mut h, &s, &out, value).unwrap();
     (h, s, out)
 }
@@ -194,9 +185,7 @@ fn a_retry_of_a_lost_end_answer_gets_the_same_answer() {
 
 #[test]
 fn an_abort_with_nothing_open_bumps_the_epoch_and_marks_nothing() {
-    let mut h = Harness::new();
-    let out = tp("out", 0);
-    let s = h.init("tx");
+    let (mut h, out, s) = tx_on_out0();
     // A commit needs a transaction.
     assert_eq!(
         code(
@@ -273,15 +262,7 @@ fn implicit_partitions_follow_the_transactions_rules() {
 /// A harness whose id "tx" (producer id 1) has one epoch left: its
 /// session holds `MAX_PRODUCER_EPOCH - 1`, so its next end exhausts them.
 fn last_epoch_session() -> (Harness, Session) {
-    let mut h = Harness::new();
-    h.crash_coordinator();
-    let json = format!(
-        r#"{{"id":"tx","state":"CompleteCommit","producer_id":1,"producer_epoch":{},"last_producer_epoch":-1,"timeout_ms":60000,"start_ms":0,"partitions":[],"groups":[],"offsets":[]}}"#,
-        MAX_PRODUCER_EPOCH - 2
-    );
-    let line = format!("{:08x} {json}\n", crc32c::crc32c(json.as_bytes()));
-    std::fs::write(h.journal_path(), line).unwrap();
-    assert!(h.open_coordinator().is_empty());
+    let mut h = Harness::with_idle_tx_at(MAX_PRODUCER_EPOCH - 2);
     let s = h.init("tx");
     assert_eq!(s.epoch, MAX_PRODUCER_EPOCH - 1);
     (h, s)

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Harness, tp};
+use common::{Harness, tp, tx_on_out0};
 use mk_txn::{Outcome, TxnState, fetch_committed};
 
 #[test]
@@ -92,9 +92,7 @@ fn abort_hides_records_forever_and_stores_no_offsets() {
 
 #[test]
 fn read_uncommitted_sees_transactional_records_but_never_markers() {
-    let mut h = Harness::new();
-    let out = tp("out", 0);
-    let s = h.init("tx");
+    let (mut h, out, s) = tx_on_out0();
     h.send(&s, &out, "c");
     h.commit(&s);
     h.send(&s, &out, "a");
@@ -115,9 +113,7 @@ fn read_uncommitted_sees_transactional_records_but_never_markers() {
 
 #[test]
 fn reusing_an_id_keeps_earlier_commits_visible_while_the_lso_holds_back_the_new_ones() {
-    let mut h = Harness::new();
-    let out = tp("out", 0);
-    let s = h.init("tx");
+    let (mut h, out, s) = tx_on_out0();
     h.send(&s, &out, "first-1");
     h.send(&s, &out, "first-2");
     h.commit(&s);
@@ -142,9 +138,7 @@ fn reusing_an_id_keeps_earlier_commits_visible_while_the_lso_holds_back_the_new_
 
 #[test]
 fn fetch_committed_fills_max_records_past_aborted_ones_and_stops_at_the_lso() {
-    let mut h = Harness::new();
-    let out = tp("out", 0);
-    let s = h.init("tx");
+    let (mut h, out, s) = tx_on_out0();
     for i in 0..5 {
         h.send(&s, &out, &format!("x{i}"));
     }

@@ -11,7 +11,7 @@ use mk_core::{ManualClock, SharedClock, TopicPartition};
 use mk_log::{LogConfig, PartitionLog, ProducerInfo, Record, RecordBatch};
 use mk_txn::{
     CompletionPlan, EndTxn, InitProducer, Outcome, Recovered, TransactionCoordinator, TxnConfig,
-    TxnError, TxnState, fetch_committed, read_uncommitted,
+    TxnError, TxnState, TxnVersion, fetch_committed, read_uncommitted,
 };
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -19,6 +19,19 @@ use std::sync::Arc;
 
 /// The timeout every harness producer asks for unless a test says otherwise.
 pub const TIMEOUT_MS: i64 = 60_000;
+
+/// A fresh harness, partition `out-0` and a first session of `tx`: where
+/// most scenarios start.
+pub fn tx_on_out0() -> (Harness, TopicPartition, Session) {
+    let mut h = Harness::new();
+    let s = h.init("tx");
+    (h, tp("out", 0), s)
+}
+
+/// The code of the error `r` must be.
+pub fn code<T: std::fmt::Debug>(r: Result<T, TxnError>) -> mk_core::ErrorCode {
+    r.unwrap_err().code()
+}
 
 pub fn tp(topic: &str, partition: u32) -> TopicPartition {
     TopicPartition::new(topic, partition)
@@ -214,10 +227,44 @@ impl Harness {
         tp: &TopicPartition,
         value: &str,
     ) -> Result<i64, TxnError> {
+        self.produce_as(s, tp, value, TxnVersion::V1)
+    }
+
+    /// `produce` as a producer of `version` sends it: V2 (Produce v12)
+    /// adds the partition to the transaction (beginning one) if needed
+    /// instead of needing AddPartitionsToTxn.
+    pub fn produce_as(
+        &mut self,
+        s: &Session,
+        tp: &TopicPartition,
+        value: &str,
+        version: TxnVersion,
+    ) -> Result<i64, TxnError> {
         let batch = self.batch(s, tp, value);
-        self.coord_ref()
-            .verify_append(&s.id, batch.producer(), tp)?;
+        match version {
+            TxnVersion::V1 => self
+                .coord_ref()
+                .verify_append(&s.id, batch.producer(), tp)?,
+            TxnVersion::V2 => self
+                .coord()
+                .add_partition_on_append(&s.id, batch.producer(), tp)?,
+        }
         Ok(self.log(tp).append(batch).unwrap().base_offset)
+    }
+
+    /// A harness whose journal holds one line as the coordinator writes
+    /// it, read at open: `tx` committed and idle under producer id 1 at
+    /// `epoch` (instead of running that many sessions).
+    pub fn with_idle_tx_at(epoch: i32) -> Self {
+        let mut h = Self::new();
+        h.crash_coordinator();
+        let json = format!(
+            r#"{{"id":"tx","state":"CompleteCommit","producer_id":1,"producer_epoch":{epoch},"last_producer_epoch":-1,"timeout_ms":60000,"start_ms":0,"partitions":[],"groups":[],"offsets":[]}}"#
+        );
+        let line = format!("{:08x} {json}\n", crc32c::crc32c(json.as_bytes()));
+        std::fs::write(h.journal_path(), line).unwrap();
+        assert!(h.open_coordinator().is_empty());
+        h
     }
 
     /// AddPartitionsToTxn (if needed) and a transactional Produce.
