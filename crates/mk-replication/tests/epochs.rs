@@ -24,9 +24,7 @@ fn entries(pairs: &[(i32, i64)]) -> Vec<EpochEntry> {
 
 #[test]
 fn acks1_write_lost_after_promotion() {
-    let h = Harness::new();
-    let mut set = h.create(&[1, 2]);
-    put(&mut set, &["a"]);
+    let (_h, mut set) = Harness::holding_a(&[1, 2]);
     set.replicate_all_once().unwrap();
     assert_eq!(
         put(&mut set, &["b"]),
@@ -102,9 +100,7 @@ fn acks_all_with_min_isr_two_survives_promotion_of_any_isr_member() {
 
 #[test]
 fn promotion_fences_old_epoch() {
-    let h = Harness::new();
-    let mut set = h.create(&[1, 2]);
-    put(&mut set, &["a"]);
+    let (_h, mut set) = Harness::holding_a(&[1, 2]);
     set.replicate_all_once().unwrap();
     let le = set.promote(2).unwrap();
     assert_eq!(le.leader_epoch, 1);
@@ -140,10 +136,7 @@ fn promotion_requires_an_in_sync_replica() {
 
 #[test]
 fn unclean_promotion_elects_an_out_of_sync_replica_and_loses_the_tail_above_its_leo() {
-    let h = Harness::new();
-    let mut set = h.create(&[1, 2, 3]);
-    put(&mut set, &["a"]);
-    set.replicate_all_once().unwrap();
+    let (_h, mut set) = Harness::three_with_a_replicated();
     set.remove_from_isr(3).unwrap();
     put(&mut set, &["b", "c"]);
     set.replicate_all_once().unwrap();
@@ -186,9 +179,7 @@ fn unclean_promotion_elects_an_out_of_sync_replica_and_loses_the_tail_above_its_
 
 #[test]
 fn data_above_old_hw_on_promoted_follower_is_kept() {
-    let h = Harness::new();
-    let mut set = h.create(&[1, 2, 3]);
-    put(&mut set, &["a"]);
+    let (_h, mut set) = Harness::holding_a(&[1, 2, 3]);
     put(&mut set, &["b"]);
     set.replicate_follower_once(2).unwrap();
     assert_eq!(set.high_watermark(), 0, "broker 3 holds the HW at 0");
@@ -220,9 +211,7 @@ fn data_above_old_hw_on_promoted_follower_is_kept() {
 
 #[test]
 fn divergent_tail_replaced_by_new_leader_records() {
-    let h = Harness::new();
-    let mut set = h.create(&[1, 2]);
-    put(&mut set, &["a"]);
+    let (_h, mut set) = Harness::holding_a(&[1, 2]);
     set.replicate_all_once().unwrap();
     put(&mut set, &["old-1"]);
     put(&mut set, &["old-2", "old-3"]);
@@ -407,9 +396,7 @@ fn divergent_replica_with_equal_leo_is_not_in_isr_after_restart() {
 
 #[test]
 fn leader_epoch_checkpoint_is_persisted_in_each_replica_directory() {
-    let h = Harness::new();
-    let mut set = h.create(&[1, 2]);
-    put(&mut set, &["a"]);
+    let (h, mut set) = Harness::holding_a(&[1, 2]);
     set.replicate_all_once().unwrap();
     set.promote(2).unwrap();
     put(&mut set, &["b"]);
@@ -439,9 +426,7 @@ fn leader_epoch_checkpoint_is_persisted_in_each_replica_directory() {
 
 #[test]
 fn an_unclean_restart_bumps_the_leader_epoch_so_a_tail_only_the_leader_lost_is_cut() {
-    let h = Harness::new();
-    let mut set = h.create(&[1, 2]);
-    put(&mut set, &["a"]);
+    let (h, mut set) = Harness::holding_a(&[1, 2]);
     let after_a = set.leader_log().active().log_bytes;
     put(&mut set, &["b"]);
     set.replicate_all_once().unwrap();
@@ -483,9 +468,7 @@ fn an_unclean_restart_bumps_the_leader_epoch_so_a_tail_only_the_leader_lost_is_c
 #[test]
 fn restart_never_moves_visibility_backwards() {
     for crash in [false, true] {
-        let h = Harness::new();
-        let mut set = h.create(&[1, 2, 3]);
-        put(&mut set, &["a"]);
+        let (h, mut set) = Harness::holding_a(&[1, 2, 3]);
         put(&mut set, &["b", "c"]);
         set.remove_from_isr(3).unwrap();
         set.replicate_all_once().unwrap();
@@ -559,10 +542,7 @@ fn damaged_hw_checkpoint_fails_open_with_storage_error() {
 
 #[test]
 fn reopen_restores_leader_epoch_isr_and_hw_from_metadata() {
-    let h = Harness::new();
-    let mut set = h.create(&[1, 2, 3]);
-    put(&mut set, &["a"]);
-    set.replicate_all_once().unwrap();
+    let (h, mut set) = Harness::three_with_a_replicated();
     let le = set.promote(3).unwrap();
     put(&mut set, &["b"]);
     set.rejoin(1).unwrap();

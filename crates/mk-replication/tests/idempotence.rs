@@ -13,6 +13,13 @@ use mk_replication::{
 };
 
 /// Appends `batch` with acks=1 on the leader and returns its result.
+/// A replica set of one replica, the leader (broker 1).
+fn leader_alone() -> (Harness, PartitionReplicaSet) {
+    let h = Harness::new();
+    let set = h.create(&[1]);
+    (h, set)
+}
+
 fn acks_one(set: &mut PartitionReplicaSet, batch: RecordBatch) -> ProduceResult {
     done(set.append(batch, AckMode::One, None).unwrap())
 }
@@ -22,10 +29,39 @@ fn refused(set: &mut PartitionReplicaSet, batch: RecordBatch) -> ReplicationErro
     set.append(batch, AckMode::One, None).unwrap_err()
 }
 
+/// Appends `batch`, which must be refused with `code` and a message
+/// naming `says` (`why` is the scenario, for the failure message).
+fn refused_saying(
+    set: &mut PartitionReplicaSet,
+    batch: RecordBatch,
+    code: ErrorCode,
+    says: &str,
+    why: &str,
+) {
+    let err = refused(set, batch);
+    assert_eq!(err.code(), code, "{why}: {err}");
+    assert!(err.to_string().contains(says), "{why}: {err}");
+}
+
+/// Appends `batch` with acks=1: taken at `base`, as a retry of an earlier
+/// batch when `duplicate`.
+fn assert_acked(set: &mut PartitionReplicaSet, batch: RecordBatch, base: i64, duplicate: bool) {
+    let r = acks_one(set, batch);
+    assert_eq!((r.base_offset, r.duplicate), (Some(base), duplicate));
+}
+
+/// Size retention of one byte: every segment but the active one goes.
+fn retain_one_byte(set: &mut PartitionReplicaSet) {
+    let policy = RetentionPolicy {
+        retention_ms: None,
+        retention_bytes: Some(1),
+    };
+    set.apply_retention(START_MS, policy).unwrap();
+}
+
 #[test]
 fn exact_retry_returns_original_offsets() {
-    let h = Harness::new();
-    let mut set = h.create(&[1]);
+    let (_h, mut set) = leader_alone();
     let first = acks_one(&mut set, idem(7, 0, 0, &["a", "b"]));
     assert_eq!((first.base_offset, first.next_offset), (Some(0), Some(2)));
     put(&mut set, &["plain"]);
@@ -73,8 +109,7 @@ fn duplicate_with_acks_all_waits_for_the_original_batch_to_commit() {
 
 #[test]
 fn five_in_flight_retries_deduplicated() {
-    let h = Harness::new();
-    let mut set = h.create(&[1]);
+    let (_h, mut set) = leader_alone();
     for seq in 0..5 {
         let r = acks_one(&mut set, idem(1, 0, seq, &[&format!("m{seq}")]));
         assert_eq!(r.base_offset, Some(i64::from(seq)));
@@ -92,47 +127,49 @@ fn five_in_flight_retries_deduplicated() {
     assert_eq!(set.producer_entry(1).unwrap().batches.len(), 5);
 
     acks_one(&mut set, idem(1, 0, 5, &["m5"]));
-    let err = refused(&mut set, idem(1, 0, 0, &["m0"]));
-    assert_eq!(err.code(), ErrorCode::OutOfOrderSequence);
-    assert!(
-        err.to_string().contains("expected sequence 6, got 0"),
-        "the sixth-oldest batch is no longer retained: {err}"
+    refused_saying(
+        &mut set,
+        idem(1, 0, 0, &["m0"]),
+        ErrorCode::OutOfOrderSequence,
+        "expected sequence 6, got 0",
+        "the sixth-oldest batch is no longer retained",
     );
 }
 
 #[test]
 fn sequence_gap_is_out_of_order_and_writes_nothing() {
-    let h = Harness::new();
-    let mut set = h.create(&[1]);
+    let (_h, mut set) = leader_alone();
     acks_one(&mut set, idem(1, 0, 0, &["a", "b"]));
-    let err = refused(&mut set, idem(1, 0, 3, &["d"]));
-    assert_eq!(err.code(), ErrorCode::OutOfOrderSequence);
-    assert!(
-        err.to_string().contains("expected sequence 2, got 3"),
-        "{err}"
+    refused_saying(
+        &mut set,
+        idem(1, 0, 3, &["d"]),
+        ErrorCode::OutOfOrderSequence,
+        "expected sequence 2, got 3",
+        "a gap",
     );
     assert_eq!(set.log_end_offset(), 2);
-    let err = refused(&mut set, idem(2, 0, 1, &["x"]));
-    assert!(
-        err.to_string().contains("expected sequence 0, got 1"),
-        "a new producer starts at 0: {err}"
+    refused_saying(
+        &mut set,
+        idem(2, 0, 1, &["x"]),
+        ErrorCode::OutOfOrderSequence,
+        "expected sequence 0, got 1",
+        "a new producer starts at 0",
     );
 }
 
 #[test]
 fn newer_epoch_fences_older() {
-    let h = Harness::new();
-    let mut set = h.create(&[1]);
+    let (_h, mut set) = leader_alone();
     acks_one(&mut set, idem(1, 0, 0, &["a"]));
     acks_one(&mut set, idem(1, 0, 1, &["b"]));
     let r = acks_one(&mut set, idem(1, 1, 0, &["c"]));
     assert_eq!(r.base_offset, Some(2), "a newer epoch starts at sequence 0");
-    let err = refused(&mut set, idem(1, 0, 2, &["zombie"]));
-    assert_eq!(err.code(), ErrorCode::ProducerFenced);
-    assert!(
-        err.to_string()
-            .contains("epoch 0 is older than the current epoch 1"),
-        "{err}"
+    refused_saying(
+        &mut set,
+        idem(1, 0, 2, &["zombie"]),
+        ErrorCode::ProducerFenced,
+        "epoch 0 is older than the current epoch 1",
+        "a zombie",
     );
     assert_eq!(
         code(set.append(idem(1, 0, 0, &["a"]), AckMode::One, None)),
@@ -187,8 +224,7 @@ fn registration_fences_older_epochs_before_they_write() {
 
 #[test]
 fn transactional_batches_go_through_the_same_sequence_checks() {
-    let h = Harness::new();
-    let mut set = h.create(&[1]);
+    let (_h, mut set) = leader_alone();
     let tx = |seq: i32, v: &str| idem(4, 0, seq, &[v]).with_transactional_id("tx-1");
     acks_one(&mut set, tx(0, "a"));
     let dup = acks_one(&mut set, tx(0, "a"));
@@ -235,8 +271,7 @@ fn transactional_batches_go_through_the_same_sequence_checks() {
 
 #[test]
 fn batches_with_a_producer_id_need_a_sequence_and_an_epoch() {
-    let h = Harness::new();
-    let mut set = h.create(&[1]);
+    let (_h, mut set) = leader_alone();
     assert_eq!(
         code(set.append(idem(1, 0, -1, &["a"]), AckMode::One, None)),
         ErrorCode::InvalidRecord
@@ -261,10 +296,8 @@ fn promoted_follower_deduplicates_retries() {
         handle.try_result().unwrap().unwrap();
     }
     set.promote(2).unwrap();
-    let r = acks_one(&mut set, idem(9, 0, 1, &["m1"]));
-    assert_eq!((r.base_offset, r.duplicate), (Some(1), true));
-    let r = acks_one(&mut set, idem(9, 0, 3, &["m3"]));
-    assert_eq!((r.base_offset, r.duplicate), (Some(3), false));
+    assert_acked(&mut set, idem(9, 0, 1, &["m1"]), 1, true);
+    assert_acked(&mut set, idem(9, 0, 3, &["m3"]), 3, false);
 }
 
 #[test]
@@ -280,8 +313,7 @@ fn follower_truncation_rebuilds_producer_state() {
         1,
         "the new leader never had sequence 1"
     );
-    let r = acks_one(&mut set, idem(3, 0, 1, &["again"]));
-    assert_eq!((r.base_offset, r.duplicate), (Some(1), false));
+    assert_acked(&mut set, idem(3, 0, 1, &["again"]), 1, false);
 
     set.rejoin(1).unwrap();
     set.replicate_all_once().unwrap();
@@ -328,8 +360,7 @@ fn restart_keeps_hw_and_producer_state() {
             Some(2),
             "registrations are in the snapshot"
         );
-        let r = acks_one(&mut set, idem(5, 2, 1, &["m1"]));
-        assert_eq!((r.base_offset, r.duplicate), (Some(1), true));
+        assert_acked(&mut set, idem(5, 2, 1, &["m1"]), 1, true);
         assert_eq!(
             code(set.append(idem(5, 2, 7, &["x"]), AckMode::One, None)),
             ErrorCode::OutOfOrderSequence
@@ -354,14 +385,7 @@ fn producer_state_comes_from_the_snapshot_plus_the_tail_not_a_full_scan() {
     assert!(snapshot.exists(), "snapshot at the LEO of the checkpoint");
     // Retention removes the segment holding producer 8's batch; only the
     // snapshot still remembers it.
-    set.apply_retention(
-        START_MS,
-        RetentionPolicy {
-            retention_ms: None,
-            retention_bytes: Some(1),
-        },
-    )
-    .unwrap();
+    retain_one_byte(&mut set);
     assert_eq!(set.log_start_offset(), 1);
     acks_one(&mut set, idem(8, 0, 1, &["second"]));
     let mut set = h.crash_reopen(set);
@@ -372,8 +396,7 @@ fn producer_state_comes_from_the_snapshot_plus_the_tail_not_a_full_scan() {
         vec![0, 2],
         "snapshot (offset 0) plus replayed tail (offset 2)"
     );
-    let r = acks_one(&mut set, idem(8, 0, 0, &["first"]));
-    assert_eq!((r.base_offset, r.duplicate), (Some(0), true));
+    assert_acked(&mut set, idem(8, 0, 0, &["first"]), 0, true);
 }
 
 #[test]
@@ -387,26 +410,16 @@ fn retention_does_not_lose_the_latest_producer_sequences() {
     put(&mut set, &["filler-2"]);
     // Every segment but the active one goes, including the one with seq 1;
     // the snapshot of the checkpoint (offset 1) is now below the log start.
-    set.apply_retention(
-        START_MS,
-        RetentionPolicy {
-            retention_ms: None,
-            retention_bytes: Some(1),
-        },
-    )
-    .unwrap();
+    retain_one_byte(&mut set);
     assert_eq!(set.log_start_offset(), 3);
     let mut set = h.crash_reopen(set);
-    let r = acks_one(&mut set, idem(6, 0, 1, &["s1"]));
-    assert_eq!((r.base_offset, r.duplicate), (Some(1), true));
-    let r = acks_one(&mut set, idem(6, 0, 2, &["s2"]));
-    assert_eq!((r.base_offset, r.duplicate), (Some(4), false));
+    assert_acked(&mut set, idem(6, 0, 1, &["s1"]), 1, true);
+    assert_acked(&mut set, idem(6, 0, 2, &["s2"]), 4, false);
 }
 
 #[test]
 fn next_sequence_is_what_the_check_expects_per_producer_and_epoch() {
-    let h = Harness::new();
-    let mut set = h.create(&[1]);
+    let (_h, mut set) = leader_alone();
     assert_eq!(
         set.next_sequence(3, 0),
         0,

@@ -27,24 +27,29 @@ fn begin(set: &mut PartitionReplicaSet, target: &[i32]) -> Vec<i32> {
 
 /// A partition on broker 1 holding "a", moving to `target`.
 fn a_moving_from_1_to(target: &[i32]) -> (Harness, PartitionReplicaSet) {
-    let h = Harness::new();
-    let mut set = h.create(&[1]);
-    put(&mut set, &["a"]);
+    let (h, mut set) = Harness::holding_a(&[1]);
     begin(&mut set, target);
+    (h, set)
+}
+
+/// Replicas 1 and 2 fetching one batch at a time (so a move takes several
+/// rounds), holding `n` one-record batches both have.
+fn in_sync_one_record_per_fetch(n: i64) -> (Harness, PartitionReplicaSet) {
+    let h = Harness::with(|c| c.replica_fetch_max_bytes = 1);
+    let mut set = h.create(&[1, 2]);
+    for i in 0..n {
+        put(&mut set, &[&format!("v{i}")]);
+    }
+    for _ in 0..n {
+        set.replicate_all_once().unwrap();
+    }
+    assert_eq!(set.high_watermark(), n);
     (h, set)
 }
 
 #[test]
 fn a_move_adds_followers_that_catch_up_then_the_removed_leader_hands_over() {
-    let h = Harness::with(|c| c.replica_fetch_max_bytes = 1);
-    let mut set = h.create(&[1, 2]);
-    for i in 0..3 {
-        put(&mut set, &[&format!("v{i}")]);
-    }
-    for _ in 0..3 {
-        set.replicate_all_once().unwrap();
-    }
-    assert_eq!(set.high_watermark(), 3);
+    let (h, mut set) = in_sync_one_record_per_fetch(3);
 
     assert!(begin(&mut set, &[2, 3]).is_empty());
     let r = set.reassignment().unwrap().clone();
@@ -96,10 +101,7 @@ fn a_move_adds_followers_that_catch_up_then_the_removed_leader_hands_over() {
 
 #[test]
 fn shrinking_and_reordering_complete_at_once() {
-    let h = Harness::new();
-    let mut set = h.create(&[1, 2, 3]);
-    put(&mut set, &["a"]);
-    set.replicate_all_once().unwrap();
+    let (_h, mut set) = Harness::three_with_a_replicated();
     begin(&mut set, &[1, 3]);
     assert!(set.reassignment_ready(), "nothing to add: ready at once");
     let done = set.try_complete_reassignment().unwrap().unwrap();
@@ -118,9 +120,7 @@ fn shrinking_and_reordering_complete_at_once() {
 
 #[test]
 fn cancelling_goes_back_to_the_original_replicas_and_drops_the_adding_ones() {
-    let h = Harness::new();
-    let mut set = h.create(&[1, 2]);
-    put(&mut set, &["a"]);
+    let (_h, mut set) = Harness::holding_a(&[1, 2]);
     set.replicate_all_once().unwrap();
     begin(&mut set, &[3, 4]);
     assert_eq!(set.replicas(), &[3, 4, 1, 2]);
@@ -229,15 +229,7 @@ fn bad_targets_are_refused_before_anything_changes() {
 
 #[test]
 fn a_crash_in_the_middle_of_a_move_resumes_it_without_losing_committed_data() {
-    let h = Harness::with(|c| c.replica_fetch_max_bytes = 1);
-    let mut set = h.create(&[1, 2]);
-    for i in 0..4 {
-        put(&mut set, &[&format!("v{i}")]);
-    }
-    for _ in 0..4 {
-        set.replicate_all_once().unwrap();
-    }
-    assert_eq!(set.high_watermark(), 4);
+    let (h, mut set) = in_sync_one_record_per_fetch(4);
     begin(&mut set, &[3, 2]);
     set.replicate_all_once().unwrap();
     assert!(!set.reassignment_ready(), "broker 3 is only part way");
@@ -289,9 +281,7 @@ fn the_recorded_form_round_trips() {
 
 #[test]
 fn a_new_replica_that_cannot_be_opened_leaves_the_set_as_it_was() {
-    let h = Harness::new();
-    let mut set = h.create(&[1]);
-    put(&mut set, &["a"]);
+    let (h, mut set) = Harness::holding_a(&[1]);
     let faults = h.config.log.faults.clone();
     let start = faults.sites_passed();
     let plan = set.plan_reassignment(&[1, 2, 3]).unwrap();

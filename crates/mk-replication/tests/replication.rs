@@ -394,9 +394,7 @@ fn acks_all_handle_is_awaitable_without_a_runtime_in_this_crate() {
 
 #[test]
 fn consumers_never_see_offsets_at_or_above_hw() {
-    let h = Harness::new();
-    let mut set = h.create(&[1, 2]);
-    put(&mut set, &["a"]);
+    let (_h, mut set) = Harness::holding_a(&[1, 2]);
     set.replicate_all_once().unwrap();
     put(&mut set, &["b", "c"]);
     assert_eq!(set.high_watermark(), 1);
@@ -515,10 +513,7 @@ fn delete_records_moves_every_replicas_log_start_up_to_the_high_watermark() {
 /// then takes the start itself.
 #[test]
 fn a_follower_behind_a_log_start_inside_a_batch_starts_over_at_that_batch() {
-    let h = Harness::new();
-    let mut set = h.create(&[1, 2, 3]);
-    put(&mut set, &["a"]);
-    set.replicate_all_once().unwrap();
+    let (_h, mut set) = Harness::three_with_a_replicated();
     set.remove_from_isr(3).unwrap();
     put(&mut set, &["b", "c", "d"]);
     put(&mut set, &["e", "f"]);

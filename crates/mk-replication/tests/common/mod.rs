@@ -55,6 +55,22 @@ impl Harness {
         .expect("create replica set")
     }
 
+    /// A replica set of `replicas` whose leader holds the one record "a".
+    pub fn holding_a(replicas: &[BrokerId]) -> (Self, PartitionReplicaSet) {
+        let h = Self::new();
+        let mut set = h.create(replicas);
+        put(&mut set, &["a"]);
+        (h, set)
+    }
+
+    /// Replicas 1, 2 and 3 holding the one record "a", replicated once (so
+    /// every replica has it and the high watermark covers it).
+    pub fn three_with_a_replicated() -> (Self, PartitionReplicaSet) {
+        let (h, mut set) = Self::holding_a(&[1, 2, 3]);
+        set.replicate_all_once().unwrap();
+        (h, set)
+    }
+
     pub fn open(&self, assignment: PartitionAssignment) -> PartitionReplicaSet {
         self.try_open(assignment).expect("open replica set")
     }
