@@ -10,7 +10,6 @@ use common::{Harness, value_records};
 use mk_adapter_kafka::api::key;
 use mk_adapter_kafka::codec::Uuid;
 use mk_adapter_kafka::errors::KafkaCode;
-use mk_adapter_kafka::messages::api_versions::{ApiVersionsRequest, ApiVersionsResponse};
 use mk_adapter_kafka::messages::consumer_group_describe::{
     ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse,
 };
@@ -278,9 +277,7 @@ async fn list_groups_v5_reports_and_filters_types() {
 async fn api_versions_reports_the_group_and_share_features() {
     let h = Harness::one().await;
     let mut c = h.conn(1).await;
-    let versions: ApiVersionsResponse = c
-        .call(key::API_VERSIONS, 3, &ApiVersionsRequest::default())
-        .await;
+    let versions = c.api_versions().await;
     let features: Vec<(String, i16)> = versions
         .finalized_features
         .iter()

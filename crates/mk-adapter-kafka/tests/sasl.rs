@@ -20,7 +20,6 @@ use hmac::{Hmac, Mac};
 use mk_adapter_kafka::api::key;
 use mk_adapter_kafka::api::sasl::SaslOptions;
 use mk_adapter_kafka::errors::KafkaCode;
-use mk_adapter_kafka::messages::api_versions::{ApiVersionsRequest, ApiVersionsResponse};
 use mk_adapter_kafka::messages::metadata::MetadataResponse;
 use mk_adapter_kafka::messages::sasl_authenticate::{
     SaslAuthenticateRequest, SaslAuthenticateResponse,
@@ -192,9 +191,7 @@ async fn plain_and_scram_authenticate_then_requests_are_served() {
     let s = Sasl::start(|_| {}).await;
     let mut alice = s.plain().await;
     // ApiVersions is answered before authenticating and lists the SASL APIs.
-    let v: ApiVersionsResponse = alice
-        .call(key::API_VERSIONS, 3, &ApiVersionsRequest::default())
-        .await;
+    let v = alice.api_versions().await;
     assert!(
         v.api_keys
             .iter()

@@ -50,9 +50,7 @@ fn fetch_req(topic: &str, partition: i32, offset: i64, max_wait_ms: i32) -> Fetc
 /// A working connection still gets answers: the server was not harmed.
 async fn still_serves(h: &Harness) {
     let mut c = h.conn(1).await;
-    let r: ApiVersionsResponse = c
-        .call(key::API_VERSIONS, 3, &ApiVersionsRequest::default())
-        .await;
+    let r = c.api_versions().await;
     assert_eq!(r.error_code, KafkaCode::NONE);
 }
 
@@ -60,9 +58,7 @@ async fn still_serves(h: &Harness) {
 async fn api_versions_advertises_the_table_and_answers_newer_versions_with_v0() {
     let h = Harness::one().await;
     let mut c = h.conn(1).await;
-    let r: ApiVersionsResponse = c
-        .call(key::API_VERSIONS, 3, &ApiVersionsRequest::default())
-        .await;
+    let r = c.api_versions().await;
     assert_eq!(r.api_keys, versions::table());
     // A version above ours: UNSUPPORTED_VERSION and our table, in a v0 body
     // with a v0 header; the connection stays open for the retry.

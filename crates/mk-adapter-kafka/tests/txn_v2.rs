@@ -19,7 +19,6 @@ use mk_adapter_kafka::messages::add_partitions_to_txn::{
     AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, AddPartitionsToTxnTopic,
     AddPartitionsToTxnTransaction,
 };
-use mk_adapter_kafka::messages::api_versions::{ApiVersionsRequest, ApiVersionsResponse};
 use mk_adapter_kafka::messages::end_txn::{EndTxnRequest, EndTxnResponse};
 use mk_adapter_kafka::messages::init_producer_id::{InitProducerIdRequest, InitProducerIdResponse};
 use mk_adapter_kafka::messages::produce::{ProduceRequest, ProduceResponse};
@@ -106,9 +105,7 @@ async fn started(partitions: u32) -> (Harness, Conn, (i64, i16)) {
 async fn api_versions_finalizes_transaction_version_2() {
     let h = Harness::one().await;
     let mut c = h.conn(1).await;
-    let r: ApiVersionsResponse = c
-        .call(key::API_VERSIONS, 3, &ApiVersionsRequest::default())
-        .await;
+    let r = c.api_versions().await;
     let supported = r
         .supported_features
         .iter()

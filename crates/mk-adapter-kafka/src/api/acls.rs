@@ -120,17 +120,7 @@ pub async fn handle_create_acls(ctx: &Ctx<'_>, req: CreateAclsRequest) -> Create
         error_code: code,
         error_message: Some(message),
     };
-    if let Some((code, message)) = refusal(ctx, Operation::Alter) {
-        return CreateAclsResponse {
-            throttle_time_ms: 0,
-            results: req
-                .creations
-                .iter()
-                .map(|_| failed(code, message.clone()))
-                .collect(),
-        };
-    }
-    let parsed: Vec<Result<AclBinding, String>> = req
+    let parsed = req
         .creations
         .iter()
         .map(|c| {
@@ -145,43 +135,61 @@ pub async fn handle_create_acls(ctx: &Ctx<'_>, req: CreateAclsRequest) -> Create
             )
         })
         .collect();
-    let valid: Vec<AclBinding> = parsed
-        .iter()
-        .filter_map(|p| p.as_ref().ok().cloned())
-        .collect();
-    let mut stored = match ctx.cluster.security().create_acls(valid) {
-        Ok(answers) => answers
-            .into_iter()
-            .map(|r| r.map_err(|e| (kafka_code(e.code()), e.to_string()))),
-        Err(e) => {
-            let (code, message) = (kafka_code(e.code()), e.to_string());
-            return CreateAclsResponse {
-                throttle_time_ms: 0,
-                results: parsed
-                    .iter()
-                    .map(|_| failed(code, message.clone()))
-                    .collect(),
-            };
-        }
-    };
-    let results = parsed
-        .into_iter()
-        .map(|p| match p {
-            Err(message) => failed(KafkaCode::INVALID_REQUEST, message),
-            Ok(_) => match stored.next() {
-                Some(Ok(())) => AclCreationResult {
-                    error_code: KafkaCode::NONE,
-                    error_message: None,
-                },
-                Some(Err((code, message))) => failed(code, message),
-                None => failed(KafkaCode::UNKNOWN_SERVER_ERROR, "no answer".into()),
+    let results = answer_each(
+        refusal(ctx, Operation::Alter),
+        parsed,
+        |valid| ctx.cluster.security().create_acls(valid),
+        failed,
+        |stored| match stored {
+            Some(Ok(())) => AclCreationResult {
+                error_code: KafkaCode::NONE,
+                error_message: None,
             },
-        })
-        .collect();
+            Some(Err(e)) => failed(kafka_code(e.code()), e.to_string()),
+            None => failed(KafkaCode::UNKNOWN_SERVER_ERROR, "no answer".into()),
+        },
+    );
     CreateAclsResponse {
         throttle_time_ms: 0,
         results,
     }
+}
+
+/// One result per item of a CreateAcls or DeleteAcls, in order: each
+/// `failed` when the request is refused as a whole or the core's `apply`
+/// fails; an item that did not parse INVALID_REQUEST; each valid one
+/// `done` with the core's answer to it (all valid ones go in one `apply`).
+fn answer_each<T: Clone, A, R>(
+    refused: Option<(KafkaCode, String)>,
+    parsed: Vec<Result<T, String>>,
+    apply: impl FnOnce(Vec<T>) -> Result<Vec<A>, mk_cluster::ClusterError>,
+    failed: impl Fn(KafkaCode, String) -> R,
+    done: impl Fn(Option<A>) -> R,
+) -> Vec<R> {
+    let fail_all = |code: KafkaCode, message: String| {
+        parsed
+            .iter()
+            .map(|_| failed(code, message.clone()))
+            .collect()
+    };
+    if let Some((code, message)) = refused {
+        return fail_all(code, message);
+    }
+    let valid: Vec<T> = parsed
+        .iter()
+        .filter_map(|p| p.as_ref().ok().cloned())
+        .collect();
+    let mut answers = match apply(valid) {
+        Ok(answers) => answers.into_iter(),
+        Err(e) => return fail_all(kafka_code(e.code()), e.to_string()),
+    };
+    parsed
+        .into_iter()
+        .map(|p| match p {
+            Err(message) => failed(KafkaCode::INVALID_REQUEST, message),
+            Ok(_) => done(answers.next()),
+        })
+        .collect()
 }
 
 /// The matching ACLs grouped by resource pattern, as Kafka answers.
@@ -249,22 +257,7 @@ fn removed_acl(acl: AclBinding) -> DeleteAclsMatchingAcl {
 /// Removes what each filter matches; one result per filter, listing the
 /// ACLs it removed.
 pub async fn handle_delete_acls(ctx: &Ctx<'_>, req: DeleteAclsRequest) -> DeleteAclsResponse {
-    let failed = |code: KafkaCode, message: String| DeleteAclsFilterResult {
-        error_code: code,
-        error_message: Some(message),
-        matching_acls: Vec::new(),
-    };
-    if let Some((code, message)) = refusal(ctx, Operation::Alter) {
-        return DeleteAclsResponse {
-            throttle_time_ms: 0,
-            filter_results: req
-                .filters
-                .iter()
-                .map(|_| failed(code, message.clone()))
-                .collect(),
-        };
-    }
-    let parsed: Vec<Result<AclBindingFilter, String>> = req
+    let parsed = req
         .filters
         .iter()
         .map(|f| {
@@ -279,39 +272,25 @@ pub async fn handle_delete_acls(ctx: &Ctx<'_>, req: DeleteAclsRequest) -> Delete
             )
         })
         .collect();
-    let valid: Vec<AclBindingFilter> = parsed
-        .iter()
-        .filter_map(|p| p.as_ref().ok().cloned())
-        .collect();
-    let mut removed = match ctx.cluster.security().delete_acls(&valid) {
-        Ok(removed) => removed.into_iter(),
-        Err(e) => {
-            let (code, message) = (kafka_code(e.code()), e.to_string());
-            return DeleteAclsResponse {
-                throttle_time_ms: 0,
-                filter_results: parsed
-                    .iter()
-                    .map(|_| failed(code, message.clone()))
-                    .collect(),
-            };
-        }
-    };
-    let filter_results = parsed
-        .into_iter()
-        .map(|p| match p {
-            Err(message) => failed(KafkaCode::INVALID_REQUEST, message),
-            Ok(_) => DeleteAclsFilterResult {
-                error_code: KafkaCode::NONE,
-                error_message: None,
-                matching_acls: removed
-                    .next()
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(removed_acl)
-                    .collect(),
-            },
-        })
-        .collect();
+    let filter_results = answer_each(
+        refusal(ctx, Operation::Alter),
+        parsed,
+        |valid| ctx.cluster.security().delete_acls(&valid),
+        |code, message| DeleteAclsFilterResult {
+            error_code: code,
+            error_message: Some(message),
+            matching_acls: Vec::new(),
+        },
+        |removed| DeleteAclsFilterResult {
+            error_code: KafkaCode::NONE,
+            error_message: None,
+            matching_acls: removed
+                .unwrap_or_default()
+                .into_iter()
+                .map(removed_acl)
+                .collect(),
+        },
+    );
     DeleteAclsResponse {
         throttle_time_ms: 0,
         filter_results,

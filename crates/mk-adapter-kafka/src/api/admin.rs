@@ -39,6 +39,7 @@ use mk_cluster::{
 /// Kafka's config resource types.
 pub const RESOURCE_TOPIC: i8 = 2;
 pub const RESOURCE_BROKER: i8 = 4;
+pub const RESOURCE_BROKER_LOGGER: i8 = 8;
 /// Kafka's GROUP resource (KIP-848 and KIP-932 group configs).
 pub const RESOURCE_GROUP: i8 = 32;
 
@@ -484,8 +485,8 @@ pub async fn handle_alter_configs(ctx: &Ctx<'_>, req: AlterConfigsRequest) -> Al
 // ----- IncrementalAlterConfigs -----------------------------------------------
 
 /// Kafka's incremental config operations.
-const OP_SET: i8 = 0;
-const OP_DELETE: i8 = 1;
+pub(crate) const OP_SET: i8 = 0;
+pub(crate) const OP_DELETE: i8 = 1;
 const OP_APPEND: i8 = 2;
 const OP_SUBTRACT: i8 = 3;
 

@@ -13,9 +13,7 @@ use mk_cluster::ClusterError;
 const SOURCE_GROUP: i8 = 8;
 const SOURCE_DEFAULT: i8 = 5;
 
-/// IncrementalAlterConfigs operations.
-const OP_SET: i8 = 0;
-const OP_DELETE: i8 = 1;
+use super::admin::{OP_DELETE, OP_SET};
 
 /// Every group config of `group`: GROUP_CONFIG where the group set it,
 /// DEFAULT_CONFIG otherwise.

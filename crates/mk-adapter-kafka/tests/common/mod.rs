@@ -11,6 +11,7 @@ use bytes::{Buf, Bytes, BytesMut};
 use mk_adapter_kafka::api::{self, Message};
 use mk_adapter_kafka::codec::{Reader, Writer};
 use mk_adapter_kafka::frame::{RequestHeader, split_response};
+use mk_adapter_kafka::messages::api_versions::{ApiVersionsRequest, ApiVersionsResponse};
 use mk_adapter_kafka::messages::metadata::MetadataRequest;
 use mk_adapter_kafka::messages::produce::{PartitionProduceData, ProduceRequest, TopicProduceData};
 use mk_adapter_kafka::mk_cluster::{BrokerCluster, ManualClock, MiniKafkaConfig};
@@ -179,6 +180,12 @@ impl Conn {
         let resp = R::read(&mut r, version).unwrap();
         r.finish("response").unwrap();
         resp
+    }
+
+    /// ApiVersions v3, as a client opens a connection.
+    pub async fn api_versions(&mut self) -> ApiVersionsResponse {
+        self.call(api::key::API_VERSIONS, 3, &ApiVersionsRequest::default())
+            .await
     }
 
     pub async fn call<M: Message, R: Message>(

@@ -436,11 +436,7 @@ pub fn delete_records(
 
 // ----- Configs ------------------------------------------------------------
 
-/// Kafka's config resource types.
-const CONFIG_TOPIC: i8 = 2;
-const CONFIG_BROKER: i8 = 4;
-const CONFIG_BROKER_LOGGER: i8 = 8;
-const CONFIG_GROUP: i8 = 32;
+use crate::api::admin::{RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_GROUP, RESOURCE_TOPIC};
 
 /// The denial (code and message) of `operation` (DESCRIBE_CONFIGS or
 /// ALTER_CONFIGS) on a config resource; `None` when it is allowed.
@@ -451,19 +447,19 @@ fn config_refusal(
     name: &str,
 ) -> Option<(KafkaCode, String)> {
     let (allowed, code, rt, name) = match resource_type {
-        CONFIG_TOPIC => (
+        RESOURCE_TOPIC => (
             authz.topic(operation, name),
             TOPIC,
             ResourceType::Topic,
             name,
         ),
-        CONFIG_GROUP => (
+        RESOURCE_GROUP => (
             authz.group(operation, name),
             super::GROUP,
             ResourceType::Group,
             name,
         ),
-        CONFIG_BROKER | CONFIG_BROKER_LOGGER => (
+        RESOURCE_BROKER | RESOURCE_BROKER_LOGGER => (
             authz.cluster(operation),
             CLUSTER,
             ResourceType::Cluster,
