@@ -24,7 +24,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from .model import Ack, Got, Rec
+from .model import Ack, Got, Rec, got_from
 
 DEBUG = os.environ.get("MK_INTEROP_DEBUG") == "1"
 TIMEOUT_S = 60.0
@@ -913,17 +913,7 @@ class KafkaJs:
         res = self._run(
             "read-all", {"bootstrap": bootstrap, "topic": topic, "maxBytes": max_fetch_bytes, "isolation": isolation}
         )
-        return [
-            Got(
-                g["partition"],
-                g["offset"],
-                _b(g["key"]),
-                _b(g["value"]),
-                g["timestamp"],
-                tuple((k, _b(v)) for k, v in g["headers"]),
-            )
-            for g in res["records"]
-        ]
+        return [got_from(g, _b) for g in res["records"]]
 
     # ---- consumer-group administration
 

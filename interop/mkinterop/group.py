@@ -22,6 +22,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from . import java_client
+from .server import file_tail
 
 INTEROP_DIR = Path(__file__).resolve().parent.parent
 JS_DIR = INTEROP_DIR / "js"
@@ -137,11 +138,7 @@ class MemberProcess:
         return self.proc.poll() is None
 
     def log_tail(self, n: int = 60) -> str:
-        try:
-            text = self.log_path.read_text(errors="replace")
-        except OSError as e:
-            return f"(cannot read {self.log_path}: {e})"
-        return "\n".join(text.splitlines()[-n:])
+        return file_tail(self.log_path, n)
 
     def describe(self) -> str:
         evs = self.snapshot()

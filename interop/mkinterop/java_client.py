@@ -41,7 +41,7 @@ import time
 import uuid
 from pathlib import Path
 
-from .model import Ack, Got, Rec
+from .model import Ack, Got, Rec, got_from
 
 DEBUG = os.environ.get("MK_INTEROP_DEBUG") == "1"
 INTEROP_DIR = Path(__file__).resolve().parent.parent
@@ -294,14 +294,7 @@ def rec_json(r: Rec) -> dict:
 
 
 def got_of(j: dict) -> Got:
-    return Got(
-        j["partition"],
-        j["offset"],
-        unb64(j["key"]),
-        unb64(j["value"]),
-        j["timestamp"],
-        tuple((k, unb64(v)) for k, v in j["headers"]),
-    )
+    return got_from(j, unb64)
 
 
 def checked(answer: dict, what: str) -> dict:

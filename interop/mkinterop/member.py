@@ -143,6 +143,22 @@ class Member:
                 self.pending.pop(p, None)
         emit("revoked", partitions=sorted(partitions))
 
+    def consume(self, poll, commit, close) -> None:
+        """A synchronous client's loop: until stopped or at its limit, the
+        records `poll()` returns ([(partition, offset, value)]) are emitted
+        and committed with `commit(offsets)` under the lock; then `close()`."""
+        try:
+            while not self.control.stop.is_set() and not self.limit_reached:
+                recs = poll()
+                if not recs:
+                    continue
+                with self.lock:
+                    self.emit_records(recs)
+                    self.commit_sync(commit)
+        finally:
+            close()
+            emit("closed")
+
 
 # --------------------------------------------------------------------------
 
@@ -191,24 +207,17 @@ class ConfluentMember(Member):
             self.revoked([tp.partition for tp in parts], commit)
 
         consumer.subscribe(cfg["topics"], on_assign=on_assign, on_revoke=on_revoke)
-        emit("started")
-        try:
-            while not self.control.stop.is_set() and not self.limit_reached:
-                msgs = consumer.consume(num_messages=self.batch, timeout=0.2)
-                recs = []
-                for m in msgs:
-                    if m.error():
-                        emit("error", error=str(m.error()))
-                        continue
-                    recs.append((m.partition(), m.offset(), m.value()))
-                if not recs:
+        def poll():
+            recs = []
+            for m in consumer.consume(num_messages=self.batch, timeout=0.2):
+                if m.error():
+                    emit("error", error=str(m.error()))
                     continue
-                with self.lock:
-                    self.emit_records(recs)
-                    self.commit_sync(commit)
-        finally:
-            consumer.close()
-            emit("closed")
+                recs.append((m.partition(), m.offset(), m.value()))
+            return recs
+
+        emit("started")
+        self.consume(poll, commit, consumer.close)
 
 
 def _python_member_config(cfg: dict, assignors: dict) -> dict:
@@ -275,20 +284,14 @@ class KafkaPythonMember(Member):
         consumer.topics()
         emit("started")
         topic = cfg["topics"][0]
-        try:
-            while not self.control.stop.is_set() and not self.limit_reached:
-                # The listener runs inside poll(), so what poll() returns
-                # belongs to the assignment in force.
-                polled = consumer.poll(timeout_ms=1000, max_records=self.batch)
-                recs = [(tp.partition, m.offset, m.value) for tp, ms in polled.items() for m in ms]
-                if not recs:
-                    continue
-                with self.lock:
-                    self.emit_records(recs)
-                    self.commit_sync(commit)
-        finally:
-            consumer.close()
-            emit("closed")
+
+        def poll():
+            # The listener runs inside poll(), so what poll() returns
+            # belongs to the assignment in force.
+            polled = consumer.poll(timeout_ms=1000, max_records=self.batch)
+            return [(tp.partition, m.offset, m.value) for tp, ms in polled.items() for m in ms]
+
+        self.consume(poll, commit, consumer.close)
 
 
 class AioKafkaMember(Member):

@@ -13,13 +13,16 @@ import json
 import os
 import random
 import re
-import selectors
 import signal
 import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+# The banner line is read as the repository's Python package reads it
+# (python/mk_server; pytest.ini puts ../python on the path).
+from mk_server import _first_line as _read_banner
 
 BANNER_PREFIX = "mk-server listening on "
 START_TIMEOUT_S = 30.0
@@ -99,11 +102,7 @@ class MkServer:
         return self.kafka_addrs[self.broker_ids.index(broker_id)]
 
     def log_tail(self, lines: int = 60) -> str:
-        try:
-            text = self.log_path.read_text(errors="replace")
-        except OSError as e:
-            return f"(cannot read {self.log_path}: {e})"
-        return "\n".join(text.splitlines()[-lines:])
+        return file_tail(self.log_path, lines)
 
     def cli(self, *args: str, timeout_s: float = 30.0) -> subprocess.CompletedProcess:
         """Runs an mk-server client subcommand against this server's JSON-TCP port."""
@@ -169,25 +168,13 @@ class MkServer:
         return self.process.returncode
 
 
-def _read_banner(process: subprocess.Popen, deadline: float) -> str | None:
-    """The first stdout line, or None if the process exited or time ran out."""
-    assert process.stdout is not None
-    sel = selectors.DefaultSelector()
-    sel.register(process.stdout, selectors.EVENT_READ)
-    buf = b""
+def file_tail(path: Path, lines: int = 60) -> str:
+    """The last `lines` lines of a log file, or why it cannot be read."""
     try:
-        while time.monotonic() < deadline:
-            if not sel.select(timeout=max(0.0, deadline - time.monotonic())):
-                continue
-            chunk = os.read(process.stdout.fileno(), 4096)
-            if not chunk:
-                return None
-            buf += chunk
-            if b"\n" in buf:
-                return buf.split(b"\n", 1)[0].decode(errors="replace")
-        return None
-    finally:
-        sel.close()
+        text = path.read_text(errors="replace")
+    except OSError as e:
+        return f"(cannot read {path}: {e})"
+    return "\n".join(text.splitlines()[-lines:])
 
 
 def _parse_banner(line: str) -> tuple[list[str], str]:

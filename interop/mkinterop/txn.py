@@ -167,3 +167,15 @@ class KafkaPythonTxnProducer:
 from .java_client import JavaTxnProducer  # noqa: E402
 
 TXN_PRODUCERS = {"confluent-kafka": ConfluentTxnProducer, "kafka-python": KafkaPythonTxnProducer, "java": JavaTxnProducer}
+
+
+def open_transaction(producer, topic: str, values: list[bytes], partition: int = 0) -> list[bytes]:
+    """Initializes `producer`, begins a transaction, sends `values` to
+    `partition` of `topic` and flushes, leaving the transaction open;
+    returns `values`."""
+    producer.init()
+    producer.begin()
+    for v in values:
+        producer.send(topic, v, partition)
+    producer.flush()
+    return values

@@ -8,12 +8,13 @@ kafka-python) on three hosted brokers.
 
 from __future__ import annotations
 
-import time
+import functools
 
 from conftest import unique_topic
 
 from mkinterop import java_client
 from mkinterop.drivers import DRIVERS
+from mkinterop.group import wait_until
 from mkinterop.model import Rec
 
 
@@ -115,15 +116,33 @@ def _leaders(server, t: str) -> dict[int, tuple[int, list[int], list[int]]]:
     return {p["partition"]: (p["leader"], p["replicas"], sorted(p["isr"])) for p in described["partitions"]}
 
 
-def _wait_for(condition, what: str, timeout_s: float = 60.0):
-    deadline = time.monotonic() + timeout_s
-    last = None
-    while time.monotonic() < deadline:
-        ok, last = condition()
-        if ok:
-            return last
-        time.sleep(0.2)
-    raise AssertionError(f"{what} within {timeout_s}s; last seen: {last}")
+
+
+def _seeded(server, prefix: str, partitions: int, replication_factor: int, count: int) -> tuple[str, list[Rec]]:
+    """A new topic with `count` records spread over its partitions, written
+    by confluent-kafka: (topic, records)."""
+    t = unique_topic(prefix)
+    confluent = DRIVERS["confluent-kafka"]
+    confluent.create_topic(server.bootstrap, t, partitions, replication_factor=replication_factor)
+    records = [Rec(None, f"v{i}".encode(), partition=i % partitions) for i in range(count)]
+    confluent.produce(server.bootstrap, t, records)
+    return t, records
+
+
+def _assert_all_there(server, t: str, records: list[Rec]) -> None:
+    """kafka-python reads every record of `t` back."""
+    got = DRIVERS["kafka-python"].read_all(",".join(server.kafka_addrs), t)
+    assert sorted(g.value for g in got) == sorted(r.value for r in records), got
+
+
+def _broker(server, state: str, broker: int) -> None:
+    """`mk-server broker offline|online <broker>`, which must succeed."""
+    done = server.cli("broker", state, str(broker))
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+# Leadership and reassignment polls: every 0.2 s, for up to a minute.
+_wait_for = functools.partial(wait_until, timeout_s=60.0, poll_s=0.2)
 
 
 def test_java_preferred_election_brings_leadership_back_after_a_broker_returns(three_brokers):
@@ -132,26 +151,20 @@ def test_java_preferred_election_brings_leadership_back_after_a_broker_returns(t
     it, a second election is ELECTION_NOT_NEEDED, UNCLEAN elects nothing
     while every leader is online, and the records are all still there."""
     server = three_brokers
-    t = unique_topic("elect")
-    confluent = DRIVERS["confluent-kafka"]
-    confluent.create_topic(server.bootstrap, t, 3, replication_factor=3)
-    records = [Rec(None, f"v{i}".encode(), partition=i % 3) for i in range(9)]
-    confluent.produce(server.bootstrap, t, records)
+    t, records = _seeded(server, "elect", 3, 3, 9)
     before = _leaders(server, t)
     assert all(leader == replicas[0] for leader, replicas, _ in before.values()), before
     led_by_1 = [p for p, (leader, _, _) in before.items() if leader == 1]
     assert led_by_1, before
 
-    off = server.cli("broker", "offline", "1")
-    assert off.returncode == 0, off.stdout + off.stderr
+    _broker(server, "offline", 1)
     moved = _wait_for(lambda: (all(_leaders(server, t)[p][0] != 1 for p in led_by_1), _leaders(server, t)),
                       "leadership to leave broker 1")
     tps = [[t, p] for p in led_by_1]
     refused = everywhere("elect-leaders", server, type="preferred", partitions=tps)
     assert all(refused[f"{t}:{p}"]["code"] == "PREFERRED_LEADER_NOT_AVAILABLE" for p in led_by_1), (refused, moved)
 
-    on = server.cli("broker", "online", "1")
-    assert on.returncode == 0, on.stdout + on.stderr
+    _broker(server, "online", 1)
     _wait_for(lambda: (all(1 in isr for _, _, isr in _leaders(server, t).values()), _leaders(server, t)),
               "broker 1 to rejoin every ISR")
     unclean = everywhere("elect-leaders", server, type="unclean", partitions=tps)
@@ -162,8 +175,7 @@ def test_java_preferred_election_brings_leadership_back_after_a_broker_returns(t
     assert all(after[p][0] == 1 for p in led_by_1), after
     again = everywhere("elect-leaders", server, type="preferred", partitions=tps)
     assert all(again[f"{t}:{p}"]["code"] == "ELECTION_NOT_NEEDED" for p in led_by_1), again
-    got = DRIVERS["kafka-python"].read_all(",".join(server.kafka_addrs), t)
-    assert sorted(g.value for g in got) == sorted(r.value for r in records), got
+    _assert_all_there(server, t, records)
 
 
 def _moves(server, **args) -> dict:
@@ -184,16 +196,11 @@ def test_java_and_kafka_python_move_replicas_between_brokers(three_brokers):
     from kafka.errors import NoReassignmentInProgressError
 
     server = three_brokers
-    t = unique_topic("reassign")
-    confluent = DRIVERS["confluent-kafka"]
-    confluent.create_topic(server.bootstrap, t, 2, replication_factor=2)
-    records = [Rec(None, f"v{i}".encode(), partition=i % 2) for i in range(10)]
-    confluent.produce(server.bootstrap, t, records)
+    t, records = _seeded(server, "reassign", 2, 2, 10)
     before = _leaders(server, t)
     assert before[0][:2] == (1, [1, 2]) and before[1][:2] == (2, [2, 3]), before
 
-    off = server.cli("broker", "offline", "3")
-    assert off.returncode == 0, off.stdout + off.stderr
+    _broker(server, "offline", 3)
     answer = everywhere("alter-partition-reassignments", server, moves=[
         [t, 0, [3, 2]],
         [t, 1, [2, 9]],
@@ -215,8 +222,7 @@ def test_java_and_kafka_python_move_replicas_between_brokers(three_brokers):
                                                  "removing_replicas": [1]}}, listed
         assert _leaders(server, t)[0][:2] == (1, [3, 2, 1]), "Metadata shows the set during the move"
 
-        on = server.cli("broker", "online", "3")
-        assert on.returncode == 0, on.stdout + on.stderr
+        _broker(server, "online", 3)
         _wait_for(lambda: (not _moves(server), _moves(server)), "the move to complete")
         after = _leaders(server, t)
         assert after[0][:2] == (3, [3, 2]), after
@@ -235,5 +241,4 @@ def test_java_and_kafka_python_move_replicas_between_brokers(three_brokers):
     # (3, unless it had not yet re-entered this partition's ISR).
     leader, replicas, _ = _leaders(server, t)[1]
     assert replicas == [3, 1] and leader in (3, 1), (leader, replicas)
-    got = DRIVERS["kafka-python"].read_all(",".join(server.kafka_addrs), t)
-    assert sorted(g.value for g in got) == sorted(r.value for r in records), got
+    _assert_all_there(server, t, records)

@@ -11,7 +11,7 @@ from conftest import CODECS, compressible, unique_topic
 
 from mkinterop.checks import check_in_order, check_keyed_round_trip, expected_offsets_for_time
 from mkinterop.drivers import DRIVERS, ClientFailure
-from mkinterop.model import Rec
+from mkinterop.model import Rec, edge_records
 
 KEYED_RECORDS = 3000
 KEYS = 50
@@ -124,22 +124,7 @@ def test_null_and_empty_keys_values_duplicate_headers_and_timestamps(broker, cli
     topic = unique_topic("edge", client.name)
     client.create_topic(broker.bootstrap, topic, partitions=1)
     base_ms = int(time.time() * 1000) - 60_000
-    shapes = [
-        (None, b"null key"),
-        (b"", b"empty key"),
-        (b"null value", None),
-        (b"empty value", b""),
-        # (None, None) is left out: kafka-python and aiokafka refuse it.
-        (b"dup headers", b"v"),
-        (b"empty header value", b"v"),
-    ]
-    # Repeated keys stay adjacent: kafkajs takes headers as an object, so it
-    # cannot interleave them with other keys.
-    headers = {4: (("h", b"1"), ("h", b"2"), ("h", b"3"), ("other", b"x")), 5: (("e", b""),)}
-    sent = [
-        Rec(key=k, value=v, timestamp_ms=base_ms + i, partition=0, headers=headers.get(i, ()))
-        for i, (k, v) in enumerate(shapes)
-    ]
+    sent = edge_records(base_ms)
     acks = client.produce(broker.bootstrap, topic, sent)
     assert [(a.partition, a.offset) for a in acks] == [(0, i) for i in range(len(sent))]
     got = client.read_all(broker.bootstrap, topic)

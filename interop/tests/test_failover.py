@@ -11,6 +11,7 @@ acknowledged record exactly once, in order."""
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections import defaultdict
@@ -18,11 +19,14 @@ from collections import defaultdict
 from conftest import unique_topic
 
 from mkinterop.drivers import DRIVERS, ConfluentKafka
+from mkinterop.group import wait_until
 
 PARTITIONS = 3
 PHASE_RECORDS = 300  # acknowledged on partition 0 in each phase
 PHASE_TIMEOUT_S = 60.0
 MAX_RECORDS = 200_000  # a bound on the producer loop whatever happens
+# Each phase's polls: every 0.05 s, for up to PHASE_TIMEOUT_S.
+_wait_for = functools.partial(wait_until, timeout_s=PHASE_TIMEOUT_S, poll_s=0.05)
 
 
 class BackgroundProducer:
@@ -150,17 +154,6 @@ def _partition_state(bootstrap: str, topic: str) -> dict[int, tuple[int, list[in
 
     md = AdminClient(ConfluentKafka()._conf(bootstrap)).list_topics(topic, timeout=10).topics[topic]
     return {p: (pm.leader, sorted(pm.isrs)) for p, pm in md.partitions.items()}
-
-
-def _wait_for(condition, what: str, timeout_s: float = PHASE_TIMEOUT_S):
-    deadline = time.monotonic() + timeout_s
-    last = None
-    while time.monotonic() < deadline:
-        ok, last = condition()
-        if ok:
-            return last
-        time.sleep(0.05)
-    raise AssertionError(f"{what} within {timeout_s}s; last seen: {last}")
 
 
 def test_failover_confluent_producer_then_kafka_python_reads_everything(three_brokers, request):

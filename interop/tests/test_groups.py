@@ -183,6 +183,25 @@ def test_group_two_members_split_the_partitions(broker, client, members):
     assert committed_offsets(bootstrap, group, topic) == end_offsets(produced)
 
 
+def _third_joins_mid_stream(members, client, bootstrap, group, topic, pair, rounds: int, tag: str, **cfg):
+    """A paced producer starts; once the two settled members of `pair` have
+    read 150 records a third one (m3) joins, and the three come to hold one
+    partition each: (producer, [m1, m2, m3], when m3 started)."""
+    m1, m2 = pair
+    producer = PacedProducer(bootstrap, topic, rounds=rounds, tag=tag)
+    producer.thread.start()
+    wait_until(
+        lambda: ((n := len(m1.records) + len(m2.records)) >= 150, f"{n} read"),
+        "the two members to read 150 records",
+        members=[m1, m2],
+    )
+    joined_at = time.time()
+    m3 = members.start(client, bootstrap, group, topic, "m3", **cfg)
+    ms = [m1, m2, m3]
+    wait_until(settled(ms, PARTITIONS), "three members to hold one partition each", members=ms)
+    return producer, ms, joined_at
+
+
 def test_group_third_member_joining_mid_stream_rebalances_once(broker, client, members):
     """(3) While records keep arriving, a third member joins two settled
     ones: the group rebalances, every member's rebalance callback fires
@@ -196,17 +215,7 @@ def test_group_third_member_joining_mid_stream_rebalances_once(broker, client, m
     m1, m2 = _start_settled(members, lambda i: client, bootstrap, group, topic, 2)
     generation_before = describe_group(broker, group)["generation"]
 
-    producer = PacedProducer(bootstrap, topic, rounds=800, tag="third")
-    producer.thread.start()
-    wait_until(
-        lambda: ((n := len(m1.records) + len(m2.records)) >= 150, f"{n} read"),
-        "the two members to read 150 records",
-        members=[m1, m2],
-    )
-    joined_at = time.time()
-    m3 = members.start(client, bootstrap, group, topic, "m3")
-    ms = [m1, m2, m3]
-    wait_until(settled(ms, PARTITIONS), "three members to hold one partition each", members=ms)
+    producer, ms, joined_at = _third_joins_mid_stream(members, client, bootstrap, group, topic, (m1, m2), 800, "third")
     settled_at = time.time()
     generation_settled = describe_group(broker, group)["generation"]
 
@@ -586,17 +595,7 @@ def test_group_cooperative_rebalance_moves_only_what_it_must(broker, client, mem
     m1, m2 = _start_settled(members, lambda i: client, bootstrap, group, topic, 2, **cfg)
     held = {m.name: set(m.assignment) for m in (m1, m2)}
     generation_before = describe_group(broker, group)["generation"]
-    producer = PacedProducer(bootstrap, topic, rounds=600, tag="coop")
-    producer.thread.start()
-    wait_until(
-        lambda: ((n := len(m1.records) + len(m2.records)) >= 150, f"{n} read"),
-        "the two members to read 150 records",
-        members=[m1, m2],
-    )
-    joined_at = time.time()
-    m3 = members.start(client, bootstrap, group, topic, "m3", **cfg)
-    ms = [m1, m2, m3]
-    wait_until(settled(ms, PARTITIONS), "three members to hold one partition each", members=ms)
+    producer, ms, joined_at = _third_joins_mid_stream(members, client, bootstrap, group, topic, (m1, m2), 600, "coop", **cfg)
     generation_settled = describe_group(broker, group)["generation"]
     producer.join()
     wait_until(read_everything(ms, producer.acked), "the three members to read every record", members=ms)

@@ -17,6 +17,7 @@ from mkinterop.drivers import DRIVERS
 from mkinterop.group import read_everything, settled, wait_until
 from mkinterop.java_client import JavaTxnProducer, checked
 from mkinterop.model import Rec
+from mkinterop.txn import open_transaction
 
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
@@ -225,11 +226,7 @@ def test_java_list_offsets_latest_read_committed_is_the_last_stable_offset(broke
     DRIVERS["java"].produce(broker.bootstrap, t, [Rec(key=None, value=f"plain-{i}".encode()) for i in range(3)])
     producer = JavaTxnProducer(broker.bootstrap, unique_topic("tid-jlso"))
     try:
-        producer.init()
-        producer.begin()
-        for i in range(4):
-            producer.send(t, f"txn-{i}".encode(), 0)
-        producer.flush()
+        open_transaction(producer, t, [f"txn-{i}".encode() for i in range(4)])
 
         def latest(isolation):
             return java("list-offsets", broker, topic=t, partitions=[0], spec="latest", isolation=isolation)["0"]["offset"]
@@ -318,11 +315,7 @@ def test_java_fence_producers_fences_an_open_transaction(broker):
     tid = unique_topic("tid-jfence")
     producer = JavaTxnProducer(broker.bootstrap, tid)
     try:
-        producer.init()
-        producer.begin()
-        for i in range(5):
-            producer.send(t, f"fenced-{i}".encode(), 0)
-        producer.flush()
+        open_transaction(producer, t, [f"fenced-{i}".encode() for i in range(5)])
         assert java("fence-producers", broker, ids=[tid])[tid]["error"] is None
         try:
             producer.commit()

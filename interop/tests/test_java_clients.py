@@ -13,7 +13,7 @@ from conftest import CODECS, unique_topic
 
 from mkinterop import java_client
 from mkinterop.drivers import DRIVERS, ClientFailure
-from mkinterop.model import Rec
+from mkinterop.model import Rec, edge_records
 
 OTHERS = [name for name in DRIVERS if name != "java"]
 
@@ -39,22 +39,9 @@ def test_java_producer_defaults_to_acks_all_and_idempotence_and_takes_props(brok
 def shapes(tag: str, base_ms: int) -> list[Rec]:
     """Nulls, empties, repeated and empty header values, explicit
     timestamps, and repetitive values so that every codec compresses."""
-    edge = [
-        (None, b"null key"),
-        (b"", b"empty key"),
-        (b"null value", None),
-        (b"empty value", b""),
-        (b"dup headers", b"v"),
-        (b"empty header value", b"v"),
-        # Multi-byte UTF-8 and control characters (the kafkajs bridge
-        # carries strings, so nothing that is not UTF-8).
-        ("ключ-\u00e9".encode(), "\x00\x01\t\x7f \u00ff \u20ac \U0001f600".encode()),
-    ]
-    headers = {4: (("h", b"1"), ("h", b"2"), ("h", b"3"), ("other", b"x")), 5: (("e", b""),)}
-    recs = [
-        Rec(key=k, value=v, timestamp_ms=base_ms + i, partition=0, headers=headers.get(i, ()))
-        for i, (k, v) in enumerate(edge)
-    ]
+    # Then multi-byte UTF-8 and control characters (the kafkajs bridge
+    # carries strings, so nothing that is not UTF-8).
+    recs = edge_records(base_ms, extra=(("ключ-\u00e9".encode(), "\x00\x01\t\x7f \u00ff \u20ac \U0001f600".encode()),))
     recs += [
         Rec(key=f"k{i % 7}".encode(), value=f"{tag}-{i:04d}-".encode() + b"x" * 200, timestamp_ms=base_ms + 100 + i,
             partition=0, headers=(("seq", str(i).encode()),))

@@ -18,7 +18,7 @@ from mkinterop.drivers import DRIVERS
 from mkinterop.group import committed_offsets, wait_until
 from mkinterop.kcat import create_topic_via_cli, kcat
 from mkinterop.model import Rec
-from mkinterop.txn import TXN_PRODUCERS
+from mkinterop.txn import TXN_PRODUCERS, open_transaction
 
 TXN_CLIENTS = list(TXN_PRODUCERS)
 PARTITIONS = 3
@@ -125,12 +125,7 @@ def test_txn_second_producer_with_the_same_id_fences_the_first(broker, client):
     old = TXN_PRODUCERS[client](broker.bootstrap, tid)
     new = TXN_PRODUCERS[client](broker.bootstrap, tid)
     try:
-        old.init()
-        old.begin()
-        old_values = [f"old-{i:02d}".encode() for i in range(10)]
-        for v in old_values:
-            old.send(topic, v, 0)
-        old.flush()
+        old_values = open_transaction(old, topic, [f"old-{i:02d}".encode() for i in range(10)])
 
         new.init()
         with pytest.raises(Exception) as raised:
@@ -156,12 +151,7 @@ def test_txn_left_open_past_its_timeout_is_aborted_and_fenced(broker, client):
     topic = new_topic(broker.bootstrap, "txn-timeout", client)
     producer = TXN_PRODUCERS[client](broker.bootstrap, unique_topic("tid-timeout", client), transaction_timeout_ms=timeout_ms)
     try:
-        producer.init()
-        producer.begin()
-        values = [f"timeout-{i:02d}".encode() for i in range(10)]
-        for v in values:
-            producer.send(topic, v, 0)
-        producer.flush()
+        values = open_transaction(producer, topic, [f"timeout-{i:02d}".encode() for i in range(10)])
         written_at = time.monotonic()
         lso, hw = lso_and_hw(broker.bootstrap, topic)
         assert lso[0] == 0 and hw[0] == 10, f"while the transaction is open: LSO {lso}, HW {hw}"
@@ -302,11 +292,7 @@ def test_kcat_transactional_produce_and_read_committed_consumer(broker):
 
     aborted = TXN_PRODUCERS["confluent-kafka"](broker.bootstrap, unique_topic("tid-kcat-abort"))
     try:
-        aborted.init()
-        aborted.begin()
-        for i in range(50):
-            aborted.send(topic, f"aborted-{i:02d}".encode(), 0)
-        aborted.flush()
+        open_transaction(aborted, topic, [f"aborted-{i:02d}".encode() for i in range(50)])
         aborted.abort()
     finally:
         aborted.close()
