@@ -6,9 +6,7 @@ mod common;
 use bytes::Bytes;
 use common::*;
 use mk_core::ErrorCode;
-use mk_log::{
-    ControlType, LogConfig, PartitionLog, ProducerInfo, Record, RecordBatch, RetentionPolicy,
-};
+use mk_log::{ControlType, LogConfig, PartitionLog, Record, RecordBatch, RetentionPolicy};
 
 fn by_time(ms: i64) -> RetentionPolicy {
     RetentionPolicy {
@@ -64,8 +62,7 @@ fn retention_by_time_deletes_only_an_expired_prefix() {
 
 #[test]
 fn retention_by_size_deletes_oldest_until_under_the_limit() {
-    let (_dir, mut log) = temp_log(&small_config());
-    append_keyed(&mut log, 0..80, 1000, 1);
+    let (_dir, mut log) = keyed_log(&small_config(), 80);
     let total = log.size_bytes();
     let limit = (total / 2) as i64;
     let deleted = log.apply_retention(0, by_size(limit)).unwrap();
@@ -148,8 +145,7 @@ fn compaction_keeps_latest_per_key_null_keys_and_offsets() {
 
 #[test]
 fn compaction_leaves_the_active_segment_alone_but_counts_its_keys() {
-    let (dir, mut log) = temp_log(&small_config());
-    append_keyed(&mut log, 0..30, 1000, 1); // unique keys k0..k29
+    let (dir, mut log) = keyed_log(&small_config(), 30); // unique keys k0..k29
     let active_base = log.active().base_offset;
     // Newer versions of k0 and k1 land in the active segment.
     log.append(rec(Some("k0"), Some("new0"), 1)).unwrap();
@@ -193,11 +189,7 @@ fn tombstones_are_kept_within_grace_then_dropped() {
 #[test]
 fn compaction_keeps_control_batches_and_drops_aborted_records() {
     let (_dir, mut log) = temp_log(&small_config());
-    let p = ProducerInfo {
-        producer_id: 9,
-        producer_epoch: 0,
-        base_sequence: 0,
-    };
+    let p = producer(9);
     log.append(rec(Some("x"), Some("committed"), 1)).unwrap(); // 0
     log.append(
         rec(Some("x"), Some("aborted"), 1)
@@ -225,11 +217,7 @@ fn compaction_keeps_control_batches_and_drops_aborted_records() {
 #[test]
 fn compaction_does_not_touch_segments_at_or_above_an_open_transaction() {
     let (_dir, mut log) = temp_log(&small_config());
-    let p = ProducerInfo {
-        producer_id: 9,
-        producer_epoch: 0,
-        base_sequence: 0,
-    };
+    let p = producer(9);
     log.append(rec(Some("x"), Some("old"), 1)).unwrap();
     log.append(
         rec(Some("x"), Some("pending"), 1)
@@ -294,8 +282,7 @@ fn crash_at_every_step_of_the_compaction_swap_reopens_to_old_or_new() {
 #[test]
 fn the_log_start_moves_inside_a_segment_and_survives_reopening() {
     let config = small_config();
-    let (dir, mut log) = temp_log(&config);
-    append_keyed(&mut log, 0..60, 1000, 1);
+    let (dir, mut log) = keyed_log(&config, 60);
     let closed = log.closed_segments();
     assert!(closed.len() >= 3, "{closed:?}");
     // One past the second segment's base: inside it, not at a boundary.
@@ -329,8 +316,7 @@ fn the_log_start_moves_inside_a_segment_and_survives_reopening() {
 #[test]
 fn a_damaged_log_start_file_is_a_storage_error() {
     let config = small_config();
-    let (dir, mut log) = temp_log(&config);
-    append_keyed(&mut log, 0..5, 1000, 1);
+    let (dir, mut log) = keyed_log(&config, 5);
     log.advance_log_start(2).unwrap();
     log.close().unwrap();
     let path = dir.path().join(mk_log::LOG_START_FILE);

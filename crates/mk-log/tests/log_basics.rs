@@ -84,8 +84,7 @@ fn none_and_empty_bytes_survive_the_log() {
 #[test]
 fn segments_roll_by_size_with_twenty_digit_names() {
     let cfg = small_config();
-    let (dir, mut log) = temp_log(&cfg);
-    append_keyed(&mut log, 0..40, 1000, 1);
+    let (dir, log) = keyed_log(&cfg, 40);
     let segs = log.segments();
     assert!(segs.len() > 2, "{segs:?}");
     for w in segs.windows(2) {
@@ -319,8 +318,7 @@ fn truncate_to_works_only_at_batch_boundaries() {
 #[test]
 fn truncation_removes_later_segments_and_keeps_earlier_ones_untouched() {
     let cfg = small_config();
-    let (dir, mut log) = temp_log(&cfg);
-    append_keyed(&mut log, 0..60, 1000, 1);
+    let (dir, mut log) = keyed_log(&cfg, 60);
     let segs = log.segments();
     assert!(segs.len() >= 4);
     let first = dir.path().join("00000000000000000000.log");
@@ -357,8 +355,7 @@ fn truncation_removes_later_segments_and_keeps_earlier_ones_untouched() {
 
 #[test]
 fn delete_closed_segments_accepts_only_a_prefix() {
-    let (_dir, mut log) = temp_log(&small_config());
-    append_keyed(&mut log, 0..40, 1000, 1);
+    let (_dir, mut log) = keyed_log(&small_config(), 40);
     let closed: Vec<i64> = log
         .closed_segments()
         .iter()

@@ -9,7 +9,6 @@ use common::blocks::*;
 use common::*;
 use mk_log::block::Codec;
 use mk_log::{ControlType, LogConfig, PartitionLog, ProducerInfo, RecordBatch};
-use std::io::Write;
 use std::path::Path;
 
 type Expected = Vec<(i64, Option<Bytes>, Option<Bytes>, i64)>;
@@ -159,12 +158,7 @@ fn a_torn_version_2_tail_is_cut_on_open() {
     let mut torn = block_batch(&records(500, 3), Codec::Gzip, None);
     torn.assign(want.last().unwrap().0 + 1, 0).unwrap();
     let frame = torn.encode().unwrap();
-    std::fs::OpenOptions::new()
-        .append(true)
-        .open(&path)
-        .unwrap()
-        .write_all(&frame[..frame.len() - 5])
-        .unwrap();
+    append_bytes(&path, &frame[..frame.len() - 5]);
     let log = open(dir.path(), &LogConfig::default());
     assert_eq!(dump(&log), want);
     assert_eq!(std::fs::metadata(&path).unwrap().len(), good_len);

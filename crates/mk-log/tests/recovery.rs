@@ -5,9 +5,7 @@ mod common;
 
 use common::*;
 use mk_core::ErrorCode;
-use mk_log::{ControlType, LogConfig, PartitionLog, RecordBatch};
-use std::fs::OpenOptions;
-use std::io::Write;
+use mk_log::{LogConfig, PartitionLog, RecordBatch};
 use std::path::Path;
 
 fn fill(
@@ -52,12 +50,7 @@ fn torn_tail_of_the_active_segment_is_repaired_on_open() {
     .unwrap()
     .to_vec();
     frame.truncate(frame.len() / 2);
-    OpenOptions::new()
-        .append(true)
-        .open(&path)
-        .unwrap()
-        .write_all(&frame)
-        .unwrap();
+    append_bytes(&path, &frame);
     let mut log = open(dir.path(), &cfg);
     assert_eq!(dump(&log), all);
     assert_eq!(log.leo(), 10);
@@ -271,12 +264,10 @@ fn stale_clean_shutdown_checkpoint_is_ignored() {
 #[test]
 fn transaction_index_survives_clean_and_crash_reopen() {
     let cfg = small_config();
-    let p = producer;
     let (dir, mut log) = temp_log(&cfg);
     log.append(txn_record(0, 1, "a")).unwrap();
     log.append(keyed(1, 10, 0)).unwrap();
-    log.append(RecordBatch::marker(ControlType::Abort, "a", p(1)))
-        .unwrap();
+    log.append(abort_marker("a", 1)).unwrap();
     log.append(txn_record(2, 2, "b")).unwrap();
     let aborted = log.aborted_transactions(0, log.leo());
     assert_eq!(aborted.len(), 1);
@@ -419,12 +410,7 @@ fn crash_reopen_after_a_flush_scans_only_what_was_not_flushed() {
     let active = dir
         .path()
         .join(format!("{:020}.log", log_bases(dir.path()).last().unwrap()));
-    OpenOptions::new()
-        .append(true)
-        .open(&active)
-        .unwrap()
-        .write_all(b"MKB1\x00")
-        .unwrap();
+    append_bytes(&active, b"MKB1\x00");
     // ...and a segment below the recovery point is trusted without being
     // read: damage to it (same size) is found only when it is read.
     let below = seg_file(dir.path(), flushed[0], "log");
@@ -487,15 +473,13 @@ fn truncation_below_the_recovery_point_is_never_trusted_after_a_crash() {
 #[test]
 fn transactions_spanning_the_recovery_point_are_restored_exactly() {
     let cfg = small_config();
-    let p = producer;
     let (dir, mut log) = temp_log(&cfg);
     log.append(txn_record(0, 1, "a")).unwrap();
     log.append(txn_record(1, 2, "b")).unwrap();
     append_keyed(&mut log, 0..30, 1000, 0);
     log.flush().unwrap(); // both transactions are open at the recovery point
     append_keyed(&mut log, 0..20, 1000, 0);
-    log.append(RecordBatch::marker(ControlType::Abort, "a", p(1)))
-        .unwrap();
+    log.append(abort_marker("a", 1)).unwrap();
     let aborted = log.aborted_transactions(0, log.leo());
     assert_eq!(aborted.len(), 1);
     assert_eq!(log.first_unstable_offset(), Some(1));

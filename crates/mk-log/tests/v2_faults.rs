@@ -12,8 +12,6 @@ use common::blocks::*;
 use common::*;
 use mk_log::block::{self, Codec};
 use mk_log::{AppendInfo, Fault, LogConfig, PartitionLog, Record, RecordBatch};
-use std::fs::OpenOptions;
-use std::io::Write;
 use std::path::Path;
 
 type Expected = Vec<(i64, Option<Bytes>, Option<Bytes>, i64)>;
@@ -135,12 +133,7 @@ fn a_torn_version_2_tail_is_cut_and_every_codec_survives_a_crash() {
     torn.assign(want.len() as i64, 0).unwrap();
     let mut frame = torn.encode().unwrap().to_vec();
     frame.truncate(frame.len() - 5);
-    OpenOptions::new()
-        .append(true)
-        .open(&path)
-        .unwrap()
-        .write_all(&frame)
-        .unwrap();
+    append_bytes(&path, &frame);
     let mut log = open(dir.path(), &cfg);
     assert_eq!(dump(&log), want);
     assert_eq!(std::fs::metadata(&path).unwrap().len(), good_len, "cut");

@@ -32,6 +32,14 @@ pub fn temp_log(config: &LogConfig) -> (tempfile::TempDir, PartitionLog) {
     (dir, log)
 }
 
+/// `temp_log(config)` holding `keyed(i, 1000, 1)` for every `i < n`: `n`
+/// records with keys of their own.
+pub fn keyed_log(config: &LogConfig, n: usize) -> (tempfile::TempDir, PartitionLog) {
+    let (dir, mut log) = temp_log(config);
+    append_keyed(&mut log, 0..n, 1000, 1);
+    (dir, log)
+}
+
 /// Appends `keyed(i, keys, ts)` for every `i` of `range`.
 pub fn append_keyed(log: &mut PartitionLog, range: Range<usize>, keys: usize, ts: i64) {
     for i in range {
@@ -218,6 +226,23 @@ pub fn enveloped(payload: &[u8]) -> Bytes {
     f.extend_from_slice(&crc32c::crc32c(payload).to_be_bytes());
     f.extend_from_slice(payload);
     Bytes::from(f)
+}
+
+/// Appends `bytes` to the file at `path`: a write the process did not
+/// finish, or one nobody made.
+pub fn append_bytes(path: &Path, bytes: &[u8]) {
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .unwrap()
+        .write_all(bytes)
+        .unwrap();
+}
+
+/// Producer `pid`'s abort marker for the transaction `txn_id`.
+pub fn abort_marker(txn_id: &str, pid: i64) -> RecordBatch {
+    RecordBatch::marker(mk_log::ControlType::Abort, txn_id, producer(pid))
 }
 
 /// Fails unless the file at `path` still holds exactly `bytes`.
