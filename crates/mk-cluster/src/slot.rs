@@ -195,23 +195,25 @@ impl PartitionSlot {
         self.damaged_error()
     }
 
+    /// Marks the partition FAILED for a poisoned lock (a panic while another
+    /// caller held it); the error to answer.
+    fn poisoned(&self) -> ClusterError {
+        self.mark_failed("its lock was poisoned by a panic under it")
+    }
+
     /// The replica set for reading. A poisoned lock (a panic while another
     /// caller held it) takes the partition offline as FAILED.
     pub(crate) fn read_set(
         &self,
     ) -> Result<RwLockReadGuard<'_, Option<PartitionReplicaSet>>, ClusterError> {
-        self.set
-            .read()
-            .map_err(|_| self.mark_failed("its lock was poisoned by a panic under it"))
+        self.set.read().map_err(|_| self.poisoned())
     }
 
     /// The replica set for writing; a poisoned lock as in `read_set`.
     pub(crate) fn write_set(
         &self,
     ) -> Result<RwLockWriteGuard<'_, Option<PartitionReplicaSet>>, ClusterError> {
-        self.set
-            .write()
-            .map_err(|_| self.mark_failed("its lock was poisoned by a panic under it"))
+        self.set.write().map_err(|_| self.poisoned())
     }
 
     /// Takes the replica set out (close, crash, deletion), poisoned or not:
@@ -224,7 +226,7 @@ impl PartitionSlot {
     /// every partition's before the metadata lock), poisoned or not.
     pub(crate) fn lock_for_removal(&self) -> RwLockWriteGuard<'_, Option<PartitionReplicaSet>> {
         self.set.write().unwrap_or_else(|poisoned| {
-            self.mark_failed("its lock was poisoned by a panic under it");
+            self.poisoned();
             poisoned.into_inner()
         })
     }

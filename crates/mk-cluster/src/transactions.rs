@@ -105,6 +105,15 @@ fn is_fatal(e: &ClusterError) -> bool {
     )
 }
 
+/// EndTxn's `committed` flag as the coordinator's outcome.
+fn outcome_of(commit: bool) -> Outcome {
+    if commit {
+        Outcome::Commit
+    } else {
+        Outcome::Abort
+    }
+}
+
 /// The partition of a marker no longer exists (its topic was deleted
 /// while the transaction was open): there is nothing left to mark.
 fn is_gone(e: &ClusterError) -> bool {
@@ -444,29 +453,14 @@ impl Transactions<'_> {
         commit: bool,
     ) -> Result<()> {
         self.cluster.check_running()?;
-        let outcome = if commit {
-            Outcome::Commit
-        } else {
-            Outcome::Abort
-        };
+        let outcome = outcome_of(commit);
         let plan = match self
             .with_txns(|t| t.end_txn(transactional_id, producer_id, producer_epoch, outcome))?
         {
             EndTxn::AlreadyComplete => return Ok(()),
             EndTxn::Execute(plan) => plan,
         };
-        match self.execute_plan(plan).await {
-            Err(e) if is_fatal(&e) => Err(e),
-            Err(e) => {
-                tracing::warn!(
-                    transactional_id,
-                    error = %e,
-                    "a decided transaction could not be completed yet; it is retried"
-                );
-                Ok(())
-            }
-            Ok(()) => Ok(()),
-        }
+        self.complete_decided(transactional_id, plan).await
     }
 
     /// EndTxn of transactions v2 (EndTxn v5+, KIP-890 part 2): like `end`,
@@ -483,11 +477,7 @@ impl Transactions<'_> {
         commit: bool,
     ) -> Result<(i64, i32)> {
         self.cluster.check_running()?;
-        let outcome = if commit {
-            Outcome::Commit
-        } else {
-            Outcome::Abort
-        };
+        let outcome = outcome_of(commit);
         let mut fresh = None;
         let plan = loop {
             let decided = self.with_txns(|t| {
@@ -516,6 +506,14 @@ impl Transactions<'_> {
             }
         };
         let identity = plan.continue_as();
+        self.complete_decided(transactional_id, plan).await?;
+        Ok(identity)
+    }
+
+    /// Executes the plan of a decided EndTxn. The decision is journaled, so
+    /// only a fatal error fails the request; after any other the
+    /// transaction stays decided and its plan is executed again later.
+    async fn complete_decided(self, transactional_id: &str, plan: CompletionPlan) -> Result<()> {
         match self.execute_plan(plan).await {
             Err(e) if is_fatal(&e) => Err(e),
             Err(e) => {
@@ -524,9 +522,9 @@ impl Transactions<'_> {
                     error = %e,
                     "a decided transaction could not be completed yet; it is retried"
                 );
-                Ok(identity)
+                Ok(())
             }
-            Ok(()) => Ok(identity),
+            Ok(()) => Ok(()),
         }
     }
 
