@@ -11,7 +11,7 @@
 use mk_cluster::metadata::MetadataStore;
 mod common;
 
-use common::{b, open, open_with, tp};
+use common::{alter_topic, b, open, open_with, set, tp};
 use mk_cluster::*;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -184,10 +184,6 @@ async fn altered_configs_are_validated_all_or_nothing_persisted_and_in_force() {
     let clock = ManualClock::new(1_000);
     let c = open(dir.path(), &clock);
     c.topics().create("cfg", 1, 1).unwrap();
-    let set = |k: &str, v: &str| ConfigChange::Set {
-        key: k.into(),
-        value: v.into(),
-    };
     let before = c.topics().describe("cfg").unwrap().config;
     let e = c
         .topics()
@@ -209,13 +205,11 @@ async fn altered_configs_are_validated_all_or_nothing_persisted_and_in_force() {
         before,
         "validate_only"
     );
-    c.topics()
-        .alter_config(
-            "cfg",
-            &[set("segment.bytes", "2048"), set("retention.ms", "-1")],
-            false,
-        )
-        .unwrap();
+    alter_topic(
+        &c,
+        "cfg",
+        &[("segment.bytes", "2048"), ("retention.ms", "-1")],
+    );
     // The new segment size is in force for rolls: small appends now roll.
     for i in 0..20 {
         put(&c, &tp("cfg", 0), &[&format!("value-{i:0400}")], 1).await;
@@ -283,11 +277,7 @@ async fn segment_ms_rolls_by_the_injected_clock_and_alter_config_changes_it() {
     clock.advance(3_600_000);
     put(&c, &t, &["b"], 1).await;
     assert_eq!(log_files(dir.path(), "aged-0"), 1, "default is 7 days");
-    let set = ConfigChange::Set {
-        key: "segment.ms".into(),
-        value: "1000".into(),
-    };
-    c.topics().alter_config("aged", &[set], false).unwrap();
+    alter_topic(&c, "aged", &[("segment.ms", "1000")]);
     // The active segment has held data for an hour: the next append rolls.
     put(&c, &t, &["c"], 1).await;
     assert_eq!(log_files(dir.path(), "aged-0"), 2);
@@ -1212,21 +1202,15 @@ async fn topic_configs_refuse_large_batches_and_bad_timestamps_and_stamp_log_app
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(10_000_000);
     let c = open(dir.path(), &clock);
-    let set = |k: &str, v: &str| ConfigChange::Set {
-        key: k.into(),
-        value: v.into(),
-    };
     c.topics().create("limits", 1, 1).unwrap();
-    c.topics()
-        .alter_config(
-            "limits",
-            &[
-                set("max.message.bytes", "200"),
-                set("message.timestamp.before.max.ms", "1000"),
-            ],
-            false,
-        )
-        .unwrap();
+    alter_topic(
+        &c,
+        "limits",
+        &[
+            ("max.message.bytes", "200"),
+            ("message.timestamp.before.max.ms", "1000"),
+        ],
+    );
     let p = tp("limits", 0);
     let now = 10_000_000;
     let append = |b: block::BlockBatch| {
@@ -1268,13 +1252,11 @@ async fn topic_configs_refuse_large_batches_and_bad_timestamps_and_stamp_log_app
     // LogAppendTime: the kept block gets the broker's time and the
     // attribute, its records section stays byte for byte, the CRC follows.
     c.topics().create("stamped", 1, 1).unwrap();
-    c.topics()
-        .alter_config(
-            "stamped",
-            &[set("message.timestamp.type", "LogAppendTime")],
-            false,
-        )
-        .unwrap();
+    alter_topic(
+        &c,
+        "stamped",
+        &[("message.timestamp.type", "LogAppendTime")],
+    );
     let s = tp("stamped", 0);
     let sent = opaque_block(5, 6, 10);
     c.data()
@@ -1365,11 +1347,7 @@ async fn a_topics_compression_type_recompresses_produced_batches_of_another_code
     ] {
         c.topics().create(topic, 1, 1).unwrap();
         if let Some(v) = setting {
-            let set = ConfigChange::Set {
-                key: "compression.type".into(),
-                value: v.into(),
-            };
-            c.topics().alter_config(topic, &[set], false).unwrap();
+            alter_topic(&c, topic, &[("compression.type", v)]);
         }
         let p = tp(topic, 0);
         let produced = produced_block(&records, sent);
@@ -1400,13 +1378,7 @@ async fn a_topics_compression_type_recompresses_produced_batches_of_another_code
 
     // The batch as stored must fit max.message.bytes: compressed it does,
     // recompressed to nothing it does not (Kafka checks both).
-    let set = |k: &str, v: &str| ConfigChange::Set {
-        key: k.into(),
-        value: v.into(),
-    };
-    c.topics()
-        .alter_config("to-none", &[set("max.message.bytes", "2000")], false)
-        .unwrap();
+    alter_topic(&c, "to-none", &[("max.message.bytes", "2000")]);
     let small = produced_block(&records, block::Codec::Zstd);
     assert!(small.block().len() + 61 < 2000);
     let e = c
@@ -1428,15 +1400,14 @@ async fn min_compaction_lag_ms_altered_decides_what_compaction_cleans() {
     let clock = ManualClock::new(10_000_000);
     let c = open(dir.path(), &clock);
     c.topics().create("lagged", 1, 1).unwrap();
-    let set = |k: &str, v: &str| ConfigChange::Set {
-        key: k.into(),
-        value: v.into(),
-    };
-    let changes = [
-        set("segment.bytes", "1024"),
-        set("min.compaction.lag.ms", "3600000"),
-    ];
-    c.topics().alter_config("lagged", &changes, false).unwrap();
+    alter_topic(
+        &c,
+        "lagged",
+        &[
+            ("segment.bytes", "1024"),
+            ("min.compaction.lag.ms", "3600000"),
+        ],
+    );
     let t = tp("lagged", 0);
     // Records an hour minus a second old: within the lag.
     let ts = clock.now_ms() - 3_599_000;
@@ -1445,9 +1416,7 @@ async fn min_compaction_lag_ms_altered_decides_what_compaction_cleans() {
     }
     let r = c.steps().compact("lagged", Some(0)).unwrap();
     assert_eq!(r.records_before, r.records_after, "nothing is past the lag");
-    c.topics()
-        .alter_config("lagged", &[set("min.compaction.lag.ms", "0")], false)
-        .unwrap();
+    alter_topic(&c, "lagged", &[("min.compaction.lag.ms", "0")]);
     let r = c.steps().compact("lagged", Some(0)).unwrap();
     assert!(r.records_after < r.records_before, "{r:?}");
     c.lifecycle().close().await.unwrap();

@@ -90,10 +90,9 @@ async fn init_gives_one_producer_id_per_transactional_id_and_one_epoch_bump_per_
 
 #[tokio::test]
 async fn a_new_session_aborts_what_the_previous_one_left_open_and_fences_it() {
-    let node = single();
+    let (node, mut zombie) = single_with_tx().await;
     let c = node.c();
     let (o0, o1, input) = (tp("out", 0), tp("out", 1), tp("in", 0));
-    let mut zombie = Client::init(c, "tx", TIMEOUT_MS).await.unwrap();
     zombie.add(c, &[o0.clone(), o1.clone()]).await.unwrap();
     zombie.produce(c, &o0, &["z1", "z2"]).await.unwrap();
     zombie.produce(c, &o1, &["z3"]).await.unwrap();
@@ -107,27 +106,14 @@ async fn a_new_session_aborts_what_the_previous_one_left_open_and_fences_it() {
         "one bump: the fence's epoch is the new session's"
     );
     // The open transaction is aborted with markers before the epoch is out.
-    assert_eq!(
-        c.transactions().describe("tx").unwrap().unwrap().state,
-        TxnState::Empty
-    );
+    assert_eq!(txn_state(c, "tx"), TxnState::Empty);
     for t in [&o0, &o1] {
         assert!(lso_is_free(c, t), "{t}");
         assert!(read_committed(c, t).is_empty(), "{t}");
     }
     assert_eq!(c.groups().fetch_committed("g", &input).unwrap(), None);
     // The zombie can append nothing and end nothing.
-    let leo = c.data().log_end_offset(&o0).unwrap();
-    assert_eq!(
-        code(zombie.produce(c, &o0, &["late"]).await),
-        ErrorCode::InvalidProducerEpoch
-    );
-    assert_eq!(
-        code(zombie.add(c, std::slice::from_ref(&o0)).await),
-        ErrorCode::ProducerFenced
-    );
-    assert_eq!(code(zombie.end(c, true).await), ErrorCode::ProducerFenced);
-    assert_eq!(c.data().log_end_offset(&o0).unwrap(), leo);
+    assert_fenced(c, &mut zombie, &o0).await;
     // The new session works.
     fresh.add(c, std::slice::from_ref(&o0)).await.unwrap();
     fresh.produce(c, &o0, &["new"]).await.unwrap();
@@ -209,10 +195,9 @@ async fn add_partitions_is_all_or_nothing_with_an_error_per_partition() {
 
 #[tokio::test]
 async fn transactional_produce_is_verified_and_checked_by_the_idempotent_state() {
-    let node = single();
+    let (node, mut s) = single_with_tx().await;
     let c = node.c();
     let (o0, o1) = (tp("out", 0), tp("out", 1));
-    let mut s = Client::init(c, "tx", TIMEOUT_MS).await.unwrap();
     // Not added to the transaction: refused, nothing written (KIP-890).
     let err = s.produce(c, &o0, &["x"]).await.unwrap_err();
     assert_eq!(err.code(), ErrorCode::InvalidTxnState);
@@ -282,18 +267,11 @@ async fn transactional_produce_is_verified_and_checked_by_the_idempotent_state()
 
 #[tokio::test]
 async fn staged_offsets_are_stored_exactly_when_the_transaction_commits() {
-    let node = single();
+    let (node, mut s) = single_with_tx().await;
     let c = node.c();
     let (out, input) = (tp("out", 0), tp("in", 0));
-    let mut s = Client::init(c, "tx", TIMEOUT_MS).await.unwrap();
     // TxnOffsetCommit needs AddOffsetsToTxn first.
-    assert_eq!(
-        code(
-            c.transactions()
-                .commit_offsets(&s.offset_commit("g", &[(input.clone(), 1)]))
-        ),
-        ErrorCode::InvalidTxnState
-    );
+    assert_offsets_need_add_offsets(c, &s, &[(input.clone(), 1)]);
     s.add(c, std::slice::from_ref(&out)).await.unwrap();
     s.produce(c, &out, &["r"]).await.unwrap();
     s.stage(c, "g", &[(input.clone(), 7)]).unwrap();
@@ -433,10 +411,9 @@ async fn a_txn_offset_commit_with_membership_is_fenced_by_the_group() {
 
 #[tokio::test]
 async fn end_txn_retries_of_the_completed_outcome_succeed_and_mismatches_do_not() {
-    let node = single();
+    let (node, mut s) = single_with_tx().await;
     let c = node.c();
     let out = tp("out", 0);
-    let mut s = Client::init(c, "tx", TIMEOUT_MS).await.unwrap();
     assert_eq!(
         code(s.end(c, true).await),
         ErrorCode::InvalidTxnState,
@@ -496,10 +473,7 @@ async fn requests_during_a_completion_in_progress_are_concurrent_transactions() 
     );
     assert_eq!(code(s.end(&c, false).await), ErrorCode::InvalidTxnState);
     replicating(&c, ending).await.unwrap().unwrap();
-    assert_eq!(
-        c.transactions().describe("tx").unwrap().unwrap().state,
-        TxnState::CompleteCommit
-    );
+    assert_eq!(txn_state(&c, "tx"), TxnState::CompleteCommit);
     assert_eq!(read_committed(&c, &out), vec!["v"]);
 }
 
@@ -533,10 +507,7 @@ async fn a_decided_transaction_whose_markers_must_wait_completes_later() {
         replicating(&c, c.transactions().expire()).await.unwrap(),
         Vec::<String>::new()
     );
-    assert_eq!(
-        c.transactions().describe("tx").unwrap().unwrap().state,
-        TxnState::CompleteCommit
-    );
+    assert_eq!(txn_state(&c, "tx"), TxnState::CompleteCommit);
     assert_eq!(read_committed(&c, &o1), vec!["b"]);
     assert!(lso_is_free(&c, &o1));
 }
@@ -562,21 +533,11 @@ async fn a_timeout_aborts_the_transaction_and_fences_its_producer() {
     assert_eq!(c.transactions().expire().await.unwrap(), vec!["slow"]);
     assert_eq!(c.groups().fetch_committed("g", &input).unwrap(), None);
     // The zombie is fenced on every path.
-    let leo = c.data().log_end_offset(&out).unwrap();
-    assert_eq!(
-        code(slow.produce(c, &out, &["late"]).await),
-        ErrorCode::InvalidProducerEpoch
-    );
-    assert_eq!(
-        code(slow.add(c, std::slice::from_ref(&out)).await),
-        ErrorCode::ProducerFenced
-    );
-    assert_eq!(code(slow.end(c, true).await), ErrorCode::ProducerFenced);
+    assert_fenced(c, &mut slow, &out).await;
     assert_eq!(
         code(slow.stage(c, "g", &[(input.clone(), 6)])),
         ErrorCode::ProducerFenced
     );
-    assert_eq!(c.data().log_end_offset(&out).unwrap(), leo);
     // The steady transaction is untouched and commits.
     steady.end(c, true).await.unwrap();
     assert_eq!(read_committed(c, &out), vec!["steady"]);
@@ -639,11 +600,7 @@ async fn crash_among_the_markers(k: usize) {
     let follower = c.topics().describe("out").unwrap().partitions[k].replicas[1];
     c.steps().remove_from_isr(&outs[k], follower).unwrap();
     replicating(&c, s.end(&c, true)).await.unwrap();
-    assert_eq!(
-        c.transactions().describe("tx").unwrap().unwrap().state,
-        TxnState::PrepareCommit,
-        "k = {k}"
-    );
+    assert_eq!(txn_state(&c, "tx"), TxnState::PrepareCommit, "k = {k}");
     for (i, t) in outs.iter().enumerate() {
         assert_eq!(lso_is_free(&c, t), i < k, "k = {k}, partition {i}");
     }
@@ -656,11 +613,7 @@ async fn crash_among_the_markers(k: usize) {
     node.crash_and_reopen();
     let c = node.c();
     // Recovery wrote the missing markers and stored the offsets.
-    assert_eq!(
-        c.transactions().describe("tx").unwrap().unwrap().state,
-        TxnState::CompleteCommit,
-        "k = {k}"
-    );
+    assert_eq!(txn_state(c, "tx"), TxnState::CompleteCommit, "k = {k}");
     for (i, t) in outs.iter().enumerate() {
         assert!(lso_is_free(c, t), "k = {k}, partition {i}");
         assert_eq!(read_committed(c, t), vec![format!("v{i}")], "k = {k}");
@@ -702,11 +655,7 @@ async fn a_storage_failure_during_end_txn_then_a_crash_recovers_the_commit() {
         drop(c);
         node.crash_and_reopen();
         let c = node.c();
-        assert_eq!(
-            c.transactions().describe("tx").unwrap().unwrap().state,
-            TxnState::CompleteCommit,
-            "n = {n}"
-        );
+        assert_eq!(txn_state(c, "tx"), TxnState::CompleteCommit, "n = {n}");
         for t in &outs {
             assert!(lso_is_free(c, t), "n = {n}, {t}");
             assert_eq!(read_committed(c, t), vec!["v"], "n = {n}, {t}");

@@ -33,10 +33,9 @@ async fn end_v2(client: &mut Client, c: &BrokerCluster, commit: bool) -> Result<
 
 #[tokio::test]
 async fn batches_join_the_transaction_by_themselves_and_every_end_bumps_the_epoch() {
-    let node = single();
+    let (node, mut p) = single_with_tx().await;
     let c = node.c();
     let (o0, o1) = (tp("out", 0), tp("out", 1));
-    let mut p = Client::init(c, "tx", TIMEOUT_MS).await.unwrap();
     let first_epoch = p.epoch;
     // A first-protocol batch still needs AddPartitionsToTxn.
     assert_eq!(
@@ -66,10 +65,7 @@ async fn batches_join_the_transaction_by_themselves_and_every_end_bumps_the_epoc
         ErrorCode::InvalidProducerEpoch
     );
     assert_eq!(c.data().log_end_offset(&o0).unwrap(), leo);
-    assert_eq!(
-        c.transactions().describe("tx").unwrap().unwrap().state,
-        TxnState::CompleteCommit
-    );
+    assert_eq!(txn_state(c, "tx"), TxnState::CompleteCommit);
     // The next transaction: sequences start again at 0 under the new epoch.
     produce_v2(&mut p, c, &o0, &["d"]).await.unwrap();
     end_v2(&mut p, c, false).await.unwrap();
@@ -87,18 +83,11 @@ async fn batches_join_the_transaction_by_themselves_and_every_end_bumps_the_epoc
 
 #[tokio::test]
 async fn offsets_join_the_transaction_without_add_offsets_and_are_stored_on_commit() {
-    let node = single();
+    let (node, mut p) = single_with_tx().await;
     let c = node.c();
     let (out, input) = (tp("out", 0), tp("in", 0));
-    let mut p = Client::init(c, "tx", TIMEOUT_MS).await.unwrap();
     // The first protocol needs AddOffsetsToTxn.
-    assert_eq!(
-        code(
-            c.transactions()
-                .commit_offsets(&p.offset_commit("g", &[(input.clone(), 4)]))
-        ),
-        ErrorCode::InvalidTxnState
-    );
+    assert_offsets_need_add_offsets(c, &p, &[(input.clone(), 4)]);
     // TxnOffsetCommit v5 begins the transaction by itself.
     let answers = c
         .transactions()

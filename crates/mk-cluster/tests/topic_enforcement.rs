@@ -11,13 +11,6 @@ mod common;
 use common::*;
 use mk_cluster::*;
 
-fn set(key: &str, value: &str) -> ConfigChange {
-    ConfigChange::Set {
-        key: key.into(),
-        value: value.into(),
-    }
-}
-
 fn batch(value: &str) -> RecordBatch {
     RecordBatch::new(vec![Record::new(None, Some(b(value)), 1_000)]).unwrap()
 }
@@ -29,9 +22,7 @@ async fn a_topics_min_insync_replicas_decides_acks_all_and_follows_alterations()
     let c = node.c();
     c.topics().create("strict", 1, 2).unwrap();
     c.topics().create("lenient", 1, 2).unwrap();
-    c.topics()
-        .alter_config("strict", &[set("min.insync.replicas", "2")], false)
-        .unwrap();
+    alter_topic(c, "strict", &[("min.insync.replicas", "2")]);
     let (strict, lenient) = (tp("strict", 0), tp("lenient", 0));
     // With both replicas in sync, acks=all waits for the follower.
     let pending = c
@@ -64,9 +55,7 @@ async fn a_topics_min_insync_replicas_decides_acks_all_and_follows_alterations()
         .await
         .unwrap();
     // Lowered at run time: the next acks=all append is taken.
-    c.topics()
-        .alter_config("strict", &[set("min.insync.replicas", "1")], false)
-        .unwrap();
+    alter_topic(c, "strict", &[("min.insync.replicas", "1")]);
     c.data()
         .append_batch(&strict, batch("e"), AckMode::All)
         .await
@@ -78,9 +67,7 @@ async fn an_isr_that_shrinks_under_a_waiting_append_fails_it_after_the_append() 
     let node = Node::new(|c| c.broker_ids = vec![1, 2]);
     let c = node.c();
     c.topics().create("strict", 1, 2).unwrap();
-    c.topics()
-        .alter_config("strict", &[set("min.insync.replicas", "2")], false)
-        .unwrap();
+    alter_topic(c, "strict", &[("min.insync.replicas", "2")]);
     let t = tp("strict", 0);
     let pending = c
         .data()
@@ -100,13 +87,7 @@ async fn a_log_append_time_topic_reports_the_time_it_stamped() {
     let c = node.c();
     c.topics().create("stamped", 1, 1).unwrap();
     c.topics().create("created", 1, 1).unwrap();
-    c.topics()
-        .alter_config(
-            "stamped",
-            &[set("message.timestamp.type", "LogAppendTime")],
-            false,
-        )
-        .unwrap();
+    alter_topic(c, "stamped", &[("message.timestamp.type", "LogAppendTime")]);
     let now = c.clock().now_ms();
     let stamped = c
         .data()
@@ -180,9 +161,7 @@ async fn unclean_election_follows_the_topics_config_and_its_alteration() {
         assert_eq!(e.code(), ErrorCode::LeaderNotAvailable, "{e}");
     }
     // Turning it on elects the out-of-sync replica at once; "b" is lost.
-    c.topics()
-        .alter_config("u", &[set("unclean.leader.election.enable", "true")], false)
-        .unwrap();
+    alter_topic(c, "u", &[("unclean.leader.election.enable", "true")]);
     assert_eq!(leader_of(c, "u"), (2, 1));
     assert_eq!(c.brokers().available_leader(&tp("u", 0)).unwrap(), Some(2));
     assert_eq!(read_uncommitted(c, &tp("u", 0)), vec!["a"]);
@@ -221,13 +200,7 @@ async fn the_broker_default_allows_unclean_election_unless_the_topic_refuses_it(
     for t in ["open", "strict"] {
         c.topics().create(t, 1, 2).unwrap();
     }
-    c.topics()
-        .alter_config(
-            "strict",
-            &[set("unclean.leader.election.enable", "false")],
-            false,
-        )
-        .unwrap();
+    alter_topic(c, "strict", &[("unclean.leader.election.enable", "false")]);
     let moved = leader_lost_with_only_an_out_of_sync_replica(c, &["open", "strict"]).await;
     assert_eq!(
         moved,

@@ -20,6 +20,20 @@ pub fn tp(t: &str, p: u32) -> TopicPartition {
     TopicPartition::new(t, p)
 }
 
+/// A topic config change setting `key` to `value`.
+pub fn set(key: &str, value: &str) -> ConfigChange {
+    ConfigChange::Set {
+        key: key.into(),
+        value: value.into(),
+    }
+}
+
+/// Sets `changes` (key, value) on `topic`'s config; they must be taken.
+pub fn alter_topic(c: &BrokerCluster, topic: &str, changes: &[(&str, &str)]) {
+    let changes: Vec<ConfigChange> = changes.iter().map(|(k, v)| set(k, v)).collect();
+    c.topics().alter_config(topic, &changes, false).unwrap();
+}
+
 /// The transaction timeout the transaction tests' producers ask for.
 pub const TIMEOUT_MS: i32 = 60_000;
 
@@ -44,6 +58,50 @@ pub async fn three_brokers(partitions: u32, rf: usize, values: &[&str]) -> (Node
     node.c().topics().create("t", partitions, rf).unwrap();
     append_each(node.c(), &p0, values).await;
     (node, p0)
+}
+
+/// `single()` and a first session of transactional id `tx`.
+pub async fn single_with_tx() -> (Node, Client) {
+    let node = single();
+    let s = Client::init(node.c(), "tx", TIMEOUT_MS).await.unwrap();
+    (node, s)
+}
+
+/// A TxnOffsetCommit of the first protocol before AddOffsetsToTxn is
+/// refused (INVALID_TXN_STATE).
+pub fn assert_offsets_need_add_offsets(
+    c: &BrokerCluster,
+    s: &Client,
+    offsets: &[(TopicPartition, i64)],
+) {
+    assert_eq!(
+        code(
+            c.transactions()
+                .commit_offsets(&s.offset_commit("g", offsets))
+        ),
+        ErrorCode::InvalidTxnState
+    );
+}
+
+/// The state of transactional id `id`, which must exist.
+pub fn txn_state(c: &BrokerCluster, id: &str) -> TxnState {
+    c.transactions().describe(id).unwrap().unwrap().state
+}
+
+/// A producer whose session was fenced appends nothing to `tp` and can
+/// neither add it to a transaction nor end one.
+pub async fn assert_fenced(c: &BrokerCluster, zombie: &mut Client, tp: &TopicPartition) {
+    let leo = c.data().log_end_offset(tp).unwrap();
+    assert_eq!(
+        code(zombie.produce(c, tp, &["late"]).await),
+        ErrorCode::InvalidProducerEpoch
+    );
+    assert_eq!(
+        code(zombie.add(c, std::slice::from_ref(tp)).await),
+        ErrorCode::ProducerFenced
+    );
+    assert_eq!(code(zombie.end(c, true).await), ErrorCode::ProducerFenced);
+    assert_eq!(c.data().log_end_offset(tp).unwrap(), leo);
 }
 
 /// One broker with `out` (3 partitions) and `in` (1 partition).
