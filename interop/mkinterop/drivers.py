@@ -373,14 +373,51 @@ class ConfluentKafka:
 # kafka-python
 
 
-class KafkaPython:
-    name = "kafka-python"
+class _PythonClient:
+    """What kafka-python and aiokafka share: every codec, Kafka's answer
+    past the end, the settings of their producers and readers, and the
+    library's logger (`logger`) at DEBUG under MK_INTEROP_DEBUG=1."""
+
     codecs = ("gzip", "snappy", "lz4", "zstd")
     past_end_offset_is_end = False
+    logger = ""
 
     def __init__(self):
         if DEBUG:
-            logging.getLogger("kafka").setLevel(logging.DEBUG)
+            logging.getLogger(self.logger).setLevel(logging.DEBUG)
+
+    @staticmethod
+    def _producer_settings(compression: str | None) -> dict:
+        """Kafka 3.0+'s defaults (acks=all, idempotence), batches lingering 5 ms."""
+        return {"acks": "all", "enable_idempotence": True, "compression_type": compression, "linger_ms": 5}
+
+    @staticmethod
+    def _send_args(r: Rec) -> dict:
+        return {
+            "value": r.value,
+            "key": r.key,
+            "partition": r.partition,
+            "timestamp_ms": r.timestamp_ms,
+            "headers": list(r.headers) or None,
+        }
+
+    @staticmethod
+    def _reader_settings(isolation: str, max_fetch_bytes: int | None) -> dict:
+        """A reader without a group that fails rather than reset a position."""
+        settings = {
+            "group_id": None,
+            "enable_auto_commit": False,
+            "auto_offset_reset": "none",
+            "isolation_level": isolation,
+        }
+        if max_fetch_bytes is not None:
+            settings.update(max_partition_fetch_bytes=max_fetch_bytes, fetch_max_bytes=max_fetch_bytes)
+        return settings
+
+
+class KafkaPython(_PythonClient):
+    name = "kafka-python"
+    logger = "kafka"
 
     def create_topic(self, bootstrap: str, topic: str, partitions: int, replication_factor: int = 1) -> None:
         from kafka.admin import KafkaAdminClient, NewTopic
@@ -411,25 +448,9 @@ class KafkaPython:
     def produce(self, bootstrap: str, topic: str, records: list[Rec], compression: str | None = None) -> list[Ack]:
         from kafka import KafkaProducer
 
-        producer = KafkaProducer(
-            bootstrap_servers=bootstrap,
-            acks="all",
-            enable_idempotence=True,
-            compression_type=compression,
-            linger_ms=5,
-        )
+        producer = KafkaProducer(bootstrap_servers=bootstrap, **self._producer_settings(compression))
         try:
-            futures = [
-                producer.send(
-                    topic,
-                    value=r.value,
-                    key=r.key,
-                    partition=r.partition,
-                    timestamp_ms=r.timestamp_ms,
-                    headers=list(r.headers) or None,
-                )
-                for r in records
-            ]
+            futures = [producer.send(topic, **self._send_args(r)) for r in records]
             producer.flush(timeout=TIMEOUT_S)
             acks = []
             for r, f in zip(records, futures):
@@ -452,17 +473,7 @@ class KafkaPython:
     def _read(self, bootstrap, topic, isolation, max_fetch_bytes):
         from kafka import KafkaConsumer, TopicPartition
 
-        limits = {}
-        if max_fetch_bytes is not None:
-            limits = {"max_partition_fetch_bytes": max_fetch_bytes, "fetch_max_bytes": max_fetch_bytes}
-        consumer = KafkaConsumer(
-            bootstrap_servers=bootstrap,
-            group_id=None,
-            enable_auto_commit=False,
-            auto_offset_reset="none",
-            isolation_level=isolation,
-            **limits,
-        )
+        consumer = KafkaConsumer(bootstrap_servers=bootstrap, **self._reader_settings(isolation, max_fetch_bytes))
         try:
             parts = sorted(consumer.partitions_for_topic(topic) or ())
             if not parts:
@@ -590,14 +601,9 @@ class KafkaPython:
 # aiokafka
 
 
-class AioKafka:
+class AioKafka(_PythonClient):
     name = "aiokafka"
-    codecs = ("gzip", "snappy", "lz4", "zstd")
-    past_end_offset_is_end = False
-
-    def __init__(self):
-        if DEBUG:
-            logging.getLogger("aiokafka").setLevel(logging.DEBUG)
+    logger = "aiokafka"
 
     def create_topic(self, bootstrap: str, topic: str, partitions: int, replication_factor: int = 1) -> None:
         asyncio.run(self._create_topic(bootstrap, topic, partitions, replication_factor))
@@ -651,27 +657,10 @@ class AioKafka:
     async def _produce(self, bootstrap, topic, records, compression):
         from aiokafka import AIOKafkaProducer
 
-        producer = AIOKafkaProducer(
-            bootstrap_servers=bootstrap,
-            acks="all",
-            enable_idempotence=True,
-            compression_type=compression,
-            linger_ms=5,
-        )
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, **self._producer_settings(compression))
         await producer.start()
         try:
-            futures = []
-            for r in records:
-                futures.append(
-                    await producer.send(
-                        topic,
-                        value=r.value,
-                        key=r.key,
-                        partition=r.partition,
-                        timestamp_ms=r.timestamp_ms,
-                        headers=list(r.headers) or None,
-                    )
-                )
+            futures = [await producer.send(topic, **self._send_args(r)) for r in records]
             mds = await asyncio.wait_for(asyncio.gather(*futures), TIMEOUT_S)
             return [Ack(r.value, md.partition, md.offset) for r, md in zip(records, mds)]
         finally:
@@ -687,17 +676,7 @@ class AioKafka:
     async def _read(self, bootstrap, topic, isolation, max_fetch_bytes):
         from aiokafka import AIOKafkaConsumer, TopicPartition
 
-        limits = {}
-        if max_fetch_bytes is not None:
-            limits = {"max_partition_fetch_bytes": max_fetch_bytes, "fetch_max_bytes": max_fetch_bytes}
-        consumer = AIOKafkaConsumer(
-            bootstrap_servers=bootstrap,
-            group_id=None,
-            enable_auto_commit=False,
-            auto_offset_reset="none",
-            isolation_level=isolation,
-            **limits,
-        )
+        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, **self._reader_settings(isolation, max_fetch_bytes))
         parts = await self._partitions(bootstrap, topic)
         await consumer.start()
         try:
