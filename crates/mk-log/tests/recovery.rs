@@ -358,20 +358,14 @@ fn failed_fsync_fails_flush_loudly() {
 #[test]
 fn invalid_configuration_is_rejected() {
     let dir = tempfile::tempdir().unwrap();
-    for cfg in [
-        LogConfig {
-            segment_max_bytes: 0,
-            ..LogConfig::default()
-        },
-        LogConfig {
-            index_interval_bytes: 0,
-            ..LogConfig::default()
-        },
-        LogConfig {
-            max_batch_bytes: 0,
-            ..LogConfig::default()
-        },
-    ] {
+    let zeroed: [fn(&mut LogConfig); 3] = [
+        |c| c.segment_max_bytes = 0,
+        |c| c.index_interval_bytes = 0,
+        |c| c.max_batch_bytes = 0,
+    ];
+    for zero in zeroed {
+        let mut cfg = LogConfig::default();
+        zero(&mut cfg);
         assert_eq!(
             PartitionLog::open(dir.path(), cfg, 0).unwrap_err().code(),
             ErrorCode::InvalidRequest
