@@ -8,6 +8,8 @@
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod common;
+use common::*;
 use mk_server::embedded::{BrokerBuilder, BrokerProcess};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -40,24 +42,8 @@ impl Server {
 
     /// A line of /proc/<pid>/status in bytes (VmHWM, VmRSS).
     fn memory(&self, field: &str) -> u64 {
-        std::fs::read_to_string(format!("/proc/{}/status", self.broker.pid()))
-            .unwrap_or_default()
-            .lines()
-            .find_map(|l| l.strip_prefix(field))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            .map_or(0, |kb| kb * 1024)
+        proc_memory_bytes(self.broker.pid(), field)
     }
-}
-
-fn figure(name: &str, value: f64, unit: &str, workload: &str) {
-    println!(
-        "{}",
-        serde_json::json!({"figure": name, "value": value, "unit": unit, "workload": workload})
-    );
-}
-
-fn mib(bytes: u64) -> f64 {
-    bytes as f64 / 1_048_576.0
 }
 
 async fn call(stream: &mut tokio::io::BufReader<TcpStream>, line: &str) -> String {
@@ -183,14 +169,7 @@ async fn run(dir: &Path) {
 }
 
 fn main() {
-    let base = std::env::var_os("MK_BENCH_DIR").map(std::path::PathBuf::from);
-    let dir = match &base {
-        Some(b) => {
-            std::fs::create_dir_all(b).unwrap();
-            tempfile::tempdir_in(b).unwrap()
-        }
-        None => tempfile::tempdir().unwrap(),
-    };
+    let dir = bench_dir();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

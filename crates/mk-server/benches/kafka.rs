@@ -35,6 +35,8 @@
 #[path = "kafka/security.rs"]
 mod security;
 
+mod common;
+use common::*;
 use mk_server::embedded::{BrokerBuilder, BrokerProcess};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -74,21 +76,8 @@ impl Server {
     }
 
     fn peak_rss_mib(&self) -> f64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.broker.pid()))
-            .unwrap_or_default();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-            .map_or(0.0, |kb| kb / 1024.0)
+        peak_rss_mib(self.broker.pid())
     }
-}
-
-fn figure(name: &str, value: f64, unit: &str, workload: &str) {
-    println!(
-        "{}",
-        serde_json::json!({"figure": name, "value": value, "unit": unit, "workload": workload})
-    );
 }
 
 /// A file of `n` lines, each a `size`-byte printable value.
@@ -413,14 +402,7 @@ fn main() {
         eprintln!("kafka bench: kcat is not installed (apt-get install kcat)");
         std::process::exit(1);
     }
-    let base = std::env::var_os("MK_BENCH_DIR").map(PathBuf::from);
-    let dir = match &base {
-        Some(b) => {
-            std::fs::create_dir_all(b).unwrap();
-            tempfile::tempdir_in(b).unwrap()
-        }
-        None => tempfile::tempdir().unwrap(),
-    };
+    let dir = bench_dir();
     // `MK_KAFKA_BENCH=codecs` or `security` measures that set alone.
     match std::env::var("MK_KAFKA_BENCH").as_deref() {
         Ok("codecs") => return codecs(dir.path()),

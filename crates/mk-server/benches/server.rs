@@ -24,6 +24,8 @@
 )]
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod common;
+use common::*;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -97,13 +99,7 @@ impl Served {
 
     /// Peak resident set size (VmHWM) in MiB.
     fn peak_rss_mib(&self) -> f64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .unwrap_or_default();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-            .map_or(0.0, |kb| kb / 1024.0)
+        peak_rss_mib(self.child.id())
     }
 }
 
@@ -200,13 +196,6 @@ impl Limits {
             per_read: Served::limit(response, "per-read"),
         }
     }
-}
-
-fn figure(name: &str, value: f64, unit: &str, workload: &str) {
-    println!(
-        "{}",
-        serde_json::json!({"figure": name, "value": value, "unit": unit, "workload": workload})
-    );
 }
 
 /// One request/response round trip (setup only).
@@ -794,13 +783,6 @@ fn main() {
         );
     }
     // `cargo bench` passes `--bench`; nothing else is accepted.
-    let base = std::env::var_os("MK_BENCH_DIR").map(PathBuf::from);
-    let dir = match &base {
-        Some(b) => {
-            std::fs::create_dir_all(b).unwrap();
-            tempfile::tempdir_in(b).unwrap()
-        }
-        None => tempfile::tempdir().unwrap(),
-    };
+    let dir = bench_dir();
     run(dir.path());
 }

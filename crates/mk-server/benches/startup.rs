@@ -10,6 +10,8 @@
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod common;
+use common::*;
 use mk_server::embedded::{BrokerBuilder, BrokerProcess, EmbeddedBroker};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -18,13 +20,6 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mk-server");
-
-fn figure(name: &str, value: f64, unit: &str, workload: &str) {
-    println!(
-        "{}",
-        serde_json::json!({"figure": name, "value": value, "unit": unit, "workload": workload})
-    );
-}
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
@@ -92,15 +87,6 @@ async fn kafka_first_record(bootstrap: String) {
     assert_eq!(offsets, vec![0]);
 }
 
-fn vm_hwm_mib(pid: u32) -> f64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0)
-}
-
 #[derive(Default)]
 struct Samples {
     listening: Vec<f64>,
@@ -130,7 +116,7 @@ fn one_round(dir: &Path, round: usize, rt: &tokio::runtime::Runtime, s: &mut Sam
 
     let (broker, _) = spawn(&dir.join(format!("idle-{round}")));
     std::thread::sleep(Duration::from_secs(1));
-    s.rss_idle.push(vm_hwm_mib(broker.pid()));
+    s.rss_idle.push(peak_rss_mib(broker.pid()));
     drop(broker);
 
     let started = Instant::now();
@@ -140,14 +126,7 @@ fn one_round(dir: &Path, round: usize, rt: &tokio::runtime::Runtime, s: &mut Sam
 }
 
 fn main() {
-    let base = std::env::var_os("MK_BENCH_DIR").map(std::path::PathBuf::from);
-    let dir = match &base {
-        Some(b) => {
-            std::fs::create_dir_all(b).unwrap();
-            tempfile::tempdir_in(b).unwrap()
-        }
-        None => tempfile::tempdir().unwrap(),
-    };
+    let dir = bench_dir();
     let runs: usize = std::env::var("MK_BENCH_RUNS")
         .ok()
         .and_then(|r| r.parse().ok())

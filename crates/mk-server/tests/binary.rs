@@ -121,32 +121,20 @@ fn refuses_to_start_when_the_port_is_taken_without_touching_the_data_dir() {
     let addr = taken.local_addr().unwrap().to_string();
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let (ok, stdout, stderr) = run(
-        &[
-            "--listen",
-            &addr,
-            "--kafka-listen",
-            "127.0.0.1:0",
-            "--console-listen",
-            "off",
-            "--data-dir",
-            data.to_str().unwrap(),
-        ],
-        "",
-    );
+    let (ok, stdout, stderr) = serve_until_exit(&addr, &data);
     assert!(!ok);
     assert!(stdout.is_empty(), "{stdout}");
     assert!(stderr.contains("cannot listen on"), "{stderr}");
     assert!(!data.exists(), "a refused start leaves no data directory");
 }
 
-/// Runs `mk-server` on `data` (any free port) until it exits by itself:
-/// (success, stdout, stderr).
-fn serve_until_exit(data: &Path) -> (bool, String, String) {
+/// Runs `mk-server` on `data`, JSON-TCP on `listen` (the others on any
+/// free port), until it exits by itself: (success, stdout, stderr).
+fn serve_until_exit(listen: &str, data: &Path) -> (bool, String, String) {
     run(
         &[
             "--listen",
-            "127.0.0.1:0",
+            listen,
             "--kafka-listen",
             "127.0.0.1:0",
             "--console-listen",
@@ -163,13 +151,13 @@ fn refuses_to_start_when_the_data_dir_is_locked_or_metadata_is_unreadable() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let first = start(&data, &[]);
-    let (ok, stdout, stderr) = serve_until_exit(&data);
+    let (ok, stdout, stderr) = serve_until_exit("127.0.0.1:0", &data);
     assert!(!ok);
     assert!(stdout.is_empty(), "{stdout}");
     assert!(stderr.contains("in use by another process"), "{stderr}");
     drop(first);
     std::fs::write(data.join("metadata.json"), b"{ not json").unwrap();
-    let (ok, stdout, stderr) = serve_until_exit(&data);
+    let (ok, stdout, stderr) = serve_until_exit("127.0.0.1:0", &data);
     assert!(!ok);
     assert!(stdout.is_empty(), "{stdout}");
     assert!(
@@ -180,8 +168,7 @@ fn refuses_to_start_when_the_data_dir_is_locked_or_metadata_is_unreadable() {
 
 #[test]
 fn client_subcommands_work_against_a_running_server() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = start(&dir.path().join("data"), &[]);
+    let (_dir, server) = start_fresh();
     let s = ["--server", server.addr.as_str()];
     let with = |args: &[&str]| -> Vec<String> {
         args.iter().chain(s.iter()).map(|a| a.to_string()).collect()
@@ -645,8 +632,7 @@ fn collect_until(
 
 #[test]
 fn two_group_consumers_share_the_partitions_and_keep_running_after_rebalances() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = start(&dir.path().join("data"), &[]);
+    let (_dir, server) = start_fresh();
     let addr = server.addr.as_str();
     let (ok, _, err) = run(
         &[
@@ -747,8 +733,7 @@ fn two_group_consumers_share_the_partitions_and_keep_running_after_rebalances() 
 
 #[test]
 fn a_group_consumer_whose_stdout_closes_stops_and_commits_only_what_was_written() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = start(&dir.path().join("data"), &[]);
+    let (_dir, server) = start_fresh();
     let addr = server.addr.as_str();
     let mut w = Wire::connect(addr);
     w.ok(serde_json::json!({"operation": "create_topic", "topic": "big", "partitions": 1, "replication_factor": 1}));
@@ -925,8 +910,7 @@ fn a_committed_offset_below_the_log_start_is_reset_by_policy_and_by_reset_offset
 #[test]
 fn keys_pick_the_partition_kafkas_default_partitioner_picks_on_every_path() {
     use mk_adapter_jsontcp::mk_cluster::partitioner::partition_for_key;
-    let dir = tempfile::tempdir().unwrap();
-    let server = start(&dir.path().join("data"), &[]);
+    let (_dir, server) = start_fresh();
     let addr = server.addr.as_str();
     ok_at(addr, &["topic", "create", "keys", "--partitions", "4"], b"");
     let keys: Vec<String> = (0..20).map(|i| format!("user-{i}")).collect();
@@ -972,8 +956,7 @@ fn keys_pick_the_partition_kafkas_default_partitioner_picks_on_every_path() {
 
 #[test]
 fn consume_without_a_group_reads_every_partition_of_several_topics() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = start(&dir.path().join("data"), &[]);
+    let (_dir, server) = start_fresh();
     let addr = server.addr.as_str();
     let mut w = Wire::connect(addr);
     ok_at(addr, &["topic", "create", "a", "--partitions", "3"], b"");
@@ -1000,8 +983,7 @@ fn consume_without_a_group_reads_every_partition_of_several_topics() {
 
 #[test]
 fn produce_and_consume_are_binary_safe_with_formats_encodings_tombstones_and_numbered_bad_lines() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = start(&dir.path().join("data"), &[]);
+    let (_dir, server) = start_fresh();
     let addr = server.addr.as_str();
     ok_at(addr, &["topic", "create", "bin"], b"");
     // Base64 keys and values, a tombstone by marker, an empty value.
@@ -1089,8 +1071,7 @@ fn produce_and_consume_are_binary_safe_with_formats_encodings_tombstones_and_num
 
 #[test]
 fn topics_are_deleted_grown_and_reconfigured_after_creation() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = start(&dir.path().join("data"), &[]);
+    let (_dir, server) = start_fresh();
     let addr = server.addr.as_str();
     ok_at(
         addr,
@@ -1169,8 +1150,7 @@ fn topics_are_deleted_grown_and_reconfigured_after_creation() {
 
 #[test]
 fn consume_from_a_time_and_groups_listed_reset_to_a_time_and_deleted() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = start(&dir.path().join("data"), &[]);
+    let (_dir, server) = start_fresh();
     let addr = server.addr.as_str();
     let mut w = Wire::connect(addr);
     ok_at(addr, &["topic", "create", "t"], b"");
@@ -1251,8 +1231,7 @@ fn consume_from_a_time_and_groups_listed_reset_to_a_time_and_deleted() {
 
 #[test]
 fn the_smaller_items_errors_exit_codes_and_limits() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = start(&dir.path().join("data"), &[]);
+    let (_dir, server) = start_fresh();
     let addr = server.addr.as_str();
     let mut w = Wire::connect(addr);
     ok_at(addr, &["topic", "create", "t"], b"");
@@ -1363,8 +1342,7 @@ fn an_acks_all_produce_in_lab_mode_times_out_instead_of_hanging() {
 
 #[test]
 fn bulk_produce_pipelines_batches() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = start(&dir.path().join("data"), &[]);
+    let (_dir, server) = start_fresh();
     let addr = server.addr.as_str();
     ok_at(addr, &["topic", "create", "bulk"], b"");
     let input: String = (0..10_000).map(|i| format!("line-{i}\n")).collect();
@@ -1409,20 +1387,7 @@ fn a_prometheus_scrape_parses_and_counts_what_was_produced() {
         .get("ok");
     // One Kafka request: ApiVersions v0 (key 18), correlation id 7.
     let mut kafka = std::net::TcpStream::connect(&kafka_addr).unwrap();
-    let body: Vec<u8> = [
-        &18i16.to_be_bytes()[..],
-        &0i16.to_be_bytes(),
-        &7i32.to_be_bytes(),
-        &2i16.to_be_bytes(),
-        b"mk",
-    ]
-    .concat();
-    kafka
-        .write_all(&i32::try_from(body.len()).unwrap().to_be_bytes())
-        .unwrap();
-    kafka.write_all(&body).unwrap();
-    let mut size = [0u8; 4];
-    std::io::Read::read_exact(&mut kafka, &mut size).unwrap();
+    assert_eq!(api_versions_correlation(&mut kafka), 7);
     let scrape = http_get(&metrics_addr, "/metrics");
     assert!(scrape.starts_with("HTTP/1.1 200 OK"), "{scrape}");
     let body = scrape.split("\r\n\r\n").nth(1).unwrap();

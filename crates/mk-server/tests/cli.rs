@@ -78,7 +78,7 @@ fn stats_and_describe_show_damage_and_both_protocols_and_list_covers_every_topic
 
     // A Kafka client connected (one ApiVersions request) while stats runs.
     let mut kafka = std::net::TcpStream::connect(&server.broker.listening().kafka[0]).unwrap();
-    api_versions(&mut kafka);
+    assert_eq!(api_versions_correlation(&mut kafka), 7);
     let s = json(&ok_at(&addr, &["stats", "--json"], b""));
     assert_eq!(s["damaged_partitions"], 1, "{s}");
     assert_eq!(s["disk_full"], false, "{s}");
@@ -157,26 +157,6 @@ fn stats_and_describe_show_damage_and_both_protocols_and_list_covers_every_topic
     assert_eq!(list["topics"][1]["partitions"], 2, "{list}");
 }
 
-/// Sends ApiVersions v0 and reads the answer.
-fn api_versions(kafka: &mut std::net::TcpStream) {
-    let body: Vec<u8> = [
-        &18i16.to_be_bytes()[..],
-        &0i16.to_be_bytes(),
-        &7i32.to_be_bytes(),
-        &2i16.to_be_bytes(),
-        b"mk",
-    ]
-    .concat();
-    kafka
-        .write_all(&i32::try_from(body.len()).unwrap().to_be_bytes())
-        .unwrap();
-    kafka.write_all(&body).unwrap();
-    let mut size = [0u8; 4];
-    kafka.read_exact(&mut size).unwrap();
-    let mut answer = vec![0u8; i32::from_be_bytes(size) as usize];
-    kafka.read_exact(&mut answer).unwrap();
-}
-
 #[test]
 fn an_offline_leader_shows_its_partition_offline_and_online_says_when_nothing_changed() {
     let dir = tempfile::tempdir().unwrap();
@@ -228,8 +208,7 @@ fn an_offline_leader_shows_its_partition_offline_and_online_says_when_nothing_ch
 
 #[test]
 fn from_minus_n_is_the_last_n_records_and_past_the_end_starts_at_the_end() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = start(&dir.path().join("data"), &[]);
+    let (_dir, server) = start_fresh();
     let addr = server.addr.as_str();
     ok_at(addr, &["topic", "create", "t", "--partitions", "2"], b"");
     let ten: String = (0..10).map(|i| format!("a{i}\n")).collect();
@@ -293,8 +272,7 @@ fn from_minus_n_is_the_last_n_records_and_past_the_end_starts_at_the_end() {
 
 #[test]
 fn a_closed_stdout_ends_every_command_quietly_with_exit_0() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = start(&dir.path().join("data"), &[]);
+    let (_dir, server) = start_fresh();
     let addr = server.addr.as_str();
     ok_at(addr, &["topic", "create", "t", "--partitions", "3"], b"");
     let lines: String = (0..2_000).map(|i| format!("line-{i}\n")).collect();
@@ -331,8 +309,7 @@ fn a_closed_stdout_ends_every_command_quietly_with_exit_0() {
 
 #[test]
 fn reset_offsets_is_a_dry_run_unless_execute() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = start(&dir.path().join("data"), &[]);
+    let (_dir, server) = start_fresh();
     let addr = server.addr.as_str();
     ok_at(addr, &["topic", "create", "t"], b"");
     ok_at(addr, &["produce", "t"], b"a\nb\nc\n");
@@ -385,8 +362,7 @@ fn reset_offsets_is_a_dry_run_unless_execute() {
 
 #[test]
 fn a_record_beyond_the_frame_limit_gets_frame_too_large_at_any_size() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = start(&dir.path().join("data"), &[]);
+    let (_dir, server) = start_fresh();
     let addr = server.addr.as_str();
     ok_at(addr, &["topic", "create", "t"], b"");
     for size in [2_000_000, 20_000_000] {
@@ -457,8 +433,7 @@ fn the_version_is_the_package_version_and_the_commit_it_was_built_from() {
 
 #[test]
 fn keyless_records_stick_to_a_partition_for_a_batch_and_spread_over_every_partition() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = start(&dir.path().join("data"), &[]);
+    let (_dir, server) = start_fresh();
     let addr = server.addr.as_str();
     ok_at(addr, &["topic", "create", "k", "--partitions", "4"], b"");
     // 1000-byte values: 17 fill Kafka's 16 KiB batch.size, then the next
@@ -515,20 +490,9 @@ fn join_classic_group(
         out.extend_from_slice(b);
     }
     fn call(s: &mut std::net::TcpStream, api_key: i16, body: &[u8]) -> Vec<u8> {
-        let mut frame = Vec::new();
-        frame.extend_from_slice(&api_key.to_be_bytes());
-        frame.extend_from_slice(&0i16.to_be_bytes());
-        frame.extend_from_slice(&1i32.to_be_bytes());
-        string(&mut frame, "test");
-        frame.extend_from_slice(body);
-        s.write_all(&i32::try_from(frame.len()).unwrap().to_be_bytes())
-            .unwrap();
-        s.write_all(&frame).unwrap();
-        let mut size = [0u8; 4];
-        s.read_exact(&mut size).unwrap();
-        let mut answer = vec![0u8; i32::from_be_bytes(size) as usize];
-        s.read_exact(&mut answer).unwrap();
-        answer.split_off(4) // the correlation id
+        let (correlation_id, answer) = kafka_call(s, api_key, 0, 1, body);
+        assert_eq!(correlation_id, 1);
+        answer
     }
     fn read_string(b: &[u8], at: &mut usize) -> String {
         let n = i16::from_be_bytes([b[*at], b[*at + 1]]) as usize;
@@ -583,8 +547,7 @@ fn join_classic_group(
 
 #[test]
 fn group_describe_names_the_assignor_the_group_actually_uses() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = start(&dir.path().join("data"), &[]);
+    let (_dir, server) = start_fresh();
     let addr = server.addr.as_str();
     ok_at(addr, &["topic", "create", "t"], b"");
     // A Kafka consumer group whose members chose `range` (what

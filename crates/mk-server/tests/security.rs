@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod common;
-use common::{BIN, fails_at, ok_at};
+use common::{BIN, api_versions_correlation, fails_at, ok_at};
 
 struct Killed(Child);
 
@@ -230,21 +230,6 @@ fn an_ssl_listener_serves_beside_plaintext() {
         .set_read_timeout(Some(Duration::from_secs(20)))
         .unwrap();
     assert_eq!(api_versions_correlation(&mut plain), 7);
-}
-
-/// Sends ApiVersions v0 with correlation id 7 and returns the answer's.
-fn api_versions_correlation(s: &mut (impl Read + Write)) -> i32 {
-    let mut req = Vec::new();
-    req.extend_from_slice(&10i32.to_be_bytes());
-    req.extend_from_slice(&18i16.to_be_bytes());
-    req.extend_from_slice(&0i16.to_be_bytes());
-    req.extend_from_slice(&7i32.to_be_bytes());
-    req.extend_from_slice(&(-1i16).to_be_bytes());
-    s.write_all(&req).unwrap();
-    s.flush().unwrap();
-    let mut head = [0u8; 8];
-    s.read_exact(&mut head).unwrap();
-    i32::from_be_bytes(head[4..8].try_into().unwrap())
 }
 
 /// A Kafka client (rskafka) logged in with SCRAM as `user`: Ok when the

@@ -1,7 +1,8 @@
 //! What the tests of the real `mk-server` binary share: a server process
 //! (the embedded broker's child-process mode) and its addresses, running a
 //! client subcommand to completion, a raw JSON-TCP connection (`Wire`), a
-//! small disk of its own (`SmallDisk`) and a one-shot HTTP GET.
+//! small disk of its own (`SmallDisk`), a one-shot HTTP GET and one raw
+//! Kafka request (ApiVersions).
 
 #![allow(dead_code)]
 
@@ -31,6 +32,14 @@ pub fn start(data_dir: &Path, extra: &[&str]) -> ServerProcess {
 /// Like `start`, with the server run by `wrapper` (a command that runs the
 /// next one, e.g. `prlimit --nofile=...`); the child's pid is the server's
 /// once the wrapper has exec'ed it.
+/// A server on a data directory of its own, which lives as long as the
+/// returned `TempDir` (keep it bound for the test's length).
+pub fn start_fresh() -> (tempfile::TempDir, ServerProcess) {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(&dir.path().join("data"), &[]);
+    (dir, server)
+}
+
 pub fn start_wrapped(wrapper: &[&str], data_dir: &Path, extra: &[&str]) -> ServerProcess {
     spawn(BrokerBuilder::new().wrapper(wrapper).args(extra), data_dir)
 }
@@ -281,4 +290,41 @@ pub fn http_get(addr: &str, path: &str) -> String {
     let mut out = String::new();
     std::io::Read::read_to_string(&mut s, &mut out).unwrap();
     out
+}
+
+/// Sends one Kafka request with a version 1 request header (client id
+/// "mk") and reads the whole answer: its correlation id and the body after
+/// it.
+pub fn kafka_call(
+    s: &mut (impl std::io::Read + Write),
+    api_key: i16,
+    api_version: i16,
+    correlation_id: i32,
+    body: &[u8],
+) -> (i32, Vec<u8>) {
+    let request: Vec<u8> = [
+        &api_key.to_be_bytes()[..],
+        &api_version.to_be_bytes(),
+        &correlation_id.to_be_bytes(),
+        &2i16.to_be_bytes(),
+        b"mk",
+        body,
+    ]
+    .concat();
+    s.write_all(&i32::try_from(request.len()).unwrap().to_be_bytes())
+        .unwrap();
+    s.write_all(&request).unwrap();
+    s.flush().unwrap();
+    let mut size = [0u8; 4];
+    s.read_exact(&mut size).unwrap();
+    let mut answer = vec![0u8; usize::try_from(i32::from_be_bytes(size)).unwrap()];
+    s.read_exact(&mut answer).unwrap();
+    let body = answer.split_off(4);
+    (i32::from_be_bytes(answer.try_into().unwrap()), body)
+}
+
+/// Sends ApiVersions v0 with correlation id 7 and returns the answer's
+/// correlation id.
+pub fn api_versions_correlation(s: &mut (impl std::io::Read + Write)) -> i32 {
+    kafka_call(s, 18, 0, 7, &[]).0
 }
