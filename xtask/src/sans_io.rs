@@ -307,8 +307,7 @@ fn after() {}
         assert_eq!(bad.len(), 1, "{bad:#?}");
         assert!(
             bad[0].contains("`SystemTime` reads the wall clock"),
-            "{}",
-            bad[0]
+            "{bad:#?}"
         );
     }
 

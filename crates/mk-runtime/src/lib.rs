@@ -46,9 +46,8 @@ impl Default for DriverConfig {
 
 /// Starts every background driver on `cluster` (needs a tokio runtime).
 pub fn start_drivers(cluster: &Arc<BrokerCluster>, config: DriverConfig) -> Result<()> {
-    let owner = cluster.lifecycle();
     let c = cluster.clone();
-    owner.spawn_owned(async move {
+    cluster.lifecycle().spawn_owned(async move {
         loop {
             tokio::select! {
                 _ = c.data().until_appended() => {}
@@ -59,81 +58,57 @@ pub fn start_drivers(cluster: &Arc<BrokerCluster>, config: DriverConfig) -> Resu
             }
         }
     })?;
-    let c = cluster.clone();
-    let every = config.group_expiry_interval;
-    owner.spawn_owned(async move {
-        let mut tick = interval(every);
-        loop {
-            tick.tick().await;
-            if !step_ok("group expiry", c.groups().expire_members()) {
-                break;
-            }
-        }
+    run_every(cluster, config.group_expiry_interval, |c| async move {
+        step_ok("group expiry", c.groups().expire_members())
     })?;
-    let c = cluster.clone();
-    let every = config.transaction_expiry_interval;
-    owner.spawn_owned(async move {
-        let mut tick = interval(every);
-        loop {
-            tick.tick().await;
-            if !step_ok("transaction expiry", c.transactions().expire().await) {
-                break;
-            }
-        }
-    })?;
+    run_every(
+        cluster,
+        config.transaction_expiry_interval,
+        |c| async move { step_ok("transaction expiry", c.transactions().expire().await) },
+    )?;
     if let Some(every) = config.flush_interval {
-        start_flush_driver(cluster, every)?;
+        run_every(cluster, every, flush_cycle)?;
     }
-    let c = cluster.clone();
-    let every = config.storage_probe_interval;
-    owner.spawn_owned(async move {
-        let mut tick = interval(every);
-        loop {
-            tick.tick().await;
-            if c.lifecycle().check_running().is_err() {
-                break;
-            }
-            c.lifecycle().probe_disk_space();
+    run_every(cluster, config.storage_probe_interval, |c| async move {
+        if c.lifecycle().check_running().is_err() {
+            return false;
         }
+        c.lifecycle().probe_disk_space();
+        true
     })?;
-    let c = cluster.clone();
-    let every = config.cleanup_interval;
-    owner.spawn_owned(async move {
-        let mut tick = interval(every);
-        loop {
-            tick.tick().await;
-            if !step_ok("retention", c.steps().apply_retention_all())
-                || !step_ok("compaction", c.steps().compact_all())
-            {
-                break;
-            }
-        }
-    })?;
-    Ok(())
+    run_every(cluster, config.cleanup_interval, |c| async move {
+        step_ok("retention", c.steps().apply_retention_all())
+            && step_ok("compaction", c.steps().compact_all())
+    })
 }
 
-/// The flush driver: a flush cycle every `every`.
-fn start_flush_driver(cluster: &Arc<BrokerCluster>, every: Duration) -> Result<()> {
+/// Runs `step` every `every`, owned by the cluster, until the step says
+/// the cluster can no longer run (`false`).
+fn run_every<F, Fut>(cluster: &Arc<BrokerCluster>, every: Duration, step: F) -> Result<()>
+where
+    F: Fn(Arc<BrokerCluster>) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = bool> + Send,
+{
     let c = cluster.clone();
     cluster.lifecycle().spawn_owned(async move {
         let mut tick = interval(every);
         loop {
             tick.tick().await;
-            // fsync blocks: it runs on the blocking pool, never on
-            // a runtime thread that serves connections.
-            let cycle = c.clone();
-            let flushed =
-                match tokio::task::spawn_blocking(move || cycle.steps().run_flush_cycle()).await {
-                    Ok(r) => r,
-                    Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-                    Err(_) => break, // the runtime is shutting down
-                };
-            if !step_ok("flush cycle", flushed) {
+            if !step(c.clone()).await {
                 break;
             }
         }
-    })?;
-    Ok(())
+    })
+}
+
+/// One flush cycle. fsync blocks: it runs on the blocking pool, never on
+/// a runtime thread that serves connections.
+async fn flush_cycle(c: Arc<BrokerCluster>) -> bool {
+    match tokio::task::spawn_blocking(move || c.steps().run_flush_cycle()).await {
+        Ok(flushed) => step_ok("flush cycle", flushed),
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(_) => false, // the runtime is shutting down
+    }
 }
 
 fn interval(every: Duration) -> tokio::time::Interval {
