@@ -620,7 +620,18 @@ impl PartitionLog {
         let (Some(first), Some(last)) = (frames.first(), frames.last()) else {
             return Vec::new();
         };
+        // Each frame starts where the one before it ends, the first at the
+        // log end, and each is one whole frame: checked for the group as a
+        // lone append checks its one frame.
         self.assert_at_end(&first.header);
+        for (f, next) in frames.iter().zip(frames.iter().skip(1)) {
+            assert_eq!(
+                next.header.base_offset,
+                f.header.next_offset(),
+                "{}: the frames of a group must be contiguous",
+                self.dir.display()
+            );
+        }
         for f in &frames {
             self.assert_whole_frame(&buf[f.range.clone()]);
         }
