@@ -669,20 +669,12 @@ async fn e2e_idempotent_retry_returns_original_offsets_and_survives_restart() {
     let mut env = Env::with_topic("i", 1);
     let id = env.client.init_producer(Some("app")).unwrap();
     let send = |seq: i32| ProduceRequest {
-        tp: tp("i", 0),
-        records: vec![
-            ProduceEntry {
-                value: Some(b("v")),
-                ..ProduceEntry::default()
-            };
-            2
-        ],
-        acks: AckMode::All,
         producer: Some(ProducerInfo {
             producer_id: id.producer_id,
             producer_epoch: id.epoch,
             base_sequence: seq,
         }),
+        ..values_request("i", 0, &["v", "v"], AckMode::All)
     };
     let first = env.client.produce(send(0)).await.unwrap();
     let retry = env.client.produce(send(0)).await.unwrap();

@@ -17,6 +17,28 @@ pub fn tp(topic: &str, partition: u32) -> TopicPartition {
     TopicPartition::new(topic, partition)
 }
 
+/// A request producing `values` (no keys) as one batch, without a producer
+/// identity.
+pub fn values_request(
+    topic: &str,
+    partition: u32,
+    values: &[&str],
+    acks: AckMode,
+) -> ProduceRequest {
+    ProduceRequest {
+        tp: tp(topic, partition),
+        records: values
+            .iter()
+            .map(|v| ProduceEntry {
+                value: Some(b(v)),
+                ..ProduceEntry::default()
+            })
+            .collect(),
+        acks,
+        producer: None,
+    }
+}
+
 pub struct Env {
     pub dir: tempfile::TempDir,
     pub clock: ManualClock,
@@ -96,18 +118,7 @@ impl Env {
         acks: AckMode,
     ) -> Result<ProduceResponse> {
         self.client
-            .produce(ProduceRequest {
-                tp: tp(topic, partition),
-                records: values
-                    .iter()
-                    .map(|v| ProduceEntry {
-                        value: Some(b(v)),
-                        ..ProduceEntry::default()
-                    })
-                    .collect(),
-                acks,
-                producer: None,
-            })
+            .produce(values_request(topic, partition, values, acks))
             .await
     }
 
