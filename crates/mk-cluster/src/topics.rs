@@ -729,22 +729,9 @@ impl Topics<'_> {
 fn remove_topic_files(data_dir: &Path, deletion: &PendingDeletion) -> Result<()> {
     for p in &deletion.partitions {
         let tp = TopicPartition::new(&deletion.name, p.partition);
-        for broker in &p.replicas {
-            let dir = mk_replication::replica_dir(data_dir, *broker, &tp);
-            match std::fs::remove_dir_all(&dir) {
-                Ok(()) => {}
-                // Missing (also below a path that is not a directory) is
-                // what removal wants.
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
-                    ) => {}
-                Err(e) => {
-                    tracing::error!(topic = deletion.name, dir = %dir.display(), error = %e, "cannot remove a deleted topic's files");
-                    return Err(mk_storage::StorageError::io(&dir, e).into());
-                }
-            }
+        if let Err(e) = mk_replication::remove_replica_dirs(data_dir, &tp, &p.replicas) {
+            tracing::error!(topic = deletion.name, error = %e, "cannot remove a deleted topic's files");
+            return Err(e.into());
         }
     }
     Ok(())

@@ -1,19 +1,26 @@
 //! First end-to-end checks of the core through its Rust API.
 
-use bytes::Bytes;
+mod common;
+
+use common::{b, open_with};
 use mk_cluster::*;
 use std::sync::Arc;
 
-fn b(s: &str) -> Bytes {
-    Bytes::copy_from_slice(s.as_bytes())
+fn open(dir: &std::path::Path, brokers: Vec<i32>, clock: &ManualClock) -> Arc<BrokerCluster> {
+    open_with(dir, clock, |c| c.with_brokers(brokers))
 }
 
-fn open(dir: &std::path::Path, brokers: Vec<i32>, clock: &ManualClock) -> Arc<BrokerCluster> {
-    BrokerCluster::open_with_clock(
-        MiniKafkaConfig::new(dir).with_brokers(brokers),
-        Arc::new(clock.clone()),
-    )
-    .unwrap()
+/// Broker 1 alone on a temporary directory, with `topic` (`partitions`)
+/// created.
+fn one_broker(
+    topic: &str,
+    partitions: u32,
+) -> (tempfile::TempDir, ManualClock, Arc<BrokerCluster>) {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_000);
+    let c = open(dir.path(), vec![1], &clock);
+    c.topics().create(topic, partitions, 1).unwrap();
+    (dir, clock, c)
 }
 
 fn batch(values: &[&str]) -> RecordBatch {
@@ -28,10 +35,7 @@ fn batch(values: &[&str]) -> RecordBatch {
 
 #[tokio::test]
 async fn produce_fetch_close_reopen() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
-    let c = open(dir.path(), vec![1], &clock);
-    c.topics().create("events", 2, 1).unwrap();
+    let (dir, clock, c) = one_broker("events", 2);
     let tp = TopicPartition::new("events", 0);
     let r = c
         .data()
@@ -71,9 +75,11 @@ async fn produce_fetch_close_reopen() {
 async fn acks_all_waits_for_replication() {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(1_000);
-    let mut cfg = MiniKafkaConfig::new(dir.path()).with_brokers(vec![1, 2, 3]);
-    cfg.min_insync_replicas = 2;
-    let c = BrokerCluster::open_with_clock(cfg, Arc::new(clock.clone())).unwrap();
+    let c = open_with(dir.path(), &clock, |c| {
+        let mut c = c.with_brokers(vec![1, 2, 3]);
+        c.min_insync_replicas = 2;
+        c
+    });
     c.topics().create("t", 1, 3).unwrap();
     let tp = TopicPartition::new("t", 0);
     let pending = c
@@ -91,10 +97,7 @@ async fn acks_all_waits_for_replication() {
 
 #[tokio::test]
 async fn transactions_commit_and_abort() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
-    let c = open(dir.path(), vec![1], &clock);
-    c.topics().create("out", 1, 1).unwrap();
+    let (_dir, _, c) = one_broker("out", 1);
     let tp = TopicPartition::new("out", 0);
     let h = c.transactions().begin("tx").await.unwrap();
     c.transactions()
