@@ -11,7 +11,7 @@
 use bytes::Bytes;
 mod common;
 
-use common::{b, open, open_with, tp};
+use common::{b, dir_and_clock, fresh_cluster, open, open_with, tp};
 use mk_cluster::*;
 use std::sync::Arc;
 
@@ -30,8 +30,7 @@ async fn put(c: &BrokerCluster, tp: &TopicPartition, value: &str) -> i64 {
 
 #[tokio::test]
 async fn a_json_fetch_is_capped_by_fetch_max_bytes_whatever_it_asks() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
+    let (dir, clock) = dir_and_clock();
     let c = open_with(dir.path(), &clock, |mut c| {
         c.fetch_max_bytes = 2_000;
         c
@@ -79,9 +78,7 @@ async fn a_json_fetch_is_capped_by_fetch_max_bytes_whatever_it_asks() {
 
 #[tokio::test]
 async fn a_lost_metadata_file_refuses_to_start_and_says_how_to_recover() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
-    let c = open(dir.path(), &clock);
+    let (dir, clock, c) = fresh_cluster();
     c.topics().create("c", 2, 1).unwrap();
     put(&c, &tp("c", 1), "kept").await;
     c.lifecycle().close().await.unwrap();
@@ -117,9 +114,7 @@ async fn a_lost_metadata_file_refuses_to_start_and_says_how_to_recover() {
 
 #[tokio::test]
 async fn a_partition_directory_the_metadata_does_not_list_refuses_to_start() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
-    let c = open(dir.path(), &clock);
+    let (dir, clock, c) = fresh_cluster();
     c.topics().create("known", 1, 1).unwrap();
     c.lifecycle().close().await.unwrap();
     drop(c);
@@ -138,8 +133,7 @@ async fn a_partition_directory_the_metadata_does_not_list_refuses_to_start() {
 #[tokio::test]
 async fn a_creation_interrupted_by_a_crash_leaves_nothing_and_the_name_starts_empty() {
     use mk_cluster::metadata::{MetadataStore, TopicId, TopicMeta, place_replicas};
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
+    let (dir, clock) = dir_and_clock();
     open(dir.path(), &clock).lifecycle().close().await.unwrap();
     // Where a crash inside create_topic leaves it: the creation recorded,
     // some files written, the topic not yet published.
@@ -170,8 +164,7 @@ async fn a_creation_interrupted_by_a_crash_leaves_nothing_and_the_name_starts_em
 
 #[tokio::test]
 async fn a_creation_that_fails_half_way_is_undone_and_the_broker_keeps_running() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
+    let (dir, clock) = dir_and_clock();
     let c = open_with(dir.path(), &clock, |c| c.with_brokers(vec![1, 2]));
     c.topics().create("ok", 1, 1).unwrap();
     // A file where broker 2's directory must go makes the creation fail at
@@ -201,9 +194,7 @@ async fn a_creation_that_fails_half_way_is_undone_and_the_broker_keeps_running()
 
 #[tokio::test]
 async fn a_directory_in_the_way_of_a_new_topic_is_refused_before_anything_is_created() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
-    let c = open(dir.path(), &clock);
+    let (dir, _, c) = fresh_cluster();
     c.topics().create("ok", 1, 1).unwrap();
     let stray = dir.path().join("broker-1").join("late-2");
     std::fs::create_dir_all(&stray).unwrap();
@@ -243,9 +234,7 @@ async fn idempotent_put(
 
 #[tokio::test]
 async fn a_deleted_identity_store_never_hands_out_an_id_the_log_holds() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
-    let c = open(dir.path(), &clock);
+    let (dir, clock, c) = fresh_cluster();
     c.topics().create("t", 1, 1).unwrap();
     let p = tp("t", 0);
     let first = c.transactions().init_producer(Some("first")).unwrap();
@@ -309,9 +298,7 @@ async fn a_deleted_identity_store_never_hands_out_an_id_the_log_holds() {
 
 #[tokio::test]
 async fn a_damaged_offsets_log_after_a_crash_refuses_to_start_instead_of_losing_commits() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
-    let c = open(dir.path(), &clock);
+    let (dir, _, c) = fresh_cluster();
     c.topics().create("t", 1, 1).unwrap();
     for offset in 1..=5 {
         let commit = std::collections::BTreeMap::from([(tp("t", 0), offset)]);
@@ -339,9 +326,7 @@ async fn a_damaged_offsets_log_after_a_crash_refuses_to_start_instead_of_losing_
 
 #[tokio::test]
 async fn a_damaged_journal_line_with_later_states_refuses_to_start_instead_of_aborting_a_commit() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
-    let c = open(dir.path(), &clock);
+    let (dir, _, c) = fresh_cluster();
     c.topics().create("t", 1, 1).unwrap();
     let h = c.transactions().begin("tx").await.unwrap();
     c.transactions()
@@ -399,9 +384,7 @@ fn lose_last_batches(dir: &std::path::Path, tp: &TopicPartition, n: usize) {
 #[tokio::test]
 async fn a_lost_marker_is_written_again_on_open_so_the_lso_moves_on() {
     for commit in [true, false] {
-        let dir = tempfile::tempdir().unwrap();
-        let clock = ManualClock::new(1_000);
-        let c = open(dir.path(), &clock);
+        let (dir, clock, c) = fresh_cluster();
         c.topics().create("t", 1, 1).unwrap();
         let p = tp("t", 0);
         let h = c.transactions().begin("tx").await.unwrap();
@@ -483,8 +466,7 @@ fn small_segments(mut c: MiniKafkaConfig) -> MiniKafkaConfig {
 
 #[tokio::test]
 async fn a_corrupt_closed_segment_takes_only_its_partition_offline() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
+    let (dir, clock) = dir_and_clock();
     let c = open_with(dir.path(), &clock, small_segments);
     c.topics().create("c", 1, 1).unwrap();
     c.topics().create("d", 1, 1).unwrap();
@@ -594,8 +576,7 @@ async fn a_corrupt_closed_segment_takes_only_its_partition_offline() {
 
 #[tokio::test]
 async fn a_partition_found_damaged_at_open_starts_offline_and_the_rest_serves() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
+    let (dir, clock) = dir_and_clock();
     let c = open_with(dir.path(), &clock, small_segments);
     c.topics().create("c", 1, 1).unwrap();
     c.topics().create("d", 1, 1).unwrap();
@@ -640,8 +621,7 @@ async fn a_partition_found_damaged_at_open_starts_offline_and_the_rest_serves() 
 
 #[tokio::test]
 async fn a_full_disk_fails_writes_typed_keeps_reads_and_loses_no_acknowledged_record() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
+    let (dir, clock) = dir_and_clock();
     let faults = Arc::new(FaultInjector::new());
     let c = BrokerCluster::open_with_faults(
         MiniKafkaConfig::new(dir.path()),
@@ -724,9 +704,7 @@ async fn a_full_disk_fails_writes_typed_keeps_reads_and_loses_no_acknowledged_re
 
 #[tokio::test]
 async fn a_deleted_partition_directory_is_reported_not_silently_recreated_empty() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
-    let c = open(dir.path(), &clock);
+    let (dir, clock, c) = fresh_cluster();
     c.topics().create("c", 1, 1).unwrap();
     c.topics().create("d", 1, 1).unwrap();
     put(&c, &tp("c", 0), "lost").await;
@@ -758,8 +736,7 @@ async fn a_deleted_partition_directory_is_reported_not_silently_recreated_empty(
 
 #[tokio::test]
 async fn a_kafka_fetch_checks_frame_crcs_after_the_lock_and_damage_takes_the_partition_offline() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
+    let (dir, clock) = dir_and_clock();
     let c = open_with(dir.path(), &clock, small_segments);
     c.topics().create("k", 1, 1).unwrap();
     c.topics().create("l", 1, 1).unwrap();

@@ -11,7 +11,7 @@
 use mk_cluster::metadata::MetadataStore;
 mod common;
 
-use common::{alter_topic, b, open, open_with, set, tp};
+use common::{alter_topic, b, dir_and_clock, fresh_cluster, open, open_with, set, tp};
 use mk_cluster::*;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -39,9 +39,7 @@ async fn put(c: &BrokerCluster, tp: &TopicPartition, values: &[&str], ts: i64) -
 
 #[tokio::test]
 async fn topic_and_cluster_ids_are_stable_across_restarts_and_unique() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
-    let c = open(dir.path(), &clock);
+    let (dir, clock, c) = fresh_cluster();
     c.topics().create("a", 1, 1).unwrap();
     c.topics().create("b", 1, 1).unwrap();
     let (ida, idb, cluster) = (
@@ -66,8 +64,7 @@ async fn topic_and_cluster_ids_are_stable_across_restarts_and_unique() {
 
 #[tokio::test]
 async fn deleting_a_topic_removes_its_files_offsets_and_name_for_good() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
+    let (dir, clock) = dir_and_clock();
     let c = open_with(dir.path(), &clock, |c| c.with_brokers(vec![1, 2]));
     c.topics().create("gone", 2, 2).unwrap();
     c.topics().create("kept", 1, 1).unwrap();
@@ -115,9 +112,7 @@ async fn deleting_a_topic_removes_its_files_offsets_and_name_for_good() {
 
 #[tokio::test]
 async fn a_deletion_interrupted_by_a_crash_is_finished_on_open() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
-    let c = open(dir.path(), &clock);
+    let (dir, clock, c) = fresh_cluster();
     c.topics().create("half", 1, 1).unwrap();
     put(&c, &tp("half", 0), &["x"], 1).await;
     c.lifecycle().close().await.unwrap();
@@ -143,8 +138,7 @@ async fn a_deletion_interrupted_by_a_crash_is_finished_on_open() {
 
 #[tokio::test]
 async fn partitions_only_grow_keep_their_data_and_survive_a_restart() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
+    let (dir, clock) = dir_and_clock();
     let brokers = |c: MiniKafkaConfig| c.with_brokers(vec![1, 2, 3]);
     let c = open_with(dir.path(), &clock, brokers);
     c.topics().create("g", 2, 2).unwrap();
@@ -180,9 +174,7 @@ async fn partitions_only_grow_keep_their_data_and_survive_a_restart() {
 
 #[tokio::test]
 async fn altered_configs_are_validated_all_or_nothing_persisted_and_in_force() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
-    let c = open(dir.path(), &clock);
+    let (dir, clock, c) = fresh_cluster();
     c.topics().create("cfg", 1, 1).unwrap();
     let before = c.topics().describe("cfg").unwrap().config;
     let e = c
@@ -268,9 +260,7 @@ fn log_files(data: &std::path::Path, dir_name: &str) -> usize {
 
 #[tokio::test]
 async fn segment_ms_rolls_by_the_injected_clock_and_alter_config_changes_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
-    let c = open(dir.path(), &clock);
+    let (dir, clock, c) = fresh_cluster();
     c.topics().create("aged", 1, 1).unwrap();
     let t = tp("aged", 0);
     put(&c, &t, &["a"], 1).await;
@@ -299,9 +289,7 @@ async fn segment_ms_rolls_by_the_injected_clock_and_alter_config_changes_it() {
 
 #[tokio::test]
 async fn every_kafka_topic_config_and_dynamic_broker_config_survives_a_restart() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
-    let c = open(dir.path(), &clock);
+    let (dir, clock, c) = fresh_cluster();
     c.topics().create("kc", 1, 1).unwrap();
     let inc = |k: &str, op: IncrementalOp| IncrementalChange { key: k.into(), op };
     c.topics()
@@ -394,8 +382,7 @@ async fn every_kafka_topic_config_and_dynamic_broker_config_survives_a_restart()
 
 #[tokio::test]
 async fn metadata_auto_creates_only_when_allowed_and_enabled() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
+    let (dir, clock) = dir_and_clock();
     let c = open_with(dir.path(), &clock, |mut c| {
         c.auto_create_partitions = 3;
         c
@@ -434,8 +421,7 @@ async fn metadata_auto_creates_only_when_allowed_and_enabled() {
 
 #[tokio::test]
 async fn a_broker_taken_offline_hands_leadership_to_an_in_sync_replica_and_rejoins() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
+    let (dir, clock) = dir_and_clock();
     let c = open_with(dir.path(), &clock, |c| {
         c.with_brokers(vec![1, 2, 3]).with_min_insync_replicas(2)
     });
@@ -533,9 +519,7 @@ fn fetch_one(
 
 #[tokio::test]
 async fn batch_fetches_follow_kafkas_size_rules() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
-    let c = open(dir.path(), &clock);
+    let (_dir, _, c) = fresh_cluster();
     c.topics().create("s", 2, 1).unwrap();
     let big = "x".repeat(5_000);
     put(&c, &tp("s", 0), &[&big], 1).await;
@@ -596,8 +580,7 @@ async fn batch_fetches_follow_kafkas_size_rules() {
 
 #[tokio::test]
 async fn the_cluster_caps_every_fetch_answer() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
+    let (dir, clock) = dir_and_clock();
     let c = open_with(dir.path(), &clock, |mut c| {
         c.fetch_max_bytes = 2_000;
         c
@@ -618,9 +601,7 @@ async fn the_cluster_caps_every_fetch_answer() {
 
 #[tokio::test]
 async fn read_committed_batches_skip_aborted_data_but_keep_markers_so_readers_advance() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
-    let c = open(dir.path(), &clock);
+    let (_dir, _, c) = fresh_cluster();
     c.topics().create("t", 1, 1).unwrap();
     let p = tp("t", 0);
     let h = c.transactions().begin("tx").await.unwrap();
@@ -689,9 +670,7 @@ async fn read_committed_batches_skip_aborted_data_but_keep_markers_so_readers_ad
 
 #[tokio::test]
 async fn a_batch_long_poll_waits_for_min_bytes_and_is_woken_by_an_append() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
-    let c = open(dir.path(), &clock);
+    let (_dir, _, c) = fresh_cluster();
     c.topics().create("w", 2, 1).unwrap();
     let mut req = fetch_one(&tp("w", 0), 0, 1 << 20, Isolation::ReadUncommitted);
     req.partitions.push(PartitionFetch {
@@ -719,9 +698,7 @@ async fn a_batch_long_poll_waits_for_min_bytes_and_is_woken_by_an_append() {
 
 #[tokio::test]
 async fn offsets_by_time_max_timestamp_and_the_lso_for_read_committed() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
-    let c = open(dir.path(), &clock);
+    let (_dir, _, c) = fresh_cluster();
     c.topics().create("ts", 1, 1).unwrap();
     let p = tp("ts", 0);
     put(&c, &p, &["a", "b"], 100).await; // offsets 0, 1 at 100, 101
@@ -763,8 +740,7 @@ async fn offsets_by_time_max_timestamp_and_the_lso_for_read_committed() {
 
 #[tokio::test]
 async fn epochs_answer_kip_279_and_stale_or_future_epochs_are_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
+    let (dir, clock) = dir_and_clock();
     let c = open_with(dir.path(), &clock, |c| c.with_brokers(vec![1, 2]));
     c.topics().create("e", 1, 2).unwrap();
     let p = tp("e", 0);
@@ -816,8 +792,7 @@ async fn epochs_answer_kip_279_and_stale_or_future_epochs_are_refused() {
 /// make the cycle report an error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_topics_while_flush_cycles_run_fails_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
+    let (dir, clock) = dir_and_clock();
     let c = open_with(dir.path(), &clock, |mut c| {
         c.segment_max_bytes = 1024;
         c
@@ -873,9 +848,7 @@ fn keyed(keys: &[Option<&str>]) -> RecordBatch {
 
 #[tokio::test]
 async fn a_compacted_topic_refuses_a_batch_with_keyless_records_naming_each_of_them() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
-    let c = open(dir.path(), &clock);
+    let (_dir, _, c) = fresh_cluster();
     compacted(&c, "kv");
     c.topics().create("plain", 1, 1).unwrap();
     let kv = tp("kv", 0);
@@ -971,8 +944,7 @@ fn coordinator_partitions_are_kafkas_hash_of_the_key() {
 
 #[tokio::test]
 async fn every_broker_names_one_coordinator_per_key_and_it_moves_when_its_broker_goes() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
+    let (dir, clock) = dir_and_clock();
     let c = open_with(dir.path(), &clock, |cfg| cfg.with_brokers(vec![1, 2, 3]));
     // Partition p's replicas are B[p % 3], B[(p + 1) % 3], B[(p + 2) % 3].
     let a = CoordinatorKey::Group("a"); // partition 47: brokers 3, 1, 2
@@ -1012,8 +984,7 @@ async fn every_broker_names_one_coordinator_per_key_and_it_moves_when_its_broker
 
 #[tokio::test]
 async fn with_more_brokers_than_replicas_a_coordinator_can_be_unavailable() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
+    let (dir, clock) = dir_and_clock();
     let c = open_with(dir.path(), &clock, |cfg| cfg.with_brokers(vec![1, 2, 3, 4]));
     // "my-group" is partition 12: replicas B[0], B[1], B[2] = 1, 2, 3.
     let key = CoordinatorKey::Group("my-group");
@@ -1032,8 +1003,7 @@ async fn with_more_brokers_than_replicas_a_coordinator_can_be_unavailable() {
 
 #[tokio::test]
 async fn delete_records_moves_the_log_start_on_every_replica_and_survives_a_restart() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
+    let (dir, clock) = dir_and_clock();
     let cfg = |c: MiniKafkaConfig| c.with_brokers(vec![1, 2, 3]);
     let c = open_with(dir.path(), &clock, cfg);
     c.topics().create("d", 1, 3).unwrap();
@@ -1083,8 +1053,7 @@ async fn delete_records_moves_the_log_start_on_every_replica_and_survives_a_rest
 
 #[tokio::test]
 async fn a_brokers_log_dir_lists_its_replicas_with_sizes_and_lag() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
+    let (dir, clock) = dir_and_clock();
     let c = open_with(dir.path(), &clock, |c| c.with_brokers(vec![1, 2, 3]));
     // "a" has one replica per partition: a-0 on broker 1, a-1 on broker 2.
     c.topics().create("a", 2, 1).unwrap();
@@ -1122,9 +1091,7 @@ async fn a_brokers_log_dir_lists_its_replicas_with_sizes_and_lag() {
 
 #[tokio::test]
 async fn a_fetch_sends_a_producers_block_as_stored_without_decoding_a_record() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
-    let c = open(dir.path(), &clock);
+    let (_dir, _, c) = fresh_cluster();
     c.topics().create("pass", 1, 1).unwrap();
     let p = tp("pass", 0);
     put(&c, &p, &["built-by-the-broker"], 1).await;
@@ -1326,9 +1293,7 @@ fn produced_block(records: &[Record], codec: block::Codec) -> block::BlockBatch 
 
 #[tokio::test]
 async fn a_topics_compression_type_recompresses_produced_batches_of_another_codec() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
-    let c = open(dir.path(), &clock);
+    let (_dir, _, c) = fresh_cluster();
     let records: Vec<Record> = (0..50)
         .map(|i| {
             Record::new(

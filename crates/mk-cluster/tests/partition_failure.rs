@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{b, open, tp};
+use common::{b, fresh_cluster, open, tp};
 use mk_cluster::*;
 
 async fn put(c: &BrokerCluster, p: &TopicPartition, value: &str) -> Result<i64> {
@@ -67,9 +67,7 @@ fn assert_reported(c: &BrokerCluster, failed: &TopicPartition, healthy: &[TopicP
 
 #[tokio::test]
 async fn a_failed_invariant_under_a_partition_lock_fails_only_that_partition() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
-    let c = open(dir.path(), &clock);
+    let (dir, clock, c) = fresh_cluster();
     c.topics().create("a", 2, 1).unwrap();
     c.topics().create("b", 1, 1).unwrap();
     let (a0, a1, b0) = (tp("a", 0), tp("a", 1), tp("b", 0));
@@ -127,9 +125,7 @@ async fn a_failed_invariant_under_a_partition_lock_fails_only_that_partition() {
 
 #[tokio::test]
 async fn a_poisoned_partition_lock_fails_only_that_partition_and_close_still_works() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
-    let c = open(dir.path(), &clock);
+    let (dir, clock, c) = fresh_cluster();
     c.topics().create("a", 2, 1).unwrap();
     let (a0, a1) = (tp("a", 0), tp("a", 1));
     put(&c, &a0, "zero").await.unwrap();
@@ -161,9 +157,7 @@ async fn a_poisoned_partition_lock_fails_only_that_partition_and_close_still_wor
 
 #[tokio::test]
 async fn a_failed_invariant_in_a_broker_wide_store_fails_the_broker_loudly_not_every_caller() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
-    let c = open(dir.path(), &clock);
+    let (_dir, _, c) = fresh_cluster();
     c.topics().create("a", 1, 1).unwrap();
     // The metadata store writes metadata.json: a failed invariant there
     // leaves the store in an unknown state, so the broker fails (and a

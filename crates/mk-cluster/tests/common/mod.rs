@@ -121,6 +121,19 @@ pub fn open_with(
     BrokerCluster::open_with_clock(f(MiniKafkaConfig::new(dir)), Arc::new(clock.clone())).unwrap()
 }
 
+/// A temporary directory and a manual clock at 1000 ms: a broker process
+/// before it opens.
+pub fn dir_and_clock() -> (tempfile::TempDir, ManualClock) {
+    (tempfile::tempdir().unwrap(), ManualClock::new(1_000))
+}
+
+/// `dir_and_clock` with the default cluster open on them.
+pub fn fresh_cluster() -> (tempfile::TempDir, ManualClock, Arc<BrokerCluster>) {
+    let (dir, clock) = dir_and_clock();
+    let c = open(dir.path(), &clock);
+    (dir, clock, c)
+}
+
 /// A cluster on `dir` with `clock` and the default configuration.
 pub fn open(dir: &std::path::Path, clock: &ManualClock) -> Arc<BrokerCluster> {
     open_with(dir, clock, |c| c)
