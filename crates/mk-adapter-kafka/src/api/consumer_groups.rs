@@ -14,10 +14,71 @@ use crate::messages::consumer_group_heartbeat::{
     ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse,
 };
 use mk_cluster::{
-    BrokerCluster, ConsumerGroupDescription, ConsumerHeartbeat, CoordinatorKey, GroupType, TopicId,
-    TopicPartition,
+    BrokerCluster, ClusterError, ConsumerGroupDescription, ConsumerHeartbeat, CoordinatorKey,
+    GroupType, TopicId, TopicPartition,
 };
 use std::collections::BTreeMap;
+
+/// A described group of one of the three describe APIs (classic, KIP-848,
+/// share): what a failure or a denial sets, the rest its default.
+pub(crate) trait GroupAnswer: Default {
+    fn group_id(&mut self) -> &mut String;
+    fn authorized_operations(&mut self) -> &mut i32;
+    /// The group answered with an error (its authorized operations
+    /// omitted, as every other field).
+    fn failed(group_id: String, code: KafkaCode, message: String) -> Self;
+}
+
+macro_rules! group_answer {
+    ($($t:ty),*) => {$(
+        impl GroupAnswer for $t {
+            fn group_id(&mut self) -> &mut String {
+                &mut self.group_id
+            }
+            fn authorized_operations(&mut self) -> &mut i32 {
+                &mut self.authorized_operations
+            }
+            fn failed(group_id: String, code: KafkaCode, message: String) -> Self {
+                Self {
+                    error_code: code,
+                    error_message: Some(message),
+                    group_id,
+                    ..Default::default()
+                }
+            }
+        }
+    )*};
+}
+
+group_answer!(
+    crate::messages::describe_groups::DescribedGroup,
+    DescribedGroup,
+    crate::messages::share_group_describe::DescribedGroup
+);
+
+/// Each group asked for: `described` where this broker coordinates it and
+/// `describe` finds it, else its error (a group of another `kind` is not
+/// found).
+pub(crate) fn describe_each<D, G: GroupAnswer>(
+    ctx: &Ctx<'_>,
+    ids: &[String],
+    kind: GroupType,
+    describe: impl Fn(&str) -> Result<Option<D>, ClusterError>,
+    described: impl Fn(D) -> G,
+) -> Vec<G> {
+    ids.iter()
+        .map(|id| {
+            let answer =
+                coordinated_here(ctx, CoordinatorKey::Group(id)).and_then(|()| describe(id));
+            let (error_code, message) = match answer {
+                Ok(Some(d)) => return described(d),
+                Ok(None) => not_found(ctx.cluster, id, kind),
+                Err(e) => errors::from_cluster(&e),
+            };
+            G::failed(id.clone(), error_code, message)
+        })
+        .collect()
+}
 
 /// `member_type` of a described member that uses the consumer protocol.
 const CONSUMER_MEMBER_TYPE: i8 = 1;
@@ -188,35 +249,13 @@ pub async fn handle_consumer_group_describe(
     ctx: &Ctx<'_>,
     req: ConsumerGroupDescribeRequest,
 ) -> ConsumerGroupDescribeResponse {
-    let groups = req
-        .group_ids
-        .iter()
-        .map(|id| {
-            match coordinated_here(ctx, CoordinatorKey::Group(id))
-                .and_then(|()| ctx.cluster.groups().describe_consumer(id))
-            {
-                Ok(Some(d)) => described(ctx.cluster, d),
-                Ok(None) => {
-                    let (error_code, message) = not_found(ctx.cluster, id, GroupType::Consumer);
-                    DescribedGroup {
-                        error_code,
-                        error_message: Some(message),
-                        group_id: id.clone(),
-                        ..DescribedGroup::default()
-                    }
-                }
-                Err(e) => {
-                    let (error_code, message) = errors::from_cluster(&e);
-                    DescribedGroup {
-                        error_code,
-                        error_message: Some(message),
-                        group_id: id.clone(),
-                        ..DescribedGroup::default()
-                    }
-                }
-            }
-        })
-        .collect();
+    let groups = describe_each(
+        ctx,
+        &req.group_ids,
+        GroupType::Consumer,
+        |id| ctx.cluster.groups().describe_consumer(id),
+        |d| described(ctx.cluster, d),
+    );
     ConsumerGroupDescribeResponse {
         groups,
         ..ConsumerGroupDescribeResponse::default()

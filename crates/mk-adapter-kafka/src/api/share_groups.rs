@@ -5,7 +5,7 @@
 //! records are translated; every decision is the core's.
 
 use super::Ctx;
-use super::consumer_groups::{by_id, by_name, heartbeat_response, not_found};
+use super::consumer_groups::{by_id, by_name, describe_each, heartbeat_response};
 use super::groups::{client_host, coordinated_here};
 use crate::codec::Uuid;
 use crate::errors::{self, KafkaCode};
@@ -64,25 +64,13 @@ pub async fn handle_share_group_describe(
     ctx: &Ctx<'_>,
     req: ShareGroupDescribeRequest,
 ) -> ShareGroupDescribeResponse {
-    let groups = req
-        .group_ids
-        .iter()
-        .map(|id| {
-            let answer = coordinated_here(ctx, CoordinatorKey::Group(id))
-                .and_then(|()| ctx.cluster.groups().describe_share(id));
-            let (error_code, message) = match answer {
-                Ok(Some(d)) => return described(ctx.cluster, d),
-                Ok(None) => not_found(ctx.cluster, id, GroupType::Share),
-                Err(e) => errors::from_cluster(&e),
-            };
-            DescribedGroup {
-                error_code,
-                error_message: Some(message),
-                group_id: id.clone(),
-                ..DescribedGroup::default()
-            }
-        })
-        .collect();
+    let groups = describe_each(
+        ctx,
+        &req.group_ids,
+        GroupType::Share,
+        |id| ctx.cluster.groups().describe_share(id),
+        |d| described(ctx.cluster, d),
+    );
     ShareGroupDescribeResponse {
         groups,
         ..ShareGroupDescribeResponse::default()

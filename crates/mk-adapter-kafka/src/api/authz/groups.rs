@@ -135,6 +135,7 @@ pub fn leave_group(
 
 // ----- Offsets ------------------------------------------------------------------
 
+use crate::api::consumer_groups::GroupAnswer;
 use crate::api::groups::commit_answer;
 use crate::messages::offset_commit::{OffsetCommitRequest, OffsetCommitResponse};
 
@@ -424,49 +425,17 @@ pub fn share_group_describe(
     )
 }
 
-/// A described group of one of the three describe APIs (classic,
-/// KIP-848, share): the fields a denial sets, the rest its default.
-trait DescribedGroup: Default {
-    fn group_id(&mut self) -> &mut String;
-    fn authorized_operations(&mut self) -> &mut i32;
-    fn denied(group_id: String) -> Self;
-}
-
-macro_rules! described_group {
-    ($($t:ty),*) => {$(
-        impl DescribedGroup for $t {
-            fn group_id(&mut self) -> &mut String {
-                &mut self.group_id
-            }
-            fn authorized_operations(&mut self) -> &mut i32 {
-                &mut self.authorized_operations
-            }
-            fn denied(group_id: String) -> Self {
-                Self {
-                    error_code: GROUP,
-                    error_message: Some(group_denied(Op::Describe, &group_id)),
-                    group_id,
-                    authorized_operations: OPERATIONS_OMITTED,
-                    ..Default::default()
-                }
-            }
-        }
-    )*};
-}
-
-described_group!(
-    crate::messages::describe_groups::DescribedGroup,
-    cg_describe::DescribedGroup,
-    sg_describe::DescribedGroup
-);
-
 /// Each described group the principal may DESCRIBE gets its authorized
 /// operations; each other one only GROUP_AUTHORIZATION_FAILED.
-fn apply_verdicts<G: DescribedGroup>(groups: &mut [G], verdicts: &[(String, bool, i32)]) {
+fn apply_verdicts<G: GroupAnswer>(groups: &mut [G], verdicts: &[(String, bool, i32)]) {
     for g in groups {
         match verdicts.iter().find(|(n, ..)| n == g.group_id()) {
             Some((_, true, bits)) => *g.authorized_operations() = *bits,
-            Some((_, false, _)) => *g = G::denied(std::mem::take(g.group_id())),
+            Some((_, false, _)) => {
+                let id = std::mem::take(g.group_id());
+                let message = group_denied(Op::Describe, &id);
+                *g = G::failed(id, GROUP, message);
+            }
             None => {}
         }
     }
