@@ -706,9 +706,10 @@ fn encode(r: Result<Response, ClusterError>, id: Option<&Value>) -> Vec<u8> {
 /// INVALID_GROUP_ID, OFFSET_METADATA_TOO_LARGE, ...) are reported here as
 /// INVALID_REQUEST with the same message. Likewise the transaction codes of Kafka's flow keep the spec's
 /// three: a zombie's send is PRODUCER_FENCED (Kafka: INVALID_PRODUCER_EPOCH),
-/// an unknown transactional id and a transaction still completing are
-/// INVALID_TXN_STATE (Kafka: INVALID_PRODUCER_ID_MAPPING,
-/// CONCURRENT_TRANSACTIONS), and a bad timeout is INVALID_REQUEST.
+/// an unknown transactional id, a transaction still completing and one
+/// only an abort can end are INVALID_TXN_STATE (Kafka:
+/// INVALID_PRODUCER_ID_MAPPING, CONCURRENT_TRANSACTIONS,
+/// TRANSACTION_ABORTABLE), and a bad timeout is INVALID_REQUEST.
 pub fn json_code(code: ErrorCode) -> ErrorCode {
     match code {
         ErrorCode::InvalidTopic
@@ -720,9 +721,9 @@ pub fn json_code(code: ErrorCode) -> ErrorCode {
         | ErrorCode::OffsetMetadataTooLarge
         | ErrorCode::OperationNotAttempted => ErrorCode::InvalidRequest,
         ErrorCode::InvalidProducerEpoch => ErrorCode::ProducerFenced,
-        ErrorCode::InvalidProducerIdMapping | ErrorCode::ConcurrentTransactions => {
-            ErrorCode::InvalidTxnState
-        }
+        ErrorCode::InvalidProducerIdMapping
+        | ErrorCode::ConcurrentTransactions
+        | ErrorCode::TransactionAbortable => ErrorCode::InvalidTxnState,
         other => other,
     }
 }

@@ -170,6 +170,7 @@ pub fn kafka_code(code: ErrorCode) -> KafkaCode {
         ErrorCode::SecurityDisabled => KafkaCode::SECURITY_DISABLED,
         ErrorCode::MessageTooLarge => KafkaCode::MESSAGE_TOO_LARGE,
         ErrorCode::InvalidTimestamp => KafkaCode::INVALID_TIMESTAMP,
+        ErrorCode::TransactionAbortable => KafkaCode::TRANSACTION_ABORTABLE,
         ErrorCode::ClusterFailed => KafkaCode::KAFKA_STORAGE_ERROR,
     }
 }
@@ -235,6 +236,7 @@ mod tests {
             (ErrorCode::SecurityDisabled, 54),
             (ErrorCode::MessageTooLarge, 10),
             (ErrorCode::InvalidTimestamp, 32),
+            (ErrorCode::TransactionAbortable, 120),
         ];
         for (core, kafka) in pairs {
             assert_eq!(kafka_code(core), KafkaCode(kafka), "{core:?}");

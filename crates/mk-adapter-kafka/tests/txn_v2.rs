@@ -131,7 +131,7 @@ async fn a_v2_producer_commits_and_aborts_without_add_requests_and_every_end_bum
     let r: ProduceResponse = c
         .call(key::PRODUCE, 11, &produce(pid, epoch, 0, 0, "v1"))
         .await;
-    assert_eq!(produced_code(&r), KafkaCode::INVALID_TXN_STATE);
+    assert_eq!(produced_code(&r), KafkaCode::TRANSACTION_ABORTABLE);
     // Produce v12 adds the partition; TxnOffsetCommit v5 adds the group.
     let r: ProduceResponse = c
         .call(key::PRODUCE, 12, &produce(pid, epoch, 0, 0, "a"))
@@ -141,21 +141,7 @@ async fn a_v2_producer_commits_and_aborts_without_add_requests_and_every_end_bum
         .call(key::PRODUCE, 12, &produce(pid, epoch, 0, 1, "b"))
         .await;
     assert_eq!(produced_code(&r), KafkaCode::NONE);
-    let offsets = TxnOffsetCommitRequest {
-        transactional_id: TXN.into(),
-        group_id: "g".into(),
-        producer_id: pid,
-        producer_epoch: epoch,
-        topics: vec![TxnOffsetCommitRequestTopic {
-            name: "in".into(),
-            partitions: vec![TxnOffsetCommitRequestPartition {
-                partition_index: 0,
-                committed_offset: 7,
-                ..TxnOffsetCommitRequestPartition::default()
-            }],
-        }],
-        ..TxnOffsetCommitRequest::default()
-    };
+    let offsets = txn_offsets(pid, epoch, 7);
     let r: TxnOffsetCommitResponse = c.call(key::TXN_OFFSET_COMMIT, 5, &offsets).await;
     assert_eq!(r.topics[0].partitions[0].error_code, KafkaCode::NONE);
     // The broker-side verify-only form sees both partitions in the
@@ -367,4 +353,69 @@ async fn a_v2_producer_whose_transaction_timed_out_aborts_with_its_old_epoch_and
         (KafkaCode::NONE, pid, epoch + 2)
     );
     assert_eq!(read_committed(&h, 0), vec!["again"]);
+}
+
+/// TxnOffsetCommit of `offset` for group "g" on in-0, as the producer
+/// `(pid, epoch)` sends it.
+fn txn_offsets(pid: i64, epoch: i16, offset: i64) -> TxnOffsetCommitRequest {
+    TxnOffsetCommitRequest {
+        transactional_id: TXN.into(),
+        group_id: "g".into(),
+        producer_id: pid,
+        producer_epoch: epoch,
+        topics: vec![TxnOffsetCommitRequestTopic {
+            name: "in".into(),
+            partitions: vec![TxnOffsetCommitRequestPartition {
+                partition_index: 0,
+                committed_offset: offset,
+                ..TxnOffsetCommitRequestPartition::default()
+            }],
+        }],
+        ..TxnOffsetCommitRequest::default()
+    }
+}
+
+#[tokio::test]
+async fn transaction_abortable_is_answered_from_the_versions_that_know_it() {
+    let (h, mut c, (pid, epoch)) = started(1).await;
+    h.cluster.topics().create("in", 1, 1).unwrap();
+    // A first-protocol batch for a partition the transaction does not have:
+    // the producer can abort and go on (KIP-890); before Produce v11 the
+    // code did not exist and the same refusal is INVALID_TXN_STATE.
+    for (version, expected) in [
+        (10, KafkaCode::INVALID_TXN_STATE),
+        (11, KafkaCode::TRANSACTION_ABORTABLE),
+    ] {
+        let r: ProduceResponse = c
+            .call(key::PRODUCE, version, &produce(pid, epoch, 0, 0, "x"))
+            .await;
+        assert_eq!(produced_code(&r), expected, "Produce v{version}");
+    }
+    // Offsets of a group that was never added: the same, from
+    // TxnOffsetCommit v4.
+    for (version, expected) in [
+        (3, KafkaCode::INVALID_TXN_STATE),
+        (4, KafkaCode::TRANSACTION_ABORTABLE),
+    ] {
+        let r: TxnOffsetCommitResponse = c
+            .call(key::TXN_OFFSET_COMMIT, version, &txn_offsets(pid, epoch, 3))
+            .await;
+        let code = r.topics[0].partitions[0].error_code;
+        assert_eq!(code, expected, "TxnOffsetCommit v{version}");
+    }
+    assert!(
+        h.cluster
+            .data()
+            .fetch(&FetchRequest::new(
+                TopicPartition::new("out", 0),
+                0,
+                i64::MAX
+            ))
+            .unwrap()
+            .records
+            .is_empty()
+    );
+    // Nothing was begun by the refusals: the id is still idle.
+    let d = h.cluster.transactions().describe(TXN).unwrap().unwrap();
+    assert!(d.partitions.is_empty() && d.groups.is_empty());
 }

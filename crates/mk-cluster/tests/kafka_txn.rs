@@ -200,14 +200,14 @@ async fn transactional_produce_is_verified_and_checked_by_the_idempotent_state()
     let (o0, o1) = (tp("out", 0), tp("out", 1));
     // Not added to the transaction: refused, nothing written (KIP-890).
     let err = s.produce(c, &o0, &["x"]).await.unwrap_err();
-    assert_eq!(err.code(), ErrorCode::InvalidTxnState);
+    assert_eq!(err.code(), ErrorCode::TransactionAbortable);
     assert_eq!(c.data().log_end_offset(&o0).unwrap(), 0);
     s.add(c, std::slice::from_ref(&o0)).await.unwrap();
     let first = s.produce(c, &o0, &["a", "b"]).await.unwrap();
     assert_eq!(first.base_offset, Some(0));
     assert_eq!(
         code(s.produce(c, &o1, &["x"]).await),
-        ErrorCode::InvalidTxnState,
+        ErrorCode::TransactionAbortable,
         "only the added partitions"
     );
     // The client's own sequences: an exact retry answers the original
@@ -261,7 +261,7 @@ async fn transactional_produce_is_verified_and_checked_by_the_idempotent_state()
     // After EndTxn the partition is no longer part of a transaction.
     assert_eq!(
         code(s.produce(c, &o0, &["late"]).await),
-        ErrorCode::InvalidTxnState
+        ErrorCode::TransactionAbortable
     );
 }
 

@@ -40,7 +40,7 @@ async fn batches_join_the_transaction_by_themselves_and_every_end_bumps_the_epoc
     // A first-protocol batch still needs AddPartitionsToTxn.
     assert_eq!(
         code(p.produce(c, &o0, &["v1"]).await),
-        ErrorCode::InvalidTxnState
+        ErrorCode::TransactionAbortable
     );
     produce_v2(&mut p, c, &o0, &["a", "b"]).await.unwrap();
     produce_v2(&mut p, c, &o1, &["c"]).await.unwrap();

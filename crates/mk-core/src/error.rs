@@ -78,11 +78,12 @@ pub enum ErrorCode {
     SecurityDisabled,
     MessageTooLarge,
     InvalidTimestamp,
+    TransactionAbortable,
 }
 
 impl ErrorCode {
     /// Every code, in the order of the specification's table.
-    pub const ALL: [ErrorCode; 72] = [
+    pub const ALL: [ErrorCode; 73] = [
         ErrorCode::OffsetOutOfRange,
         ErrorCode::InvalidRecord,
         ErrorCode::CorruptBatch,
@@ -155,6 +156,7 @@ impl ErrorCode {
         ErrorCode::SecurityDisabled,
         ErrorCode::MessageTooLarge,
         ErrorCode::InvalidTimestamp,
+        ErrorCode::TransactionAbortable,
     ];
 
     /// The wire spelling of the code, e.g. `"OFFSET_OUT_OF_RANGE"`.
@@ -238,6 +240,7 @@ impl ErrorCode {
             ErrorCode::SecurityDisabled => "SECURITY_DISABLED",
             ErrorCode::MessageTooLarge => "MESSAGE_TOO_LARGE",
             ErrorCode::InvalidTimestamp => "INVALID_TIMESTAMP",
+            ErrorCode::TransactionAbortable => "TRANSACTION_ABORTABLE",
         }
     }
 

@@ -511,7 +511,7 @@ impl TransactionCoordinator {
     /// TxnOffsetCommit: stages `offsets` of `group`, stored only if the
     /// transaction commits (a later value for a partition replaces an
     /// earlier one). The group must have been added with `add_offsets` to
-    /// the Ongoing transaction (else INVALID_TXN_STATE); otherwise the
+    /// the Ongoing transaction (else TRANSACTION_ABORTABLE); otherwise the
     /// errors of `add_partitions`. A negative offset or an empty group id
     /// is INVALID_REQUEST. The group's own fencing (generation, member) is
     /// the caller's, through the group coordinator.
@@ -536,11 +536,11 @@ impl TransactionCoordinator {
         let entry = self.writable(txn_id, producer_id, producer_epoch)?;
         let meta = &entry.meta;
         if meta.state != TxnState::Ongoing || !meta.groups.contains(group) {
-            return Err(TxnError::state(
+            return Err(TxnError::abortable(
                 txn_id,
-                format!("an Ongoing transaction with group {group:?} added by AddOffsetsToTxn"),
                 format!(
-                    "{} with groups [{}]",
+                    "group {group:?} was not added to an Ongoing transaction by AddOffsetsToTxn \
+                     (found {} with groups [{}])",
                     meta.state,
                     meta.groups.iter().cloned().collect::<Vec<_>>().join(", ")
                 ),
@@ -561,7 +561,9 @@ impl TransactionCoordinator {
     /// be Ongoing under the batch's producer id and epoch with `tp` added.
     /// Unknown id or another producer id -> INVALID_PRODUCER_ID_MAPPING;
     /// another epoch -> INVALID_PRODUCER_EPOCH (what Kafka answers a
-    /// zombie's Produce); not Ongoing or `tp` not added -> INVALID_TXN_STATE.
+    /// zombie's Produce); Prepare* -> INVALID_TXN_STATE; otherwise not
+    /// Ongoing or `tp` not added -> TRANSACTION_ABORTABLE (the producer
+    /// can abort and go on).
     /// The caller holds the partition's lock across this check and the
     /// append, so no marker can land between them.
     pub fn verify_append(
@@ -577,12 +579,21 @@ impl TransactionCoordinator {
             let reason = epoch_mismatch_reason(producer.producer_epoch, meta.producer_epoch);
             return Err(TxnError::bad_epoch(txn_id, reason));
         }
-        if meta.state != TxnState::Ongoing || !meta.partitions.contains(tp) {
+        if meta.state.prepared().is_some() {
+            // Decided: no batch may follow the marker (the partition lock
+            // orders them), and none may begin a transaction.
             return Err(TxnError::state(
                 txn_id,
                 format!("an Ongoing transaction with {tp} added by AddPartitionsToTxn"),
+                meta.state.as_str(),
+            ));
+        }
+        if meta.state != TxnState::Ongoing || !meta.partitions.contains(tp) {
+            return Err(TxnError::abortable(
+                txn_id,
                 format!(
-                    "{} with partitions [{}]",
+                    "{tp} was not added to an Ongoing transaction by AddPartitionsToTxn \
+                     (found {} with partitions [{}])",
                     meta.state,
                     meta.partitions
                         .iter()

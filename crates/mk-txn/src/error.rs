@@ -13,6 +13,14 @@ pub enum TxnError {
         expected: String,
         found: String,
     },
+    /// The request's transaction cannot go on as asked, but the producer
+    /// may abort it and continue with the same transactional id (Kafka's
+    /// TRANSACTION_ABORTABLE, KIP-890 / KIP-1050): a transactional batch for
+    /// a partition, or offsets for a group, that the open transaction does
+    /// not have. Adapters answer INVALID_TXN_STATE to request versions
+    /// older than the code.
+    #[error("transaction abortable for {txn_id:?}: {reason}")]
+    TransactionAbortable { txn_id: String, reason: String },
     /// The caller speaks for another epoch of the transactional id than
     /// the current one (Kafka's PRODUCER_FENCED at the coordinator).
     #[error("producer fenced for {txn_id:?}: {reason}")]
@@ -48,6 +56,7 @@ impl TxnError {
     pub fn code(&self) -> ErrorCode {
         match self {
             TxnError::InvalidTxnState { .. } => ErrorCode::InvalidTxnState,
+            TxnError::TransactionAbortable { .. } => ErrorCode::TransactionAbortable,
             TxnError::ProducerFenced { .. } => ErrorCode::ProducerFenced,
             TxnError::InvalidProducerEpoch { .. } => ErrorCode::InvalidProducerEpoch,
             TxnError::InvalidProducerIdMapping { .. } => ErrorCode::InvalidProducerIdMapping,
@@ -74,6 +83,13 @@ impl TxnError {
             txn_id: txn_id.to_string(),
             expected: expected.into(),
             found: found.into(),
+        }
+    }
+
+    pub(crate) fn abortable(txn_id: &str, reason: impl Into<String>) -> Self {
+        TxnError::TransactionAbortable {
+            txn_id: txn_id.to_string(),
+            reason: reason.into(),
         }
     }
 
@@ -119,6 +135,11 @@ mod tests {
             (
                 TxnError::state("t", "Ongoing", "CompleteCommit"),
                 ErrorCode::InvalidTxnState,
+                false,
+            ),
+            (
+                TxnError::abortable("t", "out-0 is not in the transaction"),
+                ErrorCode::TransactionAbortable,
                 false,
             ),
             (

@@ -305,16 +305,15 @@ fn a_transactional_batch_is_verified_against_the_ongoing_transaction() {
     let s = h.init("tx");
     // Empty: nothing was added.
     let err = h.produce(&s, &a, "x").unwrap_err();
-    assert_eq!(err.code(), ErrorCode::InvalidTxnState);
-    assert!(
-        err.to_string()
-            .contains("out-0 added by AddPartitionsToTxn"),
-        "{err}"
-    );
+    assert_eq!(err.code(), ErrorCode::TransactionAbortable);
+    assert!(err.to_string().contains("out-0 was not added"), "{err}");
     h.add(&s, &a);
     h.produce(&s, &a, "ok").unwrap();
     // A partition not added to the transaction is refused.
-    assert_eq!(code(h.produce(&s, &b, "x")), ErrorCode::InvalidTxnState);
+    assert_eq!(
+        code(h.produce(&s, &b, "x")),
+        ErrorCode::TransactionAbortable
+    );
     // Another epoch, another producer id, an unknown id.
     let older = Session {
         epoch: s.epoch + 1,
@@ -344,7 +343,10 @@ fn a_transactional_batch_is_verified_against_the_ongoing_transaction() {
     let plan = h.end_plan(&s, Outcome::Commit);
     assert_eq!(code(h.produce(&s, &a, "late")), ErrorCode::InvalidTxnState);
     h.finish(plan);
-    assert_eq!(code(h.produce(&s, &a, "later")), ErrorCode::InvalidTxnState);
+    assert_eq!(
+        code(h.produce(&s, &a, "later")),
+        ErrorCode::TransactionAbortable
+    );
     assert_eq!(h.read_committed(&a), vec!["ok"]);
     assert!(
         h.log(&b).leo() == 0,
@@ -362,7 +364,7 @@ fn staged_offsets_need_their_group_added_and_are_stored_exactly_on_commit() {
         .coord()
         .stage_offsets(&s.id, s.pid, s.epoch, "g", [(i0.clone(), 1)])
         .unwrap_err();
-    assert_eq!(err.code(), ErrorCode::InvalidTxnState);
+    assert_eq!(err.code(), ErrorCode::TransactionAbortable);
     assert!(err.to_string().contains("AddOffsetsToTxn"), "{err}");
     // AddOffsetsToTxn begins the transaction, like AddPartitionsToTxn.
     h.coord().add_offsets(&s.id, s.pid, s.epoch, "g").unwrap();
@@ -372,7 +374,7 @@ fn staged_offsets_need_their_group_added_and_are_stored_exactly_on_commit() {
             h.coord()
                 .stage_offsets(&s.id, s.pid, s.epoch, "h", [(i0.clone(), 1)])
         ),
-        ErrorCode::InvalidTxnState,
+        ErrorCode::TransactionAbortable,
         "another group"
     );
     h.stage(&s, "g", &[(i0.clone(), 3), (i1.clone(), 8)]);
@@ -409,7 +411,7 @@ fn staged_offsets_need_their_group_added_and_are_stored_exactly_on_commit() {
             h.coord()
                 .stage_offsets(&s.id, s.pid, s.epoch, "g", [(i0.clone(), 1)])
         ),
-        ErrorCode::InvalidTxnState
+        ErrorCode::TransactionAbortable
     );
 }
 

@@ -9,6 +9,7 @@
 
 use super::Ctx;
 use super::metadata::leader_hint;
+use super::txn::PRODUCE_ABORTABLE_FROM;
 use crate::errors::{self, KafkaCode};
 use crate::messages::init_producer_id::{InitProducerIdRequest, InitProducerIdResponse};
 use crate::messages::produce::{
@@ -29,7 +30,9 @@ use std::time::Duration;
 ///
 /// A transaction being decided when a v12 batch would join it is
 /// NOT_ENOUGH_REPLICAS, as Kafka answers it: retriable, and without a
-/// metadata refresh.
+/// metadata refresh. A batch for a partition its open transaction does not
+/// have is TRANSACTION_ABORTABLE from v11, INVALID_TXN_STATE before
+/// (`handle_produce`).
 fn produce_error_code(code: ErrorCode) -> KafkaCode {
     match code {
         ErrorCode::ProducerFenced => KafkaCode::INVALID_PRODUCER_EPOCH,
@@ -201,10 +204,12 @@ pub async fn handle_produce(ctx: &Ctx<'_>, req: ProduceRequest) -> Option<Produc
     for (name, parts) in steps {
         let mut partition_responses =
             futures::future::join_all(parts.into_iter().map(|s| complete(ctx, s, timeout))).await;
-        if ctx.version() >= 10 {
-            for p in &mut partition_responses {
+        for p in &mut partition_responses {
+            if ctx.version() >= 10 {
                 hint_leader(ctx, &name, p, &mut node_endpoints);
             }
+            p.error_code =
+                super::txn::abortable_as(p.error_code, ctx.version(), PRODUCE_ABORTABLE_FROM);
         }
         responses.push(TopicProduceResponse {
             name,
@@ -286,7 +291,7 @@ pub async fn handle_init_producer_id(
                 ) => r,
                 _ = ctx.shutdown.cancelled() => Err(mk_cluster::ClusterError::Closed),
             };
-            r.map_err(|e| super::txn::txn_code(&e, ctx.version(), 4))
+            r.map_err(|e| super::txn::txn_code(&e, ctx.version(), super::txn::INIT_PRODUCER_ID))
         }
         // An idempotent producer (also one asking for an epoch bump,
         // KIP-360) gets a fresh identity: its sequences start again at 0.

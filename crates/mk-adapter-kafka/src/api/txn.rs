@@ -28,13 +28,50 @@ use mk_cluster::{
 };
 use std::collections::BTreeMap;
 
-/// KIP-588: PRODUCER_FENCED is answered from these versions on (InitProducerId
-/// v4, AddPartitionsToTxn, AddOffsetsToTxn and EndTxn v2, TxnOffsetCommit
-/// v3); older clients get INVALID_PRODUCER_EPOCH for the same condition.
-pub(crate) fn txn_code(e: &ClusterError, version: i16, fenced_from: i16) -> KafkaCode {
+/// The request versions from which a transactional API may answer the
+/// codes added after it: PRODUCER_FENCED (KIP-588) and
+/// TRANSACTION_ABORTABLE (KIP-890); older versions get
+/// INVALID_PRODUCER_EPOCH and INVALID_TXN_STATE for the same conditions.
+/// The conditions are the core's; only this translation is the adapter's.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CodesFrom {
+    fenced: i16,
+    abortable: i16,
+}
+
+pub(crate) const INIT_PRODUCER_ID: CodesFrom = CodesFrom {
+    fenced: 4,
+    abortable: 5,
+};
+const ADD_PARTITIONS_TO_TXN: CodesFrom = CodesFrom {
+    fenced: 2,
+    abortable: 5,
+};
+const ADD_OFFSETS_TO_TXN: CodesFrom = CodesFrom {
+    fenced: 2,
+    abortable: 4,
+};
+const END_TXN: CodesFrom = ADD_OFFSETS_TO_TXN;
+const TXN_OFFSET_COMMIT: CodesFrom = CodesFrom {
+    fenced: 3,
+    abortable: 4,
+};
+/// Produce answers INVALID_PRODUCER_EPOCH, never PRODUCER_FENCED.
+pub(crate) const PRODUCE_ABORTABLE_FROM: i16 = 11;
+
+/// TRANSACTION_ABORTABLE as a request of `version` can take it.
+pub(crate) fn abortable_as(code: KafkaCode, version: i16, from: i16) -> KafkaCode {
+    if code == KafkaCode::TRANSACTION_ABORTABLE && version < from {
+        KafkaCode::INVALID_TXN_STATE
+    } else {
+        code
+    }
+}
+
+pub(crate) fn txn_code(e: &ClusterError, version: i16, from: CodesFrom) -> KafkaCode {
     match e.code() {
-        ErrorCode::ProducerFenced if version < fenced_from => KafkaCode::INVALID_PRODUCER_EPOCH,
-        other => errors::kafka_code(other),
+        ErrorCode::ProducerFenced if version < from.fenced => KafkaCode::INVALID_PRODUCER_EPOCH,
+        other => abortable_as(errors::kafka_code(other), version, from.abortable),
     }
 }
 
@@ -134,7 +171,9 @@ async fn add_partitions(
                 results
                     .into_iter()
                     .map(|(tp, r)| {
-                        let code = r.err().map_or(KafkaCode::NONE, |e| txn_code(&e, v, 2));
+                        let code = r
+                            .err()
+                            .map_or(KafkaCode::NONE, |e| txn_code(&e, v, ADD_PARTITIONS_TO_TXN));
                         (tp, code)
                     })
                     .collect()
@@ -144,7 +183,12 @@ async fn add_partitions(
         Ok(codes) => codes.iter().cloned().collect(),
         Err(_) => BTreeMap::new(),
     };
-    let whole = misdirected.or_else(|| outcome.as_ref().err().map(|e| txn_code(e, v, 2)));
+    let whole = misdirected.or_else(|| {
+        outcome
+            .as_ref()
+            .err()
+            .map(|e| txn_code(e, v, ADD_PARTITIONS_TO_TXN))
+    });
     answer_partitions(txn.topics, whole, &by_tp)
 }
 
@@ -200,9 +244,9 @@ pub async fn handle_add_offsets_to_txn(
     );
     AddOffsetsToTxnResponse {
         throttle_time_ms: 0,
-        error_code: r
-            .err()
-            .map_or(KafkaCode::NONE, |e| txn_code(&e, ctx.version(), 2)),
+        error_code: r.err().map_or(KafkaCode::NONE, |e| {
+            txn_code(&e, ctx.version(), ADD_OFFSETS_TO_TXN)
+        }),
     }
 }
 
@@ -253,7 +297,7 @@ pub async fn handle_end_txn(ctx: &Ctx<'_>, req: EndTxnRequest) -> EndTxnResponse
             },
         },
         Err(e) => EndTxnResponse {
-            error_code: txn_code(&e, ctx.version(), 2),
+            error_code: txn_code(&e, ctx.version(), END_TXN),
             ..EndTxnResponse::default()
         },
     }
@@ -292,7 +336,7 @@ pub async fn handle_txn_offset_commit(
     req: TxnOffsetCommitRequest,
 ) -> TxnOffsetCommitResponse {
     let commit = txn_offset_commit_of(&req);
-    let code_of = |e: &ClusterError| txn_code(e, ctx.version(), 3);
+    let code_of = |e: &ClusterError| txn_code(e, ctx.version(), TXN_OFFSET_COMMIT);
     // TxnOffsetCommit goes to the group's coordinator, as in Kafka.
     // v5+ (transactions v2): the group joins the transaction by itself.
     let txn_version = if ctx.version() >= 5 {

@@ -79,7 +79,7 @@ pub fn assert_offsets_need_add_offsets(
             c.transactions()
                 .commit_offsets(&s.offset_commit("g", offsets))
         ),
-        ErrorCode::InvalidTxnState
+        ErrorCode::TransactionAbortable
     );
 }
 
