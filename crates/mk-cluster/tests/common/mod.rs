@@ -68,7 +68,7 @@ pub async fn single_with_tx() -> (Node, Client) {
 }
 
 /// A TxnOffsetCommit of the first protocol before AddOffsetsToTxn is
-/// refused (INVALID_TXN_STATE).
+/// refused as abortable (TRANSACTION_ABORTABLE).
 pub fn assert_offsets_need_add_offsets(
     c: &BrokerCluster,
     s: &Client,
