@@ -7,23 +7,11 @@ use mk_cluster::*;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-fn b(s: &str) -> Bytes {
-    Bytes::copy_from_slice(s.as_bytes())
-}
-
-fn open(dir: &std::path::Path, brokers: Vec<i32>, clock: &ManualClock) -> Arc<BrokerCluster> {
-    BrokerCluster::open_with_clock(
-        MiniKafkaConfig::new(dir).with_brokers(brokers),
-        Arc::new(clock.clone()),
-    )
-    .unwrap()
-}
-
 #[tokio::test]
 async fn producer_and_group_consumer() {
     let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
-    let c = open(dir.path(), vec![1], &clock);
+    let clock = Arc::new(ManualClock::new(1_000));
+    let c = BrokerCluster::open_with_clock(MiniKafkaConfig::new(dir.path()), clock).unwrap();
     c.topics().create("orders", 3, 1).unwrap();
     let p = c.producer(ProducerOptions::default()).unwrap();
     let mut futs = Vec::new();
@@ -31,8 +19,8 @@ async fn producer_and_group_consumer() {
         futs.push(
             p.send(ProducerRecord::new(
                 "orders",
-                Some(b(&format!("k{i}"))),
-                Some(b("v")),
+                Some(Bytes::from(format!("k{i}"))),
+                Some(Bytes::from_static(b"v")),
             ))
             .unwrap(),
         );

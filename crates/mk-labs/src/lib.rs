@@ -238,26 +238,8 @@ async fn rebalance(dir: &Path) -> Result<LabReport> {
     c.topics().create("clicks", 4, 1)?;
     let a = analytics_member(&c, "a")?;
     let b = analytics_member(&c, "b")?;
-    let got_a = a.subscribe(&["clicks"])?;
-    lab.step(format!(
-        "Member a joins: generation {}, owns {}",
-        a.generation().unwrap_or(-1),
-        names(&got_a)
-    ));
-    lab.fact(
-        "generation_after_a",
-        i64::from(a.generation().unwrap_or(-1)),
-    );
-    let got_b = b.subscribe(&["clicks"])?;
-    lab.step(format!(
-        "Member b joins: generation {}, owns {}",
-        b.generation().unwrap_or(-1),
-        names(&got_b)
-    ));
-    lab.fact(
-        "generation_after_b",
-        i64::from(b.generation().unwrap_or(-1)),
-    );
+    join_clicks(&mut lab, &a, "a")?;
+    let got_b = join_clicks(&mut lab, &b, "b")?;
     let stale = a.assignment();
     let overlap_before = stale.iter().filter(|tp| got_b.contains(tp)).count();
     lab.step(format!(
@@ -291,6 +273,23 @@ async fn rebalance(dir: &Path) -> Result<LabReport> {
     lab.fact("partitions_after_leave", all.len() as i64);
     c.lifecycle().close().await?;
     Ok(lab)
+}
+
+/// Member `name` subscribes to `clicks`: narrates its generation and what
+/// it owns, and records the generation as `generation_after_<name>`.
+fn join_clicks(
+    lab: &mut LabReport,
+    member: &mk_client::Consumer,
+    name: &str,
+) -> Result<Vec<TopicPartition>> {
+    let got = member.subscribe(&["clicks"])?;
+    let generation = member.generation().unwrap_or(-1);
+    lab.step(format!(
+        "Member {name} joins: generation {generation}, owns {}",
+        names(&got)
+    ));
+    lab.fact(&format!("generation_after_{name}"), i64::from(generation));
+    Ok(got)
 }
 
 fn names(tps: &[TopicPartition]) -> String {

@@ -1406,68 +1406,44 @@ fn a_prometheus_scrape_parses_and_counts_what_was_produced() {
             ref other => panic!("{name}: {other:?}"),
         }
     };
-    assert_eq!(
-        value(
+    type Labels<'a> = &'a [(&'a str, &'a str)];
+    let m0: Labels = &[("topic", "m"), ("partition", "0")];
+    let exact: [(&str, Labels, f64); 7] = [
+        (
             "mk_requests_total",
-            &[("protocol", "json"), ("api", "produce")]
+            &[("protocol", "json"), ("api", "produce")],
+            7.0,
         ),
-        7.0
-    );
-    assert_eq!(
-        value(
+        (
             "mk_requests_total",
-            &[("protocol", "kafka"), ("api", "ApiVersions")]
+            &[("protocol", "kafka"), ("api", "ApiVersions")],
+            1.0,
         ),
-        1.0
-    );
-    let leo0 = value(
-        "mk_partition_log_end_offset",
-        &[("topic", "m"), ("partition", "0")],
-    );
-    let leo1 = value(
-        "mk_partition_log_end_offset",
-        &[("topic", "m"), ("partition", "1")],
-    );
-    assert_eq!((leo0, leo1), (4.0, 3.0), "the records produced");
-    assert_eq!(
-        value(
-            "mk_partition_high_watermark",
-            &[("topic", "m"), ("partition", "0")]
+        ("mk_partition_log_end_offset", m0, 4.0),
+        (
+            "mk_partition_log_end_offset",
+            &[("topic", "m"), ("partition", "1")],
+            3.0,
         ),
-        4.0
-    );
-    assert_eq!(
-        value(
-            "mk_partition_isr_size",
-            &[("topic", "m"), ("partition", "0")]
-        ),
-        1.0
-    );
-    assert_eq!(
-        value(
+        ("mk_partition_high_watermark", m0, 4.0),
+        ("mk_partition_isr_size", m0, 1.0),
+        (
             "kafka_consumergroup_lag",
-            &[("consumergroup", "g"), ("topic", "m"), ("partition", "0")]
+            &[("consumergroup", "g"), ("topic", "m"), ("partition", "0")],
+            3.0,
         ),
-        3.0
-    );
-    assert!(
-        value(
-            "mk_partition_size_bytes",
-            &[("topic", "m"), ("partition", "0")]
-        ) > 0.0
-    );
+    ];
+    for (name, labels, expected) in exact {
+        assert_eq!(value(name, labels), expected, "{name} {labels:?}");
+    }
+    assert!(value("mk_partition_size_bytes", m0) > 0.0);
     assert!(value("mk_received_bytes_total", &[("protocol", "kafka")]) > 0.0);
     assert!(
         body.contains("# TYPE mk_request_duration_seconds histogram\n"),
         "{body}"
     );
-    assert_eq!(
-        value(
-            "mk_request_duration_seconds_count",
-            &[("protocol", "json"), ("api", "produce")]
-        ),
-        7.0
-    );
+    let produce = [("protocol", "json"), ("api", "produce")];
+    assert_eq!(value("mk_request_duration_seconds_count", &produce), 7.0);
     assert!(http_get(&metrics_addr, "/other").starts_with("HTTP/1.1 404"));
     drop(server);
 }

@@ -31,8 +31,6 @@ impl Drop for Killed {
     }
 }
 
-/// A self-signed certificate for 127.0.0.1, as PEM files; returns the
-/// certificate's DER for a client to trust.
 /// Starts `cmd` (its listener flags set) with JSON-TCP on an ephemeral
 /// loopback port, no console and its data under `dir`: the running broker,
 /// killed on drop, and what its startup line says.
@@ -58,6 +56,8 @@ fn serve(mut cmd: Command, dir: &Path) -> (Killed, Listening, String) {
     (child, listening, line)
 }
 
+/// A self-signed certificate for 127.0.0.1, as PEM files; returns the
+/// certificate's DER for a client to trust.
 fn certificate(dir: &Path) -> (PathBuf, PathBuf, Vec<u8>) {
     let key = KeyPair::generate().unwrap();
     let cert = CertificateParams::new(vec!["127.0.0.1".to_string()])
@@ -265,21 +265,10 @@ async fn scram_login(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn user_commands_manage_the_scram_users_a_kafka_client_logs_in_as() {
     let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(BIN);
+    cmd.args(["--kafka-listen", "SASL_PLAINTEXT://127.0.0.1:0"]);
+    let (_child, listening, _line) = serve(cmd, dir.path());
     let data = dir.path().join("data");
-    let mut child = Command::new(BIN)
-        .args(["--kafka-listen", "SASL_PLAINTEXT://127.0.0.1:0"])
-        .args(["--listen", "127.0.0.1:0", "--console-listen", "off"])
-        .arg("--data-dir")
-        .arg(&data)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let _child = Killed(child);
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).unwrap();
-    let listening = Listening::parse(&line).unwrap_or_else(|| panic!("{line}"));
     let (json, kafka) = (listening.json.to_string(), listening.kafka[0].to_string());
 
     assert_eq!(
