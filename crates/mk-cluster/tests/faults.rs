@@ -11,7 +11,9 @@
 use bytes::Bytes;
 mod common;
 
-use common::{b, dir_and_clock, fresh_cluster, open, open_with, tp};
+use common::{
+    append_value, b, commit_value, dir_and_clock, fresh_cluster, open, open_with, send_value, tp,
+};
 use mk_cluster::*;
 use std::sync::Arc;
 
@@ -243,12 +245,7 @@ async fn a_deleted_identity_store_never_hands_out_an_id_the_log_holds() {
             .await
             .duplicate
     );
-    let h = c.transactions().begin("tx").await.unwrap();
-    c.transactions()
-        .send(&h, "t", None, Some(b("in a transaction")), Some(0))
-        .await
-        .unwrap();
-    c.transactions().commit(&h).await.unwrap();
+    let h = commit_value(&c, "t", "in a transaction").await;
     c.lifecycle().close().await.unwrap();
     drop(c);
     std::fs::remove_file(dir.path().join("producer-identities.json")).unwrap();
@@ -270,10 +267,7 @@ async fn a_deleted_identity_store_never_hands_out_an_id_the_log_holds() {
         (h2.producer_id, h2.producer_epoch),
         (h.producer_id, h.producer_epoch + 1)
     );
-    c.transactions()
-        .send(&h2, "t", None, Some(b("next transaction")), Some(0))
-        .await
-        .unwrap();
+    send_value(&c, &h2, "t", "next transaction").await;
     c.transactions().commit(&h2).await.unwrap();
     let got = c
         .data()
@@ -328,12 +322,7 @@ async fn a_damaged_offsets_log_after_a_crash_refuses_to_start_instead_of_losing_
 async fn a_damaged_journal_line_with_later_states_refuses_to_start_instead_of_aborting_a_commit() {
     let (dir, _, c) = fresh_cluster();
     c.topics().create("t", 1, 1).unwrap();
-    let h = c.transactions().begin("tx").await.unwrap();
-    c.transactions()
-        .send(&h, "t", None, Some(b("committed")), Some(0))
-        .await
-        .unwrap();
-    c.transactions().commit(&h).await.unwrap();
+    commit_value(&c, "t", "committed").await;
     c.lifecycle().crash();
     drop(c);
     let journal = dir.path().join(mk_txn::JOURNAL_FILE_NAME);
@@ -388,10 +377,7 @@ async fn a_lost_marker_is_written_again_on_open_so_the_lso_moves_on() {
         c.topics().create("t", 1, 1).unwrap();
         let p = tp("t", 0);
         let h = c.transactions().begin("tx").await.unwrap();
-        c.transactions()
-            .send(&h, "t", None, Some(b("in the txn")), Some(0))
-            .await
-            .unwrap();
+        send_value(&c, &h, "t", "in the txn").await;
         if commit {
             c.transactions().commit(&h).await.unwrap();
         } else {
@@ -426,12 +412,7 @@ async fn a_lost_marker_is_written_again_on_open_so_the_lso_moves_on() {
         };
         assert_eq!(values, expected, "commit={commit}");
         // The next transaction of the same id works as usual.
-        let h = c.transactions().begin("tx").await.unwrap();
-        c.transactions()
-            .send(&h, "t", None, Some(b("next")), Some(0))
-            .await
-            .unwrap();
-        c.transactions().commit(&h).await.unwrap();
+        commit_value(&c, "t", "next").await;
         assert_eq!(
             c.data().last_stable_offset(&p).unwrap(),
             c.data().visible_end(&p).unwrap()
@@ -502,15 +483,7 @@ async fn a_corrupt_closed_segment_takes_only_its_partition_offline() {
     c.steps().run_flush_cycle().unwrap();
     c.steps().replicate_all_once().unwrap();
     // The damaged partition refuses writes too, and is reported as damaged.
-    let produced = c
-        .data()
-        .append_batch(
-            &tp("c", 0),
-            RecordBatch::new(vec![Record::new(None, Some(b("x")), 1)]).unwrap(),
-            AckMode::One,
-        )
-        .await
-        .unwrap_err();
+    let produced = append_value(&c, &tp("c", 0), "x", 1).await.unwrap_err();
     assert_eq!(produced.code(), ErrorCode::StorageError);
     let described = c.topics().describe("c").unwrap();
     assert!(described.partitions[0].damaged.is_some(), "{described:?}");
@@ -635,15 +608,7 @@ async fn a_full_disk_fails_writes_typed_keeps_reads_and_loses_no_acknowledged_re
         put(&c, &p, &format!("v{i}")).await;
     }
     faults.disk_full(true);
-    let e = c
-        .data()
-        .append_batch(
-            &p,
-            RecordBatch::new(vec![Record::new(None, Some(b("refused")), 1)]).unwrap(),
-            AckMode::One,
-        )
-        .await
-        .unwrap_err();
+    let e = append_value(&c, &p, "refused", 1).await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::StorageError, "{e}");
     assert!(
         e.storage_cause()

@@ -11,7 +11,10 @@
 use mk_cluster::metadata::MetadataStore;
 mod common;
 
-use common::{alter_topic, b, dir_and_clock, fresh_cluster, open, open_with, set, tp};
+use common::{
+    alter_topic, b, commit_value, dir_and_clock, fresh_cluster, open, open_with, send_value, set,
+    tp,
+};
 use mk_cluster::*;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -606,10 +609,7 @@ async fn read_committed_batches_skip_aborted_data_but_keep_markers_so_readers_ad
     let p = tp("t", 0);
     let h = c.transactions().begin("tx").await.unwrap();
     for i in 0..3 {
-        c.transactions()
-            .send(&h, "t", None, Some(b(&format!("aborted-{i}"))), Some(0))
-            .await
-            .unwrap();
+        send_value(&c, &h, "t", &format!("aborted-{i}")).await;
     }
     // While open, read_committed sees nothing and the LSO holds.
     let got = c
@@ -620,12 +620,7 @@ async fn read_committed_batches_skip_aborted_data_but_keep_markers_so_readers_ad
     assert!(got[0].batches.is_empty());
     assert_eq!(got[0].last_stable_offset, 0);
     c.transactions().abort(&h).await.unwrap();
-    let h = c.transactions().begin("tx").await.unwrap();
-    c.transactions()
-        .send(&h, "t", None, Some(b("committed")), Some(0))
-        .await
-        .unwrap();
-    c.transactions().commit(&h).await.unwrap();
+    commit_value(&c, "t", "committed").await;
     // Even with a limit that fits one batch, reading goes past the aborted
     // ones to what is visible.
     let got = c
@@ -721,10 +716,7 @@ async fn offsets_by_time_max_timestamp_and_the_lso_for_read_committed() {
     assert_eq!(m.leader_epoch, 0);
     // An open transaction: latest for read_committed is the LSO.
     let h = c.transactions().begin("tx").await.unwrap();
-    c.transactions()
-        .send(&h, "ts", None, Some(b("open")), Some(0))
-        .await
-        .unwrap();
+    send_value(&c, &h, "ts", "open").await;
     assert_eq!(
         c.data()
             .list_offset(&p, OffsetSpec::Latest, Isolation::ReadCommitted)

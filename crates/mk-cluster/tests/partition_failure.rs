@@ -8,18 +8,11 @@
 
 mod common;
 
-use common::{b, fresh_cluster, open, tp};
+use common::{append_value, fresh_cluster, open, tp};
 use mk_cluster::*;
 
 async fn put(c: &BrokerCluster, p: &TopicPartition, value: &str) -> Result<i64> {
-    let r = c
-        .data()
-        .append_batch(
-            p,
-            RecordBatch::new(vec![Record::new(None, Some(b(value)), 1)]).unwrap(),
-            AckMode::One,
-        )
-        .await?;
+    let r = append_value(c, p, value, 1).await?;
     Ok(r.base_offset.unwrap())
 }
 

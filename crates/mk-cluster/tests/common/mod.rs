@@ -134,6 +134,35 @@ pub fn fresh_cluster() -> (tempfile::TempDir, ManualClock, Arc<BrokerCluster>) {
     (dir, clock, c)
 }
 
+/// Appends `value` (timestamp `ts`) to `p` as a batch of its own, acks=1.
+pub async fn append_value(
+    c: &BrokerCluster,
+    p: &TopicPartition,
+    value: &str,
+    ts: i64,
+) -> Result<ProduceResult> {
+    let batch = RecordBatch::new(vec![Record::new(None, Some(b(value)), ts)]).unwrap();
+    c.data().append_batch(p, batch, AckMode::One).await
+}
+
+/// The teaching API's send of `value` to partition 0 of `topic` in the
+/// transaction `h`.
+pub async fn send_value(c: &BrokerCluster, h: &TxnHandle, topic: &str, value: &str) {
+    c.transactions()
+        .send(h, topic, None, Some(b(value)), Some(0))
+        .await
+        .unwrap();
+}
+
+/// One committed transaction of `tx` holding `value` in partition 0 of
+/// `topic`; returns its handle.
+pub async fn commit_value(c: &BrokerCluster, topic: &str, value: &str) -> TxnHandle {
+    let h = c.transactions().begin("tx").await.unwrap();
+    send_value(c, &h, topic, value).await;
+    c.transactions().commit(&h).await.unwrap();
+    h
+}
+
 /// A cluster on `dir` with `clock` and the default configuration.
 pub fn open(dir: &std::path::Path, clock: &ManualClock) -> Arc<BrokerCluster> {
     open_with(dir, clock, |c| c)
