@@ -440,24 +440,78 @@ fn flip_byte_in_first_segment(dir: &std::path::Path, tp: &TopicPartition) {
     std::fs::write(&path, bytes).unwrap();
 }
 
+/// The error of a fetch of `t-0` from offset 0.
+fn fetch_error(c: &BrokerCluster, t: &str) -> ErrorCode {
+    c.data()
+        .fetch(&FetchRequest::new(tp(t, 0), 0, 100))
+        .unwrap_err()
+        .code()
+}
+
+/// How many records a fetch of `t-0` from offset 0 returns.
+fn fetched(c: &BrokerCluster, t: &str) -> usize {
+    c.data()
+        .fetch(&FetchRequest::new(tp(t, 0), 0, 100))
+        .unwrap()
+        .records
+        .len()
+}
+
+/// A Kafka fetch (read_uncommitted, no wait) of `tps` from offset 0.
+fn fetch_from_start(tps: Vec<TopicPartition>) -> BatchFetch {
+    BatchFetch {
+        partitions: tps
+            .into_iter()
+            .map(|tp| PartitionFetch {
+                tp,
+                offset: 0,
+                max_bytes: 1 << 20,
+                current_leader_epoch: None,
+            })
+            .collect(),
+        isolation: Isolation::ReadUncommitted,
+        max_bytes: 1 << 20,
+        min_bytes: 1,
+        max_wait: std::time::Duration::ZERO,
+        broker: None,
+    }
+}
+
 fn small_segments(mut c: MiniKafkaConfig) -> MiniKafkaConfig {
     c.segment_max_bytes = 1_024;
     c
 }
 
-#[tokio::test]
-async fn a_corrupt_closed_segment_takes_only_its_partition_offline() {
+/// Small segments; topic `damaged` gets 60 values (closed segments),
+/// `healthy` one; then the broker closes (or crashes) and a byte of
+/// `damaged`'s first segment is flipped. Returns the broker's directory and
+/// clock to reopen it.
+async fn one_damaged_one_healthy(
+    damaged: &str,
+    healthy: &str,
+    crash: bool,
+) -> (tempfile::TempDir, ManualClock) {
     let (dir, clock) = dir_and_clock();
     let c = open_with(dir.path(), &clock, small_segments);
-    c.topics().create("c", 1, 1).unwrap();
-    c.topics().create("d", 1, 1).unwrap();
+    c.topics().create(damaged, 1, 1).unwrap();
+    c.topics().create(healthy, 1, 1).unwrap();
     for i in 0..60 {
-        put(&c, &tp("c", 0), &format!("c-value-{i:04}")).await;
+        put(&c, &tp(damaged, 0), &format!("{damaged}-value-{i:04}")).await;
     }
-    put(&c, &tp("d", 0), "d-value").await;
-    c.lifecycle().close().await.unwrap();
+    put(&c, &tp(healthy, 0), &format!("{healthy}-value")).await;
+    if crash {
+        c.lifecycle().crash();
+    } else {
+        c.lifecycle().close().await.unwrap();
+    }
     drop(c);
-    flip_byte_in_first_segment(dir.path(), &tp("c", 0));
+    flip_byte_in_first_segment(dir.path(), &tp(damaged, 0));
+    (dir, clock)
+}
+
+#[tokio::test]
+async fn a_corrupt_closed_segment_takes_only_its_partition_offline() {
+    let (dir, clock) = one_damaged_one_healthy("c", "d", false).await;
     // The clean-shutdown checkpoint vouches for the closed segment, so the
     // broker starts; the damage is found by the first read reaching it.
     let c = open_with(dir.path(), &clock, small_segments);
@@ -497,27 +551,7 @@ async fn a_corrupt_closed_segment_takes_only_its_partition_offline() {
     assert_eq!(health.damaged.len(), 1);
     assert_eq!(health.damaged[0].0, tp("c", 0));
     // A Kafka fetch of both answers per partition.
-    let req = BatchFetch {
-        partitions: vec![
-            PartitionFetch {
-                tp: tp("c", 0),
-                offset: 0,
-                max_bytes: 1 << 20,
-                current_leader_epoch: None,
-            },
-            PartitionFetch {
-                tp: tp("d", 0),
-                offset: 0,
-                max_bytes: 1 << 20,
-                current_leader_epoch: None,
-            },
-        ],
-        isolation: Isolation::ReadUncommitted,
-        max_bytes: 1 << 20,
-        min_bytes: 1,
-        max_wait: std::time::Duration::ZERO,
-        broker: None,
-    };
+    let req = fetch_from_start(vec![tp("c", 0), tp("d", 0)]);
     let got = c.data().fetch_batches(&req).await.unwrap();
     assert_eq!(
         got[0].error.as_ref().map(ClusterError::code),
@@ -529,38 +563,15 @@ async fn a_corrupt_closed_segment_takes_only_its_partition_offline() {
     // After a restart the damage is still local: the broker starts and
     // only c-0 answers STORAGE_ERROR.
     let c = open_with(dir.path(), &clock, small_segments);
-    assert_eq!(
-        c.data()
-            .fetch(&FetchRequest::new(tp("c", 0), 0, 100))
-            .unwrap_err()
-            .code(),
-        ErrorCode::StorageError
-    );
-    assert_eq!(
-        c.data()
-            .fetch(&FetchRequest::new(tp("d", 0), 0, 100))
-            .unwrap()
-            .records
-            .len(),
-        2
-    );
+    assert_eq!(fetch_error(&c, "c"), ErrorCode::StorageError);
+    assert_eq!(fetched(&c, "d"), 2);
     c.lifecycle().close().await.unwrap();
 }
 
 #[tokio::test]
 async fn a_partition_found_damaged_at_open_starts_offline_and_the_rest_serves() {
-    let (dir, clock) = dir_and_clock();
-    let c = open_with(dir.path(), &clock, small_segments);
-    c.topics().create("c", 1, 1).unwrap();
-    c.topics().create("d", 1, 1).unwrap();
-    for i in 0..60 {
-        put(&c, &tp("c", 0), &format!("c-value-{i:04}")).await;
-    }
-    put(&c, &tp("d", 0), "d-value").await;
     // A crash without any flush: open scans every segment and finds it.
-    c.lifecycle().crash();
-    drop(c);
-    flip_byte_in_first_segment(dir.path(), &tp("c", 0));
+    let (dir, clock) = one_damaged_one_healthy("c", "d", true).await;
     let c = open_with(dir.path(), &clock, small_segments);
     let p = &c.topics().describe("c").unwrap().partitions[0];
     assert!(
@@ -570,21 +581,8 @@ async fn a_partition_found_damaged_at_open_starts_offline_and_the_rest_serves() 
         "{p:?}"
     );
     assert_eq!((p.high_watermark, p.log_end_offset), (-1, -1));
-    assert_eq!(
-        c.data()
-            .fetch(&FetchRequest::new(tp("c", 0), 0, 100))
-            .unwrap_err()
-            .code(),
-        ErrorCode::StorageError
-    );
-    assert_eq!(
-        c.data()
-            .fetch(&FetchRequest::new(tp("d", 0), 0, 100))
-            .unwrap()
-            .records
-            .len(),
-        1
-    );
+    assert_eq!(fetch_error(&c, "c"), ErrorCode::StorageError);
+    assert_eq!(fetched(&c, "d"), 1);
     // Deleting the damaged topic is one way back; its name starts empty.
     c.topics().delete("c").unwrap();
     c.topics().create("c", 1, 1).unwrap();
@@ -701,40 +699,25 @@ async fn a_deleted_partition_directory_is_reported_not_silently_recreated_empty(
 
 #[tokio::test]
 async fn a_kafka_fetch_checks_frame_crcs_after_the_lock_and_damage_takes_the_partition_offline() {
-    let (dir, clock) = dir_and_clock();
+    let (dir, clock) = one_damaged_one_healthy("k", "l", false).await;
     let c = open_with(dir.path(), &clock, small_segments);
-    c.topics().create("k", 1, 1).unwrap();
-    c.topics().create("l", 1, 1).unwrap();
-    for i in 0..60 {
-        put(&c, &tp("k", 0), &format!("k-value-{i:04}")).await;
-    }
-    put(&c, &tp("l", 0), "l-value").await;
-    c.lifecycle().close().await.unwrap();
-    drop(c);
-    flip_byte_in_first_segment(dir.path(), &tp("k", 0));
-    let c = open_with(dir.path(), &clock, small_segments);
-    let fetch = |t: TopicPartition| BatchFetch {
-        partitions: vec![PartitionFetch {
-            tp: t,
-            offset: 0,
-            max_bytes: 1 << 20,
-            current_leader_epoch: None,
-        }],
-        isolation: Isolation::ReadUncommitted,
-        max_bytes: 1 << 20,
-        min_bytes: 1,
-        max_wait: std::time::Duration::ZERO,
-        broker: None,
-    };
     // The frames are located under the lock without their CRCs; the check
     // after it finds the flipped byte and reports it as any read would.
-    let got = c.data().fetch_batches(&fetch(tp("k", 0))).await.unwrap();
+    let got = c
+        .data()
+        .fetch_batches(&fetch_from_start(vec![tp("k", 0)]))
+        .await
+        .unwrap();
     let e = got[0].error.as_ref().expect("the damaged partition fails");
     assert_eq!(e.code(), ErrorCode::StorageError, "{e}");
     assert!(got[0].batches.is_empty());
     let described = c.topics().describe("k").unwrap();
     assert!(described.partitions[0].damaged.is_some(), "{described:?}");
-    let again = c.data().fetch_batches(&fetch(tp("k", 0))).await.unwrap();
+    let again = c
+        .data()
+        .fetch_batches(&fetch_from_start(vec![tp("k", 0)]))
+        .await
+        .unwrap();
     assert!(
         again[0]
             .error
@@ -744,7 +727,11 @@ async fn a_kafka_fetch_checks_frame_crcs_after_the_lock_and_damage_takes_the_par
         again[0].error
     );
     // The other partition serves its batch, checked.
-    let ok = c.data().fetch_batches(&fetch(tp("l", 0))).await.unwrap();
+    let ok = c
+        .data()
+        .fetch_batches(&fetch_from_start(vec![tp("l", 0)]))
+        .await
+        .unwrap();
     assert!(ok[0].error.is_none(), "{:?}", ok[0].error);
     assert_eq!(ok[0].batches.len(), 1);
     assert_eq!(c.lifecycle().state(), LifecycleState::Running);
