@@ -282,6 +282,19 @@ fn scan_segment(
             Ok(verified) => verified,
             Err(reason) => return Ok((seg, Some(BadFrame { position, reason }))),
         };
+        // The log rolls before an offset leaves the segment's 32-bit
+        // relative range, so an intact batch beyond it was not written
+        // here: refused, neither indexed nor cut.
+        if header.base_offset - base > i64::from(u32::MAX) {
+            return Err(LogError::storage(
+                path,
+                format!(
+                    "batch at offset {} (position {position}) is beyond the 32-bit offset \
+                     range of segment {base}",
+                    header.base_offset
+                ),
+            ));
+        }
         seg.note_batch(
             position,
             &header,
@@ -413,4 +426,29 @@ fn intact_frame_after(
         start += WINDOW - codec::MAGIC.len() as u64 + 1;
     }
     Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{LogConfig, PartitionLog, Record, RecordBatch, codec};
+    use mk_core::ErrorCode;
+
+    /// An intact batch whose offset the segment could not index (planted,
+    /// not written by the log) is STORAGE_ERROR at open, not a panic and
+    /// not a cut.
+    #[test]
+    fn a_batch_beyond_the_segments_offset_range_is_a_storage_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let value = bytes::Bytes::from_static(b"v");
+        let mut batch = RecordBatch::new(vec![Record::new(None, Some(value), 1)]).unwrap();
+        batch.assign(1 << 33, 0).unwrap();
+        let mut frame = Vec::new();
+        codec::encode_into(&batch, &mut frame).unwrap();
+        let segment = dir.path().join("00000000000000000000.log");
+        std::fs::write(&segment, &frame).unwrap();
+        let err = PartitionLog::open(dir.path(), LogConfig::default(), 0).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::StorageError, "{err}");
+        assert!(err.to_string().contains("32-bit offset range"), "{err}");
+        assert_eq!(std::fs::read(&segment).unwrap(), frame, "nothing was cut");
+    }
 }
