@@ -11,8 +11,8 @@ use crate::wire::type_name;
 use mk_cluster::{
     AckMode, AnyGroupDescription, AssignorKind, BrokerId, Bytes, ClusterDescription,
     CompactionSummary, ConfigChange, ErrorCode, FetchRequest, FetchResult, GroupListing,
-    LeaderAndEpoch, MemberAssignment, OffsetAndMetadata, OffsetSpec, ProduceResponse,
-    ProducerIdentity, RetentionPolicy, ScramMechanism, ScramUserInfo, TopicConfig,
+    LeaderAndEpoch, MemberAssignment, OffsetAndMetadata, OffsetSpec, OngoingReassignment,
+    ProduceResponse, ProducerIdentity, RetentionPolicy, ScramMechanism, ScramUserInfo, TopicConfig,
     TopicConfigEntry, TopicDescription, TopicPartition, TxnHandle,
 };
 use serde_json::Value;
@@ -648,6 +648,37 @@ impl JsonTcpClient {
             })
             .await?;
         expect!(r, Response::DescribeScramCredentials(users) => users)
+    }
+
+    /// Moves `tp`'s replicas to `replicas`, or with `None` cancels its
+    /// move in progress; returns the move still in progress, if any.
+    pub async fn alter_partition_reassignment(
+        &mut self,
+        tp: &TopicPartition,
+        replicas: Option<&[BrokerId]>,
+        allow_replication_factor_change: bool,
+    ) -> ClientResult<Vec<OngoingReassignment>> {
+        let r = self
+            .call(&Request::AlterPartitionReassignment {
+                tp: tp.clone(),
+                replicas: replicas.map(<[BrokerId]>::to_vec),
+                allow_replication_factor_change,
+            })
+            .await?;
+        expect!(r, Response::AlterPartitionReassignment(ongoing) => ongoing)
+    }
+
+    /// The moves in progress (of one topic's partitions, or all).
+    pub async fn list_partition_reassignments(
+        &mut self,
+        topic: Option<&str>,
+    ) -> ClientResult<Vec<OngoingReassignment>> {
+        let r = self
+            .call(&Request::ListPartitionReassignments {
+                topic: topic.map(str::to_string),
+            })
+            .await?;
+        expect!(r, Response::ListPartitionReassignments(ongoing) => ongoing)
     }
 
     pub async fn stats(&mut self) -> ClientResult<ServerStats> {

@@ -246,6 +246,24 @@ pub(crate) async fn execute_in(
         Request::DescribeScramCredentials { user } => {
             Response::DescribeScramCredentials(describe_scram_users(c, user)?)
         }
+        Request::AlterPartitionReassignment {
+            tp,
+            replicas,
+            allow_replication_factor_change,
+        } => {
+            c.reassignments()
+                .alter(&tp, replicas.as_deref(), allow_replication_factor_change)
+                .map_err(mk_cluster::ReassignmentRefusal::into_cluster_error)?;
+            Response::AlterPartitionReassignment(
+                c.reassignments().list(Some(std::slice::from_ref(&tp)))?,
+            )
+        }
+        Request::ListPartitionReassignments { topic } => {
+            Response::ListPartitionReassignments(match topic {
+                Some(t) => c.reassignments().list_topic(&t)?,
+                None => c.reassignments().list(None)?,
+            })
+        }
         Request::Stats => Response::Stats(ServerStats {
             cluster: c.views().stats()?,
             in_flight: ctx.in_flight,

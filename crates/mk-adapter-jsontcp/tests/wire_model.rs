@@ -14,10 +14,10 @@ use mk_adapter_jsontcp::mk_cluster::{
     ClusterStats, CompactionSummary, ConfigChange, ConsumerGroupDescription,
     ConsumerMemberDescription, ConsumerRecord, FetchRequest, FetchResult, GroupDescription,
     GroupListing, GroupState, GroupType, Header, Isolation, LeaderAndEpoch, MemberAssignment,
-    MemberDescription, MemberState, OffsetAndMetadata, OffsetSpec, PartitionInfo, ProduceEntry,
-    ProduceResponse, ProducerIdentity, ProducerInfo, Protocol, ProtocolStats, RetentionPolicy,
-    ScramMechanism, ServerAssignor, ShareGroupDescription, ShareMemberDescription, TopicConfig,
-    TopicConfigEntry, TopicDescription, TopicPartition,
+    MemberDescription, MemberState, OffsetAndMetadata, OffsetSpec, OngoingReassignment,
+    PartitionInfo, ProduceEntry, ProduceResponse, ProducerIdentity, ProducerInfo, Protocol,
+    ProtocolStats, RetentionPolicy, ScramMechanism, ServerAssignor, ShareGroupDescription,
+    ShareMemberDescription, TopicConfig, TopicConfigEntry, TopicDescription, TopicPartition,
 };
 use mk_adapter_jsontcp::{
     Operation, Password, ProduceRecords, ProduceSpec, Request, Response, ServerStats,
@@ -821,6 +821,50 @@ fn exchanges() -> Vec<(Request, Response)> {
                 "bob".into(),
                 vec![(ScramMechanism::Sha512, 16384)],
             )]),
+        ),
+        (
+            Request::AlterPartitionReassignment {
+                tp: tp("a", 0),
+                replicas: Some(vec![3, 2]),
+                allow_replication_factor_change: false,
+            },
+            Response::AlterPartitionReassignment(vec![OngoingReassignment {
+                partition: tp("a", 0),
+                replicas: vec![3, 2, 1],
+                adding: vec![3],
+                removing: vec![1],
+            }]),
+        ),
+        (
+            Request::AlterPartitionReassignment {
+                tp: tp("a", 0),
+                replicas: None,
+                allow_replication_factor_change: true,
+            },
+            Response::AlterPartitionReassignment(vec![]),
+        ),
+        (
+            Request::ListPartitionReassignments { topic: None },
+            Response::ListPartitionReassignments(vec![
+                OngoingReassignment {
+                    partition: tp("a", 0),
+                    replicas: vec![3, 1],
+                    adding: vec![3],
+                    removing: vec![],
+                },
+                OngoingReassignment {
+                    partition: tp("b", 2),
+                    replicas: vec![2, 1],
+                    adding: vec![],
+                    removing: vec![1],
+                },
+            ]),
+        ),
+        (
+            Request::ListPartitionReassignments {
+                topic: Some("b".into()),
+            },
+            Response::ListPartitionReassignments(vec![]),
         ),
     ]
 }

@@ -43,6 +43,20 @@ pub enum ReassignmentRefusal {
     Cluster(ClusterError),
 }
 
+impl ReassignmentRefusal {
+    /// The refusal for a protocol without Kafka's reassignment codes
+    /// (JSON-TCP): INVALID_REQUEST with the same message, or the cluster's
+    /// own error.
+    pub fn into_cluster_error(self) -> ClusterError {
+        match self {
+            ReassignmentRefusal::InvalidAssignment(m)
+            | ReassignmentRefusal::NoneInProgress(m)
+            | ReassignmentRefusal::ReplicationFactorChange(m) => ClusterError::InvalidRequest(m),
+            ReassignmentRefusal::Cluster(e) => e,
+        }
+    }
+}
+
 impl From<ClusterError> for ReassignmentRefusal {
     fn from(e: ClusterError) -> Self {
         ReassignmentRefusal::Cluster(e)
@@ -159,6 +173,17 @@ impl Reassignments<'_> {
             }
         }
         Ok(out)
+    }
+
+    /// The moves in progress of `topic`'s partitions, ascending;
+    /// UNKNOWN_TOPIC when it does not exist.
+    pub fn list_topic(self, topic: &str) -> Result<Vec<OngoingReassignment>> {
+        let partitions = self.cluster.topic(topic)?.meta.partitions.len();
+        let tps: Vec<TopicPartition> = (0..partitions)
+            .filter_map(|p| u32::try_from(p).ok())
+            .map(|p| TopicPartition::new(topic, p))
+            .collect();
+        self.list(Some(&tps))
     }
 
     /// Completes `slot`'s pending move if its adding replicas are in sync

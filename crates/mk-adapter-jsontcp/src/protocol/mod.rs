@@ -9,7 +9,8 @@
 //! family modules. There every operation is a small module with its four
 //! directions side by side: `topics`, `data`, `groups` (with
 //! `modern_groups` for the KIP-848 and share halves of `describe_group`),
-//! `transactions`, `admin`, `users` (SCRAM credentials) and `lab`;
+//! `transactions`, `admin`, `users` (SCRAM credentials), `reassignments`
+//! (partition moves) and `lab`;
 //! `common` holds the pieces several
 //! families share.
 //! Adding an operation means a variant in `Operation`, `Request` and
@@ -25,6 +26,7 @@ mod data;
 mod groups;
 mod lab;
 mod modern_groups;
+mod reassignments;
 mod topics;
 mod transactions;
 mod users;
@@ -40,9 +42,9 @@ use crate::wire::{DecodeError, Fields, ObjWriter, bad, type_name};
 use mk_cluster::{
     AnyGroupDescription, AssignorKind, BrokerId, Bytes, ClusterDescription, CompactionSummary,
     ConfigChange, ErrorCode, FetchRequest, FetchResult, GroupListing, LeaderAndEpoch,
-    MemberAssignment, OffsetAndMetadata, OffsetSpec, ProduceResponse, ProducerIdentity,
-    RetentionPolicy, ScramMechanism, ScramUserInfo, TopicConfig, TopicConfigEntry,
-    TopicDescription, TopicPartition,
+    MemberAssignment, OffsetAndMetadata, OffsetSpec, OngoingReassignment, ProduceResponse,
+    ProducerIdentity, RetentionPolicy, ScramMechanism, ScramUserInfo, TopicConfig,
+    TopicConfigEntry, TopicDescription, TopicPartition,
 };
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -54,7 +56,9 @@ use std::collections::BTreeMap;
 /// `describe_topic_config`, `list_groups`, `delete_group` and
 /// `alter_group_offsets`; and the SCRAM users of `mk-server user` (issue
 /// 25): `upsert_scram_credential`, `delete_scram_credential` and
-/// `describe_scram_credentials`. docs/json-protocol.md describes every one.
+/// `describe_scram_credentials`; and the partition moves of `mk-server
+/// partition` (issue 21): `alter_partition_reassignment` and
+/// `list_partition_reassignments`. docs/json-protocol.md describes every one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Operation {
     CreateTopic,
@@ -89,6 +93,8 @@ pub enum Operation {
     UpsertScramCredential,
     DeleteScramCredential,
     DescribeScramCredentials,
+    AlterPartitionReassignment,
+    ListPartitionReassignments,
     Promote,
     Rejoin,
     RemoveFromIsr,
@@ -102,7 +108,7 @@ pub enum Operation {
 }
 
 impl Operation {
-    pub const ALL: [Operation; 42] = [
+    pub const ALL: [Operation; 44] = [
         Operation::CreateTopic,
         Operation::Metadata,
         Operation::Produce,
@@ -135,6 +141,8 @@ impl Operation {
         Operation::UpsertScramCredential,
         Operation::DeleteScramCredential,
         Operation::DescribeScramCredentials,
+        Operation::AlterPartitionReassignment,
+        Operation::ListPartitionReassignments,
         Operation::Promote,
         Operation::Rejoin,
         Operation::RemoveFromIsr,
@@ -182,6 +190,8 @@ impl Operation {
             Operation::UpsertScramCredential => "upsert_scram_credential",
             Operation::DeleteScramCredential => "delete_scram_credential",
             Operation::DescribeScramCredentials => "describe_scram_credentials",
+            Operation::AlterPartitionReassignment => "alter_partition_reassignment",
+            Operation::ListPartitionReassignments => "list_partition_reassignments",
             Operation::Promote => "promote",
             Operation::Rejoin => "rejoin",
             Operation::RemoveFromIsr => "remove_from_isr",
@@ -343,6 +353,18 @@ pub enum Request {
         /// Every user with a credential when absent.
         user: Option<String>,
     },
+    AlterPartitionReassignment {
+        tp: TopicPartition,
+        /// The target replicas; `None` cancels the move in progress.
+        replicas: Option<Vec<BrokerId>>,
+        /// False refuses a target whose size differs from the original
+        /// replica count (true when absent on the wire).
+        allow_replication_factor_change: bool,
+    },
+    ListPartitionReassignments {
+        /// Every topic when absent.
+        topic: Option<String>,
+    },
     Promote {
         tp: TopicPartition,
         broker_id: BrokerId,
@@ -465,6 +487,8 @@ impl Request {
             Request::UpsertScramCredential { .. } => Operation::UpsertScramCredential,
             Request::DeleteScramCredential { .. } => Operation::DeleteScramCredential,
             Request::DescribeScramCredentials { .. } => Operation::DescribeScramCredentials,
+            Request::AlterPartitionReassignment { .. } => Operation::AlterPartitionReassignment,
+            Request::ListPartitionReassignments { .. } => Operation::ListPartitionReassignments,
             Request::Promote { .. } => Operation::Promote,
             Request::Rejoin { .. } => Operation::Rejoin,
             Request::RemoveFromIsr { .. } => Operation::RemoveFromIsr,
@@ -531,6 +555,12 @@ impl Request {
             Operation::UpsertScramCredential => users::upsert_scram_credential::decode(&f),
             Operation::DeleteScramCredential => users::delete_scram_credential::decode(&f),
             Operation::DescribeScramCredentials => users::describe_scram_credentials::decode(&f),
+            Operation::AlterPartitionReassignment => {
+                reassignments::alter_partition_reassignment::decode(&f)
+            }
+            Operation::ListPartitionReassignments => {
+                reassignments::list_partition_reassignments::decode(&f)
+            }
             Operation::Promote | Operation::Rejoin | Operation::RemoveFromIsr => {
                 let (tp, broker_id) = lab::replica::decode(&f)?;
                 Ok(match op {
@@ -672,6 +702,19 @@ impl Request {
             Request::DescribeScramCredentials { user } => {
                 users::describe_scram_credentials::encode(w, user.as_deref())
             }
+            Request::AlterPartitionReassignment {
+                tp,
+                replicas,
+                allow_replication_factor_change,
+            } => reassignments::alter_partition_reassignment::encode(
+                w,
+                tp,
+                replicas.as_deref(),
+                *allow_replication_factor_change,
+            ),
+            Request::ListPartitionReassignments { topic } => {
+                reassignments::list_partition_reassignments::encode(w, topic.as_deref())
+            }
             Request::Promote { tp, broker_id }
             | Request::Rejoin { tp, broker_id }
             | Request::RemoveFromIsr { tp, broker_id } => lab::replica::encode(w, tp, *broker_id),
@@ -760,6 +803,10 @@ pub enum Response {
     },
     /// Each user with the mechanisms and iteration counts it has, by name.
     DescribeScramCredentials(Vec<(String, ScramUserInfo)>),
+    /// The partition's move still in progress (none when it completed at
+    /// once or was cancelled).
+    AlterPartitionReassignment(Vec<OngoingReassignment>),
+    ListPartitionReassignments(Vec<OngoingReassignment>),
     Promote(LeaderAndEpoch),
     Rejoin,
     RemoveFromIsr,
@@ -868,6 +915,12 @@ impl Response {
             Response::DescribeScramCredentials(all) => {
                 users::describe_scram_credentials::encode_response(w, all)
             }
+            Response::AlterPartitionReassignment(ongoing) => {
+                reassignments::alter_partition_reassignment::encode_response(w, ongoing)
+            }
+            Response::ListPartitionReassignments(ongoing) => {
+                reassignments::list_partition_reassignments::encode_response(w, ongoing)
+            }
             Response::Promote(le) => lab::promote::encode_response(w, le),
             Response::ExpireGroupMembers(expired) => {
                 lab::expire_group_members::encode_response(w, expired)
@@ -944,6 +997,12 @@ impl Response {
             }
             Request::DescribeScramCredentials { .. } => {
                 users::describe_scram_credentials::decode_response(f)
+            }
+            Request::AlterPartitionReassignment { .. } => {
+                reassignments::alter_partition_reassignment::decode_response(f)
+            }
+            Request::ListPartitionReassignments { .. } => {
+                reassignments::list_partition_reassignments::decode_response(f)
             }
             Request::Promote { .. } => lab::promote::decode_response(f),
             Request::Rejoin { .. } => Ok(Response::Rejoin),
