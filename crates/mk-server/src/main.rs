@@ -14,6 +14,7 @@ mod commands;
 mod consume;
 mod format;
 mod group;
+mod partition;
 mod produce;
 mod topic;
 mod user;
@@ -106,6 +107,15 @@ enum Command {
     Broker {
         #[command(subcommand)]
         command: BrokerCommand,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Move a partition's replicas between the hosted brokers, cancel a
+    /// move, or list the moves in progress (Kafka's partition
+    /// reassignments; see docs/operations.md).
+    Partition {
+        #[command(subcommand)]
+        command: PartitionCommand,
         #[command(flatten)]
         client: ClientArgs,
     },
@@ -289,6 +299,38 @@ enum UserCommand {
 }
 
 #[derive(Debug, Subcommand)]
+enum PartitionCommand {
+    /// Move a partition to --replicas (the first is its preferred
+    /// leader): the new replicas copy the data as followers and the move
+    /// completes by itself once they are in sync; a removed leader hands
+    /// over. With --cancel, go back to the original replicas.
+    Reassign {
+        #[arg(long)]
+        topic: String,
+        #[arg(long)]
+        partition: u32,
+        /// The target broker ids, e.g. 1,2,3.
+        #[arg(long, value_name = "IDS", value_parser = partition::parse_replicas,
+              required_unless_present = "cancel", conflicts_with = "cancel")]
+        replicas: Option<partition::ReplicaList>,
+        /// Cancel the move in progress instead.
+        #[arg(long)]
+        cancel: bool,
+        /// Refuse a target whose size differs from the original replica
+        /// count (Kafka's allowReplicationFactorChange=false).
+        #[arg(long, conflicts_with = "cancel")]
+        keep_replication_factor: bool,
+    },
+    /// List the moves in progress: the replica set during each move, with
+    /// the replicas it adds and removes.
+    Reassignments {
+        /// Only this topic's partitions.
+        #[arg(long)]
+        topic: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 enum BrokerCommand {
     /// Take a broker offline.
     Offline { broker_id: i32 },
@@ -373,6 +415,7 @@ async fn main() -> ExitCode {
                 | Command::Group { client, .. }
                 | Command::User { client, .. }
                 | Command::Broker { client, .. }
+                | Command::Partition { client, .. }
                 | Command::Stats { client } => client.json,
                 Command::Lab { json, .. } => *json,
                 Command::Serve(_) | Command::Completions { .. } => false,
@@ -432,6 +475,7 @@ async fn run_client(command: Command) -> CmdResult {
                 }
             }
         }
+        Command::Partition { command, client } => run_partition(command, &client).await,
         Command::Stats { client } => {
             let mut c = connect(&client).await?;
             commands::stats(&mut c, client.json).await
@@ -572,6 +616,26 @@ async fn run_group(command: GroupCommand, client: &ClientArgs) -> CmdResult {
                 .or_else(usage)?;
             let to = group::ResetTo::from_flags(to_earliest, to_latest, to_offset, time)?;
             group::group_reset_offsets(&mut c, &group, to, &topic, !execute, json).await
+        }
+    }
+}
+
+async fn run_partition(command: PartitionCommand, client: &ClientArgs) -> CmdResult {
+    let mut c = connect(client).await?;
+    match command {
+        PartitionCommand::Reassign {
+            topic,
+            partition,
+            replicas,
+            cancel: _,
+            keep_replication_factor,
+        } => {
+            let tp = mk_cluster::TopicPartition::new(topic, partition);
+            let target = replicas.as_ref().map(|r| r.0.as_slice());
+            partition::reassign(&mut c, &tp, target, !keep_replication_factor, client.json).await
+        }
+        PartitionCommand::Reassignments { topic } => {
+            partition::list(&mut c, topic.as_deref(), client.json).await
         }
     }
 }

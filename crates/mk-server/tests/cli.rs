@@ -206,6 +206,114 @@ fn an_offline_leader_shows_its_partition_offline_and_online_says_when_nothing_ch
     assert_eq!(d["partitions"][0]["status"], "ok", "{d}");
 }
 
+/// `partition reassign|reassignments` against a real three-broker server:
+/// a move to an offline broker stays pending (and the partition is not
+/// under-replicated for it), cancels, refusals, and a move that completes
+/// by itself with every record on the new replicas.
+#[test]
+fn partition_reassign_moves_lists_and_cancels_over_json_tcp() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = spawn(
+        mk_server::embedded::BrokerBuilder::new().brokers([1, 2, 3]),
+        &dir.path().join("data"),
+    );
+    let addr = server.addr.as_str();
+    ok_at(addr, &["topic", "create", "mv"], b"");
+    ok_at(addr, &["produce", "mv"], b"a\nb\nc\n");
+    let d = json(&ok_at(addr, &["topic", "describe", "mv", "--json"], b""));
+    let first = d["partitions"][0]["replicas"][0].as_i64().unwrap();
+    let (others, offline): (Vec<i64>, i64) = match first {
+        1 => (vec![2, 3], 3),
+        2 => (vec![3, 1], 1),
+        _ => (vec![1, 2], 2),
+    };
+    let target = format!("{},{}", others[0], others[1]);
+    // The second target broker offline keeps the move pending.
+    ok_at(addr, &["broker", "offline", &offline.to_string()], b"");
+    let mv = ["partition", "reassign", "--topic", "mv", "--partition", "0"];
+    let out = ok_at(addr, &[&mv[..], &["--replicas", &target]].concat(), b"");
+    assert!(out.contains("mv-0: reassignment started"), "{out}");
+    assert!(
+        out.contains(&format!("adding {target}, removing {first}")),
+        "{out}"
+    );
+    let l = json(&ok_at(addr, &["partition", "reassignments", "--json"], b""));
+    assert_eq!(
+        l["reassignments"],
+        serde_json::json!([{"topic": "mv", "partition": 0,
+            "replicas": [others[0], others[1], first],
+            "adding_replicas": others, "removing_replicas": [first]}]),
+        "{l}"
+    );
+    let d = json(&ok_at(addr, &["topic", "describe", "mv", "--json"], b""));
+    assert_eq!(
+        d["partitions"][0]["status"], "ok",
+        "the adding replicas do not make it under-replicated: {d}"
+    );
+    // Refusals: an unknown broker, a size change when forbidden, a typo.
+    let (code, _, err) = fails_at(addr, &[&mv[..], &["--replicas", "1,9"]].concat(), b"");
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("INVALID_REQUEST") && err.contains("broker 9"),
+        "{err}"
+    );
+    let keep = [
+        &mv[..],
+        &["--replicas", "1,2,3", "--keep-replication-factor"],
+    ]
+    .concat();
+    let (_, _, err) = fails_at(addr, &keep, b"");
+    assert!(
+        err.contains("replication factor would change from 1 to 3"),
+        "{err}"
+    );
+    let (code, _, err) = fails_at(addr, &[&mv[..], &["--replicas", "1,x"]].concat(), b"");
+    assert_eq!(code, Some(2), "a usage error: {err}");
+    let (code, _, err) = fails_at(addr, &mv, b"");
+    assert_eq!(code, Some(2), "--replicas or --cancel: {err}");
+
+    let out = ok_at(addr, &[&mv[..], &["--cancel"]].concat(), b"");
+    assert!(out.contains("mv-0: reassignment cancelled"), "{out}");
+    let out = ok_at(addr, &["partition", "reassignments"], b"");
+    assert_eq!(out, "no reassignment in progress\n");
+    let (_, _, err) = fails_at(addr, &[&mv[..], &["--cancel"]].concat(), b"");
+    assert!(err.contains("no reassignment in progress"), "{err}");
+
+    // With every broker online the move completes by itself.
+    ok_at(addr, &["broker", "online", &offline.to_string()], b"");
+    let v = json(&ok_at(
+        addr,
+        &[&mv[..], &["--replicas", &target, "--json"]].concat(),
+        b"",
+    ));
+    assert_eq!(v["state"], "in_progress", "{v}");
+    let deadline = std::time::Instant::now() + PATIENCE;
+    loop {
+        let l = json(&ok_at(
+            addr,
+            &["partition", "reassignments", "--topic", "mv", "--json"],
+            b"",
+        ));
+        if l["reassignments"].as_array().unwrap().is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the move never completed: {l}"
+        );
+        std::thread::yield_now();
+    }
+    let d = json(&ok_at(addr, &["topic", "describe", "mv", "--json"], b""));
+    assert_eq!(
+        d["partitions"][0]["replicas"],
+        serde_json::json!(others),
+        "{d}"
+    );
+    let records = ok_at(addr, &["consume", "mv", "--format", "%s "], b"");
+    assert_eq!(records, "a b c ");
+    stop(server);
+}
+
 #[test]
 fn from_minus_n_is_the_last_n_records_and_past_the_end_starts_at_the_end() {
     let (_dir, server) = start_fresh();

@@ -31,6 +31,8 @@ mod topics;
 mod transactions;
 mod users;
 
+use reassignments::{alter_partition_reassignment, list_partition_reassignments};
+
 pub use admin::ServerStats;
 pub use data::{ProduceRecords, ProduceSpec};
 /// Topic settings of `create_topic`; the core merges them with its defaults.
@@ -555,12 +557,8 @@ impl Request {
             Operation::UpsertScramCredential => users::upsert_scram_credential::decode(&f),
             Operation::DeleteScramCredential => users::delete_scram_credential::decode(&f),
             Operation::DescribeScramCredentials => users::describe_scram_credentials::decode(&f),
-            Operation::AlterPartitionReassignment => {
-                reassignments::alter_partition_reassignment::decode(&f)
-            }
-            Operation::ListPartitionReassignments => {
-                reassignments::list_partition_reassignments::decode(&f)
-            }
+            Operation::AlterPartitionReassignment => alter_partition_reassignment::decode(&f),
+            Operation::ListPartitionReassignments => list_partition_reassignments::decode(&f),
             Operation::Promote | Operation::Rejoin | Operation::RemoveFromIsr => {
                 let (tp, broker_id) = lab::replica::decode(&f)?;
                 Ok(match op {
@@ -706,14 +704,14 @@ impl Request {
                 tp,
                 replicas,
                 allow_replication_factor_change,
-            } => reassignments::alter_partition_reassignment::encode(
+            } => alter_partition_reassignment::encode(
                 w,
                 tp,
                 replicas.as_deref(),
                 *allow_replication_factor_change,
             ),
             Request::ListPartitionReassignments { topic } => {
-                reassignments::list_partition_reassignments::encode(w, topic.as_deref())
+                list_partition_reassignments::encode(w, topic.as_deref())
             }
             Request::Promote { tp, broker_id }
             | Request::Rejoin { tp, broker_id }
@@ -915,12 +913,8 @@ impl Response {
             Response::DescribeScramCredentials(all) => {
                 users::describe_scram_credentials::encode_response(w, all)
             }
-            Response::AlterPartitionReassignment(ongoing) => {
-                reassignments::alter_partition_reassignment::encode_response(w, ongoing)
-            }
-            Response::ListPartitionReassignments(ongoing) => {
-                reassignments::list_partition_reassignments::encode_response(w, ongoing)
-            }
+            Response::AlterPartitionReassignment(ongoing)
+            | Response::ListPartitionReassignments(ongoing) => reassignments::encode(w, ongoing),
             Response::Promote(le) => lab::promote::encode_response(w, le),
             Response::ExpireGroupMembers(expired) => {
                 lab::expire_group_members::encode_response(w, expired)
@@ -999,10 +993,10 @@ impl Response {
                 users::describe_scram_credentials::decode_response(f)
             }
             Request::AlterPartitionReassignment { .. } => {
-                reassignments::alter_partition_reassignment::decode_response(f)
+                alter_partition_reassignment::decode_response(f)
             }
             Request::ListPartitionReassignments { .. } => {
-                reassignments::list_partition_reassignments::decode_response(f)
+                list_partition_reassignments::decode_response(f)
             }
             Request::Promote { .. } => lab::promote::decode_response(f),
             Request::Rejoin { .. } => Ok(Response::Rejoin),

@@ -3,7 +3,8 @@
 //! replaces or (with `replicas` null or absent, as Kafka's
 //! AlterPartitionReassignments) cancels one partition's move, and
 //! `list_partition_reassignments` lists the moves in progress. Both answer
-//! `reassignments`, the moves in progress they concern. Operator actions:
+//! `reassignments`, the moves in progress they concern (one encoder,
+//! [`encode`]). Operator actions:
 //! they work outside lab mode.
 
 use super::common::{ids_of, objects, tp_of, write_ids, write_tp};
@@ -11,7 +12,8 @@ use super::{Request, Response};
 use crate::wire::{Decoded, Fields, ObjWriter, push_array};
 use mk_cluster::{OngoingReassignment, TopicPartition};
 
-fn write_reassignments(w: &mut ObjWriter<'_>, ongoing: &[OngoingReassignment]) {
+/// The response direction both operations share: `reassignments`.
+pub(super) fn encode(w: &mut ObjWriter<'_>, ongoing: &[OngoingReassignment]) {
     w.with("reassignments", |out| {
         push_array(out, ongoing, |o, r| {
             let mut m = ObjWriter::new(o);
@@ -69,10 +71,6 @@ pub(super) mod alter_partition_reassignment {
         }
     }
 
-    pub fn encode_response(w: &mut ObjWriter<'_>, ongoing: &[OngoingReassignment]) {
-        write_reassignments(w, ongoing);
-    }
-
     pub fn decode_response(f: &Fields<'_>) -> Decoded<Response> {
         reassignments_of(f).map(Response::AlterPartitionReassignment)
     }
@@ -94,10 +92,6 @@ pub(super) mod list_partition_reassignments {
         if let Some(t) = topic {
             w.str("topic", t);
         }
-    }
-
-    pub fn encode_response(w: &mut ObjWriter<'_>, ongoing: &[OngoingReassignment]) {
-        write_reassignments(w, ongoing);
     }
 
     pub fn decode_response(f: &Fields<'_>) -> Decoded<Response> {
