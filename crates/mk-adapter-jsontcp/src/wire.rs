@@ -192,6 +192,11 @@ impl<'a> Fields<'a> {
         }
     }
 
+    /// An optional string field, owned.
+    pub fn opt_string(&self, name: &str) -> Decoded<Option<String>> {
+        Ok(self.opt_str(name)?.map(str::to_string))
+    }
+
     pub fn string(&self, name: &str) -> Decoded<String> {
         self.str(name).map(str::to_string)
     }
@@ -421,6 +426,15 @@ impl<'a> ObjWriter<'a> {
 
     pub fn bool(&mut self, name: &str, b: bool) -> &mut Self {
         self.raw(name, if b { b"true" } else { b"false" })
+    }
+
+    /// The string when there is one; nothing at all otherwise (an
+    /// optional request field left out).
+    pub fn str_if_some(&mut self, name: &str, s: Option<&str>) -> &mut Self {
+        if let Some(s) = s {
+            self.str(name, s);
+        }
+        self
     }
 
     pub fn str(&mut self, name: &str, s: &str) -> &mut Self {

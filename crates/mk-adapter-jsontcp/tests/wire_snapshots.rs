@@ -285,25 +285,28 @@ async fn snapshot_admin_operations() {
     h.stop().await;
 }
 
+/// The transcript of `requests` sent to a fresh server hosting brokers 1,
+/// 2 and 3 (not in lab mode).
+async fn three_brokers_transcript(requests: &[&str]) -> String {
+    let h = Harness::start(vec![1, 2, 3], 1, ServerOptions::default()).await;
+    let mut c = h.client().await;
+    let t = transcript(&h, &mut c, requests).await;
+    h.stop().await;
+    t
+}
+
 /// `broker_offline` and `broker_online`, which work outside lab mode.
 #[tokio::test]
 async fn snapshot_broker_operations() {
-    let h = Harness::start(vec![1, 2, 3], 1, ServerOptions::default()).await;
-    let mut c = h.client().await;
-    let t = transcript(
-        &h,
-        &mut c,
-        &[
-            r#"{"operation":"create_topic","topic":"f","partitions":1,"replication_factor":3}"#,
-            r#"{"operation":"broker_offline","broker_id":1}"#,
-            r#"{"operation":"broker_offline","broker_id":7}"#,
-            r#"{"operation":"broker_online","broker_id":1}"#,
-            r#"{"operation":"broker_online","broker_id":1}"#,
-        ],
-    )
+    let t = three_brokers_transcript(&[
+        r#"{"operation":"create_topic","topic":"f","partitions":1,"replication_factor":3}"#,
+        r#"{"operation":"broker_offline","broker_id":1}"#,
+        r#"{"operation":"broker_offline","broker_id":7}"#,
+        r#"{"operation":"broker_online","broker_id":1}"#,
+        r#"{"operation":"broker_online","broker_id":1}"#,
+    ])
     .await;
     insta::assert_snapshot!(t);
-    h.stop().await;
 }
 
 /// The partition moves of `mk-server partition` (issue 21), outside lab
@@ -311,29 +314,22 @@ async fn snapshot_broker_operations() {
 /// deterministic.
 #[tokio::test]
 async fn snapshot_reassignment_operations() {
-    let h = Harness::start(vec![1, 2, 3], 1, ServerOptions::default()).await;
-    let mut c = h.client().await;
-    let t = transcript(
-        &h,
-        &mut c,
-        &[
-            r#"{"operation":"create_topic","topic":"m","partitions":1,"replication_factor":2}"#,
-            r#"{"operation":"broker_offline","broker_id":3}"#,
-            r#"{"operation":"alter_partition_reassignment","topic":"m","partition":0,"replicas":[3,2]}"#,
-            r#"{"operation":"metadata","topic":"m"}"#,
-            r#"{"operation":"list_partition_reassignments"}"#,
-            r#"{"operation":"list_partition_reassignments","topic":"nope"}"#,
-            r#"{"operation":"alter_partition_reassignment","topic":"m","partition":0,"replicas":[1,9]}"#,
-            r#"{"operation":"alter_partition_reassignment","topic":"m","partition":0,"replicas":[1,2,3],"allow_replication_factor_change":false}"#,
-            r#"{"operation":"alter_partition_reassignment","topic":"m","partition":0,"replicas":null}"#,
-            r#"{"operation":"alter_partition_reassignment","topic":"m","partition":0}"#,
-            r#"{"operation":"alter_partition_reassignment","topic":"m","partition":0,"replicas":[2,1]}"#,
-            r#"{"operation":"list_partition_reassignments","topic":"m"}"#,
-        ],
-    )
+    let t = three_brokers_transcript(&[
+        r#"{"operation":"create_topic","topic":"m","partitions":1,"replication_factor":2}"#,
+        r#"{"operation":"broker_offline","broker_id":3}"#,
+        r#"{"operation":"alter_partition_reassignment","topic":"m","partition":0,"replicas":[3,2]}"#,
+        r#"{"operation":"metadata","topic":"m"}"#,
+        r#"{"operation":"list_partition_reassignments"}"#,
+        r#"{"operation":"list_partition_reassignments","topic":"nope"}"#,
+        r#"{"operation":"alter_partition_reassignment","topic":"m","partition":0,"replicas":[1,9]}"#,
+        r#"{"operation":"alter_partition_reassignment","topic":"m","partition":0,"replicas":[1,2,3],"allow_replication_factor_change":false}"#,
+        r#"{"operation":"alter_partition_reassignment","topic":"m","partition":0,"replicas":null}"#,
+        r#"{"operation":"alter_partition_reassignment","topic":"m","partition":0}"#,
+        r#"{"operation":"alter_partition_reassignment","topic":"m","partition":0,"replicas":[2,1]}"#,
+        r#"{"operation":"list_partition_reassignments","topic":"m"}"#,
+    ])
     .await;
     insta::assert_snapshot!(t);
-    h.stop().await;
 }
 
 /// The SCRAM users of `mk-server user` (issue 25): no response carries a

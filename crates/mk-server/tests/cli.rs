@@ -47,6 +47,26 @@ fn run_with_closed_stdout(args: &[&str], stdin: &[u8]) -> (Option<i32>, String) 
     (status.code(), err)
 }
 
+/// A server hosting brokers 1, 2 and 3, its data under `dir`, with a
+/// topic of one partition and one replica; returns the topic's
+/// `topic describe --json`.
+fn three_brokers_with_topic(
+    dir: &std::path::Path,
+    topic: &str,
+) -> (ServerProcess, serde_json::Value) {
+    let server = spawn(
+        mk_server::embedded::BrokerBuilder::new().brokers([1, 2, 3]),
+        &dir.join("data"),
+    );
+    ok_at(&server.addr, &["topic", "create", topic], b"");
+    let d = json(&ok_at(
+        &server.addr,
+        &["topic", "describe", topic, "--json"],
+        b"",
+    ));
+    (server, d)
+}
+
 /// Sends SIGTERM and waits for a clean exit.
 fn stop(mut server: ServerProcess) {
     let status = server.broker.terminate().unwrap();
@@ -160,13 +180,8 @@ fn stats_and_describe_show_damage_and_both_protocols_and_list_covers_every_topic
 #[test]
 fn an_offline_leader_shows_its_partition_offline_and_online_says_when_nothing_changed() {
     let dir = tempfile::tempdir().unwrap();
-    let server = spawn(
-        mk_server::embedded::BrokerBuilder::new().brokers([1, 2, 3]),
-        &dir.path().join("data"),
-    );
+    let (server, d) = three_brokers_with_topic(dir.path(), "solo");
     let addr = server.addr.as_str();
-    ok_at(addr, &["topic", "create", "solo"], b"");
-    let d = json(&ok_at(addr, &["topic", "describe", "solo", "--json"], b""));
     let leader = d["partitions"][0]["leader_id"]
         .as_i64()
         .unwrap()
@@ -213,14 +228,9 @@ fn an_offline_leader_shows_its_partition_offline_and_online_says_when_nothing_ch
 #[test]
 fn partition_reassign_moves_lists_and_cancels_over_json_tcp() {
     let dir = tempfile::tempdir().unwrap();
-    let server = spawn(
-        mk_server::embedded::BrokerBuilder::new().brokers([1, 2, 3]),
-        &dir.path().join("data"),
-    );
+    let (server, d) = three_brokers_with_topic(dir.path(), "mv");
     let addr = server.addr.as_str();
-    ok_at(addr, &["topic", "create", "mv"], b"");
     ok_at(addr, &["produce", "mv"], b"a\nb\nc\n");
-    let d = json(&ok_at(addr, &["topic", "describe", "mv", "--json"], b""));
     let first = d["partitions"][0]["replicas"][0].as_i64().unwrap();
     let (others, offline): (Vec<i64>, i64) = match first {
         1 => (vec![2, 3], 3),

@@ -83,15 +83,12 @@ pub(super) mod list_partition_reassignments {
     use super::*;
 
     pub fn decode(f: &Fields<'_>) -> Decoded<Request> {
-        Ok(Request::ListPartitionReassignments {
-            topic: f.opt_str("topic")?.map(str::to_string),
-        })
+        let topic = f.opt_string("topic")?;
+        Ok(Request::ListPartitionReassignments { topic })
     }
 
     pub fn encode(w: &mut ObjWriter<'_>, topic: Option<&str>) {
-        if let Some(t) = topic {
-            w.str("topic", t);
-        }
+        w.str_if_some("topic", topic);
     }
 
     pub fn decode_response(f: &Fields<'_>) -> Decoded<Response> {

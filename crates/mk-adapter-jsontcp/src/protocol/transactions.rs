@@ -57,14 +57,12 @@ pub(super) mod init_producer {
 
     pub fn decode(f: &Fields<'_>) -> Decoded<Request> {
         Ok(Request::InitProducer {
-            name: f.opt_str("name")?.map(str::to_string),
+            name: f.opt_string("name")?,
         })
     }
 
     pub fn encode(w: &mut ObjWriter<'_>, name: Option<&str>) {
-        if let Some(n) = name {
-            w.str("name", n);
-        }
+        w.str_if_some("name", name);
     }
 }
 

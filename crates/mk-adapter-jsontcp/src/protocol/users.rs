@@ -147,14 +147,12 @@ pub(super) mod describe_scram_credentials {
 
     pub fn decode(f: &Fields<'_>) -> Decoded<Request> {
         Ok(Request::DescribeScramCredentials {
-            user: f.opt_str("user")?.map(str::to_string),
+            user: f.opt_string("user")?,
         })
     }
 
     pub fn encode(w: &mut ObjWriter<'_>, user: Option<&str>) {
-        if let Some(u) = user {
-            w.str("user", u);
-        }
+        w.str_if_some("user", user);
     }
 
     pub fn encode_response(w: &mut ObjWriter<'_>, users: &[(String, ScramUserInfo)]) {
