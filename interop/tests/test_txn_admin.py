@@ -11,6 +11,7 @@ from conftest import unique_topic
 
 from mkinterop import java_client
 from mkinterop.drivers import DRIVERS
+from mkinterop.group import wait_until
 from mkinterop.java_client import JavaTxnProducer
 
 
@@ -88,3 +89,40 @@ def test_java_transactions_use_v2_so_every_end_bumps_the_epoch(three_broker_clus
     assert sorted(g.value for g in got) == [b"v0", b"v2"], got
     everything = DRIVERS["java"].read_isolated(server.bootstrap, t, "read_uncommitted")
     assert sorted(g.value for g in everything) == [b"v0", b"v1", b"v2"], everything
+
+
+def test_java_producer_whose_transaction_timed_out_aborts_and_goes_on(broker):
+    """Transactions v2 (Kafka 4): when the broker aborts a transaction
+    that outlived its timeout, it bumps the epoch and remembers the
+    timed-out one, so the Java producer's abortTransaction (EndTxn v5 with
+    the old epoch) is answered as a retry of that abort with the new epoch,
+    and the same producer runs its next transaction without a new
+    initTransactions."""
+    t = unique_topic("txn-timeout-v2")
+    DRIVERS["confluent-kafka"].create_topic(broker.bootstrap, t, 1)
+    tid = unique_topic("tid-timeout-v2")
+    producer = JavaTxnProducer(broker.bootstrap, tid, transaction_timeout_ms=3000)
+    try:
+        producer.init()
+        epoch = java("describe-transactions", broker, ids=[tid])[tid]["epoch"]
+        producer.begin()
+        producer.send(t, b"slow", 0)
+        producer.flush()
+
+        def aborted():
+            d = java("describe-transactions", broker, ids=[tid])[tid]
+            return d["state"] == "COMPLETE_ABORT", d
+
+        wait_until(aborted, "the broker to abort the timed-out transaction", timeout_s=40, poll_s=0.5)
+        producer.abort()
+        producer.begin()
+        producer.send(t, b"again", 0)
+        producer.flush()
+        producer.commit()
+        d = java("describe-transactions", broker, ids=[tid])[tid]
+        # The timeout's fence, then the commit's bump: one session throughout.
+        assert d["state"] == "COMPLETE_COMMIT" and d["epoch"] == epoch + 2, d
+    finally:
+        producer.close()
+    got = DRIVERS["java"].read_isolated(broker.bootstrap, t, "read_committed")
+    assert [g.value for g in got] == [b"again"], got
