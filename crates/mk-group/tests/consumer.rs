@@ -129,14 +129,20 @@ fn a_partition_moves_only_after_its_holder_revoked_it() {
     );
 }
 
+/// a joins and takes every partition of `orders`, then b joins; returns
+/// what a keeps of the four once it heartbeats them at epoch 1.
+fn a_then_b_joined(f: &mut Fixture) -> Vec<TopicPartition> {
+    hb(f, join("a", &["orders"]));
+    hb(f, join("b", &["orders"]));
+    hb(f, beat("a", 1, &orders(&[0, 1, 2, 3])))
+        .assignment
+        .unwrap()
+}
+
 #[test]
 fn epochs_ahead_or_behind_are_fenced_but_a_lost_answer_is_forgiven() {
     let mut f = Fixture::new();
-    hb(&mut f, join("a", &["orders"]));
-    hb(&mut f, join("b", &["orders"]));
-    let kept = hb(&mut f, beat("a", 1, &orders(&[0, 1, 2, 3])))
-        .assignment
-        .unwrap();
+    let kept = a_then_b_joined(&mut f);
     hb(&mut f, beat("a", 1, &kept)); // a is at epoch 2 now
     // The answer that moved a to epoch 2 was lost: epoch 1 with partitions
     // it still has is accepted.
@@ -161,11 +167,7 @@ fn epochs_ahead_or_behind_are_fenced_but_a_lost_answer_is_forgiven() {
 #[test]
 fn a_leave_frees_the_partitions_and_grows_the_group_epoch() {
     let mut f = Fixture::new();
-    hb(&mut f, join("a", &["orders"]));
-    hb(&mut f, join("b", &["orders"]));
-    let kept = hb(&mut f, beat("a", 1, &orders(&[0, 1, 2, 3])))
-        .assignment
-        .unwrap();
+    let kept = a_then_b_joined(&mut f);
     hb(&mut f, beat("a", 1, &kept));
     hb(&mut f, beat("b", 2, &[]));
     let bye = hb(&mut f, beat("b", -1, &[]));

@@ -19,9 +19,8 @@ fn queue() -> TopicPartition {
     tp("queue", 0)
 }
 
-/// A fixture whose share group "q" reads from the earliest offset, and a
-/// log of `records` records of queue-0 in batches of 2.
-fn setup(records: i64) -> (Fixture, FakeLog) {
+/// A fixture whose share group "q" reads from the earliest offset.
+fn earliest_q() -> Fixture {
     let mut f = Fixture::new();
     f.c().set_group_settings(
         "q",
@@ -30,6 +29,13 @@ fn setup(records: i64) -> (Fixture, FakeLog) {
             ..GroupSettings::default()
         },
     );
+    f
+}
+
+/// `earliest_q`, and a
+/// log of `records` records of queue-0 in batches of 2.
+fn setup(records: i64) -> (Fixture, FakeLog) {
+    let f = earliest_q();
     let mut log = FakeLog::new();
     for _ in 0..records / 2 {
         log.append(&queue(), 2, true);
@@ -239,14 +245,7 @@ fn the_delivery_limit_archives_a_poison_record() {
 
 #[test]
 fn undeliverable_records_and_gaps_are_archived_without_delivery() {
-    let mut f = Fixture::new();
-    f.c().set_group_settings(
-        "q",
-        GroupSettings {
-            share_auto_offset_reset: Some(ShareAutoOffsetReset::Earliest),
-            ..GroupSettings::default()
-        },
-    );
+    let mut f = earliest_q();
     let mut log = FakeLog::new();
     log.append(&queue(), 2, true);
     log.append(&queue(), 3, false); // an aborted transaction's batch
