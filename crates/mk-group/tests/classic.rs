@@ -1001,17 +1001,20 @@ fn kafka_members_commit_without_an_ownership_check_and_are_fenced_by_generation(
     ready(&mut hc);
     assert_eq!(jb.generation_id, ja.generation_id);
     assert_eq!(
-        code(f.commit("g", &a.id, ja.generation_id, &offsets(&[("orders", 0, 7)]))).0,
+        f.refused_commit("g", &a.id, ja.generation_id, &[("orders", 0, 7)])
+            .0,
         ErrorCode::RebalanceInProgress
     );
     // The old generation is fenced now.
     assert_eq!(
-        code(f.commit("g", &a.id, a.generation, &offsets(&[("orders", 0, 8)]))).0,
+        f.refused_commit("g", &a.id, a.generation, &[("orders", 0, 8)])
+            .0,
         ErrorCode::IllegalGeneration
     );
     // A commit naming a topic or partition that does not exist is refused.
     assert_eq!(
-        code(f.commit("g", &a.id, ja.generation_id, &offsets(&[("ghost", 0, 1)]))).0,
+        f.refused_commit("g", &a.id, ja.generation_id, &[("ghost", 0, 1)])
+            .0,
         ErrorCode::RebalanceInProgress,
         "the state is checked before the partitions"
     );
@@ -1124,7 +1127,8 @@ fn kafka_and_coordinator_assigned_members_never_share_a_group_but_share_it_over_
     assert!(msg.contains("Kafka-protocol members"), "{msg}");
     // The JSON member's old generation stays fenced.
     assert_eq!(
-        code(f.commit("g", "cli", json.generation, &offsets(&[("orders", 0, 1)]))).0,
+        f.refused_commit("g", "cli", json.generation, &[("orders", 0, 1)])
+            .0,
         ErrorCode::UnknownMember
     );
     let (c, meta) = f.parts();

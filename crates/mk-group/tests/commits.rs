@@ -60,7 +60,7 @@ fn new_member_bumps_the_generation_and_the_old_members_commit_is_illegal_generat
     // The new owner commits; the stale member then tries to overwrite it.
     f.commit_ok("g", "b", new.generation, &[("payments", 1, 50)]);
     let leo = f.leo();
-    let (c, msg) = code(f.commit("g", "a", old.generation, &offsets(&[("payments", 1, 10)])));
+    let (c, msg) = f.refused_commit("g", "a", old.generation, &[("payments", 1, 10)]);
     assert_eq!(c, ErrorCode::IllegalGeneration);
     assert_eq!(msg, "generation 1 of group \"g\" is stale; current is 2");
     assert_eq!(f.c().fetch_committed("g", &tp("payments", 1)), Some(50));
@@ -76,7 +76,7 @@ fn new_member_bumps_the_generation_and_the_old_members_commit_is_illegal_generat
 fn a_future_generation_is_illegal_too() {
     let mut f = Fixture::new();
     let a = f.join("g", "a", &["payments"]);
-    let (c, msg) = code(f.commit("g", "a", a.generation + 1, &offsets(&[("payments", 0, 1)])));
+    let (c, msg) = f.refused_commit("g", "a", a.generation + 1, &[("payments", 0, 1)]);
     assert_eq!(c, ErrorCode::IllegalGeneration);
     assert!(msg.contains("ahead"), "{msg}");
 }
@@ -89,16 +89,16 @@ fn member_cannot_commit_partitions_it_does_not_own() {
     let leo = f.leo();
     // b owns payments-1 only; a commit that includes payments-0 is refused
     // whole, the owned partition included.
-    let (c, msg) = code(f.commit(
+    let (c, msg) = f.refused_commit(
         "g",
         "b",
         b.generation,
-        &offsets(&[("payments", 0, 4), ("payments", 1, 4)]),
-    ));
+        &[("payments", 0, 4), ("payments", 1, 4)],
+    );
     assert_eq!(c, ErrorCode::NotPartitionOwner);
     assert!(msg.contains("payments-0") && msg.contains("\"b\""), "{msg}");
     // A topic the member is not even subscribed to.
-    let (c, _) = code(f.commit("g", "b", b.generation, &offsets(&[("orders", 0, 1)])));
+    let (c, _) = f.refused_commit("g", "b", b.generation, &[("orders", 0, 1)]);
     assert_eq!(c, ErrorCode::NotPartitionOwner);
     assert_nothing_stored(&mut f, "g", leo);
 }
@@ -135,7 +135,7 @@ fn commit_error_order_group_member_generation_state_owner_offset() {
     );
     // 5. Negative offset on an owned partition.
     assert_eq!(
-        code(f.commit("g", "a", g1, &offsets(&[("payments", 0, -1)]))).0,
+        f.refused_commit("g", "a", g1, &[("payments", 0, -1)]).0,
         ErrorCode::InvalidRequest
     );
     assert_nothing_stored(&mut f, "g", leo);
@@ -143,7 +143,7 @@ fn commit_error_order_group_member_generation_state_owner_offset() {
     f.leave("g", "a");
     let leo = f.leo();
     assert_eq!(
-        code(f.commit("g", "a", g1 + 1, &offsets(&[("payments", 0, 1)]))).0,
+        f.refused_commit("g", "a", g1 + 1, &[("payments", 0, 1)]).0,
         ErrorCode::UnknownMember
     );
     assert_nothing_stored(&mut f, "g", leo);
@@ -163,13 +163,13 @@ fn a_commit_with_a_negative_generation_is_accepted_while_the_group_has_no_member
         offsets(&[("payments", 0, 4), ("payments", 1, 5)])
     );
     // Such a commit is checked like any other: partitions must exist.
-    let (c, msg) = code(f.commit("fresh", "", -1, &offsets(&[("payments", 7, 1)])));
+    let (c, msg) = f.refused_commit("fresh", "", -1, &[("payments", 7, 1)]);
     assert_eq!(c, ErrorCode::UnknownPartition);
     assert!(msg.contains("payments-7"), "{msg}");
     // With members, a commit without membership is refused.
     f.join("fresh", "m", &["payments"]);
     assert_eq!(
-        code(f.commit("fresh", "", -1, &offsets(&[("payments", 0, 9)]))).0,
+        f.refused_commit("fresh", "", -1, &[("payments", 0, 9)]).0,
         ErrorCode::UnknownMember
     );
     assert_eq!(f.c().fetch_committed("fresh", &tp("payments", 0)), Some(4));
@@ -180,12 +180,12 @@ fn negative_offsets_are_rejected_and_nothing_of_the_commit_is_stored() {
     let mut f = Fixture::new();
     let a = f.join("g", "a", &["payments"]);
     let leo = f.leo();
-    let (c, msg) = code(f.commit(
+    let (c, msg) = f.refused_commit(
         "g",
         "a",
         a.generation,
-        &offsets(&[("payments", 0, 5), ("payments", 1, -3)]),
-    ));
+        &[("payments", 0, 5), ("payments", 1, -3)],
+    );
     assert_eq!(c, ErrorCode::InvalidRequest);
     assert!(msg.contains("payments-1") && msg.contains("-3"), "{msg}");
     assert_nothing_stored(&mut f, "g", leo);
@@ -373,7 +373,7 @@ fn a_group_known_only_by_its_offsets_is_empty_at_generation_zero() {
         .unwrap();
     let d = f.c().describe_group("manual").unwrap();
     assert_eq!((d.state, d.generation), (mk_group::GroupState::Empty, 0));
-    let (c, msg) = code(f.commit("manual", "m", 0, &offsets(&[("orders", 0, 4)])));
+    let (c, msg) = f.refused_commit("manual", "m", 0, &[("orders", 0, 4)]);
     assert_eq!(c, ErrorCode::UnknownMember);
     assert!(msg.contains("\"m\""), "{msg}");
     assert_eq!(

@@ -108,10 +108,10 @@ fn generation_survives_restart_so_stale_members_stay_fenced() {
     assert_eq!(after.generation, before.generation + 1);
     // A member that held the generation before the restart is fenced by it:
     // a, now a member again, may not commit with its old generation...
-    let (c, _) = code(f.commit("g", "a", before.generation, &offsets(&[("orders", 3, 1)])));
+    let (c, _) = f.refused_commit("g", "a", before.generation, &[("orders", 3, 1)]);
     assert_eq!(c, ErrorCode::IllegalGeneration);
     // ...and b, which has not rejoined, is not a member at all.
-    let (c, _) = code(f.commit("g", "b", before.generation, &offsets(&[("orders", 3, 1)])));
+    let (c, _) = f.refused_commit("g", "b", before.generation, &[("orders", 3, 1)]);
     assert_eq!(c, ErrorCode::UnknownMember);
     assert_eq!(
         code(f.c().heartbeat("g", "b", before.generation)).0,

@@ -182,7 +182,7 @@ fn last_leave_empties_the_group_and_the_left_member_is_unknown() {
     assert!(d.members.is_empty());
     assert!(f.c().group_assignment("g").is_empty());
     let gen_ = d.generation;
-    let (c, msg) = code(f.commit("g", "a", gen_, &common::offsets(&[("orders", 0, 1)])));
+    let (c, msg) = f.refused_commit("g", "a", gen_, &[("orders", 0, 1)]);
     assert_eq!(c, ErrorCode::UnknownMember);
     assert!(msg.contains("\"a\""), "{msg}");
 }

@@ -100,6 +100,18 @@ impl Fixture {
         joined
     }
 
+    /// A commit of `list` (topic, partition, offset) the test expects to
+    /// be refused: its code and message.
+    pub fn refused_commit(
+        &mut self,
+        group: &str,
+        member: &str,
+        generation: i32,
+        list: &[(&str, u32, i64)],
+    ) -> (ErrorCode, String) {
+        code(self.commit(group, member, generation, &offsets(list)))
+    }
+
     /// Splits the borrow: the coordinator and the metadata at once.
     pub fn parts(&mut self) -> (&mut GroupCoordinator, &BTreeMap<String, u32>) {
         (
