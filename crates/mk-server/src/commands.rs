@@ -115,6 +115,16 @@ macro_rules! say {
 }
 pub(crate) use say;
 
+/// Says a command's answer: `json` as one line under `--json`, else the
+/// sentence `text`.
+pub fn answer(as_json: bool, json: &serde_json::Value, text: std::fmt::Arguments<'_>) -> CmdResult {
+    if as_json {
+        write_line(format_args!("{json}"))
+    } else {
+        write_line(text)
+    }
+}
+
 /// The body of `say!`.
 pub fn write_line(line: std::fmt::Arguments<'_>) -> CmdResult {
     let mut out = std::io::stdout().lock();

@@ -8,7 +8,7 @@
 //! committed offsets fell below the log start, which is how such a group
 //! is repaired by hand.
 
-use crate::commands::{CmdError, CmdResult, say, usage};
+use crate::commands::{CmdError, CmdResult, answer, say, usage};
 use mk_adapter_jsontcp::JsonTcpClient;
 use mk_cluster::{
     AnyGroupDescription, ConsumerGroupDescription, GroupDescription, GroupState, OffsetSpec,
@@ -60,12 +60,11 @@ pub async fn group_list(c: &mut JsonTcpClient, as_json: bool) -> CmdResult {
 
 pub async fn group_delete(c: &mut JsonTcpClient, group: &str, as_json: bool) -> CmdResult {
     c.delete_group(group).await?;
-    if as_json {
-        say!("{}", json!({"group_id": group, "deleted": true}));
-    } else {
-        say!("deleted group {group} and its committed offsets");
-    }
-    Ok(())
+    answer(
+        as_json,
+        &json!({"group_id": group, "deleted": true}),
+        format_args!("deleted group {group} and its committed offsets"),
+    )
 }
 
 /// The assignor a classic group's current generation uses: the protocol

@@ -4,7 +4,7 @@
 //! an offline partition shown as offline with the reason), alter and
 //! delete.
 
-use crate::commands::{CmdError, CmdResult, say, usage};
+use crate::commands::{CmdError, CmdResult, answer, say, usage};
 use mk_adapter_jsontcp::{JsonTcpClient, TopicConfigOverrides};
 use mk_cluster::{BrokerId, ConfigChange, PartitionInfo};
 use serde_json::json;
@@ -49,27 +49,22 @@ pub async fn topic_create(
     let config = parse_config(config)?;
     c.create_topic_with_config(name, partitions, replication_factor, config)
         .await?;
-    if as_json {
-        say!(
-            "{}",
-            json!({"topic": name, "partitions": partitions, "replication_factor": replication_factor})
-        );
-    } else {
-        say!(
+    answer(
+        as_json,
+        &json!({"topic": name, "partitions": partitions, "replication_factor": replication_factor}),
+        format_args!(
             "created topic {name} ({partitions} partition(s), replication factor {replication_factor})"
-        );
-    }
-    Ok(())
+        ),
+    )
 }
 
 pub async fn topic_delete(c: &mut JsonTcpClient, name: &str, as_json: bool) -> CmdResult {
     c.delete_topic(name).await?;
-    if as_json {
-        say!("{}", json!({"topic": name, "deleted": true}));
-    } else {
-        say!("deleted topic {name}");
-    }
-    Ok(())
+    answer(
+        as_json,
+        &json!({"topic": name, "deleted": true}),
+        format_args!("deleted topic {name}"),
+    )
 }
 
 /// What `topic alter` changes.
