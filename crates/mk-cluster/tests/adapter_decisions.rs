@@ -17,6 +17,31 @@ fn open(dir: &std::path::Path) -> Arc<BrokerCluster> {
         .unwrap()
 }
 
+/// A cluster on a temporary directory (kept while the cluster is used)
+/// with topic `t` of `partitions`.
+fn with_t(partitions: u32) -> (tempfile::TempDir, Arc<BrokerCluster>) {
+    let dir = tempfile::tempdir().unwrap();
+    let c = open(dir.path());
+    c.topics().create("t", partitions, 1).unwrap();
+    (dir, c)
+}
+
+/// Creating `name` with a `segment.bytes` override of `bytes` is refused
+/// as an invalid config.
+fn assert_segment_bytes_refused(c: &BrokerCluster, name: &str, bytes: u64) {
+    let overrides = TopicConfigOverrides {
+        segment_bytes: Some(Some(bytes)),
+        ..TopicConfigOverrides::default()
+    };
+    assert_eq!(
+        c.topics()
+            .create_with_overrides(name, 1, 1, &overrides)
+            .unwrap_err()
+            .code(),
+        ErrorCode::InvalidConfig
+    );
+}
+
 #[tokio::test]
 async fn a_transaction_handle_is_the_ids_producer_at_the_claimed_epoch() {
     let dir = tempfile::tempdir().unwrap();
@@ -85,25 +110,13 @@ async fn topic_overrides_are_merged_with_the_cluster_defaults() {
         }
     );
     assert_eq!(c.topics().describe("plain").unwrap().config, defaults);
-    let invalid = TopicConfigOverrides {
-        segment_bytes: Some(Some(0)),
-        ..TopicConfigOverrides::default()
-    };
-    assert_eq!(
-        c.topics()
-            .create_with_overrides("bad", 1, 1, &invalid)
-            .unwrap_err()
-            .code(),
-        ErrorCode::InvalidConfig
-    );
+    assert_segment_bytes_refused(&c, "bad", 0);
     c.lifecycle().close().await.unwrap();
 }
 
 #[tokio::test]
 async fn an_offset_fetch_answers_every_commit_or_the_partitions_asked_for() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = open(dir.path());
-    c.topics().create("t", 3, 1).unwrap();
+    let (_dir, c) = with_t(3);
     let tp = |p| TopicPartition::new("t", p);
     c.groups()
         .commit_direct("g", &BTreeMap::from([(tp(0), 5)]))
@@ -139,9 +152,7 @@ fn codes(answers: &[Result<()>]) -> Vec<Option<ErrorCode>> {
 
 #[tokio::test]
 async fn a_commit_answers_each_partition_as_named_and_commits_the_ones_that_exist() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = open(dir.path());
-    c.topics().create("t", 2, 1).unwrap();
+    let (_dir, c) = with_t(2);
     let simple = CommitRequest {
         group: "g",
         generation: -1,
@@ -241,9 +252,7 @@ async fn a_commit_answers_each_partition_as_named_and_commits_the_ones_that_exis
 
 #[tokio::test]
 async fn a_produce_without_a_partition_goes_where_its_keys_map() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = open(dir.path());
-    c.topics().create("t", 4, 1).unwrap();
+    let (_dir, c) = with_t(4);
     let keyed = |k: &str| ProduceEntry {
         key: Some(Bytes::copy_from_slice(k.as_bytes())),
         value: Some(Bytes::from_static(b"v")),
@@ -302,24 +311,12 @@ async fn a_produce_without_a_partition_goes_where_its_keys_map() {
 
 #[tokio::test]
 async fn topic_config_entries_show_the_values_in_force() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = open(dir.path());
-    c.topics().create("t", 1, 1).unwrap();
+    let (_dir, c) = with_t(1);
     let entries = c.topics().describe_config("t").unwrap();
     let segment = entries.iter().find(|e| e.name == "segment.bytes").unwrap();
     assert_eq!(segment.value, c.config().segment_max_bytes.to_string());
     assert!(entries.iter().all(|e| e.is_default));
-    let too_small = TopicConfigOverrides {
-        segment_bytes: Some(Some(MIN_SEGMENT_BYTES - 1)),
-        ..TopicConfigOverrides::default()
-    };
-    assert_eq!(
-        c.topics()
-            .create_with_overrides("small", 1, 1, &too_small)
-            .unwrap_err()
-            .code(),
-        ErrorCode::InvalidConfig
-    );
+    assert_segment_bytes_refused(&c, "small", MIN_SEGMENT_BYTES - 1);
     assert_eq!(
         c.topics().describe_config("missing").unwrap_err().code(),
         ErrorCode::UnknownTopic
