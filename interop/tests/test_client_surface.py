@@ -242,3 +242,54 @@ def test_java_and_kafka_python_move_replicas_between_brokers(three_brokers):
     leader, replicas, _ = _leaders(server, t)[1]
     assert replicas == [3, 1] and leader in (3, 1), (leader, replicas)
     _assert_all_there(server, t, records)
+
+
+def test_unclean_election_gives_a_leaderless_partition_a_leader_through_java_and_the_topic_config(tmp_path):
+    """Brokers 1, 2, 3; two topics on [1, 2]. Broker 2 goes offline, "b" is
+    written to leader 1 alone, then broker 1 goes offline: no replica can
+    take over cleanly, so both partitions have no leader. confluent-kafka
+    turns `unclean.leader.election.enable` on for one topic; when broker 2
+    returns that topic's partition elects it at once. The other stays
+    leaderless until Java's electLeaders(UNCLEAN) elects broker 2. Both
+    then take new records from confluent-kafka, which kafka-python reads
+    back ("b" may be lost: that is the unclean trade-off)."""
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
+    from mkinterop.server import start_server
+
+    server = start_server(tmp_path, brokers=[1, 2, 3], min_insync_replicas=1, name="unclean")
+    try:
+        confluent = DRIVERS["confluent-kafka"]
+        by_java, by_config = unique_topic("unclean-java"), unique_topic("unclean-config")
+        for t in (by_java, by_config):
+            confluent.create_topic(server.bootstrap, t, 1, replication_factor=2)
+            assert _leaders(server, t)[0][:2] == (1, [1, 2])
+            confluent.produce(server.bootstrap, t, [Rec(None, b"a", partition=0)])
+        _broker(server, "offline", 2)
+        for t in (by_java, by_config):
+            confluent.produce(server.bootstrap, t, [Rec(None, b"b", partition=0)])
+        _broker(server, "offline", 1)
+        for t in (by_java, by_config):
+            leader, replicas, _ = _leaders(server, t)[0]
+            assert leader in (None, -1) and replicas == [1, 2], (t, leader, replicas)
+
+        admin = AdminClient({"bootstrap.servers": server.kafka_addr_of(3)})
+        on = ConfigResource(ConfigResource.Type.TOPIC, by_config, incremental_configs=[
+            ConfigEntry("unclean.leader.election.enable", "true", incremental_operation=AlterConfigOpType.SET)])
+        admin.incremental_alter_configs([on])[on].result(timeout=60)
+        _broker(server, "online", 2)
+        _wait_for(lambda: (_leaders(server, by_config)[0][0] == 2, _leaders(server, by_config)),
+                  "the topic allowing unclean elections to elect broker 2")
+        leader = _leaders(server, by_java)[0][0]
+        assert leader in (None, -1), f"{by_java} kept unclean elections off, yet has leader {leader}"
+
+        elected = everywhere("elect-leaders", server, type="unclean", partitions=[[by_java, 0]])
+        assert elected[f"{by_java}:0"]["error"] is None, elected
+        for t in (by_java, by_config):
+            assert _leaders(server, t)[0][0] == 2
+            confluent.produce(server.kafka_addr_of(2), t, [Rec(None, b"c", partition=0)])
+            got = [g.value for g in DRIVERS["kafka-python"].read_all(server.kafka_addr_of(2), t)]
+            assert got[0] == b"a" and got[-1] == b"c" and set(got) <= {b"a", b"b", b"c"}, (t, got)
+    finally:
+        code = server.stop()
+        assert code == 0, f"mk-server exited with {code}; log tail:\n{server.log_tail()}"
