@@ -6,7 +6,7 @@
 
 use super::Response;
 use super::common::{
-    ids_of, item_ctx, object_item, partition_infos_of, write_ids, write_partition_infos,
+    ids_of, object_item, objects, partition_infos_of, write_ids, write_partition_infos,
 };
 use crate::wire::{Decoded, Fields, ObjWriter, push_array};
 use mk_cluster::{
@@ -189,22 +189,15 @@ pub(super) mod broker {
     }
 
     pub fn decode_response(f: &Fields<'_>) -> Decoded<Response> {
-        let moved = f
-            .array("moved")?
-            .iter()
-            .enumerate()
-            .map(|(i, v)| {
-                let ctx = item_ctx("moved", i);
-                let o = Fields::new(object_item(v, &ctx)?, &ctx);
-                Ok((
-                    TopicPartition::new(o.string("topic")?, o.u32("partition")?),
-                    LeaderAndEpoch {
-                        leader_id: o.i32("leader_id")?,
-                        leader_epoch: o.i32("leader_epoch")?,
-                    },
-                ))
-            })
-            .collect::<Decoded<Vec<_>>>()?;
+        let moved = objects(f, "moved", |o| {
+            Ok((
+                TopicPartition::new(o.string("topic")?, o.u32("partition")?),
+                LeaderAndEpoch {
+                    leader_id: o.i32("leader_id")?,
+                    leader_epoch: o.i32("leader_epoch")?,
+                },
+            ))
+        })?;
         Ok(Response::BrokerOffline(moved))
     }
 

@@ -16,6 +16,23 @@ pub(super) fn item_ctx(name: &str, i: usize) -> String {
     format!("{name}[{i}]")
 }
 
+/// The request directions of an operation whose request is one string:
+/// `Request::$variant`'s `$field`, on the wire under the same name.
+macro_rules! one_string_request {
+    ($variant:ident, $field:ident) => {
+        pub fn decode(f: &Fields<'_>) -> Decoded<Request> {
+            Ok(Request::$variant {
+                $field: f.string(stringify!($field))?,
+            })
+        }
+
+        pub fn encode(w: &mut ObjWriter<'_>, $field: &str) {
+            w.str(stringify!($field), $field);
+        }
+    };
+}
+pub(super) use one_string_request;
+
 /// An array item that must be an object.
 pub(super) fn object_item<'a>(v: &'a Value, ctx: &str) -> Decoded<&'a Map<String, Value>> {
     v.as_object().map_or_else(
@@ -34,6 +51,22 @@ pub(super) fn objects<T>(
         .iter()
         .enumerate()
         .map(|(i, v)| item(&Fields::item(v, name, i)?))
+        .collect()
+}
+
+/// Each item of the array field `members`, decoded by `item` with the
+/// item's name (`members[i]`) for the messages of its own arrays.
+pub(super) fn members_of<T>(
+    f: &Fields<'_>,
+    item: impl Fn(&Fields<'_>, &str) -> Decoded<T>,
+) -> Decoded<Vec<T>> {
+    f.array("members")?
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let ctx = item_ctx("members", i);
+            item(&Fields::new(object_item(v, &ctx)?, &ctx), &ctx)
+        })
         .collect()
 }
 

@@ -4,8 +4,9 @@
 //! module with its four directions side by side, as in `topics.rs`.
 
 use super::common::{
-    commit_answer_of, commits_of, item_ctx, object_item, objects, offsets_of, partitions_of, tp_of,
-    write_commit, write_commits, write_offsets, write_strings, write_tp, write_tp_object,
+    commit_answer_of, commits_of, members_of, objects, offsets_of, one_string_request,
+    partitions_of, tp_of, write_commit, write_commits, write_offsets, write_strings, write_tp,
+    write_tp_object,
 };
 use super::{Request, Response, modern_groups};
 use crate::wire::{DecodeError, Decoded, Fields, ObjWriter, bad, push_array};
@@ -202,15 +203,7 @@ pub(super) mod fetch_offsets {
 pub(super) mod describe_group {
     use super::*;
 
-    pub fn decode(f: &Fields<'_>) -> Decoded<Request> {
-        Ok(Request::DescribeGroup {
-            group_id: f.string("group_id")?,
-        })
-    }
-
-    pub fn encode(w: &mut ObjWriter<'_>, group_id: &str) {
-        w.str("group_id", group_id);
-    }
+    one_string_request!(DescribeGroup, group_id);
 
     pub fn encode_response(
         w: &mut ObjWriter<'_>,
@@ -293,26 +286,19 @@ pub(super) mod describe_group {
             generation: f.i32("generation")?,
             assignor: AssignorKind::parse(f.str("assignor")?)
                 .ok_or_else(|| DecodeError("unknown assignor".into()))?,
-            members: f
-                .array("members")?
-                .iter()
-                .enumerate()
-                .map(|(i, v)| {
-                    let ctx = item_ctx("members", i);
-                    let m = Fields::new(object_item(v, &ctx)?, &ctx);
-                    Ok(MemberDescription {
-                        member_id: m.string("member_id")?,
-                        topics: m.strings("topics")?,
-                        assignment: partitions_of(m.array("assignment")?, &ctx)?,
-                        deadline_ms: m.i64("deadline_ms")?,
-                        client_id: String::new(),
-                        client_host: String::new(),
-                        group_instance_id: None,
-                        metadata: Bytes::new(),
-                        assignment_bytes: Bytes::new(),
-                    })
+            members: members_of(f, |m, ctx| {
+                Ok(MemberDescription {
+                    member_id: m.string("member_id")?,
+                    topics: m.strings("topics")?,
+                    assignment: partitions_of(m.array("assignment")?, ctx)?,
+                    deadline_ms: m.i64("deadline_ms")?,
+                    client_id: String::new(),
+                    client_host: String::new(),
+                    group_instance_id: None,
+                    metadata: Bytes::new(),
+                    assignment_bytes: Bytes::new(),
                 })
-                .collect::<Decoded<Vec<_>>>()?,
+            })?,
         })
     }
 }
@@ -363,15 +349,7 @@ pub(super) mod list_groups {
 pub(super) mod delete_group {
     use super::*;
 
-    pub fn decode(f: &Fields<'_>) -> Decoded<Request> {
-        Ok(Request::DeleteGroup {
-            group_id: f.string("group_id")?,
-        })
-    }
-
-    pub fn encode(w: &mut ObjWriter<'_>, group_id: &str) {
-        w.str("group_id", group_id);
-    }
+    one_string_request!(DeleteGroup, group_id);
 }
 
 /// `alter_group_offsets`: group_id, offsets [{topic, partition, offset}] ->

@@ -2,7 +2,7 @@
 //! `describe_group`'s answer, in both directions: the classic half stays in
 //! `groups.rs`, which picks the half by `group_type`.
 
-use super::common::{item_ctx, object_item, partitions_of, write_strings, write_tp_object};
+use super::common::{members_of, partitions_of, write_strings, write_tp_object};
 use crate::wire::{DecodeError, Decoded, Fields, ObjWriter, bad, push_array};
 use mk_cluster::{
     ConsumerGroupDescription, ConsumerMemberDescription, GroupState, MemberState, ServerAssignor,
@@ -23,21 +23,6 @@ fn write_partitions(w: &mut ObjWriter<'_>, name: &str, partitions: &[TopicPartit
 fn state_of(f: &Fields<'_>) -> Decoded<GroupState> {
     let state = f.str("state")?;
     GroupState::parse(state).map_or_else(|| bad(format!("unknown group state {state:?}")), Ok)
-}
-
-/// Each item of the array field `name`, decoded by `item`.
-fn members_of<T>(
-    f: &Fields<'_>,
-    item: impl Fn(&Fields<'_>, &str) -> Decoded<T>,
-) -> Decoded<Vec<T>> {
-    f.array("members")?
-        .iter()
-        .enumerate()
-        .map(|(i, v)| {
-            let ctx = item_ctx("members", i);
-            item(&Fields::new(object_item(v, &ctx)?, &ctx), &ctx)
-        })
-        .collect()
 }
 
 /// `state, epoch, assignment_epoch, assignor, members [{member_id,

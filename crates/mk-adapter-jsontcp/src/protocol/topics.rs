@@ -5,7 +5,9 @@
 //! `decode` (request, server side), `encode` (request, client side),
 //! `encode_response` (server side) and `decode_response` (client side).
 
-use super::common::{objects, partition_infos_of, write_partition_infos, write_strings};
+use super::common::{
+    objects, one_string_request, partition_infos_of, write_partition_infos, write_strings,
+};
 use super::{Request, Response, TopicConfigOverrides};
 use crate::wire::{DecodeError, Decoded, Fields, ObjWriter, bad, push_array, type_name};
 use mk_cluster::{
@@ -111,15 +113,7 @@ pub(super) mod list_topics {
 pub(super) mod delete_topic {
     use super::*;
 
-    pub fn decode(f: &Fields<'_>) -> Decoded<Request> {
-        Ok(Request::DeleteTopic {
-            topic: f.string("topic")?,
-        })
-    }
-
-    pub fn encode(w: &mut ObjWriter<'_>, topic: &str) {
-        w.str("topic", topic);
-    }
+    one_string_request!(DeleteTopic, topic);
 }
 
 /// `create_partitions`: topic, partitions (the new total, as in Kafka's
@@ -240,15 +234,7 @@ pub(super) mod alter_topic_config {
 pub(super) mod describe_topic_config {
     use super::*;
 
-    pub fn decode(f: &Fields<'_>) -> Decoded<Request> {
-        Ok(Request::DescribeTopicConfig {
-            topic: f.string("topic")?,
-        })
-    }
-
-    pub fn encode(w: &mut ObjWriter<'_>, topic: &str) {
-        w.str("topic", topic);
-    }
+    one_string_request!(DescribeTopicConfig, topic);
 
     pub fn encode_response(w: &mut ObjWriter<'_>, entries: &[TopicConfigEntry]) {
         w.with("configs", |out| {

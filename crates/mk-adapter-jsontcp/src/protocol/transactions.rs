@@ -5,7 +5,7 @@
 //! [`TxnRef`] (transactional id and epoch); which handle that is, is the
 //! core's decision (`cluster.transactions().handle_at`).
 
-use super::common::{offsets_of, write_offsets};
+use super::common::{offsets_of, one_string_request, write_offsets};
 use super::{Request, Response};
 use crate::wire::{Decoded, Fields, ObjWriter};
 use mk_cluster::{ProducerIdentity, TopicPartition};
@@ -70,15 +70,7 @@ pub(super) mod init_producer {
 pub(super) mod begin_txn {
     use super::*;
 
-    pub fn decode(f: &Fields<'_>) -> Decoded<Request> {
-        Ok(Request::BeginTxn {
-            transactional_id: f.string("transactional_id")?,
-        })
-    }
-
-    pub fn encode(w: &mut ObjWriter<'_>, transactional_id: &str) {
-        w.str("transactional_id", transactional_id);
-    }
+    one_string_request!(BeginTxn, transactional_id);
 }
 
 /// `txn_produce`: transactional_id, producer_epoch, topic, optional
