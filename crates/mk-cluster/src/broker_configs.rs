@@ -8,7 +8,7 @@ use crate::config::{IncrementalChange, IncrementalOp, MiniKafkaConfig};
 use crate::error::{ClusterError, Result};
 use crate::topic_configs::{
     BrokerDefaults, ConfigSource, ConfigSynonym, ConfigType, DescribedConfig, TOPIC_CONFIGS,
-    topic_config_of_broker,
+    TopicConfigDef, topic_config_of_broker,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -181,14 +181,7 @@ impl BrokerCluster {
         &self,
         broker: Option<crate::config::BrokerId>,
     ) -> Result<Vec<DescribedConfig>> {
-        if let Some(id) = broker
-            && !self.config.broker_ids.contains(&id)
-        {
-            return Err(ClusterError::InvalidRequest(format!(
-                "broker {id} is not hosted here (hosted: {:?})",
-                self.config.broker_ids
-            )));
-        }
+        self.check_hosted(broker)?;
         let defaults = self.broker_defaults();
         let mut out: Vec<DescribedConfig> = server_settings(&self.config)
             .into_iter()
@@ -242,6 +235,19 @@ impl BrokerCluster {
         Ok(out)
     }
 
+    /// INVALID_REQUEST unless `broker` (when named) is hosted here.
+    fn check_hosted(&self, broker: Option<crate::config::BrokerId>) -> Result<()> {
+        match broker {
+            Some(id) if !self.config.broker_ids.contains(&id) => {
+                Err(ClusterError::InvalidRequest(format!(
+                    "broker {id} is not hosted here (hosted: {:?})",
+                    self.config.broker_ids
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Alters the dynamic broker configs of one scope (`None`: every
     /// broker), all or nothing: SET and DELETE of dynamic configs with the
     /// validation of the topic config they default (INVALID_CONFIG), a
@@ -249,7 +255,6 @@ impl BrokerCluster {
     /// as Kafka), APPEND/SUBTRACT on list configs. With `replace_all` the
     /// scope's previous values not named go (Kafka's AlterConfigs).
     /// Persisted, then in force for every topic that does not set its own.
-    #[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
     pub fn alter_broker_configs(
         &self,
         broker: Option<crate::config::BrokerId>,
@@ -258,14 +263,7 @@ impl BrokerCluster {
         validate_only: bool,
     ) -> Result<()> {
         self.check_running()?;
-        if let Some(id) = broker
-            && !self.config.broker_ids.contains(&id)
-        {
-            return Err(ClusterError::InvalidRequest(format!(
-                "broker {id} is not hosted here (hosted: {:?})",
-                self.config.broker_ids
-            )));
-        }
+        self.check_hosted(broker)?;
         let scope = scope_key(broker);
         let mut metadata = self.store(&self.metadata, "metadata store")?;
         let mut values = if replace_all {
@@ -280,64 +278,15 @@ impl BrokerCluster {
         let defaults = self.broker_defaults();
         for change in changes {
             let name = change.key.as_str();
-            let Some(def) = topic_config_of_broker(name) else {
-                let known = server_settings(&self.config)
-                    .iter()
-                    .any(|(n, _, _)| *n == name);
-                return Err(if known {
-                    ClusterError::InvalidRequest(format!(
-                        "broker config {name} cannot be updated dynamically"
-                    ))
-                } else {
-                    ClusterError::InvalidConfig(format!("unknown broker config {name:?}"))
-                });
+            let def = self.dynamic_config(name)?;
+            let current = values
+                .get(name)
+                .cloned()
+                .unwrap_or_else(|| defaults.topic_default(def).0);
+            match altered_value(def, name, &change.op, &current)? {
+                None => values.remove(name),
+                Some(v) => values.insert(name.to_string(), v),
             };
-            if !is_dynamic(name) {
-                return Err(ClusterError::InvalidRequest(format!(
-                    "broker config {name} cannot be updated dynamically here \
-                     (set it with mk-server's flags)"
-                )));
-            }
-            let current = || {
-                values
-                    .get(name)
-                    .cloned()
-                    .unwrap_or_else(|| defaults.topic_default(def).0)
-            };
-            let list_op = |v: &str, append: bool| -> Result<String> {
-                if def.ty != ConfigType::List {
-                    return Err(ClusterError::InvalidConfig(format!(
-                        "{name} is not a list config: APPEND and SUBTRACT are only for lists"
-                    )));
-                }
-                let cur = current();
-                let mut items: Vec<&str> = crate::topic_configs::list_items(&cur);
-                for item in crate::topic_configs::list_items(v) {
-                    if append && !items.contains(&item) {
-                        items.push(item);
-                    } else if !append {
-                        items.retain(|i| *i != item);
-                    }
-                }
-                Ok(items.join(","))
-            };
-            let new = match &change.op {
-                IncrementalOp::Delete => None,
-                IncrementalOp::Set(v) => Some(v.clone()),
-                IncrementalOp::Append(v) => Some(list_op(v, true)?),
-                IncrementalOp::Subtract(v) => Some(list_op(v, false)?),
-            };
-            match new {
-                None => {
-                    values.remove(name);
-                }
-                Some(v) => {
-                    let v = def.normalize(&v).map_err(|e| {
-                        ClusterError::InvalidConfig(e.to_string().replace(def.name, name))
-                    })?;
-                    values.insert(name.to_string(), v);
-                }
-            }
         }
         if validate_only {
             return Ok(());
@@ -353,6 +302,66 @@ impl BrokerCluster {
         self.brokers().elect_offline_uncleanly(None)?;
         Ok(())
     }
+
+    /// The topic config whose broker default `name` is, when it can be
+    /// altered at run time: INVALID_REQUEST for a read-only broker config
+    /// (as Kafka), INVALID_CONFIG for an unknown one.
+    fn dynamic_config(&self, name: &str) -> Result<&'static TopicConfigDef> {
+        let Some(def) = topic_config_of_broker(name) else {
+            let known = server_settings(&self.config)
+                .iter()
+                .any(|(n, _, _)| *n == name);
+            return Err(if known {
+                ClusterError::InvalidRequest(format!(
+                    "broker config {name} cannot be updated dynamically"
+                ))
+            } else {
+                ClusterError::InvalidConfig(format!("unknown broker config {name:?}"))
+            });
+        };
+        if !is_dynamic(name) {
+            return Err(ClusterError::InvalidRequest(format!(
+                "broker config {name} cannot be updated dynamically here \
+                 (set it with mk-server's flags)"
+            )));
+        }
+        Ok(def)
+    }
+}
+
+/// The value broker config `name` (the default of `def`) has after `op`
+/// on its `current` value, validated as the topic config (`None`: deleted).
+fn altered_value(
+    def: &TopicConfigDef,
+    name: &str,
+    op: &IncrementalOp,
+    current: &str,
+) -> Result<Option<String>> {
+    let list_op = |v: &str, append: bool| -> Result<String> {
+        if def.ty != ConfigType::List {
+            return Err(ClusterError::InvalidConfig(format!(
+                "{name} is not a list config: APPEND and SUBTRACT are only for lists"
+            )));
+        }
+        let mut items: Vec<&str> = crate::topic_configs::list_items(current);
+        for item in crate::topic_configs::list_items(v) {
+            if append && !items.contains(&item) {
+                items.push(item);
+            } else if !append {
+                items.retain(|i| *i != item);
+            }
+        }
+        Ok(items.join(","))
+    };
+    let new = match op {
+        IncrementalOp::Delete => return Ok(None),
+        IncrementalOp::Set(v) => v.clone(),
+        IncrementalOp::Append(v) => list_op(v, true)?,
+        IncrementalOp::Subtract(v) => list_op(v, false)?,
+    };
+    def.normalize(&new)
+        .map(Some)
+        .map_err(|e| ClusterError::InvalidConfig(e.to_string().replace(def.name, name)))
 }
 
 #[cfg(test)]

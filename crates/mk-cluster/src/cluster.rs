@@ -21,6 +21,7 @@ use crate::health::{Access, DiskFull, Reach, reach};
 use crate::life::{DirLock, Life};
 use crate::metadata::{MetadataStore, PartitionMeta, TopicMeta};
 use crate::slot::{Offline, PartitionSlot, Topic, panic_text};
+use crate::topic_configs::BrokerDefaults;
 use mk_core::{SharedClock, TopicPartition};
 use mk_group::GroupCoordinator;
 use mk_log::LogConfig;
@@ -461,8 +462,12 @@ pub(crate) fn log_config(
         index_interval_bytes: config.index_interval_bytes,
         max_batch_bytes: config.max_batch_bytes,
         faults: faults.clone(),
-        segment_ms: topic.and_then(TopicConfig::segment_ms),
-        min_compaction_lag_ms: topic.map_or(0, TopicConfig::min_compaction_lag_ms),
+        // The broker layers are applied when the log acts (every append
+        // sets the roll age, every compaction the cleaner settings).
+        segment_ms: topic.map(|t| t.roll_ms(&BrokerDefaults::default())),
+        cleaner: topic.map_or_else(mk_log::CleanerConfig::default, |t| {
+            t.cleaner(&BrokerDefaults::default())
+        }),
         // The replica set gives its logs its injected clock.
         clock: None,
     }

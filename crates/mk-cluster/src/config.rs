@@ -424,17 +424,32 @@ impl TopicConfig {
         })
     }
 
-    /// `segment.ms`: the topic's own value or Kafka's default (the catalog
-    /// validated it as a long >= 1).
-    pub fn segment_ms(&self) -> Option<i64> {
-        self.get("segment.ms", 0)?.parse().ok()
+    /// The age past which the active segment rolls (Kafka's
+    /// `maxSegmentMs`): the effective `segment.ms`, or a compacted topic's
+    /// `max.compaction.lag.ms` when that is shorter, so that no record waits
+    /// in the active segment, which is never cleaned, past its deadline.
+    pub fn roll_ms(&self, broker: &BrokerDefaults) -> i64 {
+        let segment_ms = self.effective_i64("segment.ms", broker);
+        if self.cleanup_policy.compacts() {
+            segment_ms.min(self.effective_i64("max.compaction.lag.ms", broker))
+        } else {
+            segment_ms
+        }
     }
 
-    /// `min.compaction.lag.ms`: the topic's own value or Kafka's default, 0.
-    pub fn min_compaction_lag_ms(&self) -> i64 {
-        self.get("min.compaction.lag.ms", 0)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
+    /// When the cleaner compacts this topic's logs: the effective
+    /// `min.compaction.lag.ms`, `max.compaction.lag.ms` and
+    /// `min.cleanable.dirty.ratio` (the catalog validated their ranges).
+    pub fn cleaner(&self, broker: &BrokerDefaults) -> mk_log::CleanerConfig {
+        let kafka = mk_log::CleanerConfig::default();
+        mk_log::CleanerConfig {
+            min_lag_ms: self.effective_i64("min.compaction.lag.ms", broker),
+            max_lag_ms: self.effective_i64("max.compaction.lag.ms", broker),
+            min_dirty_ratio: self
+                .effective_str("min.cleanable.dirty.ratio", broker)
+                .parse()
+                .unwrap_or(kafka.min_dirty_ratio),
+        }
     }
 
     /// Sets one key from its Kafka spelling; `-1` means "no limit" for the

@@ -173,6 +173,9 @@ impl PendingAppend {
 struct TopicAppend {
     /// The topic's `min.insync.replicas` (its own, else the broker's).
     min_insync_replicas: usize,
+    /// The age past which an append rolls the active segment (its own
+    /// `segment.ms`, else the broker's `log.roll.ms`; see `roll_ms`).
+    roll_ms: i64,
     /// The broker time stamped into the batch of a LogAppendTime topic.
     log_append_time_ms: Option<i64>,
 }
@@ -301,6 +304,7 @@ impl DataPath<'_> {
         let records = batch.record_count() as u64;
         let outcome = self.cluster.with_slot(&slot, |set| {
             set.set_min_insync_replicas(topic.min_insync_replicas);
+            set.set_segment_ms(Some(topic.roll_ms))?;
             if let Some((producer_id, producer_epoch)) = client_sequence {
                 batch = batch.with_producer(ProducerInfo {
                     producer_id,
@@ -358,6 +362,7 @@ impl DataPath<'_> {
         let min_isr = config.effective_i64("min.insync.replicas", &broker);
         let mut checked = TopicAppend {
             min_insync_replicas: usize::try_from(min_isr).unwrap_or(1).max(1),
+            roll_ms: config.roll_ms(&broker),
             log_append_time_ms: None,
         };
         if batch.control().is_some() {
@@ -450,6 +455,7 @@ impl DataPath<'_> {
             let batches = batches.take().expect("taken once");
             if let Some(c) = checked.first() {
                 set.set_min_insync_replicas(c.min_insync_replicas);
+                set.set_segment_ms(Some(c.roll_ms))?;
             }
             Ok(set.append_group(batches, acks, None))
         });

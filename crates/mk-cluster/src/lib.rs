@@ -50,6 +50,7 @@ mod transactions;
 mod txn_repair;
 
 pub use attached::AttachedClient;
+pub use broker_configs::is_dynamic as is_dynamic_broker_config;
 pub use brokers::{
     Brokers, COORDINATOR_PARTITIONS, COORDINATOR_REPLICATION, CoordinatorKey,
     coordinator_partition, java_string_hash,
@@ -96,8 +97,8 @@ pub use telemetry::{
     TelemetryPush, TelemetryRefusal, TelemetrySubscription,
 };
 pub use topic_configs::{
-    BrokerDefaults, ConfigSource, ConfigSynonym, ConfigType, DescribedConfig, TOPIC_CONFIGS,
-    TopicConfigDef,
+    BrokerDefaults, ConfigSource, ConfigSynonym, ConfigType, DescribedConfig, Effect,
+    TOPIC_CONFIGS, TopicConfigDef,
 };
 pub use topic_pages::{MAX_PAGE_PARTITIONS, PagedTopic, TopicCursor, TopicPage};
 pub use topics::{MAX_PARTITIONS, PartitionInfo, TopicDescription, Topics};

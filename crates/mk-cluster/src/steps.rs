@@ -234,13 +234,25 @@ impl Steps<'_> {
         Ok(out)
     }
 
-    /// Compacts one topic's replicas (closed segments below the HW), with
-    /// the topic's `delete.retention.ms` unless overridden. Counts are the
-    /// leaders'.
+    /// Compacts one topic's replicas now (closed segments below the HW,
+    /// within the topic's `min.compaction.lag.ms`, whatever their dirty
+    /// ratio), with the topic's `delete.retention.ms` unless overridden.
+    /// Counts are the leaders'.
     pub fn compact(
         self,
         topic: &str,
         delete_retention_ms: Option<i64>,
+    ) -> Result<CompactionSummary> {
+        self.compact_topic(topic, delete_retention_ms, false)
+    }
+
+    /// One topic's compaction: every replica, or (`only_due`) those the
+    /// cleaner finds due by the topic's dirty ratio and compaction lags.
+    fn compact_topic(
+        self,
+        topic: &str,
+        delete_retention_ms: Option<i64>,
+        only_due: bool,
     ) -> Result<CompactionSummary> {
         self.cluster.check_running()?;
         let t = self.cluster.topic(topic)?;
@@ -250,12 +262,19 @@ impl Steps<'_> {
                 "delete_retention_ms must be >= 0, got {grace}"
             )));
         }
+        let cleaner = t.meta.config.cleaner(&self.cluster.broker_defaults());
         let now = self.cluster.clock.now_ms();
         let mut summary = CompactionSummary::default();
         for slot in t.partitions.iter().filter(|s| s.damage().is_none()) {
             self.cluster.with_slot(slot, |set| {
                 let leader = set.leader_id();
-                for (broker, r) in set.compact(now, grace)? {
+                set.set_cleaner(cleaner)?;
+                let results = if only_due {
+                    set.compact_if_due(now, grace)?
+                } else {
+                    set.compact(now, grace)?
+                };
+                for (broker, r) in results {
                     if broker == leader {
                         summary.records_before += r.records_before;
                         summary.records_after += r.records_after;
@@ -267,7 +286,10 @@ impl Steps<'_> {
         Ok(summary)
     }
 
-    /// Compacts every compact-policy topic and the internal offsets log.
+    /// The cleaner's cycle: compacts the partitions of compact-policy topics
+    /// that are due (dirty ratio above `min.cleanable.dirty.ratio`, or a
+    /// dirty record older than `max.compaction.lag.ms`), and the internal
+    /// offsets log.
     pub fn compact_all(self) -> Result<BTreeMap<String, CompactionSummary>> {
         let mut out = BTreeMap::new();
         for topic in self.cluster.topics().list()? {
@@ -279,7 +301,7 @@ impl Steps<'_> {
                 .cleanup_policy
                 .compacts()
             {
-                out.insert(topic.clone(), self.compact(&topic, None)?);
+                out.insert(topic.clone(), self.compact_topic(&topic, None, true)?);
             }
         }
         let now = self.cluster.clock.now_ms();

@@ -267,9 +267,9 @@ pub const TOPIC_CONFIGS: [TopicConfigDef; 35] = [
         T::Long,
         LONG_MAX,
         V::AtLeast(1),
-        Stored,
+        Enforced,
         Some("log.cleaner.max.compaction.lag.ms"),
-        "Longest a record may stay uncompacted (mk compacts on its cleaner cycle regardless).",
+        "Longest a record may stay uncompacted: a dirty closed segment whose first batch is older makes the cleaner compact the partition whatever its dirty ratio, and a compacted topic's active segment rolls at this age when it is shorter than segment.ms.",
     ),
     def(
         "max.message.bytes",
@@ -312,9 +312,9 @@ pub const TOPIC_CONFIGS: [TopicConfigDef; 35] = [
         T::Double,
         "0.5",
         V::Ratio,
-        Stored,
+        Enforced,
         Some("log.cleaner.min.cleanable.ratio"),
-        "Share of uncompacted log that triggers compaction (mk compacts on its cleaner cycle regardless).",
+        "The cleaner compacts a partition when its dirty bytes (closed segments written since the last compaction) are more than this share of its closed bytes.",
     ),
     def(
         "min.compaction.lag.ms",
@@ -323,7 +323,7 @@ pub const TOPIC_CONFIGS: [TopicConfigDef; 35] = [
         V::AtLeast(0),
         Enforced,
         Some("log.cleaner.min.compaction.lag.ms"),
-        "Records newer than now minus this are not compacted: cleaning stops at the first closed segment holding one, and their keys do not clean older records yet.",
+        "Records newer than now minus this are not compacted: cleaning stops at the first dirty closed segment holding one, and their keys do not clean older records yet.",
     ),
     def(
         "min.insync.replicas",
@@ -406,7 +406,7 @@ pub const TOPIC_CONFIGS: [TopicConfigDef; 35] = [
         V::AtLeast(1),
         Enforced,
         Some("log.roll.ms"),
-        "Age (from its first append, by the broker clock) past which the next append rolls the active segment.",
+        "An append rolls the active segment first when its batch's max timestamp is more than this past the max timestamp of the segment's first batch (by the broker clock since the segment started when that batch has no timestamp).",
     ),
     def(
         "unclean.leader.election.enable",
@@ -481,98 +481,112 @@ impl TopicConfigDef {
     /// spelling it is stored and described in (trimmed numbers, lowercase
     /// booleans, lists joined by commas), or INVALID_CONFIG saying what was
     /// expected and what was found.
-    #[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
     pub fn normalize(&self, value: &str) -> Result<String> {
-        let name = self.name;
         let v = value.trim();
         match self.ty {
-            T::Boolean => {
-                let b = if v.eq_ignore_ascii_case("true") {
-                    true
-                } else if v.eq_ignore_ascii_case("false") {
-                    false
-                } else {
-                    return Err(invalid(
-                        name,
-                        format!("expected true or false, got {value:?}"),
-                    ));
-                };
-                if let V::OnlyFalse(why) = self.validator
-                    && b
-                {
-                    return Err(invalid(name, format!("true is not accepted: {why}")));
-                }
-                Ok(b.to_string())
-            }
-            T::Int | T::Long => {
-                let n: i64 = v
-                    .parse()
-                    .map_err(|_| invalid(name, format!("expected an integer, got {value:?}")))?;
-                if self.ty == T::Int && i32::try_from(n).is_err() {
-                    return Err(invalid(name, format!("expected a 32-bit integer, got {n}")));
-                }
-                match self.validator {
-                    V::AtLeast(min) if n < min => {
-                        return Err(invalid(name, format!("must be at least {min}, got {n}")));
-                    }
-                    V::Between { min, max, or } if !(min..=max).contains(&n) && Some(n) != or => {
-                        let also = or.map(|o| format!(" or {o}")).unwrap_or_default();
-                        return Err(invalid(
-                            name,
-                            format!("must be in [{min}, {max}]{also}, got {n}"),
-                        ));
-                    }
-                    _ => {}
-                }
-                Ok(n.to_string())
-            }
-            T::Double => {
-                let x: f64 = v
-                    .parse()
-                    .ok()
-                    .filter(|x: &f64| x.is_finite())
-                    .ok_or_else(|| invalid(name, format!("expected a number, got {value:?}")))?;
-                if self.validator == V::Ratio && !(0.0..=1.0).contains(&x) {
-                    return Err(invalid(name, format!("must be in [0, 1], got {x}")));
-                }
-                Ok(x.to_string())
-            }
+            T::Boolean => self.normalize_boolean(v, value),
+            T::Int | T::Long => self.normalize_integer(v, value),
+            T::Double => self.normalize_double(v, value),
             T::String => match self.validator {
                 V::OneOf(words) if !words.contains(&v) => Err(invalid(
-                    name,
+                    self.name,
                     format!("expected one of {}, got {value:?}", words.join(", ")),
                 )),
                 _ => Ok(v.to_string()),
             },
-            T::List => {
-                let items = list_items(v);
-                match self.validator {
-                    V::ListOf(words) => {
-                        if items.is_empty() {
-                            return Err(invalid(
-                                name,
-                                format!("expected a list of {}, got {value:?}", words.join(", ")),
-                            ));
-                        }
-                        for (i, item) in items.iter().enumerate() {
-                            if !words.contains(item) {
-                                return Err(invalid(
-                                    name,
-                                    format!("expected items of {}, got {item:?}", words.join(", ")),
-                                ));
-                            }
-                            if items[..i].contains(item) {
-                                return Err(invalid(name, format!("{item:?} appears twice")));
-                            }
-                        }
-                    }
-                    V::ThrottledReplicas => check_throttled(name, &items)?,
-                    _ => {}
-                }
-                Ok(items.join(","))
-            }
+            T::List => self.normalize_list(v, value),
         }
     }
+
+    /// `v` is `value` trimmed (the messages quote what was sent).
+    fn normalize_boolean(&self, v: &str, value: &str) -> Result<String> {
+        let name = self.name;
+        let b = if v.eq_ignore_ascii_case("true") {
+            true
+        } else if v.eq_ignore_ascii_case("false") {
+            false
+        } else {
+            return Err(invalid(
+                name,
+                format!("expected true or false, got {value:?}"),
+            ));
+        };
+        if let V::OnlyFalse(why) = self.validator
+            && b
+        {
+            return Err(invalid(name, format!("true is not accepted: {why}")));
+        }
+        Ok(b.to_string())
+    }
+
+    fn normalize_integer(&self, v: &str, value: &str) -> Result<String> {
+        let name = self.name;
+        let n: i64 = v
+            .parse()
+            .map_err(|_| invalid(name, format!("expected an integer, got {value:?}")))?;
+        if self.ty == T::Int && i32::try_from(n).is_err() {
+            return Err(invalid(name, format!("expected a 32-bit integer, got {n}")));
+        }
+        match self.validator {
+            V::AtLeast(min) if n < min => {
+                Err(invalid(name, format!("must be at least {min}, got {n}")))
+            }
+            V::Between { min, max, or } if !(min..=max).contains(&n) && Some(n) != or => {
+                let also = or.map(|o| format!(" or {o}")).unwrap_or_default();
+                Err(invalid(
+                    name,
+                    format!("must be in [{min}, {max}]{also}, got {n}"),
+                ))
+            }
+            _ => Ok(n.to_string()),
+        }
+    }
+
+    fn normalize_double(&self, v: &str, value: &str) -> Result<String> {
+        let name = self.name;
+        let x: f64 = v
+            .parse()
+            .ok()
+            .filter(|x: &f64| x.is_finite())
+            .ok_or_else(|| invalid(name, format!("expected a number, got {value:?}")))?;
+        if self.validator == V::Ratio && !(0.0..=1.0).contains(&x) {
+            return Err(invalid(name, format!("must be in [0, 1], got {x}")));
+        }
+        Ok(x.to_string())
+    }
+
+    fn normalize_list(&self, v: &str, value: &str) -> Result<String> {
+        let name = self.name;
+        let items = list_items(v);
+        match self.validator {
+            V::ListOf(words) => check_list_of(name, words, &items, value)?,
+            V::ThrottledReplicas => check_throttled(name, &items)?,
+            _ => {}
+        }
+        Ok(items.join(","))
+    }
+}
+
+/// A non-empty list of `words`, each at most once.
+fn check_list_of(name: &str, words: &[&str], items: &[&str], value: &str) -> Result<()> {
+    if items.is_empty() {
+        return Err(invalid(
+            name,
+            format!("expected a list of {}, got {value:?}", words.join(", ")),
+        ));
+    }
+    for (i, item) in items.iter().enumerate() {
+        if !words.contains(item) {
+            return Err(invalid(
+                name,
+                format!("expected items of {}, got {item:?}", words.join(", ")),
+            ));
+        }
+        if items[..i].contains(item) {
+            return Err(invalid(name, format!("{item:?} appears twice")));
+        }
+    }
+    Ok(())
 }
 
 fn check_throttled(name: &str, items: &[&str]) -> Result<()> {

@@ -700,7 +700,7 @@ impl Topics<'_> {
         );
         // The partitions' locks come before the metadata lock (promotion
         // and moves persist under a partition's lock), so the new segment
-        // size and age are applied after it is released; `topic_alters`,
+        // size is applied after it is released; `topic_alters`,
         // still held by the caller, keeps another change from applying in
         // between.
         drop(metadata);
@@ -710,11 +710,8 @@ impl Topics<'_> {
         // A damaged partition gets the size from the metadata when it is
         // opened again.
         for slot in topic.partitions.iter().filter(|s| s.damage().is_none()) {
-            self.cluster.with_slot(slot, |set| {
-                set.set_segment_max_bytes(segment)?;
-                set.set_segment_ms(config.segment_ms())?;
-                Ok(set.set_min_compaction_lag_ms(config.min_compaction_lag_ms())?)
-            })?;
+            self.cluster
+                .with_slot(slot, |set| Ok(set.set_segment_max_bytes(segment)?))?;
         }
         tracing::info!(topic = name, ?changes, "topic config altered");
         // Turning unclean elections on gives the topic's leaderless

@@ -12,8 +12,8 @@ use mk_cluster::metadata::MetadataStore;
 mod common;
 
 use common::{
-    alter_topic, b, commit_value, dir_and_clock, fresh_cluster, open, open_with, send_value, set,
-    tp,
+    alter_topic, b, commit_value, dir_and_clock, fresh_cluster, open, open_with, produced_block,
+    send_value, set, tp,
 };
 use mk_cluster::*;
 use std::collections::BTreeMap;
@@ -262,30 +262,38 @@ fn log_files(data: &std::path::Path, dir_name: &str) -> usize {
 }
 
 #[tokio::test]
-async fn segment_ms_rolls_by_the_injected_clock_and_alter_config_changes_it() {
+async fn segment_ms_rolls_by_batch_timestamps_and_alter_config_changes_it() {
     let (dir, clock, c) = fresh_cluster();
     c.topics().create("aged", 1, 1).unwrap();
     let t = tp("aged", 0);
-    put(&c, &t, &["a"], 1).await;
+    // Producers stamp their clock's time; the broker's clock moves with it.
+    let put_now = |value: &'static str| {
+        let (c, t, clock) = (&c, &t, &clock);
+        async move { put(c, t, &[value], clock.now_ms()).await }
+    };
+    put_now("a").await;
     clock.advance(3_600_000);
-    put(&c, &t, &["b"], 1).await;
+    put_now("b").await;
     assert_eq!(log_files(dir.path(), "aged-0"), 1, "default is 7 days");
     alter_topic(&c, "aged", &[("segment.ms", "1000")]);
-    // The active segment has held data for an hour: the next append rolls.
-    put(&c, &t, &["c"], 1).await;
+    // The segment's first batch is an hour older: the next append rolls.
+    put_now("c").await;
     assert_eq!(log_files(dir.path(), "aged-0"), 2);
     clock.advance(1_000);
-    put(&c, &t, &["d"], 1).await;
-    assert_eq!(log_files(dir.path(), "aged-0"), 2, "not older than 1000 ms");
+    put_now("d").await;
+    assert_eq!(log_files(dir.path(), "aged-0"), 2, "not more than 1000 ms");
     clock.advance(1);
-    put(&c, &t, &["e"], 1).await;
+    put_now("e").await;
     assert_eq!(log_files(dir.path(), "aged-0"), 3);
+    // A batch stamped long ago does not roll, whatever the broker's clock.
+    clock.advance(60_000);
+    put(&c, &t, &["old"], 1).await;
+    assert_eq!(log_files(dir.path(), "aged-0"), 3, "timestamps count");
     let delete = ConfigChange::Delete {
         key: "segment.ms".into(),
     };
     c.topics().alter_config("aged", &[delete], false).unwrap();
-    clock.advance(60_000);
-    put(&c, &t, &["f"], 1).await;
+    put_now("f").await;
     assert_eq!(log_files(dir.path(), "aged-0"), 3, "back to 7 days");
     c.lifecycle().close().await.unwrap();
 }
@@ -1259,28 +1267,6 @@ async fn first_fetched_block(c: &BrokerCluster, p: &TopicPartition) -> block::Bl
         FetchedBatch::Block(kept) => kept.clone(),
         other => panic!("a kept block: {other:?}"),
     }
-}
-
-/// A producer's block of `records` compressed with `codec`.
-fn produced_block(records: &[Record], codec: block::Codec) -> block::BlockBatch {
-    let deltas: Vec<i32> = (0..i32::try_from(records.len()).unwrap()).collect();
-    let first = records[0].timestamp_ms;
-    let body = mk_log::block_records::encode_records(records, &deltas, first);
-    block::BlockBatch::new(block::BlockParts {
-        base_offset: 0,
-        leader_epoch: 0,
-        producer: ProducerInfo::NONE,
-        transactional_id: None,
-        control: None,
-        last_offset_delta: i32::try_from(deltas.len()).unwrap() - 1,
-        record_count: u32::try_from(records.len()).unwrap(),
-        codec,
-        timestamp_type: block::TimestampType::CreateTime,
-        first_timestamp: first,
-        max_timestamp: records.iter().map(|r| r.timestamp_ms).max().unwrap(),
-        block: mk_log::block_records::compress(block::Compression::of(codec), &body).unwrap(),
-    })
-    .unwrap()
 }
 
 #[tokio::test]

@@ -46,6 +46,42 @@ pub struct CompactionResult {
     pub records_after: u64,
 }
 
+/// Where the cleaner stands on a log (Kafka's `LogToClean`): the part
+/// compacted before, the part written since, and whether that makes the
+/// log due for cleaning.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CleanerState {
+    /// The first offset not compacted yet (the log start when the stored
+    /// one is out of the log's range).
+    pub first_dirty_offset: i64,
+    /// Where cleaning must stop: the base of the first closed segment it
+    /// may not clean (the active segment, the first unstable offset, or a
+    /// dirty segment within `min_lag_ms`).
+    pub first_uncleanable_offset: i64,
+    /// Bytes of the segments below the first dirty offset.
+    pub clean_bytes: u64,
+    /// Bytes of the segments from the first dirty offset to the first
+    /// uncleanable one.
+    pub dirty_bytes: u64,
+    /// A dirty closed segment's first batch is older than `max_lag_ms`.
+    pub overdue: bool,
+    /// The cleaner compacts the log now: it is overdue with dirty bytes, or
+    /// its dirty ratio is above `min_dirty_ratio` (Kafka compares with >).
+    pub due: bool,
+}
+
+impl CleanerState {
+    /// Dirty bytes over clean and dirty bytes (0 for an empty section).
+    pub fn dirty_ratio(&self) -> f64 {
+        let total = self.clean_bytes + self.dirty_bytes;
+        if total == 0 {
+            return 0.0;
+        }
+        // Byte counts of one log are far below 2^52: exact as f64.
+        self.dirty_bytes as f64 / total as f64
+    }
+}
+
 /// Aborted ranges by producer id.
 struct Aborted(HashMap<i64, Vec<(i64, i64)>>);
 
@@ -107,22 +143,95 @@ impl PartitionLog {
         }
     }
 
+    /// Compacts the closed segments as [`Self::compact`] does when the
+    /// cleaner finds the log due ([`Self::cleaner_state`]); `None` when it
+    /// is not.
+    pub fn compact_if_due(
+        &mut self,
+        now_ms: i64,
+        delete_retention_ms: i64,
+    ) -> Result<Option<CompactionResult>> {
+        if !self.cleaner_state(now_ms)?.due {
+            return Ok(None);
+        }
+        self.compact(now_ms, delete_retention_ms).map(Some)
+    }
+
+    /// The cleaner's view of this log at `now_ms` (Kafka's
+    /// LogCleanerManager): the first dirty offset, the dirty and clean
+    /// bytes of the closed segments, and whether the log is due for
+    /// cleaning by `min_dirty_ratio` or `max_lag_ms`. Reads the first batch
+    /// of each dirty closed segment.
+    pub fn cleaner_state(&self, now_ms: i64) -> Result<CleanerState> {
+        let first_dirty = self.first_dirty_offset();
+        let (_, eligible, _) = self.cleanable(now_ms);
+        let uncleanable = self.segments[eligible].base_offset.max(first_dirty);
+        let closed = &self.segments[..self.segments.len() - 1];
+        let bytes = |from: i64, to: i64| -> u64 {
+            closed
+                .iter()
+                .filter(|s| s.base_offset < to && s.next_offset > from)
+                .map(|s| s.size)
+                .sum()
+        };
+        let clean_bytes = bytes(i64::MIN, first_dirty);
+        let dirty_bytes = bytes(first_dirty.min(uncleanable), uncleanable);
+        let clean_until = now_ms.saturating_sub(self.config.cleaner.max_lag_ms.max(0));
+        let mut overdue = false;
+        for (i, s) in closed.iter().enumerate() {
+            if s.next_offset > first_dirty
+                && self
+                    .first_batch_max_ts(i)?
+                    .is_some_and(|ts| ts > 0 && ts < clean_until)
+            {
+                overdue = true;
+                break;
+            }
+        }
+        let mut state = CleanerState {
+            first_dirty_offset: first_dirty,
+            first_uncleanable_offset: uncleanable,
+            clean_bytes,
+            dirty_bytes,
+            overdue,
+            due: false,
+        };
+        state.due = (overdue && dirty_bytes > 0)
+            || state.dirty_ratio() > self.config.cleaner.min_dirty_ratio;
+        Ok(state)
+    }
+
+    /// The stored first dirty offset, or the log start when it lies outside
+    /// the log (below its start, or past its end after a lost tail), as
+    /// Kafka resets its cleaner checkpoint.
+    pub fn first_dirty_offset(&self) -> i64 {
+        let start = self.log_start_offset();
+        if self.first_dirty < start || self.first_dirty > self.leo() {
+            start
+        } else {
+            self.first_dirty
+        }
+    }
+
     /// The cleanable section: the first unstable offset (or LEO), how many
     /// closed segments below it may be cleaned, and where the keys that
     /// clean them end. Under a compaction lag, cleaning stops at the first
-    /// segment holding a record newer than `now_ms - lag`, and records past
-    /// it neither go nor make older records of their key go (Kafka's
-    /// cleanable section).
+    /// dirty segment holding a record newer than `now_ms - lag`, and
+    /// records past it neither go nor make older records of their key go
+    /// (Kafka's cleanable section).
     fn cleanable(&self, now_ms: i64) -> (i64, usize, i64) {
         let leo = self.leo();
         let limit = self.first_unstable_offset().map_or(leo, |u| u.min(leo));
         let closed = self.segments.len() - 1;
-        let lag = self.config.min_compaction_lag_ms;
+        let lag = self.config.cleaner.min_lag_ms;
         let newest_cleanable = now_ms.saturating_sub(lag);
+        let first_dirty = self.first_dirty_offset();
         let eligible = self.segments[..closed]
             .iter()
             .take_while(|s| s.next_offset <= limit)
-            .take_while(|s| lag == 0 || s.max_timestamp_ms <= newest_cleanable)
+            .take_while(|s| {
+                lag == 0 || s.next_offset <= first_dirty || s.max_timestamp_ms <= newest_cleanable
+            })
             .count();
         let map_limit = match eligible.checked_sub(1) {
             Some(last) if lag > 0 => self.segments[last].next_offset,
@@ -142,6 +251,9 @@ impl PartitionLog {
         if eligible == 0 {
             return Ok(result);
         }
+        // What is cleaned now counts as clean from here on, whether or not
+        // a record went (Kafka moves its checkpoint after every cleaning).
+        let cleaned_end = self.segments[eligible - 1].next_offset;
         let aborted = Aborted::new(
             self.txns
                 .aborted_overlapping(self.log_start_offset(), limit),
@@ -181,6 +293,7 @@ impl PartitionLog {
             }
         }
         if cleaned.is_empty() {
+            self.first_dirty = cleaned_end;
             return Ok(result);
         }
         fsutil::sync_dir_with(&self.config.faults, &self.dir)?;
@@ -200,6 +313,7 @@ impl PartitionLog {
             seg.unsynced = false;
         }
         result.segments = bases;
+        self.first_dirty = cleaned_end;
         Ok(result)
     }
 

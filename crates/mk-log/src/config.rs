@@ -25,10 +25,61 @@ pub struct LogConfig {
     /// The injected clock that ages the active segment; `None` (no clock)
     /// never rolls by age.
     pub clock: Option<SharedClock>,
-    /// `min.compaction.lag.ms`: compaction stops at the first closed segment
-    /// holding a record newer than `now - this`, and keys newer than that
-    /// do not clean older records yet (0: every closed segment).
-    pub min_compaction_lag_ms: i64,
+    /// When the cleaner may and must compact this log.
+    pub cleaner: CleanerConfig,
+}
+
+/// The topic configs that decide when the cleaner compacts a log (Kafka's
+/// `min.compaction.lag.ms`, `max.compaction.lag.ms` and
+/// `min.cleanable.dirty.ratio`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CleanerConfig {
+    /// Compaction stops at the first dirty closed segment holding a record
+    /// newer than `now - this`, and keys newer than that do not clean older
+    /// records yet (0: every closed segment).
+    pub min_lag_ms: i64,
+    /// A dirty closed segment whose first batch is older than `now - this`
+    /// makes the log due for cleaning whatever its dirty ratio.
+    pub max_lag_ms: i64,
+    /// The log is due for cleaning when its dirty bytes are more than this
+    /// share of its closed bytes.
+    pub min_dirty_ratio: f64,
+}
+
+impl Default for CleanerConfig {
+    /// Kafka's defaults: no lag, no deadline, half the log dirty.
+    fn default() -> Self {
+        Self {
+            min_lag_ms: 0,
+            max_lag_ms: i64::MAX,
+            min_dirty_ratio: 0.5,
+        }
+    }
+}
+
+impl CleanerConfig {
+    /// Checks the ranges Kafka's topic configs allow.
+    pub fn validate(&self) -> Result<()> {
+        if self.min_lag_ms < 0 {
+            return Err(LogError::InvalidRequest(format!(
+                "min_compaction_lag_ms must be >= 0, got {}",
+                self.min_lag_ms
+            )));
+        }
+        if self.max_lag_ms < 1 {
+            return Err(LogError::InvalidRequest(format!(
+                "max_compaction_lag_ms must be >= 1, got {}",
+                self.max_lag_ms
+            )));
+        }
+        if !(0.0..=1.0).contains(&self.min_dirty_ratio) {
+            return Err(LogError::InvalidRequest(format!(
+                "min_cleanable_dirty_ratio must be in [0, 1], got {}",
+                self.min_dirty_ratio
+            )));
+        }
+        Ok(())
+    }
 }
 
 impl Default for LogConfig {
@@ -40,7 +91,7 @@ impl Default for LogConfig {
             faults: Arc::new(FaultInjector::new()),
             segment_ms: None,
             clock: None,
-            min_compaction_lag_ms: 0,
+            cleaner: CleanerConfig::default(),
         }
     }
 }
@@ -63,12 +114,7 @@ impl LogConfig {
                 "max_batch_bytes must be > 0".into(),
             ));
         }
-        if self.min_compaction_lag_ms < 0 {
-            return Err(LogError::InvalidRequest(format!(
-                "min_compaction_lag_ms must be >= 0, got {}",
-                self.min_compaction_lag_ms
-            )));
-        }
+        self.cleaner.validate()?;
         if let Some(ms) = self.segment_ms
             && ms < 1
         {

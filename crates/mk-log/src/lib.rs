@@ -57,8 +57,8 @@ mod txn_index;
 pub mod validator;
 
 pub use codec::BatchHeader;
-pub use compaction::CompactionResult;
-pub use config::LogConfig;
+pub use compaction::{CleanerState, CompactionResult};
+pub use config::{CleanerConfig, LogConfig};
 pub use error::{LogError, RecordError, Result};
 pub use flush::{FlushPlan, SyncedFlush};
 pub use log::{

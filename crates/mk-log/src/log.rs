@@ -158,10 +158,18 @@ pub struct PartitionLog {
     active_path: PathBuf,
     pub(crate) txns: TxnIndex,
     scratch: Vec<u8>,
-    /// Clock time of the first append into the active segment since it was
-    /// started or the log opened (`None` while none, or without a clock):
-    /// what `segment_ms` ages.
-    active_since_ms: Option<i64>,
+    /// Clock time the active segment was started or loaded at (`None`
+    /// without a clock): what `segment_ms` ages when its first batch has
+    /// no timestamp (Kafka's segment creation time).
+    active_created_ms: Option<i64>,
+    /// The max timestamp of the active segment's first batch (`None` while
+    /// it is empty): what `segment_ms` ages (Kafka's
+    /// `rollingBasedTimestamp`).
+    active_first_ts: Option<i64>,
+    /// The cleaner's first dirty offset (Kafka's cleaner checkpoint): the
+    /// end of the section the last compaction cleaned; everything from here
+    /// on has not been compacted yet. Kept in memory only.
+    pub(crate) first_dirty: i64,
     /// Set by the first I/O failure; every later write is refused.
     failed: Option<String>,
     /// Files were created or removed since the directory was last fsynced.
@@ -241,7 +249,9 @@ impl PartitionLog {
             active_path,
             txns,
             scratch: Vec::new(),
-            active_since_ms: None,
+            active_created_ms: None,
+            active_first_ts: None,
+            first_dirty: 0,
             failed: None,
             dir_dirty,
             rolls: 0,
@@ -250,6 +260,7 @@ impl PartitionLog {
             after_crash,
             start_floor: log_start::load(dir)?.unwrap_or(0),
         };
+        log.start_active_age()?;
         if log.dir_dirty {
             log.sync_dir()?;
         }
@@ -290,31 +301,60 @@ impl PartitionLog {
         Ok(())
     }
 
-    /// Changes `min.compaction.lag.ms` for the next compaction.
-    pub fn set_min_compaction_lag_ms(&mut self, lag_ms: i64) -> Result<()> {
-        if lag_ms < 0 {
-            return Err(LogError::InvalidRequest(format!(
-                "min_compaction_lag_ms must be >= 0, got {lag_ms}"
-            )));
-        }
-        self.config.min_compaction_lag_ms = lag_ms;
+    /// Changes when the cleaner compacts this log (the topic's compaction
+    /// lags and dirty ratio), from the next compaction on.
+    pub fn set_cleaner(&mut self, cleaner: crate::config::CleanerConfig) -> Result<()> {
+        cleaner.validate()?;
+        self.config.cleaner = cleaner;
         Ok(())
     }
 
-    /// Whether the active segment has held data for longer than
-    /// `segment_ms` by the injected clock (Kafka's time-based roll, checked
-    /// at append).
-    fn segment_aged(&self) -> bool {
-        match (
-            &self.config.clock,
-            self.config.segment_ms,
-            self.active_since_ms,
-        ) {
-            (Some(clock), Some(max_age), Some(since)) => {
-                clock.now_ms().saturating_sub(since) > max_age
-            }
-            _ => false,
+    /// Starts the age of the active segment (at open, roll and truncation):
+    /// its creation time is now by the clock, and its rolling timestamp is
+    /// its first batch's max timestamp, read from the file when it has one.
+    fn start_active_age(&mut self) -> Result<()> {
+        self.active_created_ms = self.config.clock.as_ref().map(|c| c.now_ms());
+        let active = self.segments.len() - 1;
+        self.active_first_ts = self.first_batch_max_ts(active)?;
+        Ok(())
+    }
+
+    /// Whether appending a batch whose max timestamp is `max_ts` rolls the
+    /// active segment by age (Kafka's time-based roll): a segment with data
+    /// rolls when `max_ts` is more than `segment_ms` past the max timestamp
+    /// of its first batch, or, when that batch has no timestamp, when the
+    /// clock is more than `segment_ms` past the segment's creation.
+    fn rolls_by_age(&self, max_ts: i64) -> bool {
+        let Some(max_age) = self.config.segment_ms else {
+            return false;
+        };
+        if self.active_segment().size == 0 {
+            return false;
         }
+        let waited = match (self.active_first_ts, &self.config.clock) {
+            (Some(first), _) if first >= 0 => max_ts.saturating_sub(first),
+            (_, Some(clock)) => match self.active_created_ms {
+                Some(created) => clock.now_ms().saturating_sub(created),
+                None => return false,
+            },
+            _ => return false,
+        };
+        waited > max_age
+    }
+
+    /// The max timestamp of the first batch of segment `i` (`None` when
+    /// it has no batch).
+    pub(crate) fn first_batch_max_ts(&self, i: usize) -> Result<Option<i64>> {
+        let seg = &self.segments[i];
+        if seg.size == 0 {
+            return Ok(None);
+        }
+        let mut first = None;
+        self.scan(seg.base_offset, seg.next_offset, |b| {
+            first = Some(frame_max_timestamp(&b.frame, &b.header)?);
+            Ok(ControlFlow::Break(()))
+        })?;
+        Ok(first)
     }
 
     /// The epoch stamped on batches appended from now on.
@@ -493,13 +533,7 @@ impl PartitionLog {
         self.check_writable()?;
         let header = codec::decode_header(&batch.frame, self.config.max_batch_bytes)?;
         self.check_next(Some(header.base_offset))?;
-        // A version 2 frame is copied without decoding its records: its
-        // header carries the max timestamp and Kafka's CRC covers the block.
-        let max_ts = if block::frame_version(&batch.frame) == Some(block::BLOCK_VERSION) {
-            block::decode_verified(&batch.frame)?.max_timestamp()
-        } else {
-            codec::decode_verified(&batch.frame, &header)?.max_timestamp_ms()
-        };
+        let max_ts = frame_max_timestamp(&batch.frame, &header)?;
         self.write_frame(&batch.frame, &header, max_ts)
     }
 
@@ -638,7 +672,7 @@ impl PartitionLog {
         let bytes = &buf[first.range.start..last.range.end];
         let active = self.active_segment();
         let fits = frames.len() > 1
-            && !(active.size > 0 && self.segment_aged())
+            && !self.group_may_roll_by_age(&frames)
             && active.size + bytes.len() as u64 <= self.config.segment_max_bytes
             && last.header.next_offset() - active.base_offset <= i64::from(u32::MAX);
         let mut failed = false;
@@ -684,6 +718,22 @@ impl PartitionLog {
             .collect()
     }
 
+    /// Whether a frame of a group might roll the active segment by age if
+    /// appended alone: the group is then written frame by frame, which
+    /// rolls exactly where lone appends would.
+    fn group_may_roll_by_age(&self, frames: &[Frame]) -> bool {
+        let (Some(max_age), Some(first)) = (self.config.segment_ms, frames.first()) else {
+            return false;
+        };
+        let ts = |f: &Frame| f.batch.max_timestamp_ms();
+        if self.active_segment().size > 0 {
+            return frames.iter().any(|f| self.rolls_by_age(ts(f)));
+        }
+        // An empty segment starts aging at the group's first batch.
+        let base = ts(first);
+        base < 0 || frames.iter().any(|f| ts(f).saturating_sub(base) > max_age)
+    }
+
     fn write_frame(
         &mut self,
         frame: &[u8],
@@ -698,7 +748,7 @@ impl PartitionLog {
         if active.size > 0
             && (active.size + len > self.config.segment_max_bytes
                 || relative_end > i64::from(u32::MAX)
-                || self.segment_aged())
+                || self.rolls_by_age(max_ts))
         {
             self.roll_active()?;
         }
@@ -787,8 +837,8 @@ impl PartitionLog {
         let active = self.segments.last_mut().expect("active");
         active.note_batch(position, header, len, max_ts, interval);
         active.unsynced = true;
-        if self.active_since_ms.is_none() {
-            self.active_since_ms = self.config.clock.as_ref().map(|c| c.now_ms());
+        if position == 0 {
+            self.active_first_ts = Some(max_ts);
         }
         self.txns.observe(header);
         AppendInfo {
@@ -846,7 +896,8 @@ impl PartitionLog {
         self.segments.push(Segment::empty(leo));
         self.active_file = file;
         self.active_path = path;
-        self.active_since_ms = None;
+        self.active_created_ms = self.config.clock.as_ref().map(|c| c.now_ms());
+        self.active_first_ts = None;
         self.dir_dirty = true;
         self.rolls += 1;
         Ok(())
@@ -941,6 +992,9 @@ impl PartitionLog {
             self.dir.display()
         );
         self.txns.truncate(next_offset);
+        // Cut records are no longer cleaned (Kafka lowers its cleaner
+        // checkpoint to a truncation point).
+        self.first_dirty = self.first_dirty.min(next_offset);
         Ok(())
     }
 
@@ -974,7 +1028,7 @@ impl PartitionLog {
         seg.unsynced = false;
         self.active_file = file;
         self.active_path = path;
-        self.active_since_ms = None;
+        self.start_active_age()?;
         self.sync_dir()
     }
 
@@ -1365,6 +1419,17 @@ pub(crate) fn remove_segment_files(dir: &Path, base: i64) -> Result<()> {
 }
 
 /// The greatest record timestamp among the frames in `[0, limit)`.
+/// The max timestamp of a stored frame: a version 2 frame's block header
+/// carries it (Kafka's CRC covers the block); a version 1 frame's records
+/// are decoded.
+fn frame_max_timestamp(frame: &Bytes, header: &BatchHeader) -> Result<i64> {
+    if block::frame_version(frame) == Some(block::BLOCK_VERSION) {
+        Ok(block::decode_verified(frame)?.max_timestamp())
+    } else {
+        Ok(codec::decode_verified(frame, header)?.max_timestamp_ms())
+    }
+}
+
 fn max_timestamp_below(file: &File, path: &Path, limit: u64, max_batch_bytes: u32) -> Result<i64> {
     let mut max = -1;
     let mut frames = FrameReader::new(file, path, 0, limit, max_batch_bytes);

@@ -6,7 +6,9 @@ mod common;
 use bytes::Bytes;
 use common::*;
 use mk_core::ErrorCode;
-use mk_log::{ControlType, LogConfig, PartitionLog, Record, RecordBatch, RetentionPolicy};
+use mk_log::{
+    CleanerConfig, ControlType, LogConfig, PartitionLog, Record, RecordBatch, RetentionPolicy,
+};
 
 fn by_time(ms: i64) -> RetentionPolicy {
     RetentionPolicy {
@@ -327,8 +329,12 @@ fn a_damaged_log_start_file_is_a_storage_error() {
 #[test]
 fn min_compaction_lag_keeps_newer_records_and_their_older_keys() {
     let dir = tempfile::tempdir().unwrap();
+    let lagged = CleanerConfig {
+        min_lag_ms: 5_000,
+        ..CleanerConfig::default()
+    };
     let cfg = LogConfig {
-        min_compaction_lag_ms: 5_000,
+        cleaner: lagged,
         ..small_config()
     };
     let mut log = open(dir.path(), &cfg);
@@ -347,8 +353,16 @@ fn min_compaction_lag_keeps_newer_records_and_their_older_keys() {
     }
     assert!(offsets.len() < 60);
     // Without the lag the newer versions clean the older ones.
-    log.set_min_compaction_lag_ms(0).unwrap();
-    assert!(log.set_min_compaction_lag_ms(-1).is_err());
+    let no_lag = CleanerConfig {
+        min_lag_ms: 0,
+        ..lagged
+    };
+    log.set_cleaner(no_lag).unwrap();
+    let negative = CleanerConfig {
+        min_lag_ms: -1,
+        ..lagged
+    };
+    assert!(log.set_cleaner(negative).is_err());
     log.compact(12_000, 1_000).unwrap();
     let offsets: Vec<i64> = dump(&log).iter().map(|r| r.0).collect();
     assert_eq!(offsets, vec![56, 57, 58, 59]);

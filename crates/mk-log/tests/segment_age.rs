@@ -1,10 +1,13 @@
-//! `segment.ms`: the active segment rolls on the next append once it has
-//! held data for longer than the limit, by the injected clock.
+//! `segment.ms`, counted as Kafka counts it: an append rolls the active
+//! segment first when the new batch's max timestamp is more than the limit
+//! past the max timestamp of the segment's first batch; when that batch has
+//! no timestamp, the broker clock's time since the segment was started
+//! counts instead.
 
 mod common;
 
-use common::{keyed, small_config, temp_log};
-use mk_core::{Clock, ManualClock, SharedClock};
+use common::{keyed, open, small_config, temp_log};
+use mk_core::{ManualClock, SharedClock};
 use mk_log::{LogConfig, PartitionLog};
 use std::sync::Arc;
 
@@ -26,20 +29,66 @@ fn aged_log(now_ms: i64, segment_ms: i64) -> (tempfile::TempDir, Arc<ManualClock
 }
 
 #[test]
-fn an_append_after_segment_ms_rolls_the_active_segment() {
-    let (_dir, clock, mut log) = aged_log(1_000, 100);
-    log.append(keyed(0, 4, clock.now_ms())).unwrap();
-    clock.advance(100);
-    // Exactly the limit is not older than it.
-    log.append(keyed(1, 4, clock.now_ms())).unwrap();
+fn a_batch_more_than_segment_ms_past_the_first_batch_rolls() {
+    // The clock stands still: only the batches' timestamps count.
+    let (_dir, _clock, mut log) = aged_log(1_000, 100);
+    log.append(keyed(0, 4, 5_000)).unwrap();
+    // Exactly the limit past the first batch is not beyond it.
+    log.append(keyed(1, 4, 5_100)).unwrap();
     assert_eq!(log.segments().len(), 1);
-    clock.advance(1);
-    let info = log.append(keyed(2, 4, clock.now_ms())).unwrap();
+    let info = log.append(keyed(2, 4, 5_101)).unwrap();
     assert_eq!(info.segment_base_offset, 2);
     assert_eq!(log.segments().len(), 2);
-    // The new segment's age starts at its first append.
+    // The new segment ages from its own first batch (5_101).
+    log.append(keyed(3, 4, 5_201)).unwrap();
+    assert_eq!(log.segments().len(), 2);
+    log.append(keyed(4, 4, 5_202)).unwrap();
+    assert_eq!(log.segments().len(), 3);
+}
+
+#[test]
+fn the_broker_clock_does_not_age_a_segment_whose_first_batch_has_a_timestamp() {
+    let (_dir, clock, mut log) = aged_log(0, 100);
+    log.append(keyed(0, 4, 50)).unwrap();
+    clock.advance(1_000_000);
+    // An old-looking batch (or one from a producer whose clock is behind)
+    // is measured against the first batch, not against the broker's time.
+    log.append(keyed(1, 4, 60)).unwrap();
+    assert_eq!(log.segments().len(), 1);
+    // A batch older than the first one does not roll either.
+    log.append(keyed(2, 4, 0)).unwrap();
+    assert_eq!(log.segments().len(), 1);
+}
+
+#[test]
+fn without_a_first_timestamp_the_segment_ages_by_the_clock_from_its_start() {
+    let (_dir, clock, mut log) = aged_log(10_000, 100);
+    // Kafka's NO_TIMESTAMP (-1): the segment's start time by the clock counts.
+    log.append(keyed(0, 4, -1)).unwrap();
     clock.advance(100);
-    log.append(keyed(3, 4, clock.now_ms())).unwrap();
+    log.append(keyed(1, 4, 99_999)).unwrap();
+    assert_eq!(log.segments().len(), 1, "100 ms since the start");
+    clock.advance(1);
+    let info = log.append(keyed(2, 4, 99_999)).unwrap();
+    assert_eq!(info.segment_base_offset, 2);
+    // The new segment's first batch has a timestamp again.
+    clock.advance(1_000_000);
+    log.append(keyed(3, 4, 100_099)).unwrap();
+    assert_eq!(log.segments().len(), 2);
+}
+
+#[test]
+fn the_first_batch_timestamp_is_read_back_after_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(0));
+    let config = aged_config(&clock, 100);
+    let mut log = open(dir.path(), &config);
+    log.append(keyed(0, 4, 1_000)).unwrap();
+    log.close().unwrap();
+    let mut log = open(dir.path(), &config);
+    log.append(keyed(1, 4, 1_100)).unwrap();
+    assert_eq!(log.segments().len(), 1);
+    log.append(keyed(2, 4, 1_101)).unwrap();
     assert_eq!(log.segments().len(), 2);
 }
 
@@ -47,28 +96,36 @@ fn an_append_after_segment_ms_rolls_the_active_segment() {
 fn an_idle_log_does_not_roll_an_empty_segment() {
     let (_dir, clock, mut log) = aged_log(0, 10);
     clock.advance(1_000);
-    let info = log.append(keyed(0, 4, 0)).unwrap();
+    let info = log.append(keyed(0, 4, 5_000)).unwrap();
     assert_eq!(info.segment_base_offset, 0);
     assert_eq!(log.segments().len(), 1);
 }
 
 #[test]
-fn a_group_append_rolls_an_aged_segment_first() {
-    let (_dir, clock, mut log) = aged_log(0, 50);
+fn a_group_append_rolls_where_lone_appends_would() {
+    let (_dir, _clock, mut log) = aged_log(0, 50);
     log.append(keyed(0, 4, 0)).unwrap();
-    clock.advance(51);
-    let answers = log.append_group(vec![keyed(1, 4, 51), keyed(2, 4, 51)]);
-    let infos: Vec<_> = answers.into_iter().map(Result::unwrap).collect();
-    assert_eq!(infos[0].segment_base_offset, 1);
-    assert_eq!(infos[1].segment_base_offset, 1);
+    let answers = log.append_group(vec![keyed(1, 4, 40), keyed(2, 4, 51), keyed(3, 4, 60)]);
+    let bases: Vec<i64> = answers
+        .into_iter()
+        .map(|a| a.unwrap().segment_base_offset)
+        .collect();
+    assert_eq!(bases, vec![0, 2, 2]);
     assert_eq!(log.segments().len(), 2);
+    // Into an empty segment, the group's first batch starts the age.
+    log.roll().unwrap();
+    let answers = log.append_group(vec![keyed(4, 4, 100), keyed(5, 4, 151)]);
+    let bases: Vec<i64> = answers
+        .into_iter()
+        .map(|a| a.unwrap().segment_base_offset)
+        .collect();
+    assert_eq!(bases, vec![4, 5]);
 }
 
 #[test]
 fn segment_ms_altered_at_runtime_applies_to_the_next_append() {
     let (_dir, clock, mut log) = aged_log(0, 1_000);
     log.append(keyed(0, 4, 0)).unwrap();
-    clock.advance(500);
     log.append(keyed(1, 4, 500)).unwrap();
     assert_eq!(log.segments().len(), 1);
     log.set_segment_ms(Some(100)).unwrap();
@@ -79,4 +136,15 @@ fn segment_ms_altered_at_runtime_applies_to_the_next_append() {
     clock.advance(10_000);
     log.append(keyed(3, 4, 10_500)).unwrap();
     assert_eq!(log.segments().len(), 2);
+}
+
+#[test]
+fn truncating_the_active_segment_to_empty_restarts_its_age() {
+    let (_dir, _clock, mut log) = aged_log(0, 100);
+    log.append(keyed(0, 4, 1_000)).unwrap();
+    log.truncate_to(0).unwrap();
+    // The cut batch no longer starts the age: this one does.
+    log.append(keyed(1, 4, 5_000)).unwrap();
+    log.append(keyed(2, 4, 5_100)).unwrap();
+    assert_eq!(log.segments().len(), 1);
 }

@@ -240,12 +240,13 @@ impl PartitionReplicaSet {
         Ok(())
     }
 
-    /// Changes `min.compaction.lag.ms` of every replica.
-    pub fn set_min_compaction_lag_ms(&mut self, lag_ms: i64) -> Result<()> {
+    /// Changes when the cleaner compacts every replica (see
+    /// [`PartitionLog::set_cleaner`](mk_log::PartitionLog::set_cleaner)).
+    pub fn set_cleaner(&mut self, cleaner: mk_log::CleanerConfig) -> Result<()> {
         for r in self.replicas.values_mut() {
-            r.log.set_min_compaction_lag_ms(lag_ms)?;
+            r.log.set_cleaner(cleaner)?;
         }
-        self.config.log.min_compaction_lag_ms = lag_ms;
+        self.config.log.cleaner = cleaner;
         Ok(())
     }
 
@@ -1022,11 +1023,31 @@ impl PartitionReplicaSet {
         now_ms: i64,
         delete_retention_ms: i64,
     ) -> Result<Vec<(BrokerId, CompactionResult)>> {
+        self.compact_replicas(|log| log.compact(now_ms, delete_retention_ms).map(Some))
+    }
+
+    /// [`Self::compact`] for the replicas the cleaner finds due
+    /// ([`PartitionLog::compact_if_due`](mk_log::PartitionLog::compact_if_due)):
+    /// each replica judges its own dirty ratio and compaction lag.
+    pub fn compact_if_due(
+        &mut self,
+        now_ms: i64,
+        delete_retention_ms: i64,
+    ) -> Result<Vec<(BrokerId, CompactionResult)>> {
+        self.compact_replicas(|log| log.compact_if_due(now_ms, delete_retention_ms))
+    }
+
+    fn compact_replicas(
+        &mut self,
+        mut compact: impl FnMut(&mut PartitionLog) -> mk_log::Result<Option<CompactionResult>>,
+    ) -> Result<Vec<(BrokerId, CompactionResult)>> {
         let hw = self.high_watermark;
         let mut out = Vec::new();
         for (&b, r) in self.replicas.iter_mut() {
-            if r.log.active().base_offset <= hw {
-                out.push((b, r.log.compact(now_ms, delete_retention_ms)?));
+            if r.log.active().base_offset <= hw
+                && let Some(result) = compact(&mut r.log)?
+            {
+                out.push((b, result));
             }
         }
         Ok(out)

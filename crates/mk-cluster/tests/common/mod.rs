@@ -112,6 +112,28 @@ pub fn single() -> Node {
     node
 }
 
+/// A producer's block of `records` compressed with `codec`.
+pub fn produced_block(records: &[Record], codec: block::Codec) -> block::BlockBatch {
+    let deltas: Vec<i32> = (0..i32::try_from(records.len()).unwrap()).collect();
+    let first = records[0].timestamp_ms;
+    let body = mk_log::block_records::encode_records(records, &deltas, first);
+    block::BlockBatch::new(block::BlockParts {
+        base_offset: 0,
+        leader_epoch: 0,
+        producer: ProducerInfo::NONE,
+        transactional_id: None,
+        control: None,
+        last_offset_delta: i32::try_from(deltas.len()).unwrap() - 1,
+        record_count: u32::try_from(records.len()).unwrap(),
+        codec,
+        timestamp_type: block::TimestampType::CreateTime,
+        first_timestamp: first,
+        max_timestamp: records.iter().map(|r| r.timestamp_ms).max().unwrap(),
+        block: mk_log::block_records::compress(block::Compression::of(codec), &body).unwrap(),
+    })
+    .unwrap()
+}
+
 /// A cluster on `dir` with `clock`, its configuration changed by `f`.
 pub fn open_with(
     dir: &std::path::Path,
