@@ -123,6 +123,7 @@ impl<'a> Reader<'a> {
     }
 
     /// An unsigned varint of at most 5 bytes (a u32).
+    #[inline]
     pub fn uvarint(&mut self) -> DecodeResult<u32> {
         let mut value: u32 = 0;
         for i in 0..5 {
@@ -139,6 +140,7 @@ impl<'a> Reader<'a> {
     }
 
     /// An unsigned varint of at most 10 bytes (a u64).
+    #[inline]
     pub fn uvarlong(&mut self) -> DecodeResult<u64> {
         let mut value: u64 = 0;
         for i in 0..10 {
@@ -155,12 +157,14 @@ impl<'a> Reader<'a> {
     }
 
     /// A zigzag-encoded signed varint (record fields).
+    #[inline]
     pub fn varint(&mut self) -> DecodeResult<i32> {
         let u = self.uvarint()?;
         Ok(((u >> 1) as i32) ^ -((u & 1) as i32))
     }
 
     /// A zigzag-encoded signed varlong (record timestamps).
+    #[inline]
     pub fn varlong(&mut self) -> DecodeResult<i64> {
         let u = self.uvarlong()?;
         Ok(((u >> 1) as i64) ^ -((u & 1) as i64))
@@ -168,6 +172,7 @@ impl<'a> Reader<'a> {
 
     /// The next `n` bytes, borrowed (for walking records without keeping
     /// them).
+    #[inline]
     pub fn slice(&mut self, n: usize) -> DecodeResult<&'a [u8]> {
         Ok(self.r.take(n)?)
     }

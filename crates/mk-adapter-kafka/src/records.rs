@@ -85,17 +85,106 @@ pub struct ProducedBatch {
     pub record_count: usize,
 }
 
+/// The header fields of a produced v2 batch, its CRC checked.
+struct WireHeader {
+    crc: u32,
+    attributes: i16,
+    last_offset_delta: i32,
+    base_timestamp: i64,
+    max_timestamp: i64,
+    producer: ProducerInfo,
+    record_count: i32,
+}
+
 /// Decodes the `records` field of one partition of a Produce request: it
 /// must hold exactly one v2 batch (what every client of magic 2 sends).
 /// `now_ms` stamps batches that ask for LogAppendTime; `transactional_id`
 /// comes from the request (batches carry only the flag).
-#[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
 pub fn decode_produced(
     records: &Bytes,
     limits: DecodeLimits,
     now_ms: i64,
     transactional_id: Option<&str>,
 ) -> Result<ProducedBatch, RecordError> {
+    check_framing(records)?;
+    let h = read_header(records)?;
+    let txn_id = check_header(&h, transactional_id)?;
+    let codec = Codec::from_attributes(h.attributes & ATTR_COMPRESSION_MASK)?;
+    let log_append_time = h.attributes & ATTR_LOG_APPEND_TIME != 0;
+    let block = records.slice(BATCH_HEADER_BYTES..);
+    // The records are walked once, in place (decompressed first, within
+    // the limit, when compressed): every field is checked, nothing is kept
+    // but the greatest timestamp.
+    let body = compression::decompress(codec, &block, limits.max_uncompressed_bytes)?;
+    let count = h.record_count as usize;
+    let walked_max = walk_records(&body, count, h.base_timestamp)?;
+    if h.last_offset_delta != h.record_count - 1 {
+        return Err(RecordError {
+            code: KafkaCode::INVALID_RECORD,
+            message: format!(
+                "lastOffsetDelta {} does not match {} records",
+                h.last_offset_delta, h.record_count
+            ),
+        });
+    }
+    // The block is kept as produced (MKB1 version 2): the CRC checked
+    // above is Kafka's CRC of these very fields and block, so it is taken
+    // as it is; only the fields the broker owns change when it is stored.
+    let parts = block::BlockParts {
+        base_offset: 0,
+        leader_epoch: 0,
+        producer: h.producer,
+        transactional_id: txn_id.map(str::to_string),
+        control: None,
+        last_offset_delta: h.last_offset_delta,
+        record_count: u32::try_from(count).unwrap_or(u32::MAX),
+        codec: codec.block_codec(),
+        timestamp_type: if log_append_time {
+            block::TimestampType::LogAppendTime
+        } else {
+            block::TimestampType::CreateTime
+        },
+        first_timestamp: h.base_timestamp,
+        max_timestamp: h.max_timestamp,
+        block,
+    };
+    // Attribute bits the format does not keep (Kafka's reserved ones)
+    // change the CRC, so only then is it computed again.
+    let mut kept = if h.attributes & !ATTR_KEPT == 0 {
+        block::BlockBatch::with_verified_crc(parts, h.crc)
+    } else {
+        block::BlockBatch::new(parts)
+    }
+    .map_err(invalid)?;
+    // As Kafka does: a LogAppendTime batch's max timestamp is the broker's
+    // clock, a CreateTime batch's the greatest of its records (corrected
+    // if the producer said otherwise); either rewrites Kafka's CRC once.
+    if log_append_time {
+        kept.set_log_append_time(now_ms);
+    } else {
+        kept.set_max_timestamp(walked_max.unwrap_or(h.base_timestamp));
+    }
+    let batch = RecordBatch::from_block(kept).map_err(invalid)?;
+    Ok(ProducedBatch {
+        batch,
+        log_append_time,
+        record_count: count,
+    })
+}
+
+/// The codec a produced v2 batch names in its attributes, `None` when the
+/// bytes are not (the start of) one: decoding answers those.
+pub fn produced_codec(records: &[u8]) -> Option<Codec> {
+    if records.len() < CRC_START + 2 || records[LOG_OVERHEAD + 4] != 2 {
+        return None;
+    }
+    let attributes = i16::from_be_bytes([records[CRC_START], records[CRC_START + 1]]);
+    Codec::from_attributes(attributes & ATTR_COMPRESSION_MASK).ok()
+}
+
+/// The frame of a produced batch: magic 2, exactly one batch, a whole
+/// header.
+fn check_framing(records: &[u8]) -> Result<(), RecordError> {
     if records.len() < LOG_OVERHEAD + 5 {
         return Err(RecordError::corrupt(format!(
             "a record batch needs at least {} bytes, got {}",
@@ -114,9 +203,7 @@ pub fn decode_produced(
             message: format!("only record batches of magic 2 are supported, got magic {magic}"),
         });
     }
-    let mut r = Reader::new(records, false);
-    let _base_offset = r.i64()?;
-    let batch_length = r.i32()?;
+    let batch_length = i32::from_be_bytes([records[8], records[9], records[10], records[11]]);
     let following = records.len() - LOG_OVERHEAD;
     if batch_length < 0 || (batch_length as usize) > following {
         return Err(RecordError::corrupt(format!(
@@ -134,6 +221,15 @@ pub fn decode_produced(
     if records.len() < BATCH_HEADER_BYTES {
         return Err(RecordError::corrupt("record batch header is truncated"));
     }
+    Ok(())
+}
+
+/// Reads the header of a framed batch and checks its CRC-32C (the one
+/// pass over the block on produce).
+fn read_header(records: &Bytes) -> Result<WireHeader, RecordError> {
+    let mut r = Reader::new(records, false);
+    let _base_offset = r.i64()?;
+    let _batch_length = r.i32()?;
     let _leader_epoch = r.i32()?;
     let _magic = r.i8()?;
     let crc = r.u32()?;
@@ -146,99 +242,56 @@ pub fn decode_produced(
     let attributes = r.i16()?;
     let last_offset_delta = r.i32()?;
     let base_timestamp = r.i64()?;
-    let producer_max_timestamp = r.i64()?;
+    let max_timestamp = r.i64()?;
     let producer_id = r.i64()?;
     let producer_epoch = r.i16()?;
     let base_sequence = r.i32()?;
     let record_count = r.i32()?;
-    if attributes & ATTR_CONTROL != 0 {
+    Ok(WireHeader {
+        crc,
+        attributes,
+        last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        producer: ProducerInfo {
+            producer_id,
+            producer_epoch: i32::from(producer_epoch),
+            base_sequence,
+        },
+        record_count,
+    })
+}
+
+/// What a client may produce: no control batch, at least one record, a
+/// transactional batch only in a transactional request (whose id it
+/// returns).
+fn check_header<'a>(
+    h: &WireHeader,
+    transactional_id: Option<&'a str>,
+) -> Result<Option<&'a str>, RecordError> {
+    if h.attributes & ATTR_CONTROL != 0 {
         return Err(RecordError {
             code: KafkaCode::INVALID_RECORD,
             message: "clients may not produce control batches".into(),
         });
     }
-    if record_count <= 0 {
-        return Err(RecordError {
-            code: KafkaCode::INVALID_RECORD,
-            message: format!("a produced batch needs at least one record, got {record_count}"),
-        });
-    }
-    let transactional = attributes & ATTR_TRANSACTIONAL != 0;
-    let txn_id = match (transactional, transactional_id) {
-        (false, _) => None,
-        (true, Some(id)) => Some(id),
-        (true, None) => {
-            return Err(RecordError {
-                code: KafkaCode::INVALID_REQUEST,
-                message: "a transactional batch needs the request's transactional_id".into(),
-            });
-        }
-    };
-    let codec = Codec::from_attributes(attributes & ATTR_COMPRESSION_MASK)?;
-    let log_append_time = attributes & ATTR_LOG_APPEND_TIME != 0;
-    let block = records.slice(BATCH_HEADER_BYTES..);
-    // The records are walked once, in place (decompressed first, within
-    // the limit, when compressed): every field is checked, nothing is kept
-    // but the greatest timestamp.
-    let body = compression::decompress(codec, &block, limits.max_uncompressed_bytes)?;
-    let count = record_count as usize;
-    let walked_max = walk_records(&body, count, base_timestamp)?;
-    if last_offset_delta != record_count - 1 {
+    if h.record_count <= 0 {
         return Err(RecordError {
             code: KafkaCode::INVALID_RECORD,
             message: format!(
-                "lastOffsetDelta {last_offset_delta} does not match {record_count} records"
+                "a produced batch needs at least one record, got {}",
+                h.record_count
             ),
         });
     }
-    let producer = ProducerInfo {
-        producer_id,
-        producer_epoch: i32::from(producer_epoch),
-        base_sequence,
-    };
-    // The block is kept as produced (MKB1 version 2): the CRC checked
-    // above is Kafka's CRC of these very fields and block, so it is taken
-    // as it is; only the fields the broker owns change when it is stored.
-    let parts = block::BlockParts {
-        base_offset: 0,
-        leader_epoch: 0,
-        producer,
-        transactional_id: txn_id.map(str::to_string),
-        control: None,
-        last_offset_delta,
-        record_count: u32::try_from(count).unwrap_or(u32::MAX),
-        codec: codec.block_codec(),
-        timestamp_type: if log_append_time {
-            block::TimestampType::LogAppendTime
-        } else {
-            block::TimestampType::CreateTime
-        },
-        first_timestamp: base_timestamp,
-        max_timestamp: producer_max_timestamp,
-        block,
-    };
-    // Attribute bits the format does not keep (Kafka's reserved ones)
-    // change the CRC, so only then is it computed again.
-    let mut kept = if attributes & !ATTR_KEPT == 0 {
-        block::BlockBatch::with_verified_crc(parts, crc)
-    } else {
-        block::BlockBatch::new(parts)
+    match (h.attributes & ATTR_TRANSACTIONAL != 0, transactional_id) {
+        (false, _) => Ok(None),
+        (true, Some(id)) => Ok(Some(id)),
+        (true, None) => Err(RecordError {
+            code: KafkaCode::INVALID_REQUEST,
+            message: "a transactional batch needs the request's transactional_id".into(),
+        }),
     }
-    .map_err(invalid)?;
-    // As Kafka does: a LogAppendTime batch's max timestamp is the broker's
-    // clock, a CreateTime batch's the greatest of its records (corrected
-    // if the producer said otherwise); either rewrites Kafka's CRC once.
-    if log_append_time {
-        kept.set_log_append_time(now_ms);
-    } else {
-        kept.set_max_timestamp(walked_max.unwrap_or(base_timestamp));
-    }
-    let batch = RecordBatch::from_block(kept).map_err(invalid)?;
-    Ok(ProducedBatch {
-        batch,
-        log_append_time,
-        record_count: count,
-    })
 }
 
 /// Walks `count` records of a (decompressed) records section, checking

@@ -298,7 +298,10 @@ impl Groups<'_> {
             self.cluster.brokers().check_leader(tp, b)?;
         }
         let slot = self.cluster.slot(tp)?;
-        self.cluster.read_slot(&slot, |set| {
+        // Under the partition lock the frames are only located; their CRCs
+        // are checked after it (damage takes the partition offline as a
+        // checked read under the lock would).
+        let (read, skipped) = self.cluster.read_slot(&slot, |set| {
             let log = set.leader_log();
             let hw = set.high_watermark();
             let bound = match isolation {
@@ -309,7 +312,7 @@ impl Groups<'_> {
             };
             let from = from.max(log.log_start_offset());
             let stored = if from < bound {
-                log.read_batches(from, limits.max_bytes.max(1), Some(bound))?
+                log.locate_batches(from, limits.max_bytes.max(1), Some(bound))?
             } else {
                 Vec::new()
             };
@@ -327,6 +330,7 @@ impl Groups<'_> {
                 },
                 batches: Vec::new(),
             };
+            let mut skipped = Vec::new();
             for b in stored {
                 let deliverable =
                     b.header.control.is_none() && !mk_txn::is_batch_aborted(&b.header, &aborted);
@@ -338,10 +342,20 @@ impl Groups<'_> {
                 read.read.read_end = b.next_offset();
                 if deliverable {
                     read.batches.push(b);
+                } else {
+                    skipped.push(b);
                 }
             }
-            Ok(read)
-        })
+            Ok((read, skipped))
+        })?;
+        for b in read.batches.iter().chain(&skipped) {
+            self.cluster.settle(
+                &slot,
+                crate::health::Access::Read,
+                b.check().map_err(ClusterError::from),
+            )?;
+        }
+        Ok(read)
     }
 
     /// Waits until one of `waits` fires, the deadline passes or the broker

@@ -6,6 +6,7 @@
 use crate::cluster::BrokerCluster;
 use crate::config::BrokerId;
 use crate::error::{ClusterError, Result};
+use crate::health::Access;
 use crate::slot::{PartitionSlot, Unflushed};
 use mk_core::TopicPartition;
 use mk_log::RetentionPolicy;
@@ -45,10 +46,7 @@ impl Steps<'_> {
             if !slot.is_replicated() {
                 continue;
             }
-            let r = self.cluster.with_slot(&slot, |set| {
-                set.replicate_all_once()?;
-                Ok(set.reassignment_ready())
-            });
+            let r = self.replicate_slot(&slot);
             slot.hw_moved.notify_waiters();
             // A move whose adding replicas just got in sync completes now.
             let r = match r {
@@ -61,6 +59,28 @@ impl Steps<'_> {
             }
         }
         first_error.map_or(Ok(()), Err)
+    }
+
+    /// One replication step of one partition; true when a reassignment is
+    /// ready to complete. The frames the followers copy are located under
+    /// the partition lock and appended under it, and checked between the
+    /// two without it (CRCs, version 1 records), as a Kafka fetch is;
+    /// damage takes the partition offline as a checked read does.
+    fn replicate_slot(self, slot: &PartitionSlot) -> Result<bool> {
+        let copies = self
+            .cluster
+            .with_slot(slot, |set| Ok(set.locate_follower_copies()?))?;
+        let checked = copies
+            .into_iter()
+            .map(|c| {
+                let checked = c.check().map_err(ClusterError::from);
+                self.cluster.settle(slot, Access::Read, checked)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        self.cluster.with_slot(slot, |set| {
+            set.apply_follower_copies(checked)?;
+            Ok(set.reassignment_ready())
+        })
     }
 
     /// Recomputes the ISR of every partition by the time rule without

@@ -449,6 +449,15 @@ impl Topics<'_> {
         Ok(self.cluster.topic(name)?.meta.topic_id)
     }
 
+    /// The codec a topic's `compression.type` stores its batches in,
+    /// `None` for `producer` (each batch as its producer compressed it).
+    pub fn compression_codec(self, name: &str) -> Result<Option<mk_log::block::Codec>> {
+        self.cluster.check_running()?;
+        let topic = self.cluster.topic(name)?;
+        let broker = self.cluster.broker_defaults();
+        Ok(topic.meta.config.compression(&broker).map(|c| c.codec))
+    }
+
     /// The topic with this id, if it exists.
     pub fn name_by_id(self, id: TopicId) -> Result<String> {
         self.cluster.check_running()?;

@@ -737,3 +737,33 @@ async fn a_kafka_fetch_checks_frame_crcs_after_the_lock_and_damage_takes_the_par
     assert_eq!(c.lifecycle().state(), LifecycleState::Running);
     c.lifecycle().close().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_follower_copy_checks_frames_after_the_lock_and_damage_takes_the_partition_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_000);
+    let c = open_with(dir.path(), &clock, |c| {
+        let mut c = small_segments(c);
+        c.broker_ids = vec![1, 2];
+        c
+    });
+    c.topics().create("r", 1, 2).unwrap();
+    c.topics().create("s", 1, 2).unwrap();
+    for i in 0..60 {
+        put(&c, &tp("r", 0), &format!("r-value-{i:04}")).await;
+    }
+    put(&c, &tp("s", 0), "s-value").await;
+    // The leader's closed first segment is damaged before its follower
+    // copied it: the frames are located under the partition lock, their
+    // CRCs checked after it, and the damage found then takes the
+    // partition offline as a checked read under the lock would.
+    flip_byte_in_first_segment(dir.path(), &tp("r", 0));
+    let e = c.steps().replicate_all_once().unwrap_err();
+    assert_eq!(e.code(), ErrorCode::StorageError, "{e}");
+    let described = c.topics().describe("r").unwrap();
+    assert!(described.partitions[0].damaged.is_some(), "{described:?}");
+    // The other partition's follower copied its batch: the HW moved.
+    assert_eq!(c.data().visible_end(&tp("s", 0)).unwrap(), 1);
+    assert_eq!(c.lifecycle().state(), LifecycleState::Running);
+    c.lifecycle().close().await.unwrap();
+}

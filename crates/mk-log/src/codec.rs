@@ -121,7 +121,6 @@ pub fn encode(batch: &RecordBatch) -> Result<Bytes> {
 /// Encodes an assigned batch, appending the frame to `out`. On error `out`
 /// is left as it was. A batch that kept its producer's block is written as
 /// a version 2 frame around that block, any other as version 1.
-#[allow(clippy::too_many_lines, reason = "split pending (issue 22)")]
 pub fn encode_into(batch: &RecordBatch, out: &mut Vec<u8>) -> Result<()> {
     let base_offset = batch
         .base_offset()
@@ -135,6 +134,27 @@ pub fn encode_into(batch: &RecordBatch, out: &mut Vec<u8>) -> Result<()> {
         return block.encode_into(out);
     }
     batch.validate()?;
+    let start = out.len();
+    let total = encoded_len(batch);
+    out.reserve(total);
+    if let Err(e) = encode_v1_into(batch, base_offset, total, out) {
+        out.truncate(start);
+        return Err(e);
+    }
+    debug_assert_eq!(out.len() - start, total);
+    let crc = crc32c::crc32c(&out[start + FRAME_HEADER_BYTES..]);
+    out[start + 8..start + 12].copy_from_slice(&crc.to_be_bytes());
+    Ok(())
+}
+
+/// Appends a validated batch's version 1 frame of `total` bytes, its CRC
+/// left zero; on error the caller cuts what was appended.
+fn encode_v1_into(
+    batch: &RecordBatch,
+    base_offset: i64,
+    total: usize,
+    out: &mut Vec<u8>,
+) -> Result<()> {
     let epoch = u32::try_from(batch.leader_epoch()).map_err(|_| {
         LogError::InvalidRecord(format!(
             "an assigned batch has a leader epoch >= 0, got {}",
@@ -145,59 +165,51 @@ pub fn encode_into(batch: &RecordBatch, out: &mut Vec<u8>) -> Result<()> {
     let txn_id_len = u16_len(txn_id.len(), "transactional id")?;
     let record_count = u32::try_from(batch.records().len())
         .map_err(|_| LogError::InvalidRecord("too many records".into()))?;
-    let total = encoded_len(batch);
     let payload_len = u32::try_from(total - FRAME_HEADER_BYTES).map_err(|_| {
         LogError::InvalidRecord(format!("a batch of {total} bytes is too large to encode"))
     })?;
-
-    let start = out.len();
-    out.reserve(total);
-    let result = (|| {
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&payload_len.to_be_bytes());
-        out.extend_from_slice(&[0; 4]); // CRC, filled in below.
-        out.push(crate::record::FORMAT_VERSION);
-        out.extend_from_slice(&base_offset.to_be_bytes());
-        out.extend_from_slice(&epoch.to_be_bytes());
-        let p = batch.producer();
-        out.extend_from_slice(&p.producer_id.to_be_bytes());
-        out.extend_from_slice(&p.producer_epoch.to_be_bytes());
-        out.extend_from_slice(&p.base_sequence.to_be_bytes());
-        out.push(flags_of(batch));
-        out.extend_from_slice(&batch.last_offset_delta().to_be_bytes());
-        out.extend_from_slice(&txn_id_len.to_be_bytes());
-        out.extend_from_slice(&record_count.to_be_bytes());
-        out.extend_from_slice(txn_id);
-        for (delta, r) in batch.offset_deltas().iter().zip(batch.records()) {
-            out.extend_from_slice(&delta.to_be_bytes());
-            out.extend_from_slice(&r.timestamp_ms.to_be_bytes());
-            out.extend_from_slice(&i32_len(r.key.as_ref(), "key")?.to_be_bytes());
-            out.extend_from_slice(&i32_len(r.value.as_ref(), "value")?.to_be_bytes());
-            out.extend_from_slice(&u16_len(r.headers.len(), "header count")?.to_be_bytes());
-            if let Some(k) = &r.key {
-                out.extend_from_slice(k);
-            }
-            if let Some(v) = &r.value {
-                out.extend_from_slice(v);
-            }
-            for h in &r.headers {
-                out.extend_from_slice(&u16_len(h.key.len(), "header key")?.to_be_bytes());
-                out.extend_from_slice(h.key.as_bytes());
-                out.extend_from_slice(&i32_len(h.value.as_ref(), "header value")?.to_be_bytes());
-                if let Some(v) = &h.value {
-                    out.extend_from_slice(v);
-                }
-            }
-        }
-        Ok(())
-    })();
-    if let Err(e) = result {
-        out.truncate(start);
-        return Err(e);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&payload_len.to_be_bytes());
+    out.extend_from_slice(&[0; 4]); // CRC, filled in by the caller.
+    out.push(crate::record::FORMAT_VERSION);
+    out.extend_from_slice(&base_offset.to_be_bytes());
+    out.extend_from_slice(&epoch.to_be_bytes());
+    let p = batch.producer();
+    out.extend_from_slice(&p.producer_id.to_be_bytes());
+    out.extend_from_slice(&p.producer_epoch.to_be_bytes());
+    out.extend_from_slice(&p.base_sequence.to_be_bytes());
+    out.push(flags_of(batch));
+    out.extend_from_slice(&batch.last_offset_delta().to_be_bytes());
+    out.extend_from_slice(&txn_id_len.to_be_bytes());
+    out.extend_from_slice(&record_count.to_be_bytes());
+    out.extend_from_slice(txn_id);
+    for (delta, r) in batch.offset_deltas().iter().zip(batch.records()) {
+        encode_v1_record(*delta, r, out)?;
     }
-    debug_assert_eq!(out.len() - start, total);
-    let crc = crc32c::crc32c(&out[start + FRAME_HEADER_BYTES..]);
-    out[start + 8..start + 12].copy_from_slice(&crc.to_be_bytes());
+    Ok(())
+}
+
+/// Appends one record of a version 1 frame.
+fn encode_v1_record(delta: i32, r: &Record, out: &mut Vec<u8>) -> Result<()> {
+    out.extend_from_slice(&delta.to_be_bytes());
+    out.extend_from_slice(&r.timestamp_ms.to_be_bytes());
+    out.extend_from_slice(&i32_len(r.key.as_ref(), "key")?.to_be_bytes());
+    out.extend_from_slice(&i32_len(r.value.as_ref(), "value")?.to_be_bytes());
+    out.extend_from_slice(&u16_len(r.headers.len(), "header count")?.to_be_bytes());
+    if let Some(k) = &r.key {
+        out.extend_from_slice(k);
+    }
+    if let Some(v) = &r.value {
+        out.extend_from_slice(v);
+    }
+    for h in &r.headers {
+        out.extend_from_slice(&u16_len(h.key.len(), "header key")?.to_be_bytes());
+        out.extend_from_slice(h.key.as_bytes());
+        out.extend_from_slice(&i32_len(h.value.as_ref(), "header value")?.to_be_bytes());
+        if let Some(v) = &h.value {
+            out.extend_from_slice(v);
+        }
+    }
     Ok(())
 }
 

@@ -62,7 +62,8 @@ pub use config::{CleanerConfig, LogConfig};
 pub use error::{LogError, RecordError, Result};
 pub use flush::{FlushPlan, SyncedFlush};
 pub use log::{
-    AppendInfo, Fetched, FrameOrigin, LogRecord, PartitionLog, SegmentInfo, StoredBatch,
+    AppendInfo, CheckedFrame, Fetched, FrameOrigin, LogRecord, PartitionLog, SegmentInfo,
+    StoredBatch,
 };
 pub use log_start::LOG_START_FILE;
 /// The storage seam the log writes through, re-exported because its types

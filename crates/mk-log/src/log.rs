@@ -75,6 +75,38 @@ pub struct FrameOrigin {
     pub position: u64,
 }
 
+/// A stored batch whose frame CRC is checked and whose max timestamp is
+/// known: what a follower appends under the partition lock after the
+/// record work ([`CheckedFrame::of`]) was done outside it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckedFrame {
+    batch: StoredBatch,
+    max_timestamp: i64,
+}
+
+impl CheckedFrame {
+    /// Checks `batch`'s frame CRC (when it was read unchecked) and reads
+    /// its max timestamp: from the header of a version 2 frame, by
+    /// decoding the records of a version 1 frame. Damage is the storage
+    /// error a checked read of the frame gives.
+    pub fn of(batch: StoredBatch) -> Result<CheckedFrame> {
+        batch.check()?;
+        let max_timestamp = if block::frame_version(&batch.frame) == Some(block::BLOCK_VERSION) {
+            block::located(&batch.frame)?.max_timestamp()
+        } else {
+            batch.decode()?.max_timestamp_ms()
+        };
+        Ok(CheckedFrame {
+            batch,
+            max_timestamp,
+        })
+    }
+
+    pub fn batch(&self) -> &StoredBatch {
+        &self.batch
+    }
+}
+
 impl StoredBatch {
     /// Checks the frame CRC of a batch read by
     /// [`PartitionLog::locate_batches`] (the caller does it after releasing
@@ -535,6 +567,15 @@ impl PartitionLog {
         self.check_next(Some(header.base_offset))?;
         let max_ts = frame_max_timestamp(&batch.frame, &header)?;
         self.write_frame(&batch.frame, &header, max_ts)
+    }
+
+    /// [`Self::append_replica_frame`] for a frame checked outside the
+    /// partition lock: only its base offset is compared with the LEO here.
+    pub fn append_checked_frame(&mut self, checked: &CheckedFrame) -> Result<AppendInfo> {
+        self.check_writable()?;
+        let batch = &checked.batch;
+        self.check_next(Some(batch.header.base_offset))?;
+        self.write_frame(&batch.frame, &batch.header, checked.max_timestamp)
     }
 
     /// Appends a producer's block batch as a version 2 frame: assigns base
@@ -1120,17 +1161,20 @@ impl PartitionLog {
         start: u64,
         f: impl FnMut(u64, StoredBatch) -> Result<ControlFlow<()>>,
     ) -> Result<ControlFlow<()>> {
-        self.scan_segment_with(i, start, true, f)
+        self.scan_segment_with(i, start, true, None, f)
     }
 
     /// [`Self::scan_segment`]; with `checked` false the frames' CRCs are
     /// left to the caller ([`StoredBatch::check`]): magic, length and
-    /// header are still checked.
+    /// header are still checked. `want` is about how many bytes the caller
+    /// expects to visit (a fetch's limit): the first read is sized to it,
+    /// so a small fetch reads a few KiB, not a whole chunk.
     fn scan_segment_with(
         &self,
         i: usize,
         start: u64,
         checked: bool,
+        want: Option<usize>,
         mut f: impl FnMut(u64, StoredBatch) -> Result<ControlFlow<()>>,
     ) -> Result<ControlFlow<()>> {
         let seg = &self.segments[i];
@@ -1148,6 +1192,9 @@ impl PartitionLog {
         let max = self.config.max_batch_bytes;
         let origin: Option<Arc<Path>> = (!checked).then(|| Arc::from(path.as_path()));
         let mut frames = FrameReader::new(file, &path, start, seg.size, max);
+        if let Some(want) = want {
+            frames = frames.with_first_read(want);
+        }
         while let Some((pos, frame)) = frames.next_frame().map_err(|e| e.into_storage(&path))? {
             let header = if checked {
                 codec::decode_header(&frame, max)
@@ -1179,7 +1226,7 @@ impl PartitionLog {
         end: i64,
         f: impl FnMut(StoredBatch) -> Result<ControlFlow<()>>,
     ) -> Result<()> {
-        self.scan_with(offset, end, true, f)
+        self.scan_with(offset, end, true, None, f)
     }
 
     /// [`Self::scan`], the frame CRCs checked or left to the caller.
@@ -1188,6 +1235,7 @@ impl PartitionLog {
         offset: i64,
         end: i64,
         checked: bool,
+        want: Option<usize>,
         mut f: impl FnMut(StoredBatch) -> Result<ControlFlow<()>>,
     ) -> Result<()> {
         let first = self.segment_index_for(offset);
@@ -1201,7 +1249,17 @@ impl PartitionLog {
             } else {
                 0
             };
-            let flow = self.scan_segment_with(i, start, checked, |_, b| {
+            // The first segment is read from the index entry at or before
+            // `offset`: up to an index interval (and a batch) before it.
+            let want = want.map(|w| {
+                let behind = if i == first {
+                    usize::try_from(self.config.index_interval_bytes).unwrap_or(usize::MAX)
+                } else {
+                    0
+                };
+                w.saturating_add(behind)
+            });
+            let flow = self.scan_segment_with(i, start, checked, want, |_, b| {
                 if b.header.next_offset() <= offset {
                     return Ok(ControlFlow::Continue(()));
                 }
@@ -1326,7 +1384,7 @@ impl PartitionLog {
             return Ok(out);
         }
         let mut total = 0usize;
-        self.scan_with(offset, end, checked, |b| {
+        self.scan_with(offset, end, checked, Some(max_bytes), |b| {
             if !out.is_empty() && total + b.size() > max_bytes {
                 return Ok(ControlFlow::Break(()));
             }

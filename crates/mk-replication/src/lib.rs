@@ -71,9 +71,9 @@ pub use identity::{IDENTITY_FILE, ProducerIdentity, ProducerIdentityStore};
 pub use producer_state::{BatchMetadata, MAX_RETAINED_BATCHES, ProducerEntry};
 pub use replica::{ReplicaRole, replica_dir};
 pub use replica_set::{
-    ActiveProducer, CheckpointPlan, DELETE_TO_HIGH_WATERMARK, FollowerFetch, LeaderAndEpoch,
-    PartitionAssignment, PartitionReplicaSet, Reassignment, SettledPlacement, SyncedCheckpoint,
-    check_target, remove_replica_dirs,
+    ActiveProducer, CheckedCopy, CheckpointPlan, DELETE_TO_HIGH_WATERMARK, FollowerCopy,
+    FollowerFetch, LeaderAndEpoch, PartitionAssignment, PartitionReplicaSet, Reassignment,
+    SettledPlacement, SyncedCheckpoint, check_target, remove_replica_dirs,
 };
 
 #[cfg(test)]

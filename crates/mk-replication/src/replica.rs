@@ -8,7 +8,7 @@ use crate::error::{BrokerId, Result};
 use crate::hw_checkpoint;
 use crate::producer_state::{self, ProducerStateMap, Registrations, Snapshot};
 use mk_core::TopicPartition;
-use mk_log::{AppendInfo, LogConfig, LogError, PartitionLog, RecordBatch, StoredBatch};
+use mk_log::{AppendInfo, CheckedFrame, LogConfig, LogError, PartitionLog, RecordBatch};
 use mk_storage::{StorageError, fsutil};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -115,7 +115,8 @@ impl Replica {
     /// new epoch first extends the epoch cache (persisted before the data,
     /// so a crash in between only leaves an entry at the LEO, which open
     /// drops).
-    pub(crate) fn append_fetched(&mut self, batch: &StoredBatch) -> Result<()> {
+    pub(crate) fn append_fetched(&mut self, checked: &CheckedFrame) -> Result<()> {
+        let batch = checked.batch();
         let epoch = batch.header.leader_epoch;
         let latest = self.epochs.latest().map(|e| e.epoch);
         assert!(
@@ -127,7 +128,7 @@ impl Replica {
         if latest.is_none_or(|l| epoch > l) {
             self.epochs.assign(epoch, batch.base_offset())?;
         }
-        self.log.append_replica_frame(batch)?;
+        self.log.append_checked_frame(checked)?;
         self.producers.observe(&batch.header);
         Ok(())
     }
@@ -147,7 +148,9 @@ impl Replica {
                 // differently in the same epoch): cut at our own boundary
                 // below it and let the fetch copy the rest.
                 let containing = self.log.read_batches(target, 1, None)?;
-                let boundary = containing.first().map_or(target, StoredBatch::base_offset);
+                let boundary = containing
+                    .first()
+                    .map_or(target, mk_log::StoredBatch::base_offset);
                 self.log.truncate_to(boundary)?;
                 boundary
             }

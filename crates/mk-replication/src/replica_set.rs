@@ -6,10 +6,12 @@
 //! (`replicate_all_once`, `refresh_isr`, `checkpoint`) and time comes from
 //! the injected clock.
 
+mod copy;
 mod flush;
 mod log_start;
 mod reassign;
 
+pub use copy::{CheckedCopy, FollowerCopy};
 pub use flush::{CheckpointPlan, SyncedCheckpoint};
 pub use log_start::DELETE_TO_HIGH_WATERMARK;
 pub use reassign::{Reassignment, SettledPlacement, check_target, remove_replica_dirs};
@@ -604,19 +606,15 @@ impl PartitionReplicaSet {
     /// reconciles if it has not done so in the current epoch and then
     /// copies whole batches from its LEO (at most `replica_fetch_max_bytes`,
     /// at least one batch); then the ISR and the HW are recomputed.
+    /// A broker does the same in three steps, the middle one without the
+    /// partition lock (see `copy.rs`).
     pub fn replicate_all_once(&mut self) -> Result<Vec<FollowerFetch>> {
-        let followers: Vec<BrokerId> = self
-            .replicas
-            .iter()
-            .filter(|(_, r)| r.role == ReplicaRole::Follower)
-            .map(|(b, _)| *b)
-            .collect();
-        let mut fetches = Vec::with_capacity(followers.len());
-        for broker in followers {
-            fetches.push(self.fetch_into(broker)?);
-        }
-        self.refresh_isr();
-        Ok(fetches)
+        let copies = self.locate_follower_copies()?;
+        let checked = copies
+            .into_iter()
+            .map(FollowerCopy::check)
+            .collect::<Result<Vec<_>>>()?;
+        self.apply_follower_copies(checked)
     }
 
     /// The name spec 02 also uses for [`Self::replicate_all_once`].
@@ -642,9 +640,9 @@ impl PartitionReplicaSet {
                 )));
             }
         }
-        let fetch = self.fetch_into(broker)?;
-        self.refresh_isr();
-        Ok(fetch)
+        let copy = self.locate_copy(broker)?.check()?;
+        let mut fetches = self.apply_follower_copies(vec![copy])?;
+        Ok(fetches.pop().expect("one copy, one fetch"))
     }
 
     /// Recomputes the ISR: a follower is in sync iff it is online, has
@@ -676,69 +674,6 @@ impl PartitionReplicaSet {
         }
         self.advance_high_watermark();
         self.check_invariants();
-    }
-
-    /// Reconciles (when needed) and fetches for one follower.
-    fn fetch_into(&mut self, broker: BrokerId) -> Result<FollowerFetch> {
-        let mut report = FollowerFetch {
-            broker,
-            truncated_to: None,
-            reset_to: None,
-            batches: 0,
-            bytes: 0,
-            log_end_offset: 0,
-        };
-        if self.replica(broker)?.reconciled_epoch != Some(self.leader_epoch) {
-            self.reconcile(broker, &mut report)?;
-            self.replica_mut(broker).reconciled_epoch = Some(self.leader_epoch);
-        }
-        let leader_start = self.leader().log.log_start_offset();
-        if self.replica(broker)?.leo() < leader_start {
-            // From the start of the leader's batch holding its log start
-            // (DeleteRecords can put it inside a batch), so the follower's
-            // log is a run of the leader's whole batches.
-            let from = self.leader_batch_start(leader_start)?;
-            self.reset_follower(broker, from, &mut report)?;
-        }
-        let batches = loop {
-            let from = self.replica(broker)?.leo();
-            let leader = self.leader();
-            assert!(
-                from <= leader.leo(),
-                "{}: follower {broker} at {from} is ahead of the leader's LEO {} after reconciliation",
-                self.tp,
-                leader.leo()
-            );
-            // A follower reset to the start of the batch holding the
-            // leader's log start reads that batch by the start itself.
-            let at = from.max(leader.log.log_start_offset());
-            let batches = leader
-                .log
-                .read_batches(at, self.config.replica_fetch_max_bytes, None)?;
-            match batches.first() {
-                // The follower ends inside one of the leader's batches: the
-                // two logs were batched differently in the same epoch (only
-                // a leader that lost an unflushed tail and rewrote it can do
-                // that). Cut back to that batch's start and try again; the
-                // follower's LEO shrinks every round.
-                Some(first) if first.base_offset() < from => {
-                    let target = first.base_offset();
-                    self.truncate_follower(broker, target, &mut report)?;
-                }
-                _ => break batches,
-            }
-        };
-        let now = self.clock.now_ms();
-        let follower = self.replica_mut(broker);
-        for b in &batches {
-            follower.append_fetched(b)?;
-            report.batches += 1;
-            report.bytes += b.size();
-        }
-        follower.last_fetch_ms = now;
-        report.log_end_offset = follower.leo();
-        self.follow_log_start(broker)?;
-        Ok(report)
     }
 
     /// The base offset of the leader's batch that holds `offset` (`offset`

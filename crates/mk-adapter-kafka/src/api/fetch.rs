@@ -24,7 +24,7 @@ use crate::messages::fetch::{
 use crate::records;
 use bytes::{Bytes, BytesMut};
 use mk_cluster::{
-    BatchFetch, Isolation, PartitionBatches, PartitionFetch, TopicId, TopicPartition,
+    BatchFetch, FetchedBatch, Isolation, PartitionBatches, PartitionFetch, TopicId, TopicPartition,
 };
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -159,7 +159,14 @@ pub async fn handle_fetch(ctx: &Ctx<'_>, req: FetchRequest) -> FetchResponse {
     match results {
         Ok(results) => {
             for r in results {
-                let p = partition(ctx, &r, isolation, &mut hints);
+                let p = if zstd_before_v10(ctx, &r) {
+                    failed(
+                        r.tp.partition as i32,
+                        KafkaCode::UNSUPPORTED_COMPRESSION_TYPE,
+                    )
+                } else {
+                    partition(ctx, &r, isolation, &mut hints)
+                };
                 topics.push(&r.tp.topic, None, p);
             }
         }
@@ -180,6 +187,23 @@ pub async fn handle_fetch(ctx: &Ctx<'_>, req: FetchRequest) -> FetchResponse {
         node_endpoints: endpoints(&hints),
         ..FetchResponse::default()
     }
+}
+
+/// Kafka's rule from KIP-110: zstd needs Fetch v10, so an older request
+/// is answered UNSUPPORTED_COMPRESSION_TYPE for a partition of a topic
+/// that stores zstd (as Kafka decides it) or whose answer holds a zstd
+/// batch (which the client could not read).
+fn zstd_before_v10(ctx: &Ctx<'_>, r: &PartitionBatches) -> bool {
+    use mk_cluster::block::Codec;
+    if ctx.version() >= 10 || r.error.is_some() {
+        return false;
+    }
+    let zstd_batch = r
+        .batches
+        .iter()
+        .any(|b| matches!(b, FetchedBatch::Block(b) if b.codec() == Codec::Zstd));
+    zstd_batch
+        || ctx.cluster.topics().compression_codec(&r.tp.topic).ok() == Some(Some(Codec::Zstd))
 }
 
 /// One partition's answer; a leadership error from v16 on carries the

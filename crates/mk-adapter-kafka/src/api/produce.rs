@@ -10,13 +10,14 @@
 use super::Ctx;
 use super::metadata::leader_hint;
 use super::txn::PRODUCE_ABORTABLE_FROM;
+use crate::compression::Codec;
 use crate::errors::{self, KafkaCode};
 use crate::messages::init_producer_id::{InitProducerIdRequest, InitProducerIdResponse};
 use crate::messages::produce::{
     BatchIndexAndErrorMessage, LeaderIdAndEpoch, NodeEndpoint, PartitionProduceData,
     PartitionProduceResponse, ProduceRequest, ProduceResponse, TopicProduceResponse,
 };
-use crate::records::{DecodeLimits, decode_produced};
+use crate::records::{self, DecodeLimits, decode_produced};
 use mk_cluster::{
     AckMode, ClusterError, ErrorCode, PendingAppend, ProduceResult, TopicPartition, TxnVersion,
 };
@@ -113,6 +114,9 @@ fn submit(
             "the partition carries no records".into(),
         ));
     };
+    if let Some(refused) = zstd_before_v7(ctx, topic, p.index, records) {
+        return Step::Done(refused);
+    }
     let limits = DecodeLimits {
         max_uncompressed_bytes: c.config().max_batch_bytes as usize,
     };
@@ -151,6 +155,33 @@ fn submit(
         },
         Err(e) => Step::Done(from_error(p.index, &e)),
     }
+}
+
+/// Kafka's rule from KIP-110: zstd needs Produce v7, so an older request
+/// carrying a zstd batch, or writing to a topic that stores zstd, is
+/// UNSUPPORTED_COMPRESSION_TYPE for that partition.
+fn zstd_before_v7(
+    ctx: &Ctx<'_>,
+    topic: &str,
+    index: i32,
+    records: &bytes::Bytes,
+) -> Option<PartitionProduceResponse> {
+    if ctx.version() >= 7 {
+        return None;
+    }
+    let zstd_batch = records::produced_codec(records) == Some(Codec::Zstd);
+    let zstd_topic =
+        ctx.cluster.topics().compression_codec(topic).ok()? == Some(mk_cluster::block::Codec::Zstd);
+    (zstd_batch || zstd_topic).then(|| {
+        failed(
+            index,
+            KafkaCode::UNSUPPORTED_COMPRESSION_TYPE,
+            format!(
+                "Produce requests with version {} are not allowed to use ZStandard compression",
+                ctx.version()
+            ),
+        )
+    })
 }
 
 async fn complete(ctx: &Ctx<'_>, step: Step, timeout: Duration) -> PartitionProduceResponse {
