@@ -131,16 +131,39 @@ def _str(s: str) -> bytes:
     return struct.pack(">h", len(raw)) + raw
 
 
-def fetched_batch_codecs(bootstrap: str, topic: str, partition: int = 0, offset: int = 0) -> list[int]:
+class FetchError(ValueError):
+    """A partition's error code in a Fetch answer."""
+
+    def __init__(self, code: int):
+        super().__init__(f"fetch answered error {code}")
+        self.code = code
+
+
+def fetched_batch_codecs(bootstrap: str, topic: str, partition: int = 0, offset: int = 0, version: int = 10) -> list[int]:
     """The codec (attributes bits 0-2: 0 none, 1 gzip, 2 snappy, 3 lz4, 4
-    zstd) of every complete record batch one Fetch v4 of `topic`'s
-    `partition` from `offset` returns (up to 8 MiB)."""
+    zstd) of every complete record batch one Fetch (v4, or v10, the first
+    that may carry zstd) of `topic`'s `partition` from `offset` returns (up
+    to 8 MiB); a partition error raises FetchError."""
+    if version not in (4, 10):
+        raise ValueError(f"Fetch v{version} is not spelled here")
     max_bytes = 8 << 20
     body = struct.pack(">iiiib", -1, 1000, 1, max_bytes, 0)
+    if version >= 7:
+        body += struct.pack(">ii", 0, -1)  # no fetch session
     body += struct.pack(">i", 1) + _str(topic) + struct.pack(">i", 1)
-    body += struct.pack(">iqi", partition, offset, max_bytes)
-    r = _Reader(_call(bootstrap, FETCH, 4, body, flexible=False))
+    if version >= 9:
+        body += struct.pack(">iiqqi", partition, -1, offset, -1, max_bytes)
+    else:
+        body += struct.pack(">iqi", partition, offset, max_bytes)
+    if version >= 7:
+        body += struct.pack(">i", 0)  # forgotten topics
+    r = _Reader(_call(bootstrap, FETCH, version, body, flexible=False))
     r.take(4)  # throttle_time_ms
+    if version >= 7:
+        (code,) = struct.unpack(">h", r.take(2))
+        if code != 0:
+            raise FetchError(code)
+        r.take(4)  # session_id
     (topics,) = struct.unpack(">i", r.take(4))
     codecs: list[int] = []
     for _ in range(topics):
@@ -149,8 +172,10 @@ def fetched_batch_codecs(bootstrap: str, topic: str, partition: int = 0, offset:
         (partitions,) = struct.unpack(">i", r.take(4))
         for _ in range(partitions):
             _, code, _, _ = struct.unpack(">ihqq", r.take(22))
+            if version >= 5:
+                r.take(8)  # log_start_offset
             if code != 0:
-                raise ValueError(f"fetch answered error {code}")
+                raise FetchError(code)
             (aborted,) = struct.unpack(">i", r.take(4))
             r.take(16 * max(aborted, 0))
             (size,) = struct.unpack(">i", r.take(4))
