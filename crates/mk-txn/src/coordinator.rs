@@ -572,13 +572,8 @@ impl TransactionCoordinator {
         producer: ProducerInfo,
         tp: &TopicPartition,
     ) -> Result<()> {
-        self.check_running()?;
-        let entry = self.known(txn_id, producer.producer_id)?;
+        let entry = self.batch_entry(txn_id, producer)?;
         let meta = &entry.meta;
-        if producer.producer_epoch != meta.producer_epoch {
-            let reason = epoch_mismatch_reason(producer.producer_epoch, meta.producer_epoch);
-            return Err(TxnError::bad_epoch(txn_id, reason));
-        }
         if meta.state.prepared().is_some() {
             // Decided: no batch may follow the marker (the partition lock
             // orders them), and none may begin a transaction.
@@ -870,6 +865,21 @@ impl TransactionCoordinator {
     }
 
     /// The entry of `txn_id` if it belongs to `producer_id`.
+    /// The entry a transactional batch of `producer` writes under: the
+    /// coordinator running, the id known under the batch's producer id
+    /// (INVALID_PRODUCER_ID_MAPPING) and at its epoch
+    /// (INVALID_PRODUCER_EPOCH). Both protocols' append checks start here.
+    fn batch_entry(&self, txn_id: &str, producer: ProducerInfo) -> Result<&Entry> {
+        self.check_running()?;
+        let entry = self.known(txn_id, producer.producer_id)?;
+        let epoch = entry.meta.producer_epoch;
+        if producer.producer_epoch != epoch {
+            let reason = epoch_mismatch_reason(producer.producer_epoch, epoch);
+            return Err(TxnError::bad_epoch(txn_id, reason));
+        }
+        Ok(entry)
+    }
+
     fn known(&self, txn_id: &str, producer_id: i64) -> Result<&Entry> {
         let entry = self.txns.get(txn_id).ok_or_else(|| {
             TxnError::mapping(

@@ -21,7 +21,7 @@
 //! behaviour of `coordinator.rs`: one epoch per session.
 
 use super::{Entry, TransactionCoordinator, begun, check_not_abort_only, completing};
-use super::{MAX_PRODUCER_EPOCH, epoch_mismatch, epoch_mismatch_reason};
+use super::{MAX_PRODUCER_EPOCH, epoch_mismatch};
 use crate::error::{Result, TxnError};
 use crate::plan::CompletionPlan;
 use crate::state::{Outcome, TxnMetadata, TxnState};
@@ -143,13 +143,8 @@ impl TransactionCoordinator {
         producer: ProducerInfo,
         tp: &TopicPartition,
     ) -> Result<()> {
-        self.check_running()?;
-        let entry = self.known(txn_id, producer.producer_id)?;
+        let entry = self.batch_entry(txn_id, producer)?;
         let meta = &entry.meta;
-        if producer.producer_epoch != meta.producer_epoch {
-            let reason = epoch_mismatch_reason(producer.producer_epoch, meta.producer_epoch);
-            return Err(TxnError::bad_epoch(txn_id, reason));
-        }
         if meta.state == TxnState::Ongoing && meta.partitions.contains(tp) {
             return Ok(());
         }
