@@ -12,8 +12,8 @@ use mk_cluster::metadata::MetadataStore;
 mod common;
 
 use common::{
-    alter_topic, b, commit_value, dir_and_clock, fresh_cluster, open, open_with, produced_block,
-    send_value, set, tp,
+    alter_topic, b, commit_value, dir_and_clock, fresh_cluster, kept_block, open, open_with,
+    produced_block, send_value, set, tp,
 };
 use mk_cluster::*;
 use std::collections::BTreeMap;
@@ -1147,21 +1147,13 @@ async fn a_fetch_sends_a_producers_block_as_stored_without_decoding_a_record() {
 
 /// An opaque kept block (records never decoded) with these timestamps.
 fn opaque_block(first_timestamp: i64, max_timestamp: i64, len: usize) -> block::BlockBatch {
-    block::BlockBatch::new(block::BlockParts {
-        base_offset: 0,
-        leader_epoch: 0,
-        producer: ProducerInfo::NONE,
-        transactional_id: None,
-        control: None,
-        last_offset_delta: 0,
-        record_count: 1,
-        codec: block::Codec::Zstd,
-        timestamp_type: block::TimestampType::CreateTime,
-        first_timestamp,
-        max_timestamp,
-        block: bytes::Bytes::from(vec![7u8; len]),
-    })
-    .unwrap()
+    let block = bytes::Bytes::from(vec![7u8; len]);
+    kept_block(
+        block::Codec::Zstd,
+        1,
+        (first_timestamp, max_timestamp),
+        block,
+    )
 }
 
 #[tokio::test]

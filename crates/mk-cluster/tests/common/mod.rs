@@ -117,19 +117,35 @@ pub fn produced_block(records: &[Record], codec: block::Codec) -> block::BlockBa
     let deltas: Vec<i32> = (0..i32::try_from(records.len()).unwrap()).collect();
     let first = records[0].timestamp_ms;
     let body = mk_log::block_records::encode_records(records, &deltas, first);
+    kept_block(
+        codec,
+        u32::try_from(records.len()).unwrap(),
+        (first, records.iter().map(|r| r.timestamp_ms).max().unwrap()),
+        mk_log::block_records::compress(block::Compression::of(codec), &body).unwrap(),
+    )
+}
+
+/// A kept block of `record_count` records in `codec` (base offset 0, no
+/// producer), with its first and max timestamps, holding `block` as is.
+pub fn kept_block(
+    codec: block::Codec,
+    record_count: u32,
+    (first_timestamp, max_timestamp): (i64, i64),
+    block: bytes::Bytes,
+) -> block::BlockBatch {
     block::BlockBatch::new(block::BlockParts {
         base_offset: 0,
         leader_epoch: 0,
         producer: ProducerInfo::NONE,
         transactional_id: None,
         control: None,
-        last_offset_delta: i32::try_from(deltas.len()).unwrap() - 1,
-        record_count: u32::try_from(records.len()).unwrap(),
+        last_offset_delta: i32::try_from(record_count).unwrap() - 1,
+        record_count,
         codec,
         timestamp_type: block::TimestampType::CreateTime,
-        first_timestamp: first,
-        max_timestamp: records.iter().map(|r| r.timestamp_ms).max().unwrap(),
-        block: mk_log::block_records::compress(block::Compression::of(codec), &body).unwrap(),
+        first_timestamp,
+        max_timestamp,
+        block,
     })
     .unwrap()
 }
