@@ -477,6 +477,16 @@ fn fetch_from_start(tps: Vec<TopicPartition>) -> BatchFetch {
     }
 }
 
+/// `damaged-0` is described as damaged and counted in the stats, and
+/// `healthy-0` is not.
+fn assert_only_damaged(c: &BrokerCluster, damaged: &str, healthy: &str) {
+    let described = c.topics().describe(damaged).unwrap();
+    assert!(described.partitions[0].damaged.is_some(), "{described:?}");
+    let other = c.topics().describe(healthy).unwrap();
+    assert!(other.partitions[0].damaged.is_none(), "{other:?}");
+    assert_eq!(c.views().stats().unwrap().damaged_partitions, 1);
+}
+
 fn small_segments(mut c: MiniKafkaConfig) -> MiniKafkaConfig {
     c.segment_max_bytes = 1_024;
     c
@@ -539,14 +549,7 @@ async fn a_corrupt_closed_segment_takes_only_its_partition_offline() {
     // The damaged partition refuses writes too, and is reported as damaged.
     let produced = append_value(&c, &tp("c", 0), "x", 1).await.unwrap_err();
     assert_eq!(produced.code(), ErrorCode::StorageError);
-    let described = c.topics().describe("c").unwrap();
-    assert!(described.partitions[0].damaged.is_some(), "{described:?}");
-    assert!(
-        c.topics().describe("d").unwrap().partitions[0]
-            .damaged
-            .is_none()
-    );
-    assert_eq!(c.views().stats().unwrap().damaged_partitions, 1);
+    assert_only_damaged(&c, "c", "d");
     let health = c.lifecycle().health();
     assert_eq!(health.damaged.len(), 1);
     assert_eq!(health.damaged[0].0, tp("c", 0));
@@ -764,6 +767,75 @@ async fn a_follower_copy_checks_frames_after_the_lock_and_damage_takes_the_parti
     assert!(described.partitions[0].damaged.is_some(), "{described:?}");
     // The other partition's follower copied its batch: the HW moved.
     assert_eq!(c.data().visible_end(&tp("s", 0)).unwrap(), 1);
+    assert_eq!(c.lifecycle().state(), LifecycleState::Running);
+    c.lifecycle().close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_share_fetch_checks_frame_crcs_after_the_lock_and_damage_takes_the_partition_offline() {
+    let (dir, clock) = one_damaged_one_healthy("sq", "sh", false).await;
+    let c = open_with(dir.path(), &clock, small_segments);
+    let settings = GroupSettings {
+        share_auto_offset_reset: Some(ShareAutoOffsetReset::Earliest),
+        ..GroupSettings::default()
+    };
+    c.groups().set_settings("sg", settings).unwrap();
+    let joined = c
+        .groups()
+        .share_heartbeat(ShareHeartbeat {
+            group_id: "sg".into(),
+            member_id: "m".into(),
+            subscribed_topic_names: Some(vec!["sq".into(), "sh".into()]),
+            ..ShareHeartbeat::default()
+        })
+        .unwrap();
+    assert_eq!(
+        joined.assignment.map(|mut a| {
+            a.sort();
+            a
+        }),
+        Some(vec![tp("sh", 0), tp("sq", 0)])
+    );
+    // A ShareFetch locates the frames under the partition lock and checks
+    // their CRCs after it: the flipped byte fails the damaged partition, as
+    // a Kafka fetch of it would, and the healthy one is shared.
+    let req = mk_cluster::share::ShareFetchRequest {
+        group_id: "sg".into(),
+        member_id: "m".into(),
+        session_epoch: 0,
+        partitions: vec![tp("sq", 0), tp("sh", 0)],
+        forgotten: vec![],
+        acks: vec![],
+    };
+    let limits = ShareFetchLimits {
+        max_wait: std::time::Duration::ZERO,
+        max_records: 500,
+        max_bytes: 1 << 20,
+        broker: None,
+    };
+    let answer = c.groups().share_fetch(&req, limits).await.unwrap();
+    let part = |t: &str| {
+        answer
+            .partitions
+            .iter()
+            .find(|p| p.tp == tp(t, 0))
+            .unwrap_or_else(|| panic!("{t}-0 answered: {answer:?}"))
+    };
+    let damaged = part("sq");
+    let e = damaged.error.as_ref().expect("the damaged partition fails");
+    assert_eq!(e.code(), ErrorCode::StorageError, "{e}");
+    assert!(damaged.batches.is_empty() && damaged.acquired.is_empty());
+    let healthy = part("sh");
+    assert!(healthy.error.is_none(), "{:?}", healthy.error);
+    assert_eq!(healthy.batches.len(), 1);
+    assert_eq!(healthy.acquired.len(), 1);
+    assert_eq!(
+        (healthy.acquired[0].first, healthy.acquired[0].last),
+        (0, 0)
+    );
+    // The partition is offline (FAILED) and says so wherever it is looked at.
+    assert_only_damaged(&c, "sq", "sh");
+    assert_eq!(fetch_error(&c, "sq"), ErrorCode::StorageError);
     assert_eq!(c.lifecycle().state(), LifecycleState::Running);
     c.lifecycle().close().await.unwrap();
 }
