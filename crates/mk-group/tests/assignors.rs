@@ -39,16 +39,35 @@ fn mixed() -> (Subscriptions, BTreeMap<String, u32>) {
     )
 }
 
+/// The three assignors from scratch on the same mixed subscriptions.
+///
+/// - Round-robin: t1 over [a, b] with cursor 0,1,2; t2 over [a, c] with
+///   cursor 3,4; t3 over [c] with cursor 5,6.
+/// - Range: t1 has 3 over [a, b], so a gets the longer first range.
+/// - Sticky: most constrained first: t3-0, t3-1 (only c) to c; then t1-0 a,
+///   t1-1 b, t1-2 a, t2-0 a (tie with c, smaller id), t2-1 c. That leaves a
+///   with 3 and b with 1, so balancing moves a's highest movable partition,
+///   t1-2, to b. c keeps 3: both t3 partitions can only be c's.
 #[test]
-fn round_robin_golden_with_different_subscriptions() {
+fn each_assignor_golden_with_different_subscriptions() {
     let (s, n) = mixed();
-    let a = AssignorKind::RoundRobin.assign(&s, &n, &Assignment::new());
-    // t1 over [a, b] with cursor 0,1,2; t2 over [a, c] with cursor 3,4;
-    // t3 over [c] with cursor 5,6.
-    assert_eq!(
-        render(&a),
-        vec!["a: t1-0 t1-2 t2-1", "b: t1-1", "c: t2-0 t3-0 t3-1", "d:"]
-    );
+    for (kind, expected) in [
+        (
+            AssignorKind::RoundRobin,
+            ["a: t1-0 t1-2 t2-1", "b: t1-1", "c: t2-0 t3-0 t3-1", "d:"],
+        ),
+        (
+            AssignorKind::Range,
+            ["a: t1-0 t1-1 t2-0", "b: t1-2", "c: t2-1 t3-0 t3-1", "d:"],
+        ),
+        (
+            AssignorKind::Sticky,
+            ["a: t1-0 t2-0", "b: t1-1 t1-2", "c: t2-1 t3-0 t3-1", "d:"],
+        ),
+    ] {
+        let a = kind.assign(&s, &n, &Assignment::new());
+        assert_eq!(render(&a), expected, "{kind:?}");
+    }
 }
 
 #[test]
@@ -80,36 +99,11 @@ fn round_robin_shares_one_cursor_across_topics_unlike_kafka() {
 }
 
 #[test]
-fn range_golden_with_different_subscriptions() {
-    let (s, n) = mixed();
-    let a = AssignorKind::Range.assign(&s, &n, &Assignment::new());
-    // t1: 3 over [a, b] -> a gets the longer first range.
-    assert_eq!(
-        render(&a),
-        vec!["a: t1-0 t1-1 t2-0", "b: t1-2", "c: t2-1 t3-0 t3-1", "d:"]
-    );
-}
-
-#[test]
 fn range_matches_kafkas_example() {
     // Kafka's RangeAssignor docs: C0 gets t0p0, t0p1, t1p0, t1p1.
     let s = subs(&[("C0", &["t0", "t1"]), ("C1", &["t0", "t1"])]);
     let a = AssignorKind::Range.assign(&s, &counts(&[("t0", 3), ("t1", 3)]), &Assignment::new());
     assert_eq!(render(&a), vec!["C0: t0-0 t0-1 t1-0 t1-1", "C1: t0-2 t1-2"]);
-}
-
-#[test]
-fn sticky_golden_from_scratch_with_different_subscriptions() {
-    let (s, n) = mixed();
-    let a = AssignorKind::Sticky.assign(&s, &n, &Assignment::new());
-    // Most constrained first: t3-0, t3-1 (only c) to c; then t1-0 a, t1-1
-    // b, t1-2 a, t2-0 a (tie with c, smaller id), t2-1 c. That leaves a with
-    // 3 and b with 1, so balancing moves a's highest movable partition,
-    // t1-2, to b. c keeps 3: both t3 partitions can only be c's.
-    assert_eq!(
-        render(&a),
-        vec!["a: t1-0 t2-0", "b: t1-1 t1-2", "c: t2-1 t3-0 t3-1", "d:"]
-    );
 }
 
 fn six_partitions(members: &[&str]) -> (Subscriptions, BTreeMap<String, u32>) {

@@ -523,16 +523,9 @@ impl Model {
         let Some(d) = self.describe() else {
             return Some(ErrorCode::UnknownMember);
         };
-        if fenced(&d, member, instance) {
-            return Some(ErrorCode::FencedInstanceId);
-        }
-        if !d.members.iter().any(|m| m.member_id == member) {
-            return Some(ErrorCode::UnknownMember);
-        }
-        if generation != d.generation {
-            return Some(ErrorCode::IllegalGeneration);
-        }
-        (d.state == GroupState::PreparingRebalance).then_some(ErrorCode::RebalanceInProgress)
+        membership_refusal(&d, member, generation, instance).or_else(|| {
+            (d.state == GroupState::PreparingRebalance).then_some(ErrorCode::RebalanceInProgress)
+        })
     }
 
     fn commit(&mut self, c: usize) {
@@ -922,6 +915,23 @@ fn fenced(d: &GroupDescription, member: &str, instance: Option<&str>) -> bool {
     })
 }
 
+/// What a heartbeat and a commit check first, in Kafka's order: a fenced
+/// instance, an unknown member, then the generation.
+fn membership_refusal(
+    d: &GroupDescription,
+    member: &str,
+    generation: i32,
+    instance: Option<&str>,
+) -> Option<ErrorCode> {
+    if fenced(d, member, instance) {
+        return Some(ErrorCode::FencedInstanceId);
+    }
+    if !d.members.iter().any(|m| m.member_id == member) {
+        return Some(ErrorCode::UnknownMember);
+    }
+    (generation != d.generation).then_some(ErrorCode::IllegalGeneration)
+}
+
 /// The commit rule's answer, predicted from the group before the call.
 fn expected_commit(
     d: Option<&GroupDescription>,
@@ -935,14 +945,7 @@ fn expected_commit(
     if generation < 0 && d.members.is_empty() {
         return None;
     }
-    if fenced(d, member, instance) {
-        return Some(ErrorCode::FencedInstanceId);
-    }
-    if !d.members.iter().any(|m| m.member_id == member) {
-        return Some(ErrorCode::UnknownMember);
-    }
-    if generation != d.generation {
-        return Some(ErrorCode::IllegalGeneration);
-    }
-    (d.state == GroupState::CompletingRebalance).then_some(ErrorCode::RebalanceInProgress)
+    membership_refusal(d, member, generation, instance).or_else(|| {
+        (d.state == GroupState::CompletingRebalance).then_some(ErrorCode::RebalanceInProgress)
+    })
 }

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::share::{FakeLog, ShareClient, ack, share_join};
+use common::share::{FakeLog, ShareClient, ack, share_join, share_leave};
 use common::{Fixture, code, consumer_join, tp};
 use mk_core::{ErrorCode, TopicPartition};
 use mk_group::share::{AckBatch, AckType, AcquiredRange, RecordState};
@@ -41,6 +41,19 @@ fn setup(records: i64) -> (Fixture, FakeLog) {
         log.append(&queue(), 2, true);
     }
     (f, log)
+}
+
+/// `setup`, with `members` of "q" joined on queue-0 and a share client
+/// for each, in order.
+fn with_members<const N: usize>(
+    records: i64,
+    members: [&str; N],
+) -> (Fixture, FakeLog, [ShareClient; N]) {
+    let (mut f, log) = setup(records);
+    for m in members {
+        share_join(&mut f, "q", m, &["queue"]);
+    }
+    (f, log, members.map(|m| ShareClient::new("q", m)))
 }
 
 fn range(first: i64, last: i64, delivery_count: u16) -> AcquiredRange {
@@ -91,10 +104,7 @@ fn members_share_a_partition_and_never_hold_the_same_record() {
 
 #[test]
 fn accept_release_and_reject_decide_what_comes_back() {
-    let (mut f, log) = setup(6);
-    share_join(&mut f, "q", "a", &["queue"]);
-    share_join(&mut f, "q", "b", &["queue"]);
-    let (mut a, mut b) = (ShareClient::new("q", "a"), ShareClient::new("q", "b"));
+    let (mut f, log, [mut a, mut b]) = with_members(6, ["a", "b"]);
     a.fetch(&mut f, &log, &[queue()], vec![], 4).unwrap();
     let acks = vec![(
         queue(),
@@ -141,10 +151,7 @@ fn accept_release_and_reject_decide_what_comes_back() {
 
 #[test]
 fn acknowledgements_of_records_not_held_change_nothing() {
-    let (mut f, log) = setup(6);
-    share_join(&mut f, "q", "a", &["queue"]);
-    share_join(&mut f, "q", "b", &["queue"]);
-    let (mut a, mut b) = (ShareClient::new("q", "a"), ShareClient::new("q", "b"));
+    let (mut f, log, [mut a, mut b]) = with_members(6, ["a", "b"]);
     a.fetch(&mut f, &log, &[queue()], vec![], 2).unwrap();
     b.fetch(&mut f, &log, &[queue()], vec![], 2).unwrap();
     let bad = [
@@ -180,10 +187,7 @@ fn acknowledgements_of_records_not_held_change_nothing() {
 
 #[test]
 fn a_lock_that_runs_out_or_a_member_that_leaves_hands_the_records_out_again() {
-    let (mut f, log) = setup(4);
-    share_join(&mut f, "q", "a", &["queue"]);
-    share_join(&mut f, "q", "b", &["queue"]);
-    let (mut a, mut b) = (ShareClient::new("q", "a"), ShareClient::new("q", "b"));
+    let (mut f, log, [mut a, mut b]) = with_members(4, ["a", "b"]);
     a.fetch(&mut f, &log, &[queue()], vec![], 2).unwrap();
     f.clock.advance(30_001);
     // b keeps heartbeating (a's session has 45 s) ...
@@ -195,14 +199,7 @@ fn a_lock_that_runs_out_or_a_member_that_leaves_hands_the_records_out_again() {
         "a's lock ran out"
     );
     // a member that leaves releases what it holds at once.
-    let leave = ShareHeartbeat {
-        group_id: "q".into(),
-        member_id: "b".into(),
-        member_epoch: -1,
-        ..ShareHeartbeat::default()
-    };
-    let (c, meta) = f.parts();
-    assert_eq!(c.share_heartbeat(leave, meta).unwrap().member_epoch, -1);
+    assert_eq!(share_leave(&mut f, "q", "b").unwrap().member_epoch, -1);
     assert_eq!(state(&mut f, 0), Some((RecordState::Available, 2)));
     let (_, got) = a.fetch(&mut f, &log, &[queue()], vec![], 10).unwrap();
     assert_eq!(acquired(&got), vec![range(0, 1, 3), range(2, 3, 2)]);
@@ -266,9 +263,7 @@ fn undeliverable_records_and_gaps_are_archived_without_delivery() {
 
 #[test]
 fn share_sessions_follow_their_epochs() {
-    let (mut f, log) = setup(2);
-    share_join(&mut f, "q", "a", &["queue"]);
-    let mut a = ShareClient::new("q", "a");
+    let (mut f, log, [mut a]) = with_members(2, ["a"]);
     a.epoch = 3;
     assert_eq!(
         code(a.fetch(&mut f, &log, &[queue()], vec![], 1)).0,
@@ -350,9 +345,7 @@ fn heartbeats_follow_kafkas_rules() {
 
 #[test]
 fn admin_operations_read_set_and_forget_start_offsets() {
-    let (mut f, log) = setup(6);
-    share_join(&mut f, "q", "a", &["queue"]);
-    let mut a = ShareClient::new("q", "a");
+    let (mut f, log, [mut a]) = with_members(6, ["a"]);
     a.fetch(&mut f, &log, &[queue()], vec![], 2).unwrap();
     a.acknowledge(&mut f, vec![(queue(), vec![ack(0, 1, AckType::Accept)])])
         .unwrap();
@@ -372,14 +365,7 @@ fn admin_operations_read_set_and_forget_start_offsets() {
         ErrorCode::NonEmptyGroup
     );
     a.close(&mut f, vec![]).unwrap();
-    let leave = ShareHeartbeat {
-        group_id: "q".into(),
-        member_id: "a".into(),
-        member_epoch: -1,
-        ..ShareHeartbeat::default()
-    };
-    let (c, meta) = f.parts();
-    c.share_heartbeat(leave, meta).unwrap();
+    share_leave(&mut f, "q", "a").unwrap();
     f.c().alter_share_offsets("q", &new).unwrap();
     assert_eq!(
         f.c().describe_share_offsets("q", None).unwrap(),
@@ -417,9 +403,7 @@ fn latest_is_the_default_start() {
 
 #[test]
 fn a_restart_keeps_acknowledgements_and_delivery_counts() {
-    let (mut f, log) = setup(6);
-    share_join(&mut f, "q", "a", &["queue"]);
-    let mut a = ShareClient::new("q", "a");
+    let (mut f, log, [mut a]) = with_members(6, ["a"]);
     a.fetch(&mut f, &log, &[queue()], vec![], 4).unwrap();
     a.acknowledge(
         &mut f,
@@ -565,9 +549,7 @@ fn a_crash_at_any_write_loses_no_answered_acknowledgement_and_no_delivery() {
 
 #[test]
 fn a_deleted_topic_takes_its_share_state_with_it() {
-    let (mut f, log) = setup(4);
-    share_join(&mut f, "q", "a", &["queue"]);
-    let mut a = ShareClient::new("q", "a");
+    let (mut f, log, [mut a]) = with_members(4, ["a"]);
     a.fetch(&mut f, &log, &[queue()], vec![], 2).unwrap();
     assert!(f.c().share_partition("q", &queue()).is_some());
     f.c().delete_topic_offsets("queue").unwrap();

@@ -27,7 +27,7 @@
 mod common;
 
 use common::model::{self, tally};
-use common::share::{FakeLog, ShareClient};
+use common::share::{FakeLog, ShareClient, share_leave};
 use common::{Fixture, tp};
 use mk_core::{ErrorCode, TopicPartition};
 use mk_group::share::{AckBatch, AckType, RecordState, SharePartition};
@@ -400,14 +400,8 @@ impl Model {
         if self.consumers[c].phase != Phase::Member {
             return;
         }
-        let hb = ShareHeartbeat {
-            group_id: "s".into(),
-            member_id: self.consumers[c].client.member.clone(),
-            member_epoch: -1,
-            ..ShareHeartbeat::default()
-        };
-        let (co, meta) = self.f.parts();
-        if let Err(e) = co.share_heartbeat(hb, meta)
+        let member = self.consumers[c].client.member.clone();
+        if let Err(e) = share_leave(&mut self.f, "s", &member)
             && e.code() != ErrorCode::UnknownMember
         {
             self.fail(format!("leave: {e}"));
@@ -465,24 +459,22 @@ impl Model {
             co.share_heartbeat(hb, meta)
                 .unwrap_or_else(|e| panic!("heartbeat: {e}"));
         }
-        let held_before: usize = self
-            .states()
-            .values()
-            .flatten()
-            .map(|p| p.runs().filter(|r| r.2 == RecordState::Acquired).count())
-            .sum();
+        let held_before = self.acquired_runs();
         let removed = self.f.expire();
-        let held_after: usize = self
-            .states()
-            .values()
-            .flatten()
-            .map(|p| p.runs().filter(|r| r.2 == RecordState::Acquired).count())
-            .sum();
-        if held_after < held_before {
+        if self.acquired_runs() < held_before {
             self.stats.lock_expiries += 1;
         }
         self.trace
             .note(format!("tick {ms} ms, removed {removed:?}"));
+    }
+
+    /// How many runs of records are Acquired over both partitions.
+    fn acquired_runs(&mut self) -> usize {
+        self.states()
+            .values()
+            .flatten()
+            .map(|p| p.runs().filter(|r| r.2 == RecordState::Acquired).count())
+            .sum()
     }
 
     fn restart(&mut self) {

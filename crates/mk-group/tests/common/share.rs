@@ -106,6 +106,22 @@ pub fn share_join(
     c.share_heartbeat(hb, meta).expect("share join")
 }
 
+/// `member` leaves share group `group`: the final heartbeat epoch, -1.
+pub fn share_leave(
+    f: &mut Fixture,
+    group: &str,
+    member: &str,
+) -> mk_group::Result<ShareHeartbeatAnswer> {
+    let hb = ShareHeartbeat {
+        group_id: group.into(),
+        member_id: member.into(),
+        member_epoch: -1,
+        ..ShareHeartbeat::default()
+    };
+    let (c, meta) = f.parts();
+    c.share_heartbeat(hb, meta)
+}
+
 /// One accept/release/reject for a whole range.
 pub fn ack(first: i64, last: i64, ty: AckType) -> AckBatch {
     AckBatch {
