@@ -397,24 +397,7 @@ impl GroupCoordinator {
             .get_mut(group_id)
             .ok_or_else(|| unknown_group(group_id))?;
         let instance = sync.group_instance_id.as_deref();
-        if let Some(current) = g.static_fenced(instance, member) {
-            return Err(fenced(
-                group_id,
-                instance.unwrap_or_default(),
-                member,
-                current,
-            ));
-        }
-        if !g.members.contains_key(member) {
-            return Err(unknown_member(group_id, member, g.generation));
-        }
-        if sync.generation_id != g.generation {
-            return Err(GroupError::IllegalGeneration {
-                group: group_id.to_string(),
-                given: sync.generation_id,
-                current: g.generation,
-            });
-        }
+        g.check_member(group_id, instance, member, sync.generation_id)?;
         check_sync_protocol(g, &sync)?;
         let (waiter, handle) = Waiter::new();
         match g.state {
@@ -470,22 +453,12 @@ impl GroupCoordinator {
             .groups
             .get_mut(group)
             .ok_or_else(|| unknown_group(group))?;
-        if let Some(current) = g.static_fenced(instance, member) {
-            return Err(fenced(group, instance.unwrap_or_default(), member, current));
-        }
+        g.check_member(group, instance, member, generation)?;
         let current = g.generation;
         let state = g.state;
-        let Some(m) = g.members.get_mut(member) else {
-            return Err(unknown_member(group, member, current));
-        };
-        if generation != current {
-            return Err(GroupError::IllegalGeneration {
-                group: group.to_string(),
-                given: generation,
-                current,
-            });
+        if let Some(m) = g.members.get_mut(member) {
+            m.extend_session(now);
         }
-        m.extend_session(now);
         match state {
             GroupState::PreparingRebalance => Err(GroupError::RebalanceInProgress {
                 group: group.to_string(),
@@ -501,6 +474,38 @@ impl GroupCoordinator {
 }
 
 impl Group {
+    /// The checks of a request a current member of `group_id` sends with
+    /// its generation, in Kafka's order: `instance` registered to another
+    /// member id -> FENCED_INSTANCE_ID; an unknown member -> UNKNOWN_MEMBER;
+    /// another generation -> ILLEGAL_GENERATION.
+    pub(crate) fn check_member(
+        &self,
+        group_id: &str,
+        instance: Option<&str>,
+        member: &str,
+        generation: i32,
+    ) -> Result<()> {
+        if let Some(current) = self.static_fenced(instance, member) {
+            return Err(fenced(
+                group_id,
+                instance.unwrap_or_default(),
+                member,
+                current,
+            ));
+        }
+        if !self.members.contains_key(member) {
+            return Err(unknown_member(group_id, member, self.generation));
+        }
+        if generation != self.generation {
+            return Err(GroupError::IllegalGeneration {
+                group: group_id.to_string(),
+                given: generation,
+                current: self.generation,
+            });
+        }
+        Ok(())
+    }
+
     /// `member` sent its SyncGroup for the current generation.
     fn synced(&mut self, member: &str, now_ms: i64) {
         self.pending_sync.remove(member);

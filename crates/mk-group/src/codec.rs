@@ -121,32 +121,37 @@ fn put_str(buf: &mut BytesMut, s: &str) {
     buf.put_slice(s.as_bytes());
 }
 
-/// Encodes the key of a committed offset.
-pub fn offset_key(group: &str, partition: &TopicPartition) -> Bytes {
+/// A key of one group's partition: `version`, group id, topic, partition.
+fn partition_key(version: u16, group: &str, partition: &TopicPartition) -> Bytes {
     let mut buf = BytesMut::with_capacity(10 + group.len() + partition.topic.len());
-    buf.put_u16(OFFSET_KEY_VERSION);
+    buf.put_u16(version);
     put_str(&mut buf, group);
     put_str(&mut buf, &partition.topic);
     buf.put_u32(partition.partition);
     buf.freeze()
+}
+
+/// A key of a whole group: `version`, group id.
+fn whole_group_key(version: u16, group: &str) -> Bytes {
+    let mut buf = BytesMut::with_capacity(4 + group.len());
+    buf.put_u16(version);
+    put_str(&mut buf, group);
+    buf.freeze()
+}
+
+/// Encodes the key of a committed offset.
+pub fn offset_key(group: &str, partition: &TopicPartition) -> Bytes {
+    partition_key(OFFSET_KEY_VERSION, group, partition)
 }
 
 /// Encodes the key of a share partition's state.
 pub fn share_key(group: &str, partition: &TopicPartition) -> Bytes {
-    let mut buf = BytesMut::with_capacity(10 + group.len() + partition.topic.len());
-    buf.put_u16(SHARE_KEY_VERSION);
-    put_str(&mut buf, group);
-    put_str(&mut buf, &partition.topic);
-    buf.put_u32(partition.partition);
-    buf.freeze()
+    partition_key(SHARE_KEY_VERSION, group, partition)
 }
 
 /// Encodes the key of a group's dynamic configs.
 pub fn config_key(group: &str) -> Bytes {
-    let mut buf = BytesMut::with_capacity(4 + group.len());
-    buf.put_u16(CONFIG_KEY_VERSION);
-    put_str(&mut buf, group);
-    buf.freeze()
+    whole_group_key(CONFIG_KEY_VERSION, group)
 }
 
 /// Encodes a group's dynamic configs (names and values are short: at most
@@ -196,10 +201,7 @@ pub fn share_value(s: &ShareSnapshot) -> Bytes {
 
 /// Encodes the key of a group's metadata.
 pub fn group_key(group: &str) -> Bytes {
-    let mut buf = BytesMut::with_capacity(4 + group.len());
-    buf.put_u16(GROUP_KEY_VERSION);
-    put_str(&mut buf, group);
-    buf.freeze()
+    whole_group_key(GROUP_KEY_VERSION, group)
 }
 
 /// Encodes a committed offset with its leader epoch and metadata (value
@@ -294,18 +296,21 @@ fn finish(r: &ByteReader<'_>, what: &'static str) -> Decoded<()> {
     }
 }
 
+/// The group id, topic and partition of a [`partition_key`].
+fn group_partition(r: &mut ByteReader<'_>) -> Decoded<(String, TopicPartition)> {
+    let group = string(r, "group id")?;
+    let topic = string(r, "topic")?;
+    let partition = r.u32().map_err(field("partition"))?;
+    Ok((group, TopicPartition::new(topic, partition)))
+}
+
 /// Decodes a key.
 pub fn decode_key(bytes: &[u8]) -> Decoded<OffsetsKey> {
     let mut r = ByteReader::new(bytes);
     let key = match r.u16().map_err(field("key version"))? {
         OFFSET_KEY_VERSION => {
-            let group = string(&mut r, "group id")?;
-            let topic = string(&mut r, "topic")?;
-            let partition = r.u32().map_err(field("partition"))?;
-            OffsetsKey::Offset {
-                group,
-                partition: TopicPartition::new(topic, partition),
-            }
+            let (group, partition) = group_partition(&mut r)?;
+            OffsetsKey::Offset { group, partition }
         }
         GROUP_KEY_VERSION => OffsetsKey::Group {
             group: string(&mut r, "group id")?,
@@ -314,13 +319,8 @@ pub fn decode_key(bytes: &[u8]) -> Decoded<OffsetsKey> {
             group: string(&mut r, "group id")?,
         },
         SHARE_KEY_VERSION => {
-            let group = string(&mut r, "group id")?;
-            let topic = string(&mut r, "topic")?;
-            let partition = r.u32().map_err(field("partition"))?;
-            OffsetsKey::Share {
-                group,
-                partition: TopicPartition::new(topic, partition),
-            }
+            let (group, partition) = group_partition(&mut r)?;
+            OffsetsKey::Share { group, partition }
         }
         other => return Err(CodecError::UnknownKeyVersion(other)),
     };
@@ -427,6 +427,18 @@ pub fn decode_group_value(bytes: &[u8]) -> Decoded<GroupMetadata> {
 mod tests {
     use super::*;
 
+    /// A share state of two runs from offset 5: 5..=6 Available (two
+    /// deliveries) and 7 Acknowledged.
+    fn two_runs_from_5() -> ShareSnapshot {
+        ShareSnapshot {
+            start_offset: 5,
+            runs: vec![
+                (5, 6, RecordState::Available, 2),
+                (7, 7, RecordState::Acknowledged, 1),
+            ],
+        }
+    }
+
     #[test]
     fn offset_key_layout_is_golden() {
         let key = offset_key("g1", &TopicPartition::new("t", 258));
@@ -520,13 +532,7 @@ mod tests {
                 partition: TopicPartition::new("t", 1)
             }
         );
-        let s = ShareSnapshot {
-            start_offset: 5,
-            runs: vec![
-                (5, 6, RecordState::Available, 2),
-                (7, 7, RecordState::Acknowledged, 1),
-            ],
-        };
+        let s = two_runs_from_5();
         let v = share_value(&s);
         assert_eq!(
             v.as_ref(),
@@ -559,13 +565,7 @@ mod tests {
 
     #[test]
     fn a_share_state_with_a_hole_an_acquired_run_or_missing_bytes_is_refused() {
-        let s = ShareSnapshot {
-            start_offset: 5,
-            runs: vec![
-                (5, 6, RecordState::Available, 2),
-                (7, 7, RecordState::Acknowledged, 1),
-            ],
-        };
+        let s = two_runs_from_5();
         let v = share_value(&s);
         // A hole, an Acquired run, a huge count without the bytes.
         let hole = ShareSnapshot {

@@ -4,7 +4,7 @@
 //! computed), transactional offsets, fetches, and the deletion of offsets
 //! and of whole groups.
 
-use crate::coordinator::{GroupCoordinator, check_group_id, fenced, unknown_group, unknown_member};
+use crate::coordinator::{GroupCoordinator, check_group_id, unknown_group};
 use crate::error::{GroupError, Result};
 use crate::group::{Assigner, CONSUMER_PROTOCOL_TYPE, GroupState, GroupType};
 use crate::metadata::TopicMetadata;
@@ -318,26 +318,17 @@ impl GroupCoordinator {
                 g.generation
             )));
         }
-        if let Some(current) = g.static_fenced(instance, member) {
-            return Err(fenced(group, instance.unwrap_or_default(), member, current));
-        }
-        let Some(m) = g.members.get(member) else {
-            return Err(unknown_member(group, member, g.generation));
-        };
-        if generation != g.generation {
-            return Err(GroupError::IllegalGeneration {
-                group: group.to_string(),
-                given: generation,
-                current: g.generation,
-            });
-        }
+        g.check_member(group, instance, member, generation)?;
         if g.state == GroupState::CompletingRebalance {
             return Err(GroupError::RebalanceInProgress {
                 group: group.to_string(),
                 state: g.state,
             });
         }
-        Ok((m.assigner == Assigner::Coordinator).then(|| m.assignment.clone()))
+        Ok(g.members
+            .get(member)
+            .filter(|m| m.assigner == Assigner::Coordinator)
+            .map(|m| m.assignment.clone()))
     }
 
     /// A simple commit (generation -1, no member) of a consumer that assigns
@@ -402,25 +393,7 @@ impl GroupCoordinator {
             return self.validate_consumer_commit(group, member, generation, None);
         }
         let g = self.lookup(group).ok_or_else(|| unknown_group(group))?;
-        if let Some(current) = g.static_fenced(group_instance_id, member) {
-            return Err(fenced(
-                group,
-                group_instance_id.unwrap_or_default(),
-                member,
-                current,
-            ));
-        }
-        if !g.members.contains_key(member) {
-            return Err(unknown_member(group, member, g.generation));
-        }
-        if generation != g.generation {
-            return Err(GroupError::IllegalGeneration {
-                group: group.to_string(),
-                given: generation,
-                current: g.generation,
-            });
-        }
-        Ok(())
+        g.check_member(group, group_instance_id, member, generation)
     }
 
     /// The committed offset of `partition` for `group`, if any.

@@ -495,66 +495,36 @@ impl GroupCoordinator {
         }
     }
 
-    fn setting(&self, group: &str) -> Option<&GroupSettings> {
-        self.settings.get(group)
-    }
-
-    pub(crate) fn consumer_session_timeout_ms(&self, group: &str) -> i64 {
-        i64::from(
-            self.setting(group)
-                .and_then(|s| s.consumer_session_timeout_ms)
-                .unwrap_or(self.defaults.consumer_session_timeout_ms),
-        )
-    }
-
-    pub(crate) fn consumer_heartbeat_interval_ms(&self, group: &str) -> i32 {
-        self.setting(group)
-            .and_then(|s| s.consumer_heartbeat_interval_ms)
-            .unwrap_or(self.defaults.consumer_heartbeat_interval_ms)
-    }
-
-    pub(crate) fn share_session_timeout_ms(&self, group: &str) -> i64 {
-        i64::from(
-            self.setting(group)
-                .and_then(|s| s.share_session_timeout_ms)
-                .unwrap_or(self.defaults.share_session_timeout_ms),
-        )
-    }
-
-    pub(crate) fn share_heartbeat_interval_ms(&self, group: &str) -> i32 {
-        self.setting(group)
-            .and_then(|s| s.share_heartbeat_interval_ms)
-            .unwrap_or(self.defaults.share_heartbeat_interval_ms)
-    }
-
-    pub(crate) fn share_lock_duration_ms(&self, group: &str) -> i32 {
-        self.setting(group)
-            .and_then(|s| s.share_record_lock_duration_ms)
-            .unwrap_or(self.defaults.share_record_lock_duration_ms)
+    /// `group`'s own value of one setting (`pick`), or the coordinator's
+    /// default (`default_settings` sets every value, so the type's own
+    /// default is never reached).
+    pub(crate) fn setting<T: Default>(
+        &self,
+        group: &str,
+        pick: impl Fn(&GroupSettings) -> Option<T>,
+    ) -> T {
+        self.settings
+            .get(group)
+            .and_then(&pick)
+            .or_else(|| pick(&self.default_settings()))
+            .unwrap_or_default()
     }
 
     /// The delivery count limit of `group`'s records.
     pub fn share_delivery_limit(&self, group: &str) -> u16 {
-        let limit = self
-            .setting(group)
-            .and_then(|s| s.share_delivery_count_limit)
-            .unwrap_or(self.defaults.share_delivery_count_limit);
+        let limit = self.setting(group, |s| s.share_delivery_count_limit);
         u16::try_from(limit.max(1)).unwrap_or(u16::MAX)
     }
 
     /// Which records `group` shares (`share.isolation.level`).
     pub fn share_isolation(&self, group: &str) -> ShareIsolation {
-        self.setting(group)
-            .and_then(|s| s.share_isolation_level)
-            .unwrap_or_default()
+        self.setting(group, |s| s.share_isolation_level)
     }
 
     /// Where `group` starts a share partition it has no state for (the
     /// data path looks an offset up by time for `by_duration`).
     pub fn share_auto_offset_reset(&self, group: &str) -> ShareAutoOffsetReset {
-        self.setting(group)
-            .and_then(|s| s.share_auto_offset_reset)
-            .unwrap_or_default()
+        self.setting(group, |s| s.share_auto_offset_reset)
     }
 
     /// The group as every read sees it: a group with members or a persisted
@@ -921,44 +891,55 @@ mod tests {
 
     #[test]
     fn config_rules_are_checked() {
-        let mut c = GroupConfig::default();
-        assert!(c.validate().is_ok());
-        c.session_timeout_ms = 0;
-        assert!(
-            c.validate()
-                .unwrap_err()
-                .to_string()
-                .contains("session_timeout_ms")
-        );
-        c.session_timeout_ms = 1;
-        c.offsets_delete_retention_ms = -1;
-        assert!(
-            c.validate()
-                .unwrap_err()
-                .to_string()
-                .contains("offsets_delete_retention_ms")
-        );
-        let mut c = GroupConfig {
-            min_session_timeout_ms: 10,
-            max_session_timeout_ms: 9,
-            ..GroupConfig::default()
-        };
-        assert!(
-            c.validate()
-                .unwrap_err()
-                .to_string()
-                .contains("min_session")
-        );
-        c.max_session_timeout_ms = 10;
-        c.max_group_size = 0;
-        assert!(
-            c.validate()
-                .unwrap_err()
-                .to_string()
-                .contains("max_group_size")
-        );
-        c.max_group_size = 1;
-        c.member_id_salt = "x".repeat(65);
-        assert!(c.validate().unwrap_err().to_string().contains("salt"));
+        assert!(GroupConfig::default().validate().is_ok());
+        let d = GroupConfig::default;
+        let cases = [
+            (
+                GroupConfig {
+                    session_timeout_ms: 0,
+                    ..d()
+                },
+                "session_timeout_ms",
+            ),
+            (
+                GroupConfig {
+                    session_timeout_ms: 1,
+                    offsets_delete_retention_ms: -1,
+                    ..d()
+                },
+                "offsets_delete_retention_ms",
+            ),
+            (
+                GroupConfig {
+                    min_session_timeout_ms: 10,
+                    max_session_timeout_ms: 9,
+                    ..d()
+                },
+                "min_session",
+            ),
+            (
+                GroupConfig {
+                    min_session_timeout_ms: 10,
+                    max_session_timeout_ms: 10,
+                    max_group_size: 0,
+                    ..d()
+                },
+                "max_group_size",
+            ),
+            (
+                GroupConfig {
+                    min_session_timeout_ms: 10,
+                    max_session_timeout_ms: 10,
+                    max_group_size: 1,
+                    member_id_salt: "x".repeat(65),
+                    ..d()
+                },
+                "salt",
+            ),
+        ];
+        for (config, named) in cases {
+            let err = config.validate().unwrap_err().to_string();
+            assert!(err.contains(named), "{err:?} should name {named}");
+        }
     }
 }

@@ -11,6 +11,24 @@ use mk_core::TopicPartition;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
+/// Every `(group, member)` of `groups` for which `due` holds: the members
+/// the time step removes, in group and member order.
+pub(crate) fn due_members<G, M>(
+    groups: &BTreeMap<String, G>,
+    members: impl Fn(&G) -> &BTreeMap<String, M>,
+    due: impl Fn(&M) -> bool,
+) -> Vec<(String, String)> {
+    groups
+        .iter()
+        .flat_map(|(id, g)| {
+            members(g)
+                .iter()
+                .filter(|(_, m)| due(m))
+                .map(move |(member, _)| (id.clone(), member.clone()))
+        })
+        .collect()
+}
+
 /// The protocol type coordinator-assigned members report, so Kafka tools
 /// list their groups as consumer groups.
 pub const CONSUMER_PROTOCOL_TYPE: &str = "consumer";

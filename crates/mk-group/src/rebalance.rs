@@ -11,7 +11,7 @@ use crate::assignor::{Assignment, AssignorKind};
 use crate::codec::GroupMetadata;
 use crate::coordinator::{GroupCoordinator, fenced, unknown_group, unknown_member};
 use crate::error::{GroupError, Result};
-use crate::group::{CONSUMER_PROTOCOL_TYPE, Group, GroupState, Member};
+use crate::group::{CONSUMER_PROTOCOL_TYPE, Group, GroupState, Member, due_members};
 use crate::metadata::TopicMetadata;
 use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet};
@@ -326,10 +326,44 @@ impl GroupCoordinator {
         for id in ids {
             self.expire_group(&id, now, meta, &mut removed)?;
         }
-        self.expire_consumer_members(meta, &mut removed)?;
-        self.expire_share_members(meta, &mut removed)?;
+        // A KIP-848 consumer group's member goes when its session expired
+        // or it kept partitions past its rebalance timeout (each removal
+        // bumps the group epoch).
+        let consumers = due_members(
+            &self.consumer_groups,
+            |g| &g.members,
+            |m| now > m.session_deadline_ms || m.revoke_deadline_ms.is_some_and(|d| now > d),
+        );
+        self.remove_due(consumers, Self::fence_consumer_member, meta, &mut removed)?;
+        self.forget_unused_regexes();
+        // A share group's member goes when its session expired (its records
+        // are released); then records whose acquisition lock ran out are
+        // available again.
+        let shares = due_members(
+            &self.share_groups,
+            |g| &g.members,
+            |m| now > m.session_deadline_ms,
+        );
+        self.remove_due(shares, Self::remove_share_member, meta, &mut removed)?;
+        self.expire_share_locks(now)?;
         removed.sort();
         Ok(removed)
+    }
+
+    /// Removes each `(group, member)` of `due` with `remove` and adds it to
+    /// `removed`.
+    fn remove_due(
+        &mut self,
+        due: Vec<(String, String)>,
+        remove: fn(&mut Self, &str, &str, &dyn TopicMetadata) -> Result<()>,
+        meta: &dyn TopicMetadata,
+        removed: &mut Vec<(String, String)>,
+    ) -> Result<()> {
+        for (group, member) in due {
+            remove(self, &group, &member, meta)?;
+            removed.push((group, member));
+        }
+        Ok(())
     }
 
     fn expire_group(

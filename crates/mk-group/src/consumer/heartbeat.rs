@@ -484,8 +484,9 @@ impl GroupCoordinator {
         let me = updated.member_id.clone();
         let held_by_other = |tp: &TopicPartition| g.holder(tp).is_some_and(|h| h != me);
         let mut next = reconcile(&updated, &target, owned.as_ref(), &held_by_other);
-        next.session_deadline_ms =
-            now.saturating_add(self.consumer_session_timeout_ms(&hb.group_id));
+        next.session_deadline_ms = now.saturating_add(i64::from(
+            self.setting(&hb.group_id, |s| s.consumer_session_timeout_ms),
+        ));
         next.revoke_deadline_ms = match next.state {
             MemberState::UnrevokedPartitions
                 if next == updated && updated.revoke_deadline_ms.is_some() =>
@@ -504,7 +505,7 @@ impl GroupCoordinator {
         let answer = ConsumerHeartbeatAnswer {
             member_id: next.member_id.clone(),
             member_epoch: next.epoch,
-            heartbeat_interval_ms: self.consumer_heartbeat_interval_ms(&hb.group_id),
+            heartbeat_interval_ms: self.setting(&hb.group_id, |s| s.consumer_heartbeat_interval_ms),
             assignment,
         };
         g.put_member(next);
@@ -562,7 +563,7 @@ impl GroupCoordinator {
         Ok(ConsumerHeartbeatAnswer {
             member_id,
             member_epoch: hb.member_epoch,
-            heartbeat_interval_ms: self.consumer_heartbeat_interval_ms(group),
+            heartbeat_interval_ms: self.setting(group, |s| s.consumer_heartbeat_interval_ms),
             assignment: None,
         })
     }

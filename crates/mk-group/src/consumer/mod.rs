@@ -216,38 +216,15 @@ impl GroupCoordinator {
         self.consumer_groups.get(group).map(|g| g.describe(group))
     }
 
-    /// The consumer-group half of the time step: members whose session
-    /// expired, or that did not give up partitions within their rebalance
-    /// timeout, are removed (each removal bumps the group epoch).
-    pub(crate) fn expire_consumer_members(
-        &mut self,
-        meta: &dyn TopicMetadata,
-        removed: &mut Vec<(String, String)>,
-    ) -> Result<()> {
-        let now = self.now_ms();
-        let ids: Vec<String> = self.consumer_groups.keys().cloned().collect();
-        for id in ids {
-            let doomed: Vec<String> = self.consumer_groups[&id]
-                .members
-                .values()
-                .filter(|m| {
-                    now > m.session_deadline_ms || m.revoke_deadline_ms.is_some_and(|d| now > d)
-                })
-                .map(|m| m.member_id.clone())
-                .collect();
-            for member in doomed {
-                self.fence_consumer_member(&id, &member, meta)?;
-                removed.push((id.clone(), member));
-            }
-        }
-        // Forget the compiled expressions no member uses any more.
+    /// Forgets the compiled expressions no member of a consumer group
+    /// uses any more (after the time step removed members).
+    pub(crate) fn forget_unused_regexes(&mut self) {
         let in_use: BTreeSet<&str> = self
             .consumer_groups
             .values()
             .flat_map(|g| g.members.values().filter_map(|m| m.regex.as_deref()))
             .collect();
         self.resolver.retain(&in_use);
-        Ok(())
     }
 
     /// The member-epoch rule of an OffsetCommit (or TxnOffsetCommit) to a

@@ -144,7 +144,7 @@ impl GroupCoordinator {
             reads: Vec::new(),
             errors: Vec::new(),
             isolation: self.share_isolation(&req.group_id),
-            lock_duration_ms: self.share_lock_duration_ms(&req.group_id),
+            lock_duration_ms: self.setting(&req.group_id, |s| s.share_record_lock_duration_ms),
             closed: step == SessionStep::Closed,
         };
         if plan.closed {
@@ -240,7 +240,9 @@ impl GroupCoordinator {
         let mut limits = AcquireLimits {
             max_records,
             max_in_flight: self.share_max_in_flight,
-            lock_until_ms: now.saturating_add(i64::from(self.share_lock_duration_ms(group))),
+            lock_until_ms: now.saturating_add(i64::from(
+                self.setting(group, |s| s.share_record_lock_duration_ms),
+            )),
             delivery_limit: self.share_delivery_limit(group),
         };
         let g = &self.share_groups[group];
@@ -355,13 +357,17 @@ impl GroupCoordinator {
         self.change_share_partitions(group, |_| true, |p, limit| p.release_member(member, limit))
     }
 
-    /// Releases every lock of `group` that ran out.
-    pub(crate) fn expire_share_locks(&mut self, group: &str, now: i64) -> Result<()> {
-        self.change_share_partitions(
-            group,
-            |p| p.next_lock_deadline().is_some_and(|d| now > d),
-            |p, limit| p.expire_locks(now, limit),
-        )
+    /// Releases every lock of every share group that ran out (a record at
+    /// its delivery limit is archived).
+    pub(crate) fn expire_share_locks(&mut self, now: i64) -> Result<()> {
+        let ids: Vec<String> = self.share_groups.keys().cloned().collect();
+        ids.iter().try_for_each(|group| {
+            self.change_share_partitions(
+                group,
+                |p| p.next_lock_deadline().is_some_and(|d| now > d),
+                |p, limit| p.expire_locks(now, limit),
+            )
+        })
     }
 
     /// Applies `change` (given the group's delivery limit) to a copy of

@@ -292,7 +292,9 @@ impl GroupCoordinator {
         }
         m.client_id.clone_from(&hb.client_id);
         m.client_host.clone_from(&hb.client_host);
-        m.session_deadline_ms = now.saturating_add(self.share_session_timeout_ms(&hb.group_id));
+        m.session_deadline_ms = now.saturating_add(i64::from(
+            self.setting(&hb.group_id, |s| s.share_session_timeout_ms),
+        ));
         let changed = before.as_ref().is_none_or(|b| b.topics != m.topics);
         let mut members = g.members.clone();
         members.insert(m.member_id.clone(), m.clone());
@@ -317,7 +319,7 @@ impl GroupCoordinator {
         Ok(ShareHeartbeatAnswer {
             member_id: after.member_id.clone(),
             member_epoch: after.epoch,
-            heartbeat_interval_ms: self.share_heartbeat_interval_ms(&hb.group_id),
+            heartbeat_interval_ms: self.setting(&hb.group_id, |s| s.share_heartbeat_interval_ms),
             assignment,
         })
     }
@@ -340,7 +342,7 @@ impl GroupCoordinator {
         Ok(ShareHeartbeatAnswer {
             member_id: hb.member_id.clone(),
             member_epoch: -1,
-            heartbeat_interval_ms: self.share_heartbeat_interval_ms(&hb.group_id),
+            heartbeat_interval_ms: self.setting(&hb.group_id, |s| s.share_heartbeat_interval_ms),
             assignment: None,
         })
     }
@@ -401,33 +403,6 @@ impl GroupCoordinator {
     /// group has that id.
     pub fn describe_share_group(&self, group: &str) -> Option<ShareGroupDescription> {
         self.share_groups.get(group).map(|g| g.describe(group))
-    }
-
-    /// The share-group half of the time step: members whose session
-    /// expired are removed (their records released), and records whose
-    /// acquisition lock ran out are available again (or archived at the
-    /// delivery limit).
-    pub(crate) fn expire_share_members(
-        &mut self,
-        meta: &dyn TopicMetadata,
-        removed: &mut Vec<(String, String)>,
-    ) -> Result<()> {
-        let now = self.now_ms();
-        let ids: Vec<String> = self.share_groups.keys().cloned().collect();
-        for id in ids {
-            let expired: Vec<String> = self.share_groups[&id]
-                .members
-                .values()
-                .filter(|m| now > m.session_deadline_ms)
-                .map(|m| m.member_id.clone())
-                .collect();
-            for member in expired {
-                self.remove_share_member(&id, &member, meta)?;
-                removed.push((id.clone(), member));
-            }
-            self.expire_share_locks(&id, now)?;
-        }
-        Ok(())
     }
 }
 
