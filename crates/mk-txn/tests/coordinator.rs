@@ -7,7 +7,10 @@
 
 mod common;
 
-use common::{Harness, Session, TIMEOUT_MS, code, producer, tp, tx_on_out0};
+use common::{
+    Harness, Session, TIMEOUT_MS, assert_refused, code, decided_on_out0, producer, session_on_out0,
+    tp, tx_on_out0,
+};
 use mk_core::{Clock, ErrorCode};
 use mk_log::ControlType;
 use mk_txn::{EndTxn, InitProducer, MAX_PRODUCER_EPOCH, Outcome, TxnConfig, TxnError, TxnState};
@@ -100,11 +103,11 @@ fn init_with_the_current_epoch_bumps_it_and_a_retry_of_that_bump_gets_the_same_a
         ErrorCode::ProducerFenced
     );
     // Another producer id, or an epoch that was never handed out, is fenced.
-    let err = h
-        .try_init("tx", TIMEOUT_MS, Some((99, s1.epoch)))
-        .unwrap_err();
-    assert_eq!(err.code(), ErrorCode::ProducerFenced);
-    assert!(err.to_string().contains("producer id 99"), "{err}");
+    assert_refused(
+        h.try_init("tx", TIMEOUT_MS, Some((99, s1.epoch))),
+        ErrorCode::ProducerFenced,
+        "producer id 99",
+    );
     assert_eq!(
         code(h.try_init("tx", TIMEOUT_MS, Some((s1.pid, 7)))),
         ErrorCode::ProducerFenced
@@ -189,13 +192,8 @@ fn init_aborts_what_the_previous_session_left_open_under_a_fenced_epoch() {
 
 #[test]
 fn init_completes_a_prepared_commit_of_the_previous_session() {
-    let mut h = Harness::new();
-    let out = tp("out", 0);
-    let old = h.init("tx");
-    h.send(&old, &out, "decided");
-    h.stage(&old, "g", &[(tp("in", 0), 4)]);
-    // The decision is journaled, then its plan is lost.
-    drop(h.end_plan(&old, Outcome::Commit));
+    // The decision to commit is journaled, then its plan is lost.
+    let (mut h, out, old) = decided_on_out0("decided", 4, Outcome::Commit);
 
     let Ok(InitProducer::CompletePriorFirst(plan)) =
         h.coord().init_producer("tx", TIMEOUT_MS, None, None)
@@ -273,13 +271,10 @@ fn add_partitions_begins_the_transaction_and_checks_in_kafkas_order() {
         ErrorCode::InvalidProducerIdMapping,
         "another producer id"
     );
-    let err = c
-        .add_partitions(&s.id, s.pid, s.epoch + 1, std::slice::from_ref(&a))
-        .unwrap_err();
-    assert_eq!(err.code(), ErrorCode::ProducerFenced);
-    assert!(
-        err.to_string().contains("newer than the current epoch 0"),
-        "{err}"
+    assert_refused(
+        c.add_partitions(&s.id, s.pid, s.epoch + 1, std::slice::from_ref(&a)),
+        ErrorCode::ProducerFenced,
+        "newer than the current epoch 0",
     );
 
     // PrepareCommit: CONCURRENT_TRANSACTIONS until it is complete.
@@ -300,13 +295,14 @@ fn add_partitions_begins_the_transaction_and_checks_in_kafkas_order() {
 
 #[test]
 fn a_transactional_batch_is_verified_against_the_ongoing_transaction() {
-    let mut h = Harness::new();
-    let (a, b) = (tp("out", 0), tp("out", 1));
-    let s = h.init("tx");
+    let (mut h, a, s) = tx_on_out0();
+    let b = tp("out", 1);
     // Empty: nothing was added.
-    let err = h.produce(&s, &a, "x").unwrap_err();
-    assert_eq!(err.code(), ErrorCode::TransactionAbortable);
-    assert!(err.to_string().contains("out-0 was not added"), "{err}");
+    assert_refused(
+        h.produce(&s, &a, "x"),
+        ErrorCode::TransactionAbortable,
+        "out-0 was not added",
+    );
     h.add(&s, &a);
     h.produce(&s, &a, "ok").unwrap();
     // A partition not added to the transaction is refused.
@@ -360,12 +356,12 @@ fn staged_offsets_need_their_group_added_and_are_stored_exactly_on_commit() {
     let (i0, i1) = (tp("in", 0), tp("in", 1));
     let s = h.init("tx");
     // TxnOffsetCommit without AddOffsetsToTxn is refused.
-    let err = h
-        .coord()
-        .stage_offsets(&s.id, s.pid, s.epoch, "g", [(i0.clone(), 1)])
-        .unwrap_err();
-    assert_eq!(err.code(), ErrorCode::TransactionAbortable);
-    assert!(err.to_string().contains("AddOffsetsToTxn"), "{err}");
+    assert_refused(
+        h.coord()
+            .stage_offsets(&s.id, s.pid, s.epoch, "g", [(i0.clone(), 1)]),
+        ErrorCode::TransactionAbortable,
+        "AddOffsetsToTxn",
+    );
     // AddOffsetsToTxn begins the transaction, like AddPartitionsToTxn.
     h.coord().add_offsets(&s.id, s.pid, s.epoch, "g").unwrap();
     assert_eq!(h.state("tx"), TxnState::Ongoing);
@@ -415,6 +411,19 @@ fn staged_offsets_need_their_group_added_and_are_stored_exactly_on_commit() {
     );
 }
 
+/// Once `done` completed, the same outcome again is answered
+/// AlreadyComplete and the `other` one INVALID_TXN_STATE.
+fn assert_completed_as(h: &mut Harness, s: &Session, done: Outcome, other: Outcome) {
+    assert!(matches!(
+        h.coord().end_txn(&s.id, s.pid, s.epoch, done),
+        Ok(EndTxn::AlreadyComplete)
+    ));
+    assert_eq!(
+        code(h.coord().end_txn(&s.id, s.pid, s.epoch, other)),
+        ErrorCode::InvalidTxnState
+    );
+}
+
 #[test]
 fn end_txn_retries_of_the_completed_outcome_succeed_and_mismatches_are_invalid() {
     let (mut h, out, s) = tx_on_out0();
@@ -431,12 +440,11 @@ fn end_txn_retries_of_the_completed_outcome_succeed_and_mismatches_are_invalid()
         code(h.coord().end_txn(&s.id, s.pid, s.epoch, Outcome::Commit)),
         ErrorCode::ConcurrentTransactions
     );
-    let err = h
-        .coord()
-        .end_txn(&s.id, s.pid, s.epoch, Outcome::Abort)
-        .unwrap_err();
-    assert_eq!(err.code(), ErrorCode::InvalidTxnState);
-    assert!(err.to_string().contains("found PrepareCommit"), "{err}");
+    assert_refused(
+        h.coord().end_txn(&s.id, s.pid, s.epoch, Outcome::Abort),
+        ErrorCode::InvalidTxnState,
+        "found PrepareCommit",
+    );
     // The plan is lost (a failed marker write): a retry gets it again.
     drop(plan);
     let Ok(EndTxn::Execute(again)) = h.coord().end_txn(&s.id, s.pid, s.epoch, Outcome::Commit)
@@ -444,26 +452,11 @@ fn end_txn_retries_of_the_completed_outcome_succeed_and_mismatches_are_invalid()
         panic!("a retry re-issues an unfinished plan");
     };
     h.finish(again);
-    // Completed: the same outcome succeeds, the other does not.
-    assert!(matches!(
-        h.coord().end_txn(&s.id, s.pid, s.epoch, Outcome::Commit),
-        Ok(EndTxn::AlreadyComplete)
-    ));
-    assert_eq!(
-        code(h.coord().end_txn(&s.id, s.pid, s.epoch, Outcome::Abort)),
-        ErrorCode::InvalidTxnState
-    );
+    assert_completed_as(&mut h, &s, Outcome::Commit, Outcome::Abort);
     // Likewise for an abort.
     h.send(&s, &out, "y");
     h.abort(&s);
-    assert!(matches!(
-        h.coord().end_txn(&s.id, s.pid, s.epoch, Outcome::Abort),
-        Ok(EndTxn::AlreadyComplete)
-    ));
-    assert_eq!(
-        code(h.coord().end_txn(&s.id, s.pid, s.epoch, Outcome::Commit)),
-        ErrorCode::InvalidTxnState
-    );
+    assert_completed_as(&mut h, &s, Outcome::Abort, Outcome::Commit);
     // Fencing comes before the state.
     assert_eq!(
         code(h.coord().end_txn(&s.id, s.pid, s.epoch - 1, Outcome::Abort)),
@@ -482,9 +475,7 @@ fn end_txn_retries_of_the_completed_outcome_succeed_and_mismatches_are_invalid()
 
 #[test]
 fn timeout_aborts_an_abandoned_transaction_and_fences_its_producer() {
-    let mut h = Harness::new();
-    let out = tp("out", 0);
-    let old = h.init("old");
+    let (mut h, out, old) = session_on_out0("old");
     h.send(&old, &out, "abandoned");
     h.stage(&old, "g", &[(tp("in", 0), 2)]);
     h.clock.advance(30_000);
@@ -575,12 +566,11 @@ fn an_abort_only_transaction_can_only_abort() {
     let d = h.coord_ref().describe("tx").unwrap();
     assert_eq!(d.abort_only.as_deref(), Some("a send to out-0 failed"));
 
-    let err = h
-        .coord()
-        .end_txn(&s.id, s.pid, s.epoch, Outcome::Commit)
-        .unwrap_err();
-    assert_eq!(err.code(), ErrorCode::InvalidTxnState);
-    assert!(err.to_string().contains("abort-only"), "{err}");
+    assert_refused(
+        h.coord().end_txn(&s.id, s.pid, s.epoch, Outcome::Commit),
+        ErrorCode::InvalidTxnState,
+        "abort-only",
+    );
     assert_eq!(
         code(
             h.coord()
@@ -606,9 +596,11 @@ fn explicit_begin_opens_an_empty_transaction_only_from_an_idle_id() {
     let mut h = Harness::new();
     let s = h.init_and_begin("tx");
     assert_eq!(h.state("tx"), TxnState::Ongoing);
-    let err = h.coord().begin(&s.id, s.pid, s.epoch).unwrap_err();
-    assert_eq!(err.code(), ErrorCode::InvalidTxnState);
-    assert!(err.to_string().contains("found Ongoing"), "{err}");
+    assert_refused(
+        h.coord().begin(&s.id, s.pid, s.epoch),
+        ErrorCode::InvalidTxnState,
+        "found Ongoing",
+    );
     // An empty transaction commits without markers.
     let plan = h.end_plan(&s, Outcome::Commit);
     assert!(plan.markers().is_empty() && plan.is_executed());
@@ -634,11 +626,10 @@ fn complete_accepts_only_an_executed_plan_and_plans_are_issued_one_at_a_time() {
     h.send(&s, &out, "x");
     let mut plan = h.end_plan(&s, Outcome::Commit);
     // Unacknowledged pieces are refused and change nothing.
-    let err = h.coord().complete(plan).unwrap_err();
-    assert_eq!(err.code(), ErrorCode::InvalidTxnState);
-    assert!(
-        err.to_string().contains("markers not written on out-0"),
-        "{err}"
+    assert_refused(
+        h.coord().complete(plan),
+        ErrorCode::InvalidTxnState,
+        "markers not written on out-0",
     );
     assert_eq!(h.state("tx"), TxnState::PrepareCommit);
     // The refused plan was consumed; the pending one is issued instead.
@@ -797,9 +788,7 @@ fn recent_completions_remember_how_each_transaction_ended_newest_last_and_bounde
 #[test]
 fn list_filtered_applies_kafkas_state_producer_duration_and_pattern_filters() {
     use mk_txn::TxnFilter;
-    let mut h = Harness::new();
-    let out = tp("out", 0);
-    let a = h.init("tx-a");
+    let (mut h, out, a) = session_on_out0("tx-a");
     h.send(&a, &out, "x");
     h.clock.advance(5_000);
     let b = h.init("tx-b");

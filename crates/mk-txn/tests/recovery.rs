@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{Harness, Session, tp, tx_on_out0};
+use common::{Harness, Session, decided_on_out0, tp, tx_on_out0, tx_on_out0_and_out1};
 use mk_core::{ErrorCode, SharedClock, TopicPartition};
 use mk_txn::{JournalFaults, Outcome, TransactionCoordinator, TxnConfig, TxnState};
 use std::io::Write;
@@ -14,11 +14,8 @@ use std::sync::Arc;
 
 #[test]
 fn crash_after_prepare_commit_recovers_to_a_committed_transaction_with_markers_and_offsets() {
-    let mut h = Harness::new();
-    let (a, b, input) = (tp("out", 0), tp("out", 1), tp("in", 0));
-    let s = h.init("tx");
-    h.send(&s, &a, "a1");
-    h.send(&s, &b, "b1");
+    let (mut h, a, b, s) = tx_on_out0_and_out1();
+    let input = tp("in", 0);
     h.stage(&s, "g", &[(input.clone(), 42)]);
     // The coordinator journals PrepareCommit and returns its plan; the
     // process dies before executing any of it.
@@ -48,11 +45,7 @@ fn crash_after_prepare_commit_recovers_to_a_committed_transaction_with_markers_a
 
 #[test]
 fn a_partly_executed_plan_is_rerun_after_a_crash_and_duplicate_markers_are_harmless() {
-    let mut h = Harness::new();
-    let (a, b) = (tp("out", 0), tp("out", 1));
-    let s = h.init("tx");
-    h.send(&s, &a, "a1");
-    h.send(&s, &b, "b1");
+    let (mut h, a, b, s) = tx_on_out0_and_out1();
     let plan = h.end_plan(&s, Outcome::Commit);
     // Only the first marker lands before the crash.
     let first = plan.markers()[0].batch().clone();
@@ -84,10 +77,7 @@ fn a_partly_executed_plan_is_rerun_after_a_crash_and_duplicate_markers_are_harml
 
 #[test]
 fn crash_after_prepare_abort_recovers_to_an_aborted_transaction() {
-    let (mut h, out, s) = tx_on_out0();
-    h.send(&s, &out, "x");
-    h.stage(&s, "g", &[(tp("in", 0), 1)]);
-    drop(h.end_plan(&s, Outcome::Abort));
+    let (mut h, out, _) = decided_on_out0("x", 1, Outcome::Abort);
     let plans = h.crash_and_reopen();
     assert_eq!(plans.len(), 1);
     assert_eq!(plans[0].outcome(), Outcome::Abort);

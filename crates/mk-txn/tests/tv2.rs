@@ -58,13 +58,8 @@ fn every_end_bumps_the_epoch_the_markers_carry_it_and_the_old_epoch_is_fenced() 
     let d = h.coord_ref().describe("tx").unwrap();
     assert_eq!(d.state, TxnState::Ongoing);
     assert_eq!(d.partitions, vec![a.clone(), b.clone()]);
-    let EndTxnV2::Execute(plan) = h
-        .coord()
-        .end_txn_v2(&s.id, s.pid, s.epoch, Outcome::Commit, None)
-        .unwrap()
-    else {
-        panic!("an Ongoing transaction ends with a plan");
-    };
+    // An Ongoing transaction ends with a plan.
+    let plan = decided_end(&mut h, &s, Outcome::Commit, None);
     assert_eq!(plan.producer().producer_epoch, s.epoch + 1);
     assert_eq!(plan.continue_as(), (s.pid, s.epoch + 1));
     assert_eq!(plan.markers().len(), 2);
@@ -93,10 +88,7 @@ fn every_end_bumps_the_epoch_the_markers_carry_it_and_the_old_epoch_is_fenced() 
     );
     // The old epoch is not a retry of anything now: fenced.
     assert_eq!(
-        code(
-            h.coord()
-                .end_txn_v2(&s.id, s.pid, s.epoch, Outcome::Abort, None)
-        ),
+        code(end_again(&mut h, &s, Outcome::Abort)),
         ErrorCode::ProducerFenced
     );
     let s3 = end_v2(&mut h, &s2, Outcome::Abort);
@@ -115,71 +107,47 @@ fn one_open_transaction(value: &str) -> (Harness, Session, mk_core::TopicPartiti
 #[test]
 fn a_retry_of_a_lost_end_answer_gets_the_same_answer() {
     let (mut h, s, out) = one_open_transaction("x");
-    let EndTxnV2::Execute(plan) = h
-        .coord()
-        .end_txn_v2(&s.id, s.pid, s.epoch, Outcome::Commit, None)
-        .unwrap()
-    else {
-        panic!("a plan");
-    };
+    let plan = decided_end(&mut h, &s, Outcome::Commit, None);
     // While the plan executes: the retry waits, the new epoch too.
-    assert_eq!(
-        code(
-            h.coord()
-                .end_txn_v2(&s.id, s.pid, s.epoch, Outcome::Commit, None)
-        ),
-        ErrorCode::ConcurrentTransactions
-    );
-    assert_eq!(
-        code(
-            h.coord()
-                .end_txn_v2(&s.id, s.pid, s.epoch + 1, Outcome::Commit, None)
-        ),
-        ErrorCode::ConcurrentTransactions
-    );
+    for epoch in [s.epoch, s.epoch + 1] {
+        let r = h
+            .coord()
+            .end_txn_v2(&s.id, s.pid, epoch, Outcome::Commit, None);
+        assert_eq!(code(r), ErrorCode::ConcurrentTransactions, "epoch {epoch}");
+    }
     // The plan is lost: the retry gets it again, with the same identity.
     drop(plan);
-    let EndTxnV2::Execute(again) = h
-        .coord()
-        .end_txn_v2(&s.id, s.pid, s.epoch, Outcome::Commit, None)
-        .unwrap()
-    else {
-        panic!("a retry re-issues the unfinished plan");
-    };
+    let again = decided_end(&mut h, &s, Outcome::Commit, None);
     assert_eq!(again.continue_as(), (s.pid, s.epoch + 1));
     h.finish(again);
     // Complete: the same outcome answers the bumped identity again, the
     // other outcome is INVALID_TXN_STATE, an older epoch is fenced.
-    let r = h
-        .coord()
-        .end_txn_v2(&s.id, s.pid, s.epoch, Outcome::Commit, None)
-        .unwrap();
-    assert!(
-        matches!(r, EndTxnV2::AlreadyComplete { producer_id, producer_epoch }
-            if producer_id == s.pid && producer_epoch == s.epoch + 1),
-        "{r:?}"
-    );
     assert_eq!(
-        code(
-            h.coord()
-                .end_txn_v2(&s.id, s.pid, s.epoch, Outcome::Abort, None)
-        ),
-        ErrorCode::InvalidTxnState
+        answered(end_again(&mut h, &s, Outcome::Commit)),
+        (s.pid, s.epoch + 1)
     );
-    assert_eq!(
-        code(
-            h.coord()
-                .end_txn_v2(&s.id, s.pid, s.epoch + 7, Outcome::Abort, None)
+    for (pid, epoch, outcome, expected) in [
+        (s.pid, s.epoch, Outcome::Abort, ErrorCode::InvalidTxnState),
+        (
+            s.pid,
+            s.epoch + 7,
+            Outcome::Abort,
+            ErrorCode::ProducerFenced,
         ),
-        ErrorCode::ProducerFenced
-    );
-    assert_eq!(
-        code(
-            h.coord()
-                .end_txn_v2(&s.id, s.pid + 1, s.epoch, Outcome::Commit, None)
+        (
+            s.pid + 1,
+            s.epoch,
+            Outcome::Commit,
+            ErrorCode::InvalidProducerIdMapping,
         ),
-        ErrorCode::InvalidProducerIdMapping
-    );
+    ] {
+        let r = h.coord().end_txn_v2(&s.id, pid, epoch, outcome, None);
+        assert_eq!(
+            code(r),
+            expected,
+            "producer {pid}, epoch {epoch}, {outcome:?}"
+        );
+    }
     assert_eq!(h.read_committed(&out), vec!["x"]);
 }
 
@@ -188,23 +156,14 @@ fn an_abort_with_nothing_open_bumps_the_epoch_and_marks_nothing() {
     let (mut h, out, s) = tx_on_out0();
     // A commit needs a transaction.
     assert_eq!(
-        code(
-            h.coord()
-                .end_txn_v2(&s.id, s.pid, s.epoch, Outcome::Commit, None)
-        ),
+        code(end_again(&mut h, &s, Outcome::Commit)),
         ErrorCode::InvalidTxnState
     );
     produce_v2(&mut h, &s, &out, "x").unwrap();
     let s2 = end_v2(&mut h, &s, Outcome::Commit);
     // Complete, nothing open: an abort bumps the epoch without re-marking
     // the previous transaction's partitions.
-    let EndTxnV2::Execute(plan) = h
-        .coord()
-        .end_txn_v2(&s2.id, s2.pid, s2.epoch, Outcome::Abort, None)
-        .unwrap()
-    else {
-        panic!("a plan");
-    };
+    let plan = decided_end(&mut h, &s2, Outcome::Abort, None);
     assert!(plan.markers().is_empty());
     assert_eq!(plan.continue_as(), (s.pid, s2.epoch + 1));
     assert_eq!(h.finish(plan), TxnState::CompleteAbort);
@@ -233,13 +192,7 @@ fn implicit_partitions_follow_the_transactions_rules() {
         ErrorCode::InvalidTxnState
     );
     // While the end is being decided, a batch of the new epoch waits.
-    let EndTxnV2::Execute(plan) = h
-        .coord()
-        .end_txn_v2(&s.id, s.pid, s.epoch, Outcome::Abort, None)
-        .unwrap()
-    else {
-        panic!("a plan");
-    };
+    let plan = decided_end(&mut h, &s, Outcome::Abort, None);
     let next = Session {
         epoch: s.epoch + 1,
         ..s.clone()

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Harness, tp, tx_on_out0};
+use common::{Harness, tp, tx_on_out0, tx_on_out0_and_out1};
 use mk_txn::{Outcome, TxnState, fetch_committed};
 
 #[test]
@@ -34,11 +34,8 @@ fn open_transaction_is_invisible_to_read_committed_and_holds_back_the_lso() {
 
 #[test]
 fn commit_makes_records_and_staged_offsets_visible_together() {
-    let mut h = Harness::new();
-    let (a, b, input) = (tp("out", 0), tp("out", 1), tp("in", 0));
-    let s = h.init("tx");
-    h.send(&s, &a, "a1");
-    h.send(&s, &b, "b1");
+    let (mut h, a, b, s) = tx_on_out0_and_out1();
+    let input = tp("in", 0);
     h.stage(&s, "g", &[(input.clone(), 17)]);
     // Staged, not stored.
     assert_eq!(h.committed_offset("g", &input), None);
@@ -68,9 +65,8 @@ fn commit_makes_records_and_staged_offsets_visible_together() {
 
 #[test]
 fn abort_hides_records_forever_and_stores_no_offsets() {
-    let mut h = Harness::new();
-    let (out, input) = (tp("out", 0), tp("in", 0));
-    let s = h.init("tx");
+    let (mut h, out, s) = tx_on_out0();
+    let input = tp("in", 0);
     h.send(&s, &out, "doomed");
     h.stage(&s, "g", &[(input.clone(), 9)]);
     let plan = h.end_plan(&s, Outcome::Abort);

@@ -23,14 +23,60 @@ pub const TIMEOUT_MS: i64 = 60_000;
 /// A fresh harness, partition `out-0` and a first session of `tx`: where
 /// most scenarios start.
 pub fn tx_on_out0() -> (Harness, TopicPartition, Session) {
+    session_on_out0("tx")
+}
+
+/// `tx_on_out0` for the transactional id `id`.
+pub fn session_on_out0(id: &str) -> (Harness, TopicPartition, Session) {
     let mut h = Harness::new();
-    let s = h.init("tx");
+    let s = h.init(id);
     (h, tp("out", 0), s)
+}
+
+/// A fresh harness whose first session of `tx` wrote `a1` to `out-0` and
+/// `b1` to `out-1`, still open: where the two-partition scenarios start.
+pub fn tx_on_out0_and_out1() -> (Harness, TopicPartition, TopicPartition, Session) {
+    let mut h = Harness::new();
+    let (a, b) = (tp("out", 0), tp("out", 1));
+    let s = h.init("tx");
+    h.send(&s, &a, "a1");
+    h.send(&s, &b, "b1");
+    (h, a, b, s)
+}
+
+/// `tx_on_out0` where the session sent `value` to `out-0`, staged `offset`
+/// of `in-0` for group `g` and asked to end with `outcome`: the decision
+/// is journaled and its plan lost.
+pub fn decided_on_out0(
+    value: &str,
+    offset: i64,
+    outcome: Outcome,
+) -> (Harness, TopicPartition, Session) {
+    let (mut h, out, s) = tx_on_out0();
+    h.send(&s, &out, value);
+    h.stage(&s, "g", &[(tp("in", 0), offset)]);
+    drop(h.end_plan(&s, outcome));
+    (h, out, s)
 }
 
 /// The code of the error `r` must be.
 pub fn code<T: std::fmt::Debug>(r: Result<T, TxnError>) -> mk_core::ErrorCode {
     r.unwrap_err().code()
+}
+
+/// Asserts that `r` failed with `expected` and a message naming `mention`.
+#[track_caller]
+pub fn assert_refused<T: std::fmt::Debug>(
+    r: Result<T, TxnError>,
+    expected: mk_core::ErrorCode,
+    mention: &str,
+) {
+    let err = r.unwrap_err();
+    assert_eq!(err.code(), expected, "{err}");
+    assert!(
+        err.to_string().contains(mention),
+        "{mention:?} not in {err}"
+    );
 }
 
 pub fn tp(topic: &str, partition: u32) -> TopicPartition {
