@@ -67,11 +67,10 @@ fn acks1_write_lost_after_promotion() {
 #[test]
 fn acks_all_with_min_isr_two_survives_promotion_of_any_isr_member() {
     for candidate in [2, 3] {
-        let h = Harness::with(|c| c.min_insync_replicas = 2);
-        let mut set = h.create(&[1, 2, 3]);
+        let (_h, mut set) = Harness::min_isr_two(&[1, 2, 3]);
         let mut acked = Vec::new();
         for (i, v) in ["a", "b", "c"].into_iter().enumerate() {
-            let mut handle = pending(set.append(batch(&[v]), AckMode::All, None).unwrap());
+            let mut handle = put_all(&mut set, &[v]);
             if i == 1 {
                 // Broker 3 falls out; ISR {1, 2} still meets the minimum.
                 set.remove_from_isr(3).unwrap();
@@ -125,8 +124,7 @@ fn promotion_fences_old_epoch() {
 
 #[test]
 fn promotion_requires_an_in_sync_replica() {
-    let h = Harness::new();
-    let mut set = h.create(&[1, 2, 3]);
+    let (_h, mut set) = Harness::with_replicas(&[1, 2, 3]);
     set.remove_from_isr(3).unwrap();
     let err = set.promote(3).unwrap_err();
     assert_eq!(err.code(), ErrorCode::NotInSyncReplica);
@@ -240,10 +238,7 @@ fn divergent_tail_replaced_by_new_leader_records() {
 
 #[test]
 fn end_offset_for_epoch_answers_like_kip_279() {
-    let h = Harness::new();
-    let mut set = h.create(&[1, 2]);
-    put(&mut set, &["a", "b"]);
-    set.replicate_all_once().unwrap();
+    let (_h, mut set) = Harness::replicated(&[1, 2], &["a", "b"]);
     set.promote(2).unwrap();
     set.rejoin(1).unwrap();
     set.replicate_all_once().unwrap();
@@ -499,10 +494,7 @@ fn restart_never_moves_visibility_backwards() {
 
 #[test]
 fn hw_checkpoint_is_written_per_replica_on_checkpoint_and_close() {
-    let h = Harness::new();
-    let mut set = h.create(&[1, 2]);
-    put(&mut set, &["a", "b"]);
-    set.replicate_all_once().unwrap();
+    let (h, mut set) = Harness::replicated(&[1, 2], &["a", "b"]);
     put(&mut set, &["c"]);
     let file = |b| replica_dir(h.dir.path(), b, &h.tp).join(HW_CHECKPOINT_FILE);
     assert!(
@@ -528,8 +520,7 @@ fn hw_checkpoint_is_written_per_replica_on_checkpoint_and_close() {
 
 #[test]
 fn damaged_hw_checkpoint_fails_open_with_storage_error() {
-    let h = Harness::new();
-    let set = h.create(&[1, 2]);
+    let (h, set) = Harness::with_replicas(&[1, 2]);
     set.close().unwrap();
     let path = replica_dir(h.dir.path(), 2, &h.tp).join(HW_CHECKPOINT_FILE);
     std::fs::write(&path, "0\n1\nevents 0 banana\n").unwrap();

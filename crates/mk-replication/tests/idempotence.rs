@@ -15,8 +15,7 @@ use mk_replication::{
 /// Appends `batch` with acks=1 on the leader and returns its result.
 /// A replica set of one replica, the leader (broker 1).
 fn leader_alone() -> (Harness, PartitionReplicaSet) {
-    let h = Harness::new();
-    let set = h.create(&[1]);
+    let (h, set) = Harness::with_replicas(&[1]);
     (h, set)
 }
 
@@ -88,8 +87,7 @@ fn exact_retry_returns_original_offsets() {
 
 #[test]
 fn duplicate_with_acks_all_waits_for_the_original_batch_to_commit() {
-    let h = Harness::new();
-    let mut set = h.create(&[1, 2]);
+    let (_h, mut set) = Harness::with_replicas(&[1, 2]);
     let mut first = pending(
         set.append(idem(7, 0, 0, &["a"]), AckMode::All, None)
             .unwrap(),
@@ -283,18 +281,21 @@ fn batches_with_a_producer_id_need_a_sequence_and_an_epoch() {
     assert_eq!(set.log_end_offset(), 0);
 }
 
-#[test]
-fn promoted_follower_deduplicates_retries() {
-    let h = Harness::new();
-    let mut set = h.create(&[1, 2]);
+/// Producer `pid` at `epoch` writes m0, m1 and m2 (sequences 0-2) with
+/// acks=all, each replicated and acknowledged before the next.
+fn write_m0_to_m2_acked(set: &mut PartitionReplicaSet, pid: i64, epoch: i32) {
     for seq in 0..3 {
-        let mut handle = pending(
-            set.append(idem(9, 0, seq, &[&format!("m{seq}")]), AckMode::All, None)
-                .unwrap(),
-        );
+        let batch = idem(pid, epoch, seq, &[&format!("m{seq}")]);
+        let mut handle = pending(set.append(batch, AckMode::All, None).unwrap());
         set.replicate_all_once().unwrap();
         handle.try_result().unwrap().unwrap();
     }
+}
+
+#[test]
+fn promoted_follower_deduplicates_retries() {
+    let (_h, mut set) = Harness::with_replicas(&[1, 2]);
+    write_m0_to_m2_acked(&mut set, 9, 0);
     set.promote(2).unwrap();
     assert_acked(&mut set, idem(9, 0, 1, &["m1"]), 1, true);
     assert_acked(&mut set, idem(9, 0, 3, &["m3"]), 3, false);
@@ -302,8 +303,7 @@ fn promoted_follower_deduplicates_retries() {
 
 #[test]
 fn follower_truncation_rebuilds_producer_state() {
-    let h = Harness::new();
-    let mut set = h.create(&[1, 2]);
+    let (_h, mut set) = Harness::with_replicas(&[1, 2]);
     acks_one(&mut set, idem(3, 0, 0, &["a"]));
     set.replicate_all_once().unwrap();
     acks_one(&mut set, idem(3, 0, 1, &["lost"]));
@@ -335,17 +335,9 @@ fn follower_truncation_rebuilds_producer_state() {
 #[test]
 fn restart_keeps_hw_and_producer_state() {
     for crash_after_checkpoint in [false, true] {
-        let h = Harness::with(|c| c.min_insync_replicas = 2);
-        let mut set = h.create(&[1, 2, 3]);
+        let (h, mut set) = Harness::min_isr_two(&[1, 2, 3]);
         set.register_producer(5, 2).unwrap();
-        for seq in 0..3 {
-            let mut handle = pending(
-                set.append(idem(5, 2, seq, &[&format!("m{seq}")]), AckMode::All, None)
-                    .unwrap(),
-            );
-            set.replicate_all_once().unwrap();
-            handle.try_result().unwrap().unwrap();
-        }
+        write_m0_to_m2_acked(&mut set, 5, 2);
         set.checkpoint().unwrap();
         let hw = set.high_watermark();
         let mut set = if crash_after_checkpoint {
@@ -453,8 +445,7 @@ fn next_sequence_is_what_the_check_expects_per_producer_and_epoch() {
 /// with its epoch, last sequence and the start of its open transaction.
 #[test]
 fn active_producers_show_epochs_sequences_and_open_transactions() {
-    let h = Harness::new();
-    let mut set = h.create(&[1, 2]);
+    let (_h, mut set) = Harness::with_replicas(&[1, 2]);
     assert!(set.active_producers().is_empty());
     put(&mut set, &["plain"]);
     acks_one(&mut set, idem(7, 2, 0, &["a", "b"]));

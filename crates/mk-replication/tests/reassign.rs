@@ -7,7 +7,7 @@ mod common;
 
 use common::*;
 use mk_core::ErrorCode;
-use mk_replication::{AckMode, PartitionReplicaSet, Reassignment, remove_replica_dirs};
+use mk_replication::{PartitionReplicaSet, Reassignment, remove_replica_dirs};
 use std::collections::BTreeSet;
 
 fn replicate_until_ready(set: &mut PartitionReplicaSet) -> usize {
@@ -90,7 +90,7 @@ fn a_move_adds_followers_that_catch_up_then_the_removed_leader_hands_over() {
     // The new set replicates and commits as any other.
     set.replicate_all_once().unwrap();
     assert_eq!(set.isr(), vec![2, 3]);
-    let mut ack = pending(set.append(batch(&["after"]), AckMode::All, None).unwrap());
+    let mut ack = put_all(&mut set, &["after"]);
     set.replicate_all_once().unwrap();
     assert_eq!(ack.try_result().unwrap().unwrap().base_offset, Some(3));
     assert_eq!(
@@ -209,8 +209,7 @@ fn an_unclean_cancel_elects_an_original_replica_and_loses_what_it_lacks() {
 
 #[test]
 fn bad_targets_are_refused_before_anything_changes() {
-    let h = Harness::new();
-    let mut set = h.create(&[1, 2]);
+    let (_h, mut set) = Harness::with_replicas(&[1, 2]);
     for target in [&[][..], &[1, 1][..], &[-1, 2][..]] {
         assert_eq!(
             code(set.plan_reassignment(target)),

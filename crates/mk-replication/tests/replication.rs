@@ -9,8 +9,7 @@ use mk_replication::{AckMode, AppendOutcome, PartitionAssignment, ReplicaRole};
 
 #[test]
 fn new_partition_has_first_replica_as_leader_epoch_zero_full_isr_and_hw_zero() {
-    let h = Harness::new();
-    let set = h.create(&[3, 1, 2]);
+    let (h, set) = Harness::with_replicas(&[3, 1, 2]);
     assert_eq!(set.leader_id(), 3);
     assert_eq!(set.leader_epoch(), 0);
     assert_eq!(set.replicas(), &[3, 1, 2]);
@@ -40,8 +39,7 @@ fn new_partition_has_first_replica_as_leader_epoch_zero_full_isr_and_hw_zero() {
 
 #[test]
 fn follower_fetch_advances_hw_only_when_isr_has_data() {
-    let h = Harness::new();
-    let mut set = h.create(&[1, 2, 3]);
+    let (_h, mut set) = Harness::with_replicas(&[1, 2, 3]);
     assert_eq!(put(&mut set, &["a"]), 0);
     assert_eq!(set.high_watermark(), 0, "followers have nothing yet");
     assert!(visible(&set).is_empty());
@@ -94,8 +92,7 @@ fn follower_copies_whole_batches_unchanged_bounded_by_fetch_max_bytes() {
 
 #[test]
 fn followers_fetch_in_broker_id_order_and_record_their_fetch_time() {
-    let h = Harness::new();
-    let mut set = h.create(&[2, 3, 1]);
+    let (h, mut set) = Harness::with_replicas(&[2, 3, 1]);
     h.clock.advance(500);
     let fetches = set.replicate_all_once().unwrap();
     let order: Vec<_> = fetches.iter().map(|f| f.broker).collect();
@@ -194,8 +191,7 @@ fn cannot_reenter_isr_below_hw() {
 
 #[test]
 fn removed_follower_stops_fetching_until_it_rejoins() {
-    let h = Harness::new();
-    let mut set = h.create(&[1, 2, 3]);
+    let (_h, mut set) = Harness::with_replicas(&[1, 2, 3]);
     set.remove_from_isr(3).unwrap();
     assert_eq!(set.replica_role(3).unwrap(), ReplicaRole::Offline);
     assert_eq!(set.isr(), vec![1, 2]);
@@ -215,8 +211,7 @@ fn removed_follower_stops_fetching_until_it_rejoins() {
 
 #[test]
 fn leader_cannot_be_removed_and_unknown_brokers_are_unknown_partition() {
-    let h = Harness::new();
-    let mut set = h.create(&[1, 2]);
+    let (_h, mut set) = Harness::with_replicas(&[1, 2]);
     assert_eq!(code(set.remove_from_isr(1)), ErrorCode::InvalidRequest);
     assert_eq!(code(set.rejoin(1)), ErrorCode::InvalidRequest);
     assert_eq!(
@@ -236,8 +231,7 @@ fn leader_cannot_be_removed_and_unknown_brokers_are_unknown_partition() {
 
 #[test]
 fn acks0_returns_unknown_offsets() {
-    let h = Harness::new();
-    let mut set = h.create(&[1, 2]);
+    let (_h, mut set) = Harness::with_replicas(&[1, 2]);
     let r = done(set.append(batch(&["a", "b"]), AckMode::Zero, None).unwrap());
     assert_eq!((r.base_offset, r.next_offset), (None, None));
     assert_eq!(set.log_end_offset(), 2, "acks=0 still appended");
@@ -245,8 +239,7 @@ fn acks0_returns_unknown_offsets() {
 
 #[test]
 fn acks1_returns_offsets_immediately() {
-    let h = Harness::new();
-    let mut set = h.create(&[1, 2]);
+    let (_h, mut set) = Harness::with_replicas(&[1, 2]);
     let r = done(set.append(batch(&["a", "b"]), AckMode::One, None).unwrap());
     assert_eq!((r.base_offset, r.next_offset), (Some(0), Some(2)));
     assert_eq!(r.leader_epoch, 0);
@@ -256,9 +249,8 @@ fn acks1_returns_offsets_immediately() {
 
 #[test]
 fn acks_all_waits_for_hw_over_the_current_isr() {
-    let h = Harness::with(|c| c.min_insync_replicas = 2);
-    let mut set = h.create(&[1, 2, 3]);
-    let mut handle = pending(set.append(batch(&["a"]), AckMode::All, None).unwrap());
+    let (h, mut set) = Harness::min_isr_two(&[1, 2, 3]);
+    let mut handle = put_all(&mut set, &["a"]);
     assert_eq!((handle.base_offset(), handle.next_offset()), (0, 1));
     assert!(handle.try_result().is_none());
     set.replicate_follower_once(2).unwrap();
@@ -273,7 +265,7 @@ fn acks_all_waits_for_hw_over_the_current_isr() {
 
     // Kafka completes on the HW of the current ISR: a follower that falls
     // out by time does not hold the write back while the ISR is large enough.
-    let mut handle = pending(set.append(batch(&["b"]), AckMode::All, None).unwrap());
+    let mut handle = put_all(&mut set, &["b"]);
     h.clock.advance(10_001);
     set.replicate_follower_once(2).unwrap();
     assert_eq!(set.isr(), vec![1, 2]);
@@ -282,17 +274,15 @@ fn acks_all_waits_for_hw_over_the_current_isr() {
 
 #[test]
 fn acks_all_with_single_replica_isr_commits_immediately() {
-    let h = Harness::new();
-    let mut set = h.create(&[1]);
-    let mut handle = pending(set.append(batch(&["a"]), AckMode::All, None).unwrap());
+    let (_h, mut set) = Harness::with_replicas(&[1]);
+    let mut handle = put_all(&mut set, &["a"]);
     assert_eq!(set.high_watermark(), 1);
     assert_eq!(handle.try_result().unwrap().unwrap().base_offset, Some(0));
 }
 
 #[test]
 fn acks_all_rejected_before_append_when_isr_too_small() {
-    let h = Harness::with(|c| c.min_insync_replicas = 2);
-    let mut set = h.create(&[1, 2]);
+    let (_h, mut set) = Harness::min_isr_two(&[1, 2]);
     set.remove_from_isr(2).unwrap();
     let err = set.append(batch(&["a"]), AckMode::All, None).unwrap_err();
     assert_eq!(err.code(), ErrorCode::NotEnoughReplicas);
@@ -303,16 +293,15 @@ fn acks_all_rejected_before_append_when_isr_too_small() {
 
 #[test]
 fn acks_all_fails_after_append_when_isr_shrinks() {
-    let h = Harness::with(|c| c.min_insync_replicas = 2);
-    let mut set = h.create(&[1, 2, 3]);
-    let mut handle = pending(set.append(batch(&["a"]), AckMode::All, None).unwrap());
+    let (_h, mut set) = Harness::min_isr_two(&[1, 2, 3]);
+    let mut handle = put_all(&mut set, &["a"]);
     set.remove_from_isr(2).unwrap();
     assert!(
         handle.try_result().is_none(),
         "ISR {{1, 3}} still meets the minimum"
     );
     set.remove_from_isr(3).unwrap();
-    let err = handle.try_result().unwrap().unwrap_err();
+    let err = failed(&mut handle);
     assert_eq!(err.code(), ErrorCode::NotEnoughReplicasAfterAppend);
     assert_eq!(set.log_end_offset(), 1, "the batch was appended");
     assert_eq!(set.pending_acks(), 0);
@@ -320,51 +309,42 @@ fn acks_all_fails_after_append_when_isr_shrinks() {
 
 #[test]
 fn acks_all_fails_after_append_when_isr_shrinks_by_time() {
-    let h = Harness::with(|c| c.min_insync_replicas = 2);
-    let mut set = h.create(&[1, 2]);
-    let mut handle = pending(set.append(batch(&["a"]), AckMode::All, None).unwrap());
+    let (h, mut set) = Harness::min_isr_two(&[1, 2]);
+    let mut handle = put_all(&mut set, &["a"]);
     h.clock.advance(10_001);
     set.refresh_isr();
     assert_eq!(set.isr(), vec![1]);
     assert_eq!(
-        handle.try_result().unwrap().unwrap_err().code(),
+        failed(&mut handle).code(),
         ErrorCode::NotEnoughReplicasAfterAppend
     );
 }
 
 #[test]
 fn acks_all_fails_with_fenced_leader_epoch_when_leadership_changes_first() {
-    let h = Harness::new();
-    let mut set = h.create(&[1, 2]);
-    let mut handle = pending(set.append(batch(&["a"]), AckMode::All, None).unwrap());
+    let (_h, mut set) = Harness::with_replicas(&[1, 2]);
+    let mut handle = put_all(&mut set, &["a"]);
     set.promote(2).unwrap();
-    let err = handle.try_result().unwrap().unwrap_err();
+    let err = failed(&mut handle);
     assert_eq!(err.code(), ErrorCode::FencedLeaderEpoch);
     assert!(err.to_string().contains("epoch 1"), "{err}");
 }
 
 #[test]
 fn acks_all_never_hangs_on_close_or_crash() {
-    let h = Harness::new();
-    let mut set = h.create(&[1, 2]);
-    let mut handle = pending(set.append(batch(&["a"]), AckMode::All, None).unwrap());
+    let (h, mut set) = Harness::with_replicas(&[1, 2]);
+    let mut handle = put_all(&mut set, &["a"]);
     set.close().unwrap();
-    assert_eq!(
-        handle.try_result().unwrap().unwrap_err().code(),
-        ErrorCode::ClusterClosed
-    );
+    assert_eq!(failed(&mut handle).code(), ErrorCode::ClusterClosed);
 
     let mut set = h.open(PartitionAssignment::new_partition(vec![1, 2]));
     // After the restart broker 2 lacks "a" and is out of the ISR; let it
     // catch up so the next write has to wait for it.
     set.replicate_all_once().unwrap();
     assert_eq!(set.isr(), vec![1, 2]);
-    let mut handle = pending(set.append(batch(&["b"]), AckMode::All, None).unwrap());
+    let mut handle = put_all(&mut set, &["b"]);
     set.crash();
-    assert_eq!(
-        handle.try_result().unwrap().unwrap_err().code(),
-        ErrorCode::ClusterClosed
-    );
+    assert_eq!(failed(&mut handle).code(), ErrorCode::ClusterClosed);
 }
 
 #[test]
@@ -374,8 +354,7 @@ fn acks_all_handle_is_awaitable_without_a_runtime_in_this_crate() {
     use std::future::Future;
     use std::pin::pin;
     use std::task::{Context, Poll, Waker};
-    let h = Harness::new();
-    let mut set = h.create(&[1, 2]);
+    let (_h, mut set) = Harness::with_replicas(&[1, 2]);
     let outcome = set.append(batch(&["a"]), AckMode::All, None).unwrap();
     let mut fut = pin!(outcome.result());
     let mut cx = Context::from_waker(Waker::noop());
@@ -459,8 +438,7 @@ fn storage_failure_on_append_is_reported_as_storage_error() {
 /// survives a promotion and a crash.
 #[test]
 fn delete_records_moves_every_replicas_log_start_up_to_the_high_watermark() {
-    let h = Harness::new();
-    let mut set = h.create(&[1, 2, 3]);
+    let (h, mut set) = Harness::with_replicas(&[1, 2, 3]);
     put(&mut set, &["a", "b", "c"]);
     put(&mut set, &["d", "e", "f"]);
     set.replicate_all_once().unwrap();

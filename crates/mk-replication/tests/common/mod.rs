@@ -55,20 +55,40 @@ impl Harness {
         .expect("create replica set")
     }
 
+    /// A fresh harness and a new replica set of `replicas`.
+    pub fn with_replicas(replicas: &[BrokerId]) -> (Self, PartitionReplicaSet) {
+        let h = Self::new();
+        let set = h.create(replicas);
+        (h, set)
+    }
+
+    /// `with_replicas` under `min.insync.replicas=2`.
+    pub fn min_isr_two(replicas: &[BrokerId]) -> (Self, PartitionReplicaSet) {
+        let h = Self::with(|c| c.min_insync_replicas = 2);
+        let set = h.create(replicas);
+        (h, set)
+    }
+
     /// A replica set of `replicas` whose leader holds the one record "a".
     pub fn holding_a(replicas: &[BrokerId]) -> (Self, PartitionReplicaSet) {
-        let h = Self::new();
-        let mut set = h.create(replicas);
+        let (h, mut set) = Self::with_replicas(replicas);
         put(&mut set, &["a"]);
         (h, set)
     }
 
-    /// Replicas 1, 2 and 3 holding the one record "a", replicated once (so
-    /// every replica has it and the high watermark covers it).
-    pub fn three_with_a_replicated() -> (Self, PartitionReplicaSet) {
-        let (h, mut set) = Self::holding_a(&[1, 2, 3]);
+    /// A replica set of `replicas` whose leader took `values` (acks=1),
+    /// replicated once (so every replica has them and the high watermark
+    /// covers them).
+    pub fn replicated(replicas: &[BrokerId], values: &[&str]) -> (Self, PartitionReplicaSet) {
+        let (h, mut set) = Self::with_replicas(replicas);
+        put(&mut set, values);
         set.replicate_all_once().unwrap();
         (h, set)
+    }
+
+    /// Replicas 1, 2 and 3 holding the one record "a", replicated once.
+    pub fn three_with_a_replicated() -> (Self, PartitionReplicaSet) {
+        Self::replicated(&[1, 2, 3], &["a"])
     }
 
     pub fn open(&self, assignment: PartitionAssignment) -> PartitionReplicaSet {
@@ -149,6 +169,24 @@ pub fn put(set: &mut PartitionReplicaSet, values: &[&str]) -> i64 {
     )
     .base_offset
     .expect("acks=1 reports offsets")
+}
+
+/// Appends with `acks=all` and returns the handle that waits for the
+/// high watermark.
+pub fn put_all(set: &mut PartitionReplicaSet, values: &[&str]) -> AckHandle {
+    pending(
+        set.append(batch(values), AckMode::All, None)
+            .expect("append"),
+    )
+}
+
+/// The error an acks=all handle settled with (fails the test if it still
+/// waits or succeeded).
+pub fn failed(handle: &mut AckHandle) -> ReplicationError {
+    match handle.try_result() {
+        Some(Err(e)) => e,
+        other => panic!("expected a failed handle, got {other:?}"),
+    }
 }
 
 /// The error code of a failed operation.
