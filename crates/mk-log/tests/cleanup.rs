@@ -142,7 +142,7 @@ fn compaction_keeps_latest_per_key_null_keys_and_offsets() {
     assert_eq!(log.leo(), 60);
     // Survives a crash and a clean reopen.
     log.close().unwrap();
-    assert_eq!(dump(&open(dir.path(), &cfg)), got);
+    assert_eq!(reopened(dir.path(), &cfg), got);
 }
 
 #[test]
@@ -328,7 +328,6 @@ fn a_damaged_log_start_file_is_a_storage_error() {
 
 #[test]
 fn min_compaction_lag_keeps_newer_records_and_their_older_keys() {
-    let dir = tempfile::tempdir().unwrap();
     let lagged = CleanerConfig {
         min_lag_ms: 5_000,
         ..CleanerConfig::default()
@@ -337,7 +336,7 @@ fn min_compaction_lag_keeps_newer_records_and_their_older_keys() {
         cleaner: lagged,
         ..small_config()
     };
-    let mut log = open(dir.path(), &cfg);
+    let (_dir, mut log) = temp_log(&cfg);
     append_keyed(&mut log, 0..40, 4, 100);
     append_keyed(&mut log, 40..60, 4, 10_000);
     log.roll().unwrap();

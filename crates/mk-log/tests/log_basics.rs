@@ -269,12 +269,11 @@ fn replica_appends_require_the_next_offset_and_keep_bytes_identical() {
 
 #[test]
 fn oversized_batch_is_invalid_record_and_writes_nothing() {
-    let dir = tempfile::tempdir().unwrap();
     let cfg = LogConfig {
         max_batch_bytes: 100,
         ..LogConfig::default()
     };
-    let mut log = open(dir.path(), &cfg);
+    let (_dir, mut log) = temp_log(&cfg);
     let big = RecordBatch::new(vec![Record::new(
         None,
         Some(bytes::Bytes::from(vec![0u8; 200])),

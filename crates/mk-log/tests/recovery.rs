@@ -8,11 +8,10 @@ use mk_core::ErrorCode;
 use mk_log::{LogConfig, PartitionLog, RecordBatch};
 use std::path::Path;
 
-fn fill(
-    dir: &Path,
-    cfg: &LogConfig,
-    n: usize,
-) -> Vec<(i64, Option<bytes::Bytes>, Option<bytes::Bytes>, i64)> {
+/// What `dump` lists: offset, key, value, timestamp.
+type Dump = (i64, Option<bytes::Bytes>, Option<bytes::Bytes>, i64);
+
+fn fill(dir: &Path, cfg: &LogConfig, n: usize) -> Vec<Dump> {
     let mut log = open(dir, cfg);
     for i in 0..n {
         log.append(keyed(i, 1000, i as i64)).unwrap();
@@ -22,11 +21,19 @@ fn fill(
     all
 }
 
+/// A fresh directory holding a crashed `small_config` log of `n` keyed
+/// records, its config and everything it held.
+fn filled(n: usize) -> (tempfile::TempDir, LogConfig, Vec<Dump>) {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = small_config();
+    let all = fill(dir.path(), &cfg, n);
+    (dir, cfg, all)
+}
+
 #[test]
 fn appended_records_survive_a_crash_without_flush() {
-    let dir = tempfile::tempdir().unwrap();
-    let all = fill(dir.path(), &small_config(), 25);
-    let log = open(dir.path(), &small_config());
+    let (dir, cfg, all) = filled(25);
+    let log = open(dir.path(), &cfg);
     assert_eq!(
         dump(&log),
         all,
@@ -139,9 +146,7 @@ fn a_segment_deleted_from_the_middle_refuses_to_open() {
 
 #[test]
 fn corrupt_closed_segment_refuses_to_open_with_storage_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = small_config();
-    fill(dir.path(), &cfg, 30);
+    let (dir, cfg, _) = filled(30);
     let path = seg_file(dir.path(), 0, "log");
     let bytes = flip_byte(&path, file_len(&path) / 2, 0x55);
     assert_open_refused(dir.path(), &cfg, "corrupt closed segment");
@@ -151,9 +156,7 @@ fn corrupt_closed_segment_refuses_to_open_with_storage_error() {
 
 #[test]
 fn truncated_closed_segment_refuses_to_open() {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = small_config();
-    fill(dir.path(), &cfg, 30);
+    let (dir, cfg, _) = filled(30);
     let path = seg_file(dir.path(), 0, "log");
     let len = std::fs::metadata(&path).unwrap().len();
     cut_file(&path, len - 3);
@@ -165,9 +168,7 @@ fn truncated_closed_segment_refuses_to_open() {
 
 #[test]
 fn non_contiguous_segments_refuse_to_open() {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = small_config();
-    fill(dir.path(), &cfg, 30);
+    let (dir, cfg, _) = filled(30);
     let log = open(dir.path(), &cfg);
     let second = log.segments()[1].base_offset;
     log.close().unwrap();
@@ -200,9 +201,7 @@ fn unparsable_segment_name_is_storage_error() {
 
 #[test]
 fn damaged_index_files_are_rebuilt_from_the_log() {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = small_config();
-    let all = fill(dir.path(), &cfg, 40);
+    let (dir, cfg, all) = filled(40);
     let log = open(dir.path(), &cfg);
     log.close().unwrap();
     // Clean shutdown: indexes are trusted... unless they are malformed.
@@ -221,9 +220,7 @@ fn damaged_index_files_are_rebuilt_from_the_log() {
 
 #[test]
 fn clean_reopen_trusts_closed_segments_without_reading_them() {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = small_config();
-    let all = fill(dir.path(), &cfg, 40);
+    let (dir, cfg, all) = filled(40);
     open(dir.path(), &cfg).close().unwrap();
     assert!(dir.path().join("clean-shutdown").exists());
     // Corrupt a closed segment without changing its size. A clean open does
@@ -246,9 +243,7 @@ fn clean_reopen_trusts_closed_segments_without_reading_them() {
 
 #[test]
 fn stale_clean_shutdown_checkpoint_is_ignored() {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = small_config();
-    fill(dir.path(), &cfg, 10);
+    let (dir, cfg, _) = filled(10);
     open(dir.path(), &cfg).close().unwrap();
     let cp = std::fs::read(dir.path().join("clean-shutdown")).unwrap();
     let mut log = open(dir.path(), &cfg);
@@ -258,7 +253,7 @@ fn stale_clean_shutdown_checkpoint_is_ignored() {
     // An old checkpoint reappearing (e.g. restored by hand) must not be
     // trusted when the files disagree with it.
     std::fs::write(dir.path().join("clean-shutdown"), cp).unwrap();
-    assert_eq!(dump(&open(dir.path(), &cfg)), all);
+    assert_eq!(reopened(dir.path(), &cfg), all);
 }
 
 #[test]
@@ -461,7 +456,7 @@ fn truncation_below_the_recovery_point_is_never_trusted_after_a_crash() {
     }
     let expected = dump(&log);
     drop(log); // crash without another flush
-    assert_eq!(dump(&open(dir.path(), &cfg)), expected);
+    assert_eq!(reopened(dir.path(), &cfg), expected);
 }
 
 #[test]

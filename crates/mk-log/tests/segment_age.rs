@@ -28,22 +28,34 @@ fn aged_log(now_ms: i64, segment_ms: i64) -> (tempfile::TempDir, Arc<ManualClock
     (dir, clock, log)
 }
 
+/// Appends keyed record `i` stamped `ts_ms`; how many segments the log
+/// has then.
+fn segments_after(log: &mut PartitionLog, i: usize, ts_ms: i64) -> usize {
+    log.append(keyed(i, 4, ts_ms)).unwrap();
+    log.segments().len()
+}
+
+/// Appends `batches` as one group; the segment each batch went to.
+fn group_bases(log: &mut PartitionLog, batches: Vec<mk_log::RecordBatch>) -> Vec<i64> {
+    log.append_group(batches)
+        .into_iter()
+        .map(|a| a.unwrap().segment_base_offset)
+        .collect()
+}
+
 #[test]
 fn a_batch_more_than_segment_ms_past_the_first_batch_rolls() {
     // The clock stands still: only the batches' timestamps count.
     let (_dir, _clock, mut log) = aged_log(1_000, 100);
     log.append(keyed(0, 4, 5_000)).unwrap();
     // Exactly the limit past the first batch is not beyond it.
-    log.append(keyed(1, 4, 5_100)).unwrap();
-    assert_eq!(log.segments().len(), 1);
+    assert_eq!(segments_after(&mut log, 1, 5_100), 1);
     let info = log.append(keyed(2, 4, 5_101)).unwrap();
     assert_eq!(info.segment_base_offset, 2);
     assert_eq!(log.segments().len(), 2);
     // The new segment ages from its own first batch (5_101).
-    log.append(keyed(3, 4, 5_201)).unwrap();
-    assert_eq!(log.segments().len(), 2);
-    log.append(keyed(4, 4, 5_202)).unwrap();
-    assert_eq!(log.segments().len(), 3);
+    assert_eq!(segments_after(&mut log, 3, 5_201), 2);
+    assert_eq!(segments_after(&mut log, 4, 5_202), 3);
 }
 
 #[test]
@@ -53,11 +65,9 @@ fn the_broker_clock_does_not_age_a_segment_whose_first_batch_has_a_timestamp() {
     clock.advance(1_000_000);
     // An old-looking batch (or one from a producer whose clock is behind)
     // is measured against the first batch, not against the broker's time.
-    log.append(keyed(1, 4, 60)).unwrap();
-    assert_eq!(log.segments().len(), 1);
+    assert_eq!(segments_after(&mut log, 1, 60), 1);
     // A batch older than the first one does not roll either.
-    log.append(keyed(2, 4, 0)).unwrap();
-    assert_eq!(log.segments().len(), 1);
+    assert_eq!(segments_after(&mut log, 2, 0), 1);
 }
 
 #[test]
@@ -66,15 +76,17 @@ fn without_a_first_timestamp_the_segment_ages_by_the_clock_from_its_start() {
     // Kafka's NO_TIMESTAMP (-1): the segment's start time by the clock counts.
     log.append(keyed(0, 4, -1)).unwrap();
     clock.advance(100);
-    log.append(keyed(1, 4, 99_999)).unwrap();
-    assert_eq!(log.segments().len(), 1, "100 ms since the start");
+    assert_eq!(
+        segments_after(&mut log, 1, 99_999),
+        1,
+        "100 ms since the start"
+    );
     clock.advance(1);
     let info = log.append(keyed(2, 4, 99_999)).unwrap();
     assert_eq!(info.segment_base_offset, 2);
     // The new segment's first batch has a timestamp again.
     clock.advance(1_000_000);
-    log.append(keyed(3, 4, 100_099)).unwrap();
-    assert_eq!(log.segments().len(), 2);
+    assert_eq!(segments_after(&mut log, 3, 100_099), 2);
 }
 
 #[test]
@@ -86,10 +98,8 @@ fn the_first_batch_timestamp_is_read_back_after_a_reopen() {
     log.append(keyed(0, 4, 1_000)).unwrap();
     log.close().unwrap();
     let mut log = open(dir.path(), &config);
-    log.append(keyed(1, 4, 1_100)).unwrap();
-    assert_eq!(log.segments().len(), 1);
-    log.append(keyed(2, 4, 1_101)).unwrap();
-    assert_eq!(log.segments().len(), 2);
+    assert_eq!(segments_after(&mut log, 1, 1_100), 1);
+    assert_eq!(segments_after(&mut log, 2, 1_101), 2);
 }
 
 #[test]
@@ -105,20 +115,15 @@ fn an_idle_log_does_not_roll_an_empty_segment() {
 fn a_group_append_rolls_where_lone_appends_would() {
     let (_dir, _clock, mut log) = aged_log(0, 50);
     log.append(keyed(0, 4, 0)).unwrap();
-    let answers = log.append_group(vec![keyed(1, 4, 40), keyed(2, 4, 51), keyed(3, 4, 60)]);
-    let bases: Vec<i64> = answers
-        .into_iter()
-        .map(|a| a.unwrap().segment_base_offset)
-        .collect();
+    let bases = group_bases(
+        &mut log,
+        vec![keyed(1, 4, 40), keyed(2, 4, 51), keyed(3, 4, 60)],
+    );
     assert_eq!(bases, vec![0, 2, 2]);
     assert_eq!(log.segments().len(), 2);
     // Into an empty segment, the group's first batch starts the age.
     log.roll().unwrap();
-    let answers = log.append_group(vec![keyed(4, 4, 100), keyed(5, 4, 151)]);
-    let bases: Vec<i64> = answers
-        .into_iter()
-        .map(|a| a.unwrap().segment_base_offset)
-        .collect();
+    let bases = group_bases(&mut log, vec![keyed(4, 4, 100), keyed(5, 4, 151)]);
     assert_eq!(bases, vec![4, 5]);
 }
 
@@ -126,16 +131,13 @@ fn a_group_append_rolls_where_lone_appends_would() {
 fn segment_ms_altered_at_runtime_applies_to_the_next_append() {
     let (_dir, clock, mut log) = aged_log(0, 1_000);
     log.append(keyed(0, 4, 0)).unwrap();
-    log.append(keyed(1, 4, 500)).unwrap();
-    assert_eq!(log.segments().len(), 1);
+    assert_eq!(segments_after(&mut log, 1, 500), 1);
     log.set_segment_ms(Some(100)).unwrap();
-    log.append(keyed(2, 4, 500)).unwrap();
-    assert_eq!(log.segments().len(), 2);
+    assert_eq!(segments_after(&mut log, 2, 500), 2);
     assert!(log.set_segment_ms(Some(0)).is_err());
     log.set_segment_ms(None).unwrap();
     clock.advance(10_000);
-    log.append(keyed(3, 4, 10_500)).unwrap();
-    assert_eq!(log.segments().len(), 2);
+    assert_eq!(segments_after(&mut log, 3, 10_500), 2);
 }
 
 #[test]
@@ -145,6 +147,5 @@ fn truncating_the_active_segment_to_empty_restarts_its_age() {
     log.truncate_to(0).unwrap();
     // The cut batch no longer starts the age: this one does.
     log.append(keyed(1, 4, 5_000)).unwrap();
-    log.append(keyed(2, 4, 5_100)).unwrap();
-    assert_eq!(log.segments().len(), 1);
+    assert_eq!(segments_after(&mut log, 2, 5_100), 1);
 }

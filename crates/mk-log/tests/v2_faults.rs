@@ -162,7 +162,7 @@ fn crc_damage_in_a_version_2_block_refuses_to_open_unless_it_is_the_torn_last_fr
     assert_untouched(&path, &bytes);
     // The way out the message names: cut there. Five batches remain.
     cut_file(&path, sixth.position);
-    assert_eq!(dump(&open(dir.path(), &cfg)), expected(&acked[..5]));
+    assert_eq!(reopened(dir.path(), &cfg), expected(&acked[..5]));
 
     // Damage in the last frame's block has nothing intact after it: a
     // torn write, cut.
@@ -268,7 +268,7 @@ fn a_crash_at_every_step_of_compacting_compressed_batches_reopens_to_old_or_new(
         "some compressed batch was rebuilt with fewer records than offsets"
     );
     drop(reference);
-    assert_eq!(dump(&open(ref_dir.path(), &cfg)), new, "and reopen as such");
+    assert_eq!(reopened(ref_dir.path(), &cfg), new, "and reopen as such");
 
     compact_crashing_at_every_step(&cfg, compactable, &old, &new);
 }

@@ -110,6 +110,11 @@ pub fn dump(log: &PartitionLog) -> Vec<(i64, Option<Bytes>, Option<Bytes>, i64)>
         .collect()
 }
 
+/// Every record a fresh open of `dir` finds, as `dump` lists them.
+pub fn reopened(dir: &Path, config: &LogConfig) -> Vec<(i64, Option<Bytes>, Option<Bytes>, i64)> {
+    dump(&open(dir, config))
+}
+
 /// Names of the files in `dir`, sorted.
 pub fn files(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
