@@ -1356,3 +1356,49 @@ async fn min_compaction_lag_ms_altered_decides_what_compaction_cleans() {
     assert!(r.records_after < r.records_before, "{r:?}");
     c.lifecycle().close().await.unwrap();
 }
+
+/// The cleaner's cycle on topic `kv`, opened anew on `dir` (a restart).
+fn cycle_after_restart(dir: &std::path::Path, clock: &ManualClock) -> CompactionSummary {
+    let c = open(dir, clock);
+    let r = c.steps().compact_all().unwrap()["kv"];
+    c.lifecycle().crash();
+    r
+}
+
+#[tokio::test]
+async fn the_cleaner_cycle_after_a_restart_does_not_compact_a_clean_partition_again() {
+    let (dir, clock, c) = fresh_cluster();
+    c.topics().create("kv", 1, 1).unwrap();
+    alter_topic(
+        &c,
+        "kv",
+        &[("cleanup.policy", "compact"), ("segment.bytes", "1024")],
+    );
+    let t = tp("kv", 0);
+    for i in 0..40 {
+        put(&c, &t, &[&format!("key-{:0100}", i % 4)], clock.now_ms()).await;
+    }
+    c.steps().roll(&t).unwrap();
+    let first = c.steps().compact_all().unwrap()["kv"];
+    assert!(first.records_after < first.records_before, "{first:?}");
+    assert_eq!(c.steps().compact_all().unwrap()["kv"].records_before, 0);
+    c.lifecycle().close().await.unwrap();
+    drop(c);
+    // After a clean close and after a crash alike, the stored first dirty
+    // offset says the partition is clean: the cycle leaves it alone.
+    let none = CompactionSummary::default();
+    assert_eq!(cycle_after_restart(dir.path(), &clock), none);
+    assert_eq!(cycle_after_restart(dir.path(), &clock), none);
+    // Without the checkpoint the same restart costs a pass (which removes
+    // nothing more): what the checkpoint saves.
+    let checkpoint = dir
+        .path()
+        .join("broker-1")
+        .join(t.dir_name())
+        .join(mk_log::CLEANER_CHECKPOINT_FILE);
+    std::fs::remove_file(checkpoint).unwrap();
+    let extra = cycle_after_restart(dir.path(), &clock);
+    assert_eq!(extra.records_before, first.records_after, "{extra:?}");
+    assert_eq!(extra.records_after, first.records_after);
+    assert_eq!(cycle_after_restart(dir.path(), &clock), none);
+}

@@ -293,7 +293,7 @@ impl PartitionLog {
             }
         }
         if cleaned.is_empty() {
-            self.first_dirty = cleaned_end;
+            self.cleaned_up_to(cleaned_end);
             return Ok(result);
         }
         fsutil::sync_dir_with(&self.config.faults, &self.dir)?;
@@ -313,7 +313,7 @@ impl PartitionLog {
             seg.unsynced = false;
         }
         result.segments = bases;
-        self.first_dirty = cleaned_end;
+        self.cleaned_up_to(cleaned_end);
         Ok(result)
     }
 

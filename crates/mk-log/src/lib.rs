@@ -39,6 +39,7 @@
 pub mod block;
 pub mod block_records;
 mod checkpoint;
+mod cleaner_checkpoint;
 pub mod codec;
 mod compaction;
 mod config;
@@ -48,6 +49,7 @@ mod flush;
 pub mod index;
 mod log;
 mod log_start;
+mod offset_file;
 pub mod record;
 mod recovery;
 mod retention;
@@ -56,6 +58,7 @@ mod swap;
 mod txn_index;
 pub mod validator;
 
+pub use cleaner_checkpoint::CLEANER_CHECKPOINT_FILE;
 pub use codec::BatchHeader;
 pub use compaction::{CleanerState, CompactionResult};
 pub use config::{CleanerConfig, LogConfig};

@@ -200,7 +200,8 @@ pub struct PartitionLog {
     active_first_ts: Option<i64>,
     /// The cleaner's first dirty offset (Kafka's cleaner checkpoint): the
     /// end of the section the last compaction cleaned; everything from here
-    /// on has not been compacted yet. Kept in memory only.
+    /// on has not been compacted yet. Stored in `cleaner-offset-checkpoint`
+    /// (`cleaner_checkpoint.rs`).
     pub(crate) first_dirty: i64,
     /// Set by the first I/O failure; every later write is refused.
     failed: Option<String>,
@@ -293,6 +294,7 @@ impl PartitionLog {
             start_floor: log_start::load(dir)?.unwrap_or(0),
         };
         log.start_active_age()?;
+        log.load_first_dirty();
         if log.dir_dirty {
             log.sync_dir()?;
         }
@@ -1033,10 +1035,7 @@ impl PartitionLog {
             self.dir.display()
         );
         self.txns.truncate(next_offset);
-        // Cut records are no longer cleaned (Kafka lowers its cleaner
-        // checkpoint to a truncation point).
-        self.first_dirty = self.first_dirty.min(next_offset);
-        Ok(())
+        self.truncated_below_first_dirty(next_offset)
     }
 
     fn truncate_segments(&mut self, i: usize, cut: u64, next_offset: i64) -> Result<()> {

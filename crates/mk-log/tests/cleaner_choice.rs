@@ -6,8 +6,8 @@
 
 mod common;
 
-use common::{append_keyed, small_config, temp_log};
-use mk_log::{CleanerConfig, LogConfig, PartitionLog};
+use common::{append_keyed, flip_byte, open, small_config, temp_log};
+use mk_log::{CLEANER_CHECKPOINT_FILE, CleanerConfig, CompactionResult, LogConfig, PartitionLog};
 
 const NOW: i64 = 1_000_000;
 
@@ -143,10 +143,7 @@ fn dirty_segments_within_min_lag_are_not_cleanable() {
 
 #[test]
 fn truncation_and_a_moved_log_start_move_the_first_dirty_offset() {
-    let (_dir, mut log) = cleaned_log(CleanerConfig::default());
-    fill(&mut log, 60, 60, NOW);
-    log.compact(NOW, 0).unwrap();
-    assert_eq!(log.first_dirty_offset(), 60);
+    let (_dir, mut log, _) = compacted_log(60);
     // A cut below it: what comes back after the cut is dirty.
     log.truncate_to(50).unwrap();
     assert_eq!(log.first_dirty_offset(), 50);
@@ -157,4 +154,96 @@ fn truncation_and_a_moved_log_start_move_the_first_dirty_offset() {
     fill(&mut log, 10, 60, NOW);
     log.advance_log_start(85).unwrap();
     assert_eq!(log.first_dirty_offset(), 85);
+}
+
+/// A log of 60 records of `keys` keys in closed segments, compacted once
+/// (its first dirty offset is 60), and what that compaction did.
+fn compacted_log(keys: usize) -> (tempfile::TempDir, PartitionLog, CompactionResult) {
+    let (dir, mut log) = cleaned_log(CleanerConfig::default());
+    fill(&mut log, 60, keys, NOW);
+    let r = log.compact(NOW, 0).unwrap();
+    assert_eq!(log.first_dirty_offset(), 60);
+    (dir, log, r)
+}
+
+/// The log in `dir` reopened with the default cleaner, after a clean close
+/// or (`crash`) after being dropped where it stood.
+fn reopened(dir: &tempfile::TempDir, log: PartitionLog, crash: bool) -> PartitionLog {
+    if crash {
+        drop(log);
+    } else {
+        log.close().unwrap();
+    }
+    open(dir.path(), &small_config())
+}
+
+#[test]
+fn the_first_dirty_offset_survives_a_restart_so_no_extra_pass_follows() {
+    for crash in [false, true] {
+        let (dir, log, _) = compacted_log(4);
+        let mut log = reopened(&dir, log, crash);
+        let s = log.cleaner_state(NOW).unwrap();
+        assert_eq!(s.first_dirty_offset, 60, "crash: {crash}");
+        assert_eq!((s.dirty_bytes, s.due), (0, false), "{s:?}");
+        assert_eq!(log.compact_if_due(NOW, 0).unwrap(), None);
+        // New dirt after the restart is measured from the stored offset.
+        fill(&mut log, 4, 4, NOW);
+        let s = log.cleaner_state(NOW).unwrap();
+        assert_eq!(s.first_dirty_offset, 60);
+        assert!(s.clean_bytes > 0 && s.dirty_bytes > 0, "{s:?}");
+    }
+}
+
+#[test]
+fn a_damaged_cleaner_checkpoint_is_ignored_and_costs_one_pass() {
+    let (dir, log, first) = compacted_log(4);
+    let kept: Vec<u64> = log.closed_segments().iter().map(|s| s.log_bytes).collect();
+    log.close().unwrap();
+    flip_byte(&dir.path().join(CLEANER_CHECKPOINT_FILE), 9, 0x01);
+    let mut log = open(dir.path(), &small_config());
+    // The log opens; the cleaner starts over from the log start.
+    let s = log.cleaner_state(NOW).unwrap();
+    assert_eq!(s.first_dirty_offset, 0);
+    assert!(s.due, "{s:?}");
+    // The extra pass finds nothing more to remove: what the first one
+    // kept, it keeps.
+    let again = log.compact_if_due(NOW, 0).unwrap().expect("one pass more");
+    assert_eq!(again.records_before, first.records_after);
+    assert_eq!(again.records_after, first.records_after);
+    assert!(again.segments.is_empty(), "{again:?}");
+    let now: Vec<u64> = log.closed_segments().iter().map(|s| s.log_bytes).collect();
+    assert_eq!(now, kept);
+    // And the checkpoint is whole again.
+    let log = reopened(&dir, log, false);
+    assert_eq!(log.first_dirty_offset(), 60);
+}
+
+#[test]
+fn a_truncation_below_the_stored_offset_lowers_it_on_disk() {
+    let (dir, mut log, _) = compacted_log(60);
+    log.truncate_to(50).unwrap();
+    // Records written again past the cut are dirty after a crash too.
+    fill(&mut log, 20, 60, NOW);
+    let log = reopened(&dir, log, true);
+    assert_eq!(log.first_dirty_offset(), 50);
+}
+
+#[test]
+fn a_stored_offset_past_the_log_end_is_not_trusted() {
+    // A checkpoint that says more was cleaned than the log holds (here one
+    // from a longer log): records appended later must not count as clean.
+    let (long_dir, long, _) = compacted_log(4);
+    long.close().unwrap();
+    let (dir, mut log) = cleaned_log(CleanerConfig::default());
+    fill(&mut log, 20, 4, NOW);
+    log.close().unwrap();
+    std::fs::copy(
+        long_dir.path().join(CLEANER_CHECKPOINT_FILE),
+        dir.path().join(CLEANER_CHECKPOINT_FILE),
+    )
+    .unwrap();
+    let mut log = open(dir.path(), &small_config());
+    fill(&mut log, 60, 4, NOW);
+    assert_eq!(log.leo(), 80);
+    assert_eq!(log.first_dirty_offset(), 0);
 }
