@@ -19,8 +19,8 @@ use crate::messages::add_partitions_to_txn::{
 };
 use crate::messages::end_txn::{EndTxnRequest, EndTxnResponse};
 use crate::messages::txn_offset_commit::{
-    TxnOffsetCommitRequest, TxnOffsetCommitResponse, TxnOffsetCommitResponsePartition,
-    TxnOffsetCommitResponseTopic,
+    TxnOffsetCommitRequest, TxnOffsetCommitRequestTopic, TxnOffsetCommitResponse,
+    TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
 };
 use mk_cluster::{
     ClusterError, CoordinatorKey, ErrorCode, OffsetAndMetadata, TopicPartition, TxnOffsetCommit,
@@ -363,27 +363,37 @@ pub async fn handle_txn_offset_commit(
             ),
             Err(code) => (code, BTreeMap::new()),
         };
+    let code = |t: &str, index: i32| match u32::try_from(index) {
+        Err(_) => KafkaCode::UNKNOWN_TOPIC_OR_PARTITION,
+        Ok(index) => per_partition
+            .get(&TopicPartition::new(t, index))
+            .copied()
+            .unwrap_or(request_code),
+    };
     TxnOffsetCommitResponse {
         throttle_time_ms: 0,
         topics: req
             .topics
             .iter()
-            .map(|t| TxnOffsetCommitResponseTopic {
-                name: t.name.clone(),
-                partitions: t
-                    .partitions
-                    .iter()
-                    .map(|p| TxnOffsetCommitResponsePartition {
-                        partition_index: p.partition_index,
-                        error_code: match u32::try_from(p.partition_index) {
-                            Err(_) => KafkaCode::UNKNOWN_TOPIC_OR_PARTITION,
-                            Ok(index) => per_partition
-                                .get(&TopicPartition::new(&t.name, index))
-                                .copied()
-                                .unwrap_or(request_code),
-                        },
-                    })
-                    .collect(),
+            .map(|t| txn_commit_answer(t, |index| code(&t.name, index)))
+            .collect(),
+    }
+}
+
+/// A topic's TxnOffsetCommit answer: each partition's code by its index,
+/// in order.
+pub(crate) fn txn_commit_answer(
+    t: &TxnOffsetCommitRequestTopic,
+    code: impl Fn(i32) -> KafkaCode,
+) -> TxnOffsetCommitResponseTopic {
+    TxnOffsetCommitResponseTopic {
+        name: t.name.clone(),
+        partitions: t
+            .partitions
+            .iter()
+            .map(|p| TxnOffsetCommitResponsePartition {
+                partition_index: p.partition_index,
+                error_code: code(p.partition_index),
             })
             .collect(),
     }

@@ -1,17 +1,11 @@
 //! The guards of the group, offset and transaction APIs.
 
-use super::{
-    Authz, CLUSTER, GROUP, Gate, OPERATIONS_OMITTED, TOPIC, TXN, denied, narrow, split,
-    unless_refused,
-};
+use super::{Authz, GROUP, Gate, OPERATIONS_OMITTED, On, Refusal, Refused, TOPIC, TXN, Whole};
+use super::{narrow, unless_refused, whole_requests};
 use crate::errors::KafkaCode;
 use mk_cluster::{Operation, ResourceType};
 
 type Op = Operation;
-
-fn group_denied(operation: Operation, group: &str) -> String {
-    denied(operation, ResourceType::Group, group)
-}
 
 // ----- FindCoordinator -------------------------------------------------------
 
@@ -23,19 +17,14 @@ pub fn find_coordinator(
     authz: &Authz<'_>,
     req: FindCoordinatorRequest,
 ) -> Gate<FindCoordinatorRequest, FindCoordinatorResponse> {
-    let verdict = |key: &str| -> Option<(KafkaCode, String)> {
-        match req.key_type {
-            0 if !authz.group(Op::Describe, key) => Some((GROUP, group_denied(Op::Describe, key))),
-            1 if !authz.transactional_id(Op::Describe, key) => Some((
-                TXN,
-                denied(Op::Describe, ResourceType::TransactionalId, key),
-            )),
-            _ => None,
-        }
+    let verdict = |key: &str| match req.key_type {
+        0 => authz.refusal(Op::Describe, On::Group(key)),
+        1 => authz.refusal(Op::Describe, On::TransactionalId(key)),
+        _ => None,
     };
     let batched = authz.ctx.version() >= 4;
     let single = (!batched).then(|| verdict(&req.key)).flatten();
-    let per_key: Vec<(String, (KafkaCode, String))> = if batched {
+    let per_key: Vec<(String, Refusal)> = if batched {
         req.coordinator_keys
             .iter()
             .filter_map(|k| verdict(k).map(|v| (k.clone(), v)))
@@ -49,20 +38,16 @@ pub fn find_coordinator(
     // The lookup has no effect, so the handler runs and the refused keys'
     // answers are replaced.
     Gate::patched(req, move |r: &mut FindCoordinatorResponse| {
-        if let Some((code, message)) = single {
-            r.error_code = code;
-            r.error_message = Some(message);
-            r.node_id = -1;
-            r.host = String::new();
-            r.port = -1;
+        if let Some(refusal) = single {
+            r.error_code = refusal.code;
+            r.error_message = Some(refusal.message);
+            (r.node_id, r.host, r.port) = (-1, String::new(), -1);
         }
         for c in &mut r.coordinators {
-            if let Some((_, (code, message))) = per_key.iter().find(|(k, _)| *k == c.key) {
-                c.error_code = *code;
-                c.error_message = Some(message.clone());
-                c.node_id = -1;
-                c.host = String::new();
-                c.port = -1;
+            if let Some((_, refusal)) = per_key.iter().find(|(k, _)| *k == c.key) {
+                c.error_code = refusal.code;
+                c.error_message = Some(refusal.message.clone());
+                (c.node_id, c.host, c.port) = (-1, String::new(), -1);
             }
         }
     })
@@ -70,12 +55,10 @@ pub fn find_coordinator(
 
 // ----- The classic group protocol ---------------------------------------------
 
-use crate::messages::heartbeat::{HeartbeatRequest, HeartbeatResponse};
 use crate::messages::join_group::{JoinGroupRequest, JoinGroupResponse};
-use crate::messages::leave_group::{LeaveGroupRequest, LeaveGroupResponse};
-use crate::messages::sync_group::{SyncGroupRequest, SyncGroupResponse};
+use crate::messages::{end_txn, heartbeat, leave_group, sync_group};
 
-/// READ on the group.
+/// READ on the group; the member id is echoed.
 pub fn join_group(
     authz: &Authz<'_>,
     req: JoinGroupRequest,
@@ -85,52 +68,18 @@ pub fn join_group(
     }
     Gate::Answer(JoinGroupResponse {
         error_code: GROUP,
-        generation_id: -1,
         member_id: req.member_id,
         ..Default::default()
     })
 }
 
-/// READ on the group.
-pub fn sync_group(
-    authz: &Authz<'_>,
-    req: SyncGroupRequest,
-) -> Gate<SyncGroupRequest, SyncGroupResponse> {
-    if authz.group(Op::Read, &req.group_id) {
-        return Gate::pass(req);
-    }
-    Gate::Answer(SyncGroupResponse {
-        error_code: GROUP,
-        ..Default::default()
-    })
-}
-
-/// READ on the group.
-pub fn heartbeat(
-    authz: &Authz<'_>,
-    req: HeartbeatRequest,
-) -> Gate<HeartbeatRequest, HeartbeatResponse> {
-    if authz.group(Op::Read, &req.group_id) {
-        return Gate::pass(req);
-    }
-    Gate::Answer(HeartbeatResponse {
-        throttle_time_ms: 0,
-        error_code: GROUP,
-    })
-}
-
-/// READ on the group.
-pub fn leave_group(
-    authz: &Authz<'_>,
-    req: LeaveGroupRequest,
-) -> Gate<LeaveGroupRequest, LeaveGroupResponse> {
-    if authz.group(Op::Read, &req.group_id) {
-        return Gate::pass(req);
-    }
-    Gate::Answer(LeaveGroupResponse {
-        error_code: GROUP,
-        ..Default::default()
-    })
+// SyncGroup, Heartbeat and LeaveGroup need READ on the group, EndTxn WRITE
+// on the transactional id, and nothing else (served.list's `authz::whole`).
+whole_requests! {
+    sync_group::SyncGroupRequest => sync_group::SyncGroupResponse: Read on Group(group_id);
+    heartbeat::HeartbeatRequest => heartbeat::HeartbeatResponse: Read on Group(group_id);
+    leave_group::LeaveGroupRequest => leave_group::LeaveGroupResponse: Read on Group(group_id);
+    end_txn::EndTxnRequest => end_txn::EndTxnResponse: Write on TransactionalId(transactional_id);
 }
 
 // ----- Offsets ------------------------------------------------------------------
@@ -270,11 +219,8 @@ pub fn offset_delete(
     authz: &Authz<'_>,
     req: OffsetDeleteRequest,
 ) -> Gate<OffsetDeleteRequest, OffsetDeleteResponse> {
-    if !authz.group(Op::Delete, &req.group_id) {
-        return Gate::Answer(OffsetDeleteResponse {
-            error_code: GROUP,
-            ..Default::default()
-        });
+    if let Some(refusal) = authz.refusal(Op::Delete, On::Group(&req.group_id)) {
+        return Gate::Answer(OffsetDeleteResponse::refused(refusal));
     }
     narrow(
         req,
@@ -301,7 +247,6 @@ pub fn offset_delete(
 use crate::messages::delete_groups::{
     DeletableGroupResult, DeleteGroupsRequest, DeleteGroupsResponse,
 };
-use crate::messages::describe_groups::{DescribeGroupsRequest, DescribeGroupsResponse};
 use crate::messages::list_groups::{ListGroupsRequest, ListGroupsResponse};
 
 /// DESCRIBE on the cluster lists every group; otherwise only the groups
@@ -314,25 +259,9 @@ pub fn list_groups(
         return Gate::pass(req);
     }
     // The groups are judged as the handler lists them (every type).
-    let who = authz.ctx.identity();
-    let cluster = std::sync::Arc::clone(authz.ctx.cluster);
+    let allowed = authz.judge_later(Op::Describe, ResourceType::Group);
     Gate::patched(req, move |r: &mut ListGroupsResponse| {
-        r.groups.retain(|g| {
-            cluster
-                .security()
-                .authorize(&who, Op::Describe, ResourceType::Group, &g.group_id)
-        })
-    })
-}
-
-/// DESCRIBE on each group; the authorized operations are the principal's.
-pub fn describe_groups(
-    authz: &Authz<'_>,
-    req: DescribeGroupsRequest,
-) -> Gate<DescribeGroupsRequest, DescribeGroupsResponse> {
-    let verdicts = group_verdicts(authz, &req.groups, req.include_authorized_operations);
-    Gate::patched(req, move |r: &mut DescribeGroupsResponse| {
-        apply_verdicts(&mut r.groups, &verdicts)
+        r.groups.retain(|g| allowed(&g.group_id));
     })
 }
 
@@ -354,101 +283,53 @@ pub fn delete_groups(
     )
 }
 
-// ----- KIP-848 consumer groups and KIP-932 share groups ----------------------------
-
 use crate::messages::consumer_group_describe as cg_describe;
-use crate::messages::consumer_group_heartbeat as cg_heartbeat;
+use crate::messages::describe_groups;
 use crate::messages::share_group_describe as sg_describe;
-use crate::messages::share_group_heartbeat as sg_heartbeat;
 
-/// READ on the group, DESCRIBE on every subscribed topic.
-pub fn consumer_group_heartbeat(
-    authz: &Authz<'_>,
-    req: cg_heartbeat::ConsumerGroupHeartbeatRequest,
-) -> Gate<cg_heartbeat::ConsumerGroupHeartbeatRequest, cg_heartbeat::ConsumerGroupHeartbeatResponse>
-{
-    let refusal = heartbeat_refusal(authz, &req.group_id, req.subscribed_topic_names.as_deref());
-    unless_refused!(req, refusal, cg_heartbeat::ConsumerGroupHeartbeatResponse)
+/// A request describing groups (DescribeGroups, ConsumerGroupDescribe,
+/// ShareGroupDescribe): the groups asked for and whether their authorized
+/// operations are; the described groups of its response.
+pub(crate) trait DescribesGroups {
+    type Response;
+    type Group: GroupAnswer;
+    fn asked(&self) -> (&[String], bool);
+    fn described(response: &mut Self::Response) -> &mut [Self::Group];
 }
 
-/// READ on the group, DESCRIBE on every subscribed topic.
-pub fn share_group_heartbeat(
-    authz: &Authz<'_>,
-    req: sg_heartbeat::ShareGroupHeartbeatRequest,
-) -> Gate<sg_heartbeat::ShareGroupHeartbeatRequest, sg_heartbeat::ShareGroupHeartbeatResponse> {
-    let refusal = heartbeat_refusal(authz, &req.group_id, req.subscribed_topic_names.as_deref());
-    unless_refused!(req, refusal, sg_heartbeat::ShareGroupHeartbeatResponse)
-}
-
-/// READ on the group, then DESCRIBE on each subscribed topic: the first
-/// denial, if any (both heartbeats).
-fn heartbeat_refusal(
-    authz: &Authz<'_>,
-    group: &str,
-    topics: Option<&[String]>,
-) -> Option<(KafkaCode, String)> {
-    if !authz.group(Op::Read, group) {
-        return Some((GROUP, group_denied(Op::Read, group)));
-    }
-    topics
-        .into_iter()
-        .flatten()
-        .find(|t| !authz.topic(Op::Describe, t))
-        .map(|t| (TOPIC, denied(Op::Describe, ResourceType::Topic, t)))
-}
-
-/// DESCRIBE on each group (ConsumerGroupDescribe).
-pub fn consumer_group_describe(
-    authz: &Authz<'_>,
-    req: cg_describe::ConsumerGroupDescribeRequest,
-) -> Gate<cg_describe::ConsumerGroupDescribeRequest, cg_describe::ConsumerGroupDescribeResponse> {
-    let verdicts = group_verdicts(authz, &req.group_ids, req.include_authorized_operations);
-    Gate::patched(
-        req,
-        move |r: &mut cg_describe::ConsumerGroupDescribeResponse| {
-            apply_verdicts(&mut r.groups, &verdicts)
-        },
-    )
-}
-
-/// DESCRIBE on each group (ShareGroupDescribe).
-pub fn share_group_describe(
-    authz: &Authz<'_>,
-    req: sg_describe::ShareGroupDescribeRequest,
-) -> Gate<sg_describe::ShareGroupDescribeRequest, sg_describe::ShareGroupDescribeResponse> {
-    let verdicts = group_verdicts(authz, &req.group_ids, req.include_authorized_operations);
-    Gate::patched(
-        req,
-        move |r: &mut sg_describe::ShareGroupDescribeResponse| {
-            apply_verdicts(&mut r.groups, &verdicts)
-        },
-    )
-}
-
-/// Each described group the principal may DESCRIBE gets its authorized
-/// operations; each other one only GROUP_AUTHORIZATION_FAILED.
-fn apply_verdicts<G: GroupAnswer>(groups: &mut [G], verdicts: &[(String, bool, i32)]) {
-    for g in groups {
-        match verdicts.iter().find(|(n, ..)| n == g.group_id()) {
-            Some((_, true, bits)) => *g.authorized_operations() = *bits,
-            Some((_, false, _)) => {
-                let id = std::mem::take(g.group_id());
-                let message = group_denied(Op::Describe, &id);
-                *g = G::failed(id, GROUP, message);
+macro_rules! describes_groups {
+    ($($req:ty { $ids:ident } => $response:ty { $group:ty };)*) => {$(
+        impl DescribesGroups for $req {
+            type Response = $response;
+            type Group = $group;
+            fn asked(&self) -> (&[String], bool) {
+                (&self.$ids, self.include_authorized_operations)
             }
-            None => {}
+            fn described(response: &mut $response) -> &mut [$group] {
+                &mut response.groups
+            }
         }
-    }
+    )*};
 }
 
-/// Per group asked for: its name, whether the principal may DESCRIBE it
-/// and its authorized operations (when asked for).
-fn group_verdicts(
-    authz: &Authz<'_>,
-    groups: &[String],
-    with_operations: bool,
-) -> Vec<(String, bool, i32)> {
-    groups
+describes_groups! {
+    describe_groups::DescribeGroupsRequest { groups } =>
+        describe_groups::DescribeGroupsResponse { describe_groups::DescribedGroup };
+    cg_describe::ConsumerGroupDescribeRequest { group_ids } =>
+        cg_describe::ConsumerGroupDescribeResponse { cg_describe::DescribedGroup };
+    sg_describe::ShareGroupDescribeRequest { group_ids } =>
+        sg_describe::ShareGroupDescribeResponse { sg_describe::DescribedGroup };
+}
+
+/// DESCRIBE on each group: each group the principal may DESCRIBE gets its
+/// authorized operations (when asked for), each other one only
+/// GROUP_AUTHORIZATION_FAILED.
+pub(crate) fn describe_groups<Req>(authz: &Authz<'_>, req: Req) -> Gate<Req, Req::Response>
+where
+    Req: DescribesGroups + 'static,
+{
+    let (ids, with_operations) = req.asked();
+    let verdicts: Vec<(String, bool, i32)> = ids
         .iter()
         .map(|g| {
             let bits = if with_operations {
@@ -458,51 +339,120 @@ fn group_verdicts(
             };
             (g.clone(), authz.group(Op::Describe, g), bits)
         })
-        .collect()
-}
-
-use crate::messages::share_acknowledge::{ShareAcknowledgeRequest, ShareAcknowledgeResponse};
-use crate::messages::share_fetch::{ShareFetchRequest, ShareFetchResponse};
-
-/// READ on the group and on each topic: the whole request is refused when
-/// any topic is (share sessions keep their partitions between requests).
-pub fn share_fetch(
-    authz: &Authz<'_>,
-    req: ShareFetchRequest,
-) -> Gate<ShareFetchRequest, ShareFetchResponse> {
-    let ids: Vec<crate::codec::Uuid> = req.topics.iter().map(|t| t.topic_id).collect();
-    let refusal = share_refusal(authz, req.group_id.as_deref(), &ids);
-    unless_refused!(req, refusal, ShareFetchResponse)
-}
-
-/// READ on the group and on each topic, as ShareFetch.
-pub fn share_acknowledge(
-    authz: &Authz<'_>,
-    req: ShareAcknowledgeRequest,
-) -> Gate<ShareAcknowledgeRequest, ShareAcknowledgeResponse> {
-    let ids: Vec<crate::codec::Uuid> = req.topics.iter().map(|t| t.topic_id).collect();
-    let refusal = share_refusal(authz, req.group_id.as_deref(), &ids);
-    unless_refused!(req, refusal, ShareAcknowledgeResponse)
-}
-
-fn share_refusal(
-    authz: &Authz<'_>,
-    group: Option<&str>,
-    topic_ids: &[crate::codec::Uuid],
-) -> Option<(KafkaCode, String)> {
-    let group = group.unwrap_or("");
-    if !authz.group(Op::Read, group) {
-        return Some((GROUP, group_denied(Op::Read, group)));
-    }
-    topic_ids.iter().find_map(|id| {
-        let name = authz.topic_name(*id)?;
-        (!authz.topic(Op::Read, &name))
-            .then(|| (TOPIC, denied(Op::Read, ResourceType::Topic, &name)))
+        .collect();
+    Gate::patched(req, move |r: &mut Req::Response| {
+        for g in Req::described(r) {
+            match verdicts.iter().find(|(n, ..)| n == g.group_id()) {
+                Some((_, true, bits)) => *g.authorized_operations() = *bits,
+                Some((_, false, _)) => {
+                    let id = std::mem::take(g.group_id());
+                    let message = super::denied(Op::Describe, ResourceType::Group, &id);
+                    *g = Req::Group::failed(id, GROUP, message);
+                }
+                None => {}
+            }
+        }
     })
 }
 
+// ----- KIP-848 and KIP-932 heartbeats, share fetches and share offsets -----------
+
 use crate::messages::alter_share_group_offsets as sg_alter;
+use crate::messages::consumer_group_heartbeat as cg_heartbeat;
 use crate::messages::delete_share_group_offsets as sg_delete;
+use crate::messages::share_acknowledge::{ShareAcknowledgeRequest, ShareAcknowledgeResponse};
+use crate::messages::share_fetch::{ShareFetchRequest, ShareFetchResponse};
+use crate::messages::share_group_heartbeat as sg_heartbeat;
+
+/// `group_operation` on the group, then `topic_operation` on each topic:
+/// the first denial, if any.
+fn group_then_topics<'t>(
+    authz: &Authz<'_>,
+    (group_operation, group): (Operation, &str),
+    (topic_operation, topics): (Operation, impl IntoIterator<Item = &'t str>),
+) -> Option<Refusal> {
+    let topics = topics.into_iter().map(|t| (topic_operation, On::Topic(t)));
+    authz.first_refusal(std::iter::once((group_operation, On::Group(group))).chain(topics))
+}
+
+impl Whole for cg_heartbeat::ConsumerGroupHeartbeatRequest {
+    type Response = cg_heartbeat::ConsumerGroupHeartbeatResponse;
+    fn refusal(&self, authz: &Authz<'_>) -> Option<Refusal> {
+        let topics = self.subscribed_topic_names.as_deref();
+        heartbeat_refusal(authz, &self.group_id, topics)
+    }
+}
+
+impl Whole for sg_alter::AlterShareGroupOffsetsRequest {
+    type Response = sg_alter::AlterShareGroupOffsetsResponse;
+    /// READ on the group and on each topic; the whole request is refused
+    /// when any is.
+    fn refusal(&self, authz: &Authz<'_>) -> Option<Refusal> {
+        let topics = self.topics.iter().map(|t| t.topic_name.as_str());
+        group_then_topics(authz, (Op::Read, &self.group_id), (Op::Read, topics))
+    }
+}
+
+impl Whole for sg_delete::DeleteShareGroupOffsetsRequest {
+    type Response = sg_delete::DeleteShareGroupOffsetsResponse;
+    /// DELETE on the group, READ on each topic; the whole request is
+    /// refused when any is.
+    fn refusal(&self, authz: &Authz<'_>) -> Option<Refusal> {
+        let group = (Op::Delete, self.group_id.as_str());
+        let topics = self.topics.iter().map(|t| t.topic_name.as_str());
+        group_then_topics(authz, group, (Op::Read, topics))
+    }
+}
+
+impl Whole for ShareFetchRequest {
+    type Response = ShareFetchResponse;
+    /// READ on the group and on each topic (unknown ids are the handler's):
+    /// the whole request is refused when any topic is (share sessions keep
+    /// their partitions between requests).
+    fn refusal(&self, authz: &Authz<'_>) -> Option<Refusal> {
+        let ids = self.topics.iter().map(|t| t.topic_id);
+        share_refusal(authz, self.group_id.as_deref(), ids)
+    }
+}
+
+impl Whole for sg_heartbeat::ShareGroupHeartbeatRequest {
+    type Response = sg_heartbeat::ShareGroupHeartbeatResponse;
+    fn refusal(&self, authz: &Authz<'_>) -> Option<Refusal> {
+        let topics = self.subscribed_topic_names.as_deref();
+        heartbeat_refusal(authz, &self.group_id, topics)
+    }
+}
+
+/// READ on the group, DESCRIBE on every subscribed topic (both
+/// heartbeats).
+fn heartbeat_refusal(authz: &Authz<'_>, group: &str, topics: Option<&[String]>) -> Option<Refusal> {
+    let topics = topics.unwrap_or_default().iter().map(String::as_str);
+    group_then_topics(authz, (Op::Read, group), (Op::Describe, topics))
+}
+
+/// READ on a share group and on each topic id the cluster knows.
+fn share_refusal(
+    authz: &Authz<'_>,
+    group: Option<&str>,
+    topic_ids: impl IntoIterator<Item = crate::codec::Uuid>,
+) -> Option<Refusal> {
+    let names: Vec<String> = topic_ids
+        .into_iter()
+        .filter_map(|id| authz.topic_name(id))
+        .collect();
+    let group = (Op::Read, group.unwrap_or(""));
+    group_then_topics(authz, group, (Op::Read, names.iter().map(String::as_str)))
+}
+
+impl Whole for ShareAcknowledgeRequest {
+    type Response = ShareAcknowledgeResponse;
+    /// READ on the group and on each topic, as ShareFetch.
+    fn refusal(&self, authz: &Authz<'_>) -> Option<Refusal> {
+        let ids = self.topics.iter().map(|t| t.topic_id);
+        share_refusal(authz, self.group_id.as_deref(), ids)
+    }
+}
+
 use crate::messages::describe_share_group_offsets as sg_offsets;
 
 /// DESCRIBE on each group; topics the principal may not DESCRIBE are left
@@ -526,7 +476,11 @@ pub fn describe_share_group_offsets(
             for g in &mut r.groups {
                 if groups_denied.contains(&g.group_id) {
                     g.error_code = GROUP;
-                    g.error_message = Some(group_denied(Op::Describe, &g.group_id));
+                    g.error_message = Some(super::denied(
+                        Op::Describe,
+                        ResourceType::Group,
+                        &g.group_id,
+                    ));
                     g.topics.clear();
                 } else {
                     g.topics.retain(|t| !topics_denied.contains(&t.topic_name));
@@ -536,67 +490,16 @@ pub fn describe_share_group_offsets(
     )
 }
 
-/// READ on the group and on each topic; the whole request is refused when
-/// any is.
-pub fn alter_share_group_offsets(
-    authz: &Authz<'_>,
-    req: sg_alter::AlterShareGroupOffsetsRequest,
-) -> Gate<sg_alter::AlterShareGroupOffsetsRequest, sg_alter::AlterShareGroupOffsetsResponse> {
-    let refusal = if !authz.group(Op::Read, &req.group_id) {
-        Some((GROUP, group_denied(Op::Read, &req.group_id)))
-    } else {
-        req.topics
-            .iter()
-            .find(|t| !authz.topic(Op::Read, &t.topic_name))
-            .map(|t| (TOPIC, denied(Op::Read, ResourceType::Topic, &t.topic_name)))
-    };
-    match refusal {
-        None => Gate::pass(req),
-        Some((code, message)) => Gate::Answer(sg_alter::AlterShareGroupOffsetsResponse {
-            error_code: code,
-            error_message: Some(message),
-            ..Default::default()
-        }),
-    }
-}
-
-/// DELETE on the group, READ on each topic; the whole request is refused
-/// when any is.
-pub fn delete_share_group_offsets(
-    authz: &Authz<'_>,
-    req: sg_delete::DeleteShareGroupOffsetsRequest,
-) -> Gate<sg_delete::DeleteShareGroupOffsetsRequest, sg_delete::DeleteShareGroupOffsetsResponse> {
-    let refusal = if !authz.group(Op::Delete, &req.group_id) {
-        Some((GROUP, group_denied(Op::Delete, &req.group_id)))
-    } else {
-        req.topics
-            .iter()
-            .find(|t| !authz.topic(Op::Read, &t.topic_name))
-            .map(|t| (TOPIC, denied(Op::Read, ResourceType::Topic, &t.topic_name)))
-    };
-    match refusal {
-        None => Gate::pass(req),
-        Some((code, message)) => Gate::Answer(sg_delete::DeleteShareGroupOffsetsResponse {
-            error_code: code,
-            error_message: Some(message),
-            ..Default::default()
-        }),
-    }
-}
-
 // ----- Transactions ----------------------------------------------------------------
 
-use crate::messages::add_offsets_to_txn::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse};
+use crate::api::txn::txn_commit_answer;
+use crate::messages::add_offsets_to_txn::AddOffsetsToTxnRequest;
 use crate::messages::add_partitions_to_txn::{
     AddPartitionsToTxnPartitionResult, AddPartitionsToTxnRequest, AddPartitionsToTxnResponse,
     AddPartitionsToTxnTopicResult,
 };
-use crate::messages::end_txn::{EndTxnRequest, EndTxnResponse};
 use crate::messages::init_producer_id::{InitProducerIdRequest, InitProducerIdResponse};
-use crate::messages::txn_offset_commit::{
-    TxnOffsetCommitRequest, TxnOffsetCommitResponse, TxnOffsetCommitResponsePartition,
-    TxnOffsetCommitResponseTopic,
-};
+use crate::messages::txn_offset_commit::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 
 /// WRITE on the transactional id; without one (an idempotent producer),
 /// IDEMPOTENT_WRITE on the cluster or WRITE on some topic.
@@ -604,20 +507,12 @@ pub fn init_producer_id(
     authz: &Authz<'_>,
     req: InitProducerIdRequest,
 ) -> Gate<InitProducerIdRequest, InitProducerIdResponse> {
-    let code = match req.transactional_id.as_deref() {
-        Some(id) if !authz.transactional_id(Op::Write, id) => TXN,
-        Some(_) => return Gate::pass(req),
-        None if authz.cluster(Op::IdempotentWrite) || authz.any(Op::Write, ResourceType::Topic) => {
-            return Gate::pass(req);
-        }
-        None => CLUSTER,
+    let refusal = match req.transactional_id.as_deref() {
+        Some(id) => authz.refusal(Op::Write, On::TransactionalId(id)),
+        None if authz.any(Op::Write, ResourceType::Topic) => None,
+        None => authz.refusal(Op::IdempotentWrite, On::Cluster),
     };
-    Gate::Answer(InitProducerIdResponse {
-        throttle_time_ms: 0,
-        error_code: code,
-        producer_id: -1,
-        producer_epoch: -1,
-    })
+    unless_refused(refusal, req)
 }
 
 /// WRITE on the transactional id and on each topic; when any topic is
@@ -629,13 +524,8 @@ pub fn add_partitions_to_txn(
     req: AddPartitionsToTxnRequest,
 ) -> Gate<AddPartitionsToTxnRequest, AddPartitionsToTxnResponse> {
     if authz.ctx.version() >= 4 {
-        if authz.cluster(Op::ClusterAction) {
-            return Gate::pass(req);
-        }
-        return Gate::Answer(AddPartitionsToTxnResponse {
-            error_code: CLUSTER,
-            ..Default::default()
-        });
+        let refusal = authz.refusal(Op::ClusterAction, On::Cluster);
+        return unless_refused(refusal, req);
     }
     let id = &req.v3_and_below_transactional_id;
     let txn_ok = authz.transactional_id(Op::Write, id);
@@ -673,77 +563,43 @@ pub fn add_partitions_to_txn(
     })
 }
 
-/// WRITE on the transactional id, READ on the group.
-pub fn add_offsets_to_txn(
-    authz: &Authz<'_>,
-    req: AddOffsetsToTxnRequest,
-) -> Gate<AddOffsetsToTxnRequest, AddOffsetsToTxnResponse> {
-    let code = if !authz.transactional_id(Op::Write, &req.transactional_id) {
-        TXN
-    } else if !authz.group(Op::Read, &req.group_id) {
-        GROUP
-    } else {
-        return Gate::pass(req);
-    };
-    Gate::Answer(AddOffsetsToTxnResponse {
-        throttle_time_ms: 0,
-        error_code: code,
-    })
-}
-
-/// WRITE on the transactional id.
-pub fn end_txn(authz: &Authz<'_>, req: EndTxnRequest) -> Gate<EndTxnRequest, EndTxnResponse> {
-    if authz.transactional_id(Op::Write, &req.transactional_id) {
-        return Gate::pass(req);
+impl Whole for AddOffsetsToTxnRequest {
+    type Response = crate::messages::add_offsets_to_txn::AddOffsetsToTxnResponse;
+    /// WRITE on the transactional id, READ on the group.
+    fn refusal(&self, authz: &Authz<'_>) -> Option<Refusal> {
+        authz.first_refusal([
+            (Op::Write, On::TransactionalId(&self.transactional_id)),
+            (Op::Read, On::Group(&self.group_id)),
+        ])
     }
-    Gate::Answer(EndTxnResponse {
-        error_code: TXN,
-        producer_id: -1,
-        producer_epoch: -1,
-        ..Default::default()
-    })
 }
 
 /// WRITE on the transactional id, READ on the group (both refuse every
 /// partition), READ on each topic.
 pub fn txn_offset_commit(
     authz: &Authz<'_>,
-    mut req: TxnOffsetCommitRequest,
+    req: TxnOffsetCommitRequest,
 ) -> Gate<TxnOffsetCommitRequest, TxnOffsetCommitResponse> {
-    let failed = |t: &crate::messages::txn_offset_commit::TxnOffsetCommitRequestTopic, code| {
-        TxnOffsetCommitResponseTopic {
-            name: t.name.clone(),
-            partitions: t
-                .partitions
-                .iter()
-                .map(|p| TxnOffsetCommitResponsePartition {
-                    partition_index: p.partition_index,
-                    error_code: code,
-                })
-                .collect(),
-        }
-    };
-    let whole = if !authz.transactional_id(Op::Write, &req.transactional_id) {
-        Some(TXN)
-    } else if !authz.group(Op::Read, &req.group_id) {
-        Some(GROUP)
-    } else {
-        None
-    };
-    if let Some(code) = whole {
+    let whole = authz.first_refusal([
+        (Op::Write, On::TransactionalId(&req.transactional_id)),
+        (Op::Read, On::Group(&req.group_id)),
+    ]);
+    if let Some(Refusal { code, .. }) = whole {
         return Gate::Answer(TxnOffsetCommitResponse {
             throttle_time_ms: 0,
-            topics: req.topics.iter().map(|t| failed(t, code)).collect(),
+            topics: req
+                .topics
+                .iter()
+                .map(|t| txn_commit_answer(t, |_| code))
+                .collect(),
         });
     }
-    let (allowed, refused) = split(std::mem::take(&mut req.topics), |t| {
-        authz.topic(Op::Read, &t.name)
-    });
-    req.topics = allowed;
-    let refused: Vec<_> = refused.iter().map(|t| failed(t, TOPIC)).collect();
-    Gate::patched(req, move |r: &mut TxnOffsetCommitResponse| {
-        r.topics.extend(refused)
-    })
+    narrow(
+        req,
+        |q| &mut q.topics,
+        |t| (!authz.topic(Op::Read, &t.name)).then(|| txn_commit_answer(t, |_| TOPIC)),
+        |r: &mut TxnOffsetCommitResponse| &mut r.topics,
+    )
 }
 
 use crate::messages::describe_transactions::{
@@ -754,25 +610,22 @@ use crate::messages::list_transactions::{ListTransactionsRequest, ListTransactio
 /// DESCRIBE on each transactional id.
 pub fn describe_transactions(
     authz: &Authz<'_>,
-    mut req: DescribeTransactionsRequest,
+    req: DescribeTransactionsRequest,
 ) -> Gate<DescribeTransactionsRequest, DescribeTransactionsResponse> {
-    let (allowed, refused) = split(std::mem::take(&mut req.transactional_ids), |id| {
-        authz.transactional_id(Op::Describe, id)
-    });
-    req.transactional_ids = allowed;
-    let refused: Vec<TransactionState> = refused
-        .into_iter()
-        .map(|transactional_id| TransactionState {
-            error_code: TXN,
-            transactional_id,
-            producer_id: -1,
-            producer_epoch: -1,
-            ..Default::default()
-        })
-        .collect();
-    Gate::patched(req, move |r: &mut DescribeTransactionsResponse| {
-        r.transaction_states.extend(refused)
-    })
+    narrow(
+        req,
+        |q| &mut q.transactional_ids,
+        |id| {
+            (!authz.transactional_id(Op::Describe, id)).then(|| TransactionState {
+                error_code: TXN,
+                transactional_id: id.clone(),
+                producer_id: -1,
+                producer_epoch: -1,
+                ..Default::default()
+            })
+        },
+        |r: &mut DescribeTransactionsResponse| &mut r.transaction_states,
+    )
 }
 
 /// Lists only the transactional ids the principal may DESCRIBE.
@@ -780,18 +633,10 @@ pub fn list_transactions(
     authz: &Authz<'_>,
     req: ListTransactionsRequest,
 ) -> Gate<ListTransactionsRequest, ListTransactionsResponse> {
-    // The ids are judged after the handler listed them; the verdict needs
-    // the request's identity, captured here.
-    let who = authz.ctx.identity();
-    let cluster = std::sync::Arc::clone(authz.ctx.cluster);
+    // The ids are judged after the handler listed them.
+    let allowed = authz.judge_later(Op::Describe, ResourceType::TransactionalId);
     Gate::patched(req, move |r: &mut ListTransactionsResponse| {
-        r.transaction_states.retain(|t| {
-            cluster.security().authorize(
-                &who,
-                Op::Describe,
-                ResourceType::TransactionalId,
-                &t.transactional_id,
-            )
-        })
+        r.transaction_states
+            .retain(|t| allowed(&t.transactional_id));
     })
 }

@@ -17,7 +17,11 @@
 //! request, narrowed to what is allowed, to the handler with a [`Patch`]
 //! that adds the denied parts to the handler's response. Handlers never
 //! check permissions themselves (the ACL APIs excepted: SECURITY_DISABLED
-//! is their own answer). With the authorizer on, an API without a guard is
+//! is their own answer). A request allowed or refused as a whole has no
+//! guard of its own: its [`Whole`] rule (a row of `whole_requests!` where
+//! it needs one operation on one resource) feeds the one guard [`whole`],
+//! and its error answer is its response's [`Refused`]. With the
+//! authorizer on, an API without a guard is
 //! neither advertised nor served (fail closed): a new API is served under
 //! ACLs once its line names a guard.
 
@@ -99,6 +103,22 @@ impl Authz<'_> {
     /// then is judged).
     pub fn all_topics(&self) -> Vec<String> {
         self.ctx.cluster.topics().list().unwrap_or_default()
+    }
+
+    /// The verdict on names known only once the handler ran (listings):
+    /// the request's identity is taken now, for the patch.
+    pub(crate) fn judge_later(
+        &self,
+        operation: Operation,
+        resource_type: ResourceType,
+    ) -> impl Fn(&str) -> bool + Send + 'static {
+        let who = self.ctx.identity();
+        let cluster = std::sync::Arc::clone(self.ctx.cluster);
+        move |name| {
+            cluster
+                .security()
+                .authorize(&who, operation, resource_type, name)
+        }
     }
 
     /// Whether `operation` is allowed on at least one resource of the type.
@@ -249,22 +269,172 @@ where
     Gate::patched(req, move |r: &mut R| answers(r).extend(refused))
 }
 
-/// Serves `$req` when `$refusal` (an `Option<(KafkaCode, String)>`) is
-/// `None`; otherwise answers with a `$response` carrying the code and the
-/// message, every other field its default.
-macro_rules! unless_refused {
-    ($req:expr, $refusal:expr, $($response:ident)::+) => {
-        match $refusal {
-            None => Gate::pass($req),
-            Some((code, message)) => Gate::Answer($($response)::+ {
-                error_code: code,
-                error_message: Some(message),
-                ..Default::default()
-            }),
-        }
+/// A resource a request names, as a guard judges it.
+#[derive(Clone, Copy)]
+pub(crate) enum On<'r> {
+    Cluster,
+    Topic(&'r str),
+    Group(&'r str),
+    TransactionalId(&'r str),
+}
+
+/// A denial as a response carries it: Kafka's code for the resource type
+/// and the message saying what was refused.
+pub(crate) struct Refusal {
+    pub code: KafkaCode,
+    pub message: String,
+}
+
+impl Authz<'_> {
+    /// The denial of `operation` on `on`; `None` when it is allowed.
+    pub(crate) fn refusal(&self, operation: Operation, on: On<'_>) -> Option<Refusal> {
+        let (resource_type, name, code) = match on {
+            On::Cluster => (ResourceType::Cluster, mk_cluster::CLUSTER_NAME, CLUSTER),
+            On::Topic(name) => (ResourceType::Topic, name, TOPIC),
+            On::Group(name) => (ResourceType::Group, name, GROUP),
+            On::TransactionalId(id) => (ResourceType::TransactionalId, id, TXN),
+        };
+        (!self.allows(operation, resource_type, name)).then(|| Refusal {
+            code,
+            message: denied(operation, resource_type, name),
+        })
+    }
+
+    /// The first of `needs` denied, in order; `None` when all are allowed.
+    pub(crate) fn first_refusal<'r>(
+        &self,
+        needs: impl IntoIterator<Item = (Operation, On<'r>)>,
+    ) -> Option<Refusal> {
+        needs
+            .into_iter()
+            .find_map(|(operation, on)| self.refusal(operation, on))
+    }
+}
+
+/// Serves `req` when nothing was refused; otherwise answers the whole
+/// request with `R`'s error answer.
+pub(crate) fn unless_refused<Req, R: Refused>(refusal: Option<Refusal>, req: Req) -> Gate<Req, R> {
+    match refusal {
+        None => Gate::pass(req),
+        Some(refusal) => Gate::Answer(R::refused(refusal)),
+    }
+}
+
+/// A response that answers a whole request refused (Kafka's error
+/// response): the code, the message where the response carries one and
+/// Kafka sends it, every other field its default.
+pub(crate) trait Refused {
+    fn refused(refusal: Refusal) -> Self;
+}
+
+macro_rules! refused {
+    (code and message: $($m:ty),*; code only: $($c:ty),* $(,)?) => {
+        $(impl Refused for $m {
+            fn refused(refusal: Refusal) -> Self {
+                Self {
+                    error_code: refusal.code,
+                    error_message: Some(refusal.message),
+                    ..Default::default()
+                }
+            }
+        })*
+        $(impl Refused for $c {
+            fn refused(refusal: Refusal) -> Self {
+                Self {
+                    error_code: refusal.code,
+                    ..Default::default()
+                }
+            }
+        })*
     };
 }
-pub(crate) use unless_refused;
+
+use crate::messages::{
+    add_offsets_to_txn, add_partitions_to_txn, alter_share_group_offsets, consumer_group_heartbeat,
+    delete_share_group_offsets, describe_client_quotas, describe_cluster, describe_log_dirs,
+    describe_user_scram_credentials, end_txn, heartbeat, init_producer_id, leave_group,
+    list_partition_reassignments, offset_delete, share_acknowledge, share_fetch,
+    share_group_heartbeat, sync_group,
+};
+
+refused! {
+    code and message:
+        describe_cluster::DescribeClusterResponse,
+        describe_user_scram_credentials::DescribeUserScramCredentialsResponse,
+        list_partition_reassignments::ListPartitionReassignmentsResponse,
+        consumer_group_heartbeat::ConsumerGroupHeartbeatResponse,
+        share_group_heartbeat::ShareGroupHeartbeatResponse,
+        share_fetch::ShareFetchResponse,
+        share_acknowledge::ShareAcknowledgeResponse,
+        alter_share_group_offsets::AlterShareGroupOffsetsResponse,
+        delete_share_group_offsets::DeleteShareGroupOffsetsResponse;
+    code only:
+        sync_group::SyncGroupResponse,
+        heartbeat::HeartbeatResponse,
+        leave_group::LeaveGroupResponse,
+        describe_log_dirs::DescribeLogDirsResponse,
+        end_txn::EndTxnResponse,
+        add_offsets_to_txn::AddOffsetsToTxnResponse,
+        add_partitions_to_txn::AddPartitionsToTxnResponse,
+        offset_delete::OffsetDeleteResponse,
+}
+
+impl Refused for describe_client_quotas::DescribeClientQuotasResponse {
+    /// No entries at all (null), not an empty list.
+    fn refused(refusal: Refusal) -> Self {
+        Self {
+            error_code: refusal.code,
+            error_message: Some(refusal.message),
+            entries: None,
+            ..Default::default()
+        }
+    }
+}
+
+impl Refused for init_producer_id::InitProducerIdResponse {
+    /// No producer id and no epoch (-1 both; the epoch's default is 0).
+    fn refused(refusal: Refusal) -> Self {
+        Self {
+            error_code: refusal.code,
+            producer_epoch: -1,
+            ..Default::default()
+        }
+    }
+}
+
+/// A request allowed or refused as a whole (served.list's `guard
+/// authz::whole`): refused, its answer is the response's error answer.
+pub(crate) trait Whole {
+    type Response: Refused;
+    /// The first denial of what the request needs, if any.
+    fn refusal(&self, authz: &Authz<'_>) -> Option<Refusal>;
+}
+
+/// The guard of the [`Whole`] requests.
+pub(crate) fn whole<Req: Whole>(authz: &Authz<'_>, req: Req) -> Gate<Req, Req::Response> {
+    let refusal = req.refusal(authz);
+    unless_refused(refusal, req)
+}
+
+/// The table of the [`Whole`] requests that need one operation on one
+/// resource: each request, its response, the operation and the resource
+/// (with the request's field that names it).
+macro_rules! whole_requests {
+    ($($req:ty => $resp:ty: $op:ident on $on:ident $(($field:ident))?;)*) => {$(
+        impl $crate::api::authz::Whole for $req {
+            type Response = $resp;
+            fn refusal(
+                &self,
+                authz: &$crate::api::authz::Authz<'_>,
+            ) -> Option<$crate::api::authz::Refusal> {
+                use $crate::api::authz::On;
+                authz.refusal(mk_cluster::Operation::$op, On::$on $((&self.$field))?)
+            }
+        }
+    )*};
+}
+
+pub(crate) use whole_requests;
 
 /// Whether an API is served to this connection: with the authorizer on,
 /// only the guarded ones.

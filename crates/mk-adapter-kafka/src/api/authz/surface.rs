@@ -4,7 +4,7 @@
 //! AlterPartitionReassignments (ALTER on the cluster),
 //! ListPartitionReassignments (DESCRIBE on the cluster).
 
-use super::{Authz, CLUSTER, Gate, TOPIC, denied, split};
+use super::{Authz, Gate, On, TOPIC, split, whole_requests};
 use crate::messages::alter_client_quotas::{
     AlterClientQuotasRequest, AlterClientQuotasResponse, EntryResult,
 };
@@ -22,10 +22,8 @@ use crate::messages::describe_topic_partitions::{
 use crate::messages::elect_leaders::{
     ElectLeadersRequest, ElectLeadersResponse, PartitionResult, ReplicaElectionResult,
 };
-use crate::messages::list_partition_reassignments::{
-    ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
-};
-use mk_cluster::{CLUSTER_NAME, Operation, ResourceType};
+use crate::messages::list_partition_reassignments as reassignments;
+use mk_cluster::Operation;
 
 type Op = Operation;
 
@@ -78,24 +76,13 @@ fn denied_topic(name: String) -> DescribeTopicPartitionsResponseTopic {
     }
 }
 
-/// DESCRIBE_CONFIGS on the cluster.
-pub fn describe_client_quotas(
-    authz: &Authz<'_>,
-    req: DescribeClientQuotasRequest,
-) -> Gate<DescribeClientQuotasRequest, DescribeClientQuotasResponse> {
-    if authz.cluster(Op::DescribeConfigs) {
-        return Gate::pass(req);
-    }
-    Gate::Answer(DescribeClientQuotasResponse {
-        error_code: CLUSTER,
-        error_message: Some(denied(
-            Op::DescribeConfigs,
-            ResourceType::Cluster,
-            CLUSTER_NAME,
-        )),
-        entries: None,
-        ..Default::default()
-    })
+// DescribeClientQuotas needs DESCRIBE_CONFIGS on the cluster,
+// ListPartitionReassignments DESCRIBE, and nothing else (served.list's
+// `authz::whole`).
+whole_requests! {
+    DescribeClientQuotasRequest => DescribeClientQuotasResponse: DescribeConfigs on Cluster;
+    reassignments::ListPartitionReassignmentsRequest =>
+        reassignments::ListPartitionReassignmentsResponse: Describe on Cluster;
 }
 
 /// ALTER_CONFIGS on the cluster: every entry denied otherwise.
@@ -103,18 +90,17 @@ pub fn alter_client_quotas(
     authz: &Authz<'_>,
     req: AlterClientQuotasRequest,
 ) -> Gate<AlterClientQuotasRequest, AlterClientQuotasResponse> {
-    if authz.cluster(Op::AlterConfigs) {
+    let Some(refusal) = authz.refusal(Op::AlterConfigs, On::Cluster) else {
         return Gate::pass(req);
-    }
-    let m = denied(Op::AlterConfigs, ResourceType::Cluster, CLUSTER_NAME);
+    };
     Gate::Answer(AlterClientQuotasResponse {
         throttle_time_ms: 0,
         entries: req
             .entries
             .into_iter()
             .map(|e| EntryResult {
-                error_code: CLUSTER,
-                error_message: Some(m.clone()),
+                error_code: refusal.code,
+                error_message: Some(refusal.message.clone()),
                 entity: e.entity,
             })
             .collect(),
@@ -127,13 +113,12 @@ pub fn elect_leaders(
     authz: &Authz<'_>,
     req: ElectLeadersRequest,
 ) -> Gate<ElectLeadersRequest, ElectLeadersResponse> {
-    if authz.cluster(Op::Alter) {
+    let Some(refusal) = authz.refusal(Op::Alter, On::Cluster) else {
         return Gate::pass(req);
-    }
-    let m = denied(Op::Alter, ResourceType::Cluster, CLUSTER_NAME);
+    };
     Gate::Answer(ElectLeadersResponse {
         throttle_time_ms: 0,
-        error_code: CLUSTER,
+        error_code: refusal.code,
         replica_election_results: req
             .topic_partitions
             .unwrap_or_default()
@@ -145,8 +130,8 @@ pub fn elect_leaders(
                     .into_iter()
                     .map(|partition_id| PartitionResult {
                         partition_id,
-                        error_code: CLUSTER,
-                        error_message: Some(m.clone()),
+                        error_code: refusal.code,
+                        error_message: Some(refusal.message.clone()),
                     })
                     .collect(),
             })
@@ -160,15 +145,14 @@ pub fn alter_partition_reassignments(
     authz: &Authz<'_>,
     req: AlterPartitionReassignmentsRequest,
 ) -> Gate<AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse> {
-    if authz.cluster(Op::Alter) {
+    let Some(refusal) = authz.refusal(Op::Alter, On::Cluster) else {
         return Gate::pass(req);
-    }
-    let m = denied(Op::Alter, ResourceType::Cluster, CLUSTER_NAME);
+    };
     Gate::Answer(AlterPartitionReassignmentsResponse {
         throttle_time_ms: 0,
         allow_replication_factor_change: req.allow_replication_factor_change,
-        error_code: CLUSTER,
-        error_message: Some(m.clone()),
+        error_code: refusal.code,
+        error_message: Some(refusal.message.clone()),
         responses: req
             .topics
             .into_iter()
@@ -179,28 +163,11 @@ pub fn alter_partition_reassignments(
                     .into_iter()
                     .map(|p| ReassignablePartitionResponse {
                         partition_index: p.partition_index,
-                        error_code: CLUSTER,
-                        error_message: Some(m.clone()),
+                        error_code: refusal.code,
+                        error_message: Some(refusal.message.clone()),
                     })
                     .collect(),
             })
             .collect(),
-    })
-}
-
-/// DESCRIBE on the cluster: otherwise CLUSTER_AUTHORIZATION_FAILED for the
-/// whole request.
-pub fn list_partition_reassignments(
-    authz: &Authz<'_>,
-    req: ListPartitionReassignmentsRequest,
-) -> Gate<ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse> {
-    if authz.cluster(Op::Describe) {
-        return Gate::pass(req);
-    }
-    Gate::Answer(ListPartitionReassignmentsResponse {
-        throttle_time_ms: 0,
-        error_code: CLUSTER,
-        error_message: Some(denied(Op::Describe, ResourceType::Cluster, CLUSTER_NAME)),
-        topics: Vec::new(),
     })
 }

@@ -1,6 +1,7 @@
 //! The guards of the topic, cluster and configuration APIs.
 
-use super::{Authz, CLUSTER, Gate, OPERATIONS_OMITTED, TOPIC, TXN, denied, narrow, split};
+use super::{Authz, Gate, OPERATIONS_OMITTED, On, Refusal, Refused, TOPIC, TXN};
+use super::{denied, narrow, split, whole_requests};
 use crate::errors::KafkaCode;
 use mk_cluster::{CLUSTER_NAME, Operation, ResourceType};
 use std::collections::BTreeSet;
@@ -286,13 +287,8 @@ pub fn describe_cluster(
     authz: &Authz<'_>,
     req: DescribeClusterRequest,
 ) -> Gate<DescribeClusterRequest, DescribeClusterResponse> {
-    if !authz.cluster(Op::Describe) {
-        return Gate::Answer(DescribeClusterResponse {
-            error_code: CLUSTER,
-            error_message: Some(denied(Op::Describe, ResourceType::Cluster, CLUSTER_NAME)),
-            cluster_authorized_operations: OPERATIONS_OMITTED,
-            ..Default::default()
-        });
+    if let Some(refusal) = authz.refusal(Op::Describe, On::Cluster) {
+        return Gate::Answer(DescribeClusterResponse::refused(refusal));
     }
     let bits = req
         .include_cluster_authorized_operations
@@ -438,37 +434,22 @@ pub fn delete_records(
 
 use crate::api::admin::{RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_GROUP, RESOURCE_TOPIC};
 
-/// The denial (code and message) of `operation` (DESCRIBE_CONFIGS or
-/// ALTER_CONFIGS) on a config resource; `None` when it is allowed.
+/// The denial of `operation` (DESCRIBE_CONFIGS or ALTER_CONFIGS) on a
+/// config resource; `None` when it is allowed.
 fn config_refusal(
     authz: &Authz<'_>,
     operation: Operation,
     resource_type: i8,
     name: &str,
-) -> Option<(KafkaCode, String)> {
-    let (allowed, code, rt, name) = match resource_type {
-        RESOURCE_TOPIC => (
-            authz.topic(operation, name),
-            TOPIC,
-            ResourceType::Topic,
-            name,
-        ),
-        RESOURCE_GROUP => (
-            authz.group(operation, name),
-            super::GROUP,
-            ResourceType::Group,
-            name,
-        ),
-        RESOURCE_BROKER | RESOURCE_BROKER_LOGGER => (
-            authz.cluster(operation),
-            CLUSTER,
-            ResourceType::Cluster,
-            CLUSTER_NAME,
-        ),
+) -> Option<Refusal> {
+    let on = match resource_type {
+        RESOURCE_TOPIC => On::Topic(name),
+        RESOURCE_GROUP => On::Group(name),
+        RESOURCE_BROKER | RESOURCE_BROKER_LOGGER => On::Cluster,
         // Unknown types are the handler's INVALID_REQUEST.
         _ => return None,
     };
-    (!allowed).then(|| (code, denied(operation, rt, name)))
+    authz.refusal(operation, on)
 }
 
 use crate::messages::describe_configs::{
@@ -484,15 +465,15 @@ pub fn describe_configs(
         req,
         |q| &mut q.resources,
         |r| {
-            let (code, message) = config_refusal(
+            let refusal = config_refusal(
                 authz,
                 Op::DescribeConfigs,
                 r.resource_type,
                 &r.resource_name,
             )?;
             Some(DescribeConfigsResult {
-                error_code: code,
-                error_message: Some(message),
+                error_code: refusal.code,
+                error_message: Some(refusal.message),
                 resource_type: r.resource_type,
                 resource_name: r.resource_name.clone(),
                 configs: Vec::new(),
@@ -515,11 +496,11 @@ pub fn alter_configs(
         req,
         |q| &mut q.resources,
         |r| {
-            let (code, message) =
+            let refusal =
                 config_refusal(authz, Op::AlterConfigs, r.resource_type, &r.resource_name)?;
             Some(AlterConfigsResourceResponse {
-                error_code: code,
-                error_message: Some(message),
+                error_code: refusal.code,
+                error_message: Some(refusal.message),
                 resource_type: r.resource_type,
                 resource_name: r.resource_name.clone(),
             })
@@ -540,11 +521,11 @@ pub fn incremental_alter_configs(
         req,
         |q| &mut q.resources,
         |r| {
-            let (code, message) =
+            let refusal =
                 config_refusal(authz, Op::AlterConfigs, r.resource_type, &r.resource_name)?;
             Some(incremental::AlterConfigsResourceResponse {
-                error_code: code,
-                error_message: Some(message),
+                error_code: refusal.code,
+                error_message: Some(refusal.message),
                 resource_type: r.resource_type,
                 resource_name: r.resource_name.clone(),
             })
@@ -554,22 +535,6 @@ pub fn incremental_alter_configs(
 }
 
 // ----- Log and producer administration ------------------------------------
-
-use crate::messages::describe_log_dirs::{DescribeLogDirsRequest, DescribeLogDirsResponse};
-
-/// DESCRIBE on the cluster.
-pub fn describe_log_dirs(
-    authz: &Authz<'_>,
-    req: DescribeLogDirsRequest,
-) -> Gate<DescribeLogDirsRequest, DescribeLogDirsResponse> {
-    if authz.cluster(Op::Describe) {
-        return Gate::pass(req);
-    }
-    Gate::Answer(DescribeLogDirsResponse {
-        error_code: CLUSTER,
-        ..Default::default()
-    })
-}
 
 use crate::messages::describe_producers::{
     DescribeProducersRequest, DescribeProducersResponse, PartitionResponse, TopicResponse,
@@ -602,52 +567,43 @@ pub fn describe_producers(
     )
 }
 
-// ----- SCRAM credentials ----------------------------------------------------
+// ----- Cluster-wide descriptions --------------------------------------------
 
 use crate::messages::alter_user_scram_credentials::{
     AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse,
     AlterUserScramCredentialsResult,
 };
-use crate::messages::describe_user_scram_credentials::{
-    DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse,
-};
+use crate::messages::{describe_log_dirs, describe_user_scram_credentials as scram_users};
 
-/// DESCRIBE on the cluster.
-pub fn describe_user_scram_credentials(
-    authz: &Authz<'_>,
-    req: DescribeUserScramCredentialsRequest,
-) -> Gate<DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse> {
-    if authz.cluster(Op::Describe) {
-        return Gate::pass(req);
-    }
-    Gate::Answer(DescribeUserScramCredentialsResponse {
-        error_code: CLUSTER,
-        error_message: Some(denied(Op::Describe, ResourceType::Cluster, CLUSTER_NAME)),
-        ..Default::default()
-    })
+// DescribeLogDirs and DescribeUserScramCredentials need DESCRIBE on the
+// cluster and nothing else (served.list's `authz::whole`).
+whole_requests! {
+    describe_log_dirs::DescribeLogDirsRequest => describe_log_dirs::DescribeLogDirsResponse:
+        Describe on Cluster;
+    scram_users::DescribeUserScramCredentialsRequest =>
+        scram_users::DescribeUserScramCredentialsResponse: Describe on Cluster;
 }
 
-/// ALTER on the cluster.
+/// ALTER on the cluster: every user named is refused otherwise.
 pub fn alter_user_scram_credentials(
     authz: &Authz<'_>,
     req: AlterUserScramCredentialsRequest,
 ) -> Gate<AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse> {
-    if authz.cluster(Op::Alter) {
+    let Some(refusal) = authz.refusal(Op::Alter, On::Cluster) else {
         return Gate::pass(req);
-    }
+    };
     let mut users: Vec<String> = req.deletions.iter().map(|d| d.name.clone()).collect();
     users.extend(req.upsertions.iter().map(|u| u.name.clone()));
     users.sort();
     users.dedup();
-    let message = denied(Op::Alter, ResourceType::Cluster, CLUSTER_NAME);
     Gate::Answer(AlterUserScramCredentialsResponse {
         throttle_time_ms: 0,
         results: users
             .into_iter()
             .map(|user| AlterUserScramCredentialsResult {
                 user,
-                error_code: CLUSTER,
-                error_message: Some(message.clone()),
+                error_code: refusal.code,
+                error_message: Some(refusal.message.clone()),
             })
             .collect(),
     })
