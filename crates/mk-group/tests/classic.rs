@@ -14,7 +14,10 @@ use common::{
     ready, tp, waiting,
 };
 use mk_core::{Clock, ErrorCode};
-use mk_group::{GroupConfig, GroupJoin, GroupJoined, GroupState, GroupSync};
+use mk_group::{
+    GroupConfig, GroupHandle, GroupJoin, GroupJoined, GroupState, GroupSync, GroupSynced,
+    JoinHandle, MemberDescription,
+};
 
 fn b(s: &'static str) -> Bytes {
     Bytes::from_static(s.as_bytes())
@@ -46,8 +49,129 @@ fn stable_alone(f: &mut Fixture) -> Joined {
     }
 }
 
+/// A fixture with `stable_alone`'s group and a new member's join that
+/// waits at the barrier.
+fn stable_with_newcomer() -> (Fixture, Joined, JoinHandle) {
+    let mut f = Fixture::new();
+    let a = stable_alone(&mut f);
+    let newcomer = f.c().join_member(kafka_join("g", "")).unwrap();
+    (f, a, newcomer)
+}
+
+/// `beat` runs (a member keeps its session alive), the time step removes
+/// nobody, and `h` still waits.
+fn beat_and_hold<T: std::fmt::Debug>(
+    f: &mut Fixture,
+    h: &mut GroupHandle<T>,
+    beat: impl Fn(&mut Fixture),
+) {
+    beat(f);
+    assert!(f.expire().is_empty());
+    waiting(h);
+}
+
+/// Steps the clock 5 s at a time while a step stays short of
+/// `deadline_ms`, holding (`beat_and_hold`) after every step.
+fn hold_until<T: std::fmt::Debug>(
+    f: &mut Fixture,
+    deadline_ms: i64,
+    h: &mut GroupHandle<T>,
+    beat: impl Fn(&mut Fixture),
+) {
+    while f.clock.now_ms() + 5_000 < deadline_ms {
+        f.clock.advance(5_000);
+        beat_and_hold(f, h, &beat);
+    }
+}
+
 fn state(f: &mut Fixture, group: &str) -> GroupState {
     f.c().describe_group(group).expect("group exists").state
+}
+
+/// The leader `leader` syncs `generation`, handing out `assignments`
+/// (member id, assignment bytes); its own answer.
+fn sync_leader(
+    f: &mut Fixture,
+    leader: &str,
+    generation: i32,
+    assignments: &[(&String, &'static str)],
+) -> GroupSynced {
+    let mut sync = kafka_sync("g", leader, generation);
+    sync.assignments = assignments
+        .iter()
+        .map(|(m, a)| ((*m).clone(), b(a)))
+        .collect();
+    ready(&mut f.c().sync_member(sync).unwrap())
+}
+
+/// The leader `leader` hands out `assignments` and `follower` syncs too,
+/// both in the follower's generation (a passed barrier answers every
+/// member with the same one).
+fn sync_with_follower(
+    f: &mut Fixture,
+    leader: &str,
+    follower: &GroupJoined,
+    assignments: &[(&String, &'static str)],
+) {
+    sync_leader(f, leader, follower.generation_id, assignments);
+    sync_follower(f, follower);
+}
+
+/// The member that joined as `j` syncs as a follower; its answer.
+fn sync_follower(f: &mut Fixture, j: &GroupJoined) -> GroupSynced {
+    let sync = kafka_sync("g", &j.member_id, j.generation_id);
+    ready(&mut f.c().sync_member(sync).unwrap())
+}
+
+/// A dynamic newcomer joins the Stable one-member group `g` and its leader
+/// rejoins with `leader_join`; the leader hands out `own` to itself and
+/// `theirs` to the newcomer, and both sync: the Stable pair.
+fn grow_to_pair(
+    f: &mut Fixture,
+    leader_join: GroupJoin,
+    (own, theirs): (&'static str, &'static str),
+) -> (Joined, Joined) {
+    let mut newcomer = f.c().join_member(kafka_join("g", "")).unwrap();
+    let leader_id = leader_join.member_id.clone();
+    let leader = join_now(f, leader_join);
+    let follower = ready(&mut newcomer);
+    sync_leader(
+        f,
+        &leader_id,
+        leader.generation_id,
+        &[(&leader_id, own), (&follower.member_id, theirs)],
+    );
+    sync_follower(f, &follower);
+    (
+        Joined {
+            id: leader_id,
+            generation: leader.generation_id,
+        },
+        Joined {
+            id: follower.member_id,
+            generation: follower.generation_id,
+        },
+    )
+}
+
+/// Member `id` as group `g` describes it.
+fn described(f: &mut Fixture, id: &str) -> MemberDescription {
+    let d = f.c().describe_group("g").expect("group exists");
+    d.members
+        .into_iter()
+        .find(|m| m.member_id == id)
+        .expect("a member of the group")
+}
+
+/// An id handed out with MEMBER_ID_REQUIRED to `join` (a v4+ join
+/// without one).
+fn required_id(f: &mut Fixture, join: GroupJoin) -> String {
+    f.c()
+        .join_member(join)
+        .unwrap_err()
+        .member_id_required()
+        .expect("MEMBER_ID_REQUIRED names the id")
+        .to_string()
 }
 
 #[test]
@@ -79,9 +203,7 @@ fn the_first_member_forms_generation_one_leads_it_and_syncs_its_own_assignment()
 
 #[test]
 fn the_barrier_waits_for_every_known_member_and_answers_all_joins_together() {
-    let mut f = Fixture::new();
-    let a = stable_alone(&mut f);
-    let mut hb = f.c().join_member(kafka_join("g", "")).unwrap();
+    let (mut f, a, mut hb) = stable_with_newcomer();
     waiting(&mut hb);
     assert_eq!(state(&mut f, "g"), GroupState::PreparingRebalance);
     // The known member learns of the rebalance from its heartbeat...
@@ -113,11 +235,11 @@ fn stragglers_are_removed_when_the_rebalance_timeout_passes() {
     // The barrier waits the largest rebalance timeout of the members (a's).
     f.clock.advance(i64::from(KAFKA_REBALANCE_MS) - 1);
     // a kept its session alive but never rejoined.
-    f.c()
-        .heartbeat_member("g", &a.id, a.generation, None)
-        .unwrap_err();
-    assert!(f.expire().is_empty());
-    waiting(&mut hb);
+    beat_and_hold(&mut f, &mut hb, |f| {
+        f.c()
+            .heartbeat_member("g", &a.id, a.generation, None)
+            .unwrap_err();
+    });
     f.clock.advance(1);
     let removed = f.expire();
     assert_eq!(removed, vec![("g".to_string(), a.id.clone())]);
@@ -232,9 +354,7 @@ fn a_member_without_a_common_protocol_or_with_another_protocol_type_is_inconsist
 
 #[test]
 fn followers_wait_for_the_leaders_sync_and_get_its_assignment_verbatim() {
-    let mut f = Fixture::new();
-    let a = stable_alone(&mut f);
-    let mut hb = f.c().join_member(kafka_join("g", "")).unwrap();
+    let (mut f, a, mut hb) = stable_with_newcomer();
     let mut hc = f.c().join_member(kafka_join("g", "")).unwrap();
     let ja = join_now(&mut f, kafka_join("g", &a.id));
     let (jb, jc) = (ready(&mut hb), ready(&mut hc));
@@ -309,28 +429,7 @@ fn a_sync_of_the_wrong_generation_member_protocol_or_state_is_refused() {
 /// A Stable group `g` with a leader and one follower; returns both.
 fn stable_pair(f: &mut Fixture) -> (Joined, Joined) {
     let a = stable_alone(f);
-    let mut hb = f.c().join_member(kafka_join("g", "")).unwrap();
-    let ja = join_now(f, kafka_join("g", &a.id));
-    let jb = ready(&mut hb);
-    let mut leader_sync = kafka_sync("g", &a.id, ja.generation_id);
-    leader_sync.assignments = vec![(a.id.clone(), b("A")), (jb.member_id.clone(), b("B"))];
-    ready(&mut f.c().sync_member(leader_sync).unwrap());
-    ready(
-        &mut f
-            .c()
-            .sync_member(kafka_sync("g", &jb.member_id, jb.generation_id))
-            .unwrap(),
-    );
-    (
-        Joined {
-            id: a.id,
-            generation: ja.generation_id,
-        },
-        Joined {
-            id: jb.member_id,
-            generation: jb.generation_id,
-        },
-    )
+    grow_to_pair(f, kafka_join("g", &a.id), ("A", "B"))
 }
 
 #[test]
@@ -363,9 +462,7 @@ fn a_followers_unchanged_rejoin_keeps_the_generation_and_a_change_or_the_leader_
     let again = join_now(&mut f, kafka_join("g", &a.id));
     assert_eq!(again.generation_id, ja.generation_id);
     assert_eq!(again.members.len(), 2);
-    let mut leader_sync = kafka_sync("g", &a.id, ja.generation_id);
-    leader_sync.assignments = vec![(a.id.clone(), b("A2"))];
-    ready(&mut f.c().sync_member(leader_sync).unwrap());
+    sync_leader(&mut f, &a.id, ja.generation_id, &[(&a.id, "A2")]);
     // The leader's rejoin while Stable always rebalances (Kafka: the leader
     // rejoins to react to changes its members' metadata does not show).
     let mut h = f.c().join_member(kafka_join("g", &a.id)).unwrap();
@@ -398,13 +495,7 @@ fn heartbeats_answer_by_state_member_and_generation() {
         code(hb(&mut f, &bm.id, bm.generation)).0,
         ErrorCode::RebalanceInProgress
     );
-    let d = f.c().describe_group("g").unwrap();
-    let deadline = d
-        .members
-        .iter()
-        .find(|m| m.member_id == bm.id)
-        .unwrap()
-        .deadline_ms;
+    let deadline = described(&mut f, &bm.id).deadline_ms;
     assert_eq!(deadline, f.clock.now_ms() + i64::from(KAFKA_SESSION_MS));
     // CompletingRebalance: members heartbeat between join and sync.
     let mut ha = f.c().join_member(kafka_join("g", &a.id)).unwrap();
@@ -437,9 +528,7 @@ fn a_silent_member_expires_after_its_session_timeout_and_a_rebalance_starts() {
 
 #[test]
 fn a_member_waiting_at_the_barrier_does_not_expire() {
-    let mut f = Fixture::new();
-    let a = stable_alone(&mut f);
-    let mut hb = f.c().join_member(kafka_join("g", "")).unwrap();
+    let (mut f, a, mut hb) = stable_with_newcomer();
     // Past the newcomer's session timeout but within the barrier: it waits
     // for an answer, so it is alive (Kafka), and a is the one that goes.
     f.clock.advance(i64::from(KAFKA_SESSION_MS) + 1);
@@ -541,20 +630,8 @@ fn an_id_handed_out_holds_the_barrier_until_used_or_expired() {
         require_known_member_id: true,
         ..kafka_join("g", "")
     };
-    let b_id = f
-        .c()
-        .join_member(v4.clone())
-        .unwrap_err()
-        .member_id_required()
-        .unwrap()
-        .to_string();
-    let c_id = f
-        .c()
-        .join_member(v4)
-        .unwrap_err()
-        .member_id_required()
-        .unwrap()
-        .to_string();
+    let b_id = required_id(&mut f, v4.clone());
+    let c_id = required_id(&mut f, v4);
     let mut hb = f.c().join_member(kafka_join("g", &b_id)).unwrap();
     let mut ha = f.c().join_member(kafka_join("g", &a.id)).unwrap();
     waiting(&mut ha);
@@ -646,34 +723,8 @@ fn static_join(member: &str, instance: &str) -> GroupJoin {
 fn stable_with_static_leader(f: &mut Fixture) -> (Joined, Joined) {
     let s = join_now(f, static_join("", "i-s"));
     assert!(s.member_id.starts_with("i-s-"), "{}", s.member_id);
-    let mut sync = kafka_sync("g", &s.member_id, s.generation_id);
-    sync.assignments = vec![(s.member_id.clone(), b("S"))];
-    ready(&mut f.c().sync_member(sync).unwrap());
-    let mut hd = f.c().join_member(kafka_join("g", "")).unwrap();
-    let js = join_now(f, static_join(&s.member_id, "i-s"));
-    let jd = ready(&mut hd);
-    let mut sync = kafka_sync("g", &s.member_id, js.generation_id);
-    sync.assignments = vec![
-        (s.member_id.clone(), b("S2")),
-        (jd.member_id.clone(), b("D2")),
-    ];
-    ready(&mut f.c().sync_member(sync).unwrap());
-    ready(
-        &mut f
-            .c()
-            .sync_member(kafka_sync("g", &jd.member_id, jd.generation_id))
-            .unwrap(),
-    );
-    (
-        Joined {
-            id: s.member_id,
-            generation: js.generation_id,
-        },
-        Joined {
-            id: jd.member_id,
-            generation: jd.generation_id,
-        },
-    )
+    sync_leader(f, &s.member_id, s.generation_id, &[(&s.member_id, "S")]);
+    grow_to_pair(f, static_join(&s.member_id, "i-s"), ("S2", "D2"))
 }
 
 #[test]
@@ -719,12 +770,7 @@ fn a_static_member_that_returns_unchanged_takes_its_place_without_a_rebalance() 
         ErrorCode::FencedInstanceId
     );
     // The new id leads the group from now on.
-    let d = f.c().describe_group("g").unwrap();
-    let m = d
-        .members
-        .iter()
-        .find(|m| m.member_id == back.member_id)
-        .unwrap();
+    let m = described(&mut f, &back.member_id);
     assert_eq!(m.group_instance_id.as_deref(), Some("i-s"));
 }
 
@@ -760,12 +806,7 @@ fn a_static_member_that_returns_with_other_metadata_keeps_the_generation() {
         .heartbeat_member("g", &d.id, d.generation, None)
         .expect("the dynamic member stays in the generation");
     // The new metadata is what describe shows for the new member id.
-    let described = f.c().describe_group("g").unwrap();
-    let m = described
-        .members
-        .iter()
-        .find(|m| m.member_id == back.member_id)
-        .unwrap();
+    let m = described(&mut f, &back.member_id);
     assert_eq!(m.metadata, b("orders + owned partitions"));
 }
 
@@ -783,9 +824,12 @@ fn a_static_member_whose_return_changes_the_selected_protocol_rebalances() {
             ..static_join("", "i-s")
         },
     );
-    let mut sync = kafka_sync("g", &s.member_id, s.generation_id);
-    sync.assignments = vec![(s.member_id.clone(), b("S"))];
-    ready(&mut f.c().sync_member(sync).unwrap());
+    sync_leader(
+        &mut f,
+        &s.member_id,
+        s.generation_id,
+        &[(&s.member_id, "S")],
+    );
     let mut hd = f
         .c()
         .join_member(GroupJoin {
@@ -802,15 +846,7 @@ fn a_static_member_whose_return_changes_the_selected_protocol_rebalances() {
     );
     let jd = ready(&mut hd);
     assert_eq!(js.protocol_name, "range");
-    let mut sync = kafka_sync("g", &s.member_id, js.generation_id);
-    sync.assignments = vec![(s.member_id.clone(), b("S2"))];
-    ready(&mut f.c().sync_member(sync).unwrap());
-    ready(
-        &mut f
-            .c()
-            .sync_member(kafka_sync("g", &jd.member_id, jd.generation_id))
-            .unwrap(),
-    );
+    sync_with_follower(&mut f, &s.member_id, &jd, &[(&s.member_id, "S2")]);
     // s returns preferring roundrobin, while Stable: the group would now
     // select roundrobin, so the join waits for a rebalance.
     let changed = GroupJoin {
@@ -905,15 +941,7 @@ fn a_silent_static_member_stays_until_its_session_expires_or_its_instance_id_lea
     let mut ht = f.c().join_member(static_join("", "i-t")).unwrap();
     let jd = join_now(&mut f, kafka_join("g", &d.id));
     let t = ready(&mut ht);
-    let mut leader_sync = kafka_sync("g", &jd.leader_id, t.generation_id);
-    leader_sync.assignments = vec![(t.member_id.clone(), b("T"))];
-    ready(&mut f.c().sync_member(leader_sync).unwrap());
-    ready(
-        &mut f
-            .c()
-            .sync_member(kafka_sync("g", &t.member_id, t.generation_id))
-            .unwrap(),
-    );
+    sync_with_follower(&mut f, &jd.leader_id, &t, &[(&t.member_id, "T")]);
     let joined_at = f.clock.now_ms();
     while f.clock.now_ms() < joined_at + i64::from(STATIC_SESSION_MS) {
         f.clock.advance(5_000);
@@ -953,17 +981,14 @@ fn members_that_miss_their_sync_are_removed_after_the_rebalance_timeout() {
         .sync_member(kafka_sync("g", &bm.id, ja.generation_id))
         .unwrap();
     let deadline = f.clock.now_ms() + i64::from(KAFKA_REBALANCE_MS);
-    while f.clock.now_ms() + 5_000 < deadline {
-        f.clock.advance(5_000);
+    let beat = |f: &mut Fixture| {
         f.c()
             .heartbeat_member("g", &a.id, ja.generation_id, None)
             .unwrap();
-        assert!(f.expire().is_empty());
-        waiting(&mut sync);
-    }
+    };
+    hold_until(&mut f, deadline, &mut sync, beat);
     f.clock.set(deadline - 1);
-    assert!(f.expire().is_empty());
-    waiting(&mut sync);
+    beat_and_hold(&mut f, &mut sync, |_| {});
     // ...until the rebalance timeout: the leader is removed, the follower
     // is told to rejoin, and its rejoin forms the next generation.
     f.clock.set(deadline);
@@ -1140,9 +1165,7 @@ fn kafka_and_coordinator_assigned_members_never_share_a_group_but_share_it_over_
 
 #[test]
 fn waiting_requests_are_answered_closed_when_the_coordinator_goes() {
-    let mut f = Fixture::new();
-    let _a = stable_alone(&mut f);
-    let mut hb = f.c().join_member(kafka_join("g", "")).unwrap();
+    let (mut f, _a, mut hb) = stable_with_newcomer();
     f.crash();
     assert_eq!(failed(&mut hb).0, ErrorCode::ClusterClosed);
     // After the restart the group is Empty at its generation; members join
@@ -1161,25 +1184,18 @@ fn the_time_step_completes_a_barrier_exactly_at_its_deadline() {
     let mut hb = f.c().join_member(kafka_join("g", "")).unwrap();
     // a stays alive (its heartbeats say REBALANCE_IN_PROGRESS) but never
     // rejoins.
-    while f.clock.now_ms() + 5_000 < deadline {
-        f.clock.advance(5_000);
-        f.c()
-            .heartbeat_member("g", &a.id, a.generation, None)
-            .unwrap_err();
-        assert!(f.expire().is_empty());
-        waiting(&mut hb);
-    }
+    let beat = |f: &mut Fixture| {
+        assert_eq!(
+            code(f.c().heartbeat_member("g", &a.id, a.generation, None)).0,
+            ErrorCode::RebalanceInProgress
+        );
+    };
+    hold_until(&mut f, deadline, &mut hb, beat);
     f.clock.set(deadline - 1);
-    f.c()
-        .heartbeat_member("g", &a.id, a.generation, None)
-        .unwrap_err();
-    assert!(f.expire().is_empty());
-    waiting(&mut hb);
+    beat_and_hold(&mut f, &mut hb, beat);
     f.clock.set(deadline);
     // A heartbeat alone does not end the barrier; the step does.
-    f.c()
-        .heartbeat_member("g", &a.id, a.generation, None)
-        .unwrap_err();
+    beat(&mut f);
     waiting(&mut hb);
     assert_eq!(f.expire(), vec![("g".to_string(), a.id.clone())]);
     assert_eq!(ready(&mut hb).generation_id, a.generation + 1);
@@ -1265,13 +1281,7 @@ fn a_lost_member_id_round_blocks_a_new_group_no_longer_than_kafka_would() {
         let lost = f.c().join_member(v4.clone()).unwrap_err();
         assert!(lost.member_id_required().is_some());
         // The client starts over and this time joins with its id.
-        let id = f
-            .c()
-            .join_member(v4.clone())
-            .unwrap_err()
-            .member_id_required()
-            .unwrap()
-            .to_string();
+        let id = required_id(&mut f, v4.clone());
         let mut joined = f
             .c()
             .join_member(GroupJoin {
