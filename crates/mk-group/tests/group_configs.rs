@@ -22,6 +22,23 @@ fn set(
     f.c().alter_group_configs("q", &changes, validate_only)
 }
 
+/// Sets share group q's lock duration and reset policy in one change.
+fn set_lock_and_reset(f: &mut Fixture, lock_ms: &str, reset: &str) {
+    let changes = [
+        ("share.record.lock.duration.ms", Some(lock_ms)),
+        ("share.auto.offset.reset", Some(reset)),
+    ];
+    set(f, &changes, false).unwrap();
+}
+
+/// q's lock duration and reset policy as described: (value, is default).
+fn lock_and_reset(f: &mut Fixture) -> [(String, bool); 2] {
+    [
+        value(f, "share.record.lock.duration.ms"),
+        value(f, "share.auto.offset.reset"),
+    ]
+}
+
 fn value(f: &mut Fixture, name: &str) -> (String, bool) {
     let e = f
         .c()
@@ -39,29 +56,13 @@ fn configs_are_described_set_and_deleted_with_kafkas_rules() {
     assert_eq!(all.len(), 7);
     assert!(all.iter().all(|e| e.is_default));
     assert_eq!(
-        value(&mut f, "share.record.lock.duration.ms"),
-        ("30000".into(), true)
+        lock_and_reset(&mut f),
+        [("30000".into(), true), ("latest".into(), true)]
     );
+    set_lock_and_reset(&mut f, "15000", "EARLIEST");
     assert_eq!(
-        value(&mut f, "share.auto.offset.reset"),
-        ("latest".into(), true)
-    );
-    set(
-        &mut f,
-        &[
-            ("share.record.lock.duration.ms", Some("15000")),
-            ("share.auto.offset.reset", Some("EARLIEST")),
-        ],
-        false,
-    )
-    .unwrap();
-    assert_eq!(
-        value(&mut f, "share.record.lock.duration.ms"),
-        ("15000".into(), false)
-    );
-    assert_eq!(
-        value(&mut f, "share.auto.offset.reset"),
-        ("earliest".into(), false)
+        lock_and_reset(&mut f),
+        [("15000".into(), false), ("earliest".into(), false)]
     );
     set(&mut f, &[("share.auto.offset.reset", None)], false).unwrap();
     assert_eq!(
@@ -179,15 +180,7 @@ fn share_auto_offset_reset_takes_kafkas_durations() {
 #[test]
 fn share_configs_take_effect() {
     let mut f = Fixture::new();
-    set(
-        &mut f,
-        &[
-            ("share.record.lock.duration.ms", Some("15000")),
-            ("share.auto.offset.reset", Some("earliest")),
-        ],
-        false,
-    )
-    .unwrap();
+    set_lock_and_reset(&mut f, "15000", "earliest");
     let mut log = FakeLog::new();
     log.append(&tp("queue", 0), 2, true);
     share_join(&mut f, "q", "a", &["queue"]);

@@ -110,13 +110,11 @@ fn expected_commit(
     if d.state != GroupState::Stable {
         return Some(ErrorCode::RebalanceInProgress);
     }
-    if offsets.keys().any(|tp| !m.assignment.contains(tp)) {
-        return Some(ErrorCode::NotPartitionOwner);
-    }
-    if offsets.values().any(|o| *o < 0) {
-        return Some(ErrorCode::InvalidRequest);
-    }
-    None
+    offsets_refusal(
+        offsets,
+        |tp| !m.assignment.contains(tp),
+        ErrorCode::NotPartitionOwner,
+    )
 }
 
 fn expected_direct(
@@ -130,13 +128,27 @@ fn expected_direct(
     {
         return Some(ErrorCode::UnknownMember);
     }
-    if offsets.keys().any(|tp| tp.partition >= f.meta[&tp.topic]) {
-        return Some(ErrorCode::UnknownPartition);
+    offsets_refusal(
+        offsets,
+        |tp| tp.partition >= f.meta[&tp.topic],
+        ErrorCode::UnknownPartition,
+    )
+}
+
+/// The commit rule's last checks, in its order: a partition this commit
+/// may not name (`refused` answers `code`), then a negative offset.
+fn offsets_refusal(
+    offsets: &BTreeMap<TopicPartition, i64>,
+    refused: impl Fn(&TopicPartition) -> bool,
+    code: ErrorCode,
+) -> Option<ErrorCode> {
+    if offsets.keys().any(refused) {
+        return Some(code);
     }
-    if offsets.values().any(|o| *o < 0) {
-        return Some(ErrorCode::InvalidRequest);
-    }
-    None
+    offsets
+        .values()
+        .any(|o| *o < 0)
+        .then_some(ErrorCode::InvalidRequest)
 }
 
 fn check_invariants(
