@@ -268,18 +268,18 @@ pub fn peek_frame_len(buf: &[u8], max_batch_bytes: u32) -> Result<Option<usize>>
 /// decodes only the batch header. `frame` must be exactly one frame.
 /// Both payload versions are read (version 2 by `block.rs`).
 pub fn decode_header(frame: &[u8], max_batch_bytes: u32) -> Result<BatchHeader> {
-    let payload = checked_payload(frame, max_batch_bytes)?;
-    if payload.first() == Some(&crate::block::BLOCK_VERSION) {
-        return crate::block::payload_header(payload);
-    }
-    read_batch_header(&mut ByteReader::new(payload)).map(|(h, _)| h)
+    payload_header(checked_payload(frame, max_batch_bytes)?)
 }
 
 /// [`decode_header`] without the frame CRC check: magic, exact length
 /// and the header's own rules only (the CRC is checked later, with
 /// [`check_frame_crc`]).
 pub fn decode_header_unchecked(frame: &[u8], max_batch_bytes: u32) -> Result<BatchHeader> {
-    let payload = sized_payload(frame, max_batch_bytes)?;
+    payload_header(sized_payload(frame, max_batch_bytes)?)
+}
+
+/// The batch header of a payload of either version.
+fn payload_header(payload: &[u8]) -> Result<BatchHeader> {
     if payload.first() == Some(&crate::block::BLOCK_VERSION) {
         return crate::block::payload_header(payload);
     }
@@ -325,26 +325,9 @@ fn sized_payload(frame: &[u8], max_batch_bytes: u32) -> Result<&[u8]> {
 /// Checks the envelope of exactly one frame of either version (magic,
 /// exact length, CRC-32C) and returns its payload.
 pub(crate) fn checked_payload(frame: &[u8], max_batch_bytes: u32) -> Result<&[u8]> {
-    let len = peek_frame_len(frame, max_batch_bytes)?.ok_or_else(|| {
-        corrupt(format!(
-            "frame of {} bytes is shorter than its header",
-            frame.len()
-        ))
-    })?;
-    if len != frame.len() {
-        return Err(corrupt(format!(
-            "frame length mismatch: header says {len} bytes, got {}",
-            frame.len()
-        )));
-    }
-    let expected = u32::from_be_bytes([frame[8], frame[9], frame[10], frame[11]]);
-    let actual = crc32c::crc32c(&frame[FRAME_HEADER_BYTES..]);
-    if expected != actual {
-        return Err(corrupt(format!(
-            "CRC mismatch: stored {expected:08x}, computed {actual:08x}"
-        )));
-    }
-    Ok(&frame[FRAME_HEADER_BYTES..])
+    let payload = sized_payload(frame, max_batch_bytes)?;
+    check_frame_crc(frame)?;
+    Ok(payload)
 }
 
 /// Decodes one complete frame. Key, value and header values are zero-copy
@@ -669,18 +652,26 @@ mod tests {
         );
     }
 
+    /// Decoding `frame` (with `max` batch bytes) fails with CORRUPT_BATCH;
+    /// `case` names it in a failure.
+    fn assert_corrupt(frame: &Bytes, max: u32, case: &str) {
+        match decode(frame, max) {
+            Err(err) => assert_eq!(
+                err.code(),
+                mk_core::ErrorCode::CorruptBatch,
+                "{case}: {err}"
+            ),
+            Ok(batch) => panic!("{case}: decoded {batch:?}"),
+        }
+    }
+
     #[test]
     fn crc_flip_is_corrupt_batch() {
         let frame = encode(&fixed_batch()).unwrap();
         for pos in [8, FRAME_HEADER_BYTES + 3, frame.len() - 1] {
             let mut bad = frame.to_vec();
             bad[pos] ^= 0x01;
-            let err = decode(&Bytes::from(bad), MAX).unwrap_err();
-            assert_eq!(
-                err.code(),
-                mk_core::ErrorCode::CorruptBatch,
-                "flip at {pos}"
-            );
+            assert_corrupt(&Bytes::from(bad), MAX, &format!("flip at {pos}"));
         }
     }
 
@@ -688,12 +679,7 @@ mod tests {
     fn every_truncation_of_a_valid_frame_is_corrupt_batch() {
         let frame = encode(&fixed_batch()).unwrap();
         for len in 0..frame.len() {
-            let err = decode(&frame.slice(..len), MAX).unwrap_err();
-            assert_eq!(
-                err.code(),
-                mk_core::ErrorCode::CorruptBatch,
-                "truncated to {len}"
-            );
+            assert_corrupt(&frame.slice(..len), MAX, &format!("truncated to {len}"));
         }
     }
 
@@ -701,10 +687,7 @@ mod tests {
     fn trailing_bytes_are_corrupt_batch() {
         let mut frame = encode(&fixed_batch()).unwrap().to_vec();
         frame.push(0);
-        assert_eq!(
-            decode(&Bytes::from(frame), MAX).unwrap_err().code(),
-            mk_core::ErrorCode::CorruptBatch
-        );
+        assert_corrupt(&Bytes::from(frame), MAX, "one trailing byte");
     }
 
     /// Re-frames `payload` with a correct CRC, so tests reach the checks
@@ -729,8 +712,7 @@ mod tests {
         let mut p = payload_of(&batch);
         // record_count sits at payload bytes 36..40.
         p[36..40].copy_from_slice(&u32::MAX.to_be_bytes());
-        let err = decode(&frame_of(&p), MAX).unwrap_err();
-        assert_eq!(err.code(), mk_core::ErrorCode::CorruptBatch);
+        assert_corrupt(&frame_of(&p), MAX, "record count u32::MAX");
     }
 
     #[test]
@@ -759,12 +741,7 @@ mod tests {
         for (name, mutate) in cases {
             let mut p = base.clone();
             mutate(&mut p);
-            let err = decode(&frame_of(&p), MAX).unwrap_err();
-            assert_eq!(
-                err.code(),
-                mk_core::ErrorCode::CorruptBatch,
-                "{name}: {err}"
-            );
+            assert_corrupt(&frame_of(&p), MAX, name);
         }
     }
 
@@ -773,13 +750,7 @@ mod tests {
         let frame = encode(&fixed_batch()).unwrap();
         let mut bad = frame.to_vec();
         bad[0] = b'X';
-        assert_eq!(
-            decode(&Bytes::from(bad), MAX).unwrap_err().code(),
-            mk_core::ErrorCode::CorruptBatch
-        );
-        assert_eq!(
-            decode(&frame, 10).unwrap_err().code(),
-            mk_core::ErrorCode::CorruptBatch
-        );
+        assert_corrupt(&Bytes::from(bad), MAX, "wrong magic");
+        assert_corrupt(&frame, 10, "payload above max_batch_bytes 10");
     }
 }

@@ -414,19 +414,13 @@ impl PartitionLog {
         // The shadow keeps the original end offset: gaps stay gaps.
         shadow.next_offset = self.segments[i].next_offset;
         let idx = shadow.indexes.get().expect("shadow indexes are loaded");
-        let faults = &self.config.faults;
-        write_file(
-            faults,
-            &cleaned_path(&self.dir, base, INDEX_EXT),
-            &idx.offsets.to_bytes(),
-            true,
-        )?;
-        write_file(
-            faults,
-            &cleaned_path(&self.dir, base, TIME_INDEX_EXT),
-            &idx.times.to_bytes(),
-            true,
-        )?;
+        for (ext, bytes) in [
+            (INDEX_EXT, idx.offsets.to_bytes()),
+            (TIME_INDEX_EXT, idx.times.to_bytes()),
+        ] {
+            let path = cleaned_path(&self.dir, base, ext);
+            write_file(&self.config.faults, &path, &bytes, true)?;
+        }
         Ok((shadow, before, after))
     }
 

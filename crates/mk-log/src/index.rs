@@ -13,29 +13,125 @@ use mk_core::{ByteReader, Truncated};
 /// Bytes per entry in both index files.
 pub const ENTRY_BYTES: usize = 12;
 
-/// Offset index: relative offset of a batch's base -> byte position.
+/// The entries of one sparse index, strictly increasing in both fields.
+/// [`OffsetIndex`] and [`TimeIndex`] are its two kinds; each adds its own
+/// file layout and lookups.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct OffsetIndex {
-    entries: Vec<(u32, u64)>,
+pub struct SparseIndex<A, B> {
+    entries: Vec<(A, B)>,
+}
+
+/// Offset index: relative offset of a batch's base -> byte position.
+pub type OffsetIndex = SparseIndex<u32, u64>;
+
+/// Time index: entry `(t, o)` says every record stored before the batch at
+/// relative offset `o` has a timestamp <= `t`. Timestamps and offsets both
+/// strictly increase.
+pub type TimeIndex = SparseIndex<i64, u32>;
+
+impl<A: Copy, B: Copy> SparseIndex<A, B> {
+    pub fn new() -> Self {
+        Self {
+            entries: Vec::new(),
+        }
+    }
+
+    pub fn entries(&self) -> &[(A, B)] {
+        &self.entries
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The index file: each entry's two fields (`encode` makes their
+    /// big-endian bytes), back to back.
+    fn encode<const M: usize, const N: usize>(
+        &self,
+        encode: impl Fn(A, B) -> ([u8; M], [u8; N]),
+    ) -> Vec<u8> {
+        debug_assert_eq!(M + N, ENTRY_BYTES);
+        let mut out = Vec::with_capacity(self.entries.len() * ENTRY_BYTES);
+        for &(a, b) in &self.entries {
+            let (a, b) = encode(a, b);
+            out.extend_from_slice(&a);
+            out.extend_from_slice(&b);
+        }
+        out
+    }
+
+    /// Drops the entries from the first whose relative offset (`rel` picks
+    /// it out of an entry) is at or after `relative_offset`.
+    fn truncate_where(&mut self, relative_offset: u32, rel: impl Fn(&(A, B)) -> u32) {
+        let keep = self.entries.partition_point(|e| rel(e) < relative_offset);
+        self.entries.truncate(keep);
+    }
+}
+
+impl<A, B> SparseIndex<A, B>
+where
+    A: Copy + Ord + std::fmt::Display,
+    B: Copy + Ord + std::fmt::Display,
+{
+    /// Parses an index file (`what` names it in messages): whole entries
+    /// of `ENTRY_BYTES` each, read by `read`, each strictly after the
+    /// previous one in both fields. Anything else is CORRUPT_INDEX.
+    fn parse(
+        bytes: &[u8],
+        what: &str,
+        read: impl Fn(&mut ByteReader<'_>) -> Result<(A, B), Truncated>,
+    ) -> Result<Self> {
+        if !bytes.len().is_multiple_of(ENTRY_BYTES) {
+            return Err(LogError::CorruptIndex(format!(
+                "{what} of {} bytes is not a multiple of {ENTRY_BYTES}",
+                bytes.len()
+            )));
+        }
+        let mut r = ByteReader::new(bytes);
+        let mut entries: Vec<(A, B)> = Vec::with_capacity(bytes.len() / ENTRY_BYTES);
+        while !r.is_empty() {
+            let (a, b) =
+                read(&mut r).map_err(|t| LogError::CorruptIndex(format!("{what}: {t}")))?;
+            if let Some(&(last_a, last_b)) = entries.last()
+                && (a <= last_a || b <= last_b)
+            {
+                return Err(LogError::CorruptIndex(format!(
+                    "{what} entry ({a}, {b}) does not follow ({last_a}, {last_b})"
+                )));
+            }
+            entries.push((a, b));
+        }
+        Ok(Self { entries })
+    }
 }
 
 impl OffsetIndex {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// Parses an index file. Fails with CORRUPT_INDEX unless the bytes are
     /// whole entries, strictly increasing in offset and position.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
-        let entries = parse_entries(bytes, "offset index", |r| Ok((r.u32()?, r.u64()?)))?;
-        Ok(Self { entries })
+        Self::parse(bytes, "offset index", |r| Ok((r.u32()?, r.u64()?)))
+    }
+
+    /// Checks that the entries fit a segment of `size` bytes whose relative
+    /// offsets stay below `span`.
+    pub(crate) fn check_fits(&self, size: u64, span: i64) -> Result<()> {
+        match self.entries.last() {
+            Some(&(rel, pos)) if pos >= size || i64::from(rel) >= span.max(1) => {
+                Err(LogError::CorruptIndex(format!(
+                    "offset index entry ({rel}, {pos}) lies outside a segment of {size} bytes and {span} offsets"
+                )))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Serializes the index in file format.
     pub fn to_bytes(&self) -> Vec<u8> {
-        entries_to_bytes(&self.entries, |rel, pos| {
-            (rel.to_be_bytes(), pos.to_be_bytes())
-        })
+        self.encode(|rel, pos| (rel.to_be_bytes(), pos.to_be_bytes()))
     }
 
     /// Appends an entry; it must be strictly after the last one.
@@ -62,59 +158,18 @@ impl OffsetIndex {
 
     /// Drops entries at or after `relative_offset`.
     pub fn truncate_from_offset(&mut self, relative_offset: u32) {
-        let keep = self.entries.partition_point(|&(r, _)| r < relative_offset);
-        self.entries.truncate(keep);
+        self.truncate_where(relative_offset, |&(r, _)| r);
     }
-
-    pub fn entries(&self) -> &[(u32, u64)] {
-        &self.entries
-    }
-
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
-    /// Checks that the entries fit a segment of `size` bytes whose relative
-    /// offsets stay below `span`.
-    pub(crate) fn check_fits(&self, size: u64, span: i64) -> Result<()> {
-        match self.entries.last() {
-            Some(&(rel, pos)) if pos >= size || i64::from(rel) >= span.max(1) => {
-                Err(LogError::CorruptIndex(format!(
-                    "offset index entry ({rel}, {pos}) lies outside a segment of {size} bytes and {span} offsets"
-                )))
-            }
-            _ => Ok(()),
-        }
-    }
-}
-
-/// Time index: entry `(t, o)` says every record stored before the batch at
-/// relative offset `o` has a timestamp <= `t`. Timestamps and offsets both
-/// strictly increase.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TimeIndex {
-    entries: Vec<(i64, u32)>,
 }
 
 impl TimeIndex {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// Parses a time index file (CORRUPT_INDEX when malformed).
     pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
-        let entries = parse_entries(bytes, "time index", |r| Ok((r.i64()?, r.u32()?)))?;
-        Ok(Self { entries })
+        Self::parse(bytes, "time index", |r| Ok((r.i64()?, r.u32()?)))
     }
 
     pub fn to_bytes(&self) -> Vec<u8> {
-        entries_to_bytes(&self.entries, |ts, rel| {
-            (ts.to_be_bytes(), rel.to_be_bytes())
-        })
+        self.encode(|ts, rel| (ts.to_be_bytes(), rel.to_be_bytes()))
     }
 
     /// Adds `(max_timestamp_before, relative_offset)` if it moves the index
@@ -135,70 +190,8 @@ impl TimeIndex {
     }
 
     pub fn truncate_from_offset(&mut self, relative_offset: u32) {
-        let keep = self.entries.partition_point(|&(_, r)| r < relative_offset);
-        self.entries.truncate(keep);
+        self.truncate_where(relative_offset, |&(_, r)| r);
     }
-
-    pub fn entries(&self) -> &[(i64, u32)] {
-        &self.entries
-    }
-
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-}
-
-/// An index file: each entry's two fields, big-endian, back to back.
-fn entries_to_bytes<A: Copy, B: Copy, const M: usize, const N: usize>(
-    entries: &[(A, B)],
-    encode: impl Fn(A, B) -> ([u8; M], [u8; N]),
-) -> Vec<u8> {
-    debug_assert_eq!(M + N, ENTRY_BYTES);
-    let mut out = Vec::with_capacity(entries.len() * ENTRY_BYTES);
-    for &(a, b) in entries {
-        let (a, b) = encode(a, b);
-        out.extend_from_slice(&a);
-        out.extend_from_slice(&b);
-    }
-    out
-}
-
-/// The entries of an index file (`what` names it in messages): whole
-/// entries of `ENTRY_BYTES` each, read by `read`, each strictly after the
-/// previous one in both fields. Anything else is CORRUPT_INDEX.
-fn parse_entries<A, B>(
-    bytes: &[u8],
-    what: &str,
-    read: impl Fn(&mut ByteReader<'_>) -> Result<(A, B), Truncated>,
-) -> Result<Vec<(A, B)>>
-where
-    A: Copy + Ord + std::fmt::Display,
-    B: Copy + Ord + std::fmt::Display,
-{
-    if !bytes.len().is_multiple_of(ENTRY_BYTES) {
-        return Err(LogError::CorruptIndex(format!(
-            "{what} of {} bytes is not a multiple of {ENTRY_BYTES}",
-            bytes.len()
-        )));
-    }
-    let mut r = ByteReader::new(bytes);
-    let mut entries: Vec<(A, B)> = Vec::with_capacity(bytes.len() / ENTRY_BYTES);
-    while !r.is_empty() {
-        let (a, b) = read(&mut r).map_err(|t| LogError::CorruptIndex(format!("{what}: {t}")))?;
-        if let Some(&(last_a, last_b)) = entries.last()
-            && (a <= last_a || b <= last_b)
-        {
-            return Err(LogError::CorruptIndex(format!(
-                "{what} entry ({a}, {b}) does not follow ({last_a}, {last_b})"
-            )));
-        }
-        entries.push((a, b));
-    }
-    Ok(entries)
 }
 
 #[cfg(test)]

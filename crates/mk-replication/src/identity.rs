@@ -101,9 +101,7 @@ impl ProducerIdentityStore {
             },
             _ => {
                 let id = next.next_producer_id;
-                next.next_producer_id = id.checked_add(1).ok_or_else(|| {
-                    ReplicationError::InvalidRequest("producer ids are exhausted".into())
-                })?;
+                next.next_producer_id = id_after(id)?;
                 ProducerIdentity {
                     producer_id: id,
                     epoch: 0,
@@ -111,11 +109,7 @@ impl ProducerIdentityStore {
             }
         };
         next.producers.insert(name.to_string(), identity);
-        let bytes = serde_json::to_vec(&next).map_err(|e| {
-            StorageError::unusable(&self.path, format!("cannot encode identity store: {e}"))
-        })?;
-        fsutil::write_atomic_with(&self.faults, &self.path, &bytes)?;
-        self.file = next;
+        self.persist(next)?;
         Ok(identity)
     }
 
@@ -138,9 +132,7 @@ impl ProducerIdentityStore {
         if let Some(max_id) = max_id
             && max_id >= next.next_producer_id
         {
-            next.next_producer_id = max_id.checked_add(1).ok_or_else(|| {
-                ReplicationError::InvalidRequest("producer ids are exhausted".into())
-            })?;
+            next.next_producer_id = id_after(max_id)?;
         }
         for identity in next.producers.values_mut() {
             if let Some(&epoch) = seen.get(&identity.producer_id) {
@@ -159,11 +151,7 @@ impl ProducerIdentityStore {
             "the producer identity store is behind the logs (deleted or restored from an older copy); \
              it now continues above every producer id and epoch the logs hold"
         );
-        let bytes = serde_json::to_vec(&next).map_err(|e| {
-            StorageError::unusable(&self.path, format!("cannot encode identity store: {e}"))
-        })?;
-        fsutil::write_atomic_with(&self.faults, &self.path, &bytes)?;
-        self.file = next;
+        self.persist(next)?;
         Ok(true)
     }
 
@@ -173,15 +161,20 @@ impl ProducerIdentityStore {
     pub fn allocate_id(&mut self) -> Result<i64> {
         let mut next = self.file.clone();
         let id = next.next_producer_id;
-        next.next_producer_id = id
-            .checked_add(1)
-            .ok_or_else(|| ReplicationError::InvalidRequest("producer ids are exhausted".into()))?;
+        next.next_producer_id = id_after(id)?;
+        self.persist(next)?;
+        Ok(id)
+    }
+
+    /// Writes `next` to the store file (atomically, through the fault
+    /// seam) and then makes it the store's state.
+    fn persist(&mut self, next: StoreFile) -> Result<()> {
         let bytes = serde_json::to_vec(&next).map_err(|e| {
             StorageError::unusable(&self.path, format!("cannot encode identity store: {e}"))
         })?;
         fsutil::write_atomic_with(&self.faults, &self.path, &bytes)?;
         self.file = next;
-        Ok(id)
+        Ok(())
     }
 
     /// The current identity of `name`, if it was ever allocated.
@@ -197,6 +190,12 @@ impl ProducerIdentityStore {
             .iter()
             .map(|(name, id)| (name.as_str(), *id))
     }
+}
+
+/// The producer id handed out after `id`.
+fn id_after(id: i64) -> Result<i64> {
+    id.checked_add(1)
+        .ok_or_else(|| ReplicationError::InvalidRequest("producer ids are exhausted".into()))
 }
 
 fn check(path: &Path, file: &StoreFile) -> Result<()> {
@@ -242,12 +241,22 @@ mod tests {
     use super::*;
     use mk_core::ErrorCode;
 
-    #[test]
-    fn identity_store_allocates_and_bumps() {
+    fn id(producer_id: i64, epoch: i32) -> ProducerIdentity {
+        ProducerIdentity { producer_id, epoch }
+    }
+
+    /// A new store in a fresh directory whose first name, "a", got id 1 at
+    /// epoch 0 (checked).
+    fn store_with_a() -> (tempfile::TempDir, ProducerIdentityStore) {
         let dir = tempfile::tempdir().unwrap();
         let mut store = ProducerIdentityStore::open(dir.path()).unwrap();
-        let id = |producer_id, epoch| ProducerIdentity { producer_id, epoch };
         assert_eq!(store.allocate("a").unwrap(), id(1, 0));
+        (dir, store)
+    }
+
+    #[test]
+    fn identity_store_allocates_and_bumps() {
+        let (dir, mut store) = store_with_a();
         assert_eq!(store.allocate("b").unwrap(), id(2, 0));
         assert_eq!(store.allocate("a").unwrap(), id(1, 1));
         assert_eq!(store.get("a"), Some(id(1, 1)));
@@ -276,10 +285,7 @@ mod tests {
 
     #[test]
     fn the_store_continues_above_every_id_and_epoch_the_logs_hold() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut store = ProducerIdentityStore::open(dir.path()).unwrap();
-        let id = |producer_id, epoch| ProducerIdentity { producer_id, epoch };
-        assert_eq!(store.allocate("a").unwrap(), id(1, 0));
+        let (dir, mut store) = store_with_a();
         // The logs know id 1 at epoch 4 and id 7: "a" continues at epoch 5
         // and a new name gets 8, as does a nameless id after it.
         let seen = BTreeMap::from([(1, 4), (7, 0)]);
@@ -308,13 +314,7 @@ mod tests {
         )
         .unwrap();
         let mut store = ProducerIdentityStore::open(dir.path()).unwrap();
-        assert_eq!(
-            store.allocate("a").unwrap(),
-            ProducerIdentity {
-                producer_id: 2,
-                epoch: 0
-            }
-        );
+        assert_eq!(store.allocate("a").unwrap(), id(2, 0));
     }
 
     #[test]

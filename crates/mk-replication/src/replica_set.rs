@@ -779,13 +779,7 @@ impl PartitionReplicaSet {
     /// and `acks=all` waiters are settled (they fail if the ISR is now
     /// below the minimum). The leader cannot be removed.
     pub fn remove_from_isr(&mut self, broker: BrokerId) -> Result<()> {
-        self.replica(broker)?;
-        if broker == self.leader_id {
-            return Err(ReplicationError::InvalidRequest(format!(
-                "broker {broker} leads {}; the leader cannot be removed from the ISR",
-                self.tp
-            )));
-        }
+        self.check_not_leader(broker, "the leader cannot be removed from the ISR")?;
         self.isr.remove(&broker);
         self.replica_mut(broker).role = ReplicaRole::Offline;
         self.advance_high_watermark();
@@ -890,13 +884,7 @@ impl PartitionReplicaSet {
     /// A former leader or a failed/lagging replica becomes a follower of the
     /// current epoch, out of the ISR; its next fetch reconciles it.
     pub fn rejoin(&mut self, broker: BrokerId) -> Result<()> {
-        self.replica(broker)?;
-        if broker == self.leader_id {
-            return Err(ReplicationError::InvalidRequest(format!(
-                "broker {broker} leads {}; only a follower can rejoin",
-                self.tp
-            )));
-        }
+        self.check_not_leader(broker, "only a follower can rejoin")?;
         let r = self.replica_mut(broker);
         r.role = ReplicaRole::Follower;
         r.reconciled_epoch = None;
@@ -1047,6 +1035,19 @@ impl PartitionReplicaSet {
 
     fn leader(&self) -> &Replica {
         &self.replicas[&self.leader_id]
+    }
+
+    /// `broker` holds a replica and is not the leader (`refusal` says why a
+    /// leader may not be the target).
+    fn check_not_leader(&self, broker: BrokerId, refusal: &str) -> Result<()> {
+        self.replica(broker)?;
+        if broker == self.leader_id {
+            return Err(ReplicationError::InvalidRequest(format!(
+                "broker {broker} leads {}; {refusal}",
+                self.tp
+            )));
+        }
+        Ok(())
     }
 
     fn replica(&self, broker: BrokerId) -> Result<&Replica> {
