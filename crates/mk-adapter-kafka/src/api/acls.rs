@@ -8,9 +8,12 @@
 
 use crate::api::Ctx;
 use crate::errors::{KafkaCode, kafka_code};
-use crate::messages::create_acls::{AclCreationResult, CreateAclsRequest, CreateAclsResponse};
+use crate::messages::create_acls::{
+    AclCreation, AclCreationResult, CreateAclsRequest, CreateAclsResponse,
+};
 use crate::messages::delete_acls::{
-    DeleteAclsFilterResult, DeleteAclsMatchingAcl, DeleteAclsRequest, DeleteAclsResponse,
+    DeleteAclsFilter, DeleteAclsFilterResult, DeleteAclsMatchingAcl, DeleteAclsRequest,
+    DeleteAclsResponse,
 };
 use crate::messages::describe_acls::{
     AclDescription, DescribeAclsRequest, DescribeAclsResource, DescribeAclsResponse,
@@ -38,81 +41,91 @@ fn refusal(ctx: &Ctx<'_>, operation: Operation) -> Option<(KafkaCode, String)> {
     })
 }
 
-/// One binding of CreateAcls in the core's terms; unknown codes are
-/// Kafka's INVALID_REQUEST (the core validates the rest).
-fn binding(
+/// The four codes of a binding or filter in the core's terms; an unknown
+/// code is Kafka's INVALID_REQUEST (the core validates the rest).
+fn decoded(
     resource_type: i8,
-    name: &str,
     pattern_type: i8,
-    principal: &str,
-    host: &str,
     operation: i8,
     permission: i8,
-) -> Result<AclBinding, String> {
-    Ok(AclBinding {
-        pattern: ResourcePattern {
-            resource_type: code(
-                ResourceType::from_code(resource_type),
-                "resource type",
-                resource_type,
-            )?,
-            name: name.to_string(),
-            pattern_type: code(
-                PatternType::from_code(pattern_type),
-                "pattern type",
-                pattern_type,
-            )?,
-        },
-        entry: AccessControlEntry {
-            principal: principal.to_string(),
-            host: host.to_string(),
-            operation: code(Operation::from_code(operation), "operation", operation)?,
-            permission: code(
-                Permission::from_code(permission),
-                "permission type",
-                permission,
-            )?,
-        },
-    })
-}
-
-fn code<T>(value: Option<T>, what: &str, raw: i8) -> Result<T, String> {
-    value.ok_or_else(|| format!("unknown {what} {raw}"))
-}
-
-/// A Describe/DeleteAcls filter in the core's terms.
-#[allow(clippy::too_many_arguments)]
-fn filter(
-    resource_type: i8,
-    name: Option<&String>,
-    pattern_type: i8,
-    principal: Option<&String>,
-    host: Option<&String>,
-    operation: i8,
-    permission: i8,
-) -> Result<AclBindingFilter, String> {
-    Ok(AclBindingFilter {
-        resource_type: code(
+) -> Result<(ResourceType, PatternType, Operation, Permission), String> {
+    fn known<T>(value: Option<T>, what: &str, raw: i8) -> Result<T, String> {
+        value.ok_or_else(|| format!("unknown {what} {raw}"))
+    }
+    Ok((
+        known(
             ResourceType::from_code(resource_type),
             "resource type",
             resource_type,
         )?,
-        name: name.cloned(),
-        pattern_type: code(
+        known(
             PatternType::from_code(pattern_type),
             "pattern type",
             pattern_type,
         )?,
-        principal: principal.cloned(),
-        host: host.cloned(),
-        operation: code(Operation::from_code(operation), "operation", operation)?,
-        permission: code(
+        known(Operation::from_code(operation), "operation", operation)?,
+        known(
             Permission::from_code(permission),
             "permission type",
             permission,
         )?,
+    ))
+}
+
+/// One binding of CreateAcls in the core's terms.
+fn binding(c: &AclCreation) -> Result<AclBinding, String> {
+    let (resource_type, pattern_type, operation, permission) = decoded(
+        c.resource_type,
+        c.resource_pattern_type,
+        c.operation,
+        c.permission_type,
+    )?;
+    Ok(AclBinding {
+        pattern: ResourcePattern {
+            resource_type,
+            name: c.resource_name.clone(),
+            pattern_type,
+        },
+        entry: AccessControlEntry {
+            principal: c.principal.clone(),
+            host: c.host.clone(),
+            operation,
+            permission,
+        },
     })
 }
+
+/// A Describe/DeleteAcls filter (DescribeAcls's is the request itself)
+/// in the core's terms.
+trait KafkaFilter {
+    fn filter(&self) -> Result<AclBindingFilter, String>;
+}
+
+macro_rules! kafka_filter {
+    ($($t:ty),*) => {$(
+        impl KafkaFilter for $t {
+            fn filter(&self) -> Result<AclBindingFilter, String> {
+                let (resource_type, pattern_type, operation, permission) = decoded(
+                    self.resource_type_filter,
+                    self.pattern_type_filter,
+                    self.operation,
+                    self.permission_type,
+                )?;
+                Ok(AclBindingFilter {
+                    resource_type,
+                    name: self.resource_name_filter.clone(),
+                    pattern_type,
+                    principal: self.principal_filter.clone(),
+                    host: self.host_filter.clone(),
+                    operation,
+                    permission,
+                })
+            }
+        }
+    )*};
+}
+
+kafka_filter!(DescribeAclsRequest, DeleteAclsFilter);
 
 /// Adds each valid binding; one result per creation, in order.
 pub async fn handle_create_acls(ctx: &Ctx<'_>, req: CreateAclsRequest) -> CreateAclsResponse {
@@ -120,21 +133,7 @@ pub async fn handle_create_acls(ctx: &Ctx<'_>, req: CreateAclsRequest) -> Create
         error_code: code,
         error_message: Some(message),
     };
-    let parsed = req
-        .creations
-        .iter()
-        .map(|c| {
-            binding(
-                c.resource_type,
-                &c.resource_name,
-                c.resource_pattern_type,
-                &c.principal,
-                &c.host,
-                c.operation,
-                c.permission_type,
-            )
-        })
-        .collect();
+    let parsed = req.creations.iter().map(binding).collect();
     let results = answer_each(
         refusal(ctx, Operation::Alter),
         parsed,
@@ -203,15 +202,7 @@ pub async fn handle_describe_acls(ctx: &Ctx<'_>, req: DescribeAclsRequest) -> De
     if let Some((code, message)) = refusal(ctx, Operation::Describe) {
         return answer(code, Some(message), Vec::new());
     }
-    let f = match filter(
-        req.resource_type_filter,
-        req.resource_name_filter.as_ref(),
-        req.pattern_type_filter,
-        req.principal_filter.as_ref(),
-        req.host_filter.as_ref(),
-        req.operation,
-        req.permission_type,
-    ) {
+    let f = match req.filter() {
         Ok(f) => f,
         Err(message) => return answer(KafkaCode::INVALID_REQUEST, Some(message), Vec::new()),
     };
@@ -257,21 +248,7 @@ fn removed_acl(acl: AclBinding) -> DeleteAclsMatchingAcl {
 /// Removes what each filter matches; one result per filter, listing the
 /// ACLs it removed.
 pub async fn handle_delete_acls(ctx: &Ctx<'_>, req: DeleteAclsRequest) -> DeleteAclsResponse {
-    let parsed = req
-        .filters
-        .iter()
-        .map(|f| {
-            filter(
-                f.resource_type_filter,
-                f.resource_name_filter.as_ref(),
-                f.pattern_type_filter,
-                f.principal_filter.as_ref(),
-                f.host_filter.as_ref(),
-                f.operation,
-                f.permission_type,
-            )
-        })
-        .collect();
+    let parsed = req.filters.iter().map(KafkaFilter::filter).collect();
     let filter_results = answer_each(
         refusal(ctx, Operation::Alter),
         parsed,

@@ -91,12 +91,7 @@ pub(crate) fn by_name(c: &BrokerCluster, ids: &[(Uuid, &[i32])]) -> Vec<TopicPar
         let Ok(name) = c.topics().name_by_id(TopicId(id.0)) else {
             continue;
         };
-        out.extend(
-            partitions
-                .iter()
-                .filter_map(|p| u32::try_from(*p).ok())
-                .map(|p| TopicPartition::new(&name, p)),
-        );
+        out.extend(super::partitions_of(&name, partitions));
     }
     out
 }

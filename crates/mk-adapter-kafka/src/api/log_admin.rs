@@ -106,12 +106,7 @@ pub async fn handle_describe_log_dirs(
 ) -> DescribeLogDirsResponse {
     let wanted: Option<BTreeSet<TopicPartition>> = req.topics.as_ref().map(|ts| {
         ts.iter()
-            .flat_map(|t| {
-                t.partitions
-                    .iter()
-                    .filter_map(|p| u32::try_from(*p).ok())
-                    .map(|p| TopicPartition::new(&t.topic, p))
-            })
+            .flat_map(|t| super::partitions_of(&t.topic, &t.partitions))
             .collect()
     });
     match ctx.cluster.views().log_dir(ctx.broker_id, wanted.as_ref()) {

@@ -95,6 +95,18 @@ impl Ctx<'_> {
 }
 
 pub use crate::codec::Message;
+
+/// The partitions a request names by index, as the core names them; a
+/// negative index names none.
+pub(crate) fn partitions_of<'a>(
+    topic: &'a str,
+    indexes: &'a [i32],
+) -> impl Iterator<Item = mk_cluster::TopicPartition> + 'a {
+    indexes
+        .iter()
+        .filter_map(|&p| u32::try_from(p).ok())
+        .map(move |p| mk_cluster::TopicPartition::new(topic, p))
+}
 pub use crate::messages::served::{APIS, GUARDED, decode_request, dispatch, spec};
 pub use crate::messages::{ApiSpec, key};
 

@@ -101,12 +101,7 @@ pub async fn handle_list_partition_reassignments(
     let named: Option<Vec<TopicPartition>> = req.topics.as_ref().map(|topics| {
         topics
             .iter()
-            .flat_map(|t| {
-                t.partition_indexes
-                    .iter()
-                    .filter_map(|&p| u32::try_from(p).ok())
-                    .map(|p| TopicPartition::new(&t.name, p))
-            })
+            .flat_map(|t| super::partitions_of(&t.name, &t.partition_indexes))
             .collect()
     });
     let ongoing = match ctx.cluster.reassignments().list(named.as_deref()) {

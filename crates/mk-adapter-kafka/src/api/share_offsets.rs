@@ -48,12 +48,7 @@ fn describe_group(
     let c = ctx.cluster;
     let asked: Option<Vec<TopicPartition>> = g.topics.as_ref().map(|ts| {
         ts.iter()
-            .flat_map(|t| {
-                t.partitions
-                    .iter()
-                    .filter_map(|p| u32::try_from(*p).ok())
-                    .map(|p| TopicPartition::new(&t.topic_name, p))
-            })
+            .flat_map(|t| super::partitions_of(&t.topic_name, &t.partitions))
             .collect()
     });
     let described = coordinated_here(ctx, CoordinatorKey::Group(&g.group_id)).and_then(|()| {
