@@ -8,7 +8,6 @@
 //! Arguments after `console-test` go to pytest (e.g. `-k lag`).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Instant;
 
 const REQUIREMENTS: &str = "interop/console/requirements.txt";
@@ -35,29 +34,23 @@ pub fn suite(server: &Path, pytest_args: &[String]) -> Result<(), String> {
         "xtask: console-test: pytest interop/console ({browser}, mk-server {})",
         server.display()
     );
-    let status = Command::new(venv.join("bin").join("python"))
-        .args(["-m", "pytest", "-c", "console/pytest.ini", "console"])
-        .args(pytest_args)
-        .current_dir("interop")
-        .env("MK_SERVER_BIN", server)
-        .env("MK_CHROMIUM", CHROMIUM)
-        .env("MK_CHROMEDRIVER", CHROMEDRIVER)
-        .env("MK_CONSOLE_SCREENSHOTS", &screenshots)
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .status()
-        .map_err(|e| format!("cannot run pytest: {e}"))?;
+    let python = venv.join("bin").join("python");
+    let status = crate::interop::run_pytest(
+        crate::interop::pytest(&python, "interop", &["-c", "console/pytest.ini", "console"])
+            .args(pytest_args)
+            .env("MK_SERVER_BIN", server)
+            .env("MK_CHROMIUM", CHROMIUM)
+            .env("MK_CHROMEDRIVER", CHROMEDRIVER)
+            .env("MK_CONSOLE_SCREENSHOTS", &screenshots),
+    )?;
     println!(
         "xtask: console-test summary: setup {install_s:.0}s (venv {venv_state}), scenarios {:.0}s, \
          screenshots in {}: {}",
         step.elapsed().as_secs_f64(),
         screenshots.display(),
-        if status.success() { "passed" } else { "FAILED" }
+        crate::interop::outcome(status)
     );
-    match status.code() {
-        Some(0) => Ok(()),
-        Some(5) => Err("console-test collected no tests".to_string()),
-        _ => Err(format!("console-test failed ({status})")),
-    }
+    crate::interop::verdict("console-test", status)
 }
 
 /// Chromium and its driver from Debian, of one version (a driver drives

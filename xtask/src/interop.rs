@@ -11,7 +11,7 @@
 //! `cargo xtask interop -k kcat`).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::Instant;
 
 mod java;
@@ -80,16 +80,17 @@ pub fn suite(built: Built, pytest_args: &[String]) -> Result<(), String> {
         "xtask: interop: pytest interop/tests (mk-server {})",
         server.display()
     );
-    let status = Command::new(venv.join("bin").join("python"))
-        .args(["-m", "pytest", "-c", "pytest.ini"])
+    let status = run_pytest(
+        pytest(
+            &venv.join("bin").join("python"),
+            "interop",
+            &["-c", "pytest.ini"],
+        )
         .args(pytest_args)
-        .current_dir("interop")
         .env("MK_SERVER_BIN", &server)
         .env("MK_JAVA_CLASSPATH", &java.classpath)
-        .env("MK_JAVA_ARCHIVE", &java.archive)
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .status()
-        .map_err(|e| format!("cannot run pytest: {e}"))?;
+        .env("MK_JAVA_ARCHIVE", &java.archive),
+    )?;
     let suite_s = step.elapsed().as_secs_f64();
 
     println!(
@@ -97,13 +98,42 @@ pub fn suite(built: Built, pytest_args: &[String]) -> Result<(), String> {
          node_modules {node_state}, {}, {kcat}), suite {suite_s:.0}s, total {:.0}s: {}",
         java.summary,
         started.elapsed().as_secs_f64(),
-        if status.success() { "passed" } else { "FAILED" }
+        outcome(status)
     );
+    verdict("interop suite", status)
+}
+
+/// `python -m pytest` with `args`, to be run in `dir`; Python writes no
+/// bytecode into the checkout.
+pub(crate) fn pytest(python: &Path, dir: &str, args: &[&str]) -> Command {
+    let mut command = Command::new(python);
+    command
+        .args(["-m", "pytest"])
+        .args(args)
+        .current_dir(dir)
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    command
+}
+
+/// Runs a [`pytest`] command to its end.
+pub(crate) fn run_pytest(command: &mut Command) -> Result<ExitStatus, String> {
+    command
+        .status()
+        .map_err(|e| format!("cannot run pytest: {e}"))
+}
+
+/// "passed" or "FAILED", for a summary line.
+pub(crate) fn outcome(status: ExitStatus) -> &'static str {
+    if status.success() { "passed" } else { "FAILED" }
+}
+
+/// pytest's exit status as the verdict on `suite` (named in the error).
+pub(crate) fn verdict(suite: &str, status: ExitStatus) -> Result<(), String> {
     match status.code() {
         Some(0) => Ok(()),
         // pytest's exit code 5: nothing was collected, which is no pass.
-        Some(5) => Err("interop suite collected no tests".to_string()),
-        _ => Err(format!("interop suite failed ({status})")),
+        Some(5) => Err(format!("{suite} collected no tests")),
+        _ => Err(format!("{suite} failed ({status})")),
     }
 }
 

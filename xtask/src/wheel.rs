@@ -165,23 +165,16 @@ pub fn test(wheel: &Path) -> Result<(), String> {
     )?;
     let install_s = started.elapsed().as_secs_f64();
     println!("xtask: wheel: pytest {TESTS} in {}", venv.display());
-    let status = Command::new(&python)
-        .args(["-m", "pytest", "--import-mode=importlib", "."])
-        .current_dir(TESTS)
-        .env_remove("MK_SERVER_BIN")
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .status()
-        .map_err(|e| format!("cannot run pytest: {e}"))?;
+    let status = crate::interop::run_pytest(
+        crate::interop::pytest(&python, TESTS, &["--import-mode=importlib", "."])
+            .env_remove("MK_SERVER_BIN"),
+    )?;
     println!(
         "xtask: wheel summary: venv and install {install_s:.0}s, suite {:.0}s: {}",
         started.elapsed().as_secs_f64() - install_s,
-        if status.success() { "passed" } else { "FAILED" }
+        crate::interop::outcome(status)
     );
-    match status.code() {
-        Some(0) => Ok(()),
-        Some(5) => Err("the wheel's suite collected no tests".to_string()),
-        _ => Err(format!("the wheel's suite failed ({status})")),
-    }
+    crate::interop::verdict("the wheel's suite", status)
 }
 
 /// Every package pinned both here and in interop/requirements.txt has the

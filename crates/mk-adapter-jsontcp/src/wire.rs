@@ -171,12 +171,19 @@ impl<'a> Fields<'a> {
         }
     }
 
-    pub fn str(&self, name: &str) -> Decoded<&'a str> {
+    /// Field `name` read by `as_kind`; where that finds nothing, the error
+    /// says the field must be `kind` ("a string") and what it is instead.
+    fn typed<T>(
+        &self,
+        name: &str,
+        kind: &str,
+        as_kind: impl FnOnce(&'a Value) -> Option<T>,
+    ) -> Decoded<T> {
         let v = self.require(name)?;
-        v.as_str().map_or_else(
+        as_kind(v).map_or_else(
             || {
                 bad(format!(
-                    "{} must be a string, got {}",
+                    "{} must be {kind}, got {}",
                     self.path(name),
                     type_name(v)
                 ))
@@ -185,11 +192,24 @@ impl<'a> Fields<'a> {
         )
     }
 
-    pub fn opt_str(&self, name: &str) -> Decoded<Option<&'a str>> {
+    /// `read` of field `name` where it is present and not null.
+    fn opt<T>(
+        &self,
+        name: &str,
+        read: impl FnOnce(&Self, &str) -> Decoded<T>,
+    ) -> Decoded<Option<T>> {
         match self.get(name) {
             None => Ok(None),
-            Some(_) => self.str(name).map(Some),
+            Some(_) => read(self, name).map(Some),
         }
+    }
+
+    pub fn str(&self, name: &str) -> Decoded<&'a str> {
+        self.typed(name, "a string", Value::as_str)
+    }
+
+    pub fn opt_str(&self, name: &str) -> Decoded<Option<&'a str>> {
+        self.opt(name, Self::str)
     }
 
     /// An optional string field, owned.
@@ -209,10 +229,7 @@ impl<'a> Fields<'a> {
     }
 
     pub fn opt_int(&self, name: &str, min: i64, max: i64) -> Decoded<Option<i64>> {
-        match self.get(name) {
-            None => Ok(None),
-            Some(_) => self.int(name, min, max).map(Some),
-        }
+        self.opt(name, |f, name| f.int(name, min, max))
     }
 
     /// An integer in `[min, max]` as the type the request holds it in; a
@@ -228,10 +245,7 @@ impl<'a> Fields<'a> {
         min: i64,
         max: i64,
     ) -> Decoded<Option<T>> {
-        match self.get(name) {
-            None => Ok(None),
-            Some(_) => self.int_as(name, min, max).map(Some),
-        }
+        self.opt(name, |f, name| f.int_as(name, min, max))
     }
 
     pub fn u32(&self, name: &str) -> Decoded<u32> {
@@ -255,65 +269,26 @@ impl<'a> Fields<'a> {
     }
 
     pub fn bool(&self, name: &str) -> Decoded<bool> {
-        let v = self.require(name)?;
-        v.as_bool().map_or_else(
-            || {
-                bad(format!(
-                    "{} must be a boolean, got {}",
-                    self.path(name),
-                    type_name(v)
-                ))
-            },
-            Ok,
-        )
+        self.typed(name, "a boolean", Value::as_bool)
     }
 
     pub fn array(&self, name: &str) -> Decoded<&'a Vec<Value>> {
-        let v = self.require(name)?;
-        v.as_array().map_or_else(
-            || {
-                bad(format!(
-                    "{} must be an array, got {}",
-                    self.path(name),
-                    type_name(v)
-                ))
-            },
-            Ok,
-        )
+        self.typed(name, "an array", Value::as_array)
     }
 
     pub fn opt_array(&self, name: &str) -> Decoded<Option<&'a Vec<Value>>> {
-        match self.get(name) {
-            None => Ok(None),
-            Some(_) => self.array(name).map(Some),
-        }
+        self.opt(name, Self::array)
     }
 
     pub fn object(&self, name: &str) -> Decoded<&'a Map<String, Value>> {
-        let v = self.require(name)?;
-        v.as_object().map_or_else(
-            || {
-                bad(format!(
-                    "{} must be an object, got {}",
-                    self.path(name),
-                    type_name(v)
-                ))
-            },
-            Ok,
-        )
+        self.typed(name, "an object", Value::as_object)
     }
 
     /// Optional base64 bytes: absent or `null` is `None`, `""` is empty.
     pub fn opt_b64(&self, name: &str) -> Decoded<Option<Bytes>> {
-        match self.get(name) {
-            None => Ok(None),
-            Some(_) => {
-                let s = self.str(name)?;
-                decode_b64(s)
-                    .map(Some)
-                    .map_err(|why| DecodeError(format!("{} {why}", self.path(name))))
-            }
-        }
+        self.opt(name, |f, name| {
+            decode_b64(f.str(name)?).map_err(|why| DecodeError(format!("{} {why}", f.path(name))))
+        })
     }
 
     /// An array of strings.

@@ -132,19 +132,7 @@ impl BrokerCluster {
         &self,
         r: std::result::Result<T, E>,
     ) -> Result<T> {
-        r.map_err(|e| {
-            let e = e.into();
-            match reach(&e, Access::Write) {
-                None => e,
-                Some(Reach::Transient) => {
-                    if let Some(cause) = e.storage_cause() {
-                        self.note_transient(cause);
-                    }
-                    e
-                }
-                Some(_) => self.life.fail(e.to_string()),
-            }
-        })
+        self.guard_store(r, false)
     }
 
     /// Like `guard`, but every storage failure is terminal: for stores that
@@ -153,12 +141,28 @@ impl BrokerCluster {
         &self,
         r: std::result::Result<T, E>,
     ) -> Result<T> {
+        self.guard_store(r, true)
+    }
+
+    /// `guard` (`strict`: `guard_strict`). `reach` finds a reach for
+    /// exactly the storage failures, so a strict store fails the cluster
+    /// on every one of them.
+    fn guard_store<T, E: Into<ClusterError>>(
+        &self,
+        r: std::result::Result<T, E>,
+        strict: bool,
+    ) -> Result<T> {
         r.map_err(|e| {
             let e = e.into();
-            if e.is_storage_failure() {
-                self.life.fail(e.to_string())
-            } else {
-                e
+            match reach(&e, Access::Write) {
+                None => e,
+                Some(Reach::Transient) if !strict => {
+                    if let Some(cause) = e.storage_cause() {
+                        self.note_transient(cause);
+                    }
+                    e
+                }
+                Some(_) => self.life.fail(e.to_string()),
             }
         })
     }
@@ -309,13 +313,7 @@ impl BrokerCluster {
             r
         }));
         drop(guard);
-        match r {
-            Ok(r) => self.settle(slot, Access::Write, r),
-            Err(panic) => Err(slot.mark_failed(&format!(
-                "an invariant failed under its lock: {}",
-                panic_text(panic.as_ref())
-            ))),
-        }
+        self.settle_caught(slot, Access::Write, r)
     }
 
     /// Like `with_slot` for read-only work: many readers of one partition
@@ -334,8 +332,19 @@ impl BrokerCluster {
         };
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(set)));
         drop(guard);
-        match r {
-            Ok(r) => self.settle(slot, Access::Read, r),
+        self.settle_caught(slot, Access::Read, r)
+    }
+
+    /// Settles what work under a partition's lock came to: its result (see
+    /// `settle`), or a panic, which marks the partition FAILED.
+    fn settle_caught<T>(
+        &self,
+        slot: &PartitionSlot,
+        access: Access,
+        caught: std::thread::Result<Result<T>>,
+    ) -> Result<T> {
+        match caught {
+            Ok(r) => self.settle(slot, access, r),
             Err(panic) => Err(slot.mark_failed(&format!(
                 "an invariant failed under its lock: {}",
                 panic_text(panic.as_ref())

@@ -960,43 +960,26 @@ mod tests {
             key: key.into(),
             op,
         };
-        let plain = c
-            .resolve_incremental(
-                &[inc(
-                    "cleanup.policy",
-                    IncrementalOp::Append("compact".into()),
-                )],
-                0,
-            )
-            .unwrap();
-        let appended = c.with_changes(&plain, &c).unwrap();
+        // One incremental change of `key` resolved against `from`.
+        let resolve_one = |from: &TopicConfig, key: &str, op: IncrementalOp| {
+            from.resolve_incremental(&[inc(key, op)], 0)
+        };
+        let subtract_delete = || IncrementalOp::Subtract("delete".into());
+        let plain = resolve_one(
+            &c,
+            "cleanup.policy",
+            IncrementalOp::Append("compact".into()),
+        );
+        let appended = c.with_changes(&plain.unwrap(), &c).unwrap();
         assert_eq!(appended.cleanup_policy, CleanupPolicy::CompactDelete);
-        let plain = appended
-            .resolve_incremental(
-                &[inc(
-                    "cleanup.policy",
-                    IncrementalOp::Subtract("delete".into()),
-                )],
-                0,
-            )
-            .unwrap();
+        let plain = resolve_one(&appended, "cleanup.policy", subtract_delete()).unwrap();
         assert_eq!(
             appended.with_changes(&plain, &c).unwrap().cleanup_policy,
             CleanupPolicy::Compact
         );
-        let e = c
-            .resolve_incremental(&[inc("retention.ms", IncrementalOp::Append("5".into()))], 0)
-            .unwrap_err();
+        let e = resolve_one(&c, "retention.ms", IncrementalOp::Append("5".into())).unwrap_err();
         assert_eq!(e.code(), mk_core::ErrorCode::InvalidConfig);
-        let emptied = c
-            .resolve_incremental(
-                &[inc(
-                    "cleanup.policy",
-                    IncrementalOp::Subtract("delete".into()),
-                )],
-                0,
-            )
-            .unwrap();
+        let emptied = resolve_one(&c, "cleanup.policy", subtract_delete()).unwrap();
         let e = c.with_changes(&emptied, &c).unwrap_err();
         assert_eq!(e.code(), mk_core::ErrorCode::InvalidConfig);
         let twice = c.resolve_incremental(

@@ -128,23 +128,34 @@ async fn leader_failure(dir: &Path) -> Result<LabReport> {
     let mut lab = LabReport::new("leader_failure");
     let clock = ManualClock::new(1_000);
     let tp = TopicPartition::new("payments", 0);
-    leader_failure_acks_one(&mut lab, &dir.join("acks1"), &clock, &tp).await?;
-    leader_failure_acks_all(&mut lab, &dir.join("acksall"), &clock, &tp).await?;
+    let acks_one = two_brokers_with_payments(&dir.join("acks1"), 1, &clock)?;
+    leader_failure_acks_one(&mut lab, &acks_one, &tp).await?;
+    let acks_all = two_brokers_with_payments(&dir.join("acksall"), 2, &clock)?;
+    leader_failure_acks_all(&mut lab, &acks_all, &tp).await?;
     Ok(lab)
+}
+
+/// The stage of both acts: two brokers and topic payments with
+/// replication factor 2.
+fn two_brokers_with_payments(
+    dir: &Path,
+    min_isr: usize,
+    clock: &ManualClock,
+) -> Result<Arc<BrokerCluster>> {
+    let c = open(dir, vec![1, 2], min_isr, clock)?;
+    c.topics().create("payments", 1, 2)?;
+    Ok(c)
 }
 
 /// The first act: an acknowledged acks=1 write is lost with its leader.
 async fn leader_failure_acks_one(
     lab: &mut LabReport,
-    dir: &Path,
-    clock: &ManualClock,
+    c: &BrokerCluster,
     tp: &TopicPartition,
 ) -> Result<()> {
-    let c = open(dir, vec![1, 2], 1, clock)?;
-    c.topics().create("payments", 1, 2)?;
     lab.step(format!(
         "Two brokers, topic payments with replication factor 2: {}",
-        describe(&c, tp)?
+        describe(c, tp)?
     ));
     let r = c
         .data()
@@ -153,15 +164,15 @@ async fn leader_failure_acks_one(
     let acked = r.base_offset.unwrap_or(-1);
     lab.step(format!(
         "Produce pay-1 with acks=1: acknowledged at offset {acked} by the leader alone; {}",
-        describe(&c, tp)?
+        describe(c, tp)?
     ));
     let le = c.steps().promote(tp, 2)?;
     lab.step(format!(
         "Broker 1 fails before broker 2 fetched: broker 2 (still in the ISR) is promoted, epoch {}; {}",
         le.leader_epoch,
-        describe(&c, tp)?
+        describe(c, tp)?
     ));
-    let after = values(&c, tp)?;
+    let after = values(c, tp)?;
     let lost = !after.iter().any(|(_, v)| v == "pay-1");
     lab.step(format!(
         "The new leader's log holds {after:?}: the acknowledged write is {}",
@@ -171,7 +182,7 @@ async fn leader_failure_acks_one(
     c.steps().replicate_all_once()?;
     lab.step(format!(
         "Broker 1 rejoins as a follower and reconciles by leader epoch: it drops its tail; {}",
-        describe(&c, tp)?
+        describe(c, tp)?
     ));
     lab.fact("acks1_acknowledged_offset", acked);
     lab.fact("acks1_write_lost", i64::from(lost));
@@ -181,12 +192,9 @@ async fn leader_failure_acks_one(
 /// The second act: with acks=all and min ISR 2 the same failure keeps it.
 async fn leader_failure_acks_all(
     lab: &mut LabReport,
-    dir: &Path,
-    clock: &ManualClock,
+    c: &BrokerCluster,
     tp: &TopicPartition,
 ) -> Result<()> {
-    let c = open(dir, vec![1, 2], 2, clock)?;
-    c.topics().create("payments", 1, 2)?;
     lab.step("Again with acks=all and min.insync.replicas=2".to_string());
     let pending = c
         .data()
@@ -194,7 +202,7 @@ async fn leader_failure_acks_all(
     let wait = tokio::spawn(pending.wait());
     lab.step(format!(
         "Produce pay-2 with acks=all: appended on the leader, not yet acknowledged; {}",
-        describe(&c, tp)?
+        describe(c, tp)?
     ));
     c.steps().replicate_all_once()?;
     let r = wait
@@ -203,10 +211,10 @@ async fn leader_failure_acks_all(
     let acked = r.base_offset.unwrap_or(-1);
     lab.step(format!(
         "Broker 2 fetches; the HW passes the batch and the producer hears back: offset {acked}; {}",
-        describe(&c, tp)?
+        describe(c, tp)?
     ));
     c.steps().promote(tp, 2)?;
-    let after = values(&c, tp)?;
+    let after = values(c, tp)?;
     let survived = after.iter().any(|(o, v)| *o == acked && v == "pay-2");
     lab.step(format!(
         "Broker 1 fails, broker 2 is promoted: its log holds {after:?}: the write {}",

@@ -407,21 +407,18 @@ mod tests {
             (Some(Bytes::from_static(b"k")), None)
         );
         assert!(keyed.parse(b"no tab").unwrap_err().contains("no"));
-        let hex = Input {
+        let unkeyed = |encoding| Input {
             key_delimiter: None,
-            encoding: Encoding::Hex,
+            encoding,
             null_value: None,
         };
+        let hex = unkeyed(Encoding::Hex);
         assert_eq!(
             hex.parse(b"ff00").unwrap().1,
             Some(Bytes::from_static(b"\xff\x00"))
         );
         assert!(hex.parse(b"zz").unwrap_err().contains("hex"));
-        let text = Input {
-            key_delimiter: None,
-            encoding: Encoding::Text,
-            null_value: None,
-        };
+        let text = unkeyed(Encoding::Text);
         assert_eq!(
             text.parse(b"\xff").unwrap().1,
             Some(Bytes::from_static(b"\xff"))

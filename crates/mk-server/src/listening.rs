@@ -170,6 +170,13 @@ mod tests {
         }
     }
 
+    /// The startup line of `l`, after checking that it parses back to `l`.
+    fn round_trip(l: Listening) -> String {
+        let line = l.to_string();
+        assert_eq!(Listening::parse(&line), Some(l), "{line}");
+        line
+    }
+
     #[test]
     fn the_line_reads_as_before_and_parses_back() {
         let l = example();
@@ -185,13 +192,12 @@ mod tests {
 
     #[test]
     fn kafka_off_lab_and_metrics_round_trip() {
-        let l = Listening {
+        let line = round_trip(Listening {
             kafka: Vec::new(),
             lab: true,
             metrics: Some("127.0.0.1:9464".parse().unwrap()),
             ..example()
-        };
-        let line = l.to_string();
+        });
         assert!(
             line.starts_with(
                 "mk-server listening on 127.0.0.1:9192 (JSON-TCP; Kafka protocol off)"
@@ -200,48 +206,42 @@ mod tests {
             ),
             "{line}"
         );
-        assert_eq!(Listening::parse(&line), Some(l));
     }
 
     #[test]
     fn the_console_comes_last_with_or_without_metrics() {
         let console = Some("127.0.0.1:9080".parse().unwrap());
-        let l = Listening {
+        let line = round_trip(Listening {
             console,
             ..example()
-        };
-        let line = l.to_string();
+        });
         assert!(
             line.ends_with(", console on http://127.0.0.1:9080/"),
             "{line}"
         );
-        assert_eq!(Listening::parse(&line), Some(l));
-        let l = Listening {
+        let line = round_trip(Listening {
             console,
             metrics: Some("127.0.0.1:9464".parse().unwrap()),
             ..example()
-        };
-        let line = l.to_string();
+        });
         assert!(
             line.ends_with(
                 "metrics on http://127.0.0.1:9464/metrics, console on http://127.0.0.1:9080/"
             ),
             "{line}"
         );
-        assert_eq!(Listening::parse(&line), Some(l));
     }
 
     #[test]
     fn other_listeners_follow_the_brokers() {
-        let l = Listening {
+        let line = round_trip(Listening {
             other_listeners: vec![
                 "SASL_SSL://127.0.0.1:9094".into(),
                 "SASL_SSL://127.0.0.1:9095".into(),
             ],
             lab: true,
             ..example()
-        };
-        let line = l.to_string();
+        });
         assert!(
             line.ends_with(
                 "brokers [1, 2], also SASL_SSL://127.0.0.1:9094 SASL_SSL://127.0.0.1:9095, \
@@ -249,7 +249,6 @@ mod tests {
             ),
             "{line}"
         );
-        assert_eq!(Listening::parse(&line), Some(l));
     }
 
     #[test]

@@ -581,6 +581,28 @@ fn console_listen(flag: Option<&str>) -> Result<Option<std::net::SocketAddr>, St
 mod tests {
     use super::*;
 
+    /// Serve arguments that name the config file `mk.toml` holding
+    /// `contents`; the file lives as long as the returned directory.
+    fn args_with_file(contents: &str) -> (tempfile::TempDir, ServeArgs) {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("mk.toml");
+        std::fs::write(&file, contents).unwrap();
+        let args = ServeArgs {
+            config: Some(file),
+            ..ServeArgs::default()
+        };
+        (dir, args)
+    }
+
+    /// The default serve arguments changed by `set` are refused with a
+    /// message that contains `names`.
+    fn assert_refused(set: impl FnOnce(&mut ServeArgs), names: &str) {
+        let mut args = ServeArgs::default();
+        set(&mut args);
+        let err = args.resolve().unwrap_err();
+        assert!(err.contains(names), "expected {names:?} in: {err}");
+    }
+
     #[test]
     fn the_console_listens_on_loopback_unless_told_otherwise() {
         let defaults = ServeArgs::default().resolve().unwrap();
@@ -593,13 +615,7 @@ mod tests {
             ..ServeArgs::default()
         };
         assert_eq!(off.resolve().unwrap().console_listen, None);
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("mk.toml");
-        std::fs::write(&file, "console_listen = \"127.0.0.1:9999\"\n").unwrap();
-        let from_file = ServeArgs {
-            config: Some(file),
-            ..ServeArgs::default()
-        };
+        let (_dir, from_file) = args_with_file("console_listen = \"127.0.0.1:9999\"\n");
         assert_eq!(
             from_file.resolve().unwrap().console_listen,
             Some("127.0.0.1:9999".parse().unwrap())
@@ -608,17 +624,12 @@ mod tests {
 
     #[test]
     fn flags_win_over_the_file_and_the_file_over_defaults() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("mk.toml");
-        std::fs::write(
-            &file,
+        let (_dir, from_file) = args_with_file(
             "brokers = [1, 2, 3]\nmin_insync_replicas = 2\nlisten = \"127.0.0.1:9999\"\nmax_frame_bytes = 4096\n",
-        )
-        .unwrap();
+        );
         let args = ServeArgs {
-            config: Some(file),
             listen: Some("127.0.0.1:7000".into()),
-            ..ServeArgs::default()
+            ..from_file
         };
         let s = args.resolve().unwrap();
         assert_eq!(s.listen, "127.0.0.1:7000");
@@ -645,68 +656,39 @@ mod tests {
             config.super_users.contains("User:admin") && config.super_users.contains("User:ops")
         );
         assert!(!config.allow_everyone_if_no_acl_found);
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("mk.toml");
-        std::fs::write(
-            &file,
-            "authorizer = \"acl\"\nallow_everyone_if_no_acl_found = true\n",
-        )
-        .unwrap();
-        let from_file = ServeArgs {
-            config: Some(file),
-            ..ServeArgs::default()
-        };
+        let (_dir, from_file) =
+            args_with_file("authorizer = \"acl\"\nallow_everyone_if_no_acl_found = true\n");
         let config = from_file.resolve().unwrap().cluster.authorizer.unwrap();
         assert!(config.allow_everyone_if_no_acl_found && config.super_users.is_empty());
-        for (bad, names) in [
-            (
-                ServeArgs {
-                    authorizer: Some("simple".into()),
-                    ..ServeArgs::default()
-                },
-                "--authorizer",
-            ),
-            (
-                ServeArgs {
-                    super_users: Some("User:a".into()),
-                    ..ServeArgs::default()
-                },
-                "--authorizer acl",
-            ),
-            (
-                ServeArgs {
-                    authorizer: Some("acl".into()),
-                    super_users: Some("admin".into()),
-                    ..ServeArgs::default()
-                },
-                "--super-users",
-            ),
-            (
-                ServeArgs {
-                    authorizer: Some("acl".into()),
-                    listen: Some("0.0.0.0:0".into()),
-                    ..ServeArgs::default()
-                },
-                "--authorizer acl",
-            ),
-        ] {
-            let err = bad.resolve().unwrap_err();
-            assert!(err.contains(names), "{err}");
-        }
+        assert_refused(|a| a.authorizer = Some("simple".into()), "--authorizer");
+        assert_refused(
+            |a| a.super_users = Some("User:a".into()),
+            "--authorizer acl",
+        );
+        let acl = |a: &mut ServeArgs| a.authorizer = Some("acl".into());
+        assert_refused(
+            |a| {
+                acl(a);
+                a.super_users = Some("admin".into());
+            },
+            "--super-users",
+        );
+        assert_refused(
+            |a| {
+                acl(a);
+                a.listen = Some("0.0.0.0:0".into());
+            },
+            "--authorizer acl",
+        );
     }
 
     #[test]
     fn tls_files_go_with_tls_listeners() {
-        let ssl = ServeArgs {
-            kafka_listen: Some("PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0".into()),
-            ..ServeArgs::default()
-        };
-        assert!(ssl.resolve().unwrap_err().contains("--tls-cert"));
-        let stray = ServeArgs {
-            tls_cert: Some("c.pem".into()),
-            ..ServeArgs::default()
-        };
-        assert!(stray.resolve().unwrap_err().contains("SSL or SASL_SSL"));
+        assert_refused(
+            |a| a.kafka_listen = Some("PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0".into()),
+            "--tls-cert",
+        );
+        assert_refused(|a| a.tls_cert = Some("c.pem".into()), "SSL or SASL_SSL");
         let bare = ServeArgs {
             kafka_listen: Some("127.0.0.1:9999".into()),
             ..ServeArgs::default()
@@ -718,38 +700,18 @@ mod tests {
 
     #[test]
     fn unknown_file_keys_and_invalid_values_are_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("mk.toml");
-        std::fs::write(&file, "listen_on = \"x\"\n").unwrap();
-        let args = ServeArgs {
-            config: Some(file),
-            ..ServeArgs::default()
-        };
+        let (_dir, args) = args_with_file("listen_on = \"x\"\n");
         assert!(args.resolve().unwrap_err().contains("unknown field"));
-        let args = ServeArgs {
-            min_insync_replicas: Some(0),
-            ..ServeArgs::default()
-        };
-        assert!(args.resolve().unwrap_err().contains("min_insync_replicas"));
-        let args = ServeArgs {
-            cleanup_policy: Some("both".into()),
-            ..ServeArgs::default()
-        };
-        assert!(args.resolve().unwrap_err().contains("cleanup.policy"));
-        let args = ServeArgs {
-            segment_bytes: Some(10),
-            ..ServeArgs::default()
-        };
-        assert!(
-            args.resolve()
-                .unwrap_err()
-                .contains("segment_bytes must be >= 1024")
+        assert_refused(|a| a.min_insync_replicas = Some(0), "min_insync_replicas");
+        assert_refused(|a| a.cleanup_policy = Some("both".into()), "cleanup.policy");
+        assert_refused(
+            |a| a.segment_bytes = Some(10),
+            "segment_bytes must be >= 1024",
         );
-        let args = ServeArgs {
-            metrics_listen: Some("nowhere".into()),
-            ..ServeArgs::default()
-        };
-        assert!(args.resolve().unwrap_err().contains("--metrics-listen"));
+        assert_refused(
+            |a| a.metrics_listen = Some("nowhere".into()),
+            "--metrics-listen",
+        );
         let args = ServeArgs {
             metrics_listen: Some("127.0.0.1:9464".into()),
             ..ServeArgs::default()

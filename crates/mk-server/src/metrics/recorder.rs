@@ -113,27 +113,22 @@ impl metrics::Recorder for Recorder {
     fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
 
     fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
-        let mut m = self
-            .0
-            .counters
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        Counter::from_arc(m.entry(key.clone()).or_default().clone())
+        Counter::from_arc(series(&self.0.counters, key))
     }
 
     fn register_gauge(&self, key: &Key, _: &Metadata<'_>) -> Gauge {
-        let mut m = self.0.gauges.lock().unwrap_or_else(PoisonError::into_inner);
-        Gauge::from_arc(m.entry(key.clone()).or_default().clone())
+        Gauge::from_arc(series(&self.0.gauges, key))
     }
 
     fn register_histogram(&self, key: &Key, _: &Metadata<'_>) -> Histogram {
-        let mut m = self
-            .0
-            .histograms
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        Histogram::from_arc(m.entry(key.clone()).or_default().clone())
+        Histogram::from_arc(series(&self.0.histograms, key))
     }
+}
+
+/// The series `key` of one kind, created on first registration.
+fn series<T: Default>(kind: &Mutex<BTreeMap<Key, Arc<T>>>, key: &Key) -> Arc<T> {
+    let mut m = kind.lock().unwrap_or_else(PoisonError::into_inner);
+    m.entry(key.clone()).or_default().clone()
 }
 
 /// The process-wide store, installing the recorder on first use: the
