@@ -155,6 +155,11 @@ pub enum GroupError {
     Log(#[from] LogError),
 }
 
+/// INVALID_REQUEST with `msg` (Kafka's wording where it has one).
+pub(crate) fn invalid(msg: impl Into<String>) -> GroupError {
+    GroupError::InvalidRequest(msg.into())
+}
+
 impl GroupError {
     /// The stable code of this error.
     pub fn code(&self) -> ErrorCode {

@@ -76,8 +76,8 @@ pub use group::{
 pub use metadata::TopicMetadata;
 pub use mk_log::CompactionResult;
 pub use protocol::{
-    GroupHandle, GroupJoin, GroupJoined, GroupListing, GroupSync, GroupSynced, JoinHandle,
-    JoinedMember, SyncHandle,
+    GroupHandle, GroupJoin, GroupJoined, GroupListing, GroupSync, GroupSynced, HeartbeatAnswer,
+    JoinHandle, JoinedMember, SyncHandle,
 };
 pub use settings::{
     GROUP_CONFIGS, GroupConfigDef, GroupConfigEntry, GroupConfigKind, GroupSettings,

@@ -18,6 +18,19 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+/// A successful heartbeat's answer to a member of a KIP-848 consumer
+/// group or a share group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeartbeatAnswer {
+    pub member_id: String,
+    /// The member's epoch after this heartbeat (-1 or -2 after a leave).
+    pub member_epoch: i32,
+    pub heartbeat_interval_ms: i32,
+    /// The partitions the member may consume, sorted; sent when the member
+    /// joined, sent a full request, or its assignment changed.
+    pub assignment: Option<Vec<TopicPartition>>,
+}
+
 /// A JoinGroup request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupJoin {

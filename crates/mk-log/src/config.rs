@@ -99,20 +99,14 @@ impl Default for LogConfig {
 impl LogConfig {
     /// Checks every rule of the configuration table (spec 00).
     pub fn validate(&self) -> Result<()> {
-        if self.segment_max_bytes == 0 {
-            return Err(LogError::InvalidRequest(
-                "segment_max_bytes must be > 0".into(),
-            ));
-        }
-        if self.index_interval_bytes == 0 {
-            return Err(LogError::InvalidRequest(
-                "index_interval_bytes must be > 0".into(),
-            ));
-        }
-        if self.max_batch_bytes == 0 {
-            return Err(LogError::InvalidRequest(
-                "max_batch_bytes must be > 0".into(),
-            ));
+        for (name, zero) in [
+            ("segment_max_bytes", self.segment_max_bytes == 0),
+            ("index_interval_bytes", self.index_interval_bytes == 0),
+            ("max_batch_bytes", self.max_batch_bytes == 0),
+        ] {
+            if zero {
+                return Err(LogError::InvalidRequest(format!("{name} must be > 0")));
+            }
         }
         self.cleaner.validate()?;
         if let Some(ms) = self.segment_ms

@@ -227,29 +227,22 @@ fn write_value(t: &Type, at: Place<'_>) -> String {
     }
 }
 
-/// Writing an optional field (`self.x`, an `Option`) where null is allowed.
-fn write_nullable(t: &Type, p: &str) -> String {
+/// Writing an optional field (`self.x`, an `Option`): where null is
+/// allowed (`nullable`) with the writer's nullable form, otherwise its
+/// contents or the type's empty value.
+fn write_optional(t: &Type, p: &str, nullable: bool) -> String {
+    let (form, or_empty) = if nullable {
+        ("nullable_", "")
+    } else {
+        ("", ".unwrap_or_default()")
+    };
     match t {
-        Type::String => format!("w.nullable_string({p}.as_deref())"),
-        Type::Bytes | Type::Records => format!("w.nullable_bytes({p}.as_deref())"),
-        Type::Struct(_) => format!("w.nullable_struct({p}.as_ref(), v)"),
-        Type::Array(item) => format!(
-            "w.nullable_array({p}.as_deref(), |w, x| {})",
-            write_value(item, Place::Item("x"))
-        ),
-        other => write_value(other, Place::Field(p)),
-    }
-}
-
-/// Writing an optional field at a version where null is not allowed: its
-/// contents, or the type's empty value.
-fn write_present(t: &Type, p: &str) -> String {
-    match t {
-        Type::String => format!("w.string({p}.as_deref().unwrap_or_default())"),
-        Type::Bytes | Type::Records => format!("w.bytes({p}.as_deref().unwrap_or_default())"),
+        Type::String => format!("w.{form}string({p}.as_deref(){or_empty})"),
+        Type::Bytes | Type::Records => format!("w.{form}bytes({p}.as_deref(){or_empty})"),
+        Type::Struct(_) if nullable => format!("w.nullable_struct({p}.as_ref(), v)"),
         Type::Struct(n) => format!("{p}.as_ref().unwrap_or(&{n}::default()).write(w, v)"),
         Type::Array(item) => format!(
-            "w.array({p}.as_deref().unwrap_or_default(), |w, x| {})",
+            "w.{form}array({p}.as_deref(){or_empty}, |w, x| {})",
             write_value(item, Place::Item("x"))
         ),
         other => write_value(other, Place::Field(p)),
@@ -264,11 +257,11 @@ fn write_stmt(f: &Field) -> String {
     let within = f.effective;
     let nullable = f.nullable.unwrap_or(within);
     match cond(nullable, within) {
-        None => format!("{};", write_nullable(&f.ty, &p)),
+        None => format!("{};", write_optional(&f.ty, &p, true)),
         Some(c) => format!(
             "if {c} {{ {}; }} else {{ {}; }}",
-            write_nullable(&f.ty, &p),
-            write_present(&f.ty, &p)
+            write_optional(&f.ty, &p, true),
+            write_optional(&f.ty, &p, false)
         ),
     }
 }

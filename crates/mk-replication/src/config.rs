@@ -51,15 +51,15 @@ impl ReplicationConfig {
                 self.replica_lag_time_ms
             )));
         }
-        if self.replica_fetch_max_bytes == 0 {
-            return Err(ReplicationError::InvalidRequest(
-                "replica_fetch_max_bytes must be > 0, got 0".into(),
-            ));
-        }
-        if self.min_insync_replicas == 0 {
-            return Err(ReplicationError::InvalidRequest(
-                "min_insync_replicas must be > 0, got 0".into(),
-            ));
+        for (name, count) in [
+            ("replica_fetch_max_bytes", self.replica_fetch_max_bytes),
+            ("min_insync_replicas", self.min_insync_replicas),
+        ] {
+            if count == 0 {
+                return Err(ReplicationError::InvalidRequest(format!(
+                    "{name} must be > 0, got 0"
+                )));
+            }
         }
         self.log.validate()?;
         Ok(())

@@ -19,9 +19,10 @@ use super::{ConsumerGroup, ServerAssignor};
 use crate::assignor::AssignorKind;
 use crate::codec::GroupMetadata;
 use crate::coordinator::{GroupCoordinator, check_len};
-use crate::error::{GroupError, Result};
+use crate::error::{GroupError, Result, invalid};
 use crate::group::GroupType;
 use crate::metadata::TopicMetadata;
+use crate::protocol::HeartbeatAnswer;
 use mk_core::TopicPartition;
 use std::collections::BTreeSet;
 
@@ -55,21 +56,8 @@ pub struct ConsumerHeartbeat {
     pub member_id_optional: bool,
 }
 
-/// A successful heartbeat's answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConsumerHeartbeatAnswer {
-    pub member_id: String,
-    /// The member's epoch after this heartbeat (-1 or -2 after a leave).
-    pub member_epoch: i32,
-    pub heartbeat_interval_ms: i32,
-    /// The partitions the member may consume, sorted; sent when the member
-    /// joined, sent a full request, or its assignment changed.
-    pub assignment: Option<Vec<TopicPartition>>,
-}
-
-fn invalid(msg: impl Into<String>) -> GroupError {
-    GroupError::InvalidRequest(msg.into())
-}
+/// A successful ConsumerGroupHeartbeat's answer.
+pub type ConsumerHeartbeatAnswer = HeartbeatAnswer;
 
 /// Kafka's `throwIfConsumerGroupHeartbeatRequestIsInvalid`, plus the
 /// bounds every input gets here.

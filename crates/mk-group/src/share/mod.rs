@@ -33,9 +33,10 @@ pub use session::{FINAL_SESSION_EPOCH, INITIAL_SESSION_EPOCH};
 use crate::assignor::AssignorKind;
 use crate::codec::GroupMetadata;
 use crate::coordinator::{GroupCoordinator, check_len};
-use crate::error::{GroupError, Result};
+use crate::error::{GroupError, Result, invalid};
 use crate::group::{GroupState, GroupType};
 use crate::metadata::TopicMetadata;
+use crate::protocol::HeartbeatAnswer;
 use mk_core::TopicPartition;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -169,18 +170,7 @@ pub struct ShareHeartbeat {
 }
 
 /// A successful ShareGroupHeartbeat's answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ShareHeartbeatAnswer {
-    pub member_id: String,
-    pub member_epoch: i32,
-    pub heartbeat_interval_ms: i32,
-    /// Sent when the member joined or its assignment changed; sorted.
-    pub assignment: Option<Vec<TopicPartition>>,
-}
-
-fn invalid(msg: impl Into<String>) -> GroupError {
-    GroupError::InvalidRequest(msg.into())
-}
+pub type ShareHeartbeatAnswer = HeartbeatAnswer;
 
 /// Kafka's `throwIfShareGroupHeartbeatRequestIsInvalid`, plus bounds.
 fn check_heartbeat(hb: &ShareHeartbeat) -> Result<()> {
