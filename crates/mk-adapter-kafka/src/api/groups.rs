@@ -214,11 +214,8 @@ pub async fn handle_join_group(ctx: &Ctx<'_>, req: JoinGroupRequest) -> JoinGrou
             .collect(),
         require_known_member_id: v >= 4,
     };
-    let joined = tokio::select! {
-        r = ctx.cluster.groups().join_member(join) => r,
-        _ = ctx.shutdown.cancelled() => Err(ClusterError::Closed),
-    };
-    match joined {
+    let joining = ctx.cluster.groups().join_member(join);
+    match ctx.until_shutdown(joining).await {
         Ok(j) => JoinGroupResponse {
             throttle_time_ms: 0,
             error_code: KafkaCode::NONE,
@@ -297,11 +294,8 @@ pub async fn handle_sync_group(ctx: &Ctx<'_>, req: SyncGroupRequest) -> SyncGrou
             .collect(),
         assigned_partitions,
     };
-    let synced = tokio::select! {
-        r = ctx.cluster.groups().sync_member(sync) => r,
-        _ = ctx.shutdown.cancelled() => Err(ClusterError::Closed),
-    };
-    match synced {
+    let syncing = ctx.cluster.groups().sync_member(sync);
+    match ctx.until_shutdown(syncing).await {
         Ok(s) => SyncGroupResponse {
             throttle_time_ms: 0,
             error_code: KafkaCode::NONE,
@@ -324,21 +318,17 @@ fn sync_failed(code: KafkaCode) -> SyncGroupResponse {
 }
 
 pub async fn handle_heartbeat(ctx: &Ctx<'_>, req: HeartbeatRequest) -> HeartbeatResponse {
-    if let Some(code) = not_coordinator(ctx, CoordinatorKey::Group(&req.group_id)) {
-        return HeartbeatResponse {
-            throttle_time_ms: 0,
-            error_code: code,
-        };
-    }
-    let r = ctx.cluster.groups().heartbeat_member(
-        &req.group_id,
-        &req.member_id,
-        req.generation_id,
-        req.group_instance_id.as_deref(),
-    );
+    let beat = coordinated_here(ctx, CoordinatorKey::Group(&req.group_id)).and_then(|()| {
+        ctx.cluster.groups().heartbeat_member(
+            &req.group_id,
+            &req.member_id,
+            req.generation_id,
+            req.group_instance_id.as_deref(),
+        )
+    });
     HeartbeatResponse {
         throttle_time_ms: 0,
-        error_code: r.err().map_or(KafkaCode::NONE, |e| code_of(&e)),
+        error_code: beat.err().map_or(KafkaCode::NONE, |e| code_of(&e)),
     }
 }
 

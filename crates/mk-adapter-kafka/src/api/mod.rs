@@ -96,6 +96,21 @@ impl Ctx<'_> {
 
 pub use crate::codec::Message;
 
+impl Ctx<'_> {
+    /// The core's answer, or CLOSED once the broker shuts down: a request
+    /// the core parks (a join, a sync, a share fetch's long poll, a
+    /// transaction's end) is answered at once.
+    pub async fn until_shutdown<T>(
+        &self,
+        answer: impl std::future::Future<Output = Result<T, mk_cluster::ClusterError>>,
+    ) -> Result<T, mk_cluster::ClusterError> {
+        tokio::select! {
+            r = answer => r,
+            _ = self.shutdown.cancelled() => Err(mk_cluster::ClusterError::Closed),
+        }
+    }
+}
+
 /// The partitions a request names by index, as the core names them; a
 /// negative index names none.
 pub(crate) fn partitions_of<'a>(

@@ -26,7 +26,7 @@ use crate::records;
 use bytes::BytesMut;
 use mk_cluster::share::{AckBatch, AckType, SHARE_ASSIGNOR, ShareFetchRequest as CoreFetch};
 use mk_cluster::{
-    BrokerCluster, ClusterError, CoordinatorKey, GroupType, ShareFetchLimits, ShareFetchPartition,
+    BrokerCluster, CoordinatorKey, GroupType, ShareFetchLimits, ShareFetchPartition,
     ShareHeartbeat, TopicPartition,
 };
 use std::collections::BTreeMap;
@@ -219,10 +219,9 @@ pub async fn handle_share_fetch(ctx: &Ctx<'_>, req: ShareFetchRequest) -> ShareF
             .unwrap_or(usize::MAX),
         broker: Some(ctx.broker_id),
     };
-    let answer = tokio::select! {
-        r = ctx.cluster.groups().share_fetch(&fetch, limits) => r,
-        _ = ctx.shutdown.cancelled() => Err(ClusterError::Closed),
-    };
+    let answer = ctx
+        .until_shutdown(ctx.cluster.groups().share_fetch(&fetch, limits))
+        .await;
     match answer {
         Err(e) => {
             let (code, message) = errors::from_cluster(&e);

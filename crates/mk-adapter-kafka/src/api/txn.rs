@@ -230,23 +230,23 @@ pub async fn handle_add_offsets_to_txn(
     ctx: &Ctx<'_>,
     req: AddOffsetsToTxnRequest,
 ) -> AddOffsetsToTxnResponse {
-    if let Some(code) = not_coordinator(ctx, CoordinatorKey::Transaction(&req.transactional_id)) {
-        return AddOffsetsToTxnResponse {
-            throttle_time_ms: 0,
-            error_code: code,
-        };
-    }
-    let r = ctx.cluster.transactions().add_offsets(
-        &req.transactional_id,
-        req.producer_id,
-        i32::from(req.producer_epoch),
-        &req.group_id,
-    );
+    // The coordinator check answers in the groups' terms, the core's call
+    // in the transactions'.
+    let code =
+        not_coordinator(ctx, CoordinatorKey::Transaction(&req.transactional_id)).or_else(|| {
+            let added = ctx.cluster.transactions().add_offsets(
+                &req.transactional_id,
+                req.producer_id,
+                i32::from(req.producer_epoch),
+                &req.group_id,
+            );
+            added
+                .err()
+                .map(|e| txn_code(&e, ctx.version(), ADD_OFFSETS_TO_TXN))
+        });
     AddOffsetsToTxnResponse {
         throttle_time_ms: 0,
-        error_code: r.err().map_or(KafkaCode::NONE, |e| {
-            txn_code(&e, ctx.version(), ADD_OFFSETS_TO_TXN)
-        }),
+        error_code: code.unwrap_or(KafkaCode::NONE),
     }
 }
 
@@ -279,10 +279,7 @@ pub async fn handle_end_txn(ctx: &Ctx<'_>, req: EndTxnRequest) -> EndTxnResponse
                 .map(|()| None)
         }
     };
-    let ended = tokio::select! {
-        r = ending => r,
-        _ = ctx.shutdown.cancelled() => Err(ClusterError::Closed),
-    };
+    let ended = ctx.until_shutdown(ending).await;
     match ended {
         Ok(None) => EndTxnResponse::default(),
         Ok(Some((producer_id, epoch))) => match i16::try_from(epoch) {
