@@ -1329,6 +1329,110 @@ async fn a_topics_compression_type_recompresses_produced_batches_of_another_code
     c.lifecycle().close().await.unwrap();
 }
 
+/// The records a JSON-TCP producer sends in one request: compressible
+/// values, a tombstone, headers, timestamps out of order.
+fn json_entries() -> Vec<ProduceEntry> {
+    (0..40)
+        .map(|i| ProduceEntry {
+            key: Some(b(&format!("k{}", i % 7))),
+            value: (i != 5).then(|| b(&format!("{i}-{}", "abc".repeat(40)))),
+            headers: vec![Header::new("h", Some(b("x"))), Header::new("n", None)],
+            timestamp_ms: Some(5_000 + (i * 37) % 11),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_json_produce_to_a_topic_with_a_codec_is_stored_in_it_and_reads_back_unchanged() {
+    let (_dir, _, c) = fresh_cluster();
+    let mut read = Vec::new();
+    for (topic, settings, want) in [
+        ("as-sent", &[][..], None),
+        ("none", &[("compression.type", "uncompressed")][..], None),
+        (
+            "zstd",
+            &[("compression.type", "zstd")][..],
+            Some(block::Codec::Zstd),
+        ),
+        (
+            "lz4",
+            &[("compression.type", "lz4")][..],
+            Some(block::Codec::Lz4),
+        ),
+        (
+            "gzip-append-time",
+            &[
+                ("compression.type", "gzip"),
+                ("message.timestamp.type", "LogAppendTime"),
+            ][..],
+            Some(block::Codec::Gzip),
+        ),
+        (
+            "append-time",
+            &[("message.timestamp.type", "LogAppendTime")][..],
+            None,
+        ),
+    ] {
+        c.topics().create(topic, 1, 1).unwrap();
+        alter_topic(&c, topic, settings);
+        let p = tp(topic, 0);
+        for _ in 0..2 {
+            let req = ProduceRequest {
+                tp: p.clone(),
+                records: json_entries(),
+                acks: AckMode::One,
+                producer: None,
+            };
+            let answer = c.data().produce(req).await.unwrap();
+            assert_eq!(answer.count, 40, "{topic}");
+        }
+        // The core decided how the batch is stored: in the topic's codec
+        // as Kafka stores an uncompressed producer batch, or (no codec) as
+        // the broker's own version 1 batch.
+        let got = c
+            .data()
+            .fetch_batches(&fetch_one(&p, 0, 1 << 20, Isolation::ReadUncommitted))
+            .await
+            .unwrap();
+        assert_eq!(got[0].batches.len(), 2, "{topic}");
+        for batch in &got[0].batches {
+            match (batch, want) {
+                (FetchedBatch::Block(kept), Some(codec)) => assert_eq!(kept.codec(), codec),
+                (FetchedBatch::Records { .. }, None) => {}
+                (other, _) => panic!("{topic}: {other:?}"),
+            }
+        }
+        let bytes: u64 = c
+            .views()
+            .partition_internals(&p)
+            .unwrap()
+            .segments
+            .iter()
+            .map(|s| s.log_bytes)
+            .sum();
+        // What a JSON-TCP consumer reads is the same whatever the codec.
+        let fetched = c.data().fetch(&FetchRequest::new(p, 0, 100)).unwrap();
+        assert_eq!(fetched.records.len(), 80, "{topic}");
+        read.push((bytes, fetched.records));
+    }
+    let (plain_bytes, plain) = &read[0];
+    assert_eq!(&read[1].1, plain);
+    for (bytes, records) in &read[2..4] {
+        assert_eq!(records, plain);
+        assert!(bytes * 3 < *plain_bytes, "{bytes} vs {plain_bytes}");
+    }
+    // LogAppendTime: the broker's time, whether compressed or not.
+    assert_eq!(read[4].1, read[5].1);
+    assert!(read[4].0 * 3 < read[5].0);
+    assert!(
+        read[4]
+            .1
+            .iter()
+            .all(|r| r.timestamp_ms == c.clock().now_ms())
+    );
+    c.lifecycle().close().await.unwrap();
+}
+
 #[tokio::test]
 async fn min_compaction_lag_ms_altered_decides_what_compaction_cleans() {
     let dir = tempfile::tempdir().unwrap();

@@ -147,6 +147,35 @@ pub(crate) fn rebuild(original: &BlockBatch, kept: &RecordBatch) -> Result<Block
     })
 }
 
+/// The block batch of the broker's own records (a JSON-TCP or direct
+/// produce, decoded, never stored) for a topic whose `compression.type` is
+/// the codec `to`: stored as Kafka stores an uncompressed producer batch
+/// for such a topic, its records section compressed with `to`. Offset
+/// deltas, producer, transactional id and CreateTime timestamps stay; the
+/// base timestamp is the smallest record timestamp, so the batch's first
+/// and max timestamps are its records' smallest and greatest, as they were.
+pub(crate) fn compressed_block(batch: &RecordBatch, to: Compression) -> Result<BlockBatch> {
+    let records = batch.records();
+    let first = records.iter().map(|r| r.timestamp_ms).min().unwrap_or(-1);
+    let body = encode_records(records, batch.offset_deltas(), first);
+    let record_count = u32::try_from(records.len())
+        .map_err(|_| crate::LogError::InvalidRecord("too many records for a batch".into()))?;
+    BlockBatch::new(BlockParts {
+        base_offset: 0,
+        leader_epoch: 0,
+        producer: batch.producer(),
+        transactional_id: batch.transactional_id().map(str::to_string),
+        control: None,
+        last_offset_delta: batch.last_offset_delta(),
+        record_count,
+        codec: to.codec,
+        timestamp_type: TimestampType::CreateTime,
+        first_timestamp: first,
+        max_timestamp: batch.max_timestamp_ms(),
+        block: compress(to, &body)?,
+    })
+}
+
 /// Kafka's records section (uncompressed) for `records` with their offset
 /// `deltas`, timestamps as deltas from `first_timestamp`.
 pub fn encode_records(records: &[Record], deltas: &[i32], first_timestamp: i64) -> Vec<u8> {
@@ -480,6 +509,57 @@ mod tests {
                 assert_eq!(back.records(LIMIT).unwrap().records(), &records[..]);
             }
         }
+    }
+
+    #[test]
+    fn the_brokers_own_records_become_a_block_of_the_topics_codec() {
+        let producer = crate::ProducerInfo {
+            producer_id: 4,
+            producer_epoch: 2,
+            base_sequence: 10,
+        };
+        // Timestamps out of order: the block's first and max are still the
+        // records' smallest and greatest.
+        let mut records = sample();
+        records.swap(0, 7);
+        let own = RecordBatch::new(records.clone())
+            .unwrap()
+            .with_producer(producer)
+            .with_transactional_id("t");
+        for codec in CODECS {
+            let mut batch = own.clone();
+            let changed = batch.recompress(Compression::of(codec), LIMIT).unwrap();
+            if codec == Codec::None {
+                assert!(!changed && batch == own, "uncompressed keeps the batch");
+                continue;
+            }
+            assert!(changed && batch.is_block_only(), "{codec:?}");
+            let block = batch.block().unwrap();
+            assert_eq!(block.codec(), codec);
+            assert_eq!(batch.producer(), producer);
+            assert_eq!(batch.transactional_id(), Some("t"));
+            assert_eq!(batch.record_count(), 40);
+            assert_eq!(batch.last_offset_delta(), 39);
+            assert_eq!(batch.min_timestamp_ms(), own.min_timestamp_ms());
+            assert_eq!(batch.max_timestamp_ms(), own.max_timestamp_ms());
+            let back = block.records(LIMIT).unwrap();
+            assert_eq!(back.records(), &records[..], "{codec:?}");
+            assert_eq!(back.offset_deltas(), own.offset_deltas());
+        }
+        // A marker and an assigned batch are left as they are.
+        let marker = RecordBatch::marker(crate::ControlType::Commit, "t", producer);
+        let mut m = marker.clone();
+        assert!(!m.recompress(Compression::of(Codec::Zstd), LIMIT).unwrap());
+        assert_eq!(m, marker);
+        let mut assigned = own.clone();
+        assigned.assign(3, 0).unwrap();
+        let before = assigned.clone();
+        assert!(
+            !assigned
+                .recompress(Compression::of(Codec::Zstd), LIMIT)
+                .unwrap()
+        );
+        assert_eq!(assigned, before);
     }
 
     #[test]

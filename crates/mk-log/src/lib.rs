@@ -22,8 +22,8 @@
 //!
 //! Version 1 frames, which encode every record in fixed-width fields, stay
 //! readable and are still written where the broker builds the records
-//! itself (JSON-TCP produce, transaction markers, and the survivors of a
-//! compacted version 1 batch).
+//! itself (JSON-TCP produce to a topic without a codec, transaction
+//! markers, and the survivors of a compacted version 1 batch).
 //! What version 1 offered and version 2 gives up: a segment whose every
 //! byte the broker wrote, readable record by record in a hex dump, so that
 //! checking a frame's CRC checked its records. A version 2 block is the

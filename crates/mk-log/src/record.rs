@@ -251,8 +251,20 @@ impl RecordBatch {
     /// Recompresses a batch kept as produced whose codec is not `to`'s (a
     /// topic's `compression.type`, as Kafka's validator recompresses),
     /// decompressing within `limit` bytes; returns whether it changed.
-    /// Decoded batches (the broker's own) and markers are left as they are.
+    /// A batch of the broker's own records (decoded, without a block: a
+    /// JSON-TCP or direct produce) becomes a block of `to`'s codec, as
+    /// Kafka compresses an uncompressed producer batch for such a topic,
+    /// unless `to` is `uncompressed`. Markers are left as they are.
     pub fn recompress(&mut self, to: crate::block::Compression, limit: usize) -> Result<bool> {
+        let own = self.block.is_none() && self.control.is_none() && self.base_offset.is_none();
+        if own && !self.records.is_empty() {
+            if to.codec == crate::block::Codec::None {
+                return Ok(false);
+            }
+            let block = crate::block_records::compressed_block(self, to)?;
+            *self = Self::from_block(block)?;
+            return Ok(true);
+        }
         if !self.is_block_only() {
             return Ok(false);
         }

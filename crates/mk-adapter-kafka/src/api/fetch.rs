@@ -2,8 +2,8 @@
 //! fetch_batches`), answered as v2 batches: a producer's batch exactly as
 //! it was produced and stored (compressed or not, its records never
 //! decoded; only the base offset and leader epoch are the broker's), a
-//! batch the broker built itself (JSON-TCP produce, transaction markers,
-//! compaction survivors) encoded uncompressed. read_committed
+//! batch the broker built itself (JSON-TCP produce to a topic without a
+//! codec, transaction markers, compaction survivors) encoded uncompressed. read_committed
 //! answers are already filtered by the core (aborted data never leaves the
 //! broker, markers do, so positions move past them), so their
 //! `aborted_transactions` list is always empty. Fetch sessions (KIP-227)
