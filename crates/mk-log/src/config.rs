@@ -60,17 +60,15 @@ impl Default for CleanerConfig {
 impl CleanerConfig {
     /// Checks the ranges Kafka's topic configs allow.
     pub fn validate(&self) -> Result<()> {
-        if self.min_lag_ms < 0 {
-            return Err(LogError::InvalidRequest(format!(
-                "min_compaction_lag_ms must be >= 0, got {}",
-                self.min_lag_ms
-            )));
-        }
-        if self.max_lag_ms < 1 {
-            return Err(LogError::InvalidRequest(format!(
-                "max_compaction_lag_ms must be >= 1, got {}",
-                self.max_lag_ms
-            )));
+        for (name, value, min) in [
+            ("min_compaction_lag_ms", self.min_lag_ms, 0),
+            ("max_compaction_lag_ms", self.max_lag_ms, 1),
+        ] {
+            if value < min {
+                return Err(LogError::InvalidRequest(format!(
+                    "{name} must be >= {min}, got {value}"
+                )));
+            }
         }
         if !(0.0..=1.0).contains(&self.min_dirty_ratio) {
             return Err(LogError::InvalidRequest(format!(

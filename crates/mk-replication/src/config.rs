@@ -39,27 +39,37 @@ impl Default for ReplicationConfig {
 impl ReplicationConfig {
     /// Checks every rule of the configuration table (spec 00).
     pub fn validate(&self) -> Result<()> {
-        if self.replica_lag_max_offsets < 0 {
+        // (name, value, the rule it must meet, whether it does)
+        let rules: [(&str, &dyn fmt::Display, &str, bool); 4] = [
+            (
+                "replica_lag_max_offsets",
+                &self.replica_lag_max_offsets,
+                ">= 0",
+                self.replica_lag_max_offsets >= 0,
+            ),
+            (
+                "replica_lag_time_ms",
+                &self.replica_lag_time_ms,
+                "> 0",
+                self.replica_lag_time_ms > 0,
+            ),
+            (
+                "replica_fetch_max_bytes",
+                &self.replica_fetch_max_bytes,
+                "> 0",
+                self.replica_fetch_max_bytes > 0,
+            ),
+            (
+                "min_insync_replicas",
+                &self.min_insync_replicas,
+                "> 0",
+                self.min_insync_replicas > 0,
+            ),
+        ];
+        if let Some((name, value, rule, _)) = rules.into_iter().find(|r| !r.3) {
             return Err(ReplicationError::InvalidRequest(format!(
-                "replica_lag_max_offsets must be >= 0, got {}",
-                self.replica_lag_max_offsets
+                "{name} must be {rule}, got {value}"
             )));
-        }
-        if self.replica_lag_time_ms <= 0 {
-            return Err(ReplicationError::InvalidRequest(format!(
-                "replica_lag_time_ms must be > 0, got {}",
-                self.replica_lag_time_ms
-            )));
-        }
-        for (name, count) in [
-            ("replica_fetch_max_bytes", self.replica_fetch_max_bytes),
-            ("min_insync_replicas", self.min_insync_replicas),
-        ] {
-            if count == 0 {
-                return Err(ReplicationError::InvalidRequest(format!(
-                    "{name} must be > 0, got 0"
-                )));
-            }
         }
         self.log.validate()?;
         Ok(())
