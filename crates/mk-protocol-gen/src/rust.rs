@@ -21,19 +21,14 @@ pub fn ident(name: &str) -> String {
 /// The Rust type of a wire type (without the field's nullability).
 fn rust_type(t: &Type) -> String {
     match t {
-        Type::Bool => "bool".into(),
-        Type::Int8 => "i8".into(),
-        Type::Int16 => "i16".into(),
-        Type::Int32 => "i32".into(),
-        Type::Int64 => "i64".into(),
-        Type::Uint16 => "u16".into(),
-        Type::Float64 => "f64".into(),
         Type::Uuid => "Uuid".into(),
         Type::String => "String".into(),
         Type::Bytes | Type::Records => "Bytes".into(),
         Type::Error => "KafkaCode".into(),
         Type::Struct(n) => n.clone(),
         Type::Array(t) => format!("Vec<{}>", rust_type(t)),
+        // A number or bool: its Rust type is named as its reader method.
+        fixed => fixed_width(fixed).into(),
     }
 }
 
@@ -115,23 +110,33 @@ fn differs(f: &Field, value: &str) -> String {
     }
 }
 
+/// The `Reader` and `Writer` method of a fixed-width type (`r.i32()`,
+/// `w.i32(x)`). The other types have their own methods; for them this is
+/// empty, which the generated code would not compile with.
+fn fixed_width(t: &Type) -> &'static str {
+    match t {
+        Type::Bool => "bool",
+        Type::Int8 => "i8",
+        Type::Int16 => "i16",
+        Type::Int32 => "i32",
+        Type::Int64 => "i64",
+        Type::Uint16 => "u16",
+        Type::Float64 => "f64",
+        Type::Uuid => "uuid",
+        _ => "",
+    }
+}
+
 /// A Rust expression of type `DecodeResult<_>` reading one value of
 /// type `t` (not null).
 fn read_result(t: &Type) -> String {
     match t {
-        Type::Bool => "r.bool()".into(),
-        Type::Int8 => "r.i8()".into(),
-        Type::Int16 => "r.i16()".into(),
-        Type::Int32 => "r.i32()".into(),
-        Type::Int64 => "r.i64()".into(),
-        Type::Uint16 => "r.u16()".into(),
-        Type::Float64 => "r.f64()".into(),
-        Type::Uuid => "r.uuid()".into(),
         Type::String => "r.string()".into(),
         Type::Bytes | Type::Records => "r.bytes()".into(),
         Type::Error => "r.i16().map(KafkaCode)".into(),
         Type::Struct(n) => format!("{n}::read(r, v)"),
         Type::Array(item) => format!("r.array(|r| {})", read_result(item)),
+        fixed => format!("r.{}()", fixed_width(fixed)),
     }
 }
 
@@ -207,14 +212,6 @@ impl Place<'_> {
 /// A statement (without `;`) writing a value of type `t`.
 fn write_value(t: &Type, at: Place<'_>) -> String {
     match t {
-        Type::Bool => format!("w.bool({})", at.copied()),
-        Type::Int8 => format!("w.i8({})", at.copied()),
-        Type::Int16 => format!("w.i16({})", at.copied()),
-        Type::Int32 => format!("w.i32({})", at.copied()),
-        Type::Int64 => format!("w.i64({})", at.copied()),
-        Type::Uint16 => format!("w.u16({})", at.copied()),
-        Type::Float64 => format!("w.f64({})", at.copied()),
-        Type::Uuid => format!("w.uuid({})", at.copied()),
         Type::String => format!("w.string({})", at.by_ref()),
         Type::Bytes | Type::Records => format!("w.bytes({})", at.by_ref()),
         Type::Error => format!("w.i16({}.0)", at.expr()),
@@ -224,6 +221,7 @@ fn write_value(t: &Type, at: Place<'_>) -> String {
             at.by_ref(),
             write_value(item, Place::Item("x"))
         ),
+        fixed => format!("w.{}({})", fixed_width(fixed), at.copied()),
     }
 }
 
