@@ -174,14 +174,7 @@ macro_rules! heartbeat_response {
                 }),
                 ..$response::default()
             },
-            Err(e) => {
-                let (error_code, message) = $crate::errors::from_cluster(&e);
-                $response {
-                    error_code,
-                    error_message: Some(message),
-                    ..$response::default()
-                }
-            }
+            Err(e) => <$response as $crate::api::ErrorAnswer>::from_cluster(&e),
         }
     }};
 }

@@ -95,6 +95,96 @@ impl Ctx<'_> {
 }
 
 pub use crate::codec::Message;
+use crate::errors::KafkaCode;
+
+/// A response that answers a whole request with one error (Kafka's error
+/// response: a refused request, a core error): the code, the message where
+/// the response carries one and Kafka sends it, every other field its
+/// default.
+pub(crate) trait ErrorAnswer: Sized {
+    fn error(code: KafkaCode, message: String) -> Self;
+
+    /// The answer of a core error.
+    fn from_cluster(e: &mk_cluster::ClusterError) -> Self {
+        let (code, message) = crate::errors::from_cluster(e);
+        Self::error(code, message)
+    }
+}
+
+macro_rules! error_answers {
+    (code and message: $($m:ty),*; code only: $($c:ty),* $(,)?) => {
+        $(impl ErrorAnswer for $m {
+            fn error(code: KafkaCode, message: String) -> Self {
+                Self {
+                    error_code: code,
+                    error_message: Some(message),
+                    ..Default::default()
+                }
+            }
+        })*
+        $(impl ErrorAnswer for $c {
+            fn error(code: KafkaCode, _message: String) -> Self {
+                Self {
+                    error_code: code,
+                    ..Default::default()
+                }
+            }
+        })*
+    };
+}
+
+use crate::messages::{
+    add_offsets_to_txn, add_partitions_to_txn, alter_share_group_offsets, consumer_group_heartbeat,
+    delete_share_group_offsets, describe_client_quotas, describe_cluster, describe_log_dirs,
+    describe_user_scram_credentials, end_txn, heartbeat, init_producer_id, leave_group,
+    list_partition_reassignments, offset_delete, share_acknowledge, share_fetch,
+    share_group_heartbeat, sync_group,
+};
+
+error_answers! {
+    code and message:
+        describe_cluster::DescribeClusterResponse,
+        describe_user_scram_credentials::DescribeUserScramCredentialsResponse,
+        list_partition_reassignments::ListPartitionReassignmentsResponse,
+        consumer_group_heartbeat::ConsumerGroupHeartbeatResponse,
+        share_group_heartbeat::ShareGroupHeartbeatResponse,
+        share_fetch::ShareFetchResponse,
+        share_acknowledge::ShareAcknowledgeResponse,
+        alter_share_group_offsets::AlterShareGroupOffsetsResponse,
+        delete_share_group_offsets::DeleteShareGroupOffsetsResponse;
+    code only:
+        sync_group::SyncGroupResponse,
+        heartbeat::HeartbeatResponse,
+        leave_group::LeaveGroupResponse,
+        describe_log_dirs::DescribeLogDirsResponse,
+        end_txn::EndTxnResponse,
+        add_offsets_to_txn::AddOffsetsToTxnResponse,
+        add_partitions_to_txn::AddPartitionsToTxnResponse,
+        offset_delete::OffsetDeleteResponse,
+}
+
+impl ErrorAnswer for describe_client_quotas::DescribeClientQuotasResponse {
+    /// No entries at all (null), not an empty list.
+    fn error(code: KafkaCode, message: String) -> Self {
+        Self {
+            error_code: code,
+            error_message: Some(message),
+            entries: None,
+            ..Default::default()
+        }
+    }
+}
+
+impl ErrorAnswer for init_producer_id::InitProducerIdResponse {
+    /// No producer id and no epoch (-1 both; the epoch's default is 0).
+    fn error(code: KafkaCode, _message: String) -> Self {
+        Self {
+            error_code: code,
+            producer_epoch: -1,
+            ..Default::default()
+        }
+    }
+}
 
 impl Ctx<'_> {
     /// The core's answer, or CLOSED once the broker shuts down: a request

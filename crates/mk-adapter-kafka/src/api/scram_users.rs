@@ -17,16 +17,12 @@ use crate::messages::describe_user_scram_credentials::{
 };
 use mk_cluster::{ScramDeletion, ScramUpsertion};
 
-/// Reads AlterUserScramCredentials as librdkafka sends it too: it ends the
-/// request with a second empty tagged-field section (one zero byte), which
-/// Kafka's parser, reading no further than the schema, ignores.
+/// Reads AlterUserScramCredentials as librdkafka sends it too.
 pub fn read_alter_user_scram_credentials_request(
     r: &mut Reader<'_>,
     v: i16,
 ) -> DecodeResult<AlterUserScramCredentialsRequest> {
-    let req = AlterUserScramCredentialsRequest::read(r, v)?;
-    skip_librdkafka_trailing_tags(r)?;
-    Ok(req)
+    read_as_librdkafka_sends(r, v)
 }
 
 /// DescribeUserScramCredentials, with the same allowance.
@@ -34,16 +30,18 @@ pub fn read_describe_user_scram_credentials_request(
     r: &mut Reader<'_>,
     v: i16,
 ) -> DecodeResult<DescribeUserScramCredentialsRequest> {
-    let req = DescribeUserScramCredentialsRequest::read(r, v)?;
-    skip_librdkafka_trailing_tags(r)?;
-    Ok(req)
+    read_as_librdkafka_sends(r, v)
 }
 
-fn skip_librdkafka_trailing_tags(r: &mut Reader<'_>) -> DecodeResult<()> {
+/// librdkafka ends both SCRAM requests with a second empty tagged-field
+/// section (one zero byte), which Kafka's parser, reading no further than
+/// the schema, ignores: so does this one.
+fn read_as_librdkafka_sends<M: Message>(r: &mut Reader<'_>, v: i16) -> DecodeResult<M> {
+    let req = M::read(r, v)?;
     if r.remaining() == 1 && r.peek_zeros(1) {
         r.bytes_exact(1)?;
     }
-    Ok(())
+    Ok(req)
 }
 
 /// Every user with credentials (no names, or an empty list), or the named

@@ -4,9 +4,9 @@
 //! ShareFetch. Topic ids become names and back; acknowledge types and
 //! records are translated; every decision is the core's.
 
-use super::Ctx;
 use super::consumer_groups::{by_id, by_name, describe_each, heartbeat_response};
 use super::groups::{client_host, coordinated_here};
+use super::{Ctx, ErrorAnswer};
 use crate::codec::Uuid;
 use crate::errors::{self, KafkaCode};
 use crate::messages::share_acknowledge::{
@@ -203,7 +203,7 @@ fn core_fetch(c: &BrokerCluster, req: &ShareFetchRequest) -> Result<CoreFetch, S
 pub async fn handle_share_fetch(ctx: &Ctx<'_>, req: ShareFetchRequest) -> ShareFetchResponse {
     let fetch = match core_fetch(ctx.cluster, &req) {
         Ok(f) => f,
-        Err(message) => return fetch_error(KafkaCode::INVALID_REQUEST, message),
+        Err(message) => return ShareFetchResponse::error(KafkaCode::INVALID_REQUEST, message),
     };
     let limits = ShareFetchLimits {
         max_wait: Duration::from_millis(
@@ -225,21 +225,13 @@ pub async fn handle_share_fetch(ctx: &Ctx<'_>, req: ShareFetchRequest) -> ShareF
     match answer {
         Err(e) => {
             let (code, message) = errors::from_cluster(&e);
-            fetch_error(code, message)
+            ShareFetchResponse::error(code, message)
         }
         Ok(a) => ShareFetchResponse {
             acquisition_lock_timeout_ms: a.lock_duration_ms,
             responses: fetch_topics(ctx.cluster, &fetch, a.acks, a.partitions),
             ..ShareFetchResponse::default()
         },
-    }
-}
-
-fn fetch_error(error_code: KafkaCode, message: String) -> ShareFetchResponse {
-    ShareFetchResponse {
-        error_code,
-        error_message: Some(message),
-        ..ShareFetchResponse::default()
     }
 }
 
@@ -333,11 +325,7 @@ pub async fn handle_share_acknowledge(
     ctx: &Ctx<'_>,
     req: ShareAcknowledgeRequest,
 ) -> ShareAcknowledgeResponse {
-    let error = |error_code, message: String| ShareAcknowledgeResponse {
-        error_code,
-        error_message: Some(message),
-        ..ShareAcknowledgeResponse::default()
-    };
+    let error = ShareAcknowledgeResponse::error;
     let session = session(
         "ShareAcknowledge",
         &req.group_id,

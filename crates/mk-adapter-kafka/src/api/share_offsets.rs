@@ -3,8 +3,8 @@
 //! offset), AlterShareGroupOffsets and DeleteShareGroupOffsets (of a share
 //! group without members).
 
-use super::Ctx;
 use super::groups::coordinated_here;
+use super::{Ctx, ErrorAnswer};
 use crate::codec::Uuid;
 use crate::errors::{self, KafkaCode};
 use crate::messages::alter_share_group_offsets::{
@@ -118,14 +118,7 @@ pub async fn handle_alter_share_group_offsets(
             .alter_share_offsets(&req.group_id, &offsets)
     });
     match altered {
-        Err(e) => {
-            let (error_code, message) = errors::from_cluster(&e);
-            AlterShareGroupOffsetsResponse {
-                error_code,
-                error_message: Some(message),
-                ..AlterShareGroupOffsetsResponse::default()
-            }
-        }
+        Err(e) => AlterShareGroupOffsetsResponse::from_cluster(&e),
         Ok(results) => AlterShareGroupOffsetsResponse {
             responses: by_topic(results.into_iter())
                 .into_iter()
@@ -167,14 +160,7 @@ pub async fn handle_delete_share_group_offsets(
             .delete_share_offsets(&req.group_id, &topics)
     });
     match deleted {
-        Err(e) => {
-            let (error_code, message) = errors::from_cluster(&e);
-            DeleteShareGroupOffsetsResponse {
-                error_code,
-                error_message: Some(message),
-                ..DeleteShareGroupOffsetsResponse::default()
-            }
-        }
+        Err(e) => DeleteShareGroupOffsetsResponse::from_cluster(&e),
         Ok(results) => DeleteShareGroupOffsetsResponse {
             responses: results
                 .into_iter()

@@ -1,7 +1,8 @@
 //! The guards of the group, offset and transaction APIs.
 
-use super::{Authz, GROUP, Gate, OPERATIONS_OMITTED, On, Refusal, Refused, TOPIC, TXN, Whole};
+use super::{Authz, GROUP, Gate, OPERATIONS_OMITTED, On, Refusal, TOPIC, TXN, Whole};
 use super::{narrow, unless_refused, whole_requests};
+use crate::api::ErrorAnswer;
 use crate::errors::KafkaCode;
 use mk_cluster::{Operation, ResourceType};
 
@@ -220,7 +221,7 @@ pub fn offset_delete(
     req: OffsetDeleteRequest,
 ) -> Gate<OffsetDeleteRequest, OffsetDeleteResponse> {
     if let Some(refusal) = authz.refusal(Op::Delete, On::Group(&req.group_id)) {
-        return Gate::Answer(OffsetDeleteResponse::refused(refusal));
+        return Gate::Answer(OffsetDeleteResponse::error(refusal.code, refusal.message));
     }
     narrow(
         req,

@@ -20,7 +20,7 @@
 //! is their own answer). A request allowed or refused as a whole has no
 //! guard of its own: its [`Whole`] rule (a row of `whole_requests!` where
 //! it needs one operation on one resource) feeds the one guard [`whole`],
-//! and its error answer is its response's [`Refused`]. With the
+//! and its error answer is its response's `ErrorAnswer`. With the
 //! authorizer on, an API without a guard is
 //! neither advertised nor served (fail closed): a new API is served under
 //! ACLs once its line names a guard.
@@ -29,7 +29,7 @@ pub mod groups;
 pub mod surface;
 pub mod topics;
 
-use crate::api::Ctx;
+use crate::api::{Ctx, ErrorAnswer};
 use crate::errors::KafkaCode;
 use mk_cluster::{Identity, Operation, ResourceType, Security};
 
@@ -313,99 +313,20 @@ impl Authz<'_> {
 
 /// Serves `req` when nothing was refused; otherwise answers the whole
 /// request with `R`'s error answer.
-pub(crate) fn unless_refused<Req, R: Refused>(refusal: Option<Refusal>, req: Req) -> Gate<Req, R> {
+pub(crate) fn unless_refused<Req, R: ErrorAnswer>(
+    refusal: Option<Refusal>,
+    req: Req,
+) -> Gate<Req, R> {
     match refusal {
         None => Gate::pass(req),
-        Some(refusal) => Gate::Answer(R::refused(refusal)),
-    }
-}
-
-/// A response that answers a whole request refused (Kafka's error
-/// response): the code, the message where the response carries one and
-/// Kafka sends it, every other field its default.
-pub(crate) trait Refused {
-    fn refused(refusal: Refusal) -> Self;
-}
-
-macro_rules! refused {
-    (code and message: $($m:ty),*; code only: $($c:ty),* $(,)?) => {
-        $(impl Refused for $m {
-            fn refused(refusal: Refusal) -> Self {
-                Self {
-                    error_code: refusal.code,
-                    error_message: Some(refusal.message),
-                    ..Default::default()
-                }
-            }
-        })*
-        $(impl Refused for $c {
-            fn refused(refusal: Refusal) -> Self {
-                Self {
-                    error_code: refusal.code,
-                    ..Default::default()
-                }
-            }
-        })*
-    };
-}
-
-use crate::messages::{
-    add_offsets_to_txn, add_partitions_to_txn, alter_share_group_offsets, consumer_group_heartbeat,
-    delete_share_group_offsets, describe_client_quotas, describe_cluster, describe_log_dirs,
-    describe_user_scram_credentials, end_txn, heartbeat, init_producer_id, leave_group,
-    list_partition_reassignments, offset_delete, share_acknowledge, share_fetch,
-    share_group_heartbeat, sync_group,
-};
-
-refused! {
-    code and message:
-        describe_cluster::DescribeClusterResponse,
-        describe_user_scram_credentials::DescribeUserScramCredentialsResponse,
-        list_partition_reassignments::ListPartitionReassignmentsResponse,
-        consumer_group_heartbeat::ConsumerGroupHeartbeatResponse,
-        share_group_heartbeat::ShareGroupHeartbeatResponse,
-        share_fetch::ShareFetchResponse,
-        share_acknowledge::ShareAcknowledgeResponse,
-        alter_share_group_offsets::AlterShareGroupOffsetsResponse,
-        delete_share_group_offsets::DeleteShareGroupOffsetsResponse;
-    code only:
-        sync_group::SyncGroupResponse,
-        heartbeat::HeartbeatResponse,
-        leave_group::LeaveGroupResponse,
-        describe_log_dirs::DescribeLogDirsResponse,
-        end_txn::EndTxnResponse,
-        add_offsets_to_txn::AddOffsetsToTxnResponse,
-        add_partitions_to_txn::AddPartitionsToTxnResponse,
-        offset_delete::OffsetDeleteResponse,
-}
-
-impl Refused for describe_client_quotas::DescribeClientQuotasResponse {
-    /// No entries at all (null), not an empty list.
-    fn refused(refusal: Refusal) -> Self {
-        Self {
-            error_code: refusal.code,
-            error_message: Some(refusal.message),
-            entries: None,
-            ..Default::default()
-        }
-    }
-}
-
-impl Refused for init_producer_id::InitProducerIdResponse {
-    /// No producer id and no epoch (-1 both; the epoch's default is 0).
-    fn refused(refusal: Refusal) -> Self {
-        Self {
-            error_code: refusal.code,
-            producer_epoch: -1,
-            ..Default::default()
-        }
+        Some(refusal) => Gate::Answer(R::error(refusal.code, refusal.message)),
     }
 }
 
 /// A request allowed or refused as a whole (served.list's `guard
 /// authz::whole`): refused, its answer is the response's error answer.
 pub(crate) trait Whole {
-    type Response: Refused;
+    type Response: ErrorAnswer;
     /// The first denial of what the request needs, if any.
     fn refusal(&self, authz: &Authz<'_>) -> Option<Refusal>;
 }

@@ -1,7 +1,8 @@
 //! The guards of the topic, cluster and configuration APIs.
 
-use super::{Authz, Gate, OPERATIONS_OMITTED, On, Refusal, Refused, TOPIC, TXN};
+use super::{Authz, Gate, OPERATIONS_OMITTED, On, Refusal, TOPIC, TXN};
 use super::{denied, narrow, split, whole_requests};
+use crate::api::ErrorAnswer;
 use crate::errors::KafkaCode;
 use mk_cluster::{CLUSTER_NAME, Operation, ResourceType};
 use std::collections::BTreeSet;
@@ -288,7 +289,10 @@ pub fn describe_cluster(
     req: DescribeClusterRequest,
 ) -> Gate<DescribeClusterRequest, DescribeClusterResponse> {
     if let Some(refusal) = authz.refusal(Op::Describe, On::Cluster) {
-        return Gate::Answer(DescribeClusterResponse::refused(refusal));
+        return Gate::Answer(DescribeClusterResponse::error(
+            refusal.code,
+            refusal.message,
+        ));
     }
     let bits = req
         .include_cluster_authorized_operations
