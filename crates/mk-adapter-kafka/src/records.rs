@@ -29,6 +29,7 @@ use crate::codec::{DecodeError, Reader, Writer};
 use crate::compression::{self, Codec};
 use crate::errors::KafkaCode;
 use bytes::{BufMut, Bytes, BytesMut};
+use mk_cluster::ByteReader;
 use mk_cluster::{ControlType, FetchedBatch, Header, ProducerInfo, RecordBatch, block};
 
 /// Bytes of a v2 batch header before the records.
@@ -295,30 +296,37 @@ fn check_header<'a>(
 }
 
 /// Walks `count` records of a (decompressed) records section, checking
-/// each as Kafka does — lengths within the bytes present, offset deltas
-/// 0, 1, 2, ..., header keys present and UTF-8, each record's length
-/// exactly its fields, nothing after the last — without allocating for
-/// any of it. Returns the greatest record timestamp.
+/// each as Kafka's `DefaultRecord` reader does — lengths within the bytes
+/// present, offset deltas 0, 1, 2, ..., header keys present (and UTF-8,
+/// which Kafka does not check), each record's length exactly its fields,
+/// nothing after the last — without allocating for any of it. Returns the
+/// greatest record timestamp.
+///
+/// This is the produce path's one pass over every record, so it is a
+/// tight loop: each record is cut out by its length and walked with its
+/// own bounded reader, varints of one or two bytes (nearly all of them)
+/// are read inline, and a failure is a small [`Bad`] that becomes a
+/// message only once, for the answer.
 fn walk_records(
-    body: &Bytes,
+    body: &[u8],
     count: usize,
     base_timestamp: i64,
 ) -> Result<Option<i64>, RecordError> {
-    let mut rr = Reader::new(body, false);
+    let mut r = ByteReader::new(body);
     // Each record takes at least 7 bytes, so a claimed count is checked
     // against the bytes present before anything is walked.
-    if count > rr.remaining() / 7 {
+    if count > r.remaining() / 7 {
         return Err(RecordError::corrupt(format!(
             "record count {count} cannot fit in {} bytes",
-            rr.remaining()
+            r.remaining()
         )));
     }
-    let mut max = None;
+    let mut max = i64::MIN;
     // `count` records of at least 7 bytes each fit in an i32-sized frame, so
     // pairing them with i32 deltas never runs out.
     for (i, expected) in (0..count).zip(0i32..) {
         let (delta, timestamp_delta) =
-            walk_record(&mut rr).map_err(|e| RecordError::corrupt(format!("record {i}: {e}")))?;
+            walk_record(&mut r).map_err(|e| RecordError::corrupt(format!("record {i}: {e}")))?;
         if delta != expected {
             return Err(RecordError {
                 code: KafkaCode::INVALID_RECORD,
@@ -327,64 +335,197 @@ fn walk_records(
                 ),
             });
         }
-        let timestamp = base_timestamp.wrapping_add(timestamp_delta);
-        max = Some(max.map_or(timestamp, |m: i64| m.max(timestamp)));
+        max = max.max(base_timestamp.wrapping_add(timestamp_delta));
     }
-    if !rr.is_empty() {
+    if !r.is_empty() {
         return Err(RecordError::corrupt(format!(
             "{} byte(s) after the last of {count} records",
-            rr.remaining()
+            r.remaining()
         )));
     }
-    Ok(max)
+    Ok((count > 0).then_some(max))
+}
+
+/// Why one record was refused; the message is built from it only when the
+/// batch is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Bad {
+    /// The bytes ran out inside a field: past the records section for a
+    /// record's length, past the record's length for any other field.
+    Cut,
+    /// A negative record length, or more bytes than are left.
+    Length {
+        length: i32,
+        left: usize,
+    },
+    /// A field ran past the record's length.
+    Overrun {
+        length: usize,
+    },
+    /// The fields ended before the record's length did.
+    Short {
+        length: usize,
+        used: usize,
+    },
+    /// A varint longer than 5 bytes or beyond 32 bits (10 bytes and 64
+    /// bits for a varlong).
+    Varint,
+    /// A key or value length below -1 (null).
+    NegativeLength(i32),
+    HeaderCount {
+        count: i32,
+        left: usize,
+    },
+    NullHeaderKey,
+    HeaderKeyUtf8,
+}
+
+impl std::fmt::Display for Bad {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Bad::Cut => f.write_str("its length runs past the end of the records"),
+            Bad::Length { length, left } => {
+                write!(f, "record length {length} with {left} bytes left")
+            }
+            Bad::Overrun { length } => {
+                write!(f, "its fields run past its length of {length} bytes")
+            }
+            Bad::Short { length, used } => {
+                write!(
+                    f,
+                    "record length says {length} bytes, its fields took {used}"
+                )
+            }
+            Bad::Varint => f.write_str("a varint is too long or overflows"),
+            Bad::NegativeLength(n) => write!(f, "length {n} is negative"),
+            Bad::HeaderCount { count, left } => {
+                write!(f, "header count {count} with {left} bytes left")
+            }
+            Bad::NullHeaderKey => f.write_str("a header key is null"),
+            Bad::HeaderKeyUtf8 => f.write_str("a header key is not valid UTF-8"),
+        }
+    }
 }
 
 /// Checks one record in place: (offset delta, timestamp delta).
-fn walk_record(r: &mut Reader<'_>) -> Result<(i32, i64), DecodeError> {
-    let length = r.varint()?;
-    if length < 0 || length as usize > r.remaining() {
-        return Err(DecodeError::Invalid(format!(
-            "record length {length} with {} bytes left",
-            r.remaining()
-        )));
+#[inline]
+fn walk_record(r: &mut ByteReader<'_>) -> Result<(i32, i64), Bad> {
+    let length = varint(r)?;
+    let left = r.remaining();
+    let bytes = usize::try_from(length)
+        .ok()
+        .and_then(|n| r.take(n).ok())
+        .ok_or(Bad::Length { length, left })?;
+    let mut f = ByteReader::new(bytes);
+    let fields = walk_fields(&mut f).map_err(|e| match e {
+        Bad::Cut => Bad::Overrun {
+            length: bytes.len(),
+        },
+        other => other,
+    })?;
+    if !f.is_empty() {
+        return Err(Bad::Short {
+            length: bytes.len(),
+            used: f.position(),
+        });
     }
-    let start = r.position();
-    let _attributes = r.i8()?;
-    let timestamp_delta = r.varlong()?;
-    let offset_delta = r.varint()?;
-    skip_varint_bytes(r)?;
-    skip_varint_bytes(r)?;
-    let header_count = r.varint()?;
-    if header_count < 0 || header_count as usize > r.remaining() / 2 {
-        return Err(DecodeError::Invalid(format!(
-            "header count {header_count} with {} bytes left",
-            r.remaining()
-        )));
-    }
-    for _ in 0..header_count {
-        let key_len = r.varint()?;
-        if key_len < 0 {
-            return Err(DecodeError::Invalid("a header key is null".into()));
-        }
-        std::str::from_utf8(r.slice(key_len as usize)?)
-            .map_err(|_| DecodeError::Invalid("a header key is not valid UTF-8".into()))?;
-        skip_varint_bytes(r)?;
-    }
-    if r.position() - start != length as usize {
-        return Err(DecodeError::Invalid(format!(
-            "record length says {length} bytes, its fields took {}",
-            r.position() - start
-        )));
+    Ok(fields)
+}
+
+/// The fields of one record, read from a reader over exactly its bytes.
+#[inline]
+fn walk_fields(f: &mut ByteReader<'_>) -> Result<(i32, i64), Bad> {
+    let _attributes = f.u8().map_err(|_| Bad::Cut)?;
+    let timestamp_delta = varlong(f)?;
+    let offset_delta = varint(f)?;
+    skip_bytes(f)?; // key
+    skip_bytes(f)?; // value
+    let header_count = varint(f)?;
+    if header_count != 0 {
+        walk_headers(f, header_count)?;
     }
     Ok((offset_delta, timestamp_delta))
 }
 
-fn skip_varint_bytes(r: &mut Reader<'_>) -> Result<(), DecodeError> {
-    match r.varint()? {
-        -1 => Ok(()),
-        n if n < 0 => Err(DecodeError::Invalid(format!("length {n} is negative"))),
-        n => r.slice(n as usize).map(|_| ()),
+/// The headers of a record (which most producers do not send): out of
+/// line.
+#[inline(never)]
+fn walk_headers(f: &mut ByteReader<'_>, count: i32) -> Result<(), Bad> {
+    let left = f.remaining();
+    // Each header takes at least 2 bytes (its two lengths).
+    if usize::try_from(count).map_or(true, |n| n > left / 2) {
+        return Err(Bad::HeaderCount { count, left });
     }
+    for _ in 0..count {
+        let key_len = usize::try_from(varint(f)?).map_err(|_| Bad::NullHeaderKey)?;
+        let key = f.take(key_len).map_err(|_| Bad::Cut)?;
+        std::str::from_utf8(key).map_err(|_| Bad::HeaderKeyUtf8)?;
+        skip_bytes(f)?;
+    }
+    Ok(())
+}
+
+/// Skips a varint-length field (-1 = null).
+#[inline]
+fn skip_bytes(f: &mut ByteReader<'_>) -> Result<(), Bad> {
+    match varint(f)? {
+        -1 => Ok(()),
+        n => {
+            let n = usize::try_from(n).map_err(|_| Bad::NegativeLength(n))?;
+            f.take(n).map(|_| ()).map_err(|_| Bad::Cut)
+        }
+    }
+}
+
+/// A zigzag varint (Kafka's `varint`: at most 5 bytes, 32 bits).
+#[inline(always)]
+fn varint(r: &mut ByteReader<'_>) -> Result<i32, Bad> {
+    let u = u32::try_from(uvarint(r, 5)?).map_err(|_| Bad::Varint)?;
+    Ok(((u >> 1) as i32) ^ -((u & 1) as i32))
+}
+
+/// A zigzag varlong (Kafka's `varlong`: at most 10 bytes, 64 bits).
+#[inline(always)]
+fn varlong(r: &mut ByteReader<'_>) -> Result<i64, Bad> {
+    let u = uvarint(r, 10)?;
+    Ok(((u >> 1) as i64) ^ -((u & 1) as i64))
+}
+
+/// An unsigned varint of at most `max_bytes`. The one- and two-byte forms,
+/// which every length below 8 KiB and every small delta take, are read
+/// inline; longer ones out of line.
+#[inline(always)]
+fn uvarint(r: &mut ByteReader<'_>, max_bytes: u32) -> Result<u64, Bad> {
+    let b0 = r.u8().map_err(|_| Bad::Cut)?;
+    if b0 < 0x80 {
+        return Ok(u64::from(b0));
+    }
+    let b1 = r.u8().map_err(|_| Bad::Cut)?;
+    let low = u64::from(b0 & 0x7f) | (u64::from(b1 & 0x7f) << 7);
+    if b1 < 0x80 {
+        return Ok(low);
+    }
+    uvarint_tail(r, low, max_bytes)
+}
+
+/// The bytes of a varint after its first two, up to `max_bytes` in all;
+/// the last may carry only the bits that still fit (4 of a varint's 32, 1
+/// of a varlong's 64).
+#[cold]
+#[inline(never)]
+fn uvarint_tail(r: &mut ByteReader<'_>, mut value: u64, max_bytes: u32) -> Result<u64, Bad> {
+    let last_bits = if max_bytes == 5 { 0x0f } else { 0x01 };
+    for i in 2..max_bytes {
+        let b = r.u8().map_err(|_| Bad::Cut)?;
+        if i == max_bytes - 1 && b > last_bits {
+            return Err(Bad::Varint);
+        }
+        value |= u64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            return Ok(value);
+        }
+    }
+    Err(Bad::Varint)
 }
 
 fn invalid(e: impl std::fmt::Display) -> RecordError {
@@ -727,5 +868,320 @@ pub(crate) mod tests {
         assert_eq!(&out[57..61], &1i32.to_be_bytes());
         let crc = u32::from_be_bytes([out[17], out[18], out[19], out[20]]);
         assert_eq!(crc, crc32c::crc32c(&out[CRC_START..]));
+    }
+
+    /// The straightforward walk the fast one replaced: every field read
+    /// through the protocol's `Reader`, one `Result` per byte, the record's
+    /// length compared with what its fields took at the end. The fast walk
+    /// must accept exactly what it accepts.
+    mod reference {
+        use super::super::{KafkaCode, RecordError};
+        use crate::codec::{DecodeError, Reader};
+        use bytes::Bytes;
+
+        pub fn walk_records(
+            body: &Bytes,
+            count: usize,
+            base_timestamp: i64,
+        ) -> Result<Option<i64>, RecordError> {
+            let mut rr = Reader::new(body, false);
+            if count > rr.remaining() / 7 {
+                return Err(RecordError::corrupt("count"));
+            }
+            let mut max = None;
+            for (i, expected) in (0..count).zip(0i32..) {
+                let (delta, timestamp_delta) =
+                    walk_record(&mut rr).map_err(|e| RecordError::corrupt(e.to_string()))?;
+                if delta != expected {
+                    return Err(RecordError {
+                        code: KafkaCode::INVALID_RECORD,
+                        message: format!("record {i}: delta"),
+                    });
+                }
+                let timestamp = base_timestamp.wrapping_add(timestamp_delta);
+                max = Some(max.map_or(timestamp, |m: i64| m.max(timestamp)));
+            }
+            if !rr.is_empty() {
+                return Err(RecordError::corrupt("left over"));
+            }
+            Ok(max)
+        }
+
+        fn walk_record(r: &mut Reader<'_>) -> Result<(i32, i64), DecodeError> {
+            let bad = |m: &str| DecodeError::Invalid(m.into());
+            let length = r.varint()?;
+            if length < 0 || length as usize > r.remaining() {
+                return Err(bad("length"));
+            }
+            let start = r.position();
+            let _attributes = r.i8()?;
+            let timestamp_delta = r.varlong()?;
+            let offset_delta = r.varint()?;
+            skip_varint_bytes(r)?;
+            skip_varint_bytes(r)?;
+            let header_count = r.varint()?;
+            if header_count < 0 || header_count as usize > r.remaining() / 2 {
+                return Err(bad("header count"));
+            }
+            for _ in 0..header_count {
+                let key_len = r.varint()?;
+                if key_len < 0 {
+                    return Err(bad("null key"));
+                }
+                std::str::from_utf8(r.slice(key_len as usize)?).map_err(|_| bad("utf-8"))?;
+                skip_varint_bytes(r)?;
+            }
+            if r.position() - start != length as usize {
+                return Err(bad("length mismatch"));
+            }
+            Ok((offset_delta, timestamp_delta))
+        }
+
+        fn skip_varint_bytes(r: &mut Reader<'_>) -> Result<(), DecodeError> {
+            match r.varint()? {
+                -1 => Ok(()),
+                n if n < 0 => Err(DecodeError::Invalid("negative".into())),
+                n => r.slice(n as usize).map(|_| ()),
+            }
+        }
+    }
+
+    mod fast_walk_agrees {
+        use super::super::{BATCH_HEADER_BYTES, walk_records};
+        use super::{produced_bytes, reference};
+        use crate::codec::{Reader, Writer};
+        use bytes::Bytes;
+        use mk_cluster::{Header, ProducerInfo, Record};
+        use proptest::prelude::*;
+
+        /// Records with every shape a field can take: null and empty keys
+        /// and values, values long enough for two- and three-byte varint
+        /// lengths, headers (null values, non-ASCII keys), timestamps far
+        /// from the first (long varlongs, negative deltas).
+        fn records() -> impl Strategy<Value = Vec<Record>> {
+            let bytes = || prop::option::of(prop::collection::vec(any::<u8>(), 0..300));
+            let header = (
+                "[a-zé]{0,4}",
+                prop::option::of(prop::collection::vec(any::<u8>(), 0..4)),
+            );
+            let record = (
+                bytes(),
+                bytes(),
+                prop_oneof![Just(0i64), -5_000i64..5_000, any::<i64>()],
+                prop::collection::vec(header, 0..3),
+            )
+                .prop_map(|(k, v, ts, hs)| {
+                    Record::new(k.map(Bytes::from), v.map(Bytes::from), ts).with_headers(
+                        hs.into_iter()
+                            .map(|(hk, hv)| Header::new(hk, hv.map(Bytes::from)))
+                            .collect(),
+                    )
+                });
+            prop::collection::vec(record, 1..12)
+        }
+
+        /// A change to a records section: flip a byte, cut it, insert a
+        /// byte, claim another record count, or make one record's length
+        /// say `by` bytes more or fewer than its fields while the bytes
+        /// after it stay where the length says (zeroes added, or its last
+        /// bytes removed).
+        #[derive(Debug, Clone)]
+        enum Damage {
+            Flip(usize, u8),
+            Cut(usize),
+            Insert(usize, u8),
+            Count(usize),
+            Grow { record: usize, by: usize },
+            Shrink { record: usize, by: usize },
+        }
+
+        fn damage() -> impl Strategy<Value = Damage> {
+            prop_oneof![
+                (any::<usize>(), 1u8..=255).prop_map(|(at, x)| Damage::Flip(at, x)),
+                any::<usize>().prop_map(Damage::Cut),
+                (any::<usize>(), any::<u8>()).prop_map(|(at, b)| Damage::Insert(at, b)),
+                (0usize..20).prop_map(Damage::Count),
+                (any::<usize>(), 1usize..4).prop_map(|(record, by)| Damage::Grow { record, by }),
+                (any::<usize>(), 1usize..4).prop_map(|(record, by)| Damage::Shrink { record, by }),
+            ]
+        }
+
+        /// Where each record of a valid section starts: (start of its
+        /// length varint, its length, where its fields start).
+        fn records_at(body: &[u8]) -> Vec<(usize, usize, usize)> {
+            let bytes = Bytes::copy_from_slice(body);
+            let mut r = Reader::new(&bytes, false);
+            let mut at = Vec::new();
+            while !r.is_empty() {
+                let start = r.position();
+                let length = usize::try_from(r.varint().unwrap()).unwrap();
+                at.push((start, length, r.position()));
+                r.slice(length).unwrap();
+            }
+            at
+        }
+
+        /// Rewrites record `i`'s length to `length`, keeping its fields and
+        /// everything after them.
+        fn relength(
+            body: &[u8],
+            (start, _, fields): (usize, usize, usize),
+            length: usize,
+        ) -> Vec<u8> {
+            let mut w = Writer::new(false);
+            w.varint(i32::try_from(length).unwrap());
+            let mut out = body[..start].to_vec();
+            out.extend_from_slice(&w.buf);
+            out.extend_from_slice(&body[fields..]);
+            out
+        }
+
+        fn resize(body: &mut Vec<u8>, record: usize, by: usize, grow: bool) {
+            let at = records_at(body);
+            let Some(&(start, length, fields)) = at.get(record % at.len().max(1)) else {
+                return;
+            };
+            let end = fields + length;
+            let new_length = if grow {
+                length + by
+            } else {
+                length.saturating_sub(by)
+            };
+            let mut tail = body[end..].to_vec();
+            let mut rest = body[..end].to_vec();
+            if grow {
+                rest.extend(std::iter::repeat_n(0, by));
+            } else {
+                rest.truncate(end - (length - new_length));
+            }
+            rest.append(&mut tail);
+            *body = relength(&rest, (start, length, fields), new_length);
+        }
+
+        fn both(body: &[u8], count: usize) -> Result<(), TestCaseError> {
+            let base = 1_700_000_000_000;
+            let fast = walk_records(body, count, base);
+            let slow = reference::walk_records(&Bytes::copy_from_slice(body), count, base);
+            match (fast, slow) {
+                (Ok(f), Ok(s)) => prop_assert_eq!(f, s),
+                (Err(f), Err(s)) => {
+                    prop_assert_eq!(f.code, s.code, "{} / {}", f.message, s.message)
+                }
+                (f, s) => prop_assert!(false, "fast {f:?} but reference {s:?}"),
+            }
+            Ok(())
+        }
+
+        /// Varints at their longest: the last byte may carry only the bits
+        /// that fit, and no varint runs longer; both walks agree with the
+        /// expected answer.
+        #[test]
+        fn on_the_longest_varints() {
+            // One record: attributes, timestamp delta, offset delta 0,
+            // null key and value, no headers; its length prefixed.
+            let record = |ts: &[u8], key: &[u8]| {
+                let mut fields = vec![0u8];
+                fields.extend_from_slice(ts);
+                fields.push(0);
+                fields.extend_from_slice(key);
+                fields.extend_from_slice(&[1, 0]);
+                let mut body = vec![u8::try_from(fields.len() * 2).unwrap()];
+                body.extend_from_slice(&fields);
+                body
+            };
+            let null = [0x81, 0x80, 0x80, 0x80, 0x00]; // -1 in five bytes
+            let cases: [(&str, Vec<u8>, bool); 7] = [
+                ("short forms", record(&[0], &[1]), true),
+                ("a five-byte varint", record(&[0], &null), true),
+                (
+                    "a fifth byte beyond 32 bits",
+                    record(&[0], &[0x81, 0x80, 0x80, 0x80, 0x10]),
+                    false,
+                ),
+                (
+                    "a six-byte varint",
+                    record(&[0], &[0x81, 0x80, 0x80, 0x80, 0x80, 0x00]),
+                    false,
+                ),
+                (
+                    "a ten-byte varlong",
+                    record(
+                        &[0xff; 9].iter().chain(&[0x01]).copied().collect::<Vec<_>>(),
+                        &[1],
+                    ),
+                    true,
+                ),
+                (
+                    "a tenth byte beyond 64 bits",
+                    record(
+                        &[0xff; 9].iter().chain(&[0x02]).copied().collect::<Vec<_>>(),
+                        &[1],
+                    ),
+                    false,
+                ),
+                (
+                    "an eleven-byte varlong",
+                    record(
+                        &[0xff; 10]
+                            .iter()
+                            .chain(&[0x00])
+                            .copied()
+                            .collect::<Vec<_>>(),
+                        &[1],
+                    ),
+                    false,
+                ),
+            ];
+            for (what, body, ok) in cases {
+                assert_eq!(walk_records(&body, 1, 0).is_ok(), ok, "{what}");
+                both(&body, 1).unwrap_or_else(|e| panic!("{what}: {e}"));
+            }
+        }
+
+        proptest! {
+            #[test]
+            fn on_valid_sections(records in records()) {
+                let n = records.len();
+                let wire = produced_bytes(records, ProducerInfo::NONE);
+                let body = &wire[BATCH_HEADER_BYTES..];
+                prop_assert!(walk_records(body, n, 0).is_ok());
+                both(body, n)?;
+            }
+
+            #[test]
+            fn on_damaged_sections(
+                records in records(),
+                damages in prop::collection::vec(damage(), 1..4),
+            ) {
+                let mut count = records.len();
+                let wire = produced_bytes(records, ProducerInfo::NONE);
+                let mut body = wire[BATCH_HEADER_BYTES..].to_vec();
+                // Lengths are rewritten only while every length still
+                // names where the next record starts.
+                let mut chained = true;
+                for d in damages {
+                    let len = body.len().max(1);
+                    match d {
+                        Damage::Flip(at, x) => if let Some(b) = body.get_mut(at % len) { *b ^= x },
+                        Damage::Cut(at) => body.truncate(at % len),
+                        Damage::Insert(at, b) => body.insert(at % (body.len() + 1), b),
+                        Damage::Count(c) => count = c,
+                        Damage::Grow { record, by } if chained => resize(&mut body, record, by, true),
+                        Damage::Shrink { record, by } if chained => resize(&mut body, record, by, false),
+                        Damage::Grow { .. } | Damage::Shrink { .. } => {}
+                    }
+                    chained &= matches!(d, Damage::Count(_) | Damage::Grow { .. } | Damage::Shrink { .. });
+                }
+                both(&body, count)?;
+            }
+
+            #[test]
+            fn on_arbitrary_bytes(
+                body in prop::collection::vec(any::<u8>(), 0..200),
+                count in 0usize..30,
+            ) {
+                both(&body, count)?;
+            }
+        }
     }
 }

@@ -322,6 +322,17 @@ impl BlockBatch {
 
     /// Appends the batch's frame to `out`; on error `out` is unchanged.
     pub fn encode_into(&self, out: &mut Vec<u8>) -> Result<()> {
+        out.reserve(self.encoded_len());
+        self.encode_head_into(out)?;
+        out.extend_from_slice(&self.block);
+        Ok(())
+    }
+
+    /// Appends the batch's frame but its block to `out` (on error `out` is
+    /// unchanged): written followed by [`BlockBatch::block`], it is the
+    /// frame, whose CRC it already holds. The log writes the two with one
+    /// vectored write, so the block is never copied on its way to the file.
+    pub fn encode_head_into(&self, out: &mut Vec<u8>) -> Result<()> {
         let total = self.encoded_len();
         let payload_len = u32::try_from(total - FRAME_HEADER_BYTES).map_err(|_| {
             LogError::InvalidRecord(format!("a batch of {total} bytes is too large to encode"))
@@ -332,7 +343,7 @@ impl BlockBatch {
         let txn_id_len = u16::try_from(txn_id.len()).unwrap_or(0);
         let h = &self.header;
         let start = out.len();
-        out.reserve(total);
+        out.reserve(total - self.block.len());
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&payload_len.to_be_bytes());
         out.extend_from_slice(&[0; 4]); // CRC, filled in below.
@@ -351,12 +362,11 @@ impl BlockBatch {
         out.extend_from_slice(&self.max_timestamp.to_be_bytes());
         out.extend_from_slice(&self.kafka_crc.to_be_bytes());
         out.extend_from_slice(txn_id);
+        debug_assert_eq!(out.len() - start + self.block.len(), total);
         // The frame CRC covers the header just written and the block; the
         // block's part follows from Kafka's CRC when the block is large, so
-        // appending a produced batch reads its bytes only to copy them.
+        // appending a produced batch does not read its bytes at all.
         let head = crc32c::crc32c(&out[start + FRAME_HEADER_BYTES..]);
-        out.extend_from_slice(&self.block);
-        debug_assert_eq!(out.len() - start, total);
         let crc = match self.large_block_crc() {
             Some(block_crc) => crc::combine(head, block_crc, self.block.len()),
             None => crc32c::crc32c_append(head, &self.block),

@@ -122,6 +122,15 @@ pub fn encode(batch: &RecordBatch) -> Result<Bytes> {
 /// is left as it was. A batch that kept its producer's block is written as
 /// a version 2 frame around that block, any other as version 1.
 pub fn encode_into(batch: &RecordBatch, out: &mut Vec<u8>) -> Result<()> {
+    encode_head_into(batch, out)?;
+    out.extend_from_slice(frame_tail(batch));
+    Ok(())
+}
+
+/// [`encode_into`] for a vectored write: appends the frame to `out` except
+/// for its [`frame_tail`], to be written right after it. On error `out` is
+/// left as it was.
+pub fn encode_head_into(batch: &RecordBatch, out: &mut Vec<u8>) -> Result<()> {
     let base_offset = batch
         .base_offset()
         .ok_or_else(|| LogError::InvalidRecord("cannot encode an unassigned batch".into()))?;
@@ -129,9 +138,9 @@ pub fn encode_into(batch: &RecordBatch, out: &mut Vec<u8>) -> Result<()> {
         if batch.is_block_only() {
             batch.validate()?;
         }
-        let mut block = block.clone();
-        block.assign(base_offset, batch.leader_epoch())?;
-        return block.encode_into(out);
+        let mut assigned = block.clone();
+        assigned.assign(base_offset, batch.leader_epoch())?;
+        return assigned.encode_head_into(out);
     }
     batch.validate()?;
     let start = out.len();
@@ -145,6 +154,12 @@ pub fn encode_into(batch: &RecordBatch, out: &mut Vec<u8>) -> Result<()> {
     let crc = crc32c::crc32c(&out[start + FRAME_HEADER_BYTES..]);
     out[start + 8..start + 12].copy_from_slice(&crc.to_be_bytes());
     Ok(())
+}
+
+/// What [`encode_head_into`] leaves out of `batch`'s frame: a version 2
+/// frame's block, as produced (empty for version 1, which it writes whole).
+pub fn frame_tail(batch: &RecordBatch) -> &[u8] {
+    batch.block().map_or(&[], |b| b.block())
 }
 
 /// Appends a validated batch's version 1 frame of `total` bytes, its CRC

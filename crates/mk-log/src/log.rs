@@ -23,8 +23,8 @@ use bytes::Bytes;
 use mk_storage::fsutil;
 use mk_storage::{WriteGate, torn_error};
 use std::fs::{self, File, OpenOptions};
+use std::io::IoSlice;
 use std::ops::ControlFlow;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -568,7 +568,7 @@ impl PartitionLog {
         let header = codec::decode_header(&batch.frame, self.config.max_batch_bytes)?;
         self.check_next(Some(header.base_offset))?;
         let max_ts = frame_max_timestamp(&batch.frame, &header)?;
-        self.write_frame(&batch.frame, &header, max_ts)
+        self.write_frame(&[&batch.frame], &header, max_ts)
     }
 
     /// [`Self::append_replica_frame`] for a frame checked outside the
@@ -577,7 +577,7 @@ impl PartitionLog {
         self.check_writable()?;
         let batch = &checked.batch;
         self.check_next(Some(batch.header.base_offset))?;
-        self.write_frame(&batch.frame, &batch.header, checked.max_timestamp)
+        self.write_frame(&[&batch.frame], &batch.header, checked.max_timestamp)
     }
 
     /// Appends a producer's block batch as a version 2 frame: assigns base
@@ -586,15 +586,20 @@ impl PartitionLog {
     pub fn append_block(&mut self, mut batch: BlockBatch) -> Result<AppendInfo> {
         self.check_writable()?;
         batch.assign(self.leo(), self.leader_epoch)?;
-        let frame = batch.encode()?;
-        let payload = frame.len() - codec::FRAME_HEADER_BYTES;
+        let payload = batch.encoded_len() - codec::FRAME_HEADER_BYTES;
         if payload > self.config.max_batch_bytes as usize {
             return Err(LogError::InvalidRecord(format!(
                 "batch payload of {payload} bytes exceeds max_batch_bytes {}",
                 self.config.max_batch_bytes
             )));
         }
-        self.write_frame(&frame, &batch.header(), batch.max_timestamp())
+        let mut head = Vec::new();
+        batch.encode_head_into(&mut head)?;
+        self.write_frame(
+            &[&head, batch.block()],
+            &batch.header(),
+            batch.max_timestamp(),
+        )
     }
 
     fn check_next(&self, base_offset: Option<i64>) -> Result<()> {
@@ -613,9 +618,10 @@ impl PartitionLog {
     fn append_assigned(&mut self, batch: &RecordBatch) -> Result<AppendInfo> {
         let mut buf = std::mem::take(&mut self.scratch);
         buf.clear();
-        let result = self
-            .frame_into(batch, &mut buf)
-            .and_then(|(header, _)| self.write_frame(&buf, &header, batch.max_timestamp_ms()));
+        let result = self.frame_into(batch, &mut buf).and_then(|(header, _)| {
+            let parts = [&buf[..], codec::frame_tail(batch)];
+            self.write_frame(&parts, &header, batch.max_timestamp_ms())
+        });
         self.scratch = buf;
         result
     }
@@ -666,7 +672,8 @@ impl PartitionLog {
 
     /// Encodes an assigned batch at the end of `buf`, within
     /// `max_batch_bytes` (on error `buf` is as it was): its header and
-    /// where its frame is in `buf`.
+    /// where its frame is in `buf`, but for its [`codec::frame_tail`] (a
+    /// produced block, written from where it is).
     fn frame_into(
         &self,
         batch: &RecordBatch,
@@ -676,8 +683,9 @@ impl PartitionLog {
             LogError::InvalidRecord("cannot append a batch without a base offset".into())
         })?;
         let start = buf.len();
-        codec::encode_into(batch, buf)?;
-        let payload = buf.len() - start - codec::FRAME_HEADER_BYTES;
+        codec::encode_head_into(batch, buf)?;
+        let payload =
+            buf.len() - start + codec::frame_tail(batch).len() - codec::FRAME_HEADER_BYTES;
         if payload > self.config.max_batch_bytes as usize {
             buf.truncate(start);
             return Err(LogError::InvalidRecord(format!(
@@ -709,25 +717,30 @@ impl PartitionLog {
                 self.dir.display()
             );
         }
-        for f in &frames {
-            self.assert_whole_frame(&buf[f.range.clone()]);
+        // Each frame is its encoded head in `buf` and its block where the
+        // producer's request left it.
+        let parts: Vec<&[u8]> = frames
+            .iter()
+            .flat_map(|f| [&buf[f.range.clone()], codec::frame_tail(&f.batch)])
+            .collect();
+        for frame in parts.chunks(2) {
+            self.assert_whole_frame(frame);
         }
-        let bytes = &buf[first.range.start..last.range.end];
+        let bytes: u64 = parts.iter().map(|p| p.len() as u64).sum();
         let active = self.active_segment();
         let fits = frames.len() > 1
             && !self.group_may_roll_by_age(&frames)
-            && active.size + bytes.len() as u64 <= self.config.segment_max_bytes
+            && active.size + bytes <= self.config.segment_max_bytes
             && last.header.next_offset() - active.base_offset <= i64::from(u32::MAX);
         let mut failed = false;
         if fits {
-            match self.write_at_end(bytes) {
-                Ok((position, segment_base_offset)) => {
-                    let start = first.range.start;
+            match self.write_at_end(&parts) {
+                Ok((mut at, segment_base_offset)) => {
                     return frames
                         .iter()
-                        .map(|f| {
-                            let at = position + (f.range.start - start) as u64;
-                            let len = f.range.len() as u64;
+                        .zip(parts.chunks(2))
+                        .map(|(f, frame)| {
+                            let len = frame_len(frame);
                             let info = self.note_written(
                                 &f.header,
                                 at,
@@ -735,6 +748,7 @@ impl PartitionLog {
                                 len,
                                 f.batch.max_timestamp_ms(),
                             );
+                            at += len;
                             (f.answer, Ok(info))
                         })
                         .collect();
@@ -750,9 +764,10 @@ impl PartitionLog {
                     self.append(f.batch)
                 } else {
                     let ts = f.batch.max_timestamp_ms();
+                    let frame = [&buf[f.range], codec::frame_tail(&f.batch)];
                     let r = self
                         .check_writable()
-                        .and_then(|()| self.write_frame(&buf[f.range], &f.header, ts));
+                        .and_then(|()| self.write_frame(&frame, &f.header, ts));
                     failed = r.is_err();
                     r
                 };
@@ -777,15 +792,17 @@ impl PartitionLog {
         base < 0 || frames.iter().any(|f| ts(f).saturating_sub(base) > max_age)
     }
 
+    /// Writes one frame, given in parts (a head and a block, or a whole
+    /// frame), rolling first where the segment is full or old enough.
     fn write_frame(
         &mut self,
-        frame: &[u8],
+        frame: &[&[u8]],
         header: &BatchHeader,
         max_ts: i64,
     ) -> Result<AppendInfo> {
         self.assert_at_end(header);
         self.assert_whole_frame(frame);
-        let len = frame.len() as u64;
+        let len = frame_len(frame);
         let active = self.active_segment();
         let relative_end = header.next_offset() - active.base_offset;
         if active.size > 0
@@ -812,41 +829,45 @@ impl PartitionLog {
     }
 
     /// Every frame that reaches the disk is one whole frame whose length
-    /// prefix names exactly its bytes, within `max_batch_bytes`: every
-    /// caller built it with the encoder and bounded it, or verified it, so
-    /// a mismatch is a bug, and writing it would make the next recovery
-    /// cut the log at this frame. Checking costs a read of its 12-byte
-    /// header.
-    fn assert_whole_frame(&self, frame: &[u8]) {
-        let named = codec::peek_frame_len(frame, self.config.max_batch_bytes);
+    /// prefix names exactly its bytes (its parts together), within
+    /// `max_batch_bytes`: every caller built it with the encoder and
+    /// bounded it, or verified it, so a mismatch is a bug, and writing it
+    /// would make the next recovery cut the log at this frame. Checking
+    /// costs a read of its 12-byte header, which the first part holds.
+    fn assert_whole_frame(&self, frame: &[&[u8]]) {
+        let len = frame_len(frame);
+        let first = frame.first().copied().unwrap_or_default();
+        let named = codec::peek_frame_len(first, self.config.max_batch_bytes);
         assert!(
-            matches!(named, Ok(Some(len)) if len == frame.len()),
-            "{}: a frame of {} bytes about to be written is not one whole frame \
+            matches!(named, Ok(Some(n)) if n as u64 == len),
+            "{}: a frame of {len} bytes about to be written is not one whole frame \
              within max_batch_bytes {}: its header names {named:?}",
             self.dir.display(),
-            frame.len(),
             self.config.max_batch_bytes
         );
     }
 
-    /// Writes `bytes` at the end of the active segment and returns where
-    /// (position, segment base offset). On failure nothing of them stays
-    /// in the file, or the log refuses further writes.
-    fn write_at_end(&mut self, bytes: &[u8]) -> Result<(u64, i64)> {
+    /// Writes `parts` one after the other at the end of the active segment
+    /// (one vectored write) and returns where (position, segment base
+    /// offset). On failure nothing of them stays in the file, or the log
+    /// refuses further writes.
+    fn write_at_end(&mut self, parts: &[&[u8]]) -> Result<(u64, i64)> {
         let active = self.segments.last().expect("active");
         let position = active.size;
         let segment_base_offset = active.base_offset;
         debug_assert_eq!(self.active_path, active.path(&self.dir, LOG_EXT));
         let path = &self.active_path;
-        let gate = match self.config.faults.before_write_of(path, bytes.len()) {
+        let len = parts.iter().map(|p| p.len()).sum();
+        let gate = match self.config.faults.before_write_of(path, len) {
             Ok(g) => g,
             Err(e) => return self.fail(e.into()),
         };
-        let whole = match gate {
-            WriteGate::Whole => bytes,
-            WriteGate::Torn(n) => &bytes[..n],
+        let written = match gate {
+            WriteGate::Whole => write_all_vectored_at(&self.active_file, parts, position),
+            WriteGate::Torn(n) => {
+                write_all_vectored_at(&self.active_file, &first_bytes(parts, n), position)
+            }
         };
-        let written = self.active_file.write_all_at(whole, position);
         if let (Ok(()), WriteGate::Torn(_)) = (&written, gate) {
             let e = LogError::from(torn_error(path));
             self.latch(&e);
@@ -1468,6 +1489,48 @@ impl PartitionLog {
     }
 }
 
+/// The bytes of a frame given in parts.
+fn frame_len(frame: &[&[u8]]) -> u64 {
+    frame.iter().map(|p| p.len() as u64).sum()
+}
+
+/// The first `n` bytes of `parts`, as parts (what a torn write leaves).
+fn first_bytes<'a>(parts: &[&'a [u8]], mut n: usize) -> Vec<&'a [u8]> {
+    let mut kept = Vec::with_capacity(parts.len());
+    for p in parts {
+        let take = n.min(p.len());
+        kept.push(&p[..take]);
+        n -= take;
+    }
+    kept
+}
+
+/// Writes all of `parts`, in order, at `position` of `file`, with as few
+/// `pwritev` calls as the kernel allows: again for what a short write
+/// left, at most `IOV_MAX` (1024 on Linux) parts per call.
+fn write_all_vectored_at(file: &File, parts: &[&[u8]], mut position: u64) -> std::io::Result<()> {
+    const IOV_MAX: usize = 1024;
+    let mut slices: Vec<IoSlice<'_>> = parts
+        .iter()
+        .filter(|p| !p.is_empty())
+        .map(|p| IoSlice::new(p))
+        .collect();
+    let mut rest: &mut [IoSlice<'_>] = &mut slices;
+    while !rest.is_empty() {
+        let n = rest.len().min(IOV_MAX);
+        match rustix::io::pwritev(file, &rest[..n], position) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(written) => {
+                position += written as u64;
+                IoSlice::advance_slices(&mut rest, written);
+            }
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn remove_segment_files(dir: &Path, base: i64) -> Result<()> {
     for ext in [LOG_EXT, INDEX_EXT, TIME_INDEX_EXT] {
         fsutil::remove_if_exists(&segment_path(dir, base, ext))?;
@@ -1534,10 +1597,10 @@ mod tests {
         let mut frame = Vec::new();
         codec::encode_into(&batch, &mut frame).unwrap();
         let torn = &frame[..frame.len() - 1];
-        let written = catch_unwind(AssertUnwindSafe(|| log.write_frame(torn, &header, 1)));
+        let written = catch_unwind(AssertUnwindSafe(|| log.write_frame(&[torn], &header, 1)));
         assert!(written.is_err(), "a torn frame must not be written");
         assert_eq!((log.leo(), log.size_bytes()), (0, 0));
-        let info = log.write_frame(&frame, &header, 1).unwrap();
+        let info = log.write_frame(&[&frame], &header, 1).unwrap();
         assert_eq!((info.next_offset, info.size), (1, frame.len() as u64));
     }
 }

@@ -196,6 +196,46 @@ fn damage_in_a_closed_version_2_segment_refuses_to_open_and_repairs_nothing() {
     assert_eq!(std::fs::read(&path).unwrap(), bytes);
 }
 
+/// A group of produced batches goes down as one vectored write of each
+/// frame's head and its block where the producer left it, in more parts
+/// than one `pwritev` takes: the segment then holds exactly each batch's
+/// encoded frame, back to back. A torn group write of blocks leaves, after
+/// a reopen, those frames and at most whole frames of the torn half.
+#[test]
+fn a_group_of_blocks_lands_as_its_frames_and_a_torn_one_is_cut() {
+    let cfg = LogConfig::default();
+    let (dir, mut log) = temp_log(&cfg);
+    let group = || (0..700).map(|k| produced(k).1).collect::<Vec<_>>();
+    let batches = group();
+    let answers = log.append_group(batches.clone());
+    let mut want = Vec::new();
+    for (batch, answer) in batches.iter().zip(&answers) {
+        let mut block = batch.block().unwrap().clone();
+        block
+            .assign(answer.as_ref().unwrap().base_offset, 0)
+            .unwrap();
+        want.extend_from_slice(&block.encode().unwrap());
+    }
+    let path = seg_file(dir.path(), 0, "log");
+    assert_eq!(std::fs::read(&path).unwrap(), want, "frames back to back");
+    let leo = log.leo();
+    cfg.faults.inject_at(cfg.faults.sites_passed(), Fault::Torn);
+    assert!(log.append_group(group()).iter().all(Result::is_err));
+    drop(log); // the process dies
+    cfg.faults.clear();
+    let mut log = open(dir.path(), &cfg);
+    let kept = std::fs::read(&path).unwrap();
+    assert_eq!(&kept[..want.len()], &want[..]);
+    assert!(kept.len() <= want.len() + want.len() / 2 && log.leo() >= leo);
+    assert_eq!(
+        dump(&log).len() as i64,
+        log.leo(),
+        "every kept frame reads whole"
+    );
+    let (_, batch) = produced(7);
+    assert_eq!(log.append(batch).unwrap().base_offset, log.leo() - 2);
+}
+
 /// A log of compressed producer batches worth compacting: keys repeat
 /// across batches, some batches lose records, some lose none.
 fn compactable(dir: &Path, cfg: &LogConfig) -> PartitionLog {
