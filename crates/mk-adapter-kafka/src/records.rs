@@ -408,7 +408,7 @@ impl std::fmt::Display for Bad {
 }
 
 /// Checks one record in place: (offset delta, timestamp delta).
-#[inline]
+#[inline(always)]
 fn walk_record(r: &mut ByteReader<'_>) -> Result<(i32, i64), Bad> {
     let length = varint(r)?;
     let left = r.remaining();
@@ -433,7 +433,7 @@ fn walk_record(r: &mut ByteReader<'_>) -> Result<(i32, i64), Bad> {
 }
 
 /// The fields of one record, read from a reader over exactly its bytes.
-#[inline]
+#[inline(always)]
 fn walk_fields(f: &mut ByteReader<'_>) -> Result<(i32, i64), Bad> {
     let _attributes = f.u8().map_err(|_| Bad::Cut)?;
     let timestamp_delta = varlong(f)?;
@@ -466,7 +466,7 @@ fn walk_headers(f: &mut ByteReader<'_>, count: i32) -> Result<(), Bad> {
 }
 
 /// Skips a varint-length field (-1 = null).
-#[inline]
+#[inline(always)]
 fn skip_bytes(f: &mut ByteReader<'_>) -> Result<(), Bad> {
     match varint(f)? {
         -1 => Ok(()),
