@@ -183,3 +183,19 @@ def test_a_topics_compression_type_recompresses_what_producers_send(broker, topi
         assert set(fetched_batch_codecs(broker.bootstrap, t, version=4)) == {CODEC_IDS[topic_codec]}
     for reader in ("confluent-kafka", "kafka-python"):
         check_in_order(sent, DRIVERS[reader].read_all(broker.bootstrap, t))
+
+
+@pytest.mark.parametrize("level", ["1", "12", "17"])
+def test_lz4_levels_other_than_the_default_store_lz4_hc_frames_every_client_reads(broker, level):
+    """compression.lz4.level other than Kafka's default 9 makes the broker
+    compress with LZ4 HC (KIP-390; 1 and 2 are the LZ4 library's fast mode):
+    still LZ4 frames of independent blocks, which confluent-kafka and
+    kafka-python read as they read Kafka's."""
+    t = unique_topic("lz4-level", level)
+    create(broker, t, {"compression.type": "lz4", "compression.lz4.level": level})
+    sent = compressible(f"lz4-{level}", 300)
+    acks = DRIVERS["confluent-kafka"].produce(broker.bootstrap, t, sent, compression="none")
+    assert [a.offset for a in acks] == list(range(len(sent)))
+    assert set(fetched_batch_codecs(broker.bootstrap, t)) == {CODEC_IDS["lz4"]}
+    for reader in ("confluent-kafka", "kafka-python"):
+        check_in_order(sent, DRIVERS[reader].read_all(broker.bootstrap, t))

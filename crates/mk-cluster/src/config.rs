@@ -553,18 +553,17 @@ impl TopicConfig {
     }
 
     /// What the broker compresses this topic's batches with
-    /// (`compression.type`, with `compression.gzip.level` or
-    /// `compression.zstd.level`), or `None` for `producer`: batches are then
-    /// kept in whatever codec their producer chose. `uncompressed` is
-    /// `Codec::None`. `compression.lz4.level` has no effect: lz4 is
-    /// compressed in LZ4's one fast mode.
+    /// (`compression.type`, with `compression.gzip.level`,
+    /// `compression.lz4.level` or `compression.zstd.level`), or `None` for
+    /// `producer`: batches are then kept in whatever codec their producer
+    /// chose. `uncompressed` is `Codec::None`.
     pub fn compression(&self, broker: &BrokerDefaults) -> Option<mk_log::block::Compression> {
         use mk_log::block::{Codec, Compression};
         let (codec, level_key) = match self.effective_str("compression.type", broker).as_str() {
             "uncompressed" => (Codec::None, None),
             "gzip" => (Codec::Gzip, Some("compression.gzip.level")),
             "snappy" => (Codec::Snappy, None),
-            "lz4" => (Codec::Lz4, None),
+            "lz4" => (Codec::Lz4, Some("compression.lz4.level")),
             "zstd" => (Codec::Zstd, Some("compression.zstd.level")),
             _ => return None,
         };
@@ -902,12 +901,20 @@ mod tests {
         broker
             .dynamic_default
             .insert("compression.type".into(), "lz4".into());
-        let inherits = TopicConfig::default();
+        let mut inherits = TopicConfig::default();
+        let lz4 = |level| {
+            Some(Compression {
+                codec: Codec::Lz4,
+                level: Some(level),
+            })
+        };
         assert_eq!(
             inherits.compression(&broker),
-            Some(Compression::of(Codec::Lz4)),
-            "the broker's compression.type"
+            lz4(9),
+            "the broker's compression.type, at Kafka's default lz4 level"
         );
+        inherits.set("compression.lz4.level", "12").unwrap();
+        assert_eq!(inherits.compression(&broker), lz4(12));
     }
 
     #[test]

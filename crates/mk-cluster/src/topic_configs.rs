@@ -163,10 +163,11 @@ pub const TOPIC_CONFIGS: [TopicConfigDef; 35] = [
             max: 17,
             or: None,
         },
-        Stored,
+        Enforced,
         Some("compression.lz4.level"),
-        "Level used when the broker compresses with lz4. mk compresses lz4 in its one fast \
-         mode, whatever the value.",
+        "Level used when the broker compresses with lz4: 9 (the default) is LZ4's fast mode, as \
+         in Kafka; any other level is LZ4 HC at that level (the LZ4 library caps it at 12 and \
+         takes 1 and 2 as its fast mode).",
     ),
     def(
         "compression.zstd.level",

@@ -344,6 +344,10 @@ fn probes() -> Vec<Probe> {
             ..probe("compression.gzip.level", "1", stored_bytes)
         },
         Probe {
+            topic: &[("compression.type", "lz4")],
+            ..probe("compression.lz4.level", "12", stored_bytes)
+        },
+        Probe {
             topic: &[("compression.type", "zstd")],
             ..probe("compression.zstd.level", "19", stored_bytes)
         },

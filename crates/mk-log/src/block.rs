@@ -82,9 +82,9 @@ impl Codec {
 
 /// What the broker compresses a block with when it builds or recompresses
 /// one: a codec and its level (`None`: the codec's default, Kafka's `-1`
-/// or unset level). gzip takes levels 1-9 and zstd Kafka's range; snappy
-/// and lz4 have one level here (lz4 is LZ4's fast mode, whatever Kafka's
-/// `compression.lz4.level` says).
+/// or unset level). gzip takes levels 1-9, zstd Kafka's range, lz4 Kafka's
+/// 1-17 (9, its default, is LZ4's fast mode; any other level LZ4 HC);
+/// snappy has one level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Compression {
     pub codec: Codec,

@@ -69,14 +69,39 @@ pub fn compress(to: Compression, data: &[u8]) -> Result<Bytes> {
             e.finish().map_err(fail)?
         }
         Codec::Snappy => xerial_snappy(data)?,
-        Codec::Lz4 => {
-            let mut e = lz4_flex::frame::FrameEncoder::new(Vec::new());
-            e.write_all(data).map_err(fail)?;
-            e.finish().map_err(|e| fail(std::io::Error::other(e)))?
-        }
+        Codec::Lz4 => lz4_frame(data, to.level).map_err(fail)?,
         Codec::Zstd => zstd::bulk::compress(data, to.level.unwrap_or(3)).map_err(fail)?,
     };
     Ok(Bytes::from(out))
+}
+
+/// Kafka's default `compression.lz4.level`, the one level Kafka compresses
+/// in LZ4's fast mode.
+const LZ4_FAST_LEVEL: i32 = 9;
+
+/// An LZ4 frame as Kafka's producer writes one (independent 64 KiB blocks,
+/// no block or content checksum): at `level` 9 (Kafka's default, or no
+/// level) in LZ4's fast mode, at any other level with LZ4 HC, as Kafka
+/// 3.8+ does (KIP-390). The LZ4 library caps HC at its level 12 (Kafka's
+/// range goes to 17), and its frame encoder takes levels 1 and 2 as fast
+/// mode.
+fn lz4_frame(data: &[u8], level: Option<i32>) -> std::io::Result<Vec<u8>> {
+    use std::io::Write;
+    let Some(level) = level.filter(|l| *l != LZ4_FAST_LEVEL) else {
+        let mut e = lz4_flex::frame::FrameEncoder::new(Vec::new());
+        e.write_all(data)?;
+        return e.finish().map_err(std::io::Error::other);
+    };
+    let mut e = lz4::EncoderBuilder::new()
+        .block_size(lz4::BlockSize::Max64KB)
+        .block_mode(lz4::BlockMode::Independent)
+        .block_checksum(lz4::liblz4::BlockChecksum::NoBlockChecksum)
+        .checksum(lz4::ContentChecksum::NoChecksum)
+        .level(u32::try_from(level).unwrap_or(1))
+        .build(Vec::new())?;
+    e.write_all(data)?;
+    let (out, done) = e.finish();
+    done.map(|()| out)
 }
 
 /// snappy-java's stream format, which Kafka's producer writes: the xerial
@@ -596,6 +621,28 @@ mod tests {
             for c in [fast, best] {
                 assert_eq!(decompress(codec, &c, LIMIT).unwrap(), &body[..]);
             }
+        }
+        // lz4: Kafka's default level 9 is LZ4's fast mode, another level
+        // LZ4 HC (smaller here); both frames as Kafka's producer writes
+        // them: FLG version 1 with independent blocks and no checksums,
+        // BD 64 KiB blocks.
+        let lz4_at = |level| {
+            compress(
+                Compression {
+                    codec: Codec::Lz4,
+                    level: Some(level),
+                },
+                &body,
+            )
+            .unwrap()
+        };
+        let (fast, high) = (lz4_at(9), lz4_at(12));
+        assert_eq!(fast, compress(Compression::of(Codec::Lz4), &body).unwrap());
+        assert!(high.len() < fast.len(), "{} vs {}", high.len(), fast.len());
+        for c in [fast, high] {
+            assert_eq!(&c[..4], &[0x04, 0x22, 0x4d, 0x18], "LZ4 frame magic");
+            assert_eq!((c[4], c[5]), (0x60, 0x40), "FLG and BD");
+            assert_eq!(decompress(Codec::Lz4, &c, LIMIT).unwrap(), &body[..]);
         }
         // Snappy is written as Kafka's producer writes it: xerial-framed.
         let snappy = compress(Compression::of(Codec::Snappy), &body).unwrap();
