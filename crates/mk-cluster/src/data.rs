@@ -1127,7 +1127,8 @@ impl DataPath<'_> {
         let slot = self.cluster.slot(&p.tp)?;
         // Under the partition lock the stored frames are only located and
         // copied, their headers read. Outside it each frame's CRC is
-        // checked (damage takes the partition offline as a read under the
+        // checked once, unless this process wrote it or a fetch checked it
+        // before (damage takes the partition offline as a read under the
         // lock would), a producer's batch (version 2) is only sliced into
         // header fields and block: no record is decompressed or decoded.
         // Version 1 frames, whose records the broker encoded, are decoded
@@ -1137,7 +1138,7 @@ impl DataPath<'_> {
             locate_batches(set, p, isolation, budget, first)
         })?;
         for b in &located.stored {
-            let checked = b.check().map_err(ClusterError::from);
+            let checked = b.check_once().map_err(ClusterError::from);
             self.cluster
                 .settle(&slot, crate::health::Access::Read, checked)?;
         }

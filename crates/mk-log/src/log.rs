@@ -16,7 +16,8 @@ use crate::log_start;
 use crate::record::{Record, RecordBatch};
 use crate::recovery::{self, Recovered};
 use crate::segment::{
-    FrameReader, INDEX_EXT, LOG_EXT, Segment, TIME_INDEX_EXT, segment_path, stored_corruption,
+    FrameReader, INDEX_EXT, LOG_EXT, ReadHandles, Segment, TIME_INDEX_EXT, segment_path,
+    stored_corruption,
 };
 use crate::txn_index::{AbortedTxn, TxnIndex};
 use bytes::Bytes;
@@ -68,12 +69,24 @@ pub struct StoredBatch {
 }
 
 /// The segment file and position of a frame read without its CRC checked,
-/// so that the check made later names the damage as a checked read does.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// so that the check made later names the damage as a checked read does,
+/// and what of its segment needs no check ([`StoredBatch::check_once`]).
+#[derive(Debug, Clone)]
 pub struct FrameOrigin {
     pub path: Arc<Path>,
     pub position: u64,
+    pub(crate) trusted: Arc<crate::segment::Trusted>,
 }
+
+impl PartialEq for FrameOrigin {
+    fn eq(&self, other: &Self) -> bool {
+        self.path == other.path
+            && self.position == other.position
+            && Arc::ptr_eq(&self.trusted, &other.trusted)
+    }
+}
+
+impl Eq for FrameOrigin {}
 
 /// A stored batch whose frame CRC is checked and whose max timestamp is
 /// known: what a follower appends under the partition lock after the
@@ -118,6 +131,27 @@ impl StoredBatch {
         };
         codec::check_frame_crc(&self.frame)
             .map_err(|e| stored_corruption(&origin.path, origin.position, &e))
+    }
+
+    /// [`Self::check`] for a consumer's fetch, which checks a frame once:
+    /// a frame this process wrote (it computed the CRC as it appended it)
+    /// or one a fetch already checked passes at once, and a checked frame
+    /// adds to what later fetches trust. Damage done to the file behind the
+    /// process's back after that is not seen here: Kafka never checks CRCs
+    /// on a fetch at all (its consumers do). Followers keep checking every
+    /// frame ([`CheckedFrame::of`]), as Kafka's followers check what they
+    /// append.
+    pub fn check_once(&self) -> Result<()> {
+        let Some(origin) = &self.unchecked else {
+            return Ok(());
+        };
+        let len = self.frame.len() as u64;
+        if origin.trusted.covers(origin.position, len) {
+            return Ok(());
+        }
+        self.check()?;
+        origin.trusted.checked(origin.position, len);
+        Ok(())
     }
 
     /// Decodes the records (the CRC was checked when the batch was read).
@@ -188,6 +222,8 @@ pub struct PartitionLog {
     pub(crate) active_file: File,
     /// The active segment's `.log` path (kept, not rebuilt per append).
     active_path: PathBuf,
+    /// Read handles of closed segments kept between reads.
+    read_handles: ReadHandles,
     pub(crate) txns: TxnIndex,
     scratch: Vec<u8>,
     /// Clock time the active segment was started or loaded at (`None`
@@ -280,6 +316,7 @@ impl PartitionLog {
             segments,
             active_file,
             active_path,
+            read_handles: ReadHandles::default(),
             txns,
             scratch: Vec::new(),
             active_created_ms: None,
@@ -958,7 +995,12 @@ impl PartitionLog {
             Err(e) => return self.fail(LogError::io(path, e)),
         };
         self.segments.push(Segment::empty(leo));
-        self.active_file = file;
+        // The rolled segment's file serves its reads from now on: no
+        // reader has to open it again.
+        let rolled = std::mem::replace(&mut self.active_file, file);
+        let rolled_base = self.segments[self.segments.len() - 2].base_offset;
+        self.read_handles
+            .keep(rolled_base, self.rewrites, Arc::new(rolled));
         self.active_path = path;
         self.active_created_ms = self.config.clock.as_ref().map(|c| c.now_ms());
         self.active_first_ts = None;
@@ -1039,6 +1081,7 @@ impl PartitionLog {
             return Ok(());
         }
         self.rewrites += 1;
+        self.read_handles.clear();
         let i = self.segment_index_for(next_offset);
         let cut = self.boundary_position(i, next_offset)?;
         if i + 1 < self.segments.len()
@@ -1084,6 +1127,7 @@ impl PartitionLog {
         seg.index_bytes = idx.byte_len();
         seg.index_dirty = true;
         seg.size = cut;
+        seg.trusted.cut(cut);
         seg.next_offset = next_offset;
         seg.max_timestamp_ms = max_timestamp_below(&file, &path, cut, self.config.max_batch_bytes)?;
         seg.unsynced = false;
@@ -1202,15 +1246,18 @@ impl PartitionLog {
             return Ok(ControlFlow::Continue(()));
         }
         let path = seg.path(&self.dir, LOG_EXT);
-        let owned;
+        let kept;
         let file = if i == self.segments.len() - 1 {
             &self.active_file
         } else {
-            owned = File::open(&path).map_err(|e| LogError::io(&path, e))?;
-            &owned
+            kept = self
+                .read_handles
+                .get(seg.base_offset, self.rewrites, &path)?;
+            &*kept
         };
         let max = self.config.max_batch_bytes;
         let origin: Option<Arc<Path>> = (!checked).then(|| Arc::from(path.as_path()));
+        let trusted = &seg.trusted;
         let mut frames = FrameReader::new(file, &path, start, seg.size, max);
         if let Some(want) = want {
             frames = frames.with_first_read(want);
@@ -1225,6 +1272,7 @@ impl PartitionLog {
             let unchecked = origin.as_ref().map(|path| FrameOrigin {
                 path: Arc::clone(path),
                 position: pos,
+                trusted: Arc::clone(trusted),
             });
             let batch = StoredBatch {
                 header,
@@ -1569,6 +1617,7 @@ impl PartitionLog {
         let path = self.dir.join(CheckpointKind::RecoveryPoint.file_name());
         self.recovery_bases.clear();
         self.rewrites += 1;
+        self.read_handles.clear();
         if path.exists() {
             fsutil::remove_if_exists(&path)?;
             fsutil::sync_dir_with(&self.config.faults, &self.dir)?;
@@ -1602,5 +1651,109 @@ mod tests {
         assert_eq!((log.leo(), log.size_bytes()), (0, 0));
         let info = log.write_frame(&[&frame], &header, 1).unwrap();
         assert_eq!((info.next_offset, info.size), (1, frame.len() as u64));
+    }
+
+    /// Flips one byte of `path` in place (the same file, as damage on disk).
+    fn flip(path: &Path, at: u64) {
+        let mut bytes = std::fs::read(path).unwrap();
+        bytes[usize::try_from(at).unwrap()] ^= 0x40;
+        std::fs::write(path, bytes).unwrap();
+    }
+
+    /// The middle byte of a located frame: its segment and position.
+    fn middle(b: &StoredBatch) -> (Arc<Path>, u64) {
+        let origin = b.unchecked.as_ref().expect("located without a check");
+        (
+            Arc::clone(&origin.path),
+            origin.position + b.size() as u64 / 2,
+        )
+    }
+
+    /// A consumer's fetch checks a frame's CRC once: not at all for frames
+    /// this process wrote, once for frames read from disk; a damaged frame
+    /// fails until it is intact again.
+    #[test]
+    fn a_fetch_checks_each_frame_read_from_disk_once_and_trusts_its_own_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = PartitionLog::open(dir.path(), LogConfig::default(), 0).unwrap();
+        for i in 0..3 {
+            let value = bytes::Bytes::from(format!("value {i}"));
+            let batch = RecordBatch::new(vec![Record::new(None, Some(value), 1)]).unwrap();
+            log.append(batch).unwrap();
+        }
+        let locate = |log: &PartitionLog| log.locate_batches(0, usize::MAX, None).unwrap();
+        // Written here: trusted as Kafka trusts its log on a fetch, though
+        // damage behind the process's back is still seen by a full check.
+        let (path, at) = middle(&locate(&log)[1]);
+        flip(&path, at);
+        let own = locate(&log);
+        assert!(own[1].check_once().is_ok());
+        assert!(own[1].check().is_err());
+        flip(&path, at);
+        // Read from disk after a clean reopen: the first fetch checks.
+        log.close().unwrap();
+        let log = PartitionLog::open(dir.path(), LogConfig::default(), 0).unwrap();
+        flip(&path, at);
+        let read = locate(&log);
+        read[0].check_once().unwrap();
+        assert!(read[1].check_once().is_err(), "damage is found");
+        assert!(locate(&log)[1].check_once().is_err(), "and found again");
+        flip(&path, at);
+        for b in locate(&log) {
+            b.check_once().unwrap();
+        }
+        // Checked once: later fetches trust it.
+        flip(&path, at);
+        assert!(locate(&log)[1].check_once().is_ok());
+        assert!(locate(&log)[1].check().is_err());
+    }
+
+    /// Closed segments are read through handles kept between reads (the
+    /// rolled active file first), at most two of them, dropped when
+    /// segments go.
+    #[test]
+    fn closed_segments_are_read_through_kept_handles_at_most_two() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = LogConfig {
+            segment_max_bytes: 200,
+            ..LogConfig::default()
+        };
+        let mut log = PartitionLog::open(dir.path(), cfg, 0).unwrap();
+        for i in 0..12 {
+            let value = bytes::Bytes::from(format!("value-{i:03}-{}", "x".repeat(60)));
+            let batch = RecordBatch::new(vec![Record::new(None, Some(value), 1)]).unwrap();
+            log.append(batch).unwrap();
+        }
+        let bases: Vec<i64> = log
+            .closed_segments()
+            .iter()
+            .map(|s| s.base_offset)
+            .collect();
+        assert!(bases.len() >= 4, "{bases:?}");
+        assert!(
+            log.read_handles.len() <= 2,
+            "rolled files kept, two at most"
+        );
+        let read_all = |log: &PartitionLog| {
+            (0..log.leo())
+                .map(|o| log.read_batches(o, 1, None).unwrap()[0].base_offset())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(read_all(&log), (0..12).collect::<Vec<_>>());
+        assert_eq!(log.read_handles.len(), 2);
+        let (first, generation) = (bases[0], log.rewrites);
+        let path = segment_path(dir.path(), first, LOG_EXT);
+        let a = log.read_handles.get(first, generation, &path).unwrap();
+        let b = log.read_handles.get(first, generation, &path).unwrap();
+        assert!(Arc::ptr_eq(&a, &b), "the second read reuses the handle");
+        // Deleting segments drops the handles; reads open what is left.
+        log.delete_closed_segments(&bases[..2]).unwrap();
+        assert_eq!(log.read_handles.len(), 0);
+        let start = log.log_start_offset();
+        assert_eq!(
+            log.read_batches(start, 1, None).unwrap()[0].base_offset(),
+            start
+        );
+        assert!((1..=2).contains(&log.read_handles.len()));
     }
 }

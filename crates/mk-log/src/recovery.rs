@@ -191,6 +191,8 @@ fn load_trusted(cp: Checkpoint) -> (Vec<Segment>, TxnIndex) {
             indexes: std::sync::OnceLock::new(),
             index_dirty: false,
             unsynced: false,
+            // Read from disk without a check: fetches check it once.
+            trusted: crate::segment::Trusted::new(s.size),
         })
         .collect();
     (segments, cp.txns)

@@ -9,7 +9,8 @@ use bytes::Bytes;
 use mk_storage::{FaultInjector, WriteGate, torn_error};
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 pub(crate) const LOG_EXT: &str = "log";
 pub(crate) const INDEX_EXT: &str = "index";
@@ -36,6 +37,51 @@ impl Indexes {
     }
 }
 
+/// Which bytes of a segment a consumer's fetch may send without checking
+/// their frame CRCs: those this process wrote (from `written_from` on: it
+/// computed their CRCs as it appended them) and those a fetch already
+/// checked (below `checked`). Bytes read from disk that nobody checked yet
+/// (a closed segment vouched for by a clean shutdown) are checked once, by
+/// the first fetch that meets them.
+#[derive(Debug)]
+pub(crate) struct Trusted {
+    written_from: AtomicU64,
+    checked: AtomicU64,
+}
+
+impl Trusted {
+    /// Every byte from `written_from` on was written by this process.
+    pub(crate) fn new(written_from: u64) -> Arc<Trusted> {
+        Arc::new(Trusted {
+            written_from: AtomicU64::new(written_from),
+            checked: AtomicU64::new(0),
+        })
+    }
+
+    /// Whether the frame of `len` bytes at `position` needs no check.
+    pub fn covers(&self, position: u64, len: u64) -> bool {
+        position >= self.written_from.load(Ordering::Acquire)
+            || position.saturating_add(len) <= self.checked.load(Ordering::Acquire)
+    }
+
+    /// The frame of `len` bytes at `position` was checked: what is trusted
+    /// grows when it adjoins what already was.
+    pub fn checked(&self, position: u64, len: u64) {
+        let end = position.saturating_add(len);
+        let _ = self
+            .checked
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |at| {
+                (at >= position && at < end).then_some(end)
+            });
+    }
+
+    /// The segment was cut to `size`: what is appended from there on is
+    /// this process's.
+    pub(crate) fn cut(&self, size: u64) {
+        self.written_from.fetch_min(size, Ordering::AcqRel);
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct Segment {
     pub base_offset: i64,
@@ -54,6 +100,9 @@ pub(crate) struct Segment {
     pub index_dirty: bool,
     /// Files changed since the last fsync.
     pub unsynced: bool,
+    /// The bytes a fetch need not check (shared with the fetches that
+    /// check frames after the partition lock).
+    pub trusted: Arc<Trusted>,
 }
 
 impl Segment {
@@ -68,6 +117,9 @@ impl Segment {
             indexes: OnceLock::from(Indexes::default()),
             index_dirty: true,
             unsynced: true,
+            // Written here from its first byte, or (recovery) every frame
+            // is checked as it is read.
+            trusted: Trusted::new(0),
         }
     }
 
@@ -201,6 +253,84 @@ impl Segment {
         }
         self.index_dirty = false;
         Ok(())
+    }
+}
+
+/// How many closed segments of one log keep a read handle open between
+/// reads: a consumer reads one segment after the other, a second reader
+/// (another consumer, a follower) may be at another one.
+const READ_HANDLES: usize = 2;
+
+/// Read handles of closed segments kept open between reads, so a fetch
+/// does not open its segment file every time. At most [`READ_HANDLES`],
+/// the most recently used; a handle serves only reads of the same
+/// generation of the log's files (truncation, retention and compaction
+/// start a new one and drop the handles), so a replaced file is never read
+/// through its old handle.
+#[derive(Debug, Default)]
+pub(crate) struct ReadHandles {
+    // Most recently used last. Every update is one push, one removal or
+    // one clear: a panic elsewhere cannot leave it half done.
+    open: Mutex<Vec<ReadHandle>>,
+}
+
+#[derive(Debug)]
+struct ReadHandle {
+    base_offset: i64,
+    generation: u64,
+    file: Arc<File>,
+}
+
+impl ReadHandles {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<ReadHandle>> {
+        self.open.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The open handle of segment `base_offset` at `generation`, opening
+    /// `path` (and keeping it, dropping the least recently used) when there
+    /// is none.
+    pub fn get(&self, base_offset: i64, generation: u64, path: &Path) -> Result<Arc<File>> {
+        let mut open = self.lock();
+        open.retain(|h| h.generation == generation);
+        if let Some(i) = open.iter().position(|h| h.base_offset == base_offset) {
+            let h = open.remove(i);
+            let file = Arc::clone(&h.file);
+            open.push(h);
+            return Ok(file);
+        }
+        drop(open);
+        let file = Arc::new(File::open(path).map_err(|e| LogError::io(path, e))?);
+        self.keep(base_offset, generation, Arc::clone(&file));
+        Ok(file)
+    }
+
+    /// Keeps `file` as the read handle of segment `base_offset` (the
+    /// active segment's file when it is rolled).
+    pub fn keep(&self, base_offset: i64, generation: u64, file: Arc<File>) {
+        let mut open = self.lock();
+        open.retain(|h| h.generation == generation && h.base_offset != base_offset);
+        if open.len() >= READ_HANDLES {
+            open.remove(0);
+        }
+        open.push(ReadHandle {
+            base_offset,
+            generation,
+            file,
+        });
+    }
+
+    /// Closes every handle (segments were deleted or rewritten).
+    pub fn clear(&mut self) {
+        self.open
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
+
+    /// How many handles are open.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.lock().len()
     }
 }
 
