@@ -344,32 +344,161 @@ impl<'a> Reader<'a> {
 /// the vector grows with the items actually decoded.
 const MAX_PREALLOCATED_ITEMS: usize = 1024;
 
+/// The records of a response (Fetch, ShareFetch) as the parts they are
+/// made of: the batch headers the broker builds and the record blocks as
+/// the log stored them. The writer sends the large parts as they are,
+/// without copying them into the response ([`Writer::record_set`]), so a
+/// fetch answer's stored bytes are copied once, into the socket. Read back
+/// (by tests and clients), a record set is one part.
+#[derive(Clone, Default)]
+pub struct RecordSet {
+    parts: Vec<Bytes>,
+    len: usize,
+}
+
+impl RecordSet {
+    /// Appends `part` (an empty one adds nothing).
+    pub fn push(&mut self, part: Bytes) {
+        if !part.is_empty() {
+            self.len += part.len();
+            self.parts.push(part);
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn parts(&self) -> &[Bytes] {
+        &self.parts
+    }
+
+    /// The records as one buffer (copied together when there are several
+    /// parts).
+    pub fn to_bytes(&self) -> Bytes {
+        match self.parts.as_slice() {
+            [] => Bytes::new(),
+            [one] => one.clone(),
+            parts => {
+                let mut out = BytesMut::with_capacity(self.len);
+                for p in parts {
+                    out.put_slice(p);
+                }
+                out.freeze()
+            }
+        }
+    }
+}
+
+/// Shown as its bytes, as a `Bytes` field is.
+impl std::fmt::Debug for RecordSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("RecordSet").field(&self.to_bytes()).finish()
+    }
+}
+
+impl From<Bytes> for RecordSet {
+    fn from(b: Bytes) -> Self {
+        let mut set = RecordSet::default();
+        set.push(b);
+        set
+    }
+}
+
+/// Equal when the bytes are, however they are split into parts.
+impl PartialEq for RecordSet {
+    fn eq(&self, other: &Self) -> bool {
+        let bytes = |s: &RecordSet| {
+            s.parts
+                .iter()
+                .flat_map(|p| p.iter())
+                .copied()
+                .collect::<Vec<u8>>()
+        };
+        self.len == other.len && bytes(self) == bytes(other)
+    }
+}
+
+impl Eq for RecordSet {}
+
+/// Parts of a record set at least this large are sent as they are; smaller
+/// ones (batch headers) are copied into the response.
+const SHARED_PART_MIN: usize = 512;
+
 /// A writer of one message body. Encoding never fails: values that cannot
 /// be represented (a string longer than the protocol allows) are cut.
 #[derive(Debug)]
 pub struct Writer {
     pub buf: BytesMut,
     pub flexible: bool,
+    /// What was written before `buf` when a record set's large parts were
+    /// written as they are: bytes split off `buf`, and those parts. Empty
+    /// otherwise.
+    done: Vec<Bytes>,
 }
 
 impl Writer {
     pub fn new(flexible: bool) -> Self {
-        Self {
-            buf: BytesMut::with_capacity(256),
-            flexible,
-        }
+        Self::with_buf(BytesMut::with_capacity(256), flexible)
     }
 
     pub fn with_buf(buf: BytesMut, flexible: bool) -> Self {
-        Self { buf, flexible }
+        Self {
+            buf,
+            flexible,
+            done: Vec::new(),
+        }
     }
 
     pub fn len(&self) -> usize {
-        self.buf.len()
+        self.done.iter().map(Bytes::len).sum::<usize>() + self.buf.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.buf.is_empty()
+        self.len() == 0
+    }
+
+    /// A record set (not null): its length, then its parts, the large ones
+    /// joining the message as they are, without being copied.
+    pub fn record_set(&mut self, records: &RecordSet) {
+        self.length(Some(records.len()), false);
+        for part in records.parts() {
+            if part.len() < SHARED_PART_MIN {
+                self.buf.put_slice(part);
+            } else {
+                if !self.buf.is_empty() {
+                    self.done.push(self.buf.split().freeze());
+                }
+                self.done.push(part.clone());
+            }
+        }
+    }
+
+    /// A nullable record set.
+    pub fn nullable_record_set(&mut self, records: Option<&RecordSet>) {
+        match records {
+            None => self.length(None, false),
+            Some(r) => self.record_set(r),
+        }
+    }
+
+    /// Whether a record set's parts were written as they are (the message
+    /// is not one buffer).
+    pub fn has_parts(&self) -> bool {
+        !self.done.is_empty()
+    }
+
+    /// The message as the parts it was written in (one part unless a
+    /// record set's parts were written as they are).
+    pub fn into_parts(mut self) -> Vec<Bytes> {
+        if self.done.is_empty() || !self.buf.is_empty() {
+            self.done.push(self.buf.freeze());
+        }
+        self.done
     }
 
     pub fn i8(&mut self, v: i8) {
@@ -504,14 +633,11 @@ impl Writer {
     /// One field of a tagged-field section (after its count): the tag, the
     /// body's size and the body `field` writes.
     pub fn tagged_field(&mut self, tag: u32, field: impl FnOnce(&mut Writer)) {
-        let mut body = Writer {
-            buf: BytesMut::new(),
-            flexible: true,
-        };
+        let mut body = Writer::with_buf(BytesMut::new(), true);
         field(&mut body);
         self.uvarint(tag);
         self.uvarint(u32::try_from(body.len()).unwrap_or(u32::MAX));
-        self.buf.put_slice(&body.buf);
+        self.buf.put_slice(&body.into_bytes());
     }
 
     /// A nullable struct: an `int8` marker (-1 for null, 1) before it.
@@ -525,8 +651,17 @@ impl Writer {
         }
     }
 
+    /// The message as one buffer (its parts copied together when a record
+    /// set's parts were written as they are).
     pub fn into_bytes(self) -> Bytes {
-        self.buf.freeze()
+        match self.into_parts().as_slice() {
+            [one] => one.clone(),
+            parts => RecordSet {
+                len: parts.iter().map(Bytes::len).sum(),
+                parts: parts.to_vec(),
+            }
+            .to_bytes(),
+        }
     }
 }
 

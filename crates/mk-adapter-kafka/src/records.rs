@@ -25,7 +25,7 @@
 //! null), value (likewise), header count varint, headers (key varint length
 //! + UTF-8, value varint length, -1 = null).
 
-use crate::codec::{DecodeError, Reader, Writer};
+use crate::codec::{DecodeError, Reader, RecordSet, Writer};
 use crate::compression::{self, Codec};
 use crate::errors::KafkaCode;
 use bytes::{BufMut, Bytes, BytesMut};
@@ -533,6 +533,35 @@ fn invalid(e: impl std::fmt::Display) -> RecordError {
         code: KafkaCode::INVALID_RECORD,
         message: e.to_string(),
     }
+}
+
+/// The record set of a fetch answer: per batch, the Kafka header (a part
+/// of a few bytes, all of them slices of one buffer) and the block as
+/// stored (a part the writer sends without copying it); a batch whose
+/// records the broker built is encoded as [`encode_batch`] does.
+pub fn fetched_record_set(batches: &[FetchedBatch]) -> RecordSet {
+    let mut set = RecordSet::default();
+    let mut headers =
+        BytesMut::with_capacity(batches.len() * mk_cluster::block::KAFKA_BATCH_HEADER_BYTES);
+    for batch in batches {
+        match batch {
+            // Only a block beyond 2 GiB has no Kafka header, and the log
+            // refuses batches that large (max_batch_bytes).
+            FetchedBatch::Block(b) => {
+                if let Ok(header) = b.kafka_batch_header() {
+                    headers.put_slice(&header);
+                    set.push(headers.split().freeze());
+                    set.push(b.block().clone());
+                }
+            }
+            FetchedBatch::Records { batch, .. } => {
+                let mut out = BytesMut::new();
+                encode_batch(batch, &mut out);
+                set.push(out.freeze());
+            }
+        }
+    }
+    set
 }
 
 /// Appends one fetched batch to `out` as a v2 batch. A producer's batch

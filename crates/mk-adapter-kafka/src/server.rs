@@ -467,9 +467,9 @@ async fn accept_loop(listener: TcpListener, at: Origin, shared: Arc<Shared>, tas
 }
 
 /// The answers of one connection on their way to its writer.
-type Pipe = mk_listener::Pipe<Bytes>;
+type Pipe = mk_listener::Pipe<frame::Response>;
 /// The reader's side of them, bounded (see mk-listener).
-type Queue<'a> = mk_listener::Queue<'a, Bytes>;
+type Queue<'a> = mk_listener::Queue<'a, frame::Response>;
 
 /// Serves one accepted connection: plaintext on its owned halves (no lock
 /// between reader and writer), TLS after a handshake bounded by
@@ -710,7 +710,7 @@ async fn answer(
             // the range this v0 answer carries.
             let body = api::versions::unsupported_version_body(&shared.cluster);
             return Ok(q
-                .enqueue(frame::response_frame(peek.correlation_id, false, body))
+                .enqueue(frame::response_frame(peek.correlation_id, false, body).into())
                 .await);
         }
         return Err(ReadEnd::Unsupported {
@@ -752,9 +752,10 @@ async fn answer(
     }
     // ApiVersions answers with header v0 at every version.
     let tagged = flexible && header.api_key != api::key::API_VERSIONS;
-    let bytes = frame::finish_response(w.buf, header.correlation_id, tagged);
-    metrics::counter!("mk_sent_bytes_total", "protocol" => "kafka").increment(bytes.len() as u64);
-    let queued = q.enqueue(bytes).await;
+    let response = frame::finish_response_parts(w, header.correlation_id, tagged);
+    let sent = mk_listener::Answer::len(&response) as u64;
+    metrics::counter!("mk_sent_bytes_total", "protocol" => "kafka").increment(sent);
+    let queued = q.enqueue(response).await;
     if conn.session.lock().expect("session").failed {
         return Err(ReadEnd::AuthenticationFailed);
     }
@@ -783,5 +784,5 @@ async fn raw_sasl_token(
     let mut out = BytesMut::with_capacity(4 + reply.len());
     out.extend_from_slice(&len.to_be_bytes());
     out.extend_from_slice(&reply);
-    Ok(q.enqueue(out.freeze()).await)
+    Ok(q.enqueue(out.freeze().into()).await)
 }

@@ -259,6 +259,61 @@ async fn a_long_poll_is_woken_by_the_append_that_makes_data_visible() {
     h.stop().await;
 }
 
+/// A fetch answer whose stored blocks go out as parts of their own (a
+/// vectored write, not one buffer) arrives as one frame holding each batch
+/// exactly as produced, only the base offset and leader epoch being the
+/// broker's; a pipelined request behind it is answered after it.
+#[tokio::test]
+async fn stored_blocks_sent_as_parts_arrive_byte_for_byte_as_produced() {
+    let h = Harness::one().await;
+    h.cluster.topics().create("big", 1, 1).unwrap();
+    let mut c = h.conn(1).await;
+    let mut produced = Vec::new();
+    for i in 0..3u8 {
+        let value = String::from(char::from(b'a' + i)).repeat(3_000 + usize::from(i));
+        let batch = batch_bytes(value_records(&[&value, "small"]), ProducerInfo::NONE);
+        let r: ProduceResponse = c
+            .call(
+                key::PRODUCE,
+                9,
+                &produce_request("big", 0, 1, batch.clone()),
+            )
+            .await;
+        assert_eq!(
+            r.responses[0].partition_responses[0].error_code,
+            KafkaCode::NONE
+        );
+        produced.push(batch);
+    }
+    let fetch = c.send(key::FETCH, 12, &fetch_req("big", 0, 0, 0)).await;
+    let versions = c
+        .send(key::API_VERSIONS, 3, &ApiVersionsRequest::default())
+        .await;
+    let f: FetchResponse = c.recv(key::FETCH, 12, fetch).await;
+    let records = f.responses[0].partitions[0]
+        .records
+        .as_ref()
+        .unwrap()
+        .to_bytes();
+    let mut at = 0;
+    for (i, batch) in produced.iter().enumerate() {
+        let got = &records[at..at + batch.len()];
+        let base = i64::try_from(2 * i).unwrap();
+        assert_eq!(got[..8], base.to_be_bytes(), "batch {i}: its offset");
+        assert_eq!(got[8..12], batch[8..12], "batch {i}: its length");
+        assert_eq!(
+            got[16..],
+            batch[16..],
+            "batch {i}: CRC, header and block as produced"
+        );
+        at += batch.len();
+    }
+    assert_eq!(at, records.len(), "nothing else in the record set");
+    let v: ApiVersionsResponse = c.recv(key::API_VERSIONS, 3, versions).await;
+    assert_eq!(v.error_code, KafkaCode::NONE);
+    h.stop().await;
+}
+
 #[tokio::test]
 async fn an_offset_out_of_range_and_an_unknown_topic_are_typed_partition_errors() {
     let h = Harness::one().await;

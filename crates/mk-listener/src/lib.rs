@@ -18,12 +18,15 @@
 //!   every request hopped between two threads.)
 //! - [`write_loop`]: writes whatever is queued in one flush, each write
 //!   bounded by the write timeout, so a client that does not read is
-//!   dropped.
+//!   dropped. An answer may be made of several parts ([`Answer`]: a Kafka
+//!   fetch answer is its header bytes and the stored batches' bytes); they
+//!   go out with vectored writes, never copied together first.
 
+use bytes::Bytes;
 use futures::FutureExt;
 use std::collections::VecDeque;
 use std::future::Future;
-use std::io;
+use std::io::{self, IoSlice};
 use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -128,6 +131,48 @@ pub async fn accept_loop<A: Accept>(
     }
 }
 
+/// An answer the writer sends: bytes in one or more parts, written back to
+/// back.
+pub trait Answer {
+    /// Its size in bytes (what it takes of the write budget).
+    fn len(&self) -> usize;
+
+    /// Whether it has no bytes.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Appends its parts, in order, to `out`.
+    fn parts<'a>(&'a self, out: &mut Vec<IoSlice<'a>>);
+}
+
+impl Answer for Vec<u8> {
+    fn len(&self) -> usize {
+        self.len()
+    }
+    fn parts<'a>(&'a self, out: &mut Vec<IoSlice<'a>>) {
+        out.push(IoSlice::new(self));
+    }
+}
+
+impl Answer for Bytes {
+    fn len(&self) -> usize {
+        self.len()
+    }
+    fn parts<'a>(&'a self, out: &mut Vec<IoSlice<'a>>) {
+        out.push(IoSlice::new(self));
+    }
+}
+
+impl Answer for &'static [u8] {
+    fn len(&self) -> usize {
+        <[u8]>::len(self)
+    }
+    fn parts<'a>(&'a self, out: &mut Vec<IoSlice<'a>>) {
+        out.push(IoSlice::new(self));
+    }
+}
+
 /// One answer waiting to be written, holding its share of the connection's
 /// write budget and its in-flight slot until it is written.
 struct Outgoing<B> {
@@ -187,7 +232,7 @@ pub struct Queue<'a, B> {
     slots: Arc<Semaphore>,
 }
 
-impl<'a, B: AsRef<[u8]>> Queue<'a, B> {
+impl<'a, B: Answer> Queue<'a, B> {
     /// A queue into `pipe` that holds at most `budget_bytes` of answers
     /// (at least 1) and at most `max_in_flight` of them.
     pub fn new(pipe: &'a Pipe<B>, budget_bytes: usize, max_in_flight: usize) -> Self {
@@ -213,7 +258,7 @@ impl<'a, B: AsRef<[u8]>> Queue<'a, B> {
     /// answer larger than the whole budget takes all of it, so it still
     /// goes out, alone. False when the connection is closing.
     pub async fn enqueue(&self, bytes: B) -> bool {
-        let want = bytes.as_ref().len().clamp(1, self.budget_bytes);
+        let want = bytes.len().clamp(1, self.budget_bytes);
         let Ok(budget) = self
             .budget
             .clone()
@@ -238,7 +283,7 @@ impl<'a, B: AsRef<[u8]>> Queue<'a, B> {
 /// stops) and the writer of `pipe` into `wr`, until both ended or `kill`
 /// fires. A writer that fails (a client that does not read) ends the
 /// connection at once.
-pub async fn drive<E: std::fmt::Debug, B: AsRef<[u8]>, W: AsyncWrite + Unpin>(
+pub async fn drive<E: std::fmt::Debug, B: Answer, W: AsyncWrite + Unpin>(
     reader: impl Future<Output = E>,
     pipe: &Pipe<B>,
     wr: W,
@@ -271,7 +316,7 @@ pub async fn drive<E: std::fmt::Debug, B: AsRef<[u8]>, W: AsyncWrite + Unpin>(
 /// has stopped and everything is written. With nothing queued it waits for
 /// the next poll of the connection's task without registering a waker (the
 /// reader, polled first in every pass, is what queues).
-pub async fn write_loop<W: AsyncWrite + Unpin, B: AsRef<[u8]>>(
+pub async fn write_loop<W: AsyncWrite + Unpin, B: Answer>(
     wr: W,
     pipe: &Pipe<B>,
     write_timeout: Duration,
@@ -290,11 +335,40 @@ pub async fn write_loop<W: AsyncWrite + Unpin, B: AsRef<[u8]>>(
             until_polled_again().await;
             continue;
         }
-        for o in batch.drain(..) {
-            timed(write_timeout, w.write_all(o.bytes.as_ref())).await?;
-        }
+        write_answers(&mut w, &batch, write_timeout).await?;
+        batch.clear();
         timed(write_timeout, w.flush()).await?;
     }
+}
+
+/// The most slices one vectored write passes (the kernel takes up to
+/// 1024).
+const MAX_SLICES: usize = 64;
+
+/// Writes every part of `answers` in order with vectored writes: parts
+/// smaller than the buffer's room are gathered into it, larger runs go to
+/// the socket as they are (`BufWriter` decides), nothing is copied into
+/// one buffer first. Each write is bounded by `write_timeout`.
+async fn write_answers<W: AsyncWrite + Unpin, B: Answer>(
+    w: &mut BufWriter<W>,
+    answers: &VecDeque<Outgoing<B>>,
+    write_timeout: Duration,
+) -> io::Result<()> {
+    let mut slices = Vec::with_capacity(answers.len());
+    for o in answers {
+        o.bytes.parts(&mut slices);
+    }
+    let mut rest = &mut slices[..];
+    IoSlice::advance_slices(&mut rest, 0);
+    while !rest.is_empty() {
+        let n = rest.len().min(MAX_SLICES);
+        let written = timed(write_timeout, w.write_vectored(&rest[..n])).await?;
+        if written == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        IoSlice::advance_slices(&mut rest, written);
+    }
+    Ok(())
 }
 
 /// Pending once, without registering a waker; ready on the next poll.
@@ -343,6 +417,45 @@ mod tests {
         // With the budget back, the huge answer takes all of it.
         assert!(q.enqueue(vec![2; 100]).await);
         assert!(q.enqueue(vec![3]).now_or_never().is_none());
+    }
+
+    /// An answer of many parts (more than one vectored write takes).
+    struct Parts(Vec<Bytes>);
+
+    impl Answer for Parts {
+        fn len(&self) -> usize {
+            self.0.iter().map(Bytes::len).sum()
+        }
+        fn parts<'a>(&'a self, out: &mut Vec<IoSlice<'a>>) {
+            out.extend(self.0.iter().map(|p| IoSlice::new(p)));
+        }
+    }
+
+    #[tokio::test]
+    async fn answers_of_many_parts_go_out_whole_and_in_order() {
+        let pipe: Pipe<Parts> = Pipe::default();
+        let q = Queue::new(&pipe, 1 << 20, 8);
+        // 150 parts of growing sizes, empty ones among them, then a large
+        // one past the writer's buffer.
+        let small: Vec<Bytes> = (0..150u8)
+            .map(|i| Bytes::from(vec![i; usize::from(i % 7)]))
+            .collect();
+        let large = Parts(vec![
+            Bytes::from(vec![7u8; 200_000]),
+            Bytes::from_static(b"end"),
+        ]);
+        let mut expected: Vec<u8> = small.iter().flat_map(|p| p.to_vec()).collect();
+        expected.extend(std::iter::repeat_n(7u8, 200_000));
+        expected.extend_from_slice(b"end");
+        assert!(q.enqueue(Parts(small)).await);
+        assert!(q.enqueue(large).await);
+        pipe.close();
+        let mut out = Vec::new();
+        write_loop(&mut out, &pipe, Duration::from_secs(1))
+            .await
+            .unwrap();
+        assert_eq!(out.len(), expected.len());
+        assert!(out == expected);
     }
 
     #[tokio::test]

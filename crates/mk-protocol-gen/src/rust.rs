@@ -24,6 +24,7 @@ fn rust_type(t: &Type) -> String {
         Type::Uuid => "Uuid".into(),
         Type::String => "String".into(),
         Type::Bytes | Type::Records => "Bytes".into(),
+        Type::ResponseRecords => "RecordSet".into(),
         Type::Error => "KafkaCode".into(),
         Type::Struct(n) => n.clone(),
         Type::Array(t) => format!("Vec<{}>", rust_type(t)),
@@ -63,6 +64,7 @@ fn zero(t: &Type) -> String {
         Type::Uuid => "Uuid::ZERO".into(),
         Type::String => "String::new()".into(),
         Type::Bytes | Type::Records => "Bytes::new()".into(),
+        Type::ResponseRecords => "RecordSet::default()".into(),
         Type::Error => "KafkaCode::NONE".into(),
         Type::Struct(n) => format!("{n}::default()"),
         Type::Array(_) => "Vec::new()".into(),
@@ -133,6 +135,7 @@ fn read_result(t: &Type) -> String {
     match t {
         Type::String => "r.string()".into(),
         Type::Bytes | Type::Records => "r.bytes()".into(),
+        Type::ResponseRecords => "r.bytes().map(RecordSet::from)".into(),
         Type::Error => "r.i16().map(KafkaCode)".into(),
         Type::Struct(n) => format!("{n}::read(r, v)"),
         Type::Array(item) => format!("r.array(|r| {})", read_result(item)),
@@ -153,6 +156,7 @@ fn read_nullable(t: &Type) -> String {
     match t {
         Type::String => "r.nullable_string()?".into(),
         Type::Bytes | Type::Records => "r.nullable_bytes()?".into(),
+        Type::ResponseRecords => "r.nullable_bytes()?.map(RecordSet::from)".into(),
         Type::Struct(n) => format!("r.nullable_struct::<{n}>(v)?"),
         Type::Array(item) => format!("r.nullable_array(|r| {})?", read_result(item)),
         other => read_value(other),
@@ -214,6 +218,7 @@ fn write_value(t: &Type, at: Place<'_>) -> String {
     match t {
         Type::String => format!("w.string({})", at.by_ref()),
         Type::Bytes | Type::Records => format!("w.bytes({})", at.by_ref()),
+        Type::ResponseRecords => format!("w.record_set({})", at.by_ref()),
         Type::Error => format!("w.i16({}.0)", at.expr()),
         Type::Struct(_) => format!("{}.write(w, v)", at.expr()),
         Type::Array(item) => format!(
@@ -237,6 +242,10 @@ fn write_optional(t: &Type, p: &str, nullable: bool) -> String {
     match t {
         Type::String => format!("w.{form}string({p}.as_deref(){or_empty})"),
         Type::Bytes | Type::Records => format!("w.{form}bytes({p}.as_deref(){or_empty})"),
+        Type::ResponseRecords if nullable => format!("w.nullable_record_set({p}.as_ref())"),
+        Type::ResponseRecords => {
+            format!("w.record_set({p}.as_ref().unwrap_or(&RecordSet::default()))")
+        }
         Type::Struct(_) if nullable => format!("w.nullable_struct({p}.as_ref(), v)"),
         Type::Struct(n) => format!("{p}.as_ref().unwrap_or(&{n}::default()).write(w, v)"),
         Type::Array(item) => format!(
@@ -525,6 +534,9 @@ pub fn module(api: &Api) -> String {
         emit_message_impl(&mut body, api, s);
     }
     let mut uses = vec!["DecodeResult", "Message", "Reader", "Writer"];
+    if body.contains("RecordSet") {
+        uses.push("RecordSet");
+    }
     if body.contains("Uuid") {
         uses.push("Uuid");
     }

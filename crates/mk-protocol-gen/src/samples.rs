@@ -34,6 +34,10 @@ fn value(module: &str, t: &Type, f: &Field, idx: usize) -> String {
         Type::Uuid => format!("Uuid([seed.wrapping_add({idx}).wrapping_add(1); 16])"),
         Type::String => format!("format!(\"{name}-{{seed}}\")"),
         Type::Bytes | Type::Records => format!("Bytes::from(vec![seed; {}])", 1 + idx % 3),
+        Type::ResponseRecords => format!(
+            "mk_adapter_kafka::codec::RecordSet::from(Bytes::from(vec![seed; {}]))",
+            1 + idx % 3
+        ),
         Type::Struct(n) => format!("{module}::{n}::sample(v, seed.wrapping_add({idx}))"),
         Type::Array(item) => {
             let one = value(module, item, f, idx).replace("seed", "s");

@@ -42,6 +42,10 @@ pub enum Type {
     Bytes,
     /// Record batches: nullable bytes on the wire, kept raw.
     Records,
+    /// Record batches in a response: on the wire as `Records`, in Rust a
+    /// `RecordSet` whose large parts (stored blocks) are written without
+    /// being copied.
+    ResponseRecords,
     /// An `int16` error code, `KafkaCode` in Rust.
     Error,
     Struct(String),
@@ -91,7 +95,12 @@ impl Type {
     fn may_be_null(&self) -> bool {
         matches!(
             self,
-            Type::String | Type::Bytes | Type::Records | Type::Struct(_) | Type::Array(_)
+            Type::String
+                | Type::Bytes
+                | Type::Records
+                | Type::ResponseRecords
+                | Type::Struct(_)
+                | Type::Array(_)
         )
     }
 }
@@ -367,7 +376,7 @@ impl Parser<'_> {
             if line.indent > depth {
                 return Err(format!("line {}: unexpected indentation", line.number));
             }
-            let f =
+            let mut f =
                 field(line, &self.api, range).map_err(|e| format!("line {}: {e}", line.number))?;
             self.at += 1;
             if fields.iter().any(|g| g.name == f.name) {
@@ -383,6 +392,9 @@ impl Parser<'_> {
                     return Err(format!("line {}: only structs have fields", line.number));
                 }
                 _ => {}
+            }
+            if self.section == "response" && f.ty == Type::Records {
+                f.ty = Type::ResponseRecords;
             }
             fields.push(f);
         }

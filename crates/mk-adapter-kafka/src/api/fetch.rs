@@ -15,14 +15,13 @@
 
 use super::Ctx;
 use super::metadata::{LeaderHint, leader_hint};
-use crate::codec::Uuid;
+use crate::codec::{RecordSet, Uuid};
 use crate::errors::{self, KafkaCode};
 use crate::messages::fetch::{
     FetchRequest, FetchResponse, FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint,
     PartitionData,
 };
 use crate::records;
-use bytes::{Bytes, BytesMut};
 use mk_cluster::{
     BatchFetch, FetchedBatch, Isolation, PartitionBatches, PartitionFetch, TopicId, TopicPartition,
 };
@@ -214,10 +213,6 @@ fn partition(
     isolation: Isolation,
     hints: &mut Vec<LeaderHint>,
 ) -> PartitionData {
-    let mut out = BytesMut::with_capacity(r.bytes + r.batches.len() * 64);
-    for b in &r.batches {
-        records::encode_fetched(b, &mut out);
-    }
     let error_code = r
         .error
         .as_ref()
@@ -244,7 +239,7 @@ fn partition(
             Isolation::ReadUncommitted => None,
         },
         current_leader,
-        records: Some(out.freeze()),
+        records: Some(records::fetched_record_set(&r.batches)),
         ..PartitionData::default()
     }
 }
@@ -273,7 +268,7 @@ fn failed(partition: i32, code: KafkaCode) -> PartitionData {
         last_stable_offset: -1,
         log_start_offset: -1,
         aborted_transactions: None,
-        records: Some(Bytes::new()),
+        records: Some(RecordSet::default()),
         ..PartitionData::default()
     }
 }

@@ -23,7 +23,6 @@ use crate::messages::share_group_heartbeat::{
     ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse,
 };
 use crate::records;
-use bytes::BytesMut;
 use mk_cluster::share::{AckBatch, AckType, SHARE_ASSIGNOR, ShareFetchRequest as CoreFetch};
 use mk_cluster::{
     BrokerCluster, CoordinatorKey, GroupType, ShareFetchLimits, ShareFetchPartition,
@@ -285,11 +284,7 @@ fn fill(p: &mut PartitionData, part: ShareFetchPartition) {
         p.error_message = Some(message);
         return;
     }
-    let mut out = BytesMut::new();
-    for b in &part.batches {
-        records::encode_fetched(b, &mut out);
-    }
-    p.records = Some(out.freeze());
+    p.records = Some(records::fetched_record_set(&part.batches));
     p.acquired_records = part
         .acquired
         .iter()

@@ -105,7 +105,7 @@ pub fn fetch(authz: &Authz<'_>, req: FetchRequest) -> Gate<FetchRequest, FetchRe
                         high_watermark: -1,
                         last_stable_offset: -1,
                         log_start_offset: -1,
-                        records: Some(bytes::Bytes::new()),
+                        records: Some(crate::codec::RecordSet::default()),
                         ..Default::default()
                     })
                     .collect(),
