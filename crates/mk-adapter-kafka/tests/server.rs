@@ -90,6 +90,18 @@ async fn an_unsupported_api_or_version_closes_only_that_connection() {
 
 #[tokio::test]
 async fn pipelined_requests_are_answered_in_order() {
+    pipelined_requests_answered_in_order("x").await;
+}
+
+/// Produce requests larger than one read of the server (64 KiB), each
+/// written right behind the one before it: each is taken whole, over
+/// several reads, and the next one starts where it ends.
+#[tokio::test]
+async fn pipelined_requests_larger_than_a_read_are_answered_in_order() {
+    pipelined_requests_answered_in_order(&"v".repeat(100 * 1024 + 3)).await;
+}
+
+async fn pipelined_requests_answered_in_order(value: &str) {
     let h = Harness::one().await;
     h.cluster.topics().create("p", 1, 1).unwrap();
     let mut c = h.conn(1).await;
@@ -101,7 +113,7 @@ async fn pipelined_requests_are_answered_in_order() {
                 "p",
                 0,
                 1,
-                batch_bytes(value_records(&["x"]), ProducerInfo::NONE),
+                batch_bytes(value_records(&[value]), ProducerInfo::NONE),
             );
             let (id, f) = c.frame(key::PRODUCE, 9, &req);
             (id, f)
