@@ -283,9 +283,7 @@ async fn accept_loop<R: Respond>(
     mk_listener::accept_loop(listener, accepted, stop, tasks).await;
 }
 
-/// The answers of one connection on their way to its writer.
-type Pipe = mk_listener::Pipe<Vec<u8>>;
-/// The reader's side of them, bounded (see mk-listener).
+/// The reader's side of a connection's answers, bounded (see mk-listener).
 type Queue<'a> = mk_listener::Queue<'a, Vec<u8>>;
 
 async fn serve_connection(stream: TcpStream, shared: Arc<Shared>, responder: &impl Respond) {
@@ -293,26 +291,13 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>, responder: &im
     let _ = stream.set_nodelay(true);
     let peer = stream.peer_addr().ok();
     let (rd, wr) = stream.into_split();
-    let pipe = Pipe::default();
-    let queue = Queue::new(
-        &pipe,
-        shared.options.write_queue_bytes,
-        shared.options.max_in_flight,
-    );
-    let reader = async {
-        let end = read_loop(rd, &queue, &shared, responder).await;
-        pipe.close();
-        end
+    let limits = mk_listener::WriteLimits {
+        queue_bytes: shared.options.write_queue_bytes,
+        max_in_flight: shared.options.max_in_flight,
+        timeout: shared.options.write_timeout,
     };
-    mk_listener::drive(
-        reader,
-        &pipe,
-        wr,
-        shared.options.write_timeout,
-        &shared.kill,
-        peer,
-    )
-    .await;
+    let read = async |q: &Queue<'_>| read_loop(rd, q, &shared, responder).await;
+    mk_listener::serve(wr, limits, &shared.kill, peer, read).await;
 }
 
 /// Why a connection stopped reading (logged at debug level).

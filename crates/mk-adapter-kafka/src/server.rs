@@ -466,9 +466,7 @@ async fn accept_loop(listener: TcpListener, at: Origin, shared: Arc<Shared>, tas
     mk_listener::accept_loop(listener, Arc::new(Accepted { at, shared }), stop, tasks).await;
 }
 
-/// The answers of one connection on their way to its writer.
-type Pipe = mk_listener::Pipe<frame::Response>;
-/// The reader's side of them, bounded (see mk-listener).
+/// The reader's side of a connection's answers, bounded (see mk-listener).
 type Queue<'a> = mk_listener::Queue<'a, frame::Response>;
 
 /// Serves one accepted connection: plaintext on its owned halves (no lock
@@ -518,31 +516,20 @@ async fn serve_connection<R, W>(
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    let pipe = Pipe::default();
-    let queue = Queue::new(
-        &pipe,
-        shared.options.write_queue_bytes,
-        shared.options.max_in_flight,
-    );
-    let reader = async {
+    let limits = mk_listener::WriteLimits {
+        queue_bytes: shared.options.write_queue_bytes,
+        max_in_flight: shared.options.max_in_flight,
+        timeout: shared.options.write_timeout,
+    };
+    let read = async |q: &Queue<'_>| {
         let conn = Connection {
             at,
             peer,
             session: std::sync::Mutex::new(session),
         };
-        let end = read_loop(rd, &queue, &conn, &shared).await;
-        pipe.close();
-        end
+        read_loop(rd, q, &conn, &shared).await
     };
-    mk_listener::drive(
-        reader,
-        &pipe,
-        wr,
-        shared.options.write_timeout,
-        &shared.kill,
-        peer,
-    )
-    .await;
+    mk_listener::serve(wr, limits, &shared.kill, peer, read).await;
 }
 
 /// Why a connection stopped reading (logged at debug level).

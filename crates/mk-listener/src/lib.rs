@@ -279,6 +279,43 @@ impl<'a, B: Answer> Queue<'a, B> {
     }
 }
 
+/// How much of a connection's answers may wait to be written, and how long
+/// a write may take.
+#[derive(Debug, Clone, Copy)]
+pub struct WriteLimits {
+    /// At most this many bytes of answers wait (see [`Queue::new`]).
+    pub queue_bytes: usize,
+    /// At most this many answers wait.
+    pub max_in_flight: usize,
+    /// A write that the client does not take within this ends the
+    /// connection.
+    pub timeout: Duration,
+}
+
+/// Serves one connection: `read` reads its requests and queues their
+/// answers until it stops (the pipe is closed then, and the writer sends
+/// what is queued), while the writer sends them into `wr` ([`drive`]).
+pub async fn serve<B, W, E>(
+    wr: W,
+    limits: WriteLimits,
+    kill: &CancellationToken,
+    peer: Option<SocketAddr>,
+    read: impl AsyncFnOnce(&Queue<'_, B>) -> E,
+) where
+    B: Answer,
+    W: AsyncWrite + Unpin,
+    E: std::fmt::Debug,
+{
+    let pipe = Pipe::default();
+    let queue = Queue::new(&pipe, limits.queue_bytes, limits.max_in_flight);
+    let reader = async {
+        let end = read(&queue).await;
+        pipe.close();
+        end
+    };
+    drive(reader, &pipe, wr, limits.timeout, kill, peer).await;
+}
+
 /// Runs one connection: `reader` (which must `close` the pipe when it
 /// stops) and the writer of `pipe` into `wr`, until both ended or `kill`
 /// fires. A writer that fails (a client that does not read) ends the
