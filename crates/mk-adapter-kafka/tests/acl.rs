@@ -32,17 +32,11 @@ use mk_adapter_kafka::messages::join_group::{
 use mk_adapter_kafka::messages::metadata::{
     MetadataRequest, MetadataRequestTopic, MetadataResponse,
 };
-use mk_adapter_kafka::messages::produce::{ProduceRequest, ProduceResponse};
-use mk_adapter_kafka::messages::sasl_authenticate::{
-    SaslAuthenticateRequest, SaslAuthenticateResponse,
-};
-use mk_adapter_kafka::messages::sasl_handshake::{SaslHandshakeRequest, SaslHandshakeResponse};
+use mk_adapter_kafka::messages::produce::ProduceRequest;
 use mk_adapter_kafka::mk_cluster::{
-    AuthorizerConfig, BrokerCluster, ManualClock, MiniKafkaConfig, PlainUsers, ProducerInfo,
-    SaslMechanism,
+    AuthorizerConfig, BrokerCluster, ManualClock, MiniKafkaConfig, PlainUsers, SaslMechanism,
 };
-use mk_adapter_kafka::{KafkaListener, KafkaOptions, KafkaServer, SecurityProtocol};
-use std::net::SocketAddr;
+use mk_adapter_kafka::{KafkaOptions, SecurityProtocol};
 use std::sync::Arc;
 
 // Kafka's codes.
@@ -60,10 +54,7 @@ const ALLOW: i8 = 3;
 const ANY: i8 = 1;
 
 struct Secured {
-    _dir: tempfile::TempDir,
-    cluster: Arc<BrokerCluster>,
-    server: KafkaServer,
-    addr: SocketAddr,
+    net: Listeners,
 }
 
 impl Secured {
@@ -88,53 +79,37 @@ impl Secured {
             },
             ..KafkaOptions::default()
         };
-        let sockets = mk_adapter_kafka::bind_consecutive("127.0.0.1:0".parse().unwrap(), &[1])
-            .await
-            .unwrap();
-        let listeners = vec![KafkaListener {
-            protocol: SecurityProtocol::SaslPlaintext,
-            sockets,
-        }];
-        let server = KafkaServer::start_listeners(cluster.clone(), listeners, options).unwrap();
-        let e = &server.listeners()[0].endpoints[0];
-        let addr = format!("{}:{}", e.host, e.port).parse().unwrap();
-        Secured {
-            _dir: dir,
-            cluster,
-            server,
-            addr,
-        }
+        let protocols = [SecurityProtocol::SaslPlaintext];
+        let net = Listeners::start(dir, cluster, &protocols, &[1], options).await;
+        Secured { net }
+    }
+
+    /// The super user admin's connection to a broker whose authorizer
+    /// (super user admin) has `acls`, which it created.
+    async fn granting(acls: Vec<AclCreation>) -> (Secured, Conn) {
+        let s = Secured::start(authorizer("User:admin")).await;
+        let mut admin = s.login("admin", "a").await;
+        let codes = create(&mut admin, acls).await;
+        assert!(codes.iter().all(|c| *c == KafkaCode::NONE), "{codes:?}");
+        (s, admin)
+    }
+
+    fn cluster(&self) -> &BrokerCluster {
+        &self.net.cluster
     }
 
     /// A connection authenticated as `user`.
     async fn login(&self, user: &str, password: &str) -> Conn {
-        let mut c = Conn::connect(self.addr).await;
-        let h: SaslHandshakeResponse = c
-            .call(
-                key::SASL_HANDSHAKE,
-                1,
-                &SaslHandshakeRequest {
-                    mechanism: "PLAIN".into(),
-                },
-            )
-            .await;
+        let mut c = Conn::connect(self.net.addr(SecurityProtocol::SaslPlaintext, 1)).await;
+        let h = handshake(&mut c, 1, "PLAIN").await;
         assert_eq!(h.error_code, KafkaCode::NONE);
-        let a: SaslAuthenticateResponse = c
-            .call(
-                key::SASL_AUTHENTICATE,
-                2,
-                &SaslAuthenticateRequest {
-                    auth_bytes: Bytes::from(format!("\0{user}\0{password}")),
-                },
-            )
-            .await;
+        let a = authenticate(&mut c, format!("\0{user}\0{password}").as_bytes()).await;
         assert_eq!(a.error_code, KafkaCode::NONE);
         c
     }
 
     async fn stop(self) {
-        within(self.server.shutdown()).await;
-        self.cluster.lifecycle().close().await.unwrap();
+        self.net.stop().await;
     }
 }
 
@@ -331,16 +306,14 @@ fn named(names: &[&str], auto_create: bool) -> MetadataRequest {
 }
 
 fn produce(topic: &str, transactional_id: Option<&str>) -> ProduceRequest {
-    let records = batch_bytes(value_records(&["v"]), ProducerInfo::NONE);
     ProduceRequest {
         transactional_id: transactional_id.map(str::to_string),
-        ..produce_request(topic, 0, -1, records)
+        ..values_request(topic, 0, -1, &["v"])
     }
 }
 
 async fn produce_code(c: &mut Conn, topic: &str) -> KafkaCode {
-    let r: ProduceResponse = c.call(key::PRODUCE, 9, &produce(topic, None)).await;
-    r.responses[0].partition_responses[0].error_code
+    c.produce_code(9, &produce(topic, None)).await
 }
 
 async fn fetch_code(c: &mut Conn, topic: &str) -> KafkaCode {
@@ -387,29 +360,23 @@ async fn join_code(c: &mut Conn, group: &str) -> KafkaCode {
 
 #[tokio::test]
 async fn each_api_is_authorized_as_kafka_authorizes_it() {
-    let s = Secured::start(authorizer("User:admin")).await;
-    let mut admin = s.login("admin", "a").await;
-    let codes = create(
-        &mut admin,
-        vec![
-            // alice: everything on her prefix but one topic denied.
-            acl(TOPIC, "alice-", PREFIXED, "User:alice", ALL, ALLOW),
-            acl(TOPIC, "alice-secret", LITERAL, "User:alice", WRITE, DENY),
-            acl(GROUP, "alice-", PREFIXED, "User:alice", READ, ALLOW),
-            // bob: may read bob-orders only, and describe the cluster.
-            acl(TOPIC, "bob-orders", LITERAL, "User:bob", READ, ALLOW),
-            acl(
-                CLUSTER,
-                "kafka-cluster",
-                LITERAL,
-                "User:bob",
-                DESCRIBE,
-                ALLOW,
-            ),
-        ],
-    )
+    let (s, mut admin) = Secured::granting(vec![
+        // alice: everything on her prefix but one topic denied.
+        acl(TOPIC, "alice-", PREFIXED, "User:alice", ALL, ALLOW),
+        acl(TOPIC, "alice-secret", LITERAL, "User:alice", WRITE, DENY),
+        acl(GROUP, "alice-", PREFIXED, "User:alice", READ, ALLOW),
+        // bob: may read bob-orders only, and describe the cluster.
+        acl(TOPIC, "bob-orders", LITERAL, "User:bob", READ, ALLOW),
+        acl(
+            CLUSTER,
+            "kafka-cluster",
+            LITERAL,
+            "User:bob",
+            DESCRIBE,
+            ALLOW,
+        ),
+    ])
     .await;
-    assert!(codes.iter().all(|c| *c == KafkaCode::NONE), "{codes:?}");
     let mut alice = s.login("alice", "a").await;
     let mut bob = s.login("bob", "b").await;
 
@@ -437,11 +404,10 @@ async fn each_api_is_authorized_as_kafka_authorizes_it() {
         KafkaCode::NONE
     );
     // A transactional produce needs WRITE on the transactional id.
-    let r: ProduceResponse = alice
-        .call(key::PRODUCE, 9, &produce("alice-orders", Some("alice-tx")))
-        .await;
     assert_eq!(
-        r.responses[0].partition_responses[0].error_code,
+        alice
+            .produce_code(9, &produce("alice-orders", Some("alice-tx")))
+            .await,
         KafkaCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     );
 
@@ -514,12 +480,12 @@ async fn each_api_is_authorized_as_kafka_authorizes_it() {
         m.topics[0].error_code,
         KafkaCode::TOPIC_AUTHORIZATION_FAILED
     );
-    assert!(s.cluster.topics().describe("bob-new").is_err());
+    assert!(s.cluster().topics().describe("bob-new").is_err());
     let m: MetadataResponse = alice
         .call(key::METADATA, 12, &named(&["alice-new"], true))
         .await;
     assert_eq!(m.topics[0].error_code, KafkaCode::NONE);
-    assert!(s.cluster.topics().describe("alice-new").is_ok());
+    assert!(s.cluster().topics().describe("alice-new").is_ok());
 
     // Groups: READ on the group.
     assert_eq!(
@@ -594,21 +560,15 @@ async fn describe_topic_partitions_client_quotas_and_elections_are_authorized_as
     use mk_adapter_kafka::messages::elect_leaders::{
         ElectLeadersRequest, ElectLeadersResponse, TopicPartitions,
     };
-    let s = Secured::start(authorizer("User:admin")).await;
-    let mut admin = s.login("admin", "a").await;
-    let codes = create(
-        &mut admin,
-        vec![acl(
-            TOPIC,
-            "alice-",
-            PREFIXED,
-            "User:alice",
-            DESCRIBE,
-            ALLOW,
-        )],
-    )
+    let (s, mut admin) = Secured::granting(vec![acl(
+        TOPIC,
+        "alice-",
+        PREFIXED,
+        "User:alice",
+        DESCRIBE,
+        ALLOW,
+    )])
     .await;
-    assert!(codes.iter().all(|c| *c == KafkaCode::NONE), "{codes:?}");
     let mut alice = s.login("alice", "a").await;
     let ask = |names: &[&str]| DescribeTopicPartitionsRequest {
         topics: names
@@ -749,17 +709,11 @@ async fn group_admin_and_config_requests_are_narrowed_to_what_is_allowed() {
     };
     use mk_adapter_kafka::messages::offset_fetch::{OffsetFetchRequest, OffsetFetchResponse};
 
-    let s = Secured::start(authorizer("User:admin")).await;
-    let mut admin = s.login("admin", "a").await;
-    let codes = create(
-        &mut admin,
-        vec![
-            acl(TOPIC, "alice-", PREFIXED, "User:alice", ALL, ALLOW),
-            acl(GROUP, "alice-", PREFIXED, "User:alice", ALL, ALLOW),
-        ],
-    )
+    let (s, mut admin) = Secured::granting(vec![
+        acl(TOPIC, "alice-", PREFIXED, "User:alice", ALL, ALLOW),
+        acl(GROUP, "alice-", PREFIXED, "User:alice", ALL, ALLOW),
+    ])
     .await;
-    assert!(codes.iter().all(|c| *c == KafkaCode::NONE), "{codes:?}");
     let mut alice = s.login("alice", "a").await;
 
     // OffsetCommit: the allowed topic is committed, the other refused.
@@ -885,7 +839,7 @@ async fn group_admin_and_config_requests_are_narrowed_to_what_is_allowed() {
         };
         assert_eq!(t.error_code, expected, "{}", t.name);
     }
-    assert!(s.cluster.topics().describe("bob-new").is_err());
+    assert!(s.cluster().topics().describe("bob-new").is_err());
 
     // DeleteTopics: DELETE on each topic.
     let dt = DeleteTopicsRequest {
@@ -902,7 +856,7 @@ async fn group_admin_and_config_requests_are_narrowed_to_what_is_allowed() {
         };
         assert_eq!(t.error_code, expected, "{:?}", t.name);
     }
-    assert!(s.cluster.topics().describe("bob-orders").is_ok());
+    assert!(s.cluster().topics().describe("bob-orders").is_ok());
 
     // DescribeConfigs: DESCRIBE_CONFIGS on the topic, on the cluster for a broker.
     let dc = DescribeConfigsRequest {

@@ -86,9 +86,7 @@ fn commit(member: &str, epoch: i32) -> OffsetCommitRequest {
 
 #[tokio::test]
 async fn a_consumer_group_member_joins_commits_with_its_epoch_and_is_described() {
-    let h = Harness::one().await;
-    h.cluster.topics().create("orders", 2, 1).unwrap();
-    let mut c = h.conn(1).await;
+    let (h, mut c) = Harness::one_with_topic("orders", 2).await;
     let a: ConsumerGroupHeartbeatResponse =
         c.call(key::CONSUMER_GROUP_HEARTBEAT, 1, &join("m-a")).await;
     assert_eq!((a.error_code, a.member_epoch), (KafkaCode::NONE, 1));
@@ -161,9 +159,7 @@ async fn a_consumer_group_member_joins_commits_with_its_epoch_and_is_described()
 
 #[tokio::test]
 async fn a_share_consumer_fetches_acknowledges_and_sees_its_start_offset() {
-    let h = Harness::one().await;
-    h.cluster.topics().create("jobs", 1, 1).unwrap();
-    let mut c = h.conn(1).await;
+    let (h, mut c) = Harness::one_with_topic("jobs", 1).await;
     let hb = ShareGroupHeartbeatRequest {
         group_id: "sg".into(),
         member_id: "s-1".into(),
@@ -241,35 +237,21 @@ async fn list_groups_v5_reports_and_filters_types() {
             ("sg".into(), "share".into(), "share".into()),
         ]
     );
-    let shares: ListGroupsResponse = c
-        .call(
-            key::LIST_GROUPS,
-            5,
-            &ListGroupsRequest {
-                types_filter: vec!["SHARE".into()],
-                ..ListGroupsRequest::default()
-            },
-        )
-        .await;
-    assert_eq!(
-        shares
-            .groups
-            .iter()
-            .map(|g| g.group_id.as_str())
-            .collect::<Vec<_>>(),
-        vec!["sg"]
-    );
-    let none: ListGroupsResponse = c
-        .call(
-            key::LIST_GROUPS,
-            5,
-            &ListGroupsRequest {
-                types_filter: vec!["streams".into()],
-                ..ListGroupsRequest::default()
-            },
-        )
-        .await;
-    assert!(none.groups.is_empty());
+    // A type filter (case-insensitive) keeps the groups of that type.
+    for (filter, expected) in [("SHARE", vec!["sg"]), ("streams", vec![])] {
+        let listed: ListGroupsResponse = c
+            .call(
+                key::LIST_GROUPS,
+                5,
+                &ListGroupsRequest {
+                    types_filter: vec![filter.into()],
+                    ..ListGroupsRequest::default()
+                },
+            )
+            .await;
+        let ids: Vec<&str> = listed.groups.iter().map(|g| g.group_id.as_str()).collect();
+        assert_eq!(ids, expected, "{filter}");
+    }
     h.stop().await;
 }
 
@@ -315,30 +297,18 @@ async fn acknowledge_and_describe(c: &mut common::Conn, id: Uuid) {
     };
     let acked: ShareAcknowledgeResponse = c.call(key::SHARE_ACKNOWLEDGE, 1, &ack).await;
     assert_eq!(acked.responses[0].partitions[0].error_code, KafkaCode::NONE);
-    let again: ShareAcknowledgeResponse = c
-        .call(
-            key::SHARE_ACKNOWLEDGE,
-            1,
-            &ShareAcknowledgeRequest {
-                share_session_epoch: 3,
-                ..ack.clone()
-            },
-        )
-        .await;
+    // The same acknowledgement in the next session epoch, then in one that
+    // is not the next.
+    let at_epoch = |share_session_epoch| ShareAcknowledgeRequest {
+        share_session_epoch,
+        ..ack.clone()
+    };
+    let again: ShareAcknowledgeResponse = c.call(key::SHARE_ACKNOWLEDGE, 1, &at_epoch(3)).await;
     assert_eq!(
         again.responses[0].partitions[0].error_code,
         KafkaCode::INVALID_RECORD_STATE
     );
-    let bad_epoch: ShareAcknowledgeResponse = c
-        .call(
-            key::SHARE_ACKNOWLEDGE,
-            1,
-            &ShareAcknowledgeRequest {
-                share_session_epoch: 9,
-                ..ack
-            },
-        )
-        .await;
+    let bad_epoch: ShareAcknowledgeResponse = c.call(key::SHARE_ACKNOWLEDGE, 1, &at_epoch(9)).await;
     assert_eq!(bad_epoch.error_code, KafkaCode::INVALID_SHARE_SESSION_EPOCH);
     let req = DescribeShareGroupOffsetsRequest {
         groups: vec![DescribeShareGroupOffsetsRequestGroup {
@@ -399,22 +369,19 @@ async fn group_configs_are_described_and_altered_as_group_resources() {
         }],
         validate_only: false,
     };
-    let ok: IncrementalAlterConfigsResponse = c
-        .call(
-            key::INCREMENTAL_ALTER_CONFIGS,
-            1,
-            &alter("share.auto.offset.reset", "earliest"),
-        )
-        .await;
-    assert_eq!(ok.responses[0].error_code, KafkaCode::NONE);
-    let bad: IncrementalAlterConfigsResponse = c
-        .call(
-            key::INCREMENTAL_ALTER_CONFIGS,
-            1,
-            &alter("share.record.lock.duration.ms", "10"),
-        )
-        .await;
-    assert_eq!(bad.responses[0].error_code, KafkaCode::INVALID_CONFIG);
+    for (name, value, expected) in [
+        ("share.auto.offset.reset", "earliest", KafkaCode::NONE),
+        (
+            "share.record.lock.duration.ms",
+            "10",
+            KafkaCode::INVALID_CONFIG,
+        ),
+    ] {
+        let r: IncrementalAlterConfigsResponse = c
+            .call(key::INCREMENTAL_ALTER_CONFIGS, 1, &alter(name, value))
+            .await;
+        assert_eq!(r.responses[0].error_code, expected, "{name}={value}");
+    }
     let req = DescribeConfigsRequest {
         resources: vec![DescribeConfigsResource {
             resource_type: 32,
@@ -451,9 +418,7 @@ async fn metadata_by_topic_id_with_an_empty_name_finds_the_topic() {
         MetadataRequest, MetadataRequestTopic, MetadataResponse,
     };
     // The Java client asks so for a topic id a KIP-848 assignment named.
-    let h = Harness::one().await;
-    h.cluster.topics().create("orders", 2, 1).unwrap();
-    let mut c = h.conn(1).await;
+    let (h, mut c) = Harness::one_with_topic("orders", 2).await;
     let req = MetadataRequest {
         topics: Some(vec![MetadataRequestTopic {
             topic_id: topic_id(&h, "orders"),

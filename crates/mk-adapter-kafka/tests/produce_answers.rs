@@ -11,11 +11,10 @@ use mk_adapter_kafka::errors::KafkaCode;
 use mk_adapter_kafka::messages::produce::{
     PartitionProduceResponse, ProduceRequest, ProduceResponse,
 };
-use mk_adapter_kafka::mk_cluster::{ConfigChange, ProducerInfo};
+use mk_adapter_kafka::mk_cluster::ConfigChange;
 
 fn produce(topic: &str, acks: i16) -> ProduceRequest {
-    let records = batch_bytes(value_records(&["x"]), ProducerInfo::NONE);
-    produce_request(topic, 0, acks, records)
+    values_request(topic, 0, acks, &["x"])
 }
 
 fn answer(r: &ProduceResponse) -> &PartitionProduceResponse {

@@ -21,10 +21,7 @@ use mk_adapter_kafka::api::key;
 use mk_adapter_kafka::api::sasl::SaslOptions;
 use mk_adapter_kafka::errors::KafkaCode;
 use mk_adapter_kafka::messages::metadata::MetadataResponse;
-use mk_adapter_kafka::messages::sasl_authenticate::{
-    SaslAuthenticateRequest, SaslAuthenticateResponse,
-};
-use mk_adapter_kafka::messages::sasl_handshake::{SaslHandshakeRequest, SaslHandshakeResponse};
+use mk_adapter_kafka::messages::sasl_authenticate::SaslAuthenticateRequest;
 use mk_adapter_kafka::mk_cluster::{
     BrokerCluster, ManualClock, MiniKafkaConfig, PlainUsers, SaslMechanism, ScramMechanism,
     ScramUpsertion,
@@ -110,20 +107,6 @@ async fn served(conn: &mut Conn) -> bool {
             true
         }
     }
-}
-
-async fn handshake(conn: &mut Conn, version: i16, mechanism: &str) -> SaslHandshakeResponse {
-    let req = SaslHandshakeRequest {
-        mechanism: mechanism.into(),
-    };
-    conn.call(key::SASL_HANDSHAKE, version, &req).await
-}
-
-async fn authenticate(conn: &mut Conn, token: &[u8]) -> SaslAuthenticateResponse {
-    let req = SaslAuthenticateRequest {
-        auth_bytes: Bytes::copy_from_slice(token),
-    };
-    conn.call(key::SASL_AUTHENTICATE, 2, &req).await
 }
 
 /// A SCRAM client from RFC 5802's formulas (SHA-512 or SHA-256); returns

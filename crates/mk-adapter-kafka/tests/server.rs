@@ -7,7 +7,6 @@ mod common;
 
 use bytes::Bytes;
 use common::*;
-use mk_adapter_kafka::KafkaOptions;
 use mk_adapter_kafka::api::{key, offsets, versions};
 use mk_adapter_kafka::errors::KafkaCode;
 use mk_adapter_kafka::messages::api_versions::{ApiVersionsRequest, ApiVersionsResponse};
@@ -45,6 +44,13 @@ fn fetch_req(topic: &str, partition: i32, offset: i64, max_wait_ms: i32) -> Fetc
         }],
         ..FetchRequest::default()
     }
+}
+
+/// `c` was closed, yet the broker serves a new connection; then it stops.
+async fn closed_yet_serving(h: Harness, c: &mut Conn) {
+    assert!(c.is_closed().await);
+    still_serves(&h).await;
+    h.stop().await;
 }
 
 /// A working connection still gets answers: the server was not harmed.
@@ -102,19 +108,12 @@ async fn pipelined_requests_larger_than_a_read_are_answered_in_order() {
 }
 
 async fn pipelined_requests_answered_in_order(value: &str) {
-    let h = Harness::one().await;
-    h.cluster.topics().create("p", 1, 1).unwrap();
-    let mut c = h.conn(1).await;
+    let (h, mut c) = Harness::one_with_topic("p", 1).await;
     let mut sent = Vec::new();
     let mut bytes = Vec::new();
     for i in 0..40 {
         let (id, frame) = if i % 2 == 0 {
-            let req = produce_request(
-                "p",
-                0,
-                1,
-                batch_bytes(value_records(&[value]), ProducerInfo::NONE),
-            );
+            let req = values_request("p", 0, 1, &[value]);
             let (id, f) = c.frame(key::PRODUCE, 9, &req);
             (id, f)
         } else {
@@ -145,15 +144,8 @@ async fn pipelined_requests_answered_in_order(value: &str) {
 
 #[tokio::test]
 async fn acks_zero_gets_no_answer_but_is_written() {
-    let h = Harness::one().await;
-    h.cluster.topics().create("z", 1, 1).unwrap();
-    let mut c = h.conn(1).await;
-    let req = produce_request(
-        "z",
-        0,
-        0,
-        batch_bytes(value_records(&["a", "b"]), ProducerInfo::NONE),
-    );
+    let (h, mut c) = Harness::one_with_topic("z", 1).await;
+    let req = values_request("z", 0, 0, &["a", "b"]);
     c.send(key::PRODUCE, 9, &req).await;
     // The next answer is the metadata's: the produce had none.
     let r: MetadataResponse = c.call(key::METADATA, 12, &metadata_all()).await;
@@ -170,19 +162,12 @@ async fn acks_zero_gets_no_answer_but_is_written() {
 
 #[tokio::test]
 async fn a_broker_that_does_not_lead_answers_not_leader_and_metadata_routes_clients() {
-    let h = Harness::start(vec![1, 2, 3], KafkaOptions::default()).await;
     // Partition 1 of a three-broker topic is led by broker 2.
-    h.cluster.topics().create("r", 3, 3).unwrap();
+    let h = Harness::three_with_topic("r", 3).await;
     let mut c = h.conn(1).await;
-    let req = produce_request(
-        "r",
-        1,
-        1,
-        batch_bytes(value_records(&["x"]), ProducerInfo::NONE),
-    );
-    let r: ProduceResponse = c.call(key::PRODUCE, 9, &req).await;
+    let req = values_request("r", 1, 1, &["x"]);
     assert_eq!(
-        r.responses[0].partition_responses[0].error_code,
+        c.produce_code(9, &req).await,
         KafkaCode::NOT_LEADER_OR_FOLLOWER
     );
     let m: MetadataResponse = c.call(key::METADATA, 12, &metadata_all()).await;
@@ -198,18 +183,13 @@ async fn a_broker_that_does_not_lead_answers_not_leader_and_metadata_routes_clie
     let p1 = &m.topics[0].partitions[1];
     assert_eq!(p1.leader_id, 2);
     let mut leader = h.conn(2).await;
-    let r: ProduceResponse = leader.call(key::PRODUCE, 9, &req).await;
-    assert_eq!(
-        r.responses[0].partition_responses[0].error_code,
-        KafkaCode::NONE
-    );
+    assert_eq!(leader.produce_code(9, &req).await, KafkaCode::NONE);
     h.stop().await;
 }
 
 #[tokio::test]
 async fn an_offline_broker_closes_its_connections_and_leadership_moves() {
-    let h = Harness::start(vec![1, 2, 3], KafkaOptions::default()).await;
-    h.cluster.topics().create("f", 1, 3).unwrap();
+    let h = Harness::three_with_topic("f", 1).await;
     let mut on_1 = h.conn(1).await;
     let _: MetadataResponse = on_1.call(key::METADATA, 12, &metadata_all()).await;
     let moved = h.cluster.brokers().take_offline(1).unwrap();
@@ -238,25 +218,14 @@ async fn an_offline_broker_closes_its_connections_and_leadership_moves() {
 
 #[tokio::test]
 async fn a_long_poll_is_woken_by_the_append_that_makes_data_visible() {
-    let h = Harness::one().await;
-    h.cluster.topics().create("w", 1, 1).unwrap();
-    let mut reader = h.conn(1).await;
+    let (h, mut reader) = Harness::one_with_topic("w", 1).await;
     let started = std::time::Instant::now();
     let id = reader
         .send(key::FETCH, 12, &fetch_req("w", 0, 0, 15_000))
         .await;
     let mut writer = h.conn(1).await;
-    let req = produce_request(
-        "w",
-        0,
-        1,
-        batch_bytes(value_records(&["late"]), ProducerInfo::NONE),
-    );
-    let r: ProduceResponse = writer.call(key::PRODUCE, 9, &req).await;
-    assert_eq!(
-        r.responses[0].partition_responses[0].error_code,
-        KafkaCode::NONE
-    );
+    let req = values_request("w", 0, 1, &["late"]);
+    assert_eq!(writer.produce_code(9, &req).await, KafkaCode::NONE);
     let f: FetchResponse = reader.recv(key::FETCH, 12, id).await;
     let p = &f.responses[0].partitions[0];
     assert_eq!(p.high_watermark, 1);
@@ -328,9 +297,7 @@ async fn stored_blocks_sent_as_parts_arrive_byte_for_byte_as_produced() {
 
 #[tokio::test]
 async fn an_offset_out_of_range_and_an_unknown_topic_are_typed_partition_errors() {
-    let h = Harness::one().await;
-    h.cluster.topics().create("o", 1, 1).unwrap();
-    let mut c = h.conn(1).await;
+    let (h, mut c) = Harness::one_with_topic("o", 1).await;
     let f: FetchResponse = c.call(key::FETCH, 12, &fetch_req("o", 0, 99, 0)).await;
     assert_eq!(
         f.responses[0].partitions[0].error_code,
@@ -405,9 +372,7 @@ async fn a_frame_claiming_more_than_it_sends_only_holds_what_arrived() {
 fn metadata_frame(body: &[u8]) -> Vec<u8> {
     let mut payload = vec![0, 3, 0, 12, 0, 0, 0, 7, 0xff, 0xff, 0];
     payload.extend_from_slice(body);
-    let mut out = i32::try_from(payload.len()).unwrap().to_be_bytes().to_vec();
-    out.extend_from_slice(&payload);
-    out
+    framed(&payload)
 }
 
 #[tokio::test]
@@ -436,12 +401,8 @@ async fn counts_of_two_billion_truncated_bodies_and_garbage_close_the_connection
     let mut c = h.conn(1).await;
     let mut payload = vec![0, 3, 0, 8, 0, 0, 0, 7, 0xff, 0xff, 0x7f, 0xff, 0xff, 0xff];
     payload.extend_from_slice(&[0; 16]);
-    let mut frame = i32::try_from(payload.len()).unwrap().to_be_bytes().to_vec();
-    frame.extend_from_slice(&payload);
-    c.write_raw(&frame).await;
-    assert!(c.is_closed().await);
-    still_serves(&h).await;
-    h.stop().await;
+    c.write_raw(&framed(&payload)).await;
+    closed_yet_serving(h, &mut c).await;
 }
 
 /// confluent-kafka 2.16.1's `AdminClient.list_topics()` sends this v12
@@ -451,33 +412,25 @@ async fn counts_of_two_billion_truncated_bodies_and_garbage_close_the_connection
 /// so must we. The same shape with other bytes in the pad still closes.
 #[tokio::test]
 async fn librdkafkas_all_topics_metadata_with_a_stray_count_pad_is_answered() {
-    let h = Harness::one().await;
-    h.cluster.topics().create("listed", 1, 1).unwrap();
-    let mut c = h.conn(1).await;
+    let (h, mut c) = Harness::one_with_topic("listed", 1).await;
     let captured = "0003000c00000003000772646b61666b610000000000010000";
     let payload: Vec<u8> = (0..captured.len())
         .step_by(2)
         .map(|i| u8::from_str_radix(&captured[i..i + 2], 16).unwrap())
         .collect();
-    let mut frame = i32::try_from(payload.len()).unwrap().to_be_bytes().to_vec();
-    frame.extend_from_slice(&payload);
-    c.write_raw(&frame).await;
+    c.write_raw(&framed(&payload)).await;
     let r: MetadataResponse = c.recv(key::METADATA, 12, 3).await;
     let names: Vec<_> = r.topics.iter().map(|t| t.name.clone()).collect();
     assert_eq!(names, vec![Some("listed".to_string())]);
     // A pad that is not zeros is garbage.
     let mut c = h.conn(1).await;
     c.write_raw(&metadata_frame(&[0, 0, 7, 0, 1, 0, 0])).await;
-    assert!(c.is_closed().await);
-    still_serves(&h).await;
-    h.stop().await;
+    closed_yet_serving(h, &mut c).await;
 }
 
 #[tokio::test]
 async fn a_corrupt_or_lying_record_batch_is_a_partition_error_and_the_connection_stays() {
-    let h = Harness::one().await;
-    h.cluster.topics().create("c", 1, 1).unwrap();
-    let mut c = h.conn(1).await;
+    let (h, mut c) = Harness::one_with_topic("c", 1).await;
     let good = batch_bytes(value_records(&["a"]), ProducerInfo::NONE);
     let mut flipped = good.to_vec();
     let last = flipped.len() - 1;

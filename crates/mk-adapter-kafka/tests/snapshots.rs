@@ -72,32 +72,47 @@ fn hex(label: &str, body: &Bytes, port: u16, out: &mut String) {
     }
 }
 
-/// Sends a request and records the response body's bytes.
-async fn record<M: mk_adapter_kafka::api::Message>(
-    c: &mut Conn,
+/// A connection whose responses are written down as hex, one after the
+/// other, with the listener's port masked.
+struct Recorder {
+    c: Conn,
     port: u16,
-    out: &mut String,
-    label: &str,
-    api_key: i16,
-    version: i16,
-    body: &M,
-) {
-    let id = c.send(api_key, version, body).await;
-    let flexible = mk_adapter_kafka::api::spec(api_key)
-        .unwrap()
-        .is_flexible(version);
-    let frame = c.read_frame().await.unwrap();
-    let (got, body) = split_response(&frame, flexible && api_key != key::API_VERSIONS).unwrap();
-    assert_eq!(got, id);
-    hex(&format!("{label} v{version}"), &body, port, out);
+    out: String,
+}
+
+impl Recorder {
+    /// Sends a request and records the response body's bytes.
+    async fn record<M: mk_adapter_kafka::api::Message>(
+        &mut self,
+        label: &str,
+        api_key: i16,
+        version: i16,
+        body: &M,
+    ) {
+        let id = self.c.send(api_key, version, body).await;
+        let flexible = mk_adapter_kafka::api::spec(api_key)
+            .unwrap()
+            .is_flexible(version);
+        let frame = self.c.read_frame().await.unwrap();
+        let (got, body) = split_response(&frame, flexible && api_key != key::API_VERSIONS).unwrap();
+        assert_eq!(got, id);
+        hex(
+            &format!("{label} v{version}"),
+            &body,
+            self.port,
+            &mut self.out,
+        );
+    }
 }
 
 #[tokio::test]
 async fn snapshot_main_api_responses() {
     let h = harness().await;
-    let mut c = h.conn(1).await;
-    let port = h.addr(1).port();
-    let mut out = String::new();
+    let mut r = Recorder {
+        c: h.conn(1).await,
+        port: h.addr(1).port(),
+        out: String::new(),
+    };
     let records = vec![
         Record::new(
             Some(Bytes::from_static(b"k")),
@@ -120,10 +135,7 @@ async fn snapshot_main_api_responses() {
             ..TopicProduceData::default()
         }],
     };
-    record(
-        &mut c,
-        port,
-        &mut out,
+    r.record(
         "ApiVersions",
         key::API_VERSIONS,
         3,
@@ -136,10 +148,10 @@ async fn snapshot_main_api_responses() {
         include_cluster_authorized_operations: false,
         include_topic_authorized_operations: false,
     };
-    record(&mut c, port, &mut out, "Metadata", key::METADATA, 12, &all).await;
-    record(&mut c, port, &mut out, "Metadata", key::METADATA, 1, &all).await;
-    record(&mut c, port, &mut out, "Produce", key::PRODUCE, 9, &produce).await;
-    record(&mut c, port, &mut out, "Produce", key::PRODUCE, 3, &produce).await;
+    r.record("Metadata", key::METADATA, 12, &all).await;
+    r.record("Metadata", key::METADATA, 1, &all).await;
+    r.record("Produce", key::PRODUCE, 9, &produce).await;
+    r.record("Produce", key::PRODUCE, 3, &produce).await;
     let fetch = FetchRequest {
         max_wait_ms: 0,
         min_bytes: 0,
@@ -158,8 +170,8 @@ async fn snapshot_main_api_responses() {
         }],
         ..FetchRequest::default()
     };
-    record(&mut c, port, &mut out, "Fetch", key::FETCH, 12, &fetch).await;
-    record(&mut c, port, &mut out, "Fetch", key::FETCH, 4, &fetch).await;
+    r.record("Fetch", key::FETCH, 12, &fetch).await;
+    r.record("Fetch", key::FETCH, 4, &fetch).await;
     let list = |timestamp| ListOffsetsRequest {
         replica_id: -1,
         topics: vec![ListOffsetsTopic {
@@ -172,20 +184,14 @@ async fn snapshot_main_api_responses() {
         }],
         ..ListOffsetsRequest::default()
     };
-    record(
-        &mut c,
-        port,
-        &mut out,
+    r.record(
         "ListOffsets latest",
         key::LIST_OFFSETS,
         7,
         &list(offsets::LATEST_TIMESTAMP),
     )
     .await;
-    record(
-        &mut c,
-        port,
-        &mut out,
+    r.record(
         "ListOffsets max timestamp",
         key::LIST_OFFSETS,
         7,
@@ -203,16 +209,8 @@ async fn snapshot_main_api_responses() {
         timeout_ms: 1_000,
         validate_only: false,
     };
-    record(
-        &mut c,
-        port,
-        &mut out,
-        "CreateTopics existing",
-        key::CREATE_TOPICS,
-        7,
-        &create,
-    )
-    .await;
+    r.record("CreateTopics existing", key::CREATE_TOPICS, 7, &create)
+        .await;
     let describe = DescribeConfigsRequest {
         resources: vec![DescribeConfigsResource {
             resource_type: admin::RESOURCE_TOPIC,
@@ -222,27 +220,16 @@ async fn snapshot_main_api_responses() {
         include_synonyms: false,
         include_documentation: false,
     };
-    record(
-        &mut c,
-        port,
-        &mut out,
-        "DescribeConfigs",
-        key::DESCRIBE_CONFIGS,
-        4,
-        &describe,
-    )
-    .await;
+    r.record("DescribeConfigs", key::DESCRIBE_CONFIGS, 4, &describe)
+        .await;
     // A too-new ApiVersions is answered with a v0 body.
-    record(
-        &mut c,
-        port,
-        &mut out,
+    r.record(
         "ApiVersions (too new, answered as v0)",
         key::API_VERSIONS,
         9,
         &ApiVersionsRequest::default(),
     )
     .await;
-    insta::assert_snapshot!(out);
+    insta::assert_snapshot!(r.out);
     h.stop().await;
 }

@@ -117,9 +117,7 @@ fn answers(r: &OffsetFetchResponse) -> Vec<Answer> {
 
 #[tokio::test]
 async fn offset_commit_metadata_and_leader_epochs_are_answered_by_offset_fetch() {
-    let h = Harness::one().await;
-    h.cluster.topics().create("t", 3, 1).unwrap();
-    let mut c = h.conn(1).await;
+    let (h, mut c) = Harness::one_with_topic("t", 3).await;
     let r: OffsetCommitResponse = c
         .call(
             key::OFFSET_COMMIT,
@@ -267,11 +265,8 @@ async fn keyless_records_to_a_compacted_topic_are_refused_per_record() {
         p.error_message
     );
     // v7 has neither field: the code alone.
-    let r: ProduceResponse = c
-        .call(key::PRODUCE, 7, &produce("kv", records(&[None])))
-        .await;
     assert_eq!(
-        r.responses[0].partition_responses[0].error_code,
+        c.produce_code(7, &produce("kv", records(&[None]))).await,
         KafkaCode::INVALID_RECORD
     );
     // Nothing was appended; keyed records are.
@@ -389,8 +384,7 @@ mod coordinators {
 
     #[tokio::test]
     async fn group_requests_at_another_broker_are_not_coordinator() {
-        let h = Harness::start(vec![1, 2, 3], Default::default()).await;
-        h.cluster.topics().create("t", 1, 3).unwrap();
+        let h = Harness::three_with_topic("t", 1).await;
         let nc = KafkaCode::NOT_COORDINATOR;
         let mut c = h.conn(1).await;
         let r: JoinGroupResponse = c.call(key::JOIN_GROUP, 5, &join()).await;
@@ -493,8 +487,7 @@ mod coordinators {
 
     #[tokio::test]
     async fn transactional_requests_at_another_broker_are_not_coordinator() {
-        let h = Harness::start(vec![1, 2, 3], Default::default()).await;
-        h.cluster.topics().create("t", 1, 3).unwrap();
+        let h = Harness::three_with_topic("t", 1).await;
         let nc = KafkaCode::NOT_COORDINATOR;
         let mut c = h.conn(1).await;
         let init = InitProducerIdRequest {
@@ -598,8 +591,7 @@ mod coordinators {
         use mk_adapter_kafka::messages::share_group_heartbeat::{
             ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse,
         };
-        let h = Harness::start(vec![1, 2, 3], Default::default()).await;
-        h.cluster.topics().create("t", 1, 3).unwrap();
+        let h = Harness::three_with_topic("t", 1).await;
         let nc = KafkaCode::NOT_COORDINATOR;
         let message =
             "not the coordinator: broker 1 does not coordinate group \"a\"; broker 3 does";
@@ -711,8 +703,7 @@ mod log_admin {
     /// and 2), five records in partition 0 and two in partition 1, all
     /// replicated (HW = LEO).
     pub(super) async fn three_brokers_with_data() -> Harness {
-        let h = Harness::start(vec![1, 2, 3], Default::default()).await;
-        h.cluster.topics().create("t", 2, 3).unwrap();
+        let h = Harness::three_with_topic("t", 2).await;
         for (p, batches) in [
             (0, vec![vec!["a", "b", "c"], vec!["d", "e"]]),
             (1, vec![vec!["x", "y"]]),
@@ -983,8 +974,7 @@ mod txn_admin {
     /// `coordinators`); "abc" has an open transaction on t-0.
     #[tokio::test]
     async fn list_and_describe_transactions_at_each_coordinator() {
-        let h = Harness::start(vec![1, 2, 3], Default::default()).await;
-        h.cluster.topics().create("t", 1, 3).unwrap();
+        let h = Harness::three_with_topic("t", 1).await;
         let txns = h.cluster.transactions();
         let abc = txns
             .init_transactional_producer("abc", 60_000, None)
@@ -1482,8 +1472,7 @@ mod elections {
 
     #[tokio::test]
     async fn preferred_leaders_come_back_once_in_sync() {
-        let h = Harness::start(vec![1, 2, 3], Default::default()).await;
-        h.cluster.topics().create("t", 2, 3).unwrap();
+        let h = Harness::three_with_topic("t", 2).await;
         let p0 = TopicPartition::new("t", 0);
         let batch = RecordBatch::new(common::value_records(&["a", "b"])).unwrap();
         h.cluster

@@ -54,10 +54,6 @@ fn produce(pid: i64, epoch: i16, seq: i32, partition: i32, value: &str) -> Produ
     }
 }
 
-fn produced_code(r: &ProduceResponse) -> KafkaCode {
-    r.responses[0].partition_responses[0].error_code
-}
-
 fn end(pid: i64, epoch: i16, committed: bool) -> EndTxnRequest {
     EndTxnRequest {
         transactional_id: TXN.into(),

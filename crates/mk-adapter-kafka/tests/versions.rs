@@ -31,7 +31,6 @@ use mk_adapter_kafka::messages::list_offsets::{
 };
 use mk_adapter_kafka::messages::metadata::{MetadataRequest, MetadataResponse};
 use mk_adapter_kafka::messages::produce::{ProduceRequest, ProduceResponse};
-use mk_adapter_kafka::mk_cluster::ProducerInfo;
 use samples::Sample;
 
 #[tokio::test]
@@ -84,8 +83,7 @@ fn all_topics() -> MetadataRequest {
 }
 
 fn produce_req(topic: &str, partition: i32) -> ProduceRequest {
-    let records = batch_bytes(value_records(&["x"]), ProducerInfo::NONE);
-    common::produce_request(topic, partition, 1, records)
+    values_request(topic, partition, 1, &["x"])
 }
 
 fn fetch_req(topic: &str, id: Uuid, partition: i32) -> FetchRequest {
@@ -110,9 +108,8 @@ fn topic_id(h: &Harness, topic: &str) -> Uuid {
 
 #[tokio::test]
 async fn not_leader_answers_carry_the_leader_and_its_endpoint_from_produce_v10_and_fetch_v16() {
-    let h = Harness::start(vec![1, 2, 3], KafkaOptions::default()).await;
     // Partition 1 of a three-broker topic is led by broker 2.
-    h.cluster.topics().create("r", 3, 3).unwrap();
+    let h = Harness::three_with_topic("r", 3).await;
     let leader_port = i32::from(h.addr(2).port());
     let mut c = h.conn(1).await;
     for v in [9, 10, 11] {
@@ -145,22 +142,16 @@ async fn not_leader_answers_carry_the_leader_and_its_endpoint_from_produce_v10_a
     // The leader itself answers without hints.
     let mut leader = h.conn(2).await;
     let r: ProduceResponse = leader.call(key::PRODUCE, 11, &produce_req("r", 1)).await;
-    assert_eq!(
-        r.responses[0].partition_responses[0].error_code,
-        KafkaCode::NONE
-    );
+    assert_eq!(produced_code(&r), KafkaCode::NONE);
     assert!(r.node_endpoints.is_empty());
     h.stop().await;
 }
 
 #[tokio::test]
 async fn fetch_from_v13_names_topics_by_id() {
-    let h = Harness::one().await;
-    h.cluster.topics().create("ids", 1, 1).unwrap();
-    let mut c = h.conn(1).await;
-    let r: ProduceResponse = c.call(key::PRODUCE, 11, &produce_req("ids", 0)).await;
+    let (h, mut c) = Harness::one_with_topic("ids", 1).await;
     assert_eq!(
-        r.responses[0].partition_responses[0].error_code,
+        c.produce_code(11, &produce_req("ids", 0)).await,
         KafkaCode::NONE
     );
     let id = topic_id(&h, "ids");
@@ -194,9 +185,7 @@ async fn fetch_from_v13_names_topics_by_id() {
 
 #[tokio::test]
 async fn list_offsets_special_timestamps_exist_from_their_versions() {
-    let h = Harness::one().await;
-    h.cluster.topics().create("l", 1, 1).unwrap();
-    let mut c = h.conn(1).await;
+    let (h, mut c) = Harness::one_with_topic("l", 1).await;
     for _ in 0..3 {
         let _: ProduceResponse = c.call(key::PRODUCE, 11, &produce_req("l", 0)).await;
     }

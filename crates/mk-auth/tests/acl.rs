@@ -277,28 +277,24 @@ fn filters_select_as_kafka_filters_do() {
 fn invalid_acls_are_refused() {
     let ok = allow(Topic, "t", Literal, Read);
     assert!(ok.validate().is_ok());
-    let mut bad = vec![];
-    let mut a = ok.clone();
-    a.pattern.resource_type = ResourceType::Any;
-    bad.push(a);
-    let mut a = ok.clone();
-    a.pattern.pattern_type = PatternType::Match;
-    bad.push(a);
-    let mut a = ok.clone();
-    a.entry.operation = Operation::Any;
-    bad.push(a);
-    let mut a = ok.clone();
-    a.entry.permission = Permission::Any;
-    bad.push(a);
-    let mut a = ok.clone();
-    a.pattern.name = String::new();
-    bad.push(a);
-    let mut a = ok.clone();
-    a.entry.principal = "alice".into();
-    bad.push(a);
-    let mut a = ok.clone();
-    a.entry.host = "example.com".into();
-    bad.push(a);
+    // Each way to spoil a valid binding, one field at a time.
+    let spoilers: [fn(&mut AclBinding); 7] = [
+        |a| a.pattern.resource_type = ResourceType::Any,
+        |a| a.pattern.pattern_type = PatternType::Match,
+        |a| a.entry.operation = Operation::Any,
+        |a| a.entry.permission = Permission::Any,
+        |a| a.pattern.name = String::new(),
+        |a| a.entry.principal = "alice".into(),
+        |a| a.entry.host = "example.com".into(),
+    ];
+    let mut bad: Vec<AclBinding> = spoilers
+        .iter()
+        .map(|spoil| {
+            let mut a = ok.clone();
+            spoil(&mut a);
+            a
+        })
+        .collect();
     bad.push(allow(Cluster, "other", Literal, Alter));
     for b in bad {
         assert_eq!(

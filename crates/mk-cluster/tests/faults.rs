@@ -12,7 +12,8 @@ use bytes::Bytes;
 mod common;
 
 use common::{
-    append_value, b, commit_value, dir_and_clock, fresh_cluster, open, open_with, send_value, tp,
+    append_value, b, commit_value, dir_and_clock, fresh_cluster, fresh_cluster_with, open,
+    open_with, send_value, tp,
 };
 use mk_cluster::*;
 use std::sync::Arc;
@@ -32,8 +33,7 @@ async fn put(c: &BrokerCluster, tp: &TopicPartition, value: &str) -> i64 {
 
 #[tokio::test]
 async fn a_json_fetch_is_capped_by_fetch_max_bytes_whatever_it_asks() {
-    let (dir, clock) = dir_and_clock();
-    let c = open_with(dir.path(), &clock, |mut c| {
+    let (_dir, _, c) = fresh_cluster_with(|mut c| {
         c.fetch_max_bytes = 2_000;
         c
     });
@@ -166,8 +166,7 @@ async fn a_creation_interrupted_by_a_crash_leaves_nothing_and_the_name_starts_em
 
 #[tokio::test]
 async fn a_creation_that_fails_half_way_is_undone_and_the_broker_keeps_running() {
-    let (dir, clock) = dir_and_clock();
-    let c = open_with(dir.path(), &clock, |c| c.with_brokers(vec![1, 2]));
+    let (dir, clock, c) = fresh_cluster_with(|c| c.with_brokers(vec![1, 2]));
     c.topics().create("ok", 1, 1).unwrap();
     // A file where broker 2's directory must go makes the creation fail at
     // its second partition, after the first one was created on broker 1.
@@ -501,8 +500,7 @@ async fn one_damaged_one_healthy(
     healthy: &str,
     crash: bool,
 ) -> (tempfile::TempDir, ManualClock) {
-    let (dir, clock) = dir_and_clock();
-    let c = open_with(dir.path(), &clock, small_segments);
+    let (dir, clock, c) = fresh_cluster_with(small_segments);
     c.topics().create(damaged, 1, 1).unwrap();
     c.topics().create(healthy, 1, 1).unwrap();
     for i in 0..60 {

@@ -12,8 +12,9 @@ use mk_cluster::metadata::MetadataStore;
 mod common;
 
 use common::{
-    alter_topic, b, commit_value, dir_and_clock, fresh_cluster, kept_block, open, open_with,
-    produced_block, send_value, set, tp,
+    alter_topic, append_block, b, commit_value, configured_topic, fresh_cluster,
+    fresh_cluster_with, kept_block, open, open_with, produced_block, restart_with, send_value, set,
+    tp,
 };
 use mk_cluster::*;
 use std::collections::BTreeMap;
@@ -52,9 +53,7 @@ async fn topic_and_cluster_ids_are_stable_across_restarts_and_unique() {
     );
     assert_ne!(ida, idb);
     assert_eq!(c.topics().name_by_id(idb).unwrap(), "b");
-    c.lifecycle().close().await.unwrap();
-    drop(c);
-    let c = open(dir.path(), &clock);
+    let c = restart_with(c, dir.path(), &clock, |c| c).await;
     assert_eq!(c.topics().id("a").unwrap(), ida);
     assert_eq!(c.cluster_id(), cluster);
     let unknown = TopicId([1; 16]);
@@ -67,8 +66,7 @@ async fn topic_and_cluster_ids_are_stable_across_restarts_and_unique() {
 
 #[tokio::test]
 async fn deleting_a_topic_removes_its_files_offsets_and_name_for_good() {
-    let (dir, clock) = dir_and_clock();
-    let c = open_with(dir.path(), &clock, |c| c.with_brokers(vec![1, 2]));
+    let (dir, clock, c) = fresh_cluster_with(|c| c.with_brokers(vec![1, 2]));
     c.topics().create("gone", 2, 2).unwrap();
     c.topics().create("kept", 1, 1).unwrap();
     put(&c, &tp("gone", 0), &["x", "y"], 1).await;
@@ -105,9 +103,7 @@ async fn deleting_a_topic_removes_its_files_offsets_and_name_for_good() {
     c.topics().create("gone", 1, 1).unwrap();
     assert_ne!(c.topics().id("gone").unwrap(), old_id);
     assert_eq!(c.data().log_end_offset(&tp("gone", 0)).unwrap(), 0);
-    c.lifecycle().close().await.unwrap();
-    drop(c);
-    let c = open_with(dir.path(), &clock, |c| c.with_brokers(vec![1, 2]));
+    let c = restart_with(c, dir.path(), &clock, |c| c.with_brokers(vec![1, 2])).await;
     assert_eq!(c.data().log_end_offset(&tp("gone", 0)).unwrap(), 0);
     assert_eq!(c.data().log_end_offset(&tp("kept", 0)).unwrap(), 1);
     c.lifecycle().close().await.unwrap();
@@ -141,9 +137,8 @@ async fn a_deletion_interrupted_by_a_crash_is_finished_on_open() {
 
 #[tokio::test]
 async fn partitions_only_grow_keep_their_data_and_survive_a_restart() {
-    let (dir, clock) = dir_and_clock();
     let brokers = |c: MiniKafkaConfig| c.with_brokers(vec![1, 2, 3]);
-    let c = open_with(dir.path(), &clock, brokers);
+    let (dir, clock, c) = fresh_cluster_with(brokers);
     c.topics().create("g", 2, 2).unwrap();
     put(&c, &tp("g", 1), &["old"], 1).await;
     assert_eq!(
@@ -167,9 +162,7 @@ async fn partitions_only_grow_keep_their_data_and_survive_a_restart() {
     assert_eq!(d.partitions[4].replicas, vec![2, 3]);
     put(&c, &tp("g", 4), &["new"], 1).await;
     assert_eq!(c.data().log_end_offset(&tp("g", 1)).unwrap(), 1);
-    c.lifecycle().close().await.unwrap();
-    drop(c);
-    let c = open_with(dir.path(), &clock, brokers);
+    let c = restart_with(c, dir.path(), &clock, brokers).await;
     assert_eq!(c.topics().partition_count("g").unwrap(), 5);
     assert_eq!(c.data().log_end_offset(&tp("g", 4)).unwrap(), 1);
     c.lifecycle().close().await.unwrap();
@@ -209,23 +202,12 @@ async fn altered_configs_are_validated_all_or_nothing_persisted_and_in_force() {
     for i in 0..20 {
         put(&c, &tp("cfg", 0), &[&format!("value-{i:0400}")], 1).await;
     }
-    let files = std::fs::read_dir(dir.path().join("broker-1").join("cfg-0"))
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .path()
-                .extension()
-                .is_some_and(|x| x == "log")
-        })
-        .count();
+    let files = log_files(dir.path(), "cfg-0");
     assert!(
         files >= 3,
         "segments rolled at 2048 bytes: {files} log files"
     );
-    c.lifecycle().close().await.unwrap();
-    drop(c);
-    let c = open(dir.path(), &clock);
+    let c = restart_with(c, dir.path(), &clock, |c| c).await;
     let after = c.topics().describe("cfg").unwrap().config;
     assert_eq!(
         (after.retention_ms, after.segment_bytes),
@@ -332,24 +314,21 @@ async fn every_kafka_topic_config_and_dynamic_broker_config_survives_a_restart()
             .map(String::as_str),
         Some("2")
     );
-    let e = c
-        .alter_broker_configs(
-            None,
-            &[inc("log.retention.ms", IncrementalOp::Set("5".into()))],
-            false,
-            false,
-        )
-        .unwrap_err();
-    assert_eq!(e.code(), ErrorCode::InvalidRequest, "read only here: {e}");
-    let e = c
-        .alter_broker_configs(
-            None,
-            &[inc("compression.type", IncrementalOp::Set("brotli".into()))],
-            false,
-            false,
-        )
-        .unwrap_err();
-    assert_eq!(e.code(), ErrorCode::InvalidConfig);
+    // Read only here, then a value the key does not take.
+    for (key, value, refused) in [
+        ("log.retention.ms", "5", ErrorCode::InvalidRequest),
+        ("compression.type", "brotli", ErrorCode::InvalidConfig),
+    ] {
+        let e = c
+            .alter_broker_configs(
+                None,
+                &[inc(key, IncrementalOp::Set(value.into()))],
+                false,
+                false,
+            )
+            .unwrap_err();
+        assert_eq!(e.code(), refused, "{key}={value}: {e}");
+    }
     c.alter_broker_configs(
         None,
         &[inc("compression.type", IncrementalOp::Set("zstd".into()))],
@@ -357,10 +336,7 @@ async fn every_kafka_topic_config_and_dynamic_broker_config_survives_a_restart()
         false,
     )
     .unwrap();
-    c.lifecycle().close().await.unwrap();
-    drop(c);
-
-    let c = open(dir.path(), &clock);
+    let c = restart_with(c, dir.path(), &clock, |c| c).await;
     let described = c.topics().described_configs("kc").unwrap();
     let find = |n: &str| described.iter().find(|d| d.name == n).unwrap().clone();
     assert_eq!(described.len(), TOPIC_CONFIGS.len());
@@ -393,8 +369,7 @@ async fn every_kafka_topic_config_and_dynamic_broker_config_survives_a_restart()
 
 #[tokio::test]
 async fn metadata_auto_creates_only_when_allowed_and_enabled() {
-    let (dir, clock) = dir_and_clock();
-    let c = open_with(dir.path(), &clock, |mut c| {
+    let (_dir, clock, c) = fresh_cluster_with(|mut c| {
         c.auto_create_partitions = 3;
         c
     });
@@ -432,10 +407,8 @@ async fn metadata_auto_creates_only_when_allowed_and_enabled() {
 
 #[tokio::test]
 async fn a_broker_taken_offline_hands_leadership_to_an_in_sync_replica_and_rejoins() {
-    let (dir, clock) = dir_and_clock();
-    let c = open_with(dir.path(), &clock, |c| {
-        c.with_brokers(vec![1, 2, 3]).with_min_insync_replicas(2)
-    });
+    let (_dir, _, c) =
+        fresh_cluster_with(|c| c.with_brokers(vec![1, 2, 3]).with_min_insync_replicas(2));
     c.topics().create("f", 3, 3).unwrap();
     c.topics().create("single", 1, 1).unwrap();
     let p0 = tp("f", 0);
@@ -591,8 +564,7 @@ async fn batch_fetches_follow_kafkas_size_rules() {
 
 #[tokio::test]
 async fn the_cluster_caps_every_fetch_answer() {
-    let (dir, clock) = dir_and_clock();
-    let c = open_with(dir.path(), &clock, |mut c| {
+    let (_dir, _, c) = fresh_cluster_with(|mut c| {
         c.fetch_max_bytes = 2_000;
         c
     });
@@ -740,8 +712,7 @@ async fn offsets_by_time_max_timestamp_and_the_lso_for_read_committed() {
 
 #[tokio::test]
 async fn epochs_answer_kip_279_and_stale_or_future_epochs_are_refused() {
-    let (dir, clock) = dir_and_clock();
-    let c = open_with(dir.path(), &clock, |c| c.with_brokers(vec![1, 2]));
+    let (_dir, _, c) = fresh_cluster_with(|c| c.with_brokers(vec![1, 2]));
     c.topics().create("e", 1, 2).unwrap();
     let p = tp("e", 0);
     put(&c, &p, &["a", "b"], 1).await;
@@ -792,8 +763,7 @@ async fn epochs_answer_kip_279_and_stale_or_future_epochs_are_refused() {
 /// make the cycle report an error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_topics_while_flush_cycles_run_fails_nothing() {
-    let (dir, clock) = dir_and_clock();
-    let c = open_with(dir.path(), &clock, |mut c| {
+    let (_dir, _, c) = fresh_cluster_with(|mut c| {
         c.segment_max_bytes = 1024;
         c
     });
@@ -944,8 +914,7 @@ fn coordinator_partitions_are_kafkas_hash_of_the_key() {
 
 #[tokio::test]
 async fn every_broker_names_one_coordinator_per_key_and_it_moves_when_its_broker_goes() {
-    let (dir, clock) = dir_and_clock();
-    let c = open_with(dir.path(), &clock, |cfg| cfg.with_brokers(vec![1, 2, 3]));
+    let (_dir, _, c) = fresh_cluster_with(|cfg| cfg.with_brokers(vec![1, 2, 3]));
     // Partition p's replicas are B[p % 3], B[(p + 1) % 3], B[(p + 2) % 3].
     let a = CoordinatorKey::Group("a"); // partition 47: brokers 3, 1, 2
     let abc = CoordinatorKey::Transaction("abc"); // partition 4: brokers 2, 3, 1
@@ -984,8 +953,7 @@ async fn every_broker_names_one_coordinator_per_key_and_it_moves_when_its_broker
 
 #[tokio::test]
 async fn with_more_brokers_than_replicas_a_coordinator_can_be_unavailable() {
-    let (dir, clock) = dir_and_clock();
-    let c = open_with(dir.path(), &clock, |cfg| cfg.with_brokers(vec![1, 2, 3, 4]));
+    let (_dir, _, c) = fresh_cluster_with(|cfg| cfg.with_brokers(vec![1, 2, 3, 4]));
     // "my-group" is partition 12: replicas B[0], B[1], B[2] = 1, 2, 3.
     let key = CoordinatorKey::Group("my-group");
     for b in [1, 2, 3] {
@@ -1003,9 +971,8 @@ async fn with_more_brokers_than_replicas_a_coordinator_can_be_unavailable() {
 
 #[tokio::test]
 async fn delete_records_moves_the_log_start_on_every_replica_and_survives_a_restart() {
-    let (dir, clock) = dir_and_clock();
     let cfg = |c: MiniKafkaConfig| c.with_brokers(vec![1, 2, 3]);
-    let c = open_with(dir.path(), &clock, cfg);
+    let (dir, clock, c) = fresh_cluster_with(cfg);
     c.topics().create("d", 1, 3).unwrap();
     let p = tp("d", 0);
     put(&c, &p, &["a", "b", "c"], 1).await;
@@ -1053,8 +1020,7 @@ async fn delete_records_moves_the_log_start_on_every_replica_and_survives_a_rest
 
 #[tokio::test]
 async fn a_brokers_log_dir_lists_its_replicas_with_sizes_and_lag() {
-    let (dir, clock) = dir_and_clock();
-    let c = open_with(dir.path(), &clock, |c| c.with_brokers(vec![1, 2, 3]));
+    let (dir, _, c) = fresh_cluster_with(|c| c.with_brokers(vec![1, 2, 3]));
     // "a" has one replica per partition: a-0 on broker 1, a-1 on broker 2.
     c.topics().create("a", 2, 1).unwrap();
     c.topics().create("b", 1, 3).unwrap();
@@ -1158,12 +1124,7 @@ fn opaque_block(first_timestamp: i64, max_timestamp: i64, len: usize) -> block::
 
 #[tokio::test]
 async fn topic_configs_refuse_large_batches_and_bad_timestamps_and_stamp_log_append_time() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(10_000_000);
-    let c = open(dir.path(), &clock);
-    c.topics().create("limits", 1, 1).unwrap();
-    alter_topic(
-        &c,
+    let (_dir, _, c) = configured_topic(
         "limits",
         &[
             ("max.message.bytes", "200"),
@@ -1175,11 +1136,7 @@ async fn topic_configs_refuse_large_batches_and_bad_timestamps_and_stamp_log_app
     let append = |b: block::BlockBatch| {
         let c = c.clone();
         let p = p.clone();
-        async move {
-            c.data()
-                .append_batch(&p, RecordBatch::from_block(b).unwrap(), AckMode::One)
-                .await
-        }
+        async move { append_block(&c, &p, b).await }
     };
     // 61 header bytes + 139 of records is exactly the limit; one more is not.
     append(opaque_block(now, now, 139)).await.unwrap();
@@ -1218,14 +1175,7 @@ async fn topic_configs_refuse_large_batches_and_bad_timestamps_and_stamp_log_app
     );
     let s = tp("stamped", 0);
     let sent = opaque_block(5, 6, 10);
-    c.data()
-        .append_batch(
-            &s,
-            RecordBatch::from_block(sent.clone()).unwrap(),
-            AckMode::One,
-        )
-        .await
-        .unwrap();
+    append_block(&c, &s, sent.clone()).await.unwrap();
     c.data()
         .append_batch(
             &s,
@@ -1286,14 +1236,7 @@ async fn a_topics_compression_type_recompresses_produced_batches_of_another_code
         }
         let p = tp(topic, 0);
         let produced = produced_block(&records, sent);
-        c.data()
-            .append_batch(
-                &p,
-                RecordBatch::from_block(produced.clone()).unwrap(),
-                AckMode::One,
-            )
-            .await
-            .unwrap();
+        append_block(&c, &p, produced.clone()).await.unwrap();
         let kept = first_fetched_block(&c, &p).await;
         let decoded = kept.records(1 << 20).unwrap();
         assert_eq!(decoded.records(), &records[..], "{topic}");
@@ -1316,13 +1259,7 @@ async fn a_topics_compression_type_recompresses_produced_batches_of_another_code
     alter_topic(&c, "to-none", &[("max.message.bytes", "2000")]);
     let small = produced_block(&records, block::Codec::Zstd);
     assert!(small.block().len() + 61 < 2000);
-    let e = c
-        .data()
-        .append_batch(
-            &tp("to-none", 0),
-            RecordBatch::from_block(small).unwrap(),
-            AckMode::One,
-        )
+    let e = append_block(&c, &tp("to-none", 0), small)
         .await
         .unwrap_err();
     assert_eq!(e.code(), ErrorCode::MessageTooLarge, "{e}");
@@ -1435,12 +1372,7 @@ async fn a_json_produce_to_a_topic_with_a_codec_is_stored_in_it_and_reads_back_u
 
 #[tokio::test]
 async fn min_compaction_lag_ms_altered_decides_what_compaction_cleans() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(10_000_000);
-    let c = open(dir.path(), &clock);
-    c.topics().create("lagged", 1, 1).unwrap();
-    alter_topic(
-        &c,
+    let (_dir, clock, c) = configured_topic(
         "lagged",
         &[
             ("segment.bytes", "1024"),

@@ -26,6 +26,20 @@ fn replicated() -> Node {
     node
 }
 
+/// The code InitProducerId refuses `id` with (it must refuse it).
+async fn init_refused(
+    c: &BrokerCluster,
+    id: &str,
+    timeout_ms: i32,
+    current: Option<(i64, i32)>,
+) -> ErrorCode {
+    code(
+        c.transactions()
+            .init_transactional_producer(id, timeout_ms, current)
+            .await,
+    )
+}
+
 #[tokio::test]
 async fn init_gives_one_producer_id_per_transactional_id_and_one_epoch_bump_per_session() {
     let node = single();
@@ -50,21 +64,13 @@ async fn init_gives_one_producer_id_per_transactional_id_and_one_epoch_bump_per_
         .unwrap();
     assert_eq!((a2.producer_id, a2.epoch), (a0.pid, 2));
     assert_eq!(
-        code(
-            c.transactions()
-                .init_transactional_producer("a", TIMEOUT_MS, Some((a0.pid, 0)))
-                .await
-        ),
+        init_refused(c, "a", TIMEOUT_MS, Some((a0.pid, 0))).await,
         ErrorCode::ProducerFenced
     );
     // Kafka's default transaction.max.timeout.ms is 15 minutes.
     for bad in [0, -5, 900_001] {
         assert_eq!(
-            code(
-                c.transactions()
-                    .init_transactional_producer("a", bad, None)
-                    .await
-            ),
+            init_refused(c, "a", bad, None).await,
             ErrorCode::InvalidTransactionTimeout,
             "{bad}"
         );
@@ -74,11 +80,7 @@ async fn init_gives_one_producer_id_per_transactional_id_and_one_epoch_bump_per_
         .await
         .unwrap();
     assert_eq!(
-        code(
-            c.transactions()
-                .init_transactional_producer("", TIMEOUT_MS, None)
-                .await
-        ),
+        init_refused(c, "", TIMEOUT_MS, None).await,
         ErrorCode::InvalidRequest
     );
     // The producer ids survive a restart; the epoch goes on from there.
@@ -452,11 +454,7 @@ async fn requests_during_a_completion_in_progress_are_concurrent_transactions() 
         tokio::task::yield_now().await;
     }
     assert_eq!(
-        code(
-            c.transactions()
-                .init_transactional_producer("tx", TIMEOUT_MS, None)
-                .await
-        ),
+        init_refused(&c, "tx", TIMEOUT_MS, None).await,
         ErrorCode::ConcurrentTransactions
     );
     assert_eq!(

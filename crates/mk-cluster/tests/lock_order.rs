@@ -14,13 +14,6 @@ use std::time::Duration;
 
 const ROUNDS: usize = 400;
 
-fn set(key: &str, value: &str) -> ConfigChange {
-    ConfigChange::Set {
-        key: key.to_string(),
-        value: value.to_string(),
-    }
-}
-
 /// Runs `jobs` on their own threads and fails if they do not all finish
 /// within a minute (they take well under a second when nothing waits in a
 /// circle).
@@ -53,24 +46,39 @@ fn promoting(c: &Arc<BrokerCluster>, topic: &'static str) -> Box<dyn FnOnce() + 
     })
 }
 
-#[test]
-fn promotions_racing_topic_config_changes_never_deadlock() {
-    let dir = tempfile::tempdir().unwrap();
+/// Opens brokers 1 and 2 with `topic` (one partition on both) and runs
+/// `rounds` of `change` on one thread while another promotes the
+/// partition's leader back and forth; returns the cluster once both finish.
+fn racing_promotions(
+    dir: &std::path::Path,
+    topic: &'static str,
+    rounds: usize,
+    change: impl Fn(&BrokerCluster, usize) + Send + 'static,
+) -> Arc<BrokerCluster> {
     let clock = ManualClock::new(1_000);
-    let c = open_with(dir.path(), &clock, |c| c.with_brokers(vec![1, 2]));
-    c.topics().create("t", 1, 2).unwrap();
-    let altering = {
+    let c = open_with(dir, &clock, |c| c.with_brokers(vec![1, 2]));
+    c.topics().create(topic, 1, 2).unwrap();
+    let changing = {
         let c = c.clone();
         Box::new(move || {
-            for i in 0..ROUNDS {
-                let bytes = (1_048_576 + i).to_string();
-                c.topics()
-                    .alter_config("t", &[set("segment.bytes", &bytes)], false)
-                    .unwrap();
+            for i in 0..rounds {
+                change(&c, i);
             }
         }) as Box<dyn FnOnce() + Send>
     };
-    all_finish(vec![promoting(&c, "t"), altering]);
+    all_finish(vec![promoting(&c, topic), changing]);
+    c
+}
+
+#[test]
+fn promotions_racing_topic_config_changes_never_deadlock() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = racing_promotions(dir.path(), "t", ROUNDS, |c, i| {
+        let bytes = (1_048_576 + i).to_string();
+        c.topics()
+            .alter_config("t", &[set("segment.bytes", &bytes)], false)
+            .unwrap();
+    });
     let config = c.topics().describe("t").unwrap().config;
     assert_eq!(config.segment_bytes, Some(1_048_576 + ROUNDS as u64 - 1));
 }
@@ -78,18 +86,9 @@ fn promotions_racing_topic_config_changes_never_deadlock() {
 #[test]
 fn promotions_racing_topic_deletions_never_deadlock() {
     let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_000);
-    let c = open_with(dir.path(), &clock, |c| c.with_brokers(vec![1, 2]));
-    c.topics().create("d", 1, 2).unwrap();
-    let recreating = {
-        let c = c.clone();
-        Box::new(move || {
-            for _ in 0..ROUNDS / 4 {
-                c.topics().delete("d").unwrap();
-                c.topics().create("d", 1, 2).unwrap();
-            }
-        }) as Box<dyn FnOnce() + Send>
-    };
-    all_finish(vec![promoting(&c, "d"), recreating]);
+    let c = racing_promotions(dir.path(), "d", ROUNDS / 4, |c, _| {
+        c.topics().delete("d").unwrap();
+        c.topics().create("d", 1, 2).unwrap();
+    });
     assert_eq!(c.topics().describe("d").unwrap().partitions.len(), 1);
 }

@@ -29,7 +29,7 @@ use common::*;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
@@ -37,37 +37,29 @@ const BIN: &str = env!("CARGO_BIN_EXE_mk-server");
 
 /// A child process serving JSON-TCP on `addr`, killed on drop.
 struct Served {
-    child: Child,
+    child: Spawned,
     addr: String,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 impl Served {
     /// The broker, with its data in `data_dir`.
     fn broker(data_dir: &Path, extra: &[&str]) -> Served {
-        let mut child = Command::new(BIN)
-            .args([
-                "--listen",
-                "127.0.0.1:0",
-                "--kafka-listen",
-                "off",
-                "--console-listen",
-                "off",
-                "--data-dir",
-            ])
-            .arg(data_dir)
-            .args(extra)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start mk-server");
-        let line = first_line(&mut child);
+        let (child, line) = Spawned::spawn(
+            Command::new(BIN)
+                .args([
+                    "--listen",
+                    "127.0.0.1:0",
+                    "--kafka-listen",
+                    "off",
+                    "--console-listen",
+                    "off",
+                    "--data-dir",
+                ])
+                .arg(data_dir)
+                .args(extra)
+                .env("RUST_LOG", "warn"),
+            "mk-server",
+        );
         // "... listening on <json> (JSON-TCP; Kafka protocol off), ..."
         let addr = line
             .split(" (JSON-TCP")
@@ -81,14 +73,13 @@ impl Served {
     /// The zero-work responder answering every line with the contents of
     /// `response` (a file holding one line with its `\n`).
     fn limit(response: &Path, mode: &str) -> Served {
-        let mut child = Command::new(std::env::current_exe().expect("own path"))
-            .arg("limit-server")
-            .arg(response)
-            .arg(mode)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start the limit server");
-        let line = first_line(&mut child);
+        let (child, line) = Spawned::spawn(
+            Command::new(std::env::current_exe().expect("own path"))
+                .arg("limit-server")
+                .arg(response)
+                .arg(mode),
+            "the limit server",
+        );
         let addr = line
             .strip_prefix("limit listening on ")
             .unwrap_or_else(|| panic!("no address in {line:?}"))
@@ -101,14 +92,6 @@ impl Served {
     fn peak_rss_mib(&self) -> f64 {
         peak_rss_mib(self.child.id())
     }
-}
-
-fn first_line(child: &mut Child) -> String {
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("piped stdout"))
-        .read_line(&mut line)
-        .expect("the child prints where it listens");
-    line
 }
 
 /// The limit server: a thread per connection answering every request line
@@ -432,30 +415,36 @@ fn compare(
         unit,
         &format!("{workload}; {shape}; median"),
     );
-    figure(
-        &format!("{name}.limit_{key}"),
-        median(rates[0].clone()),
-        unit,
-        "the zero-work limit server of issue 15 (one write per answer) under the same load; median",
-    );
-    figure(
-        &format!("{name}.ratio"),
-        ratio(&rates[0]),
-        "ours/limit",
-        "median over the rounds of broker / limit, measured back to back",
-    );
-    figure(
-        &format!("{name}.limit_batching_{key}"),
-        median(rates[1].clone()),
-        unit,
-        "the batching limit server (one write per read) under the same load; median",
-    );
-    figure(
-        &format!("{name}.ratio_batching"),
-        ratio(&rates[1]),
-        "ours/limit",
-        "median over the rounds of broker / batching limit, measured back to back",
-    );
+    // Each limit server's rate under the same load, then ours over it:
+    // (its index in `rates`, the figures' tag, what it is, its short name).
+    let limits = [
+        (
+            0,
+            "",
+            "the zero-work limit server of issue 15 (one write per answer)",
+            "limit",
+        ),
+        (
+            1,
+            "_batching",
+            "the batching limit server (one write per read)",
+            "batching limit",
+        ),
+    ];
+    for (i, tag, server, short) in limits {
+        figure(
+            &format!("{name}.limit{tag}_{key}"),
+            median(rates[i].clone()),
+            unit,
+            &format!("{server} under the same load; median"),
+        );
+        figure(
+            &format!("{name}.ratio{tag}"),
+            ratio(&rates[i]),
+            "ours/limit",
+            &format!("median over the rounds of broker / {short}, measured back to back"),
+        );
+    }
 }
 
 /// `MK_BENCH_ONLY=<substring>` runs only the figures whose name contains

@@ -378,11 +378,7 @@ async fn a_creation_that_cannot_fit_the_open_file_limit_is_refused_whole() {
     assert!(c.list_topics().await.unwrap().is_empty());
     c.create_topic("small", 5, 1).await.unwrap();
     let tp = TopicPartition::new("small", 4);
-    let o = c
-        .produce_one(&tp, None, Some(Bytes::from("v")), AckMode::One)
-        .await
-        .unwrap();
-    assert_eq!(o, Some(0));
+    assert_eq!(produce_value(&mut c, &tp, "v").await, Some(0));
     drop(server);
     // With a higher hard limit the server raises its soft limit to it, and
     // the same creation fits.
@@ -395,6 +391,25 @@ async fn a_creation_that_cannot_fit_the_open_file_limit_is_refused_whole() {
     let mut c = JsonTcpClient::connect(&server.addr).await.unwrap();
     c.create_topic("big", 150, 1).await.unwrap();
     assert_eq!(c.list_topics().await.unwrap(), vec!["big".to_string()]);
+}
+
+/// Produces `value` (no key, acks=1) to `tp`; returns its offset.
+async fn produce_value(c: &mut JsonTcpClient, tp: &TopicPartition, value: &str) -> Option<i64> {
+    c.produce_one(tp, None, Some(Bytes::from(value.to_string())), AckMode::One)
+        .await
+        .unwrap()
+}
+
+/// Waits for `server` to exit by itself; it must exit with `code` and say
+/// `says` on stderr.
+fn assert_exits(server: &mut mk_server::embedded::BrokerProcess, code: i32, says: &str) {
+    let status = server
+        .wait_exit(PATIENCE)
+        .unwrap()
+        .expect("the broker exits");
+    let stderr = server.stderr();
+    assert_eq!(status.code(), Some(code), "{stderr}");
+    assert!(stderr.contains(says), "{stderr}");
 }
 
 /// Produces 4 KiB records to `tp` until the server refuses one; returns
@@ -485,13 +500,7 @@ async fn a_full_disk_fails_writes_typed_keeps_reads_then_recovers_or_exits_by_th
     let mut c = JsonTcpClient::connect(server.json_addr()).await.unwrap();
     let refused = produce_until_refused(&mut c, &tp, &mut acked).await;
     assert_eq!(refused.code(), Some(ErrorCode::StorageError), "{refused}");
-    let status = server
-        .wait_exit(PATIENCE)
-        .unwrap()
-        .expect("the broker exits");
-    let stderr = server.stderr();
-    assert_eq!(status.code(), Some(4), "{stderr}");
-    assert!(stderr.contains("the disk has been full"), "{stderr}");
+    assert_exits(&mut server, 4, "the disk has been full");
     drop(server);
     // A restart with space loses no acknowledged record.
     std::fs::remove_file(disk.outside("filler-2")).unwrap();
@@ -512,11 +521,7 @@ async fn a_failed_cluster_makes_the_broker_exit_with_code_3() {
     let mut c = JsonTcpClient::connect(&addr).await.unwrap();
     c.create_topic("t", 1, 1).await.unwrap();
     let tp = TopicPartition::new("t", 0);
-    let o = c
-        .produce_one(&tp, None, Some(Bytes::from("acknowledged")), AckMode::One)
-        .await
-        .unwrap();
-    assert_eq!(o, Some(0));
+    assert_eq!(produce_value(&mut c, &tp, "acknowledged").await, Some(0));
     // The disk turns against the broker: the partition directory becomes
     // a file, so the next flush cycle's checkpoint write fails (not with a
     // full disk) and the cluster is FAILED.
@@ -525,13 +530,7 @@ async fn a_failed_cluster_makes_the_broker_exit_with_code_3() {
     std::fs::rename(&part, &moved).unwrap();
     std::fs::write(&part, b"not a directory").unwrap();
     let _ = c.flush_cycle().await;
-    let status = server
-        .wait_exit(PATIENCE)
-        .unwrap()
-        .expect("the broker exits");
-    let stderr = server.stderr();
-    assert_eq!(status.code(), Some(3), "{stderr}");
-    assert!(stderr.contains("the broker failed"), "{stderr}");
+    assert_exits(&mut server, 3, "the broker failed");
     // Put the files back and restart: the acknowledged record is there.
     std::fs::remove_file(&part).unwrap();
     std::fs::rename(&moved, &part).unwrap();
@@ -592,13 +591,7 @@ impl Drop for Running {
 /// Starts `args` as process number `id`; its stdout and stderr lines go to
 /// `tx`.
 fn spawn_lines(args: &[&str], id: usize, tx: &mpsc::Sender<Line>) -> Running {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_piped(args, &[], Stdio::null());
     let out = child.stdout.take().unwrap();
     let err = child.stderr.take().unwrap();
     let (to, te) = (tx.clone(), tx.clone());
@@ -910,9 +903,8 @@ fn a_committed_offset_below_the_log_start_is_reset_by_policy_and_by_reset_offset
 #[test]
 fn keys_pick_the_partition_kafkas_default_partitioner_picks_on_every_path() {
     use mk_adapter_jsontcp::mk_cluster::partitioner::partition_for_key;
-    let (_dir, server) = start_fresh();
+    let (_dir, server) = start_with_topic(&["keys", "--partitions", "4"]);
     let addr = server.addr.as_str();
-    ok_at(addr, &["topic", "create", "keys", "--partitions", "4"], b"");
     let keys: Vec<String> = (0..20).map(|i| format!("user-{i}")).collect();
     let input: String = keys.iter().map(|k| format!("{k}\tv\n")).collect();
     let out = ok_at(addr, &["produce", "keys", "--keyed"], input.as_bytes());
@@ -956,10 +948,9 @@ fn keys_pick_the_partition_kafkas_default_partitioner_picks_on_every_path() {
 
 #[test]
 fn consume_without_a_group_reads_every_partition_of_several_topics() {
-    let (_dir, server) = start_fresh();
+    let (_dir, server) = start_with_topic(&["a", "--partitions", "3"]);
     let addr = server.addr.as_str();
     let mut w = Wire::connect(addr);
-    ok_at(addr, &["topic", "create", "a", "--partitions", "3"], b"");
     ok_at(addr, &["topic", "create", "b"], b"");
     for p in 0..3 {
         w.produce("a", p, &[format!("a{p}")]);
@@ -983,9 +974,8 @@ fn consume_without_a_group_reads_every_partition_of_several_topics() {
 
 #[test]
 fn produce_and_consume_are_binary_safe_with_formats_encodings_tombstones_and_numbered_bad_lines() {
-    let (_dir, server) = start_fresh();
+    let (_dir, server) = start_with_topic(&["bin"]);
     let addr = server.addr.as_str();
-    ok_at(addr, &["topic", "create", "bin"], b"");
     // Base64 keys and values, a tombstone by marker, an empty value.
     let input = b"azE=\t/wD+\nazI=\tNULL\nazM=\t\n";
     ok_at(
@@ -1150,10 +1140,9 @@ fn topics_are_deleted_grown_and_reconfigured_after_creation() {
 
 #[test]
 fn consume_from_a_time_and_groups_listed_reset_to_a_time_and_deleted() {
-    let (_dir, server) = start_fresh();
+    let (_dir, server) = start_with_topic(&["t"]);
     let addr = server.addr.as_str();
     let mut w = Wire::connect(addr);
-    ok_at(addr, &["topic", "create", "t"], b"");
     let records: Vec<_> = [1_000, 2_000, 3_000]
         .iter()
         .map(|ts| serde_json::json!({"value_b64": "eA==", "timestamp_ms": ts}))
@@ -1231,10 +1220,9 @@ fn consume_from_a_time_and_groups_listed_reset_to_a_time_and_deleted() {
 
 #[test]
 fn the_smaller_items_errors_exit_codes_and_limits() {
-    let (_dir, server) = start_fresh();
+    let (_dir, server) = start_with_topic(&["t"]);
     let addr = server.addr.as_str();
     let mut w = Wire::connect(addr);
-    ok_at(addr, &["topic", "create", "t"], b"");
     w.produce("t", 0, &["a".to_string(), "b".to_string()]);
     // --max-records 0 prints nothing (with and without a group).
     assert_eq!(
@@ -1342,9 +1330,8 @@ fn an_acks_all_produce_in_lab_mode_times_out_instead_of_hanging() {
 
 #[test]
 fn bulk_produce_pipelines_batches() {
-    let (_dir, server) = start_fresh();
+    let (_dir, server) = start_with_topic(&["bulk"]);
     let addr = server.addr.as_str();
-    ok_at(addr, &["topic", "create", "bulk"], b"");
     let input: String = (0..10_000).map(|i| format!("line-{i}\n")).collect();
     let mut all = vec!["produce", "bulk", "--progress", "--server", addr];
     let (code, out, err) = run_full(&all, input.as_bytes(), &[]);

@@ -326,9 +326,8 @@ fn partition_reassign_moves_lists_and_cancels_over_json_tcp() {
 
 #[test]
 fn from_minus_n_is_the_last_n_records_and_past_the_end_starts_at_the_end() {
-    let (_dir, server) = start_fresh();
+    let (_dir, server) = start_with_topic(&["t", "--partitions", "2"]);
     let addr = server.addr.as_str();
-    ok_at(addr, &["topic", "create", "t", "--partitions", "2"], b"");
     let ten: String = (0..10).map(|i| format!("a{i}\n")).collect();
     ok_at(addr, &["produce", "t", "--partition", "0"], ten.as_bytes());
     ok_at(addr, &["produce", "t", "--partition", "1"], b"b0\nb1\n");
@@ -390,9 +389,8 @@ fn from_minus_n_is_the_last_n_records_and_past_the_end_starts_at_the_end() {
 
 #[test]
 fn a_closed_stdout_ends_every_command_quietly_with_exit_0() {
-    let (_dir, server) = start_fresh();
+    let (_dir, server) = start_with_topic(&["t", "--partitions", "3"]);
     let addr = server.addr.as_str();
-    ok_at(addr, &["topic", "create", "t", "--partitions", "3"], b"");
     let lines: String = (0..2_000).map(|i| format!("line-{i}\n")).collect();
     ok_at(addr, &["produce", "t"], lines.as_bytes());
     ok_at(
@@ -427,9 +425,8 @@ fn a_closed_stdout_ends_every_command_quietly_with_exit_0() {
 
 #[test]
 fn reset_offsets_is_a_dry_run_unless_execute() {
-    let (_dir, server) = start_fresh();
+    let (_dir, server) = start_with_topic(&["t"]);
     let addr = server.addr.as_str();
-    ok_at(addr, &["topic", "create", "t"], b"");
     ok_at(addr, &["produce", "t"], b"a\nb\nc\n");
     ok_at(addr, &["consume", "t", "--group", "g"], b"");
     let committed = || {
@@ -480,9 +477,8 @@ fn reset_offsets_is_a_dry_run_unless_execute() {
 
 #[test]
 fn a_record_beyond_the_frame_limit_gets_frame_too_large_at_any_size() {
-    let (_dir, server) = start_fresh();
+    let (_dir, server) = start_with_topic(&["t"]);
     let addr = server.addr.as_str();
-    ok_at(addr, &["topic", "create", "t"], b"");
     for size in [2_000_000, 20_000_000] {
         let mut line = vec![b'x'; size];
         line.push(b'\n');
@@ -551,9 +547,8 @@ fn the_version_is_the_package_version_and_the_commit_it_was_built_from() {
 
 #[test]
 fn keyless_records_stick_to_a_partition_for_a_batch_and_spread_over_every_partition() {
-    let (_dir, server) = start_fresh();
+    let (_dir, server) = start_with_topic(&["k", "--partitions", "4"]);
     let addr = server.addr.as_str();
-    ok_at(addr, &["topic", "create", "k", "--partitions", "4"], b"");
     // 1000-byte values: 17 fill Kafka's 16 KiB batch.size, then the next
     // partition takes over.
     let value = "v".repeat(1_000);
@@ -665,9 +660,8 @@ fn join_classic_group(
 
 #[test]
 fn group_describe_names_the_assignor_the_group_actually_uses() {
-    let (_dir, server) = start_fresh();
+    let (_dir, server) = start_with_topic(&["t"]);
     let addr = server.addr.as_str();
-    ok_at(addr, &["topic", "create", "t"], b"");
     // A Kafka consumer group whose members chose `range` (what
     // confluent-kafka offers by default): the coordinator's own assignor
     // for JSON-TCP members is round-robin, which it must not show.

@@ -153,48 +153,66 @@ fn dropping_a_broker_stops_it_and_removes_a_temporary_data_dir_but_not_a_given_o
     assert!(e.contains("TOPIC_ALREADY_EXISTS"), "{e}");
 }
 
+/// The message of a start refused for its flags.
+fn invalid_flags(e: &StartError) -> Option<&str> {
+    match e {
+        StartError::InvalidFlags(m) => Some(m),
+        _ => None,
+    }
+}
+
+/// The message of a start the broker itself refused.
+fn refused(e: &StartError) -> Option<&str> {
+    match e {
+        StartError::Refused(m) => Some(m),
+        _ => None,
+    }
+}
+
 #[test]
 fn bad_flags_and_a_locked_data_dir_refuse_the_start_with_the_brokers_message() {
-    let e = BrokerBuilder::new()
-        .arg("--no-such-flag")
-        .start()
-        .unwrap_err();
-    assert!(
-        matches!(&e, StartError::InvalidFlags(m) if m.contains("--no-such-flag")),
-        "{e}"
-    );
-    let e = BrokerBuilder::new()
-        .args(["--brokers=1,2"])
-        .spawn(BIN)
-        .unwrap_err();
-    assert!(
-        matches!(&e, StartError::InvalidFlags(m) if m.contains("--brokers is set by the builder: use .brokers()")),
-        "{e}"
-    );
-    let e = BrokerBuilder::new()
-        .min_insync_replicas(0)
-        .start()
-        .unwrap_err();
-    assert!(
-        matches!(&e, StartError::InvalidFlags(m) if m.contains("min_insync_replicas")),
-        "{e}"
-    );
+    type Kind = fn(&StartError) -> Option<&str>;
     let first = EmbeddedBroker::start().unwrap();
-    let e = BrokerBuilder::new()
-        .data_dir(first.data_dir())
-        .start()
-        .unwrap_err();
-    assert!(
-        matches!(&e, StartError::Refused(m) if m.contains("in use by another process")),
-        "{e}"
-    );
-    let e = BrokerBuilder::new()
-        .data_dir(first.data_dir())
-        .capture_stderr()
-        .spawn(BIN)
-        .unwrap_err();
-    assert!(
-        matches!(&e, StartError::Refused(m) if m.contains("in use by another process")),
-        "{e}"
-    );
+    // Each start, the kind of refusal it must be, and what its message names.
+    let starts: [(Option<StartError>, Kind, &str); 5] = [
+        (
+            BrokerBuilder::new().arg("--no-such-flag").start().err(),
+            invalid_flags,
+            "--no-such-flag",
+        ),
+        (
+            BrokerBuilder::new()
+                .args(["--brokers=1,2"])
+                .spawn(BIN)
+                .err(),
+            invalid_flags,
+            "--brokers is set by the builder: use .brokers()",
+        ),
+        (
+            BrokerBuilder::new().min_insync_replicas(0).start().err(),
+            invalid_flags,
+            "min_insync_replicas",
+        ),
+        (
+            BrokerBuilder::new()
+                .data_dir(first.data_dir())
+                .start()
+                .err(),
+            refused,
+            "in use by another process",
+        ),
+        (
+            BrokerBuilder::new()
+                .data_dir(first.data_dir())
+                .capture_stderr()
+                .spawn(BIN)
+                .err(),
+            refused,
+            "in use by another process",
+        ),
+    ];
+    for (started, kind, names) in starts {
+        let e = started.unwrap_or_else(|| panic!("a start naming {names:?} was not refused"));
+        assert!(kind(&e).is_some_and(|m| m.contains(names)), "{e}");
+    }
 }

@@ -10,11 +10,18 @@ pub mod certs;
 use bytes::{Buf, Bytes, BytesMut};
 use mk_adapter_kafka::api::{self, Message};
 use mk_adapter_kafka::codec::{Reader, Writer};
+use mk_adapter_kafka::errors::KafkaCode;
 use mk_adapter_kafka::frame::{RequestHeader, split_response};
 use mk_adapter_kafka::messages::api_versions::{ApiVersionsRequest, ApiVersionsResponse};
 use mk_adapter_kafka::messages::metadata::MetadataRequest;
-use mk_adapter_kafka::messages::produce::{PartitionProduceData, ProduceRequest, TopicProduceData};
-use mk_adapter_kafka::mk_cluster::{BrokerCluster, ManualClock, MiniKafkaConfig};
+use mk_adapter_kafka::messages::produce::{
+    PartitionProduceData, ProduceRequest, ProduceResponse, TopicProduceData,
+};
+use mk_adapter_kafka::messages::sasl_authenticate::{
+    SaslAuthenticateRequest, SaslAuthenticateResponse,
+};
+use mk_adapter_kafka::messages::sasl_handshake::{SaslHandshakeRequest, SaslHandshakeResponse};
+use mk_adapter_kafka::mk_cluster::{BrokerCluster, ManualClock, MiniKafkaConfig, ProducerInfo};
 use mk_adapter_kafka::{
     BrokerEndpoint, KafkaListener, KafkaOptions, KafkaServer, SecurityProtocol,
 };
@@ -80,6 +87,23 @@ impl Harness {
     }
 
     /// The listener address of a broker.
+    /// One broker with topic `topic` (`partitions` partitions) and a
+    /// connection to it.
+    pub async fn one_with_topic(topic: &str, partitions: u32) -> (Harness, Conn) {
+        let h = Harness::one().await;
+        h.cluster.topics().create(topic, partitions, 1).unwrap();
+        let c = h.conn(1).await;
+        (h, c)
+    }
+
+    /// Brokers 1, 2 and 3 with topic `topic` (`partitions` partitions of
+    /// three replicas).
+    pub async fn three_with_topic(topic: &str, partitions: u32) -> Harness {
+        let h = Harness::start(vec![1, 2, 3], KafkaOptions::default()).await;
+        h.cluster.topics().create(topic, partitions, 3).unwrap();
+        h
+    }
+
     pub fn addr(&self, broker: i32) -> SocketAddr {
         endpoint_addr(self.server.endpoints(), broker)
     }
@@ -134,10 +158,7 @@ impl Conn {
         .write(&mut w, flexible);
         w.flexible = flexible;
         body.write(&mut w, version);
-        let payload = w.into_bytes();
-        let mut out = i32::try_from(payload.len()).unwrap().to_be_bytes().to_vec();
-        out.extend_from_slice(&payload);
-        (correlation_id, out)
+        (correlation_id, framed(&w.into_bytes()))
     }
 
     pub async fn send<M: Message>(&mut self, api_key: i16, version: i16, body: &M) -> i32 {
@@ -198,10 +219,29 @@ impl Conn {
         self.recv(api_key, version, id).await
     }
 
+    /// Sends Produce `req` at `version`; returns the code its first
+    /// partition is answered with.
+    pub async fn produce_code(&mut self, version: i16, req: &ProduceRequest) -> KafkaCode {
+        let r: ProduceResponse = self.call(api::key::PRODUCE, version, req).await;
+        produced_code(&r)
+    }
+
     /// True once the server has closed the connection.
     pub async fn is_closed(&mut self) -> bool {
         self.read_frame().await.is_none()
     }
+}
+
+/// A frame as it goes on the wire: `payload` behind its size prefix.
+pub fn framed(payload: &[u8]) -> Vec<u8> {
+    let mut out = i32::try_from(payload.len()).unwrap().to_be_bytes().to_vec();
+    out.extend_from_slice(payload);
+    out
+}
+
+/// The code a Produce answer gives its first partition.
+pub fn produced_code(r: &ProduceResponse) -> KafkaCode {
+    r.responses[0].partition_responses[0].error_code
 }
 
 /// The records of one produced v2 batch, as a producer would send them.
@@ -246,6 +286,17 @@ pub fn produce_request(topic: &str, partition: i32, acks: i16, records: Bytes) -
             ..TopicProduceData::default()
         }],
     }
+}
+
+/// A Produce of `values` as one batch without a producer id to one
+/// partition.
+pub fn values_request(topic: &str, partition: i32, acks: i16, values: &[&str]) -> ProduceRequest {
+    produce_request(
+        topic,
+        partition,
+        acks,
+        batch_bytes(value_records(values), ProducerInfo::NONE),
+    )
 }
 
 /// A cluster served on listeners of given security protocols (the TLS,
@@ -296,6 +347,22 @@ impl Listeners {
         within(self.server.shutdown()).await;
         self.cluster.lifecycle().close().await.unwrap();
     }
+}
+
+/// SaslHandshake at `version` asking for `mechanism`.
+pub async fn handshake(conn: &mut Conn, version: i16, mechanism: &str) -> SaslHandshakeResponse {
+    let req = SaslHandshakeRequest {
+        mechanism: mechanism.into(),
+    };
+    conn.call(api::key::SASL_HANDSHAKE, version, &req).await
+}
+
+/// SaslAuthenticate v2 carrying `token`.
+pub async fn authenticate(conn: &mut Conn, token: &[u8]) -> SaslAuthenticateResponse {
+    let req = SaslAuthenticateRequest {
+        auth_bytes: Bytes::copy_from_slice(token),
+    };
+    conn.call(api::key::SASL_AUTHENTICATE, 2, &req).await
 }
 
 /// A Metadata request for no topic: the brokers only.

@@ -172,6 +172,55 @@ pub fn fresh_cluster() -> (tempfile::TempDir, ManualClock, Arc<BrokerCluster>) {
     (dir, clock, c)
 }
 
+/// A temporary directory, a manual clock at 1000 ms and a cluster opened on
+/// them with the config `f` makes.
+pub fn fresh_cluster_with(
+    f: impl FnOnce(MiniKafkaConfig) -> MiniKafkaConfig,
+) -> (tempfile::TempDir, ManualClock, Arc<BrokerCluster>) {
+    let (dir, clock) = dir_and_clock();
+    let c = open_with(dir.path(), &clock, f);
+    (dir, clock, c)
+}
+
+/// Closes `c` cleanly and opens its directory again with the config `f`
+/// makes: a restart.
+pub async fn restart_with(
+    c: Arc<BrokerCluster>,
+    dir: &std::path::Path,
+    clock: &ManualClock,
+    f: impl FnOnce(MiniKafkaConfig) -> MiniKafkaConfig,
+) -> Arc<BrokerCluster> {
+    c.lifecycle().close().await.unwrap();
+    drop(c);
+    open_with(dir, clock, f)
+}
+
+/// A cluster on a temporary directory whose manual clock stands at
+/// 10,000,000 ms, with topic `topic` (one partition) configured by
+/// `changes`.
+pub fn configured_topic(
+    topic: &str,
+    changes: &[(&str, &str)],
+) -> (tempfile::TempDir, ManualClock, Arc<BrokerCluster>) {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(10_000_000);
+    let c = open(dir.path(), &clock);
+    c.topics().create(topic, 1, 1).unwrap();
+    alter_topic(&c, topic, changes);
+    (dir, clock, c)
+}
+
+/// Appends stored block `b` to `p` (acks=1).
+pub async fn append_block(
+    c: &BrokerCluster,
+    p: &TopicPartition,
+    b: block::BlockBatch,
+) -> Result<ProduceResult> {
+    c.data()
+        .append_batch(p, RecordBatch::from_block(b).unwrap(), AckMode::One)
+        .await
+}
+
 /// Appends `value` (timestamp `ts`) to `p` as a batch of its own, acks=1.
 pub async fn append_value(
     c: &BrokerCluster,

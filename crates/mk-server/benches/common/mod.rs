@@ -1,5 +1,6 @@
 //! What the benchmarks of mk-server share: the directory a run works in,
-//! one JSON line per figure, and a process's memory as /proc reports it.
+//! one JSON line per figure, a process's memory as /proc reports it, and a
+//! child process that says where it listens and is killed when dropped.
 
 #![allow(dead_code)]
 
@@ -43,4 +44,39 @@ pub fn mib(bytes: u64) -> f64 {
 /// The peak resident set size (VmHWM) of process `pid` in MiB.
 pub fn peak_rss_mib(pid: u32) -> f64 {
     mib(proc_memory_bytes(pid, "VmHWM:"))
+}
+
+/// A child process a benchmark started, killed when dropped.
+pub struct Spawned {
+    child: std::process::Child,
+}
+
+impl Spawned {
+    /// Starts `command` with its stdout piped (`what` names it in a
+    /// failure); returns it and the first line it printed, which says
+    /// where it listens.
+    pub fn spawn(command: &mut std::process::Command, what: &str) -> (Spawned, String) {
+        use std::io::BufRead;
+        let mut child = command
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {what}: {e}"));
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("piped stdout"))
+            .read_line(&mut line)
+            .expect("the child prints where it listens");
+        (Spawned { child }, line)
+    }
+
+    /// The process id.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

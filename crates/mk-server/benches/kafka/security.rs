@@ -8,26 +8,18 @@
 //! The certificates (a CA and the broker's, for 127.0.0.1) are made here
 //! with openssl; the SCRAM user is added with `mk-server user add`.
 
-use super::{BIN, cpu_secs, figure, load, report};
+use super::{BIN, Spawned, cpu_secs, figure, load, report};
 use mk_server::Listening;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
 const USER: &str = "bench";
 const PASSWORD: &str = "bench-password";
 
 /// The broker child process, killed when dropped.
 struct Broker {
-    child: Child,
+    child: Spawned,
     listening: Listening,
-}
-
-impl Drop for Broker {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// A CA, and a certificate for 127.0.0.1 it signed (openssl, as the
@@ -104,27 +96,23 @@ fn certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
 }
 
 fn start(dir: &Path, cert: &Path, key: &Path) -> Broker {
-    let mut child = Command::new(BIN)
-        .args([
-            "--kafka-listen",
-            "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
-        ])
-        .args(["--sasl-mechanisms", "SCRAM-SHA-512"])
-        .arg("--tls-cert")
-        .arg(cert)
-        .arg("--tls-key")
-        .arg(key)
-        .args(["--listen", "127.0.0.1:0", "--console-listen", "off"])
-        .arg("--data-dir")
-        .arg(dir.join("data-security"))
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start mk-server");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let (child, line) = Spawned::spawn(
+        Command::new(BIN)
+            .args([
+                "--kafka-listen",
+                "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
+            ])
+            .args(["--sasl-mechanisms", "SCRAM-SHA-512"])
+            .arg("--tls-cert")
+            .arg(cert)
+            .arg("--tls-key")
+            .arg(key)
+            .args(["--listen", "127.0.0.1:0", "--console-listen", "off"])
+            .arg("--data-dir")
+            .arg(dir.join("data-security"))
+            .env("RUST_LOG", "warn"),
+        "mk-server",
+    );
     let listening = Listening::parse(&line).unwrap_or_else(|| panic!("no banner: {line:?}"));
     Broker { child, listening }
 }

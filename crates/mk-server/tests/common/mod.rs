@@ -40,6 +40,16 @@ pub fn start_fresh() -> (tempfile::TempDir, ServerProcess) {
     (dir, server)
 }
 
+/// `start_fresh` with one topic, made by `topic create` with `args` (its
+/// name, then any flags).
+pub fn start_with_topic(args: &[&str]) -> (tempfile::TempDir, ServerProcess) {
+    let (dir, server) = start_fresh();
+    let mut create = vec!["topic", "create"];
+    create.extend(args);
+    ok_at(&server.addr, &create, b"");
+    (dir, server)
+}
+
 pub fn start_wrapped(wrapper: &[&str], data_dir: &Path, extra: &[&str]) -> ServerProcess {
     spawn(BrokerBuilder::new().wrapper(wrapper).args(extra), data_dir)
 }
@@ -56,15 +66,22 @@ pub fn spawn(builder: BrokerBuilder, data_dir: &Path) -> ServerProcess {
     ServerProcess { broker, addr }
 }
 
-/// Runs the binary to completion; returns (success, stdout, stderr).
-pub fn run(args: &[&str], stdin: &str) -> (bool, String, String) {
-    let mut child = Command::new(BIN)
+/// Starts the binary with `args` and `env`, its stdin as given, its stdout
+/// and stderr piped.
+pub fn spawn_piped(args: &[&str], env: &[(&str, &str)], stdin: Stdio) -> Child {
+    Command::new(BIN)
         .args(args)
-        .stdin(Stdio::piped())
+        .envs(env.iter().copied())
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+/// Runs the binary to completion; returns (success, stdout, stderr).
+pub fn run(args: &[&str], stdin: &str) -> (bool, String, String) {
+    let mut child = spawn_piped(args, &[], Stdio::piped());
     child
         .stdin
         .take()
@@ -218,14 +235,7 @@ pub fn run_full(
     stdin: &[u8],
     env: &[(&str, &str)],
 ) -> (Option<i32>, Vec<u8>, String) {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .envs(env.iter().copied())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_piped(args, env, Stdio::piped());
     let mut input = child.stdin.take().unwrap();
     let stdin = stdin.to_vec();
     let feeder = std::thread::spawn(move || {
