@@ -24,6 +24,13 @@ impl Console {
         Self::start_with(ConsoleOptions::default()).await
     }
 
+    /// `start` with topic `topic` (`partitions` partitions) created.
+    async fn with_topic(topic: &str, partitions: u32) -> Console {
+        let c = Self::start().await;
+        c.cluster.topics().create(topic, partitions, 1).unwrap();
+        c
+    }
+
     async fn start_with(options: ConsoleOptions) -> Console {
         let dir = tempfile::tempdir().unwrap();
         let cluster = BrokerCluster::open(MiniKafkaConfig::new(dir.path())).unwrap();
@@ -69,11 +76,34 @@ impl Console {
         (status, value)
     }
 
+    /// POST /api/groups/g/reset-offsets with `body`.
+    async fn reset_group_g(&self, body: Value) -> (u16, Value) {
+        self.call("POST", "/api/groups/g/reset-offsets", Some(body))
+            .await
+    }
+
+    /// A GET of `path` sent with `Host: host`, on a fresh connection.
+    async fn get_from(&self, host: &str, path: &str) -> (u16, String, Vec<u8>) {
+        let head = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+        self.raw(&head, b"").await
+    }
+
     async fn get(&self, path: &str) -> Value {
         let (status, v) = self.call("GET", path, None).await;
         assert_eq!(status, 200, "GET {path}: {v}");
         v
     }
+}
+
+/// The `retention.ms` entry of a topic's configs.
+fn retention(t: &Value) -> Value {
+    t["configs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "retention.ms")
+        .cloned()
+        .unwrap()
 }
 
 fn error_code(v: &Value) -> &str {
@@ -95,15 +125,6 @@ async fn topics_are_created_and_listed_and_bad_requests_answer_their_codes() {
         .await;
     assert_eq!(status, 201, "{t}");
     assert_eq!(t["partitions"].as_array().unwrap().len(), 3);
-    let retention = |t: &Value| {
-        t["configs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["name"] == "retention.ms")
-            .cloned()
-            .unwrap()
-    };
     assert_eq!(
         retention(&t),
         json!({"name": "retention.ms", "value": "3600000", "is_default": false})
@@ -139,15 +160,6 @@ async fn topic_configs_are_altered_all_at_once_and_deletion_asks_the_name_twice(
         Some(json!({"name": "orders", "partitions": 3, "configs": {"retention.ms": "3600000"}})),
     )
     .await;
-    let retention = |t: &Value| {
-        t["configs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["name"] == "retention.ms")
-            .cloned()
-            .unwrap()
-    };
     let list = c.get("/api/topics").await;
     assert_eq!(list["topics"][0]["partitions"], 3);
     assert_eq!(list["topics"][0]["under_replicated"], 0);
@@ -183,8 +195,7 @@ async fn topic_configs_are_altered_all_at_once_and_deletion_asks_the_name_twice(
 
 #[tokio::test]
 async fn a_produced_record_is_browsed_back_with_its_headers_and_the_partition_internals_show() {
-    let c = Console::start().await;
-    c.cluster.topics().create("t", 2, 1).unwrap();
+    let c = Console::with_topic("t", 2).await;
     let (status, r) = c
         .call(
             "POST",
@@ -227,8 +238,7 @@ async fn a_produced_record_is_browsed_back_with_its_headers_and_the_partition_in
 
 #[tokio::test]
 async fn browsing_by_time_and_the_partition_internals_answer() {
-    let c = Console::start().await;
-    c.cluster.topics().create("t", 2, 1).unwrap();
+    let c = Console::with_topic("t", 2).await;
     for value in ["a", "b"] {
         let (status, _) = c
             .call(
@@ -292,8 +302,7 @@ async fn browsing_by_time_and_the_partition_internals_answer() {
 
 #[tokio::test]
 async fn groups_show_lag_and_a_reset_is_a_dry_run_until_executed() {
-    let c = Console::start().await;
-    c.cluster.topics().create("t", 1, 1).unwrap();
+    let c = Console::with_topic("t", 1).await;
     for i in 0..5 {
         c.call(
             "POST",
@@ -315,13 +324,7 @@ async fn groups_show_lag_and_a_reset_is_a_dry_run_until_executed() {
     assert_eq!(g["partitions"][0]["committed"], 2);
     assert_eq!(g["partitions"][0]["high_watermark"], 5);
 
-    let (status, plan) = c
-        .call(
-            "POST",
-            "/api/groups/g/reset-offsets",
-            Some(json!({"to": "latest"})),
-        )
-        .await;
+    let (status, plan) = c.reset_group_g(json!({"to": "latest"})).await;
     assert_eq!(status, 200, "{plan}");
     assert_eq!(plan["executed"], false);
     assert_eq!(
@@ -333,24 +336,14 @@ async fn groups_show_lag_and_a_reset_is_a_dry_run_until_executed() {
         Some(2)
     );
     let (status, done) = c
-        .call(
-            "POST",
-            "/api/groups/g/reset-offsets",
-            Some(json!({"to": "shift", "value": -1, "topics": ["t"], "execute": true})),
-        )
+        .reset_group_g(json!({"to": "shift", "value": -1, "topics": ["t"], "execute": true}))
         .await;
     assert_eq!((status, &done["executed"]), (200, &json!(true)));
     assert_eq!(
         c.cluster.groups().fetch_committed("g", &tp).unwrap(),
         Some(1)
     );
-    let (status, e) = c
-        .call(
-            "POST",
-            "/api/groups/g/reset-offsets",
-            Some(json!({"to": "sideways"})),
-        )
-        .await;
+    let (status, e) = c.reset_group_g(json!({"to": "sideways"})).await;
     assert_eq!(status, 400, "{e}");
     let (status, _) = c.call("GET", "/api/groups/nobody", None).await;
     assert_eq!(status, 404);
@@ -359,8 +352,7 @@ async fn groups_show_lag_and_a_reset_is_a_dry_run_until_executed() {
 #[tokio::test]
 async fn consumer_protocol_and_share_groups_are_described_with_their_type_and_members() {
     use mk_cluster::{ConsumerHeartbeat, ShareHeartbeat};
-    let c = Console::start().await;
-    c.cluster.topics().create("t", 2, 1).unwrap();
+    let c = Console::with_topic("t", 2).await;
     let joined = c
         .cluster
         .groups()
@@ -428,8 +420,7 @@ async fn consumer_protocol_and_share_groups_are_described_with_their_type_and_me
 
 #[tokio::test]
 async fn overview_and_transactions_answer_and_the_page_is_served() {
-    let c = Console::start().await;
-    c.cluster.topics().create("t", 2, 1).unwrap();
+    let c = Console::with_topic("t", 2).await;
     let o = c.get("/api/overview").await;
     assert_eq!(o["brokers"], json!([{"id": 1, "online": true}]));
     assert_eq!(o["partitions"]["total"], 2);
@@ -439,12 +430,7 @@ async fn overview_and_transactions_answer_and_the_page_is_served() {
     let t = c.get("/api/transactions").await;
     assert_eq!(t, json!({"transactions": [], "recent": []}));
 
-    let (status, head, body) = c
-        .raw(
-            "GET / HTTP/1.1\r\nHost: localhost:9080\r\nConnection: close\r\n\r\n",
-            b"",
-        )
-        .await;
+    let (status, head, body) = c.get_from("localhost:9080", "/").await;
     assert_eq!(status, 200);
     let head = head.to_ascii_lowercase();
     assert!(head.contains("content-type: text/html"), "{head}");
@@ -458,10 +444,7 @@ async fn overview_and_transactions_answer_and_the_page_is_served() {
             .contains("/assets/js/app.js")
     );
     let (status, _, body) = c
-        .raw(
-            "GET /assets/vendor/uplot/uPlot.iife.min.js HTTP/1.1\r\nHost: [::1]\r\nConnection: close\r\n\r\n",
-            b"",
-        )
+        .get_from("[::1]", "/assets/vendor/uplot/uPlot.iife.min.js")
         .await;
     assert_eq!(status, 200);
     assert!(body.len() > 40_000);
@@ -476,12 +459,9 @@ async fn requests_from_other_sites_or_names_and_oversized_bodies_are_refused() {
         ..ConsoleOptions::default()
     })
     .await;
-    let get = |host: &str| {
-        format!("GET /api/overview HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
-    };
-    let (status, _, _) = c.raw(&get("rebound.example:9080"), b"").await;
+    let (status, _, _) = c.get_from("rebound.example:9080", "/api/overview").await;
     assert_eq!(status, 403, "a DNS-rebound name is refused");
-    let (status, _, _) = c.raw(&get("localhost:9080"), b"").await;
+    let (status, _, _) = c.get_from("localhost:9080", "/api/overview").await;
     assert_eq!(status, 200);
 
     let body = json!({"name": "t"}).to_string();
@@ -492,25 +472,33 @@ async fn requests_from_other_sites_or_names_and_oversized_bodies_are_refused() {
             body.len()
         )
     };
-    let (status, _, _) = c
-        .raw(&post("Content-Type: text/plain\r\n"), body.as_bytes())
-        .await;
-    assert_eq!(status, 400, "a form post from another page is not JSON");
-    let (status, _, _) = c
-        .raw(
-            &post("Content-Type: application/json\r\nOrigin: http://evil.example\r\n"),
-            body.as_bytes(),
-        )
-        .await;
-    assert_eq!(status, 403, "another origin");
-    assert!(c.cluster.topics().list().unwrap().is_empty());
-    let (status, _, _) = c
-        .raw(
-            &post("Content-Type: application/json\r\nOrigin: http://127.0.0.1:9080\r\n"),
-            body.as_bytes(),
-        )
-        .await;
-    assert_eq!(status, 201, "the console's own page");
+    // (extra headers, expected status, why): refused ones first, so the
+    // topic exists only after the last.
+    let posts = [
+        (
+            "Content-Type: text/plain\r\n",
+            400,
+            "a form post from another page is not JSON",
+        ),
+        (
+            "Content-Type: application/json\r\nOrigin: http://evil.example\r\n",
+            403,
+            "another origin",
+        ),
+        (
+            "Content-Type: application/json\r\nOrigin: http://127.0.0.1:9080\r\n",
+            201,
+            "the console's own page",
+        ),
+    ];
+    for (extra, expected, why) in posts {
+        assert!(
+            c.cluster.topics().list().unwrap().is_empty(),
+            "nothing was created before: {why}"
+        );
+        let (status, _, _) = c.raw(&post(extra), body.as_bytes()).await;
+        assert_eq!(status, expected, "{why}");
+    }
 
     let big = json!({"value": "x".repeat(2048)}).to_string();
     let (status, _, _) = c

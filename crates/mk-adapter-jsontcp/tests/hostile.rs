@@ -29,6 +29,14 @@ async fn seed(c: &mut JsonTcpClient, records: usize) -> Vec<Bytes> {
     values
 }
 
+/// One broker (default options) with `records` values in `t-0` (see
+/// `seed`).
+async fn seeded(records: usize) -> (Harness, Vec<Bytes>) {
+    let h = Harness::single(ServerOptions::default()).await;
+    let values = seed(&mut h.client().await, records).await;
+    (h, values)
+}
+
 /// The healthy client still answers, and the log still holds `values`.
 async fn healthy_and_intact(h: &Harness, values: &[Bytes]) {
     let mut c = within(h.client()).await;
@@ -58,66 +66,30 @@ async fn closed_by_server(r: &mut (impl AsyncReadExt + Unpin)) -> Vec<u8> {
     rest
 }
 
-#[tokio::test]
-async fn garbage_bytes_get_invalid_request_per_line_and_the_connection_stays_open() {
-    let h = Harness::single(ServerOptions::default()).await;
-    let values = seed(&mut h.client().await, 3).await;
+/// On one connection to a broker seeded with `records` values, each of
+/// `lines` is answered INVALID_REQUEST with a message containing `says`;
+/// the connection stays open (a `list_topics` sent as `list_line` finds
+/// only `t`: nothing was created) and the data is intact.
+async fn each_line_is_invalid_request(
+    records: usize,
+    lines: &[&[u8]],
+    says: &str,
+    list_line: &[u8],
+) {
+    let (h, values) = seeded(records).await;
     let (rd, mut wr) = h.raw().await;
     let mut rd = BufReader::new(rd);
-    let garbage: Vec<&[u8]> = vec![
-        b"\x00\x01\x02\xff\xfe",
-        b"\xc3\x28 invalid utf-8",
-        b"{\"operation\":\"list_topics\",\"x\":\"\xff\"}",
-        b"}}}}{{{{",
-        b"\r",
-        b"{\"operation\":\"produce\",\"topic\":\"t\",\"value_b64\":\"!!!!\"}",
-        b"{\"operation\":\"fetch\",\"topic\":\"t\",\"partition\":0,\"offset\":1180591620717411303424}",
-    ];
-    for g in &garbage {
-        wr.write_all(g).await.unwrap();
-        wr.write_all(b"\n").await.unwrap();
-        let line = read_line(&mut rd).await;
-        assert!(
-            line.starts_with(r#"{"ok":false,"code":"INVALID_REQUEST","message":"#),
-            "{line}"
-        );
-    }
-    wr.write_all(b"{\"operation\":\"list_topics\"}\r\n")
-        .await
-        .unwrap();
-    assert_eq!(
-        read_line(&mut rd).await,
-        "{\"ok\":true,\"topics\":[\"t\"]}\n"
-    );
-    healthy_and_intact(&h, &values).await;
-    h.stop().await;
-}
-
-#[tokio::test]
-async fn a_request_with_a_duplicate_key_is_invalid_request_and_changes_nothing() {
-    let h = Harness::single(ServerOptions::default()).await;
-    let values = seed(&mut h.client().await, 2).await;
-    let (rd, mut wr) = h.raw().await;
-    let mut rd = BufReader::new(rd);
-    let duplicated: [&[u8]; 3] = [
-        // With the last value winning this would produce a record.
-        br#"{"operation":"list_topics","operation":"produce","topic":"t","value_b64":"aGk="}"#,
-        br#"{"operation":"produce","topic":"t","records":[{"value_b64":"aGk=","value_b64":"aGk="}]}"#,
-        br#"{"operation":"create_topic","topic":"u","topic":"v","partitions":1,"replication_factor":1}"#,
-    ];
-    for line in duplicated {
+    for line in lines {
         wr.write_all(line).await.unwrap();
         wr.write_all(b"\n").await.unwrap();
         let answer = read_line(&mut rd).await;
         assert!(
             answer.starts_with(r#"{"ok":false,"code":"INVALID_REQUEST","message":"#)
-                && answer.contains("duplicate key"),
+                && answer.contains(says),
             "{answer}"
         );
     }
-    wr.write_all(b"{\"operation\":\"list_topics\"}\n")
-        .await
-        .unwrap();
+    wr.write_all(list_line).await.unwrap();
     assert_eq!(
         read_line(&mut rd).await,
         "{\"ok\":true,\"topics\":[\"t\"]}\n",
@@ -128,9 +100,36 @@ async fn a_request_with_a_duplicate_key_is_invalid_request_and_changes_nothing()
 }
 
 #[tokio::test]
+async fn garbage_bytes_get_invalid_request_per_line_and_the_connection_stays_open() {
+    let garbage: [&[u8]; 7] = [
+        b"\x00\x01\x02\xff\xfe",
+        b"\xc3\x28 invalid utf-8",
+        b"{\"operation\":\"list_topics\",\"x\":\"\xff\"}",
+        b"}}}}{{{{",
+        b"\r",
+        b"{\"operation\":\"produce\",\"topic\":\"t\",\"value_b64\":\"!!!!\"}",
+        b"{\"operation\":\"fetch\",\"topic\":\"t\",\"partition\":0,\"offset\":1180591620717411303424}",
+    ];
+    // The list ends with CRLF: a `\r` before the newline is accepted.
+    let list = b"{\"operation\":\"list_topics\"}\r\n";
+    each_line_is_invalid_request(3, &garbage, "", list).await;
+}
+
+#[tokio::test]
+async fn a_request_with_a_duplicate_key_is_invalid_request_and_changes_nothing() {
+    let duplicated: [&[u8]; 3] = [
+        // With the last value winning this would produce a record.
+        br#"{"operation":"list_topics","operation":"produce","topic":"t","value_b64":"aGk="}"#,
+        br#"{"operation":"produce","topic":"t","records":[{"value_b64":"aGk=","value_b64":"aGk="}]}"#,
+        br#"{"operation":"create_topic","topic":"u","topic":"v","partitions":1,"replication_factor":1}"#,
+    ];
+    let list = b"{\"operation\":\"list_topics\"}\n";
+    each_line_is_invalid_request(2, &duplicated, "duplicate key", list).await;
+}
+
+#[tokio::test]
 async fn deep_nesting_is_refused_without_overflowing_the_stack() {
-    let h = Harness::single(ServerOptions::default()).await;
-    let values = seed(&mut h.client().await, 2).await;
+    let (h, values) = seeded(2).await;
     let mut c = h.client().await;
     let depth = 100_000;
     let arrays = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
@@ -158,8 +157,7 @@ async fn deep_nesting_is_refused_without_overflowing_the_stack() {
 
 #[tokio::test]
 async fn a_3_mib_line_without_newline_gets_one_frame_too_large_and_is_closed() {
-    let h = Harness::single(ServerOptions::default()).await;
-    let values = seed(&mut h.client().await, 2).await;
+    let (h, values) = seeded(2).await;
     let (rd, mut wr) = h.raw().await;
     // The server stops reading after the limit, so the rest of the write may
     // block or fail; it runs beside the reader.
@@ -195,11 +193,7 @@ async fn a_3_mib_line_without_newline_gets_one_frame_too_large_and_is_closed() {
 #[tokio::test]
 async fn a_line_of_exactly_the_limit_is_accepted_and_one_byte_more_is_not() {
     let limit = 256;
-    let h = Harness::single(ServerOptions {
-        max_frame_bytes: limit,
-        ..ServerOptions::default()
-    })
-    .await;
+    let h = Harness::tuned(|o| o.max_frame_bytes = limit).await;
     let base = r#"{"operation":"list_topics","pad":""}"#;
     let fits = base.replace(
         "\"\"",
@@ -221,8 +215,7 @@ async fn a_line_of_exactly_the_limit_is_accepted_and_one_byte_more_is_not() {
 
 #[tokio::test]
 async fn a_client_sending_one_byte_at_a_time_is_answered_and_blocks_nobody() {
-    let h = Harness::single(ServerOptions::default()).await;
-    let values = seed(&mut h.client().await, 2).await;
+    let (h, values) = seeded(2).await;
     let (rd, mut wr) = h.raw().await;
     let request = b"{\"operation\":\"metadata\",\"topic\":\"t\",\"id\":\"slow\"}\n";
     let (first, rest) = request.split_at(20);
@@ -247,11 +240,7 @@ async fn a_client_sending_one_byte_at_a_time_is_answered_and_blocks_nobody() {
 
 #[tokio::test]
 async fn a_client_that_trickles_bytes_without_a_newline_is_cut_off_at_the_idle_timeout() {
-    let h = Harness::single(ServerOptions {
-        idle_timeout: Duration::from_millis(300),
-        ..ServerOptions::default()
-    })
-    .await;
+    let h = Harness::tuned(|o| o.idle_timeout = Duration::from_millis(300)).await;
     let values = seed(&mut h.client().await, 1).await;
     let mut slow = TcpStream::connect(h.server.local_addr()).await.unwrap();
     // The pause paces a slow client; nothing waits on it for correctness.
@@ -270,10 +259,9 @@ async fn a_client_that_trickles_bytes_without_a_newline_is_cut_off_at_the_idle_t
 
 #[tokio::test]
 async fn a_client_that_never_reads_is_dropped_and_never_blocks_others() {
-    let h = Harness::single(ServerOptions {
-        write_timeout: Duration::from_millis(300),
-        write_queue_bytes: 64 * 1024,
-        ..ServerOptions::default()
+    let h = Harness::tuned(|o| {
+        o.write_timeout = Duration::from_millis(300);
+        o.write_queue_bytes = 64 * 1024;
     })
     .await;
     let mut c = h.client().await;
@@ -305,8 +293,7 @@ async fn a_client_that_never_reads_is_dropped_and_never_blocks_others() {
 
 #[tokio::test]
 async fn three_hundred_idle_connections_do_not_slow_a_healthy_client() {
-    let h = Harness::single(ServerOptions::default()).await;
-    let values = seed(&mut h.client().await, 5).await;
+    let (h, values) = seeded(5).await;
     let mut idle = Vec::new();
     for _ in 0..300 {
         idle.push(TcpStream::connect(h.server.local_addr()).await.unwrap());
@@ -321,11 +308,7 @@ async fn three_hundred_idle_connections_do_not_slow_a_healthy_client() {
 
 #[tokio::test]
 async fn connections_beyond_the_limit_are_closed_at_once() {
-    let h = Harness::single(ServerOptions {
-        max_connections: 2,
-        ..ServerOptions::default()
-    })
-    .await;
+    let h = Harness::tuned(|o| o.max_connections = 2).await;
     let mut a = h.client().await;
     let mut b = h.client().await;
     assert!(within(a.list_topics()).await.is_ok());
@@ -352,11 +335,7 @@ async fn connections_beyond_the_limit_are_closed_at_once() {
 
 #[tokio::test]
 async fn pipelined_requests_are_answered_in_order() {
-    let h = Harness::single(ServerOptions {
-        max_in_flight: 8,
-        ..ServerOptions::default()
-    })
-    .await;
+    let h = Harness::tuned(|o| o.max_in_flight = 8).await;
     let mut c = h.client().await;
     c.create_topic("t", 1, 1).await.unwrap();
     let (rd, mut wr) = h.raw().await;

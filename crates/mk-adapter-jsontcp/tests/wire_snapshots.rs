@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Harness, transcript, within};
+use common::{Harness, fresh_transcript, transcript, within};
 use mk_adapter_jsontcp::ServerOptions;
 use mk_adapter_jsontcp::mk_cluster::share::ShareFetchRequest;
 use mk_adapter_jsontcp::mk_cluster::{
@@ -13,80 +13,71 @@ use mk_adapter_jsontcp::mk_cluster::{
 };
 use std::time::Duration;
 
+/// `fresh_transcript` of `lines` on one broker with the default options.
+async fn single_transcript(lines: &[&str]) -> String {
+    fresh_transcript(Harness::single(ServerOptions::default()).await, lines).await
+}
+
 #[tokio::test]
 async fn snapshot_core_operations() {
-    let h = Harness::single(ServerOptions::default()).await;
-    let mut c = h.client().await;
-    let t = transcript(
-        &h,
-        &mut c,
-        &[
-            r#"{"operation":"create_topic","topic":"events","partitions":2,"replication_factor":1,"id":1}"#,
-            r#"{"operation":"metadata","topic":"events"}"#,
-            r#"{"operation":"metadata","topic":"auto","allow_auto_create":true}"#,
-            r#"{"operation":"produce","topic":"events","partition":0,"value_b64":"aGVsbG8=","acks":"1"}"#,
-            r#"{"operation":"produce","topic":"events","partition":0,"key_b64":"aw==","value_b64":"","acks":1,"id":"two"}"#,
-            r#"{"operation":"produce","topic":"events","value_b64":null,"acks":"all"}"#,
-            r#"{"operation":"produce","topic":"events","partition":1,"value_b64":"eA==","acks":"0"}"#,
-            r#"{"operation":"produce","topic":"events","partition":1,"value_b64":"eQ==","acks":-1}"#,
-            r#"{"operation":"fetch","topic":"events","partition":0,"offset":0}"#,
-            r#"{"operation":"fetch","topic":"events","partition":1,"offset":0,"max_records":1,"id":{"nested":[1,2]}}"#,
-            r#"{"operation":"join_group","group_id":"g","member_id":"m1","topics":["events"]}"#,
-            r#"{"operation":"heartbeat","group_id":"g","member_id":"m1","generation":1}"#,
-            r#"{"operation":"commit_offsets","group_id":"g","member_id":"m1","generation":1,"offsets":[{"topic":"events","partition":0,"offset":2}],"id":null}"#,
-        ],
-    )
+    let t = single_transcript(&[
+        r#"{"operation":"create_topic","topic":"events","partitions":2,"replication_factor":1,"id":1}"#,
+        r#"{"operation":"metadata","topic":"events"}"#,
+        r#"{"operation":"metadata","topic":"auto","allow_auto_create":true}"#,
+        r#"{"operation":"produce","topic":"events","partition":0,"value_b64":"aGVsbG8=","acks":"1"}"#,
+        r#"{"operation":"produce","topic":"events","partition":0,"key_b64":"aw==","value_b64":"","acks":1,"id":"two"}"#,
+        r#"{"operation":"produce","topic":"events","value_b64":null,"acks":"all"}"#,
+        r#"{"operation":"produce","topic":"events","partition":1,"value_b64":"eA==","acks":"0"}"#,
+        r#"{"operation":"produce","topic":"events","partition":1,"value_b64":"eQ==","acks":-1}"#,
+        r#"{"operation":"fetch","topic":"events","partition":0,"offset":0}"#,
+        r#"{"operation":"fetch","topic":"events","partition":1,"offset":0,"max_records":1,"id":{"nested":[1,2]}}"#,
+        r#"{"operation":"join_group","group_id":"g","member_id":"m1","topics":["events"]}"#,
+        r#"{"operation":"heartbeat","group_id":"g","member_id":"m1","generation":1}"#,
+        r#"{"operation":"commit_offsets","group_id":"g","member_id":"m1","generation":1,"offsets":[{"topic":"events","partition":0,"offset":2}],"id":null}"#,
+    ])
     .await;
     insta::assert_snapshot!(t);
-    h.stop().await;
 }
 
 #[tokio::test]
 async fn snapshot_extended_operations() {
-    let h = Harness::single(ServerOptions::default()).await;
-    let mut c = h.client().await;
-    let t = transcript(
-        &h,
-        &mut c,
-        &[
-            r#"{"operation":"create_topic","topic":"orders","partitions":1,"replication_factor":1,"config":{"cleanup.policy":"compact","retention.ms":null,"segment.bytes":4096}}"#,
-            r#"{"operation":"create_topic","topic":"audit","partitions":1,"replication_factor":1}"#,
-            r#"{"operation":"list_topics"}"#,
-            r#"{"operation":"produce","topic":"orders","partition":0,"acks":"all","records":[{"key_b64":"azE=","value_b64":"djE=","headers":[{"key":"h","value_b64":"eA=="},{"key":"n","value_b64":null}],"timestamp_ms":1000},{"key_b64":"azI=","value_b64":"djI=","headers":[]}]}"#,
-            r#"{"operation":"init_producer","name":"p1"}"#,
-            r#"{"operation":"produce","topic":"orders","partition":0,"acks":"all","records":[{"key_b64":"aWQ=","value_b64":"aWQ="}],"producer_id":1,"producer_epoch":0,"base_sequence":0}"#,
-            r#"{"operation":"produce","topic":"orders","partition":0,"acks":"all","records":[{"key_b64":"aWQ=","value_b64":"aWQ="}],"producer_id":1,"producer_epoch":0,"base_sequence":0}"#,
-            r#"{"operation":"produce","topic":"orders","partition":0,"records":[{"key_b64":"aw==","value_b64":"YQ=="},{"value_b64":"bm8ga2V5"}]}"#,
-            r#"{"operation":"fetch","topic":"orders","partition":0,"offset":0,"max_records":10,"max_bytes":1,"isolation":"read_committed"}"#,
-            r#"{"operation":"fetch","topic":"orders","partition":0,"offset":0,"max_wait_ms":1000}"#,
-            r#"{"operation":"list_offsets","topic":"orders","partition":0,"at":"earliest"}"#,
-            r#"{"operation":"list_offsets","topic":"orders","partition":0,"at":"latest"}"#,
-            r#"{"operation":"list_offsets","topic":"orders","partition":0,"at":1000}"#,
-            r#"{"operation":"list_offsets","topic":"orders","partition":0,"at":99999999999999}"#,
-            r#"{"operation":"join_group","group_id":"g","member_id":"m1","topics":["orders","audit"],"assignor":"range"}"#,
-            r#"{"operation":"commit_offsets","group_id":"g","member_id":"m1","generation":1,"offsets":[{"topic":"orders","partition":0,"offset":3}]}"#,
-            r#"{"operation":"fetch_offsets","group_id":"g"}"#,
-            r#"{"operation":"fetch_offsets","group_id":"g","partitions":[{"topic":"orders","partition":0},{"topic":"audit","partition":0}]}"#,
-            r#"{"operation":"describe_group","group_id":"g"}"#,
-            r#"{"operation":"leave_group","group_id":"g","member_id":"m1"}"#,
-            r#"{"operation":"leave_group","group_id":"g","member_id":"m1"}"#,
-            r#"{"operation":"describe_group","group_id":"nobody"}"#,
-            r#"{"operation":"begin_txn","transactional_id":"tx"}"#,
-            r#"{"operation":"txn_produce","transactional_id":"tx","producer_epoch":0,"topic":"audit","key_b64":"YQ==","value_b64":"Yg=="}"#,
-            r#"{"operation":"txn_send_offsets","transactional_id":"tx","producer_epoch":0,"group_id":"g","offsets":[{"topic":"orders","partition":0,"offset":4}]}"#,
-            r#"{"operation":"commit_txn","transactional_id":"tx","producer_epoch":0}"#,
-            r#"{"operation":"begin_txn","transactional_id":"tx"}"#,
-            r#"{"operation":"txn_produce","transactional_id":"tx","producer_epoch":1,"topic":"audit","partition":0,"value_b64":"Yw=="}"#,
-            r#"{"operation":"abort_txn","transactional_id":"tx","producer_epoch":1}"#,
-            r#"{"operation":"fetch","topic":"audit","partition":0,"offset":0,"isolation":"read_committed"}"#,
-            r#"{"operation":"describe_cluster"}"#,
-            "# advance 5000",
-            r#"{"operation":"stats"}"#,
-        ],
-    )
+    let t = single_transcript(&[
+        r#"{"operation":"create_topic","topic":"orders","partitions":1,"replication_factor":1,"config":{"cleanup.policy":"compact","retention.ms":null,"segment.bytes":4096}}"#,
+        r#"{"operation":"create_topic","topic":"audit","partitions":1,"replication_factor":1}"#,
+        r#"{"operation":"list_topics"}"#,
+        r#"{"operation":"produce","topic":"orders","partition":0,"acks":"all","records":[{"key_b64":"azE=","value_b64":"djE=","headers":[{"key":"h","value_b64":"eA=="},{"key":"n","value_b64":null}],"timestamp_ms":1000},{"key_b64":"azI=","value_b64":"djI=","headers":[]}]}"#,
+        r#"{"operation":"init_producer","name":"p1"}"#,
+        r#"{"operation":"produce","topic":"orders","partition":0,"acks":"all","records":[{"key_b64":"aWQ=","value_b64":"aWQ="}],"producer_id":1,"producer_epoch":0,"base_sequence":0}"#,
+        r#"{"operation":"produce","topic":"orders","partition":0,"acks":"all","records":[{"key_b64":"aWQ=","value_b64":"aWQ="}],"producer_id":1,"producer_epoch":0,"base_sequence":0}"#,
+        r#"{"operation":"produce","topic":"orders","partition":0,"records":[{"key_b64":"aw==","value_b64":"YQ=="},{"value_b64":"bm8ga2V5"}]}"#,
+        r#"{"operation":"fetch","topic":"orders","partition":0,"offset":0,"max_records":10,"max_bytes":1,"isolation":"read_committed"}"#,
+        r#"{"operation":"fetch","topic":"orders","partition":0,"offset":0,"max_wait_ms":1000}"#,
+        r#"{"operation":"list_offsets","topic":"orders","partition":0,"at":"earliest"}"#,
+        r#"{"operation":"list_offsets","topic":"orders","partition":0,"at":"latest"}"#,
+        r#"{"operation":"list_offsets","topic":"orders","partition":0,"at":1000}"#,
+        r#"{"operation":"list_offsets","topic":"orders","partition":0,"at":99999999999999}"#,
+        r#"{"operation":"join_group","group_id":"g","member_id":"m1","topics":["orders","audit"],"assignor":"range"}"#,
+        r#"{"operation":"commit_offsets","group_id":"g","member_id":"m1","generation":1,"offsets":[{"topic":"orders","partition":0,"offset":3}]}"#,
+        r#"{"operation":"fetch_offsets","group_id":"g"}"#,
+        r#"{"operation":"fetch_offsets","group_id":"g","partitions":[{"topic":"orders","partition":0},{"topic":"audit","partition":0}]}"#,
+        r#"{"operation":"describe_group","group_id":"g"}"#,
+        r#"{"operation":"leave_group","group_id":"g","member_id":"m1"}"#,
+        r#"{"operation":"leave_group","group_id":"g","member_id":"m1"}"#,
+        r#"{"operation":"describe_group","group_id":"nobody"}"#,
+        r#"{"operation":"begin_txn","transactional_id":"tx"}"#,
+        r#"{"operation":"txn_produce","transactional_id":"tx","producer_epoch":0,"topic":"audit","key_b64":"YQ==","value_b64":"Yg=="}"#,
+        r#"{"operation":"txn_send_offsets","transactional_id":"tx","producer_epoch":0,"group_id":"g","offsets":[{"topic":"orders","partition":0,"offset":4}]}"#,
+        r#"{"operation":"commit_txn","transactional_id":"tx","producer_epoch":0}"#,
+        r#"{"operation":"begin_txn","transactional_id":"tx"}"#,
+        r#"{"operation":"txn_produce","transactional_id":"tx","producer_epoch":1,"topic":"audit","partition":0,"value_b64":"Yw=="}"#,
+        r#"{"operation":"abort_txn","transactional_id":"tx","producer_epoch":1}"#,
+        r#"{"operation":"fetch","topic":"audit","partition":0,"offset":0,"isolation":"read_committed"}"#,
+        r#"{"operation":"describe_cluster"}"#,
+        "# advance 5000",
+        r#"{"operation":"stats"}"#,
+    ])
     .await;
     insta::assert_snapshot!(t);
-    h.stop().await;
 }
 
 /// A KIP-848 member joining: topic list, range assignor, nothing owned.
@@ -240,49 +231,42 @@ async fn snapshot_commit_metadata() {
 /// default partitioner; both paths agree).
 #[tokio::test]
 async fn snapshot_admin_operations() {
-    let h = Harness::single(ServerOptions::default()).await;
-    let mut c = h.client().await;
-    let t = transcript(
-        &h,
-        &mut c,
-        &[
-            r#"{"operation":"create_topic","topic":"events","partitions":2,"replication_factor":1,"config":{"retention.ms":-1}}"#,
-            r#"{"operation":"produce","topic":"events","key_b64":"dXNlci0x","value_b64":"c2lnbmVkIHVw"}"#,
-            r#"{"operation":"produce","topic":"events","acks":"1","records":[{"key_b64":"dXNlci0x","value_b64":"YQ=="},{"value_b64":"Yg=="}]}"#,
-            r#"{"operation":"produce","topic":"events","key_b64":"dXNlci0z","value_b64":"c2lnbmVkIHVw"}"#,
-            r#"{"operation":"produce","topic":"events","records":[{"key_b64":"dXNlci0x","value_b64":"YQ=="},{"key_b64":"dXNlci0z","value_b64":"Yg=="}]}"#,
-            r#"{"operation":"produce","topic":"events","value_b64":"bm8ga2V5"}"#,
-            r#"{"operation":"begin_txn","transactional_id":"tx"}"#,
-            r#"{"operation":"txn_produce","transactional_id":"tx","producer_epoch":0,"topic":"events","key_b64":"dXNlci0z","value_b64":"dA=="}"#,
-            r#"{"operation":"commit_txn","transactional_id":"tx","producer_epoch":0}"#,
-            r#"{"operation":"describe_topic_config","topic":"events"}"#,
-            r#"{"operation":"alter_topic_config","topic":"events","set":{"retention.ms":"3600000","segment.bytes":2048}}"#,
-            r#"{"operation":"alter_topic_config","topic":"events","set":{"segment.bytes":"10"}}"#,
-            r#"{"operation":"alter_topic_config","topic":"events","delete":["segment.bytes"],"validate_only":true}"#,
-            r#"{"operation":"alter_topic_config","topic":"events","set":{"retention.hours":"1"}}"#,
-            r#"{"operation":"alter_topic_config","topic":"events","set":{"retention.ms":true}}"#,
-            r#"{"operation":"describe_topic_config","topic":"events"}"#,
-            r#"{"operation":"create_partitions","topic":"events","partitions":3}"#,
-            r#"{"operation":"create_partitions","topic":"events","partitions":2}"#,
-            r#"{"operation":"create_topic","topic":"tiny","partitions":1,"replication_factor":1,"config":{"segment.bytes":10}}"#,
-            r#"{"operation":"join_group","group_id":"readers","member_id":"m1","topics":["events"]}"#,
-            r#"{"operation":"list_groups"}"#,
-            r#"{"operation":"alter_group_offsets","group_id":"readers","offsets":[{"topic":"events","partition":0,"offset":0}]}"#,
-            r#"{"operation":"delete_group","group_id":"readers"}"#,
-            r#"{"operation":"leave_group","group_id":"readers","member_id":"m1"}"#,
-            r#"{"operation":"alter_group_offsets","group_id":"readers","offsets":[{"topic":"events","partition":0,"offset":1},{"topic":"events","partition":1,"offset":0}]}"#,
-            r#"{"operation":"fetch_offsets","group_id":"readers"}"#,
-            r#"{"operation":"delete_group","group_id":"readers"}"#,
-            r#"{"operation":"delete_group","group_id":"readers"}"#,
-            r#"{"operation":"delete_topic","topic":"events"}"#,
-            r#"{"operation":"delete_topic","topic":"events"}"#,
-            r#"{"operation":"delete_topic","topic":"__consumer_offsets"}"#,
-            r#"{"operation":"list_topics"}"#,
-        ],
-    )
+    let t = single_transcript(&[
+        r#"{"operation":"create_topic","topic":"events","partitions":2,"replication_factor":1,"config":{"retention.ms":-1}}"#,
+        r#"{"operation":"produce","topic":"events","key_b64":"dXNlci0x","value_b64":"c2lnbmVkIHVw"}"#,
+        r#"{"operation":"produce","topic":"events","acks":"1","records":[{"key_b64":"dXNlci0x","value_b64":"YQ=="},{"value_b64":"Yg=="}]}"#,
+        r#"{"operation":"produce","topic":"events","key_b64":"dXNlci0z","value_b64":"c2lnbmVkIHVw"}"#,
+        r#"{"operation":"produce","topic":"events","records":[{"key_b64":"dXNlci0x","value_b64":"YQ=="},{"key_b64":"dXNlci0z","value_b64":"Yg=="}]}"#,
+        r#"{"operation":"produce","topic":"events","value_b64":"bm8ga2V5"}"#,
+        r#"{"operation":"begin_txn","transactional_id":"tx"}"#,
+        r#"{"operation":"txn_produce","transactional_id":"tx","producer_epoch":0,"topic":"events","key_b64":"dXNlci0z","value_b64":"dA=="}"#,
+        r#"{"operation":"commit_txn","transactional_id":"tx","producer_epoch":0}"#,
+        r#"{"operation":"describe_topic_config","topic":"events"}"#,
+        r#"{"operation":"alter_topic_config","topic":"events","set":{"retention.ms":"3600000","segment.bytes":2048}}"#,
+        r#"{"operation":"alter_topic_config","topic":"events","set":{"segment.bytes":"10"}}"#,
+        r#"{"operation":"alter_topic_config","topic":"events","delete":["segment.bytes"],"validate_only":true}"#,
+        r#"{"operation":"alter_topic_config","topic":"events","set":{"retention.hours":"1"}}"#,
+        r#"{"operation":"alter_topic_config","topic":"events","set":{"retention.ms":true}}"#,
+        r#"{"operation":"describe_topic_config","topic":"events"}"#,
+        r#"{"operation":"create_partitions","topic":"events","partitions":3}"#,
+        r#"{"operation":"create_partitions","topic":"events","partitions":2}"#,
+        r#"{"operation":"create_topic","topic":"tiny","partitions":1,"replication_factor":1,"config":{"segment.bytes":10}}"#,
+        r#"{"operation":"join_group","group_id":"readers","member_id":"m1","topics":["events"]}"#,
+        r#"{"operation":"list_groups"}"#,
+        r#"{"operation":"alter_group_offsets","group_id":"readers","offsets":[{"topic":"events","partition":0,"offset":0}]}"#,
+        r#"{"operation":"delete_group","group_id":"readers"}"#,
+        r#"{"operation":"leave_group","group_id":"readers","member_id":"m1"}"#,
+        r#"{"operation":"alter_group_offsets","group_id":"readers","offsets":[{"topic":"events","partition":0,"offset":1},{"topic":"events","partition":1,"offset":0}]}"#,
+        r#"{"operation":"fetch_offsets","group_id":"readers"}"#,
+        r#"{"operation":"delete_group","group_id":"readers"}"#,
+        r#"{"operation":"delete_group","group_id":"readers"}"#,
+        r#"{"operation":"delete_topic","topic":"events"}"#,
+        r#"{"operation":"delete_topic","topic":"events"}"#,
+        r#"{"operation":"delete_topic","topic":"__consumer_offsets"}"#,
+        r#"{"operation":"list_topics"}"#,
+    ])
     .await;
     insta::assert_snapshot!(t);
-    h.stop().await;
 }
 
 /// The transcript of `requests` sent to a fresh server hosting brokers 1,
@@ -336,37 +320,28 @@ async fn snapshot_reassignment_operations() {
 /// password, a salt or a key.
 #[tokio::test]
 async fn snapshot_scram_user_operations() {
-    let h = Harness::single(ServerOptions::default()).await;
-    let mut c = h.client().await;
-    let t = transcript(
-        &h,
-        &mut c,
-        &[
-            r#"{"operation":"upsert_scram_credential","user":"alice","mechanism":"SCRAM-SHA-512","password":"alice-secret"}"#,
-            r#"{"operation":"upsert_scram_credential","user":"alice","mechanism":"SCRAM-SHA-256","password":"alice-secret","iterations":8192}"#,
-            r#"{"operation":"upsert_scram_credential","user":"bob","mechanism":"SCRAM-SHA-512","password":"bob-secret","iterations":1000}"#,
-            r#"{"operation":"upsert_scram_credential","user":"bob","mechanism":"SCRAM-SHA-1","password":"bob-secret"}"#,
-            r#"{"operation":"describe_scram_credentials"}"#,
-            r#"{"operation":"describe_scram_credentials","user":"bob"}"#,
-            r#"{"operation":"delete_scram_credential","user":"alice","mechanism":"SCRAM-SHA-256"}"#,
-            r#"{"operation":"delete_scram_credential","user":"alice","mechanism":"SCRAM-SHA-256"}"#,
-            r#"{"operation":"delete_scram_credential","user":"alice"}"#,
-            r#"{"operation":"describe_scram_credentials"}"#,
-        ],
-    )
+    let t = single_transcript(&[
+        r#"{"operation":"upsert_scram_credential","user":"alice","mechanism":"SCRAM-SHA-512","password":"alice-secret"}"#,
+        r#"{"operation":"upsert_scram_credential","user":"alice","mechanism":"SCRAM-SHA-256","password":"alice-secret","iterations":8192}"#,
+        r#"{"operation":"upsert_scram_credential","user":"bob","mechanism":"SCRAM-SHA-512","password":"bob-secret","iterations":1000}"#,
+        r#"{"operation":"upsert_scram_credential","user":"bob","mechanism":"SCRAM-SHA-1","password":"bob-secret"}"#,
+        r#"{"operation":"describe_scram_credentials"}"#,
+        r#"{"operation":"describe_scram_credentials","user":"bob"}"#,
+        r#"{"operation":"delete_scram_credential","user":"alice","mechanism":"SCRAM-SHA-256"}"#,
+        r#"{"operation":"delete_scram_credential","user":"alice","mechanism":"SCRAM-SHA-256"}"#,
+        r#"{"operation":"delete_scram_credential","user":"alice"}"#,
+        r#"{"operation":"describe_scram_credentials"}"#,
+    ])
     .await;
     assert!(!t.contains("\"salt") && !t.contains("key"), "{t}");
     insta::assert_snapshot!(t);
-    h.stop().await;
 }
 
 #[tokio::test]
 async fn snapshot_lab_operations() {
     let h = Harness::lab().await;
-    let mut c = h.client().await;
-    let t = transcript(
-        &h,
-        &mut c,
+    let t = fresh_transcript(
+        h,
         &[
             r#"{"operation":"create_topic","topic":"lab","partitions":1,"replication_factor":3,"config":{"segment.bytes":1024}}"#,
             r#"{"operation":"produce","topic":"lab","partition":0,"key_b64":"aw==","value_b64":"djE=","acks":"1"}"#,
@@ -393,66 +368,58 @@ async fn snapshot_lab_operations() {
     )
     .await;
     insta::assert_snapshot!(t);
-    h.stop().await;
 }
 
 #[tokio::test]
 async fn snapshot_decoding_errors() {
-    let h = Harness::single(ServerOptions::default()).await;
-    let mut c = h.client().await;
-    let t = transcript(
-        &h,
-        &mut c,
-        &[
-            "",
-            "   ",
-            "not json",
-            r#"{"operation":"list_topics""#,
-            "[1,2,3]",
-            "42",
-            r#""a string""#,
-            r#"{"id":7}"#,
-            r#"{"operation":7,"id":8}"#,
-            r#"{"operation":"frobnicate","id":"x"}"#,
-            r#"{"operation":"create_topic","topic":"t","partitions":1}"#,
-            r#"{"operation":"create_topic","topic":"t","partitions":"1","replication_factor":1}"#,
-            r#"{"operation":"create_topic","topic":"t","partitions":1.0,"replication_factor":1}"#,
-            r#"{"operation":"create_topic","topic":"t","partitions":true,"replication_factor":1}"#,
-            r#"{"operation":"create_topic","topic":"t","partitions":1180591620717411303424,"replication_factor":1}"#,
-            r#"{"operation":"create_topic","topic":"t","partitions":-1,"replication_factor":1}"#,
-            r#"{"operation":"create_topic","topic":"t","partitions":1,"replication_factor":1,"config":{"retention.hours":1}}"#,
-            r#"{"operation":"create_topic","topic":7,"partitions":1,"replication_factor":1}"#,
-            r#"{"operation":"produce","topic":"t","partition":-1,"value_b64":"eA=="}"#,
-            r#"{"operation":"produce","topic":"t","partition":4294967296,"value_b64":"eA=="}"#,
-            r#"{"operation":"produce","topic":"t","value_b64":"eA"}"#,
-            r#"{"operation":"produce","topic":"t","value_b64":"e A=="}"#,
-            r#"{"operation":"produce","topic":"t","value_b64":"_-8="}"#,
-            r#"{"operation":"produce","topic":"t","value_b64":5}"#,
-            r#"{"operation":"produce","topic":"t","value_b64":"eA==","acks":"2"}"#,
-            r#"{"operation":"produce","topic":"t","value_b64":"eA==","acks":2}"#,
-            r#"{"operation":"produce","topic":"t","value_b64":"eA==","acks":true}"#,
-            r#"{"operation":"produce","topic":"t","records":[{"value_b64":"eA=="}],"value_b64":"eA=="}"#,
-            r#"{"operation":"produce","topic":"t","records":[5]}"#,
-            r#"{"operation":"produce","topic":"t","records":[{"headers":[{"value_b64":"eA=="}]}]}"#,
-            r#"{"operation":"produce","topic":"t","records":[{"value_b64":"eA=="}],"producer_id":1}"#,
-            r#"{"operation":"fetch","topic":"t","partition":0}"#,
-            r#"{"operation":"fetch","topic":"t","partition":0,"offset":0,"isolation":"read_all"}"#,
-            r#"{"operation":"fetch","topic":"t","partition":0,"offset":0,"max_bytes":-1}"#,
-            r#"{"operation":"fetch","topic":"t","partition":0,"offset":0,"max_wait_ms":9999999999}"#,
-            r#"{"operation":"join_group","group_id":"g","member_id":"m","topics":"t"}"#,
-            r#"{"operation":"join_group","group_id":"g","member_id":"m","topics":[1]}"#,
-            r#"{"operation":"join_group","group_id":"g","member_id":"m","topics":["t"],"assignor":"best"}"#,
-            r#"{"operation":"commit_offsets","group_id":"g","member_id":"m","generation":1,"offsets":[{"topic":"t","partition":0,"offset":1},{"topic":"t","partition":0,"offset":2}]}"#,
-            r#"{"operation":"list_offsets","topic":"t","partition":0,"at":"middle"}"#,
-            r#"{"operation":"list_offsets","topic":"t","partition":0}"#,
-            r#"{"operation":"txn_produce","transactional_id":"x","producer_epoch":2147483648,"topic":"t"}"#,
-            r#"{"operation":"replicate_once","id":1}"#,
-            r#"{"operation":"promote","topic":"t","partition":0,"broker_id":1}"#,
-        ],
-    )
+    let t = single_transcript(&[
+        "",
+        "   ",
+        "not json",
+        r#"{"operation":"list_topics""#,
+        "[1,2,3]",
+        "42",
+        r#""a string""#,
+        r#"{"id":7}"#,
+        r#"{"operation":7,"id":8}"#,
+        r#"{"operation":"frobnicate","id":"x"}"#,
+        r#"{"operation":"create_topic","topic":"t","partitions":1}"#,
+        r#"{"operation":"create_topic","topic":"t","partitions":"1","replication_factor":1}"#,
+        r#"{"operation":"create_topic","topic":"t","partitions":1.0,"replication_factor":1}"#,
+        r#"{"operation":"create_topic","topic":"t","partitions":true,"replication_factor":1}"#,
+        r#"{"operation":"create_topic","topic":"t","partitions":1180591620717411303424,"replication_factor":1}"#,
+        r#"{"operation":"create_topic","topic":"t","partitions":-1,"replication_factor":1}"#,
+        r#"{"operation":"create_topic","topic":"t","partitions":1,"replication_factor":1,"config":{"retention.hours":1}}"#,
+        r#"{"operation":"create_topic","topic":7,"partitions":1,"replication_factor":1}"#,
+        r#"{"operation":"produce","topic":"t","partition":-1,"value_b64":"eA=="}"#,
+        r#"{"operation":"produce","topic":"t","partition":4294967296,"value_b64":"eA=="}"#,
+        r#"{"operation":"produce","topic":"t","value_b64":"eA"}"#,
+        r#"{"operation":"produce","topic":"t","value_b64":"e A=="}"#,
+        r#"{"operation":"produce","topic":"t","value_b64":"_-8="}"#,
+        r#"{"operation":"produce","topic":"t","value_b64":5}"#,
+        r#"{"operation":"produce","topic":"t","value_b64":"eA==","acks":"2"}"#,
+        r#"{"operation":"produce","topic":"t","value_b64":"eA==","acks":2}"#,
+        r#"{"operation":"produce","topic":"t","value_b64":"eA==","acks":true}"#,
+        r#"{"operation":"produce","topic":"t","records":[{"value_b64":"eA=="}],"value_b64":"eA=="}"#,
+        r#"{"operation":"produce","topic":"t","records":[5]}"#,
+        r#"{"operation":"produce","topic":"t","records":[{"headers":[{"value_b64":"eA=="}]}]}"#,
+        r#"{"operation":"produce","topic":"t","records":[{"value_b64":"eA=="}],"producer_id":1}"#,
+        r#"{"operation":"fetch","topic":"t","partition":0}"#,
+        r#"{"operation":"fetch","topic":"t","partition":0,"offset":0,"isolation":"read_all"}"#,
+        r#"{"operation":"fetch","topic":"t","partition":0,"offset":0,"max_bytes":-1}"#,
+        r#"{"operation":"fetch","topic":"t","partition":0,"offset":0,"max_wait_ms":9999999999}"#,
+        r#"{"operation":"join_group","group_id":"g","member_id":"m","topics":"t"}"#,
+        r#"{"operation":"join_group","group_id":"g","member_id":"m","topics":[1]}"#,
+        r#"{"operation":"join_group","group_id":"g","member_id":"m","topics":["t"],"assignor":"best"}"#,
+        r#"{"operation":"commit_offsets","group_id":"g","member_id":"m","generation":1,"offsets":[{"topic":"t","partition":0,"offset":1},{"topic":"t","partition":0,"offset":2}]}"#,
+        r#"{"operation":"list_offsets","topic":"t","partition":0,"at":"middle"}"#,
+        r#"{"operation":"list_offsets","topic":"t","partition":0}"#,
+        r#"{"operation":"txn_produce","transactional_id":"x","producer_epoch":2147483648,"topic":"t"}"#,
+        r#"{"operation":"replicate_once","id":1}"#,
+        r#"{"operation":"promote","topic":"t","partition":0,"broker_id":1}"#,
+    ])
     .await;
     insta::assert_snapshot!(t);
-    h.stop().await;
 }
 
 #[tokio::test]

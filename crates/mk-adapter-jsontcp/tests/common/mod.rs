@@ -45,6 +45,13 @@ impl Harness {
         Harness::start(vec![1], 1, options).await
     }
 
+    /// One broker with the default options as `tune` changes them.
+    pub async fn tuned(tune: impl FnOnce(&mut ServerOptions)) -> Harness {
+        let mut options = ServerOptions::default();
+        tune(&mut options);
+        Harness::single(options).await
+    }
+
     pub async fn lab() -> Harness {
         Harness::start(
             vec![1, 2, 3],
@@ -82,6 +89,15 @@ pub async fn within<T>(fut: impl std::future::Future<Output = T>) -> T {
     tokio::time::timeout(PATIENCE, fut)
         .await
         .expect("an operation that must complete did not")
+}
+
+/// The transcript (see `transcript`) of `lines` sent by a new client of
+/// `h`, which is stopped afterwards.
+pub async fn fresh_transcript(h: Harness, lines: &[&str]) -> String {
+    let mut c = h.client().await;
+    let t = transcript(&h, &mut c, lines).await;
+    h.stop().await;
+    t
 }
 
 /// Sends each line and records `> request` / `< response` pairs. A line
