@@ -52,6 +52,8 @@ const DESCRIBE: i8 = 8;
 const DENY: i8 = 2;
 const ALLOW: i8 = 3;
 const ANY: i8 = 1;
+/// The one name the cluster resource has.
+const KAFKA_CLUSTER: &str = "kafka-cluster";
 
 struct Secured {
     net: Listeners,
@@ -132,6 +134,22 @@ async fn create(c: &mut Conn, creations: Vec<AclCreation>) -> Vec<KafkaCode> {
     r.results.into_iter().map(|r| r.error_code).collect()
 }
 
+/// alice logs in; her CreateAcls (of `creation`), DescribeAcls (of every
+/// ACL) and DeleteAcls (of a default filter) are all answered `code` as a
+/// whole. Returns her connection.
+async fn alice_acl_apis_answer(s: &Secured, creation: AclCreation, code: KafkaCode) -> Conn {
+    let mut c = s.login("alice", "a").await;
+    assert_eq!(create(&mut c, vec![creation]).await, [code]);
+    let d: DescribeAclsResponse = c.call(key::DESCRIBE_ACLS, 3, &everything()).await;
+    assert_eq!(d.error_code, code);
+    let delete = DeleteAclsRequest {
+        filters: vec![DeleteAclsFilter::default()],
+    };
+    let del: DeleteAclsResponse = c.call(key::DELETE_ACLS, 3, &delete).await;
+    assert_eq!(del.filter_results[0].error_code, code);
+    c
+}
+
 fn everything() -> DescribeAclsRequest {
     DescribeAclsRequest {
         resource_type_filter: ANY,
@@ -154,28 +172,8 @@ fn authorizer(super_users: &str) -> Option<AuthorizerConfig> {
 #[tokio::test]
 async fn without_the_authorizer_the_acl_apis_are_security_disabled() {
     let s = Secured::start(None).await;
-    let mut c = s.login("alice", "a").await;
-    let codes = create(
-        &mut c,
-        vec![acl(TOPIC, "t", LITERAL, "User:bob", READ, ALLOW)],
-    )
-    .await;
-    assert_eq!(codes, [KafkaCode::SECURITY_DISABLED]);
-    let d: DescribeAclsResponse = c.call(key::DESCRIBE_ACLS, 3, &everything()).await;
-    assert_eq!(d.error_code, KafkaCode::SECURITY_DISABLED);
-    let del: DeleteAclsResponse = c
-        .call(
-            key::DELETE_ACLS,
-            3,
-            &DeleteAclsRequest {
-                filters: vec![DeleteAclsFilter::default()],
-            },
-        )
-        .await;
-    assert_eq!(
-        del.filter_results[0].error_code,
-        KafkaCode::SECURITY_DISABLED
-    );
+    let bobs = acl(TOPIC, "t", LITERAL, "User:bob", READ, ALLOW);
+    let mut c = alice_acl_apis_answer(&s, bobs, KafkaCode::SECURITY_DISABLED).await;
     // And every request is allowed, as before.
     let m: MetadataResponse = c.call(key::METADATA, 12, &all_topics()).await;
     assert_eq!(m.topics.len(), 3);
@@ -233,15 +231,8 @@ async fn acls_are_created_described_and_deleted_by_those_allowed_to() {
     assert_eq!(matching.resources.len(), 1);
     // alice may neither change nor see ACLs (no ALTER / DESCRIBE on the
     // cluster); an unknown filter code is INVALID_REQUEST.
-    let mut alice = s.login("alice", "a").await;
-    let codes = create(
-        &mut alice,
-        vec![acl(TOPIC, "bob-", PREFIXED, "User:alice", ALL, ALLOW)],
-    )
-    .await;
-    assert_eq!(codes, [KafkaCode::CLUSTER_AUTHORIZATION_FAILED]);
-    let d: DescribeAclsResponse = alice.call(key::DESCRIBE_ACLS, 3, &everything()).await;
-    assert_eq!(d.error_code, KafkaCode::CLUSTER_AUTHORIZATION_FAILED);
+    let on_bobs = acl(TOPIC, "bob-", PREFIXED, "User:alice", ALL, ALLOW);
+    alice_acl_apis_answer(&s, on_bobs, KafkaCode::CLUSTER_AUTHORIZATION_FAILED).await;
     let bad: DescribeAclsResponse = admin
         .call(
             key::DESCRIBE_ACLS,
@@ -277,6 +268,20 @@ async fn acls_are_created_described_and_deleted_by_those_allowed_to() {
     let d: DescribeAclsResponse = admin.call(key::DESCRIBE_ACLS, 3, &everything()).await;
     assert_eq!(d.resources[0].acls.len(), 1);
     s.stop().await;
+}
+
+/// One entry per topic alice's requests name: her own and bob's.
+fn both_topics<T>(entry: impl Fn(&str) -> T) -> Vec<T> {
+    ["alice-orders", "bob-orders"].map(entry).into()
+}
+
+/// What a request for topic `name` is answered when only `allowed` is.
+fn only_allowed(allowed: &str, name: &str) -> KafkaCode {
+    if name == allowed {
+        KafkaCode::NONE
+    } else {
+        KafkaCode::TOPIC_AUTHORIZATION_FAILED
+    }
 }
 
 fn all_topics() -> MetadataRequest {
@@ -367,59 +372,45 @@ async fn each_api_is_authorized_as_kafka_authorizes_it() {
         acl(GROUP, "alice-", PREFIXED, "User:alice", READ, ALLOW),
         // bob: may read bob-orders only, and describe the cluster.
         acl(TOPIC, "bob-orders", LITERAL, "User:bob", READ, ALLOW),
-        acl(
-            CLUSTER,
-            "kafka-cluster",
-            LITERAL,
-            "User:bob",
-            DESCRIBE,
-            ALLOW,
-        ),
+        acl(CLUSTER, KAFKA_CLUSTER, LITERAL, "User:bob", DESCRIBE, ALLOW),
     ])
     .await;
     let mut alice = s.login("alice", "a").await;
     let mut bob = s.login("bob", "b").await;
 
-    // Produce: WRITE on the topic; DENY wins over the prefixed ALLOW.
-    assert_eq!(
-        produce_code(&mut alice, "alice-orders").await,
-        KafkaCode::NONE
-    );
-    assert_eq!(
-        produce_code(&mut alice, "alice-secret").await,
-        KafkaCode::TOPIC_AUTHORIZATION_FAILED
-    );
-    assert_eq!(
-        produce_code(&mut alice, "bob-orders").await,
-        KafkaCode::TOPIC_AUTHORIZATION_FAILED
-    );
-    assert_eq!(
-        produce_code(&mut bob, "bob-orders").await,
-        KafkaCode::TOPIC_AUTHORIZATION_FAILED,
-        "READ does not grant WRITE"
-    );
-    // The super user needs no ACL.
-    assert_eq!(
-        produce_code(&mut admin, "bob-orders").await,
-        KafkaCode::NONE
-    );
+    // (who, API, topic, answer). Produce needs WRITE on the topic: DENY
+    // wins over the prefixed ALLOW, READ does not grant WRITE and the super
+    // user needs no ACL. Fetch needs READ.
+    let (taf, none) = (KafkaCode::TOPIC_AUTHORIZATION_FAILED, KafkaCode::NONE);
+    let cases = [
+        ("alice", key::PRODUCE, "alice-orders", none),
+        ("alice", key::PRODUCE, "alice-secret", taf),
+        ("alice", key::PRODUCE, "bob-orders", taf),
+        ("bob", key::PRODUCE, "bob-orders", taf),
+        ("admin", key::PRODUCE, "bob-orders", none),
+        ("bob", key::FETCH, "bob-orders", none),
+        ("bob", key::FETCH, "alice-orders", taf),
+        ("alice", key::FETCH, "alice-secret", none),
+    ];
+    for (who, api, topic, expected) in cases {
+        let c = match who {
+            "alice" => &mut alice,
+            "bob" => &mut bob,
+            _ => &mut admin,
+        };
+        let got = if api == key::PRODUCE {
+            produce_code(c, topic).await
+        } else {
+            fetch_code(c, topic).await
+        };
+        assert_eq!(got, expected, "{who}: API {api} on {topic}");
+    }
     // A transactional produce needs WRITE on the transactional id.
     assert_eq!(
         alice
             .produce_code(9, &produce("alice-orders", Some("alice-tx")))
             .await,
         KafkaCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    );
-
-    // Fetch: READ on the topic.
-    assert_eq!(fetch_code(&mut bob, "bob-orders").await, KafkaCode::NONE);
-    assert_eq!(
-        fetch_code(&mut bob, "alice-orders").await,
-        KafkaCode::TOPIC_AUTHORIZATION_FAILED
-    );
-    assert_eq!(
-        fetch_code(&mut alice, "alice-secret").await,
-        KafkaCode::NONE
     );
 
     // Metadata: a listing shows only what the principal may DESCRIBE
@@ -723,18 +714,15 @@ async fn group_admin_and_config_requests_are_narrowed_to_what_is_allowed() {
         member_id: String::new(),
         group_instance_id: None,
         retention_time_ms: -1,
-        topics: ["alice-orders", "bob-orders"]
-            .iter()
-            .map(|t| OffsetCommitRequestTopic {
-                name: (*t).into(),
-                partitions: vec![OffsetCommitRequestPartition {
-                    partition_index: 0,
-                    committed_offset: 0,
-                    committed_leader_epoch: -1,
-                    committed_metadata: None,
-                }],
-            })
-            .collect(),
+        topics: both_topics(|name| OffsetCommitRequestTopic {
+            name: name.into(),
+            partitions: vec![OffsetCommitRequestPartition {
+                partition_index: 0,
+                committed_offset: 0,
+                committed_leader_epoch: -1,
+                committed_metadata: None,
+            }],
+        }),
     };
     let r: OffsetCommitResponse = alice
         .call(key::OFFSET_COMMIT, 8, &commit("alice-group"))
@@ -743,23 +731,20 @@ async fn group_admin_and_config_requests_are_narrowed_to_what_is_allowed() {
         |name: &str| r.topics.iter().find(|t| t.name == name).unwrap().partitions[0].error_code;
     assert_eq!(code("alice-orders"), KafkaCode::NONE);
     assert_eq!(code("bob-orders"), KafkaCode::TOPIC_AUTHORIZATION_FAILED);
-    let r: OffsetCommitResponse = alice
-        .call(key::OFFSET_COMMIT, 8, &commit("bob-group"))
-        .await;
-    assert!(
-        r.topics
+    // Bob's group refuses alice every partition; the super user commits to
+    // it, so there is one to list.
+    for (c, expected) in [
+        (&mut alice, KafkaCode::GROUP_AUTHORIZATION_FAILED),
+        (&mut admin, KafkaCode::NONE),
+    ] {
+        let r: OffsetCommitResponse = c.call(key::OFFSET_COMMIT, 8, &commit("bob-group")).await;
+        let codes: Vec<_> = r
+            .topics
             .iter()
-            .all(|t| t.partitions[0].error_code == KafkaCode::GROUP_AUTHORIZATION_FAILED)
-    );
-    // The super user commits to bob's group, so there is one to list.
-    let r: OffsetCommitResponse = admin
-        .call(key::OFFSET_COMMIT, 8, &commit("bob-group"))
-        .await;
-    assert!(
-        r.topics
-            .iter()
-            .all(|t| t.partitions[0].error_code == KafkaCode::NONE)
-    );
+            .map(|t| t.partitions[0].error_code)
+            .collect();
+        assert_eq!(codes, [expected; 2]);
+    }
 
     // OffsetFetch of all topics leaves out the ones alice may not see; of
     // bob's group it is GROUP_AUTHORIZATION_FAILED.
@@ -792,26 +777,19 @@ async fn group_admin_and_config_requests_are_narrowed_to_what_is_allowed() {
     // ListOffsets: DESCRIBE on the topic.
     let lo = ListOffsetsRequest {
         replica_id: -1,
-        topics: ["alice-orders", "bob-orders"]
-            .iter()
-            .map(|t| ListOffsetsTopic {
-                name: (*t).into(),
-                partitions: vec![ListOffsetsPartition {
-                    partition_index: 0,
-                    current_leader_epoch: -1,
-                    timestamp: -1,
-                }],
-            })
-            .collect(),
+        topics: both_topics(|name| ListOffsetsTopic {
+            name: name.into(),
+            partitions: vec![ListOffsetsPartition {
+                partition_index: 0,
+                current_leader_epoch: -1,
+                timestamp: -1,
+            }],
+        }),
         ..Default::default()
     };
     let r: ListOffsetsResponse = alice.call(key::LIST_OFFSETS, 7, &lo).await;
     for t in &r.topics {
-        let expected = if t.name == "alice-orders" {
-            KafkaCode::NONE
-        } else {
-            KafkaCode::TOPIC_AUTHORIZATION_FAILED
-        };
+        let expected = only_allowed("alice-orders", &t.name);
         assert_eq!(t.partitions[0].error_code, expected, "{}", t.name);
     }
     assert_eq!(r.topics.len(), 2);
@@ -832,12 +810,12 @@ async fn group_admin_and_config_requests_are_narrowed_to_what_is_allowed() {
     };
     let r: CreateTopicsResponse = alice.call(key::CREATE_TOPICS, 5, &ct).await;
     for t in &r.topics {
-        let expected = if t.name == "alice-new" {
-            KafkaCode::NONE
-        } else {
-            KafkaCode::TOPIC_AUTHORIZATION_FAILED
-        };
-        assert_eq!(t.error_code, expected, "{}", t.name);
+        assert_eq!(
+            t.error_code,
+            only_allowed("alice-new", &t.name),
+            "{}",
+            t.name
+        );
     }
     assert!(s.cluster().topics().describe("bob-new").is_err());
 
@@ -849,12 +827,8 @@ async fn group_admin_and_config_requests_are_narrowed_to_what_is_allowed() {
     };
     let r: DeleteTopicsResponse = alice.call(key::DELETE_TOPICS, 4, &dt).await;
     for t in &r.responses {
-        let expected = if t.name.as_deref() == Some("alice-new") {
-            KafkaCode::NONE
-        } else {
-            KafkaCode::TOPIC_AUTHORIZATION_FAILED
-        };
-        assert_eq!(t.error_code, expected, "{:?}", t.name);
+        let name = t.name.as_deref().unwrap_or_default();
+        assert_eq!(t.error_code, only_allowed("alice-new", name), "{name}");
     }
     assert!(s.cluster().topics().describe("bob-orders").is_ok());
 
@@ -940,30 +914,21 @@ async fn partition_reassignments_need_alter_and_describe_on_the_cluster() {
         timeout_ms: 1000,
         topics: None,
     };
-    let r: AlterPartitionReassignmentsResponse = alice
-        .call(key::ALTER_PARTITION_REASSIGNMENTS, 1, &cancel)
-        .await;
-    assert_eq!(r.error_code, KafkaCode::CLUSTER_AUTHORIZATION_FAILED);
-    assert_eq!(
-        r.responses[0].partitions[0].error_code,
-        KafkaCode::CLUSTER_AUTHORIZATION_FAILED
-    );
-    let r: ListPartitionReassignmentsResponse = alice
-        .call(key::LIST_PARTITION_REASSIGNMENTS, 0, &list)
-        .await;
-    assert_eq!(r.error_code, KafkaCode::CLUSTER_AUTHORIZATION_FAILED);
-    let r: AlterPartitionReassignmentsResponse = admin
-        .call(key::ALTER_PARTITION_REASSIGNMENTS, 1, &cancel)
-        .await;
-    assert_eq!(r.error_code, KafkaCode::NONE);
-    assert_eq!(
-        r.responses[0].partitions[0].error_code,
-        KafkaCode(85),
-        "allowed, and nothing to cancel"
-    );
-    let r: ListPartitionReassignmentsResponse = admin
-        .call(key::LIST_PARTITION_REASSIGNMENTS, 0, &list)
-        .await;
-    assert_eq!((r.error_code, r.topics.len()), (KafkaCode::NONE, 0));
+    // (who, the answer's code, the partition's, the listing's): alice has
+    // neither ALTER nor DESCRIBE on the cluster; the super user is allowed,
+    // and there is nothing to cancel.
+    let refused = KafkaCode::CLUSTER_AUTHORIZATION_FAILED;
+    for (c, alter, partition, listing) in [
+        (&mut alice, refused, refused, refused),
+        (&mut admin, KafkaCode::NONE, KafkaCode(85), KafkaCode::NONE),
+    ] {
+        let r: AlterPartitionReassignmentsResponse =
+            c.call(key::ALTER_PARTITION_REASSIGNMENTS, 1, &cancel).await;
+        assert_eq!(r.error_code, alter);
+        assert_eq!(r.responses[0].partitions[0].error_code, partition);
+        let r: ListPartitionReassignmentsResponse =
+            c.call(key::LIST_PARTITION_REASSIGNMENTS, 0, &list).await;
+        assert_eq!((r.error_code, r.topics.len()), (listing, 0));
+    }
     s.stop().await;
 }

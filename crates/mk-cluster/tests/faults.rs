@@ -12,8 +12,8 @@ use bytes::Bytes;
 mod common;
 
 use common::{
-    append_value, b, commit_value, dir_and_clock, fresh_cluster, fresh_cluster_with, open,
-    open_with, send_value, tp,
+    append_value, b, commit_value, dir_and_clock, fresh_cluster, fresh_cluster_with, fresh_topic,
+    open, open_with, send_value, tp,
 };
 use mk_cluster::*;
 use std::sync::Arc;
@@ -235,9 +235,7 @@ async fn idempotent_put(
 
 #[tokio::test]
 async fn a_deleted_identity_store_never_hands_out_an_id_the_log_holds() {
-    let (dir, clock, c) = fresh_cluster();
-    c.topics().create("t", 1, 1).unwrap();
-    let p = tp("t", 0);
+    let (dir, clock, c, p) = fresh_topic("t");
     let first = c.transactions().init_producer(Some("first")).unwrap();
     assert!(
         !idempotent_put(&c, &p, first, 0, "from first")
@@ -268,15 +266,7 @@ async fn a_deleted_identity_store_never_hands_out_an_id_the_log_holds() {
     );
     send_value(&c, &h2, "t", "next transaction").await;
     c.transactions().commit(&h2).await.unwrap();
-    let got = c
-        .data()
-        .fetch(&FetchRequest::new(p.clone(), 0, 10).with_isolation(Isolation::ReadCommitted))
-        .unwrap();
-    let values: Vec<_> = got
-        .records
-        .iter()
-        .map(|r| r.value.clone().unwrap())
-        .collect();
+    let values = committed_values(&c, &p);
     assert_eq!(
         values,
         vec![
@@ -372,9 +362,7 @@ fn lose_last_batches(dir: &std::path::Path, tp: &TopicPartition, n: usize) {
 #[tokio::test]
 async fn a_lost_marker_is_written_again_on_open_so_the_lso_moves_on() {
     for commit in [true, false] {
-        let (dir, clock, c) = fresh_cluster();
-        c.topics().create("t", 1, 1).unwrap();
-        let p = tp("t", 0);
+        let (dir, clock, c, p) = fresh_topic("t");
         let h = c.transactions().begin("tx").await.unwrap();
         send_value(&c, &h, "t", "in the txn").await;
         if commit {
@@ -395,15 +383,7 @@ async fn a_lost_marker_is_written_again_on_open_so_the_lso_moves_on() {
             c.data().visible_end(&p).unwrap(),
             "commit={commit}: the LSO is not stuck"
         );
-        let read = c
-            .data()
-            .fetch(&FetchRequest::new(p.clone(), 0, 10).with_isolation(Isolation::ReadCommitted))
-            .unwrap();
-        let values: Vec<_> = read
-            .records
-            .iter()
-            .map(|r| r.value.clone().unwrap())
-            .collect();
+        let values = committed_values(&c, &p);
         let expected = if commit {
             vec![b("in the txn")]
         } else {
@@ -425,6 +405,24 @@ fn values(got: &FetchResult) -> Vec<Bytes> {
         .iter()
         .map(|r| r.value.clone().unwrap())
         .collect()
+}
+
+/// The values of `p`'s first ten records a read-committed fetch answers.
+fn committed_values(c: &BrokerCluster, p: &TopicPartition) -> Vec<Bytes> {
+    let read_committed =
+        FetchRequest::new(p.clone(), 0, 10).with_isolation(Isolation::ReadCommitted);
+    values(&c.data().fetch(&read_committed).unwrap())
+}
+
+/// A fetch of `p` from offset 0 (`max_records` at most) fails with a
+/// storage error whose message says `says`.
+fn assert_fetch_fails(c: &BrokerCluster, p: &TopicPartition, max_records: i64, says: &str) {
+    let e = c
+        .data()
+        .fetch(&FetchRequest::new(p.clone(), 0, max_records))
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::StorageError, "{e}");
+    assert!(e.to_string().contains(says), "{e}");
 }
 
 /// Flips one byte in the middle of `tp`'s first segment on broker 1.
@@ -494,12 +492,12 @@ fn small_segments(mut c: MiniKafkaConfig) -> MiniKafkaConfig {
 /// Small segments; topic `damaged` gets 60 values (closed segments),
 /// `healthy` one; then the broker closes (or crashes) and a byte of
 /// `damaged`'s first segment is flipped. Returns the broker's directory and
-/// clock to reopen it.
+/// clock and the broker reopened on them.
 async fn one_damaged_one_healthy(
     damaged: &str,
     healthy: &str,
     crash: bool,
-) -> (tempfile::TempDir, ManualClock) {
+) -> (tempfile::TempDir, ManualClock, Arc<BrokerCluster>) {
     let (dir, clock, c) = fresh_cluster_with(small_segments);
     c.topics().create(damaged, 1, 1).unwrap();
     c.topics().create(healthy, 1, 1).unwrap();
@@ -514,21 +512,16 @@ async fn one_damaged_one_healthy(
     }
     drop(c);
     flip_byte_in_first_segment(dir.path(), &tp(damaged, 0));
-    (dir, clock)
+    let c = open_with(dir.path(), &clock, small_segments);
+    (dir, clock, c)
 }
 
 #[tokio::test]
 async fn a_corrupt_closed_segment_takes_only_its_partition_offline() {
-    let (dir, clock) = one_damaged_one_healthy("c", "d", false).await;
+    let (dir, clock, c) = one_damaged_one_healthy("c", "d", false).await;
     // The clean-shutdown checkpoint vouches for the closed segment, so the
     // broker starts; the damage is found by the first read reaching it.
-    let c = open_with(dir.path(), &clock, small_segments);
-    let e = c
-        .data()
-        .fetch(&FetchRequest::new(tp("c", 0), 0, 100))
-        .unwrap_err();
-    assert_eq!(e.code(), ErrorCode::StorageError, "{e}");
-    assert!(e.to_string().contains("c-0 is damaged"), "{e}");
+    assert_fetch_fails(&c, &tp("c", 0), 100, "c-0 is damaged");
     // Everything else keeps serving.
     assert_eq!(c.lifecycle().state(), LifecycleState::Running);
     let d = c
@@ -572,8 +565,7 @@ async fn a_corrupt_closed_segment_takes_only_its_partition_offline() {
 #[tokio::test]
 async fn a_partition_found_damaged_at_open_starts_offline_and_the_rest_serves() {
     // A crash without any flush: open scans every segment and finds it.
-    let (dir, clock) = one_damaged_one_healthy("c", "d", true).await;
-    let c = open_with(dir.path(), &clock, small_segments);
+    let (_dir, _, c) = one_damaged_one_healthy("c", "d", true).await;
     let p = &c.topics().describe("c").unwrap().partitions[0];
     assert!(
         p.damaged
@@ -677,12 +669,7 @@ async fn a_deleted_partition_directory_is_reported_not_silently_recreated_empty(
     drop(c);
     std::fs::remove_dir_all(dir.path().join("broker-1").join("c-0")).unwrap();
     let c = open(dir.path(), &clock);
-    let e = c
-        .data()
-        .fetch(&FetchRequest::new(tp("c", 0), 0, 10))
-        .unwrap_err();
-    assert_eq!(e.code(), ErrorCode::StorageError, "{e}");
-    assert!(e.to_string().contains("missing"), "{e}");
+    assert_fetch_fails(&c, &tp("c", 0), 10, "missing");
     assert!(
         !dir.path().join("broker-1").join("c-0").exists(),
         "nothing was recreated"
@@ -700,8 +687,7 @@ async fn a_deleted_partition_directory_is_reported_not_silently_recreated_empty(
 
 #[tokio::test]
 async fn a_kafka_fetch_checks_frame_crcs_after_the_lock_and_damage_takes_the_partition_offline() {
-    let (dir, clock) = one_damaged_one_healthy("k", "l", false).await;
-    let c = open_with(dir.path(), &clock, small_segments);
+    let (_dir, _, c) = one_damaged_one_healthy("k", "l", false).await;
     // The frames are located under the lock without their CRCs; the check
     // after it finds the flipped byte and reports it as any read would.
     let got = c
@@ -771,8 +757,7 @@ async fn a_follower_copy_checks_frames_after_the_lock_and_damage_takes_the_parti
 
 #[tokio::test]
 async fn a_share_fetch_checks_frame_crcs_after_the_lock_and_damage_takes_the_partition_offline() {
-    let (dir, clock) = one_damaged_one_healthy("sq", "sh", false).await;
-    let c = open_with(dir.path(), &clock, small_segments);
+    let (_dir, _, c) = one_damaged_one_healthy("sq", "sh", false).await;
     let settings = GroupSettings {
         share_auto_offset_reset: Some(ShareAutoOffsetReset::Earliest),
         ..GroupSettings::default()

@@ -13,8 +13,8 @@ mod common;
 
 use common::{
     alter_topic, append_block, b, commit_value, configured_topic, fresh_cluster,
-    fresh_cluster_with, kept_block, open, open_with, produced_block, restart_with, send_value, set,
-    tp,
+    fresh_cluster_with, fresh_topic, kept_block, open, open_with, produced_block, restart_with,
+    send_value, set, tp,
 };
 use mk_cluster::*;
 use std::collections::BTreeMap;
@@ -39,6 +39,11 @@ async fn put(c: &BrokerCluster, tp: &TopicPartition, values: &[&str], ts: i64) -
         .unwrap()
         .base_offset
         .unwrap()
+}
+
+/// Brokers 1, 2 and 3.
+fn brokers_1_to_3(c: MiniKafkaConfig) -> MiniKafkaConfig {
+    c.with_brokers(vec![1, 2, 3])
 }
 
 #[tokio::test]
@@ -111,9 +116,8 @@ async fn deleting_a_topic_removes_its_files_offsets_and_name_for_good() {
 
 #[tokio::test]
 async fn a_deletion_interrupted_by_a_crash_is_finished_on_open() {
-    let (dir, clock, c) = fresh_cluster();
-    c.topics().create("half", 1, 1).unwrap();
-    put(&c, &tp("half", 0), &["x"], 1).await;
+    let (dir, clock, c, half) = fresh_topic("half");
+    put(&c, &half, &["x"], 1).await;
     c.lifecycle().close().await.unwrap();
     drop(c);
     // The deletion decided (metadata written) but the files not yet
@@ -131,14 +135,13 @@ async fn a_deletion_interrupted_by_a_crash_is_finished_on_open() {
             .is_empty()
     );
     c.topics().create("half", 1, 1).unwrap();
-    assert_eq!(c.data().log_end_offset(&tp("half", 0)).unwrap(), 0);
+    assert_eq!(c.data().log_end_offset(&half).unwrap(), 0);
     c.lifecycle().close().await.unwrap();
 }
 
 #[tokio::test]
 async fn partitions_only_grow_keep_their_data_and_survive_a_restart() {
-    let brokers = |c: MiniKafkaConfig| c.with_brokers(vec![1, 2, 3]);
-    let (dir, clock, c) = fresh_cluster_with(brokers);
+    let (dir, clock, c) = fresh_cluster_with(brokers_1_to_3);
     c.topics().create("g", 2, 2).unwrap();
     put(&c, &tp("g", 1), &["old"], 1).await;
     assert_eq!(
@@ -162,7 +165,7 @@ async fn partitions_only_grow_keep_their_data_and_survive_a_restart() {
     assert_eq!(d.partitions[4].replicas, vec![2, 3]);
     put(&c, &tp("g", 4), &["new"], 1).await;
     assert_eq!(c.data().log_end_offset(&tp("g", 1)).unwrap(), 1);
-    let c = restart_with(c, dir.path(), &clock, brokers).await;
+    let c = restart_with(c, dir.path(), &clock, brokers_1_to_3).await;
     assert_eq!(c.topics().partition_count("g").unwrap(), 5);
     assert_eq!(c.data().log_end_offset(&tp("g", 4)).unwrap(), 1);
     c.lifecycle().close().await.unwrap();
@@ -245,9 +248,7 @@ fn log_files(data: &std::path::Path, dir_name: &str) -> usize {
 
 #[tokio::test]
 async fn segment_ms_rolls_by_batch_timestamps_and_alter_config_changes_it() {
-    let (dir, clock, c) = fresh_cluster();
-    c.topics().create("aged", 1, 1).unwrap();
-    let t = tp("aged", 0);
+    let (dir, clock, c, t) = fresh_topic("aged");
     // Producers stamp their clock's time; the broker's clock moves with it.
     let put_now = |value: &'static str| {
         let (c, t, clock) = (&c, &t, &clock);
@@ -584,9 +585,7 @@ async fn the_cluster_caps_every_fetch_answer() {
 
 #[tokio::test]
 async fn read_committed_batches_skip_aborted_data_but_keep_markers_so_readers_advance() {
-    let (_dir, _, c) = fresh_cluster();
-    c.topics().create("t", 1, 1).unwrap();
-    let p = tp("t", 0);
+    let (_dir, _, c, p) = fresh_topic("t");
     let h = c.transactions().begin("tx").await.unwrap();
     for i in 0..3 {
         send_value(&c, &h, "t", &format!("aborted-{i}")).await;
@@ -673,9 +672,7 @@ async fn a_batch_long_poll_waits_for_min_bytes_and_is_woken_by_an_append() {
 
 #[tokio::test]
 async fn offsets_by_time_max_timestamp_and_the_lso_for_read_committed() {
-    let (_dir, _, c) = fresh_cluster();
-    c.topics().create("ts", 1, 1).unwrap();
-    let p = tp("ts", 0);
+    let (_dir, _, c, p) = fresh_topic("ts");
     put(&c, &p, &["a", "b"], 100).await; // offsets 0, 1 at 100, 101
     put(&c, &p, &["c"], 500).await; // offset 2 at 500
     put(&c, &p, &["d"], 300).await; // offset 3 at 300
@@ -914,7 +911,7 @@ fn coordinator_partitions_are_kafkas_hash_of_the_key() {
 
 #[tokio::test]
 async fn every_broker_names_one_coordinator_per_key_and_it_moves_when_its_broker_goes() {
-    let (_dir, _, c) = fresh_cluster_with(|cfg| cfg.with_brokers(vec![1, 2, 3]));
+    let (_dir, _, c) = fresh_cluster_with(brokers_1_to_3);
     // Partition p's replicas are B[p % 3], B[(p + 1) % 3], B[(p + 2) % 3].
     let a = CoordinatorKey::Group("a"); // partition 47: brokers 3, 1, 2
     let abc = CoordinatorKey::Transaction("abc"); // partition 4: brokers 2, 3, 1
@@ -971,8 +968,7 @@ async fn with_more_brokers_than_replicas_a_coordinator_can_be_unavailable() {
 
 #[tokio::test]
 async fn delete_records_moves_the_log_start_on_every_replica_and_survives_a_restart() {
-    let cfg = |c: MiniKafkaConfig| c.with_brokers(vec![1, 2, 3]);
-    let (dir, clock, c) = fresh_cluster_with(cfg);
+    let (dir, clock, c) = fresh_cluster_with(brokers_1_to_3);
     c.topics().create("d", 1, 3).unwrap();
     let p = tp("d", 0);
     put(&c, &p, &["a", "b", "c"], 1).await;
@@ -1013,14 +1009,14 @@ async fn delete_records_moves_the_log_start_on_every_replica_and_survives_a_rest
         ErrorCode::UnknownTopic
     );
     c.lifecycle().close().await.unwrap();
-    let c = open_with(dir.path(), &clock, cfg);
+    let c = open_with(dir.path(), &clock, brokers_1_to_3);
     assert_eq!(c.data().log_start_offset(&p).unwrap(), 5);
     c.lifecycle().close().await.unwrap();
 }
 
 #[tokio::test]
 async fn a_brokers_log_dir_lists_its_replicas_with_sizes_and_lag() {
-    let (dir, _, c) = fresh_cluster_with(|c| c.with_brokers(vec![1, 2, 3]));
+    let (dir, _, c) = fresh_cluster_with(brokers_1_to_3);
     // "a" has one replica per partition: a-0 on broker 1, a-1 on broker 2.
     c.topics().create("a", 2, 1).unwrap();
     c.topics().create("b", 1, 3).unwrap();
@@ -1057,9 +1053,7 @@ async fn a_brokers_log_dir_lists_its_replicas_with_sizes_and_lag() {
 
 #[tokio::test]
 async fn a_fetch_sends_a_producers_block_as_stored_without_decoding_a_record() {
-    let (_dir, _, c) = fresh_cluster();
-    c.topics().create("pass", 1, 1).unwrap();
-    let p = tp("pass", 0);
+    let (_dir, _, c, p) = fresh_topic("pass");
     put(&c, &p, &["built-by-the-broker"], 1).await;
     // A block no record decoder accepts (its "zstd" bytes are not zstd):
     // only a fetch that never decodes records can send it.
@@ -1124,14 +1118,13 @@ fn opaque_block(first_timestamp: i64, max_timestamp: i64, len: usize) -> block::
 
 #[tokio::test]
 async fn topic_configs_refuse_large_batches_and_bad_timestamps_and_stamp_log_append_time() {
-    let (_dir, _, c) = configured_topic(
+    let (_dir, _, c, p) = configured_topic(
         "limits",
         &[
             ("max.message.bytes", "200"),
             ("message.timestamp.before.max.ms", "1000"),
         ],
     );
-    let p = tp("limits", 0);
     let now = 10_000_000;
     let append = |b: block::BlockBatch| {
         let c = c.clone();
@@ -1372,14 +1365,13 @@ async fn a_json_produce_to_a_topic_with_a_codec_is_stored_in_it_and_reads_back_u
 
 #[tokio::test]
 async fn min_compaction_lag_ms_altered_decides_what_compaction_cleans() {
-    let (_dir, clock, c) = configured_topic(
+    let (_dir, clock, c, t) = configured_topic(
         "lagged",
         &[
             ("segment.bytes", "1024"),
             ("min.compaction.lag.ms", "3600000"),
         ],
     );
-    let t = tp("lagged", 0);
     // Records an hour minus a second old: within the lag.
     let ts = clock.now_ms() - 3_599_000;
     for _ in 0..40 {

@@ -269,11 +269,9 @@ async fn transactional_produce_is_verified_and_checked_by_the_idempotent_state()
 
 #[tokio::test]
 async fn staged_offsets_are_stored_exactly_when_the_transaction_commits() {
-    let (node, mut s) = single_with_tx().await;
-    let c = node.c();
-    let (out, input) = (tp("out", 0), tp("in", 0));
     // TxnOffsetCommit needs AddOffsetsToTxn first.
-    assert_offsets_need_add_offsets(c, &s, &[(input.clone(), 1)]);
+    let (node, mut s, out, input) = offsets_need_add_offsets(1).await;
+    let c = node.c();
     s.add(c, std::slice::from_ref(&out)).await.unwrap();
     s.produce(c, &out, &["r"]).await.unwrap();
     s.stage(c, "g", &[(input.clone(), 7)]).unwrap();

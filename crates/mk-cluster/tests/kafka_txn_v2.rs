@@ -83,11 +83,9 @@ async fn batches_join_the_transaction_by_themselves_and_every_end_bumps_the_epoc
 
 #[tokio::test]
 async fn offsets_join_the_transaction_without_add_offsets_and_are_stored_on_commit() {
-    let (node, mut p) = single_with_tx().await;
-    let c = node.c();
-    let (out, input) = (tp("out", 0), tp("in", 0));
     // The first protocol needs AddOffsetsToTxn.
-    assert_offsets_need_add_offsets(c, &p, &[(input.clone(), 4)]);
+    let (node, mut p, out, input) = offsets_need_add_offsets(4).await;
+    let c = node.c();
     // TxnOffsetCommit v5 begins the transaction by itself.
     let answers = c
         .transactions()

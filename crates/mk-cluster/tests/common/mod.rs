@@ -67,20 +67,20 @@ pub async fn single_with_tx() -> (Node, Client) {
     (node, s)
 }
 
-/// A TxnOffsetCommit of the first protocol before AddOffsetsToTxn is
-/// refused as abortable (TRANSACTION_ABORTABLE).
-pub fn assert_offsets_need_add_offsets(
-    c: &BrokerCluster,
-    s: &Client,
-    offsets: &[(TopicPartition, i64)],
-) {
+/// `single_with_tx()` and partitions `out-0` and `in-0`, after a
+/// TxnOffsetCommit of the first protocol (`in-0` at `offset`) before
+/// AddOffsetsToTxn is refused as abortable (TRANSACTION_ABORTABLE).
+pub async fn offsets_need_add_offsets(
+    offset: i64,
+) -> (Node, Client, TopicPartition, TopicPartition) {
+    let (node, s) = single_with_tx().await;
+    let (out, input) = (tp("out", 0), tp("in", 0));
+    let commit = s.offset_commit("g", &[(input.clone(), offset)]);
     assert_eq!(
-        code(
-            c.transactions()
-                .commit_offsets(&s.offset_commit("g", offsets))
-        ),
+        code(node.c().transactions().commit_offsets(&commit)),
         ErrorCode::TransactionAbortable
     );
+    (node, s, out, input)
 }
 
 /// The state of transactional id `id`, which must exist.
@@ -182,6 +182,21 @@ pub fn fresh_cluster_with(
     (dir, clock, c)
 }
 
+/// `fresh_cluster` with topic `topic` (one partition, one replica); its
+/// partition is returned too.
+pub fn fresh_topic(
+    topic: &str,
+) -> (
+    tempfile::TempDir,
+    ManualClock,
+    Arc<BrokerCluster>,
+    TopicPartition,
+) {
+    let (dir, clock, c) = fresh_cluster();
+    c.topics().create(topic, 1, 1).unwrap();
+    (dir, clock, c, tp(topic, 0))
+}
+
 /// Closes `c` cleanly and opens its directory again with the config `f`
 /// makes: a restart.
 pub async fn restart_with(
@@ -197,17 +212,22 @@ pub async fn restart_with(
 
 /// A cluster on a temporary directory whose manual clock stands at
 /// 10,000,000 ms, with topic `topic` (one partition) configured by
-/// `changes`.
+/// `changes`; its partition is returned too.
 pub fn configured_topic(
     topic: &str,
     changes: &[(&str, &str)],
-) -> (tempfile::TempDir, ManualClock, Arc<BrokerCluster>) {
+) -> (
+    tempfile::TempDir,
+    ManualClock,
+    Arc<BrokerCluster>,
+    TopicPartition,
+) {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(10_000_000);
     let c = open(dir.path(), &clock);
     c.topics().create(topic, 1, 1).unwrap();
     alter_topic(&c, topic, changes);
-    (dir, clock, c)
+    (dir, clock, c, tp(topic, 0))
 }
 
 /// Appends stored block `b` to `p` (acks=1).
