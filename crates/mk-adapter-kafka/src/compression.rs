@@ -1,145 +1,66 @@
-//! Decompression of produced record batches — gzip (flate2), snappy (snap;
-//! raw blocks or the xerial framing Java clients write), lz4 (the LZ4 frame
-//! format, lz4_flex) and zstd (the zstd crate) — each bounded: no codec may
-//! produce more than the caller's limit, whatever sizes the compressed data
-//! claims, so a small "bomb" cannot balloon the broker.
+//! The codec of a produced batch and its decompression, answered as Kafka
+//! answers them. The decoding is the log's one bounded decoder
+//! (`block::decompress`: gzip, snappy raw or xerial-framed, LZ4 frames,
+//! zstd), which no claimed size can make produce more than the caller's
+//! limit, so a small "bomb" cannot balloon the broker; this module only
+//! names its failures in Kafka's codes.
 
 use crate::errors::KafkaCode;
 use crate::records::RecordError;
 use bytes::Bytes;
-use std::io::Read;
+use mk_cluster::LogError;
+use mk_cluster::block;
+#[cfg(test)]
+use mk_cluster::block::XERIAL_MAGIC;
 
-/// The compression codec of a batch (attributes bits 0-2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Codec {
-    None,
-    Gzip,
-    Snappy,
-    Lz4,
-    Zstd,
+/// The compression codec of a batch (attributes bits 0-2): the log's own.
+pub use mk_cluster::block::Codec;
+
+/// Kafka's attribute bits read as a [`Codec`], with Kafka's answer for bits
+/// that name none.
+pub trait AttributeCodec: Sized {
+    /// The codec named by attribute bits 0-2; UNSUPPORTED_COMPRESSION_TYPE
+    /// for an unknown one.
+    fn from_attributes(bits: i16) -> Result<Self, RecordError>;
+    /// The codec as the log's version 2 frames name it: itself, since the
+    /// adapter and the log share the one type.
+    fn block_codec(self) -> Codec;
 }
 
-impl Codec {
-    /// The same codec as the log's version 2 frames name it.
-    pub fn block_codec(self) -> mk_cluster::block::Codec {
-        use mk_cluster::block::Codec as B;
-        match self {
-            Codec::None => B::None,
-            Codec::Gzip => B::Gzip,
-            Codec::Snappy => B::Snappy,
-            Codec::Lz4 => B::Lz4,
-            Codec::Zstd => B::Zstd,
-        }
+impl AttributeCodec for Codec {
+    fn from_attributes(bits: i16) -> Result<Self, RecordError> {
+        u16::try_from(bits)
+            .ok()
+            .and_then(Codec::from_id)
+            .ok_or_else(|| RecordError {
+                code: KafkaCode::UNSUPPORTED_COMPRESSION_TYPE,
+                message: format!("unknown compression codec {bits}"),
+            })
     }
 
-    pub fn from_attributes(bits: i16) -> Result<Self, RecordError> {
-        Ok(match bits {
-            0 => Codec::None,
-            1 => Codec::Gzip,
-            2 => Codec::Snappy,
-            3 => Codec::Lz4,
-            4 => Codec::Zstd,
-            other => {
-                return Err(RecordError {
-                    code: KafkaCode::UNSUPPORTED_COMPRESSION_TYPE,
-                    message: format!("unknown compression codec {other}"),
-                });
-            }
-        })
+    fn block_codec(self) -> Codec {
+        self
     }
 }
 
-/// The xerial snappy-java stream header ("\x82SNAPPY\0").
-const XERIAL_MAGIC: [u8; 8] = [0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0];
-
-/// The zstd window a produced batch may ask for (16 MiB): larger windows
-/// would let a tiny frame make the decoder allocate a large buffer.
-const ZSTD_WINDOW_LOG_MAX: u32 = 24;
-
-fn too_large(limit: usize) -> RecordError {
-    RecordError {
-        code: KafkaCode::MESSAGE_TOO_LARGE,
-        message: format!("the records decompress to more than {limit} bytes"),
-    }
-}
-
-fn corrupt(codec: Codec, e: impl std::fmt::Display) -> RecordError {
-    RecordError {
-        code: KafkaCode::CORRUPT_MESSAGE,
-        message: format!("cannot decompress {codec:?} records: {e}"),
-    }
-}
-
-/// The records of a batch, decompressed, at most `limit` bytes.
+/// The records of a batch, decompressed, at most `limit` bytes: a batch
+/// that would grow past the limit is MESSAGE_TOO_LARGE, damaged data
+/// CORRUPT_MESSAGE.
 pub fn decompress(codec: Codec, data: &Bytes, limit: usize) -> Result<Bytes, RecordError> {
-    match codec {
-        Codec::None => {
-            if data.len() > limit {
-                return Err(too_large(limit));
-            }
-            Ok(data.clone())
-        }
-        Codec::Gzip => read_bounded(codec, flate2::read::GzDecoder::new(&data[..]), limit),
-        Codec::Lz4 => read_bounded(codec, lz4_flex::frame::FrameDecoder::new(&data[..]), limit),
-        Codec::Zstd => {
-            let mut d =
-                zstd::stream::read::Decoder::new(&data[..]).map_err(|e| corrupt(codec, e))?;
-            d.window_log_max(ZSTD_WINDOW_LOG_MAX)
-                .map_err(|e| corrupt(codec, e))?;
-            read_bounded(codec, d, limit)
-        }
-        Codec::Snappy => snappy(data, limit),
-    }
-}
-
-fn read_bounded(codec: Codec, reader: impl Read, limit: usize) -> Result<Bytes, RecordError> {
-    let mut out = Vec::new();
-    reader
-        .take(limit as u64 + 1)
-        .read_to_end(&mut out)
-        .map_err(|e| corrupt(codec, e))?;
-    if out.len() > limit {
-        return Err(too_large(limit));
-    }
-    Ok(Bytes::from(out))
-}
-
-fn snappy(data: &[u8], limit: usize) -> Result<Bytes, RecordError> {
-    if !data.starts_with(&XERIAL_MAGIC) {
-        let mut out = Vec::new();
-        snappy_block(data, limit, &mut out)?;
-        return Ok(Bytes::from(out));
-    }
-    // xerial framing: magic, version i32, compatible version i32, then
-    // blocks of (length i32, raw snappy).
-    let mut r = mk_cluster::ByteReader::new(&data[XERIAL_MAGIC.len()..]);
-    r.take(8).map_err(|e| corrupt(Codec::Snappy, e))?;
-    let mut out = Vec::new();
-    while !r.is_empty() {
-        let n = r.i32().map_err(|e| corrupt(Codec::Snappy, e))?;
-        if n < 0 {
-            return Err(corrupt(Codec::Snappy, format!("block length {n}")));
-        }
-        let block = r.take(n as usize).map_err(|e| corrupt(Codec::Snappy, e))?;
-        let room = limit.saturating_sub(out.len());
-        snappy_block(block, room, &mut out)?;
-    }
-    Ok(Bytes::from(out))
-}
-
-/// Decompresses one raw snappy block onto `out`, refusing one that claims
-/// more than `room` bytes before allocating for it.
-fn snappy_block(block: &[u8], room: usize, out: &mut Vec<u8>) -> Result<(), RecordError> {
-    let len = snap::raw::decompress_len(block).map_err(|e| corrupt(Codec::Snappy, e))?;
-    if len > room {
-        return Err(too_large(room));
-    }
-    let start = out.len();
-    out.resize(start + len, 0);
-    snap::raw::Decoder::new()
-        .decompress(block, &mut out[start..])
-        .map_err(|e| corrupt(Codec::Snappy, e))?;
-    Ok(())
+    block::decompress(codec, data, limit).map_err(|e| match e {
+        LogError::DecompressedTooLarge { limit } => RecordError {
+            code: KafkaCode::MESSAGE_TOO_LARGE,
+            message: format!("the records decompress to more than {limit} bytes"),
+        },
+        LogError::CorruptBatch(message) => RecordError {
+            code: KafkaCode::CORRUPT_MESSAGE,
+            message,
+        },
+        other => RecordError {
+            code: KafkaCode::CORRUPT_MESSAGE,
+            message: other.to_string(),
+        },
+    })
 }
 
 #[cfg(test)]

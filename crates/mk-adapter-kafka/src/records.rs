@@ -26,7 +26,7 @@
 //! + UTF-8, value varint length, -1 = null).
 
 use crate::codec::{DecodeError, Reader, RecordSet, Writer};
-use crate::compression::{self, Codec};
+use crate::compression::{self, AttributeCodec, Codec};
 use crate::errors::KafkaCode;
 use bytes::{BufMut, Bytes, BytesMut};
 use mk_cluster::ByteReader;

@@ -134,7 +134,7 @@ pub use mk_group::{
 /// MKB1 version 2: a producer's record block kept as produced.
 pub use mk_log::block;
 pub use mk_log::{
-    ControlType, Header, ProducerInfo, Record, RecordBatch, RecordError, RetentionPolicy,
+    ControlType, Header, LogError, ProducerInfo, Record, RecordBatch, RecordError, RetentionPolicy,
     SegmentInfo,
 };
 pub use mk_replication::{

@@ -27,6 +27,12 @@ use crate::record::{ControlType, ProducerInfo};
 use bytes::Bytes;
 use mk_core::ByteReader;
 
+/// The one bounded decoder of a block's records section (every codec, any
+/// claimed size held to the caller's limit), here beside [`Codec`] for the
+/// users of blocks above the log (the Kafka adapter decodes a produced
+/// batch's records with it).
+pub use crate::block_records::{XERIAL_MAGIC, decompress};
+
 /// The payload version byte of a block frame.
 pub const BLOCK_VERSION: u8 = 2;
 /// The fixed part of a version 2 payload, before the transactional id.

@@ -17,7 +17,7 @@ use mk_core::ByteReader;
 use std::io::Read;
 
 /// The xerial snappy-java stream header ("\x82SNAPPY\0").
-const XERIAL_MAGIC: [u8; 8] = [0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0];
+pub const XERIAL_MAGIC: [u8; 8] = [0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0];
 /// The uncompressed size of one xerial block the broker writes (snappy-java's
 /// default, which Kafka's producer uses).
 const XERIAL_BLOCK_BYTES: usize = 32 * 1024;
@@ -28,7 +28,10 @@ const ZSTD_WINDOW_LOG_MAX: u32 = 24;
 const RECORD_MIN_BYTES: usize = 7;
 
 /// The block's records section decompressed, at most `limit` bytes
-/// whatever sizes the compressed data claims.
+/// whatever sizes the compressed data claims. Damaged data is
+/// [`LogError::CorruptBatch`](crate::LogError::CorruptBatch), data that
+/// would grow past `limit`
+/// [`LogError::DecompressedTooLarge`](crate::LogError::DecompressedTooLarge).
 pub fn decompress(codec: Codec, data: &Bytes, limit: usize) -> Result<Bytes> {
     match codec {
         Codec::None if data.len() > limit => Err(too_large(limit)),
@@ -249,7 +252,7 @@ fn put_varint_bytes(out: &mut Vec<u8>, b: Option<&[u8]>) {
 }
 
 fn too_large(limit: usize) -> crate::LogError {
-    corrupt(format!("the records decompress to more than {limit} bytes"))
+    crate::LogError::DecompressedTooLarge { limit }
 }
 
 fn cannot(codec: Codec, e: impl std::fmt::Display) -> crate::LogError {

@@ -32,6 +32,12 @@ pub enum LogError {
     /// MKB1 bytes could not be decoded.
     #[error("corrupt batch: {0}")]
     CorruptBatch(String),
+    /// A compressed records section that would decompress to more than the
+    /// caller's `limit` bytes (a "bomb", or simply too big): corrupt to the
+    /// log, kept apart from damaged data so that a protocol can answer it
+    /// as too large.
+    #[error("corrupt batch: the records decompress to more than {limit} bytes")]
+    DecompressedTooLarge { limit: usize },
     /// An index file is not a well-formed, monotonic index.
     #[error("corrupt index: {0}")]
     CorruptIndex(String),
@@ -58,7 +64,9 @@ impl LogError {
             LogError::InvalidRecord(_) | LogError::InvalidRecords { .. } => {
                 ErrorCode::InvalidRecord
             }
-            LogError::CorruptBatch(_) => ErrorCode::CorruptBatch,
+            LogError::CorruptBatch(_) | LogError::DecompressedTooLarge { .. } => {
+                ErrorCode::CorruptBatch
+            }
             LogError::CorruptIndex(_) => ErrorCode::CorruptIndex,
             LogError::OffsetOutOfRange { .. } => ErrorCode::OffsetOutOfRange,
             LogError::InvalidRequest(_) => ErrorCode::InvalidRequest,
