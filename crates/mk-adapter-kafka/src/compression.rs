@@ -22,9 +22,6 @@ pub trait AttributeCodec: Sized {
     /// The codec named by attribute bits 0-2; UNSUPPORTED_COMPRESSION_TYPE
     /// for an unknown one.
     fn from_attributes(bits: i16) -> Result<Self, RecordError>;
-    /// The codec as the log's version 2 frames name it: itself, since the
-    /// adapter and the log share the one type.
-    fn block_codec(self) -> Codec;
 }
 
 impl AttributeCodec for Codec {
@@ -36,10 +33,6 @@ impl AttributeCodec for Codec {
                 code: KafkaCode::UNSUPPORTED_COMPRESSION_TYPE,
                 message: format!("unknown compression codec {bits}"),
             })
-    }
-
-    fn block_codec(self) -> Codec {
-        self
     }
 }
 

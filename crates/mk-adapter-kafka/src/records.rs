@@ -139,7 +139,7 @@ pub fn decode_produced(
         control: None,
         last_offset_delta: h.last_offset_delta,
         record_count: u32::try_from(count).unwrap_or(u32::MAX),
-        codec: codec.block_codec(),
+        codec,
         timestamp_type: if log_append_time {
             block::TimestampType::LogAppendTime
         } else {
