@@ -32,7 +32,7 @@ use crate::api::{self, Ctx};
 use crate::codec::{DecodeError, Reader, Writer};
 use crate::frame::{self, RequestHeader};
 use crate::listener::SecurityProtocol;
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 use mk_cluster::Principal;
 use mk_cluster::{BrokerCluster, BrokerId};
 use std::io;
@@ -563,20 +563,51 @@ struct Connection {
 }
 
 /// Room for the rest of the current request, at most one chunk at a time:
-/// a claimed size never allocates by itself.
-fn make_room(buf: &mut BytesMut, shared: &Shared) {
-    let wanted = if buf.len() >= 4 {
-        let size = i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
-        (4 + size - buf.len()).min(READ_CHUNK)
-    } else {
-        READ_CHUNK
-    };
-    if buf.capacity() - buf.len() < wanted.min(4096) {
-        buf.reserve(wanted);
+/// a claimed size never allocates by itself. See [`room_needed`].
+fn make_room(buf: &mut BytesMut, largest: usize, shared: &Shared) {
+    if let Some(additional) = room_needed(buf, largest) {
+        buf.reserve(additional);
         shared
             .counters
             .peak_request_buffer
             .fetch_max(buf.capacity() as u64, Ordering::Relaxed);
+    }
+}
+
+/// How much to reserve before the next read, if anything: the rest of the
+/// current request, one chunk at most, once less than a page of room is
+/// left. Between requests, a connection that sent requests larger than a
+/// chunk (`largest`, counted in bytes it did send) gets room for the
+/// largest of them: the buffer the last one left is then taken back whole
+/// (its requests are answered, so nothing in it is copied), and the next
+/// request is read into one place. Without that, its first bytes would
+/// fill the last one's leftover room and be moved when that ran out.
+fn room_needed(buf: &BytesMut, largest: usize) -> Option<usize> {
+    let (wanted, least) = match claimed_size(buf) {
+        Some(size) => {
+            let rest = (4 + size - buf.len()).min(READ_CHUNK);
+            (rest, rest.min(4096))
+        }
+        None if buf.is_empty() && largest > READ_CHUNK => (largest, largest),
+        None => (READ_CHUNK, 4096),
+    };
+    (buf.capacity() - buf.len() < least).then_some(wanted)
+}
+
+/// The size prefix of the request at the front of `buf`, once it is there.
+fn claimed_size(buf: &[u8]) -> Option<usize> {
+    let prefix: [u8; 4] = buf.get(..4)?.try_into().ok()?;
+    usize::try_from(i32::from_be_bytes(prefix)).ok()
+}
+
+/// How many bytes the next read may take: a chunk, or exactly the rest of
+/// a request larger than a chunk, so that a large request ends the buffer
+/// and the next one starts at its front ([`room_needed`]). Small requests
+/// that a client pipelines are read several at a time.
+fn read_limit(buf: &[u8]) -> usize {
+    match claimed_size(buf) {
+        Some(size) if 4 + size > READ_CHUNK && buf.len() < 4 + size => 4 + size - buf.len(),
+        _ => READ_CHUNK,
     }
 }
 
@@ -590,6 +621,8 @@ async fn read_loop<R: AsyncRead + Unpin>(
     let max = shared.options.max_request_bytes;
     let mut offline = shared.cluster.brokers().watch_offline();
     let mut buf = BytesMut::with_capacity(8 * 1024);
+    // The largest request this connection sent, prefix included.
+    let mut largest = 0;
     let idle = shared.options.idle_timeout;
     let mut last_request = Instant::now();
     // One timer and one shutdown listener for the whole connection, not one
@@ -617,6 +650,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
             }
             buf.advance(4);
             let frame = buf.split_to(size).freeze();
+            largest = largest.max(4 + size);
             if !shared.cluster.brokers().is_online(broker) {
                 return ReadEnd::BrokerOffline;
             }
@@ -627,7 +661,9 @@ async fn read_loop<R: AsyncRead + Unpin>(
             }
             last_request = Instant::now();
         }
-        make_room(&mut buf, shared);
+        make_room(&mut buf, largest, shared);
+        let limit = read_limit(&buf);
+        let mut room = (&mut buf).limit(limit);
         let read = tokio::select! {
             _ = &mut stop => return ReadEnd::Shutdown,
             () = &mut idle_timer => {
@@ -644,7 +680,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
                 }
                 continue;
             }
-            r = rd.read_buf(&mut buf) => r,
+            r = rd.read_buf(&mut room) => r,
         };
         match read {
             Err(e) => return ReadEnd::Io(e),
@@ -772,4 +808,79 @@ async fn raw_sasl_token(
     out.extend_from_slice(&len.to_be_bytes());
     out.extend_from_slice(&reply);
     Ok(q.enqueue(out.freeze().into()).await)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{READ_CHUNK, read_limit, room_needed};
+    use bytes::{BufMut, BytesMut};
+
+    fn request(size: usize, have: usize) -> Vec<u8> {
+        let mut buf = i32::try_from(size).unwrap().to_be_bytes().to_vec();
+        buf.resize(4 + have, 0);
+        buf
+    }
+
+    #[test]
+    fn a_read_stops_at_the_end_of_a_large_request_and_not_of_a_small_one() {
+        // No size prefix yet, or a request within one chunk: a chunk.
+        assert_eq!(read_limit(&[0, 0]), READ_CHUNK);
+        assert_eq!(read_limit(&request(100, 10)), READ_CHUNK);
+        assert_eq!(read_limit(&request(READ_CHUNK - 4, 0)), READ_CHUNK);
+        // A larger request: its rest, so the buffer ends empty with it.
+        assert_eq!(read_limit(&request(READ_CHUNK - 3, 0)), READ_CHUNK - 3);
+        assert_eq!(read_limit(&request(1 << 20, 0)), 1 << 20);
+        assert_eq!(read_limit(&request(1 << 20, (1 << 20) - 1)), 1);
+    }
+
+    /// The read loop's buffer handling over a stream of large requests
+    /// arriving as fast as reads can take them: after the first request,
+    /// room is only ever made between requests, when nothing is in the
+    /// buffer to move, and the buffer stays where it is.
+    #[test]
+    fn large_requests_are_read_without_moving_bytes_once_the_first_is_in() {
+        let sizes = [1_000_000, 999_950, 1_000_100, 400_000, 1_000_000, 70_000];
+        let mut stream = Vec::new();
+        for (&size, i) in sizes.iter().zip(0u8..) {
+            stream.extend_from_slice(&request(size, size));
+            let at = stream.len() - size;
+            stream[at] = i;
+        }
+        let mut buf = BytesMut::with_capacity(8 * 1024);
+        let mut largest = 0;
+        let mut sent = &stream[..];
+        let mut requests = Vec::new();
+        let mut moved_bytes = Vec::new();
+        while requests.len() < sizes.len() {
+            if let Some(size) = super::claimed_size(&buf)
+                && buf.len() >= 4 + size
+            {
+                let _ = buf.split_to(4);
+                let frame = buf.split_to(size).freeze();
+                largest = largest.max(4 + size);
+                requests.push((frame.len(), frame[0]));
+                drop(frame); // answered
+                continue;
+            }
+            if let Some(additional) = room_needed(&buf, largest) {
+                let (before, len) = (buf.as_ptr(), buf.len());
+                buf.reserve(additional);
+                if !requests.is_empty() && len > 0 && before != buf.as_ptr() {
+                    moved_bytes.push((requests.len(), len));
+                }
+            }
+            let n = read_limit(&buf)
+                .min(buf.capacity() - buf.len())
+                .min(sent.len());
+            buf.put_slice(&sent[..n]);
+            sent = &sent[n..];
+        }
+        let expected: Vec<(usize, u8)> = sizes.iter().zip(0u8..).map(|(&s, i)| (s, i)).collect();
+        assert_eq!(requests, expected, "every request whole and in order");
+        assert_eq!(
+            moved_bytes,
+            vec![],
+            "after the first request, no request's bytes are moved to make room"
+        );
+    }
 }

@@ -9,7 +9,7 @@
 //! used, because on this 2-core machine the two share the cores; reports,
 //! never asserts a time.
 //!
-//! Workloads: 2M records of 100 B and 500k records of 1 KiB, one partition,
+//! Workloads: 5M records of 100 B and 500k records of 1 KiB, one partition,
 //! acks=1 and acks=all (one broker, so acks=all is the HW path without
 //! followers), then each topic consumed back from the beginning; RSS of the
 //! server (VmHWM) after everything. Then the request path on its own: 200k
@@ -21,6 +21,12 @@
 //! back, reporting the bytes the producer sent, the bytes on disk and the
 //! bytes fetched side by side (a broker that keeps batches as produced
 //! stores and serves about what the producer sent).
+//!
+//! Before each produce run the bench writes and deletes a scratch file a
+//! little larger than what the run stores ([`pretouch`]), and it reports
+//! what a plain write into the page cache costs here in the same run
+//! ([`host_memory`]): on this VM, memory left free for a few seconds goes
+//! back to the host, and the next write to it costs several times a copy.
 //!
 //! `MK_KAFKA_BENCH=codecs` runs the codec figures alone;
 //! `MK_KAFKA_BENCH=security` runs only the cost of SASL_SSL
@@ -240,6 +246,74 @@ fn codecs(dir: &Path) {
     );
 }
 
+/// Writes `bytes` into a scratch file in 1 MiB writes and deletes it, so
+/// that the page cache a measured run fills next comes from memory this
+/// guest has already touched. This VM's balloon device has free page
+/// reporting: memory left free for a few seconds goes back to the host, and
+/// the first write to it afterwards costs the writer about ten times a
+/// plain copy (the host backs the page on that touch). Without this step,
+/// the broker's CPU per record measured what the host did with the guest's
+/// free memory before the run (`host_memory` below shows how much).
+fn pretouch(dir: &Path, bytes: usize) {
+    let _ = write_scratch(dir, bytes);
+}
+
+/// CPU seconds the calling thread spent writing `bytes` into a new file in
+/// 1 MiB writes, syncing it (the broker's flush cycle syncs what it wrote)
+/// and deleting it.
+fn write_scratch(dir: &Path, bytes: usize) -> f64 {
+    use std::io::Write;
+    let path = dir.join("scratch");
+    let chunk = vec![0x5au8; 1 << 20];
+    let before = thread_cpu_secs();
+    let mut f = std::fs::File::create(&path).expect("scratch file");
+    let mut left = bytes;
+    while left > 0 {
+        let n = left.min(chunk.len());
+        f.write_all(&chunk[..n]).expect("scratch write");
+        left -= n;
+    }
+    f.sync_data().expect("scratch sync");
+    drop(f);
+    std::fs::remove_file(&path).expect("scratch delete");
+    thread_cpu_secs() - before
+}
+
+/// This thread's CPU time (the scheduler's, in nanoseconds).
+fn thread_cpu_secs() -> f64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok())
+        .map_or(f64::NAN, |ns| ns / 1e9)
+}
+
+/// What writing into the page cache costs on this machine, in the same
+/// run as the broker's figures: the CPU per 100 B record of a plain 1 MiB
+/// write of 5M records' bytes (about what the broker does with them at the
+/// least), into memory touched just before, and into memory that sat free
+/// for a while first (free page reporting hands it back to the host).
+fn host_memory(dir: &Path) {
+    const N: usize = 5_000_000;
+    let bytes = N * 110;
+    pretouch(dir, bytes * 3 / 2);
+    let touched = write_scratch(dir, bytes);
+    // Longer than the reporting delay (2 s), with nothing else allocating.
+    std::thread::sleep(std::time::Duration::from_secs(5));
+    let fresh = write_scratch(dir, bytes);
+    figure(
+        "host.page_cache_write.touched.cpu_us_per_record",
+        touched * 1e6 / N as f64,
+        "µs/record",
+        "a plain write (1 MiB writes, then fdatasync) of 5M x 110 B into memory the guest touched just before: the least a broker that stores records pays per 100 B record",
+    );
+    figure(
+        "host.page_cache_write.fresh.cpu_us_per_record",
+        fresh * 1e6 / N as f64,
+        "µs/record",
+        "the same write after the memory sat free for 5 s (returned to the host by free page reporting): what an unprepared run pays",
+    );
+}
+
 /// One run of the load generator; returns (seconds, load generator CPU
 /// seconds).
 fn load(args: &[&str]) -> (f64, f64) {
@@ -410,14 +484,18 @@ fn main() {
         _ => {}
     }
     let small = values_file(dir.path(), 100, 2_000_000);
+    host_memory(dir.path());
     let server = Server::start(&dir.path().join("data"), &[]);
     let k = server.kafka.clone();
     let pid = server.broker.pid();
     // Warm-up: topic creation and first allocations.
     load(&["produce", &k, "warmup", "200000", "1024", "1"]);
-    for (size, n) in [(100usize, 2_000_000usize), (1024, 500_000)] {
+    for (size, n) in [(100usize, 5_000_000usize), (1024, 500_000)] {
         for acks in ["1", "all"] {
             let topic = format!("p{size}-acks{acks}");
+            // The broker's page cache takes about the records' bytes (plus
+            // batch and frame overhead): memory this guest has backed.
+            pretouch(dir.path(), n * (size + 64) * 3 / 2);
             let before = cpu_secs(pid);
             let (secs, load_cpu) = load(&[
                 "produce",
@@ -487,6 +565,7 @@ fn main() {
             &["--segment-bytes", bytes],
         );
         load(&["produce", &server.kafka, "warmup", "200000", "1024", "1"]);
+        pretouch(dir.path(), 2_000_000 * 164 * 3 / 2);
         let (secs, _) = load(&["produce", &server.kafka, "segments", "2000000", "100", "1"]);
         figure(
             &format!("kafka.produce.100B.acks_1.{name}.records_per_s"),
