@@ -1,5 +1,6 @@
 //! Log benchmarks for `cargo xtask bench`: append throughput, sequential
-//! read throughput and reopen time of a ~1 GiB log. Prints one JSON line per
+//! read throughput and reopen time of a ~1 GiB log, and the whole-batch
+//! CRC-32C pass with the two CRC crates side by side. Prints one JSON line per
 //! figure; it measures and reports, it never asserts a time.
 #![allow(clippy::print_stdout)]
 #![allow(
@@ -177,5 +178,50 @@ fn main() {
     torn_reopen(
         "log.reopen.full_scan.ms",
         "open after a crash with no recovery point: full recovery scan of ~1 GiB (every batch decoded, CRC checked)",
+    );
+
+    crc_passes();
+}
+
+/// The whole-batch CRC-32C pass, side by side: the crc32c crate (three
+/// `crc32` instruction streams) and crc-fast (carry-less multiply folding),
+/// which the log and the Kafka adapter use for a produced batch and a frame
+/// read back. 1 MiB buffers, as a librdkafka Produce batch; the median of
+/// three passes over 1 GiB each.
+fn crc_passes() {
+    let data: Vec<u8> = (0u32..1 << 20)
+        .map(|i| i.wrapping_mul(2_654_435_761).to_le_bytes()[2])
+        .collect();
+    assert_eq!(crc32c::crc32c(&data), crc_fast::crc32_iscsi(&data));
+    let speed = |crc: &dyn Fn(&[u8]) -> u32| {
+        let mut runs: Vec<f64> = (0..3)
+            .map(|_| {
+                let start = Instant::now();
+                let mut x = 0u32;
+                for _ in 0..1024 {
+                    x ^= crc(std::hint::black_box(&data));
+                }
+                std::hint::black_box(x);
+                (1u64 << 30) as f64 / start.elapsed().as_secs_f64() / 1e9
+            })
+            .collect();
+        runs.sort_by(f64::total_cmp);
+        runs[1]
+    };
+    let crate_speed = speed(&|d: &[u8]| crc32c::crc32c(d));
+    let fast_speed = speed(&|d: &[u8]| crc_fast::crc32_iscsi(d));
+    let workload = "CRC-32C of a 1 MiB buffer, 1 GiB per run, median of 3 runs";
+    emit(
+        "crc.whole.crc32c_crate.gb_per_s",
+        crate_speed,
+        "GB/s",
+        workload,
+    );
+    emit("crc.whole.crc_fast.gb_per_s", fast_speed, "GB/s", workload);
+    emit(
+        "crc.whole.crc_fast_over_crc32c",
+        fast_speed / crate_speed,
+        "ratio",
+        "the two above, measured in the same run",
     );
 }

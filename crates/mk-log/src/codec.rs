@@ -310,7 +310,7 @@ pub(crate) fn check_frame_crc(frame: &[u8]) -> Result<()> {
         )));
     };
     let expected = u32::from_be_bytes([stored[0], stored[1], stored[2], stored[3]]);
-    let actual = crc32c::crc32c(payload);
+    let actual = crate::crc::whole(payload);
     if expected != actual {
         return Err(corrupt(format!(
             "CRC mismatch: stored {expected:08x}, computed {actual:08x}"
