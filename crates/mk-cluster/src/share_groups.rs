@@ -348,11 +348,13 @@ impl Groups<'_> {
             }
             Ok((read, skipped))
         })?;
+        // A share consumer's read checks each frame's CRC once, as a
+        // consumer's fetch does (`StoredBatch::check_once`).
         for b in read.batches.iter().chain(&skipped) {
             self.cluster.settle(
                 &slot,
                 crate::health::Access::Read,
-                b.check().map_err(ClusterError::from),
+                b.check_once().map_err(ClusterError::from),
             )?;
         }
         Ok(read)
