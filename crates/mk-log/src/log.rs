@@ -16,18 +16,20 @@ use crate::log_start;
 use crate::record::{Record, RecordBatch};
 use crate::recovery::{self, Recovered};
 use crate::segment::{
-    FrameReader, INDEX_EXT, LOG_EXT, ReadHandles, Segment, TIME_INDEX_EXT, segment_path,
+    FrameReader, INDEX_EXT, LOG_EXT, NextFrame, ReadHandles, Segment, TIME_INDEX_EXT, segment_path,
     stored_corruption,
 };
 use crate::txn_index::{AbortedTxn, TxnIndex};
 use bytes::Bytes;
 use mk_storage::fsutil;
 use mk_storage::{WriteGate, torn_error};
+use std::cell::Cell;
 use std::fs::{self, File, OpenOptions};
 use std::io::IoSlice;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Where an appended batch landed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -257,6 +259,17 @@ pub struct PartitionLog {
     /// The log start DeleteRecords set (`log_start.rs`), 0 when never
     /// moved: the start is the larger of it and the first segment's base.
     pub(crate) start_floor: i64,
+    /// Bytes read from segment files by scans and fetches (not recovery).
+    bytes_read: AtomicU64,
+}
+
+/// What a fetch wants from a scan: about how many bytes in all (the first
+/// read is sized to it), and the room left for the next frame, which the
+/// caller shrinks as it takes frames: a frame longer than that ends the
+/// scan before its body is read.
+struct Budget<'a> {
+    want: usize,
+    room: &'a Cell<usize>,
 }
 
 impl PartitionLog {
@@ -329,6 +342,7 @@ impl PartitionLog {
             recovery_bases,
             after_crash,
             start_floor: log_start::load(dir)?.unwrap_or(0),
+            bytes_read: AtomicU64::new(0),
         };
         log.start_active_age()?;
         log.load_first_dirty();
@@ -1225,20 +1239,22 @@ impl PartitionLog {
         start: u64,
         f: impl FnMut(u64, StoredBatch) -> Result<ControlFlow<()>>,
     ) -> Result<ControlFlow<()>> {
-        self.scan_segment_with(i, start, true, None, f)
+        self.scan_segment_with(i, start, true, None, None, f)
     }
 
     /// [`Self::scan_segment`]; with `checked` false the frames' CRCs are
     /// left to the caller ([`StoredBatch::check`]): magic, length and
     /// header are still checked. `want` is about how many bytes the caller
     /// expects to visit (a fetch's limit): the first read is sized to it,
-    /// so a small fetch reads a few KiB, not a whole chunk.
+    /// so a small fetch reads a few KiB, not a whole chunk. A frame longer
+    /// than `room` ends the scan unread (see [`Budget`]).
     fn scan_segment_with(
         &self,
         i: usize,
         start: u64,
         checked: bool,
         want: Option<usize>,
+        room: Option<&Cell<usize>>,
         mut f: impl FnMut(u64, StoredBatch) -> Result<ControlFlow<()>>,
     ) -> Result<ControlFlow<()>> {
         let seg = &self.segments[i];
@@ -1258,11 +1274,21 @@ impl PartitionLog {
         let max = self.config.max_batch_bytes;
         let origin: Option<Arc<Path>> = (!checked).then(|| Arc::from(path.as_path()));
         let trusted = &seg.trusted;
-        let mut frames = FrameReader::new(file, &path, start, seg.size, max);
+        let mut frames =
+            FrameReader::new(file, &path, start, seg.size, max).counting_into(&self.bytes_read);
         if let Some(want) = want {
             frames = frames.with_first_read(want);
         }
-        while let Some((pos, frame)) = frames.next_frame().map_err(|e| e.into_storage(&path))? {
+        loop {
+            let room = room.map_or(usize::MAX, Cell::get);
+            let (pos, frame) = match frames
+                .next_frame_within(room)
+                .map_err(|e| e.into_storage(&path))?
+            {
+                NextFrame::Frame(pos, frame) => (pos, frame),
+                NextFrame::TooLong => return Ok(ControlFlow::Break(())),
+                NextFrame::End => break,
+            };
             let header = if checked {
                 codec::decode_header(&frame, max)
             } else {
@@ -1303,7 +1329,7 @@ impl PartitionLog {
         offset: i64,
         end: i64,
         checked: bool,
-        want: Option<usize>,
+        budget: Option<&Budget<'_>>,
         mut f: impl FnMut(StoredBatch) -> Result<ControlFlow<()>>,
     ) -> Result<()> {
         let first = self.segment_index_for(offset);
@@ -1319,15 +1345,16 @@ impl PartitionLog {
             };
             // The first segment is read from the index entry at or before
             // `offset`: up to an index interval (and a batch) before it.
-            let want = want.map(|w| {
+            let want = budget.map(|b| {
                 let behind = if i == first {
                     usize::try_from(self.config.index_interval_bytes).unwrap_or(usize::MAX)
                 } else {
                     0
                 };
-                w.saturating_add(behind)
+                b.want.saturating_add(behind)
             });
-            let flow = self.scan_segment_with(i, start, checked, want, |_, b| {
+            let room = budget.map(|b| b.room);
+            let flow = self.scan_segment_with(i, start, checked, want, room, |_, b| {
                 if b.header.next_offset() <= offset {
                     return Ok(ControlFlow::Continue(()));
                 }
@@ -1425,6 +1452,12 @@ impl PartitionLog {
         self.read_batches_with(offset, max_bytes, end_offset, true)
     }
 
+    /// Bytes this log has read from its segment files for scans and
+    /// fetches since it was opened (what a fetch costs the page cache).
+    pub fn bytes_read(&self) -> u64 {
+        self.bytes_read.load(Ordering::Relaxed)
+    }
+
     /// [`Self::read_batches`] for a fetch that holds the partition lock:
     /// the frames are read and their headers checked, but their CRCs are
     /// left to [`StoredBatch::check`], which the caller runs after letting
@@ -1452,12 +1485,18 @@ impl PartitionLog {
             return Ok(out);
         }
         let mut total = 0usize;
-        self.scan_with(offset, end, checked, Some(max_bytes), |b| {
-            if !out.is_empty() && total + b.size() > max_bytes {
-                return Ok(ControlFlow::Break(()));
-            }
+        // The first frame is always taken (a reader makes progress); after
+        // it, a frame that would take the total past `max_bytes` ends the
+        // read before its body is read from the file.
+        let room = Cell::new(usize::MAX);
+        let budget = Budget {
+            want: max_bytes,
+            room: &room,
+        };
+        self.scan_with(offset, end, checked, Some(&budget), |b| {
             total += b.size();
             out.push(b);
+            room.set(max_bytes.saturating_sub(total));
             Ok(ControlFlow::Continue(()))
         })?;
         Ok(out)

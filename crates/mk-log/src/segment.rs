@@ -402,6 +402,19 @@ pub(crate) struct FrameReader<'a> {
     buf: Bytes,
     buf_start: u64,
     chunk: usize,
+    /// Where the bytes this reader reads from the file are counted.
+    counter: Option<&'a AtomicU64>,
+}
+
+/// What [`FrameReader::next_frame_within`] found.
+pub(crate) enum NextFrame {
+    /// A whole frame and its position.
+    Frame(u64, Bytes),
+    /// The next frame is longer than the caller has room for; its body was
+    /// not read.
+    TooLong,
+    /// The limit is reached.
+    End,
 }
 
 impl<'a> FrameReader<'a> {
@@ -415,7 +428,14 @@ impl<'a> FrameReader<'a> {
             buf: Bytes::new(),
             buf_start: pos,
             chunk: MIN_CHUNK,
+            counter: None,
         }
+    }
+
+    /// Adds the bytes read from the file to `counter`.
+    pub fn counting_into(mut self, counter: &'a AtomicU64) -> Self {
+        self.counter = Some(counter);
+        self
     }
 
     /// Starts with chunks of at least `bytes` (callers that expect to read a
@@ -447,11 +467,14 @@ impl<'a> FrameReader<'a> {
         self.buf.get(off..).unwrap_or(&[])
     }
 
-    fn fill(&mut self, min_len: usize) -> Result<(), FrameError> {
+    /// Reads at least `min_len` bytes from the read position (fewer only at
+    /// the limit), a whole chunk when `room` allows: bytes past `room` are
+    /// bytes the caller will not take.
+    fn fill(&mut self, min_len: usize, room: usize) -> Result<(), FrameError> {
         let left = self.limit - self.pos;
         // Never more than the chunk or `min_len`, both usize, so it fits.
-        let want =
-            usize::try_from((min_len.max(self.chunk) as u64).min(left)).unwrap_or(usize::MAX);
+        let want = usize::try_from((min_len.max(self.chunk.min(room)) as u64).min(left))
+            .unwrap_or(usize::MAX);
         // Read into the vector's spare capacity: the bytes are never zeroed
         // first (which cost as much as the copy out of the page cache).
         let mut v: Vec<u8> = Vec::with_capacity(want);
@@ -467,6 +490,9 @@ impl<'a> FrameReader<'a> {
         // A capacity above `want` may have read past it: bytes beyond the
         // limit are not this reader's.
         v.truncate(want);
+        if let Some(counter) = self.counter {
+            counter.fetch_add(v.len() as u64, Ordering::Relaxed);
+        }
         self.buf = Bytes::from(v);
         self.buf_start = self.pos;
         // Refills after the first use one fixed size: equal-sized chunks let
@@ -483,11 +509,22 @@ impl<'a> FrameReader<'a> {
 
     /// The next frame and its position, `None` at the limit.
     pub fn next_frame(&mut self) -> Result<Option<(u64, Bytes)>, FrameError> {
+        Ok(match self.next_frame_within(usize::MAX)? {
+            NextFrame::Frame(position, frame) => Some((position, frame)),
+            NextFrame::TooLong | NextFrame::End => None,
+        })
+    }
+
+    /// The next frame if it is at most `room` bytes long. Reads stay within
+    /// `room` where a frame header allows: a fetch that has taken all but
+    /// 50 KB of its limit reads the next frame's header, not the 1 MB frame
+    /// it will not send.
+    pub fn next_frame_within(&mut self, room: usize) -> Result<NextFrame, FrameError> {
         if self.pos >= self.limit {
-            return Ok(None);
+            return Ok(NextFrame::End);
         }
         if self.available().len() < codec::FRAME_HEADER_BYTES {
-            self.fill(codec::FRAME_HEADER_BYTES)?;
+            self.fill(codec::FRAME_HEADER_BYTES, room)?;
         }
         let position = self.pos;
         let len = match codec::peek_frame_len(self.available(), self.max_batch_bytes) {
@@ -508,8 +545,11 @@ impl<'a> FrameReader<'a> {
                 });
             }
         };
+        if len > room {
+            return Ok(NextFrame::TooLong);
+        }
         if self.available().len() < len {
-            self.fill(len)?;
+            self.fill(len, room)?;
             if self.available().len() < len {
                 return Err(FrameError::Bad {
                     position,
@@ -523,6 +563,6 @@ impl<'a> FrameReader<'a> {
         let off = self.buffered_offset();
         let frame = self.buf.slice(off..off + len);
         self.pos += len as u64;
-        Ok(Some((position, frame)))
+        Ok(NextFrame::Frame(position, frame))
     }
 }

@@ -229,6 +229,86 @@ fn read_batches_returns_whole_batches_bounded_by_bytes_and_end() {
 }
 
 #[test]
+fn a_bounded_read_leaves_the_frame_it_will_not_take_unread() {
+    // Frames of about 200 KB; a read bounded to 300 KB takes one. The
+    // second does not fit: its header tells, and its body stays on disk
+    // (a consumer fetching 1 MB batches one at a time read every batch
+    // twice when it was read to learn that).
+    let dir = tempfile::tempdir().unwrap();
+    let config = LogConfig::default();
+    let mut log = open(dir.path(), &config);
+    let value = "x".repeat(200_000);
+    let mut sizes = Vec::new();
+    for i in 0..4 {
+        sizes.push(log.append(value_batch(&[&value], i)).unwrap().size);
+    }
+    let max_bytes = 300_000;
+    // What the first read may take: the limit, the index interval behind
+    // the offset, a frame header.
+    let bound = (max_bytes + codec::FRAME_HEADER_BYTES) as u64 + config.index_interval_bytes;
+    for offset in 0..4 {
+        for locate in [false, true] {
+            let before = log.bytes_read();
+            let got = if locate {
+                log.locate_batches(offset, max_bytes, None).unwrap()
+            } else {
+                log.read_batches(offset, max_bytes, None).unwrap()
+            };
+            let read = log.bytes_read() - before;
+            assert_eq!(
+                got.iter().map(|b| b.base_offset()).collect::<Vec<_>>(),
+                vec![offset]
+            );
+            assert!(
+                read >= sizes[usize::try_from(offset).unwrap()] && read <= bound,
+                "offset {offset}: read {read} bytes for one frame of {}, at most {bound} expected",
+                sizes[usize::try_from(offset).unwrap()]
+            );
+        }
+    }
+    // A limit with room for three takes three, in one read.
+    let before = log.bytes_read();
+    let three = sizes[..3].iter().sum::<u64>();
+    let got = log
+        .locate_batches(0, usize::try_from(three).unwrap() + 10, None)
+        .unwrap();
+    assert_eq!(got.len(), 3);
+    assert!(log.bytes_read() - before <= three + 10 + bound - max_bytes as u64);
+}
+
+#[test]
+fn a_bounded_read_across_segments_reads_the_next_one_for_the_room_left() {
+    // One ~200 KB frame per segment: a read bounded to 300 KB takes the
+    // first and stops at the next segment's header without reading the
+    // frame behind it.
+    let dir = tempfile::tempdir().unwrap();
+    let config = LogConfig {
+        segment_max_bytes: 100_000,
+        ..LogConfig::default()
+    };
+    let mut log = open(dir.path(), &config);
+    let value = "x".repeat(200_000);
+    let mut sizes = Vec::new();
+    for i in 0..4 {
+        sizes.push(log.append(value_batch(&[&value], i)).unwrap().size);
+    }
+    assert_eq!(log.segments().len(), 4);
+    let max_bytes = 300_000;
+    let before = log.bytes_read();
+    let got = log.locate_batches(1, max_bytes, None).unwrap();
+    assert_eq!(got.len(), 1);
+    let read = log.bytes_read() - before;
+    // The frame, and of the next segment no more than the room left (at
+    // least a small first read).
+    let room = max_bytes as u64 - sizes[1];
+    assert!(
+        read <= sizes[1] + room.max(4096),
+        "read {read} bytes for one frame of {}",
+        sizes[1]
+    );
+}
+
+#[test]
 fn replica_appends_require_the_next_offset_and_keep_bytes_identical() {
     let leader_dir = tempfile::tempdir().unwrap();
     let follower_dir = tempfile::tempdir().unwrap();
