@@ -11,6 +11,7 @@ use std::process::{Command, Stdio};
 /// (package, bench target) pairs, in the order they appear in the table.
 const BENCHES: &[(&str, &str)] = &[
     ("mk-log", "log"),
+    ("mk-adapter-kafka", "records"),
     ("mk-group", "offset_commits"),
     ("mk-cluster", "direct"),
     ("mk-runtime", "acks_all"),

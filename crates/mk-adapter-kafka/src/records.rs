@@ -314,6 +314,23 @@ fn walk_records(
     count: usize,
     base_timestamp: i64,
 ) -> Result<Option<i64>, RecordError> {
+    // A sound batch is walked once by the scan; only a refused one is
+    // walked again, by the walk that says why.
+    match scan_records(body, count, base_timestamp) {
+        Some(max) => Ok((count > 0).then_some(max)),
+        None => explain_records(body, count, base_timestamp),
+    }
+}
+
+/// The walk of [`walk_records`] that names what is wrong: the record, the
+/// field and why (the scan only says yes or no).
+#[cold]
+#[inline(never)]
+fn explain_records(
+    body: &[u8],
+    count: usize,
+    base_timestamp: i64,
+) -> Result<Option<i64>, RecordError> {
     let mut r = ByteReader::new(body);
     // Each record takes at least 7 bytes, so a claimed count is checked
     // against the bytes present before anything is walked.
@@ -346,6 +363,100 @@ fn walk_records(
         )));
     }
     Ok((count > 0).then_some(max))
+}
+
+/// The checks of [`explain_records`], answering only whether every record
+/// passes, and the greatest timestamp (`i64::MIN` for none) when they do.
+/// This is the produce path's one pass over every record: positions are
+/// plain indices and a failure is `None`, so the loop keeps its state in
+/// registers (the walk that builds a [`Bad`] for each field kept it on the
+/// stack: 10.8 ns against 7.8 per 100 B record in the adapter's records
+/// bench). Both accept exactly the same records (a property test holds
+/// them to each other and to the reference walk).
+fn scan_records(body: &[u8], count: usize, base_timestamp: i64) -> Option<i64> {
+    if count > body.len() / 7 {
+        return None;
+    }
+    let mut at = 0usize;
+    let mut max = i64::MIN;
+    for expected in (0i32..).take(count) {
+        let (length, start) = scan_varint(body, at)?;
+        let end = start.checked_add(usize::try_from(length).ok()?)?;
+        let record = body.get(start..end)?;
+        let (offset_delta, timestamp_delta) = scan_fields(record)?;
+        if offset_delta != expected {
+            return None;
+        }
+        max = max.max(base_timestamp.wrapping_add(timestamp_delta));
+        at = end;
+    }
+    (at == body.len()).then_some(max)
+}
+
+/// The fields of one record, which must take exactly its bytes: (offset
+/// delta, timestamp delta).
+#[inline(always)]
+fn scan_fields(record: &[u8]) -> Option<(i32, i64)> {
+    // The attributes byte: any value.
+    let at = usize::from(!record.is_empty());
+    if at == 0 {
+        return None;
+    }
+    let (timestamp_delta, at) = scan_varlong(record, at)?;
+    let (offset_delta, at) = scan_varint(record, at)?;
+    let at = scan_skip_bytes(record, at)?; // key
+    let at = scan_skip_bytes(record, at)?; // value
+    let (header_count, mut at) = scan_varint(record, at)?;
+    if header_count != 0 {
+        let mut f = ByteReader::new(&record[at..]);
+        walk_headers(&mut f, header_count).ok()?;
+        at += f.position();
+    }
+    (at == record.len()).then_some((offset_delta, timestamp_delta))
+}
+
+/// Skips a varint-length field at `at` (-1 = null): where it ends.
+#[inline(always)]
+fn scan_skip_bytes(b: &[u8], at: usize) -> Option<usize> {
+    let (n, at) = scan_varint(b, at)?;
+    if n == -1 {
+        return Some(at);
+    }
+    let end = at.checked_add(usize::try_from(n).ok()?)?;
+    (end <= b.len()).then_some(end)
+}
+
+/// A zigzag varint at `at` and where it ends (the rules of [`varint`]).
+#[inline(always)]
+fn scan_varint(b: &[u8], at: usize) -> Option<(i32, usize)> {
+    let (u, at) = scan_uvarint(b, at, 5)?;
+    let u = u32::try_from(u).ok()?;
+    Some((((u >> 1) as i32) ^ -((u & 1) as i32), at))
+}
+
+/// A zigzag varlong at `at` and where it ends (the rules of [`varlong`]).
+#[inline(always)]
+fn scan_varlong(b: &[u8], at: usize) -> Option<(i64, usize)> {
+    let (u, at) = scan_uvarint(b, at, 10)?;
+    Some((((u >> 1) as i64) ^ -((u & 1) as i64), at))
+}
+
+/// An unsigned varint of at most `max_bytes` at `at`; the one- and
+/// two-byte forms inline, longer ones by [`uvarint_tail`].
+#[inline(always)]
+fn scan_uvarint(b: &[u8], at: usize, max_bytes: u32) -> Option<(u64, usize)> {
+    let b0 = *b.get(at)?;
+    if b0 < 0x80 {
+        return Some((u64::from(b0), at + 1));
+    }
+    let b1 = *b.get(at + 1)?;
+    let low = u64::from(b0 & 0x7f) | (u64::from(b1 & 0x7f) << 7);
+    if b1 < 0x80 {
+        return Some((low, at + 2));
+    }
+    let mut r = ByteReader::new(b.get(at + 2..)?);
+    let value = uvarint_tail(&mut r, low, max_bytes).ok()?;
+    Some((value, at + 2 + r.position()))
 }
 
 /// Why one record was refused; the message is built from it only when the
@@ -978,7 +1089,7 @@ pub(crate) mod tests {
     }
 
     mod fast_walk_agrees {
-        use super::super::{BATCH_HEADER_BYTES, walk_records};
+        use super::super::{BATCH_HEADER_BYTES, scan_records, walk_records};
         use super::{produced_bytes, reference};
         use crate::codec::{Reader, Writer};
         use bytes::Bytes;
@@ -1093,6 +1204,13 @@ pub(crate) mod tests {
             let base = 1_700_000_000_000;
             let fast = walk_records(body, count, base);
             let slow = reference::walk_records(&Bytes::copy_from_slice(body), count, base);
+            // The scan that answers only yes or no accepts exactly what the
+            // reference accepts, with the same greatest timestamp.
+            let scan = scan_records(body, count, base);
+            match &slow {
+                Ok(max) => prop_assert_eq!(scan, Some(max.unwrap_or(i64::MIN))),
+                Err(_) => prop_assert_eq!(scan, None),
+            }
             match (fast, slow) {
                 (Ok(f), Ok(s)) => prop_assert_eq!(f, s),
                 (Err(f), Err(s)) => {
