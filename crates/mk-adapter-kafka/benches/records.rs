@@ -4,6 +4,7 @@
 //! checks Kafka's CRC over the batch, walks every record in place and builds
 //! the stored block. Prints one JSON line per figure; asserts nothing about
 //! time.
+#![allow(clippy::print_stdout)]
 
 use bytes::{Bytes, BytesMut};
 use mk_adapter_kafka::records::{DecodeLimits, decode_produced, encode_batch};
