@@ -2,9 +2,19 @@
 //!
 //! Closed segments below the first unstable offset are rewritten keeping,
 //! for every key, only its latest record in the whole log; null-key records
-//! and control batches are kept; tombstones are kept until they are older
-//! than `delete_retention_ms`; records of aborted transactions are dropped
-//! (like Kafka's cleaner). Offsets of kept records never change. A batch
+//! are kept; tombstones are kept until they are older than
+//! `delete_retention_ms`; records of aborted transactions are dropped
+//! (like Kafka's cleaner). Abort markers are kept. A commit marker goes
+//! once its transaction has no record left, its producer has a later batch
+//! in the log (which keeps the producer's state, as Kafka's cleaner keeps
+//! each producer's last batch) and the newest record of its segment is
+//! older than `delete_retention_ms` (Kafka times the marker's removal from
+//! a delete horizon it writes into the batch at the first cleaning; the
+//! segment's time needs no change of format, as the tombstone rule uses the
+//! record's own). A commit marker says nothing a reader needs once its
+//! transaction's records are gone; without this, a transactional producer
+//! committing every 100 ms would leave 864,000 markers a day in a compacted
+//! topic. Offsets of kept records never change. A batch
 //! that keeps all its records is copied byte for byte; one that loses some
 //! is rebuilt: a producer's block (version 2) as a new block of the kept
 //! records, compressed with the block's codec, with its base and last
@@ -24,13 +34,14 @@
 
 use crate::error::{LogError, Result};
 use crate::log::PartitionLog;
+use crate::record::ControlType;
 use crate::segment::{INDEX_EXT, LOG_EXT, Segment, TIME_INDEX_EXT, segment_path, write_file};
 use crate::swap::{EXTS, SWAP_MARKER, cleaned_path, encode_bases, remove_cleaned_files};
 use crate::txn_index::AbortedTxn;
 use crate::{block_records, codec, codec::BatchHeader};
 use bytes::Bytes;
 use mk_storage::fsutil;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};
 use std::ops::ControlFlow;
@@ -44,6 +55,45 @@ pub struct CompactionResult {
     pub records_before: u64,
     /// Records in the examined closed segments after compaction.
     pub records_after: u64,
+    /// Commit markers removed (see the module docs).
+    pub markers_removed: u64,
+}
+
+/// What decides a commit marker's removal while the segments are
+/// rewritten in order.
+struct Markers {
+    /// The base offset of each producer's last batch below the key map's
+    /// limit.
+    last_batch: HashMap<i64, i64>,
+    /// Producers whose current transaction kept a record in this cleaning.
+    retained: HashSet<i64>,
+    /// Markers removed, by offset.
+    removed: Vec<i64>,
+}
+
+impl Markers {
+    /// A data batch that keeps `kept` records.
+    fn data(&mut self, h: &BatchHeader, kept: usize) {
+        if h.transactional && kept > 0 {
+            self.retained.insert(h.producer.producer_id);
+        }
+    }
+
+    /// Whether the marker `h` stays; `aged` when its segment's newest record
+    /// is past the grace.
+    fn keeps(&mut self, h: &BatchHeader, kind: ControlType, aged: bool) -> bool {
+        let pid = h.producer.producer_id;
+        let had_records = self.retained.remove(&pid);
+        let later_batch = self
+            .last_batch
+            .get(&pid)
+            .is_some_and(|&last| last > h.base_offset);
+        let gone = kind == ControlType::Commit && !had_records && later_batch && aged;
+        if gone {
+            self.removed.push(h.base_offset);
+        }
+        !gone
+    }
 }
 
 /// Where the cleaner stands on a log (Kafka's `LogToClean`): the part
@@ -258,7 +308,13 @@ impl PartitionLog {
             self.txns
                 .aborted_overlapping(self.log_start_offset(), limit),
         );
-        let latest = self.latest_offsets(map_limit, &aborted)?;
+        let (latest, last_batch) = self.latest_offsets(map_limit, &aborted)?;
+        let mut markers = Markers {
+            last_batch,
+            retained: HashSet::new(),
+            removed: Vec::new(),
+        };
+        let grace_end = now_ms.saturating_sub(delete_retention_ms);
         let keep = |h: &BatchHeader, offset: i64, r: &crate::Record| {
             if aborted.contains(h, offset) {
                 return false;
@@ -277,10 +333,12 @@ impl PartitionLog {
         let mut cleaned = Vec::new();
         for i in 0..eligible {
             self.crash_point(&mut step)?;
-            let (shadow, before, after) = self.write_cleaned(i, &keep)?;
+            let markers_before = markers.removed.len();
+            let aged = self.segments[i].max_timestamp_ms < grace_end;
+            let (shadow, before, after) = self.write_cleaned(i, &keep, &mut markers, aged)?;
             result.records_before += before;
             result.records_after += after;
-            if before != after {
+            if before != after || markers.removed.len() != markers_before {
                 cleaned.push(Cleaned { index: i, shadow });
             } else {
                 for ext in EXTS {
@@ -296,13 +354,30 @@ impl PartitionLog {
             self.cleaned_up_to(cleaned_end);
             return Ok(result);
         }
+        result.segments = self.install_cleaned(cleaned, &mut step, swapping)?;
+        result.markers_removed = markers.removed.len() as u64;
+        // The transaction index stays what the batches left in the log
+        // give: a removed marker completed nothing any more.
+        self.txns.forget_commits(&markers.removed);
+        self.cleaned_up_to(cleaned_end);
+        Ok(result)
+    }
+
+    /// Swaps the cleaned copies in (crash-safe, see the module docs) and
+    /// takes their segments' new sizes and indexes; returns their bases.
+    fn install_cleaned(
+        &mut self,
+        cleaned: Vec<Cleaned>,
+        step: &mut u32,
+        swapping: &mut bool,
+    ) -> Result<Vec<i64>> {
         fsutil::sync_dir_with(&self.config.faults, &self.dir)?;
         self.invalidate_recovery_checkpoint()?;
         let bases: Vec<i64> = cleaned
             .iter()
             .map(|c| self.segments[c.index].base_offset)
             .collect();
-        self.commit_swap(&bases, &mut step, swapping)?;
+        self.commit_swap(&bases, step, swapping)?;
         for c in cleaned {
             let seg = &mut self.segments[c.index];
             seg.size = c.shadow.size;
@@ -312,9 +387,7 @@ impl PartitionLog {
             seg.index_dirty = false;
             seg.unsynced = false;
         }
-        result.segments = bases;
-        self.cleaned_up_to(cleaned_end);
-        Ok(result)
+        Ok(bases)
     }
 
     fn crash_point(&self, step: &mut u32) -> Result<()> {
@@ -324,10 +397,19 @@ impl PartitionLog {
     }
 
     /// The latest offset of every key among stable, non-aborted records
-    /// below `limit`.
-    fn latest_offsets(&self, limit: i64, aborted: &Aborted) -> Result<HashMap<Bytes, i64>> {
+    /// below `limit`, and the base offset of each producer's last batch
+    /// there.
+    fn latest_offsets(
+        &self,
+        limit: i64,
+        aborted: &Aborted,
+    ) -> Result<(HashMap<Bytes, i64>, HashMap<i64, i64>)> {
         let mut latest: HashMap<Bytes, i64> = HashMap::new();
+        let mut last_batch: HashMap<i64, i64> = HashMap::new();
         self.scan(self.log_start_offset(), limit, |b| {
+            if b.header.producer.producer_id >= 0 && b.header.base_offset < limit {
+                last_batch.insert(b.header.producer.producer_id, b.header.base_offset);
+            }
             if b.header.control.is_some() {
                 return Ok(ControlFlow::Continue(()));
             }
@@ -347,15 +429,19 @@ impl PartitionLog {
             }
             Ok(ControlFlow::Continue(()))
         })?;
-        Ok(latest)
+        Ok((latest, last_batch))
     }
 
     /// Writes the cleaned copy of segment `i` and fsyncs it. Returns the
     /// shadow segment describing it and the record counts before / after.
+    /// `aged`: the segment's newest record is past the grace, so a commit
+    /// marker in it may go.
     fn write_cleaned(
         &self,
         i: usize,
         keep: &impl Fn(&BatchHeader, i64, &crate::Record) -> bool,
+        markers: &mut Markers,
+        aged: bool,
     ) -> Result<(Segment, u64, u64)> {
         let base = self.segments[i].base_offset;
         let path = cleaned_path(&self.dir, base, LOG_EXT);
@@ -367,7 +453,10 @@ impl PartitionLog {
         let mut buf = Vec::new();
         self.scan_segment_all(i, |b| {
             let position = shadow.size;
-            if b.header.control.is_some() {
+            if let Some(kind) = b.header.control {
+                if !markers.keeps(&b.header, kind, aged) {
+                    return Ok(());
+                }
                 out.write_all(&b.frame)
                     .map_err(|e| LogError::io(&path, e))?;
                 shadow.note_batch(position, &b.header, b.size() as u64, -1, interval);
@@ -378,6 +467,7 @@ impl PartitionLog {
             let n = batch.records().len();
             batch.retain_records(|o, r| keep(&b.header, o, r));
             let kept = batch.records().len();
+            markers.data(&b.header, kept);
             before += n as u64;
             after += kept as u64;
             if kept == 0 {

@@ -103,6 +103,16 @@ impl TxnIndex {
         }
     }
 
+    /// Forgets the committed transactions whose markers (at `offsets`)
+    /// compaction removed.
+    pub fn forget_commits(&mut self, offsets: &[i64]) {
+        if offsets.is_empty() {
+            return;
+        }
+        self.completed
+            .retain(|c| c.aborted || offsets.binary_search(&c.last_offset).is_err());
+    }
+
     /// Forgets completed transactions that ended below `log_start`.
     pub fn prune_below(&mut self, log_start: i64) {
         let cut = self
@@ -209,5 +219,30 @@ mod tests {
         idx.encode_into(&mut buf);
         let back = TxnIndex::decode(&mut ByteReader::new(&buf)).unwrap();
         assert_eq!(back, idx);
+    }
+
+    #[test]
+    fn a_commit_compaction_removed_is_what_the_remaining_batches_give() {
+        // Transaction of pid 1 at 0..=1 (commit), of pid 2 at 2..=3
+        // (abort). Compaction removes pid 1's records and commit marker:
+        // the index becomes the one built from the batches left, so a
+        // truncation below the old marker reopens nothing.
+        let mut idx = TxnIndex::default();
+        for b in [
+            h(1, 0, None),
+            h(1, 1, Some(ControlType::Commit)),
+            h(2, 2, None),
+            h(2, 3, Some(ControlType::Abort)),
+        ] {
+            idx.observe(&b);
+        }
+        idx.forget_commits(&[1, 3]);
+        let mut rebuilt = TxnIndex::default();
+        for b in [h(2, 2, None), h(2, 3, Some(ControlType::Abort))] {
+            rebuilt.observe(&b);
+        }
+        assert_eq!(idx, rebuilt, "an abort is never forgotten");
+        idx.truncate(1);
+        assert_eq!(idx.first_unstable_offset(), None);
     }
 }

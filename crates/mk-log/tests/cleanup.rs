@@ -216,6 +216,88 @@ fn compaction_keeps_control_batches_and_drops_aborted_records() {
     );
 }
 
+/// The offsets and kinds of the log's control batches.
+fn markers(log: &PartitionLog) -> Vec<(i64, ControlType)> {
+    log.read_batches(0, usize::MAX, None)
+        .unwrap()
+        .iter()
+        .filter_map(|b| b.header.control.map(|c| (b.base_offset(), c)))
+        .collect()
+}
+
+fn in_txn(batch: RecordBatch, p: mk_log::ProducerInfo) -> RecordBatch {
+    batch.with_producer(p).with_transactional_id("t")
+}
+
+#[test]
+fn a_commit_marker_goes_once_its_records_are_gone_and_its_segment_is_past_the_grace() {
+    let cfg = small_config();
+    let (dir, mut log) = temp_log(&cfg);
+    let p = producer(9);
+    log.append(in_txn(rec(Some("x"), Some("in-txn"), 1), p))
+        .unwrap(); // 0
+    log.append(RecordBatch::marker(ControlType::Commit, "t", p))
+        .unwrap(); // 1
+    log.append(in_txn(rec(Some("y"), Some("kept"), 1), p))
+        .unwrap(); // 2
+    log.append(RecordBatch::marker(ControlType::Commit, "t", p))
+        .unwrap(); // 3
+    log.append(in_txn(rec(Some("z"), Some("aborted"), 1), p))
+        .unwrap(); // 4
+    log.append(RecordBatch::marker(ControlType::Abort, "t", p))
+        .unwrap(); // 5
+    log.append(rec(Some("x"), Some("newer"), 1)).unwrap(); // 6: x@0 goes
+    append_keyed(&mut log, 0..30, 1000, 1);
+    log.roll().unwrap();
+    let all = vec![
+        (1, ControlType::Commit),
+        (3, ControlType::Commit),
+        (5, ControlType::Abort),
+    ];
+    // Within the grace (the segment's newest record is at 1 ms) the
+    // markers stay although x@0 and z@4 are gone.
+    let first = log.compact(500, 1_000).unwrap();
+    assert_eq!(first.markers_removed, 0);
+    assert!(!dump(&log).iter().any(|r| r.0 == 0 || r.0 == 4));
+    assert_eq!(markers(&log), all);
+    // Past it, the commit marker of the transaction with no record left
+    // goes; the one whose record y@2 stays, and the abort marker, stay.
+    let second = log.compact(2_000, 1_000).unwrap();
+    assert_eq!(second.markers_removed, 1, "{second:?}");
+    let left = vec![(3, ControlType::Commit), (5, ControlType::Abort)];
+    assert_eq!(markers(&log), left);
+    assert_eq!(log.first_unstable_offset(), None);
+    let got = dump(&log);
+    assert!(got.iter().any(|r| r.0 == 2));
+    // Reopened, the log rebuilds the same transactions from what is left:
+    // none open, the abort still hides z.
+    log.close().unwrap();
+    let log = open(dir.path(), &cfg);
+    assert_eq!(markers(&log), left);
+    assert_eq!(log.first_unstable_offset(), None);
+    assert_eq!(dump(&log), got);
+    assert_eq!(log.aborted_transactions(0, 10).len(), 1);
+}
+
+#[test]
+fn a_producers_last_batch_stays_even_when_it_is_an_empty_transactions_commit_marker() {
+    // As Kafka's cleaner keeps each producer's last batch: its state (epoch,
+    // sequence) must survive a restart.
+    let (_dir, mut log) = temp_log(&small_config());
+    let p = producer(9);
+    log.append(in_txn(rec(Some("x"), Some("in-txn"), 1), p))
+        .unwrap(); // 0
+    log.append(RecordBatch::marker(ControlType::Commit, "t", p))
+        .unwrap(); // 1
+    log.append(rec(Some("x"), Some("newer"), 1)).unwrap(); // 2
+    append_keyed(&mut log, 0..30, 1000, 1);
+    log.roll().unwrap();
+    let result = log.compact(5_000, 1_000).unwrap();
+    assert!(!dump(&log).iter().any(|r| r.0 == 0));
+    assert_eq!(result.markers_removed, 0);
+    assert_eq!(markers(&log), vec![(1, ControlType::Commit)]);
+}
+
 #[test]
 fn compaction_does_not_touch_segments_at_or_above_an_open_transaction() {
     let (_dir, mut log) = temp_log(&small_config());
@@ -276,6 +358,45 @@ fn crash_at_every_step_of_the_compaction_swap_reopens_to_old_or_new() {
     assert_ne!(old, new);
 
     compact_crashing_at_every_step(&cfg, compactable, &old, &new);
+}
+
+/// A log of several segments where transactions of two producers commit
+/// among keyed records; every transaction's records are overwritten later
+/// except the last one's of each producer.
+fn with_commits(dir: &std::path::Path, cfg: &LogConfig) -> PartitionLog {
+    let mut log = open(dir, cfg);
+    for round in 0..6 {
+        for pid in [7, 8] {
+            let key = format!("t{pid}");
+            log.append(in_txn(rec(Some(&key), Some("v"), 1_000), producer(pid)))
+                .unwrap();
+            log.append(RecordBatch::marker(ControlType::Commit, "t", producer(pid)))
+                .unwrap();
+        }
+        append_keyed(&mut log, round * 10..round * 10 + 10, 5, 1_000);
+    }
+    log.roll().unwrap();
+    log
+}
+
+#[test]
+fn crash_at_every_step_of_a_compaction_that_removes_commit_markers_reopens_to_old_or_new() {
+    let cfg = small_config();
+    let snapshot = |log: &PartitionLog| (dump(log), markers(log));
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = with_commits(dir.path(), &cfg);
+    let old = snapshot(&log);
+    let result = log.compact(20_000, 10_000).unwrap();
+    let new = snapshot(&log);
+    // Each producer's last transaction keeps its record and marker; the
+    // five before it lose both.
+    assert_eq!(result.markers_removed, 10, "{result:?}");
+    assert_eq!(new.1.len(), 2);
+    assert!(
+        result.segments.len() >= 2,
+        "the swap spans several segments"
+    );
+    compact_crashing_at_every_step_with(&cfg, with_commits, 20_000, snapshot, &old, &new);
 }
 
 /// DeleteRecords' part in the log: the start moves inside a segment, the

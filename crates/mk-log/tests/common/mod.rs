@@ -155,21 +155,34 @@ pub fn compact_crashing_at_every_step(
     old: &Dump,
     new: &Dump,
 ) {
+    compact_crashing_at_every_step_with(cfg, build, 1_500, dump, old, new);
+}
+
+/// [`compact_crashing_at_every_step`] with compaction at `now_ms` (10 s of
+/// grace) and the log's content taken by `snapshot`.
+pub fn compact_crashing_at_every_step_with<T: PartialEq + std::fmt::Debug>(
+    cfg: &LogConfig,
+    build: impl Fn(&Path, &LogConfig) -> PartitionLog,
+    now_ms: i64,
+    snapshot: impl Fn(&PartitionLog) -> T,
+    old: &T,
+    new: &T,
+) {
     let mut crashes = 0;
     let (mut saw_old, mut saw_new) = (false, false);
     for step in 0.. {
         let dir = tempfile::tempdir().unwrap();
         let mut log = build(dir.path(), cfg);
         cfg.faults.crash_at_step(step);
-        let outcome = log.compact(1_500, 10_000);
+        let outcome = log.compact(now_ms, 10_000);
         cfg.faults.clear();
         drop(log); // the process dies here
         let reopened = PartitionLog::open(dir.path(), cfg.clone(), 0)
             .unwrap_or_else(|e| panic!("reopen after crash at step {step}: {e}"));
-        let got = dump(&reopened);
+        let got = snapshot(&reopened);
         assert!(
             got == *old || got == *new,
-            "crash at step {step} left a log that is neither old nor new"
+            "crash at step {step} left a log that is neither old nor new: {got:?}"
         );
         saw_old |= got == *old;
         saw_new |= got == *new;
