@@ -189,7 +189,7 @@ pub const TOPIC_CONFIGS: [TopicConfigDef; 35] = [
         V::AtLeast(0),
         Enforced,
         Some("log.cleaner.delete.retention.ms"),
-        "How long compaction keeps tombstones, and commit markers whose transaction has no record left.",
+        "How long compaction keeps tombstones, and transaction markers whose transaction has no record left.",
     ),
     def(
         "file.delete.delay.ms",

@@ -4,17 +4,19 @@
 //! for every key, only its latest record in the whole log; null-key records
 //! are kept; tombstones are kept until they are older than
 //! `delete_retention_ms`; records of aborted transactions are dropped
-//! (like Kafka's cleaner). Abort markers are kept. A commit marker goes
-//! once its transaction has no record left, its producer has a later batch
-//! in the log (which keeps the producer's state, as Kafka's cleaner keeps
-//! each producer's last batch) and the newest record of its segment is
-//! older than `delete_retention_ms` (Kafka times the marker's removal from
-//! a delete horizon it writes into the batch at the first cleaning; the
-//! segment's time needs no change of format, as the tombstone rule uses the
-//! record's own). A commit marker says nothing a reader needs once its
-//! transaction's records are gone; without this, a transactional producer
-//! committing every 100 ms would leave 864,000 markers a day in a compacted
-//! topic. Offsets of kept records never change. A batch
+//! (like Kafka's cleaner). A transaction marker goes once its transaction
+//! has no record left (an aborted one never has, once cleaned), its
+//! producer has a later batch in the log (which keeps the producer's state,
+//! as Kafka's cleaner keeps each producer's last batch) and the newest
+//! record of its segment is older than `delete_retention_ms` (Kafka times
+//! the marker's removal from a delete horizon it writes into the batch at
+//! the first cleaning; the segment's time needs no change of format, as the
+//! tombstone rule uses the record's own). The transaction index forgets the
+//! transaction with its marker, so a read_committed reader is never told
+//! of an abort whose marker it cannot meet. A marker says nothing a reader
+//! needs once its transaction's records are gone; without this, a
+//! transactional producer committing every 100 ms would leave 864,000
+//! markers a day in a compacted topic. Offsets of kept records never change. A batch
 //! that keeps all its records is copied byte for byte; one that loses some
 //! is rebuilt: a producer's block (version 2) as a new block of the kept
 //! records, compressed with the block's codec, with its base and last
@@ -34,7 +36,6 @@
 
 use crate::error::{LogError, Result};
 use crate::log::PartitionLog;
-use crate::record::ControlType;
 use crate::segment::{INDEX_EXT, LOG_EXT, Segment, TIME_INDEX_EXT, segment_path, write_file};
 use crate::swap::{EXTS, SWAP_MARKER, cleaned_path, encode_bases, remove_cleaned_files};
 use crate::txn_index::AbortedTxn;
@@ -55,11 +56,11 @@ pub struct CompactionResult {
     pub records_before: u64,
     /// Records in the examined closed segments after compaction.
     pub records_after: u64,
-    /// Commit markers removed (see the module docs).
+    /// Transaction markers removed (see the module docs).
     pub markers_removed: u64,
 }
 
-/// What decides a commit marker's removal while the segments are
+/// What decides a transaction marker's removal while the segments are
 /// rewritten in order.
 struct Markers {
     /// The base offset of each producer's last batch below the key map's
@@ -81,14 +82,14 @@ impl Markers {
 
     /// Whether the marker `h` stays; `aged` when its segment's newest record
     /// is past the grace.
-    fn keeps(&mut self, h: &BatchHeader, kind: ControlType, aged: bool) -> bool {
+    fn keeps(&mut self, h: &BatchHeader, aged: bool) -> bool {
         let pid = h.producer.producer_id;
         let had_records = self.retained.remove(&pid);
         let later_batch = self
             .last_batch
             .get(&pid)
             .is_some_and(|&last| last > h.base_offset);
-        let gone = kind == ControlType::Commit && !had_records && later_batch && aged;
+        let gone = h.transactional && !had_records && later_batch && aged;
         if gone {
             self.removed.push(h.base_offset);
         }
@@ -358,7 +359,7 @@ impl PartitionLog {
         result.markers_removed = markers.removed.len() as u64;
         // The transaction index stays what the batches left in the log
         // give: a removed marker completed nothing any more.
-        self.txns.forget_commits(&markers.removed);
+        self.txns.forget_completed(&markers.removed);
         self.cleaned_up_to(cleaned_end);
         Ok(result)
     }
@@ -434,8 +435,8 @@ impl PartitionLog {
 
     /// Writes the cleaned copy of segment `i` and fsyncs it. Returns the
     /// shadow segment describing it and the record counts before / after.
-    /// `aged`: the segment's newest record is past the grace, so a commit
-    /// marker in it may go.
+    /// `aged`: the segment's newest record is past the grace, so a
+    /// transaction marker in it may go.
     fn write_cleaned(
         &self,
         i: usize,
@@ -453,8 +454,8 @@ impl PartitionLog {
         let mut buf = Vec::new();
         self.scan_segment_all(i, |b| {
             let position = shadow.size;
-            if let Some(kind) = b.header.control {
-                if !markers.keeps(&b.header, kind, aged) {
+            if b.header.control.is_some() {
+                if !markers.keeps(&b.header, aged) {
                     return Ok(());
                 }
                 out.write_all(&b.frame)

@@ -103,14 +103,14 @@ impl TxnIndex {
         }
     }
 
-    /// Forgets the committed transactions whose markers (at `offsets`)
-    /// compaction removed.
-    pub fn forget_commits(&mut self, offsets: &[i64]) {
+    /// Forgets the completed transactions whose markers (at `offsets`, in
+    /// ascending order) compaction removed with all their records.
+    pub fn forget_completed(&mut self, offsets: &[i64]) {
         if offsets.is_empty() {
             return;
         }
         self.completed
-            .retain(|c| c.aborted || offsets.binary_search(&c.last_offset).is_err());
+            .retain(|c| offsets.binary_search(&c.last_offset).is_err());
     }
 
     /// Forgets completed transactions that ended below `log_start`.
@@ -222,27 +222,31 @@ mod tests {
     }
 
     #[test]
-    fn a_commit_compaction_removed_is_what_the_remaining_batches_give() {
-        // Transaction of pid 1 at 0..=1 (commit), of pid 2 at 2..=3
-        // (abort). Compaction removes pid 1's records and commit marker:
-        // the index becomes the one built from the batches left, so a
-        // truncation below the old marker reopens nothing.
+    fn a_transaction_compaction_removed_is_what_the_remaining_batches_give() {
+        // Transactions of pid 1 at 0..=1 (commit), pid 2 at 2..=3 (abort)
+        // and pid 3 at 4..=5 (abort). Compaction removes the first two with
+        // their markers: the index becomes the one built from the batches
+        // left (the abort of pid 2 is no longer reported), and a truncation
+        // below a removed marker reopens nothing.
         let mut idx = TxnIndex::default();
         for b in [
             h(1, 0, None),
             h(1, 1, Some(ControlType::Commit)),
             h(2, 2, None),
             h(2, 3, Some(ControlType::Abort)),
+            h(3, 4, None),
+            h(3, 5, Some(ControlType::Abort)),
         ] {
             idx.observe(&b);
         }
-        idx.forget_commits(&[1, 3]);
+        idx.forget_completed(&[1, 3]);
         let mut rebuilt = TxnIndex::default();
-        for b in [h(2, 2, None), h(2, 3, Some(ControlType::Abort))] {
+        for b in [h(3, 4, None), h(3, 5, Some(ControlType::Abort))] {
             rebuilt.observe(&b);
         }
-        assert_eq!(idx, rebuilt, "an abort is never forgotten");
-        idx.truncate(1);
+        assert_eq!(idx, rebuilt);
+        assert_eq!(idx.aborted_overlapping(0, 10).len(), 1);
+        idx.truncate(3);
         assert_eq!(idx.first_unstable_offset(), None);
     }
 }

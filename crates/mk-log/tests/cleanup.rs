@@ -230,29 +230,27 @@ fn in_txn(batch: RecordBatch, p: mk_log::ProducerInfo) -> RecordBatch {
 }
 
 #[test]
-fn a_commit_marker_goes_once_its_records_are_gone_and_its_segment_is_past_the_grace() {
+fn a_transaction_marker_goes_once_its_records_are_gone_and_its_segment_is_past_the_grace() {
     let cfg = small_config();
     let (dir, mut log) = temp_log(&cfg);
     let p = producer(9);
-    log.append(in_txn(rec(Some("x"), Some("in-txn"), 1), p))
-        .unwrap(); // 0
-    log.append(RecordBatch::marker(ControlType::Commit, "t", p))
-        .unwrap(); // 1
-    log.append(in_txn(rec(Some("y"), Some("kept"), 1), p))
-        .unwrap(); // 2
-    log.append(RecordBatch::marker(ControlType::Commit, "t", p))
-        .unwrap(); // 3
-    log.append(in_txn(rec(Some("z"), Some("aborted"), 1), p))
-        .unwrap(); // 4
-    log.append(RecordBatch::marker(ControlType::Abort, "t", p))
-        .unwrap(); // 5
-    log.append(rec(Some("x"), Some("newer"), 1)).unwrap(); // 6: x@0 goes
+    let mut txn = |key: &str, end: ControlType| {
+        log.append(in_txn(rec(Some(key), Some("in-txn"), 1), p))
+            .unwrap();
+        log.append(RecordBatch::marker(end, "t", p)).unwrap();
+    };
+    txn("x", ControlType::Commit); // 0, 1: x@0 is overwritten at 8
+    txn("y", ControlType::Commit); // 2, 3: y@2 stays
+    txn("z", ControlType::Abort); // 4, 5: z@4 goes as aborted
+    txn("w", ControlType::Commit); // 6, 7: the producer's last batch
+    log.append(rec(Some("x"), Some("newer"), 1)).unwrap(); // 8
     append_keyed(&mut log, 0..30, 1000, 1);
     log.roll().unwrap();
     let all = vec![
         (1, ControlType::Commit),
         (3, ControlType::Commit),
         (5, ControlType::Abort),
+        (7, ControlType::Commit),
     ];
     // Within the grace (the segment's newest record is at 1 ms) the
     // markers stay although x@0 and z@4 are gone.
@@ -260,23 +258,25 @@ fn a_commit_marker_goes_once_its_records_are_gone_and_its_segment_is_past_the_gr
     assert_eq!(first.markers_removed, 0);
     assert!(!dump(&log).iter().any(|r| r.0 == 0 || r.0 == 4));
     assert_eq!(markers(&log), all);
-    // Past it, the commit marker of the transaction with no record left
-    // goes; the one whose record y@2 stays, and the abort marker, stay.
+    assert_eq!(log.aborted_transactions(0, 20).len(), 1);
+    // Past it, the markers of the transactions with no record left go
+    // (the commit at 1, the abort at 5, and the abort with them from the
+    // index); the commit of y@2 and the producer's last batch stay.
     let second = log.compact(2_000, 1_000).unwrap();
-    assert_eq!(second.markers_removed, 1, "{second:?}");
-    let left = vec![(3, ControlType::Commit), (5, ControlType::Abort)];
+    assert_eq!(second.markers_removed, 2, "{second:?}");
+    let left = vec![(3, ControlType::Commit), (7, ControlType::Commit)];
     assert_eq!(markers(&log), left);
     assert_eq!(log.first_unstable_offset(), None);
+    assert!(log.aborted_transactions(0, 20).is_empty());
     let got = dump(&log);
     assert!(got.iter().any(|r| r.0 == 2));
-    // Reopened, the log rebuilds the same transactions from what is left:
-    // none open, the abort still hides z.
+    // Reopened, the log rebuilds the same transactions from what is left.
     log.close().unwrap();
     let log = open(dir.path(), &cfg);
     assert_eq!(markers(&log), left);
     assert_eq!(log.first_unstable_offset(), None);
+    assert!(log.aborted_transactions(0, 20).is_empty());
     assert_eq!(dump(&log), got);
-    assert_eq!(log.aborted_transactions(0, 10).len(), 1);
 }
 
 #[test]
