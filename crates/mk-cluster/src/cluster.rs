@@ -474,6 +474,9 @@ pub(crate) fn log_config(
         // The broker layers are applied when the log acts (every append
         // sets the roll age, every compaction the cleaner settings).
         segment_ms: topic.map(|t| t.roll_ms(&BrokerDefaults::default())),
+        segment_jitter_ms: topic.map_or(0, |t| {
+            t.effective_i64("segment.jitter.ms", &BrokerDefaults::default())
+        }),
         cleaner: topic.map_or_else(mk_log::CleanerConfig::default, |t| {
             t.cleaner(&BrokerDefaults::default())
         }),

@@ -176,6 +176,8 @@ struct TopicAppend {
     /// The age past which an append rolls the active segment (its own
     /// `segment.ms`, else the broker's `log.roll.ms`; see `roll_ms`).
     roll_ms: i64,
+    /// How much earlier than that a segment may roll (`segment.jitter.ms`).
+    roll_jitter_ms: i64,
     /// The broker time stamped into the batch of a LogAppendTime topic.
     log_append_time_ms: Option<i64>,
 }
@@ -305,6 +307,7 @@ impl DataPath<'_> {
         let outcome = self.cluster.with_slot(&slot, |set| {
             set.set_min_insync_replicas(topic.min_insync_replicas);
             set.set_segment_ms(Some(topic.roll_ms))?;
+            set.set_segment_jitter_ms(topic.roll_jitter_ms)?;
             if let Some((producer_id, producer_epoch)) = client_sequence {
                 batch = batch.with_producer(ProducerInfo {
                     producer_id,
@@ -363,6 +366,7 @@ impl DataPath<'_> {
         let mut checked = TopicAppend {
             min_insync_replicas: usize::try_from(min_isr).unwrap_or(1).max(1),
             roll_ms: config.roll_ms(&broker),
+            roll_jitter_ms: config.effective_i64("segment.jitter.ms", &broker),
             log_append_time_ms: None,
         };
         if batch.control().is_some() {
@@ -456,6 +460,7 @@ impl DataPath<'_> {
             if let Some(c) = checked.first() {
                 set.set_min_insync_replicas(c.min_insync_replicas);
                 set.set_segment_ms(Some(c.roll_ms))?;
+                set.set_segment_jitter_ms(c.roll_jitter_ms)?;
             }
             Ok(set.append_group(batches, acks, None))
         });

@@ -396,9 +396,9 @@ pub const TOPIC_CONFIGS: [TopicConfigDef; 35] = [
         T::Long,
         "0",
         V::AtLeast(0),
-        Stored,
+        Enforced,
         Some("log.roll.jitter.ms"),
-        "Random jitter subtracted from segment.ms (mk rolls at segment.ms exactly).",
+        "Up to this much is subtracted from segment.ms for each segment (a hash of the partition and the segment's base offset, below min(segment.jitter.ms, segment.ms)).",
     ),
     def(
         "segment.ms",

@@ -282,6 +282,48 @@ async fn segment_ms_rolls_by_batch_timestamps_and_alter_config_changes_it() {
 }
 
 #[tokio::test]
+async fn segment_jitter_ms_rolls_each_partition_up_to_that_much_early() {
+    // segment.ms 1000, segment.jitter.ms 900: every partition's first
+    // segment rolls once a batch is more than 1000 - j ms past its first,
+    // with j below 900, decided per partition (and segment).
+    let (dir, clock, c) = fresh_cluster();
+    c.topics().create("jit", 8, 1).unwrap();
+    alter_topic(
+        &c,
+        "jit",
+        &[("segment.ms", "1000"), ("segment.jitter.ms", "900")],
+    );
+    let start = clock.now_ms();
+    let mut rolled_after = Vec::new();
+    for p in 0..8 {
+        let tp = tp("jit", p);
+        put(&c, &tp, &["first"], start).await;
+        // The first 25 ms step at which the partition rolled.
+        let mut step = 0;
+        while log_files(dir.path(), &format!("jit-{p}")) == 1 {
+            step += 25;
+            assert!(step <= 1_025, "partition {p} never rolled");
+            put(&c, &tp, &["next"], start + step).await;
+        }
+        rolled_after.push(step);
+    }
+    // Within the jitter: never later than segment.ms, never before
+    // segment.ms - jitter.
+    assert!(
+        rolled_after.iter().all(|&s| s > 100 && s <= 1_025),
+        "{rolled_after:?}"
+    );
+    // Spread: the partitions do not all roll together, and at least one
+    // rolls well before segment.ms.
+    assert!(rolled_after.iter().any(|&s| s <= 900), "{rolled_after:?}");
+    let mut distinct = rolled_after.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert!(distinct.len() >= 3, "{rolled_after:?}");
+    c.lifecycle().close().await.unwrap();
+}
+
+#[tokio::test]
 async fn every_kafka_topic_config_and_dynamic_broker_config_survives_a_restart() {
     let (dir, clock, c) = fresh_cluster();
     c.topics().create("kc", 1, 1).unwrap();

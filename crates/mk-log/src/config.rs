@@ -22,6 +22,10 @@ pub struct LogConfig {
     /// `segment.ms`: an append rolls the active segment first when it has
     /// held data for longer than this, by `clock`. `None` rolls by size only.
     pub segment_ms: Option<i64>,
+    /// `segment.jitter.ms`: each segment rolls by age up to this much
+    /// before `segment_ms` (less than `segment_ms`), so that partitions
+    /// created together do not all roll at once. 0: no jitter.
+    pub segment_jitter_ms: i64,
     /// The injected clock that ages the active segment; `None` (no clock)
     /// never rolls by age.
     pub clock: Option<SharedClock>,
@@ -88,6 +92,7 @@ impl Default for LogConfig {
             max_batch_bytes: 16_777_216,
             faults: Arc::new(FaultInjector::new()),
             segment_ms: None,
+            segment_jitter_ms: 0,
             clock: None,
             cleaner: CleanerConfig::default(),
         }
@@ -112,6 +117,12 @@ impl LogConfig {
         {
             return Err(LogError::InvalidRequest(format!(
                 "segment_ms must be >= 1, got {ms}"
+            )));
+        }
+        if self.segment_jitter_ms < 0 {
+            return Err(LogError::InvalidRequest(format!(
+                "segment_jitter_ms must be >= 0, got {}",
+                self.segment_jitter_ms
             )));
         }
         Ok(())

@@ -386,6 +386,39 @@ impl PartitionLog {
         Ok(())
     }
 
+    /// Changes `segment.jitter.ms` (see [`LogConfig::segment_jitter_ms`]);
+    /// the next append applies it to the active segment.
+    pub fn set_segment_jitter_ms(&mut self, jitter_ms: i64) -> Result<()> {
+        if jitter_ms < 0 {
+            return Err(LogError::InvalidRequest(format!(
+                "segment_jitter_ms must be >= 0, got {jitter_ms}"
+            )));
+        }
+        self.config.segment_jitter_ms = jitter_ms;
+        Ok(())
+    }
+
+    /// The age past which the active segment rolls: `segment_ms` less the
+    /// segment's jitter. Kafka draws each segment's jitter at random below
+    /// `min(segment.jitter.ms, segment.ms)`; here it is a hash of the log's
+    /// directory name and the segment's base offset, spread over the same
+    /// range: different for each partition and segment, and the same on
+    /// every replica, run and reopen (the log stays deterministic).
+    fn roll_age(&self) -> Option<i64> {
+        let segment_ms = self.config.segment_ms?;
+        let range = self.config.segment_jitter_ms.min(segment_ms);
+        if range <= 0 {
+            return Some(segment_ms);
+        }
+        let name = self
+            .dir
+            .file_name()
+            .map_or(&[][..], |n| n.as_encoded_bytes());
+        let base = self.active_segment().base_offset.to_be_bytes();
+        let hash = crc32c::crc32c_append(crc32c::crc32c(name), &base);
+        Some(segment_ms - i64::from(hash) % range)
+    }
+
     /// Changes when the cleaner compacts this log (the topic's compaction
     /// lags and dirty ratio), from the next compaction on.
     pub fn set_cleaner(&mut self, cleaner: crate::config::CleanerConfig) -> Result<()> {
@@ -406,11 +439,12 @@ impl PartitionLog {
 
     /// Whether appending a batch whose max timestamp is `max_ts` rolls the
     /// active segment by age (Kafka's time-based roll): a segment with data
-    /// rolls when `max_ts` is more than `segment_ms` past the max timestamp
-    /// of its first batch, or, when that batch has no timestamp, when the
-    /// clock is more than `segment_ms` past the segment's creation.
+    /// rolls when `max_ts` is more than its roll age ([`Self::roll_age`])
+    /// past the max timestamp of its first batch, or, when that batch has
+    /// no timestamp, when the clock is more than that past the segment's
+    /// creation.
     fn rolls_by_age(&self, max_ts: i64) -> bool {
-        let Some(max_age) = self.config.segment_ms else {
+        let Some(max_age) = self.roll_age() else {
             return false;
         };
         if self.active_segment().size == 0 {
@@ -831,7 +865,7 @@ impl PartitionLog {
     /// appended alone: the group is then written frame by frame, which
     /// rolls exactly where lone appends would.
     fn group_may_roll_by_age(&self, frames: &[Frame]) -> bool {
-        let (Some(max_age), Some(first)) = (self.config.segment_ms, frames.first()) else {
+        let (Some(max_age), Some(first)) = (self.roll_age(), frames.first()) else {
             return false;
         };
         let ts = |f: &Frame| f.batch.max_timestamp_ms();

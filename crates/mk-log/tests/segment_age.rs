@@ -149,3 +149,45 @@ fn truncating_the_active_segment_to_empty_restarts_its_age() {
     log.append(keyed(1, 4, 5_000)).unwrap();
     assert_eq!(segments_after(&mut log, 2, 5_100), 1);
 }
+
+/// How far past its first batch a batch must be to roll the first segment
+/// of a log in directory `name`, rolling by `segment_ms` with
+/// `segment_jitter_ms`.
+fn roll_age(name: &str, segment_ms: i64, jitter_ms: i64) -> i64 {
+    let root = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(0));
+    let cfg = LogConfig {
+        segment_jitter_ms: jitter_ms,
+        ..aged_config(&clock, segment_ms)
+    };
+    let mut log = open(&root.path().join(name), &cfg);
+    log.append(keyed(0, 4, 10_000)).unwrap();
+    for (i, ts) in (10_001..=10_000 + segment_ms + 1).enumerate() {
+        if segments_after(&mut log, i + 1, ts) == 2 {
+            return ts - 10_000 - 1;
+        }
+    }
+    panic!("{name}: no roll within segment_ms");
+}
+
+#[test]
+fn segment_jitter_rolls_each_segment_a_little_early_and_the_same_way_every_time() {
+    // segment.ms 1000, jitter 600: a segment rolls once a batch is more than
+    // 1000 - j past its first, j below 600, decided by the partition's
+    // directory and the segment's base offset.
+    let ages: Vec<i64> = (0..12)
+        .map(|p| roll_age(&format!("t-{p}"), 1_000, 600))
+        .collect();
+    assert!(ages.iter().all(|&a| a > 400 && a <= 1_000), "{ages:?}");
+    let mut distinct = ages.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert!(distinct.len() >= 6, "partitions roll apart: {ages:?}");
+    // The same partition rolls the same way on every run (and replica).
+    assert_eq!(roll_age("t-3", 1_000, 600), ages[3]);
+    // Without jitter a segment rolls at segment.ms exactly; a jitter above
+    // segment.ms is bounded by it, so a segment never rolls at once.
+    assert_eq!(roll_age("t-3", 1_000, 0), 1_000);
+    let capped = roll_age("t-3", 100, 10_000);
+    assert!(capped > 0 && capped <= 100, "{capped}");
+}

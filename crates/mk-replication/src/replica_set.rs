@@ -242,6 +242,16 @@ impl PartitionReplicaSet {
         Ok(())
     }
 
+    /// Changes `segment.jitter.ms` of every replica (see
+    /// [`PartitionLog::set_segment_jitter_ms`](mk_log::PartitionLog::set_segment_jitter_ms)).
+    pub fn set_segment_jitter_ms(&mut self, jitter_ms: i64) -> Result<()> {
+        for r in self.replicas.values_mut() {
+            r.log.set_segment_jitter_ms(jitter_ms)?;
+        }
+        self.config.log.segment_jitter_ms = jitter_ms;
+        Ok(())
+    }
+
     /// Changes when the cleaner compacts every replica (see
     /// [`PartitionLog::set_cleaner`](mk_log::PartitionLog::set_cleaner)).
     pub fn set_cleaner(&mut self, cleaner: mk_log::CleanerConfig) -> Result<()> {
