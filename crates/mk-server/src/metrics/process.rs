@@ -1,5 +1,6 @@
 //! The process metrics every Prometheus client library exports, read from
-//! Linux's /proc at each scrape: CPU time, resident and virtual memory,
+//! Linux's /proc (and the CPU time from the process's CPU clock) at each
+//! scrape: CPU time, resident and virtual memory,
 //! open and allowed file descriptors, and the start time. Elsewhere (no
 //! /proc) the families are declared but have no series.
 
@@ -26,7 +27,11 @@ pub fn sample() -> Option<ProcessSample> {
         .ok()
         .map(|d| d.count() as f64);
     let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+    // The process's CPU clock counts nanoseconds; /proc's utime and stime
+    // count 10 ms ticks and read 0 for a process that has used less.
+    let cpu = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
     parse(&stat, &boot, ticks, page).map(|mut s| {
+        s.cpu_seconds = cpu.tv_sec as f64 + cpu.tv_nsec as f64 / 1e9;
         s.open_fds = open_fds;
         s.max_fds = limit.current.map(|n| n as f64);
         s
