@@ -2,7 +2,7 @@
 //! isolation, long-poll fetches, and offset queries.
 
 use crate::cluster::{BrokerCluster, INTERNAL_TOPICS};
-use crate::config::BrokerId;
+use crate::config::{BrokerId, FlushPolicy};
 use crate::error::{ClusterError, LeaderError, Result};
 use crate::slot::PartitionSlot;
 use bytes::Bytes;
@@ -178,8 +178,36 @@ struct TopicAppend {
     roll_ms: i64,
     /// How much earlier than that a segment may roll (`segment.jitter.ms`).
     roll_jitter_ms: i64,
+    /// When an append fsyncs the partition: the topic's `flush.messages`
+    /// and `flush.ms`, else the broker's `--flush-messages` and
+    /// `--flush-interval-ms`.
+    flush: FlushPolicy,
     /// The broker time stamped into the batch of a LogAppendTime topic.
     log_append_time_ms: Option<i64>,
+}
+
+impl TopicAppend {
+    /// Gives the partition's logs the topic's settings they act on at
+    /// append (the ISR minimum, the roll age and its jitter).
+    fn apply_to(&self, set: &mut mk_replication::PartitionReplicaSet) -> Result<()> {
+        set.set_min_insync_replicas(self.min_insync_replicas);
+        set.set_segment_ms(Some(self.roll_ms))?;
+        set.set_segment_jitter_ms(self.roll_jitter_ms)?;
+        Ok(())
+    }
+}
+
+/// A topic's `flush.messages` and `flush.ms` over the broker's
+/// `log.flush.interval.*` (Kafka's defaults, `Long.MAX_VALUE`, mean never).
+fn flush_policy(
+    config: &crate::config::TopicConfig,
+    broker: &crate::topic_configs::BrokerDefaults,
+) -> FlushPolicy {
+    let set = |key: &str| Some(config.effective_i64(key, broker)).filter(|&v| v != i64::MAX);
+    FlushPolicy {
+        messages: set("flush.messages").and_then(|n| u64::try_from(n).ok()),
+        interval_ms: set("flush.ms"),
+    }
 }
 
 /// How `append_on_leader` appends, beyond the batch and the ack mode.
@@ -305,9 +333,7 @@ impl DataPath<'_> {
         let topic = self.check_against_topic(tp, &mut batch)?;
         let records = batch.record_count() as u64;
         let outcome = self.cluster.with_slot(&slot, |set| {
-            set.set_min_insync_replicas(topic.min_insync_replicas);
-            set.set_segment_ms(Some(topic.roll_ms))?;
-            set.set_segment_jitter_ms(topic.roll_jitter_ms)?;
+            topic.apply_to(set)?;
             if let Some((producer_id, producer_epoch)) = client_sequence {
                 batch = batch.with_producer(ProducerInfo {
                     producer_id,
@@ -331,7 +357,7 @@ impl DataPath<'_> {
             Ok(set.append(batch, acks, expected_leader_epoch)?)
         })?;
         self.cluster.note_write_succeeded();
-        self.after_append(&slot, records)?;
+        self.after_append(&slot, records, topic.flush)?;
         Ok(PendingAppend {
             outcome,
             log_append_time_ms: topic.log_append_time_ms,
@@ -367,6 +393,7 @@ impl DataPath<'_> {
             min_insync_replicas: usize::try_from(min_isr).unwrap_or(1).max(1),
             roll_ms: config.roll_ms(&broker),
             roll_jitter_ms: config.effective_i64("segment.jitter.ms", &broker),
+            flush: flush_policy(config, &broker),
             log_append_time_ms: None,
         };
         if batch.control().is_some() {
@@ -458,9 +485,7 @@ impl DataPath<'_> {
         let appended = self.cluster.with_slot(&slot, |set| {
             let batches = batches.take().expect("taken once");
             if let Some(c) = checked.first() {
-                set.set_min_insync_replicas(c.min_insync_replicas);
-                set.set_segment_ms(Some(c.roll_ms))?;
-                set.set_segment_jitter_ms(c.roll_jitter_ms)?;
+                c.apply_to(set)?;
             }
             Ok(set.append_group(batches, acks, None))
         });
@@ -469,7 +494,7 @@ impl DataPath<'_> {
         };
         let mut answers: Vec<Result<PendingAppend>> = appended
             .into_iter()
-            .zip(checked)
+            .zip(&checked)
             .map(|(r, c)| {
                 let r = r.map_err(ClusterError::from);
                 let outcome = self
@@ -490,7 +515,9 @@ impl DataPath<'_> {
             self.cluster.note_write_succeeded();
             // The flush policy's write (if one is due) belongs to the last
             // append, the one that made it due.
-            if let Err(e) = self.after_append(&slot, records)
+            // One partition, so one topic's flush policy for the group.
+            let flush = checked.first().map(|c| c.flush).unwrap_or_default();
+            if let Err(e) = self.after_append(&slot, records, flush)
                 && let Some(last) = answers.iter_mut().rev().find(|a| a.is_ok())
             {
                 *last = Err(e);
@@ -510,14 +537,13 @@ impl DataPath<'_> {
     }
 
     /// Counts the records, wakes whoever waits for data and applies the
-    /// flush policy.
-    fn after_append(self, slot: &PartitionSlot, records: u64) -> Result<()> {
+    /// topic's flush policy.
+    fn after_append(self, slot: &PartitionSlot, records: u64, policy: FlushPolicy) -> Result<()> {
         slot.traffic.produced(records);
         if slot.is_replicated() {
             self.cluster.appended.notify_one();
         }
         slot.hw_moved.notify_waiters();
-        let policy = self.cluster.config.flush;
         if policy.messages.is_none() && policy.interval_ms.is_none() {
             return Ok(());
         }

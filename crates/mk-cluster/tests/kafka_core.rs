@@ -281,6 +281,73 @@ async fn segment_ms_rolls_by_batch_timestamps_and_alter_config_changes_it() {
     c.lifecycle().close().await.unwrap();
 }
 
+/// The write and fsync sites one append of a value to `p` passes.
+async fn sites_of_an_append(
+    c: &BrokerCluster,
+    faults: &FaultInjector,
+    p: &TopicPartition,
+    ts: i64,
+) -> u64 {
+    let before = faults.sites_passed();
+    put(c, p, &["v"], ts).await;
+    faults.sites_passed() - before
+}
+
+#[tokio::test]
+async fn a_topics_flush_messages_and_flush_ms_fsync_its_partition_over_the_brokers_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_000);
+    let faults = Arc::new(FaultInjector::new());
+    // The broker's --flush-messages 2 is the default of every topic.
+    let mut config = MiniKafkaConfig::new(dir.path());
+    config.flush = FlushPolicy {
+        messages: Some(2),
+        interval_ms: None,
+    };
+    let c =
+        BrokerCluster::open_with_faults(config, Arc::new(clock.clone()), faults.clone()).unwrap();
+    for t in ["broker", "every3", "timed"] {
+        c.topics().create(t, 1, 1).unwrap();
+    }
+    alter_topic(&c, "every3", &[("flush.messages", "3")]);
+    alter_topic(
+        &c,
+        "timed",
+        &[
+            ("flush.messages", "9223372036854775807"),
+            ("flush.ms", "1000"),
+        ],
+    );
+    let now = clock.now_ms();
+    let (broker, every3, timed) = (tp("broker", 0), tp("every3", 0), tp("timed", 0));
+    // Warm up: the first append of a partition may pass sites of its own.
+    for p in [&broker, &every3, &timed] {
+        sites_of_an_append(&c, &faults, p, now).await;
+    }
+    let write = sites_of_an_append(&c, &faults, &timed, now).await;
+    // The broker's default: the second append since the last fsync
+    // fsyncs (the warm-up was the first).
+    assert!(sites_of_an_append(&c, &faults, &broker, now).await > write);
+    assert_eq!(sites_of_an_append(&c, &faults, &broker, now).await, write);
+    // The topic's 3: the third.
+    assert_eq!(sites_of_an_append(&c, &faults, &every3, now).await, write);
+    assert!(sites_of_an_append(&c, &faults, &every3, now).await > write);
+    assert_eq!(sites_of_an_append(&c, &faults, &every3, now).await, write);
+    // The topic's flush.ms: an append 1000 ms after the last fsync.
+    clock.advance(999);
+    assert_eq!(
+        sites_of_an_append(&c, &faults, &timed, clock.now_ms()).await,
+        write
+    );
+    clock.advance(1);
+    assert!(sites_of_an_append(&c, &faults, &timed, clock.now_ms()).await > write);
+    assert_eq!(
+        sites_of_an_append(&c, &faults, &timed, clock.now_ms()).await,
+        write
+    );
+    c.lifecycle().close().await.unwrap();
+}
+
 #[tokio::test]
 async fn segment_jitter_ms_rolls_each_partition_up_to_that_much_early() {
     // segment.ms 1000, segment.jitter.ms 900: every partition's first

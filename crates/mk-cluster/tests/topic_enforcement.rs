@@ -271,6 +271,15 @@ fn segments_after_5s(c: &BrokerCluster, t: &str) -> String {
     format!("{} segments", segments_of(c, t).len())
 }
 
+/// Segments after two batches `segment.ms` (1000 ms) apart: one without
+/// jitter, two once a jitter takes some off the segment's age.
+fn segments_after_1s(c: &BrokerCluster, t: &str) -> String {
+    let now = c.clock().now_ms();
+    answer(c, t, batch_at("a", now));
+    answer(c, t, batch_at("b", now + 1_000));
+    format!("{} segments", segments_of(c, t).len())
+}
+
 /// What compacting now removes from 40 versions of one key written now.
 fn compacted_now(c: &BrokerCluster, t: &str) -> String {
     let now = c.clock().now_ms();
@@ -328,6 +337,10 @@ fn available_leader(c: &BrokerCluster, t: &str) -> String {
 
 const COMPACTED: &[(&str, &str)] = &[("cleanup.policy", "compact"), ("segment.bytes", "1024")];
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "a table: one probe per enforced config with a dynamic broker default"
+)]
 fn probes() -> Vec<Probe> {
     let probe = |config, altered, observe| Probe {
         config,
@@ -368,6 +381,10 @@ fn probes() -> Vec<Probe> {
             format!("{:?}", pending.log_append_time_ms())
         }),
         probe("segment.ms", "1000", segments_after_5s),
+        Probe {
+            topic: &[("segment.ms", "1000")],
+            ..probe("segment.jitter.ms", "999", segments_after_1s)
+        },
         Probe {
             topic: &[("segment.bytes", "1024")],
             ..probe("min.compaction.lag.ms", "3600000", compacted_now)
