@@ -14,10 +14,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// The topic defaults whose broker configs are read only here: the typed
-/// topic settings are resolved when a topic is created, the index setting
-/// is read when partitions open, and the flush settings are the server's
-/// `--flush-messages` / `--flush-interval-ms` (a topic's own `flush.*`
-/// overrides them).
+/// topic settings are resolved when a topic is created, and the index and
+/// flush settings are the server's `--index-interval-bytes`,
+/// `--flush-messages` and `--flush-interval-ms` (a topic's own
+/// `index.interval.bytes` and `flush.*` override them).
 const READ_ONLY_SYNONYMS: [&str; 8] = [
     "log.cleanup.policy",
     "log.retention.ms",

@@ -468,7 +468,12 @@ pub(crate) fn log_config(
         segment_max_bytes: topic
             .and_then(|t| t.segment_bytes)
             .unwrap_or(config.segment_max_bytes),
-        index_interval_bytes: config.index_interval_bytes,
+        // The server's flag is the broker default a topic's own value
+        // overrides.
+        index_interval_bytes: topic.map_or(config.index_interval_bytes, |t| {
+            let server = crate::broker_configs::broker_defaults(config, &BTreeMap::new());
+            crate::data::index_interval(t, &server)
+        }),
         max_batch_bytes: config.max_batch_bytes,
         faults: faults.clone(),
         // The broker layers are applied when the log acts (every append

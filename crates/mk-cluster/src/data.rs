@@ -178,6 +178,8 @@ struct TopicAppend {
     roll_ms: i64,
     /// How much earlier than that a segment may roll (`segment.jitter.ms`).
     roll_jitter_ms: i64,
+    /// Bytes between sparse index entries (`index.interval.bytes`).
+    index_interval_bytes: u64,
     /// When an append fsyncs the partition: the topic's `flush.messages`
     /// and `flush.ms`, else the broker's `--flush-messages` and
     /// `--flush-interval-ms`.
@@ -188,13 +190,26 @@ struct TopicAppend {
 
 impl TopicAppend {
     /// Gives the partition's logs the topic's settings they act on at
-    /// append (the ISR minimum, the roll age and its jitter).
+    /// append (the ISR minimum, the roll age and its jitter, the index
+    /// interval).
     fn apply_to(&self, set: &mut mk_replication::PartitionReplicaSet) -> Result<()> {
         set.set_min_insync_replicas(self.min_insync_replicas);
         set.set_segment_ms(Some(self.roll_ms))?;
         set.set_segment_jitter_ms(self.roll_jitter_ms)?;
+        set.set_index_interval_bytes(self.index_interval_bytes)?;
         Ok(())
     }
+}
+
+/// A topic's `index.interval.bytes` over the broker's; 0 (Kafka: an entry
+/// for every batch) is 1.
+pub(crate) fn index_interval(
+    config: &crate::config::TopicConfig,
+    broker: &crate::topic_configs::BrokerDefaults,
+) -> u64 {
+    u64::try_from(config.effective_i64("index.interval.bytes", broker))
+        .unwrap_or(4_096)
+        .max(1)
 }
 
 /// A topic's `flush.messages` and `flush.ms` over the broker's
@@ -393,6 +408,7 @@ impl DataPath<'_> {
             min_insync_replicas: usize::try_from(min_isr).unwrap_or(1).max(1),
             roll_ms: config.roll_ms(&broker),
             roll_jitter_ms: config.effective_i64("segment.jitter.ms", &broker),
+            index_interval_bytes: index_interval(config, &broker),
             flush: flush_policy(config, &broker),
             log_append_time_ms: None,
         };

@@ -232,9 +232,9 @@ pub const TOPIC_CONFIGS: [TopicConfigDef; 35] = [
         T::Int,
         "4096",
         V::AtLeast(0),
-        Stored,
+        Enforced,
         Some("log.index.interval.bytes"),
-        "Bytes between offset-index entries (mk uses the broker-wide value).",
+        "Bytes between sparse index entries (0: an entry for every batch); default: the broker's --index-interval-bytes.",
     ),
     def(
         "leader.replication.throttled.replicas",

@@ -349,6 +349,41 @@ async fn a_topics_flush_messages_and_flush_ms_fsync_its_partition_over_the_broke
 }
 
 #[tokio::test]
+async fn a_topics_index_interval_bytes_decides_its_sparse_index() {
+    let (_dir, clock, c) = fresh_cluster();
+    for t in ["dense", "sparse"] {
+        c.topics().create(t, 1, 1).unwrap();
+    }
+    // 0 in Kafka: an entry for every batch.
+    alter_topic(&c, "dense", &[("index.interval.bytes", "0")]);
+    let index_bytes = |t: &str| {
+        let internals = c.views().partition_internals(&tp(t, 0)).unwrap();
+        let active = internals.segments.last().unwrap();
+        active.size_bytes - active.log_bytes
+    };
+    let now = clock.now_ms();
+    let mut grew = (0, 0);
+    for i in 0..10 {
+        let before = (index_bytes("dense"), index_bytes("sparse"));
+        put(&c, &tp("dense", 0), &[&format!("v{i}")], now).await;
+        put(&c, &tp("sparse", 0), &[&format!("v{i}")], now).await;
+        grew.0 += u64::from(index_bytes("dense") > before.0);
+        grew.1 += u64::from(index_bytes("sparse") > before.1);
+    }
+    // Every batch is indexed in the dense topic; the sparse one (4096
+    // bytes between entries) indexes at most its first of these small
+    // batches.
+    assert_eq!(grew.0, 10, "{grew:?}");
+    assert!(grew.1 <= 1, "{grew:?}");
+    // Altered at run time: the next appends follow.
+    alter_topic(&c, "sparse", &[("index.interval.bytes", "1")]);
+    let before = index_bytes("sparse");
+    put(&c, &tp("sparse", 0), &["after"], now).await;
+    assert!(index_bytes("sparse") > before);
+    c.lifecycle().close().await.unwrap();
+}
+
+#[tokio::test]
 async fn segment_jitter_ms_rolls_each_partition_up_to_that_much_early() {
     // segment.ms 1000, segment.jitter.ms 900: every partition's first
     // segment rolls once a batch is more than 1000 - j ms past its first,

@@ -386,6 +386,18 @@ impl PartitionLog {
         Ok(())
     }
 
+    /// Changes the bytes between sparse index entries (a topic's
+    /// `index.interval.bytes`), from the next batch appended on.
+    pub fn set_index_interval_bytes(&mut self, bytes: u64) -> Result<()> {
+        if bytes == 0 {
+            return Err(LogError::InvalidRequest(
+                "index_interval_bytes must be > 0".into(),
+            ));
+        }
+        self.config.index_interval_bytes = bytes;
+        Ok(())
+    }
+
     /// Changes `segment.jitter.ms` (see [`LogConfig::segment_jitter_ms`]);
     /// the next append applies it to the active segment.
     pub fn set_segment_jitter_ms(&mut self, jitter_ms: i64) -> Result<()> {

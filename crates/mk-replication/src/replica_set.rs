@@ -242,6 +242,16 @@ impl PartitionReplicaSet {
         Ok(())
     }
 
+    /// Changes the sparse index interval of every replica (see
+    /// [`PartitionLog::set_index_interval_bytes`](mk_log::PartitionLog::set_index_interval_bytes)).
+    pub fn set_index_interval_bytes(&mut self, bytes: u64) -> Result<()> {
+        for r in self.replicas.values_mut() {
+            r.log.set_index_interval_bytes(bytes)?;
+        }
+        self.config.log.index_interval_bytes = bytes;
+        Ok(())
+    }
+
     /// Changes `segment.jitter.ms` of every replica (see
     /// [`PartitionLog::set_segment_jitter_ms`](mk_log::PartitionLog::set_segment_jitter_ms)).
     pub fn set_segment_jitter_ms(&mut self, jitter_ms: i64) -> Result<()> {
