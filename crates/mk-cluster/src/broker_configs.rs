@@ -119,6 +119,11 @@ fn server_settings(c: &MiniKafkaConfig) -> Vec<(&'static str, String, ConfigType
             ConfigType::Int,
         ),
         (
+            "offsets.retention.minutes",
+            (c.offsets_retention_ms / 60_000).to_string(),
+            ConfigType::Int,
+        ),
+        (
             "replica.lag.time.max.ms",
             c.replica_lag_time_ms.to_string(),
             ConfigType::Long,

@@ -38,6 +38,9 @@ pub struct MiniKafkaConfig {
     pub group_max_session_timeout_ms: i64,
     /// Most members of one group (Kafka's `group.max.size`).
     pub group_max_size: usize,
+    /// How long a group without members keeps its committed offsets
+    /// (Kafka's `offsets.retention.minutes`, 7 days).
+    pub offsets_retention_ms: i64,
     /// How long the classic coordinator waits for more members before the
     /// first rebalance of a new group (Kafka's
     /// `group.initial.rebalance.delay.ms`). 0 here, so embedded clusters and
@@ -89,6 +92,7 @@ impl MiniKafkaConfig {
             group_min_session_timeout_ms: 6_000,
             group_max_session_timeout_ms: 1_800_000,
             group_max_size: 1_000,
+            offsets_retention_ms: 604_800_000,
             group_initial_rebalance_delay_ms: 0,
             replica_lag_max_offsets: 10_000,
             replica_lag_time_ms: 10_000,
@@ -145,7 +149,7 @@ impl MiniKafkaConfig {
 
     /// The sizes, counts and timeouts that must be above zero.
     fn check_positive(&self) -> Result<()> {
-        let positive: [(&str, i64); 14] = [
+        let positive: [(&str, i64); 15] = [
             (
                 "auto_create_partitions",
                 i64::from(self.auto_create_partitions),
@@ -167,6 +171,7 @@ impl MiniKafkaConfig {
                 self.group_max_session_timeout_ms,
             ),
             ("group_max_size", self.group_max_size as i64),
+            ("offsets_retention_ms", self.offsets_retention_ms),
             ("replica_lag_time_ms", self.replica_lag_time_ms),
             (
                 "replica_fetch_max_bytes",
@@ -791,6 +796,7 @@ mod tests {
             Box::new(|c| c.group_min_session_timeout_ms = 0),
             Box::new(|c| c.group_max_session_timeout_ms = 5_000),
             Box::new(|c| c.group_max_size = 0),
+            Box::new(|c| c.offsets_retention_ms = 0),
             Box::new(|c| c.replica_lag_max_offsets = -1),
             Box::new(|c| c.replica_lag_time_ms = 0),
             Box::new(|c| c.replica_fetch_max_bytes = 0),

@@ -341,6 +341,14 @@ impl Groups<'_> {
         self.with_groups(|g, meta| g.expire_members(meta))
     }
 
+    /// Kafka's offset expiration: the committed offsets of a group that
+    /// has had no member for `offsets_retention_ms` go, and the group with
+    /// them (see `GroupCoordinator::expire_offsets`); returns those groups.
+    /// The drivers run it with the cleanup cycle, every minute.
+    pub fn expire_offsets(self) -> Result<Vec<String>> {
+        self.with_groups(|g, _| g.expire_offsets())
+    }
+
     /// The group half of a TxnOffsetCommit's fencing (see
     /// `GroupCoordinator::validate_txn_offset_commit`).
     pub(crate) fn validate_txn_offset_commit(

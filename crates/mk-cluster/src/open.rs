@@ -306,6 +306,7 @@ impl Opening<'_> {
             min_session_timeout_ms: config.group_min_session_timeout_ms,
             max_session_timeout_ms: config.group_max_session_timeout_ms,
             max_group_size: config.group_max_size,
+            offsets_retention_ms: config.offsets_retention_ms,
             initial_rebalance_delay_ms: config.group_initial_rebalance_delay_ms,
             // Member ids made after a restart must never equal ids of
             // before: a client that still holds an old id would take

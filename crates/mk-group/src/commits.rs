@@ -541,6 +541,50 @@ impl GroupCoordinator {
         self.lookup(group).map(|g| g.members.len())
     }
 
+    /// Kafka's offset expiration (KIP-211): a group that has had no member
+    /// for `offsets_retention_ms` loses its committed offsets, and the
+    /// group goes with them. The time counts from the latest of its last
+    /// commit, the last time this step saw it with members, and the
+    /// coordinator's open (members are not persisted, so a restart counts
+    /// as activity). Share groups keep their state. Returns the groups
+    /// whose offsets expired, each deleted with one append. Run it
+    /// regularly (the broker does every minute): when a group was last
+    /// seen with members is what these runs saw.
+    pub fn expire_offsets(&mut self) -> Result<Vec<String>> {
+        let now = self.now_ms();
+        let with_offsets: Vec<String> = self.store.groups().cloned().collect();
+        self.seen_active_ms
+            .retain(|g, _| with_offsets.binary_search(g).is_ok());
+        let mut expired = Vec::new();
+        for group in with_offsets {
+            if self.share_groups.contains_key(&group) {
+                continue;
+            }
+            if self.member_count(&group).unwrap_or(0) > 0 {
+                self.seen_active_ms.insert(group, now);
+                continue;
+            }
+            let idle_since = [
+                self.store.last_commit_ms(&group),
+                self.seen_active_ms.get(&group).copied(),
+                Some(self.opened_ms),
+            ]
+            .into_iter()
+            .flatten()
+            .max()
+            .unwrap_or(now);
+            if now.saturating_sub(idle_since) < self.offsets_retention_ms {
+                continue;
+            }
+            self.store.delete_group(&group, &[], now)?;
+            self.groups.remove(&group);
+            self.consumer_groups.remove(&group);
+            self.seen_active_ms.remove(&group);
+            expired.push(group);
+        }
+        Ok(expired)
+    }
+
     /// Deletes groups without members: their offsets and their generation,
     /// one append per group (Kafka's DeleteGroups). Per group: unknown (or
     /// named twice) -> GROUP_ID_NOT_FOUND; members present ->

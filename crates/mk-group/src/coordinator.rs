@@ -77,6 +77,10 @@ pub struct GroupConfig {
     /// How long a tombstone of the offsets log survives compaction (Kafka's
     /// `delete.retention.ms`).
     pub offsets_delete_retention_ms: i64,
+    /// How long a group without members keeps its committed offsets
+    /// (Kafka's `offsets.retention.minutes`, 7 days): see
+    /// [`GroupCoordinator::expire_offsets`].
+    pub offsets_retention_ms: i64,
     /// Settings of the offsets log (segment size, fault injection, ...).
     pub offsets_log: LogConfig,
     /// The longest metadata string a commit may carry (Kafka's
@@ -116,6 +120,7 @@ impl Default for GroupConfig {
             initial_rebalance_delay_ms: 0,
             member_id_salt: "0".to_string(),
             offsets_delete_retention_ms: 86_400_000,
+            offsets_retention_ms: 604_800_000,
             offsets_log: LogConfig::default(),
             offset_metadata_max_bytes: crate::commits::DEFAULT_OFFSET_METADATA_MAX_BYTES,
             consumer_session_timeout_ms: 45_000,
@@ -163,6 +168,12 @@ impl GroupConfig {
             return bad(format!(
                 "offsets_delete_retention_ms must be >= 0, got {}",
                 self.offsets_delete_retention_ms
+            ));
+        }
+        if self.offsets_retention_ms < 1 {
+            return bad(format!(
+                "offsets_retention_ms must be >= 1, got {}",
+                self.offsets_retention_ms
             ));
         }
         self.validate_modern()?;
@@ -241,6 +252,13 @@ pub struct GroupCoordinator {
     member_id_salt: String,
     next_member: u64,
     offsets_delete_retention_ms: i64,
+    pub(crate) offsets_retention_ms: i64,
+    /// When each group with committed offsets was last seen with members
+    /// by `expire_offsets`.
+    pub(crate) seen_active_ms: BTreeMap<String, i64>,
+    /// When the coordinator opened: no group's offsets expire sooner than
+    /// the retention after it (members are not persisted).
+    pub(crate) opened_ms: i64,
     pub(crate) offset_metadata_max_bytes: usize,
     pub(crate) clock: SharedClock,
     /// Classic groups (and coordinator-assigned JSON-TCP groups).
@@ -389,6 +407,9 @@ impl GroupCoordinator {
             member_id_salt: config.member_id_salt,
             next_member: 0,
             offsets_delete_retention_ms: config.offsets_delete_retention_ms,
+            offsets_retention_ms: config.offsets_retention_ms,
+            seen_active_ms: BTreeMap::new(),
+            opened_ms: clock.now_ms(),
             offset_metadata_max_bytes: config.offset_metadata_max_bytes,
             clock,
             groups,

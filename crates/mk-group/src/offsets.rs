@@ -27,6 +27,9 @@ const REPLAY_CHUNK_BYTES: usize = 1 << 20;
 pub(crate) struct OffsetStore {
     log: PartitionLog,
     offsets: BTreeMap<String, BTreeMap<TopicPartition, OffsetAndMetadata>>,
+    /// When each group with offsets last committed one (the commit
+    /// records' timestamps): what offset expiration counts from.
+    last_commit_ms: BTreeMap<String, i64>,
 }
 
 /// What replay finds besides committed offsets: every group's last
@@ -46,6 +49,7 @@ impl OffsetStore {
         let mut store = Self {
             log,
             offsets: BTreeMap::new(),
+            last_commit_ms: BTreeMap::new(),
         };
         let persisted = store.replay()?;
         Ok((store, persisted))
@@ -94,6 +98,7 @@ impl OffsetStore {
             (OffsetsKey::Offset { group, partition }, Some(v)) => {
                 let committed =
                     codec::decode_offset_value(v).map_err(|r| self.corrupt(offset, r))?;
+                self.noted_commit(&group, record.timestamp_ms);
                 self.offsets
                     .entry(group)
                     .or_default()
@@ -138,8 +143,23 @@ impl OffsetStore {
             map.remove(partition);
             if map.is_empty() {
                 self.offsets.remove(group);
+                self.last_commit_ms.remove(group);
             }
         }
+    }
+
+    /// A commit of `group` stamped `at_ms` (the record's timestamp).
+    fn noted_commit(&mut self, group: &str, at_ms: i64) {
+        let last = self
+            .last_commit_ms
+            .entry(group.to_string())
+            .or_insert(at_ms);
+        *last = (*last).max(at_ms);
+    }
+
+    /// When `group` last committed an offset it still has.
+    pub(crate) fn last_commit_ms(&self, group: &str) -> Option<i64> {
+        self.last_commit_ms.get(group).copied()
     }
 
     /// Appends one batch of `(key, value)` records stamped `now_ms`.
@@ -191,6 +211,7 @@ impl OffsetStore {
         if !offsets.is_empty() {
             let map = self.offsets.entry(group.to_string()).or_default();
             map.extend(offsets.iter().map(|(tp, o)| (tp.clone(), o.clone())));
+            self.noted_commit(group, now_ms);
         }
         Ok(())
     }
@@ -283,6 +304,7 @@ impl OffsetStore {
         records.push((codec::group_key(group), None));
         self.append(records, now_ms)?;
         self.offsets.remove(group);
+        self.last_commit_ms.remove(group);
         Ok(())
     }
 

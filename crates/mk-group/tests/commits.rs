@@ -575,3 +575,53 @@ fn a_commit_with_metadata_is_fenced_like_any_commit() {
     assert_eq!(code(r).0, ErrorCode::IllegalGeneration);
     assert_nothing_stored(&mut f, "g", before);
 }
+
+#[test]
+fn offsets_of_a_group_without_members_expire_after_the_retention_and_the_group_with_them() {
+    const DAY: i64 = 86_400_000;
+    let mut f = Fixture::with_config(mk_group::GroupConfig {
+        session_timeout_ms: common::SESSION_MS,
+        offsets_retention_ms: 7 * DAY,
+        ..mk_group::GroupConfig::default()
+    });
+    let meta = f.meta.clone();
+    // A plain committer (no membership), a group that keeps a member, and
+    // a group whose member leaves a day after its last commit.
+    f.c()
+        .commit_direct("plain", &offsets(&[("orders", 0, 5)]), &meta)
+        .unwrap();
+    let _ = f.join_and_commit("busy", "a", "orders", &[(0, 7)]);
+    let _ = f.join_and_commit("left", "b", "payments", &[(1, 3)]);
+    f.clock.advance(DAY);
+    // The broker runs the step every minute: this run sees both groups'
+    // members.
+    assert_eq!(f.c().expire_offsets().unwrap(), Vec::<String>::new());
+    f.leave("left", "b");
+    // Six days and a bit on: nothing has been idle for seven days.
+    f.clock.advance(6 * DAY - 1);
+    assert_eq!(f.c().expire_offsets().unwrap(), Vec::<String>::new());
+    // The plain committer's seven days are up (from its commit); the
+    // group that lost its member a day later keeps its offsets a day more.
+    f.clock.advance(1);
+    assert_eq!(f.c().expire_offsets().unwrap(), vec!["plain".to_string()]);
+    assert!(f.c().committed_offsets("plain").is_empty());
+    assert!(!f.c().list_groups().contains(&"plain".to_string()));
+    // The busy group's member stays (no session expiry runs here); it
+    // keeps its offsets however old its commit.
+    f.clock.advance(DAY);
+    let expired = f.c().expire_offsets().unwrap();
+    assert_eq!(expired, vec!["left".to_string()]);
+    assert_eq!(f.c().fetch_committed("busy", &tp("orders", 0)), Some(7));
+    assert!(f.c().committed_offsets("left").is_empty());
+    // What expired stays expired after a restart; the rest is kept.
+    f.restart();
+    assert!(f.c().committed_offsets("plain").is_empty());
+    assert!(f.c().committed_offsets("left").is_empty());
+    assert_eq!(f.c().fetch_committed("busy", &tp("orders", 0)), Some(7));
+    // A restart counts as activity: the busy group, now without its
+    // member, keeps its offsets for the retention after the reopen.
+    f.clock.advance(7 * DAY - 1);
+    assert_eq!(f.c().expire_offsets().unwrap(), Vec::<String>::new());
+    f.clock.advance(1);
+    assert_eq!(f.c().expire_offsets().unwrap(), vec!["busy".to_string()]);
+}

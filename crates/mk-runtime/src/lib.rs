@@ -79,6 +79,7 @@ pub fn start_drivers(cluster: &Arc<BrokerCluster>, config: DriverConfig) -> Resu
     run_every(cluster, config.cleanup_interval, |c| async move {
         step_ok("retention", c.steps().apply_retention_all())
             && step_ok("compaction", c.steps().compact_all())
+            && step_ok("offset expiry", c.groups().expire_offsets())
     })
 }
 

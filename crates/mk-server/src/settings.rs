@@ -137,6 +137,9 @@ pub struct ServeArgs {
     /// How long the first rebalance of a new classic group waits for more members; each member joining meanwhile extends it, up to the rebalance timeout (Kafka's group.initial.rebalance.delay.ms) [default: 3000].
     #[arg(long, value_name = "MS")]
     pub group_initial_rebalance_delay_ms: Option<i64>,
+    /// A group without members keeps its committed offsets this long after its last commit or member (Kafka's offsets.retention.minutes) [default: 10080, 7 days].
+    #[arg(long, value_name = "MIN")]
+    pub offsets_retention_minutes: Option<i64>,
     /// Ongoing transactions older than this are aborted [default: 60000].
     #[arg(long, value_name = "MS")]
     pub transaction_timeout_ms: Option<i64>,
@@ -209,6 +212,7 @@ struct FileSettings {
     flush_interval_ms: Option<i64>,
     group_session_timeout_ms: Option<i64>,
     group_initial_rebalance_delay_ms: Option<i64>,
+    offsets_retention_minutes: Option<i64>,
     transaction_timeout_ms: Option<i64>,
     max_frame_bytes: Option<usize>,
     max_connections: Option<usize>,
@@ -342,6 +346,10 @@ impl ServeArgs {
         cluster.group_initial_rebalance_delay_ms =
             pick!(self, file, group_initial_rebalance_delay_ms)
                 .unwrap_or(DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS);
+        if let Some(min) = pick!(self, file, offsets_retention_minutes) {
+            // Out of range either way: the cluster's check says so.
+            cluster.offsets_retention_ms = min.checked_mul(60_000).unwrap_or(-1);
+        }
         if let Some(ms) = pick!(self, file, transaction_timeout_ms) {
             cluster.transaction_timeout_ms = ms;
         }
