@@ -208,10 +208,7 @@ impl Opening<'_> {
             }
             opened.topics.insert(
                 meta.name.clone(),
-                Arc::new(Topic {
-                    meta: meta.clone(),
-                    partitions,
-                }),
+                Arc::new(Topic::new(meta.clone(), partitions)),
             );
         }
         Ok(opened)

@@ -12,8 +12,10 @@
 //! its files as after a crash.
 
 use crate::config::FlushPolicy;
+use crate::data::AppendSettings;
 use crate::error::ClusterError;
 use crate::metadata::TopicMeta;
+use crate::topic_configs::BrokerDefaults;
 use crate::traffic::PartitionTraffic;
 use mk_core::TopicPartition;
 use mk_replication::PartitionReplicaSet;
@@ -106,9 +108,22 @@ impl Offline {
 pub(crate) struct Topic {
     pub meta: TopicMeta,
     pub partitions: Vec<Arc<PartitionSlot>>,
+    /// The settings appends act on, resolved from `meta.config` over the
+    /// broker defaults they were resolved with (`DataPath` resolves them
+    /// again when the defaults change; a config change makes a new
+    /// `Topic`).
+    pub append_settings: Mutex<Option<(Arc<BrokerDefaults>, AppendSettings)>>,
 }
 
 impl Topic {
+    pub(crate) fn new(meta: TopicMeta, partitions: Vec<Arc<PartitionSlot>>) -> Self {
+        Self {
+            meta,
+            partitions,
+            append_settings: Mutex::new(None),
+        }
+    }
+
     /// How many partitions the topic has: created and grown from a u32
     /// count, so the length always fits one.
     pub(crate) fn partition_count(&self) -> u32 {

@@ -186,13 +186,8 @@ impl Topics<'_> {
         if let Err(e) = metadata.finish_create(meta.clone()) {
             return Err(self.undo_create(&mut metadata, &meta, &meta.partitions, slots, e));
         }
-        crate::locks::plain_write(&self.cluster.topics).insert(
-            name.to_string(),
-            Arc::new(Topic {
-                meta,
-                partitions: slots,
-            }),
-        );
+        crate::locks::plain_write(&self.cluster.topics)
+            .insert(name.to_string(), Arc::new(Topic::new(meta, slots)));
         tracing::info!(
             topic = name,
             partitions,
@@ -623,7 +618,7 @@ impl Topics<'_> {
         let mut partitions = topic.partitions.clone();
         partitions.extend(slots);
         crate::locks::plain_write(&self.cluster.topics)
-            .insert(name.to_string(), Arc::new(Topic { meta, partitions }));
+            .insert(name.to_string(), Arc::new(Topic::new(meta, partitions)));
         tracing::info!(topic = name, from = current, to = total, "partitions added");
         Ok(())
     }
@@ -702,10 +697,7 @@ impl Topics<'_> {
         self.cluster.guard(metadata.put(meta.clone()))?;
         crate::locks::plain_write(&self.cluster.topics).insert(
             name.to_string(),
-            Arc::new(Topic {
-                meta,
-                partitions: topic.partitions.clone(),
-            }),
+            Arc::new(Topic::new(meta, topic.partitions.clone())),
         );
         // The partitions' locks come before the metadata lock (promotion
         // and moves persist under a partition's lock), so the new segment

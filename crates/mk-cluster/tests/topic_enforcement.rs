@@ -417,6 +417,32 @@ fn probes() -> Vec<Probe> {
     ]
 }
 
+/// A topic that has taken appends follows the broker default once it is
+/// altered, and its own value once that is set (what the topic resolves
+/// for appends is never kept past a change).
+#[tokio::test]
+async fn a_topic_in_use_follows_alterations_of_the_broker_default_and_its_own() {
+    let node = Node::new(|_| {});
+    let c = node.c();
+    c.topics().create("t", 1, 1).unwrap();
+    let big = || batch_at(&"x".repeat(500), c.clock().now_ms());
+    assert_eq!(answer(c, "t", big()), "appended");
+    let set_broker = |value: &str| {
+        let change = IncrementalChange {
+            key: "message.max.bytes".into(),
+            op: IncrementalOp::Set(value.into()),
+        };
+        c.alter_broker_configs(None, &[change], false, false)
+            .unwrap();
+    };
+    set_broker("100");
+    assert_eq!(answer(c, "t", big()), "MessageTooLarge");
+    set_broker("100000");
+    assert_eq!(answer(c, "t", big()), "appended");
+    alter_topic(c, "t", &[("max.message.bytes", "100")]);
+    assert_eq!(answer(c, "t", big()), "MessageTooLarge");
+}
+
 /// Every enforced topic config whose broker config can be altered at run
 /// time: altering the broker default changes what a topic without its own
 /// value does at once, and leaves a topic that sets its own (Kafka's
