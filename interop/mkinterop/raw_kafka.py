@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import socket
 import struct
+from dataclasses import dataclass
 
 OFFSET_COMMIT = 8
 FETCH = 1
@@ -139,11 +140,36 @@ class FetchError(ValueError):
         self.code = code
 
 
+@dataclass(frozen=True)
+class FetchedBatch:
+    """The header fields of one record batch as a Fetch served it."""
+
+    base_offset: int
+    last_offset_delta: int
+    attributes: int
+    producer_id: int
+    base_sequence: int
+    record_count: int
+
+    @property
+    def codec(self) -> int:
+        return self.attributes & 0x07
+
+
 def fetched_batch_codecs(bootstrap: str, topic: str, partition: int = 0, offset: int = 0, version: int = 10) -> list[int]:
     """The codec (attributes bits 0-2: 0 none, 1 gzip, 2 snappy, 3 lz4, 4
     zstd) of every complete record batch one Fetch (v4, or v10, the first
     that may carry zstd) of `topic`'s `partition` from `offset` returns (up
     to 8 MiB); a partition error raises FetchError."""
+    return [b.codec for b in fetched_batches(bootstrap, topic, partition, offset, version)]
+
+
+def fetched_batches(
+    bootstrap: str, topic: str, partition: int = 0, offset: int = 0, version: int = 10
+) -> list[FetchedBatch]:
+    """The header of every complete record batch one Fetch (v4 or v10) of
+    `topic`'s `partition` from `offset` returns (up to 8 MiB); a partition
+    error raises FetchError."""
     if version not in (4, 10):
         raise ValueError(f"Fetch v{version} is not spelled here")
     max_bytes = 8 << 20
@@ -165,7 +191,7 @@ def fetched_batch_codecs(bootstrap: str, topic: str, partition: int = 0, offset:
             raise FetchError(code)
         r.take(4)  # session_id
     (topics,) = struct.unpack(">i", r.take(4))
-    codecs: list[int] = []
+    batches: list[FetchedBatch] = []
     for _ in range(topics):
         (name_len,) = struct.unpack(">h", r.take(2))
         r.take(name_len)
@@ -179,16 +205,36 @@ def fetched_batch_codecs(bootstrap: str, topic: str, partition: int = 0, offset:
             (aborted,) = struct.unpack(">i", r.take(4))
             r.take(16 * max(aborted, 0))
             (size,) = struct.unpack(">i", r.take(4))
-            records = r.take(max(size, 0))
-            pos = 0
-            # Each batch: baseOffset i64, batchLength i32, epoch i32,
-            # magic i8, crc u32, attributes i16; a partial last batch is
-            # left out, as clients leave it.
-            while pos + 23 <= len(records):
-                (length,) = struct.unpack(">i", records[pos + 8 : pos + 12])
-                if pos + 12 + length > len(records):
-                    break
-                (attributes,) = struct.unpack(">h", records[pos + 21 : pos + 23])
-                codecs.append(attributes & 0x07)
-                pos += 12 + length
-    return codecs
+            batches += _batch_headers(r.take(max(size, 0)))
+    return batches
+
+
+# A v2 batch header: baseOffset i64, batchLength i32, partitionLeaderEpoch
+# i32, magic i8, crc u32, attributes i16, lastOffsetDelta i32,
+# baseTimestamp i64, maxTimestamp i64, producerId i64, producerEpoch i16,
+# baseSequence i32, recordCount i32: 61 bytes.
+_BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")
+
+
+def _batch_headers(records: bytes) -> list[FetchedBatch]:
+    """The complete batches of a records section; a partial last batch is
+    left out, as clients leave it."""
+    out = []
+    pos = 0
+    while pos + _BATCH_HEADER.size <= len(records):
+        f = _BATCH_HEADER.unpack_from(records, pos)
+        length = f[1]
+        if pos + 12 + length > len(records):
+            break
+        out.append(
+            FetchedBatch(
+                base_offset=f[0],
+                last_offset_delta=f[6],
+                attributes=f[5],
+                producer_id=f[9],
+                base_sequence=f[11],
+                record_count=f[12],
+            )
+        )
+        pos += 12 + length
+    return out

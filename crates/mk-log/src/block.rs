@@ -208,6 +208,39 @@ impl BlockBatch {
         Ok(batch)
     }
 
+    /// What compaction leaves of a producer's last data batch once every
+    /// record in it is gone (Kafka's cleaner keeps such a batch empty):
+    /// its offsets, leader epoch, producer id, epoch and base sequence and
+    /// its transactional attribute, no records, an empty uncompressed block
+    /// and no timestamp (-1). A replica that replays the log learns the
+    /// producer's last sequence from it.
+    pub fn emptied(header: &BatchHeader, transactional_id: Option<String>) -> Result<BlockBatch> {
+        if header.control.is_some() {
+            return Err(LogError::InvalidRecord(
+                "a transaction marker is never emptied".into(),
+            ));
+        }
+        Self::new(BlockParts {
+            base_offset: header.base_offset,
+            leader_epoch: header.leader_epoch,
+            producer: header.producer,
+            transactional_id,
+            control: None,
+            last_offset_delta: header.last_offset_delta,
+            record_count: 0,
+            codec: Codec::None,
+            timestamp_type: TimestampType::CreateTime,
+            first_timestamp: -1,
+            max_timestamp: -1,
+            block: Bytes::new(),
+        })
+    }
+
+    /// Whether this is an emptied batch ([`BlockBatch::emptied`]).
+    pub fn is_emptied(&self) -> bool {
+        self.header.control.is_none() && self.header.record_count == 0
+    }
+
     /// The fields this batch was built from (offsets as assigned so far),
     /// for building a batch like it around another block.
     pub fn to_parts(&self) -> BlockParts {
@@ -493,7 +526,10 @@ impl BlockBatch {
             Some(_) if h.record_count != 1 || codec != Codec::None => {
                 Err("control batch must hold one uncompressed control record".into())
             }
-            None if h.record_count == 0 => Err("data batch holds no records".into()),
+            // An emptied batch (below) is the one data batch without records.
+            None if h.record_count == 0 && (codec != Codec::None || !self.block.is_empty()) => {
+                Err("data batch holds no records but a block".into())
+            }
             _ => Ok(()),
         }
     }
@@ -751,6 +787,56 @@ mod tests {
             ErrorCode::InvalidRecord,
             "a marker is transactional"
         );
+    }
+
+    #[test]
+    fn only_an_uncompressed_empty_block_holds_no_records() {
+        let emptied = BlockBatch::emptied(
+            &BlockBatch::new(parts()).unwrap().header(),
+            Some("tx-1".into()),
+        )
+        .unwrap();
+        assert!(emptied.is_emptied());
+        assert_eq!(
+            emptied.attributes(),
+            0x10,
+            "uncompressed, CreateTime, transactional"
+        );
+        assert_eq!(emptied.header().last_offset_delta, 2, "its offsets stay");
+        assert_eq!(
+            emptied.header().producer.base_sequence,
+            7,
+            "its sequence stays"
+        );
+        let back = decode(&emptied.encode().unwrap(), MAX).unwrap();
+        assert_eq!(back, emptied);
+        assert_eq!(back.records(MAX as usize).unwrap().records().len(), 0);
+        let mut p = emptied.to_parts();
+        p.block = Bytes::from_static(b"\x00");
+        assert_eq!(
+            BlockBatch::new(p).unwrap_err().code(),
+            ErrorCode::InvalidRecord,
+            "a block"
+        );
+        let mut p = emptied.to_parts();
+        p.codec = Codec::Lz4;
+        assert_eq!(
+            BlockBatch::new(p).unwrap_err().code(),
+            ErrorCode::InvalidRecord,
+            "a codec"
+        );
+        let mut marker = emptied.header();
+        marker.control = Some(ControlType::Commit);
+        assert_eq!(
+            BlockBatch::emptied(&marker, Some("tx-1".into()))
+                .unwrap_err()
+                .code(),
+            ErrorCode::InvalidRecord
+        );
+        let Err(e) = crate::RecordBatch::from_block(emptied) else {
+            panic!("a producer's batch without records was taken");
+        };
+        assert_eq!(e.code(), ErrorCode::InvalidRecord);
     }
 
     #[test]

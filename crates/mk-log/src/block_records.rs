@@ -314,6 +314,9 @@ fn snappy_block(block: &[u8], room: usize, out: &mut Vec<u8>) -> Result<()> {
 /// becomes a marker with no records, as version 1 stores it. Damage is
 /// CORRUPT_BATCH.
 pub fn decode_records(batch: &BlockBatch, limit: usize) -> Result<RecordBatch> {
+    if batch.is_emptied() {
+        return Ok(RecordBatch::emptied_from(batch));
+    }
     let h = batch.header();
     let (records, deltas) = if h.control.is_some() {
         (Vec::new(), Vec::new())

@@ -23,6 +23,11 @@
 //! offset, producer id, epoch, base sequence, transactional and timestamp
 //! type attributes kept (what Kafka's cleaner keeps, so a producer's last
 //! sequence survives); a batch the broker encoded (version 1) as version 1.
+//! A batch that loses every record goes, except its producer's last data
+//! batch: that one stays as an emptied batch (no records, its offsets and
+//! sequence kept; `BlockBatch::emptied`), as Kafka's cleaner keeps it, so
+//! a replica that rebuilds its producer state from the log still knows the
+//! producer's last sequence. It goes once the producer has a later batch.
 //!
 //! The swap is crash-safe at every instant:
 //! 1. cleaned copies `<base>.{log,index,timeindex}.cleaned` are written and
@@ -34,6 +39,7 @@
 //! 3. every `.cleaned` file is renamed over its live file (each rename is
 //!    atomic), the directory is fsynced and `cleaner-swap` is removed.
 
+use crate::block::BlockBatch;
 use crate::error::{LogError, Result};
 use crate::log::PartitionLog;
 use crate::segment::{INDEX_EXT, LOG_EXT, Segment, TIME_INDEX_EXT, segment_path, write_file};
@@ -58,6 +64,8 @@ pub struct CompactionResult {
     pub records_after: u64,
     /// Transaction markers removed (see the module docs).
     pub markers_removed: u64,
+    /// Producers' last data batches left empty (see the module docs).
+    pub batches_emptied: u64,
 }
 
 /// What decides a transaction marker's removal while the segments are
@@ -66,6 +74,8 @@ struct Markers {
     /// The base offset of each producer's last batch below the key map's
     /// limit.
     last_batch: HashMap<i64, i64>,
+    /// The base offset of each producer's last data batch there.
+    last_data: HashMap<i64, i64>,
     /// Producers whose current transaction kept a record in this cleaning.
     retained: HashSet<i64>,
     /// Markers removed, by offset.
@@ -78,6 +88,13 @@ impl Markers {
         if h.transactional && kept > 0 {
             self.retained.insert(h.producer.producer_id);
         }
+    }
+
+    /// Whether `h` is its producer's last data batch, which stays (empty if
+    /// need be) so that the producer's last sequence stays in the log.
+    fn is_last_data(&self, h: &BatchHeader) -> bool {
+        h.producer.producer_id >= 0
+            && self.last_data.get(&h.producer.producer_id) == Some(&h.base_offset)
     }
 
     /// Whether the marker `h` stays; `aged` when its segment's newest record
@@ -163,6 +180,76 @@ impl Aborted {
 struct Cleaned {
     index: usize,
     shadow: Segment,
+}
+
+/// What rewriting one segment did.
+struct SegmentPass {
+    shadow: Segment,
+    /// Data records before and after.
+    before: u64,
+    after: u64,
+    /// Producers' last data batches left empty.
+    emptied: u64,
+    /// Whether any batch was not copied as it was.
+    changed: bool,
+}
+
+/// How a batch stays in a cleaned segment.
+enum Kept {
+    /// Copied byte for byte; its newest record's time (-1: none).
+    AsItWas(i64),
+    /// Written anew (the frame is in the caller's buffer): its header and
+    /// newest record's time.
+    Rewritten(BatchHeader, i64),
+}
+
+/// Cleans one data batch: `None` when it goes, else how it stays (a
+/// rewritten one is encoded into `buf`).
+fn clean_data_batch(
+    b: &crate::StoredBatch,
+    keep: &impl Fn(&BatchHeader, i64, &crate::Record) -> bool,
+    markers: &mut Markers,
+    pass: &mut SegmentPass,
+    buf: &mut Vec<u8>,
+) -> Result<Option<Kept>> {
+    let mut batch = b.decode()?;
+    let produced = batch.block().cloned();
+    let n = batch.records().len();
+    batch.retain_records(|o, r| keep(&b.header, o, r));
+    let kept = batch.records().len();
+    markers.data(&b.header, kept);
+    pass.before += n as u64;
+    pass.after += kept as u64;
+    let last = markers.is_last_data(&b.header);
+    if kept == n {
+        // Every record stays; an emptied batch stays empty while it is its
+        // producer's last.
+        return Ok((n > 0 || last).then(|| Kept::AsItWas(batch.max_timestamp_ms())));
+    }
+    buf.clear();
+    if kept == 0 {
+        if !last {
+            return Ok(None);
+        }
+        // A producer's last data batch stays, empty, as Kafka's cleaner
+        // keeps it: its sequence is the producer's state.
+        let tid = batch.transactional_id().map(str::to_string);
+        BlockBatch::emptied(&b.header, tid)?.encode_into(buf)?;
+        pass.emptied += 1;
+        return Ok(Some(Kept::Rewritten(b.header.with_record_count(0), -1)));
+    }
+    // A producer's block loses records as Kafka's cleaner rebuilds one: the
+    // kept records in a new version 2 block of the same codec, offsets,
+    // producer and markers kept.
+    match &produced {
+        Some(p) => block_records::rebuild(p, &batch)?.encode_into(buf)?,
+        None => codec::encode_into(&batch, buf)?,
+    }
+    let count = u32::try_from(kept).expect("kept records are at most the batch's u32 count");
+    Ok(Some(Kept::Rewritten(
+        b.header.with_record_count(count),
+        batch.max_timestamp_ms(),
+    )))
 }
 
 impl PartitionLog {
@@ -309,9 +396,10 @@ impl PartitionLog {
             self.txns
                 .aborted_overlapping(self.log_start_offset(), limit),
         );
-        let (latest, last_batch) = self.latest_offsets(map_limit, &aborted)?;
+        let (latest, last_batch, last_data) = self.latest_offsets(map_limit, &aborted)?;
         let mut markers = Markers {
             last_batch,
+            last_data,
             retained: HashSet::new(),
             removed: Vec::new(),
         };
@@ -334,13 +422,16 @@ impl PartitionLog {
         let mut cleaned = Vec::new();
         for i in 0..eligible {
             self.crash_point(&mut step)?;
-            let markers_before = markers.removed.len();
             let aged = self.segments[i].max_timestamp_ms < grace_end;
-            let (shadow, before, after) = self.write_cleaned(i, &keep, &mut markers, aged)?;
-            result.records_before += before;
-            result.records_after += after;
-            if before != after || markers.removed.len() != markers_before {
-                cleaned.push(Cleaned { index: i, shadow });
+            let pass = self.write_cleaned(i, &keep, &mut markers, aged)?;
+            result.records_before += pass.before;
+            result.records_after += pass.after;
+            result.batches_emptied += pass.emptied;
+            if pass.changed {
+                cleaned.push(Cleaned {
+                    index: i,
+                    shadow: pass.shadow,
+                });
             } else {
                 for ext in EXTS {
                     fsutil::remove_if_exists(&cleaned_path(
@@ -398,18 +489,24 @@ impl PartitionLog {
     }
 
     /// The latest offset of every key among stable, non-aborted records
-    /// below `limit`, and the base offset of each producer's last batch
-    /// there.
+    /// below `limit`, and the base offsets of each producer's last batch
+    /// and last data batch there.
+    #[allow(clippy::type_complexity)]
     fn latest_offsets(
         &self,
         limit: i64,
         aborted: &Aborted,
-    ) -> Result<(HashMap<Bytes, i64>, HashMap<i64, i64>)> {
+    ) -> Result<(HashMap<Bytes, i64>, HashMap<i64, i64>, HashMap<i64, i64>)> {
         let mut latest: HashMap<Bytes, i64> = HashMap::new();
         let mut last_batch: HashMap<i64, i64> = HashMap::new();
+        let mut last_data: HashMap<i64, i64> = HashMap::new();
         self.scan(self.log_start_offset(), limit, |b| {
-            if b.header.producer.producer_id >= 0 && b.header.base_offset < limit {
-                last_batch.insert(b.header.producer.producer_id, b.header.base_offset);
+            let pid = b.header.producer.producer_id;
+            if pid >= 0 && b.header.base_offset < limit {
+                last_batch.insert(pid, b.header.base_offset);
+                if b.header.control.is_none() {
+                    last_data.insert(pid, b.header.base_offset);
+                }
             }
             if b.header.control.is_some() {
                 return Ok(ControlFlow::Continue(()));
@@ -430,70 +527,55 @@ impl PartitionLog {
             }
             Ok(ControlFlow::Continue(()))
         })?;
-        Ok((latest, last_batch))
+        Ok((latest, last_batch, last_data))
     }
 
-    /// Writes the cleaned copy of segment `i` and fsyncs it. Returns the
-    /// shadow segment describing it and the record counts before / after.
-    /// `aged`: the segment's newest record is past the grace, so a
-    /// transaction marker in it may go.
+    /// Writes the cleaned copy of segment `i` and fsyncs it: the shadow
+    /// segment describing it and what the pass did. `aged`: the segment's
+    /// newest record is past the grace, so a transaction marker in it may
+    /// go.
     fn write_cleaned(
         &self,
         i: usize,
         keep: &impl Fn(&BatchHeader, i64, &crate::Record) -> bool,
         markers: &mut Markers,
         aged: bool,
-    ) -> Result<(Segment, u64, u64)> {
+    ) -> Result<SegmentPass> {
         let base = self.segments[i].base_offset;
         let path = cleaned_path(&self.dir, base, LOG_EXT);
         let file = File::create(&path).map_err(|e| LogError::io(&path, e))?;
         let mut out = BufWriter::with_capacity(256 * 1024, file);
-        let mut shadow = Segment::empty(base);
+        let mut pass = SegmentPass {
+            shadow: Segment::empty(base),
+            before: 0,
+            after: 0,
+            emptied: 0,
+            changed: false,
+        };
         let interval = self.config.index_interval_bytes;
-        let (mut before, mut after) = (0u64, 0u64);
         let mut buf = Vec::new();
         self.scan_segment_all(i, |b| {
-            let position = shadow.size;
-            if b.header.control.is_some() {
-                if !markers.keeps(&b.header, aged) {
+            let position = pass.shadow.size;
+            let kept = if b.header.control.is_some() {
+                markers.keeps(&b.header, aged).then_some(Kept::AsItWas(-1))
+            } else {
+                clean_data_batch(&b, keep, markers, &mut pass, &mut buf)?
+            };
+            let (header, bytes, max_ts) = match kept {
+                None => {
+                    pass.changed = true;
                     return Ok(());
                 }
-                out.write_all(&b.frame)
-                    .map_err(|e| LogError::io(&path, e))?;
-                shadow.note_batch(position, &b.header, b.size() as u64, -1, interval);
-                return Ok(());
-            }
-            let mut batch = b.decode()?;
-            let produced = batch.block().cloned();
-            let n = batch.records().len();
-            batch.retain_records(|o, r| keep(&b.header, o, r));
-            let kept = batch.records().len();
-            markers.data(&b.header, kept);
-            before += n as u64;
-            after += kept as u64;
-            if kept == 0 {
-                return Ok(());
-            }
-            let max_ts = batch.max_timestamp_ms();
-            if kept == n {
-                out.write_all(&b.frame)
-                    .map_err(|e| LogError::io(&path, e))?;
-                shadow.note_batch(position, &b.header, b.size() as u64, max_ts, interval);
-            } else {
-                buf.clear();
-                // A producer's block loses records as Kafka's cleaner
-                // rebuilds one: the kept records in a new version 2 block
-                // of the same codec, offsets, producer and markers kept.
-                match &produced {
-                    Some(p) => block_records::rebuild(p, &batch)?.encode_into(&mut buf)?,
-                    None => codec::encode_into(&batch, &mut buf)?,
+                Some(Kept::AsItWas(max_ts)) => (b.header, &b.frame[..], max_ts),
+                Some(Kept::Rewritten(header, max_ts)) => {
+                    pass.changed = true;
+                    (header, &buf[..], max_ts)
                 }
-                out.write_all(&buf).map_err(|e| LogError::io(&path, e))?;
-                let header = b.header.with_record_count(
-                    u32::try_from(kept).expect("kept records are at most the batch's u32 count"),
-                );
-                shadow.note_batch(position, &header, buf.len() as u64, max_ts, interval);
-            }
+            };
+            out.write_all(bytes).map_err(|e| LogError::io(&path, e))?;
+            let size = bytes.len() as u64;
+            pass.shadow
+                .note_batch(position, &header, size, max_ts, interval);
             Ok(())
         })?;
         self.config.faults.before_write(&path)?;
@@ -503,8 +585,12 @@ impl PartitionLog {
         self.config.faults.before_sync(&path)?;
         file.sync_all().map_err(|e| LogError::io(&path, e))?;
         // The shadow keeps the original end offset: gaps stay gaps.
-        shadow.next_offset = self.segments[i].next_offset;
-        let idx = shadow.indexes.get().expect("shadow indexes are loaded");
+        pass.shadow.next_offset = self.segments[i].next_offset;
+        let idx = pass
+            .shadow
+            .indexes
+            .get()
+            .expect("shadow indexes are loaded");
         for (ext, bytes) in [
             (INDEX_EXT, idx.offsets.to_bytes()),
             (TIME_INDEX_EXT, idx.times.to_bytes()),
@@ -512,7 +598,7 @@ impl PartitionLog {
             let path = cleaned_path(&self.dir, base, ext);
             write_file(&self.config.faults, &path, &bytes, true)?;
         }
-        Ok((shadow, before, after))
+        Ok(pass)
     }
 
     fn scan_segment_all(

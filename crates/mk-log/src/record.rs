@@ -210,6 +210,11 @@ impl RecordBatch {
                 "a producer's block cannot be a control batch".into(),
             ));
         }
+        if block.is_emptied() {
+            return Err(LogError::InvalidRecord(
+                "a producer's batch needs at least one record".into(),
+            ));
+        }
         Ok(Self {
             records: Vec::new(),
             offset_deltas: Vec::new(),
@@ -304,6 +309,26 @@ impl RecordBatch {
     /// again (a group append falling back to lone appends).
     pub(crate) fn unassign(&mut self) {
         self.base_offset = None;
+    }
+
+    /// The core's view of an emptied batch ([`BlockBatch::emptied`]): the
+    /// one data batch without records, which only compaction writes and
+    /// readers meet in the log. Its block goes with it, so writing the
+    /// batch again writes the same frame.
+    pub(crate) fn emptied_from(block: &BlockBatch) -> Self {
+        debug_assert!(block.is_emptied());
+        let h = block.header();
+        Self {
+            records: Vec::new(),
+            offset_deltas: Vec::new(),
+            last_offset_delta: h.last_offset_delta,
+            base_offset: Some(h.base_offset),
+            leader_epoch: h.leader_epoch,
+            producer: h.producer,
+            transactional_id: block.transactional_id().map(str::to_string),
+            control: None,
+            block: Some(Box::new(block.clone())),
+        }
     }
 
     /// Builds a batch from decoded parts, checking every invariant. Used by

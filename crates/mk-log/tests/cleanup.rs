@@ -487,3 +487,131 @@ fn min_compaction_lag_keeps_newer_records_and_their_older_keys() {
     let offsets: Vec<i64> = dump(&log).iter().map(|r| r.0).collect();
     assert_eq!(offsets, vec![56, 57, 58, 59]);
 }
+
+/// The producer-owned batches of the log: (base offset, producer id,
+/// record count, base sequence, last offset delta, frame version).
+fn producer_batches(log: &PartitionLog) -> Vec<(i64, i64, u32, i32, i32, Option<u8>)> {
+    log.read_batches(0, usize::MAX, None)
+        .unwrap()
+        .iter()
+        .filter(|b| b.header.producer.producer_id >= 0 && b.header.control.is_none())
+        .map(|b| {
+            let h = b.header;
+            (
+                b.base_offset(),
+                h.producer.producer_id,
+                h.record_count,
+                h.producer.base_sequence,
+                h.last_offset_delta,
+                mk_log::block::frame_version(&b.frame),
+            )
+        })
+        .collect()
+}
+
+/// Producer 9's batches: two records at 0-1 (sequence 0), then, as its
+/// block kept as produced (lz4), two records at 2-3 (sequence 2), all
+/// overwritten by a producer without an id at 4-7, then keys to fill
+/// segments.
+fn superseded_producer(dir: &std::path::Path, cfg: &LogConfig) -> PartitionLog {
+    use mk_log::block::{Codec, Compression};
+    let mut log = open(dir, cfg);
+    let p = producer(9);
+    let two = |a: &str, b_: &str| {
+        RecordBatch::new(vec![
+            Record::new(Some(b(a)), Some(b("old")), 1),
+            Record::new(Some(b(b_)), Some(b("old")), 1),
+        ])
+        .unwrap()
+    };
+    log.append(two("a", "b").with_producer(p)).unwrap();
+    let mut last = two("c", "d").with_producer(mk_log::ProducerInfo {
+        base_sequence: 2,
+        ..p
+    });
+    assert!(
+        last.recompress(Compression::of(Codec::Lz4), 1 << 20)
+            .unwrap()
+    );
+    log.append(last).unwrap();
+    for k in ["a", "b", "c", "d"] {
+        log.append(rec(Some(k), Some("new"), 1)).unwrap();
+    }
+    append_keyed(&mut log, 0..30, 1000, 1);
+    log.roll().unwrap();
+    log
+}
+
+#[test]
+fn a_producers_last_data_batch_stays_empty_when_compaction_takes_all_its_records() {
+    // Kafka's cleaner keeps the batch that holds a producer's last sequence
+    // even when none of its records is left, so that a replica replaying
+    // the log (a restart without a snapshot, a new follower) still knows
+    // the producer; its earlier batches go.
+    let cfg = small_config();
+    let (dir, mut log) = temp_log(&cfg);
+    drop(log);
+    log = superseded_producer(dir.path(), &cfg);
+    assert_eq!(
+        producer_batches(&log),
+        vec![(0, 9, 2, 0, 1, Some(1)), (2, 9, 2, 2, 1, Some(2))]
+    );
+    let result = log.compact(5_000, 1_000).unwrap();
+    assert_eq!(result.batches_emptied, 1, "{result:?}");
+    let emptied = vec![(2, 9, 0, 2, 1, Some(2))];
+    assert_eq!(producer_batches(&log), emptied);
+    let got = dump(&log);
+    assert!(!got.iter().any(|r| r.0 < 4), "{got:?}");
+    // The emptied batch reads as a Kafka batch without records, offsets
+    // 2-3 and the producer's sequence kept, no timestamp.
+    let stored = log.read_batches(2, usize::MAX, Some(4)).unwrap();
+    let block = stored[0].block().unwrap().expect("a version 2 frame");
+    assert!(block.is_emptied());
+    assert_eq!((block.first_timestamp(), block.max_timestamp()), (-1, -1));
+    assert_eq!(block.block().len(), 0);
+    assert_eq!(stored[0].decode().unwrap().records().len(), 0);
+    let header = block.kafka_batch_header().unwrap();
+    assert_eq!(i32::from_be_bytes(header[8..12].try_into().unwrap()), 49);
+    assert_eq!(i32::from_be_bytes(header[57..61].try_into().unwrap()), 0);
+    assert_eq!(
+        u32::from_be_bytes(header[17..21].try_into().unwrap()),
+        crc32c::crc32c(&header[21..]),
+        "Kafka's CRC over the header fields of a batch without records"
+    );
+    // Compacted again, the emptied batch is copied as it is.
+    let again = log.compact(5_000, 1_000).unwrap();
+    assert_eq!((again.batches_emptied, again.segments.len()), (0, 0));
+    // Reopened after a crash (recovery reads every frame), it is there.
+    drop(log);
+    let mut log = open(dir.path(), &cfg);
+    assert_eq!(producer_batches(&log), emptied);
+    assert_eq!(dump(&log), got);
+    // Once the producer writes again, its emptied batch is no longer its
+    // last and goes at the next compaction.
+    log.append(
+        rec(Some("e"), Some("later"), 1).with_producer(mk_log::ProducerInfo {
+            base_sequence: 4,
+            ..producer(9)
+        }),
+    )
+    .unwrap();
+    let later = log.leo() - 1;
+    append_keyed(&mut log, 0..30, 1000, 1);
+    log.roll().unwrap();
+    let result = log.compact(5_000, 1_000).unwrap();
+    assert!(!result.segments.is_empty());
+    assert_eq!(producer_batches(&log), vec![(later, 9, 1, 4, 0, Some(1))]);
+}
+
+#[test]
+fn crash_at_every_step_of_a_compaction_that_empties_a_producers_last_batch_reopens_to_old_or_new() {
+    let cfg = small_config();
+    let snapshot = |log: &PartitionLog| (dump(log), producer_batches(log));
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = superseded_producer(dir.path(), &cfg);
+    let old = snapshot(&log);
+    let result = log.compact(20_000, 10_000).unwrap();
+    assert_eq!(result.batches_emptied, 1);
+    let new = snapshot(&log);
+    compact_crashing_at_every_step_with(&cfg, superseded_producer, 20_000, snapshot, &old, &new);
+}

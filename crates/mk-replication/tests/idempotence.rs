@@ -480,3 +480,41 @@ fn active_producers_show_epochs_sequences_and_open_transactions() {
     assert_eq!(set.active_producers()[1].current_txn_start_offset, None);
     assert_eq!(set.active_producers()[1].last_sequence, 0);
 }
+
+#[test]
+fn compaction_keeps_a_producers_last_sequence_for_a_replica_that_replays_the_log() {
+    // Kafka's cleaner keeps the batch with a producer's last sequence,
+    // emptied when its records are all superseded, because a replica that
+    // rebuilds its producer state from the log needs it.
+    let h = Harness::with(|c| c.log.segment_max_bytes = 1);
+    let mut set = h.create(&[1]);
+    let keyed = |value: &str| {
+        let key = Some(bytes::Bytes::from_static(b"k"));
+        let value = Some(bytes::Bytes::copy_from_slice(value.as_bytes()));
+        RecordBatch::new(vec![mk_log::Record::new(key, value, START_MS)]).unwrap()
+    };
+    let seq = |s: i32, value: &str| {
+        keyed(value).with_producer(ProducerInfo {
+            producer_id: 6,
+            producer_epoch: 0,
+            base_sequence: s,
+        })
+    };
+    assert_acked(&mut set, seq(0, "s0"), 0, false);
+    assert_acked(&mut set, keyed("newer"), 1, false);
+    put(&mut set, &["filler"]);
+    let compacted = set.compact(START_MS, 0).unwrap();
+    assert_eq!(compacted.len(), 1);
+    assert_eq!(compacted[0].1.batches_emptied, 1, "{compacted:?}");
+    assert!(values(set.leader_log()).iter().all(|(o, _)| *o != 0));
+    // A crash before any checkpoint: no snapshot, the state is the log's.
+    let dir = replica_dir(h.dir.path(), 1, &h.tp);
+    let snapshots = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().extension() == Some("snapshot".as_ref()))
+        .count();
+    assert_eq!(snapshots, 0);
+    let mut set = h.crash_reopen(set);
+    assert_acked(&mut set, seq(0, "s0"), 0, true);
+    assert_acked(&mut set, seq(1, "s1"), 3, false);
+}

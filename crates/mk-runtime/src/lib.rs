@@ -24,8 +24,11 @@ pub struct DriverConfig {
     pub transaction_expiry_interval: Duration,
     /// `None` leaves fsync to the flush policy and to close.
     pub flush_interval: Option<Duration>,
-    /// Retention and compaction of every topic (and the offsets log).
+    /// Retention of every topic and offset expiry.
     pub cleanup_interval: Duration,
+    /// How often the cleaner compacts the partitions due for it (Kafka's
+    /// `log.cleaner.backoff.ms`).
+    pub cleaner_backoff: Duration,
     /// While the disk is marked full, how often a small write probes
     /// whether space is back (`probe_disk_space`).
     pub storage_probe_interval: Duration,
@@ -39,6 +42,7 @@ impl Default for DriverConfig {
             transaction_expiry_interval: Duration::from_millis(1_000),
             flush_interval: Some(Duration::from_millis(1_000)),
             cleanup_interval: Duration::from_secs(60),
+            cleaner_backoff: Duration::from_secs(15),
             storage_probe_interval: Duration::from_millis(1_000),
         }
     }
@@ -76,9 +80,11 @@ pub fn start_drivers(cluster: &Arc<BrokerCluster>, config: DriverConfig) -> Resu
         c.lifecycle().probe_disk_space();
         true
     })?;
+    run_every(cluster, config.cleaner_backoff, |c| async move {
+        step_ok("compaction", c.steps().compact_all())
+    })?;
     run_every(cluster, config.cleanup_interval, |c| async move {
         step_ok("retention", c.steps().apply_retention_all())
-            && step_ok("compaction", c.steps().compact_all())
             && step_ok("offset expiry", c.groups().expire_offsets())
     })
 }

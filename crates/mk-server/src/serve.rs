@@ -13,7 +13,7 @@ use mk_adapter_console::{ConsoleOptions, ConsoleServer};
 use mk_adapter_jsontcp::JsonTcpServer;
 use mk_adapter_kafka::{KafkaListener, KafkaServer, SecurityProtocol};
 use mk_cluster::BrokerCluster;
-use mk_runtime::{DriverConfig, start_drivers};
+use mk_runtime::start_drivers;
 use std::fmt;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -313,7 +313,7 @@ impl Started {
         };
         let lab = settings.server.lab;
         if !lab {
-            start_drivers(cluster, DriverConfig::default())
+            start_drivers(cluster, settings.drivers.clone())
                 .map_err(|e| format!("cannot start the background drivers: {e}"))?;
         }
         if let Some(listeners) = kafka_listeners {

@@ -7,6 +7,7 @@ use clap::Args;
 use mk_adapter_jsontcp::ServerOptions;
 use mk_adapter_kafka::{KafkaOptions, ListenerSpec, SecurityProtocol, TlsFiles};
 use mk_cluster::{CleanupPolicy, FlushPolicy, MiniKafkaConfig};
+use mk_runtime::DriverConfig;
 use serde::Deserialize;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -124,6 +125,10 @@ pub struct ServeArgs {
     /// Default delete.retention.ms (tombstone grace) [default: 86400000].
     #[arg(long, value_name = "MS")]
     pub delete_retention_ms: Option<i64>,
+    /// How often the log cleaner looks for compacted partitions due for
+    /// cleaning (Kafka's log.cleaner.backoff.ms) [default: 15000].
+    #[arg(long, value_name = "MS")]
+    pub log_cleaner_backoff_ms: Option<u64>,
     /// Flush policy: fsync a partition after this many messages [default: off].
     #[arg(long, value_name = "N")]
     pub flush_messages: Option<u64>,
@@ -208,6 +213,7 @@ struct FileSettings {
     retention_bytes: Option<i64>,
     cleanup_policy: Option<String>,
     delete_retention_ms: Option<i64>,
+    log_cleaner_backoff_ms: Option<u64>,
     flush_messages: Option<u64>,
     flush_interval_ms: Option<i64>,
     group_session_timeout_ms: Option<i64>,
@@ -242,6 +248,8 @@ pub struct Settings {
     pub metrics_listen: Option<std::net::SocketAddr>,
     /// `None` when the console is off.
     pub console_listen: Option<std::net::SocketAddr>,
+    /// How often the background drivers run (unless in lab mode).
+    pub drivers: DriverConfig,
 }
 
 /// A flag when given, else the config file's value.
@@ -281,7 +289,15 @@ impl ServeArgs {
         if let Some(because) = because {
             loopback_only(&because, &listen, metrics_listen, console_listen)?;
         }
+        let mut drivers = DriverConfig::default();
+        if let Some(ms) = pick!(self, file, log_cleaner_backoff_ms) {
+            if ms == 0 {
+                return Err("--log-cleaner-backoff-ms must be > 0".to_string());
+            }
+            drivers.cleaner_backoff = Duration::from_millis(ms);
+        }
         Ok(Settings {
+            drivers,
             metrics_listen,
             console_listen,
             listen,
@@ -646,6 +662,16 @@ mod tests {
         assert_eq!(s.server.max_frame_bytes, 4096);
         assert_eq!(s.cluster.data_dir, PathBuf::from("./data"));
         assert!(!s.server.lab);
+    }
+
+    #[test]
+    fn the_cleaner_backoff_sets_how_often_compaction_runs() {
+        let defaults = ServeArgs::default().resolve().unwrap();
+        assert_eq!(defaults.drivers.cleaner_backoff, Duration::from_secs(15));
+        let (_dir, from_file) = args_with_file("log_cleaner_backoff_ms = 250\n");
+        let s = from_file.resolve().unwrap();
+        assert_eq!(s.drivers.cleaner_backoff, Duration::from_millis(250));
+        assert_refused(|a| a.log_cleaner_backoff_ms = Some(0), "must be > 0");
     }
 
     #[test]
