@@ -3,7 +3,8 @@
 //! it was produced and stored (compressed or not, its records never
 //! decoded; only the base offset and leader epoch are the broker's), a
 //! batch the broker built itself (JSON-TCP produce to a topic without a
-//! codec, transaction markers, compaction survivors) encoded uncompressed. read_committed
+//! codec, transaction markers, compacted version 1 batches) encoded
+//! uncompressed. read_committed
 //! answers are already filtered by the core (aborted data never leaves the
 //! broker, markers do, so positions move past them), so their
 //! `aborted_transactions` list is always empty. Fetch sessions (KIP-227)
