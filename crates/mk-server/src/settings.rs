@@ -113,6 +113,12 @@ pub struct ServeArgs {
     /// Segment size in bytes before a new segment is rolled [default: 67108864, 64 MiB].
     #[arg(long, value_name = "BYTES")]
     pub segment_bytes: Option<u64>,
+    /// Bytes between sparse index entries of a partition's log, the
+    /// default of a topic's index.interval.bytes (Kafka's
+    /// log.index.interval.bytes; a topic may set 0, an entry for every
+    /// batch) [default: 4096].
+    #[arg(long, value_name = "BYTES")]
+    pub index_interval_bytes: Option<u64>,
     /// Default retention.ms of new topics [default: 604800000, 7 days].
     #[arg(long, value_name = "MS")]
     pub retention_ms: Option<i64>,
@@ -209,6 +215,7 @@ struct FileSettings {
     min_insync_replicas: Option<usize>,
     lab: Option<bool>,
     segment_bytes: Option<u64>,
+    index_interval_bytes: Option<u64>,
     retention_ms: Option<i64>,
     retention_bytes: Option<i64>,
     cleanup_policy: Option<String>,
@@ -347,6 +354,9 @@ impl ServeArgs {
             ));
         }
         cluster.segment_max_bytes = segment_bytes;
+        if let Some(bytes) = pick!(self, file, index_interval_bytes) {
+            cluster.index_interval_bytes = bytes;
+        }
         if let Some(b) = pick!(self, file, auto_create_topics) {
             cluster.auto_create_topics = b;
         }
@@ -662,6 +672,18 @@ mod tests {
         assert_eq!(s.server.max_frame_bytes, 4096);
         assert_eq!(s.cluster.data_dir, PathBuf::from("./data"));
         assert!(!s.server.lab);
+    }
+
+    #[test]
+    fn the_index_interval_is_the_topics_default() {
+        let defaults = ServeArgs::default().resolve().unwrap();
+        assert_eq!(defaults.cluster.index_interval_bytes, 4_096);
+        let (_dir, from_file) = args_with_file("index_interval_bytes = 1\n");
+        assert_eq!(from_file.resolve().unwrap().cluster.index_interval_bytes, 1);
+        assert_refused(
+            |a| a.index_interval_bytes = Some(0),
+            "index_interval_bytes must be > 0",
+        );
     }
 
     #[test]
