@@ -80,12 +80,12 @@ pub fn start_drivers(cluster: &Arc<BrokerCluster>, config: DriverConfig) -> Resu
         c.lifecycle().probe_disk_space();
         true
     })?;
-    run_every(cluster, config.cleaner_backoff, |c| async move {
-        step_ok("compaction", c.steps().compact_all())
+    run_every(cluster, config.cleaner_backoff, |c| {
+        blocking_step("compaction", c, |c| c.steps().compact_all())
     })?;
     run_every(cluster, config.cleanup_interval, |c| async move {
-        step_ok("retention", c.steps().apply_retention_all())
-            && step_ok("offset expiry", c.groups().expire_offsets())
+        blocking_step("retention", c.clone(), |c| c.steps().apply_retention_all()).await
+            && blocking_step("offset expiry", c, |c| c.groups().expire_offsets()).await
     })
 }
 
@@ -108,11 +108,23 @@ where
     })
 }
 
-/// One flush cycle. fsync blocks: it runs on the blocking pool, never on
-/// a runtime thread that serves connections.
+/// One flush cycle (see [`blocking_step`]).
 async fn flush_cycle(c: Arc<BrokerCluster>) -> bool {
-    match tokio::task::spawn_blocking(move || c.steps().run_flush_cycle()).await {
-        Ok(flushed) => step_ok("flush cycle", flushed),
+    blocking_step("flush cycle", c, |c| c.steps().run_flush_cycle()).await
+}
+
+/// Runs a step that blocks on files (fsync, rewriting or deleting
+/// segments: flush, compaction, retention, the offsets log) on the
+/// blocking pool, never on a runtime thread that serves connections; a
+/// compaction of a large log would otherwise stall every connection on
+/// that thread for as long as it takes.
+async fn blocking_step<T: Send + 'static>(
+    name: &'static str,
+    c: Arc<BrokerCluster>,
+    step: impl FnOnce(&BrokerCluster) -> Result<T> + Send + 'static,
+) -> bool {
+    match tokio::task::spawn_blocking(move || step(&c)).await {
+        Ok(r) => step_ok(name, r),
         Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
         Err(_) => false, // the runtime is shutting down
     }
