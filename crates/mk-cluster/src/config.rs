@@ -321,9 +321,9 @@ impl Default for TopicConfig {
     }
 }
 
-/// The smallest `segment.bytes` a topic may have. Kafka's own floor is 14
-/// bytes (one record's header), which lets a typo create a file per record;
-/// 1 KiB still lets labs and tests roll segments after a few records.
+/// The smallest `segment.bytes` a topic may have. Kafka's floor is 1 MiB
+/// since 4.0 (KIP-1030; 14 bytes before, which let a typo create a file per
+/// record); 1 KiB lets labs and tests roll segments after a few records.
 pub const MIN_SEGMENT_BYTES: u64 = 1024;
 
 /// Kafka's spelling of "no limit" for `retention.ms` and `retention.bytes`:

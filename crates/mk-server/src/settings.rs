@@ -125,7 +125,7 @@ pub struct ServeArgs {
     /// Default retention.bytes per partition of new topics [default: unlimited].
     #[arg(long, value_name = "BYTES")]
     pub retention_bytes: Option<i64>,
-    /// Default cleanup.policy of new topics: delete or compact [default: delete].
+    /// Default cleanup.policy of new topics: delete, compact or compact,delete [default: delete].
     #[arg(long, value_name = "POLICY")]
     pub cleanup_policy: Option<String>,
     /// Default delete.retention.ms (tombstone grace) [default: 86400000].
@@ -142,7 +142,7 @@ pub struct ServeArgs {
     /// last fsync [default: off; flush cycles run every second].
     #[arg(long, value_name = "MS")]
     pub flush_interval_ms: Option<i64>,
-    /// Consumer group session timeout [default: 10000].
+    /// Session timeout of JSON-TCP group members (Kafka clients send their own) [default: 10000].
     #[arg(long, value_name = "MS")]
     pub group_session_timeout_ms: Option<i64>,
     /// How long the first rebalance of a new classic group waits for more members; each member joining meanwhile extends it, up to the rebalance timeout (Kafka's group.initial.rebalance.delay.ms) [default: 3000].
@@ -151,10 +151,10 @@ pub struct ServeArgs {
     /// A group without members keeps its committed offsets this long after its last commit or member (Kafka's offsets.retention.minutes) [default: 10080, 7 days].
     #[arg(long, value_name = "MIN")]
     pub offsets_retention_minutes: Option<i64>,
-    /// Ongoing transactions older than this are aborted [default: 60000].
+    /// JSON-TCP and in-process transactions older than this are aborted (Kafka producers use their own transaction.timeout.ms) [default: 60000].
     #[arg(long, value_name = "MS")]
     pub transaction_timeout_ms: Option<i64>,
-    /// Longest request line in bytes, including the newline [default: 1048576].
+    /// Longest JSON-TCP request line in bytes, including the newline [default: 1048576].
     #[arg(long, value_name = "BYTES")]
     pub max_frame_bytes: Option<usize>,
     /// Connections served at once [default: 1024].
@@ -163,7 +163,7 @@ pub struct ServeArgs {
     /// Close connections that send no request for this long [default: 600000].
     #[arg(long, value_name = "MS")]
     pub idle_timeout_ms: Option<u64>,
-    /// Pipelined requests per connection answered but not yet written
+    /// Pipelined JSON-TCP requests per connection answered but not yet written (Kafka listeners: 64)
     /// [default: 128].
     #[arg(long, value_name = "N")]
     pub max_in_flight: Option<usize>,
