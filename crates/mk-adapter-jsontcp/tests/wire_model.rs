@@ -186,6 +186,7 @@ fn exchanges() -> Vec<(Request, Response)> {
                     retention_bytes: Some(Some(4096)),
                     segment_bytes: Some(None),
                     delete_retention_ms: Some(7),
+                    others: [("compression.type".to_string(), "zstd".to_string())].into(),
                 }),
             },
             Response::CreateTopic {

@@ -753,10 +753,29 @@ pub struct TopicConfigOverrides {
     pub retention_bytes: Option<Option<i64>>,
     pub segment_bytes: Option<Option<u64>>,
     pub delete_retention_ms: Option<i64>,
+    /// Any other of Kafka's topic configs by name, in Kafka's spelling;
+    /// checked against the catalog at creation ([`Self::resolve`]).
+    pub others: BTreeMap<String, String>,
 }
 
 impl TopicConfigOverrides {
-    /// `base` with these settings applied.
+    /// `base` with every setting applied, the other configs checked as
+    /// `IncrementalAlterConfigs` checks them (INVALID_CONFIG naming the
+    /// config). What a creation with these overrides gets.
+    pub fn resolve(&self, base: TopicConfig) -> Result<TopicConfig> {
+        let changes: Vec<ConfigChange> = self
+            .others
+            .iter()
+            .map(|(key, value)| ConfigChange::Set {
+                key: key.clone(),
+                value: value.clone(),
+            })
+            .collect();
+        let applied = self.apply(base.clone());
+        applied.with_changes(&changes, &base)
+    }
+
+    /// `base` with the typed settings applied (not [`Self::others`]).
     pub fn apply(&self, mut base: TopicConfig) -> TopicConfig {
         if let Some(p) = self.cleanup_policy {
             base.cleanup_policy = p;

@@ -145,7 +145,9 @@ impl Topics<'_> {
     }
 
     /// Creates a topic with the cluster's default topic configuration
-    /// except for the settings `overrides` names.
+    /// except for the settings `overrides` names (any of Kafka's topic
+    /// configs; one the catalog refuses is INVALID_CONFIG and nothing is
+    /// created).
     pub fn create_with_overrides(
         self,
         name: &str,
@@ -153,12 +155,8 @@ impl Topics<'_> {
         replication_factor: usize,
         overrides: &TopicConfigOverrides,
     ) -> Result<()> {
-        self.create_with_config(
-            name,
-            partitions,
-            replication_factor,
-            overrides.apply(self.cluster.config.default_topic_config.clone()),
-        )
+        let config = overrides.resolve(self.cluster.config.default_topic_config.clone())?;
+        self.create_with_config(name, partitions, replication_factor, config)
     }
 
     /// Creates a topic: validates the request (INVALID_REQUEST), refuses an

@@ -231,9 +231,10 @@ enum TopicCommand {
         partitions: u32,
         #[arg(long, default_value_t = 1)]
         replication_factor: usize,
-        /// Topic setting as key=value (cleanup.policy, retention.ms,
-        /// retention.bytes, segment.bytes >= 1024, delete.retention.ms;
-        /// -1 means no limit); repeatable.
+        /// Topic config as key=value, any of Kafka's (e.g.
+        /// cleanup.policy=compact, retention.ms=-1 for no limit,
+        /// compression.type=zstd, segment.bytes >= 1024); repeatable. A
+        /// config the broker refuses creates nothing.
         #[arg(long = "config", value_name = "KEY=VALUE")]
         config: Vec<String>,
     },

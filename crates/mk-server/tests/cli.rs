@@ -709,3 +709,47 @@ fn group_describe_names_the_assignor_the_group_actually_uses() {
     ));
     assert_eq!(v["assignor"], serde_json::Value::Null, "{v}");
 }
+
+#[test]
+fn topic_create_takes_any_kafka_topic_config_and_creates_nothing_on_a_bad_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(&dir.path().join("data"), &[]);
+    let a = server.addr.as_str();
+    ok_at(
+        a,
+        &[
+            "topic",
+            "create",
+            "zipped",
+            "--config",
+            "compression.type=zstd",
+            "--config",
+            "max.message.bytes=2048",
+            "--config",
+            "retention.ms=-1",
+        ],
+        b"",
+    );
+    let d = json(&ok_at(a, &["topic", "describe", "zipped", "--json"], b""));
+    let config = &d["config"];
+    assert_eq!(config["compression.type"], "zstd", "{d}");
+    assert_eq!(config["max.message.bytes"], "2048", "{d}");
+    assert_eq!(config["retention.ms"], "-1", "{d}");
+    assert_eq!(config["cleanup.policy"], "delete", "{d}");
+    let (code, _, err) = fails_at(
+        a,
+        &[
+            "topic",
+            "create",
+            "zapped",
+            "--config",
+            "compression.type=brotli",
+        ],
+        b"",
+    );
+    assert_ne!(code, Some(0));
+    assert!(err.contains("compression.type"), "{err}");
+    let (_, _, err) = fails_at(a, &["topic", "describe", "zapped"], b"");
+    assert!(err.contains("does not exist"), "{err}");
+    stop(server);
+}

@@ -286,11 +286,20 @@ fn overrides_of(map: &Map<String, Value>) -> Decoded<TopicConfigOverrides> {
             }
             "segment.bytes" => o.segment_bytes = Some(nullable(&f, 0)?.map(|n| n as u64)),
             "delete.retention.ms" => o.delete_retention_ms = Some(f.i64(key)?),
+            // Any other of Kafka's topic configs, as `alter_topic_config`'s
+            // `set` takes them (the catalog checks name and value).
             other => {
-                return bad(format!(
-                    "unknown topic setting {other:?}; known: cleanup.policy, retention.ms, \
-                     retention.bytes, segment.bytes, delete.retention.ms"
-                ));
+                let value = match v {
+                    Value::String(s) => s.clone(),
+                    Value::Number(n) => n.to_string(),
+                    Value::Bool(b) => b.to_string(),
+                    _ => {
+                        return bad(format!(
+                            "{other} must be a string, a number or a boolean in Kafka's spelling"
+                        ));
+                    }
+                };
+                o.others.insert(other.to_string(), value);
             }
         }
     }
@@ -313,6 +322,9 @@ fn write_overrides(out: &mut Vec<u8>, c: &TopicConfigOverrides) {
     }
     if let Some(v) = c.delete_retention_ms {
         w.int("delete.retention.ms", v);
+    }
+    for (key, value) in &c.others {
+        w.str(key, value);
     }
     w.end();
 }
