@@ -339,7 +339,7 @@ fn config_of(map: &Map<String, Value>) -> Decoded<TopicConfig> {
         retention_bytes: o.retention_bytes.ok_or_else(missing)?,
         segment_bytes: o.segment_bytes.ok_or_else(missing)?,
         delete_retention_ms: o.delete_retention_ms.ok_or_else(missing)?,
-        // JSON-TCP's config object carries the five typed settings; the
+        // A `metadata` answer's config object carries the five typed settings; the
         // other Kafka configs are described by `describe_topic_config`.
         others: Default::default(),
     })
