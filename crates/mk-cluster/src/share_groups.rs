@@ -4,7 +4,8 @@
 //! where each partition is read from, the data path reads whole batches
 //! (up to the high watermark, or the last stable offset for
 //! `share.isolation.level=read_committed`, where aborted transactions'
-//! batches count as undeliverable), and mk-group acquires what it read.
+//! batches count as undeliverable, as do markers and batches compaction
+//! emptied), and mk-group acquires what it read.
 
 use crate::config::BrokerId;
 use crate::data::FetchedBatch;
@@ -332,8 +333,12 @@ impl Groups<'_> {
             };
             let mut skipped = Vec::new();
             for b in stored {
-                let deliverable =
-                    b.header.control.is_none() && !mk_txn::is_batch_aborted(&b.header, &aborted);
+                // Markers, aborted data and a batch compaction emptied
+                // (a producer's last batch kept without records) hold no
+                // record to hand out: their offsets are archived at once.
+                let deliverable = b.header.control.is_none()
+                    && b.header.record_count > 0
+                    && !mk_txn::is_batch_aborted(&b.header, &aborted);
                 read.read.spans.push(FetchedSpan {
                     first: b.base_offset(),
                     last: b.header.last_offset(),

@@ -262,3 +262,49 @@ async fn acknowledgements_survive_a_crash() {
     );
     assert_eq!(got.partitions[0].acquired[0].delivery_count, 2);
 }
+
+/// A compacted `q` whose first batch, an idempotent producer's record
+/// overwritten later, compaction left without records (the producer's last
+/// batch): no record is acquired for its offset, the overwriting record is.
+#[tokio::test]
+async fn a_batch_compaction_emptied_is_never_acquired() {
+    let node = Node::new(|_| {});
+    let c = node.c();
+    let overrides = TopicConfigOverrides {
+        cleanup_policy: Some(CleanupPolicy::Compact),
+        segment_bytes: Some(Some(1024)),
+        ..TopicConfigOverrides::default()
+    };
+    c.topics()
+        .create_with_overrides("q", 1, 1, &overrides)
+        .unwrap();
+    let keyed = |value: &str| {
+        RecordBatch::new(vec![Record::new(Some(b("k")), Some(b(value)), 1_000)]).unwrap()
+    };
+    let old = keyed(&"o".repeat(1_100)).with_producer(ProducerInfo {
+        producer_id: 7,
+        producer_epoch: 0,
+        base_sequence: 0,
+    });
+    for batch in [old, keyed("new")] {
+        c.data()
+            .submit_append(&tp("q", 0), batch, AckMode::All, None)
+            .unwrap()
+            .wait()
+            .await
+            .unwrap();
+    }
+    let summary = c.steps().compact("q", Some(0)).unwrap();
+    assert_eq!((summary.records_before, summary.records_after), (1, 0));
+    earliest(c, ShareIsolation::ReadUncommitted);
+    join(c, "m1");
+    let got = fetch(c, &request("m1", 0, vec![]), 0).await;
+    assert_eq!(values(&got), vec!["new"]);
+    let p = &got.partitions[0];
+    let acquired: Vec<(i64, i64)> = p.acquired.iter().map(|r| (r.first, r.last)).collect();
+    assert_eq!(acquired, vec![(1, 1)], "offset 0 holds no record");
+    assert!(
+        p.batches.iter().all(|b| b.data_records() > 0),
+        "no batch without records is handed out"
+    );
+}
