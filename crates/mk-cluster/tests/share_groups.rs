@@ -42,6 +42,11 @@ async fn produce_at(c: &BrokerCluster, records: &[(&str, i64)]) {
             .collect(),
     )
     .unwrap();
+    append(c, batch).await;
+}
+
+/// Appends `batch` to `q-0` with acks=all.
+async fn append(c: &BrokerCluster, batch: RecordBatch) {
     c.data()
         .submit_append(&tp("q", 0), batch, AckMode::All, None)
         .unwrap()
@@ -286,14 +291,8 @@ async fn a_batch_compaction_emptied_is_never_acquired() {
         producer_epoch: 0,
         base_sequence: 0,
     });
-    for batch in [old, keyed("new")] {
-        c.data()
-            .submit_append(&tp("q", 0), batch, AckMode::All, None)
-            .unwrap()
-            .wait()
-            .await
-            .unwrap();
-    }
+    append(c, old).await;
+    append(c, keyed("new")).await;
     let summary = c.steps().compact("q", Some(0)).unwrap();
     assert_eq!((summary.records_before, summary.records_after), (1, 0));
     earliest(c, ShareIsolation::ReadUncommitted);
