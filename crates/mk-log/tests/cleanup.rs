@@ -379,15 +379,25 @@ fn with_commits(dir: &std::path::Path, cfg: &LogConfig) -> PartitionLog {
     log
 }
 
+/// A log from `build` compacted once at 20 s with 10 s of grace: its
+/// content by `snapshot` before, the compaction's result, and after.
+fn compacted_once<T>(
+    cfg: &LogConfig,
+    build: impl Fn(&std::path::Path, &LogConfig) -> PartitionLog,
+    snapshot: impl Fn(&PartitionLog) -> T,
+) -> (T, mk_log::CompactionResult, T) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = build(dir.path(), cfg);
+    let old = snapshot(&log);
+    let result = log.compact(20_000, 10_000).unwrap();
+    (old, result, snapshot(&log))
+}
+
 #[test]
 fn crash_at_every_step_of_a_compaction_that_removes_commit_markers_reopens_to_old_or_new() {
     let cfg = small_config();
     let snapshot = |log: &PartitionLog| (dump(log), markers(log));
-    let dir = tempfile::tempdir().unwrap();
-    let mut log = with_commits(dir.path(), &cfg);
-    let old = snapshot(&log);
-    let result = log.compact(20_000, 10_000).unwrap();
-    let new = snapshot(&log);
+    let (old, result, new) = compacted_once(&cfg, with_commits, snapshot);
     // Each producer's last transaction keeps its record and marker; the
     // five before it lose both.
     assert_eq!(result.markers_removed, 10, "{result:?}");
@@ -607,11 +617,7 @@ fn a_producers_last_data_batch_stays_empty_when_compaction_takes_all_its_records
 fn crash_at_every_step_of_a_compaction_that_empties_a_producers_last_batch_reopens_to_old_or_new() {
     let cfg = small_config();
     let snapshot = |log: &PartitionLog| (dump(log), producer_batches(log));
-    let dir = tempfile::tempdir().unwrap();
-    let mut log = superseded_producer(dir.path(), &cfg);
-    let old = snapshot(&log);
-    let result = log.compact(20_000, 10_000).unwrap();
+    let (old, result, new) = compacted_once(&cfg, superseded_producer, snapshot);
     assert_eq!(result.batches_emptied, 1);
-    let new = snapshot(&log);
     compact_crashing_at_every_step_with(&cfg, superseded_producer, 20_000, snapshot, &old, &new);
 }
