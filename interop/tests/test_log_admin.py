@@ -18,14 +18,18 @@ def java(scenario: str, server, **args):
     return java_client.call(scenario, bootstrap=server.bootstrap, **args)
 
 
+# The records' timestamps: partition 0 from T0, partition 1 from T0 + 100.
+T0 = 1_700_000_000_000
+
+
 def filled_topic(server) -> str:
     """A topic with two partitions on all three brokers: five records in
     partition 0, three in partition 1, all acknowledged by every replica."""
     t = unique_topic("logadmin")
     confluent = DRIVERS["confluent-kafka"]
     confluent.create_topic(server.bootstrap, t, 2, replication_factor=3)
-    records = [Rec(None, f"p0-{i}".encode(), partition=0) for i in range(5)]
-    records += [Rec(None, f"p1-{i}".encode(), partition=1) for i in range(3)]
+    records = [Rec(None, f"p0-{i}".encode(), T0 + i, partition=0) for i in range(5)]
+    records += [Rec(None, f"p1-{i}".encode(), T0 + 100 + i, partition=1) for i in range(3)]
     confluent.produce(server.bootstrap, t, records)
     return t
 
@@ -71,7 +75,7 @@ def test_describe_log_dirs_names_each_brokers_dir_and_its_replicas(three_broker_
 def test_describe_producers_shows_the_idempotent_producer_at_each_leader(three_broker_cluster):
     """confluent-kafka's idempotent producer wrote both partitions: Java's
     describeProducers finds it at each partition's leader with its last
-    sequence there and no open transaction."""
+    sequence and last timestamp there and no open transaction."""
     server = three_broker_cluster
     t = filled_topic(server)
     answer = java("describe-producers", server, partitions=[[t, 0], [t, 1]])
@@ -79,4 +83,5 @@ def test_describe_producers_shows_the_idempotent_producer_at_each_leader(three_b
     assert p0["error"] is None and p1["error"] is None, answer
     assert len(p0["producers"]) == 1 and len(p1["producers"]) == 1, answer
     assert p0["producers"][0]["id"] == p1["producers"][0]["id"] >= 0, answer
-    assert [(p["last_sequence"], p["txn_start"]) for p in (p0["producers"][0], p1["producers"][0])] == [(4, -1), (2, -1)], answer
+    got = [(p["last_sequence"], p["last_timestamp"], p["txn_start"]) for p in (p0["producers"][0], p1["producers"][0])]
+    assert got == [(4, T0 + 4, -1), (2, T0 + 102, -1)], answer

@@ -929,9 +929,10 @@ mod producers {
                 p[0].producer_id,
                 p[0].producer_epoch,
                 p[0].last_sequence,
+                p[0].last_timestamp,
                 p[0].current_txn_start_offset
             ),
-            (42, 3, 1, -1)
+            (42, 3, 1, 1_700_000_000_000, -1)
         );
         assert!(parts[1].error_message.is_some());
         // Partition 1 at its leader: no producer wrote with an id there.

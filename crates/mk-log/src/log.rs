@@ -106,11 +106,7 @@ impl CheckedFrame {
     /// error a checked read of the frame gives.
     pub fn of(batch: StoredBatch) -> Result<CheckedFrame> {
         batch.check()?;
-        let max_timestamp = if block::frame_version(&batch.frame) == Some(block::BLOCK_VERSION) {
-            block::located(&batch.frame)?.max_timestamp()
-        } else {
-            batch.decode()?.max_timestamp_ms()
-        };
+        let max_timestamp = batch.max_timestamp()?;
         Ok(CheckedFrame {
             batch,
             max_timestamp,
@@ -123,6 +119,17 @@ impl CheckedFrame {
 }
 
 impl StoredBatch {
+    /// The batch's max timestamp (Kafka's `maxTimestamp`): read from the
+    /// header of a version 2 frame, by decoding the records of a version 1
+    /// frame.
+    pub fn max_timestamp(&self) -> Result<i64> {
+        if block::frame_version(&self.frame) == Some(block::BLOCK_VERSION) {
+            Ok(block::located(&self.frame)?.max_timestamp())
+        } else {
+            Ok(self.decode()?.max_timestamp_ms())
+        }
+    }
+
     /// Checks the frame CRC of a batch read by
     /// [`PartitionLog::locate_batches`] (the caller does it after releasing
     /// the partition lock): a mismatch is the storage error a checked read
@@ -1671,7 +1678,6 @@ pub(crate) fn remove_segment_files(dir: &Path, base: i64) -> Result<()> {
     Ok(())
 }
 
-/// The greatest record timestamp among the frames in `[0, limit)`.
 /// The max timestamp of a stored frame: a version 2 frame's block header
 /// carries it (Kafka's CRC covers the block); a version 1 frame's records
 /// are decoded.
@@ -1683,6 +1689,7 @@ fn frame_max_timestamp(frame: &Bytes, header: &BatchHeader) -> Result<i64> {
     }
 }
 
+/// The greatest record timestamp among the frames in `[0, limit)`.
 fn max_timestamp_below(file: &File, path: &Path, limit: u64, max_batch_bytes: u32) -> Result<i64> {
     let mut max = -1;
     let mut frames = FrameReader::new(file, path, 0, limit, max_batch_bytes);

@@ -15,14 +15,17 @@
 //! directory (Kafka's name), the state after every batch below `offset`:
 //!
 //! ```text
-//! magic "MKPS" | version u8 = 1 | offset i64 | producer count u32
-//! per producer: producer_id i64 | epoch i32 | batch count u8 (<= 5)
+//! magic "MKPS" | version u8 = 2 | offset i64 | producer count u32
+//! per producer: producer_id i64 | epoch i32 | last_timestamp i64 | batch count u8 (<= 5)
 //!   per batch: base_sequence i32 | last_sequence i32 | base_offset i64 | next_offset i64
 //! registration count u32 | per registration: producer_id i64 | epoch i32
 //! crc32c u32 of every byte before it
 //! ```
 //!
-//! All integers are big-endian. A snapshot that fails its CRC or structure
+//! All integers are big-endian. `last_timestamp` is the max timestamp of
+//! the producer's newest data batch (Kafka's `lastTimestamp`, -1 when
+//! unknown); version 1, written before it was kept, has no such field and
+//! still loads, with -1. A snapshot that fails its CRC or structure
 //! is a damaged cache, not lost truth: it is deleted with a warning and the
 //! state is rebuilt from an older snapshot or from the log.
 
@@ -43,7 +46,9 @@ pub const MAX_RETAINED_BATCHES: usize = 5;
 pub(crate) const SNAPSHOTS_KEPT: usize = 3;
 
 const MAGIC: &[u8; 4] = b"MKPS";
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
+/// Snapshots written before `last_timestamp` was kept.
+const VERSION_WITHOUT_TIMESTAMP: u8 = 1;
 const SNAPSHOT_EXT: &str = "snapshot";
 const REPLAY_READ_BYTES: usize = 1 << 20;
 
@@ -60,6 +65,10 @@ pub struct BatchMetadata {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProducerEntry {
     pub epoch: i32,
+    /// The max timestamp of the newest data batch of this producer in the
+    /// log (Kafka's `lastTimestamp`; markers carry no time here); -1 when
+    /// unknown.
+    pub last_timestamp: i64,
     /// Oldest first, at most [`MAX_RETAINED_BATCHES`].
     pub batches: VecDeque<BatchMetadata>,
 }
@@ -99,10 +108,17 @@ impl ProducerStateMap {
         self.producers.iter().map(|(id, e)| (*id, e.epoch))
     }
 
-    /// Updates the state with a batch that is now in the log. A newer epoch
-    /// (from a data batch or a transaction marker) forgets the older
-    /// epoch's batches; markers carry no sequence and add no batch.
-    pub(crate) fn observe(&mut self, header: &BatchHeader) {
+    /// Every producer id with state here, ascending, with its state.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&i64, &ProducerEntry)> + '_ {
+        self.producers.iter()
+    }
+
+    /// Updates the state with a batch that is now in the log, whose max
+    /// timestamp is `max_timestamp` (-1 for a marker, which carries no
+    /// time here and leaves the producer's last timestamp as it was). A
+    /// newer epoch (from a data batch or a transaction marker) forgets the
+    /// older epoch's batches; markers carry no sequence and add no batch.
+    pub(crate) fn observe(&mut self, header: &BatchHeader, max_timestamp: i64) {
         let p = header.producer;
         if p.producer_id < 0 {
             return;
@@ -112,6 +128,7 @@ impl ProducerStateMap {
             .entry(p.producer_id)
             .or_insert_with(|| ProducerEntry {
                 epoch: p.producer_epoch,
+                last_timestamp: -1,
                 batches: VecDeque::new(),
             });
         if p.producer_epoch > entry.epoch {
@@ -122,6 +139,9 @@ impl ProducerStateMap {
             // epoch here can only come from a log written before a newer
             // epoch was seen by this replica; it must not rewind the state.
             return;
+        }
+        if max_timestamp >= 0 {
+            entry.last_timestamp = max_timestamp;
         }
         if header.control.is_some() || p.base_sequence < 0 {
             return;
@@ -215,7 +235,7 @@ impl ProducerStateMap {
             let Some(last) = batches.last() else { break };
             let next = last.next_offset();
             for b in batches.iter().filter(|b| b.base_offset() >= offset) {
-                self.observe(&b.header);
+                self.observe(&b.header, b.max_timestamp()?);
             }
             offset = next;
         }
@@ -241,6 +261,7 @@ impl Snapshot {
         for (pid, entry) in &self.state.producers {
             out.extend_from_slice(&pid.to_be_bytes());
             out.extend_from_slice(&entry.epoch.to_be_bytes());
+            out.extend_from_slice(&entry.last_timestamp.to_be_bytes());
             // Kafka keeps the last five batches per producer.
             out.push(u8::try_from(entry.batches.len()).expect("at most five batches per producer"));
             for b in &entry.batches {
@@ -276,15 +297,18 @@ impl Snapshot {
             return Err(SnapshotError::Magic);
         }
         let version = r.u8()?;
-        if version != VERSION {
+        if version != VERSION && version != VERSION_WITHOUT_TIMESTAMP {
             return Err(SnapshotError::Version(version));
         }
+        let timestamped = version == VERSION;
         let offset = r.i64()?;
         let mut state = ProducerStateMap::default();
-        // A producer takes at least id, epoch and batch count: 13 bytes.
-        for _ in 0..r.u32_count(13)? {
+        // A producer takes at least id, epoch, (timestamp) and batch count.
+        let least = if timestamped { 21 } else { 13 };
+        for _ in 0..r.u32_count(least)? {
             let producer_id = r.i64()?;
             let epoch = r.i32()?;
+            let last_timestamp = if timestamped { r.i64()? } else { -1 };
             let batches = usize::from(r.u8()?);
             if producer_id < 0 || epoch < 0 || batches > MAX_RETAINED_BATCHES {
                 return Err(SnapshotError::InvalidEntry {
@@ -306,6 +330,7 @@ impl Snapshot {
                 producer_id,
                 ProducerEntry {
                     epoch,
+                    last_timestamp,
                     batches: retained,
                 },
             );
@@ -338,7 +363,7 @@ pub(crate) enum SnapshotError {
     Crc { stored: u32, computed: u32 },
     #[error("bad magic")]
     Magic,
-    #[error("expected version {VERSION}, found {0}")]
+    #[error("expected version {VERSION_WITHOUT_TIMESTAMP} or {VERSION}, found {0}")]
     Version(u8),
     #[error("truncated: {0}")]
     Truncated(#[from] Truncated),
@@ -512,7 +537,7 @@ mod tests {
             err.to_string().contains("expected sequence 0, got 3"),
             "{err}"
         );
-        s.observe(&header(1, 0, 0, 10, 2));
+        s.observe(&header(1, 0, 0, 10, 2), 100);
         assert_eq!(
             s.check(info(1, 0, 0), 1, false, None).unwrap(),
             SequenceCheck::Duplicate(BatchMetadata {
@@ -561,7 +586,7 @@ mod tests {
     fn only_five_batches_are_retained_and_sequences_wrap() {
         let mut s = ProducerStateMap::default();
         for i in 0..7 {
-            s.observe(&header(3, 0, i * 2, i64::from(i) * 2, 2));
+            s.observe(&header(3, 0, i * 2, i64::from(i) * 2, 2), 100);
         }
         let e = s.get(3).unwrap();
         assert_eq!(e.batches.len(), MAX_RETAINED_BATCHES);
@@ -573,7 +598,7 @@ mod tests {
         );
         assert_eq!(next_sequence(i32::MAX), 0);
         let mut w = ProducerStateMap::default();
-        w.observe(&header(4, 0, i32::MAX - 1, 0, 2));
+        w.observe(&header(4, 0, i32::MAX - 1, 0, 2), 100);
         assert_eq!(
             w.check(info(4, 0, 0), 0, false, None).unwrap(),
             SequenceCheck::Fresh
@@ -583,22 +608,30 @@ mod tests {
     #[test]
     fn a_newer_epoch_marker_resets_batches_and_an_older_epoch_is_ignored() {
         let mut s = ProducerStateMap::default();
-        s.observe(&header(5, 0, 0, 0, 1));
+        s.observe(&header(5, 0, 0, 0, 1), 100);
         let mut marker = header(5, 1, -1, 1, 1);
         marker.control = Some(ControlType::Abort);
-        s.observe(&marker);
+        s.observe(&marker, -1);
         assert_eq!(s.get(5).unwrap().epoch, 1);
         assert!(s.get(5).unwrap().batches.is_empty());
-        s.observe(&header(5, 0, 1, 2, 1));
+        assert_eq!(
+            s.get(5).unwrap().last_timestamp,
+            100,
+            "a marker carries no time"
+        );
+        s.observe(&header(5, 0, 1, 2, 1), 300);
         assert_eq!(s.get(5).unwrap().epoch, 1);
         assert!(s.get(5).unwrap().batches.is_empty());
+        assert_eq!(s.get(5).unwrap().last_timestamp, 100);
+        s.observe(&header(5, 1, 0, 3, 1), 400);
+        assert_eq!(s.get(5).unwrap().last_timestamp, 400);
     }
 
     #[test]
     fn snapshot_round_trips_and_detects_damage() {
         let mut state = ProducerStateMap::default();
-        state.observe(&header(1, 2, 0, 0, 3));
-        state.observe(&header(9, 0, 7, 3, 1));
+        state.observe(&header(1, 2, 0, 0, 3), 100);
+        state.observe(&header(9, 0, 7, 3, 1), 1_700_000_000_123);
         let snap = Snapshot {
             offset: 4,
             state,
@@ -614,10 +647,56 @@ mod tests {
         assert!(Snapshot::decode(&bytes[..bytes.len() - 1]).is_err());
     }
 
+    /// A snapshot written before `last_timestamp` was kept (version 1, by
+    /// hand from the layout it had) loads, every timestamp unknown.
+    #[test]
+    fn a_version_1_snapshot_loads_with_unknown_timestamps() {
+        let mut v1 = Vec::new();
+        v1.extend_from_slice(MAGIC);
+        v1.push(1);
+        v1.extend_from_slice(&4i64.to_be_bytes());
+        v1.extend_from_slice(&1u32.to_be_bytes());
+        v1.extend_from_slice(&9i64.to_be_bytes());
+        v1.extend_from_slice(&0i32.to_be_bytes());
+        v1.push(1);
+        for n in [7i32, 7] {
+            v1.extend_from_slice(&n.to_be_bytes());
+        }
+        for n in [3i64, 4] {
+            v1.extend_from_slice(&n.to_be_bytes());
+        }
+        v1.extend_from_slice(&1u32.to_be_bytes());
+        v1.extend_from_slice(&11i64.to_be_bytes());
+        v1.extend_from_slice(&4i32.to_be_bytes());
+        let crc = crc32c::crc32c(&v1);
+        v1.extend_from_slice(&crc.to_be_bytes());
+        let mut state = ProducerStateMap::default();
+        state.observe(&header(9, 0, 7, 3, 1), -1);
+        let expected = Snapshot {
+            offset: 4,
+            state,
+            registrations: Registrations::from([(11, 4)]),
+        };
+        assert_eq!(Snapshot::decode(&v1).unwrap(), expected);
+        let body = v1.len() - 4;
+        v1[4] = 3;
+        let crc = crc32c::crc32c(&v1[..body]);
+        v1[body..].copy_from_slice(&crc.to_be_bytes());
+        assert_eq!(
+            Snapshot::decode(&v1).unwrap_err(),
+            SnapshotError::Version(3)
+        );
+    }
+
     fn batch(pid: i64, seq: i32) -> RecordBatch {
-        RecordBatch::new(vec![Record::new(None, Some(Bytes::from_static(b"v")), 1)])
-            .unwrap()
-            .with_producer(info(pid, 0, seq))
+        let timestamp = 1_000 + i64::from(seq);
+        RecordBatch::new(vec![Record::new(
+            None,
+            Some(Bytes::from_static(b"v")),
+            timestamp,
+        )])
+        .unwrap()
+        .with_producer(info(pid, 0, seq))
     }
 
     #[test]
@@ -627,7 +706,8 @@ mod tests {
         let mut live = ProducerStateMap::default();
         for seq in 0..3 {
             let info = log.append(batch(1, seq)).unwrap();
-            live.observe(&log.read_batches(info.base_offset, 1, None).unwrap()[0].header);
+            let b = &log.read_batches(info.base_offset, 1, None).unwrap()[0];
+            live.observe(&b.header, b.max_timestamp().unwrap());
         }
         let mut at3 = live.clone();
         let regs = Registrations::from([(2, 5)]);
@@ -643,13 +723,14 @@ mod tests {
         .unwrap();
         for seq in 3..5 {
             let info = log.append(batch(1, seq)).unwrap();
-            let h = log.read_batches(info.base_offset, 1, None).unwrap()[0].header;
-            live.observe(&h);
-            at3.observe(&h);
+            let b = &log.read_batches(info.base_offset, 1, None).unwrap()[0];
+            live.observe(&b.header, b.max_timestamp().unwrap());
+            at3.observe(&b.header, b.max_timestamp().unwrap());
         }
         // A snapshot claiming a state that is not the log's would show up
         // if the tail were not replayed from its offset.
         let (state, r, from) = load_state(dir.path(), &log).unwrap();
+        assert_eq!(state.get(1).unwrap().last_timestamp, 1_004);
         assert_eq!((state, r, from), (live.clone(), regs, Some(3)));
 
         std::fs::write(snapshot_path(dir.path(), 3), b"garbage that is long enough").unwrap();

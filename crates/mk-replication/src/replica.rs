@@ -108,7 +108,7 @@ impl Replica {
             Some(info.leader_epoch),
             "a leader appends only in the epoch its cache starts"
         );
-        self.producers.observe(&info.header);
+        self.producers.observe(&info.header, info.max_timestamp_ms);
     }
 
     /// Appends a batch fetched from the leader byte for byte. A batch of a
@@ -128,8 +128,8 @@ impl Replica {
         if latest.is_none_or(|l| epoch > l) {
             self.epochs.assign(epoch, batch.base_offset())?;
         }
-        self.log.append_checked_frame(checked)?;
-        self.producers.observe(&batch.header);
+        let info = self.log.append_checked_frame(checked)?;
+        self.producers.observe(&info.header, info.max_timestamp_ms);
         Ok(())
     }
 

@@ -368,22 +368,20 @@ impl PartitionReplicaSet {
     /// The producers the leader's state holds (Kafka's DescribeProducers,
     /// from the partition leader's producer state), by producer id: each
     /// one's epoch, the last sequence of its newest retained batch (-1 when
-    /// none is retained, e.g. only markers) and the first offset of its
-    /// open transaction on this partition.
+    /// none is retained, e.g. only markers), the max timestamp of its
+    /// newest data batch and the first offset of its open transaction
+    /// on this partition.
     pub fn active_producers(&self) -> Vec<ActiveProducer> {
         let leader = self.leader();
         let open: BTreeMap<i64, i64> = leader.log.open_transactions().into_iter().collect();
         leader
             .producers
-            .epochs()
-            .map(|(producer_id, epoch)| ActiveProducer {
+            .entries()
+            .map(|(&producer_id, e)| ActiveProducer {
                 producer_id,
-                epoch,
-                last_sequence: leader
-                    .producers
-                    .get(producer_id)
-                    .and_then(|e| e.batches.back())
-                    .map_or(-1, |b| b.last_sequence),
+                epoch: e.epoch,
+                last_sequence: e.batches.back().map_or(-1, |b| b.last_sequence),
+                last_timestamp: e.last_timestamp,
                 current_txn_start_offset: open.get(&producer_id).copied(),
             })
             .collect()
@@ -1174,6 +1172,9 @@ pub struct ActiveProducer {
     pub producer_id: i64,
     pub epoch: i32,
     pub last_sequence: i32,
+    /// Kafka's `lastTimestamp`: what tools such as `kafka-transactions
+    /// find-hanging` age an open transaction by; -1 when unknown.
+    pub last_timestamp: i64,
     pub current_txn_start_offset: Option<i64>,
 }
 

@@ -4,9 +4,10 @@
 
 mod common;
 
+use bytes::Bytes;
 use common::*;
 use mk_core::ErrorCode;
-use mk_log::{ControlType, ProducerInfo, RecordBatch, RetentionPolicy};
+use mk_log::{ControlType, ProducerInfo, Record, RecordBatch, RetentionPolicy};
 use mk_replication::{
     AckMode, ActiveProducer, PartitionReplicaSet, ProduceResult, ProducerIdentity,
     ProducerIdentityStore, ReplicationError, replica_dir,
@@ -441,8 +442,21 @@ fn next_sequence_is_what_the_check_expects_per_producer_and_epoch() {
     assert_eq!(set.next_sequence(3, 0), 4);
 }
 
+/// An idempotent batch of one record stamped `timestamp`.
+fn idem_at(pid: i64, seq: i32, value: &'static str, timestamp: i64) -> RecordBatch {
+    let record = Record::new(None, Some(Bytes::from_static(value.as_bytes())), timestamp);
+    RecordBatch::new(vec![record])
+        .expect("valid batch")
+        .with_producer(ProducerInfo {
+            producer_id: pid,
+            producer_epoch: 0,
+            base_sequence: seq,
+        })
+}
+
 /// DescribeProducers' source: the leader's producer state, each producer
-/// with its epoch, last sequence and the start of its open transaction.
+/// with its epoch, last sequence, last timestamp and the start of its open
+/// transaction.
 #[test]
 fn active_producers_show_epochs_sequences_and_open_transactions() {
     let (_h, mut set) = Harness::with_replicas(&[1, 2]);
@@ -450,19 +464,21 @@ fn active_producers_show_epochs_sequences_and_open_transactions() {
     put(&mut set, &["plain"]);
     acks_one(&mut set, idem(7, 2, 0, &["a", "b"]));
     acks_one(&mut set, idem(7, 2, 2, &["c"]));
-    let tx = idem(9, 0, 0, &["t"]).with_transactional_id("tx-9");
+    let tx = idem_at(9, 0, "t", START_MS + 5).with_transactional_id("tx-9");
     acks_one(&mut set, tx);
     let expected = vec![
         ActiveProducer {
             producer_id: 7,
             epoch: 2,
             last_sequence: 2,
+            last_timestamp: START_MS,
             current_txn_start_offset: None,
         },
         ActiveProducer {
             producer_id: 9,
             epoch: 0,
             last_sequence: 0,
+            last_timestamp: START_MS + 5,
             current_txn_start_offset: Some(4),
         },
     ];
@@ -479,6 +495,26 @@ fn active_producers_show_epochs_sequences_and_open_transactions() {
     acks_one(&mut set, commit);
     assert_eq!(set.active_producers()[1].current_txn_start_offset, None);
     assert_eq!(set.active_producers()[1].last_sequence, 0);
+    assert_eq!(set.active_producers()[1].last_timestamp, START_MS + 5);
+}
+
+/// The last timestamp survives a crash: from the snapshot when retention
+/// removed the batch that set it, from the replayed tail when a newer batch
+/// came after the snapshot.
+#[test]
+fn a_producers_last_timestamp_survives_a_crash_from_the_snapshot_and_from_the_log() {
+    let h = Harness::with(|c| c.log.segment_max_bytes = 1);
+    let mut set = h.create(&[1]);
+    acks_one(&mut set, idem_at(8, 0, "first", START_MS + 7));
+    put(&mut set, &["filler"]);
+    set.checkpoint().unwrap();
+    retain_one_byte(&mut set);
+    assert_eq!(set.log_start_offset(), 1, "the batch is gone from the log");
+    let mut set = h.crash_reopen(set);
+    assert_eq!(set.active_producers()[0].last_timestamp, START_MS + 7);
+    acks_one(&mut set, idem_at(8, 1, "second", START_MS + 9));
+    let set = h.crash_reopen(set);
+    assert_eq!(set.active_producers()[0].last_timestamp, START_MS + 9);
 }
 
 #[test]

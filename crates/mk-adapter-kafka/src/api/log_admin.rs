@@ -128,8 +128,8 @@ fn producer_state(p: ActiveProducer) -> ProducerState {
         producer_id: p.producer_id,
         producer_epoch: p.epoch,
         last_sequence: p.last_sequence,
+        last_timestamp: p.last_timestamp,
         // Not kept in the producer state (docs/kafka-wire.md).
-        last_timestamp: -1,
         coordinator_epoch: -1,
         current_txn_start_offset: p.current_txn_start_offset.unwrap_or(-1),
     }

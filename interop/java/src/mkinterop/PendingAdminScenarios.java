@@ -60,7 +60,7 @@ final class PendingAdminScenarios {
         }
     }
 
-    /** `partitions`: [[topic, partition]]. Per partition: {producers: [{id, epoch, last_sequence, txn_start}]}. */
+    /** `partitions`: [[topic, partition]]. Per partition: {producers: [{id, epoch, last_sequence, last_timestamp, txn_start}]}. */
     @Scenario.Named("describe-producers")
     private static JsonNode describeProducers(Ctx ctx) {
         List<TopicPartition> partitions = new ArrayList<>();
@@ -77,6 +77,7 @@ final class PendingAdminScenarios {
                                     .put("id", p.producerId())
                                     .put("epoch", p.producerEpoch())
                                     .put("last_sequence", p.lastSequence())
+                                    .put("last_timestamp", p.lastTimestamp().orElse(-1))
                                     .put("txn_start", p.currentTransactionStartOffset().orElse(-1));
                         }
                     });
