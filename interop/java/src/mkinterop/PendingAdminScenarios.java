@@ -77,7 +77,7 @@ final class PendingAdminScenarios {
                                     .put("id", p.producerId())
                                     .put("epoch", p.producerEpoch())
                                     .put("last_sequence", p.lastSequence())
-                                    .put("last_timestamp", p.lastTimestamp().orElse(-1))
+                                    .put("last_timestamp", p.lastTimestamp())
                                     .put("txn_start", p.currentTransactionStartOffset().orElse(-1));
                         }
                     });
