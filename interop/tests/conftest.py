@@ -155,6 +155,8 @@ def _client_of(item) -> str:
         return "suite self-checks"
     if module == "test_security":
         return "security: negative matrix and ACLs"
+    if module == "test_kafka_connect":
+        return "Kafka Connect (java)"
     return "environment"
 
 

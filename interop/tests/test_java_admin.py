@@ -78,9 +78,9 @@ def test_java_create_topics_validate_only_creates_nothing(broker):
 
 
 def test_java_list_and_describe_topics_agree_on_the_topic_id(broker):
-    """listTopics and describeTopics name the id createTopics answered.
-    (describeTopics by topic id, a Metadata request by id, is answered
-    UNKNOWN_TOPIC_ID today: see interop/README.md.)"""
+    """listTopics and describeTopics name the id createTopics answered, and
+    describeTopics by that id (a Metadata request by topic id) finds the
+    topic; an id no topic has is UNKNOWN_TOPIC_ID."""
     t = unique_topic("jadmin-ids")
     topic_id = checked(create(broker, {"name": t, "partitions": 2}), "createTopics")[t]["topic_id"]
     listing = java("list-topics", broker)["listings"][t]
@@ -89,6 +89,11 @@ def test_java_list_and_describe_topics_agree_on_the_topic_id(broker):
     assert described["topic_id"] == topic_id and len(described["partitions"]) == 2, described
     missing = java("describe-topics", broker, topics=[f"{t}-missing"])[f"{t}-missing"]
     assert missing["code"] == "UNKNOWN_TOPIC_OR_PARTITION", missing
+    by_id = java("describe-topics", broker, ids=[topic_id])[topic_id]
+    assert by_id == described, by_id
+    unknown_id = "3q2-796tW3GZsWvoxDY3zA"
+    unknown = java("describe-topics", broker, ids=[unknown_id])[unknown_id]
+    assert unknown["code"] == "UNKNOWN_TOPIC_ID", unknown
 
 
 def test_java_describe_cluster_names_every_broker_at_its_listener(three_broker_cluster):

@@ -14,7 +14,8 @@ final class Scenarios {
     /** The classes whose {@link Scenario.Named} methods are scenarios. */
     private static final List<Class<?>> HOMES = List.of(ClientScenarios.class, AdminScenarios.class,
             GroupAdminScenarios.class, PendingAdminScenarios.class, ShareAdminScenarios.class,
-            SurfaceScenarios.class, TxnScenarios.class, GroupMember.class, ShareMember.class, EosProcessor.class);
+            SurfaceScenarios.class, TxnScenarios.class, GroupMember.class, ShareMember.class, EosProcessor.class,
+            ConnectScenarios.class);
 
     private Scenarios() {}
 
