@@ -44,13 +44,16 @@ final class ConnectScenarios {
      * the file `output` holds `lines` lines and every connector and task is RUNNING, then stops it. With
      * `create`, it first creates `src` (FileStreamSource of `input` into topic `<group>-data`) and `sink`
      * (FileStreamSink of that topic into `output`); without, the worker finds them in the config topic.
+     * `exactly_once` is the worker's `exactly.once.source.support` (default `disabled`).
      * Result: {connectors: [names], states: {name: [connector state, task states...]}, output_lines}.
      */
     @Scenario.Named("connect-worker")
     private static JsonNode connectWorker(Ctx ctx) throws Exception {
         String group = ctx.args.str("group");
         Path output = Path.of(ctx.args.str("output"));
-        DistributedHerder herder = herder(workerProps(ctx.args.str("bootstrap"), group));
+        Map<String, String> props = workerProps(ctx.args.str("bootstrap"), group);
+        props.put("exactly.once.source.support", ctx.args.str("exactly_once", "disabled"));
+        DistributedHerder herder = herder(props);
         herder.start();
         try {
             if (ctx.args.bool("create", false)) {
