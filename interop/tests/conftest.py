@@ -157,6 +157,8 @@ def _client_of(item) -> str:
         return "security: negative matrix and ACLs"
     if module == "test_kafka_connect":
         return "Kafka Connect (java)"
+    if module == "test_apps":
+        return "applications"
     return "environment"
 
 

@@ -1,7 +1,8 @@
 //! `cargo xtask interop`: the live interop suite. Builds mk-server, installs
 //! the pinned Kafka clients (a Python venv under the target directory from
 //! interop/requirements.txt, interop/js/node_modules from the npm lockfile,
-//! the Java client's jars and our Java driver: interop/java.rs), checks
+//! the Java client's jars and our Java driver: interop/java.rs) and the
+//! applications (a second venv from interop/apps/requirements.txt), checks
 //! kcat, then runs interop/tests with pytest against the real binary.
 //!
 //! Installs are cached: each install writes a stamp holding a hash of the
@@ -17,6 +18,9 @@ use std::time::Instant;
 mod java;
 
 const REQUIREMENTS: &str = "interop/requirements.txt";
+/// The applications' own pins (Quix Streams needs an older confluent-kafka
+/// than the client suite tests, so they get a venv of their own).
+const APPS_REQUIREMENTS: &str = "interop/apps/requirements.txt";
 const JS_DIR: &str = "interop/js";
 const STAMP: &str = ".mk-interop-stamp";
 const KCAT_VERSION: &str = "Version 1.7.1 ";
@@ -70,6 +74,8 @@ pub fn suite(built: Built, pytest_args: &[String]) -> Result<(), String> {
     let step = Instant::now();
     let venv = target_dir.join("interop-venv");
     let venv_state = ensure_venv(&venv)?;
+    let apps_venv = target_dir.join("apps-venv");
+    let apps_state = ensure_venv_from(&apps_venv, APPS_REQUIREMENTS)?;
     let node_state = ensure_node_modules(Path::new(JS_DIR))?;
     let java = java::ensure(&target_dir, &venv.join("bin").join("python"))?;
     let kcat = check_kcat()?;
@@ -89,13 +95,15 @@ pub fn suite(built: Built, pytest_args: &[String]) -> Result<(), String> {
         .args(pytest_args)
         .env("MK_SERVER_BIN", &server)
         .env("MK_JAVA_CLASSPATH", &java.classpath)
-        .env("MK_JAVA_ARCHIVE", &java.archive),
+        .env("MK_JAVA_ARCHIVE", &java.archive)
+        .env("MK_APPS_PYTHON", apps_venv.join("bin").join("python")),
     )?;
     let suite_s = step.elapsed().as_secs_f64();
 
     println!(
         "xtask: interop summary: build {build_s:.0}s, clients {install_s:.0}s (venv {venv_state}, \
-         node_modules {node_state}, {}, {kcat}), suite {suite_s:.0}s, total {:.0}s: {}",
+         apps venv {apps_state}, node_modules {node_state}, {}, {kcat}), suite {suite_s:.0}s, \
+         total {:.0}s: {}",
         java.summary,
         started.elapsed().as_secs_f64(),
         outcome(status)
