@@ -98,8 +98,9 @@ final class ConnectScenarios {
         props.put("config.storage.topic", group + "-configs");
         props.put("offset.storage.topic", group + "-offsets");
         props.put("status.storage.topic", group + "-status");
+        // -1: the broker's default (KIP-464), what README.md advises on one broker.
         for (String store : List.of("config", "offset", "status")) {
-            props.put(store + ".storage.replication.factor", "1");
+            props.put(store + ".storage.replication.factor", "-1");
         }
         props.put("offset.flush.interval.ms", "500");
         props.put("plugin.discovery", "service_load");
